@@ -1,0 +1,91 @@
+"""A blocking connection to one broker: send requests, read responses in order (pipelining allowed).
+
+Used by pykbroker's command-line tools, benchmarks and tests. Encoding and decoding go through
+:mod:`pykbroker.protocol` (``encode_request`` / ``decode_response``); the response header version is
+derived from the request's API and version (ApiVersions always uses header v0).
+Not thread-safe: one connection per thread.
+"""
+from __future__ import annotations
+
+import socket
+import struct
+
+from pykbroker.protocol import decode_response, encode_request
+from pykbroker.protocol.header import response_header_version
+
+_SIZE = struct.Struct(">i")
+_CORR = struct.Struct(">i")
+
+
+class ConnectionClosedError(ConnectionError):
+    pass
+
+
+class BrokerConnection:
+    def __init__(self, host: str, port: int, client_id: str = "pykbroker", timeout: float = 30.0):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.client_id = client_id
+        self.next_correlation_id = 0
+        self.pending: list[tuple[int, int, int]] = []  # (correlation id, api key, version)
+
+    @classmethod
+    def to(cls, bootstrap: str, **kw) -> "BrokerConnection":
+        host, _, port = bootstrap.rpartition(":")
+        return cls(host.strip("[]"), int(port), **kw)
+
+    def send(self, api_key: int, version: int, body: dict) -> int:
+        """Write one request; returns its correlation id (read the answer with :meth:`receive`)."""
+        correlation_id = self.next_correlation_id
+        self.next_correlation_id += 1
+        self.sock.sendall(encode_request(api_key, version, correlation_id, self.client_id, body))
+        self.pending.append((correlation_id, api_key, version))
+        return correlation_id
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def _read_exactly(self, n: int) -> bytearray:
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            k = self.sock.recv_into(view[got:], n - got)
+            if k == 0:
+                raise ConnectionClosedError(f"connection closed by broker after {got} of {n} bytes")
+            got += k
+        return buf
+
+    def receive_frame(self) -> bytearray:
+        size = _SIZE.unpack(self._read_exactly(4))[0]
+        return self._read_exactly(size)
+
+    def receive(self) -> tuple[int, dict]:
+        """Read the next response: ``(correlation id, body dict)``; checks the correlation id matches."""
+        correlation_id, api_key, version = self.pending.pop(0)
+        frame = memoryview(self.receive_frame())
+        got = _CORR.unpack_from(frame, 0)[0]
+        if got != correlation_id:
+            raise ConnectionError(f"correlation id mismatch: expected {correlation_id}, got {got}")
+        offset = 4
+        if response_header_version(api_key, version) >= 1:
+            offset += 1  # empty tagged-field section (brokers send no header tags)
+            if frame[4] != 0:
+                raise ConnectionError("unexpected tagged fields in response header")
+        return correlation_id, decode_response(api_key, version, frame[offset:])
+
+    def request(self, api_key: int, version: int, body: dict) -> dict:
+        self.send(api_key, version, body)
+        return self.receive()[1]
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

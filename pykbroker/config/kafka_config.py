@@ -1,0 +1,176 @@
+"""KafkaConfig: the broker's typed configuration, built from ``server.properties`` plus ``--override``s.
+
+Mirrors ``kafka.server.KafkaConfig``: values are read through :meth:`get` with Kafka's key names;
+derived views (listeners, planes, log dirs, retention in ms) are properties. Construction validates
+everything and raises :class:`ConfigException` with one clear message naming the key and value.
+Unknown keys are kept in :attr:`unknown_keys` for a start-up warning (Kafka logs them too).
+Immutable after construction; safe to share between threads.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pykbroker.config.config_def import ConfigException
+from pykbroker.config.endpoint import EndPoint, parse_listeners, parse_security_protocol_map
+from pykbroker.config.kafka_config_def import BROKER_CONFIG_DEF, KNOWN_PREFIXES
+
+
+class KafkaConfig:
+    def __init__(self, props: dict[str, Any]):
+        self.originals = dict(props)
+        self.values = BROKER_CONFIG_DEF.parse(props)
+        self.unknown_keys = [k for k in BROKER_CONFIG_DEF.unknown(props) if not k.startswith(KNOWN_PREFIXES)]
+        self._validate()
+
+    # -- access ---------------------------------------------------------------------------------
+    def get(self, key: str) -> Any:
+        return self.values[key]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    # -- derived --------------------------------------------------------------------------------
+    @property
+    def node_id(self) -> int:
+        return self.values["node.id"]
+
+    @property
+    def process_roles(self) -> list[str]:
+        return self.values["process.roles"] or []
+
+    @property
+    def protocol_map(self) -> dict[str, str]:
+        return parse_security_protocol_map(self.values["listener.security.protocol.map"])
+
+    @property
+    def listeners(self) -> list[EndPoint]:
+        return parse_listeners(self.values["listeners"], self.protocol_map)
+
+    @property
+    def controller_listener_names(self) -> list[str]:
+        return [n.upper() for n in (self.values["controller.listener.names"] or [])]
+
+    @property
+    def control_plane_listener_name(self) -> str | None:
+        """The control-plane listener: ``control.plane.listener.name`` or, in KRaft mode, the first
+        controller listener that this process binds (DESIGN.md Part 1)."""
+        name = self.values["control.plane.listener.name"]
+        if name:
+            return name.upper()
+        bound = {e.listener_name for e in self.listeners}
+        for n in self.controller_listener_names:
+            if n in bound:
+                return n
+        return None
+
+    @property
+    def control_plane_listener(self) -> EndPoint | None:
+        name = self.control_plane_listener_name
+        return next((e for e in self.listeners if e.listener_name == name), None)
+
+    @property
+    def data_plane_listeners(self) -> list[EndPoint]:
+        cp = self.control_plane_listener_name
+        return [e for e in self.listeners if e.listener_name != cp]
+
+    @property
+    def advertised_listeners(self) -> list[EndPoint]:
+        """Endpoints given to clients (``advertised.listeners``, else ``listeners`` minus controller
+        listeners); a wildcard host is replaced when the broker knows its bound address."""
+        adv = self.values["advertised.listeners"]
+        if adv:
+            return parse_listeners(adv, self.protocol_map, "advertised.listeners")
+        return self.data_plane_listeners
+
+    @property
+    def inter_broker_listener_name(self) -> str:
+        return (self.values["inter.broker.listener.name"] or self.values["security.inter.broker.protocol"]).upper()
+
+    @property
+    def log_dirs(self) -> list[str]:
+        return self.values["log.dirs"] or [self.values["log.dir"]]
+
+    @property
+    def metadata_log_dir(self) -> str:
+        return self.values["metadata.log.dir"] or self.log_dirs[0]
+
+    @property
+    def log_retention_ms(self) -> int:
+        v = self.values
+        if v["log.retention.ms"] is not None:
+            return v["log.retention.ms"]
+        if v["log.retention.minutes"] is not None:
+            return v["log.retention.minutes"] * 60_000
+        return v["log.retention.hours"] * 3_600_000
+
+    @property
+    def log_roll_ms(self) -> int:
+        v = self.values
+        return v["log.roll.ms"] if v["log.roll.ms"] is not None else v["log.roll.hours"] * 3_600_000
+
+    @property
+    def log_roll_jitter_ms(self) -> int:
+        v = self.values
+        return v["log.roll.jitter.ms"] if v["log.roll.jitter.ms"] is not None else v["log.roll.jitter.hours"] * 3_600_000
+
+    @property
+    def max_connections_per_ip_overrides(self) -> dict[str, int]:
+        raw = self.values["max.connections.per.ip.overrides"]
+        result: dict[str, int] = {}
+        for item in (s.strip() for s in raw.split(",")):
+            if not item:
+                continue
+            host, sep, count = item.rpartition(":")
+            try:
+                result[host] = int(count)
+                if not sep or not host or result[host] < 0:
+                    raise ValueError
+            except ValueError:
+                raise ConfigException("max.connections.per.ip.overrides", raw, f"entry '{item}' is not host:count") from None
+        return result
+
+    # -- validation (mirrors KafkaConfig.validateValues) ---------------------------------------
+    def _validate(self) -> None:
+        v = self.values
+        if v["node.id"] < 0 and v["broker.id"] >= 0:
+            v["node.id"] = v["broker.id"]
+        roles = self.process_roles
+        if not roles:
+            raise ConfigException("process.roles", v["process.roles"],
+                                  "process.roles must be set (KRaft mode: broker, controller or broker,controller)")
+        if len(set(roles)) != len(roles):
+            raise ConfigException("process.roles", ",".join(roles), "Duplicate role names found")
+        if v["node.id"] < 0:
+            raise ConfigException("node.id", v["node.id"], "Missing configuration `node.id` which is required when process.roles is set")
+        endpoints = self.listeners  # validates syntax and protocol map
+        names = {e.listener_name for e in endpoints}
+        if "controller" in roles:
+            if not self.controller_listener_names:
+                raise ConfigException("controller.listener.names", None,
+                                      "controller.listener.names must contain at least one value when running KRaft with the controller role")
+            missing = [n for n in self.controller_listener_names if n not in names]
+            if missing:
+                raise ConfigException("controller.listener.names", ",".join(self.controller_listener_names),
+                                      f"The listeners.names in controller.listener.names must be in listeners: {missing}")
+        if "broker" in roles:
+            if not self.data_plane_listeners:
+                raise ConfigException("listeners", ",".join(v["listeners"]),
+                                      "There must be at least one broker (non-controller) listener")
+            ibl = self.inter_broker_listener_name
+            if ibl not in names and ibl != "PLAINTEXT" and ibl not in self.protocol_map:
+                raise ConfigException("inter.broker.listener.name", ibl, "must be a listener name defined in listeners")
+        cp = v["control.plane.listener.name"]
+        if cp and cp.upper() not in names:
+            raise ConfigException("control.plane.listener.name", cp, "must be a listener name defined in listeners")
+        ports = [e.port for e in endpoints if e.port != 0]
+        if len(ports) != len(set((e.host, e.port) for e in endpoints if e.port != 0)):
+            raise ConfigException("listeners", ",".join(v["listeners"]), "Each listener must have a different port")
+        self.max_connections_per_ip_overrides  # noqa: B018 - validates the syntax
+        if v["log.dirs"] is not None and not v["log.dirs"]:
+            raise ConfigException("log.dirs", "", "At least one log directory must be defined")
+        if v["message.max.bytes"] < 0:
+            raise ConfigException("message.max.bytes", v["message.max.bytes"], "must be >= 0")
+
+    @classmethod
+    def from_props(cls, props: dict[str, Any]) -> "KafkaConfig":
+        return cls(props)

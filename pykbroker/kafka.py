@@ -1,0 +1,100 @@
+"""Entry point: ``kafka-server-start [-daemon] server.properties [--override property=value]*``.
+
+Mirrors ``kafka.Kafka``: parse arguments (Kafka's usage line on bad ones), load the properties file,
+apply ``--override``s, build :class:`KafkaConfig` (a bad value stops start-up with one line naming the
+key and the value, exit code 1), start :class:`KafkaRaftServer`, shut down in order on SIGTERM/SIGINT.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+
+USAGE = "USAGE: kafka-server-start [-daemon] server.properties [--override property=value]*"
+
+
+def parse_args(argv: list[str]) -> tuple[str, dict[str, str]]:
+    """``(properties path, overrides)``; raises SystemExit(1) with the usage line on bad arguments."""
+    args = [a for a in argv if a != "-daemon"]
+    if not args or args[0].startswith("-"):
+        _usage()
+    path, rest, overrides = args[0], args[1:], {}
+    i = 0
+    while i < len(rest):
+        a = rest[i]
+        if a == "--override" and i + 1 < len(rest):
+            value = rest[i + 1]
+            i += 2
+        elif a.startswith("--override="):
+            value = a.split("=", 1)[1]
+            i += 1
+        else:
+            print(f"Found non argument parameters: {a}", file=sys.stderr)
+            _usage()
+        key, sep, val = value.partition("=")
+        if not sep or not key:
+            print(f"Invalid override: {value} (expected property=value)", file=sys.stderr)
+            _usage()
+        overrides[key.strip()] = val.strip()
+    return path, overrides
+
+
+def _usage():
+    print(USAGE, file=sys.stderr)
+    raise SystemExit(1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--version":
+        from pykbroker import __version__
+        print(__version__)
+        return 0
+    path, overrides = parse_args(argv)
+    from pykbroker.utils import logging as plog
+    plog.configure(os.environ.get("PYKBROKER_LOG_LEVEL", "info"))
+    log = plog.get_logger("KafkaServer")
+    from pykbroker.config.config_def import ConfigException
+    from pykbroker.config.kafka_config import KafkaConfig
+    from pykbroker.config.properties import PropertiesError, load_properties
+    try:
+        props = load_properties(path)
+    except (OSError, PropertiesError) as e:
+        print(f"ERROR: cannot read {path}: {e}", file=sys.stderr)
+        return 1
+    props.update(overrides)
+    try:
+        config = KafkaConfig(props)
+    except ConfigException as e:
+        print(f"ERROR: {e}", file=sys.stderr)
+        log.error(f"Exiting Kafka due to fatal exception: {e}")
+        return 1
+    from pykbroker.server.kafka_raft_server import KafkaRaftServer
+    server = KafkaRaftServer(config)
+
+    def shutdown_hook(signum: int) -> None:
+        log.info(f"Terminating process due to signal SIG{signal.Signals(signum).name.removeprefix('SIG')}")
+        server.shutdown()
+
+    def on_signal(signum, _frame):
+        # Nothing else here: the handler may interrupt the main thread inside a log write (which holds
+        # the output lock), so logging and shutdown run on their own thread.
+        threading.Thread(target=shutdown_hook, args=(signum,), name="kafka-shutdown-hook", daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        server.startup()
+    except Exception as e:
+        log.error(f"Exiting Kafka due to fatal exception during startup: {e}", exc_info=True)
+        server.shutdown()
+        return 1
+    while not server.await_shutdown(0.5):
+        pass
+    log.info("Kafka server exited")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,234 @@
+"""KafkaChannel, NetworkReceive and NetworkSend: per-connection framing and the mute state machine.
+
+Mirrors ``org.apache.kafka.common.network.{KafkaChannel,NetworkReceive,NetworkSend,ByteBufferSend}``.
+
+Framing: every frame is a 4-byte big-endian size N followed by N bytes. A receive reads exactly the
+bytes it still needs (``recv_into`` bounded by the remaining size), so plaintext never reads past the
+current request and no "buffered read" bookkeeping is needed.
+
+A send is a list of parts: bytes-like runs, and *deferred regions* (objects with ``size_in_bytes``
+and ``write_to(sock, offset, max_bytes) -> int``, e.g. a log-file slice written with ``os.sendfile``),
+which is how fetch responses go out zero-copy.
+
+Threading: a channel is owned by one Processor thread (through its KSelector); nothing here locks.
+"""
+from __future__ import annotations
+
+import enum
+import socket
+import struct
+
+_SIZE = struct.Struct(">i")
+
+
+class InvalidReceiveError(Exception):
+    """A frame size prefix is negative or above ``socket.request.max.bytes`` (Kafka's
+    ``InvalidReceiveException``): the connection is closed without a response."""
+
+
+class TruncatedReceiveError(EOFError):
+    """The peer closed the connection in the middle of a frame."""
+
+
+class NetworkReceive:
+    """One size-prefixed frame being read. ``payload`` is a ``bytearray`` of exactly N bytes."""
+
+    __slots__ = ("max_size", "size_buf", "size_read", "payload", "payload_read", "size")
+
+    def __init__(self, max_size: int):
+        self.max_size = max_size
+        self.size_buf = bytearray(4)
+        self.size_read = 0
+        self.payload: bytearray | None = None
+        self.payload_read = 0
+        self.size = -1
+
+    def complete(self) -> bool:
+        return self.payload is not None and self.payload_read == self.size
+
+    def read_from(self, sock: socket.socket) -> int:
+        """Read what is available, up to the end of this frame. Returns bytes read (0 = would block).
+        Raises InvalidReceiveError for a bad size, EOFError/TruncatedReceiveError when the peer closed."""
+        total = 0
+        if self.size_read < 4:
+            try:
+                n = sock.recv_into(memoryview(self.size_buf)[self.size_read:], 4 - self.size_read)
+            except (BlockingIOError, InterruptedError):
+                return total
+            if n == 0:
+                if self.size_read:
+                    raise TruncatedReceiveError(f"connection closed after {self.size_read} of 4 size bytes")
+                raise EOFError("connection closed by peer")
+            self.size_read += n
+            total += n
+            if self.size_read < 4:
+                return total
+            size = _SIZE.unpack(self.size_buf)[0]
+            if size < 0:
+                raise InvalidReceiveError(f"Invalid receive (size = {size})")
+            if size > self.max_size:
+                raise InvalidReceiveError(f"Invalid receive (size = {size} larger than {self.max_size})")
+            self.size = size
+            self.payload = bytearray(size)
+            if size == 0:
+                return total
+        view = memoryview(self.payload)
+        while self.payload_read < self.size:
+            try:
+                n = sock.recv_into(view[self.payload_read:], self.size - self.payload_read)
+            except (BlockingIOError, InterruptedError):
+                break
+            if n == 0:
+                raise TruncatedReceiveError(
+                    f"connection closed after {self.payload_read} of {self.size} frame bytes")
+            self.payload_read += n
+            total += n
+        return total
+
+
+class NetworkSend:
+    """A response (or request, on the client side) to write: ``parts`` = bytes-like runs and deferred
+    regions. ``destination`` is the connection id. ``size`` is the total number of bytes."""
+
+    __slots__ = ("destination", "parts", "index", "offset", "size")
+
+    def __init__(self, destination: str, parts: list):
+        self.destination = destination
+        self.parts = parts
+        self.index = 0
+        self.offset = 0
+        self.size = sum(len(p) if isinstance(p, (bytes, bytearray, memoryview)) else p.size_in_bytes for p in parts)
+
+    def completed(self) -> bool:
+        return self.index >= len(self.parts)
+
+    def write_to(self, sock: socket.socket) -> bool:
+        """Write as much as the socket takes. Returns True once everything is written.
+        Socket errors (peer gone) propagate as OSError."""
+        parts = self.parts
+        while self.index < len(parts):
+            part = parts[self.index]
+            if isinstance(part, (bytes, bytearray, memoryview)):
+                remaining = len(part) - self.offset
+                if remaining > 0:
+                    try:
+                        n = sock.send(memoryview(part)[self.offset:] if self.offset else part)
+                    except (BlockingIOError, InterruptedError):
+                        return False
+                    self.offset += n
+                    if n < remaining:
+                        return False
+            else:
+                remaining = part.size_in_bytes - self.offset
+                while remaining > 0:
+                    n = part.write_to(sock, self.offset, remaining)
+                    if n <= 0:
+                        return False
+                    self.offset += n
+                    remaining -= n
+            self.index += 1
+            self.offset = 0
+        return True
+
+
+class ChannelMuteState(enum.Enum):
+    NOT_MUTED = "NOT_MUTED"
+    MUTED = "MUTED"
+    MUTED_AND_RESPONSE_PENDING = "MUTED_AND_RESPONSE_PENDING"
+    MUTED_AND_THROTTLED = "MUTED_AND_THROTTLED"
+    MUTED_AND_THROTTLED_AND_RESPONSE_PENDING = "MUTED_AND_THROTTLED_AND_RESPONSE_PENDING"
+
+
+class ChannelMuteEvent(enum.Enum):
+    REQUEST_RECEIVED = "REQUEST_RECEIVED"
+    RESPONSE_SENT = "RESPONSE_SENT"
+    THROTTLE_STARTED = "THROTTLE_STARTED"
+    THROTTLE_ENDED = "THROTTLE_ENDED"
+
+
+_S, _E = ChannelMuteState, ChannelMuteEvent
+# (state, event) -> next state; any other pair is illegal (KafkaChannel.handleChannelMuteEvent).
+MUTE_TRANSITIONS: dict[tuple[ChannelMuteState, ChannelMuteEvent], ChannelMuteState] = {
+    (_S.MUTED, _E.REQUEST_RECEIVED): _S.MUTED_AND_RESPONSE_PENDING,
+    (_S.MUTED_AND_RESPONSE_PENDING, _E.RESPONSE_SENT): _S.MUTED,
+    (_S.MUTED_AND_THROTTLED_AND_RESPONSE_PENDING, _E.RESPONSE_SENT): _S.MUTED_AND_THROTTLED,
+    (_S.MUTED_AND_RESPONSE_PENDING, _E.THROTTLE_STARTED): _S.MUTED_AND_THROTTLED_AND_RESPONSE_PENDING,
+    (_S.MUTED_AND_THROTTLED, _E.THROTTLE_ENDED): _S.MUTED,
+    (_S.MUTED_AND_THROTTLED_AND_RESPONSE_PENDING, _E.THROTTLE_ENDED): _S.MUTED_AND_RESPONSE_PENDING,
+}
+
+
+class IllegalMuteTransition(RuntimeError):
+    pass
+
+
+class KafkaChannel:
+    """One connection: socket, the receive in progress, the send in progress and the mute state."""
+
+    __slots__ = ("id", "sock", "fileno", "max_receive_size", "receive", "send", "mute_state",
+                 "registered_events", "client_software_name", "client_software_version")
+
+    def __init__(self, channel_id: str, sock: socket.socket, max_receive_size: int):
+        self.id = channel_id
+        self.sock = sock
+        self.fileno = sock.fileno()
+        self.max_receive_size = max_receive_size
+        self.receive: NetworkReceive | None = None
+        self.send: NetworkSend | None = None
+        self.mute_state = ChannelMuteState.NOT_MUTED
+        self.registered_events = 0
+        self.client_software_name = "unknown"
+        self.client_software_version = "unknown"
+
+    def read(self) -> NetworkReceive | None:
+        """Read; return the completed receive (and reset) or None if more bytes are needed."""
+        if self.receive is None:
+            self.receive = NetworkReceive(self.max_receive_size)
+        self.receive.read_from(self.sock)
+        if self.receive.complete():
+            done, self.receive = self.receive, None
+            return done
+        return None
+
+    def has_partial_receive(self) -> bool:
+        return self.receive is not None and (self.receive.size_read > 0)
+
+    def set_send(self, send: NetworkSend) -> None:
+        if self.send is not None:
+            raise RuntimeError(f"Attempt to begin a send operation with prior send operation still in progress, connection id is {self.id}")
+        self.send = send
+
+    def write(self) -> NetworkSend | None:
+        """Write the pending send; return it once complete (and clear it), else None."""
+        send = self.send
+        if send is not None and send.write_to(self.sock):
+            self.send = None
+            return send
+        return None
+
+    # -- mute state machine --------------------------------------------------------------------
+    @property
+    def is_muted(self) -> bool:
+        return self.mute_state is not ChannelMuteState.NOT_MUTED
+
+    def mute(self) -> None:
+        if self.mute_state is ChannelMuteState.NOT_MUTED:
+            self.mute_state = ChannelMuteState.MUTED
+
+    def maybe_unmute(self) -> bool:
+        """Unmute only from MUTED (response sent, no throttle). Returns whether now NOT_MUTED."""
+        if self.mute_state is ChannelMuteState.MUTED:
+            self.mute_state = ChannelMuteState.NOT_MUTED
+        return self.mute_state is ChannelMuteState.NOT_MUTED
+
+    def handle_mute_event(self, event: ChannelMuteEvent) -> None:
+        nxt = MUTE_TRANSITIONS.get((self.mute_state, event))
+        if nxt is None:
+            raise IllegalMuteTransition(f"Cannot transition from {self.mute_state.name} for {event.name}")
+        self.mute_state = nxt
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass

@@ -1,0 +1,215 @@
+"""RequestChannel: the one hand-off between network threads and request handler threads.
+
+Mirrors ``kafka.network.RequestChannel``:
+
+* one bounded request queue per plane (``queued.max.requests``; 20 for the control plane) shared by
+  all Processors of that plane; ``send_request`` is a **blocking** put: a full queue stalls the network
+  thread, which is Kafka's back-pressure;
+* one unbounded response queue per Processor (owned by the Processor; ``send_response`` routes by
+  ``request.processor`` and wakes that Processor);
+* response kinds :class:`SendResponse`, :class:`NoOpResponse`, :class:`CloseConnectionResponse`;
+  :data:`SHUTDOWN_REQUEST` stops one handler thread;
+* request metrics (RequestQueueTimeMs, LocalTimeMs, RemoteTimeMs, ResponseQueueTimeMs,
+  ResponseSendTimeMs, TotalTimeMs per API) are recorded when the response is done, from the
+  nanosecond timestamps the Request carries, exactly at Kafka's points.
+
+Thread-safe: queues are thread-safe; a Request's timestamps are written by one thread at a time as it
+moves Processor -> handler -> (purgatory) -> Processor.
+"""
+from __future__ import annotations
+
+import queue
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from pykbroker.network.channel import NetworkSend
+from pykbroker.utils.metrics import MetricsRegistry, request_metric_name
+from pykbroker.utils.time import SYSTEM, Time
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """Who sent a request and how: header, connection id, client address, listener, protocol."""
+
+    header: Any  # pykbroker.protocol.header.RequestHeader
+    connection_id: str
+    client_address: str
+    client_port: int
+    listener_name: str
+    security_protocol: str
+    client_software_name: str = "unknown"
+    client_software_version: str = "unknown"
+
+    @property
+    def api_key(self) -> int:
+        return self.header.api_key
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
+
+    @property
+    def correlation_id(self) -> int:
+        return self.header.correlation_id
+
+    @property
+    def client_id(self) -> str:
+        return self.header.client_id
+
+
+class Request:
+    """A parsed request on its way through the broker. ``body`` is the decoded request dict (None for
+    an ApiVersions request whose version is too new: it is answered as v0 with UNSUPPORTED_VERSION).
+    ``buffer`` keeps the frame alive while the body references it (records are zero-copy slices)."""
+
+    __slots__ = ("processor", "context", "body", "buffer", "start_time_ns", "request_dequeue_time_ns",
+                 "api_local_complete_time_ns", "response_complete_time_ns", "response_dequeue_time_ns",
+                 "api_name", "size", "unsupported_version")
+
+    def __init__(self, processor: int, context: RequestContext, body: dict | None, buffer,
+                 start_time_ns: int, api_name: str, size: int, unsupported_version: bool = False):
+        self.processor = processor
+        self.context = context
+        self.body = body
+        self.buffer = buffer
+        self.start_time_ns = start_time_ns
+        self.request_dequeue_time_ns = -1
+        self.api_local_complete_time_ns = -1
+        self.response_complete_time_ns = -1
+        self.response_dequeue_time_ns = -1
+        self.api_name = api_name
+        self.size = size
+        self.unsupported_version = unsupported_version
+
+    @property
+    def header(self):
+        return self.context.header
+
+    def release_buffer(self) -> None:
+        self.buffer = None
+
+    def __repr__(self) -> str:
+        h = self.context.header
+        return (f"Request(api={self.api_name}, version={h.api_version}, correlation_id={h.correlation_id}, "
+                f"client_id={h.client_id!r}, connection={self.context.connection_id})")
+
+
+class _ShutdownRequest:
+    def __repr__(self) -> str:
+        return "ShutdownRequest"
+
+
+SHUTDOWN_REQUEST = _ShutdownRequest()
+
+
+class Response:
+    __slots__ = ("request",)
+
+    def __init__(self, request: Request):
+        self.request = request
+
+
+class SendResponse(Response):
+    """Write ``send`` to the client; ``on_complete`` (optional) runs on the Processor after the write."""
+
+    __slots__ = ("send", "on_complete")
+
+    def __init__(self, request: Request, send: NetworkSend, on_complete: Callable[[], None] | None = None):
+        super().__init__(request)
+        self.send = send
+        self.on_complete = on_complete
+
+
+class NoOpResponse(Response):
+    """No bytes to write (acks=0 produce success): unmute and read the next request."""
+
+    __slots__ = ()
+
+
+class CloseConnectionResponse(Response):
+    """Close the connection instead of answering (acks=0 produce error, unparseable error response)."""
+
+    __slots__ = ()
+
+
+REQUEST_METRICS = ("RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTimeMs",
+                   "ResponseSendTimeMs", "TotalTimeMs")
+
+
+class RequestChannel:
+    def __init__(self, queue_size: int, metric_prefix: str = "", time: Time = SYSTEM,
+                 metrics: MetricsRegistry | None = None):
+        self.queue_size = queue_size
+        self.metric_prefix = metric_prefix
+        self.time = time
+        self.metrics = metrics or MetricsRegistry()
+        self.request_queue: queue.Queue = queue.Queue(maxsize=queue_size)
+        self.processors: dict[int, Any] = {}
+        self.metrics.gauge(f"kafka.network:type=RequestChannel,name={metric_prefix}RequestQueueSize",
+                           self.request_queue.qsize)
+
+    # -- processors ----------------------------------------------------------------------------
+    def add_processor(self, processor) -> None:
+        if processor.id in self.processors:
+            raise ValueError(f"processor with id {processor.id} already exists")
+        self.processors[processor.id] = processor
+
+    def remove_processor(self, processor_id: int) -> None:
+        self.processors.pop(processor_id, None)
+
+    # -- requests ------------------------------------------------------------------------------
+    def send_request(self, request) -> None:
+        """Blocking put (back-pressure onto the calling network thread)."""
+        self.request_queue.put(request)
+
+    def receive_request(self, timeout_ms: int):
+        try:
+            return self.request_queue.get(timeout=timeout_ms / 1000.0)
+        except queue.Empty:
+            return None
+
+    def send_shutdown_request(self) -> None:
+        self.request_queue.put(SHUTDOWN_REQUEST)
+
+    # -- responses -----------------------------------------------------------------------------
+    def send_response(self, response: Response) -> None:
+        request = response.request
+        now = self.time.nanoseconds()
+        request.response_complete_time_ns = now
+        if request.api_local_complete_time_ns < 0:
+            request.api_local_complete_time_ns = now
+        processor = self.processors.get(request.processor)
+        if processor is not None:  # a processor removed by resize: the response is dropped
+            processor.enqueue_response(response)
+
+    def send_no_op_response(self, request: Request) -> None:
+        self.send_response(NoOpResponse(request))
+
+    def close_connection(self, request: Request) -> None:
+        self.send_response(CloseConnectionResponse(request))
+
+    def clear(self) -> None:
+        while True:
+            try:
+                self.request_queue.get_nowait()
+            except queue.Empty:
+                return
+
+    # -- metrics -------------------------------------------------------------------------------
+    def update_request_metrics(self, request: Request, end_ns: int) -> None:
+        """Record the six timing histograms (ms as floats) under ``request=<ApiName>``."""
+        start = request.start_time_ns
+        dequeue = request.request_dequeue_time_ns if request.request_dequeue_time_ns >= 0 else start
+        local = request.api_local_complete_time_ns if request.api_local_complete_time_ns >= 0 else dequeue
+        complete = request.response_complete_time_ns if request.response_complete_time_ns >= 0 else local
+        rdequeue = request.response_dequeue_time_ns if request.response_dequeue_time_ns >= 0 else complete
+        values = (dequeue - start, local - dequeue, complete - local, rdequeue - complete, end_ns - rdequeue,
+                  end_ns - start)
+        names = [request.api_name]
+        if request.api_name == "Fetch":
+            replica = (request.body or {}).get("replica_id", -1)
+            names.append("FetchFollower" if replica is not None and replica >= 0 else "FetchConsumer")
+        for api in names:
+            for metric, ns in zip(REQUEST_METRICS, values):
+                self.metrics.histogram(request_metric_name(metric, api)).update(max(0.0, ns / 1e6))
+            self.metrics.meter(f"kafka.network:type=RequestMetrics,name=RequestsPerSec,request={api}").mark()

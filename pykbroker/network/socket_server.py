@@ -1,0 +1,524 @@
+"""SocketServer, Acceptor and Processor: Kafka's network threads.
+
+Mirrors ``kafka.network.SocketServer`` thread for thread (DESIGN.md §1):
+
+* one :class:`Acceptor` thread per listener: non-blocking listening socket, ``select(500 ms)``,
+  ``ConnectionQuotas.inc``, socket options, round-robin hand-off through each Processor's bounded
+  ``new_connections`` queue (non-blocking offers, a blocking put on the last try), then ``wakeup``;
+* :class:`Processor` threads (``num.network.threads`` per data-plane listener, exactly one for the
+  control-plane listener), each owning a :class:`KSelector` and running Kafka's loop order:
+  configure new connections, process new responses, poll, process completed receives, process
+  completed sends, process disconnected, close excess connections. Request headers and bodies are
+  parsed on the Processor; a malformed or disallowed request closes only its connection. A channel is
+  muted from request receipt until its response has been written, so responses leave in request order;
+* planes: the data plane has one :class:`RequestChannel` of ``queued.max.requests`` shared by all its
+  Processors; the control plane one of 20.
+
+Threading: the Acceptor owns its listening socket; a Processor owns its selector, channels and
+``inflight_responses``; other threads talk to a Processor only through ``accept`` (new connection
+queue) and ``enqueue_response`` (response queue), both of which wake its selector.
+"""
+from __future__ import annotations
+
+import queue
+import selectors
+import socket
+import threading
+from typing import Callable
+
+from pykbroker.config.endpoint import EndPoint
+from pykbroker.network.channel import ChannelMuteEvent, InvalidReceiveError, TruncatedReceiveError
+from pykbroker.network.connection_quotas import ConnectionQuotas, TooManyConnectionsError
+from pykbroker.network.request_channel import (CloseConnectionResponse, NoOpResponse, Request, RequestChannel,
+                                               RequestContext, SendResponse)
+from pykbroker.network.selector import KSelector
+from pykbroker.protocol import api_keys as _api_keys
+from pykbroker.protocol import decode_request
+from pykbroker.protocol.header import RequestHeader, parse_request_header, peek_api_key_version
+from pykbroker.utils.logging import get_logger
+from pykbroker.utils.metrics import MetricsRegistry
+from pykbroker.utils.time import SYSTEM, Time
+
+DATA_PLANE = "data-plane"
+CONTROL_PLANE = "control-plane"
+CONNECTION_QUEUE_SIZE = 20
+API_VERSIONS_KEY = 18
+INT_MAX = 2**31 - 1
+
+
+class SocketServerConfig:
+    """The network layer's own small view of the broker configuration."""
+
+    def __init__(self, node_id: int, num_network_threads: int, queued_max_requests: int,
+                 socket_send_buffer_bytes: int, socket_receive_buffer_bytes: int, socket_request_max_bytes: int,
+                 socket_listen_backlog_size: int, connections_max_idle_ms: int, max_connections_per_ip: int,
+                 max_connections_per_ip_overrides: dict[str, int], max_connections: int,
+                 data_plane_listeners: list[EndPoint], control_plane_listener: EndPoint | None,
+                 inter_broker_listener_name: str | None = None):
+        self.__dict__.update(locals())
+        del self.__dict__["self"]
+
+    @classmethod
+    def from_kafka_config(cls, config) -> "SocketServerConfig":
+        return cls(
+            node_id=config.node_id, num_network_threads=config["num.network.threads"],
+            queued_max_requests=config["queued.max.requests"],
+            socket_send_buffer_bytes=config["socket.send.buffer.bytes"],
+            socket_receive_buffer_bytes=config["socket.receive.buffer.bytes"],
+            socket_request_max_bytes=config["socket.request.max.bytes"],
+            socket_listen_backlog_size=config["socket.listen.backlog.size"],
+            connections_max_idle_ms=config["connections.max.idle.ms"],
+            max_connections_per_ip=config["max.connections.per.ip"],
+            max_connections_per_ip_overrides=config.max_connections_per_ip_overrides,
+            max_connections=config["max.connections"],
+            data_plane_listeners=config.data_plane_listeners,
+            control_plane_listener=config.control_plane_listener,
+            inter_broker_listener_name=config.inter_broker_listener_name)
+
+
+class Processor(threading.Thread):
+    """One network thread: owns a KSelector and the connections the Acceptor hands it."""
+
+    def __init__(self, processor_id: int, plane: str, endpoint: EndPoint, config: SocketServerConfig,
+                 request_channel: RequestChannel, connection_quotas: ConnectionQuotas,
+                 is_api_allowed: Callable[[int, int], bool], metrics: MetricsRegistry, time: Time = SYSTEM):
+        super().__init__(name=f"{plane}-kafka-network-thread-{config.node_id}-{endpoint.listener_name}-"
+                              f"{endpoint.security_protocol}-{processor_id}", daemon=False)
+        self.id = processor_id
+        self.plane = plane
+        self.endpoint = endpoint
+        self.listener_name = endpoint.listener_name
+        self.request_channel = request_channel
+        self.connection_quotas = connection_quotas
+        self.is_api_allowed = is_api_allowed
+        self.time = time
+        self.metrics = metrics
+        self.log = get_logger("SocketServer", listenerType="BROKER", nodeId=config.node_id,
+                              processor=processor_id)
+        self.selector = KSelector(config.socket_request_max_bytes, config.connections_max_idle_ms, time,
+                                  on_close_error=self._on_close_error)
+        self.new_connections: queue.Queue = queue.Queue(maxsize=CONNECTION_QUEUE_SIZE)
+        self.response_queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.inflight_responses: dict[str, SendResponse] = {}
+        self.next_connection_index = 0
+        self.should_run = True
+        self.idle = metrics.idle_ratio(f"kafka.network:type=SocketServer,name={'ControlPlane' if plane == CONTROL_PLANE else ''}NetworkProcessorAvgIdlePercent")
+        self.started = threading.Event()
+
+    # -- cross-thread entry points -------------------------------------------------------------
+    def accept(self, sock: socket.socket, may_block: bool) -> bool:
+        """Queue a new connection (Acceptor thread). Returns False if the queue is full and not may_block."""
+        try:
+            if may_block:
+                self.new_connections.put(sock)
+            else:
+                self.new_connections.put_nowait(sock)
+        except queue.Full:
+            return False
+        self.selector.wakeup()
+        return True
+
+    def enqueue_response(self, response) -> None:
+        self.response_queue.put(response)
+        self.selector.wakeup()
+
+    def wakeup(self) -> None:
+        self.selector.wakeup()
+
+    def begin_shutdown(self) -> None:
+        self.should_run = False
+        self.selector.wakeup()
+
+    # -- the loop ------------------------------------------------------------------------------
+    def run(self) -> None:
+        self.started.set()
+        select_before = self.selector.select_time_ns
+        loop_start = self.time.nanoseconds()
+        try:
+            while self.should_run:
+                try:
+                    self._configure_new_connections()
+                    self._process_new_responses()
+                    self._poll()
+                    self._process_completed_receives()
+                    self._process_completed_sends()
+                    self._process_disconnected()
+                    self._close_excess_connections()
+                except Exception as e:  # never let one failure kill the network thread
+                    self.log.error("Processor got uncaught exception.", error=repr(e), exc_info=True)
+                now = self.time.nanoseconds()
+                if now - loop_start > 100_000_000:
+                    idle = self.selector.select_time_ns - select_before
+                    self.idle.record(idle, now - loop_start)
+                    select_before, loop_start = self.selector.select_time_ns, now
+        finally:
+            self._close_all()
+
+    def _configure_new_connections(self) -> None:
+        for _ in range(CONNECTION_QUEUE_SIZE):
+            try:
+                sock = self.new_connections.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                local = sock.getsockname()
+                remote = sock.getpeername()
+                connection_id = (f"{local[0]}:{local[1]}-{remote[0]}:{remote[1]}-{self.id}-"
+                                 f"{self.next_connection_index}")
+                self.next_connection_index = 0 if self.next_connection_index == INT_MAX else self.next_connection_index + 1
+                self.selector.register(connection_id, sock)
+            except Exception as e:
+                self.log.error("Processor closed connection due to error during registration.", error=repr(e))
+                self._close_socket(sock)
+
+    def _close_socket(self, sock: socket.socket) -> None:
+        try:
+            ip = sock.getpeername()[0]
+        except OSError:
+            ip = None
+        try:
+            sock.close()
+        finally:
+            if ip is not None:
+                self.connection_quotas.dec(self.listener_name, ip)
+
+    def _process_new_responses(self) -> None:
+        while True:
+            try:
+                response = self.response_queue.get_nowait()
+            except queue.Empty:
+                return
+            request = response.request
+            connection_id = request.context.connection_id
+            request.response_dequeue_time_ns = self.time.nanoseconds()
+            channel = self.selector.channel(connection_id)
+            if isinstance(response, SendResponse):
+                if channel is None:
+                    self.request_channel.update_request_metrics(request, self.time.nanoseconds())
+                    continue
+                self.inflight_responses[connection_id] = response
+                self.selector.send(response.send)
+            elif isinstance(response, NoOpResponse):
+                self.request_channel.update_request_metrics(request, self.time.nanoseconds())
+                if channel is not None:
+                    channel.handle_mute_event(ChannelMuteEvent.RESPONSE_SENT)
+                    self.selector.unmute(connection_id)
+            elif isinstance(response, CloseConnectionResponse):
+                self.request_channel.update_request_metrics(request, self.time.nanoseconds())
+                self._close(connection_id)
+            else:
+                raise ValueError(f"Unknown response type {type(response)}")
+
+    def _poll(self) -> None:
+        timeout = 0 if not self.new_connections.empty() else 300
+        try:
+            self.selector.poll(timeout)
+        except OSError as e:
+            self.log.error("Processor poll failed.", error=repr(e))
+
+    def _process_completed_receives(self) -> None:
+        for connection_id, receive in self.selector.completed_receives.items():
+            channel = self.selector.channel(connection_id)
+            if channel is None:
+                continue
+            try:
+                request = self._parse_request(connection_id, channel, receive)
+            except Exception as e:
+                self.log.warning(f"Closing connection {connection_id}: cannot parse request: {e}",
+                                 error=type(e).__name__)
+                self._close(connection_id)
+                continue
+            if request is None:
+                continue
+            self.request_channel.send_request(request)
+            self.selector.mute(connection_id)
+            channel.handle_mute_event(ChannelMuteEvent.REQUEST_RECEIVED)
+        self.selector.clear_completed_receives()
+
+    def _parse_request(self, connection_id: str, channel, receive) -> Request | None:
+        now = self.time.nanoseconds()
+        payload = memoryview(receive.payload)
+        api_key, api_version, correlation_id = peek_api_key_version(payload)
+        remote = connection_id.split("-")[1]
+        host, _, port = remote.rpartition(":")
+        if api_key == API_VERSIONS_KEY and not self.is_api_allowed(api_key, api_version):
+            # KIP-511: any ApiVersions version is accepted; a too-new one is answered as v0.
+            header = RequestHeader(api_key=api_key, api_version=api_version, correlation_id=correlation_id,
+                                   client_id="", header_version=1)
+            body, unsupported = None, True
+        else:
+            if not self.is_api_allowed(api_key, api_version):
+                raise ValueError(f"API key {api_key} version {api_version} is not enabled on listener "
+                                 f"{self.listener_name} (correlation id {correlation_id})")
+            header, header_size = parse_request_header(payload)
+            body = decode_request(api_key, api_version, payload[header_size:])
+            unsupported = False
+            if api_key == API_VERSIONS_KEY and body is not None:
+                channel.client_software_name = body.get("client_software_name") or "unknown"
+                channel.client_software_version = body.get("client_software_version") or "unknown"
+        context = RequestContext(header, connection_id, host, int(port or 0), self.listener_name,
+                                 self.endpoint.security_protocol, channel.client_software_name,
+                                 channel.client_software_version)
+        return Request(self.id, context, body, receive.payload, now, _api_keys.api_name(api_key),
+                       receive.size + 4, unsupported)
+
+    def _process_completed_sends(self) -> None:
+        for send in self.selector.completed_sends:
+            response = self.inflight_responses.pop(send.destination, None)
+            if response is None:
+                continue
+            if response.on_complete is not None:
+                try:
+                    response.on_complete()
+                except Exception as e:
+                    self.log.error("Response on_complete callback failed.", error=repr(e))
+            self.request_channel.update_request_metrics(response.request, self.time.nanoseconds())
+            channel = self.selector.channel(send.destination)
+            if channel is not None:
+                channel.handle_mute_event(ChannelMuteEvent.RESPONSE_SENT)
+                self.selector.unmute(send.destination)
+        self.selector.clear_completed_sends()
+
+    def _process_disconnected(self) -> None:
+        for connection_id, _reason in self.selector.disconnected.items():
+            remote_host = connection_id.split("-")[1].rpartition(":")[0]
+            response = self.inflight_responses.pop(connection_id, None)
+            if response is not None:
+                self.request_channel.update_request_metrics(response.request, self.time.nanoseconds())
+            self.connection_quotas.dec(self.listener_name, remote_host)
+        self.selector.clear_disconnected()
+
+    def _close_excess_connections(self) -> None:
+        if self.connection_quotas.max_connections_exceeded(self.listener_name):
+            channel = self.selector.lowest_priority_channel()
+            if channel is not None:
+                self._close(channel.id)
+
+    def _close(self, connection_id: str) -> None:
+        """Local close: quota decrement, no disconnect notification, drop any in-flight response."""
+        if self.selector.channel(connection_id) is not None:
+            self.selector.close(connection_id)
+            remote_host = connection_id.split("-")[1].rpartition(":")[0]
+            self.connection_quotas.dec(self.listener_name, remote_host)
+        self.inflight_responses.pop(connection_id, None)
+
+    def _on_close_error(self, connection_id: str, exc: BaseException) -> None:
+        if isinstance(exc, InvalidReceiveError):
+            self.log.warning(f"Closing connection {connection_id}: {exc}")
+        elif isinstance(exc, TruncatedReceiveError):
+            self.log.warning(f"Closing connection {connection_id}: truncated frame, {exc}")
+        else:
+            self.log.info(f"Connection {connection_id} closed: {exc!r}")
+
+    def _close_all(self) -> None:
+        while True:
+            try:
+                self._close_socket(self.new_connections.get_nowait())
+            except queue.Empty:
+                break
+        for connection_id in list(self.selector.channels):
+            self._close(connection_id)
+        self.selector.close_all()
+
+    @property
+    def connection_count(self) -> int:
+        return len(self.selector.channels)
+
+
+class Acceptor(threading.Thread):
+    """Accepts connections on one listener and hands them round-robin to its Processors."""
+
+    def __init__(self, plane: str, endpoint: EndPoint, config: SocketServerConfig,
+                 connection_quotas: ConnectionQuotas, time: Time = SYSTEM):
+        super().__init__(name=f"{plane}-kafka-socket-acceptor-{endpoint.listener_name}-"
+                              f"{endpoint.security_protocol}-{endpoint.port}", daemon=False)
+        self.plane = plane
+        self.endpoint = endpoint
+        self.config = config
+        self.connection_quotas = connection_quotas
+        self.time = time
+        self.processors: list[Processor] = []
+        self.current_processor_index = 0
+        self.should_run = True
+        self.log = get_logger("SocketServer", listenerType="BROKER", nodeId=config.node_id)
+        self.server_socket: socket.socket | None = None
+        self.selector = selectors.DefaultSelector()
+        if endpoint.port == 0:  # ephemeral ports are bound early so the real port is known
+            self.open_server_socket()
+
+    def open_server_socket(self) -> None:
+        if self.server_socket is not None:
+            return
+        host = self.endpoint.host or "0.0.0.0"
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if self.config.socket_receive_buffer_bytes != -1:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.config.socket_receive_buffer_bytes)
+        try:
+            sock.bind((host, self.endpoint.port))
+        except OSError as e:
+            sock.close()
+            raise OSError(e.errno, f"Socket server failed to bind to {host}:{self.endpoint.port}: {e.strerror}.") from e
+        sock.listen(self.config.socket_listen_backlog_size)
+        sock.setblocking(False)
+        self.server_socket = sock
+        self.bound_port = sock.getsockname()[1]
+        self.log.info(f"Awaiting socket connections on {host}:{self.bound_port}.", listener=self.endpoint.listener_name)
+
+    def add_processors(self, processors: list[Processor]) -> None:
+        self.processors.extend(processors)
+
+    def start(self) -> None:
+        self.open_server_socket()
+        for p in self.processors:
+            if not p.is_alive():
+                p.start()
+        super().start()
+
+    def run(self) -> None:
+        self.selector.register(self.server_socket, selectors.EVENT_READ)
+        try:
+            while self.should_run:
+                try:
+                    self._accept_new_connections()
+                except Exception as e:
+                    self.log.error("Error occurred in acceptor", error=repr(e))
+        finally:
+            try:
+                self.selector.close()
+            finally:
+                self.server_socket.close()
+
+    def _accept_new_connections(self) -> None:
+        if not self.selector.select(0.5):
+            return
+        while self.should_run:
+            try:
+                sock, addr = self.server_socket.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:
+                self.log.error("Error accepting connection", error=repr(e))
+                return
+            ip = addr[0]
+            try:
+                self.connection_quotas.inc(self.endpoint.listener_name, ip, lambda: self.should_run)
+            except TooManyConnectionsError as e:
+                self.log.info(f"Rejected connection from {ip}, address already has the configured maximum "
+                              f"of {e.count} connections.")
+                sock.close()
+                self.connection_quotas.dec(self.endpoint.listener_name, ip)
+                continue
+            try:
+                sock.setblocking(False)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+                if self.config.socket_send_buffer_bytes != -1:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.socket_send_buffer_bytes)
+            except OSError:
+                sock.close()
+                self.connection_quotas.dec(self.endpoint.listener_name, ip)
+                continue
+            self._assign_new_connection(sock)
+
+    def _assign_new_connection(self, sock: socket.socket) -> None:
+        retries_left = len(self.processors)
+        while True:
+            retries_left -= 1
+            processor = self.processors[self.current_processor_index % len(self.processors)]
+            self.current_processor_index += 1
+            if processor.accept(sock, may_block=retries_left == 0):
+                return
+
+    def begin_shutdown(self) -> None:
+        self.should_run = False
+        for p in self.processors:
+            p.begin_shutdown()
+
+    def close(self, timeout: float = 5.0) -> None:
+        if self.is_alive():
+            self.join(timeout)
+        elif self.server_socket is not None:
+            self.server_socket.close()
+        for p in self.processors:
+            if p.is_alive():
+                p.join(timeout)
+
+
+class SocketServer:
+    """Owns the planes: acceptors, processors and request channels. Lifecycle:
+    construct (binds ephemeral ports) -> ``enable_request_processing`` (starts processors then
+    acceptors: network threads start last) -> ``stop_processing_requests`` -> ``shutdown``."""
+
+    def __init__(self, config: SocketServerConfig, metrics: MetricsRegistry,
+                 is_api_allowed: Callable[[str, int, int], bool], time: Time = SYSTEM):
+        self.config = config
+        self.metrics = metrics
+        self.time = time
+        self.log = get_logger("SocketServer", listenerType="BROKER", nodeId=config.node_id)
+        protected = config.inter_broker_listener_name if len(config.data_plane_listeners) > 1 else None
+        self.connection_quotas = ConnectionQuotas(config.max_connections_per_ip,
+                                                  config.max_connections_per_ip_overrides,
+                                                  config.max_connections, protected)
+        self.data_plane_request_channel = RequestChannel(config.queued_max_requests, "", time, metrics)
+        self.control_plane_request_channel = (RequestChannel(20, "ControlPlane", time, metrics)
+                                              if config.control_plane_listener else None)
+        self.next_processor_id = 0
+        self.data_plane_acceptors: dict[str, Acceptor] = {}
+        self.control_plane_acceptor: Acceptor | None = None
+        for endpoint in config.data_plane_listeners:
+            self.data_plane_acceptors[endpoint.listener_name] = self._create_acceptor(
+                DATA_PLANE, endpoint, config.num_network_threads, self.data_plane_request_channel, is_api_allowed)
+        if config.control_plane_listener is not None:
+            self.control_plane_acceptor = self._create_acceptor(
+                CONTROL_PLANE, config.control_plane_listener, 1, self.control_plane_request_channel, is_api_allowed)
+        self.stopped = False
+
+    def _create_acceptor(self, plane, endpoint, n, request_channel, is_api_allowed) -> Acceptor:
+        acceptor = Acceptor(plane, endpoint, self.config, self.connection_quotas, self.time)
+        listener = endpoint.listener_name
+        processors = []
+        for _ in range(n):
+            p = Processor(self.next_processor_id, plane, endpoint, self.config, request_channel,
+                          self.connection_quotas, lambda k, v, _l=listener: is_api_allowed(_l, k, v),
+                          self.metrics, self.time)
+            self.next_processor_id += 1
+            request_channel.add_processor(p)
+            processors.append(p)
+        acceptor.add_processors(processors)
+        return acceptor
+
+    @property
+    def acceptors(self) -> list[Acceptor]:
+        return list(self.data_plane_acceptors.values()) + ([self.control_plane_acceptor] if self.control_plane_acceptor else [])
+
+    def enable_request_processing(self) -> None:
+        for acceptor in self.acceptors:
+            acceptor.start()
+
+    def bound_port(self, listener_name: str) -> int:
+        for acceptor in self.acceptors:
+            if acceptor.endpoint.listener_name == listener_name.upper():
+                acceptor.open_server_socket()
+                return acceptor.bound_port
+        raise KeyError(f"No listener named {listener_name}")
+
+    def stop_processing_requests(self) -> None:
+        if self.stopped:
+            return
+        self.log.info("Stopping socket server request processors")
+        for acceptor in self.acceptors:
+            acceptor.begin_shutdown()
+        for acceptor in self.acceptors:
+            acceptor.close()
+        self.data_plane_request_channel.clear()
+        if self.control_plane_request_channel:
+            self.control_plane_request_channel.clear()
+        self.stopped = True
+        self.log.info("Stopped socket server request processors")
+
+    def shutdown(self) -> None:
+        self.log.info("Shutting down socket server")
+        self.stop_processing_requests()
+        self.log.info("Shutdown completed")

@@ -1,0 +1,69 @@
+"""ApiVersionManager: which (api key, version) ranges this broker advertises and accepts per listener.
+
+Mirrors ``kafka.server.ApiVersionManager``. Only APIs that KafkaApis has a handler for are advertised
+("advertise only what is implemented"); ranges start at the floor that magic-v2-only record batches and
+Kafka 4.0 (KIP-896) dictate and end at the newest version our schemas implement.
+Controller-only APIs are accepted on the controller (control-plane) listener only.
+"""
+from __future__ import annotations
+
+from pykbroker.protocol.api_keys import ApiKeys
+
+# api key -> (min, max) that the broker implements.
+BROKER_VERSIONS: dict[int, tuple[int, int]] = {
+    ApiKeys.PRODUCE: (3, 11),
+    ApiKeys.FETCH: (4, 17),
+    ApiKeys.LIST_OFFSETS: (1, 9),
+    ApiKeys.METADATA: (0, 12),
+    ApiKeys.OFFSET_COMMIT: (2, 9),
+    ApiKeys.OFFSET_FETCH: (1, 9),
+    ApiKeys.FIND_COORDINATOR: (0, 6),
+    ApiKeys.JOIN_GROUP: (0, 9),
+    ApiKeys.HEARTBEAT: (0, 4),
+    ApiKeys.LEAVE_GROUP: (0, 5),
+    ApiKeys.SYNC_GROUP: (0, 5),
+    ApiKeys.DESCRIBE_GROUPS: (0, 5),
+    ApiKeys.LIST_GROUPS: (0, 5),
+    ApiKeys.API_VERSIONS: (0, 4),
+    ApiKeys.CREATE_TOPICS: (2, 7),
+    ApiKeys.DELETE_TOPICS: (1, 6),
+    ApiKeys.DELETE_RECORDS: (0, 2),
+    ApiKeys.INIT_PRODUCER_ID: (0, 5),
+    ApiKeys.OFFSET_FOR_LEADER_EPOCH: (2, 4),
+    ApiKeys.DESCRIBE_CONFIGS: (1, 4),
+    ApiKeys.ALTER_CONFIGS: (0, 2),
+    ApiKeys.CREATE_PARTITIONS: (0, 3),
+    ApiKeys.DELETE_GROUPS: (0, 2),
+    ApiKeys.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKeys.OFFSET_DELETE: (0, 0),
+    ApiKeys.DESCRIBE_CLUSTER: (0, 1),
+}
+
+API_VERSIONS_KEY = int(ApiKeys.API_VERSIONS)
+
+
+class ApiVersionManager:
+    """Thread-safe after construction (read-only)."""
+
+    def __init__(self, implemented: set[int], schema_range, controller_listeners: set[str] = frozenset()):
+        self.controller_listeners = {n.upper() for n in controller_listeners}
+        self.versions: dict[int, tuple[int, int]] = {}
+        for key in sorted(implemented):
+            lo, hi = BROKER_VERSIONS.get(key, (None, None))
+            if lo is None:
+                continue
+            s_lo, s_hi = schema_range(key)
+            lo, hi = max(lo, s_lo), min(hi, s_hi)
+            if lo <= hi:
+                self.versions[int(key)] = (lo, hi)
+
+    def api_versions(self) -> list[dict]:
+        """The ApiVersions response's ``api_keys`` list."""
+        return [{"api_key": k, "min_version": lo, "max_version": hi} for k, (lo, hi) in sorted(self.versions.items())]
+
+    def is_api_allowed(self, listener: str, api_key: int, version: int) -> bool:
+        rng = self.versions.get(api_key)
+        return rng is not None and rng[0] <= version <= rng[1]
+
+    def max_version(self, api_key: int) -> int:
+        return self.versions[api_key][1]

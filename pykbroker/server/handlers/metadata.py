@@ -1,0 +1,127 @@
+"""Metadata (key 3) and DescribeCluster (key 60): brokers, cluster id, controller id, topics.
+
+Mirrors ``KafkaApis.handleTopicMetadataRequest`` / ``handleDescribeCluster`` in KRaft mode:
+brokers are the alive brokers' endpoints **for the listener the request arrived on**;
+``controller_id`` is a random alive broker (clients never talk to the KRaft controller); topics come
+from the MetadataCache. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION, or are auto-created
+(``auto.create.topics.enable`` and the request's ``allow_auto_topic_creation``) and reported as
+LEADER_NOT_AVAILABLE while creation completes. Unknown topic ids get UNKNOWN_TOPIC_ID.
+"""
+from __future__ import annotations
+
+import uuid
+
+from pykbroker.protocol import errors
+from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.server import error_responses
+from pykbroker.server.metadata_cache import INTERNAL_TOPICS
+
+ZERO_UUID = uuid.UUID(int=0)
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+
+class MetadataHandler:
+    def __init__(self, helper, metadata_cache, auto_create_topics=None):
+        """``auto_create_topics(names) -> None`` starts creation of missing topics (or None to disable)."""
+        self.helper = helper
+        self.cache = metadata_cache
+        self.auto_create_topics = auto_create_topics
+
+    def handlers(self) -> dict:
+        return {ApiKeys.METADATA: self.handle_topic_metadata_request,
+                ApiKeys.DESCRIBE_CLUSTER: self.handle_describe_cluster_request}
+
+    def _brokers(self, listener: str) -> list[dict]:
+        return [{"node_id": node_id, "host": ep.host, "port": ep.port, "rack": rack}
+                for node_id, ep, rack in self.cache.alive_brokers(listener)]
+
+    def handle_topic_metadata_request(self, request) -> None:
+        body = request.body
+        version = request.context.api_version
+        requested = body.get("topics")
+        all_topics = requested is None or (version == 0 and not requested)
+        topics_out: list[dict] = []
+        if all_topics:
+            for name in self.cache.topic_names():
+                topics_out.append(self._topic_metadata(self.cache.topic(name)))
+        else:
+            missing: list[str] = []
+            for t in requested:
+                name, topic_id = t.get("name"), t.get("topic_id") or ZERO_UUID
+                if name is None and topic_id != ZERO_UUID:
+                    info = self.cache.topic_by_id(topic_id)
+                    if info is None:
+                        topics_out.append(self._error_topic(None, errors.UNKNOWN_TOPIC_ID, topic_id))
+                    else:
+                        topics_out.append(self._topic_metadata(info))
+                    continue
+                info = self.cache.topic(name)
+                if info is not None:
+                    topics_out.append(self._topic_metadata(info))
+                else:
+                    missing.append(name)
+            allow_auto = body.get("allow_auto_topic_creation", True) if version >= 4 else True
+            if missing and allow_auto and self.auto_create_topics is not None:
+                codes = self.auto_create_topics(missing)
+                for name in missing:
+                    topics_out.append(self._error_topic(name, codes.get(name, errors.LEADER_NOT_AVAILABLE)))
+            else:
+                for name in missing:
+                    topics_out.append(self._error_topic(name, errors.UNKNOWN_TOPIC_OR_PARTITION))
+        self.helper.send_response(request, {
+            "throttle_time_ms": 0,
+            "brokers": self._brokers(request.context.listener_name),
+            "cluster_id": self.cache.cluster_id,
+            "controller_id": self.cache.random_alive_broker_id(),
+            "topics": topics_out,
+            "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        })
+
+    @staticmethod
+    def _error_topic(name, code, topic_id=ZERO_UUID) -> dict:
+        return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False, "partitions": [],
+                "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+
+    @staticmethod
+    def _topic_metadata(info) -> dict:
+        partitions = []
+        for p in sorted(info.partitions.values(), key=lambda p: p.partition_id):
+            partitions.append({
+                "error_code": errors.NONE if p.leader >= 0 else errors.LEADER_NOT_AVAILABLE,
+                "partition_index": p.partition_id, "leader_id": p.leader, "leader_epoch": p.leader_epoch,
+                "replica_nodes": list(p.replicas), "isr_nodes": list(p.isr), "offline_replicas": [],
+            })
+        return {"error_code": errors.NONE, "name": info.name, "topic_id": info.topic_id,
+                "is_internal": info.name in INTERNAL_TOPICS, "partitions": partitions,
+                "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+
+    def handle_describe_cluster_request(self, request) -> None:
+        body = request.body
+        endpoint_type = body.get("endpoint_type", 1)
+        if endpoint_type not in (1,):  # 1 = brokers; 2 = controllers (not served on a broker listener)
+            self.helper.send_response(request, {"throttle_time_ms": 0, "error_code": errors.MISMATCHED_ENDPOINT_TYPE,
+                                                "error_message": "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER",
+                                                "endpoint_type": endpoint_type, "cluster_id": self.cache.cluster_id or "",
+                                                "controller_id": -1, "brokers": [],
+                                                "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
+            return
+        brokers = [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
+                   for b in self._brokers(request.context.listener_name)]
+        self.helper.send_response(request, {
+            "throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None, "endpoint_type": 1,
+            "cluster_id": self.cache.cluster_id or "", "controller_id": self.cache.random_alive_broker_id(),
+            "brokers": brokers, "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        })
+
+
+@error_responses.register(ApiKeys.METADATA)
+def _metadata_error(version, body, code, message):
+    topics = body.get("topics") or []
+    return {"throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": -1,
+            "topics": [MetadataHandler._error_topic(t.get("name"), code, t.get("topic_id") or ZERO_UUID) for t in topics]}
+
+
+@error_responses.register(ApiKeys.DESCRIBE_CLUSTER)
+def _describe_cluster_error(version, body, code, message):
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "cluster_id": "",
+            "controller_id": -1, "brokers": []}

@@ -1,0 +1,77 @@
+"""KafkaRequestHandler threads and their pool: take requests off the RequestChannel, call KafkaApis.
+
+Mirrors ``kafka.server.KafkaRequestHandler{,Pool}``: ``num.io.threads`` daemon threads named
+``data-plane-kafka-request-handler-<i>`` (``control-plane-...`` for the control plane) loop on
+``receive_request(300 ms)``; idle time feeds RequestHandlerAvgIdlePercent; a ShutdownRequest stops one
+thread. Any exception escaping ``KafkaApis.handle`` is logged; the thread never dies of it.
+"""
+from __future__ import annotations
+
+import threading
+
+from pykbroker.network.request_channel import SHUTDOWN_REQUEST, Request, RequestChannel
+from pykbroker.utils.logging import get_logger
+from pykbroker.utils.metrics import MetricsRegistry
+from pykbroker.utils.time import SYSTEM, Time
+
+
+class KafkaRequestHandler(threading.Thread):
+    def __init__(self, handler_id: int, node_id: int, pool: "KafkaRequestHandlerPool"):
+        super().__init__(name=f"{pool.thread_name_prefix}-kafka-request-handler-{handler_id}", daemon=True)
+        self.handler_id = handler_id
+        self.pool = pool
+        self.log = get_logger("Kafka Request Handler", id=handler_id, brokerId=node_id)
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        pool = self.pool
+        channel, apis, time = pool.request_channel, pool.apis, pool.time
+        while True:
+            t0 = time.nanoseconds()
+            request = channel.receive_request(300)
+            t1 = time.nanoseconds()
+            if request is None:
+                pool.idle.record(t1 - t0, t1 - t0)
+                continue
+            if request is SHUTDOWN_REQUEST:
+                pool.idle.record(t1 - t0, t1 - t0)
+                self.stopped.set()
+                return
+            if isinstance(request, Request):
+                request.request_dequeue_time_ns = t1
+                try:
+                    apis.handle(request)
+                except Exception as e:  # KafkaApis answers errors itself; this is the last line of defence
+                    self.log.error("Exception when handling request", request=repr(request), error=repr(e),
+                                   exc_info=True)
+                finally:
+                    request.release_buffer()
+                    pool.idle.record(t1 - t0, time.nanoseconds() - t0)
+            else:
+                self.log.warning("Unexpected request type", request=repr(request))
+
+
+class KafkaRequestHandlerPool:
+    def __init__(self, node_id: int, request_channel: RequestChannel, apis, num_threads: int,
+                 thread_name_prefix: str = "data-plane", metrics: MetricsRegistry | None = None,
+                 time: Time = SYSTEM):
+        self.node_id = node_id
+        self.request_channel = request_channel
+        self.apis = apis
+        self.time = time
+        self.thread_name_prefix = thread_name_prefix
+        metrics = metrics or MetricsRegistry()
+        prefix = "ControlPlane" if thread_name_prefix == "control-plane" else ""
+        self.idle = metrics.idle_ratio(f"kafka.server:type=KafkaRequestHandlerPool,name={prefix}RequestHandlerAvgIdlePercent")
+        self.log = get_logger("data-plane Kafka Request Handler on Broker", id=node_id)
+        self.handlers = [KafkaRequestHandler(i, node_id, self) for i in range(num_threads)]
+        for h in self.handlers:
+            h.start()
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        self.log.info("shutting down")
+        for _ in self.handlers:
+            self.request_channel.send_shutdown_request()
+        for h in self.handlers:
+            h.join(timeout)
+        self.log.info("shut down completely")

@@ -1,0 +1,67 @@
+"""Structured logging through structlog, rendered as Kafka-like one-line events.
+
+    [2026-11-21 10:00:00,123] INFO [SocketServer listenerType=BROKER, nodeId=1] Awaiting socket connections on 127.0.0.1:9092. (thread=main)
+
+Loggers carry their component prefix as the ``component`` key: ``get_logger("SocketServer",
+listenerType="BROKER", nodeId=1)``. Extra key/values are appended after the message. ``configure``
+is idempotent and called once by the entry point; libraries just call :func:`get_logger`.
+"""
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+
+import structlog
+
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "warn": logging.WARNING,
+           "error": logging.ERROR, "critical": logging.CRITICAL}
+_configured = False
+
+
+def _render(_logger, method_name: str, event_dict: dict) -> str:
+    now = time.time()
+    ts = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + ",%03d" % int((now % 1) * 1000)
+    level = event_dict.pop("level", method_name).upper()
+    if level == "WARNING":
+        level = "WARN"
+    component = event_dict.pop("component", None)
+    event = event_dict.pop("event", "")
+    exc = event_dict.pop("exception", None)
+    event_dict.pop("timestamp", None)
+    extras = " ".join(f"{k}={v}" for k, v in event_dict.items())
+    line = f"[{ts}] {level} " + (f"[{component}] " if component else "") + str(event)
+    if extras:
+        line += f" ({extras})"
+    if exc:
+        line += "\n" + exc
+    return line
+
+
+def configure(level: str = "info", stream=None) -> None:
+    """Set up structlog for the process: level filter, Kafka-like renderer, output ``stream`` (stdout)."""
+    global _configured
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.format_exc_info,
+            _render,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(_LEVELS.get(level.lower(), logging.INFO)),
+        logger_factory=structlog.PrintLoggerFactory(file=stream or sys.stdout),
+        cache_logger_on_first_use=False,
+    )
+    _configured = True
+
+
+def get_logger(component: str | None = None, **context):
+    """A bound logger whose lines carry ``[component k=v, ...]`` as Kafka's log prefixes do."""
+    if context:
+        prefix = ", ".join(f"{k}={v}" for k, v in context.items())
+        component = f"{component} {prefix}" if component else prefix
+    return structlog.get_logger().bind(component=component) if component else structlog.get_logger()
+
+
+def thread_name() -> str:
+    return threading.current_thread().name

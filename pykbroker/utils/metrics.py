@@ -1,0 +1,158 @@
+"""A small metrics registry with Kafka's metric names (exposure comes later).
+
+Names follow JMX style: ``kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Produce``.
+Kinds: :class:`Histogram` (count, sum, min, max, mean, percentiles from a bounded reservoir),
+:class:`Meter` (count and rate since start), :class:`Gauge` (a callable), :class:`IdleRatio`
+(time-weighted idle percentage, for NetworkProcessorAvgIdlePercent / RequestHandlerAvgIdlePercent).
+Every kind is thread-safe; recording costs one lock acquisition.
+"""
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Callable
+
+
+class Histogram:
+    RESERVOIR = 1028
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count = 0
+        self.sum = 0.0
+        self.min = float("inf")
+        self.max = float("-inf")
+        self._samples: list[float] = []
+        self._rand = random.Random(0)
+
+    def update(self, value: float) -> None:
+        with self._lock:
+            self.count += 1
+            self.sum += value
+            if value < self.min:
+                self.min = value
+            if value > self.max:
+                self.max = value
+            if len(self._samples) < self.RESERVOIR:
+                self._samples.append(value)
+            else:
+                i = self._rand.randrange(self.count)
+                if i < self.RESERVOIR:
+                    self._samples[i] = value
+
+    @property
+    def mean(self) -> float:
+        return self.sum / self.count if self.count else 0.0
+
+    def percentile(self, p: float) -> float:
+        with self._lock:
+            s = sorted(self._samples)
+        if not s:
+            return 0.0
+        return s[min(len(s) - 1, int(p * len(s)))]
+
+    def snapshot(self) -> dict:
+        return {"count": self.count, "mean": self.mean, "min": self.min if self.count else 0.0,
+                "max": self.max if self.count else 0.0, "p50": self.percentile(0.5), "p99": self.percentile(0.99)}
+
+
+class Meter:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count = 0
+        self._start = time.monotonic()
+
+    def mark(self, n: float = 1) -> None:
+        with self._lock:
+            self.count += n
+
+    @property
+    def mean_rate(self) -> float:
+        elapsed = time.monotonic() - self._start
+        return self.count / elapsed if elapsed > 0 else 0.0
+
+    def snapshot(self) -> dict:
+        return {"count": self.count, "mean_rate": self.mean_rate}
+
+
+class Gauge:
+    def __init__(self, fn: Callable[[], float]) -> None:
+        self.fn = fn
+
+    @property
+    def value(self) -> float:
+        return self.fn()
+
+    def snapshot(self) -> dict:
+        return {"value": self.value}
+
+
+class IdleRatio:
+    """Fraction of wall time spent idle, aggregated over the threads that report to it.
+
+    Each thread reports ``record(idle_ns, total_ns)`` for its loop iterations; the value is
+    sum(idle) / sum(total), i.e. Kafka's average idle percentage (0.0-1.0) since start.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.idle_ns = 0
+        self.total_ns = 0
+
+    def record(self, idle_ns: int, total_ns: int) -> None:
+        with self._lock:
+            self.idle_ns += idle_ns
+            self.total_ns += total_ns
+
+    @property
+    def value(self) -> float:
+        return self.idle_ns / self.total_ns if self.total_ns else 1.0
+
+    def snapshot(self) -> dict:
+        return {"value": self.value}
+
+
+class MetricsRegistry:
+    """Metrics by JMX-style name. ``histogram(name)`` etc. create on first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.metrics: dict[str, object] = {}
+
+    def _get(self, name: str, factory):
+        m = self.metrics.get(name)
+        if m is None:
+            with self._lock:
+                m = self.metrics.get(name)
+                if m is None:
+                    m = factory()
+                    self.metrics[name] = m
+        return m
+
+    def histogram(self, name: str) -> Histogram:
+        return self._get(name, Histogram)
+
+    def meter(self, name: str) -> Meter:
+        return self._get(name, Meter)
+
+    def idle_ratio(self, name: str) -> IdleRatio:
+        return self._get(name, IdleRatio)
+
+    def gauge(self, name: str, fn: Callable[[], float]) -> Gauge:
+        g = Gauge(fn)
+        with self._lock:
+            self.metrics[name] = g
+        return g
+
+    def get(self, name: str):
+        return self.metrics.get(name)
+
+    def snapshot(self) -> dict[str, dict]:
+        with self._lock:
+            items = list(self.metrics.items())
+        return {name: m.snapshot() for name, m in items}
+
+
+def request_metric_name(metric: str, api_name: str) -> str:
+    return f"kafka.network:type=RequestMetrics,name={metric},request={api_name}"

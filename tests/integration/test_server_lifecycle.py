@@ -1,0 +1,102 @@
+"""Start-up, configuration errors, thread model and orderly shutdown."""
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pykbroker.config.kafka_config import KafkaConfig
+from pykbroker.server.kafka_raft_server import KafkaRaftServer
+from tests.helpers.broker import DEFAULTS, ROOT
+
+pytestmark = pytest.mark.integration
+
+
+def test_thread_model_3_plus_1_processors_and_one_acceptor_per_listener(tmp_path):
+    props = dict(DEFAULTS, **{"num.network.threads": "3", "log.dirs": str(tmp_path / "logs")})
+    server = KafkaRaftServer(KafkaConfig(props))
+    server.startup()
+    try:
+        names = [t.name for t in threading.enumerate()]
+        data = [n for n in names if n.startswith("data-plane-kafka-network-thread-1-PLAINTEXT-PLAINTEXT-")]
+        control = [n for n in names if n.startswith("control-plane-kafka-network-thread-1-CONTROLLER-PLAINTEXT-")]
+        acceptors = [n for n in names if "-kafka-socket-acceptor-" in n]
+        handlers = [n for n in names if n.startswith("data-plane-kafka-request-handler-")]
+        assert len(data) == 3, names
+        assert len(control) == 1, names
+        assert sorted(a.split("-acceptor-")[1].split("-")[0] for a in acceptors) == ["CONTROLLER", "PLAINTEXT"]
+        assert len(handlers) == 4
+        assert len([n for n in names if n.startswith("control-plane-kafka-request-handler-")]) == 1
+        assert server.socket_server.control_plane_request_channel.queue_size == 20
+        assert server.socket_server.data_plane_request_channel.queue_size == 500
+    finally:
+        server.shutdown()
+    assert not [t for t in threading.enumerate() if "kafka-network-thread" in t.name or "acceptor" in t.name]
+
+
+def test_sigterm_shuts_down_in_order_within_seconds(broker):
+    start = time.monotonic()
+    code = broker.stop(timeout=15)
+    elapsed = time.monotonic() - start
+    assert code == 0
+    assert elapsed < 8
+    out = broker.output()
+    i_stop = out.index("Stopping socket server request processors")
+    i_handlers = out.index("shut down completely")
+    i_done = out.index("shut down completed")
+    assert i_stop < i_handlers < i_done
+
+
+def _run_start(args, cwd):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "pykbroker.kafka", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_bad_value_stops_startup_with_one_clear_line(tmp_path):
+    cfg = tmp_path / "server.properties"
+    cfg.write_text("".join(f"{k}={v}\n" for k, v in DEFAULTS.items()) + "num.io.threads=lots\n")
+    r = _run_start([str(cfg)], tmp_path)
+    assert r.returncode == 1
+    err = [l for l in r.stderr.splitlines() if l.strip()]
+    assert err == ["ERROR: Invalid value lots for configuration num.io.threads: Not a number of type INT"]
+
+
+def test_override_wins_and_missing_required_key(tmp_path):
+    cfg = tmp_path / "server.properties"
+    cfg.write_text("".join(f"{k}={v}\n" for k, v in DEFAULTS.items() if k != "node.id"))
+    r = _run_start([str(cfg)], tmp_path)
+    assert r.returncode == 1
+    assert "node.id" in r.stderr
+    r = _run_start([str(cfg), "--override", "node.id=1", "--override", "num.io.threads=-3"], tmp_path)
+    assert r.returncode == 1 and "Invalid value -3 for configuration num.io.threads" in r.stderr
+
+
+def test_usage_line_on_bad_arguments(tmp_path):
+    r = _run_start([], tmp_path)
+    assert r.returncode == 1 and r.stderr.startswith("USAGE: kafka-server-start [-daemon] server.properties [--override property=value]*")
+    r = _run_start(["x.properties", "--bogus"], tmp_path)
+    assert r.returncode == 1 and "USAGE:" in r.stderr
+    script = subprocess.run([str(ROOT / "bin" / "kafka-server-start")], capture_output=True, text=True, timeout=30)
+    assert script.returncode == 1 and script.stdout.startswith("USAGE:")
+
+
+def test_unknown_key_is_a_warning(broker_factory):
+    b = broker_factory(**{"some.unknown.key": "1"})
+    assert b.wait_for_line(r"WARN .*The configuration 'some.unknown.key' was supplied but isn't a known config")
+
+
+def test_restart_keeps_cluster_id_and_other_node_is_refused(broker_factory):
+    b = broker_factory()
+    meta = (b.data_dir / "logs" / "meta.properties").read_text()
+    b.restart()
+    assert (b.data_dir / "logs" / "meta.properties").read_text() == meta
+    b.stop()
+    b.props["node.id"] = "2"
+    b.props["controller.quorum.voters"] = "2@127.0.0.1:0"
+    with pytest.raises(RuntimeError, match="Stored node id 1 doesn't match previous node id 2"):
+        b.start(timeout=20)
