@@ -210,7 +210,11 @@ class Processor(threading.Thread):
                 raise ValueError(f"Unknown response type {type(response)}")
 
     def _poll(self) -> None:
-        timeout = 0 if not self.new_connections.empty() else 300
+        sel = self.selector
+        # Don't block while work is already pending: queued connections, or sends that completed
+        # (optimistic writes) / channels that closed since the last poll and still need processing.
+        busy = not self.new_connections.empty() or sel.completed_sends or sel.disconnected
+        timeout = 0 if busy else 300
         try:
             self.selector.poll(timeout)
         except OSError as e:

@@ -1,0 +1,243 @@
+"""MetadataDelta: committed records applied on top of an image (Kafka's ``MetadataDelta``, with
+``TopicsDelta``/``TopicDelta`` and ``LocalReplicaChanges``).
+
+``replay(record)`` records a change; ``apply(provenance)`` builds the next immutable
+:class:`~pykbroker.metadata.image.MetadataImage`, sharing every unchanged part with the old one. A delta
+also tells publishers *what* changed: ``topics.created_topic_ids``, ``topics.deleted_topics``,
+``topics.changed_topics`` and, for a broker, ``topics.local_changes(broker_id)``.
+
+Not thread-safe: a delta is built and applied by one thread (the metadata loader's).
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pykbroker.metadata.image import (
+    BrokerRegistration,
+    MetadataImage,
+    MetadataProvenance,
+    TopicImage,
+    TopicsImage,
+    frozen,
+)
+from pykbroker.metadata.partition_registration import PartitionRegistration
+from pykbroker.metadata.cluster_control_manager import apply_registration_change
+from pykbroker.metadata.records import (
+    BROKER_REGISTRATION_CHANGE_RECORD,
+    CONFIG_RECORD,
+    FEATURE_LEVEL_RECORD,
+    FENCE_BROKER_RECORD,
+    NO_OP_RECORD,
+    PARTITION_CHANGE_RECORD,
+    PARTITION_RECORD,
+    PRODUCER_IDS_RECORD,
+    REGISTER_BROKER_RECORD,
+    REMOVE_TOPIC_RECORD,
+    RESOURCE_TOPIC,
+    TOPIC_RECORD,
+    UNFENCE_BROKER_RECORD,
+    UNREGISTER_BROKER_RECORD,
+    ApiMessageAndVersion,
+)
+
+
+@dataclass
+class LocalReplicaChanges:
+    """What one broker must do: ``deletes`` (topic, partition) to remove, and partitions it now leads or
+    follows: ``(topic, partition) -> (topic_id, PartitionRegistration)``."""
+
+    deletes: set[tuple[str, int]] = field(default_factory=set)
+    leaders: dict[tuple[str, int], tuple[uuid.UUID, PartitionRegistration]] = field(default_factory=dict)
+    followers: dict[tuple[str, int], tuple[uuid.UUID, PartitionRegistration]] = field(default_factory=dict)
+
+
+class TopicDelta:
+    def __init__(self, image: TopicImage):
+        self.image = image
+        self.partition_changes: dict[int, PartitionRegistration] = {}
+
+    @property
+    def name(self) -> str:
+        return self.image.name
+
+    @property
+    def id(self) -> uuid.UUID:
+        return self.image.id
+
+    def partition(self, partition_id: int) -> PartitionRegistration | None:
+        return self.partition_changes.get(partition_id) or self.image.partitions.get(partition_id)
+
+    def new_partitions(self) -> list[int]:
+        return sorted(p for p in self.partition_changes if p not in self.image.partitions)
+
+    def apply(self) -> TopicImage:
+        if not self.partition_changes:
+            return self.image
+        parts = dict(self.image.partitions)
+        parts.update(self.partition_changes)
+        return TopicImage(self.image.name, self.image.id, frozen(parts))
+
+
+class TopicsDelta:
+    def __init__(self, image: TopicsImage):
+        self.image = image
+        self.changed_topics: dict[uuid.UUID, TopicDelta] = {}
+        self.created_topic_ids: set[uuid.UUID] = set()
+        self.deleted_topics: dict[uuid.UUID, TopicImage] = {}
+
+    def replay(self, record: ApiMessageAndVersion) -> str | None:
+        """Returns the name of a removed topic (so configs can follow), else None."""
+        d = record.data
+        if record.name == TOPIC_RECORD:
+            topic_id = d["topic_id"]
+            self.changed_topics[topic_id] = TopicDelta(TopicImage(d["name"], topic_id, frozen({})))
+            self.created_topic_ids.add(topic_id)
+        elif record.name == PARTITION_RECORD:
+            self._topic(d["topic_id"]).partition_changes[d["partition_id"]] = PartitionRegistration.from_record(d)
+        elif record.name == PARTITION_CHANGE_RECORD:
+            delta = self._topic(d["topic_id"])
+            current = delta.partition(d["partition_id"])
+            if current is None:
+                raise ValueError(f"PartitionChangeRecord for unknown partition {d['topic_id']}-{d['partition_id']}")
+            delta.partition_changes[d["partition_id"]] = current.merge(d)
+        elif record.name == REMOVE_TOPIC_RECORD:
+            topic_id = d["topic_id"]
+            delta = self.changed_topics.pop(topic_id, None)
+            if topic_id in self.created_topic_ids:
+                self.created_topic_ids.discard(topic_id)
+                return delta.name if delta else None
+            topic = self.image.by_id.get(topic_id)
+            if topic is None:
+                raise ValueError(f"RemoveTopicRecord for unknown topic id {topic_id}")
+            self.deleted_topics[topic_id] = topic
+            return topic.name
+        return None
+
+    def _topic(self, topic_id: uuid.UUID) -> TopicDelta:
+        delta = self.changed_topics.get(topic_id)
+        if delta is None:
+            image = self.image.by_id.get(topic_id)
+            if image is None:
+                raise ValueError(f"Record for unknown topic id {topic_id}")
+            delta = self.changed_topics[topic_id] = TopicDelta(image)
+        return delta
+
+    def apply(self) -> TopicsImage:
+        if not self.changed_topics and not self.deleted_topics:
+            return self.image
+        by_id = dict(self.image.by_id)
+        for topic_id in self.deleted_topics:
+            by_id.pop(topic_id, None)
+        for topic_id, delta in self.changed_topics.items():
+            by_id[topic_id] = delta.apply()
+        return TopicsImage(frozen(by_id), frozen({t.name: t for t in by_id.values()}))
+
+    def local_changes(self, broker_id: int) -> LocalReplicaChanges:
+        """Kafka's ``TopicsDelta.localChanges``: replicas this broker must delete, lead or follow."""
+        changes = LocalReplicaChanges()
+        for topic in self.deleted_topics.values():
+            for p, reg in topic.partitions.items():
+                if broker_id in reg.replicas:
+                    changes.deletes.add((topic.name, p))
+        for delta in self.changed_topics.values():
+            for p, reg in delta.partition_changes.items():
+                tp = (delta.name, p)
+                if broker_id in reg.replicas:
+                    (changes.leaders if reg.leader == broker_id else changes.followers)[tp] = (delta.id, reg)
+                else:
+                    previous = delta.image.partitions.get(p)
+                    if previous is not None and broker_id in previous.replicas:
+                        changes.deletes.add(tp)
+        return changes
+
+
+class MetadataDelta:
+    def __init__(self, image: MetadataImage):
+        self.image = image
+        self.features_changes: dict[str, int | None] = {}
+        self.broker_changes: dict[int, BrokerRegistration | None] = {}
+        self.topics = TopicsDelta(image.topics)
+        self.config_changes: dict[tuple[int, str], dict[str, str | None]] = {}
+        self.deleted_config_resources: set[tuple[int, str]] = set()
+        self.next_producer_id: int | None = None
+
+    def replay(self, record: ApiMessageAndVersion) -> None:
+        name, d = record.name, record.data
+        if name in (TOPIC_RECORD, PARTITION_RECORD, PARTITION_CHANGE_RECORD, REMOVE_TOPIC_RECORD):
+            removed = self.topics.replay(record)
+            if removed is not None:
+                key = (RESOURCE_TOPIC, removed)
+                self.config_changes.pop(key, None)
+                self.deleted_config_resources.add(key)
+        elif name == CONFIG_RECORD:
+            key = (d["resource_type"], d["resource_name"])
+            self.config_changes.setdefault(key, {})[d["name"]] = d.get("value")
+        elif name == FEATURE_LEVEL_RECORD:
+            self.features_changes[d["name"]] = d["feature_level"] or None
+        elif name == REGISTER_BROKER_RECORD:
+            self.broker_changes[d["broker_id"]] = BrokerRegistration.from_record(d)
+        elif name == UNREGISTER_BROKER_RECORD:
+            self.broker_changes[d["broker_id"]] = None
+        elif name in (FENCE_BROKER_RECORD, UNFENCE_BROKER_RECORD):
+            current = self._broker(d["id"])
+            if current is not None:
+                self.broker_changes[d["id"]] = replace(current, fenced=name == FENCE_BROKER_RECORD)
+        elif name == BROKER_REGISTRATION_CHANGE_RECORD:
+            current = self._broker(d["broker_id"])
+            if current is not None:
+                fenced, shutdown = apply_registration_change(current.fenced, current.in_controlled_shutdown, d)
+                self.broker_changes[d["broker_id"]] = replace(current, fenced=fenced, in_controlled_shutdown=shutdown)
+        elif name == PRODUCER_IDS_RECORD:
+            self.next_producer_id = d["next_producer_id"]
+        elif name == NO_OP_RECORD:
+            pass
+
+    def replay_all(self, records) -> MetadataDelta:
+        for r in records:
+            self.replay(r)
+        return self
+
+    def _broker(self, broker_id: int) -> BrokerRegistration | None:
+        if broker_id in self.broker_changes:
+            return self.broker_changes[broker_id]
+        return self.image.brokers.get(broker_id)
+
+    def apply(self, provenance: MetadataProvenance | None = None) -> MetadataImage:
+        image = self.image
+        changes: dict[str, Any] = {"provenance": provenance or image.provenance}
+        if self.features_changes:
+            features = dict(image.features)
+            for n, lvl in self.features_changes.items():
+                if lvl is None:
+                    features.pop(n, None)
+                else:
+                    features[n] = lvl
+            changes["features"] = frozen(features)
+        if self.broker_changes:
+            brokers = dict(image.brokers)
+            for b, reg in self.broker_changes.items():
+                if reg is None:
+                    brokers.pop(b, None)
+                else:
+                    brokers[b] = reg
+            changes["brokers"] = frozen(brokers)
+        changes["topics"] = self.topics.apply()
+        if self.config_changes or self.deleted_config_resources:
+            configs = {k: dict(v) for k, v in image.configs.items()}
+            for key in self.deleted_config_resources:
+                configs.pop(key, None)
+            for key, values in self.config_changes.items():
+                target = configs.setdefault(key, {})
+                for k, v in values.items():
+                    if v is None:
+                        target.pop(k, None)
+                    else:
+                        target[k] = v
+                if not target:
+                    del configs[key]
+            changes["configs"] = frozen({k: frozen(v) for k, v in configs.items()})
+        if self.next_producer_id is not None:
+            changes["next_producer_id"] = self.next_producer_id
+        return replace(image, **changes)

@@ -1,0 +1,45 @@
+"""LogConfigSchema: the topic-config rules of :mod:`pykbroker.log.log_config` as a controller
+:class:`~pykbroker.metadata.configuration_control_manager.ConfigSchema` (Kafka's ``KafkaConfigSchema`` +
+``ControllerConfigurationValidator`` for topics).
+
+Topic overrides are checked with ``LogConfig.validate`` (unknown names and bad values -> INVALID_CONFIG);
+CreateTopics responses list every topic config with its effective value and source (TOPIC_CONFIG,
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG). Broker resources are accepted as they are (no dynamic broker config
+validation yet). Immutable, thread-safe.
+"""
+from __future__ import annotations
+
+from pykbroker.log.log_config import LIST, TOPIC_CONFIG_KEYS, LogConfig
+from pykbroker.metadata.configuration_control_manager import (
+    SOURCE_DEFAULT_CONFIG,
+    SOURCE_STATIC_BROKER_CONFIG,
+    SOURCE_TOPIC_CONFIG,
+    ConfigSchema,
+)
+from pykbroker.metadata.records import RESOURCE_TOPIC
+
+_SOURCE_IDS = {"TOPIC_CONFIG": SOURCE_TOPIC_CONFIG, "STATIC_BROKER_CONFIG": SOURCE_STATIC_BROKER_CONFIG,
+               "DEFAULT_CONFIG": SOURCE_DEFAULT_CONFIG}
+
+
+class LogConfigSchema(ConfigSchema):
+    def __init__(self, broker_defaults: LogConfig | None = None):
+        """``broker_defaults``: ``LogConfig.from_broker_config(server properties)``."""
+        self.broker_defaults = broker_defaults or LogConfig()
+
+    def is_list(self, resource_type: int, name: str) -> bool:
+        key = TOPIC_CONFIG_KEYS.get(name)
+        return resource_type == RESOURCE_TOPIC and key is not None and key.type == LIST
+
+    def validate(self, resource_type: int, resource_name: str, configs: dict[str, str]) -> None:
+        if resource_type == RESOURCE_TOPIC:
+            LogConfig.validate(configs)
+
+    def effective_topic_configs(self, overrides: dict[str, str]) -> list[dict]:
+        config = self.broker_defaults.with_overrides(overrides)
+        out = []
+        for name, value in sorted(config.values().items()):
+            source, _ = config.source_of(name)
+            out.append({"name": name, "value": LogConfig.value_to_string(value), "read_only": False,
+                        "config_source": _SOURCE_IDS.get(source, 0), "is_sensitive": False})
+        return out

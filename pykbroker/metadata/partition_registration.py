@@ -1,0 +1,61 @@
+"""PartitionRegistration: one partition's replica state, immutable (Kafka's ``PartitionRegistration``).
+
+Shared by the controller (``ReplicationControlManager``) and the image (``TopicImage``). Built from a
+``PartitionRecord`` and advanced by ``PartitionChangeRecord``s with :meth:`merge`: every change bumps
+the partition epoch; a leader change also bumps the leader epoch.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pykbroker.metadata.records import LEADER_RECOVERED, NO_LEADER, NO_LEADER_CHANGE, partition_record
+
+
+@dataclass(frozen=True)
+class PartitionRegistration:
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int = NO_LEADER
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+    removing_replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
+    leader_recovery_state: int = LEADER_RECOVERED
+    directories: tuple[uuid.UUID, ...] = field(default=(), compare=False)
+
+    @classmethod
+    def from_record(cls, d: dict[str, Any]) -> PartitionRegistration:
+        """From ``PartitionRecord`` data."""
+        return cls(
+            replicas=tuple(d.get("replicas") or ()), isr=tuple(d.get("isr") or ()),
+            leader=d.get("leader", NO_LEADER), leader_epoch=d.get("leader_epoch", 0),
+            partition_epoch=d.get("partition_epoch", 0),
+            removing_replicas=tuple(d.get("removing_replicas") or ()),
+            adding_replicas=tuple(d.get("adding_replicas") or ()),
+            leader_recovery_state=d.get("leader_recovery_state", LEADER_RECOVERED),
+            directories=tuple(d.get("directories") or ()),
+        )
+
+    def merge(self, d: dict[str, Any]) -> PartitionRegistration:
+        """Apply ``PartitionChangeRecord`` data (absent/None fields and leader -2 mean "unchanged")."""
+        changes: dict[str, Any] = {"partition_epoch": self.partition_epoch + 1}
+        for key in ("replicas", "isr", "removing_replicas", "adding_replicas", "directories"):
+            if d.get(key) is not None:
+                changes[key] = tuple(d[key])
+        leader = d.get("leader", NO_LEADER_CHANGE)
+        if leader != NO_LEADER_CHANGE:
+            changes["leader"] = leader
+            changes["leader_epoch"] = self.leader_epoch + 1
+        recovery = d.get("leader_recovery_state", -1)
+        if recovery is not None and recovery != -1:
+            changes["leader_recovery_state"] = recovery
+        return replace(self, **changes)
+
+    def has_leader(self) -> bool:
+        return self.leader != NO_LEADER
+
+    def to_record(self, topic_id: uuid.UUID, partition_id: int):
+        return partition_record(topic_id, partition_id, list(self.replicas), list(self.isr), self.leader,
+                                self.leader_epoch, self.partition_epoch)

@@ -1,0 +1,308 @@
+"""QuorumController: the KRaft controller (Kafka's ``QuorumController``).
+
+Theory of operation. Every operation is an event on one thread, ``quorum-controller-<nodeId>-event-
+handler``, which alone touches the control managers. A write event checks this node is the active
+controller, asks a control manager for records and a response (``ControllerResult``), reserves offsets with
+``raft.prepare_append(epoch, records)`` (one atomic batch), replays the records into the control managers at
+once (so the next event sees them), schedules the append, and parks the caller's future at the batch's last
+offset. When the Raft client reports that offset committed (``handle_commit`` on the Raft thread, handed to
+the event thread) the parked futures complete - a client is answered only for committed metadata. An
+operation with no records completes once everything written before it is committed; reads work the same way,
+so they never expose uncommitted state.
+
+A standby (not leader) controller replays committed batches. Leadership arrives through
+``handle_leader_change``, which the Raft client fires only after this listener has seen every batch below
+the new epoch's start, so the active controller starts from the complete committed state; on first
+activation of an empty log it writes the bootstrap ``metadata.version`` record. Losing leadership (or a
+failed append) fails the parked futures with NotControllerError and rebuilds state by replaying the
+committed log from offset 0 under a fresh listener registration.
+
+Threading: public methods are thread-safe and return ``concurrent.futures.Future``s, completed on the
+event thread (callbacks must be quick and must not block on other controller futures).
+"""
+from __future__ import annotations
+
+import collections
+import random as _random
+import threading
+from concurrent.futures import Future
+from typing import Any, Callable, TypeVar
+
+from pykbroker.metadata.cluster_control_manager import ClusterControlManager
+from pykbroker.metadata.configuration_control_manager import ConfigSchema, ConfigurationControlManager
+from pykbroker.metadata.controller_result import ControllerResult
+from pykbroker.metadata.event_queue import EventQueue, EventQueueClosedError
+from pykbroker.metadata.feature_control_manager import LATEST_PRODUCTION_METADATA_VERSION, FeatureControlManager
+from pykbroker.metadata.producer_id_control_manager import ProducerIdControlManager
+from pykbroker.metadata.records import ZERO_UUID, ApiMessageAndVersion
+from pykbroker.metadata.replica_placer import StripedReplicaPlacer
+from pykbroker.metadata.replication_control_manager import ReplicationControlManager
+from pykbroker.protocol.errors import NotControllerError
+from pykbroker.raft.batch_accumulator import NotLeaderError
+from pykbroker.raft.kafka_raft_client import KafkaRaftClient
+from pykbroker.raft.raft_client import Batch, LeaderAndEpoch, RaftClientListener
+from pykbroker.utils.logging import get_logger
+from pykbroker.utils.time import SYSTEM, Time
+
+R = TypeVar("R")
+
+
+class _ControlManagers:
+    """The controller's in-memory state; rebuilt from scratch on renounce."""
+
+    def __init__(self, cluster_id: str, placer: StripedReplicaPlacer, schema: ConfigSchema | None,
+                 default_num_partitions: int, default_replication_factor: int, delete_topic_enable: bool,
+                 unfence_on_register: bool):
+        self.cluster = ClusterControlManager(cluster_id, unfence_on_register)
+        self.configs = ConfigurationControlManager(schema, broker_exists=self.cluster.is_registered)
+        self.replication = ReplicationControlManager(self.cluster, self.configs, placer, default_num_partitions,
+                                                     default_replication_factor, delete_topic_enable)
+        self.configs.topic_exists = self.replication.topic_exists
+        self.producer_ids = ProducerIdControlManager(self.cluster)
+        self.features = FeatureControlManager()
+
+    def replay(self, record: ApiMessageAndVersion) -> None:
+        for manager in (self.cluster, self.configs, self.replication, self.producer_ids, self.features):
+            manager.replay(record)
+
+
+class _Listener(RaftClientListener[ApiMessageAndVersion]):
+    """Forwards Raft callbacks to the event thread, tagged with its registration generation."""
+
+    def __init__(self, controller: QuorumController, generation: int):
+        self.controller, self.generation = controller, generation
+
+    def handle_commit(self, batch: Batch[ApiMessageAndVersion]) -> None:
+        self.controller._queue.append(lambda: self.controller._handle_commit(self.generation, batch))
+
+    def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
+        self.controller._queue.append(lambda: self.controller._handle_leader_change(self.generation, leader))
+
+
+class QuorumController:
+    def __init__(
+        self,
+        node_id: int,
+        raft_client: KafkaRaftClient[ApiMessageAndVersion],
+        cluster_id: str,
+        time: Time = SYSTEM,
+        default_num_partitions: int = 1,
+        default_replication_factor: int = 1,
+        config_schema: ConfigSchema | None = None,
+        random: _random.Random | None = None,
+        bootstrap_metadata_version: int = LATEST_PRODUCTION_METADATA_VERSION,
+        delete_topic_enable: bool = True,
+        unfence_on_register: bool = True,
+    ):
+        self.node_id = node_id
+        self.cluster_id = cluster_id
+        self.time = time
+        self._raft = raft_client
+        self._placer = StripedReplicaPlacer(random)
+        self._manager_args = (cluster_id, self._placer, config_schema, default_num_partitions,
+                              default_replication_factor, delete_topic_enable, unfence_on_register)
+        self.managers = _ControlManagers(*self._manager_args)
+        self.bootstrap_metadata_version = bootstrap_metadata_version
+        self._log = get_logger("QuorumController", id=node_id)
+        # event-thread state
+        self._active_epoch = -1
+        self._deferred: collections.deque[tuple[int, Future, Any]] = collections.deque()
+        self._last_committed_offset = -1
+        self._generation = 0
+        self._active_event = threading.Event()
+        self._closed = False
+        self._queue = EventQueue(f"quorum-controller-{node_id}-event-handler")
+        self._listener = _Listener(self, 0)
+        raft_client.register(self._listener)
+
+    # ---- public API --------------------------------------------------------------------------
+    @property
+    def is_active(self) -> bool:
+        return self._active_event.is_set()
+
+    def wait_for_active(self, timeout_s: float | None = None) -> bool:
+        """Block (not on the event thread!) until this controller is active; True if it is."""
+        return self._active_event.wait(timeout_s)
+
+    @property
+    def last_committed_offset(self) -> int:
+        return self._last_committed_offset
+
+    def create_topics(self, request: dict[str, Any], describable: set[str] | None = None) -> Future:
+        """CreateTopics -> ``{topics: [CreatableTopicResult dict]}`` (see ReplicationControlManager)."""
+        return self._write("createTopics", lambda: self.managers.replication.create_topics(request, describable))
+
+    def delete_topics(self, request: dict[str, Any]) -> Future:
+        """DeleteTopics -> ``{responses: [{name, topic_id, error_code, error_message}]}``."""
+        return self._write("deleteTopics", lambda: self.managers.replication.delete_topics(request))
+
+    def create_partitions(self, request: dict[str, Any]) -> Future:
+        """CreatePartitions -> ``{results: [{name, error_code, error_message}]}``."""
+        return self._write("createPartitions", lambda: self.managers.replication.create_partitions(request))
+
+    def incremental_alter_configs(self, request: dict[str, Any]) -> Future:
+        """IncrementalAlterConfigs -> ``{responses: [{error_code, error_message, resource_type,
+        resource_name}]}``."""
+        return self._write("incrementalAlterConfigs",
+                           lambda: self.managers.configs.incremental_alter_configs(request))
+
+    def allocate_producer_ids(self, request: dict[str, Any]) -> Future:
+        """AllocateProducerIds ``{broker_id, broker_epoch}`` -> ``{error_code, error_message,
+        producer_id_start, producer_id_len}``."""
+        return self._write("allocateProducerIds", lambda: self.managers.producer_ids.generate_next_producer_id(
+            int(request["broker_id"]), int(request.get("broker_epoch", -1))))
+
+    def register_broker(self, request: dict[str, Any]) -> Future:
+        """BrokerRegistration -> ``{error_code, error_message, broker_epoch}``; the broker epoch is the
+        offset of its RegisterBrokerRecord. The broker is registered unfenced (no heartbeats yet)."""
+        return self._write("registerBroker", lambda: self.managers.cluster.register_broker(
+            request, self._raft.log_end_offset()))
+
+    def find_topic_ids(self, names: list[str]) -> Future:
+        """Read: ``{name: topic id or None}`` as of the committed state."""
+        def op():
+            by_name = self.managers.replication.topics_by_name
+            return ControllerResult([], {n: by_name.get(n) for n in names})
+        return self._read("findTopicIds", op)
+
+    def find_topic_names(self, ids: list) -> Future:
+        """Read: ``{topic id: name or None}`` as of the committed state."""
+        def op():
+            topics = self.managers.replication.topics
+            return ControllerResult([], {i: (topics[i].name if i in topics and i != ZERO_UUID else None)
+                                         for i in ids})
+        return self._read("findTopicNames", op)
+
+    def describe_configs(self, resource_type: int, resource_name: str) -> Future:
+        """Read: the dynamic config overrides of one resource, ``{name: value}``."""
+        return self._read("describeConfigs", lambda: ControllerResult(
+            [], self.managers.configs.get(resource_type, resource_name)))
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Stop: parked and queued operations fail with NotControllerError."""
+        if self._closed:
+            return
+        self._closed = True
+        self._raft.unregister(self._listener)
+        self._queue.append(lambda: self._fail_deferred(NotControllerError("The controller is shutting down.")))
+        self._queue.close(timeout_s, drain=True)
+        self._active_event.clear()
+
+    # ---- event plumbing ----------------------------------------------------------------------
+    def _write(self, name: str, op: Callable[[], ControllerResult]) -> Future:
+        future: Future = Future()
+
+        def run() -> None:
+            if self._active_epoch < 0:
+                leader = self._raft.leader_and_epoch.leader_id
+                raise NotControllerError(f"The active controller appears to be node {leader}.")
+            result = op()
+            if not result.records:
+                self._complete_after_pending(future, result.response)
+                return
+            self._append(result.records, future, result.response)
+
+        self._queue.append(run, on_error=lambda e: self._fail(name, future, e))
+        return future
+
+    def _read(self, name: str, op: Callable[[], ControllerResult]) -> Future:
+        future: Future = Future()
+        self._queue.append(lambda: self._complete_after_pending(future, op().response),
+                           on_error=lambda e: self._fail(name, future, e))
+        return future
+
+    def _append(self, records: list[ApiMessageAndVersion], future: Future | None, response: Any) -> None:
+        try:
+            offset = self._raft.prepare_append(self._active_epoch, records)
+        except NotLeaderError as e:
+            self._renounce(f"append failed: {e}")
+            raise NotControllerError(str(e)) from e
+        try:
+            for record in records:
+                self.managers.replay(record)
+        except Exception:
+            self._renounce("replay of a generated record failed")
+            raise
+        self._raft.schedule_prepared_append()
+        self._deferred.append((offset, future, response))
+
+    def _complete_after_pending(self, future: Future, response: Any) -> None:
+        if self._deferred:
+            self._deferred.append((self._deferred[-1][0], future, response))
+        else:
+            _set_result(future, response)
+
+    def _complete_up_to(self, offset: int) -> None:
+        while self._deferred and self._deferred[0][0] <= offset:
+            _, future, response = self._deferred.popleft()
+            if future is not None:
+                _set_result(future, response)
+
+    def _fail_deferred(self, error: BaseException) -> None:
+        while self._deferred:
+            _, future, _ = self._deferred.popleft()
+            if future is not None:
+                _set_exception(future, error)
+
+    def _fail(self, name: str, future: Future, error: BaseException) -> None:
+        if isinstance(error, EventQueueClosedError):
+            error = NotControllerError("The controller is shutting down.")
+        elif not isinstance(error, NotControllerError):
+            self._log.warning("Operation failed", operation=name, error=repr(error))
+        _set_exception(future, error)
+
+    # ---- Raft callbacks (event thread) -------------------------------------------------------
+    def _handle_commit(self, generation: int, batch: Batch[ApiMessageAndVersion]) -> None:
+        if generation != self._generation:
+            return
+        if self._active_epoch >= 0:
+            self._complete_up_to(batch.last_offset)  # our own records, replayed when written
+        else:
+            for record in batch.records:
+                self.managers.replay(record)
+        self._last_committed_offset = batch.last_offset
+
+    def _handle_leader_change(self, generation: int, leader: LeaderAndEpoch) -> None:
+        if generation != self._generation:
+            return
+        if leader.is_leader(self.node_id):
+            if self._active_epoch == leader.epoch:
+                return
+            self._active_epoch = leader.epoch
+            self._log.info("Becoming the active controller", epoch=leader.epoch,
+                           committed_offset=self._last_committed_offset)
+            bootstrap = self.managers.features.bootstrap_records(self.bootstrap_metadata_version)
+            if bootstrap:
+                self._append(bootstrap, None, None)
+            self._active_event.set()
+        elif self._active_epoch >= 0:
+            self._renounce(f"new leader {leader}")
+
+    def _renounce(self, reason: str) -> None:
+        """Give up being active: fail parked operations, forget uncommitted state, replay the log."""
+        self._log.warning("Renouncing the leadership", reason=reason, epoch=self._active_epoch)
+        self._active_epoch = -1
+        self._active_event.clear()
+        self._fail_deferred(NotControllerError(f"The controller renounced leadership: {reason}"))
+        self.managers = _ControlManagers(*self._manager_args)
+        self._last_committed_offset = -1
+        self._raft.unregister(self._listener)
+        self._generation += 1
+        self._listener = _Listener(self, self._generation)
+        self._raft.register(self._listener)
+
+
+def _set_result(future: Future, value: Any) -> None:
+    if not future.done():
+        try:
+            future.set_result(value)
+        except Exception:  # noqa: BLE001 - cancelled meanwhile
+            pass
+
+
+def _set_exception(future: Future, error: BaseException) -> None:
+    if not future.done():
+        try:
+            future.set_exception(error)
+        except Exception:  # noqa: BLE001
+            pass

@@ -1,0 +1,106 @@
+"""Metadata records as the controller produces them: ``ApiMessageAndVersion(name, version, data)``.
+
+Mirrors ``org.apache.kafka.server.common.ApiMessageAndVersion``: ``name`` is the record's schema name
+(``"TopicRecord"``), ``version`` the record version written, ``data`` a dict with snake_case keys as in
+Kafka's JSON field names (``TopicRecord {name, topic_id}``). The helpers below build the records this
+package writes, at the versions it writes them, so field spelling lives in one place.
+
+:class:`MetadataRecordSerde` is the Raft seam: it turns records into record values with
+``pykbroker.protocol.metadata_records`` (frame version 1, api key, version, flexible message bytes).
+"""
+from __future__ import annotations
+
+import uuid
+from typing import Any, NamedTuple
+
+TOPIC_RECORD = "TopicRecord"
+PARTITION_RECORD = "PartitionRecord"
+CONFIG_RECORD = "ConfigRecord"
+REMOVE_TOPIC_RECORD = "RemoveTopicRecord"
+PARTITION_CHANGE_RECORD = "PartitionChangeRecord"
+REGISTER_BROKER_RECORD = "RegisterBrokerRecord"
+UNREGISTER_BROKER_RECORD = "UnregisterBrokerRecord"
+FENCE_BROKER_RECORD = "FenceBrokerRecord"
+UNFENCE_BROKER_RECORD = "UnfenceBrokerRecord"
+BROKER_REGISTRATION_CHANGE_RECORD = "BrokerRegistrationChangeRecord"
+FEATURE_LEVEL_RECORD = "FeatureLevelRecord"
+PRODUCER_IDS_RECORD = "ProducerIdsRecord"
+NO_OP_RECORD = "NoOpRecord"
+
+ZERO_UUID = uuid.UUID(int=0)
+
+# ConfigResource.Type ids (protocol facts)
+RESOURCE_UNKNOWN = 0
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+RESOURCE_BROKER_LOGGER = 8
+
+NO_LEADER = -1
+NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader default
+LEADER_RECOVERED = 0
+
+
+class ApiMessageAndVersion(NamedTuple):
+    name: str
+    version: int
+    data: dict[str, Any]
+
+
+def topic_record(name: str, topic_id: uuid.UUID) -> ApiMessageAndVersion:
+    return ApiMessageAndVersion(TOPIC_RECORD, 0, {"name": name, "topic_id": topic_id})
+
+
+def partition_record(topic_id: uuid.UUID, partition_id: int, replicas: list[int], isr: list[int],
+                     leader: int, leader_epoch: int = 0, partition_epoch: int = 0) -> ApiMessageAndVersion:
+    """Version 0 (no directory assignment: pykbroker does not do JBOD directory ids)."""
+    return ApiMessageAndVersion(PARTITION_RECORD, 0, {
+        "partition_id": partition_id, "topic_id": topic_id, "replicas": list(replicas), "isr": list(isr),
+        "removing_replicas": [], "adding_replicas": [], "leader": leader,
+        "leader_recovery_state": LEADER_RECOVERED, "leader_epoch": leader_epoch,
+        "partition_epoch": partition_epoch,
+    })
+
+
+def config_record(resource_type: int, resource_name: str, name: str, value: str | None) -> ApiMessageAndVersion:
+    """``value`` None deletes the config."""
+    return ApiMessageAndVersion(CONFIG_RECORD, 0, {
+        "resource_type": resource_type, "resource_name": resource_name, "name": name, "value": value})
+
+
+def remove_topic_record(topic_id: uuid.UUID) -> ApiMessageAndVersion:
+    return ApiMessageAndVersion(REMOVE_TOPIC_RECORD, 0, {"topic_id": topic_id})
+
+
+def feature_level_record(name: str, level: int) -> ApiMessageAndVersion:
+    return ApiMessageAndVersion(FEATURE_LEVEL_RECORD, 0, {"name": name, "feature_level": level})
+
+
+def producer_ids_record(broker_id: int, broker_epoch: int, next_producer_id: int) -> ApiMessageAndVersion:
+    return ApiMessageAndVersion(PRODUCER_IDS_RECORD, 0, {
+        "broker_id": broker_id, "broker_epoch": broker_epoch, "next_producer_id": next_producer_id})
+
+
+def no_op_record() -> ApiMessageAndVersion:
+    return ApiMessageAndVersion(NO_OP_RECORD, 0, {})
+
+
+class MetadataRecordSerde:
+    """``RecordSerde[ApiMessageAndVersion]`` over ``pykbroker.protocol.metadata_records`` (imported on
+    first use, so this module loads without the codec). Thread-safe (stateless)."""
+
+    def __init__(self) -> None:
+        self._codec = None
+
+    def _load(self):
+        if self._codec is None:
+            from pykbroker.protocol import metadata_records
+
+            self._codec = metadata_records
+        return self._codec
+
+    def write(self, record: ApiMessageAndVersion) -> bytes:
+        return self._load().encode_metadata_record(record.name, record.version, record.data)
+
+    def read(self, value: bytes) -> ApiMessageAndVersion:
+        name, version, data = self._load().decode_metadata_record(value)
+        return ApiMessageAndVersion(name, version, data)

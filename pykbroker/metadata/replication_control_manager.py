@@ -1,0 +1,368 @@
+"""ReplicationControlManager: topics and partitions as the controller sees them (Kafka's
+``ReplicationControlManager``).
+
+Operations validate a request against the current in-memory state and return a
+:class:`ControllerResult` (records + response) without changing anything; the controller then replays the
+records (``replay``), which is the only way state changes - the same path standby controllers and restarts
+take. Requests and responses are dicts shaped like the protocol messages (snake_case field names), so the
+broker can pass decoded requests straight through:
+
+- ``create_topics``: CreateTopicsRequest ``{topics: [{name, num_partitions, replication_factor,
+  assignments: [{partition_index, broker_ids}], configs: [{name, value}]}], validate_only}`` ->
+  ``{topics: [CreatableTopicResult]}``; records ``TopicRecord``, its ``ConfigRecord``s, then one
+  ``PartitionRecord`` per partition (leader = first ISR member, epochs 0), appended atomically.
+- ``delete_topics``: ``{topic_names: [..]}`` and/or ``{topics: [{name, topic_id}]}`` ->
+  ``{responses: [{name, topic_id, error_code, error_message}]}``; one ``RemoveTopicRecord`` each.
+- ``create_partitions``: ``{topics: [{name, count, assignments: [{broker_ids}] | None}], validate_only}``
+  -> ``{results: [{name, error_code, error_message}]}``; new ``PartitionRecord``s.
+
+Not thread-safe: used on the controller's event thread.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from pykbroker.metadata import topic_names
+from pykbroker.metadata.cluster_control_manager import ClusterControlManager
+from pykbroker.metadata.configuration_control_manager import SET, ConfigurationControlManager
+from pykbroker.metadata.controller_result import ControllerResult
+from pykbroker.metadata.partition_registration import PartitionRegistration
+from pykbroker.metadata.records import (
+    PARTITION_CHANGE_RECORD,
+    PARTITION_RECORD,
+    REMOVE_TOPIC_RECORD,
+    RESOURCE_TOPIC,
+    TOPIC_RECORD,
+    ZERO_UUID,
+    ApiMessageAndVersion,
+    remove_topic_record,
+    topic_record,
+)
+from pykbroker.metadata.replica_placer import StripedReplicaPlacer
+from pykbroker.protocol import errors
+from pykbroker.protocol.errors import KafkaError
+
+
+@dataclass
+class TopicControlInfo:
+    name: str
+    id: uuid.UUID
+    parts: dict[int, PartitionRegistration] = field(default_factory=dict)
+
+
+class _Rejected(Exception):
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+class ReplicationControlManager:
+    def __init__(self, cluster_control: ClusterControlManager, configuration_control: ConfigurationControlManager,
+                 placer: StripedReplicaPlacer | None = None, default_num_partitions: int = 1,
+                 default_replication_factor: int = 1, delete_topic_enable: bool = True):
+        self.cluster = cluster_control
+        self.configs = configuration_control
+        self.placer = placer or StripedReplicaPlacer()
+        self.default_num_partitions = default_num_partitions
+        self.default_replication_factor = default_replication_factor
+        self.delete_topic_enable = delete_topic_enable
+        self.topics: dict[uuid.UUID, TopicControlInfo] = {}
+        self.topics_by_name: dict[str, uuid.UUID] = {}
+        self.topics_with_collision_chars: dict[str, set[str]] = {}
+
+    # ---- queries -----------------------------------------------------------------------------
+    def topic_exists(self, name: str) -> bool:
+        return name in self.topics_by_name
+
+    def get_topic(self, name: str) -> TopicControlInfo | None:
+        topic_id = self.topics_by_name.get(name)
+        return self.topics[topic_id] if topic_id is not None else None
+
+    # ---- CreateTopics ------------------------------------------------------------------------
+    def create_topics(self, request: dict[str, Any], describable: set[str] | None = None) -> ControllerResult[dict]:
+        """See the module docstring. ``describable``: topics whose configs the caller may see in the
+        response (None = all)."""
+        topics = list(request.get("topics", []))
+        names = [t["name"] for t in topics]
+        duplicates = {n for n in names if names.count(n) > 1}
+        records: list[ApiMessageAndVersion] = []
+        results: list[dict] = []
+        reported: set[str] = set()
+        for topic in topics:
+            name = topic["name"]
+            if name in reported:
+                continue
+            reported.add(name)
+            try:
+                if name in duplicates:
+                    raise _Rejected(errors.INVALID_REQUEST, "Duplicate topic name.")
+                result, topic_records = self._create_topic(
+                    topic, describable is None or name in describable, records)
+                records.extend(topic_records)
+                results.append(result)
+            except _Rejected as e:
+                results.append(_failed_topic(name, e.code, e.message))
+            except KafkaError as e:
+                results.append(_failed_topic(name, e.code, e.message))
+        if request.get("validate_only"):
+            records = []
+        return ControllerResult.of(records, {"topics": results})
+
+    def _create_topic(self, topic: dict, show_configs: bool,
+                      earlier: list[ApiMessageAndVersion]) -> tuple[dict, list[ApiMessageAndVersion]]:
+        name = topic["name"]
+        topic_names.validate(name)
+        if name in self.topics_by_name or any(r.name == TOPIC_RECORD and r.data["name"] == name for r in earlier):
+            raise _Rejected(errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if topic_names.has_collision_chars(name):
+            unified = topic_names.unify_collision_chars(name)
+            colliding = set(self.topics_with_collision_chars.get(unified, ()))
+            colliding.update(r.data["name"] for r in earlier
+                             if r.name == TOPIC_RECORD and topic_names.unify_collision_chars(r.data["name"]) == unified)
+            if colliding:
+                raise _Rejected(errors.INVALID_TOPIC_EXCEPTION,
+                                f"Topic '{name}' collides with existing topic: {next(iter(colliding))}")
+        configs = {c["name"]: c.get("value") for c in topic.get("configs") or []}
+        null_configs = [k for k, v in configs.items() if v is None]
+        if null_configs:
+            raise _Rejected(errors.INVALID_CONFIG,
+                            "Null value not supported for topic configs: " + ",".join(null_configs))
+        parts = self._new_partitions(topic)
+        config_records: list[ApiMessageAndVersion] = []
+        if configs:
+            result = self.configs.incremental_alter_config(
+                RESOURCE_TOPIC, name, [(k, SET, v) for k, v in configs.items()], new_resource=True)
+            if result.response["error_code"] != errors.NONE:
+                raise _Rejected(result.response["error_code"], result.response["error_message"])
+            config_records = result.records
+        topic_id = uuid.uuid4()
+        out = [topic_record(name, topic_id), *config_records]
+        out += [parts[i].to_record(topic_id, i) for i in range(len(parts))]
+        result = {
+            "name": name, "topic_id": topic_id, "error_code": errors.NONE, "error_message": None,
+            "topic_config_error_code": errors.NONE, "num_partitions": len(parts),
+            "replication_factor": len(parts[0].replicas), "configs": None,
+        }
+        if show_configs:
+            result["configs"] = self.configs.schema.effective_topic_configs(configs)
+        else:
+            result.update(topic_config_error_code=errors.TOPIC_AUTHORIZATION_FAILED, num_partitions=-1,
+                          replication_factor=-1)
+        return result, out
+
+    def _new_partitions(self, topic: dict) -> dict[int, PartitionRegistration]:
+        assignments = topic.get("assignments") or []
+        num_partitions = topic.get("num_partitions", -1)
+        replication_factor = topic.get("replication_factor", -1)
+        if assignments:
+            if replication_factor != -1:
+                raise _Rejected(errors.INVALID_REQUEST, "A manual partition assignment was specified, but "
+                                "replication factor was not set to -1.")
+            if num_partitions != -1:
+                raise _Rejected(errors.INVALID_REQUEST, "A manual partition assignment was specified, but "
+                                "numPartitions was not set to -1.")
+            parts: dict[int, PartitionRegistration] = {}
+            rf: int | None = None
+            for a in assignments:
+                index = a["partition_index"]
+                if index in parts:
+                    raise _Rejected(errors.INVALID_REPLICA_ASSIGNMENT,
+                                    f"Found multiple manual partition assignments for partition {index}")
+                replicas = list(a["broker_ids"])
+                self._validate_manual_assignment(replicas, rf)
+                rf = len(replicas)
+                isr = [b for b in replicas if self.cluster.is_active(b)]
+                if not isr:
+                    raise _Rejected(errors.INVALID_REPLICA_ASSIGNMENT, "All brokers specified in the manual "
+                                    f"partition assignment for partition {index} are fenced or in controlled shutdown.")
+                parts[index] = _new_registration(replicas, isr)
+            if any(i not in parts for i in range(len(parts))):
+                raise _Rejected(errors.INVALID_REPLICA_ASSIGNMENT,
+                                "partitions should be a consecutive 0-based integer sequence")
+            return parts
+        if replication_factor < -1 or replication_factor == 0:
+            raise _Rejected(errors.INVALID_REPLICATION_FACTOR,
+                            "Replication factor must be larger than 0, or -1 to use the default value.")
+        if num_partitions < -1 or num_partitions == 0:
+            raise _Rejected(errors.INVALID_PARTITIONS,
+                            "Number of partitions was set to an invalid non-positive value.")
+        num_partitions = self.default_num_partitions if num_partitions == -1 else num_partitions
+        replication_factor = self.default_replication_factor if replication_factor == -1 else replication_factor
+        return self._place(0, num_partitions, replication_factor)
+
+    def _place(self, start: int, count: int, replication_factor: int) -> dict[int, PartitionRegistration]:
+        try:
+            placements = self.placer.place(count, replication_factor, self.cluster.usable_brokers())
+        except errors.InvalidReplicationFactorError as e:
+            raise _Rejected(errors.INVALID_REPLICATION_FACTOR,
+                            f"Unable to replicate the partition {replication_factor} time(s): {e.message}") from e
+        parts = {}
+        for i, replicas in enumerate(placements):
+            isr = [b for b in replicas if self.cluster.is_active(b)]
+            if not isr:
+                raise _Rejected(errors.INVALID_REPLICATION_FACTOR,
+                                f"Unable to replicate the partition {replication_factor} time(s): All brokers "
+                                "are currently fenced or in controlled shutdown.")
+            parts[start + i] = _new_registration(replicas, isr)
+        return parts
+
+    def _validate_manual_assignment(self, replicas: list[int], rf: int | None) -> None:
+        if not replicas:
+            raise _Rejected(errors.INVALID_REPLICA_ASSIGNMENT,
+                            "The manual partition assignment includes an empty replica list.")
+        seen: set[int] = set()
+        for b in replicas:
+            if b in seen:
+                raise _Rejected(errors.INVALID_REPLICA_ASSIGNMENT,
+                                f"The manual partition assignment includes the broker {b} more than once.")
+            seen.add(b)
+            if not self.cluster.is_registered(b):
+                raise _Rejected(errors.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes "
+                                f"broker {b}, but no such broker is registered.")
+        if rf is not None and rf != len(replicas):
+            raise _Rejected(errors.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes a "
+                            f"partition with {len(replicas)} replica(s), but this is not consistent with "
+                            f"previous partitions, which have {rf} replica(s).")
+
+    # ---- DeleteTopics ------------------------------------------------------------------------
+    def delete_topics(self, request: dict[str, Any]) -> ControllerResult[dict]:
+        wanted: list[tuple[str | None, uuid.UUID | None]] = [(n, None) for n in request.get("topic_names") or []]
+        for t in request.get("topics") or []:
+            tid = t.get("topic_id")
+            wanted.append((t.get("name"), None if tid in (None, ZERO_UUID) else tid))
+        records, responses = [], []
+        seen_ids: set[uuid.UUID] = set()
+        seen_names: set[str] = set()
+        for name, topic_id in wanted:
+            try:
+                if not self.delete_topic_enable:
+                    raise _Rejected(errors.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+                if name is not None and topic_id is not None:
+                    raise _Rejected(errors.INVALID_REQUEST, "Topic name and topic id cannot both be set.")
+                if topic_id is not None:
+                    if topic_id in seen_ids:
+                        raise _Rejected(errors.INVALID_REQUEST, "Duplicate topic id.")
+                    seen_ids.add(topic_id)
+                    info = self.topics.get(topic_id)
+                    if info is None:
+                        raise _Rejected(errors.UNKNOWN_TOPIC_ID, _default_message(errors.UNKNOWN_TOPIC_ID))
+                elif name is not None:
+                    if name in seen_names:
+                        raise _Rejected(errors.INVALID_REQUEST, "Duplicate topic name.")
+                    seen_names.add(name)
+                    tid = self.topics_by_name.get(name)
+                    if tid is None:
+                        raise _Rejected(errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                        _default_message(errors.UNKNOWN_TOPIC_OR_PARTITION))
+                    info = self.topics[tid]
+                else:
+                    raise _Rejected(errors.INVALID_REQUEST, "Neither topic name nor id was given.")
+                if info.id in (r.data["topic_id"] for r in records):
+                    raise _Rejected(errors.INVALID_REQUEST, "Duplicate topic name.")
+                records.append(remove_topic_record(info.id))
+                responses.append({"name": info.name, "topic_id": info.id, "error_code": errors.NONE,
+                                  "error_message": None})
+            except _Rejected as e:
+                responses.append({"name": name, "topic_id": topic_id or ZERO_UUID, "error_code": e.code,
+                                  "error_message": e.message})
+        return ControllerResult(records, {"responses": responses}, atomic=False)
+
+    # ---- CreatePartitions --------------------------------------------------------------------
+    def create_partitions(self, request: dict[str, Any]) -> ControllerResult[dict]:
+        topics = list(request.get("topics", []))
+        names = [t["name"] for t in topics]
+        records: list[ApiMessageAndVersion] = []
+        results = []
+        for topic in topics:
+            name = topic["name"]
+            try:
+                if names.count(name) > 1:
+                    raise _Rejected(errors.INVALID_REQUEST, "Duplicate topic name.")
+                records.extend(self._create_partitions(topic))
+                results.append({"name": name, "error_code": errors.NONE, "error_message": None})
+            except _Rejected as e:
+                results.append({"name": name, "error_code": e.code, "error_message": e.message})
+        if request.get("validate_only"):
+            records = []
+        return ControllerResult(records, {"results": results}, atomic=False)
+
+    def _create_partitions(self, topic: dict) -> list[ApiMessageAndVersion]:
+        name, count = topic["name"], int(topic["count"])
+        info = self.get_topic(name)
+        if info is None:
+            raise _Rejected(errors.UNKNOWN_TOPIC_OR_PARTITION,
+                            _default_message(errors.UNKNOWN_TOPIC_OR_PARTITION))
+        current = len(info.parts)
+        if count < current:
+            raise _Rejected(errors.INVALID_PARTITIONS, f"The topic {name} currently has {current} partition(s); "
+                            f"{count} would not be an increase.")
+        if count == current:
+            raise _Rejected(errors.INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
+        additional = count - current
+        assignments = topic.get("assignments")
+        rf = len(info.parts[0].replicas) if info.parts else self.default_replication_factor
+        if assignments is not None:
+            if len(assignments) != additional:
+                raise _Rejected(errors.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {additional} additional "
+                                f"partition(s), but only {len(assignments)} assignment(s) were specified.")
+            parts = {}
+            for i, a in enumerate(assignments):
+                replicas = list(a["broker_ids"])
+                self._validate_manual_assignment(replicas, rf)
+                isr = [b for b in replicas if self.cluster.is_active(b)]
+                if not isr:
+                    raise _Rejected(errors.INVALID_REPLICA_ASSIGNMENT, "All brokers specified in the manual "
+                                    f"partition assignment for partition {current + i} are fenced or in "
+                                    "controlled shutdown.")
+                parts[current + i] = _new_registration(replicas, isr)
+        else:
+            parts = self._place(current, additional, rf)
+        return [p.to_record(info.id, i) for i, p in sorted(parts.items())]
+
+    # ---- replay ------------------------------------------------------------------------------
+    def replay(self, record: ApiMessageAndVersion) -> None:
+        d = record.data
+        if record.name == TOPIC_RECORD:
+            name = d["name"]
+            self.topics[d["topic_id"]] = TopicControlInfo(name, d["topic_id"])
+            self.topics_by_name[name] = d["topic_id"]
+            if topic_names.has_collision_chars(name):
+                self.topics_with_collision_chars.setdefault(topic_names.unify_collision_chars(name), set()).add(name)
+        elif record.name == PARTITION_RECORD:
+            info = self.topics.get(d["topic_id"])
+            if info is None:
+                raise ValueError(f"PartitionRecord for unknown topic id {d['topic_id']}")
+            info.parts[d["partition_id"]] = PartitionRegistration.from_record(d)
+        elif record.name == PARTITION_CHANGE_RECORD:
+            info = self.topics.get(d["topic_id"])
+            if info is None or d["partition_id"] not in info.parts:
+                raise ValueError(f"PartitionChangeRecord for unknown partition {d['topic_id']}-{d['partition_id']}")
+            info.parts[d["partition_id"]] = info.parts[d["partition_id"]].merge(d)
+        elif record.name == REMOVE_TOPIC_RECORD:
+            info = self.topics.pop(d["topic_id"], None)
+            if info is None:
+                raise ValueError(f"RemoveTopicRecord for unknown topic id {d['topic_id']}")
+            del self.topics_by_name[info.name]
+            key = topic_names.unify_collision_chars(info.name)
+            colliding = self.topics_with_collision_chars.get(key)
+            if colliding is not None:
+                colliding.discard(info.name)
+                if not colliding:
+                    del self.topics_with_collision_chars[key]
+            self.configs.delete_topic_configs(info.name)
+
+
+def _new_registration(replicas: list[int], isr: list[int]) -> PartitionRegistration:
+    return PartitionRegistration(tuple(replicas), tuple(isr), leader=isr[0], leader_epoch=0, partition_epoch=0)
+
+
+def _failed_topic(name: str, code: int, message: str | None) -> dict:
+    return {"name": name, "topic_id": ZERO_UUID, "error_code": code, "error_message": message,
+            "topic_config_error_code": errors.NONE, "num_partitions": -1, "replication_factor": -1,
+            "configs": None}
+
+
+def _default_message(code: int) -> str:
+    return errors.for_code(code).default_message

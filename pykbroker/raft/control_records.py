@@ -1,0 +1,95 @@
+"""Raft control records: the record key and the LeaderChange message written at each epoch start.
+
+Control records live in batches with the control attribute set. Their key is ``int16 version (0),
+int16 type`` (``ControlRecordType``); the LeaderChange value is Kafka's ``LeaderChangeMessage`` (flexible
+version 0): ``int16 version, int32 leader_id, voters[], granting_voters[]`` where each voter is
+``{int32 voter_id}``, arrays compact (uvarint length + 1), each struct and the message ending with an
+empty tagged-field section. Written here by hand because the raft layer must not depend on the schema
+codec; the layout is a protocol fact (``raft/.../LeaderChangeMessage.json``).
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+ABORT = 0
+COMMIT = 1
+LEADER_CHANGE = 2
+SNAPSHOT_HEADER = 3
+SNAPSHOT_FOOTER = 4
+KRAFT_VERSION = 5
+KRAFT_VOTERS = 6
+
+_KEY = struct.Struct(">hh")
+_HEAD = struct.Struct(">hi")
+_I32 = struct.Struct(">i")
+
+
+def control_key(record_type: int) -> bytes:
+    return _KEY.pack(0, record_type)
+
+
+def parse_control_type(key: bytes | None) -> int:
+    """The ``ControlRecordType`` of a control record key; -1 if unreadable."""
+    if key is None or len(key) < 4:
+        return -1
+    return _KEY.unpack_from(key)[1]
+
+
+@dataclass(frozen=True)
+class LeaderChangeMessage:
+    leader_id: int
+    voters: tuple[int, ...] = field(default_factory=tuple)
+    granting_voters: tuple[int, ...] = field(default_factory=tuple)
+    version: int = 0
+
+    def encode(self) -> bytes:
+        out = bytearray(_HEAD.pack(self.version, self.leader_id))
+        for ids in (self.voters, self.granting_voters):
+            _put_uvarint(out, len(ids) + 1)
+            for voter_id in ids:
+                out += _I32.pack(voter_id)
+                out.append(0)  # no tagged fields in Voter
+        out.append(0)  # no tagged fields in the message
+        return bytes(out)
+
+    @classmethod
+    def decode(cls, buf: bytes) -> LeaderChangeMessage:
+        version, leader_id = _HEAD.unpack_from(buf, 0)
+        pos = _HEAD.size
+        arrays = []
+        for _ in range(2):
+            n, pos = _get_uvarint(buf, pos)
+            ids = []
+            for _ in range(max(0, n - 1)):
+                ids.append(_I32.unpack_from(buf, pos)[0])
+                pos = _skip_tags(buf, pos + 4)
+            arrays.append(tuple(ids))
+        return cls(leader_id, arrays[0], arrays[1], version)
+
+
+def _put_uvarint(out: bytearray, v: int) -> None:
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def _get_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    shift = result = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+
+
+def _skip_tags(buf: bytes, pos: int) -> int:
+    n, pos = _get_uvarint(buf, pos)
+    for _ in range(n):
+        _, pos = _get_uvarint(buf, pos)  # tag
+        size, pos = _get_uvarint(buf, pos)
+        pos += size
+    return pos

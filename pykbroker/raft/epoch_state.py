@@ -1,0 +1,185 @@
+"""The Raft epoch states, one class each (Kafka's ``UnattachedState``, ``CandidateState``,
+``LeaderState``, ``FollowerState``, ``ResignedState``).
+
+A state is a value for one epoch; moving on means building a new state through
+:class:`~pykbroker.raft.quorum_state.QuorumState`, which checks the transition table. States hold plain
+data and small decisions (vote tallies, the high watermark rule) and do no I/O. Not thread-safe: owned by
+the Raft IO thread.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from pykbroker.raft.quorum_state_store import NO_ID, ElectionState
+
+
+class StateKind(enum.Enum):
+    UNATTACHED = "Unattached"
+    CANDIDATE = "Candidate"
+    LEADER = "Leader"
+    FOLLOWER = "Follower"
+    RESIGNED = "Resigned"
+
+
+class EpochState:
+    kind: StateKind
+    epoch: int
+    voters: frozenset[int]
+
+    def election(self) -> ElectionState:
+        raise NotImplementedError
+
+    @property
+    def leader_id(self) -> int:
+        return NO_ID
+
+    def can_grant_vote(self, candidate_id: int) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"{self.kind.value}State(epoch={self.epoch}, leader={self.leader_id})"
+
+
+@dataclass(repr=False)
+class UnattachedState(EpochState):
+    """No known leader in ``epoch``; possibly voted (Kafka 3.9 folds Voted into Unattached)."""
+
+    epoch: int
+    voters: frozenset[int]
+    voted_id: int = NO_ID
+    election_deadline_ms: int = 0
+    kind: StateKind = field(default=StateKind.UNATTACHED, init=False)
+
+    def election(self) -> ElectionState:
+        return ElectionState(self.epoch, NO_ID, self.voted_id, self.voters)
+
+    def can_grant_vote(self, candidate_id: int) -> bool:
+        return self.voted_id in (NO_ID, candidate_id)
+
+
+@dataclass(repr=False)
+class CandidateState(EpochState):
+    """Asking for votes in ``epoch`` (it has voted for itself)."""
+
+    epoch: int
+    voters: frozenset[int]
+    local_id: int
+    retries: int = 1
+    election_deadline_ms: int = 0
+    granted: set[int] = field(default_factory=set)
+    rejected: set[int] = field(default_factory=set)
+    kind: StateKind = field(default=StateKind.CANDIDATE, init=False)
+
+    def __post_init__(self) -> None:
+        self.granted.add(self.local_id)
+
+    def election(self) -> ElectionState:
+        return ElectionState(self.epoch, NO_ID, self.local_id, self.voters)
+
+    def majority(self) -> int:
+        return len(self.voters) // 2 + 1
+
+    def record_granted_vote(self, voter_id: int) -> None:
+        if voter_id not in self.voters:
+            raise ValueError(f"{voter_id} is not a voter")
+        self.granted.add(voter_id)
+
+    def record_rejected_vote(self, voter_id: int) -> None:
+        if voter_id not in self.voters:
+            raise ValueError(f"{voter_id} is not a voter")
+        self.rejected.add(voter_id)
+
+    def is_vote_granted(self) -> bool:
+        return len(self.granted) >= self.majority()
+
+    def is_vote_rejected(self) -> bool:
+        return len(self.voters) - len(self.rejected) < self.majority()
+
+
+@dataclass(repr=False)
+class LeaderState(EpochState):
+    """Leading ``epoch`` since ``epoch_start_offset`` (where its LeaderChange record sits).
+
+    Tracks every voter's end offset; the high watermark is the offset a majority has reached (sort the
+    voters' end offsets descending, take index ``len(voters) // 2``), accepted only once it is above the
+    epoch start offset (a leader may commit only once a record of its own epoch is committed) and only
+    when it increases."""
+
+    epoch: int
+    voters: frozenset[int]
+    local_id: int
+    epoch_start_offset: int
+    high_watermark: int | None = None
+    voter_end_offsets: dict[int, int] = field(default_factory=dict)
+    kind: StateKind = field(default=StateKind.LEADER, init=False)
+
+    def election(self) -> ElectionState:
+        return ElectionState(self.epoch, self.local_id, self.local_id, self.voters)
+
+    @property
+    def leader_id(self) -> int:
+        return self.local_id
+
+    def update_local_end_offset(self, end_offset: int) -> bool:
+        """Record the leader's own flushed end offset; True iff the high watermark moved."""
+        return self.update_replica_end_offset(self.local_id, end_offset)
+
+    def update_replica_end_offset(self, voter_id: int, end_offset: int) -> bool:
+        """Record a voter's end offset (from its Fetch); True iff the high watermark moved."""
+        if voter_id in self.voters:
+            self.voter_end_offsets[voter_id] = max(end_offset, self.voter_end_offsets.get(voter_id, -1))
+        return self._maybe_update_high_watermark()
+
+    def _maybe_update_high_watermark(self) -> bool:
+        offsets = sorted((self.voter_end_offsets.get(v, -1) for v in self.voters), reverse=True)
+        candidate = offsets[len(self.voters) // 2]
+        if candidate <= self.epoch_start_offset:
+            return False
+        if self.high_watermark is None or candidate > self.high_watermark:
+            self.high_watermark = candidate
+            return True
+        return False
+
+
+@dataclass(repr=False)
+class FollowerState(EpochState):
+    """Following ``leader`` in ``epoch``; learns the high watermark from Fetch responses."""
+
+    epoch: int
+    voters: frozenset[int]
+    leader: int
+    fetch_deadline_ms: int = 0
+    high_watermark: int | None = None
+    kind: StateKind = field(default=StateKind.FOLLOWER, init=False)
+
+    def election(self) -> ElectionState:
+        return ElectionState(self.epoch, self.leader, NO_ID, self.voters)
+
+    @property
+    def leader_id(self) -> int:
+        return self.leader
+
+    def update_high_watermark(self, hw: int | None) -> bool:
+        if hw is None or (self.high_watermark is not None and hw <= self.high_watermark):
+            return False
+        self.high_watermark = hw
+        return True
+
+
+@dataclass(repr=False)
+class ResignedState(EpochState):
+    """A former leader of ``epoch`` that stepped down (or restarted) and awaits the next election."""
+
+    epoch: int
+    voters: frozenset[int]
+    local_id: int
+    election_deadline_ms: int = 0
+    kind: StateKind = field(default=StateKind.RESIGNED, init=False)
+
+    def election(self) -> ElectionState:
+        return ElectionState(self.epoch, self.local_id, NO_ID, self.voters)
+
+    @property
+    def leader_id(self) -> int:
+        return self.local_id
