@@ -225,6 +225,16 @@ class RecordBatch:
             raise CorruptRecordError(
                 f"Record batch is corrupt (stored crc = {stored}, computed crc = {computed})")
 
+    # -- records (added by the record owner; decoding lives in batch_records) ------------------
+    def records(self, verify_crc: bool = True, max_decompressed_bytes: int | None = None) -> list:
+        """All records of this batch as ``Record`` tuples (offset, timestamp, key, value, headers,
+        attributes), decompressing as needed; see ``pykbroker.record.batch_records.decode_records``.
+        Raises CorruptRecordError for a bad CRC or malformed/oversized records."""
+        from pykbroker.record.batch_records import decode_records
+        from pykbroker.record.compression import DEFAULT_MAX_DECOMPRESSED_BYTES
+        limit = DEFAULT_MAX_DECOMPRESSED_BYTES if max_decompressed_bytes is None else max_decompressed_bytes
+        return decode_records(self, verify_crc, limit)
+
     # -- in-place stamping (writable buffer) ---------------------------------------------------
     def set_last_offset(self, offset: int) -> None:
         """Assign offsets: baseOffset = offset - lastOffsetDelta. Outside the CRC."""
