@@ -2,20 +2,45 @@
 
 Mirrors ``kafka.server.KafkaRaftServer`` + ``BrokerServer.startup``/``shutdown``:
 
-start-up: check/format storage (meta.properties) -> metrics -> SocketServer (binds ephemeral ports)
--> metadata cache -> KafkaApis and its handlers -> request handler pools -> enable request processing
-(processors, then acceptors: network threads start last, so clients only connect to a ready broker).
+start-up: check/format storage (meta.properties) -> scheduler and LogManager (log recovery) -> the
+``__cluster_metadata`` Raft log and client, MetadataLoader with the BrokerMetadataPublisher,
+QuorumController (replays the metadata log; becomes active) -> SocketServer (binds ephemeral ports)
+-> broker registration, wait until it is published -> KafkaApis and its handlers -> request handler
+pools -> enable request processing (processors, then acceptors: network threads start last, so
+clients only connect to a ready broker).
 
-shutdown: stop acceptors and processors -> drain and stop handler pools -> close the rest.
+shutdown: stop acceptors and processors -> drain handler pools -> purgatories -> controller -> Raft ->
+loader -> logs (checkpoints, clean-shutdown marker) -> scheduler.
 ``shutdown`` is idempotent and safe from a signal handler thread.
 """
 from __future__ import annotations
 
+import os
 import socket
 import threading
+import uuid
 
+from pykbroker.config.config_def import ConfigException
 from pykbroker.config.endpoint import EndPoint
 from pykbroker.config.kafka_config import KafkaConfig
+from pykbroker.log.log_manager import LogManager
+from pykbroker.metadata.log_config_schema import LogConfigSchema
+from pykbroker.metadata.metadata_loader import MetadataLoader
+from pykbroker.metadata.quorum_controller import QuorumController
+from pykbroker.metadata.records import MetadataRecordSerde
+from pykbroker.protocol import errors
+from pykbroker.raft.file_replicated_log import FileReplicatedLog
+from pykbroker.raft.kafka_raft_client import KafkaRaftClient
+from pykbroker.raft.kafka_raft_client_driver import KafkaRaftClientDriver
+from pykbroker.raft.quorum_state_store import FileQuorumStateStore
+from pykbroker.server.broker_metadata_publisher import BrokerMetadataPublisher
+from pykbroker.server.handlers.admin import AdminHandler
+from pykbroker.server.handlers.fetch import FetchHandler
+from pykbroker.server.handlers.list_offsets import ListOffsetsHandler
+from pykbroker.server.handlers.produce import ProduceHandler
+from pykbroker.server.handlers.producer_id import InitProducerIdHandler, ProducerIdManager
+from pykbroker.server.replica_manager import ReplicaManager
+from pykbroker.utils.scheduler import KafkaScheduler
 from pykbroker.network.socket_server import SocketServer, SocketServerConfig
 from pykbroker.protocol import request_schema
 from pykbroker.server.api_version_manager import ApiVersionManager
@@ -24,11 +49,14 @@ from pykbroker.server.handlers.metadata import MetadataHandler
 from pykbroker.server.kafka_apis import KafkaApis
 from pykbroker.server.kafka_request_handler import KafkaRequestHandlerPool
 from pykbroker.server.meta_properties import ensure_formatted
-from pykbroker.server.metadata_cache import BrokerInfo, CacheImage, MetadataCache
+from pykbroker.server.metadata_cache import MetadataCache
 from pykbroker.server.request_helper import RequestHelper
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.metrics import MetricsRegistry
 from pykbroker.utils.time import SYSTEM, Time
+
+
+_SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
 def _schema_range(api_key: int) -> tuple[int, int]:
@@ -57,18 +85,52 @@ class KafkaRaftServer:
         self.log.info("Starting broker")
         for key in config.unknown_keys:
             self.log.warning(f"The configuration '{key}' was supplied but isn't a known config.")
-        self.cluster_id, _ = ensure_formatted(config.log_dirs, self.node_id, self.log)
+        self._check_single_voter()
+        dirs = list(dict.fromkeys(config.log_dirs + [config.metadata_log_dir]))
+        self.cluster_id, _ = ensure_formatted(dirs, self.node_id, self.log)
+        timeout = config["initial.broker.registration.timeout.ms"] / 1000.0
 
+        # Storage: the scheduler, then every partition log (recovered after an unclean shutdown).
+        self.scheduler = KafkaScheduler(config["background.threads"], "kafka-scheduler-")
+        self.scheduler.startup()
+        self.log_manager = LogManager.from_broker_config(config.log_dirs, config.values, self.scheduler, self.time)
+        self.log_manager.startup()
+
+        # KRaft: the __cluster_metadata log, the Raft client, the loader and its publishers, the controller.
+        self.metadata_log = FileReplicatedLog.open(config.metadata_log_dir, self.time,
+                                                   segment_bytes=config["metadata.log.segment.bytes"])
+        self.raft = KafkaRaftClient(self.node_id, [self.node_id], self.metadata_log,
+                                    FileQuorumStateStore(os.path.join(config.metadata_log_dir, "__cluster_metadata-0")),
+                                    MetadataRecordSerde(), self.time,
+                                    append_linger_ms=config["controller.quorum.append.linger.ms"])
+        self.metadata_cache = MetadataCache(self.node_id)
+        self.replica_manager = ReplicaManager(self.node_id, config, self.log_manager, self.metadata_cache, self.time)
+        self.publisher = BrokerMetadataPublisher(self.node_id, self.metadata_cache, self.replica_manager,
+                                                 self.log_manager)
+        self.loader = MetadataLoader(self.node_id, self.cluster_id, self.raft.high_watermark)
+        self.loader.install_publishers([self.publisher]).result(timeout)
+        self.raft.register(self.loader)
+        self.controller = QuorumController(
+            self.node_id, self.raft, self.cluster_id, self.time,
+            default_num_partitions=config["num.partitions"],
+            default_replication_factor=config["default.replication.factor"],
+            config_schema=LogConfigSchema(self.log_manager.default_config),
+            delete_topic_enable=config["delete.topic.enable"])
+        self.raft_driver = KafkaRaftClientDriver(self.raft)
+        self.raft_driver.start()
+        if not self.controller.wait_for_active(timeout):
+            raise RuntimeError("The metadata quorum controller did not become active")
+
+        # Network: bind (ephemeral ports are known now), register this broker, wait until it is published.
         sconfig = SocketServerConfig.from_kafka_config(config)
         self.socket_server = SocketServer(sconfig, self.metrics, self._is_api_allowed, self.time)
-        self.metadata_cache = MetadataCache(self.node_id)
-        self._register_self()
+        self._register_broker(timeout)
 
         cp_name = config.control_plane_listener_name
         self.data_helper = RequestHelper(self._channel_for)
-        self.data_plane_apis, self.data_version_manager = self._build_apis(self.data_helper, [
-            MetadataHandler(self.data_helper, self.metadata_cache),
-        ])
+        self.producer_id_manager = ProducerIdManager(self.node_id, self.controller, lambda: self.broker_epoch)
+        self.data_plane_apis, self.data_version_manager = self._build_apis(self.data_helper, self._broker_families())
+        self.data_plane_apis.after_handle.append(self.replica_manager.try_complete_actions)
         if cp_name:
             self.control_plane_apis, self.control_version_manager = self._build_apis(self.data_helper, [
                 MetadataHandler(self.data_helper, self.metadata_cache),
@@ -84,6 +146,60 @@ class KafkaRaftServer:
         self.socket_server.enable_request_processing()
         self.started = True
         self.log.info(f"[KafkaRaftServer nodeId={self.node_id}] Kafka Server started")
+
+    def _check_single_voter(self) -> None:
+        voters = self.config["controller.quorum.voters"] or []
+        ids = {int(v.split("@", 1)[0]) for v in voters if v}
+        if ids and ids != {self.node_id}:
+            raise ConfigException("controller.quorum.voters", ",".join(voters),
+                                  f"only a single voter (this node, {self.node_id}) is supported")
+
+    def _broker_families(self) -> list:
+        helper, cache, rm = self.data_helper, self.metadata_cache, self.replica_manager
+        return [
+            MetadataHandler(helper, cache, self._auto_create_topics if self.config["auto.create.topics.enable"] else None),
+            ProduceHandler(helper, rm, cache),
+            FetchHandler(helper, rm, cache),
+            ListOffsetsHandler(helper, rm),
+            AdminHandler(helper, self.controller, cache, self.config, self.log_manager.default_config),
+            InitProducerIdHandler(helper, self.producer_id_manager),
+        ]
+
+    def _auto_create_topics(self, names: list[str]) -> dict[str, int]:
+        """Metadata auto-creation: ask the controller to create the topics with the defaults, answer
+        LEADER_NOT_AVAILABLE (retriable) now; invalid names get INVALID_TOPIC_EXCEPTION."""
+        from pykbroker.metadata.topic_names import validate as validate_topic_name
+        codes, valid = {}, []
+        for n in names:
+            try:
+                validate_topic_name(n)
+                valid.append(n)
+                codes[n] = errors.LEADER_NOT_AVAILABLE
+            except errors.KafkaError as e:
+                codes[n] = e.code
+        if valid:
+            self.controller.create_topics({"topics": [
+                {"name": n, "num_partitions": -1, "replication_factor": -1, "assignments": [], "configs": []}
+                for n in valid], "timeout_ms": 30000, "validate_only": False})
+        return codes
+
+    def _register_broker(self, timeout: float) -> None:
+        listeners = [{"name": ep.listener_name, "host": ep.host, "port": ep.port,
+                      "security_protocol": _SECURITY_PROTOCOL_IDS[ep.security_protocol]}
+                     for ep in self.advertised_endpoints().values()]
+        result = self.controller.register_broker({
+            "broker_id": self.node_id, "cluster_id": self.cluster_id, "incarnation_id": uuid.uuid4(),
+            "listeners": listeners, "features": [], "rack": self.config["broker.rack"], "log_dirs": []}).result(timeout)
+        if result["error_code"] != errors.NONE:
+            raise RuntimeError(f"Broker registration failed: {errors.name_of(result['error_code'])} {result.get('error_message')}")
+        self.broker_epoch = result["broker_epoch"]
+        deadline = self.time.hi_res_milliseconds() + timeout * 1000
+        while not self.metadata_cache.has_alive_broker(self.node_id):
+            if self.time.hi_res_milliseconds() > deadline:
+                raise RuntimeError("Timed out waiting for this broker's registration to be published")
+            self.time.sleep(5)
+        self.log.info(f"Registered broker {self.node_id} with broker epoch {self.broker_epoch}; metadata caught up "
+                      f"to offset {self.metadata_cache.image.offset}")
 
     def _build_apis(self, helper: RequestHelper, families: list) -> tuple[KafkaApis, ApiVersionManager]:
         """KafkaApis with the given handler families plus ApiVersions, which advertises what they implement."""
@@ -118,25 +234,33 @@ class KafkaRaftServer:
             result[ep.listener_name] = EndPoint(ep.listener_name, ep.security_protocol, host, port)
         return result
 
-    def _register_self(self) -> None:
-        me = BrokerInfo(self.node_id, self.advertised_endpoints(), self.config["broker.rack"])
-        self.metadata_cache.set_image(CacheImage(cluster_id=self.cluster_id, controller_id=self.node_id,
-                                                 brokers={self.node_id: me}))
-
     # -- shutdown ------------------------------------------------------------------------------
     def shutdown(self) -> None:
+        """Kafka's order: stop the network, drain handlers, then purgatories, controller, Raft, logs."""
         with self._shutdown_lock:
             if self._shutdown_done.is_set():
                 return
             self.log.info(f"[BrokerServer id={self.node_id}] shutting down")
-            if self.socket_server is not None:
-                self.socket_server.stop_processing_requests()
-            if self.data_plane_pool is not None:
-                self.data_plane_pool.shutdown()
-            if self.control_plane_pool is not None:
-                self.control_plane_pool.shutdown()
-            if self.socket_server is not None:
-                self.socket_server.shutdown()
+            steps = [
+                ("socket server request processing", lambda: self.socket_server.stop_processing_requests()),
+                ("data-plane request handlers", lambda: self.data_plane_pool.shutdown()),
+                ("control-plane request handlers", lambda: self.control_plane_pool.shutdown()),
+                ("replica manager", lambda: self.replica_manager.shutdown()),
+                ("controller", lambda: self.controller.close()),
+                ("raft client", lambda: self.raft_driver.shutdown()),
+                ("metadata loader", lambda: self.loader.close()),
+                ("log manager", lambda: self.log_manager.shutdown(getattr(self, "broker_epoch", -1))),
+                ("metadata log", lambda: self.metadata_log.close()),
+                ("scheduler", lambda: self.scheduler.shutdown()),
+                ("socket server", lambda: self.socket_server.shutdown()),
+            ]
+            for what, step in steps:
+                try:
+                    step()
+                except AttributeError:
+                    pass  # never started
+                except Exception as e:
+                    self.log.error(f"Error shutting down {what}", error=repr(e))
             self._shutdown_done.set()
             self.log.info(f"[BrokerServer id={self.node_id}] shut down completed")
 

@@ -85,13 +85,13 @@ class MetadataHandler:
     @staticmethod
     def _topic_metadata(info) -> dict:
         partitions = []
-        for p in sorted(info.partitions.values(), key=lambda p: p.partition_id):
+        for index, p in sorted(info.partitions.items()):
             partitions.append({
                 "error_code": errors.NONE if p.leader >= 0 else errors.LEADER_NOT_AVAILABLE,
-                "partition_index": p.partition_id, "leader_id": p.leader, "leader_epoch": p.leader_epoch,
+                "partition_index": index, "leader_id": p.leader, "leader_epoch": p.leader_epoch,
                 "replica_nodes": list(p.replicas), "isr_nodes": list(p.isr), "offline_replicas": [],
             })
-        return {"error_code": errors.NONE, "name": info.name, "topic_id": info.topic_id,
+        return {"error_code": errors.NONE, "name": info.name, "topic_id": info.id,
                 "is_internal": info.name in INTERNAL_TOPICS, "partitions": partitions,
                 "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
 

@@ -1,0 +1,95 @@
+"""Cluster-level APIs: ApiVersions, Metadata, DescribeCluster, SASL handshake/authenticate.
+
+Schema DSL: see :mod:`pykbroker.protocol.schema`. Field names, types and versions are protocol facts.
+"""
+
+SCHEMAS = """
+request ApiVersions 18 0-4 flex=3+
+  client_software_name string 3+
+  client_software_version string 3+
+
+response ApiVersions 18 0-4 flex=3+
+  error_code int16 0+
+  api_keys [] 0+
+    api_key int16 0+
+    min_version int16 0+
+    max_version int16 0+
+  throttle_time_ms int32 1+
+  supported_features [] 3+ tag=0
+    name string 3+
+    min_version int16 3+
+    max_version int16 3+
+  finalized_features_epoch int64 3+ tag=1 =-1
+  finalized_features [] 3+ tag=2
+    name string 3+
+    max_version_level int16 3+
+    min_version_level int16 3+
+  zk_migration_ready bool 3+ tag=3 =false
+
+request Metadata 3 0-12 flex=9+
+  topics [] 0+ null=1+
+    topic_id uuid 10+
+    name string 0+ null=10+
+  allow_auto_topic_creation bool 4+ =true
+  include_cluster_authorized_operations bool 8-10
+  include_topic_authorized_operations bool 8+
+
+response Metadata 3 0-12 flex=9+
+  throttle_time_ms int32 3+
+  brokers [] 0+
+    node_id int32 0+
+    host string 0+
+    port int32 0+
+    rack string 1+ null=1+ =null
+  cluster_id string 2+ null=2+ =null
+  controller_id int32 1+ =-1
+  topics [] 0+
+    error_code int16 0+
+    name string 0+ null=12+
+    topic_id uuid 10+
+    is_internal bool 1+ =false
+    partitions [] 0+
+      error_code int16 0+
+      partition_index int32 0+
+      leader_id int32 0+
+      leader_epoch int32 7+ =-1
+      replica_nodes []int32 0+
+      isr_nodes []int32 0+
+      offline_replicas []int32 5+
+    topic_authorized_operations int32 8+ =-2147483648
+  cluster_authorized_operations int32 8-10 =-2147483648
+
+request DescribeCluster 60 0-1 flex=0+
+  include_cluster_authorized_operations bool 0+
+  endpoint_type int8 1+ =1
+
+response DescribeCluster 60 0-1 flex=0+
+  throttle_time_ms int32 0+
+  error_code int16 0+
+  error_message string 0+ null=0+ =null
+  endpoint_type int8 1+ =1
+  cluster_id string 0+
+  controller_id int32 0+ =-1
+  brokers [] 0+
+    broker_id int32 0+
+    host string 0+
+    port int32 0+
+    rack string 0+ null=0+ =null
+  cluster_authorized_operations int32 0+ =-2147483648
+
+request SaslHandshake 17 0-1 flex=none
+  mechanism string 0+
+
+response SaslHandshake 17 0-1 flex=none
+  error_code int16 0+
+  mechanisms []string 0+
+
+request SaslAuthenticate 36 0-2 flex=2+
+  auth_bytes bytes 0+
+
+response SaslAuthenticate 36 0-2 flex=2+
+  error_code int16 0+
+  error_message string 0+ null=0+
+  auth_bytes bytes 0+
+  session_lifetime_ms int64 1+ =0
+"""

@@ -1,0 +1,43 @@
+"""BrokerMetadataPublisher: applies committed metadata to this broker's cache, logs and partitions.
+
+Mirrors ``kafka.server.metadata.BrokerMetadataPublisher``: called by the MetadataLoader thread with each
+published (delta, image): swaps the MetadataCache image, applies topic config changes to the logs,
+and hands the local replica changes (deletes, leaders, followers) to the ReplicaManager. Runs only on
+the loader's thread.
+"""
+from __future__ import annotations
+
+import threading
+
+from pykbroker.metadata.publisher import MetadataPublisher
+from pykbroker.utils.logging import get_logger
+
+TOPIC_RESOURCE = 2
+
+
+class BrokerMetadataPublisher(MetadataPublisher):
+    def __init__(self, node_id: int, metadata_cache, replica_manager, log_manager):
+        self.node_id = node_id
+        self.metadata_cache = metadata_cache
+        self.replica_manager = replica_manager
+        self.log_manager = log_manager
+        self.log = get_logger("BrokerMetadataPublisher", id=node_id)
+        self.first_publish = threading.Event()
+
+    def name(self) -> str:
+        return "BrokerMetadataPublisher"
+
+    def on_metadata_update(self, delta, new_image) -> None:
+        self.metadata_cache.set_image(new_image)
+        changed_configs = {name for (rtype, name) in list(delta.config_changes) + list(delta.deleted_config_resources)
+                           if rtype == TOPIC_RESOURCE}
+        if not self.first_publish.is_set():
+            # Start-up: every topic's overrides, before partitions open their logs.
+            changed_configs |= {name for (rtype, name) in new_image.configs if rtype == TOPIC_RESOURCE}
+        for topic in sorted(changed_configs):
+            overrides = dict(new_image.topic_configs(topic))
+            self.replica_manager.update_topic_config(topic, overrides)
+        changes = delta.topics.local_changes(self.node_id)
+        if changes.deletes or changes.leaders or changes.followers:
+            self.replica_manager.apply_delta(changes, new_image)
+        self.first_publish.set()

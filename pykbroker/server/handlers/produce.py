@@ -1,0 +1,82 @@
+"""Produce (key 0): validate and append record batches, answer per acks.
+
+Mirrors ``KafkaApis.handleProduceRequest``: unknown topics get UNKNOWN_TOPIC_OR_PARTITION, null or
+empty records INVALID_RECORD... then ``ReplicaManager.append_records``. acks=0: no response
+(NoOpResponse) on success, the connection is closed on any error (the client cannot be told);
+otherwise a ProduceResponse (possibly after the DelayedProduce for acks=-1).
+"""
+from __future__ import annotations
+
+from pykbroker.protocol import errors
+from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.server import error_responses
+
+ADMIN_CLIENT_ID = "__admin_client"
+
+
+class ProduceHandler:
+    def __init__(self, helper, replica_manager, metadata_cache):
+        self.helper = helper
+        self.replica_manager = replica_manager
+        self.cache = metadata_cache
+
+    def handlers(self) -> dict:
+        return {ApiKeys.PRODUCE: self.handle_produce_request}
+
+    def handle_produce_request(self, request) -> None:
+        body = request.body
+        acks = body["acks"]
+        entries: dict[tuple[str, int], memoryview] = {}
+        early: dict[tuple[str, int], dict] = {}
+        for topic in body["topic_data"]:
+            name = topic["name"]
+            known = self.cache.contains_topic(name)
+            for p in topic["partition_data"]:
+                tp = (name, p["index"])
+                records = p["records"]
+                if not known:
+                    early[tp] = _error(p["index"], errors.UNKNOWN_TOPIC_OR_PARTITION)
+                elif records is None or len(records) == 0:
+                    early[tp] = _error(p["index"], errors.INVALID_RECORD, "Produce request has no records")
+                else:
+                    entries[tp] = records
+
+        def respond(results: dict) -> None:
+            results = {**early, **results}
+            if acks == 0:
+                if any(r["error_code"] != errors.NONE for r in results.values()):
+                    self.helper.close_connection(request)
+                else:
+                    self.helper.send_no_op_response(request)
+                return
+            self.helper.send_response(request, _response(body, results))
+
+        if entries:
+            self.replica_manager.append_records(body["timeout_ms"], acks,
+                                                request.context.client_id == ADMIN_CLIENT_ID, entries, respond)
+        else:
+            respond({})
+
+
+def _error(index: int, code: int, message: str | None = None) -> dict:
+    return {"index": index, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
+            "log_start_offset": -1, "record_errors": [], "error_message": message}
+
+
+def _response(body: dict, results: dict) -> dict:
+    responses = []
+    for topic in body["topic_data"]:
+        name = topic["name"]
+        responses.append({"name": name, "partition_responses": [
+            results.get((name, p["index"])) or _error(p["index"], errors.UNKNOWN_SERVER_ERROR)
+            for p in topic["partition_data"]]})
+    return {"responses": responses, "throttle_time_ms": 0}
+
+
+@error_responses.register(ApiKeys.PRODUCE)
+def _produce_error_response(version, body, code, message):
+    if body.get("acks") == 0:
+        return None  # the client expects no answer: close the connection
+    results = {(t["name"], p["index"]): _error(p["index"], code, message)
+               for t in body["topic_data"] for p in t["partition_data"]}
+    return _response(body, results)

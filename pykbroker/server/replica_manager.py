@@ -1,0 +1,244 @@
+"""ReplicaManager: the partitions this broker hosts, produce appends and fetch reads, and their purgatories.
+
+Mirrors ``kafka.server.ReplicaManager``:
+
+* ``apply_delta`` (from the BrokerMetadataPublisher) creates logs and makes partitions leaders or
+  followers, and deletes partitions removed from the metadata;
+* ``append_records``: per partition validate + append (Partition/LogValidator/UnifiedLog); acks=-1 with
+  a successful append parks a DelayedProduce (completed when the HW passes the appended offsets) in
+  the Produce purgatory, otherwise the callback runs at once;
+* ``fetch_messages``: read every partition now (the first partition with data may exceed the size
+  limits so at least one batch is returned; later ones share ``max_bytes``); answer at once when
+  ``max_wait_ms <= 0``, enough bytes, or an error, else park a DelayedFetch in the Fetch purgatory;
+* completion of delayed operations is queued as actions after appends and run by
+  ``try_complete_actions`` at the end of each ``KafkaApis.handle`` (outside partition locks).
+
+Threading: ``_partitions`` is replaced copy-on-write under ``_lock`` (writers: the metadata publisher),
+so request handler threads read it without locking.
+"""
+from __future__ import annotations
+
+import collections
+import threading
+from dataclasses import dataclass
+
+from pykbroker.log.fetch_data_info import FetchIsolation
+from pykbroker.log.log_validator import RecordValidationError
+from pykbroker.protocol import errors
+from pykbroker.record.file_records import EMPTY_RECORDS
+from pykbroker.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
+from pykbroker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
+from pykbroker.server.partition import Partition
+from pykbroker.utils.delayed_operation import DelayedOperationPurgatory, TopicPartitionOperationKey
+from pykbroker.utils.logging import get_logger
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+@dataclass(slots=True)
+class FetchParams:
+    replica_id: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation: FetchIsolation
+
+
+@dataclass(slots=True)
+class PartitionFetch:
+    topic: str
+    partition: int
+    fetch_offset: int
+    partition_max_bytes: int
+    current_leader_epoch: int = -1
+
+
+@dataclass(slots=True)
+class FetchPartitionResult:
+    """What a fetch returns for one partition (records is a zero-copy FileRecordsSlice)."""
+
+    error_code: int
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: object = EMPTY_RECORDS
+    fetch_offset_metadata: object = None
+
+
+class ReplicaManager:
+    def __init__(self, node_id: int, config, log_manager, metadata_cache, time):
+        self.node_id = node_id
+        self.config = config
+        self.log_manager = log_manager
+        self.metadata_cache = metadata_cache
+        self.time = time
+        self.log = get_logger("ReplicaManager", broker=node_id)
+        self._lock = threading.Lock()
+        self._partitions: dict[tuple[str, int], Partition] = {}
+        self.produce_purgatory = DelayedOperationPurgatory(
+            "Produce", node_id, config["producer.purgatory.purge.interval.requests"], time=time)
+        self.fetch_purgatory = DelayedOperationPurgatory(
+            "Fetch", node_id, config["fetch.purgatory.purge.interval.requests"], time=time)
+        self._actions: collections.deque = collections.deque()
+        self.fetch_max_bytes = config["fetch.max.bytes"]
+
+    # -- partitions ----------------------------------------------------------------------------
+    def get_partition(self, topic: str, partition: int) -> Partition | None:
+        return self._partitions.get((topic, partition))
+
+    def get_partition_or_error(self, topic: str, partition: int) -> Partition:
+        p = self._partitions.get((topic, partition))
+        if p is not None:
+            return p
+        if self.metadata_cache.partition(topic, partition) is not None:
+            raise errors.NotLeaderOrFollowerError(f"Error while fetching partition state for {topic}-{partition}")
+        raise errors.UnknownTopicOrPartitionError(f"Partition {topic}-{partition} doesn't exist")
+
+    def partitions(self) -> list[Partition]:
+        return list(self._partitions.values())
+
+    def apply_delta(self, changes, image) -> None:
+        """Apply the local replica changes of one metadata delta (BrokerMetadataPublisher thread)."""
+        with self._lock:
+            parts = dict(self._partitions)
+            for topic, index in sorted(changes.deletes):
+                p = parts.pop((topic, index), None)
+                if p is not None:
+                    p.leader_id = -1
+                self.log_manager.async_delete(topic, index)
+                self.log.info(f"Deleted partition {topic}-{index}")
+            touched = []
+            for kind, entries in (("leader", changes.leaders), ("follower", changes.followers)):
+                for (topic, index), (topic_id, reg) in sorted(entries.items()):
+                    p = parts.get((topic, index))
+                    if p is None:
+                        config = self.log_manager.topic_config(topic)
+                        log = self.log_manager.get_or_create_log(topic, index, topic_id, config)
+                        p = Partition(topic, index, topic_id, log, self.node_id, self.time)
+                        parts[(topic, index)] = p
+                    (p.make_leader if kind == "leader" else p.make_follower)(reg)
+                    touched.append((topic, index))
+            self._partitions = parts
+        for tp in touched:
+            self._complete_delayed(tp, produce=True)
+
+    def update_topic_config(self, topic: str, overrides) -> None:
+        config = self.log_manager.update_topic_config(topic, overrides)
+        for p in self.partitions():
+            if p.topic == topic:
+                p.log.update_config(config)
+
+    # -- produce -------------------------------------------------------------------------------
+    def append_records(self, timeout_ms: int, required_acks: int, internal_topics_allowed: bool,
+                       entries: dict[tuple[str, int], memoryview], response_callback, origin=None) -> None:
+        """``response_callback({(topic, partition): partition response dict})``, exactly once."""
+        if required_acks not in (-1, 0, 1):
+            response_callback({tp: self._produce_error(tp[1], errors.INVALID_REQUIRED_ACKS, None)
+                               for tp in entries})
+            return
+        statuses: dict[tuple[str, int], ProducePartitionStatus] = {}
+        for tp, records in entries.items():
+            topic, index = tp
+            try:
+                if topic in INTERNAL_TOPICS and not internal_topics_allowed:
+                    raise errors.InvalidTopicExceptionError(f"Cannot append to internal topic {topic}")
+                partition = self.get_partition_or_error(topic, index)
+                info, hw_incremented = partition.append_records_to_leader(records, required_acks, origin)
+                response = {"index": index, "error_code": errors.NONE, "base_offset": info.first_offset,
+                            "log_append_time_ms": info.log_append_time, "log_start_offset": info.log_start_offset,
+                            "record_errors": [], "error_message": None}
+                statuses[tp] = ProducePartitionStatus(info.last_offset + 1, response)
+                self._actions.append((tp, hw_incremented))
+            except RecordValidationError as e:
+                response = self._produce_error(index, e.code, str(e))
+                response["record_errors"] = [{"batch_index": r.batch_index, "batch_index_error_message": r.message}
+                                             for r in e.record_errors]
+                statuses[tp] = ProducePartitionStatus(-1, response)
+            except errors.KafkaError as e:
+                statuses[tp] = ProducePartitionStatus(-1, self._produce_error(index, e.code, str(e)))
+            except Exception as e:
+                self.log.error(f"Error processing append operation on partition {topic}-{index}", error=repr(e),
+                               exc_info=True)
+                statuses[tp] = ProducePartitionStatus(-1, self._produce_error(index, errors.UNKNOWN_SERVER_ERROR, None))
+        ok = any(s.response["error_code"] == errors.NONE for s in statuses.values())
+        if required_acks == -1 and ok:
+            op = DelayedProduce(timeout_ms, statuses, self.get_partition, response_callback)
+            self.produce_purgatory.try_complete_else_watch(op, [TopicPartitionOperationKey(t, p) for t, p in statuses])
+        else:
+            response_callback({tp: s.response for tp, s in statuses.items()})
+
+    @staticmethod
+    def _produce_error(index: int, code: int, message: str | None) -> dict:
+        return {"index": index, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
+                "log_start_offset": -1, "record_errors": [], "error_message": message}
+
+    def try_complete_actions(self) -> None:
+        """Run queued purgatory pokes (end of KafkaApis.handle, outside any partition lock)."""
+        actions = self._actions
+        while actions:
+            try:
+                tp, hw_incremented = actions.popleft()
+            except IndexError:
+                return
+            self._complete_delayed(tp, produce=hw_incremented)
+
+    def _complete_delayed(self, tp, produce: bool) -> None:
+        key = TopicPartitionOperationKey(*tp)
+        if produce:
+            self.produce_purgatory.check_and_complete(key)
+        self.fetch_purgatory.check_and_complete(key)
+
+    # -- fetch ---------------------------------------------------------------------------------
+    def fetch_messages(self, params: FetchParams, fetches: list[PartitionFetch], response_callback) -> None:
+        """``response_callback([(PartitionFetch, FetchPartitionResult)])`` once, now or after a delay."""
+        results = self.read_from_log(params, fetches)
+        readable = sum(r.records.size_in_bytes for _, r in results)
+        has_error = any(r.error_code != errors.NONE for _, r in results)
+        if params.max_wait_ms <= 0 or not fetches or readable >= params.min_bytes or has_error:
+            response_callback(results)
+            return
+        statuses = [FetchPartitionStatus(f.topic, f.partition, r.fetch_offset_metadata, f.partition_max_bytes)
+                    for f, r in results]
+        op = DelayedFetch(params.max_wait_ms, params.min_bytes, statuses, self.get_partition,
+                          self._end_offset_metadata_fn(params.isolation),
+                          lambda: response_callback(self.read_from_log(params, fetches)))
+        self.fetch_purgatory.try_complete_else_watch(op, [TopicPartitionOperationKey(f.topic, f.partition) for f in fetches])
+
+    @staticmethod
+    def _end_offset_metadata_fn(isolation: FetchIsolation):
+        if isolation is FetchIsolation.LOG_END:
+            return lambda log: log.log_end_offset_metadata
+        return lambda log: log._fetch_high_watermark_metadata()  # TODO: public accessor in UnifiedLog
+
+    def read_from_log(self, params: FetchParams, fetches: list[PartitionFetch]):
+        limit = min(params.max_bytes, self.fetch_max_bytes)
+        min_one_message = True
+        out = []
+        for f in fetches:
+            try:
+                partition = self.get_partition_or_error(f.topic, f.partition)
+                log = partition.leader_log_or_raise(f.current_leader_epoch)
+                hw, lso, lstart = log.high_watermark, log.last_stable_offset, log.log_start_offset
+                max_bytes = min(f.partition_max_bytes, limit)
+                info = log.read(f.fetch_offset, max_bytes, params.isolation, min_one_message)
+                size = info.records.size_in_bytes
+                if size > 0:
+                    min_one_message = False
+                    limit = max(0, limit - size)
+                out.append((f, FetchPartitionResult(errors.NONE, hw, lso, lstart, info.records,
+                                                    info.fetch_offset_metadata)))
+            except errors.KafkaError as e:
+                p = self._partitions.get((f.topic, f.partition))
+                hw = p.log.high_watermark if p is not None else -1
+                lstart = p.log.log_start_offset if p is not None else -1
+                out.append((f, FetchPartitionResult(e.code, hw, hw, lstart)))
+            except Exception as e:
+                self.log.error(f"Error processing fetch on partition {f.topic}-{f.partition}", error=repr(e),
+                               exc_info=True)
+                out.append((f, FetchPartitionResult(errors.UNKNOWN_SERVER_ERROR)))
+        return out
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        self.produce_purgatory.shutdown()
+        self.fetch_purgatory.shutdown()
