@@ -118,6 +118,8 @@ BROKER_CONFIG_DEF = (
     .define("log.message.timestamp.before.max.ms", Type.LONG, LONG_MAX, at_least(0), M, "")
     .define("log.message.timestamp.after.max.ms", Type.LONG, LONG_MAX, at_least(0), M, "")
     .define("log.message.downconversion.enable", Type.BOOLEAN, True, None, L, "")
+    .define("log.initial.task.delay.ms", Type.LONG, 30000, at_least(0), L,
+            "Delay before the first run of the log background tasks (internal in Kafka).")
     .define("num.recovery.threads.per.data.dir", Type.INT, 1, at_least(1), H, "")
     # -- group coordinator / offsets -------------------------------------------------------------
     .define("offsets.topic.num.partitions", Type.INT, 50, at_least(1), H, "")

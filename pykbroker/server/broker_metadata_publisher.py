@@ -1,8 +1,9 @@
 """BrokerMetadataPublisher: applies committed metadata to this broker's cache, logs and partitions.
 
 Mirrors ``kafka.server.metadata.BrokerMetadataPublisher``: called by the MetadataLoader thread with each
-published (delta, image): swaps the MetadataCache image, applies topic config changes to the logs,
-and hands the local replica changes (deletes, leaders, followers) to the ReplicaManager. Runs only on
+published (delta, image): applies topic config changes to the logs, hands the local replica changes
+(deletes, leaders, followers) to the ReplicaManager, and then swaps the MetadataCache image, so clients
+see a topic only once its partitions can serve it. Runs only on
 the loader's thread.
 """
 from __future__ import annotations
@@ -28,7 +29,6 @@ class BrokerMetadataPublisher(MetadataPublisher):
         return "BrokerMetadataPublisher"
 
     def on_metadata_update(self, delta, new_image) -> None:
-        self.metadata_cache.set_image(new_image)
         changed_configs = {name for (rtype, name) in list(delta.config_changes) + list(delta.deleted_config_resources)
                            if rtype == TOPIC_RESOURCE}
         if not self.first_publish.is_set():
@@ -40,4 +40,6 @@ class BrokerMetadataPublisher(MetadataPublisher):
         changes = delta.topics.local_changes(self.node_id)
         if changes.deletes or changes.leaders or changes.followers:
             self.replica_manager.apply_delta(changes, new_image)
+        # Publish to readers last, so a topic is visible to clients only once its partitions are ready.
+        self.metadata_cache.set_image(new_image)
         self.first_publish.set()

@@ -35,6 +35,7 @@ from pykbroker.raft.kafka_raft_client_driver import KafkaRaftClientDriver
 from pykbroker.raft.quorum_state_store import FileQuorumStateStore
 from pykbroker.server.broker_metadata_publisher import BrokerMetadataPublisher
 from pykbroker.server.handlers.admin import AdminHandler
+from pykbroker.server.fetch_session import FetchManager, FetchSessionCache
 from pykbroker.server.handlers.fetch import FetchHandler
 from pykbroker.server.handlers.list_offsets import ListOffsetsHandler
 from pykbroker.server.handlers.produce import ProduceHandler
@@ -159,7 +160,8 @@ class KafkaRaftServer:
         return [
             MetadataHandler(helper, cache, self._auto_create_topics if self.config["auto.create.topics.enable"] else None),
             ProduceHandler(helper, rm, cache),
-            FetchHandler(helper, rm, cache),
+            FetchHandler(helper, rm, cache, FetchManager(FetchSessionCache(
+                self.config["max.incremental.fetch.session.cache.slots"], num_shards=8, metrics=self.metrics), self.time)),
             ListOffsetsHandler(helper, rm),
             AdminHandler(helper, self.controller, cache, self.config, self.log_manager.default_config),
             InitProducerIdHandler(helper, self.producer_id_manager),

@@ -57,12 +57,15 @@ def build_responses(results: Iterable[tuple[PartitionKey, dict]],
     last: dict | None = None
     for key, resp in results:
         entry = known.get(key)
+        ident = key[0]
+        topic_id: uuid.UUID
+        name: str | None
         if entry is not None:
             topic_id, name = entry.topic_id, entry.topic
-        elif isinstance(key[0], uuid.UUID):
-            topic_id, name = key[0], None
+        elif isinstance(ident, uuid.UUID):
+            topic_id, name = ident, None
         else:
-            topic_id, name = ZERO_UUID, key[0]
+            topic_id, name = ZERO_UUID, ident if isinstance(ident, str) else None
         resp["partition_index"] = key[1]
         if last is not None and (last["topic_id"] == topic_id if last["topic_id"] != ZERO_UUID
                                  else last["topic"] == name):
@@ -120,9 +123,9 @@ class SessionErrorContext(FetchContext):
     """A request whose session could not be used (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH,
     FETCH_SESSION_TOPIC_ID_ERROR): nothing is read, the response carries only the error."""
 
-    def __init__(self, error_code: int, metadata: FetchMetadata):
+    def __init__(self, error_code: int, metadata: FetchMetadata | None = None):
         self.error_code = error_code
-        self.metadata = metadata
+        self.metadata = metadata if metadata is not None else FetchMetadata(INVALID_SESSION_ID, 0)
 
     def update_and_generate_response_data(self, partition_results: PartitionResults) -> FetchSessionResponse:
         return FetchSessionResponse(self.error_code, INVALID_SESSION_ID, [])

@@ -71,7 +71,7 @@ class FetchManager:
         metadata = FetchMetadata(session_id, session_epoch)
         req_data = fetch_data if isinstance(fetch_data, Mapping) else \
             fetch_data_from_request(version, fetch_data, topic_names_by_id)
-        forgotten_list = list(forgotten or ())
+        forgotten_list: list[Any] = list(forgotten or ())
         to_forget: list[TopicIdPartition] = forgotten_list if all(
             isinstance(tp, TopicIdPartition) for tp in forgotten_list) else \
             forgotten_topics_from_request(version, forgotten_list, topic_names_by_id)

@@ -7,20 +7,17 @@ the response send is header bytes followed by ``os.sendfile`` regions, as Kafka'
 """
 from __future__ import annotations
 
-import uuid
-
 from pykbroker.log.fetch_data_info import FetchIsolation
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.record.file_records import EMPTY_RECORDS
 from pykbroker.server import error_responses
+from pykbroker.server.fetch_session import SessionErrorContext
 from pykbroker.server.replica_manager import FetchParams, PartitionFetch
-
-ZERO_UUID = uuid.UUID(int=0)
 
 
 class FetchHandler:
-    def __init__(self, helper, replica_manager, metadata_cache, fetch_manager=None):
+    def __init__(self, helper, replica_manager, metadata_cache, fetch_manager):
         self.helper = helper
         self.replica_manager = replica_manager
         self.cache = metadata_cache
@@ -39,44 +36,55 @@ class FetchHandler:
             isolation = FetchIsolation.TXN_COMMITTED
         else:
             isolation = FetchIsolation.HIGH_WATERMARK
-        use_ids = version >= 13
-        # Partitions in request order; unknown topic ids are answered without a read.
-        order: list[tuple[object, str | None, int]] = []
-        fetches: list[PartitionFetch] = []
-        for t in body["topics"]:
-            topic_id = t["topic_id"] if use_ids else ZERO_UUID
-            name = self.cache.topic_name(topic_id) if use_ids else t["topic"]
-            for p in t["partitions"]:
-                order.append((topic_id if use_ids else name, name, p["partition"]))
-                if name is not None:
-                    fetches.append(PartitionFetch(name, p["partition"], p["fetch_offset"], p["partition_max_bytes"],
-                                                  p["current_leader_epoch"]))
+        context = self.fetch_manager.new_context_from_request(version, body, _TopicNames(self.cache))
+        if isinstance(context, SessionErrorContext):
+            self.helper.send_response(request, context.update_and_generate_response_data({}).to_body())
+            return
+        # Partitions in the session's read order; unknown topic ids are answered without a read.
+        wanted = context.partitions()
+        fetches = [PartitionFetch(p.topic, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch)
+                   for p in wanted if p.topic is not None]
         params = FetchParams(replica_id, body["max_wait_ms"], body["min_bytes"], body["max_bytes"], isolation)
 
         def respond(results) -> None:
             by_tp = {(f.topic, f.partition): r for f, r in results}
-            topics: list[dict] = []
-            index: dict[object, dict] = {}
-            for key, name, partition in order:
-                entry = index.get(key)
-                if entry is None:
-                    entry = {"topic": name, "topic_id": key if use_ids else ZERO_UUID, "partitions": []}
-                    index[key] = entry
-                    topics.append(entry)
-                r = by_tp.get((name, partition)) if name is not None else None
+            partition_results = {}
+            for p in wanted:
+                r = by_tp.get((p.topic, p.partition)) if p.topic is not None else None
                 if r is None:
-                    entry["partitions"].append(_partition_error(partition, errors.UNKNOWN_TOPIC_ID if use_ids
-                                                                else errors.UNKNOWN_TOPIC_OR_PARTITION))
+                    partition_results[p.key] = _partition_error(p.partition, errors.UNKNOWN_TOPIC_ID)
                 else:
-                    entry["partitions"].append({
-                        "partition_index": partition, "error_code": r.error_code, "high_watermark": r.high_watermark,
-                        "last_stable_offset": r.last_stable_offset, "log_start_offset": r.log_start_offset,
-                        "aborted_transactions": None if r.error_code else [], "preferred_read_replica": -1,
-                        "records": r.records})
-            self.helper.send_response(request, {"throttle_time_ms": 0, "error_code": errors.NONE, "session_id": 0,
-                                                "responses": topics})
+                    partition_results[p.key] = {
+                        "partition_index": p.partition, "error_code": r.error_code,
+                        "high_watermark": r.high_watermark, "last_stable_offset": r.last_stable_offset,
+                        "log_start_offset": r.log_start_offset, "aborted_transactions": None if r.error_code else [],
+                        "preferred_read_replica": -1, "records": r.records}
+            response = context.update_and_generate_response_data(partition_results)
+            self.helper.send_response(request, response.to_body())
 
         self.replica_manager.fetch_messages(params, fetches, respond)
+
+
+class _TopicNames:
+    """The metadata cache's topic id -> name view, as the fetch session manager reads it."""
+
+    __slots__ = ("cache",)
+
+    def __init__(self, cache):
+        self.cache = cache
+
+    def get(self, topic_id, default=None):
+        name = self.cache.topic_name(topic_id)
+        return default if name is None else name
+
+    def __getitem__(self, topic_id):
+        name = self.cache.topic_name(topic_id)
+        if name is None:
+            raise KeyError(topic_id)
+        return name
+
+    def __contains__(self, topic_id) -> bool:
+        return self.cache.topic_name(topic_id) is not None
 
 
 def _partition_error(partition: int, code: int) -> dict:

@@ -1,0 +1,251 @@
+"""The memory-mapped, pre-allocated, sorted index file shared by the offset and time indexes.
+
+Mirrors ``org.apache.kafka.storage.internals.log.AbstractIndex``. An index file is a sequence of
+fixed-size big-endian entries sorted by offset (and, for the time index, by timestamp). A new file is
+pre-allocated to ``max_index_size`` rounded down to a multiple of the entry size and mapped with
+``mmap``; the number of used entries is kept in memory; the file is trimmed to ``entries * entry_size``
+when its segment is rolled or closed. A trimmed file re-opened later has exactly its entries.
+
+An index file left untrimmed by a crash holds zeros after its last entry. Kafka counts those zeros
+as entries and relies on log recovery to rebuild the index; we additionally cut the zero tail on load
+(real entries are never all-zero past slot 0, see the subclasses), so a lookup never lands there.
+
+Threading model: the owning log's lock serialises every mutation (append, truncate, resize, close).
+``_lock`` is held by mutations *and* by lookups, for the few microseconds of a binary search: a
+lookup therefore never sees a half-written entry, and a remap/trim/close can never unmap or shrink
+memory a lookup is reading (in CPython that would be a SIGBUS, not an exception). Appends write the
+entry bytes before publishing the new entry count.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+
+
+class CorruptIndexError(Exception):
+    """An index file failed its sanity check; the segment's indexes must be rebuilt
+    (Kafka's ``CorruptIndexException``)."""
+
+
+class InvalidOffsetError(Exception):
+    """An index append was out of order (Kafka's ``InvalidOffsetException``)."""
+
+
+class IndexFullError(Exception):
+    """Append to a full index; the segment should have been rolled."""
+
+
+class IndexClosedError(ValueError):
+    """The index was closed (its segment was deleted or the log closed)."""
+
+
+def round_down_to_multiple(value: int, factor: int) -> int:
+    return factor * (value // factor)
+
+
+class AbstractIndex:
+    """Base of :class:`~pykbroker.log.offset_index.OffsetIndex` and
+    :class:`~pykbroker.log.time_index.TimeIndex`. See the module docstring for the threading model."""
+
+    ENTRY_SIZE = 0
+    # Slot 0 may legitimately be all zero bytes (time index: timestamp 0 at the base offset).
+    ZERO_FIRST_ENTRY_ALLOWED = False
+
+    def __init__(self, path: str, base_offset: int, max_index_size: int = -1):
+        self._lock = threading.Lock()
+        self._path = path
+        self.base_offset = base_offset
+        self._max_index_size = max_index_size
+        newly_created = not os.path.exists(path)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            length = os.fstat(fd).st_size
+            if newly_created and max_index_size > 0:
+                length = round_down_to_multiple(max_index_size, self.ENTRY_SIZE)
+                os.ftruncate(fd, length)
+            self._mm: mmap.mmap | None = mmap.mmap(fd, length) if length > 0 else None
+        finally:
+            os.close(fd)  # mmap keeps its own descriptor
+        self._length = length
+        self._max_entries = length // self.ENTRY_SIZE
+        self._entries = 0 if newly_created else self._max_entries
+        self._closed = False
+        if self._entries:
+            self._cut_zero_tail()
+
+    # -- properties ---------------------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def entries(self) -> int:
+        return self._entries
+
+    @property
+    def max_entries(self) -> int:
+        return self._max_entries
+
+    @property
+    def max_index_size(self) -> int:
+        return self._max_index_size
+
+    @property
+    def length(self) -> int:
+        """The file's current (mapped) length in bytes."""
+        return self._length
+
+    def size_in_bytes(self) -> int:
+        return self._entries * self.ENTRY_SIZE
+
+    def is_full(self) -> bool:
+        return self._entries >= self._max_entries
+
+    def relative_offset(self, offset: int) -> int:
+        """``offset - base_offset``; raises IndexError if it does not fit an int32 >= 0."""
+        rel = offset - self.base_offset
+        if rel < 0 or rel > 0x7FFFFFFF:
+            raise IndexError(f"Offset {offset} is not representable relative to base offset {self.base_offset}")
+        return rel
+
+    def can_append_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= 0x7FFFFFFF
+
+    # -- subclass hooks -----------------------------------------------------------------------
+    def _slot_is_zero(self, mm: mmap.mmap, slot: int) -> bool:
+        start = slot * self.ENTRY_SIZE
+        return mm[start:start + self.ENTRY_SIZE].count(0) == self.ENTRY_SIZE
+
+    def _after_entries_changed(self) -> None:
+        """Refresh cached last-entry state (called under ``_lock``)."""
+
+    def sanity_check(self) -> None:
+        raise NotImplementedError
+
+    # -- structure ----------------------------------------------------------------------------
+    def _cut_zero_tail(self) -> None:
+        mm, n = self._mm, self._entries
+        if mm is None or not self._slot_is_zero(mm, n - 1):
+            return
+        lo = 1 if self.ZERO_FIRST_ENTRY_ALLOWED else 0
+        if n - 1 < lo:
+            return
+        hi = n - 1  # first zero slot is in [lo, hi]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._slot_is_zero(mm, mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        self._entries = lo
+
+    def _mapped(self) -> mmap.mmap:
+        mm = self._mm
+        if mm is None:
+            if self._closed:
+                raise IndexClosedError(f"Index {self._path} is closed")
+            raise IndexFullError(f"Index {self._path} has no space (length {self._length})")
+        return mm
+
+    def resize(self, new_size: int) -> bool:
+        """Re-map the file at ``new_size`` rounded down to the entry size (never below the used
+        entries). Returns False if the size was already right."""
+        with self._lock:
+            if self._closed:
+                raise IndexClosedError(f"Index {self._path} is closed")
+            rounded = max(round_down_to_multiple(new_size, self.ENTRY_SIZE), self._entries * self.ENTRY_SIZE)
+            if rounded == self._length:
+                return False
+            old = self._mm
+            self._mm = None
+            if old is not None:
+                old.close()
+            os.truncate(self._path, rounded)
+            if rounded > 0:
+                fd = os.open(self._path, os.O_RDWR | os.O_CLOEXEC)
+                try:
+                    self._mm = mmap.mmap(fd, rounded)
+                finally:
+                    os.close(fd)
+            self._length = rounded
+            self._max_entries = rounded // self.ENTRY_SIZE
+            return True
+
+    def trim_to_valid_size(self) -> None:
+        """Shrink the file to exactly the used entries (on roll and close)."""
+        self.resize(self._entries * self.ENTRY_SIZE)
+
+    def _truncate_to_entries(self, entries: int) -> None:
+        """Forget entries from ``entries`` on (caller holds ``_lock``). The bytes stay until
+        overwritten; the file length is unchanged."""
+        self._entries = max(0, min(entries, self._entries))
+        self._after_entries_changed()
+
+    def truncate(self) -> None:
+        """Remove every entry."""
+        with self._lock:
+            self._truncate_to_entries(0)
+
+    def reset(self) -> None:
+        """Remove every entry and re-allocate the full ``max_index_size`` (before a rebuild)."""
+        self.truncate()
+        self.resize(self._max_index_size)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._mm is not None:
+                self._mm.flush()
+
+    def close_handler(self) -> None:
+        """Unmap without trimming."""
+        with self._lock:
+            mm, self._mm = self._mm, None
+            self._closed = True
+            if mm is not None:
+                mm.close()
+
+    def close(self) -> None:
+        """Trim to the used entries and unmap."""
+        if not self._closed:
+            self.trim_to_valid_size()
+        self.close_handler()
+
+    def delete_if_exists(self) -> bool:
+        self.close_handler()
+        try:
+            os.unlink(self._path)
+            return True
+        except FileNotFoundError:
+            return False
+
+    def rename_to(self, path: str) -> None:
+        try:
+            os.replace(self._path, path)
+        finally:
+            self._path = path
+
+    def update_parent_dir(self, parent: str) -> None:
+        self._path = os.path.join(parent, os.path.basename(self._path))
+
+    def _largest_lower_bound_slot(self, mm: mmap.mmap, target: int, unpack, field_offset: int) -> int:
+        """Largest slot whose key (``unpack(mm, slot*ENTRY_SIZE + field_offset)``) is <= target, or
+        -1 (caller holds ``_lock``)."""
+        n = self._entries
+        if n == 0:
+            return -1
+        size = self.ENTRY_SIZE
+        if unpack(mm, field_offset)[0] > target:
+            return -1
+        lo, hi = 0, n - 1
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            if unpack(mm, mid * size + field_offset)[0] <= target:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({self._path}, base_offset={self.base_offset}, entries={self._entries}, "
+                f"max_entries={self._max_entries})")

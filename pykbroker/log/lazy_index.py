@@ -1,0 +1,80 @@
+"""An index opened (memory-mapped) on first use, as Kafka's ``LazyIndex``.
+
+Old segments are rarely read; mapping their indexes only when a read or a retention check needs them
+keeps start-up fast and the number of mappings (each holding a descriptor) low.
+
+Threading: ``_lock`` guards the one-time open and the path; the opened index has its own lock.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class LazyIndex(Generic[T]):
+    def __init__(self, path: str, factory: Callable[[str], T]):
+        self._lock = threading.Lock()
+        self._path = path
+        self._factory = factory
+        self._index: T | None = None
+
+    @property
+    def path(self) -> str:
+        index = self._index
+        return index.path if index is not None else self._path  # type: ignore[attr-defined]
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._index is not None
+
+    def get(self) -> T:
+        index = self._index
+        if index is None:
+            with self._lock:
+                if self._index is None:
+                    self._index = self._factory(self._path)
+                index = self._index
+        return index
+
+    def rename_to(self, path: str) -> None:
+        with self._lock:
+            if self._index is not None:
+                self._index.rename_to(path)  # type: ignore[attr-defined]
+            elif os.path.exists(self._path):
+                os.replace(self._path, path)
+            self._path = path
+
+    def update_parent_dir(self, parent: str) -> None:
+        with self._lock:
+            self._path = os.path.join(parent, os.path.basename(self._path))
+            if self._index is not None:
+                self._index.update_parent_dir(parent)  # type: ignore[attr-defined]
+
+    def unload(self) -> None:
+        """Unmap (without trimming) and forget the index; the next ``get`` maps it again."""
+        with self._lock:
+            index, self._index = self._index, None
+            if index is not None:
+                index.close_handler()  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()  # type: ignore[attr-defined]
+
+    def close_handler(self) -> None:
+        if self._index is not None:
+            self._index.close_handler()  # type: ignore[attr-defined]
+
+    def delete_if_exists(self) -> bool:
+        with self._lock:
+            if self._index is not None:
+                return self._index.delete_if_exists()  # type: ignore[attr-defined]
+            try:
+                os.unlink(self._path)
+                return True
+            except FileNotFoundError:
+                return False

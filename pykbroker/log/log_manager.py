@@ -1,0 +1,406 @@
+"""Every partition log of the broker, across its log directories.
+
+Mirrors ``kafka.log.LogManager``. At start-up each log directory is scanned: without the
+``.kafka_cleanshutdown`` marker every partition is recovered from its recovery point (see
+``LogLoader``), and one structured line per partition reports what recovery truncated. Background
+tasks on the scheduler enforce retention, flush by time, expire idle producers and write the
+checkpoint files (``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
+``replication-offset-checkpoint``). ``shutdown`` flushes and closes every log, writes the
+checkpoints and the clean-shutdown marker.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from pykbroker.log.checkpoints import (
+    CLEAN_SHUTDOWN_FILE,
+    LOG_START_OFFSET_CHECKPOINT_FILE,
+    RECOVERY_POINT_CHECKPOINT_FILE,
+    REPLICATION_OFFSET_CHECKPOINT_FILE,
+    CorruptCheckpointError,
+    OffsetCheckpointFile,
+    fsync_dir,
+    write_atomically,
+)
+from pykbroker.log.log_config import LONG_MAX, LogConfig
+from pykbroker.log.log_file_utils import (
+    DELETE_DIR_SUFFIX,
+    FUTURE_DIR_SUFFIX,
+    log_delete_dir_name,
+    log_dir_name,
+    parse_topic_partition_name,
+)
+from pykbroker.log.producer_state_manager import DEFAULT_PRODUCER_ID_EXPIRATION_MS
+from pykbroker.log.unified_log import UnifiedLog
+from pykbroker.utils.scheduler import Scheduler
+from pykbroker.utils.time import Time
+
+_log = structlog.get_logger("pykbroker.log.LogManager")
+
+METADATA_TOPIC = "__cluster_metadata"
+TopicPartition = tuple[str, int]
+
+
+class LogManager:
+    """Owns the broker's partition logs.
+
+    Threading: ``_lock`` guards the maps of current logs (and which directory holds each) and of logs
+    pending deletion; it is never held while a log does I/O beyond a rename. Each ``UnifiedLog`` has
+    its own lock. Request handler threads call ``get_log``/``get_or_create_log``; scheduler threads run
+    the periodic tasks; ``startup``/``shutdown`` run on the broker's main thread.
+    """
+
+    def __init__(self, log_dirs: list[str], default_config: LogConfig, scheduler: Scheduler, time: Time, *,
+                 retention_check_ms: int = 300_000, flush_check_ms: int = LONG_MAX,
+                 flush_recovery_offset_checkpoint_ms: int = 60_000, flush_start_offset_checkpoint_ms: int = 60_000,
+                 high_watermark_checkpoint_ms: int = 5_000, initial_task_delay_ms: int = 30_000,
+                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+                 producer_id_expiration_check_ms: int = 600_000):
+        if not log_dirs:
+            raise ValueError("At least one log directory is required")
+        self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        self._default_config = default_config
+        self._scheduler = scheduler
+        self._time = time
+        self.retention_check_ms = retention_check_ms
+        self.flush_check_ms = flush_check_ms
+        self.flush_recovery_offset_checkpoint_ms = flush_recovery_offset_checkpoint_ms
+        self.flush_start_offset_checkpoint_ms = flush_start_offset_checkpoint_ms
+        self.high_watermark_checkpoint_ms = high_watermark_checkpoint_ms
+        self.initial_task_delay_ms = initial_task_delay_ms
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self.producer_id_expiration_check_ms = producer_id_expiration_check_ms
+        self._lock = threading.RLock()
+        self._logs: dict[TopicPartition, UnifiedLog] = {}
+        self._log_dir_of: dict[TopicPartition, str] = {}
+        self._topic_overrides: dict[str, dict[str, Any]] = {}
+        self._topic_configs: dict[str, LogConfig] = {}
+        self._tasks: list = []
+        self._started = False
+        self.had_clean_shutdown: dict[str, bool] = {}
+        for d in self.log_dirs:
+            os.makedirs(d, exist_ok=True)
+
+    @classmethod
+    def from_broker_config(cls, log_dirs: list[str], broker_props: Mapping[str, Any], scheduler: Scheduler,
+                           time: Time) -> LogManager:
+        """Build from broker keys (``log.retention.check.interval.ms``, ``log.flush.*``,
+        ``replica.high.watermark.checkpoint.interval.ms``, ``producer.id.expiration.ms`` ... and the
+        ``log.*`` topic defaults)."""
+        def get(key: str, default: int) -> int:
+            value = broker_props.get(key)
+            return default if value is None or str(value).strip() == "" else int(str(value).strip())
+        return cls(log_dirs, LogConfig.from_broker_config(broker_props), scheduler, time,
+                   retention_check_ms=get("log.retention.check.interval.ms", 300_000),
+                   flush_check_ms=get("log.flush.scheduler.interval.ms", LONG_MAX),
+                   flush_recovery_offset_checkpoint_ms=get("log.flush.offset.checkpoint.interval.ms", 60_000),
+                   flush_start_offset_checkpoint_ms=get("log.flush.start.offset.checkpoint.interval.ms", 60_000),
+                   high_watermark_checkpoint_ms=get("replica.high.watermark.checkpoint.interval.ms", 5_000),
+                   initial_task_delay_ms=get("log.initial.task.delay.ms", 30_000),
+                   producer_id_expiration_ms=get("producer.id.expiration.ms", DEFAULT_PRODUCER_ID_EXPIRATION_MS),
+                   producer_id_expiration_check_ms=get("producer.id.expiration.check.interval.ms", 600_000))
+
+    @property
+    def default_config(self) -> LogConfig:
+        return self._default_config
+
+    # -- configs ------------------------------------------------------------------------------
+    def topic_config(self, topic: str) -> LogConfig:
+        with self._lock:
+            return self._topic_configs.get(topic, self._default_config)
+
+    def update_topic_config(self, topic: str, overrides: Mapping[str, Any]) -> LogConfig:
+        """Replace ``topic``'s overrides (validated; InvalidConfigError) and apply the new config to
+        its existing logs."""
+        config = self._default_config.with_overrides(overrides)
+        with self._lock:
+            if overrides:
+                self._topic_overrides[topic] = dict(overrides)
+                self._topic_configs[topic] = config
+            else:
+                self._topic_overrides.pop(topic, None)
+                self._topic_configs.pop(topic, None)
+            logs = [log for (t, _), log in self._logs.items() if t == topic]
+        for log in logs:
+            log.update_config(config)
+        return config
+
+    def reconfigure_defaults(self, default_config: LogConfig) -> None:
+        """New broker-level defaults (dynamic broker config): every log is re-derived."""
+        with self._lock:
+            self._default_config = default_config
+            self._topic_configs = {t: default_config.with_overrides(o) for t, o in self._topic_overrides.items()}
+            items = list(self._logs.items())
+        for (topic, _), log in items:
+            log.update_config(self.topic_config(topic))
+
+    # -- start-up -----------------------------------------------------------------------------
+    def startup(self, topic_overrides: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        """Load every log (recovering after an unclean shutdown) and schedule the background tasks."""
+        for topic, overrides in (topic_overrides or {}).items():
+            self.update_topic_config(topic, overrides)
+        self.load_logs()
+        self._schedule_tasks()
+        self._started = True
+
+    def load_logs(self) -> None:
+        for log_dir in self.log_dirs:
+            self._load_logs_in_dir(log_dir)
+
+    def _load_logs_in_dir(self, log_dir: str) -> None:
+        marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
+        clean = os.path.exists(marker)
+        self.had_clean_shutdown[log_dir] = clean
+        if not clean:
+            _log.info("No clean shutdown marker: logs will be recovered from their recovery points", log_dir=log_dir)
+        recovery_points = self._read_checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT_FILE)
+        start_offsets = self._read_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT_FILE)
+        high_watermarks = self._read_checkpoint(log_dir, REPLICATION_OFFSET_CHECKPOINT_FILE)
+        loaded = 0
+        for name in sorted(os.listdir(log_dir)):
+            path = os.path.join(log_dir, name)
+            if not os.path.isdir(path):
+                continue
+            if name.endswith(DELETE_DIR_SUFFIX):
+                _log.info("Deleting a partition directory left pending deletion", dir=path)
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            if name.endswith(FUTURE_DIR_SUFFIX):
+                _log.warning("Ignoring a future replica directory (not supported)", dir=path)
+                continue
+            try:
+                tp = parse_topic_partition_name(name)
+            except ValueError:
+                continue
+            if tp[0] == METADATA_TOPIC:
+                continue
+            self._load_log(log_dir, path, tp, clean, recovery_points.get(tp, 0), start_offsets.get(tp, 0),
+                           high_watermarks.get(tp))
+            loaded += 1
+        if clean:
+            os.unlink(marker)
+            fsync_dir(log_dir)
+        _log.info("Loaded logs", log_dir=log_dir, partitions=loaded, clean_shutdown=clean)
+
+    def _read_checkpoint(self, log_dir: str, file_name: str) -> dict[TopicPartition, int]:
+        try:
+            return OffsetCheckpointFile(os.path.join(log_dir, file_name)).read()
+        except CorruptCheckpointError as e:
+            _log.warning("Ignoring a corrupt checkpoint file; offsets reset", log_dir=log_dir, file=file_name,
+                         error=str(e))
+            return {}
+
+    def _load_log(self, log_dir: str, path: str, tp: TopicPartition, clean: bool, recovery_point: int,
+                  log_start_offset: int, high_watermark: int | None) -> UnifiedLog:
+        start_ms = self._time.hi_res_milliseconds()
+        log = UnifiedLog.create(path, self.topic_config(tp[0]), self._scheduler, self._time,
+                                log_start_offset=log_start_offset, recovery_point=recovery_point,
+                                had_clean_shutdown=clean, producer_id_expiration_ms=self.producer_id_expiration_ms,
+                                topic_partition=tp)
+        if high_watermark is not None:
+            log.update_high_watermark(high_watermark)
+        report = log.recovery_report
+        if not clean:
+            _log.info("Recovered partition after unclean shutdown", partition=log.name,
+                      recovery_point=recovery_point, log_end_offset=log.log_end_offset,
+                      recovered_segments=report.recovered_segments, truncated_bytes=report.truncated_bytes,
+                      truncated_segment=report.truncated_segment, deleted_segments=list(report.deleted_segments),
+                      duration_ms=self._time.hi_res_milliseconds() - start_ms)
+        with self._lock:
+            if tp in self._logs:
+                raise RuntimeError(f"Duplicate log directories for {tp[0]}-{tp[1]} are found in "
+                                   f"{self._log_dir_of[tp]} and {log_dir}")
+            self._logs[tp] = log
+            self._log_dir_of[tp] = log_dir
+        return log
+
+    def _schedule_tasks(self) -> None:
+        s, delay = self._scheduler, self.initial_task_delay_ms
+
+        def periodic(name: str, fn, period: int) -> None:
+            if 0 < period < LONG_MAX // 2:
+                self._tasks.append(s.schedule(name, fn, delay, period))
+        periodic("kafka-log-retention", self.cleanup_logs, self.retention_check_ms)
+        periodic("kafka-log-flusher", self.flush_dirty_logs, self.flush_check_ms)
+        periodic("kafka-recovery-point-checkpoint", self.checkpoint_log_recovery_offsets,
+                 self.flush_recovery_offset_checkpoint_ms)
+        periodic("kafka-log-start-offset-checkpoint", self.checkpoint_log_start_offsets,
+                 self.flush_start_offset_checkpoint_ms)
+        periodic("highwatermark-checkpoint", self.checkpoint_high_watermarks, self.high_watermark_checkpoint_ms)
+        periodic("PeriodicProducerExpirationCheck", self.remove_expired_producers,
+                 self.producer_id_expiration_check_ms)
+
+    # -- lookup / creation --------------------------------------------------------------------
+    def get_log(self, topic: str, partition: int) -> UnifiedLog | None:
+        return self._logs.get((topic, partition))
+
+    def all_logs(self) -> list[UnifiedLog]:
+        with self._lock:
+            return list(self._logs.values())
+
+    def logs_by_topic(self, topic: str) -> list[UnifiedLog]:
+        with self._lock:
+            return [log for (t, _), log in self._logs.items() if t == topic]
+
+    def log_dir_of(self, topic: str, partition: int) -> str | None:
+        return self._log_dir_of.get((topic, partition))
+
+    def get_or_create_log(self, topic: str, partition: int, topic_id=None, config: LogConfig | None = None) -> UnifiedLog:
+        """The log of ``topic-partition``, created (in the log dir with the fewest partitions) if
+        absent. ``topic_id`` is written to / checked against ``partition.metadata``
+        (InconsistentTopicIdError)."""
+        tp = (topic, partition)
+        with self._lock:
+            log = self._logs.get(tp)
+            if log is not None:
+                if topic_id is not None:
+                    log.assign_topic_id(topic_id)
+                return log
+            log_dir = self._next_log_dir()
+            path = os.path.join(log_dir, log_dir_name(topic, partition))
+            log = UnifiedLog.create(path, config or self.topic_config(topic), self._scheduler, self._time,
+                                    topic_id=topic_id, producer_id_expiration_ms=self.producer_id_expiration_ms,
+                                    topic_partition=tp)
+            fsync_dir(log_dir)
+            self._logs[tp] = log
+            self._log_dir_of[tp] = log_dir
+        _log.info("Created log", partition=log.name, log_dir=log_dir, topic_id=str(log.topic_id))
+        return log
+
+    def _next_log_dir(self) -> str:
+        if len(self.log_dirs) == 1:
+            return self.log_dirs[0]
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._log_dir_of.values():
+            counts[d] = counts.get(d, 0) + 1
+        return min(self.log_dirs, key=lambda d: counts[d])
+
+    # -- deletion and truncation --------------------------------------------------------------
+    def async_delete(self, topic: str, partition: int) -> UnifiedLog | None:
+        """Stop serving ``topic-partition``: rename its directory to ``...-delete``, release its files,
+        and delete it after ``file.delete.delay.ms``. Returns the removed log or None."""
+        tp = (topic, partition)
+        with self._lock:
+            log = self._logs.pop(tp, None)
+            log_dir = self._log_dir_of.pop(tp, None)
+        if log is None:
+            return None
+        log.rename_dir(log_delete_dir_name(topic, partition))
+        log.close_handlers()
+        if log_dir is not None:
+            self._checkpoint_dir(log_dir)
+        _log.info("Scheduled log for deletion", partition=f"{topic}-{partition}", dir=log.dir,
+                  delay_ms=log.config.file_delete_delay_ms)
+        self._scheduler.schedule_once("kafka-delete-logs", log.delete, log.config.file_delete_delay_ms)
+        return log
+
+    def truncate_to(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Truncate the given logs (follower truncation), then checkpoint recovery points."""
+        dirs = set()
+        for tp, offset in offsets.items():
+            log = self._logs.get(tp)
+            if log is not None and log.truncate_to(offset):
+                dirs.add(self._log_dir_of.get(tp))
+        for d in dirs:
+            if d is not None:
+                self._checkpoint_dir(d)
+
+    # -- background tasks ---------------------------------------------------------------------
+    def cleanup_logs(self) -> int:
+        """Retention: delete old segments of every log. Returns the number of segments deleted."""
+        total = 0
+        for log in self.all_logs():
+            try:
+                total += log.delete_old_segments()
+            except Exception as e:  # noqa: BLE001 - one bad log must not stop retention for the rest
+                _log.error("Retention failed", partition=log.name, error=repr(e))
+        if total:
+            _log.info("Log retention deleted segments", segments=total)
+        return total
+
+    def flush_dirty_logs(self) -> None:
+        """Flush every log whose last flush is older than its ``flush.ms``."""
+        now = self._time.milliseconds()
+        for log in self.all_logs():
+            try:
+                if now - log.last_flush_time_ms >= log.config.flush_ms:
+                    log.flush()
+            except Exception as e:  # noqa: BLE001
+                _log.error("Error flushing log", partition=log.name, error=repr(e))
+
+    def remove_expired_producers(self) -> None:
+        for log in self.all_logs():
+            log.remove_expired_producers()
+
+    def _logs_in_dir(self, log_dir: str) -> dict[TopicPartition, UnifiedLog]:
+        with self._lock:
+            return {tp: log for tp, log in self._logs.items() if self._log_dir_of.get(tp) == log_dir}
+
+    def checkpoint_log_recovery_offsets(self) -> None:
+        for d in self.log_dirs:
+            self._checkpoint_recovery_points(d)
+
+    def checkpoint_log_start_offsets(self) -> None:
+        for d in self.log_dirs:
+            self._checkpoint_start_offsets(d)
+
+    def checkpoint_high_watermarks(self) -> None:
+        for d in self.log_dirs:
+            logs = self._logs_in_dir(d)
+            OffsetCheckpointFile(os.path.join(d, REPLICATION_OFFSET_CHECKPOINT_FILE)).write(
+                {tp: log.high_watermark for tp, log in logs.items()})
+
+    def _checkpoint_recovery_points(self, log_dir: str) -> None:
+        logs = self._logs_in_dir(log_dir)
+        OffsetCheckpointFile(os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT_FILE)).write(
+            {tp: log.recovery_point for tp, log in logs.items()})
+
+    def _checkpoint_start_offsets(self, log_dir: str) -> None:
+        logs = self._logs_in_dir(log_dir)
+        offsets = {}
+        for tp, log in logs.items():
+            first = log.segments.first_segment()
+            if first is not None and log.log_start_offset > first.base_offset:
+                offsets[tp] = log.log_start_offset
+        OffsetCheckpointFile(os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT_FILE)).write(offsets)
+
+    def _checkpoint_dir(self, log_dir: str) -> None:
+        self._checkpoint_recovery_points(log_dir)
+        self._checkpoint_start_offsets(log_dir)
+
+    # -- shutdown -----------------------------------------------------------------------------
+    def shutdown(self, broker_epoch: int = -1) -> None:
+        """Cancel the tasks, flush and close every log, write the checkpoints and the clean-shutdown
+        marker in every log directory."""
+        for task in self._tasks:
+            task.cancel()
+        self._tasks.clear()
+        for log_dir in self.log_dirs:
+            logs = self._logs_in_dir(log_dir)
+            failed = False
+            for log in logs.values():
+                try:
+                    log.flush()
+                    log.close()
+                except Exception as e:  # noqa: BLE001 - close the others; this dir gets no marker
+                    failed = True
+                    _log.error("Error closing log during shutdown", partition=log.name, error=repr(e))
+            self._checkpoint_dir(log_dir)
+            OffsetCheckpointFile(os.path.join(log_dir, REPLICATION_OFFSET_CHECKPOINT_FILE)).write(
+                {tp: log.high_watermark for tp, log in logs.items()})
+            if failed:
+                _log.error("Log directory not marked as cleanly shut down", log_dir=log_dir)
+                continue
+            write_atomically(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE),
+                             f'{{"version":0,"brokerEpoch":{broker_epoch}}}')
+            _log.info("Log directory shut down cleanly", log_dir=log_dir, partitions=len(logs))
+        with self._lock:
+            self._logs.clear()
+            self._log_dir_of.clear()
+        self._started = False

@@ -1,0 +1,230 @@
+"""Producer state of one partition: idempotence/transaction bookkeeping plus its snapshots.
+
+Mirrors ``org.apache.kafka.storage.internals.log.ProducerStateManager``. The state covers the log up
+to ``map_end_offset``; it is snapshotted to ``<map_end_offset>.snapshot`` on segment roll and on clean
+shutdown, and rebuilt at load time from the latest snapshot plus a header-only scan of the batches
+after it (see ``UnifiedLog``). Expired producers (no batch for ``producer.id.expiration.ms`` and no
+open transaction) are dropped by a periodic task.
+"""
+from __future__ import annotations
+
+import bisect
+import os
+
+import structlog
+
+from pykbroker.log.log_file_utils import (
+    PRODUCER_SNAPSHOT_FILE_SUFFIX,
+    offset_from_file_name,
+    producer_snapshot_file,
+)
+from pykbroker.log.producer_state_entry import (
+    AppendOrigin,
+    CompletedTxn,
+    ProducerAppendInfo,
+    ProducerStateEntry,
+)
+from pykbroker.log.producer_state_snapshot import (
+    CorruptSnapshotError,
+    fsync_file,
+    read_snapshot,
+    write_snapshot,
+)
+from pykbroker.record.file_records import BatchHeader
+
+_log = structlog.get_logger("pykbroker.log.ProducerStateManager")
+
+DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
+
+
+class ProducerStateManager:
+    """Not thread-safe: every method runs under the owning log's lock (as in Kafka)."""
+
+    def __init__(self, topic_partition: tuple[str, int], log_dir: str,
+                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS):
+        self.topic_partition = topic_partition
+        self.log_dir = log_dir
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self.producers: dict[int, ProducerStateEntry] = {}
+        self._ongoing_txns: dict[int, int] = {}  # first offset -> producer id
+        self.map_end_offset = 0
+        self._snapshots: list[int] = self._list_snapshots()
+
+    def _list_snapshots(self) -> list[int]:
+        offsets = []
+        try:
+            names = os.listdir(self.log_dir)
+        except FileNotFoundError:
+            return []
+        for name in names:
+            if name.endswith(PRODUCER_SNAPSHOT_FILE_SUFFIX):
+                try:
+                    offsets.append(offset_from_file_name(name))
+                except ValueError:
+                    continue
+        return sorted(offsets)
+
+    # -- queries ------------------------------------------------------------------------------
+    def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
+        return self.producers.get(producer_id)
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """First offset of the oldest open transaction, or None."""
+        return min(self._ongoing_txns) if self._ongoing_txns else None
+
+    def snapshot_offsets(self) -> list[int]:
+        return list(self._snapshots)
+
+    def latest_snapshot_offset(self) -> int | None:
+        return self._snapshots[-1] if self._snapshots else None
+
+    def oldest_snapshot_offset(self) -> int | None:
+        return self._snapshots[0] if self._snapshots else None
+
+    # -- appends ------------------------------------------------------------------------------
+    def prepare_update(self, producer_id: int, origin: AppendOrigin) -> ProducerAppendInfo:
+        return ProducerAppendInfo(self.topic_partition, producer_id, self.producers.get(producer_id), origin)
+
+    def update(self, info: ProducerAppendInfo) -> None:
+        """Apply a validated append (after its bytes were written)."""
+        entry = self.producers.get(info.producer_id)
+        if entry is None:
+            entry = self.producers[info.producer_id] = ProducerStateEntry(info.producer_id)
+        entry.update(info.updated)
+        for first_offset in info.started_txn_first_offsets:
+            self._ongoing_txns[first_offset] = info.producer_id
+        for txn in info.completed_txns:
+            self.complete_txn(txn)
+
+    def complete_txn(self, txn: CompletedTxn) -> None:
+        self._ongoing_txns.pop(txn.first_offset, None)
+
+    def update_map_end_offset(self, offset: int) -> None:
+        self.map_end_offset = offset
+
+    def apply_batches(self, batches, origin: AppendOrigin = AppendOrigin.REPLICATION) -> None:
+        """Replay batch headers (recovery/rebuild): no validation failures, state and map end offset
+        advance past each batch."""
+        infos: dict[int, ProducerAppendInfo] = {}
+        end = None
+        for batch in batches:
+            if batch.has_producer_id:
+                info = infos.get(batch.producer_id)
+                if info is None:
+                    info = infos[batch.producer_id] = self.prepare_update(batch.producer_id, origin)
+                info.append(batch)
+            end = batch.next_offset
+        for info in infos.values():
+            self.update(info)
+        if end is not None:
+            self.map_end_offset = end
+
+    def apply_batch(self, batch: BatchHeader) -> None:
+        self.apply_batches((batch,))
+
+    # -- expiration and truncation ------------------------------------------------------------
+    def remove_expired_producers(self, now_ms: int) -> int:
+        """Drop producers idle for ``producer_id_expiration_ms`` without an open transaction."""
+        expired = [pid for pid, e in self.producers.items()
+                   if e.current_txn_first_offset is None and now_ms - e.last_timestamp >= self.producer_id_expiration_ms]
+        for pid in expired:
+            del self.producers[pid]
+        return len(expired)
+
+    def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
+        """Transactions wholly below the new log start can no longer be aborted or committed
+        visibly; forget them. The map end offset never lags the log start offset."""
+        for first_offset in [o for o in self._ongoing_txns if o < log_start_offset]:
+            pid = self._ongoing_txns.pop(first_offset)
+            entry = self.producers.get(pid)
+            if entry is not None and entry.current_txn_first_offset == first_offset:
+                entry.current_txn_first_offset = None
+        self.map_end_offset = max(self.map_end_offset, log_start_offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Forget everything (log truncated to empty, starting at ``offset``)."""
+        self.producers.clear()
+        self._ongoing_txns.clear()
+        for snap in list(self._snapshots):
+            self._remove_snapshot(snap)
+        self.map_end_offset = offset
+
+    def truncate_and_reload(self, log_start_offset: int, log_end_offset: int, now_ms: int) -> None:
+        """Delete snapshots outside ``(log_start_offset, log_end_offset]``; if the state is not exactly
+        at ``log_end_offset``, reload from the latest remaining snapshot (the caller then replays the
+        batches from ``map_end_offset`` to the log end)."""
+        for snap in list(self._snapshots):
+            if snap > log_end_offset or snap <= log_start_offset:
+                self._remove_snapshot(snap)
+        if log_end_offset != self.map_end_offset:
+            self.producers.clear()
+            self._ongoing_txns.clear()
+            self._load_from_snapshot(log_start_offset, now_ms)
+        else:
+            self.on_log_start_offset_incremented(log_start_offset)
+
+    def _load_from_snapshot(self, log_start_offset: int, now_ms: int) -> None:
+        while self._snapshots:
+            offset = self._snapshots[-1]
+            path = producer_snapshot_file(self.log_dir, offset)
+            try:
+                entries = read_snapshot(path)
+            except (OSError, CorruptSnapshotError) as e:
+                _log.warning("Failed to load producer snapshot; deleting it and trying an older one",
+                             partition=self._tp(), snapshot=path, error=str(e))
+                self._remove_snapshot(offset)
+                continue
+            for entry in entries:
+                if entry.current_txn_first_offset is None and \
+                        now_ms - entry.last_timestamp >= self.producer_id_expiration_ms:
+                    continue
+                self.producers[entry.producer_id] = entry
+                if entry.current_txn_first_offset is not None:
+                    self._ongoing_txns[entry.current_txn_first_offset] = entry.producer_id
+            self.map_end_offset = offset
+            _log.info("Loaded producer state from snapshot", partition=self._tp(), offset=offset,
+                      producers=len(self.producers))
+            return
+        self.map_end_offset = log_start_offset
+
+    # -- snapshots ----------------------------------------------------------------------------
+    def take_snapshot(self, sync: bool = True) -> str | None:
+        """Write ``<map_end_offset>.snapshot`` unless it exists. Returns its path or None."""
+        offset = self.map_end_offset
+        if offset in self._snapshots:
+            return None
+        path = producer_snapshot_file(self.log_dir, offset)
+        write_snapshot(path, list(self.producers.values()), sync)
+        bisect.insort(self._snapshots, offset)
+        return path
+
+    def flush_snapshot(self, offset: int) -> None:
+        """fsync the snapshot at ``offset`` if it exists (after an unsynced ``take_snapshot``)."""
+        if offset in self._snapshots:
+            fsync_file(producer_snapshot_file(self.log_dir, offset))
+
+    def delete_snapshot(self, offset: int) -> None:
+        """Delete the snapshot at ``offset`` if there is one (its segment was deleted)."""
+        if offset in self._snapshots:
+            self._remove_snapshot(offset)
+
+    def delete_snapshots_before(self, offset: int) -> None:
+        for snap in [s for s in self._snapshots if s < offset]:
+            self._remove_snapshot(snap)
+
+    def _remove_snapshot(self, offset: int) -> None:
+        try:
+            self._snapshots.remove(offset)
+        except ValueError:
+            pass
+        try:
+            os.unlink(producer_snapshot_file(self.log_dir, offset))
+        except FileNotFoundError:
+            pass
+
+    def update_parent_dir(self, log_dir: str) -> None:
+        self.log_dir = log_dir
+
+    def _tp(self) -> str:
+        return f"{self.topic_partition[0]}-{self.topic_partition[1]}"
