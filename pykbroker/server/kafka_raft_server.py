@@ -146,7 +146,7 @@ class KafkaRaftServer:
                 "control-plane", self.metrics, self.time)
         self.socket_server.enable_request_processing()
         self.started = True
-        self.log.info(f"[KafkaRaftServer nodeId={self.node_id}] Kafka Server started")
+        self.log.info("Kafka Server started")
 
     def _check_single_voter(self) -> None:
         voters = self.config["controller.quorum.voters"] or []
