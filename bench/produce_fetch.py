@@ -45,7 +45,10 @@ def produce(bootstrap: str, topic: str, n: int, size: int, acks: str) -> float:
 def consume(bootstrap: str, topic: str, n: int, partitions: int) -> float:
     from confluent_kafka import Consumer, TopicPartition
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
-                  "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 10485760})
+                  "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 10485760,
+                  # room for a whole 6 x 10 MiB response: at the default 64 MiB librdkafka backs off
+                  # fetching for fetch.error.backoff.ms (1 s) with "Queue full", which measures the client.
+                  "queued.max.messages.kbytes": 1048576})
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got = 0
     start = time.perf_counter()
