@@ -4,10 +4,12 @@ Mirrors ``kafka.server.KafkaConfig``: values are read through :meth:`get` with K
 derived views (listeners, planes, log dirs, retention in ms) are properties. Construction validates
 everything and raises :class:`ConfigException` with one clear message naming the key and value.
 Unknown keys are kept in :attr:`unknown_keys` for a start-up warning (Kafka logs them too).
-Immutable after construction; safe to share between threads.
+Immutable after construction; safe to share between threads. Derived views are computed once
+(``cached_property``): they sit on per-request paths such as the API-allowed check.
 """
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from pykbroker.config.config_def import ConfigException
@@ -30,27 +32,27 @@ class KafkaConfig:
         return self.values[key]
 
     # -- derived --------------------------------------------------------------------------------
-    @property
+    @cached_property
     def node_id(self) -> int:
         return self.values["node.id"]
 
-    @property
+    @cached_property
     def process_roles(self) -> list[str]:
         return self.values["process.roles"] or []
 
-    @property
+    @cached_property
     def protocol_map(self) -> dict[str, str]:
         return parse_security_protocol_map(self.values["listener.security.protocol.map"])
 
-    @property
+    @cached_property
     def listeners(self) -> list[EndPoint]:
         return parse_listeners(self.values["listeners"], self.protocol_map)
 
-    @property
+    @cached_property
     def controller_listener_names(self) -> list[str]:
         return [n.upper() for n in (self.values["controller.listener.names"] or [])]
 
-    @property
+    @cached_property
     def control_plane_listener_name(self) -> str | None:
         """The control-plane listener: ``control.plane.listener.name`` or, in KRaft mode, the first
         controller listener that this process binds (DESIGN.md Part 1)."""
@@ -63,17 +65,17 @@ class KafkaConfig:
                 return n
         return None
 
-    @property
+    @cached_property
     def control_plane_listener(self) -> EndPoint | None:
         name = self.control_plane_listener_name
         return next((e for e in self.listeners if e.listener_name == name), None)
 
-    @property
+    @cached_property
     def data_plane_listeners(self) -> list[EndPoint]:
         cp = self.control_plane_listener_name
         return [e for e in self.listeners if e.listener_name != cp]
 
-    @property
+    @cached_property
     def advertised_listeners(self) -> list[EndPoint]:
         """Endpoints given to clients (``advertised.listeners``, else ``listeners`` minus controller
         listeners); a wildcard host is replaced when the broker knows its bound address."""
@@ -82,19 +84,19 @@ class KafkaConfig:
             return parse_listeners(adv, self.protocol_map, "advertised.listeners")
         return self.data_plane_listeners
 
-    @property
+    @cached_property
     def inter_broker_listener_name(self) -> str:
         return (self.values["inter.broker.listener.name"] or self.values["security.inter.broker.protocol"]).upper()
 
-    @property
+    @cached_property
     def log_dirs(self) -> list[str]:
         return self.values["log.dirs"] or [self.values["log.dir"]]
 
-    @property
+    @cached_property
     def metadata_log_dir(self) -> str:
         return self.values["metadata.log.dir"] or self.log_dirs[0]
 
-    @property
+    @cached_property
     def log_retention_ms(self) -> int:
         v = self.values
         if v["log.retention.ms"] is not None:
@@ -103,17 +105,17 @@ class KafkaConfig:
             return v["log.retention.minutes"] * 60_000
         return v["log.retention.hours"] * 3_600_000
 
-    @property
+    @cached_property
     def log_roll_ms(self) -> int:
         v = self.values
         return v["log.roll.ms"] if v["log.roll.ms"] is not None else v["log.roll.hours"] * 3_600_000
 
-    @property
+    @cached_property
     def log_roll_jitter_ms(self) -> int:
         v = self.values
         return v["log.roll.jitter.ms"] if v["log.roll.jitter.ms"] is not None else v["log.roll.jitter.hours"] * 3_600_000
 
-    @property
+    @cached_property
     def max_connections_per_ip_overrides(self) -> dict[str, int]:
         raw = self.values["max.connections.per.ip.overrides"]
         result: dict[str, int] = {}

@@ -9,6 +9,7 @@ from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.server.kafka_raft_server import KafkaRaftServer
 from pykbroker.utils.metrics import request_metric_name
 from tests.helpers.broker import DEFAULTS
+from tests.helpers.wait import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -29,6 +30,10 @@ def test_request_metrics_are_recorded_per_api(server):
         conn.request(ApiKeys.METADATA, 12, {"topics": [], "allow_auto_topic_creation": False,
                                            "include_topic_authorized_operations": False})
     metrics = server.metrics
+    # As in Kafka, a request's metrics are updated when its send completes in the Processor, which
+    # can be just after the client has read the response: wait (bounded) for the last one.
+    wait_until(lambda: metrics.get(request_metric_name("TotalTimeMs", "Metadata")) is not None,
+               timeout=5.0, message="Metadata request metrics never recorded")
     for name in ("RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTimeMs",
                  "ResponseSendTimeMs", "TotalTimeMs"):
         api_versions = metrics.get(request_metric_name(name, "ApiVersions"))
