@@ -13,7 +13,8 @@ Interest set: READ unless muted, WRITE while a send is pending. A channel with n
 unregistered from epoll (``selectors`` cannot hold an empty interest set) and re-registered on demand.
 
 Threading: owned by one Processor thread; only ``wakeup`` may be called from other threads.
-A testable subclass can override ``_read``/``_write``/``_select`` to inject faults.
+A testable subclass can override ``register``/``send``/``_select`` to inject faults (see
+tests/unit/network/test_processor_faults.py, after Kafka's SocketServerTest.TestableSelector).
 """
 from __future__ import annotations
 

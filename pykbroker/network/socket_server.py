@@ -81,7 +81,8 @@ class Processor(threading.Thread):
 
     def __init__(self, processor_id: int, plane: str, endpoint: EndPoint, config: SocketServerConfig,
                  request_channel: RequestChannel, connection_quotas: ConnectionQuotas,
-                 is_api_allowed: Callable[[int, int], bool], metrics: MetricsRegistry, time: Time = SYSTEM):
+                 is_api_allowed: Callable[[int, int], bool], metrics: MetricsRegistry, time: Time = SYSTEM,
+                 selector_factory: Callable[..., KSelector] = KSelector):
         super().__init__(name=f"{plane}-kafka-network-thread-{config.node_id}-{endpoint.listener_name}-"
                               f"{endpoint.security_protocol}-{processor_id}", daemon=False)
         self.id = processor_id
@@ -95,8 +96,8 @@ class Processor(threading.Thread):
         self.metrics = metrics
         self.log = get_logger("SocketServer", listenerType="BROKER", nodeId=config.node_id,
                               processor=processor_id)
-        self.selector = KSelector(config.socket_request_max_bytes, config.connections_max_idle_ms, time,
-                                  on_close_error=self._on_close_error)
+        self.selector = selector_factory(config.socket_request_max_bytes, config.connections_max_idle_ms, time,
+                                         on_close_error=self._on_close_error)
         self.new_connections: queue.Queue = queue.Queue(maxsize=CONNECTION_QUEUE_SIZE)
         self.response_queue: queue.SimpleQueue = queue.SimpleQueue()
         self.inflight_responses: dict[str, SendResponse] = {}
@@ -453,11 +454,16 @@ class Acceptor(threading.Thread):
 class SocketServer:
     """Owns the planes: acceptors, processors and request channels. Lifecycle:
     construct (binds ephemeral ports) -> ``enable_request_processing`` (starts processors then
-    acceptors: network threads start last) -> ``stop_processing_requests`` -> ``shutdown``."""
+    acceptors: network threads start last) -> ``stop_processing_requests`` -> ``shutdown``.
+
+    ``selector_factory`` builds each Processor's KSelector (tests pass a fault-injecting subclass, as
+    Kafka's SocketServerTest does with its TestableSelector)."""
 
     def __init__(self, config: SocketServerConfig, metrics: MetricsRegistry,
-                 is_api_allowed: Callable[[str, int, int], bool], time: Time = SYSTEM):
+                 is_api_allowed: Callable[[str, int, int], bool], time: Time = SYSTEM,
+                 selector_factory: Callable[..., KSelector] = KSelector):
         self.config = config
+        self.selector_factory = selector_factory
         self.metrics = metrics
         self.time = time
         self.log = get_logger("SocketServer", listenerType="BROKER", nodeId=config.node_id)
@@ -486,7 +492,7 @@ class SocketServer:
         for _ in range(n):
             p = Processor(self.next_processor_id, plane, endpoint, self.config, request_channel,
                           self.connection_quotas, lambda k, v, _l=listener: is_api_allowed(_l, k, v),
-                          self.metrics, self.time)
+                          self.metrics, self.time, self.selector_factory)
             self.next_processor_id += 1
             request_channel.add_processor(p)
             processors.append(p)
