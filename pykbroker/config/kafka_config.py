@@ -170,6 +170,10 @@ class KafkaConfig:
         self.max_connections_per_ip_overrides  # noqa: B018 - validates the syntax
         if v["log.dirs"] is not None and not v["log.dirs"]:
             raise ConfigException("log.dirs", "", "At least one log directory must be defined")
+        qmb = v["queued.max.request.bytes"]
+        if qmb > 0 and qmb < v["socket.request.max.bytes"]:
+            raise ConfigException("queued.max.request.bytes", qmb,
+                                  "queued.max.request.bytes must be larger or equal to socket.request.max.bytes")
         if v["message.max.bytes"] < 0:
             raise ConfigException("message.max.bytes", v["message.max.bytes"], "must be >= 0")
 

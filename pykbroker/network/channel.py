@@ -10,6 +10,11 @@ A send is a list of parts: bytes-like runs, and *deferred regions* (objects with
 and ``write_to(sock, offset, max_bytes) -> int``, e.g. a log-file slice written with ``os.sendfile``),
 which is how fetch responses go out zero-copy.
 
+Memory: a receive takes its frame's bytes from a :mod:`~pykbroker.network.memory_pool` once the size
+is known; when the pool is out of memory the channel mutes itself (Kafka's KafkaChannel.read) and
+its KSelector unmutes it when memory comes back. The bytes go back to the pool when the request is
+done (``NetworkReceive.release``, through ``Request.release_buffer``) or the channel closes.
+
 Threading: a channel is owned by one Processor thread (through its KSelector); nothing here locks.
 """
 from __future__ import annotations
@@ -17,6 +22,9 @@ from __future__ import annotations
 import enum
 import socket
 import struct
+
+from pykbroker.network.memory_pool import NONE as _UNBOUNDED_POOL
+from pykbroker.network.memory_pool import MemoryPool
 
 _SIZE = struct.Struct(">i")
 
@@ -31,17 +39,31 @@ class TruncatedReceiveError(EOFError):
 
 
 class NetworkReceive:
-    """One size-prefixed frame being read. ``payload`` is a ``bytearray`` of exactly N bytes."""
+    """One size-prefixed frame being read. ``payload`` is a ``bytearray`` of exactly N bytes, created
+    once ``pool`` grants the N bytes (``memory_pending`` while it has not)."""
 
-    __slots__ = ("max_size", "size_buf", "size_read", "payload", "payload_read", "size")
+    __slots__ = ("max_size", "size_buf", "size_read", "payload", "payload_read", "size", "pool", "allocated")
 
-    def __init__(self, max_size: int):
+    def __init__(self, max_size: int, pool: MemoryPool = _UNBOUNDED_POOL):
         self.max_size = max_size
         self.size_buf = bytearray(4)
         self.size_read = 0
         self.payload: bytearray | None = None
         self.payload_read = 0
         self.size = -1
+        self.pool = pool
+        self.allocated = False
+
+    @property
+    def memory_pending(self) -> bool:
+        """The size is known but the pool has not granted the bytes yet."""
+        return self.payload is None and self.size_read == 4
+
+    def release(self) -> None:
+        """Give the payload's bytes back to the pool (idempotent)."""
+        if self.allocated:
+            self.allocated = False
+            self.pool.release(self.size)
 
     def complete(self) -> bool:
         return self.payload is not None and self.payload_read == self.size
@@ -69,9 +91,14 @@ class NetworkReceive:
             if size > self.max_size:
                 raise InvalidReceiveError(f"Invalid receive (size = {size} larger than {self.max_size})")
             self.size = size
-            self.payload = bytearray(size)
             if size == 0:
+                self.payload = bytearray(0)
                 return total
+        if self.payload is None:
+            if not self.pool.try_allocate(self.size):
+                return total  # out of memory: the channel mutes itself until the pool recovers
+            self.allocated = True
+            self.payload = bytearray(self.size)
         view = memoryview(self.payload)
         while self.payload_read < self.size:
             try:
@@ -166,10 +193,12 @@ class KafkaChannel:
     """One connection: socket, the receive in progress, the send in progress and the mute state."""
 
     __slots__ = ("id", "sock", "fileno", "max_receive_size", "receive", "send", "mute_state",
-                 "registered_events", "client_software_name", "client_software_version")
+                 "registered_events", "client_software_name", "client_software_version", "memory_pool")
 
-    def __init__(self, channel_id: str, sock: socket.socket, max_receive_size: int):
+    def __init__(self, channel_id: str, sock: socket.socket, max_receive_size: int,
+                 memory_pool: MemoryPool = _UNBOUNDED_POOL):
         self.id = channel_id
+        self.memory_pool = memory_pool
         self.sock = sock
         self.fileno = sock.fileno()
         self.max_receive_size = max_receive_size
@@ -181,13 +210,17 @@ class KafkaChannel:
         self.client_software_version = "unknown"
 
     def read(self) -> NetworkReceive | None:
-        """Read; return the completed receive (and reset) or None if more bytes are needed."""
-        if self.receive is None:
-            self.receive = NetworkReceive(self.max_receive_size)
-        self.receive.read_from(self.sock)
-        if self.receive.complete():
-            done, self.receive = self.receive, None
-            return done
+        """Read; return the completed receive (and reset) or None if more bytes are needed. When the
+        memory pool cannot hold the frame the channel mutes itself (it stays readable in the socket)."""
+        receive = self.receive
+        if receive is None:
+            receive = self.receive = NetworkReceive(self.max_receive_size, self.memory_pool)
+        receive.read_from(self.sock)
+        if receive.complete():
+            self.receive = None
+            return receive
+        if receive.memory_pending and self.mute_state is ChannelMuteState.NOT_MUTED:
+            self.mute_state = ChannelMuteState.MUTED
         return None
 
     def has_partial_receive(self) -> bool:
@@ -228,6 +261,9 @@ class KafkaChannel:
         self.mute_state = nxt
 
     def close(self) -> None:
+        if self.receive is not None:
+            self.receive.release()
+            self.receive = None
         try:
             self.sock.close()
         except OSError:

@@ -64,10 +64,11 @@ class Request:
 
     __slots__ = ("processor", "context", "body", "buffer", "start_time_ns", "request_dequeue_time_ns",
                  "api_local_complete_time_ns", "response_complete_time_ns", "response_dequeue_time_ns",
-                 "api_name", "size", "unsupported_version")
+                 "api_name", "size", "unsupported_version", "memory_release")
 
     def __init__(self, processor: int, context: RequestContext, body: dict | None, buffer,
-                 start_time_ns: int, api_name: str, size: int, unsupported_version: bool = False):
+                 start_time_ns: int, api_name: str, size: int, unsupported_version: bool = False,
+                 memory_release: Callable[[], None] | None = None):
         self.processor = processor
         self.context = context
         self.body = body
@@ -80,13 +81,19 @@ class Request:
         self.api_name = api_name
         self.size = size
         self.unsupported_version = unsupported_version
+        self.memory_release = memory_release  # gives the frame's bytes back to the memory pool
 
     @property
     def header(self):
         return self.context.header
 
     def release_buffer(self) -> None:
+        """Drop the frame and return its bytes to the Processors' memory pool (``queued.max.request.bytes``);
+        called by the request handler once the request is handled."""
         self.buffer = None
+        release, self.memory_release = self.memory_release, None
+        if release is not None:
+            release()
 
     def __repr__(self) -> str:
         h = self.context.header

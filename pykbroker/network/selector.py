@@ -7,7 +7,10 @@ Mirrors ``org.apache.kafka.common.network.Selector`` (server side), over ``selec
   channel per poll), ``completed_sends`` and ``disconnected`` (``{id: reason}``); the owner clears each
   after handling it (``send`` writes optimistically, so sends can also complete between polls);
 * idle expiry: at most one connection idle for ``connections.max.idle.ms`` is closed per poll;
-* ``wakeup()`` (thread-safe) interrupts a blocking poll through an eventfd.
+* ``wakeup()`` (thread-safe) interrupts a blocking poll through an eventfd;
+* memory pressure: a channel whose next frame the ``memory_pool`` cannot hold mutes itself; once the
+  pool has memory again, the next poll unmutes every channel not explicitly muted (Kafka's
+  ``outOfMemory`` handling).
 
 Interest set: READ unless muted, WRITE while a send is pending. A channel with no interest is
 unregistered from epoll (``selectors`` cannot hold an empty interest set) and re-registered on demand.
@@ -24,6 +27,8 @@ import socket
 from collections import OrderedDict
 
 from pykbroker.network.channel import InvalidReceiveError, KafkaChannel, NetworkReceive, NetworkSend
+from pykbroker.network.memory_pool import NONE as _UNBOUNDED_POOL
+from pykbroker.network.memory_pool import MemoryPool
 from pykbroker.utils.time import SYSTEM, Time
 
 READ = selectors.EVENT_READ
@@ -38,8 +43,10 @@ READY = "READY"  # remote close / error after the channel was ready
 
 class KSelector:
     def __init__(self, max_receive_size: int, connections_max_idle_ms: int, time: Time = SYSTEM,
-                 on_close_error=None):
+                 on_close_error=None, memory_pool: MemoryPool = _UNBOUNDED_POOL):
         self.max_receive_size = max_receive_size
+        self.memory_pool = memory_pool
+        self.out_of_memory = False
         self.time = time
         self.selector = selectors.EpollSelector()
         self.channels: dict[str, KafkaChannel] = {}
@@ -61,7 +68,7 @@ class KSelector:
     def register(self, channel_id: str, sock: socket.socket) -> KafkaChannel:
         if channel_id in self.channels:
             raise ValueError(f"There is already a connection for id {channel_id}")
-        channel = KafkaChannel(channel_id, sock, self.max_receive_size)
+        channel = KafkaChannel(channel_id, sock, self.max_receive_size, self.memory_pool)
         self.channels[channel_id] = channel
         self._set_interest(channel, READ)
         if self.idle_ns >= 0:
@@ -137,7 +144,9 @@ class KSelector:
             channel.registered_events = 0
         self.explicitly_muted.discard(channel.id)
         self.lru.pop(channel.id, None)
-        self.completed_receives.pop(channel.id, None)
+        receive = self.completed_receives.pop(channel.id, None)
+        if receive is not None:
+            receive.release()
         channel.close()
 
     def _close_channel(self, channel: KafkaChannel, reason: str, exc: BaseException | None = None) -> None:
@@ -176,6 +185,8 @@ class KSelector:
         for channel_id in self.failed_sends:
             self.disconnected[channel_id] = FAILED_SEND
         self.failed_sends = []
+        if self.out_of_memory and not self.memory_pool.is_out_of_memory:
+            self._unmute_after_memory_pressure()
 
         start = self.time.nanoseconds()
         ready = self._select(timeout_ms / 1000.0)
@@ -201,6 +212,9 @@ class KSelector:
                     receive = channel.read()
                     if receive is not None:
                         self.completed_receives[channel.id] = receive
+                    elif channel.is_muted:  # it muted itself: the memory pool is out of memory
+                        self.out_of_memory = True
+                        self._update_interest(channel)
                 if events & WRITE and channel.send is not None:
                     send = channel.write()
                     if send is not None:
@@ -210,6 +224,12 @@ class KSelector:
                 self._close_channel(channel, READY, None if type(e) is EOFError else e)
         if lru is not None:
             self._maybe_close_oldest_connection(end)
+
+    def _unmute_after_memory_pressure(self) -> None:
+        for channel_id, channel in self.channels.items():
+            if channel_id not in self.explicitly_muted and channel.maybe_unmute():
+                self._update_interest(channel)
+        self.out_of_memory = False
 
     def _maybe_close_oldest_connection(self, now_ns: int) -> None:
         if not self.lru or now_ns < self.next_idle_check_ns:

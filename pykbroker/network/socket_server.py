@@ -29,6 +29,8 @@ from typing import Callable
 from pykbroker.config.endpoint import EndPoint
 from pykbroker.network.channel import ChannelMuteEvent, InvalidReceiveError, TruncatedReceiveError
 from pykbroker.network.connection_quotas import ConnectionQuotas, TooManyConnectionsError
+from pykbroker.network.memory_pool import NONE as UNBOUNDED_POOL
+from pykbroker.network.memory_pool import MemoryPool, SimpleMemoryPool
 from pykbroker.network.request_channel import (CloseConnectionResponse, NoOpResponse, Request, RequestChannel,
                                                RequestContext, SendResponse)
 from pykbroker.network.selector import KSelector
@@ -54,7 +56,7 @@ class SocketServerConfig:
                  socket_listen_backlog_size: int, connections_max_idle_ms: int, max_connections_per_ip: int,
                  max_connections_per_ip_overrides: dict[str, int], max_connections: int,
                  data_plane_listeners: list[EndPoint], control_plane_listener: EndPoint | None,
-                 inter_broker_listener_name: str | None = None):
+                 inter_broker_listener_name: str | None = None, queued_max_request_bytes: int = -1):
         self.__dict__.update(locals())
         del self.__dict__["self"]
 
@@ -73,7 +75,8 @@ class SocketServerConfig:
             max_connections=config["max.connections"],
             data_plane_listeners=config.data_plane_listeners,
             control_plane_listener=config.control_plane_listener,
-            inter_broker_listener_name=config.inter_broker_listener_name)
+            inter_broker_listener_name=config.inter_broker_listener_name,
+            queued_max_request_bytes=config["queued.max.request.bytes"])
 
 
 class Processor(threading.Thread):
@@ -82,7 +85,7 @@ class Processor(threading.Thread):
     def __init__(self, processor_id: int, plane: str, endpoint: EndPoint, config: SocketServerConfig,
                  request_channel: RequestChannel, connection_quotas: ConnectionQuotas,
                  is_api_allowed: Callable[[int, int], bool], metrics: MetricsRegistry, time: Time = SYSTEM,
-                 selector_factory: Callable[..., KSelector] = KSelector):
+                 selector_factory: Callable[..., KSelector] = KSelector, memory_pool: MemoryPool = UNBOUNDED_POOL):
         super().__init__(name=f"{plane}-kafka-network-thread-{config.node_id}-{endpoint.listener_name}-"
                               f"{endpoint.security_protocol}-{processor_id}", daemon=False)
         self.id = processor_id
@@ -97,7 +100,7 @@ class Processor(threading.Thread):
         self.log = get_logger("SocketServer", listenerType="BROKER", nodeId=config.node_id,
                               processor=processor_id)
         self.selector = selector_factory(config.socket_request_max_bytes, config.connections_max_idle_ms, time,
-                                         on_close_error=self._on_close_error)
+                                         on_close_error=self._on_close_error, memory_pool=memory_pool)
         self.new_connections: queue.Queue = queue.Queue(maxsize=CONNECTION_QUEUE_SIZE)
         self.response_queue: queue.SimpleQueue = queue.SimpleQueue()
         self.inflight_responses: dict[str, SendResponse] = {}
@@ -231,6 +234,7 @@ class Processor(threading.Thread):
             except Exception as e:
                 self.log.warning(f"Closing connection {connection_id}: cannot parse request: {e}",
                                  error=type(e).__name__)
+                receive.release()
                 self._close(connection_id)
                 continue
             if request is None:
@@ -265,7 +269,7 @@ class Processor(threading.Thread):
                                  self.endpoint.security_protocol, channel.client_software_name,
                                  channel.client_software_version)
         return Request(self.id, context, body, receive.payload, now, _api_keys.api_name(api_key),
-                       receive.size + 4, unsupported)
+                       receive.size + 4, unsupported, receive.release)
 
     def _process_completed_sends(self) -> None:
         for send in self.selector.completed_sends:
@@ -456,6 +460,9 @@ class SocketServer:
     construct (binds ephemeral ports) -> ``enable_request_processing`` (starts processors then
     acceptors: network threads start last) -> ``stop_processing_requests`` -> ``shutdown``.
 
+    The data plane's Processors share one memory pool of ``queued.max.request.bytes`` (unbounded at
+    -1, the default; gauges ``MemoryPoolAvailable`` / ``MemoryPoolUsed``); the control plane's is unbounded.
+
     ``selector_factory`` builds each Processor's KSelector (tests pass a fault-injecting subclass, as
     Kafka's SocketServerTest does with its TestableSelector)."""
 
@@ -464,6 +471,12 @@ class SocketServer:
                  selector_factory: Callable[..., KSelector] = KSelector):
         self.config = config
         self.selector_factory = selector_factory
+        self.data_plane_memory_pool: MemoryPool = (
+            SimpleMemoryPool(config.queued_max_request_bytes, config.socket_request_max_bytes)
+            if config.queued_max_request_bytes > 0 else UNBOUNDED_POOL)
+        pool = self.data_plane_memory_pool
+        metrics.gauge("kafka.network:type=SocketServer,name=MemoryPoolAvailable", lambda: pool.available_memory)
+        metrics.gauge("kafka.network:type=SocketServer,name=MemoryPoolUsed", lambda: pool.used_memory)
         self.metrics = metrics
         self.time = time
         self.log = get_logger("SocketServer", listenerType="BROKER", nodeId=config.node_id)
@@ -492,7 +505,8 @@ class SocketServer:
         for _ in range(n):
             p = Processor(self.next_processor_id, plane, endpoint, self.config, request_channel,
                           self.connection_quotas, lambda k, v, _l=listener: is_api_allowed(_l, k, v),
-                          self.metrics, self.time, self.selector_factory)
+                          self.metrics, self.time, self.selector_factory,
+                          self.data_plane_memory_pool if plane == DATA_PLANE else UNBOUNDED_POOL)
             self.next_processor_id += 1
             request_channel.add_processor(p)
             processors.append(p)
