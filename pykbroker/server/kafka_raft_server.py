@@ -35,6 +35,7 @@ from pykbroker.raft.kafka_raft_client_driver import KafkaRaftClientDriver
 from pykbroker.raft.quorum_state_store import FileQuorumStateStore
 from pykbroker.server.broker_metadata_publisher import BrokerMetadataPublisher
 from pykbroker.server.handlers.admin import AdminHandler
+from pykbroker.server.handlers.delete_records import DeleteRecordsHandler
 from pykbroker.server.fetch_session import FetchManager, FetchSessionCache
 from pykbroker.server.handlers.fetch import FetchHandler
 from pykbroker.server.handlers.list_offsets import ListOffsetsHandler
@@ -163,6 +164,7 @@ class KafkaRaftServer:
             FetchHandler(helper, rm, cache, FetchManager(FetchSessionCache(
                 self.config["max.incremental.fetch.session.cache.slots"], num_shards=8, metrics=self.metrics), self.time)),
             ListOffsetsHandler(helper, rm),
+            DeleteRecordsHandler(helper, rm),
             AdminHandler(helper, self.controller, cache, self.config, self.log_manager.default_config),
             InitProducerIdHandler(helper, self.producer_id_manager),
         ]

@@ -131,6 +131,24 @@ class Partition:
             return True, errors.NONE
         return False, errors.NONE
 
+    # -- record deletion -----------------------------------------------------------------------
+    def delete_records_on_leader(self, offset: int) -> int:
+        """DeleteRecords on the leader (``Partition.deleteRecordsOnLeader``): move the log start offset to
+        ``offset`` (-1 means the high watermark). Returns the partition's low watermark, which with a
+        single replica is the new log start offset, so no DelayedDeleteRecords wait is needed.
+
+        Raises NotLeaderOrFollowerError; PolicyViolationError when ``cleanup.policy`` has no ``delete``;
+        OffsetOutOfRangeError for a negative offset or one above the high watermark."""
+        log = self.leader_log_or_raise()
+        if not log.config.delete:
+            raise errors.PolicyViolationError(
+                f"Records of partition {self.name} can not be deleted due to the configured policy")
+        target = log.high_watermark if offset == -1 else offset
+        if target < 0:
+            raise errors.OffsetOutOfRangeError(f"The offset {target} for partition {self.name} is not valid")
+        log.maybe_increment_log_start_offset(target, "client delete records")
+        return log.log_start_offset
+
     # -- reads ---------------------------------------------------------------------------------
     def read_records(self, fetch_offset: int, current_leader_epoch: int, max_bytes: int,
                      isolation: FetchIsolation, min_one_message: bool):

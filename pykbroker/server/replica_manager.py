@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from pykbroker.log.fetch_data_info import FetchIsolation
 from pykbroker.log.log_validator import RecordValidationError
+from pykbroker.metadata.topic_names import is_internal as is_internal_topic
 from pykbroker.protocol import errors
 from pykbroker.record.file_records import EMPTY_RECORDS
 from pykbroker.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
@@ -93,6 +94,14 @@ class ReplicaManager:
         if self.metadata_cache.partition(topic, partition) is not None:
             raise errors.NotLeaderOrFollowerError(f"Error while fetching partition state for {topic}-{partition}")
         raise errors.UnknownTopicOrPartitionError(f"Partition {topic}-{partition} doesn't exist")
+
+    def delete_records(self, topic: str, partition: int, offset: int, internal_topics_allowed: bool = False) -> int:
+        """DeleteRecords for one partition (``ReplicaManager.deleteRecordsOnLocalLog``); returns the low
+        watermark. Raises InvalidTopicExceptionError for an internal topic, UnknownTopicOrPartitionError,
+        NotLeaderOrFollowerError, and the errors of :meth:`Partition.delete_records_on_leader`."""
+        if is_internal_topic(topic) and not internal_topics_allowed:
+            raise errors.InvalidTopicExceptionError(f"Cannot delete records of internal topic {topic}")
+        return self.get_partition_or_error(topic, partition).delete_records_on_leader(offset)
 
     def partitions(self) -> list[Partition]:
         return list(self._partitions.values())
