@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import mmap
 import os
+import struct
 import threading
+
+_I32 = struct.Struct(">i").unpack_from
 
 
 class CorruptIndexError(Exception):
@@ -49,6 +52,7 @@ class AbstractIndex:
     :class:`~pykbroker.log.time_index.TimeIndex`. See the module docstring for the threading model."""
 
     ENTRY_SIZE = 0
+    OFFSET_FIELD = 0  # byte position of the 4-byte relative offset inside an entry
     # Slot 0 may legitimately be all zero bytes (time index: timestamp 0 at the base offset).
     ZERO_FIRST_ENTRY_ALLOWED = False
 
@@ -227,6 +231,22 @@ class AbstractIndex:
 
     def update_parent_dir(self, parent: str) -> None:
         self._path = os.path.join(parent, os.path.basename(self._path))
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every entry with offset >= ``offset`` (entries are sorted by offset in both indexes)."""
+        with self._lock:
+            if self._entries == 0:
+                return
+            mm = self._mapped()
+            rel = offset - self.base_offset
+            slot = self._largest_lower_bound_slot(mm, rel, _I32, self.OFFSET_FIELD)
+            if slot < 0:
+                new_entries = 0
+            elif _I32(mm, slot * self.ENTRY_SIZE + self.OFFSET_FIELD)[0] == rel:
+                new_entries = slot
+            else:
+                new_entries = slot + 1
+            self._truncate_to_entries(new_entries)
 
     def _largest_lower_bound_slot(self, mm: mmap.mmap, target: int, unpack, field_offset: int) -> int:
         """Largest slot whose key (``unpack(mm, slot*ENTRY_SIZE + field_offset)``) is <= target, or

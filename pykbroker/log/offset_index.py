@@ -95,22 +95,6 @@ class OffsetIndex(AbstractIndex):
             self._entries = n + 1  # published after the bytes are in place
             self._last_offset = offset
 
-    def truncate_to(self, offset: int) -> None:
-        """Remove every entry with offset >= ``offset``."""
-        with self._lock:
-            if self._entries == 0:
-                return
-            mm = self._mapped()
-            rel = offset - self.base_offset
-            slot = self._largest_lower_bound_slot(mm, rel, _I32, 0)
-            if slot < 0:
-                new_entries = 0
-            elif _I32(mm, slot * 8)[0] == rel:
-                new_entries = slot
-            else:
-                new_entries = slot + 1
-            self._truncate_to_entries(new_entries)
-
     def entries_list(self) -> list[OffsetPosition]:
         """Every entry (tests and tools)."""
         return [self.entry(i) for i in range(self._entries)]

@@ -35,6 +35,7 @@ class TimeIndex(AbstractIndex):
     """See the module docstring; threading as in :class:`AbstractIndex`."""
 
     ENTRY_SIZE = 12
+    OFFSET_FIELD = 8  # the relative offset follows the 8-byte timestamp
     ZERO_FIRST_ENTRY_ALLOWED = True
 
     def __init__(self, path: str, base_offset: int, max_index_size: int = -1):
@@ -121,22 +122,6 @@ class TimeIndex(AbstractIndex):
                 _ENTRY.pack_into(self._mapped(), n * 12, timestamp, self.relative_offset(offset))
                 self._entries = n + 1
                 self._last_entry = TimestampOffset(timestamp, offset)
-
-    def truncate_to(self, offset: int) -> None:
-        """Remove every entry with offset >= ``offset``."""
-        with self._lock:
-            if self._entries == 0:
-                return
-            mm = self._mapped()
-            rel = offset - self.base_offset
-            slot = self._largest_lower_bound_slot(mm, rel, _I32, 8)
-            if slot < 0:
-                new_entries = 0
-            elif _I32(mm, slot * 12 + 8)[0] == rel:
-                new_entries = slot
-            else:
-                new_entries = slot + 1
-            self._truncate_to_entries(new_entries)
 
     def entries_list(self) -> list[TimestampOffset]:
         return [self.entry(i) for i in range(self._entries)]
