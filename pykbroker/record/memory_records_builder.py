@@ -152,6 +152,48 @@ class MemoryRecordsBuilder:
             self._max_timestamp = timestamp
             self._offset_of_max_timestamp = offset
 
+    def try_append(self, timestamp: int, key, value, headers=None, _enc=encode_varint) -> int:
+        """The producer's hot path: append a record at the next offset if it fits under the write
+        limit (the first record always fits); returns its offset delta, or -1 when there is no room.
+        Encodes each varint once (``has_room_for`` + ``append`` would size the record twice)."""
+        if self._appends_closed or self._is_control_batch:
+            return -1
+        n = self._num_records
+        if timestamp < 0 and timestamp != NO_TIMESTAMP:
+            raise ValueError(f"Invalid negative timestamp {timestamp}")
+        base_timestamp = self._base_timestamp
+        if base_timestamp is None:
+            base_timestamp = self._base_timestamp = timestamp
+        timestamp_delta = _enc(timestamp - base_timestamp)
+        offset_delta = _enc(n)
+        if key is None:
+            key_length = b"\x01"
+            key = b""
+        else:
+            key_length = _enc(len(key))
+        if value is None:
+            value_length = b"\x01"
+            value = b""
+        else:
+            value_length = _enc(len(value))
+        header_bytes = b"\x00" if not headers else encode_headers(headers)
+        body = (1 + len(timestamp_delta) + len(offset_delta) + len(key_length) + len(key)
+                + len(value_length) + len(value) + len(header_bytes))
+        length = _enc(body)
+        size = len(length) + body
+        if n and self.estimated_bytes_written() + size > self._write_limit:
+            return -1
+        self._parts += (length, b"\x00", timestamp_delta, offset_delta, key_length, key, value_length, value,
+                        header_bytes)
+        self._records_size += size
+        self._num_records = n + 1
+        offset = self._base_offset + n
+        self._last_offset = offset
+        if timestamp > self._max_timestamp:
+            self._max_timestamp = timestamp
+            self._offset_of_max_timestamp = offset
+        return n
+
     def append_record(self, record) -> None:
         """Append a decoded :class:`~pykbroker.record.default_record.Record` keeping its offset
         (``MemoryRecordsBuilder.append(Record)``)."""

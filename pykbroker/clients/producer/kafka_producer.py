@@ -1,0 +1,139 @@
+"""KafkaProducer: the pykbroker producer client (``org.apache.kafka.clients.producer.KafkaProducer``).
+
+    producer = KafkaProducer({"bootstrap.servers": "127.0.0.1:9092", "linger.ms": 5})
+    future = producer.send("topic", b"value", key=b"key")      # returns at once
+    metadata = future.get(timeout=10)                          # RecordMetadata(topic, partition, offset, ...)
+    producer.flush(); producer.close()
+
+``send`` serializes key and value (``key.serializer`` / ``value.serializer`` callables
+``(topic, data) -> bytes``; bytes pass through), waits for the topic's metadata (up to
+``max.block.ms``), picks the partition (explicit, else murmur2 of the key, else the sticky
+partition), appends to the RecordAccumulator (blocking up to ``max.block.ms`` while ``buffer.memory``
+is exhausted) and wakes the Sender when a batch is ready. ``callback(metadata, exception)`` runs on
+the Sender thread when the record's batch completes, as Java's Callback does.
+
+Errors raised by ``send``: TimeoutError (metadata or buffer memory not available within
+``max.block.ms``), MessageTooLargeError (a record above ``max.request.size`` or ``buffer.memory``),
+RuntimeError after ``close``. Delivery errors arrive through the future / callback.
+
+Thread-safety: ``send``, ``flush`` and ``partitions_for`` may be called from any thread.
+"""
+from __future__ import annotations
+
+import time
+
+from pykbroker.clients.metadata import ClusterMetadata
+from pykbroker.clients.producer.partitioner import BuiltInPartitioner, partition_for_key
+from pykbroker.clients.producer.producer_batch import FutureRecordMetadata
+from pykbroker.clients.producer.producer_config import ProducerConfig
+from pykbroker.clients.producer.record_accumulator import RecordAccumulator
+from pykbroker.clients.producer.sender import Sender
+from pykbroker.protocol import errors
+from pykbroker.record.default_record import size_in_bytes
+from pykbroker.record.default_record_batch import RECORD_BATCH_OVERHEAD
+
+_client_ids = iter(range(1, 1 << 30))
+
+
+def _serializer(fn):
+    if fn is None:
+        return None
+    if callable(fn):
+        return fn
+    raise TypeError(f"serializer must be callable, not {fn!r}")
+
+
+class KafkaProducer:
+    def __init__(self, configs: dict | None = None, **kwargs):
+        configs = dict(configs or {})
+        configs.update({k.replace("_", "."): v for k, v in kwargs.items()})
+        self.config = ProducerConfig(configs)
+        self.client_id = self.config["client.id"] or f"producer-{next(_client_ids)}"
+        self._key_serializer = _serializer(self.config["key.serializer"])
+        self._value_serializer = _serializer(self.config["value.serializer"])
+        self._max_block_s = self.config["max.block.ms"] / 1000.0
+        self._max_request_size = self.config["max.request.size"]
+        self._ignore_keys = self.config["partitioner.ignore.keys"]
+        self.metadata = ClusterMetadata(self.config["bootstrap.servers"], self.config["metadata.max.age.ms"])
+        self.accumulator = RecordAccumulator(
+            self.config["batch.size"], self.config["buffer.memory"], self.config["compression.type"],
+            self.config["linger.ms"], self.config["retry.backoff.ms"], self.config["delivery.timeout.ms"],
+            self.config.idempotent)
+        self.partitioner = BuiltInPartitioner(self.config["batch.size"])
+        self.sender = Sender(self.config, self.metadata, self.accumulator, self.client_id)
+        self.sender.start()
+        self._closed = False
+
+    # -- sending -------------------------------------------------------------------------------------
+    def send(self, topic: str, value=None, key=None, partition: int | None = None, timestamp_ms: int | None = None,
+             headers=None, callback=None) -> FutureRecordMetadata:
+        """Queue one record; returns its future at once. ``headers``: sequence of ``(str, bytes | None)``."""
+        if self._closed:
+            raise RuntimeError("Cannot perform operation after producer has been closed")
+        if self.sender.fatal_error is not None:
+            raise self.sender.fatal_error
+        if key is not None and self._key_serializer is not None:
+            key = self._key_serializer(topic, key)
+        if value is not None and self._value_serializer is not None:
+            value = self._value_serializer(topic, value)
+        metadata = self.metadata
+        num_partitions = metadata.num_partitions.get(topic)
+        if not num_partitions:
+            num_partitions = metadata.await_topic(topic, self._max_block_s, self.sender.wakeup)
+        size = (len(key) if key is not None else 0) + (len(value) if value is not None else 0) + 16
+        if headers or size > self._max_request_size - RECORD_BATCH_OVERHEAD - 64:
+            size = RECORD_BATCH_OVERHEAD + size_in_bytes(0, 0, key, value, headers)
+            if size > self._max_request_size:
+                raise errors.MessageTooLargeError(
+                    f"The message is {size} bytes when serialized which is larger than {self._max_request_size}, "
+                    "which is the value of the max.request.size configuration.")
+        sticky = False
+        if partition is None:
+            if key is not None and not self._ignore_keys:
+                partition = partition_for_key(key, num_partitions)
+            else:
+                sticky = True
+                partition = self.partitioner.partition(topic, metadata.available.get(topic, []), num_partitions)
+        elif not 0 <= partition < num_partitions:
+            raise errors.UnknownTopicOrPartitionError(
+                f"Partition {partition} of topic {topic} with partition count {num_partitions} is not present in "
+                "metadata.")
+        if timestamp_ms is None:
+            timestamp_ms = int(time.time() * 1000)
+        future, full, new_batch = self.accumulator.append(topic, partition, timestamp_ms, key, value, headers,
+                                                          callback, self._max_block_s)
+        if sticky:
+            self.partitioner.update_partition_info(topic, size, metadata.available.get(topic, []), num_partitions)
+        if (full or new_batch) and self.sender.sleeping:
+            self.sender.wakeup()  # only when the Sender would otherwise sleep on: a syscall here costs the GIL
+        return future
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Make every buffered record sendable now and wait until all complete (Kafka's flush).
+        Raises TimeoutError if ``timeout`` seconds pass first."""
+        self.accumulator.begin_flush()
+        self.sender.wakeup()
+        if not self.accumulator.await_flush_completion(timeout):
+            raise TimeoutError(f"Flush did not complete within {timeout} s")
+
+    def partitions_for(self, topic: str) -> list[int]:
+        n = self.metadata.await_topic(topic, self._max_block_s, self.sender.wakeup)
+        return list(range(n))
+
+    def close(self, timeout: float | None = None) -> None:
+        """Send what is buffered and stop (waits up to ``timeout`` seconds, then drops the rest)."""
+        if self._closed:
+            return
+        self._closed = True
+        self.sender.initiate_close()
+        self.sender.join(timeout)
+        if self.sender.is_alive():
+            self.sender.force_close = True
+            self.sender.wakeup()
+            self.sender.join(5)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

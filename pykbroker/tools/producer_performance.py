@@ -1,0 +1,224 @@
+"""kafka-producer-perf-test: the producer benchmark (``org.apache.kafka.tools.ProducerPerformance``).
+
+    bin/kafka-producer-perf-test --topic T --num-records N --record-size 100 --throughput -1 \\
+        --producer-props bootstrap.servers=127.0.0.1:9092 acks=1 linger.ms=5
+
+Kafka's flags: ``--topic``, ``--num-records``, ``--record-size`` | ``--payload-file`` (records split by
+``--payload-delimiter``, default newline), ``--throughput`` (records/s, -1 = unthrottled),
+``--producer-props k=v ...``, ``--producer.config FILE``, ``--print-metrics``; also
+``--bootstrap-server`` (Kafka 3.9+). Output, as Kafka prints it: every 5 s a window line
+``N records sent, X records/sec (Y MB/sec), A ms avg latency, M ms max latency.`` and at the end
+``N records sent, X records/sec (Y MB/sec), A ms avg latency, M ms max latency, P50 ms 50th, P95 ms 95th,
+P99 ms 99th, P999 ms 99.9th.`` Latency is measured per record from ``send`` to its delivery callback
+(ms); percentiles come from every ``N / min(N, 500000)``-th record, as in Kafka. Records that fail are
+reported on stderr and not counted.
+
+Uses pykbroker's own :class:`~pykbroker.clients.producer.KafkaProducer`; the tool sets the interpreter's
+thread switch interval to 1 ms (see ``main``).
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+
+from pykbroker.clients.producer import KafkaProducer
+from pykbroker.config.properties import load_properties
+
+REPORTING_INTERVAL_MS = 5000
+
+
+class Stats:
+    """Kafka's ProducerPerformance.Stats: totals, a 5 s window, and sampled latencies (ms)."""
+
+    def __init__(self, num_records: int, reporting_interval_ms: int = REPORTING_INTERVAL_MS, out=sys.stdout):
+        self.start = time.time() * 1000
+        self.window_start = self.start
+        self.sampling = max(1, num_records // max(1, min(num_records, 500000)))
+        self.latencies: list[int] = []
+        self.iteration = 0
+        self.count = self.bytes = self.total_latency = self.max_latency = 0
+        self.window_count = self.window_bytes = self.window_total_latency = self.window_max_latency = 0
+        self.reporting_interval = reporting_interval_ms
+        self.out = out
+
+    def record(self, latency: int, size: int, now_ms: float) -> None:
+        """Called from the producer's Sender thread only (callbacks run there): no lock needed."""
+        self.count += 1
+        self.bytes += size
+        self.total_latency += latency
+        if latency > self.max_latency:
+            self.max_latency = latency
+        self.window_count += 1
+        self.window_bytes += size
+        self.window_total_latency += latency
+        if latency > self.window_max_latency:
+            self.window_max_latency = latency
+        if self.iteration % self.sampling == 0:
+            self.latencies.append(latency)
+        self.iteration += 1
+        if now_ms - self.window_start >= self.reporting_interval:
+            self.print_window(now_ms)
+            self.new_window(now_ms)
+
+    def print_window(self, now_ms: float) -> None:
+        elapsed = max(1.0, now_ms - self.window_start)
+        recs_per_sec = 1000.0 * self.window_count / elapsed
+        mb_per_sec = 1000.0 * self.window_bytes / elapsed / (1024.0 * 1024.0)
+        avg = self.window_total_latency / self.window_count if self.window_count else 0.0
+        print(f"{self.window_count} records sent, {recs_per_sec:.1f} records/sec ({mb_per_sec:.2f} MB/sec), "
+              f"{avg:.1f} ms avg latency, {float(self.window_max_latency):.1f} ms max latency.", file=self.out,
+              flush=True)
+
+    def new_window(self, now_ms: float) -> None:
+        self.window_start = now_ms
+        self.window_count = self.window_bytes = self.window_total_latency = self.window_max_latency = 0
+
+    def print_total(self) -> None:
+        elapsed = max(1.0, time.time() * 1000 - self.start)
+        recs_per_sec = 1000.0 * self.count / elapsed
+        mb_per_sec = 1000.0 * self.bytes / elapsed / (1024.0 * 1024.0)
+        p50, p95, p99, p999 = percentiles(self.latencies, (0.5, 0.95, 0.99, 0.999))
+        avg = self.total_latency / self.count if self.count else 0.0
+        print(f"{self.count} records sent, {recs_per_sec:f} records/sec ({mb_per_sec:.2f} MB/sec), "
+              f"{avg:.2f} ms avg latency, {float(self.max_latency):.2f} ms max latency, {p50} ms 50th, "
+              f"{p95} ms 95th, {p99} ms 99th, {p999} ms 99.9th.", file=self.out, flush=True)
+
+
+def percentiles(latencies: list[int], points) -> list[int]:
+    values = sorted(latencies)
+    if not values:
+        return [0 for _ in points]
+    return [values[min(len(values) - 1, int(p * len(values)))] for p in points]
+
+
+class ThroughputThrottler:
+    """Kafka's ThroughputThrottler: sleep so that ``target`` records/s are not exceeded (-1 = no limit)."""
+
+    def __init__(self, target: float, start_ms: float):
+        self.target = target
+        self.start_ms = start_ms
+        self.sleep_time_ns = int(1e9 / target) if target > 0 else 0
+        self.sleep_deficit_ns = 0
+
+    def should_throttle(self, sent: int, now_ms: float) -> bool:
+        if self.target < 0:
+            return False
+        elapsed = (now_ms - self.start_ms) / 1000.0
+        return elapsed > 0 and sent / elapsed > self.target
+
+    def throttle(self) -> None:
+        if self.target == 0:
+            time.sleep(3600)
+            return
+        self.sleep_deficit_ns += self.sleep_time_ns
+        if self.sleep_deficit_ns >= 1_000_000:
+            start = time.perf_counter_ns()
+            time.sleep(self.sleep_deficit_ns / 1e9)
+            self.sleep_deficit_ns -= time.perf_counter_ns() - start
+            self.sleep_deficit_ns = max(self.sleep_deficit_ns, 0)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kafka-producer-perf-test",
+                                description="This tool is used to verify the producer performance.")
+    payload = p.add_mutually_exclusive_group(required=True)
+    p.add_argument("--topic", required=True, help="produce messages to this topic")
+    p.add_argument("--num-records", type=int, required=True, help="number of messages to produce")
+    payload.add_argument("--record-size", type=int, help="message size in bytes.")
+    payload.add_argument("--payload-file", help="file to read the message payloads from.")
+    p.add_argument("--payload-delimiter", default="\\n",
+                   help="provides delimiter to be used when --payload-file is provided. Defaults to new line.")
+    p.add_argument("--throughput", type=float, required=True,
+                   help="throttle maximum message throughput to *approximately* THROUGHPUT messages/sec. "
+                        "Set this to -1 to disable throttling.")
+    p.add_argument("--producer-props", nargs="+", metavar="PROP-NAME=PROP-VALUE", default=[],
+                   help="kafka producer related configuration properties like bootstrap.servers,client.id etc.")
+    p.add_argument("--producer.config", dest="producer_config", help="producer config properties file.")
+    p.add_argument("--bootstrap-server", help="The server(s) to connect to (overrides producer properties).")
+    p.add_argument("--print-metrics", action="store_true", help="print out metrics at the end of the test.")
+    return p
+
+
+def producer_props(args) -> dict:
+    props: dict = {}
+    if args.producer_config:
+        props.update(load_properties(args.producer_config))
+    for item in args.producer_props:
+        if "=" not in item:
+            raise SystemExit(f"Invalid property: {item}")
+        k, v = item.split("=", 1)
+        props[k.strip()] = v.strip()
+    if args.bootstrap_server:
+        props["bootstrap.servers"] = args.bootstrap_server
+    if "bootstrap.servers" not in props:
+        raise SystemExit("Either --bootstrap-server or bootstrap.servers in --producer-props / --producer.config "
+                         "must be specified")
+    return props
+
+
+def payloads(args) -> tuple[bytes | None, list[bytes]]:
+    if args.record_size is not None:
+        rng = random.Random()
+        return bytes(rng.randrange(26) + 65 for _ in range(args.record_size)), []
+    delimiter = args.payload_delimiter.encode().decode("unicode_escape")
+    with open(args.payload_file, encoding="utf-8") as f:
+        items = [s.encode() for s in f.read().split(delimiter) if s]
+    if not items:
+        raise SystemExit(f"File does not contain any payloads: {args.payload_file}")
+    print(f"Number of messages read: {len(items)}")
+    return None, items
+
+
+def run(args, out=sys.stdout) -> int:
+    props = producer_props(args)
+    payload, payload_list = payloads(args)
+    producer = KafkaProducer(props)
+    stats = Stats(args.num_records, out=out)
+    rng = random.Random()
+    start_ms = time.time() * 1000
+    throttler = ThroughputThrottler(args.throughput, start_ms)
+    errors: list[BaseException] = []
+    record = stats.record
+    clock = time.time
+
+    def on_completion(metadata, exception):
+        # One shared callback (Kafka allocates a PerfCallback per record): the record's CreateTime
+        # timestamp, taken by send(), is its send start in ms.
+        now = clock() * 1000
+        if exception is None:
+            record(int(now - metadata.timestamp), metadata.serialized_value_size, now)
+        elif len(errors) < 5:
+            errors.append(exception)
+            print(f"Error when sending message: {exception!r}", file=sys.stderr)
+
+    topic = args.topic
+    send = producer.send
+    for i in range(args.num_records):
+        value = payload if payload is not None else payload_list[rng.randrange(len(payload_list))]
+        send_start = int(clock() * 1000)
+        send(topic, value, timestamp_ms=send_start, callback=on_completion)
+        if throttler.should_throttle(i, send_start):
+            throttler.throttle()
+    producer.flush()
+    stats.print_total()
+    if args.print_metrics:
+        print(f"producer-metrics:record-send-total {{client-id={producer.client_id}}} : {stats.count}", file=out)
+    producer.close()
+    return 0
+
+
+SWITCH_INTERVAL_S = 0.001
+
+
+def main(argv: list[str] | None = None) -> int:
+    # The sending loop is CPU-bound Python: with the default 5 ms GIL switch interval the producer's
+    # Sender thread waits up to 5 ms after each socket call (a GIL convoy) and latency grows to the
+    # whole buffer.memory. 1 ms keeps the I/O thread responsive (like sizing a JVM for the tool).
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    return run(_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
