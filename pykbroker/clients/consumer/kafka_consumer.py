@@ -1,0 +1,281 @@
+"""KafkaConsumer: a minimal consumer (``org.apache.kafka.clients.consumer.KafkaConsumer``, assign mode).
+
+    consumer = KafkaConsumer({"bootstrap.servers": "127.0.0.1:9092", "auto.offset.reset": "earliest"})
+    consumer.assign([("topic", 0), ("topic", 1)])     # or consumer.assign_topic("topic")
+    for record in consumer.poll(timeout_ms=1000): ...
+
+What it does, as the console consumer and the tools need it: ``assign`` partitions, ``seek`` /
+``seek_to_beginning`` / ``seek_to_end``, ``position``, and ``poll`` returning :class:`ConsumerRecord`
+lists from Fetch requests (v12, full fetches: no KIP-227 session) sent to each partition's leader,
+``fetch.min.bytes``, ``fetch.max.wait.ms``, ``fetch.max.bytes``, ``max.partition.fetch.bytes``,
+``isolation.level``. A partition without a position starts from ``auto.offset.reset`` (earliest,
+latest, none -> NoOffsetForPartitionError), resolved with ListOffsets; OFFSET_OUT_OF_RANGE resets the
+same way; NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_OR_PARTITION refresh metadata. Control batches and
+records below the fetch position are skipped. Group membership (``subscribe``) is not implemented
+here: the broker's group coordinator is a separate piece of work.
+
+Threading: like Java's consumer, not thread-safe; one thread polls.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from typing import NamedTuple
+
+from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.protocol import errors
+from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.record.default_record_batch import iter_batches
+
+FETCH_VERSION = 12
+LIST_OFFSETS_VERSION = 7
+METADATA_VERSION = 12
+EARLIEST, LATEST = -2, -1
+
+
+class NoOffsetForPartitionError(errors.KafkaError):
+    """No position and ``auto.offset.reset=none`` (Kafka's NoOffsetForPartitionException)."""
+
+
+class ConsumerRecord(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int  # 0 CreateTime, 1 LogAppendTime
+    key: bytes | None
+    value: bytes | None
+    headers: list
+
+
+_DEFAULTS = {"bootstrap.servers": None, "client.id": "", "group.id": None, "auto.offset.reset": "latest",
+             "fetch.min.bytes": 1, "fetch.max.wait.ms": 500, "fetch.max.bytes": 52428800,
+             "max.partition.fetch.bytes": 1048576, "isolation.level": "read_uncommitted",
+             "request.timeout.ms": 30000, "check.crcs": True}
+
+
+class KafkaConsumer:
+    def __init__(self, configs: dict | None = None, **kwargs):
+        conf = dict(_DEFAULTS)
+        conf.update(configs or {})
+        conf.update({k.replace("_", "."): v for k, v in kwargs.items()})
+        if not conf["bootstrap.servers"]:
+            raise ValueError("Missing required configuration \"bootstrap.servers\" which has no default value.")
+        self.config = conf
+        self.bootstrap = [b.strip() for b in str(conf["bootstrap.servers"]).split(",") if b.strip()]
+        self.client_id = conf["client.id"] or "consumer"
+        self.reset = str(conf["auto.offset.reset"]).lower()
+        if self.reset not in ("earliest", "latest", "none"):
+            raise ValueError(f"Invalid value {self.reset} for configuration auto.offset.reset")
+        self.isolation = 1 if conf["isolation.level"] == "read_committed" else 0
+        self.timeout = int(conf["request.timeout.ms"]) / 1000.0
+        self.assignment: list[tuple[str, int]] = []
+        self.positions: dict[tuple[str, int], int] = {}
+        self.leaders: dict[tuple[str, int], int] = {}
+        self.brokers: dict[int, tuple[str, int]] = {}
+        self.partition_counts: dict[str, int] = {}
+        self._conns: dict[int, BrokerConnection] = {}
+        self._closed = False
+
+    # -- metadata and connections ----------------------------------------------------------------------
+    def _bootstrap_connection(self) -> BrokerConnection:
+        for node, conn in self._conns.items():
+            return conn
+        last: Exception | None = None
+        for address in self.bootstrap:
+            try:
+                return BrokerConnection.to(address, client_id=self.client_id, timeout=self.timeout)
+            except OSError as e:
+                last = e
+        raise ConnectionError(f"could not connect to any of {self.bootstrap}: {last}")
+
+    def _refresh_metadata(self, topics: list[str]) -> None:
+        conn = self._bootstrap_connection()
+        try:
+            response = conn.request(ApiKeys.METADATA, METADATA_VERSION, {
+                "topics": [{"name": t, "topic_id": uuid.UUID(int=0)} for t in topics],
+                "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
+        finally:
+            if conn not in self._conns.values():
+                conn.close()
+        self.brokers = {b["node_id"]: (b["host"], b["port"]) for b in response["brokers"]}
+        for t in response["topics"]:
+            if t["error_code"] != errors.NONE:
+                continue
+            self.partition_counts[t["name"]] = len(t["partitions"])
+            for p in t["partitions"]:
+                self.leaders[(t["name"], p["partition_index"])] = p["leader_id"]
+
+    def _connection(self, node: int) -> BrokerConnection:
+        conn = self._conns.get(node)
+        if conn is None:
+            host, port = self.brokers[node]
+            conn = self._conns[node] = BrokerConnection(host, port, client_id=self.client_id, timeout=self.timeout)
+        return conn
+
+    def _drop_connection(self, node: int) -> None:
+        conn = self._conns.pop(node, None)
+        if conn is not None:
+            conn.close()
+
+    def partitions_for_topic(self, topic: str) -> list[int]:
+        self._refresh_metadata([topic])
+        n = self.partition_counts.get(topic)
+        if not n:
+            raise errors.UnknownTopicOrPartitionError(f"Topic {topic} not found")
+        return list(range(n))
+
+    # -- assignment and positions -----------------------------------------------------------------------
+    def assign(self, partitions) -> None:
+        """Assign ``[(topic, partition), ...]`` (replaces the previous assignment)."""
+        self.assignment = [(t, int(p)) for t, p in partitions]
+        self.positions = {tp: off for tp, off in self.positions.items() if tp in self.assignment}
+        self._refresh_metadata(sorted({t for t, _ in self.assignment}))
+
+    def assign_topic(self, topic: str) -> None:
+        self.assign([(topic, p) for p in self.partitions_for_topic(topic)])
+
+    def seek(self, topic: str, partition: int, offset: int) -> None:
+        self.positions[(topic, partition)] = offset
+
+    def seek_to_beginning(self, partitions=None) -> None:
+        for tp, off in self._list_offsets(partitions or self.assignment, EARLIEST).items():
+            self.positions[tp] = off
+
+    def seek_to_end(self, partitions=None) -> None:
+        for tp, off in self._list_offsets(partitions or self.assignment, LATEST).items():
+            self.positions[tp] = off
+
+    def position(self, topic: str, partition: int) -> int:
+        tp = (topic, partition)
+        if tp not in self.positions:
+            self._reset_positions([tp])
+        return self.positions[tp]
+
+    def end_offsets(self, partitions) -> dict:
+        return self._list_offsets(partitions, LATEST)
+
+    def beginning_offsets(self, partitions) -> dict:
+        return self._list_offsets(partitions, EARLIEST)
+
+    def _list_offsets(self, partitions, timestamp: int) -> dict:
+        by_leader: dict[int, list] = {}
+        for tp in partitions:
+            if tp not in self.leaders:
+                self._refresh_metadata([tp[0]])
+            by_leader.setdefault(self.leaders.get(tp, -1), []).append(tp)
+        out = {}
+        for leader, tps in by_leader.items():
+            if leader < 0:
+                raise errors.LeaderNotAvailableError(f"no leader for {tps}")
+            topics: dict[str, list] = {}
+            for t, p in tps:
+                topics.setdefault(t, []).append({"partition_index": p, "current_leader_epoch": -1,
+                                                 "timestamp": timestamp})
+            response = self._connection(leader).request(ApiKeys.LIST_OFFSETS, LIST_OFFSETS_VERSION, {
+                "replica_id": -1, "isolation_level": self.isolation,
+                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]})
+            for t in response["topics"]:
+                for p in t["partitions"]:
+                    if p["error_code"] != errors.NONE:
+                        raise errors.for_code(p["error_code"])(f"ListOffsets {t['name']}-{p['partition_index']}")
+                    out[(t["name"], p["partition_index"])] = p["offset"]
+        return out
+
+    def _reset_positions(self, tps) -> None:
+        if self.reset == "none":
+            raise NoOffsetForPartitionError(f"Undefined offset with no reset policy for partitions: {tps}")
+        for tp, off in self._list_offsets(tps, EARLIEST if self.reset == "earliest" else LATEST).items():
+            self.positions[tp] = off
+
+    # -- fetching -----------------------------------------------------------------------------------------
+    def poll(self, timeout_ms: int = 0) -> list[ConsumerRecord]:
+        """Records from the assigned partitions (waits up to ``timeout_ms`` for at least one)."""
+        if self._closed:
+            raise RuntimeError("This consumer has already been closed.")
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        while True:
+            missing = [tp for tp in self.assignment if tp not in self.positions]
+            if missing:
+                self._reset_positions(missing)
+            records = self._fetch_once(max(0, int((deadline - time.monotonic()) * 1000)))
+            if records or time.monotonic() >= deadline:
+                return records
+
+    def _fetch_once(self, max_wait_ms: int) -> list[ConsumerRecord]:
+        by_leader: dict[int, list] = {}
+        for tp in self.assignment:
+            leader = self.leaders.get(tp, -1)
+            if leader < 0:
+                self._refresh_metadata([tp[0]])
+                leader = self.leaders.get(tp, -1)
+            if leader >= 0:
+                by_leader.setdefault(leader, []).append(tp)
+        records: list[ConsumerRecord] = []
+        wait = min(max_wait_ms, int(self.config["fetch.max.wait.ms"]))
+        for leader, tps in by_leader.items():
+            topics: dict[str, list] = {}
+            for t, p in tps:
+                topics.setdefault(t, []).append({
+                    "partition": p, "current_leader_epoch": -1, "fetch_offset": self.positions[(t, p)],
+                    "last_fetched_epoch": -1, "log_start_offset": -1,
+                    "partition_max_bytes": int(self.config["max.partition.fetch.bytes"])})
+            try:
+                response = self._connection(leader).request(ApiKeys.FETCH, FETCH_VERSION, {
+                    "replica_id": -1, "max_wait_ms": wait, "min_bytes": int(self.config["fetch.min.bytes"]),
+                    "max_bytes": int(self.config["fetch.max.bytes"]), "isolation_level": self.isolation,
+                    "session_id": 0, "session_epoch": -1,
+                    "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+                    "forgotten_topics_data": [], "rack_id": ""})
+            except OSError:
+                self._drop_connection(leader)
+                self._refresh_metadata(sorted({t for t, _ in tps}))
+                continue
+            for t in response["responses"]:
+                for p in t["partitions"]:
+                    records += self._handle_partition(t["topic"], p)
+        return records
+
+    def _handle_partition(self, topic: str, p: dict) -> list[ConsumerRecord]:
+        tp = (topic, p["partition_index"])
+        code = p["error_code"]
+        if code == errors.OFFSET_OUT_OF_RANGE:
+            self.positions.pop(tp, None)
+            self._reset_positions([tp])
+            return []
+        if code in (errors.NOT_LEADER_OR_FOLLOWER, errors.UNKNOWN_TOPIC_OR_PARTITION, errors.FENCED_LEADER_EPOCH):
+            self._refresh_metadata([topic])
+            return []
+        if code != errors.NONE:
+            raise errors.for_code(code)(f"Fetch {topic}-{p['partition_index']}")
+        data = p["records"]
+        if not data:
+            return []
+        position = self.positions[tp]
+        out = []
+        verify = bool(self.config["check.crcs"])
+        for _, batch in iter_batches(memoryview(data)):
+            if batch.last_offset < position:
+                continue
+            if batch.is_control_batch:
+                position = batch.next_offset
+                continue
+            ts_type = batch.timestamp_type
+            for r in batch.records(verify_crc=verify):
+                if r.offset >= position:
+                    out.append(ConsumerRecord(topic, tp[1], r.offset, r.timestamp, ts_type, r.key, r.value,
+                                              r.headers))
+            position = batch.next_offset
+        self.positions[tp] = position
+        return out
+
+    def close(self) -> None:
+        self._closed = True
+        for node in list(self._conns):
+            self._drop_connection(node)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,131 @@
+"""kafka-console-consumer: print records to standard output (``org.apache.kafka.tools.consumer.ConsoleConsumer``).
+
+    bin/kafka-console-consumer --bootstrap-server HOST:PORT --topic T [--from-beginning]
+        [--partition P [--offset earliest|latest|N]] [--max-messages N] [--timeout-ms MS]
+        [--property print.key=true] [--property key.separator=:] [--consumer-property k=v ...]
+
+Formatter properties as Kafka's DefaultMessageFormatter: ``print.timestamp`` (``CreateTime:ts`` /
+``LogAppendTime:ts``), ``print.partition`` (``Partition:p``), ``print.offset`` (``Offset:o``),
+``print.headers`` (``k:v,k2:v2`` or ``NO_HEADERS``), ``print.key``, ``print.value`` (default true),
+``key.separator`` / ``headers.separator`` / ``line.separator``, ``null.literal`` (default ``null``).
+Ends after ``--max-messages`` records or ``--timeout-ms`` without a record, printing
+``Processed a total of N messages`` on stderr. Uses pykbroker's KafkaConsumer (assign mode): all
+partitions of the topic, or ``--partition``. ``--group`` needs the broker's group coordinator, which
+pykbroker does not have yet: the tool says so and exits 1 rather than consume without a group.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from pykbroker.clients.consumer import KafkaConsumer
+from pykbroker.tools.command_line_utils import client_properties, parse_key_values
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kafka-console-consumer",
+                                description="This tool helps to read data from Kafka topics and outputs it to standard output.")
+    p.add_argument("--bootstrap-server", required=True)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--group")
+    p.add_argument("--from-beginning", action="store_true")
+    p.add_argument("--partition", type=int)
+    p.add_argument("--offset", default="latest")
+    p.add_argument("--max-messages", type=int)
+    p.add_argument("--timeout-ms", type=int)
+    p.add_argument("--property", action="append", default=[])
+    p.add_argument("--consumer-property", action="append", default=[])
+    p.add_argument("--consumer.config", dest="consumer_config")
+    p.add_argument("--isolation-level", default="read_uncommitted")
+    return p
+
+
+class DefaultMessageFormatter:
+    def __init__(self, props: dict[str, str]):
+        flag = lambda k, d="false": props.get(k, d).lower() == "true"  # noqa: E731
+        self.print_timestamp = flag("print.timestamp")
+        self.print_partition = flag("print.partition")
+        self.print_offset = flag("print.offset")
+        self.print_headers = flag("print.headers")
+        self.print_key = flag("print.key")
+        self.print_value = flag("print.value", "true")
+        self.key_separator = props.get("key.separator", "\t").encode()
+        self.line_separator = props.get("line.separator", "\n").encode()
+        self.headers_separator = props.get("headers.separator", ",").encode()
+        self.null_literal = props.get("null.literal", "null").encode()
+
+    def format(self, r) -> bytes:
+        out: list[bytes] = []
+        sep = self.key_separator
+        if self.print_timestamp:
+            kind = "LogAppendTime" if r.timestamp_type == 1 else "CreateTime"
+            out += [f"{kind}:{r.timestamp}".encode() if r.timestamp >= 0 else b"NO_TIMESTAMP", sep]
+        if self.print_partition:
+            out += [b"Partition:%d" % r.partition, sep]
+        if self.print_offset:
+            out += [b"Offset:%d" % r.offset, sep]
+        if self.print_headers:
+            headers = [k.encode() + b":" + (v if v is not None else self.null_literal) for k, v in r.headers]
+            out += [self.headers_separator.join(headers) if headers else b"NO_HEADERS", sep]
+        if self.print_key:
+            out += [r.key if r.key is not None else self.null_literal, sep]
+        if self.print_value:
+            out.append(r.value if r.value is not None else self.null_literal)
+        elif out:
+            out.pop()
+        out.append(self.line_separator)
+        return b"".join(out)
+
+
+def main(argv: list[str] | None = None, stdout=None) -> int:
+    args = _parser().parse_args(argv)
+    out = stdout or sys.stdout.buffer
+    if args.group:
+        print("--group needs consumer group support (JoinGroup/SyncGroup/OffsetCommit), which this pykbroker "
+              "build does not have yet; run without --group to read with assigned partitions.", file=sys.stderr)
+        return 1
+    formatter = DefaultMessageFormatter(parse_key_values(args.property))
+    props = client_properties(args.consumer_config, parse_key_values(args.consumer_property), args.bootstrap_server)
+    props.setdefault("auto.offset.reset", "earliest" if args.from_beginning else "latest")
+    props["isolation.level"] = args.isolation_level
+    consumer = KafkaConsumer(props)
+    count = 0
+    try:
+        if args.partition is None:
+            consumer.assign_topic(args.topic)
+        else:
+            consumer.assign([(args.topic, args.partition)])
+            if args.offset == "earliest":
+                consumer.seek_to_beginning()
+            elif args.offset == "latest":
+                if not args.from_beginning:
+                    consumer.seek_to_end()
+                else:
+                    consumer.seek_to_beginning()
+            else:
+                consumer.seek(args.topic, args.partition, int(args.offset))
+        last_record = time.monotonic()
+        while args.max_messages is None or count < args.max_messages:
+            records = consumer.poll(timeout_ms=200)
+            if not records:
+                if args.timeout_ms is not None and (time.monotonic() - last_record) * 1000 >= args.timeout_ms:
+                    break
+                continue
+            last_record = time.monotonic()
+            for r in records:
+                out.write(formatter.format(r))
+                count += 1
+                if args.max_messages is not None and count >= args.max_messages:
+                    break
+            out.flush()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        consumer.close()
+        print(f"Processed a total of {count} messages", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""kafka-topics: create, delete, list and describe topics (``org.apache.kafka.tools.TopicCommand``).
+
+    bin/kafka-topics --bootstrap-server HOST:PORT --create --topic T [--partitions N]
+        [--replication-factor R] [--config k=v ...] [--if-not-exists]
+    bin/kafka-topics --bootstrap-server HOST:PORT --delete --topic T [--if-exists]
+    bin/kafka-topics --bootstrap-server HOST:PORT --list [--exclude-internal]
+    bin/kafka-topics --bootstrap-server HOST:PORT --describe [--topic T] [--exclude-internal]
+
+Output as Kafka prints it: ``Created topic T.``; one name per line for ``--list``; for ``--describe``
+a topic line ``Topic: T\\tTopicId: ID\\tPartitionCount: N\\tReplicationFactor: R\\tConfigs: k=v,...``
+(dynamic topic configs only) and per partition
+``\\tTopic: T\\tPartition: P\\tLeader: L\\tReplicas: 1,2\\tIsr: 1,2\\tElr: \\tLastKnownElr: ``.
+Errors: ``Error while executing topic command : <message>`` on stderr, exit status 1.
+Requests (CreateTopics v7, DeleteTopics v6, Metadata v12, DescribeConfigs v4) go to the bootstrap broker.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import re
+import sys
+import uuid
+
+from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.protocol import errors
+from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.tools.command_line_utils import parse_key_values
+
+INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state"}
+TOPIC_RESOURCE = 2
+DYNAMIC_TOPIC_CONFIG = 1
+
+
+class TopicCommandError(Exception):
+    pass
+
+
+def _uuid_string(u: uuid.UUID) -> str:
+    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
+
+
+def _metadata(conn: BrokerConnection, topics: list[str] | None) -> dict:
+    return conn.request(ApiKeys.METADATA, 12, {
+        "topics": None if topics is None else [{"name": t, "topic_id": uuid.UUID(int=0)} for t in topics],
+        "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
+
+
+def create(conn, args, out) -> None:
+    configs = parse_key_values(args.config)
+    response = conn.request(ApiKeys.CREATE_TOPICS, 7, {"topics": [{
+        "name": args.topic, "num_partitions": args.partitions if args.partitions is not None else -1,
+        "replication_factor": args.replication_factor if args.replication_factor is not None else -1,
+        "assignments": [], "configs": [{"name": k, "value": v} for k, v in configs.items()]}],
+        "timeout_ms": 30000, "validate_only": False})
+    (result,) = response["topics"]
+    code = result["error_code"]
+    if code == errors.TOPIC_ALREADY_EXISTS and args.if_not_exists:
+        return
+    if code != errors.NONE:
+        raise TopicCommandError(result.get("error_message") or errors.for_code(code).default_message)
+    print(f"Created topic {args.topic}.", file=out)
+
+
+def delete(conn, args, out) -> None:
+    names = _matching(conn, args.topic, exclude_internal=False)
+    if not names:
+        if args.if_exists:
+            return
+        raise TopicCommandError(f"Topic '{args.topic}' does not exist as expected")
+    response = conn.request(ApiKeys.DELETE_TOPICS, 6, {
+        "topics": [{"name": n, "topic_id": uuid.UUID(int=0)} for n in names], "timeout_ms": 30000})
+    for r in response["responses"]:
+        if r["error_code"] != errors.NONE:
+            raise TopicCommandError(r.get("error_message") or errors.for_code(r["error_code"]).default_message)
+
+
+def _matching(conn, topic: str | None, exclude_internal: bool) -> list[str]:
+    names = sorted(t["name"] for t in _metadata(conn, None)["topics"] if t["error_code"] == errors.NONE)
+    if exclude_internal:
+        names = [n for n in names if n not in INTERNAL_TOPICS]
+    if topic is None:
+        return names
+    pattern = re.compile(topic)
+    return [n for n in names if pattern.fullmatch(n)]
+
+
+def list_topics(conn, args, out) -> None:
+    for name in _matching(conn, args.topic, args.exclude_internal):
+        print(name, file=out)
+
+
+def describe(conn, args, out) -> None:
+    names = _matching(conn, args.topic, args.exclude_internal)
+    if args.topic is not None and not names:
+        raise TopicCommandError(f"Topic '{args.topic}' does not exist as expected")
+    if not names:
+        return
+    metadata = {t["name"]: t for t in _metadata(conn, names)["topics"]}
+    configs = conn.request(ApiKeys.DESCRIBE_CONFIGS, 4, {
+        "resources": [{"resource_type": TOPIC_RESOURCE, "resource_name": n, "configuration_keys": None} for n in names],
+        "include_synonyms": False, "include_documentation": False})
+    dynamic = {r["resource_name"]: ",".join(f"{c['name']}={c['value']}" for c in r["configs"]
+                                            if c["config_source"] == DYNAMIC_TOPIC_CONFIG)
+               for r in configs["results"]}
+    for name in names:
+        t = metadata[name]
+        partitions = sorted(t["partitions"], key=lambda p: p["partition_index"])
+        rf = len(partitions[0]["replica_nodes"]) if partitions else 0
+        print(f"Topic: {name}\tTopicId: {_uuid_string(t['topic_id'])}\tPartitionCount: {len(partitions)}\t"
+              f"ReplicationFactor: {rf}\tConfigs: {dynamic.get(name, '')}", file=out)
+        for p in partitions:
+            leader = p["leader_id"] if p["leader_id"] >= 0 else "none"
+            print(f"\tTopic: {name}\tPartition: {p['partition_index']}\tLeader: {leader}\t"
+                  f"Replicas: {','.join(map(str, p['replica_nodes']))}\tIsr: {','.join(map(str, p['isr_nodes']))}\t"
+                  f"Elr: \tLastKnownElr: ", file=out)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kafka-topics", description="Create, delete, describe, or change a topic.")
+    p.add_argument("--bootstrap-server", required=True, help="REQUIRED: The Kafka server to connect to.")
+    p.add_argument("--command-config", help="Property file containing configs to be passed to Admin Client.")
+    action = p.add_mutually_exclusive_group(required=True)
+    for a in ("create", "delete", "list", "describe"):
+        action.add_argument(f"--{a}", action="store_true")
+    p.add_argument("--topic")
+    p.add_argument("--partitions", type=int)
+    p.add_argument("--replication-factor", type=int)
+    p.add_argument("--config", action="append", help="A topic configuration override: key=value")
+    p.add_argument("--if-not-exists", action="store_true")
+    p.add_argument("--if-exists", action="store_true")
+    p.add_argument("--exclude-internal", action="store_true")
+    return p
+
+
+def main(argv: list[str] | None = None, out=sys.stdout) -> int:
+    args = _parser().parse_args(argv)
+    if (args.create or args.delete) and not args.topic:
+        print("Missing required argument \"[topic]\"", file=sys.stderr)
+        return 1
+    try:
+        with BrokerConnection.to(args.bootstrap_server.split(",")[0], client_id="kafka-topics") as conn:
+            action = create if args.create else delete if args.delete else list_topics if args.list else describe
+            action(conn, args, out)
+    except (TopicCommandError, errors.KafkaError, OSError) as e:
+        print(f"Error while executing topic command : {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
