@@ -36,6 +36,9 @@ from pykbroker.raft.quorum_state_store import FileQuorumStateStore
 from pykbroker.server.broker_metadata_publisher import BrokerMetadataPublisher
 from pykbroker.server.handlers.admin import AdminHandler
 from pykbroker.server.handlers.delete_records import DeleteRecordsHandler
+from pykbroker.server.handlers.groups import GroupHandlers
+from pykbroker.coordinator.group.group_coordinator import GroupCoordinator
+from pykbroker.coordinator.group.group_metadata_manager import GroupMetadataManager
 from pykbroker.server.fetch_session import FetchManager, FetchSessionCache
 from pykbroker.server.handlers.fetch import FetchHandler
 from pykbroker.server.handlers.list_offsets import ListOffsetsHandler
@@ -130,6 +133,13 @@ class KafkaRaftServer:
 
         cp_name = config.control_plane_listener_name
         self.data_helper = RequestHelper(self._channel_for)
+        self.group_metadata_manager = GroupMetadataManager(
+            self.replica_manager, self.log_manager, config["offsets.topic.num.partitions"], self.time,
+            config["offsets.retention.minutes"] * 60 * 1000)
+        self.group_coordinator = GroupCoordinator(self.node_id, config, self.group_metadata_manager, self.time)
+        self.scheduler.schedule("delete-expired-group-metadata", self.group_metadata_manager.cleanup_expired_offsets,
+                                config["offsets.retention.check.interval.ms"],
+                                config["offsets.retention.check.interval.ms"])
         self.producer_id_manager = ProducerIdManager(self.node_id, self.controller, lambda: self.broker_epoch)
         self.data_plane_apis, self.data_version_manager = self._build_apis(self.data_helper, self._broker_families())
         self.data_plane_apis.after_handle.append(self.replica_manager.try_complete_actions)
@@ -167,6 +177,7 @@ class KafkaRaftServer:
             DeleteRecordsHandler(helper, rm),
             AdminHandler(helper, self.controller, cache, self.config, self.log_manager.default_config),
             InitProducerIdHandler(helper, self.producer_id_manager),
+            GroupHandlers(helper, self.group_coordinator, cache, self.controller, self.config, self.time),
         ]
 
     def _auto_create_topics(self, names: list[str]) -> dict[str, int]:
@@ -249,6 +260,7 @@ class KafkaRaftServer:
                 ("socket server request processing", lambda: self.socket_server.stop_processing_requests()),
                 ("data-plane request handlers", lambda: self.data_plane_pool.shutdown()),
                 ("control-plane request handlers", lambda: self.control_plane_pool.shutdown()),
+                ("group coordinator", lambda: self.group_coordinator.shutdown()),
                 ("replica manager", lambda: self.replica_manager.shutdown()),
                 ("controller", lambda: self.controller.close()),
                 ("raft client", lambda: self.raft_driver.shutdown()),

@@ -1,0 +1,52 @@
+"""Purgatory operations of the group coordinator: DelayedJoin and DelayedHeartbeat.
+
+Mirrors ``kafka.coordinator.group.{DelayedJoin,DelayedHeartbeat}``: both run their checks under the
+group's lock (passed as the operation's lock) and call back into the coordinator.
+"""
+from __future__ import annotations
+
+from pykbroker.utils.delayed_operation import DelayedOperation
+
+
+class DelayedJoin(DelayedOperation):
+    """Completes when every member has rejoined, or after the rebalance timeout (ms)."""
+
+    def __init__(self, coordinator, group, rebalance_timeout_ms: int, initial: bool = False):
+        super().__init__(rebalance_timeout_ms, group.lock)
+        self.coordinator = coordinator
+        self.group = group
+        self.initial = initial  # InitialDelayedJoin: wait out group.initial.rebalance.delay.ms in full
+
+    def try_complete(self) -> bool:
+        if self.initial:
+            return False
+        return self.coordinator.try_complete_join(self.group, self.force_complete)
+
+    def on_complete(self) -> None:
+        self.coordinator.on_complete_join(self.group)
+
+    def on_expiration(self) -> None:
+        pass
+
+
+class DelayedHeartbeat(DelayedOperation):
+    """Expires a member that sent no heartbeat for its session timeout (ms); a newer heartbeat or
+    the member's removal completes it early."""
+
+    def __init__(self, coordinator, group, member_id: str, heartbeat_generation: int, timeout_ms: int):
+        super().__init__(timeout_ms, group.lock)
+        self.coordinator = coordinator
+        self.group = group
+        self.member_id = member_id
+        self.heartbeat_generation = heartbeat_generation
+
+    def try_complete(self) -> bool:
+        if self.coordinator.heartbeat_superseded(self.group, self.member_id, self.heartbeat_generation):
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        pass
+
+    def on_expiration(self) -> None:
+        self.coordinator.on_expire_heartbeat(self.group, self.member_id, self.heartbeat_generation)

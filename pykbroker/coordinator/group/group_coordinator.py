@@ -1,0 +1,428 @@
+"""GroupCoordinator: the classic consumer-group protocol (``kafka.coordinator.group.GroupCoordinator``).
+
+Handles JoinGroup (KIP-394 member-id-required first join for v4+, static members with
+``group.instance.id``), SyncGroup, Heartbeat, LeaveGroup, OffsetCommit/OffsetFetch/OffsetDelete,
+DescribeGroups, ListGroups and DeleteGroups. Assignment stays on the clients: the leader's SyncGroup
+carries every member's assignment and the coordinator relays it.
+
+Nothing here blocks a handler thread: a JoinGroup that must wait for the other members parks its
+response callback on the member and a :class:`DelayedJoin` in the join purgatory (completed when all
+members have rejoined, or by the reaper after the rebalance timeout); session timeouts are
+:class:`DelayedHeartbeat` operations in the heartbeat purgatory. ``respond(body)`` callbacks may thus
+run on any handler thread or on a purgatory reaper thread.
+
+Timeouts and limits (ms): ``group.min.session.timeout.ms`` / ``group.max.session.timeout.ms`` bound
+session timeouts (else INVALID_SESSION_TIMEOUT); ``group.initial.rebalance.delay.ms`` delays the first
+rebalance of an empty group; ``group.max.size`` (GROUP_MAX_SIZE_REACHED).
+
+Threading: each group's state is guarded by its RLock, also used as the lock of its delayed operations.
+"""
+from __future__ import annotations
+
+import uuid
+
+from pykbroker.coordinator.group.delayed_ops import DelayedHeartbeat, DelayedJoin
+from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
+from pykbroker.coordinator.group.group_metadata_manager import GroupMetadataManager
+from pykbroker.protocol import errors
+from pykbroker.utils.delayed_operation import DelayedOperationPurgatory
+from pykbroker.utils.logging import get_logger
+
+_S = GroupState
+
+
+class GroupCoordinator:
+    def __init__(self, node_id: int, config, manager: GroupMetadataManager, time):
+        self.node_id = node_id
+        self.manager = manager
+        self.time = time
+        self.min_session_ms = config["group.min.session.timeout.ms"]
+        self.max_session_ms = config["group.max.session.timeout.ms"]
+        self.initial_delay_ms = config["group.initial.rebalance.delay.ms"]
+        self.max_group_size = config["group.max.size"]
+        self.max_metadata_bytes = config["offset.metadata.max.bytes"]
+        self.join_purgatory = DelayedOperationPurgatory("Rebalance", node_id, time=time)
+        self.heartbeat_purgatory = DelayedOperationPurgatory("Heartbeat", node_id, time=time)
+        self.log = get_logger("GroupCoordinator", id=node_id)
+
+    def shutdown(self) -> None:
+        self.join_purgatory.shutdown()
+        self.heartbeat_purgatory.shutdown()
+
+    # -- JoinGroup ------------------------------------------------------------------------------------
+    def handle_join_group(self, group_id: str, member_id: str, instance_id: str | None, client_id: str,
+                          client_host: str, rebalance_timeout_ms: int, session_timeout_ms: int, protocol_type: str,
+                          protocols: list[tuple[str, bytes]], version: int, respond) -> None:
+        def error(code: int, mid: str = member_id) -> None:
+            respond({"error_code": code, "generation_id": -1, "protocol_type": None, "protocol_name": None,
+                     "leader": "", "member_id": mid, "members": []})
+
+        if not group_id:
+            return error(errors.INVALID_GROUP_ID)
+        if not self.min_session_ms <= session_timeout_ms <= self.max_session_ms:
+            return error(errors.INVALID_SESSION_TIMEOUT)
+        if rebalance_timeout_ms < 0:
+            rebalance_timeout_ms = session_timeout_ms
+        group = self.manager.get_group(group_id, create=not member_id)
+        if group is None:
+            return error(errors.UNKNOWN_MEMBER_ID)
+        with group.lock:
+            if group.state is _S.DEAD:
+                return error(errors.COORDINATOR_NOT_AVAILABLE)
+            if not group.supports_protocols(protocol_type, [p for p, _ in protocols]):
+                return error(errors.INCONSISTENT_GROUP_PROTOCOL)
+            if not member_id:
+                if len(group.members) >= self.max_group_size:
+                    return error(errors.GROUP_MAX_SIZE_REACHED)
+                new_id = f"{client_id}-{uuid.uuid4()}"
+                if instance_id and instance_id in group.static_members:
+                    old = group.static_members[instance_id]  # a restarted static member fences the old id
+                    self._remove_member(group, old)
+                if version >= 4 and not instance_id:
+                    group.pending_members.add(new_id)
+                    self._schedule_heartbeat(group, new_id, 0, session_timeout_ms)
+                    return error(errors.MEMBER_ID_REQUIRED, new_id)
+                member_id = new_id
+            elif member_id in group.pending_members:
+                group.pending_members.discard(member_id)
+            elif member_id not in group.members:
+                return error(errors.UNKNOWN_MEMBER_ID)
+            else:
+                member = group.members[member_id]
+                if instance_id and group.static_members.get(instance_id) != member_id:
+                    return error(errors.FENCED_INSTANCE_ID)
+                if group.state is _S.PREPARING_REBALANCE:
+                    member.protocols, member.awaiting_join = protocols, respond
+                    member.rebalance_timeout_ms, member.session_timeout_ms = rebalance_timeout_ms, session_timeout_ms
+                    self.join_purgatory.check_and_complete(("join", group_id))
+                    return None
+                unchanged = member.protocols == protocols
+                if group.state in (_S.COMPLETING_REBALANCE, _S.STABLE) and unchanged and (
+                        group.state is _S.COMPLETING_REBALANCE or member_id != group.leader_id):
+                    respond(self._join_response(group, member_id))
+                    return None
+                member.protocols, member.awaiting_join = protocols, respond
+                self._prepare_rebalance(group, f"member {member_id} rejoined with new metadata")
+                return None
+            member = MemberMetadata(member_id, instance_id, client_id, client_host, rebalance_timeout_ms,
+                                    session_timeout_ms, protocol_type, protocols)
+            member.awaiting_join = respond
+            member.is_new = True
+            group.add(member)
+            group.new_member_added = True
+            self._schedule_heartbeat(group, member_id, member.heartbeat_generation,
+                                     max(session_timeout_ms, rebalance_timeout_ms))
+            if group.state in (_S.STABLE, _S.COMPLETING_REBALANCE, _S.EMPTY):
+                self._prepare_rebalance(group, f"adding new member {member_id}")
+            else:
+                self.join_purgatory.check_and_complete(("join", group_id))
+        return None
+
+    def _join_response(self, group: GroupMetadata, member_id: str) -> dict:
+        leader = member_id == group.leader_id
+        members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                    "metadata": m.metadata_for(group.protocol_name)} for m in group.members.values()] if leader else []
+        return {"error_code": errors.NONE, "generation_id": group.generation_id, "protocol_type": group.protocol_type,
+                "protocol_name": group.protocol_name, "leader": group.leader_id or "", "member_id": member_id,
+                "skip_assignment": False, "members": members}
+
+    def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+        if group.state is _S.COMPLETING_REBALANCE:
+            for m in group.members.values():
+                m.assignment = b""
+                if m.awaiting_sync is not None:
+                    cb, m.awaiting_sync = m.awaiting_sync, None
+                    cb({"error_code": errors.REBALANCE_IN_PROGRESS, "assignment": b""})
+        was_empty = group.state is _S.EMPTY
+        group.transition_to(_S.PREPARING_REBALANCE, self.time.milliseconds())
+        self.log.info(f"Preparing to rebalance group {group.group_id} in state PreparingRebalance with old "
+                      f"generation {group.generation_id} (reason: {reason})")
+        initial = was_empty and self.initial_delay_ms > 0  # the first members wait out the initial delay
+        op = DelayedJoin(self, group, self.initial_delay_ms if initial else group.rebalance_timeout_ms(), initial)
+        self.join_purgatory.try_complete_else_watch(op, [("join", group.group_id)])
+
+    def try_complete_join(self, group: GroupMetadata, force_complete) -> bool:
+        with group.lock:
+            if group.all_members_joined() and group.members:
+                return force_complete()
+            return False
+
+    def on_complete_join(self, group: GroupMetadata) -> None:
+        with group.lock:
+            if group.state is not _S.PREPARING_REBALANCE:
+                return
+            for m in [m for m in group.members.values() if m.awaiting_join is None]:
+                self._remove_member(group, m.member_id, rebalance=False)
+            group.pending_members.clear()
+            group.init_next_generation(self.time.milliseconds())
+            if group.state is _S.EMPTY:
+                self.manager.store_group(group, lambda code: None)
+                return
+            self.log.info(f"Stabilized group {group.group_id} generation {group.generation_id} with "
+                          f"{len(group.members)} members")
+            for m in group.members.values():
+                cb, m.awaiting_join = m.awaiting_join, None
+                m.is_new = False
+                cb(self._join_response(group, m.member_id))
+                self._heartbeat(group, m)
+
+    # -- SyncGroup -------------------------------------------------------------------------------------
+    def handle_sync_group(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
+                          protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes],
+                          respond) -> None:
+        def error(code: int) -> None:
+            respond({"error_code": code, "protocol_type": None, "protocol_name": None, "assignment": b""})
+
+        group = self.manager.get_group(group_id)
+        if group is None:
+            return error(errors.UNKNOWN_MEMBER_ID)
+        with group.lock:
+            member = group.members.get(member_id)
+            if member is None or group.state in (_S.EMPTY, _S.DEAD):
+                return error(errors.UNKNOWN_MEMBER_ID)
+            if instance_id and group.static_members.get(instance_id) != member_id:
+                return error(errors.FENCED_INSTANCE_ID)
+            if generation_id != group.generation_id:
+                return error(errors.ILLEGAL_GENERATION)
+            if (protocol_type and protocol_type != group.protocol_type) or (
+                    protocol_name and protocol_name != group.protocol_name):
+                return error(errors.INCONSISTENT_GROUP_PROTOCOL)
+            if group.state is _S.PREPARING_REBALANCE:
+                return error(errors.REBALANCE_IN_PROGRESS)
+            self._heartbeat(group, member)
+            if group.state is _S.STABLE:
+                respond(self._sync_response(group, member))
+                return None
+            member.awaiting_sync = respond
+            if member_id == group.leader_id:
+                for m in group.members.values():
+                    m.assignment = assignments.get(m.member_id, b"")
+                generation = group.generation_id
+
+                def stored(code: int) -> None:
+                    with group.lock:
+                        if group.state is not _S.COMPLETING_REBALANCE or group.generation_id != generation:
+                            return
+                        if code != errors.NONE:
+                            self._prepare_rebalance(group, f"storing the group failed: {errors.name_of(code)}")
+                            return
+                        group.transition_to(_S.STABLE, self.time.milliseconds())
+                        for m in group.members.values():
+                            if m.awaiting_sync is not None:
+                                cb, m.awaiting_sync = m.awaiting_sync, None
+                                cb(self._sync_response(group, m))
+
+                self.manager.store_group(group, stored)
+        return None
+
+    @staticmethod
+    def _sync_response(group: GroupMetadata, member: MemberMetadata) -> dict:
+        return {"error_code": errors.NONE, "protocol_type": group.protocol_type,
+                "protocol_name": group.protocol_name, "assignment": member.assignment}
+
+    # -- Heartbeat / LeaveGroup / expiry -----------------------------------------------------------------
+    def handle_heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> int:
+        group = self.manager.get_group(group_id)
+        if group is None:
+            return errors.UNKNOWN_MEMBER_ID
+        with group.lock:
+            member = group.members.get(member_id)
+            if member is None or group.state in (_S.EMPTY, _S.DEAD):
+                return errors.UNKNOWN_MEMBER_ID
+            if instance_id and group.static_members.get(instance_id) != member_id:
+                return errors.FENCED_INSTANCE_ID
+            if generation_id != group.generation_id:
+                return errors.ILLEGAL_GENERATION
+            self._heartbeat(group, member)
+            return errors.REBALANCE_IN_PROGRESS if group.state is _S.PREPARING_REBALANCE else errors.NONE
+
+    def handle_leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
+        """``(top-level error, per-member errors)`` for ``[(member id, group instance id)]``."""
+        group = self.manager.get_group(group_id)
+        if group is None:
+            return errors.NONE, [errors.UNKNOWN_MEMBER_ID] * len(members)
+        codes = []
+        with group.lock:
+            for member_id, instance_id in members:
+                if instance_id and not member_id:
+                    member_id = group.static_members.get(instance_id, "")
+                if member_id in group.pending_members:
+                    group.pending_members.discard(member_id)
+                    codes.append(errors.NONE)
+                elif member_id in group.members:
+                    self.log.info(f"Member {member_id} has left group {group_id} through explicit LeaveGroup")
+                    self._remove_member(group, member_id)
+                    codes.append(errors.NONE)
+                else:
+                    codes.append(errors.UNKNOWN_MEMBER_ID)
+        return errors.NONE, codes
+
+    def _remove_member(self, group: GroupMetadata, member_id: str, rebalance: bool = True) -> None:
+        member = group.remove(member_id)
+        if member is None:
+            return
+        member.heartbeat_generation += 1
+        self.heartbeat_purgatory.check_and_complete(("hb", group.group_id, member_id))
+        if member.awaiting_join is not None:
+            cb, member.awaiting_join = member.awaiting_join, None
+            cb({"error_code": errors.UNKNOWN_MEMBER_ID, "generation_id": -1, "protocol_type": None,
+                "protocol_name": None, "leader": "", "member_id": member_id, "members": []})
+        if not rebalance:
+            return
+        if group.state in (_S.STABLE, _S.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group, f"removing member {member_id}")
+        elif group.state is _S.PREPARING_REBALANCE:
+            self.join_purgatory.check_and_complete(("join", group.group_id))
+
+    def _heartbeat(self, group: GroupMetadata, member: MemberMetadata) -> None:
+        member.heartbeat_generation += 1
+        self.heartbeat_purgatory.check_and_complete(("hb", group.group_id, member.member_id))
+        self._schedule_heartbeat(group, member.member_id, member.heartbeat_generation, member.session_timeout_ms)
+
+    def _schedule_heartbeat(self, group, member_id: str, heartbeat_generation: int, timeout_ms: int) -> None:
+        op = DelayedHeartbeat(self, group, member_id, heartbeat_generation, timeout_ms)
+        self.heartbeat_purgatory.try_complete_else_watch(op, [("hb", group.group_id, member_id)])
+
+    def heartbeat_superseded(self, group: GroupMetadata, member_id: str, heartbeat_generation: int) -> bool:
+        with group.lock:
+            member = group.members.get(member_id)
+            if member is None:
+                return member_id not in group.pending_members
+            return member.heartbeat_generation != heartbeat_generation
+
+    def on_expire_heartbeat(self, group: GroupMetadata, member_id: str, heartbeat_generation: int) -> None:
+        with group.lock:
+            if member_id in group.pending_members and member_id not in group.members:
+                group.pending_members.discard(member_id)
+                self.join_purgatory.check_and_complete(("join", group.group_id))
+                return
+            member = group.members.get(member_id)
+            if member is None or member.heartbeat_generation != heartbeat_generation:
+                return
+            if member.awaiting_join is not None and group.state is _S.PREPARING_REBALANCE:
+                return  # waiting in a join: the rebalance timeout governs it
+            self.log.info(f"Member {member_id} in group {group.group_id} has failed, removing it from the group")
+            self._remove_member(group, member_id)
+
+    # -- offsets ----------------------------------------------------------------------------------------
+    def handle_commit_offsets(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int,
+                              offsets: dict[tuple[str, int], OffsetAndMetadata], respond) -> None:
+        """``respond({(topic, partition): error code})``."""
+        def all_error(code: int) -> None:
+            respond({tp: code for tp in offsets})
+
+        if not group_id:
+            return all_error(errors.INVALID_GROUP_ID)
+        group = self.manager.get_group(group_id, create=generation_id < 0 and not member_id)
+        if group is None:
+            return all_error(errors.ILLEGAL_GENERATION if generation_id >= 0 else errors.UNKNOWN_MEMBER_ID)
+        with group.lock:
+            if group.state is _S.DEAD:
+                return all_error(errors.COORDINATOR_NOT_AVAILABLE)
+            if generation_id < 0 and not member_id:
+                if group.state is not _S.EMPTY:
+                    return all_error(errors.UNKNOWN_MEMBER_ID)
+            else:
+                if member_id not in group.members:
+                    return all_error(errors.UNKNOWN_MEMBER_ID)
+                if instance_id and group.static_members.get(instance_id) != member_id:
+                    return all_error(errors.FENCED_INSTANCE_ID)
+                if generation_id != group.generation_id:
+                    return all_error(errors.ILLEGAL_GENERATION)
+                if group.state is _S.COMPLETING_REBALANCE:
+                    return all_error(errors.REBALANCE_IN_PROGRESS)
+                self._heartbeat(group, group.members[member_id])
+        too_large = {tp for tp, o in offsets.items() if len((o.metadata or "").encode()) > self.max_metadata_bytes}
+        valid = {tp: o for tp, o in offsets.items() if tp not in too_large}
+        result = {tp: errors.OFFSET_METADATA_TOO_LARGE for tp in too_large}
+        if not valid:
+            return respond(result)
+
+        def stored(code: int) -> None:
+            result.update({tp: code for tp in valid})
+            respond(result)
+
+        self.manager.store_offsets(group, valid, stored)
+        return None
+
+    def handle_fetch_offsets(self, group_id: str, tps: list[tuple[str, int]] | None) -> dict:
+        """``{(topic, partition): OffsetAndMetadata or None}``; ``tps`` None = every committed offset."""
+        group = self.manager.get_group(group_id)
+        if group is None:
+            return {} if tps is None else {tp: None for tp in tps}
+        with group.lock:
+            if tps is None:
+                return dict(group.offsets)
+            return {tp: group.offsets.get(tp) for tp in tps}
+
+    def handle_delete_offsets(self, group_id: str, tps: list[tuple[str, int]], respond) -> None:
+        """``respond(group error, {(topic, partition): error})``."""
+        group = self.manager.get_group(group_id)
+        if group is None:
+            return respond(errors.GROUP_ID_NOT_FOUND, {})
+        with group.lock:
+            subscribed = self._subscribed_topics(group) if group.state is not _S.EMPTY else set()
+        result = {tp: errors.GROUP_SUBSCRIBED_TO_TOPIC for tp in tps if tp[0] in subscribed}
+        deletable = [tp for tp in tps if tp not in result]
+        self.manager.delete_offsets(group, deletable, lambda code: respond(
+            errors.NONE, dict(result, **{tp: code for tp in deletable})))
+        return None
+
+    @staticmethod
+    def _subscribed_topics(group: GroupMetadata) -> set[str]:
+        """Topics in the members' ConsumerProtocolSubscription (version int16, topics [string])."""
+        import struct
+        topics: set[str] = set()
+        if group.protocol_type != "consumer" or not group.protocol_name:
+            return {t for t, _ in group.offsets}  # unknown protocol: treat every committed topic as in use
+        for m in group.members.values():
+            try:
+                data = m.metadata_for(group.protocol_name)
+                pos = 2
+                (n,) = struct.unpack_from(">i", data, pos)
+                pos += 4
+                for _ in range(n):
+                    (length,) = struct.unpack_from(">h", data, pos)
+                    topics.add(data[pos + 2:pos + 2 + length].decode())
+                    pos += 2 + length
+            except (KeyError, struct.error, UnicodeDecodeError):
+                continue
+        return topics
+
+    # -- admin ------------------------------------------------------------------------------------------
+    def describe_group(self, group_id: str) -> dict:
+        group = self.manager.get_group(group_id)
+        if group is None:
+            return {"error_code": errors.NONE, "group_id": group_id, "group_state": "Dead", "protocol_type": "",
+                    "protocol_data": "", "members": []}
+        with group.lock:
+            stable = group.state is _S.STABLE
+            members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
+                        "client_host": m.client_host,
+                        "member_metadata": m.metadata_for(group.protocol_name) if stable else b"",
+                        "member_assignment": m.assignment if stable else b""} for m in group.members.values()]
+            return {"error_code": errors.NONE, "group_id": group_id, "group_state": group.state.value,
+                    "protocol_type": group.protocol_type or "", "protocol_data": group.protocol_name if stable else "",
+                    "members": members}
+
+    def list_groups(self, states: list[str]) -> list[dict]:
+        wanted = {s.lower() for s in states}
+        out = []
+        for g in self.manager.all_groups():
+            with g.lock:
+                if g.state is _S.DEAD or (wanted and g.state.value.lower() not in wanted):
+                    continue
+                out.append({"group_id": g.group_id, "protocol_type": g.protocol_type or "",
+                            "group_state": g.state.value, "group_type": "classic"})
+        return out
+
+    def delete_group(self, group_id: str, respond) -> None:
+        group = self.manager.get_group(group_id)
+        if group is None:
+            return respond(errors.GROUP_ID_NOT_FOUND)
+        with group.lock:
+            if group.state not in (_S.EMPTY, _S.DEAD):
+                return respond(errors.NON_EMPTY_GROUP)
+            group.transition_to(_S.DEAD, self.time.milliseconds())
+        self.manager.delete_group(group, respond)
+        return None

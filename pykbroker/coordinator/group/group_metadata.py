@@ -1,0 +1,155 @@
+"""Classic group state: members, the group state machine and committed offsets.
+
+Mirrors ``org.apache.kafka.coordinator.group.classic.{ClassicGroup,ClassicGroupMember,ClassicGroupState}``
+(the pre-KIP-848 ``GroupMetadata``/``MemberMetadata``). States and legal moves (an illegal move raises
+at once)::
+
+    Empty --join--> PreparingRebalance --all joined--> CompletingRebalance --leader sync--> Stable
+    Stable/CompletingRebalance --join/leave/expiry--> PreparingRebalance --last member gone--> Empty
+    Empty --offsets expired / group deleted--> Dead
+
+Threading: every field is guarded by ``GroupMetadata.lock`` (held by the coordinator around each
+operation on the group).
+"""
+from __future__ import annotations
+
+import enum
+import threading
+from typing import Callable, NamedTuple
+
+
+class GroupState(enum.Enum):
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+_S = GroupState
+VALID_PREVIOUS: dict[GroupState, set[GroupState]] = {
+    _S.EMPTY: {_S.PREPARING_REBALANCE},
+    _S.PREPARING_REBALANCE: {_S.STABLE, _S.COMPLETING_REBALANCE, _S.EMPTY},
+    _S.COMPLETING_REBALANCE: {_S.PREPARING_REBALANCE},
+    _S.STABLE: {_S.COMPLETING_REBALANCE},
+    _S.DEAD: {_S.STABLE, _S.PREPARING_REBALANCE, _S.COMPLETING_REBALANCE, _S.EMPTY, _S.DEAD},
+}
+
+
+class IllegalGroupTransition(RuntimeError):
+    pass
+
+
+class OffsetAndMetadata(NamedTuple):
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+
+
+class MemberMetadata:
+    """One member: its protocols (``[(name, metadata bytes)]``), timeouts (ms), the assignment it was
+    given, and the pending JoinGroup / SyncGroup response callbacks while it waits."""
+
+    def __init__(self, member_id: str, group_instance_id: str | None, client_id: str, client_host: str,
+                 rebalance_timeout_ms: int, session_timeout_ms: int, protocol_type: str,
+                 protocols: list[tuple[str, bytes]]):
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.session_timeout_ms = session_timeout_ms
+        self.protocol_type = protocol_type
+        self.protocols = protocols
+        self.assignment = b""
+        self.awaiting_join: Callable[[dict], None] | None = None
+        self.awaiting_sync: Callable[[dict], None] | None = None
+        self.is_new = False
+        self.heartbeat_generation = 0  # bumped on every heartbeat; a DelayedHeartbeat checks it
+
+    def metadata_for(self, protocol: str) -> bytes:
+        for name, data in self.protocols:
+            if name == protocol:
+                return data
+        raise KeyError(protocol)
+
+    @property
+    def protocol_names(self) -> list[str]:
+        return [name for name, _ in self.protocols]
+
+
+class GroupMetadata:
+    def __init__(self, group_id: str, state: GroupState = GroupState.EMPTY):
+        self.group_id = group_id
+        self.state = state
+        self.generation_id = 0
+        self.protocol_type: str | None = None
+        self.protocol_name: str | None = None
+        self.leader_id: str | None = None
+        self.members: dict[str, MemberMetadata] = {}
+        self.static_members: dict[str, str] = {}  # group.instance.id -> member id
+        self.pending_members: set[str] = set()  # KIP-394: ids handed out, first join pending
+        self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        self.lock = threading.RLock()
+        self.new_member_added = False
+        self.state_timestamp = -1
+
+    def transition_to(self, target: GroupState, now_ms: int = -1) -> None:
+        if self.state not in VALID_PREVIOUS[target]:
+            raise IllegalGroupTransition(f"Group {self.group_id} should be in one of "
+                                         f"{sorted(s.value for s in VALID_PREVIOUS[target])} before moving to "
+                                         f"{target.value}, not {self.state.value}")
+        self.state = target
+        self.state_timestamp = now_ms
+
+    # -- members --------------------------------------------------------------------------------------
+    def add(self, member: MemberMetadata) -> None:
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        self.members[member.member_id] = member
+        if member.group_instance_id:
+            self.static_members[member.group_instance_id] = member.member_id
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+
+    def remove(self, member_id: str) -> MemberMetadata | None:
+        member = self.members.pop(member_id, None)
+        if member is not None and member.group_instance_id:
+            self.static_members.pop(member.group_instance_id, None)
+        if self.leader_id == member_id:
+            self.leader_id = next(iter(self.members), None)
+        return member
+
+    def supports_protocols(self, protocol_type: str, protocols: list[str]) -> bool:
+        if not self.members:
+            return bool(protocol_type) and bool(protocols)
+        return protocol_type == self.protocol_type and any(
+            all(p in m.protocol_names for m in self.members.values()) for p in protocols)
+
+    def select_protocol(self) -> str:
+        """The protocol every member supports with the most first-preference votes (Kafka's vote)."""
+        candidates = [p for p in next(iter(self.members.values())).protocol_names
+                      if all(p in m.protocol_names for m in self.members.values())]
+        votes = {p: 0 for p in candidates}
+        for m in self.members.values():
+            for p in m.protocol_names:
+                if p in votes:
+                    votes[p] += 1
+                    break
+        return max(candidates, key=lambda p: (votes[p], -candidates.index(p)))
+
+    def all_members_joined(self) -> bool:
+        return all(m.awaiting_join is not None for m in self.members.values()) and not self.pending_members
+
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def init_next_generation(self, now_ms: int) -> None:
+        self.generation_id += 1
+        if self.members:
+            self.protocol_name = self.select_protocol()
+            self.transition_to(GroupState.COMPLETING_REBALANCE, now_ms)
+        else:
+            self.protocol_name = None
+            self.transition_to(GroupState.EMPTY, now_ms)

@@ -1,0 +1,251 @@
+"""Consumer group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
+OffsetFetch, OffsetDelete, DescribeGroups, ListGroups, DeleteGroups (``KafkaApis.handle*`` for groups).
+
+Translates requests to :class:`~pykbroker.coordinator.group.group_coordinator.GroupCoordinator` calls
+and their results to responses of the request's version. FindCoordinator answers this broker for
+group keys once ``__consumer_offsets`` exists, creating it through the controller on first use
+(``offsets.topic.num.partitions``, ``offsets.topic.replication.factor`` capped at the live brokers,
+``cleanup.policy=compact``) and answering COORDINATOR_NOT_AVAILABLE meanwhile, as Kafka does;
+transaction coordinator keys get COORDINATOR_NOT_AVAILABLE (no transaction coordinator yet).
+"""
+from __future__ import annotations
+
+from pykbroker.coordinator.group.group_metadata import OffsetAndMetadata
+from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
+from pykbroker.protocol import errors
+from pykbroker.protocol.api_keys import ApiKeys
+
+GROUP_KEY, TXN_KEY = 0, 1
+
+
+class GroupHandlers:
+    def __init__(self, helper, coordinator, metadata_cache, controller, config, time):
+        self.helper = helper
+        self.coordinator = coordinator
+        self.cache = metadata_cache
+        self.controller = controller
+        self.config = config
+        self.time = time
+        self._creating = False
+
+    def handlers(self) -> dict:
+        return {ApiKeys.FIND_COORDINATOR: self.handle_find_coordinator_request,
+                ApiKeys.JOIN_GROUP: self.handle_join_group_request,
+                ApiKeys.SYNC_GROUP: self.handle_sync_group_request,
+                ApiKeys.HEARTBEAT: self.handle_heartbeat_request,
+                ApiKeys.LEAVE_GROUP: self.handle_leave_group_request,
+                ApiKeys.OFFSET_COMMIT: self.handle_offset_commit_request,
+                ApiKeys.OFFSET_FETCH: self.handle_offset_fetch_request,
+                ApiKeys.OFFSET_DELETE: self.handle_offset_delete_request,
+                ApiKeys.DESCRIBE_GROUPS: self.handle_describe_groups_request,
+                ApiKeys.LIST_GROUPS: self.handle_list_groups_request,
+                ApiKeys.DELETE_GROUPS: self.handle_delete_groups_request}
+
+    # -- FindCoordinator ----------------------------------------------------------------------------
+    def _offsets_topic_ready(self) -> bool:
+        topic = self.cache.topic(GROUP_METADATA_TOPIC_NAME)
+        if topic is not None:
+            return True
+        if not self._creating:
+            self._creating = True
+            brokers = max(1, len(self.cache.alive_brokers(self.config.listeners[0].listener_name))
+                          if self.config.listeners else 1)
+            rf = min(self.config["offsets.topic.replication.factor"], brokers)
+            self.controller.create_topics({"topics": [{
+                "name": GROUP_METADATA_TOPIC_NAME, "num_partitions": self.config["offsets.topic.num.partitions"],
+                "replication_factor": rf, "assignments": [],
+                "configs": [{"name": "cleanup.policy", "value": "compact"},
+                            {"name": "compression.type", "value": "producer"},
+                            {"name": "segment.bytes", "value": str(self.config["offsets.topic.segment.bytes"])}]}],
+                "timeout_ms": 30000, "validate_only": False})
+        return False
+
+    def _coordinator_for(self, key: str, key_type: int, listener: str) -> dict:
+        if key_type == TXN_KEY:
+            return {"error_code": errors.COORDINATOR_NOT_AVAILABLE, "error_message": "no transaction coordinator",
+                    "node_id": -1, "host": "", "port": -1}
+        if key_type != GROUP_KEY:
+            return {"error_code": errors.INVALID_REQUEST, "error_message": f"Unknown coordinator type {key_type}",
+                    "node_id": -1, "host": "", "port": -1}
+        if not key:
+            return {"error_code": errors.INVALID_REQUEST, "error_message": None, "node_id": -1, "host": "",
+                    "port": -1}
+        if not self._offsets_topic_ready():
+            return {"error_code": errors.COORDINATOR_NOT_AVAILABLE, "error_message": None, "node_id": -1,
+                    "host": "", "port": -1}
+        me = [(n, ep) for n, ep, _ in self.cache.alive_brokers(listener) if n == self.coordinator.node_id]
+        if not me:
+            return {"error_code": errors.COORDINATOR_NOT_AVAILABLE, "error_message": None, "node_id": -1,
+                    "host": "", "port": -1}
+        node, ep = me[0]
+        return {"error_code": errors.NONE, "error_message": None, "node_id": node, "host": ep.host, "port": ep.port}
+
+    def handle_find_coordinator_request(self, request) -> None:
+        body, version = request.body, request.context.api_version
+        listener = request.context.listener_name
+        if version >= 4:
+            coordinators = [dict(self._coordinator_for(k, body["key_type"], listener), key=k)
+                            for k in body["coordinator_keys"]]
+            self.helper.send_response(request, {"throttle_time_ms": 0, "coordinators": coordinators})
+        else:
+            r = self._coordinator_for(body["key"], body.get("key_type", 0), listener)
+            self.helper.send_response(request, dict(r, throttle_time_ms=0))
+
+    # -- membership ----------------------------------------------------------------------------------
+    def handle_join_group_request(self, request) -> None:
+        body, ctx = request.body, request.context
+
+        def respond(resp: dict) -> None:
+            if ctx.api_version < 7 and resp.get("protocol_name") is None:
+                resp = dict(resp, protocol_name="")  # nullable from v7 only
+            self.helper.send_response(request, dict(resp, throttle_time_ms=0))
+
+        try:
+            self.coordinator.handle_join_group(
+                body["group_id"], body["member_id"], body.get("group_instance_id"), ctx.client_id or "",
+                f"/{ctx.client_address}",
+                body.get("rebalance_timeout_ms", -1), body["session_timeout_ms"], body["protocol_type"],
+                [(p["name"], bytes(p["metadata"])) for p in body["protocols"]], ctx.api_version, respond)
+        except errors.KafkaError as e:
+            respond({"error_code": e.code, "generation_id": -1, "protocol_type": None, "protocol_name": None,
+                     "leader": "", "member_id": body["member_id"], "members": []})
+
+    def handle_sync_group_request(self, request) -> None:
+        body = request.body
+        respond = lambda resp: self.helper.send_response(request, dict(resp, throttle_time_ms=0))  # noqa: E731
+        try:
+            self.coordinator.handle_sync_group(
+                body["group_id"], body["generation_id"], body["member_id"], body.get("group_instance_id"),
+                body.get("protocol_type"), body.get("protocol_name"),
+                {a["member_id"]: bytes(a["assignment"]) for a in body["assignments"]}, respond)
+        except errors.KafkaError as e:
+            respond({"error_code": e.code, "protocol_type": None, "protocol_name": None, "assignment": b""})
+
+    def handle_heartbeat_request(self, request) -> None:
+        body = request.body
+        try:
+            code = self.coordinator.handle_heartbeat(body["group_id"], body["member_id"],
+                                                     body.get("group_instance_id"), body["generation_id"])
+        except errors.KafkaError as e:
+            code = e.code
+        self.helper.send_response(request, {"throttle_time_ms": 0, "error_code": code})
+
+    def handle_leave_group_request(self, request) -> None:
+        body, version = request.body, request.context.api_version
+        members = ([(m["member_id"], m.get("group_instance_id")) for m in body["members"]] if version >= 3
+                   else [(body["member_id"], None)])
+        try:
+            code, codes = self.coordinator.handle_leave_group(body["group_id"], members)
+        except errors.KafkaError as e:
+            code, codes = e.code, [e.code] * len(members)
+        if version < 3:
+            code = codes[0] if code == errors.NONE else code
+        self.helper.send_response(request, {"throttle_time_ms": 0, "error_code": code, "members": [
+            {"member_id": m, "group_instance_id": i, "error_code": c} for (m, i), c in zip(members, codes)]})
+
+    # -- offsets -------------------------------------------------------------------------------------
+    def handle_offset_commit_request(self, request) -> None:
+        body = request.body
+        now = self.time.milliseconds()
+        offsets = {}
+        for t in body["topics"]:
+            for p in t["partitions"]:
+                offsets[(t["name"], p["partition_index"])] = OffsetAndMetadata(
+                    p["committed_offset"], p.get("committed_leader_epoch", -1), p.get("committed_metadata") or "",
+                    now)
+
+        def respond(codes: dict) -> None:
+            topics: dict[str, list] = {}
+            for (topic, partition), code in codes.items():
+                topics.setdefault(topic, []).append({"partition_index": partition, "error_code": code})
+            self.helper.send_response(request, {"throttle_time_ms": 0, "topics": [
+                {"name": t, "partitions": ps} for t, ps in topics.items()]})
+
+        try:
+            self.coordinator.handle_commit_offsets(body["group_id"], body.get("member_id", ""),
+                                                   body.get("group_instance_id"),
+                                                   body.get("generation_id_or_member_epoch", -1), offsets, respond)
+        except errors.KafkaError as e:
+            respond({tp: e.code for tp in offsets})
+
+    def _fetch_group(self, group_id: str, topics) -> tuple[int, list[dict]]:
+        tps = None if topics is None else [(t["name"], p) for t in topics for p in t["partition_indexes"]]
+        try:
+            found = self.coordinator.handle_fetch_offsets(group_id, tps)
+        except errors.KafkaError as e:
+            return e.code, []
+        by_topic: dict[str, list] = {}
+        for (topic, partition), o in sorted(found.items()):
+            by_topic.setdefault(topic, []).append({
+                "partition_index": partition, "committed_offset": o.offset if o else -1,
+                "committed_leader_epoch": o.leader_epoch if o else -1, "metadata": o.metadata if o else "",
+                "error_code": errors.NONE})
+        return errors.NONE, [{"name": t, "partitions": ps} for t, ps in by_topic.items()]
+
+    def handle_offset_fetch_request(self, request) -> None:
+        body, version = request.body, request.context.api_version
+        if version >= 8:
+            groups = []
+            for g in body["groups"]:
+                code, topics = self._fetch_group(g["group_id"], g["topics"])
+                groups.append({"group_id": g["group_id"], "topics": topics, "error_code": code})
+            self.helper.send_response(request, {"throttle_time_ms": 0, "groups": groups})
+            return
+        code, topics = self._fetch_group(body["group_id"], body["topics"])
+        if version < 2 and code != errors.NONE:
+            topics = [{"name": t["name"], "partitions": [{"partition_index": p, "committed_offset": -1,
+                                                         "metadata": "", "error_code": code}
+                                                        for p in t["partition_indexes"]]} for t in body["topics"] or []]
+        self.helper.send_response(request, {"throttle_time_ms": 0, "topics": topics, "error_code": code})
+
+    def handle_offset_delete_request(self, request) -> None:
+        body = request.body
+        tps = [(t["name"], p["partition_index"]) for t in body["topics"] for p in t["partitions"]]
+
+        def respond(code: int, codes: dict) -> None:
+            topics: dict[str, list] = {}
+            for (topic, partition), c in codes.items():
+                topics.setdefault(topic, []).append({"partition_index": partition, "error_code": c})
+            self.helper.send_response(request, {"error_code": code, "throttle_time_ms": 0, "topics": [
+                {"name": t, "partitions": ps} for t, ps in topics.items()]})
+
+        try:
+            self.coordinator.handle_delete_offsets(body["group_id"], tps, respond)
+        except errors.KafkaError as e:
+            respond(e.code, {})
+
+    # -- admin ---------------------------------------------------------------------------------------
+    def handle_describe_groups_request(self, request) -> None:
+        groups = []
+        for group_id in request.body["groups"]:
+            try:
+                groups.append(self.coordinator.describe_group(group_id))
+            except errors.KafkaError as e:
+                groups.append({"error_code": e.code, "group_id": group_id, "group_state": "", "protocol_type": "",
+                               "protocol_data": "", "members": []})
+        self.helper.send_response(request, {"throttle_time_ms": 0, "groups": groups})
+
+    def handle_list_groups_request(self, request) -> None:
+        groups = self.coordinator.list_groups(request.body.get("states_filter") or [])
+        types = {t.lower() for t in request.body.get("types_filter") or []}
+        if types:
+            groups = [g for g in groups if g["group_type"] in types]
+        self.helper.send_response(request, {"throttle_time_ms": 0, "error_code": errors.NONE, "groups": groups})
+
+    def handle_delete_groups_request(self, request) -> None:
+        names = list(request.body["groups_names"])
+        results: dict[str, int] = {}
+
+        def done(name: str, code: int) -> None:
+            results[name] = code
+            if len(results) == len(names):
+                self.helper.send_response(request, {"throttle_time_ms": 0, "results": [
+                    {"group_id": n, "error_code": results[n]} for n in names]})
+
+        if not names:
+            self.helper.send_response(request, {"throttle_time_ms": 0, "results": []})
+        for name in names:
+            try:
+                self.coordinator.delete_group(name, lambda code, n=name: done(n, code))
+            except errors.KafkaError as e:
+                done(name, e.code)
