@@ -1,0 +1,273 @@
+"""kafka-consumer-groups: list, describe, delete groups and reset their offsets
+(``org.apache.kafka.tools.consumer.group.ConsumerGroupCommand``).
+
+    bin/kafka-consumer-groups --bootstrap-server HOST:PORT --list
+    bin/kafka-consumer-groups --bootstrap-server HOST:PORT --describe --group G [--members]
+    bin/kafka-consumer-groups --bootstrap-server HOST:PORT --delete --group G
+    bin/kafka-consumer-groups --bootstrap-server HOST:PORT --reset-offsets --group G (--topic T | --all-topics)
+        (--to-earliest | --to-latest | --to-offset N | --shift-by N) (--dry-run | --execute)
+
+``--describe`` prints Kafka's columns GROUP, TOPIC, PARTITION, CURRENT-OFFSET, LOG-END-OFFSET, LAG,
+CONSUMER-ID, HOST, CLIENT-ID (``-`` where unknown), one row per assigned or committed partition;
+``--members`` prints GROUP, CONSUMER-ID, HOST, CLIENT-ID, #PARTITIONS. Offsets are reset only for an
+inactive (Empty) group, as in Kafka. Requests go to the group's coordinator (FindCoordinator).
+"""
+from __future__ import annotations
+
+import argparse
+import struct
+import sys
+import uuid
+
+from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.protocol import errors
+from pykbroker.protocol.api_keys import ApiKeys
+
+
+class CommandError(Exception):
+    pass
+
+
+def parse_assignment(data: bytes) -> list[tuple[str, int]]:
+    """ConsumerProtocolAssignment: version int16, [topic string, [partition int32]], user data."""
+    out: list[tuple[str, int]] = []
+    if not data or len(data) < 6:
+        return out
+    pos = 2
+    (n,) = struct.unpack_from(">i", data, pos)
+    pos += 4
+    for _ in range(max(0, n)):
+        (length,) = struct.unpack_from(">h", data, pos)
+        topic = bytes(data[pos + 2:pos + 2 + length]).decode()
+        pos += 2 + length
+        (count,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        for _ in range(max(0, count)):
+            out.append((topic, struct.unpack_from(">i", data, pos)[0]))
+            pos += 4
+    return out
+
+
+class Admin:
+    def __init__(self, bootstrap: str):
+        self.bootstrap = bootstrap.split(",")[0].strip()
+        self.conn = BrokerConnection.to(self.bootstrap, client_id="kafka-consumer-groups")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def coordinator(self, group: str) -> BrokerConnection:
+        r = self.conn.request(ApiKeys.FIND_COORDINATOR, 3, {"key": group, "key_type": 0})
+        if r["error_code"] != errors.NONE:
+            raise CommandError(f"FindCoordinator for group {group} failed: {errors.name_of(r['error_code'])}")
+        return BrokerConnection(r["host"], r["port"], client_id="kafka-consumer-groups")
+
+    def list_groups(self) -> list[dict]:
+        return self.conn.request(ApiKeys.LIST_GROUPS, 4, {"states_filter": []})["groups"]
+
+    def describe(self, conn, group: str) -> dict:
+        (g,) = conn.request(ApiKeys.DESCRIBE_GROUPS, 5, {"groups": [group], "include_authorized_operations": False})["groups"]
+        if g["error_code"] != errors.NONE:
+            raise CommandError(f"Error describing group {group}: {errors.name_of(g['error_code'])}")
+        return g
+
+    def committed(self, conn, group: str) -> dict[tuple[str, int], int]:
+        r = conn.request(ApiKeys.OFFSET_FETCH, 7, {"group_id": group, "topics": None, "require_stable": False})
+        return {(t["name"], p["partition_index"]): p["committed_offset"] for t in r["topics"] for p in t["partitions"]
+                if p["committed_offset"] >= 0}
+
+    def list_offsets(self, tps, timestamp: int) -> dict[tuple[str, int], int]:
+        topics: dict[str, list] = {}
+        for t, p in tps:
+            topics.setdefault(t, []).append({"partition_index": p, "current_leader_epoch": -1, "timestamp": timestamp})
+        if not topics:
+            return {}
+        r = self.conn.request(ApiKeys.LIST_OFFSETS, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": t, "partitions": ps} for t, ps in topics.items()]})
+        return {(t["name"], p["partition_index"]): p["offset"] for t in r["topics"] for p in t["partitions"]
+                if p["error_code"] == errors.NONE}
+
+    def partitions(self, topic: str) -> list[int]:
+        r = self.conn.request(ApiKeys.METADATA, 12, {"topics": [{"name": topic, "topic_id": uuid.UUID(int=0)}],
+                                                     "allow_auto_topic_creation": False,
+                                                     "include_topic_authorized_operations": False})
+        (t,) = r["topics"]
+        if t["error_code"] != errors.NONE:
+            raise CommandError(f"Topic {topic} : {errors.name_of(t['error_code'])}")
+        return sorted(p["partition_index"] for p in t["partitions"])
+
+
+def _table(rows: list[list[str]], header: list[str], fixed: dict[int, int]) -> list[str]:
+    widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(len(header))]
+    for i, w in fixed.items():
+        widths[i] = max(widths[i], w)
+    fmt = lambda r: " ".join(c.ljust(widths[i]) if i < len(r) - 1 else c for i, c in enumerate(r))  # noqa: E731
+    return [fmt(header)] + [fmt(r) for r in rows]
+
+
+def describe(admin: Admin, group: str, members_only: bool, out) -> None:
+    conn = admin.coordinator(group)
+    try:
+        g = admin.describe(conn, group)
+        committed = admin.committed(conn, group)
+    finally:
+        conn.close()
+    if g["group_state"] == "Dead":
+        raise CommandError(f"Consumer group '{group}' does not exist.")
+    members = g["members"]
+    print("", file=out)
+    if members_only:
+        rows = [[group, m["member_id"], m["client_host"], m["client_id"],
+                 str(len(parse_assignment(m["member_assignment"])))] for m in members]
+        if not members:
+            print(f"Consumer group '{group}' has no active members.", file=out)
+        for line in _table(rows, ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"], {}):
+            print(line, file=out)
+        return
+    owner: dict[tuple[str, int], dict] = {}
+    for m in members:
+        for tp in parse_assignment(m["member_assignment"]):
+            owner[tp] = m
+    tps = sorted(set(owner) | set(committed))
+    ends = admin.list_offsets(tps, -1)
+    if not members:
+        print(f"Consumer group '{group}' has no active members.", file=out)
+    rows = []
+    for tp in tps:
+        current = committed.get(tp)
+        end = ends.get(tp)
+        lag = end - current if current is not None and end is not None else None
+        m = owner.get(tp)
+        rows.append([group, tp[0], str(tp[1]), "-" if current is None else str(current),
+                     "-" if end is None else str(end), "-" if lag is None else str(lag),
+                     m["member_id"] if m else "-", m["client_host"] if m else "-", m["client_id"] if m else "-"])
+    header = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+              "CLIENT-ID"]
+    for line in _table(rows, header, {2: 10, 3: 15, 4: 15, 5: 15}):
+        print(line, file=out)
+
+
+def reset_offsets(admin: Admin, args, out) -> None:
+    conn = admin.coordinator(args.group)
+    try:
+        g = admin.describe(conn, args.group)
+        if g["group_state"] not in ("Empty", "Dead"):
+            raise CommandError(f"Assignments can only be reset if the group '{args.group}' is inactive, but the "
+                               f"current state is {g['group_state']}.")
+        committed = admin.committed(conn, args.group)
+        if args.all_topics:
+            tps = sorted(committed)
+        else:
+            tps = []
+            for spec in args.topic:
+                topic, _, parts = spec.partition(":")
+                tps += [(topic, int(p)) for p in parts.split(",")] if parts else [(topic, p) for p in admin.partitions(topic)]
+        earliest, latest = admin.list_offsets(tps, -2), admin.list_offsets(tps, -1)
+        new = {}
+        for tp in tps:
+            if args.to_earliest:
+                target = earliest[tp]
+            elif args.to_latest:
+                target = latest[tp]
+            elif args.to_offset is not None:
+                target = args.to_offset
+            else:
+                target = committed.get(tp, latest[tp]) + args.shift_by
+            new[tp] = min(max(target, earliest[tp]), latest[tp])
+        if args.execute:
+            r = conn.request(ApiKeys.OFFSET_COMMIT, 8, {
+                "group_id": args.group, "generation_id_or_member_epoch": -1, "member_id": "",
+                "group_instance_id": None, "topics": [
+                    {"name": t, "partitions": [{"partition_index": p, "committed_offset": o,
+                                                "committed_leader_epoch": -1, "committed_metadata": ""}
+                                               for (t2, p), o in new.items() if t2 == t]}
+                    for t in sorted({t for t, _ in new})]})
+            for t in r["topics"]:
+                for p in t["partitions"]:
+                    if p["error_code"] != errors.NONE:
+                        raise CommandError(f"Error committing offsets for {t['name']}-{p['partition_index']}: "
+                                           f"{errors.name_of(p['error_code'])}")
+    finally:
+        conn.close()
+    print("", file=out)
+    rows = [[args.group, t, str(p), str(o)] for (t, p), o in sorted(new.items())]
+    for line in _table(rows, ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], {}):
+        print(line, file=out)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kafka-consumer-groups",
+                                description="This tool helps to list all consumer groups, describe a consumer group, "
+                                            "delete consumer group info, or reset consumer group offsets.")
+    p.add_argument("--bootstrap-server", required=True)
+    action = p.add_mutually_exclusive_group(required=True)
+    for a in ("list", "describe", "delete", "reset-offsets"):
+        action.add_argument(f"--{a}", action="store_true")
+    p.add_argument("--group", action="append")
+    p.add_argument("--members", action="store_true")
+    p.add_argument("--topic", action="append", default=[])
+    p.add_argument("--all-topics", action="store_true")
+    target = p.add_mutually_exclusive_group()
+    target.add_argument("--to-earliest", action="store_true")
+    target.add_argument("--to-latest", action="store_true")
+    target.add_argument("--to-offset", type=int)
+    target.add_argument("--shift-by", type=int)
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true")
+    mode.add_argument("--execute", action="store_true")
+    return p
+
+
+def main(argv: list[str] | None = None, out=sys.stdout) -> int:
+    args = _parser().parse_args(argv)
+    if (args.describe or args.delete or args.reset_offsets) and not args.group:
+        print("Option [describe|delete|reset-offsets] takes one of these options: [all-groups], [group]",
+              file=sys.stderr)
+        return 1
+    admin = Admin(args.bootstrap_server)
+    try:
+        if args.list:
+            for g in sorted(admin.list_groups(), key=lambda g: g["group_id"]):
+                print(g["group_id"], file=out)
+        elif args.describe:
+            for group in args.group:
+                describe(admin, group, args.members, out)
+        elif args.delete:
+            results = {}
+            for group in args.group:
+                conn = admin.coordinator(group)
+                try:
+                    (r,) = conn.request(ApiKeys.DELETE_GROUPS, 2, {"groups_names": [group]})["results"]
+                finally:
+                    conn.close()
+                results[group] = r["error_code"]
+            ok = [g for g, c in results.items() if c == errors.NONE]
+            if ok:
+                print(f"Deletion of requested consumer groups ({', '.join(repr(g) for g in ok)}) was successful.",
+                      file=out)
+            for g, c in results.items():
+                if c != errors.NONE:
+                    print(f"Deletion of some consumer groups failed:\n* Group '{g}' could not be deleted due to: "
+                          f"{errors.for_code(c).__name__}: {errors.for_code(c).default_message}", file=out)
+            if len(ok) != len(results):
+                return 1
+        else:
+            if not (args.to_earliest or args.to_latest or args.to_offset is not None or args.shift_by is not None):
+                print("Option [reset-offsets] takes one of [to-earliest], [to-latest], [to-offset], [shift-by]",
+                      file=sys.stderr)
+                return 1
+            if not args.topic and not args.all_topics:
+                print("Option [reset-offsets] takes one of these options: [all-topics], [topic]", file=sys.stderr)
+                return 1
+            args.group = args.group[0]
+            reset_offsets(admin, args, out)
+    except (CommandError, errors.KafkaError, OSError) as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return 1
+    finally:
+        admin.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
