@@ -37,6 +37,7 @@ from pykbroker.server.broker_metadata_publisher import BrokerMetadataPublisher
 from pykbroker.server.handlers.admin import AdminHandler
 from pykbroker.server.handlers.delete_records import DeleteRecordsHandler
 from pykbroker.server.handlers.groups import GroupHandlers
+from pykbroker.log.log_cleaner import LogCleaner
 from pykbroker.coordinator.group.group_coordinator import GroupCoordinator
 from pykbroker.coordinator.group.group_metadata_manager import GroupMetadataManager
 from pykbroker.server.fetch_session import FetchManager, FetchSessionCache
@@ -100,6 +101,9 @@ class KafkaRaftServer:
         self.scheduler.startup()
         self.log_manager = LogManager.from_broker_config(config.log_dirs, config.values, self.scheduler, self.time)
         self.log_manager.startup()
+        self.log_cleaner = LogCleaner(self.log_manager, self.time, config["log.cleaner.backoff.ms"],
+                                      config["log.cleaner.enable"])
+        self.log_cleaner.startup(self.scheduler)
 
         # KRaft: the __cluster_metadata log, the Raft client, the loader and its publishers, the controller.
         self.metadata_log = FileReplicatedLog.open(config.metadata_log_dir, self.time,
