@@ -9,13 +9,14 @@ Formatter properties as Kafka's DefaultMessageFormatter: ``print.timestamp`` (``
 ``print.headers`` (``k:v,k2:v2`` or ``NO_HEADERS``), ``print.key``, ``print.value`` (default true),
 ``key.separator`` / ``headers.separator`` / ``line.separator``, ``null.literal`` (default ``null``).
 Ends after ``--max-messages`` records or ``--timeout-ms`` without a record, printing
-``Processed a total of N messages`` on stderr. Uses pykbroker's KafkaConsumer (assign mode): all
-partitions of the topic, or ``--partition``. ``--group`` needs the broker's group coordinator, which
-pykbroker does not have yet: the tool says so and exits 1 rather than consume without a group.
+``Processed a total of N messages`` on stderr. Uses pykbroker's KafkaConsumer: with ``--partition``
+it assigns that partition; otherwise it subscribes with ``--group`` (default: a new
+``console-consumer-NNNNN`` group, as Kafka does), committing offsets as it goes.
 """
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 import time
 
@@ -81,19 +82,20 @@ class DefaultMessageFormatter:
 def main(argv: list[str] | None = None, stdout=None) -> int:
     args = _parser().parse_args(argv)
     out = stdout or sys.stdout.buffer
-    if args.group:
-        print("--group needs consumer group support (JoinGroup/SyncGroup/OffsetCommit), which this pykbroker "
-              "build does not have yet; run without --group to read with assigned partitions.", file=sys.stderr)
+    if args.group and args.partition is not None:
+        print("Options group and partition cannot be specified together.", file=sys.stderr)
         return 1
     formatter = DefaultMessageFormatter(parse_key_values(args.property))
     props = client_properties(args.consumer_config, parse_key_values(args.consumer_property), args.bootstrap_server)
     props.setdefault("auto.offset.reset", "earliest" if args.from_beginning else "latest")
     props["isolation.level"] = args.isolation_level
+    if args.partition is None:
+        props.setdefault("group.id", args.group or f"console-consumer-{random.randrange(100000)}")
     consumer = KafkaConsumer(props)
     count = 0
     try:
         if args.partition is None:
-            consumer.assign_topic(args.topic)
+            consumer.subscribe([args.topic])
         else:
             consumer.assign([(args.topic, args.partition)])
             if args.offset == "earliest":

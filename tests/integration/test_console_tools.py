@@ -52,4 +52,13 @@ def test_console_producer_to_console_consumer(broker):
     part = tool("console_consumer", *bs, "--topic", "lines", "--partition", "0", "--offset", "95",
                 "--timeout-ms", "1500")
     assert part.stdout.decode().splitlines() == [f"value {i}" for i in range(95, 100)]
-    assert tool("console_consumer", *bs, "--topic", "lines", "--group", "g").returncode == 1
+    # --group: a later consumer in the same group resumes after the committed offsets.
+    first = tool("console_consumer", *bs, "--topic", "lines", "--group", "cg", "--from-beginning",
+                 "--max-messages", "100")
+    assert first.stdout.decode().splitlines() == [f"value {i}" for i in range(100)], first.stderr
+    more = b"".join(b"k:more %d\n" % i for i in range(10))
+    assert tool("console_producer", *bs, "--topic", "lines", "--property", "parse.key=true",
+                "--property", "key.separator=:", stdin=more).returncode == 0
+    rest = tool("console_consumer", *bs, "--topic", "lines", "--group", "cg", "--from-beginning",
+                "--timeout-ms", "3000")
+    assert rest.stdout.decode().splitlines() == [f"more {i}" for i in range(10)], rest.stderr

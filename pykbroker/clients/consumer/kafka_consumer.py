@@ -11,8 +11,10 @@ lists from Fetch requests (v12, full fetches: no KIP-227 session) sent to each p
 ``isolation.level``. A partition without a position starts from ``auto.offset.reset`` (earliest,
 latest, none -> NoOffsetForPartitionError), resolved with ListOffsets; OFFSET_OUT_OF_RANGE resets the
 same way; NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_OR_PARTITION refresh metadata. Control batches and
-records below the fetch position are skipped. Group membership (``subscribe``) is not implemented
-here: the broker's group coordinator is a separate piece of work.
+records below the fetch position are skipped. ``subscribe`` joins ``group.id`` through the
+:class:`~pykbroker.clients.consumer.consumer_coordinator.ConsumerCoordinator` (range assignment,
+heartbeats from ``poll``, positions from the committed offsets); ``enable.auto.commit`` commits the
+positions every ``auto.commit.interval.ms`` from ``poll`` and on ``close``; ``commit`` commits them now.
 
 Threading: like Java's consumer, not thread-safe; one thread polls.
 """
@@ -23,6 +25,7 @@ import uuid
 from typing import NamedTuple
 
 from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.clients.consumer.consumer_coordinator import ConsumerCoordinator
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.record.default_record_batch import iter_batches
@@ -51,7 +54,9 @@ class ConsumerRecord(NamedTuple):
 _DEFAULTS = {"bootstrap.servers": None, "client.id": "", "group.id": None, "auto.offset.reset": "latest",
              "fetch.min.bytes": 1, "fetch.max.wait.ms": 500, "fetch.max.bytes": 52428800,
              "max.partition.fetch.bytes": 1048576, "isolation.level": "read_uncommitted",
-             "request.timeout.ms": 30000, "check.crcs": True}
+             "request.timeout.ms": 30000, "check.crcs": True, "enable.auto.commit": True,
+             "auto.commit.interval.ms": 5000, "session.timeout.ms": 45000, "heartbeat.interval.ms": 3000,
+             "max.poll.interval.ms": 300000}
 
 
 class KafkaConsumer:
@@ -76,6 +81,52 @@ class KafkaConsumer:
         self.partition_counts: dict[str, int] = {}
         self._conns: dict[int, BrokerConnection] = {}
         self._closed = False
+        self.subscription: list[str] = []
+        self.coordinator: ConsumerCoordinator | None = None
+        self.auto_commit = str(conf["enable.auto.commit"]).lower() == "true"
+        self.auto_commit_interval = int(conf["auto.commit.interval.ms"]) / 1000.0
+        self._next_auto_commit = 0.0
+
+    # -- groups ------------------------------------------------------------------------------------------
+    def subscribe(self, topics: list[str]) -> None:
+        """Join ``group.id`` for ``topics`` (the assignment arrives with the next ``poll``).
+        Raises InvalidGroupIdError without a ``group.id``."""
+        if not self.config["group.id"]:
+            raise errors.InvalidGroupIdError("To use the group management or offset commit APIs, you must "
+                                             "provide a valid group.id in the consumer configuration.")
+        self.subscription = list(topics)
+        if self.coordinator is None:
+            self.coordinator = ConsumerCoordinator(
+                self, self.config["group.id"], int(self.config["session.timeout.ms"]),
+                int(self.config["max.poll.interval.ms"]), int(self.config["heartbeat.interval.ms"]))
+        self.coordinator.needs_join = True
+
+    def _maybe_rebalance(self) -> None:
+        coordinator = self.coordinator
+        if coordinator is None or not self.subscription:
+            return
+        coordinator.maybe_heartbeat()
+        if coordinator.needs_join and self.auto_commit and self.assignment:
+            try:
+                self.commit()
+            except errors.KafkaError:
+                pass
+        assignment = coordinator.ensure_active_group(self.subscription)
+        if assignment is None:
+            return
+        self.assignment = assignment
+        self.positions = {}
+        if assignment:
+            self._refresh_metadata(sorted({t for t, _ in assignment}))
+            self.positions.update(coordinator.fetch_committed(assignment))
+        self._next_auto_commit = time.monotonic() + self.auto_commit_interval
+
+    def commit(self, offsets: dict | None = None) -> None:
+        """Commit ``{(topic, partition): offset}`` (default: the current positions) to the group."""
+        if self.coordinator is None:
+            raise errors.InvalidGroupIdError("commit needs subscribe() with a group.id")
+        self.coordinator.commit(dict(offsets) if offsets is not None else
+                                {tp: off for tp, off in self.positions.items() if tp in self.assignment})
 
     # -- metadata and connections ----------------------------------------------------------------------
     def _bootstrap_connection(self) -> BrokerConnection:
@@ -195,10 +246,21 @@ class KafkaConsumer:
             raise RuntimeError("This consumer has already been closed.")
         deadline = time.monotonic() + timeout_ms / 1000.0
         while True:
+            self._maybe_rebalance()
+            if self.auto_commit and self.coordinator is not None and time.monotonic() >= self._next_auto_commit:
+                self._next_auto_commit = time.monotonic() + self.auto_commit_interval
+                try:
+                    self.commit()
+                except errors.KafkaError:
+                    pass
             missing = [tp for tp in self.assignment if tp not in self.positions]
             if missing:
                 self._reset_positions(missing)
-            records = self._fetch_once(max(0, int((deadline - time.monotonic()) * 1000)))
+            if not self.assignment:
+                time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+                records = []
+            else:
+                records = self._fetch_once(max(0, min(int((deadline - time.monotonic()) * 1000), 1000)))
             if records or time.monotonic() >= deadline:
                 return records
 
@@ -270,6 +332,13 @@ class KafkaConsumer:
         return out
 
     def close(self) -> None:
+        if self.coordinator is not None and not self._closed:
+            try:
+                if self.auto_commit and self.assignment:
+                    self.commit()
+                self.coordinator.leave()
+            except (errors.KafkaError, OSError):
+                pass
         self._closed = True
         for node in list(self._conns):
             self._drop_connection(node)
