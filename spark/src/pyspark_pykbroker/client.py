@@ -1,0 +1,159 @@
+"""The small Kafka client interface the source and sink use, backed by confluent-kafka (librdkafka).
+
+Works against any Kafka broker. ``read_range`` returns Arrow record batches in Spark's Kafka schema
+and stops at the first offset >= end (compaction and control records leave gaps); a range starting
+below the log start offset raises :class:`DataLossError` (``failOnDataLoss=true``) or starts at the
+log start offset instead. Producers use ``partitioner=murmur2_random`` so keys land where the Java
+producer puts them. Connections are opened lazily and never pickled.
+"""
+from __future__ import annotations
+
+import re
+import uuid
+
+TIMESTAMP_TYPES = {1: 0, 2: 1}  # librdkafka CreateTime/LogAppendTime -> Spark's timestampType 0/1
+
+
+class DataLossError(RuntimeError):
+    pass
+
+
+def data_loss_message(topic: str, partition: int, wanted: int, available: int) -> str:
+    return (f"Cannot fetch offset {wanted} (TopicPartition: {topic}-{partition}); the earliest available offset is "
+            f"{available}. Some data may have been lost because they are not available in Kafka any more; either "
+            "the data was aged out by Kafka or the topic may have been deleted before all the data in the topic "
+            "was processed. If you don't want your streaming query to fail on such cases, set the source option "
+            "\"failOnDataLoss\" to \"false\".")
+
+
+class KafkaClient:
+    def __init__(self, bootstrap: str, conf: dict | None = None):
+        self.bootstrap = bootstrap
+        self.conf = dict(conf or {})
+        self._consumer = None
+
+    def __getstate__(self):
+        return {"bootstrap": self.bootstrap, "conf": self.conf, "_consumer": None}
+
+    def _base(self) -> dict:
+        conf = {"bootstrap.servers": self.bootstrap}
+        conf.update(self.conf)
+        return conf
+
+    def consumer(self):
+        if self._consumer is None:
+            from confluent_kafka import Consumer
+            conf = self._base()
+            conf.setdefault("group.id", f"spark-kafka-source-{uuid.uuid4()}")
+            conf.update({"enable.auto.commit": False, "enable.partition.eof": False})
+            self._consumer = Consumer(conf)
+        return self._consumer
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+    # -- metadata and offsets ---------------------------------------------------------------------------
+    def topic_partitions(self, strategy: str, value: str) -> list[tuple[str, int]]:
+        metadata = self.consumer().list_topics(timeout=30)
+        if strategy == "subscribe":
+            names = [t.strip() for t in value.split(",") if t.strip()]
+        else:
+            pattern = re.compile(value)
+            names = [t for t in metadata.topics if pattern.fullmatch(t) and not t.startswith("__")]
+        out = []
+        for name in names:
+            t = metadata.topics.get(name)
+            if t is None or t.error is not None:
+                continue
+            out += [(name, p) for p in t.partitions]
+        return sorted(out)
+
+    def watermarks(self, tps) -> dict[tuple[str, int], tuple[int, int]]:
+        from confluent_kafka import TopicPartition
+        c = self.consumer()
+        return {tp: c.get_watermark_offsets(TopicPartition(tp[0], tp[1]), timeout=30, cached=False) for tp in tps}
+
+    def offsets_for_times(self, times: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        """First offset with timestamp >= the given ms per partition; -1 (latest) when there is none."""
+        from confluent_kafka import TopicPartition
+        if not times:
+            return {}
+        result = self.consumer().offsets_for_times([TopicPartition(t, p, ts) for (t, p), ts in times.items()],
+                                                   timeout=30)
+        return {(r.topic, r.partition): r.offset for r in result}
+
+    # -- reads -------------------------------------------------------------------------------------------
+    def read_range(self, topic: str, partition: int, start: int, end: int, fail_on_data_loss: bool,
+                   include_headers: bool, batch_rows: int = 65536):
+        """Arrow batches of the records with ``start <= offset < end`` (``start`` -2: log start)."""
+        import pyarrow as pa
+        from confluent_kafka import KafkaError, TopicPartition
+
+        from pyspark_pykbroker.schema import arrow_schema
+        low, high = self.watermarks([(topic, partition)])[(topic, partition)]
+        if start < 0:
+            start = low
+        if start < low:
+            if fail_on_data_loss:
+                raise DataLossError(data_loss_message(topic, partition, start, low))
+            start = low
+        end = min(end, high)
+        if start >= end:
+            return
+        schema = arrow_schema(include_headers)
+        c = self.consumer()
+        c.assign([TopicPartition(topic, partition, start)])
+        try:
+            done = False
+            while not done:
+                keys, values, offsets, timestamps, types, headers = [], [], [], [], [], []
+                while len(offsets) < batch_rows:
+                    messages = c.consume(min(10000, batch_rows - len(offsets)), 5.0)
+                    if not messages:
+                        raise TimeoutError(f"No records from {topic}-{partition} at offset "
+                                           f"{offsets[-1] + 1 if offsets else start} within 5 s (expected up to {end})")
+                    for m in messages:
+                        err = m.error()
+                        if err is not None:
+                            if err.code() == KafkaError._PARTITION_EOF:
+                                continue
+                            if err.code() == KafkaError.OFFSET_OUT_OF_RANGE and fail_on_data_loss:
+                                raise DataLossError(data_loss_message(topic, partition, start, -1))
+                            raise RuntimeError(f"Fetch {topic}-{partition}: {err}")
+                        offset = m.offset()
+                        if offset >= end:
+                            done = True
+                            break
+                        ts_type, ts = m.timestamp()
+                        keys.append(m.key())
+                        values.append(m.value())
+                        offsets.append(offset)
+                        timestamps.append(ts * 1000)
+                        types.append(TIMESTAMP_TYPES.get(ts_type, 0))
+                        if include_headers:
+                            headers.append([{"key": k, "value": v} for k, v in (m.headers() or [])])
+                    if done or (offsets and offsets[-1] >= end - 1):
+                        done = True
+                        break
+                if offsets:
+                    n = len(offsets)
+                    columns = [pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
+                               pa.array([topic] * n, pa.string()), pa.array([partition] * n, pa.int32()),
+                               pa.array(offsets, pa.int64()), pa.array(timestamps, pa.timestamp("us", tz="UTC")),
+                               pa.array(types, pa.int32())]
+                    if include_headers:
+                        columns.append(pa.array(headers, schema.field("headers").type))
+                    yield pa.RecordBatch.from_arrays(columns, schema=schema)
+        finally:
+            self.close()
+
+    # -- writes ------------------------------------------------------------------------------------------
+    def producer(self):
+        from confluent_kafka import Producer
+        conf = self._base()
+        conf.setdefault("partitioner", "murmur2_random")
+        conf.setdefault("linger.ms", 5)
+        conf.setdefault("acks", "all")
+        return Producer(conf)
