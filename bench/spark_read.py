@@ -36,8 +36,8 @@ def main() -> None:
         from confluent_kafka import Producer
         from confluent_kafka.admin import AdminClient, NewTopic
         topic = f"spark-read-{int(time.time())}"
-        AdminClient({"bootstrap.servers": args.bootstrap_server}).create_topics(
-            [NewTopic(topic, args.partitions, 1)])[topic].result(30)
+        admin = AdminClient({"bootstrap.servers": args.bootstrap_server})  # keep a reference while it works
+        admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(30)
         p = Producer({"bootstrap.servers": args.bootstrap_server, "linger.ms": 20, "batch.size": 1000000,
                       "queue.buffering.max.kbytes": 1048576})
         payload = os.urandom(args.record_size)
