@@ -1,6 +1,8 @@
 """The pykbroker sink (issue 5): rows land in the topic, keys on murmur2 partitions."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.integration.test_data_path import create_topic
@@ -13,7 +15,7 @@ def test_sink_writes_rows_and_keys_follow_murmur2(spark, spark_broker):
     bs = spark_broker.bootstrap
     create_topic(bs, "ssink", 6)
     create_topic(bs, "sref", 6)
-    n = 20_000
+    n = int(os.environ.get("PYKBROKER_SPARK_SINK_ROWS", "20000"))  # the issue's full run: 1000000
     df = spark.range(n).selectExpr("CONCAT('key-', CAST(id AS STRING)) AS key", "CAST(id AS STRING) AS value",
                                    "array(named_struct('key', 'h', 'value', CAST(CAST(id AS STRING) AS BINARY))) AS headers")
     df.write.format("pykbroker").mode("append").option("kafka.bootstrap.servers", bs).option("topic", "ssink").save()
