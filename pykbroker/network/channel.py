@@ -27,6 +27,8 @@ from pykbroker.network.memory_pool import NONE as _UNBOUNDED_POOL
 from pykbroker.network.memory_pool import MemoryPool
 
 _SIZE = struct.Struct(">i")
+#: First allocation for a frame's body (bytes); the buffer doubles as data arrives, up to the frame size.
+INITIAL_CHUNK_BYTES = 64 * 1024
 
 
 class InvalidReceiveError(Exception):
@@ -39,8 +41,11 @@ class TruncatedReceiveError(EOFError):
 
 
 class NetworkReceive:
-    """One size-prefixed frame being read. ``payload`` is a ``bytearray`` of exactly N bytes, created
-    once ``pool`` grants the N bytes (``memory_pending`` while it has not)."""
+    """One size-prefixed frame being read. ``payload`` is a ``bytearray`` that holds exactly N bytes once
+    the frame is complete. It is created once ``pool`` grants the N bytes (``memory_pending`` while it
+    has not), at most ``INITIAL_CHUNK_BYTES`` long, and doubles as bytes arrive, so the memory a
+    connection pins is bounded by what it actually sent (at most twice that), not by the size it
+    announced."""
 
     __slots__ = ("max_size", "size_buf", "size_read", "payload", "payload_read", "size", "pool", "allocated")
 
@@ -98,13 +103,20 @@ class NetworkReceive:
             if not self.pool.try_allocate(self.size):
                 return total  # out of memory: the channel mutes itself until the pool recovers
             self.allocated = True
-            self.payload = bytearray(self.size)
-        view = memoryview(self.payload)
+            # The pool is charged the whole frame, but memory is only committed as bytes arrive: a peer
+            # that announces socket.request.max.bytes and sends nothing pins INITIAL_CHUNK_BYTES.
+            self.payload = bytearray(min(self.size, INITIAL_CHUNK_BYTES))
+        payload = self.payload
         while self.payload_read < self.size:
-            try:
-                n = sock.recv_into(view[self.payload_read:], self.size - self.payload_read)
-            except (BlockingIOError, InterruptedError):
-                break
+            capacity = len(payload)
+            if self.payload_read == capacity:  # full: grow geometrically, never past the frame size
+                payload += bytes(min(self.size, capacity * 2) - capacity)
+                capacity = len(payload)
+            with memoryview(payload) as view:
+                try:
+                    n = sock.recv_into(view[self.payload_read:], capacity - self.payload_read)
+                except (BlockingIOError, InterruptedError):
+                    break
             if n == 0:
                 raise TruncatedReceiveError(
                     f"connection closed after {self.payload_read} of {self.size} frame bytes")

@@ -225,9 +225,16 @@ class Processor(threading.Thread):
             self.log.error("Processor poll failed.", error=repr(e))
 
     def _process_completed_receives(self) -> None:
-        for connection_id, receive in self.selector.completed_receives.items():
+        """Parse and dispatch this poll's receives. The batch is taken from the selector before the
+        first one is handled, so closing a connection (which drops its entry from the selector) can
+        neither disturb the iteration nor leave already-dispatched receives to be dispatched again;
+        a failure on one connection closes that connection only."""
+        receives = self.selector.completed_receives
+        self.selector.clear_completed_receives()
+        for connection_id, receive in receives.items():
             channel = self.selector.channel(connection_id)
             if channel is None:
+                receive.release()
                 continue
             try:
                 request = self._parse_request(connection_id, channel, receive)
@@ -237,14 +244,11 @@ class Processor(threading.Thread):
                 receive.release()
                 self._close(connection_id)
                 continue
-            if request is None:
-                continue
             self.request_channel.send_request(request)
             self.selector.mute(connection_id)
             channel.handle_mute_event(ChannelMuteEvent.REQUEST_RECEIVED)
-        self.selector.clear_completed_receives()
 
-    def _parse_request(self, connection_id: str, channel, receive) -> Request | None:
+    def _parse_request(self, connection_id: str, channel, receive) -> Request:
         now = self.time.nanoseconds()
         payload = memoryview(receive.payload)
         api_key, api_version, correlation_id = peek_api_key_version(payload)

@@ -41,7 +41,7 @@ class EchoHandler(threading.Thread):
 class EchoServer:
     """SocketServer (one data-plane Processor) + EchoHandler; ``overrides`` are server.properties keys."""
 
-    def __init__(self, selector_factory=KSelector, **overrides: str):
+    def __init__(self, selector_factory=KSelector, is_api_allowed=None, **overrides: str):
         props = {
             "process.roles": "broker,controller", "node.id": "1",
             "listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
@@ -51,7 +51,8 @@ class EchoServer:
         props.update(overrides)
         self.metrics = MetricsRegistry()
         self.socket_server = SocketServer(SocketServerConfig.from_kafka_config(KafkaConfig(props)), self.metrics,
-                                          lambda listener, key, version: True, selector_factory=selector_factory)
+                                          is_api_allowed or (lambda listener, key, version: True),
+                                          selector_factory=selector_factory)
         self.handler = EchoHandler(self.socket_server.data_plane_request_channel)
 
     def __enter__(self) -> "EchoServer":
@@ -75,9 +76,9 @@ class EchoServer:
         return socket.create_connection(("127.0.0.1", self.socket_server.bound_port("PLAINTEXT")), timeout=5)
 
 
-def request_frame(correlation_id: int, client_id: bytes = b"faults") -> bytes:
-    """A framed ApiVersions v0 request (its body is empty; ``client_id`` sets the size)."""
-    payload = struct.pack(">hhih", 18, 0, correlation_id, len(client_id)) + client_id
+def request_frame(correlation_id: int, client_id: bytes = b"faults", api_key: int = 18, api_version: int = 0) -> bytes:
+    """A framed request header v1 with an empty body (by default ApiVersions v0; ``client_id`` sets the size)."""
+    payload = struct.pack(">hhih", api_key, api_version, correlation_id, len(client_id)) + client_id
     return struct.pack(">i", len(payload)) + payload
 
 
