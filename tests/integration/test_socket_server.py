@@ -139,3 +139,48 @@ def test_idle_connections_expire(broker_factory):
     assert s.recv(1) == b""
     assert time.monotonic() - start < 5
     s.close()
+
+
+def _listen_backlog(port: int) -> int:
+    """The accept-queue size the kernel reports for a listening socket (ss's Send-Q column)."""
+    import subprocess
+    out = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True, check=True).stdout
+    (line,) = out.strip().splitlines()
+    return int(line.split()[2])
+
+
+def test_listen_backlog_is_honoured_and_a_burst_of_connections_is_accepted(broker_factory):
+    """socket.listen.backlog.size reaches listen(); 3,000 simultaneous connects are all accepted and
+    served (the Acceptor drains every pending connection per wake-up)."""
+    import selectors
+
+    b = broker_factory(socket_listen_backlog_size=77, num_network_threads=2)
+    assert _listen_backlog(b.port) == 77
+    body = struct.pack(">hhih", 18, 0, 7, 1) + b"x"
+    frame = struct.pack(">i", len(body)) + body
+    socks = []
+    writers, readers = selectors.DefaultSelector(), selectors.DefaultSelector()
+    try:
+        for _ in range(3000):
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", b.port))
+            socks.append(s)
+            writers.register(s, selectors.EVENT_WRITE)
+        answered, deadline = 0, time.monotonic() + 60
+        while answered < len(socks) and time.monotonic() < deadline:
+            for key, _ in writers.select(0 if readers.get_map() else 1):
+                key.fileobj.send(frame)  # connected: one ApiVersions v0 request
+                writers.unregister(key.fileobj)
+                readers.register(key.fileobj, selectors.EVENT_READ)
+            for key, _ in readers.select(0.05):
+                head = key.fileobj.recv(8)
+                assert len(head) == 8 and struct.unpack(">ii", head)[1] == 7
+                readers.unregister(key.fileobj)
+                answered += 1
+        assert answered == len(socks)
+    finally:
+        writers.close()
+        readers.close()
+        for s in socks:
+            s.close()
