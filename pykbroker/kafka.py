@@ -74,8 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     server = KafkaRaftServer(config)
 
     def shutdown_hook(signum: int) -> None:
-        log.info(f"Terminating process due to signal SIG{signal.Signals(signum).name.removeprefix('SIG')}")
-        server.shutdown()
+        # The shutdown runs whatever happens to the log line (stdout may be a pipe whose reader is gone).
+        try:
+            log.info(f"Terminating process due to signal SIG{signal.Signals(signum).name.removeprefix('SIG')}")
+        finally:
+            server.shutdown()
 
     def on_signal(signum, _frame):
         # Nothing else here: the handler may interrupt the main thread inside a log write (which holds

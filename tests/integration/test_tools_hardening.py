@@ -2,12 +2,17 @@
 kafka-server-stop filters, config-relative data directories, perf-test counts, tool output streams."""
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
+import threading
+from pathlib import Path
 
 import pytest
 
+from tests.helpers.broker import ROOT, BrokerProcess
 from tests.integration.test_data_path import create_topic
 
 pytestmark = pytest.mark.integration
@@ -26,3 +31,46 @@ def test_perf_test_counts_every_record(broker):
                         "--producer-props", f"bootstrap.servers={broker.bootstrap}", "acks=1", "linger.ms=0")
         assert run.returncode == 0, run.stderr
         assert re.match(r"^1000 records sent, ", run.stdout.splitlines()[-1]), run.stdout
+
+
+def _start_piped(config: Path, cwd: Path, *extra: str) -> tuple[subprocess.Popen, list[str]]:
+    """``python -m pykbroker.kafka config`` with stdout and stderr into one pipe, read up to
+    "Kafka Server started" (bounded); the caller owns the pipe's read end from then on."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "pykbroker.kafka", str(config), *extra], cwd=str(cwd), env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    lines: list[str] = []
+    started = threading.Event()
+
+    def read():
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            if "Kafka Server started" in line:
+                started.set()
+                return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    if not started.wait(30):
+        proc.kill()
+        proc.wait(10)
+        raise AssertionError("broker did not start:\n" + "\n".join(lines[-30:]))
+    reader.join(5)
+    return proc, lines
+
+
+def test_sigterm_shuts_down_cleanly_when_stdout_reader_is_gone(tmp_path):
+    """``kafka-server-start ... | tee log`` then Ctrl-C: tee dies first, the shutdown's first log line
+    hits a broken pipe. The shutdown must still run to the end and the process exit."""
+    b = BrokerProcess(tmp_path / "b")
+    b.write_config()
+    proc, _ = _start_piped(b.config_path, b.data_dir)
+    try:
+        proc.stdout.close()  # the reader goes away: every later write to stdout/stderr gets EPIPE
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert (b.data_dir / "logs" / ".kafka_cleanshutdown").exists()
