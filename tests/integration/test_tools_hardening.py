@@ -74,3 +74,34 @@ def test_sigterm_shuts_down_cleanly_when_stdout_reader_is_gone(tmp_path):
             proc.kill()
             proc.wait(10)
     assert (b.data_dir / "logs" / ".kafka_cleanshutdown").exists()
+
+
+def server_stop(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYKBROKER_VENV=sys.prefix)
+    return subprocess.run([str(ROOT / "bin" / "kafka-server-stop"), *args], capture_output=True, text=True,
+                          env=env, timeout=60)
+
+
+def test_server_stop_help_and_node_id_filter(broker_factory):
+    # Unusual node ids: the machine may run other people's test brokers (node.id=1), never touched here.
+    base = 7000 + os.getpid() % 1000 * 2
+    a = broker_factory("a", node_id=base, controller_quorum_voters=f"{base}@127.0.0.1:0")
+    b = broker_factory("b", node_id=base + 1, controller_quorum_voters=f"{base + 1}@127.0.0.1:0")
+    help_run = server_stop("--help")
+    assert help_run.returncode == 0
+    assert help_run.stdout.startswith("USAGE: kafka-server-stop")
+    assert "--node-id" in help_run.stdout and "--process-role" in help_run.stdout
+    none = server_stop("--process-role=controller", f"--node-id={base + 999}")
+    assert none.returncode == 1
+    assert none.stdout.splitlines() == [
+        "When both node-id and process-role are provided, the value for node-id will take precedence",
+        "No kafka server to stop"]
+    bad = server_stop("--node", str(base))
+    assert bad.returncode == 1 and "USAGE: kafka-server-stop" in bad.stderr
+    stop = server_stop("--node-id", str(base))
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+    assert a.proc.wait(20) == 0
+    assert (a.data_dir / "logs" / ".kafka_cleanshutdown").exists()
+    # Neither --help, the unmatched filter, the bad argument nor --node-id A touched B.
+    assert b.proc.poll() is None
+    create_topic(b.bootstrap, "still-up", 1)
