@@ -33,9 +33,10 @@ def test_perf_test_counts_every_record(broker):
         assert re.match(r"^1000 records sent, ", run.stdout.splitlines()[-1]), run.stdout
 
 
-def _start_piped(config: Path, cwd: Path, *extra: str) -> tuple[subprocess.Popen, list[str]]:
+def _start_piped(config: Path, cwd: Path, *extra: str, keep_reading: bool = False) -> tuple[subprocess.Popen, list[str]]:
     """``python -m pykbroker.kafka config`` with stdout and stderr into one pipe, read up to
-    "Kafka Server started" (bounded); the caller owns the pipe's read end from then on."""
+    "Kafka Server started" (bounded); then the caller owns the pipe's read end, unless ``keep_reading``
+    (the lines keep arriving in the returned list)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([sys.executable, "-m", "pykbroker.kafka", str(config), *extra], cwd=str(cwd), env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
@@ -47,7 +48,8 @@ def _start_piped(config: Path, cwd: Path, *extra: str) -> tuple[subprocess.Popen
             lines.append(line.rstrip("\n"))
             if "Kafka Server started" in line:
                 started.set()
-                return
+                if not keep_reading:
+                    return
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
@@ -55,7 +57,8 @@ def _start_piped(config: Path, cwd: Path, *extra: str) -> tuple[subprocess.Popen
         proc.kill()
         proc.wait(10)
         raise AssertionError("broker did not start:\n" + "\n".join(lines[-30:]))
-    reader.join(5)
+    if not keep_reading:
+        reader.join(5)
     return proc, lines
 
 
@@ -105,3 +108,30 @@ def test_server_stop_help_and_node_id_filter(broker_factory):
     # Neither --help, the unmatched filter, the bad argument nor --node-id A touched B.
     assert b.proc.poll() is None
     create_topic(b.bootstrap, "still-up", 1)
+
+
+def test_relative_log_dirs_are_taken_from_the_config_files_directory(tmp_path):
+    conf = BrokerProcess(tmp_path / "conf", log_dirs="../data/logs")
+    conf.write_config()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    expected = tmp_path / "data" / "logs"
+    proc, lines = _start_piped(conf.config_path, elsewhere, keep_reading=True)
+    try:
+        logged = [ln for ln in lines if "Log directories: " in ln]
+        assert len(logged) == 1, lines
+        assert f"Log directories: {expected} " in logged[0]
+        assert (expected / "meta.properties").exists()
+        assert not any(elsewhere.iterdir()) and not (tmp_path / "conf" / "data").exists()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    # kafka-storage reads the same file the same way, from any directory.
+    info = subprocess.run([sys.executable, "-m", "pykbroker.tools.storage_tool", "info", "-c", str(conf.config_path)],
+                          cwd=str(elsewhere), env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True,
+                          text=True, timeout=30)
+    assert info.returncode == 0, info.stderr
+    assert info.stdout.startswith(f"Found log directory:\n  {expected}\n"), info.stdout
