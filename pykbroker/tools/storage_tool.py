@@ -18,6 +18,7 @@ from pykbroker.config.config_def import ConfigException
 from pykbroker.config.kafka_config import KafkaConfig
 from pykbroker.config.properties import PropertiesError
 from pykbroker.server.meta_properties import read_meta_properties, random_uuid, uuid_from_string, write_meta_properties
+from pykbroker.tools.command_line_utils import configure_tool_logging
 
 
 def _config(path: str) -> KafkaConfig:
@@ -87,4 +88,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    configure_tool_logging()
     sys.exit(main())
