@@ -135,3 +135,101 @@ def test_relative_log_dirs_are_taken_from_the_config_files_directory(tmp_path):
                           text=True, timeout=30)
     assert info.returncode == 0, info.stderr
     assert info.stdout.startswith(f"Found log directory:\n  {expected}\n"), info.stdout
+
+
+DEAD = "127.0.0.1:1"  # nothing listens there: connection refused
+
+
+def tool(module: str, *args: str, stdin: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
+    """Run a tool as bin/ does (``python -m``, so its own logging set-up applies)."""
+    return subprocess.run([sys.executable, "-m", f"pykbroker.tools.{module}", *args], input=stdin,
+                          capture_output=True, text=True, timeout=timeout, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+
+def test_tools_try_every_bootstrap_server(broker, tmp_path):
+    bs = ["--bootstrap-server", f"{DEAD},{broker.bootstrap}"]
+    created = tool("topic_command", *bs, "--create", "--topic", "multi", "--partitions", "1")
+    assert (created.returncode, created.stdout) == (0, "Created topic multi.\n"), created.stderr
+    assert "multi" in tool("topic_command", *bs, "--list").stdout.splitlines()
+    produced = tool("console_producer", *bs, "--topic", "multi", stdin="one\ntwo\n")
+    assert produced.returncode == 0, produced.stderr
+    consumed = tool("console_consumer", *bs, "--topic", "multi", "--from-beginning", "--max-messages", "2",
+                    "--group", "g-multi")
+    assert consumed.stdout.splitlines() == ["one", "two"], consumed.stderr
+    by_partition = tool("console_consumer", *bs, "--topic", "multi", "--partition", "0", "--offset", "earliest",
+                        "--max-messages", "2")
+    assert by_partition.stdout.splitlines() == ["one", "two"], by_partition.stderr
+    assert "g-multi" in tool("consumer_group_command", *bs, "--list").stdout.splitlines()
+    offsets = tmp_path / "offsets.json"
+    offsets.write_text('{"partitions": [{"topic": "multi", "partition": 0, "offset": 1}], "version": 1}')
+    deleted = tool("delete_records_command", *bs, "--offset-json-file", str(offsets))
+    assert "partition: multi-0\tlow_watermark: 1" in deleted.stdout, deleted.stdout + deleted.stderr
+    perf = perf_test("--topic", "multi", "--num-records", "100", "--record-size", "10", "--throughput", "-1", *bs)
+    assert perf.returncode == 0 and perf.stdout.startswith("100 records sent, "), perf.stdout + perf.stderr
+    none = tool("topic_command", "--bootstrap-server", f"{DEAD},127.0.0.1:2", "--list")
+    assert none.returncode == 1
+    assert none.stderr.splitlines() == ["Error while executing topic command : Could not connect to any of the "
+                                        "bootstrap servers: 127.0.0.1:1 (Connection refused), 127.0.0.1:2 "
+                                        "(Connection refused)"]
+
+
+METADATA_WARN = re.compile(r"^\[[\d :,-]+\] WARN \[Consumer clientId=[^\]]*\] The metadata response from the cluster "
+                           r"reported a recoverable issue with correlation id \d+ : \{absent=UNKNOWN_TOPIC_OR_PARTITION\}$")
+
+
+@pytest.mark.parametrize("mode", [["--group", "g-absent"], ["--partition", "0"]], ids=["group", "partition"])
+def test_console_consumer_waits_for_a_missing_topic(broker_factory, mode):
+    """No auto-creation: Kafka's consumer logs the metadata warning and keeps waiting; the records
+    arrive once the topic exists. No traceback."""
+    b = broker_factory(auto_create_topics_enable="false")
+    proc = subprocess.Popen([sys.executable, "-m", "pykbroker.tools.console_consumer", "--bootstrap-server",
+                             b.bootstrap, "--topic", "absent", "--from-beginning", "--max-messages", "1", *mode],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    err: list[str] = []
+    reader = threading.Thread(target=lambda: err.extend(proc.stderr), daemon=True)
+    reader.start()
+    try:
+        from tests.helpers.wait import wait_until
+        wait_until(lambda: any(METADATA_WARN.match(line.rstrip("\n")) for line in err), 15,
+                   message="metadata warning for the missing topic")
+        assert proc.poll() is None  # still waiting
+        create_topic(b.bootstrap, "absent", 1)
+        assert tool("console_producer", "--bootstrap-server", b.bootstrap, "--topic", "absent",
+                    stdin="late\n").returncode == 0
+        out, _ = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    reader.join(5)
+    assert proc.returncode == 0
+    assert out == "late\n"
+    assert not any("Traceback" in line for line in err), "".join(err)
+    assert err[-1] == "Processed a total of 1 messages\n"
+
+
+def test_perf_test_against_dead_broker_ends_with_one_error_line():
+    run = perf_test("--topic", "t", "--num-records", "10", "--record-size", "10", "--throughput", "-1",
+                    "--producer-props", f"bootstrap.servers={DEAD}", "max.block.ms=1500", timeout=30)
+    assert run.returncode == 1
+    assert run.stdout == ""
+    lines = run.stderr.splitlines()
+    assert "Traceback" not in run.stderr
+    assert lines[-1] == "ERROR: TimeoutError: Topic t not present in metadata after 1500 ms."
+    assert any(re.search(r"WARN \[Producer clientId=[^\]]+\] Connection to node -1 \(127\.0\.0\.1:1\) could not be "
+                         r"established\. Node may not be available\.$", ln) for ln in lines[:-1]), run.stderr
+
+
+def test_producer_tools_keep_stdout_for_their_own_output(broker):
+    create_topic(broker.bootstrap, "quiet", 1)
+    # The idempotent producer logs "ProducerId set" (INFO): never on stdout, and below the tools' WARN level.
+    produced = tool("console_producer", "--bootstrap-server", broker.bootstrap, "--topic", "quiet",
+                    stdin="a\nb\n")
+    assert produced.returncode == 0, produced.stderr
+    assert produced.stdout == ""
+    assert "ProducerId" not in produced.stderr
+    perf = perf_test("--topic", "quiet", "--num-records", "200", "--record-size", "10", "--throughput", "-1",
+                     "--bootstrap-server", broker.bootstrap)
+    assert perf.returncode == 0, perf.stderr
+    assert len(perf.stdout.splitlines()) == 1 and perf.stdout.startswith("200 records sent, "), perf.stdout
