@@ -97,13 +97,16 @@ def _broker_args(argv: list[str]) -> list[str] | None:
     """The arguments after ``-m pykbroker.kafka`` when ``argv`` is a Python running our entry point."""
     if not argv or "python" not in os.path.basename(argv[0]):
         return None
-    for i in range(1, len(argv) - 1):
-        if argv[i] == "-m" and argv[i + 1] == ENTRY_POINT:
-            return argv[i + 2:]
-        if argv[i] == f"-m{ENTRY_POINT}":
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a == "-m":
+            return argv[i + 2:] if argv[i + 1:i + 2] == [ENTRY_POINT] else None
+        if a == f"-m{ENTRY_POINT}":
             return argv[i + 1:]
-        if not argv[i].startswith("-"):
-            return None  # a script: not our entry point
+        if not a.startswith("-") or a.startswith("-c") or a.startswith("-m"):
+            return None  # a script, a command or another module: not our entry point
+        i += 2 if a in ("-X", "-W") else 1
     return None
 
 
