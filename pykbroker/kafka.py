@@ -3,6 +3,12 @@
 Mirrors ``kafka.Kafka``: parse arguments (Kafka's usage line on bad ones), load the properties file,
 apply ``--override``s, build :class:`KafkaConfig` (a bad value stops start-up with one line naming the
 key and the value, exit code 1), start :class:`KafkaRaftServer`, shut down in order on SIGTERM/SIGINT.
+
+Unlike Kafka, relative data directories (``log.dirs``, ``log.dir``, ``metadata.log.dir``) in the properties
+file are taken from the file's own directory, not the working directory, so starting from another
+directory finds the same data instead of formatting a new empty cluster; relative ``--override`` values
+are taken from the working directory. The absolute directories are logged at start
+(``Log directories: ...``).
 """
 from __future__ import annotations
 
@@ -10,6 +16,8 @@ import os
 import signal
 import sys
 import threading
+
+DATA_DIR_KEYS = ("log.dirs", "log.dir", "metadata.log.dir")
 
 USAGE = "USAGE: kafka-server-start [-daemon] server.properties [--override property=value]*"
 
@@ -40,6 +48,26 @@ def parse_args(argv: list[str]) -> tuple[str, dict[str, str]]:
     return path, overrides
 
 
+def resolve_data_dirs(props: dict[str, str], base_dir: str) -> dict[str, str]:
+    """Make the relative entries of ``log.dirs`` / ``log.dir`` / ``metadata.log.dir`` absolute against
+    ``base_dir`` (in place; returns ``props``)."""
+    for key in DATA_DIR_KEYS:
+        value = props.get(key)
+        if value and value.strip():
+            props[key] = ",".join(os.path.normpath(os.path.join(base_dir, d.strip()))
+                                  for d in value.split(",") if d.strip())
+    return props
+
+
+def load_server_properties(path: str, overrides: dict[str, str] | None = None) -> dict[str, str]:
+    """The broker's properties: the file (data directories relative to its directory), then the
+    overrides (data directories relative to the working directory). Raises OSError / PropertiesError."""
+    from pykbroker.config.properties import load_properties
+    props = resolve_data_dirs(dict(load_properties(path)), os.path.dirname(os.path.abspath(path)))
+    props.update(resolve_data_dirs(dict(overrides or {}), os.getcwd()))
+    return props
+
+
 def _usage():
     print(USAGE, file=sys.stderr)
     raise SystemExit(1)
@@ -57,25 +85,28 @@ def main(argv: list[str] | None = None) -> int:
     log = plog.get_logger("KafkaServer")
     from pykbroker.config.config_def import ConfigException
     from pykbroker.config.kafka_config import KafkaConfig
-    from pykbroker.config.properties import PropertiesError, load_properties
+    from pykbroker.config.properties import PropertiesError
     try:
-        props = load_properties(path)
+        props = load_server_properties(path, overrides)
     except (OSError, PropertiesError) as e:
         print(f"ERROR: cannot read {path}: {e}", file=sys.stderr)
         return 1
-    props.update(overrides)
     try:
         config = KafkaConfig(props)
     except ConfigException as e:
         print(f"ERROR: {e}", file=sys.stderr)
         log.error(f"Exiting Kafka due to fatal exception: {e}")
         return 1
+    log.info(f"Log directories: {', '.join(config.log_dirs)} (metadata.log.dir: {config.metadata_log_dir})")
     from pykbroker.server.kafka_raft_server import KafkaRaftServer
     server = KafkaRaftServer(config)
 
     def shutdown_hook(signum: int) -> None:
-        log.info(f"Terminating process due to signal SIG{signal.Signals(signum).name.removeprefix('SIG')}")
-        server.shutdown()
+        # The shutdown runs whatever happens to the log line (stdout may be a pipe whose reader is gone).
+        try:
+            log.info(f"Terminating process due to signal SIG{signal.Signals(signum).name.removeprefix('SIG')}")
+        finally:
+            server.shutdown()
 
     def on_signal(signum, _frame):
         # Nothing else here: the handler may interrupt the main thread inside a log write (which holds

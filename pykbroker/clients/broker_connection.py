@@ -21,6 +21,23 @@ class ConnectionClosedError(ConnectionError):
     pass
 
 
+def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
+    """``"h1:9092, [::1]:9093"`` -> ``[("h1", 9092), ("::1", 9093)]`` (Kafka's ClientUtils.parseAndValidateAddresses:
+    a bad entry raises ValueError naming it)."""
+    out = []
+    for entry in bootstrap.split(","):
+        entry = entry.strip()
+        if not entry:
+            continue
+        host, sep, port = entry.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError(f"Invalid url in bootstrap.servers: {entry}")
+        out.append((host.strip("[]"), int(port)))
+    if not out:
+        raise ValueError("No resolvable bootstrap urls given in bootstrap.servers")
+    return out
+
+
 class BrokerConnection:
     def __init__(self, host: str, port: int, client_id: str = "pykbroker", timeout: float = 30.0):
         self.sock = socket.create_connection((host, port), timeout=timeout)
@@ -31,8 +48,19 @@ class BrokerConnection:
 
     @classmethod
     def to(cls, bootstrap: str, **kw) -> "BrokerConnection":
-        host, _, port = bootstrap.rpartition(":")
-        return cls(host.strip("[]"), int(port), **kw)
+        """A connection to the first reachable address of ``bootstrap`` (``host:port[,host:port...]``,
+        tried in order, as Kafka's clients go through ``bootstrap.servers``). Raises ConnectionError naming
+        every address when none answers, ValueError for an address without a port."""
+        addresses = parse_bootstrap(bootstrap)
+        if len(addresses) == 1:
+            return cls(*addresses[0], **kw)  # the socket's own error (ConnectionRefusedError, ...)
+        failures = []
+        for host, port in addresses:
+            try:
+                return cls(host, port, **kw)
+            except OSError as e:
+                failures.append(f"{host}:{port} ({e.strerror or e})")
+        raise ConnectionError("Could not connect to any of the bootstrap servers: " + ", ".join(failures))
 
     def send(self, api_key: int, version: int, body: dict) -> int:
         """Write one request; returns its correlation id (read the answer with :meth:`receive`)."""

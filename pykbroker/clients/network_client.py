@@ -5,7 +5,8 @@ bootstrap addresses get negative ids), connect with exponential back-off (``reco
 ``reconnect.backoff.max.ms``), an ApiVersions exchange before a connection is ready (versions are then
 picked as ``min(ours, broker's)``), ``InFlightRequests`` capped per connection, responses matched to
 requests in order by correlation id, ``request.timeout.ms`` per request, and every in-flight request
-failed with :class:`DisconnectError` when its connection drops.
+failed with :class:`DisconnectError` when its connection drops. A connection that cannot be established
+logs Kafka's WARN ``Connection to node N (host:port) could not be established. Node may not be available.``
 
 Threading: owned by one thread (the producer's Sender); ``wakeup`` is thread-safe.
 """
@@ -22,6 +23,7 @@ from typing import Callable
 from pykbroker.protocol import decode_response, encode_request, errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.protocol.header import response_header_version
+from pykbroker.utils.logging import get_logger
 
 _SIZE = struct.Struct(">i")
 API_VERSIONS_VERSION = 3
@@ -65,8 +67,9 @@ class _Connection:
 class NetworkClient:
     def __init__(self, client_id: str, request_timeout_ms: int = 30000, reconnect_backoff_ms: int = 50,
                  reconnect_backoff_max_ms: int = 1000, max_in_flight: int = 5,
-                 send_buffer_bytes: int = 131072, receive_buffer_bytes: int = 32768):
+                 send_buffer_bytes: int = 131072, receive_buffer_bytes: int = 32768, log=None):
         self.client_id = client_id
+        self.log = log or get_logger("NetworkClient", clientId=client_id)
         self.request_timeout = request_timeout_ms / 1000.0
         self.backoff = reconnect_backoff_ms / 1000.0
         self.backoff_max = reconnect_backoff_max_ms / 1000.0
@@ -130,9 +133,15 @@ class NetworkClient:
         except BlockingIOError:
             pass
         except OSError as e:
+            self._connect_failed(node_id, address)
             self.close(node_id, DisconnectError(f"connect to node {node_id} at {address} failed: {e}"))
             return
         self._set_events(conn, selectors.EVENT_WRITE)
+
+    def _connect_failed(self, node_id: int, address) -> None:
+        where = f"{address[0]}:{address[1]}" if address else "unknown address"
+        self.log.warning(f"Connection to node {node_id} ({where}) could not be established. "
+                         "Node may not be available.")
 
     def _set_events(self, conn: _Connection, events: int) -> None:
         if events == conn.events:
@@ -240,6 +249,7 @@ class NetworkClient:
     def _finish_connect(self, conn: _Connection) -> None:
         err = conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
         if err:
+            self._connect_failed(conn.node_id, self.addresses.get(conn.node_id))
             self.close(conn.node_id, DisconnectError(f"connect to node {conn.node_id} failed: {os.strerror(err)}"))
             return
         conn.state = CHECKING_API_VERSIONS

@@ -1,9 +1,25 @@
 """Small helpers shared by the command-line tools (Kafka's ``CommandLineUtils``)."""
 from __future__ import annotations
 
+import os
 import sys
 
 from pykbroker.config.properties import load_properties
+
+TOOLS_LOG_LEVEL_ENV = "PYKBROKER_TOOLS_LOG_LEVEL"
+
+
+def configure_tool_logging() -> None:
+    """Client logs of a command-line tool go to stderr at WARN (Kafka's tools-log4j: ``rootLogger=WARN,
+    stderr``), so stdout carries only the tool's own output; ``$PYKBROKER_TOOLS_LOG_LEVEL`` changes the level."""
+    from pykbroker.utils import logging as plog
+    plog.configure(os.environ.get(TOOLS_LOG_LEVEL_ENV, "warn"), stream=sys.stderr)
+
+
+def error_line(e: BaseException) -> str:
+    """One line for an exception: ``TypeName: message`` (no traceback)."""
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
 
 
 def parse_key_values(items: list[str] | None, what: str = "property") -> dict[str, str]:

@@ -12,6 +12,12 @@ Ends after ``--max-messages`` records or ``--timeout-ms`` without a record, prin
 ``Processed a total of N messages`` on stderr. Uses pykbroker's KafkaConsumer: with ``--partition``
 it assigns that partition; otherwise it subscribes with ``--group`` (default: a new
 ``console-consumer-NNNNN`` group, as Kafka does), committing offsets as it goes.
+
+A missing topic is waited for, as Kafka's consumer does: the consumer logs Kafka's metadata WARN on
+stderr (and the broker creates the topic if ``auto.create.topics.enable``). Errors end the tool as in
+Kafka, logged on one line (no traceback): while setting up ``Unknown error when running consumer: ...``
+(exit 1), while consuming ``Error processing message, terminating consumer process: ...`` (then the
+record count, exit 0, as Kafka's process loop returns normally).
 """
 from __future__ import annotations
 
@@ -21,7 +27,8 @@ import sys
 import time
 
 from pykbroker.clients.consumer import KafkaConsumer
-from pykbroker.tools.command_line_utils import client_properties, parse_key_values
+from pykbroker.tools.command_line_utils import client_properties, configure_tool_logging, error_line, parse_key_values
+from pykbroker.utils.logging import get_logger
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -91,22 +98,15 @@ def main(argv: list[str] | None = None, stdout=None) -> int:
     props["isolation.level"] = args.isolation_level
     if args.partition is None:
         props.setdefault("group.id", args.group or f"console-consumer-{random.randrange(100000)}")
-    consumer = KafkaConsumer(props)
+    log = get_logger("ConsoleConsumer")
+    try:
+        consumer = KafkaConsumer(props)
+        _start(consumer, args)
+    except Exception as e:  # noqa: BLE001 - Kafka: "Unknown error when running consumer", exit 1
+        log.error(f"Unknown error when running consumer: {error_line(e)}")
+        return 1
     count = 0
     try:
-        if args.partition is None:
-            consumer.subscribe([args.topic])
-        else:
-            consumer.assign([(args.topic, args.partition)])
-            if args.offset == "earliest":
-                consumer.seek_to_beginning()
-            elif args.offset == "latest":
-                if not args.from_beginning:
-                    consumer.seek_to_end()
-                else:
-                    consumer.seek_to_beginning()
-            else:
-                consumer.seek(args.topic, args.partition, int(args.offset))
         last_record = time.monotonic()
         while args.max_messages is None or count < args.max_messages:
             records = consumer.poll(timeout_ms=200)
@@ -123,11 +123,30 @@ def main(argv: list[str] | None = None, stdout=None) -> int:
             out.flush()
     except KeyboardInterrupt:
         pass
+    except Exception as e:  # noqa: BLE001 - Kafka logs it (one line here) and ends as after the last message
+        log.error(f"Error processing message, terminating consumer process: {error_line(e)}")
     finally:
-        consumer.close()
+        try:
+            consumer.close()
+        except Exception:  # noqa: BLE001 - a dead broker must not turn the exit into a traceback
+            pass
         print(f"Processed a total of {count} messages", file=sys.stderr)
     return 0
 
 
+def _start(consumer: KafkaConsumer, args) -> None:
+    if args.partition is None:
+        consumer.subscribe([args.topic])
+        return
+    consumer.assign([(args.topic, args.partition)])
+    if args.offset == "earliest" or (args.offset == "latest" and args.from_beginning):
+        consumer.seek_to_beginning()
+    elif args.offset == "latest":
+        consumer.seek_to_end()
+    else:
+        consumer.seek(args.topic, args.partition, int(args.offset))
+
+
 if __name__ == "__main__":
+    configure_tool_logging()
     sys.exit(main())

@@ -7,7 +7,8 @@
 Kafka's line reader properties: ``parse.key`` (default false), ``key.separator`` (default tab),
 ``ignore.error`` (a line without the separator is sent with a null key instead of failing),
 ``null.marker`` (a key or value equal to it is sent as null). Uses pykbroker's KafkaProducer; exits
-1 if a record could not be delivered.
+1 if a record could not be delivered, or with one ``ERROR: ...`` line on stderr when sending stops
+(e.g. the topic's metadata is not available within ``max.block.ms``). Client logs go to stderr (WARN).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import argparse
 import sys
 
 from pykbroker.clients.producer import KafkaProducer
-from pykbroker.tools.command_line_utils import client_properties, parse_key_values
+from pykbroker.tools.command_line_utils import client_properties, configure_tool_logging, error_line, parse_key_values
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,8 +49,9 @@ def main(argv: list[str] | None = None, stdin=None) -> int:
     props.update(client_properties(args.producer_config, parse_key_values(args.producer_property),
                                    args.bootstrap_server))
     failures = []
-    producer = KafkaProducer(props)
+    producer = None
     try:
+        producer = KafkaProducer(props)
         for line_no, raw in enumerate(stdin, 1):
             line = raw.rstrip(b"\r\n")
             key = None
@@ -69,12 +71,20 @@ def main(argv: list[str] | None = None, stdin=None) -> int:
             if args.sync:
                 future.get(60)
         producer.flush(120)
+    except Exception as e:  # noqa: BLE001 - Kafka's tool exits 1 on it: one line, no traceback
+        print(f"ERROR: {error_line(e)}", file=sys.stderr)
+        if producer is not None:
+            producer.close(0)
+            producer = None
+        return 1
     finally:
-        producer.close()
+        if producer is not None:
+            producer.close()
     for e in failures[:5]:
         print(f"Error when sending message to topic {args.topic}: {e!r}", file=sys.stderr)
     return 1 if failures else 0
 
 
 if __name__ == "__main__":
+    configure_tool_logging()
     sys.exit(main())

@@ -22,6 +22,7 @@ import uuid
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.tools.command_line_utils import configure_tool_logging
 
 
 class CommandError(Exception):
@@ -50,8 +51,8 @@ def parse_assignment(data: bytes) -> list[tuple[str, int]]:
 
 class Admin:
     def __init__(self, bootstrap: str):
-        self.bootstrap = bootstrap.split(",")[0].strip()
-        self.conn = BrokerConnection.to(self.bootstrap, client_id="kafka-consumer-groups")
+        self.bootstrap = bootstrap
+        self.conn = BrokerConnection.to(bootstrap, client_id="kafka-consumer-groups")
 
     def close(self) -> None:
         self.conn.close()
@@ -224,8 +225,9 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
         print("Option [describe|delete|reset-offsets] takes one of these options: [all-groups], [group]",
               file=sys.stderr)
         return 1
-    admin = Admin(args.bootstrap_server)
+    admin = None
     try:
+        admin = Admin(args.bootstrap_server)
         if args.list:
             for g in sorted(admin.list_groups(), key=lambda g: g["group_id"]):
                 print(g["group_id"], file=out)
@@ -261,13 +263,15 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
                 return 1
             args.group = args.group[0]
             reset_offsets(admin, args, out)
-    except (CommandError, errors.KafkaError, OSError) as e:
+    except (CommandError, errors.KafkaError, OSError, ValueError) as e:
         print(f"Error: {e}", file=sys.stderr)
         return 1
     finally:
-        admin.close()
+        if admin is not None:
+            admin.close()
     return 0
 
 
 if __name__ == "__main__":
+    configure_tool_logging()
     sys.exit(main())

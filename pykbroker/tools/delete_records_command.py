@@ -24,6 +24,7 @@ from collections import defaultdict
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.tools.command_line_utils import configure_tool_logging
 
 DELETE_RECORDS_VERSION = 2
 METADATA_VERSION = 12
@@ -64,9 +65,8 @@ def _exception_text(code: int) -> str:
 def delete_records(bootstrap: str, offsets: dict[tuple[str, int], int],
                    timeout_ms: int = 30000) -> dict[tuple[str, int], tuple[int, int]]:
     """Send DeleteRecords to each partition's leader: ``{(topic, partition): (low watermark, error code)}``."""
-    first = bootstrap.split(",")[0].strip()
     topics = sorted({t for t, _ in offsets})
-    with BrokerConnection.to(first, client_id="kafka-delete-records") as conn:
+    with BrokerConnection.to(bootstrap, client_id="kafka-delete-records") as conn:
         metadata = conn.request(ApiKeys.METADATA, METADATA_VERSION, {
             "topics": [{"name": t, "topic_id": uuid.UUID(int=0)} for t in topics], "allow_auto_topic_creation": False,
             "include_topic_authorized_operations": False})
@@ -110,7 +110,11 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
         print(f"Error while executing records delete operation: {e}", file=sys.stderr)
         return 1
     print("Executing records delete operation", file=out)
-    results = delete_records(args.bootstrap_server, offsets)
+    try:
+        results = delete_records(args.bootstrap_server, offsets)
+    except (OSError, errors.KafkaError, ValueError) as e:
+        print(f"Error while executing records delete operation: {e}", file=sys.stderr)
+        return 1
     print("Records delete operation completed:", file=out)
     for (topic, partition), (low, code) in results.items():
         if code == errors.NONE:
@@ -121,4 +125,5 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
 
 
 if __name__ == "__main__":
+    configure_tool_logging()
     sys.exit(main())

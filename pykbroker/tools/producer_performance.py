@@ -11,7 +11,9 @@ Kafka's flags: ``--topic``, ``--num-records``, ``--record-size`` | ``--payload-f
 ``N records sent, X records/sec (Y MB/sec), A ms avg latency, M ms max latency, P50 ms 50th, P95 ms 95th,
 P99 ms 99th, P999 ms 99.9th.`` Latency is measured per record from ``send`` to its delivery callback
 (ms); percentiles come from every ``N / min(N, 500000)``-th record, as in Kafka. Records that fail are
-reported on stderr and not counted.
+reported on stderr and not counted. The producer's connection warnings go to stderr (Kafka's tools log
+there); an error that stops the test (e.g. no broker answering within ``max.block.ms``) ends it with one
+``ERROR: ...`` line on stderr and exit code 1.
 
 Uses pykbroker's own :class:`~pykbroker.clients.producer.KafkaProducer`; the tool sets the interpreter's
 thread switch interval to 1 ms (see ``main``).
@@ -25,6 +27,7 @@ import time
 
 from pykbroker.clients.producer import KafkaProducer
 from pykbroker.config.properties import load_properties
+from pykbroker.tools.command_line_utils import configure_tool_logging, error_line
 
 REPORTING_INTERVAL_MS = 5000
 
@@ -174,7 +177,18 @@ def payloads(args) -> tuple[bytes | None, list[bytes]]:
 def run(args, out=sys.stdout) -> int:
     props = producer_props(args)
     payload, payload_list = payloads(args)
-    producer = KafkaProducer(props)
+    producer = None
+    try:
+        producer = KafkaProducer(props)
+        return _run(args, producer, payload, payload_list, out)
+    except Exception as e:  # noqa: BLE001 - Kafka's tool dies with the exception: one line here, no traceback
+        print(f"ERROR: {error_line(e)}", file=sys.stderr, flush=True)
+        if producer is not None:
+            producer.close(0)
+        return 1
+
+
+def _run(args, producer: KafkaProducer, payload, payload_list, out) -> int:
     stats = Stats(args.num_records, out=out)
     rng = random.Random()
     start_ms = time.time() * 1000
@@ -221,4 +235,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    configure_tool_logging()
     sys.exit(main())

@@ -6,7 +6,8 @@
 
 ``format`` writes ``meta.properties`` (version 1, cluster.id, node.id, directory.id) into every
 ``log.dirs`` entry and the ``metadata.log.dir``; a directory already formatted makes it fail
-(exit 1) unless ``--ignore-formatted``. The broker also formats empty directories itself on first start.
+(exit 1) unless ``--ignore-formatted``. Relative data directories are taken from the properties file's
+directory, as the broker takes them. The broker also formats empty directories itself on first start.
 """
 from __future__ import annotations
 
@@ -15,12 +16,15 @@ import sys
 
 from pykbroker.config.config_def import ConfigException
 from pykbroker.config.kafka_config import KafkaConfig
-from pykbroker.config.properties import load_properties
+from pykbroker.config.properties import PropertiesError
 from pykbroker.server.meta_properties import read_meta_properties, random_uuid, uuid_from_string, write_meta_properties
+from pykbroker.tools.command_line_utils import configure_tool_logging
 
 
 def _config(path: str) -> KafkaConfig:
-    return KafkaConfig(load_properties(path))
+    """As the broker reads it: relative data directories are taken from the file's directory."""
+    from pykbroker.kafka import load_server_properties
+    return KafkaConfig(load_server_properties(path))
 
 
 def _dirs(config: KafkaConfig) -> list[str]:
@@ -68,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         config = _config(args.config)
-    except (ConfigException, OSError) as e:
+    except (ConfigException, OSError, PropertiesError) as e:
         print(f"ERROR: {e}", file=sys.stderr)
         return 1
     if args.command == "format":
@@ -84,4 +88,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    configure_tool_logging()
     sys.exit(main())

@@ -24,7 +24,7 @@ import uuid
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.tools.command_line_utils import parse_key_values
+from pykbroker.tools.command_line_utils import configure_tool_logging, parse_key_values
 
 INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state"}
 TOPIC_RESOURCE = 2
@@ -138,14 +138,15 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
         print("Missing required argument \"[topic]\"", file=sys.stderr)
         return 1
     try:
-        with BrokerConnection.to(args.bootstrap_server.split(",")[0], client_id="kafka-topics") as conn:
+        with BrokerConnection.to(args.bootstrap_server, client_id="kafka-topics") as conn:
             action = create if args.create else delete if args.delete else list_topics if args.list else describe
             action(conn, args, out)
-    except (TopicCommandError, errors.KafkaError, OSError) as e:
+    except (TopicCommandError, errors.KafkaError, OSError, ValueError) as e:
         print(f"Error while executing topic command : {e}", file=sys.stderr)
         return 1
     return 0
 
 
 if __name__ == "__main__":
+    configure_tool_logging()
     sys.exit(main())

@@ -5,10 +5,17 @@
 Loggers carry their component prefix as the ``component`` key: ``get_logger("SocketServer",
 listenerType="BROKER", nodeId=1)``. Extra key/values are appended after the message. ``configure``
 is idempotent and called once by the entry point; libraries just call :func:`get_logger`.
+
+Writing a log line never raises: when the output stream fails (the reader of a pipe went away:
+``kafka-server-start ... | tee log`` and Ctrl-C; a full disk; a closed file), the stream's file
+descriptor is pointed at ``/dev/null`` (so nothing else in the process trips on it either, the
+interpreter's final flush included) and logging carries on to stderr, or is discarded when stderr
+is gone too. A thread that logs -- the shutdown hook first of all -- is never killed by its log.
 """
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 import time
@@ -39,8 +46,64 @@ def _render(_logger, method_name: str, event_dict: dict) -> str:
     return line
 
 
+_write_lock = threading.RLock()
+
+
+def _silence(stream) -> None:
+    """Point ``stream``'s file descriptor at /dev/null: later writes (and flushes) succeed and vanish."""
+    try:
+        fd = stream.fileno()
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, fd)
+        finally:
+            os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+class _SafeSink:
+    """structlog's logger at the end of the chain: writes rendered lines to a stream, never raises."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def msg(self, message: str) -> None:
+        with _write_lock:
+            while self._stream is not None:
+                stream = self._stream
+                try:
+                    stream.write(message + "\n")
+                    stream.flush()
+                    return
+                except (OSError, ValueError) as e:  # BrokenPipeError, EIO, ENOSPC; ValueError: closed file
+                    self._fail_over(stream, e)
+
+    def _fail_over(self, stream, error: BaseException) -> None:
+        _silence(stream)
+        fallback = sys.stderr
+        if stream is fallback or fallback is None:
+            self._stream = None
+            return
+        self._stream = fallback
+        try:
+            fallback.write(f"pykbroker: log output failed ({error!r}); logging to stderr\n")
+            fallback.flush()
+        except (OSError, ValueError):
+            _silence(fallback)
+            self._stream = None
+
+    debug = info = warning = warn = error = err = critical = fatal = exception = failure = log = msg
+
+
+def _sink_factory(stream):
+    sink = _SafeSink(stream)
+    return lambda *args: sink
+
+
 def configure(level: str = "info", stream=None) -> None:
-    """Set up structlog for the process: level filter, Kafka-like renderer, output ``stream`` (stdout)."""
+    """Set up structlog for the process: level filter, Kafka-like renderer, output ``stream`` (stdout),
+    written through a sink that survives the stream failing (see the module docstring)."""
     global _configured
     structlog.configure(
         processors=[
@@ -49,7 +112,7 @@ def configure(level: str = "info", stream=None) -> None:
             _render,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(_LEVELS.get(level.lower(), logging.INFO)),
-        logger_factory=structlog.PrintLoggerFactory(file=stream or sys.stdout),
+        logger_factory=_sink_factory(stream or sys.stdout),
         cache_logger_on_first_use=False,
     )
     _configured = True

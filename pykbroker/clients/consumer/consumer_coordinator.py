@@ -157,8 +157,9 @@ class ConsumerCoordinator:
             assignments = []
             if join["leader"] == self.member_id:
                 subscriptions = {m["member_id"]: decode_subscription(m["metadata"]) for m in join["members"]}
-                counts = {t: len(self.consumer.partitions_for_topic(t))
-                          for t in sorted({t for ts in subscriptions.values() for t in ts})}
+                # Topics missing from the metadata get no partitions (Java's ConsumerCoordinator assigns
+                # from the cluster metadata it has); the consumer rejoins once they appear.
+                counts = self.consumer.partition_counts_of(sorted({t for ts in subscriptions.values() for t in ts}))
                 plan = range_assign(subscriptions, counts)
                 assignments = [{"member_id": m, "assignment": encode_assignment(a)} for m, a in plan.items()]
             sync = self._request(ApiKeys.SYNC_GROUP, 3, {

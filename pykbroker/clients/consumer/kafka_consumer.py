@@ -11,9 +11,17 @@ lists from Fetch requests (v12, full fetches: no KIP-227 session) sent to each p
 ``isolation.level``. A partition without a position starts from ``auto.offset.reset`` (earliest,
 latest, none -> NoOffsetForPartitionError), resolved with ListOffsets; OFFSET_OUT_OF_RANGE resets the
 same way; NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_OR_PARTITION refresh metadata. Control batches and
-records below the fetch position are skipped. ``subscribe`` joins ``group.id`` through the
+records below the fetch position are skipped. ``seek_to_beginning`` / ``seek_to_end`` are lazy, as in
+Java: the offset is looked up by the next ``poll`` (or ``position``). A topic or partition without a
+leader (missing topic, election in progress) is not an error: the consumer logs Kafka's WARN
+``The metadata response from the cluster reported a recoverable issue with correlation id N :
+{topic=ERROR}``, retries its metadata with a back-off (0.1 s doubling to 1 s) and keeps polling; Metadata
+requests ask the broker to create missing topics when ``allow.auto.create.topics`` (default true, as in
+Kafka) and the broker's ``auto.create.topics.enable`` allow it. ``subscribe`` joins ``group.id`` through the
 :class:`~pykbroker.clients.consumer.consumer_coordinator.ConsumerCoordinator` (range assignment,
-heartbeats from ``poll``, positions from the committed offsets); ``enable.auto.commit`` commits the
+heartbeats from ``poll``, positions from the committed offsets; a subscribed topic that is missing gets
+no partitions, and the consumer rejoins once a metadata refresh shows the subscribed topics' partition
+counts changed -- every second while one is missing, else every ``metadata.max.age.ms``); ``enable.auto.commit`` commits the
 positions every ``auto.commit.interval.ms`` from ``poll`` and on ``close``; ``commit`` commits them now.
 
 Threading: like Java's consumer, not thread-safe; one thread polls.
@@ -29,6 +37,7 @@ from pykbroker.clients.consumer.consumer_coordinator import ConsumerCoordinator
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.record.default_record_batch import iter_batches
+from pykbroker.utils.logging import get_logger
 
 FETCH_VERSION = 12
 LIST_OFFSETS_VERSION = 7
@@ -56,7 +65,9 @@ _DEFAULTS = {"bootstrap.servers": None, "client.id": "", "group.id": None, "auto
              "max.partition.fetch.bytes": 1048576, "isolation.level": "read_uncommitted",
              "request.timeout.ms": 30000, "check.crcs": True, "enable.auto.commit": True,
              "auto.commit.interval.ms": 5000, "session.timeout.ms": 45000, "heartbeat.interval.ms": 3000,
-             "max.poll.interval.ms": 300000}
+             "max.poll.interval.ms": 300000, "allow.auto.create.topics": True, "metadata.max.age.ms": 300000}
+_LEADER_BACKOFF_S, _LEADER_BACKOFF_MAX_S = 0.1, 1.0
+_BOOTSTRAP_NODE = -1  # key of the bootstrap connection in ``_conns`` (brokers have ids >= 0)
 
 
 class KafkaConsumer:
@@ -86,6 +97,17 @@ class KafkaConsumer:
         self.auto_commit = str(conf["enable.auto.commit"]).lower() == "true"
         self.auto_commit_interval = int(conf["auto.commit.interval.ms"]) / 1000.0
         self._next_auto_commit = 0.0
+        self.allow_auto_create = str(conf["allow.auto.create.topics"]).lower() == "true"
+        self.metadata_max_age = int(conf["metadata.max.age.ms"]) / 1000.0
+        self._pending_reset: dict[tuple[str, int], int] = {}  # lazy seek_to_beginning / seek_to_end
+        self._leader_backoff = _LEADER_BACKOFF_S
+        self._next_leader_refresh = 0.0
+        self._subscribed_counts: dict[str, int] | None = None
+        self._next_subscription_check = 0.0
+        context = {"clientId": self.client_id}
+        if conf["group.id"]:
+            context["groupId"] = conf["group.id"]
+        self.log = get_logger("Consumer", **context)
 
     # -- groups ------------------------------------------------------------------------------------------
     def subscribe(self, topics: list[str]) -> None:
@@ -113,13 +135,40 @@ class KafkaConsumer:
                 pass
         assignment = coordinator.ensure_active_group(self.subscription)
         if assignment is None:
+            self._maybe_check_subscription(coordinator)
             return
         self.assignment = assignment
         self.positions = {}
+        self._pending_reset = {}
         if assignment:
-            self._refresh_metadata(sorted({t for t, _ in assignment}))
             self.positions.update(coordinator.fetch_committed(assignment))
+        self._subscribed_counts = self._subscription_counts()
+        self._schedule_subscription_check()
         self._next_auto_commit = time.monotonic() + self.auto_commit_interval
+
+    def _subscription_counts(self) -> dict[str, int]:
+        """Partition count of every subscribed topic (0 when missing), from fresh metadata."""
+        self._refresh_metadata(sorted(self.subscription))
+        return {t: self.partition_counts.get(t, 0) for t in self.subscription}
+
+    def _schedule_subscription_check(self) -> None:
+        missing = any(not n for n in (self._subscribed_counts or {}).values())
+        self._next_subscription_check = time.monotonic() + (1.0 if missing else self.metadata_max_age)
+
+    def _maybe_check_subscription(self, coordinator) -> None:
+        """Java's metadata listener: rejoin when a subscribed topic appears or changes its partition count."""
+        if time.monotonic() < self._next_subscription_check:
+            return
+        counts = self._subscription_counts()
+        if counts != self._subscribed_counts:
+            coordinator.needs_join = True
+        self._subscribed_counts = counts
+        self._schedule_subscription_check()
+
+    def partition_counts_of(self, topics: list[str]) -> dict[str, int]:
+        """``{topic: partition count}`` of the ``topics`` that exist (fresh metadata); missing ones are left out."""
+        self._refresh_metadata(sorted(topics))
+        return {t: self.partition_counts[t] for t in topics if self.partition_counts.get(t)}
 
     def commit(self, offsets: dict | None = None) -> None:
         """Commit ``{(topic, partition): offset}`` (default: the current positions) to the group."""
@@ -133,29 +182,66 @@ class KafkaConsumer:
         for node, conn in self._conns.items():
             return conn
         last: Exception | None = None
-        for address in self.bootstrap:
+        for address in self.bootstrap:  # every bootstrap.servers entry in turn, as Kafka's clients do
             try:
-                return BrokerConnection.to(address, client_id=self.client_id, timeout=self.timeout)
+                conn = BrokerConnection.to(address, client_id=self.client_id, timeout=self.timeout)
             except OSError as e:
                 last = e
+                continue
+            self._conns[_BOOTSTRAP_NODE] = conn  # kept (correlation ids go on) until it fails or close()
+            return conn
         raise ConnectionError(f"could not connect to any of {self.bootstrap}: {last}")
 
     def _refresh_metadata(self, topics: list[str]) -> None:
         conn = self._bootstrap_connection()
         try:
-            response = conn.request(ApiKeys.METADATA, METADATA_VERSION, {
+            correlation_id = conn.send(ApiKeys.METADATA, METADATA_VERSION, {
                 "topics": [{"name": t, "topic_id": uuid.UUID(int=0)} for t in topics],
-                "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
+                "allow_auto_topic_creation": self.allow_auto_create, "include_topic_authorized_operations": False})
+            response = conn.receive()[1]
+        except OSError:
+            if conn in self._conns.values():
+                self._drop_connection(next(n for n, c in self._conns.items() if c is conn))
+            raise
         finally:
             if conn not in self._conns.values():
                 conn.close()
         self.brokers = {b["node_id"]: (b["host"], b["port"]) for b in response["brokers"]}
+        problems = {}
         for t in response["topics"]:
+            name = t["name"]
             if t["error_code"] != errors.NONE:
+                problems[name] = errors.name_of(t["error_code"])
+                self.partition_counts.pop(name, None)
+                for tp in [tp for tp in self.leaders if tp[0] == name]:
+                    del self.leaders[tp]
                 continue
-            self.partition_counts[t["name"]] = len(t["partitions"])
+            self.partition_counts[name] = len(t["partitions"])
             for p in t["partitions"]:
-                self.leaders[(t["name"], p["partition_index"])] = p["leader_id"]
+                self.leaders[(name, p["partition_index"])] = p["leader_id"]
+                if p["error_code"] != errors.NONE:
+                    problems[f"{name}-{p['partition_index']}"] = errors.name_of(p["error_code"])
+        if problems:
+            self.log.warning("The metadata response from the cluster reported a recoverable issue with correlation id "
+                             f"{correlation_id} : {{{', '.join(f'{k}={v}' for k, v in problems.items())}}}")
+
+    def _leader(self, tp: tuple[str, int]) -> int:
+        """The partition's leader, -1 if unknown; refreshes metadata for it with a back-off (0.1 s .. 1 s)."""
+        leader = self.leaders.get(tp, -1)
+        if leader >= 0:
+            return leader
+        now = time.monotonic()
+        if now < self._next_leader_refresh:
+            return -1
+        self._refresh_metadata([tp[0]])
+        leader = self.leaders.get(tp, -1)
+        if leader >= 0:
+            self._leader_backoff = _LEADER_BACKOFF_S
+            self._next_leader_refresh = 0.0
+        else:
+            self._next_leader_refresh = now + self._leader_backoff
+            self._leader_backoff = min(self._leader_backoff * 2, _LEADER_BACKOFF_MAX_S)
+        return leader
 
     def _connection(self, node: int) -> BrokerConnection:
         conn = self._conns.get(node)
@@ -190,17 +276,24 @@ class KafkaConsumer:
         self.positions[(topic, partition)] = offset
 
     def seek_to_beginning(self, partitions=None) -> None:
-        for tp, off in self._list_offsets(partitions or self.assignment, EARLIEST).items():
-            self.positions[tp] = off
+        """Lazily: the next ``poll`` / ``position`` looks up the earliest offsets."""
+        for tp in partitions or self.assignment:
+            self.positions.pop(tp, None)
+            self._pending_reset[tp] = EARLIEST
 
     def seek_to_end(self, partitions=None) -> None:
-        for tp, off in self._list_offsets(partitions or self.assignment, LATEST).items():
-            self.positions[tp] = off
+        """Lazily: the next ``poll`` / ``position`` looks up the latest offsets."""
+        for tp in partitions or self.assignment:
+            self.positions.pop(tp, None)
+            self._pending_reset[tp] = LATEST
 
     def position(self, topic: str, partition: int) -> int:
+        """Raises LeaderNotAvailableError when the offset cannot be looked up (no leader) right now."""
         tp = (topic, partition)
         if tp not in self.positions:
             self._reset_positions([tp])
+        if tp not in self.positions:
+            raise errors.LeaderNotAvailableError(f"no leader for {tp}")
         return self.positions[tp]
 
     def end_offsets(self, partitions) -> dict:
@@ -210,15 +303,14 @@ class KafkaConsumer:
         return self._list_offsets(partitions, EARLIEST)
 
     def _list_offsets(self, partitions, timestamp: int) -> dict:
+        """Offsets of the ``partitions`` whose leaders are known and answer; the others are left out."""
         by_leader: dict[int, list] = {}
         for tp in partitions:
-            if tp not in self.leaders:
-                self._refresh_metadata([tp[0]])
-            by_leader.setdefault(self.leaders.get(tp, -1), []).append(tp)
+            leader = self._leader(tp)
+            if leader >= 0:
+                by_leader.setdefault(leader, []).append(tp)
         out = {}
         for leader, tps in by_leader.items():
-            if leader < 0:
-                raise errors.LeaderNotAvailableError(f"no leader for {tps}")
             topics: dict[str, list] = {}
             for t, p in tps:
                 topics.setdefault(t, []).append({"partition_index": p, "current_leader_epoch": -1,
@@ -228,16 +320,30 @@ class KafkaConsumer:
                 "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]})
             for t in response["topics"]:
                 for p in t["partitions"]:
-                    if p["error_code"] != errors.NONE:
-                        raise errors.for_code(p["error_code"])(f"ListOffsets {t['name']}-{p['partition_index']}")
-                    out[(t["name"], p["partition_index"])] = p["offset"]
+                    tp = (t["name"], p["partition_index"])
+                    code = p["error_code"]
+                    if code != errors.NONE:
+                        if getattr(errors.for_code(code), "retriable", False):
+                            self.leaders.pop(tp, None)  # look the leader up again, retry on the next poll
+                            continue
+                        raise errors.for_code(code)(f"ListOffsets {t['name']}-{p['partition_index']}")
+                    out[tp] = p["offset"]
         return out
 
     def _reset_positions(self, tps) -> None:
-        if self.reset == "none":
-            raise NoOffsetForPartitionError(f"Undefined offset with no reset policy for partitions: {tps}")
-        for tp, off in self._list_offsets(tps, EARLIEST if self.reset == "earliest" else LATEST).items():
-            self.positions[tp] = off
+        by_strategy: dict[int, list] = {}
+        default = EARLIEST if self.reset == "earliest" else LATEST
+        for tp in tps:
+            strategy = self._pending_reset.get(tp)
+            if strategy is None:
+                if self.reset == "none":
+                    raise NoOffsetForPartitionError(f"Undefined offset with no reset policy for partitions: {tps}")
+                strategy = default
+            by_strategy.setdefault(strategy, []).append(tp)
+        for strategy, group in by_strategy.items():
+            for tp, off in self._list_offsets(group, strategy).items():
+                self.positions[tp] = off
+                self._pending_reset.pop(tp, None)
 
     # -- fetching -----------------------------------------------------------------------------------------
     def poll(self, timeout_ms: int = 0) -> list[ConsumerRecord]:
@@ -267,12 +373,14 @@ class KafkaConsumer:
     def _fetch_once(self, max_wait_ms: int) -> list[ConsumerRecord]:
         by_leader: dict[int, list] = {}
         for tp in self.assignment:
-            leader = self.leaders.get(tp, -1)
-            if leader < 0:
-                self._refresh_metadata([tp[0]])
-                leader = self.leaders.get(tp, -1)
+            if tp not in self.positions:
+                continue
+            leader = self._leader(tp)
             if leader >= 0:
                 by_leader.setdefault(leader, []).append(tp)
+        if not by_leader:
+            time.sleep(min(_LEADER_BACKOFF_S, max_wait_ms / 1000.0))  # nothing fetchable yet: no busy loop
+            return []
         records: list[ConsumerRecord] = []
         wait = min(max_wait_ms, int(self.config["fetch.max.wait.ms"]))
         for leader, tps in by_leader.items():

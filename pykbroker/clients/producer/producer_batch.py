@@ -13,6 +13,10 @@ from __future__ import annotations
 import threading
 from typing import Callable, NamedTuple
 
+from pykbroker.utils.logging import get_logger
+
+_log = get_logger("ProducerBatch")
+
 
 class RecordMetadata(NamedTuple):
     topic: str
@@ -128,21 +132,32 @@ class ProducerBatch:
         return self.builder.build()
 
     def complete(self, base_offset: int, log_append_time: int, error: BaseException | None) -> bool:
-        """Set the outcome once and run the callbacks (``callback(metadata, exception)``); False if already done."""
+        """Set the outcome once, run the callbacks (``callback(metadata, exception)``), then mark the
+        result done; False if already done.
+
+        The order is Kafka's ``completeFutureAndFireCallbacks``: ``produceFuture.set`` (the callbacks may
+        read it), the callbacks, and only then ``produceFuture.done()`` -- which releases ``flush()`` and
+        ``future.get()``, so every callback of a batch has run when they return."""
         if self.final_state is not None:
             return False
         self.final_state = "FAILED" if error is not None else "SUCCEEDED"
         self.result.set(base_offset, log_append_time, error)
-        self.result.done()
+        try:
+            self._fire_callbacks(base_offset, log_append_time, error)
+        finally:
+            self.result.done()
+        return True
+
+    def _fire_callbacks(self, base_offset: int, log_append_time: int, error: BaseException | None) -> None:
         if not self.callbacks:
-            return True
+            return
         if error is not None:
             for callback, _ in self.callbacks:
                 try:
                     callback(None, error)
-                except Exception:  # noqa: BLE001 - a user callback must not break the Sender (Kafka logs it)
-                    pass
-            return True
+                except Exception as e:  # noqa: BLE001 - a user callback must not break the Sender
+                    self._callback_failed(e)
+            return
         topic, partition = self.topic, self.partition
         for callback, future in self.callbacks:
             offset = base_offset + future._relative_offset if base_offset >= 0 else -1
@@ -151,9 +166,12 @@ class ProducerBatch:
                                       future._key_size, future._value_size)
             try:
                 callback(metadata, None)
-            except Exception:  # noqa: BLE001 - a user callback must not break the Sender (Kafka logs it)
-                pass
-        return True
+            except Exception as e:  # noqa: BLE001 - a user callback must not break the Sender
+                self._callback_failed(e)
+
+    def _callback_failed(self, e: Exception) -> None:
+        _log.error(f"Error executing user-provided callback on message for topic-partition "
+                   f"{self.topic}-{self.partition}", error=repr(e))
 
     @property
     def tp(self) -> tuple[str, int]:

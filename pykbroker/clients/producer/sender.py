@@ -48,7 +48,8 @@ class Sender(threading.Thread):
         self.client = NetworkClient(client_id, config["request.timeout.ms"], config["reconnect.backoff.ms"],
                                     config["reconnect.backoff.max.ms"],
                                     config["max.in.flight.requests.per.connection"],
-                                    config["send.buffer.bytes"], config["receive.buffer.bytes"])
+                                    config["send.buffer.bytes"], config["receive.buffer.bytes"],
+                                    get_logger("Producer", clientId=client_id))
         for i, address in enumerate(metadata.bootstrap):
             self.client.set_address(-1 - i, address)
         self.txn = TransactionManager() if config.idempotent else None
