@@ -2,9 +2,11 @@
 
 Mirrors ``kafka.network.SocketServer`` thread for thread (DESIGN.md §1):
 
-* one :class:`Acceptor` thread per listener: non-blocking listening socket, ``select(500 ms)``,
-  ``ConnectionQuotas.inc``, socket options, round-robin hand-off through each Processor's bounded
-  ``new_connections`` queue (non-blocking offers, a blocking put on the last try), then ``wakeup``;
+* one :class:`Acceptor` thread per listener: non-blocking listening socket (``listen`` with
+  ``socket.listen.backlog.size``), ``select(500 ms)``, then every pending connection is accepted in
+  batches (:mod:`pykbroker.network.accept`), counted by ``ConnectionQuotas.inc``, given its socket
+  options and handed round-robin through each Processor's bounded ``new_connections`` queue
+  (non-blocking offers, a blocking put on the last try); each Processor is woken once per batch;
 * :class:`Processor` threads (``num.network.threads`` per data-plane listener, exactly one for the
   control-plane listener), each owning a :class:`KSelector` and running Kafka's loop order:
   configure new connections, process new responses, poll, process completed receives, process
@@ -20,13 +22,16 @@ queue) and ``enqueue_response`` (response queue), both of which wake its selecto
 """
 from __future__ import annotations
 
+import errno
 import queue
+import resource
 import selectors
 import socket
 import threading
 from typing import Callable
 
 from pykbroker.config.endpoint import EndPoint
+from pykbroker.network.accept import accept_batch
 from pykbroker.network.channel import ChannelMuteEvent, InvalidReceiveError, TruncatedReceiveError
 from pykbroker.network.connection_quotas import ConnectionQuotas, TooManyConnectionsError
 from pykbroker.network.memory_pool import NONE as UNBOUNDED_POOL
@@ -46,6 +51,8 @@ CONTROL_PLANE = "control-plane"
 CONNECTION_QUEUE_SIZE = 20
 API_VERSIONS_KEY = 18
 INT_MAX = 2**31 - 1
+ACCEPT_BATCH_SIZE = 64  # connections taken per accept batch (the Acceptor loops until none is pending)
+ACCEPT_BACKOFF_MS = 100  # pause after EMFILE/ENFILE so a full fd table does not spin the Acceptor
 
 
 class SocketServerConfig:
@@ -110,16 +117,19 @@ class Processor(threading.Thread):
         self.started = threading.Event()
 
     # -- cross-thread entry points -------------------------------------------------------------
-    def accept(self, sock: socket.socket, may_block: bool) -> bool:
-        """Queue a new connection (Acceptor thread). Returns False if the queue is full and not may_block."""
+    def accept(self, sock: socket.socket, may_block: bool, wakeup: bool = True) -> bool:
+        """Queue a new connection (Acceptor thread). Returns False if the queue is full and not may_block.
+        With ``wakeup=False`` the caller wakes the Processor itself (once per batch of connections)."""
         try:
             if may_block:
+                self.selector.wakeup()  # the queue is full: make sure the Processor is draining it
                 self.new_connections.put(sock)
             else:
                 self.new_connections.put_nowait(sock)
         except queue.Full:
             return False
-        self.selector.wakeup()
+        if wakeup:
+            self.selector.wakeup()
         return True
 
     def enqueue_response(self, response) -> None:
@@ -165,6 +175,7 @@ class Processor(threading.Thread):
             except queue.Empty:
                 return
             try:
+                sock.setblocking(False)  # already non-blocking in the kernel (SOCK_NONBLOCK); align the object
                 local = sock.getsockname()
                 remote = sock.getpeername()
                 connection_id = (f"{local[0]}:{local[1]}-{remote[0]}:{remote[1]}-{self.id}-"
@@ -404,16 +415,32 @@ class Acceptor(threading.Thread):
                 self.server_socket.close()
 
     def _accept_new_connections(self) -> None:
+        """One wake-up: drain every pending connection (in batches, see :mod:`.accept`), count each in
+        ConnectionQuotas, set its socket options and hand it round-robin to a Processor; each Processor
+        that received connections is woken once per batch."""
         if not self.selector.select(0.5):
             return
         while self.should_run:
             try:
-                sock, addr = self.server_socket.accept()
-            except (BlockingIOError, InterruptedError):
-                return
+                batch = accept_batch(self.server_socket, ACCEPT_BATCH_SIZE)
             except OSError as e:
-                self.log.error("Error accepting connection", error=repr(e))
+                batch = getattr(e, "accepted", [])
+                if e.errno in (errno.EMFILE, errno.ENFILE):
+                    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+                    self.log.error(f"Error accepting connections: too many open files (the process limit "
+                                   f"RLIMIT_NOFILE is {soft}); backing off {ACCEPT_BACKOFF_MS} ms.")
+                    self.time.sleep(ACCEPT_BACKOFF_MS)
+                else:
+                    self.log.error("Error accepting connection", error=repr(e))
+                self._hand_off(batch)
                 return
+            self._hand_off(batch)
+            if len(batch) < ACCEPT_BATCH_SIZE:
+                return
+
+    def _hand_off(self, batch: list[tuple[socket.socket, tuple]]) -> None:
+        woken: set[Processor] = set()
+        for sock, addr in batch:
             ip = addr[0]
             try:
                 self.connection_quotas.inc(self.endpoint.listener_name, ip, lambda: self.should_run)
@@ -424,7 +451,6 @@ class Acceptor(threading.Thread):
                 self.connection_quotas.dec(self.endpoint.listener_name, ip)
                 continue
             try:
-                sock.setblocking(False)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
                 if self.config.socket_send_buffer_bytes != -1:
@@ -433,16 +459,20 @@ class Acceptor(threading.Thread):
                 sock.close()
                 self.connection_quotas.dec(self.endpoint.listener_name, ip)
                 continue
-            self._assign_new_connection(sock)
+            woken.add(self._assign_new_connection(sock))
+        for processor in woken:
+            processor.wakeup()
 
-    def _assign_new_connection(self, sock: socket.socket) -> None:
+    def _assign_new_connection(self, sock: socket.socket) -> "Processor":
+        """Offer ``sock`` to the Processors round-robin (non-blocking offers, a blocking put on the last
+        try); returns the Processor that took it. The caller wakes it."""
         retries_left = len(self.processors)
         while True:
             retries_left -= 1
             processor = self.processors[self.current_processor_index % len(self.processors)]
             self.current_processor_index += 1
-            if processor.accept(sock, may_block=retries_left == 0):
-                return
+            if processor.accept(sock, may_block=retries_left == 0, wakeup=retries_left == 0):
+                return processor
 
     def begin_shutdown(self) -> None:
         self.should_run = False
