@@ -356,16 +356,30 @@ class GroupCoordinator:
             return {tp: group.offsets.get(tp) for tp in tps}
 
     def handle_delete_offsets(self, group_id: str, tps: list[tuple[str, int]], respond) -> None:
-        """``respond(group error, {(topic, partition): error})``."""
+        """OffsetDelete (``GroupCoordinator.handleDeleteOffsets``): ``respond(group error, {(topic,
+        partition): error})``. Group errors: GROUP_ID_NOT_FOUND (no such group, or Dead), NON_EMPTY_GROUP
+        (an active group whose protocol type is not ``consumer``). Partition errors:
+        GROUP_SUBSCRIBED_TO_TOPIC while an active consumer group subscribes to the topic."""
         group = self.manager.get_group(group_id)
         if group is None:
             return respond(errors.GROUP_ID_NOT_FOUND, {})
         with group.lock:
-            subscribed = self._subscribed_topics(group) if group.state is not _S.EMPTY else set()
+            if group.state is _S.DEAD:
+                return respond(errors.GROUP_ID_NOT_FOUND, {})
+            if group.state is _S.EMPTY:
+                subscribed: set[str] = set()
+            elif group.protocol_type == "consumer":
+                subscribed = self._subscribed_topics(group)
+            else:
+                return respond(errors.NON_EMPTY_GROUP, {})
         result = {tp: errors.GROUP_SUBSCRIBED_TO_TOPIC for tp in tps if tp[0] in subscribed}
         deletable = [tp for tp in tps if tp not in result]
-        self.manager.delete_offsets(group, deletable, lambda code: respond(
-            errors.NONE, dict(result, **{tp: code for tp in deletable})))
+
+        def deleted(code: int) -> None:
+            result.update({tp: code for tp in deletable})
+            respond(errors.NONE, result)
+
+        self.manager.delete_offsets(group, deletable, deleted)
         return None
 
     @staticmethod
