@@ -53,6 +53,13 @@ class GroupCoordinator:
     def handle_join_group(self, group_id: str, member_id: str, instance_id: str | None, client_id: str,
                           client_host: str, rebalance_timeout_ms: int, session_timeout_ms: int, protocol_type: str,
                           protocols: list[tuple[str, bytes]], version: int, respond) -> None:
+        """JoinGroup (``GroupCoordinator.handleJoinGroup``): ``respond(JoinGroupResponse fields)`` exactly
+        once, now or when the rebalance completes. Errors: INVALID_GROUP_ID, INVALID_SESSION_TIMEOUT
+        (outside ``group.min.session.timeout.ms``..``group.max.session.timeout.ms``), UNKNOWN_MEMBER_ID,
+        FENCED_INSTANCE_ID, MEMBER_ID_REQUIRED (KIP-394), INCONSISTENT_GROUP_PROTOCOL,
+        GROUP_MAX_SIZE_REACHED, COORDINATOR_NOT_AVAILABLE. The rebalance timeout is taken as given, as
+        Kafka does (the handler passes the session timeout for v0): a negative one lets the join complete
+        without waiting for members that have not rejoined."""
         def error(code: int, mid: str = member_id) -> None:
             respond({"error_code": code, "generation_id": -1, "protocol_type": None, "protocol_name": None,
                      "leader": "", "member_id": mid, "members": []})
@@ -61,8 +68,6 @@ class GroupCoordinator:
             return error(errors.INVALID_GROUP_ID)
         if not self.min_session_ms <= session_timeout_ms <= self.max_session_ms:
             return error(errors.INVALID_SESSION_TIMEOUT)
-        if rebalance_timeout_ms < 0:
-            rebalance_timeout_ms = session_timeout_ms
         group = self.manager.get_group(group_id, create=not member_id)
         if group is None:
             return error(errors.UNKNOWN_MEMBER_ID)

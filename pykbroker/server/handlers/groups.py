@@ -104,7 +104,8 @@ class GroupHandlers:
             self.coordinator.handle_join_group(
                 body["group_id"], body["member_id"], body.get("group_instance_id"), ctx.client_id or "",
                 f"/{ctx.client_address}",
-                body.get("rebalance_timeout_ms", -1), body["session_timeout_ms"], body["protocol_type"],
+                body["session_timeout_ms"] if ctx.api_version == 0 else body["rebalance_timeout_ms"],
+                body["session_timeout_ms"], body["protocol_type"],
                 [(p["name"], bytes(p["metadata"])) for p in body["protocols"]], ctx.api_version, respond)
         except errors.KafkaError as e:
             respond({"error_code": e.code, "generation_id": -1, "protocol_type": None, "protocol_name": None,

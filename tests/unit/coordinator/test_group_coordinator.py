@@ -42,3 +42,26 @@ def test_offset_delete_of_unknown_group(h):
     out = []
     h.coordinator.handle_delete_offsets("nope", [("t", 0)], lambda code, codes: out.append((code, codes)))
     assert out == [(errors.GROUP_ID_NOT_FOUND, {})]
+
+
+@pytest.mark.parametrize("session_ms", [-5, 0, 5999, 1800001])
+def test_join_with_session_timeout_out_of_bounds_gets_invalid_session_timeout(h, session_ms):
+    for version, member_id in ((0, ""), (9, ""), (9, "c-unknown")):
+        out = h.join("g", member_id=member_id, session_ms=session_ms, rebalance_ms=-1, version=version)
+        assert [r["error_code"] for r in out] == [errors.INVALID_SESSION_TIMEOUT]
+    assert h.manager.get_group("g") is None
+
+
+def test_join_with_negative_rebalance_timeout_completes_without_waiting(h):
+    from tests.helpers.wait import wait_until
+    mid = h.join_new("g", rebalance_ms=-1)["member_id"]
+    out = h.join("g", member_id=mid, rebalance_ms=-1)
+    wait_until(lambda: out, timeout=5, message="JoinGroup with a negative rebalance timeout got no answer")
+    assert (out[0]["error_code"], out[0]["generation_id"], out[0]["leader"]) == (errors.NONE, 1, mid)
+    # A second member with a negative rebalance timeout: the group's timeout is the members' maximum
+    # (here negative), so the rebalance completes at once and drops the member that did not rejoin (Kafka).
+    mid2 = h.join_new("g", rebalance_ms=-1)["member_id"]
+    out2 = h.join("g", member_id=mid2, rebalance_ms=-1)
+    wait_until(lambda: out2, timeout=5, message="second JoinGroup got no answer")
+    assert (out2[0]["error_code"], out2[0]["generation_id"], out2[0]["leader"]) == (errors.NONE, 2, mid2)
+    assert list(h.manager.get_group("g").members) == [mid2]
