@@ -65,3 +65,109 @@ def test_join_with_negative_rebalance_timeout_completes_without_waiting(h):
     wait_until(lambda: out2, timeout=5, message="second JoinGroup got no answer")
     assert (out2[0]["error_code"], out2[0]["generation_id"], out2[0]["leader"]) == (errors.NONE, 2, mid2)
     assert list(h.manager.get_group("g").members) == [mid2]
+
+
+def stable_static_group(h, *instances):
+    """A Stable group of static members (JoinGroup v5+); returns {instance id: member id} and the generation."""
+    outs = {i: h.join("g", instance_id=i, version=5) for i in instances}
+    assert all(len(o) == 1 and o[0]["error_code"] == errors.NONE for o in outs.values()), outs
+    ids = {i: o[0]["member_id"] for i, o in outs.items()}
+    gen = outs[instances[0]][0]["generation_id"]
+    leader = outs[instances[0]][0]["leader"]
+    syncs = {i: h.sync("g", gen, ids[i], {m: f"asg-{k}".encode() for k, m in ids.items()} if ids[i] == leader else {},
+                       instance_id=i) for i in instances}
+    assert all(s[0]["error_code"] == errors.NONE for s in syncs.values()), syncs
+    assert h.manager.get_group("g").state is GroupState.STABLE
+    return ids, gen, leader
+
+
+def test_static_member_rejoin_in_stable_group_replaces_member_without_rebalance(h):
+    # one join completes the first rebalance; the second static member joins and both rejoin
+    first = h.join("g", instance_id="a", version=5)
+    assert first[0]["error_code"] == errors.NONE
+    a_id = first[0]["member_id"]
+    h.sync("g", 1, a_id, {a_id: b"x"}, instance_id="a")
+    b_out = h.join("g", instance_id="b", version=5)
+    a_out = h.join("g", member_id=a_id, instance_id="a", version=5)
+    assert a_out[0]["error_code"] == b_out[0]["error_code"] == errors.NONE
+    b_id, gen = b_out[0]["member_id"], a_out[0]["generation_id"]
+    assert a_out[0]["leader"] == a_id
+    assert h.sync("g", gen, b_id, instance_id="b") == []  # waits for the leader
+    assert h.sync("g", gen, a_id, {a_id: b"asg-a", b_id: b"asg-b"}, instance_id="a")[0]["assignment"] == b"asg-a"
+    group = h.manager.get_group("g")
+    assert group.state is GroupState.STABLE
+
+    # "b" restarts: empty member id, same group.instance.id, same protocols.
+    for version, leader_expected in ((5, a_id), (9, a_id)):
+        rejoin = h.join("g", instance_id="b", version=version)
+        assert len(rejoin) == 1 and rejoin[0]["error_code"] == errors.NONE, rejoin
+        new_b = rejoin[0]["member_id"]
+        assert new_b != b_id and new_b.startswith("b-")
+        assert (rejoin[0]["generation_id"], rejoin[0]["leader"], rejoin[0]["members"]) == (gen, leader_expected, [])
+        assert rejoin[0]["skip_assignment"] is False
+        assert group.state is GroupState.STABLE and group.generation_id == gen
+        assert set(group.members) == {a_id, new_b} and group.static_members["b"] == new_b
+        sync = h.sync("g", gen, new_b, instance_id="b")
+        assert (sync[0]["error_code"], sync[0]["assignment"]) == (errors.NONE, b"asg-b")
+        # the old instance is fenced everywhere, before any unknown-member check
+        assert h.join("g", member_id=b_id, instance_id="b")[0]["error_code"] == errors.FENCED_INSTANCE_ID
+        assert h.sync("g", gen, b_id, instance_id="b")[0]["error_code"] == errors.FENCED_INSTANCE_ID
+        assert h.coordinator.handle_heartbeat("g", b_id, "b", gen) == errors.FENCED_INSTANCE_ID
+        assert set(h.commit("g", offsets(("t", 0)), b_id, gen, "b").values()) == {errors.FENCED_INSTANCE_ID}
+        assert h.coordinator.handle_leave_group("g", [(b_id, "b")]) == (errors.NONE, [errors.FENCED_INSTANCE_ID])
+        assert group.state is GroupState.STABLE and group.generation_id == gen
+        assert h.coordinator.handle_heartbeat("g", a_id, "a", gen) == errors.NONE  # "a" is not disturbed
+        b_id = new_b
+    # a static member id used without its instance id is still just a member
+    assert h.coordinator.handle_heartbeat("g", b_id, None, gen) == errors.NONE
+    assert h.coordinator.handle_heartbeat("g", b_id, "unknown-instance", gen) == errors.UNKNOWN_MEMBER_ID
+
+
+def test_static_leader_rejoin_keeps_leadership_and_skips_assignment(h):
+    a_id = h.join("g", instance_id="a", version=5)[0]["member_id"]
+    h.sync("g", 1, a_id, {a_id: b"asg-a"}, instance_id="a")
+    group = h.manager.get_group("g")
+    # before v9 the old leader id is returned, so the new member does not assign
+    r5 = h.join("g", instance_id="a", version=5)[0]
+    assert (r5["error_code"], r5["generation_id"], r5["leader"], r5["members"]) == (errors.NONE, 1, a_id, [])
+    assert group.leader_id == r5["member_id"] != a_id
+    # from v9 the leader learns it leads, with the members, and skip_assignment
+    r9 = h.join("g", instance_id="a", version=9)[0]
+    assert (r9["error_code"], r9["generation_id"], r9["leader"], r9["skip_assignment"]) == (
+        errors.NONE, 1, r9["member_id"], True)
+    assert [m["member_id"] for m in r9["members"]] == [r9["member_id"]]
+    assert h.sync("g", 1, r9["member_id"], instance_id="a")[0]["assignment"] == b"asg-a"
+    assert group.state is GroupState.STABLE and group.generation_id == 1
+
+
+def test_static_rejoin_during_rebalance_fences_the_old_members_pending_join(h):
+    ids, gen, leader = stable_static_group(h, "a")
+    b_out = h.join("g", instance_id="b", version=5)
+    c_out = h.join("g", instance_id="c", version=5)
+    h.join("g", member_id=ids["a"], instance_id="a", version=5)
+    assert b_out[0]["error_code"] == c_out[0]["error_code"] == errors.NONE
+    gen = b_out[0]["generation_id"]
+    a_id, b_id, c_id = ids["a"], b_out[0]["member_id"], c_out[0]["member_id"]
+    for mid, inst in ((a_id, "a"), (b_id, "b"), (c_id, "c")):
+        h.sync("g", gen, mid, {a_id: b"1", b_id: b"2", c_id: b"3"} if mid == leader else {}, instance_id=inst)
+    group = h.manager.get_group("g")
+    assert group.state is GroupState.STABLE
+    # "b" changes its subscription: a rebalance; "a" rejoins, "c" has not yet
+    b_join = h.join("g", member_id=b_id, instance_id="b", version=5, protocols=[("range", subscription("t", "u"))])
+    stale = h.join("g", member_id=a_id, instance_id="a", version=5)
+    assert b_join == stale == [] and group.state is GroupState.PREPARING_REBALANCE
+    restarted = h.join("g", instance_id="a", version=5)  # a restarted "a" replaces the member
+    assert [r["error_code"] for r in stale] == [errors.FENCED_INSTANCE_ID]
+    assert restarted == []  # it takes part in the running rebalance
+    h.join("g", member_id=c_id, instance_id="c", version=5)
+    assert restarted[0]["error_code"] == errors.NONE and restarted[0]["generation_id"] == gen + 1
+    assert set(group.members) == {restarted[0]["member_id"], b_id, c_id}
+
+
+def test_leave_group_by_instance_id_and_pending_member(h):
+    a_id = h.join("g", instance_id="a", version=5)[0]["member_id"]
+    pending = h.join_new("g")["member_id"]
+    assert h.coordinator.handle_leave_group("g", [("", "a"), (pending, None), ("", "zz"), ("nobody", None)]) == (
+        errors.NONE, [errors.NONE, errors.NONE, errors.UNKNOWN_MEMBER_ID, errors.UNKNOWN_MEMBER_ID])
+    group = h.manager.get_group("g")
+    assert a_id not in group.members and not group.pending_members
