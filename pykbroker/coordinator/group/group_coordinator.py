@@ -113,8 +113,9 @@ class GroupCoordinator:
                                     session_timeout_ms, protocol_type, protocols)
             member.awaiting_join = respond
             member.is_new = True
+            if group.state is _S.PREPARING_REBALANCE and group.generation_id == 0:
+                group.new_member_added = True  # lets the initial delay extend (InitialDelayedJoin)
             group.add(member)
-            group.new_member_added = True
             self._schedule_heartbeat(group, member_id, member.heartbeat_generation,
                                      max(session_timeout_ms, rebalance_timeout_ms))
             if group.state in (_S.STABLE, _S.COMPLETING_REBALANCE, _S.EMPTY):
@@ -226,9 +227,25 @@ class GroupCoordinator:
         group.transition_to(_S.PREPARING_REBALANCE, self.time.milliseconds())
         self.log.info(f"Preparing to rebalance group {group.group_id} in state PreparingRebalance with old "
                       f"generation {group.generation_id} (reason: {reason})")
-        initial = was_empty and self.initial_delay_ms > 0  # the first members wait out the initial delay
-        op = DelayedJoin(self, group, self.initial_delay_ms if initial else group.rebalance_timeout_ms(), initial)
+        if was_empty and self.initial_delay_ms > 0:  # InitialDelayedJoin: the first members wait the delay
+            op = DelayedJoin(self, group, self.initial_delay_ms, initial=True,
+                             remaining_ms=max(group.rebalance_timeout_ms() - self.initial_delay_ms, 0))
+        else:
+            op = DelayedJoin(self, group, group.rebalance_timeout_ms())
         self.join_purgatory.try_complete_else_watch(op, [("join", group.group_id)])
+
+    def on_complete_initial_join(self, op: DelayedJoin) -> None:
+        """The initial delay passed: when members joined meanwhile, wait again (at most the configured
+        delay, within the rebalance timeout), else complete the join (Kafka's ``InitialDelayedJoin``)."""
+        group = op.group
+        with group.lock:
+            if group.state is _S.PREPARING_REBALANCE and group.new_member_added and op.remaining_ms != 0:
+                group.new_member_added = False
+                delay = min(self.initial_delay_ms, op.remaining_ms)
+                nxt = DelayedJoin(self, group, delay, initial=True, remaining_ms=max(op.remaining_ms - op.delay_ms, 0))
+                self.join_purgatory.try_complete_else_watch(nxt, [("join", group.group_id)])
+                return
+        self.on_complete_join(group)
 
     def try_complete_join(self, group: GroupMetadata, force_complete) -> bool:
         with group.lock:
@@ -240,9 +257,19 @@ class GroupCoordinator:
         with group.lock:
             if group.state is not _S.PREPARING_REBALANCE:
                 return
-            for m in [m for m in group.members.values() if m.awaiting_join is None]:
+            # dynamic members that did not rejoin are dropped; static ones keep their place (KIP-345)
+            for m in [m for m in group.members.values() if m.awaiting_join is None and not m.group_instance_id]:
                 self._remove_member(group, m.member_id, rebalance=False)
             group.pending_members.clear()
+            joined = [m.member_id for m in group.members.values() if m.awaiting_join is not None]
+            if group.members and not joined:
+                self.log.error(f"Group {group.group_id} could not complete rebalance because no members rejoined")
+                op = DelayedJoin(self, group, group.rebalance_timeout_ms())
+                self.join_purgatory.try_complete_else_watch(op, [("join", group.group_id)])
+                return
+            if group.leader_id not in joined and joined:
+                group.leader_id = joined[0]  # maybeElectNewJoinedLeader
+            group.new_member_added = False
             group.init_next_generation(self.time.milliseconds())
             if group.state is _S.EMPTY:
                 self.manager.store_group(group, lambda code: None)
@@ -252,7 +279,8 @@ class GroupCoordinator:
             for m in group.members.values():
                 cb, m.awaiting_join = m.awaiting_join, None
                 m.is_new = False
-                cb(self._join_response(group, m.member_id))
+                if cb is not None:
+                    cb(self._join_response(group, m.member_id))
                 self._heartbeat(group, m)
 
     # -- SyncGroup -------------------------------------------------------------------------------------

@@ -171,3 +171,47 @@ def test_leave_group_by_instance_id_and_pending_member(h):
         errors.NONE, [errors.NONE, errors.NONE, errors.UNKNOWN_MEMBER_ID, errors.UNKNOWN_MEMBER_ID])
     group = h.manager.get_group("g")
     assert a_id not in group.members and not group.pending_members
+
+
+def test_initial_rebalance_delay_extends_while_members_keep_joining():
+    from tests.helpers.wait import wait_until
+    h = Harness(**{"group.initial.rebalance.delay.ms": 200})
+    try:
+        a = h.join("g", instance_id="a", version=5)
+        group = h.manager.get_group("g")
+        h.time.sleep(150)
+        b = h.join("g", instance_id="b", version=5)
+        assert group.new_member_added
+        h.time.sleep(60)  # the first delay expires: a member joined meanwhile, so wait again
+        wait_until(lambda: not group.new_member_added, timeout=5, message="initial delay extended")
+        assert a == b == [] and group.state is GroupState.PREPARING_REBALANCE
+        c = h.join("g", instance_id="c", version=5)
+        h.time.sleep(210)
+        wait_until(lambda: not group.new_member_added, timeout=5, message="initial delay extended again")
+        assert c == []
+        h.time.sleep(210)  # nobody new: the join completes with all three in the first generation
+        wait_until(lambda: a and b and c, timeout=5, message="join completed")
+        assert {r[0]["generation_id"] for r in (a, b, c)} == {1} and len(group.members) == 3
+    finally:
+        h.close()
+
+
+def test_static_member_that_does_not_rejoin_keeps_its_place(h):
+    from tests.helpers.wait import wait_until
+    a = h.join("g", instance_id="a", version=5, rebalance_ms=5000)[0]
+    b_out = h.join("g", instance_id="b", version=5, rebalance_ms=5000)
+    h.join("g", member_id=a["member_id"], instance_id="a", version=5, rebalance_ms=5000)
+    a_id, b_id, gen = a["member_id"], b_out[0]["member_id"], b_out[0]["generation_id"]
+    h.sync("g", gen, a_id, {a_id: b"1", b_id: b"2"}, instance_id="a")
+    h.sync("g", gen, b_id, instance_id="b")
+    group = h.manager.get_group("g")
+    # the leader rejoins with a new subscription; "b" does not rejoin within the rebalance timeout
+    again = h.join("g", member_id=a_id, instance_id="a", version=5, rebalance_ms=5000,
+                   protocols=[("range", subscription("t", "u"))])
+    h.time.sleep(5001)
+    wait_until(lambda: again, timeout=5, message="rebalance completed after its timeout")
+    assert again[0]["generation_id"] == gen + 1 and set(group.members) == {a_id, b_id}
+    # "b" learns the new generation and rejoins with its member id without another rebalance
+    assert h.coordinator.handle_heartbeat("g", b_id, "b", gen) == errors.ILLEGAL_GENERATION
+    b_again = h.join("g", member_id=b_id, instance_id="b", version=5, rebalance_ms=5000)
+    assert (b_again[0]["error_code"], b_again[0]["generation_id"]) == (errors.NONE, gen + 1)
