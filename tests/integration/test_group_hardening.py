@@ -78,3 +78,97 @@ def test_alter_consumer_group_offsets_for_unknown_topic(gbroker):
         if errs:
             raise KafkaException(errs[0])
     assert "UNKNOWN_TOPIC_OR_PART" in str(info.value)
+
+
+def _consumer(bootstrap, group, topic, events, name, **extra):
+    """A confluent-kafka consumer recording ``(kind, sorted partitions)`` per rebalance callback in ``events[name]``."""
+    from confluent_kafka import Consumer
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+            "enable.auto.commit": False, "session.timeout.ms": 6000, "heartbeat.interval.ms": 300}
+    conf.update(extra)
+    c = Consumer(conf)
+    log = events.setdefault(name, [])
+    c.subscribe([topic], on_assign=lambda _c, ps: log.append(("assign", sorted(p.partition for p in ps))),
+                on_revoke=lambda _c, ps: log.append(("revoke", sorted(p.partition for p in ps))),
+                on_lost=lambda _c, ps: log.append(("lost", sorted(p.partition for p in ps))))
+    return c
+
+
+def _poll_until(consumers, condition, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for c in consumers:
+            c.poll(0.02)
+        if condition():
+            return True
+    return condition()
+
+
+def _owned(c) -> list[int]:
+    return sorted(p.partition for p in c.assignment())
+
+
+def test_cooperative_sticky_member_leaving_gives_one_incremental_assign_to_the_others(gbroker):
+    create_topic(gbroker.bootstrap, "coop6", 6)
+    events: dict[str, list] = {}
+    cs = {n: _consumer(gbroker.bootstrap, "coop-g", "coop6", events, n,
+                       **{"partition.assignment.strategy": "cooperative-sticky"}) for n in ("c0", "c1", "c2")}
+    try:
+        assert _poll_until(cs.values(), lambda: all(len(_owned(c)) == 2 for c in cs.values()), 20), events
+        freed = _owned(cs["c2"])
+        for log in events.values():
+            log.clear()
+        cs.pop("c2").close()
+        assert events["c2"] == [("revoke", freed)]
+        assert _poll_until(cs.values(), lambda: sum(len(_owned(c)) for c in cs.values()) == 6, 15), events
+        # stay a few heartbeat intervals longer: no further rebalance may follow
+        _poll_until(cs.values(), lambda: False, 1.5)
+        for n in ("c0", "c1"):
+            assert [kind for kind, _ in events[n]] == ["assign"], events
+        assert sorted(events["c0"][0][1] + events["c1"][0][1]) == freed
+        assert sorted(_owned(cs["c0"]) + _owned(cs["c1"])) == list(range(6))
+    finally:
+        for c in cs.values():
+            c.close()
+
+
+def test_static_member_restart_gets_its_assignment_back_without_rebalancing_the_others(gbroker):
+    create_topic(gbroker.bootstrap, "static4", 4)
+    events: dict[str, list] = {}
+    a = _consumer(gbroker.bootstrap, "static-g", "static4", events, "a", **{"group.instance.id": "inst-a"})
+    b = _consumer(gbroker.bootstrap, "static-g", "static4", events, "b", **{"group.instance.id": "inst-b"})
+    b2 = None
+    try:
+        assert _poll_until([a, b], lambda: len(_owned(a)) == len(_owned(b)) == 2, 20), events
+        b_parts, a_parts = _owned(b), _owned(a)
+        events["a"].clear()
+        b.close()  # a static member sends no LeaveGroup: its place is kept
+        b2 = _consumer(gbroker.bootstrap, "static-g", "static4", events, "b2", **{"group.instance.id": "inst-b"})
+        assert _poll_until([a, b2], lambda: _owned(b2) == b_parts, 15), events
+        _poll_until([a, b2], lambda: False, 1.0)
+        assert events["b2"] == [("assign", b_parts)]
+        assert events["a"] == [] and _owned(a) == a_parts, events
+    finally:
+        a.close()
+        if b2 is not None:
+            b2.close()
+
+
+def test_cooperative_members_starting_within_the_initial_delay_share_one_rebalance(broker_factory):
+    """The initial rebalance delay extends while members keep arriving (Kafka's InitialDelayedJoin), so
+    consumers started one after another each see exactly one assignment and no revocation."""
+    b = broker_factory("delayed", **{"group.initial.rebalance.delay.ms": "1000"})
+    create_topic(b.bootstrap, "coop-late", 6)
+    events: dict[str, list] = {}
+    cs = {}
+    try:
+        for n in ("c0", "c1", "c2"):
+            cs[n] = _consumer(b.bootstrap, "late-g", "coop-late", events, n,
+                              **{"partition.assignment.strategy": "cooperative-sticky"})
+            _poll_until(cs.values(), lambda: False, 0.6)  # the next one starts within the (extended) delay
+        assert _poll_until(cs.values(), lambda: all(len(_owned(c)) == 2 for c in cs.values()), 20), events
+        _poll_until(cs.values(), lambda: False, 1.0)
+        assert all(log == [("assign", _owned(cs[n]))] for n, log in events.items()), events
+    finally:
+        for c in cs.values():
+            c.close()
