@@ -172,3 +172,55 @@ def test_cooperative_members_starting_within_the_initial_delay_share_one_rebalan
     finally:
         for c in cs.values():
             c.close()
+
+
+def _describe_group_configs(conn, group):
+    resp = conn.request(ApiKeys.DESCRIBE_CONFIGS, 4, {"resources": [
+        {"resource_type": 32, "resource_name": group, "configuration_keys": None}],
+        "include_synonyms": False, "include_documentation": False})
+    (result,) = resp["results"]
+    return result["error_code"], {c["name"]: (c["value"], c["config_source"]) for c in result["configs"]}
+
+
+def _alter_group_configs(conn, group, ops, validate_only=False):
+    resp = conn.request(ApiKeys.INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [
+        {"resource_type": 32, "resource_name": group,
+         "configs": [{"name": n, "config_operation": op, "value": v} for n, op, v in ops]}],
+        "validate_only": validate_only})
+    return resp["responses"][0]["error_code"]
+
+
+def test_group_config_resources_describe_and_alter(gbroker):
+    with connect(gbroker) as conn:
+        # no overrides: Kafka's defaults (group.consumer.*), source DEFAULT_CONFIG (5)
+        assert _describe_group_configs(conn, "cfg-g") == (errors.NONE, {
+            "consumer.session.timeout.ms": ("45000", 5), "consumer.heartbeat.interval.ms": ("5000", 5)})
+        assert _alter_group_configs(conn, "cfg-g", [("consumer.session.timeout.ms", 0, "50000")]) == errors.NONE
+        assert wait_until(lambda: _describe_group_configs(conn, "cfg-g")[1]["consumer.session.timeout.ms"]
+                          == ("50000", 8), timeout=10, message="override visible as GROUP_CONFIG (8)")
+        assert _describe_group_configs(conn, "other-g")[1]["consumer.session.timeout.ms"] == ("45000", 5)
+        for ops, code in [([("consumer.session.timeout.ms", 0, "1000")], errors.INVALID_CONFIG),
+                          ([("consumer.heartbeat.interval.ms", 0, "x")], errors.INVALID_CONFIG),
+                          ([("share.session.timeout.ms", 0, "45000")], errors.INVALID_CONFIG)]:
+            assert _alter_group_configs(conn, "cfg-g", ops) == code, ops
+        assert _alter_group_configs(conn, "", [("consumer.session.timeout.ms", 0, "50000")]) == errors.INVALID_REQUEST
+        assert _describe_group_configs(conn, "")[0] == errors.INVALID_REQUEST
+        assert _alter_group_configs(conn, "cfg-g", [("consumer.session.timeout.ms", 1, None)]) == errors.NONE
+        assert wait_until(lambda: _describe_group_configs(conn, "cfg-g")[1]["consumer.session.timeout.ms"]
+                          == ("45000", 5), timeout=10, message="override removed")
+
+
+def test_group_configs_with_the_confluent_admin_client(gbroker):
+    from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource,
+                                       ResourceType)
+    admin = AdminClient({"bootstrap.servers": gbroker.bootstrap})
+    resource = ConfigResource(ResourceType.GROUP, "admin-cfg-g", incremental_configs=[
+        ConfigEntry("consumer.heartbeat.interval.ms", "6000", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(20)
+
+    def described():
+        entries = admin.describe_configs([ConfigResource(ResourceType.GROUP, "admin-cfg-g")])
+        return {n: (e.value, e.source) for n, e in next(iter(entries.values())).result(20).items()}
+    wait_until(lambda: described()["consumer.heartbeat.interval.ms"][0] == "6000", timeout=10, message="override")
+    assert described() == {"consumer.heartbeat.interval.ms": ("6000", ConfigSource.GROUP_CONFIG.value),
+                           "consumer.session.timeout.ms": ("45000", ConfigSource.DEFAULT_CONFIG.value)}
