@@ -287,6 +287,9 @@ class GroupCoordinator:
     def handle_sync_group(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
                           protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes],
                           respond) -> None:
+        """SyncGroup (``GroupCoordinator.handleSyncGroup``): ``respond(SyncGroupResponse fields)`` once.
+        Errors: COORDINATOR_NOT_AVAILABLE, FENCED_INSTANCE_ID (checked before) UNKNOWN_MEMBER_ID,
+        ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, REBALANCE_IN_PROGRESS."""
         def error(code: int) -> None:
             respond({"error_code": code, "protocol_type": None, "protocol_name": None, "assignment": b""})
 
@@ -342,6 +345,8 @@ class GroupCoordinator:
 
     # -- Heartbeat / LeaveGroup / expiry -----------------------------------------------------------------
     def handle_heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> int:
+        """Heartbeat (``GroupCoordinator.handleHeartbeat``): the error code. Errors: COORDINATOR_NOT_AVAILABLE,
+        FENCED_INSTANCE_ID (checked before) UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS."""
         group = self.manager.get_group(group_id)
         if group is None:
             return errors.UNKNOWN_MEMBER_ID
@@ -359,7 +364,9 @@ class GroupCoordinator:
             return errors.REBALANCE_IN_PROGRESS if group.state is _S.PREPARING_REBALANCE else errors.NONE
 
     def handle_leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
-        """``(top-level error, per-member errors)`` for ``[(member id, group instance id)]``."""
+        """LeaveGroup (``GroupCoordinator.handleLeaveGroup``): ``(top-level error, per-member errors)`` for
+        ``[(member id, group instance id)]``; an empty member id removes the static member of that instance
+        id. Errors: COORDINATOR_NOT_AVAILABLE (top level), FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID."""
         group = self.manager.get_group(group_id)
         if group is None:
             return errors.NONE, [errors.UNKNOWN_MEMBER_ID] * len(members)
@@ -437,7 +444,9 @@ class GroupCoordinator:
     # -- offsets ----------------------------------------------------------------------------------------
     def handle_commit_offsets(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int,
                               offsets: dict[tuple[str, int], OffsetAndMetadata], respond) -> None:
-        """``respond({(topic, partition): error code})``."""
+        """OffsetCommit (``GroupCoordinator.handleCommitOffsets``): ``respond({(topic, partition): error})``.
+        Errors: INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE, FENCED_INSTANCE_ID (checked before)
+        UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, OFFSET_METADATA_TOO_LARGE."""
         def all_error(code: int) -> None:
             respond({tp: code for tp in offsets})
 
