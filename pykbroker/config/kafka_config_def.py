@@ -136,6 +136,13 @@ BROKER_CONFIG_DEF = (
     .define("group.max.session.timeout.ms", Type.INT, 1800000, None, M, "")
     .define("group.max.size", Type.INT, INT_MAX, at_least(1), M, "")
     .define("group.coordinator.rebalance.protocols", Type.LIST, "classic,consumer", None, M, "")
+    # defaults and bounds of the per-group configs consumer.session.timeout.ms / consumer.heartbeat.interval.ms
+    .define("group.consumer.session.timeout.ms", Type.INT, 45000, at_least(1), M, "")
+    .define("group.consumer.min.session.timeout.ms", Type.INT, 45000, at_least(1), M, "")
+    .define("group.consumer.max.session.timeout.ms", Type.INT, 60000, at_least(1), M, "")
+    .define("group.consumer.heartbeat.interval.ms", Type.INT, 5000, at_least(1), M, "")
+    .define("group.consumer.min.heartbeat.interval.ms", Type.INT, 5000, at_least(1), M, "")
+    .define("group.consumer.max.heartbeat.interval.ms", Type.INT, 15000, at_least(1), M, "")
     # -- transactions ----------------------------------------------------------------------------
     .define("transaction.state.log.num.partitions", Type.INT, 50, at_least(1), H, "")
     .define("transaction.state.log.replication.factor", Type.SHORT, 3, at_least(1), H, "")

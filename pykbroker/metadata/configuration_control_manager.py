@@ -1,4 +1,4 @@
-"""ConfigurationControlManager: dynamic configs of topics and brokers (Kafka's
+"""ConfigurationControlManager: dynamic configs of topics, brokers and groups (Kafka's
 ``ConfigurationControlManager``).
 
 ``incremental_alter_configs`` applies IncrementalAlterConfigs operations (SET 0, DELETE 1, APPEND 2,
@@ -17,6 +17,7 @@ from pykbroker.metadata.controller_result import ControllerResult, api_error
 from pykbroker.metadata.records import (
     CONFIG_RECORD,
     RESOURCE_BROKER,
+    RESOURCE_GROUP,
     RESOURCE_TOPIC,
     ApiMessageAndVersion,
     config_record,
@@ -149,6 +150,10 @@ class ConfigurationControlManager:
                 return api_error(errors.INVALID_REQUEST, f"Invalid broker name {rname}")
             if not self.broker_exists(broker_id):
                 return api_error(errors.INVALID_REQUEST, f"Unknown broker {broker_id}")
+            return None
+        if rtype == RESOURCE_GROUP:  # any group name: configs may precede the group
+            if rname == "":
+                return api_error(errors.INVALID_REQUEST, "Default group resources are not allowed.")
             return None
         return api_error(errors.INVALID_REQUEST, f"Unsupported resource type {rtype}")
 

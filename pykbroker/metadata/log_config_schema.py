@@ -4,8 +4,8 @@
 
 Topic overrides are checked with ``LogConfig.validate`` (unknown names and bad values -> INVALID_CONFIG);
 CreateTopics responses list every topic config with its effective value and source (TOPIC_CONFIG,
-STATIC_BROKER_CONFIG, DEFAULT_CONFIG). Broker resources are accepted as they are (no dynamic broker config
-validation yet). Immutable, thread-safe.
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG). Group overrides are checked with ``group_config.validate``
+(INVALID_CONFIG). Broker resources are accepted as they are (no dynamic broker config validation yet). Immutable, thread-safe.
 """
 from __future__ import annotations
 
@@ -16,16 +16,20 @@ from pykbroker.metadata.configuration_control_manager import (
     SOURCE_TOPIC_CONFIG,
     ConfigSchema,
 )
-from pykbroker.metadata.records import RESOURCE_TOPIC
+from pykbroker.coordinator.group import group_config
+from pykbroker.metadata.records import RESOURCE_GROUP, RESOURCE_TOPIC
 
 _SOURCE_IDS = {"TOPIC_CONFIG": SOURCE_TOPIC_CONFIG, "STATIC_BROKER_CONFIG": SOURCE_STATIC_BROKER_CONFIG,
                "DEFAULT_CONFIG": SOURCE_DEFAULT_CONFIG}
 
 
 class LogConfigSchema(ConfigSchema):
-    def __init__(self, broker_defaults: LogConfig | None = None):
-        """``broker_defaults``: ``LogConfig.from_broker_config(server properties)``."""
+    def __init__(self, broker_defaults: LogConfig | None = None,
+                 group_defaults: group_config.GroupConfigDefaults | None = None):
+        """``broker_defaults``: ``LogConfig.from_broker_config(server properties)``; ``group_defaults``:
+        ``GroupConfigDefaults.from_broker_config(server properties)`` (Kafka's defaults when None)."""
         self.broker_defaults = broker_defaults or LogConfig()
+        self.group_defaults = group_defaults or group_config.GroupConfigDefaults.from_broker_config()
 
     def is_list(self, resource_type: int, name: str) -> bool:
         key = TOPIC_CONFIG_KEYS.get(name)
@@ -34,6 +38,8 @@ class LogConfigSchema(ConfigSchema):
     def validate(self, resource_type: int, resource_name: str, configs: dict[str, str]) -> None:
         if resource_type == RESOURCE_TOPIC:
             LogConfig.validate(configs)
+        elif resource_type == RESOURCE_GROUP:
+            group_config.validate(configs, self.group_defaults)
 
     def effective_topic_configs(self, overrides: dict[str, str]) -> list[dict]:
         config = self.broker_defaults.with_overrides(overrides)

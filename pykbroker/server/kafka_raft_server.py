@@ -38,6 +38,7 @@ from pykbroker.server.handlers.admin import AdminHandler
 from pykbroker.server.handlers.delete_records import DeleteRecordsHandler
 from pykbroker.server.handlers.groups import GroupHandlers
 from pykbroker.log.log_cleaner import LogCleaner
+from pykbroker.coordinator.group.group_config import GroupConfigDefaults
 from pykbroker.coordinator.group.group_coordinator import GroupCoordinator
 from pykbroker.coordinator.group.group_metadata_manager import GroupMetadataManager
 from pykbroker.server.fetch_session import FetchManager, FetchSessionCache
@@ -123,7 +124,8 @@ class KafkaRaftServer:
             self.node_id, self.raft, self.cluster_id, self.time,
             default_num_partitions=config["num.partitions"],
             default_replication_factor=config["default.replication.factor"],
-            config_schema=LogConfigSchema(self.log_manager.default_config),
+            config_schema=LogConfigSchema(self.log_manager.default_config,
+                                          GroupConfigDefaults.from_broker_config(config)),
             delete_topic_enable=config["delete.topic.enable"])
         self.raft_driver = KafkaRaftClientDriver(self.raft)
         self.raft_driver.start()

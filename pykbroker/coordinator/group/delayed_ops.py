@@ -11,11 +11,14 @@ from pykbroker.utils.delayed_operation import DelayedOperation
 class DelayedJoin(DelayedOperation):
     """Completes when every member has rejoined, or after the rebalance timeout (ms)."""
 
-    def __init__(self, coordinator, group, rebalance_timeout_ms: int, initial: bool = False):
+    def __init__(self, coordinator, group, rebalance_timeout_ms: int, initial: bool = False, remaining_ms: int = 0):
         super().__init__(rebalance_timeout_ms, group.lock)
         self.coordinator = coordinator
         self.group = group
-        self.initial = initial  # InitialDelayedJoin: wait out group.initial.rebalance.delay.ms in full
+        # InitialDelayedJoin: wait out the delay in full, then again while new members keep arriving,
+        # for at most ``remaining_ms`` more (the rebalance timeout left)
+        self.initial = initial
+        self.remaining_ms = remaining_ms
 
     def try_complete(self) -> bool:
         if self.initial:
@@ -23,7 +26,10 @@ class DelayedJoin(DelayedOperation):
         return self.coordinator.try_complete_join(self.group, self.force_complete)
 
     def on_complete(self) -> None:
-        self.coordinator.on_complete_join(self.group)
+        if self.initial:
+            self.coordinator.on_complete_initial_join(self)
+        else:
+            self.coordinator.on_complete_join(self.group)
 
     def on_expiration(self) -> None:
         pass

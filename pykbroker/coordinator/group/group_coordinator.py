@@ -53,6 +53,13 @@ class GroupCoordinator:
     def handle_join_group(self, group_id: str, member_id: str, instance_id: str | None, client_id: str,
                           client_host: str, rebalance_timeout_ms: int, session_timeout_ms: int, protocol_type: str,
                           protocols: list[tuple[str, bytes]], version: int, respond) -> None:
+        """JoinGroup (``GroupCoordinator.handleJoinGroup``): ``respond(JoinGroupResponse fields)`` exactly
+        once, now or when the rebalance completes. Errors: INVALID_GROUP_ID, INVALID_SESSION_TIMEOUT
+        (outside ``group.min.session.timeout.ms``..``group.max.session.timeout.ms``), UNKNOWN_MEMBER_ID,
+        FENCED_INSTANCE_ID, MEMBER_ID_REQUIRED (KIP-394), INCONSISTENT_GROUP_PROTOCOL,
+        GROUP_MAX_SIZE_REACHED, COORDINATOR_NOT_AVAILABLE. The rebalance timeout is taken as given, as
+        Kafka does (the handler passes the session timeout for v0): a negative one lets the join complete
+        without waiting for members that have not rejoined."""
         def error(code: int, mid: str = member_id) -> None:
             respond({"error_code": code, "generation_id": -1, "protocol_type": None, "protocol_name": None,
                      "leader": "", "member_id": mid, "members": []})
@@ -61,8 +68,6 @@ class GroupCoordinator:
             return error(errors.INVALID_GROUP_ID)
         if not self.min_session_ms <= session_timeout_ms <= self.max_session_ms:
             return error(errors.INVALID_SESSION_TIMEOUT)
-        if rebalance_timeout_ms < 0:
-            rebalance_timeout_ms = session_timeout_ms
         group = self.manager.get_group(group_id, create=not member_id)
         if group is None:
             return error(errors.UNKNOWN_MEMBER_ID)
@@ -72,12 +77,13 @@ class GroupCoordinator:
             if not group.supports_protocols(protocol_type, [p for p, _ in protocols]):
                 return error(errors.INCONSISTENT_GROUP_PROTOCOL)
             if not member_id:
+                new_id = f"{instance_id or client_id}-{uuid.uuid4()}"
+                if instance_id and instance_id in group.static_members:
+                    self._replace_static_member(group, instance_id, new_id, protocols, rebalance_timeout_ms,
+                                                session_timeout_ms, version >= 9, respond)
+                    return None
                 if len(group.members) >= self.max_group_size:
                     return error(errors.GROUP_MAX_SIZE_REACHED)
-                new_id = f"{client_id}-{uuid.uuid4()}"
-                if instance_id and instance_id in group.static_members:
-                    old = group.static_members[instance_id]  # a restarted static member fences the old id
-                    self._remove_member(group, old)
                 if version >= 4 and not instance_id:
                     group.pending_members.add(new_id)
                     self._schedule_heartbeat(group, new_id, 0, session_timeout_ms)
@@ -85,31 +91,31 @@ class GroupCoordinator:
                 member_id = new_id
             elif member_id in group.pending_members:
                 group.pending_members.discard(member_id)
-            elif member_id not in group.members:
-                return error(errors.UNKNOWN_MEMBER_ID)
             else:
+                code = self._validate_current_member(group, member_id, instance_id)
+                if code is not None:
+                    return error(code)
                 member = group.members[member_id]
-                if instance_id and group.static_members.get(instance_id) != member_id:
-                    return error(errors.FENCED_INSTANCE_ID)
-                if group.state is _S.PREPARING_REBALANCE:
-                    member.protocols, member.awaiting_join = protocols, respond
-                    member.rebalance_timeout_ms, member.session_timeout_ms = rebalance_timeout_ms, session_timeout_ms
-                    self.join_purgatory.check_and_complete(("join", group_id))
-                    return None
                 unchanged = member.protocols == protocols
-                if group.state in (_S.COMPLETING_REBALANCE, _S.STABLE) and unchanged and (
-                        group.state is _S.COMPLETING_REBALANCE or member_id != group.leader_id):
-                    respond(self._join_response(group, member_id))
+                if group.state is _S.COMPLETING_REBALANCE and unchanged or (
+                        group.state is _S.STABLE and unchanged and member_id != group.leader_id):
+                    respond(self._join_response(group, member_id))  # e.g. a lost JoinGroup response
                     return None
                 member.protocols, member.awaiting_join = protocols, respond
-                self._prepare_rebalance(group, f"member {member_id} rejoined with new metadata")
+                member.rebalance_timeout_ms, member.session_timeout_ms = rebalance_timeout_ms, session_timeout_ms
+                if group.state is _S.PREPARING_REBALANCE:
+                    self.join_purgatory.check_and_complete(("join", group_id))
+                else:
+                    self._prepare_rebalance(group, f"member {member_id} rejoined "
+                                                   f"{'as leader' if unchanged else 'with new metadata'}")
                 return None
             member = MemberMetadata(member_id, instance_id, client_id, client_host, rebalance_timeout_ms,
                                     session_timeout_ms, protocol_type, protocols)
             member.awaiting_join = respond
             member.is_new = True
+            if group.state is _S.PREPARING_REBALANCE and group.generation_id == 0:
+                group.new_member_added = True  # lets the initial delay extend (InitialDelayedJoin)
             group.add(member)
-            group.new_member_added = True
             self._schedule_heartbeat(group, member_id, member.heartbeat_generation,
                                      max(session_timeout_ms, rebalance_timeout_ms))
             if group.state in (_S.STABLE, _S.COMPLETING_REBALANCE, _S.EMPTY):
@@ -117,6 +123,90 @@ class GroupCoordinator:
             else:
                 self.join_purgatory.check_and_complete(("join", group_id))
         return None
+
+    @staticmethod
+    def _validate_current_member(group: GroupMetadata, member_id: str, instance_id: str | None) -> int | None:
+        """Kafka's ``validateCurrentMember``: FENCED_INSTANCE_ID when ``instance_id`` now belongs to another
+        member id (checked first), UNKNOWN_MEMBER_ID when the instance or the member is unknown."""
+        if instance_id:
+            current = group.static_members.get(instance_id)
+            if current is None:
+                return errors.UNKNOWN_MEMBER_ID
+            if current != member_id:
+                return errors.FENCED_INSTANCE_ID
+            return None
+        return None if member_id in group.members else errors.UNKNOWN_MEMBER_ID
+
+    def _replace_static_member(self, group: GroupMetadata, instance_id: str, new_id: str,
+                               protocols: list[tuple[str, bytes]], rebalance_timeout_ms: int, session_timeout_ms: int,
+                               skip_assignment_supported: bool, respond) -> None:
+        """A known static member rejoins with an empty member id (``updateStaticMemberAndRebalance``): the
+        new member id replaces the old one (whose pending JoinGroup/SyncGroup get FENCED_INSTANCE_ID). In
+        Stable, with the selected protocol unchanged, the group keeps its generation and assignments: the
+        member gets the current generation (the leader, from JoinGroup v9, with the members and
+        ``skip_assignment``; before v9 the old leader id so that it does not assign) and its old
+        assignment on SyncGroup; nobody else rebalances. In CompletingRebalance, or when the protocol
+        would change, the group rebalances; in PreparingRebalance the member just joins it."""
+        old_id = group.static_members[instance_id]
+        old_leader = group.leader_id
+        member = group.members.pop(old_id)
+        for cb_name, body in (("awaiting_join", {"error_code": errors.FENCED_INSTANCE_ID, "generation_id": -1,
+                                                  "protocol_type": None, "protocol_name": None, "leader": "",
+                                                  "member_id": old_id, "members": []}),
+                              ("awaiting_sync", {"error_code": errors.FENCED_INSTANCE_ID, "protocol_type": None,
+                                                 "protocol_name": None, "assignment": b""})):
+            cb = getattr(member, cb_name)
+            if cb is not None:
+                setattr(member, cb_name, None)
+                cb(body)
+        member.member_id = new_id
+        group.members[new_id] = member
+        group.static_members[instance_id] = new_id
+        if old_leader == old_id:
+            group.leader_id = new_id
+        self.log.info(f"Static member with group.instance.id {instance_id} and unknown member id joins group "
+                      f"{group.group_id} in {group.state.value} state; replacing member {old_id} with {new_id}")
+        member.heartbeat_generation += 1
+        self.heartbeat_purgatory.check_and_complete(("hb", group.group_id, old_id))  # the old id's expiry
+        self._heartbeat(group, member)
+        old = (member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms)
+        member.protocols, member.awaiting_join = protocols, respond
+        member.rebalance_timeout_ms, member.session_timeout_ms = rebalance_timeout_ms, session_timeout_ms
+        if group.state is _S.PREPARING_REBALANCE:
+            self.join_purgatory.check_and_complete(("join", group.group_id))
+            return
+        if group.state is _S.COMPLETING_REBALANCE or group.select_protocol() != group.protocol_name:
+            self._prepare_rebalance(group, f"static member {new_id} with instance id {instance_id} rejoined")
+            return
+        generation = group.generation_id
+
+        def stored(code: int) -> None:
+            with group.lock:
+                if member.awaiting_join is not respond:
+                    return
+                member.awaiting_join = None
+                if code != errors.NONE:
+                    if group.members.get(new_id) is member and group.generation_id == generation:
+                        member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms = old
+                        del group.members[new_id]
+                        member.member_id = old_id
+                        group.members[old_id] = member
+                        group.static_members[instance_id] = old_id
+                        if group.leader_id == new_id:
+                            group.leader_id = old_id
+                        self._heartbeat(group, member)
+                    respond({"error_code": code, "generation_id": group.generation_id,
+                             "protocol_type": group.protocol_type, "protocol_name": group.protocol_name,
+                             "leader": old_leader or "", "member_id": "", "skip_assignment": False, "members": []})
+                    return
+                if skip_assignment_supported:
+                    resp = self._join_response(group, new_id)
+                    resp["skip_assignment"] = new_id == group.leader_id
+                else:
+                    resp = dict(self._join_response(group, new_id), leader=old_leader or "", members=[])
+                respond(resp)
+
+        self.manager.store_group(group, stored)
 
     def _join_response(self, group: GroupMetadata, member_id: str) -> dict:
         leader = member_id == group.leader_id
@@ -137,9 +227,25 @@ class GroupCoordinator:
         group.transition_to(_S.PREPARING_REBALANCE, self.time.milliseconds())
         self.log.info(f"Preparing to rebalance group {group.group_id} in state PreparingRebalance with old "
                       f"generation {group.generation_id} (reason: {reason})")
-        initial = was_empty and self.initial_delay_ms > 0  # the first members wait out the initial delay
-        op = DelayedJoin(self, group, self.initial_delay_ms if initial else group.rebalance_timeout_ms(), initial)
+        if was_empty and self.initial_delay_ms > 0:  # InitialDelayedJoin: the first members wait the delay
+            op = DelayedJoin(self, group, self.initial_delay_ms, initial=True,
+                             remaining_ms=max(group.rebalance_timeout_ms() - self.initial_delay_ms, 0))
+        else:
+            op = DelayedJoin(self, group, group.rebalance_timeout_ms())
         self.join_purgatory.try_complete_else_watch(op, [("join", group.group_id)])
+
+    def on_complete_initial_join(self, op: DelayedJoin) -> None:
+        """The initial delay passed: when members joined meanwhile, wait again (at most the configured
+        delay, within the rebalance timeout), else complete the join (Kafka's ``InitialDelayedJoin``)."""
+        group = op.group
+        with group.lock:
+            if group.state is _S.PREPARING_REBALANCE and group.new_member_added and op.remaining_ms != 0:
+                group.new_member_added = False
+                delay = min(self.initial_delay_ms, op.remaining_ms)
+                nxt = DelayedJoin(self, group, delay, initial=True, remaining_ms=max(op.remaining_ms - op.delay_ms, 0))
+                self.join_purgatory.try_complete_else_watch(nxt, [("join", group.group_id)])
+                return
+        self.on_complete_join(group)
 
     def try_complete_join(self, group: GroupMetadata, force_complete) -> bool:
         with group.lock:
@@ -151,9 +257,19 @@ class GroupCoordinator:
         with group.lock:
             if group.state is not _S.PREPARING_REBALANCE:
                 return
-            for m in [m for m in group.members.values() if m.awaiting_join is None]:
+            # dynamic members that did not rejoin are dropped; static ones keep their place (KIP-345)
+            for m in [m for m in group.members.values() if m.awaiting_join is None and not m.group_instance_id]:
                 self._remove_member(group, m.member_id, rebalance=False)
             group.pending_members.clear()
+            joined = [m.member_id for m in group.members.values() if m.awaiting_join is not None]
+            if group.members and not joined:
+                self.log.error(f"Group {group.group_id} could not complete rebalance because no members rejoined")
+                op = DelayedJoin(self, group, group.rebalance_timeout_ms())
+                self.join_purgatory.try_complete_else_watch(op, [("join", group.group_id)])
+                return
+            if group.leader_id not in joined and joined:
+                group.leader_id = joined[0]  # maybeElectNewJoinedLeader
+            group.new_member_added = False
             group.init_next_generation(self.time.milliseconds())
             if group.state is _S.EMPTY:
                 self.manager.store_group(group, lambda code: None)
@@ -163,13 +279,17 @@ class GroupCoordinator:
             for m in group.members.values():
                 cb, m.awaiting_join = m.awaiting_join, None
                 m.is_new = False
-                cb(self._join_response(group, m.member_id))
+                if cb is not None:
+                    cb(self._join_response(group, m.member_id))
                 self._heartbeat(group, m)
 
     # -- SyncGroup -------------------------------------------------------------------------------------
     def handle_sync_group(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
                           protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes],
                           respond) -> None:
+        """SyncGroup (``GroupCoordinator.handleSyncGroup``): ``respond(SyncGroupResponse fields)`` once.
+        Errors: COORDINATOR_NOT_AVAILABLE, FENCED_INSTANCE_ID (checked before) UNKNOWN_MEMBER_ID,
+        ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, REBALANCE_IN_PROGRESS."""
         def error(code: int) -> None:
             respond({"error_code": code, "protocol_type": None, "protocol_name": None, "assignment": b""})
 
@@ -177,16 +297,19 @@ class GroupCoordinator:
         if group is None:
             return error(errors.UNKNOWN_MEMBER_ID)
         with group.lock:
-            member = group.members.get(member_id)
-            if member is None or group.state in (_S.EMPTY, _S.DEAD):
-                return error(errors.UNKNOWN_MEMBER_ID)
-            if instance_id and group.static_members.get(instance_id) != member_id:
-                return error(errors.FENCED_INSTANCE_ID)
+            if group.state is _S.DEAD:
+                return error(errors.COORDINATOR_NOT_AVAILABLE)
+            code = self._validate_current_member(group, member_id, instance_id)
+            if code is not None:
+                return error(code)
+            member = group.members[member_id]
             if generation_id != group.generation_id:
                 return error(errors.ILLEGAL_GENERATION)
             if (protocol_type and protocol_type != group.protocol_type) or (
                     protocol_name and protocol_name != group.protocol_name):
                 return error(errors.INCONSISTENT_GROUP_PROTOCOL)
+            if group.state is _S.EMPTY:
+                return error(errors.UNKNOWN_MEMBER_ID)
             if group.state is _S.PREPARING_REBALANCE:
                 return error(errors.REBALANCE_IN_PROGRESS)
             self._heartbeat(group, member)
@@ -222,39 +345,53 @@ class GroupCoordinator:
 
     # -- Heartbeat / LeaveGroup / expiry -----------------------------------------------------------------
     def handle_heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> int:
+        """Heartbeat (``GroupCoordinator.handleHeartbeat``): the error code. Errors: COORDINATOR_NOT_AVAILABLE,
+        FENCED_INSTANCE_ID (checked before) UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS."""
         group = self.manager.get_group(group_id)
         if group is None:
             return errors.UNKNOWN_MEMBER_ID
         with group.lock:
-            member = group.members.get(member_id)
-            if member is None or group.state in (_S.EMPTY, _S.DEAD):
-                return errors.UNKNOWN_MEMBER_ID
-            if instance_id and group.static_members.get(instance_id) != member_id:
-                return errors.FENCED_INSTANCE_ID
+            if group.state is _S.DEAD:
+                return errors.COORDINATOR_NOT_AVAILABLE
+            code = self._validate_current_member(group, member_id, instance_id)
+            if code is not None:
+                return code
             if generation_id != group.generation_id:
                 return errors.ILLEGAL_GENERATION
-            self._heartbeat(group, member)
+            if group.state is _S.EMPTY:
+                return errors.UNKNOWN_MEMBER_ID
+            self._heartbeat(group, group.members[member_id])
             return errors.REBALANCE_IN_PROGRESS if group.state is _S.PREPARING_REBALANCE else errors.NONE
 
     def handle_leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
-        """``(top-level error, per-member errors)`` for ``[(member id, group instance id)]``."""
+        """LeaveGroup (``GroupCoordinator.handleLeaveGroup``): ``(top-level error, per-member errors)`` for
+        ``[(member id, group instance id)]``; an empty member id removes the static member of that instance
+        id. Errors: COORDINATOR_NOT_AVAILABLE (top level), FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID."""
         group = self.manager.get_group(group_id)
         if group is None:
             return errors.NONE, [errors.UNKNOWN_MEMBER_ID] * len(members)
         codes = []
         with group.lock:
+            if group.state is _S.DEAD:
+                return errors.COORDINATOR_NOT_AVAILABLE, [errors.COORDINATOR_NOT_AVAILABLE] * len(members)
             for member_id, instance_id in members:
-                if instance_id and not member_id:
-                    member_id = group.static_members.get(instance_id, "")
-                if member_id in group.pending_members:
+                if not member_id:  # administrative removal by group.instance.id
+                    member_id = group.static_members.get(instance_id or "", "")
+                    code = errors.NONE if member_id else errors.UNKNOWN_MEMBER_ID
+                elif member_id in group.pending_members:
                     group.pending_members.discard(member_id)
+                    self.heartbeat_purgatory.check_and_complete(("hb", group_id, member_id))
+                    if group.state is _S.PREPARING_REBALANCE:
+                        self.join_purgatory.check_and_complete(("join", group_id))
                     codes.append(errors.NONE)
-                elif member_id in group.members:
+                    continue
+                else:
+                    code = self._validate_current_member(group, member_id, instance_id)
+                    code = errors.NONE if code is None else code
+                if code == errors.NONE:
                     self.log.info(f"Member {member_id} has left group {group_id} through explicit LeaveGroup")
                     self._remove_member(group, member_id)
-                    codes.append(errors.NONE)
-                else:
-                    codes.append(errors.UNKNOWN_MEMBER_ID)
+                codes.append(code)
         return errors.NONE, codes
 
     def _remove_member(self, group: GroupMetadata, member_id: str, rebalance: bool = True) -> None:
@@ -307,7 +444,9 @@ class GroupCoordinator:
     # -- offsets ----------------------------------------------------------------------------------------
     def handle_commit_offsets(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int,
                               offsets: dict[tuple[str, int], OffsetAndMetadata], respond) -> None:
-        """``respond({(topic, partition): error code})``."""
+        """OffsetCommit (``GroupCoordinator.handleCommitOffsets``): ``respond({(topic, partition): error})``.
+        Errors: INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE, FENCED_INSTANCE_ID (checked before)
+        UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, OFFSET_METADATA_TOO_LARGE."""
         def all_error(code: int) -> None:
             respond({tp: code for tp in offsets})
 
@@ -319,14 +458,14 @@ class GroupCoordinator:
         with group.lock:
             if group.state is _S.DEAD:
                 return all_error(errors.COORDINATOR_NOT_AVAILABLE)
-            if generation_id < 0 and not member_id:
-                if group.state is not _S.EMPTY:
-                    return all_error(errors.UNKNOWN_MEMBER_ID)
+            if generation_id < 0 and group.state is _S.EMPTY:
+                pass  # a simple consumer or the admin client: commits are accepted while the group is Empty
+            elif generation_id < 0 and not member_id and not instance_id:
+                return all_error(errors.UNKNOWN_MEMBER_ID)  # only members commit to a non-empty group
             else:
-                if member_id not in group.members:
-                    return all_error(errors.UNKNOWN_MEMBER_ID)
-                if instance_id and group.static_members.get(instance_id) != member_id:
-                    return all_error(errors.FENCED_INSTANCE_ID)
+                code = self._validate_current_member(group, member_id, instance_id)
+                if code is not None:
+                    return all_error(code)
                 if generation_id != group.generation_id:
                     return all_error(errors.ILLEGAL_GENERATION)
                 if group.state is _S.COMPLETING_REBALANCE:
@@ -356,16 +495,30 @@ class GroupCoordinator:
             return {tp: group.offsets.get(tp) for tp in tps}
 
     def handle_delete_offsets(self, group_id: str, tps: list[tuple[str, int]], respond) -> None:
-        """``respond(group error, {(topic, partition): error})``."""
+        """OffsetDelete (``GroupCoordinator.handleDeleteOffsets``): ``respond(group error, {(topic,
+        partition): error})``. Group errors: GROUP_ID_NOT_FOUND (no such group, or Dead), NON_EMPTY_GROUP
+        (an active group whose protocol type is not ``consumer``). Partition errors:
+        GROUP_SUBSCRIBED_TO_TOPIC while an active consumer group subscribes to the topic."""
         group = self.manager.get_group(group_id)
         if group is None:
             return respond(errors.GROUP_ID_NOT_FOUND, {})
         with group.lock:
-            subscribed = self._subscribed_topics(group) if group.state is not _S.EMPTY else set()
+            if group.state is _S.DEAD:
+                return respond(errors.GROUP_ID_NOT_FOUND, {})
+            if group.state is _S.EMPTY:
+                subscribed: set[str] = set()
+            elif group.protocol_type == "consumer":
+                subscribed = self._subscribed_topics(group)
+            else:
+                return respond(errors.NON_EMPTY_GROUP, {})
         result = {tp: errors.GROUP_SUBSCRIBED_TO_TOPIC for tp in tps if tp[0] in subscribed}
         deletable = [tp for tp in tps if tp not in result]
-        self.manager.delete_offsets(group, deletable, lambda code: respond(
-            errors.NONE, dict(result, **{tp: code for tp in deletable})))
+
+        def deleted(code: int) -> None:
+            result.update({tp: code for tp in deletable})
+            respond(errors.NONE, result)
+
+        self.manager.delete_offsets(group, deletable, deleted)
         return None
 
     @staticmethod

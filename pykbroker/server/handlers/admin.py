@@ -7,6 +7,7 @@ the response is sent from that completion, so no request handler thread ever wai
 """
 from __future__ import annotations
 
+from pykbroker.coordinator.group import group_config
 from pykbroker.log.log_config import TOPIC_CONFIG_KEYS, LogConfig
 from pykbroker.metadata.configuration_control_manager import (SOURCE_DEFAULT_CONFIG, SOURCE_STATIC_BROKER_CONFIG,
                                                               SOURCE_TOPIC_CONFIG)
@@ -14,7 +15,8 @@ from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.server import error_responses
 
-RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
+RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP = 2, 4, 32
+SOURCE_GROUP_CONFIG = 8  # DescribeConfigsResponse.ConfigSource.GROUP_CONFIG
 _SOURCES = {"TOPIC_CONFIG": SOURCE_TOPIC_CONFIG, "STATIC_BROKER_CONFIG": SOURCE_STATIC_BROKER_CONFIG,
             "DEFAULT_CONFIG": SOURCE_DEFAULT_CONFIG}
 # Kafka's DescribeConfigsResponse.ConfigType ids
@@ -88,6 +90,8 @@ class AdminHandler:
                     configs = self._topic_configs(name, body["include_synonyms"], body["include_documentation"])
                 elif rtype == RESOURCE_BROKER:
                     configs = self._broker_configs(name, body["include_synonyms"])
+                elif rtype == RESOURCE_GROUP:
+                    configs = self._group_configs(name, body["include_synonyms"], body["include_documentation"])
                 else:
                     raise errors.InvalidRequestError(f"Unsupported resource type {rtype}")
                 if keys is not None:
@@ -114,6 +118,17 @@ class AdminHandler:
                         "config_type": _CONFIG_TYPES.get(str(getattr(key, "type", "")).lower(), 0),
                         "documentation": getattr(key, "doc", None) if documentation else None})
         return out
+
+    def _group_configs(self, group: str, synonyms: bool, documentation: bool) -> list[dict]:
+        """A group's configs (``ConfigHelper`` for GROUP): overrides from the metadata image (source
+        GROUP_CONFIG), else the broker's ``group.consumer.*`` defaults (DEFAULT_CONFIG). The group need not
+        exist. Errors: INVALID_REQUEST for an empty group name."""
+        if not group:
+            raise errors.InvalidRequestError("Group name must not be empty")
+        overrides = dict(self.cache.image.configs.get((RESOURCE_GROUP, group), {}))
+        defaults = group_config.GroupConfigDefaults.from_broker_config(self.broker_config)
+        return group_config.describe(overrides, defaults, synonyms, documentation, SOURCE_DEFAULT_CONFIG,
+                                     SOURCE_GROUP_CONFIG, _CONFIG_TYPES["int"])
 
     def _broker_configs(self, name: str, synonyms: bool) -> list[dict]:
         if name not in ("", str(self.broker_config.node_id)):

@@ -7,6 +7,8 @@ group keys once ``__consumer_offsets`` exists, creating it through the controlle
 (``offsets.topic.num.partitions``, ``offsets.topic.replication.factor`` capped at the live brokers,
 ``cleanup.policy=compact``) and answering COORDINATOR_NOT_AVAILABLE meanwhile, as Kafka does;
 transaction coordinator keys get COORDINATOR_NOT_AVAILABLE (no transaction coordinator yet).
+OffsetCommit and OffsetDelete answer UNKNOWN_TOPIC_OR_PARTITION for partitions the metadata cache does
+not know, before the coordinator sees the rest (``KafkaApis``).
 """
 from __future__ import annotations
 
@@ -104,7 +106,8 @@ class GroupHandlers:
             self.coordinator.handle_join_group(
                 body["group_id"], body["member_id"], body.get("group_instance_id"), ctx.client_id or "",
                 f"/{ctx.client_address}",
-                body.get("rebalance_timeout_ms", -1), body["session_timeout_ms"], body["protocol_type"],
+                body["session_timeout_ms"] if ctx.api_version == 0 else body["rebalance_timeout_ms"],
+                body["session_timeout_ms"], body["protocol_type"],
                 [(p["name"], bytes(p["metadata"])) for p in body["protocols"]], ctx.api_version, respond)
         except errors.KafkaError as e:
             respond({"error_code": e.code, "generation_id": -1, "protocol_type": None, "protocol_name": None,
@@ -154,19 +157,29 @@ class GroupHandlers:
                     p["committed_offset"], p.get("committed_leader_epoch", -1), p.get("committed_metadata") or "",
                     now)
 
+        unknown = self._unknown_partitions(offsets)
+        offsets = {tp: o for tp, o in offsets.items() if tp not in unknown}
+
         def respond(codes: dict) -> None:
             topics: dict[str, list] = {}
-            for (topic, partition), code in codes.items():
+            for (topic, partition), code in {**unknown, **codes}.items():
                 topics.setdefault(topic, []).append({"partition_index": partition, "error_code": code})
             self.helper.send_response(request, {"throttle_time_ms": 0, "topics": [
                 {"name": t, "partitions": ps} for t, ps in topics.items()]})
 
+        if not offsets and unknown:
+            return respond({})
         try:
             self.coordinator.handle_commit_offsets(body["group_id"], body.get("member_id", ""),
                                                    body.get("group_instance_id"),
                                                    body.get("generation_id_or_member_epoch", -1), offsets, respond)
         except errors.KafkaError as e:
             respond({tp: e.code for tp in offsets})
+
+    def _unknown_partitions(self, tps) -> dict[tuple[str, int], int]:
+        """UNKNOWN_TOPIC_OR_PARTITION for each ``(topic, partition)`` the metadata cache does not know
+        (``KafkaApis`` checks OffsetCommit and OffsetDelete partitions this way before the coordinator)."""
+        return {(t, p): errors.UNKNOWN_TOPIC_OR_PARTITION for t, p in tps if self.cache.partition(t, p) is None}
 
     def _fetch_group(self, group_id: str, topics) -> tuple[int, list[dict]]:
         tps = None if topics is None else [(t["name"], p) for t in topics for p in t["partition_indexes"]]
@@ -201,10 +214,12 @@ class GroupHandlers:
     def handle_offset_delete_request(self, request) -> None:
         body = request.body
         tps = [(t["name"], p["partition_index"]) for t in body["topics"] for p in t["partitions"]]
+        unknown = self._unknown_partitions(tps)
+        tps = [tp for tp in tps if tp not in unknown]
 
         def respond(code: int, codes: dict) -> None:
             topics: dict[str, list] = {}
-            for (topic, partition), c in codes.items():
+            for (topic, partition), c in ({**unknown, **codes} if code == errors.NONE else {}).items():
                 topics.setdefault(topic, []).append({"partition_index": partition, "error_code": c})
             self.helper.send_response(request, {"error_code": code, "throttle_time_ms": 0, "topics": [
                 {"name": t, "partitions": ps} for t, ps in topics.items()]})

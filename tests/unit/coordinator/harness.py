@@ -1,0 +1,80 @@
+"""A GroupCoordinator over a real GroupMetadataManager whose ``__consumer_offsets`` writes succeed at
+once in memory (a fake ReplicaManager/LogManager), and synchronous wrappers of the callback APIs."""
+from __future__ import annotations
+
+import struct
+
+from pykbroker.coordinator.group.group_coordinator import GroupCoordinator
+from pykbroker.coordinator.group.group_metadata_manager import GroupMetadataManager
+from pykbroker.utils.time import MockTime
+
+CONFIG = {"group.min.session.timeout.ms": 6000, "group.max.session.timeout.ms": 1800000,
+          "group.initial.rebalance.delay.ms": 0, "group.max.size": 100, "offset.metadata.max.bytes": 4096}
+
+
+class _Log:
+    log_start_offset = 0
+    high_watermark = 0
+
+
+class FakeLogManager:
+    def get_log(self, topic, partition):
+        return _Log()
+
+
+class FakeReplicaManager:
+    def __init__(self):
+        self.appended: list = []
+
+    def get_partition(self, topic, partition):
+        return object()
+
+    def append_records(self, timeout, acks, internal, entries, callback):
+        self.appended.append(entries)
+        callback({tp: {"error_code": 0} for tp in entries})
+
+
+def subscription(*topics: str) -> bytes:
+    """ConsumerProtocolSubscription v0: version, topics, user data (null)."""
+    out = struct.pack(">hi", 0, len(topics))
+    for t in topics:
+        out += struct.pack(">h", len(t)) + t.encode()
+    return out + struct.pack(">i", -1)
+
+
+class Harness:
+    def __init__(self, **config):
+        self.time = MockTime()
+        self.replica_manager = FakeReplicaManager()
+        self.manager = GroupMetadataManager(self.replica_manager, FakeLogManager(), 5, self.time, 7 * 24 * 3600 * 1000)
+        self.coordinator = GroupCoordinator(1, dict(CONFIG, **config), self.manager, self.time)
+
+    def close(self):
+        self.coordinator.shutdown()
+
+    def join(self, group, member_id="", instance_id=None, protocols=None, session_ms=10000, rebalance_ms=30000,
+             version=9, client_id="c"):
+        """Send a JoinGroup; returns the list its response lands in (empty while it waits)."""
+        out: list[dict] = []
+        self.coordinator.handle_join_group(group, member_id, instance_id, client_id, "/127.0.0.1", rebalance_ms,
+                                           session_ms, "consumer", protocols or [("range", subscription("t"))],
+                                           version, out.append)
+        return out
+
+    def join_new(self, group, **kw) -> dict:
+        """KIP-394 two-step first join (v4+) for a dynamic member; returns the MEMBER_ID_REQUIRED response."""
+        first = self.join(group, **kw)
+        assert first and first[0]["error_code"] == 79, first
+        return first[0]
+
+    def sync(self, group, generation, member_id, assignments=None, instance_id=None):
+        out: list[dict] = []
+        self.coordinator.handle_sync_group(group, generation, member_id, instance_id, "consumer", None,
+                                           assignments or {}, out.append)
+        return out
+
+    def commit(self, group, offsets, member_id="", generation=-1, instance_id=None):
+        out: list[dict] = []
+        self.coordinator.handle_commit_offsets(group, member_id, instance_id, generation, offsets, out.append)
+        assert out, "OffsetCommit got no answer"
+        return out[0]
