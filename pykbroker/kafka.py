@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ERROR: {e}", file=sys.stderr)
         log.error(f"Exiting Kafka due to fatal exception: {e}")
         return 1
-    from pykbroker.server.kafka_raft_server import KafkaRaftServer
+    from pykbroker.server.kafka_raft_server import KafkaRaftServer, StartupError
     server = KafkaRaftServer(config)
 
     def shutdown_hook(signum: int) -> None:
@@ -86,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     try:
         server.startup()
+    except StartupError as e:  # a known cause, fully stated: one line, no traceback
+        log.error(f"Exiting Kafka due to fatal exception during startup: {e}")
+        server.shutdown()
+        return 1
     except Exception as e:
         log.error(f"Exiting Kafka due to fatal exception during startup: {e}", exc_info=True)
         server.shutdown()

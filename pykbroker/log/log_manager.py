@@ -28,6 +28,7 @@ from pykbroker.log.checkpoints import (
     fsync_dir,
     write_atomically,
 )
+from pykbroker.log.file_lock import FileLock
 from pykbroker.log.log_config import LONG_MAX, LogConfig
 from pykbroker.log.log_file_utils import (
     DELETE_DIR_SUFFIX,
@@ -44,7 +45,34 @@ from pykbroker.utils.time import Time
 _log = structlog.get_logger("pykbroker.log.LogManager")
 
 METADATA_TOPIC = "__cluster_metadata"
+LOCK_FILE_NAME = ".lock"
 TopicPartition = tuple[str, int]
+
+
+class LogDirLockError(RuntimeError):
+    """Another process (or another server in this process) holds a data directory's ``.lock``
+    (Kafka's ``KafkaException`` from ``LogManager.lockLogDirs``)."""
+
+
+def lock_log_dirs(dirs: list[str]) -> list[FileLock]:
+    """Create each directory if needed and take the exclusive lock on its ``.lock`` file, in order
+    (Kafka's ``LogManager.lockLogDirs``). The locks are held until released (at broker shutdown).
+    Raises LogDirLockError, with Kafka's message, when a directory is in use (the locks already taken
+    are released); OSError when a directory cannot be created or its lock file opened."""
+    locks: list[FileLock] = []
+    try:
+        for d in dict.fromkeys(os.path.abspath(d) for d in dirs):
+            os.makedirs(d, exist_ok=True)
+            lock = FileLock(os.path.join(d, LOCK_FILE_NAME))
+            if not lock.try_lock():
+                raise LogDirLockError(f"Failed to acquire lock on file {LOCK_FILE_NAME} in {d}. "
+                                      "A Kafka instance in another process or thread is using this directory.")
+            locks.append(lock)
+    except BaseException:
+        for lock in locks:
+            lock.release()
+        raise
+    return locks
 
 
 class LogManager:
