@@ -29,6 +29,7 @@ import os
 import struct
 import threading
 
+from pykbroker.log.log_file_utils import open_fd
 from pykbroker.log.mapped_buffer import MappedBuffer, allocate
 
 _I32 = struct.Struct(">i").unpack_from
@@ -74,7 +75,7 @@ class AbstractIndex:
         self.base_offset = base_offset
         self._max_index_size = max_index_size
         newly_created = fresh or not os.path.exists(path)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = open_fd(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC)
         try:
             length = os.fstat(fd).st_size
             if newly_created and max_index_size > 0:
@@ -106,7 +107,7 @@ class AbstractIndex:
         """Create an empty index file for a new segment without mapping it (the index is mapped on first
         use, opened with ``fresh=True``): ``max_index_size`` long, its first blocks allocated. Raises
         OSError (ENOSPC: the disk is full, the segment cannot be created)."""
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = open_fd(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC)
         try:
             if max_index_size > 0:
                 cls._preallocate(fd, max_index_size)
@@ -120,7 +121,7 @@ class AbstractIndex:
         if end <= self._allocated:
             return
         new_end = min(self._length, max(end, self._allocated + ALLOCATION_CHUNK))
-        fd = os.open(self._path, os.O_RDWR | os.O_CLOEXEC)
+        fd = open_fd(self._path, os.O_RDWR | os.O_CLOEXEC)
         try:
             allocate(fd, self._allocated, new_end - self._allocated)
         finally:
@@ -216,7 +217,7 @@ class AbstractIndex:
                 old.close()
             os.truncate(self._path, rounded)
             if rounded > 0:
-                fd = os.open(self._path, os.O_RDWR | os.O_CLOEXEC)
+                fd = open_fd(self._path, os.O_RDWR | os.O_CLOEXEC)
                 try:
                     self._region = MappedBuffer(fd, rounded)
                     self._mm = self._region.buf

@@ -16,7 +16,7 @@ import structlog
 
 from pykbroker.log.fetch_data_info import FetchDataInfo, LogOffsetMetadata
 from pykbroker.log.lazy_index import LazyIndex
-from pykbroker.log.log_file_utils import log_file, offset_index_file, time_index_file
+from pykbroker.log.log_file_utils import log_file, offset_index_file, time_index_file, too_many_open_files
 from pykbroker.log.offset_index import OffsetIndex
 from pykbroker.log.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 from pykbroker.protocol.errors import CorruptRecordError
@@ -77,8 +77,11 @@ class LogSegment:
         """Open or create the segment files for ``base_offset`` in ``directory``. ``config`` is a
         LogConfig (uses ``segment_index_bytes``, ``index_interval_bytes``, ``random_segment_jitter()``)."""
         max_index_size = config.segment_index_bytes
-        log = FileRecords.open(log_file(directory, base_offset, file_suffix), file_already_exists,
-                               init_file_size, preallocate)
+        path = log_file(directory, base_offset, file_suffix)
+        try:
+            log = FileRecords.open(path, file_already_exists, init_file_size, preallocate)
+        except OSError as e:
+            raise too_many_open_files(e, path) from None
         try:
             offset_path = offset_index_file(directory, base_offset, file_suffix)
             time_path = time_index_file(directory, base_offset, file_suffix)
