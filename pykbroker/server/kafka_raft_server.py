@@ -20,6 +20,7 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import socket
+import sys
 import threading
 import uuid
 
@@ -140,7 +141,9 @@ class KafkaRaftServer:
                                     MetadataRecordSerde(), self.time,
                                     append_linger_ms=config["controller.quorum.append.linger.ms"])
         self.metadata_cache = MetadataCache(self.node_id)
-        self.replica_manager = ReplicaManager(self.node_id, config, self.log_manager, self.metadata_cache, self.time)
+        self.replica_manager = ReplicaManager(self.node_id, config, self.log_manager, self.metadata_cache, self.time,
+                                              halt=self._halt)
+        self.replica_manager.startup()
         self.publisher = BrokerMetadataPublisher(self.node_id, self.metadata_cache, self.replica_manager,
                                                  self.log_manager)
         self.loader = MetadataLoader(self.node_id, self.cluster_id, self.raft.high_watermark)
@@ -189,6 +192,17 @@ class KafkaRaftServer:
         self.socket_server.enable_request_processing()
         self.started = True
         self.log.info("Kafka Server started")
+
+    def _halt(self, code: int) -> None:
+        """Stop the process at once, as Kafka's ``Exit.halt`` (a log directory failure left nothing to
+        serve): no shutdown step runs, so nothing more is written to the failed directories; the logs
+        are recovered at the next start."""
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        os._exit(code)
 
     def _check_single_voter(self) -> None:
         voters = self.config["controller.quorum.voters"] or []
