@@ -11,8 +11,10 @@ registration, wait until it is published -> KafkaApis and its handlers -> reques
 enable request processing (processors, then acceptors: network threads start last, so clients only
 connect to a ready broker). Every start-up wait is bounded by ``initial.broker.registration.timeout.ms``.
 
-shutdown: stop acceptors and processors -> drain handler pools -> purgatories -> controller -> Raft ->
-loader -> logs (checkpoints, clean-shutdown marker) -> scheduler.
+shutdown: stop acceptors and processors -> drain handler pools -> group coordinator -> replica manager
+(stops applying metadata: a backlog of topic creations is abandoned, no log is created from then on)
+and purgatories -> controller -> Raft -> loader -> logs (checkpoints, clean-shutdown marker) ->
+scheduler -> release the directory locks.
 ``shutdown`` is idempotent and safe from a signal handler thread.
 """
 from __future__ import annotations

@@ -97,9 +97,25 @@ def test_no_log_dir_left_halts(tmp_path, monkeypatch):
     rm.shutdown()
 
 
-def test_no_log_created_after_shutdown(tmp_path):
-    lm, rm, _ = _broker([tmp_path / "d"])
-    rm.shutdown()
+def test_shutdown_stops_log_creation_in_progress(tmp_path):
+    """A SIGTERM while the publisher creates a large backlog of logs: ReplicaManager.shutdown stops it
+    (and waits for it), so the LogManager shuts down with no log created behind its back."""
+    import threading
+    time = MockTime()
+    lm = LogManager.from_broker_config([str(tmp_path)], {}, MockScheduler(time), time)
+    lm.startup()
+    rm = ReplicaManager(1, CONFIG, lm, MetadataCache(1), time)
     reg = PartitionRegistration(replicas=(1,), isr=(1,), leader=1, leader_epoch=0)
-    rm.apply_delta(SimpleNamespace(deletes={("t", 0)}, followers={}, leaders={("u", 0): (TOPIC_ID, reg)}), None)
-    assert lm.get_log("u", 0) is None and lm.get_log("t", 0) is not None
+    delta = SimpleNamespace(deletes=set(), followers={}, leaders={(f"t{i}", 0): (TOPIC_ID, reg) for i in range(3000)})
+    publisher = threading.Thread(target=rm.apply_delta, args=(delta, None))
+    publisher.start()
+    wait_until(lambda: len(lm.all_logs()) > 0, 10, message="log creation started")
+    rm.shutdown()
+    lm.shutdown()
+    publisher.join(60)
+    assert lm.all_logs() == []
+    created = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert 0 < len(created) < 3000
+    for d in created:
+        assert sorted(f.name for f in d.iterdir() if f.suffix in (".log", ".index", ".timeindex")) == [
+            "00000000000000000000.index", "00000000000000000000.log", "00000000000000000000.timeindex"]
