@@ -148,3 +148,19 @@ def test_port_in_use_fails_before_touching_storage(tmp_path):
     logs = b.data_dir / "logs"
     assert not (logs / "meta.properties").exists()
     assert not logs.exists() or not os.listdir(logs)
+
+
+def test_start_up_waits_are_bounded_and_fail_with_one_line(tmp_path, monkeypatch):
+    from pykbroker.metadata.quorum_controller import QuorumController
+    from pykbroker.server.kafka_raft_server import StartupError
+    monkeypatch.setattr(QuorumController, "wait_for_active", lambda self, timeout: False)
+    props = dict(DEFAULTS, **{"log.dirs": str(tmp_path / "logs"), "initial.broker.registration.timeout.ms": "500"})
+    server = KafkaRaftServer(KafkaConfig(props))
+    with pytest.raises(StartupError, match="^Timed out after 500 ms waiting for the metadata quorum controller "
+                                           "to become active$"):
+        server.startup()
+    server.shutdown()
+    monkeypatch.undo()
+    again = KafkaRaftServer(KafkaConfig(props))  # the directory locks were released by the shutdown
+    again.startup()
+    again.shutdown()
