@@ -211,7 +211,16 @@ class ReplicaManager:
                                 continue
                             p = Partition(topic, index, topic_id, log, self.node_id, self.time)
                             parts[(topic, index)] = p
-                        (p.make_leader if kind == "leader" else p.make_follower)(reg)
+                        try:
+                            (p.make_leader if kind == "leader" else p.make_follower)(reg)
+                        except OSError as e:  # e.g. the leader epoch checkpoint on a full disk
+                            log_dir = self.log_manager.log_dir_of(topic, index)
+                            msg = f"Skipped the become-{kind} state change for {topic}-{index} due to a storage error {e}"
+                            if self.log_dir_failure_channel is not None and log_dir is not None:
+                                self.log_dir_failure_channel.maybe_add_offline_log_dir(log_dir, msg, e)
+                            parts.pop((topic, index), None)
+                            offline.add((topic, index))
+                            continue
                         touched.append((topic, index))
             finally:
                 self._partitions = parts
