@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         log.error(f"Exiting Kafka due to fatal exception: {e}")
         return 1
     log.info(f"Log directories: {', '.join(config.log_dirs)} (metadata.log.dir: {config.metadata_log_dir})")
-    from pykbroker.server.kafka_raft_server import KafkaRaftServer
+    from pykbroker.server.kafka_raft_server import KafkaRaftServer, StartupError
     server = KafkaRaftServer(config)
 
     def shutdown_hook(signum: int) -> None:
@@ -117,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     try:
         server.startup()
+    except StartupError as e:  # a known cause, fully stated: one line, no traceback
+        log.error(f"Exiting Kafka due to fatal exception during startup: {e}")
+        server.shutdown()
+        return 1
     except Exception as e:
         log.error(f"Exiting Kafka due to fatal exception during startup: {e}", exc_info=True)
         server.shutdown()

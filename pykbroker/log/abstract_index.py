@@ -2,9 +2,16 @@
 
 Mirrors ``org.apache.kafka.storage.internals.log.AbstractIndex``. An index file is a sequence of
 fixed-size big-endian entries sorted by offset (and, for the time index, by timestamp). A new file is
-pre-allocated to ``max_index_size`` rounded down to a multiple of the entry size and mapped with
-``mmap``; the number of used entries is kept in memory; the file is trimmed to ``entries * entry_size``
-when its segment is rolled or closed. A trimmed file re-opened later has exactly its entries.
+sized to ``max_index_size`` rounded down to a multiple of the entry size and mapped; the number of used
+entries is kept in memory; the file is trimmed to ``entries * entry_size`` when its segment is rolled
+or closed. A trimmed file re-opened later has exactly its entries.
+
+Disk space: the file is sized like Kafka's (``setLength``, sparse), but its blocks are allocated
+(``posix_fallocate``) ahead of the writes, ``ALLOCATION_CHUNK`` bytes at a time, and always before an
+entry is written through the mapping. On a full disk creating a segment or appending an entry raises
+``OSError(ENOSPC)`` (the log turns it into KAFKA_STORAGE_ERROR and takes the directory offline); a
+write into an unallocated block, a SIGBUS that kills the broker, cannot happen. The mapping holds no
+file descriptor (see :mod:`pykbroker.log.mapped_buffer`).
 
 An index file left untrimmed by a crash holds zeros after its last entry. Kafka counts those zeros
 as entries and relies on log recovery to rebuild the index; we additionally cut the zero tail on load
@@ -18,12 +25,15 @@ entry bytes before publishing the new entry count.
 """
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 import threading
 
+from pykbroker.log.log_file_utils import open_fd
+from pykbroker.log.mapped_buffer import MappedBuffer, allocate
+
 _I32 = struct.Struct(">i").unpack_from
+ALLOCATION_CHUNK = 64 * 1024  # bytes of index file allocated at a time ahead of the writes
 
 
 class CorruptIndexError(Exception):
@@ -56,27 +66,67 @@ class AbstractIndex:
     # Slot 0 may legitimately be all zero bytes (time index: timestamp 0 at the base offset).
     ZERO_FIRST_ENTRY_ALLOWED = False
 
-    def __init__(self, path: str, base_offset: int, max_index_size: int = -1):
+    def __init__(self, path: str, base_offset: int, max_index_size: int = -1, fresh: bool = False):
+        """Open (or create) the index at ``path``. A new file -- or a ``fresh`` one made by
+        :meth:`create_file` and never used -- is empty, ``max_index_size`` long (rounded down to the entry
+        size; only its first blocks allocated). Raises OSError (ENOSPC: the disk is full)."""
         self._lock = threading.Lock()
         self._path = path
         self.base_offset = base_offset
         self._max_index_size = max_index_size
-        newly_created = not os.path.exists(path)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        newly_created = fresh or not os.path.exists(path)
+        fd = open_fd(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC)
         try:
             length = os.fstat(fd).st_size
             if newly_created and max_index_size > 0:
-                length = round_down_to_multiple(max_index_size, self.ENTRY_SIZE)
-                os.ftruncate(fd, length)
-            self._mm: mmap.mmap | None = mmap.mmap(fd, length) if length > 0 else None
+                length = self._preallocate(fd, max_index_size)
+            region = MappedBuffer(fd, length) if length > 0 else None
         finally:
-            os.close(fd)  # mmap keeps its own descriptor
+            os.close(fd)  # the mapping keeps no descriptor (see mapped_buffer)
+        self._region: MappedBuffer | None = region
+        self._mm = region.buf if region is not None else None
         self._length = length
         self._max_entries = length // self.ENTRY_SIZE
         self._entries = 0 if newly_created else self._max_entries
         self._closed = False
         if self._entries:
             self._cut_zero_tail()
+        # Bytes known to be backed by allocated blocks: writes through the mapping stay below this.
+        self._allocated = min(length, ALLOCATION_CHUNK) if newly_created else self._entries * self.ENTRY_SIZE
+
+    @classmethod
+    def _preallocate(cls, fd: int, max_index_size: int) -> int:
+        length = round_down_to_multiple(max_index_size, cls.ENTRY_SIZE)
+        if os.fstat(fd).st_size != length:
+            os.ftruncate(fd, length)
+        allocate(fd, 0, min(length, ALLOCATION_CHUNK))
+        return length
+
+    @classmethod
+    def create_file(cls, path: str, max_index_size: int) -> None:
+        """Create an empty index file for a new segment without mapping it (the index is mapped on first
+        use, opened with ``fresh=True``): ``max_index_size`` long, its first blocks allocated. Raises
+        OSError (ENOSPC: the disk is full, the segment cannot be created)."""
+        fd = open_fd(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC)
+        try:
+            if max_index_size > 0:
+                cls._preallocate(fd, max_index_size)
+        finally:
+            os.close(fd)
+
+    def _ensure_allocated(self, end: int) -> None:
+        """Allocate the file's blocks up to byte ``end`` (at least ALLOCATION_CHUNK more) before an entry
+        is written there through the mapping: on a full disk this raises OSError (ENOSPC) instead of
+        the write faulting with SIGBUS. Caller holds ``_lock``."""
+        if end <= self._allocated:
+            return
+        new_end = min(self._length, max(end, self._allocated + ALLOCATION_CHUNK))
+        fd = open_fd(self._path, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            allocate(fd, self._allocated, new_end - self._allocated)
+        finally:
+            os.close(fd)
+        self._allocated = new_end
 
     # -- properties ---------------------------------------------------------------------------
     @property
@@ -117,7 +167,7 @@ class AbstractIndex:
         return 0 <= offset - self.base_offset <= 0x7FFFFFFF
 
     # -- subclass hooks -----------------------------------------------------------------------
-    def _slot_is_zero(self, mm: mmap.mmap, slot: int) -> bool:
+    def _slot_is_zero(self, mm, slot: int) -> bool:
         start = slot * self.ENTRY_SIZE
         return mm[start:start + self.ENTRY_SIZE].count(0) == self.ENTRY_SIZE
 
@@ -144,7 +194,7 @@ class AbstractIndex:
                 lo = mid + 1
         self._entries = lo
 
-    def _mapped(self) -> mmap.mmap:
+    def _mapped(self):
         mm = self._mm
         if mm is None:
             if self._closed:
@@ -161,17 +211,19 @@ class AbstractIndex:
             rounded = max(round_down_to_multiple(new_size, self.ENTRY_SIZE), self._entries * self.ENTRY_SIZE)
             if rounded == self._length:
                 return False
-            old = self._mm
-            self._mm = None
+            old = self._region
+            self._region = self._mm = None
             if old is not None:
                 old.close()
             os.truncate(self._path, rounded)
             if rounded > 0:
-                fd = os.open(self._path, os.O_RDWR | os.O_CLOEXEC)
+                fd = open_fd(self._path, os.O_RDWR | os.O_CLOEXEC)
                 try:
-                    self._mm = mmap.mmap(fd, rounded)
+                    self._region = MappedBuffer(fd, rounded)
+                    self._mm = self._region.buf
                 finally:
                     os.close(fd)
+            self._allocated = min(self._allocated, rounded)
             self._length = rounded
             self._max_entries = rounded // self.ENTRY_SIZE
             return True
@@ -198,16 +250,16 @@ class AbstractIndex:
 
     def flush(self) -> None:
         with self._lock:
-            if self._mm is not None:
-                self._mm.flush()
+            if self._region is not None:
+                self._region.flush()
 
     def close_handler(self) -> None:
         """Unmap without trimming."""
         with self._lock:
-            mm, self._mm = self._mm, None
+            region, self._region, self._mm = self._region, None, None
             self._closed = True
-            if mm is not None:
-                mm.close()
+            if region is not None:
+                region.close()
 
     def close(self) -> None:
         """Trim to the used entries and unmap."""
@@ -248,7 +300,7 @@ class AbstractIndex:
                 new_entries = slot + 1
             self._truncate_to_entries(new_entries)
 
-    def _largest_lower_bound_slot(self, mm: mmap.mmap, target: int, unpack, field_offset: int) -> int:
+    def _largest_lower_bound_slot(self, mm, target: int, unpack, field_offset: int) -> int:
         """Largest slot whose key (``unpack(mm, slot*ENTRY_SIZE + field_offset)``) is <= target, or
         -1 (caller holds ``_lock``)."""
         n = self._entries

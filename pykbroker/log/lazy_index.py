@@ -1,7 +1,9 @@
 """An index opened (memory-mapped) on first use, as Kafka's ``LazyIndex``.
 
 Old segments are rarely read; mapping their indexes only when a read or a retention check needs them
-keeps start-up fast and the number of mappings (each holding a descriptor) low.
+keeps start-up fast and the number of mappings low. A new segment's index files are created (sized,
+first blocks allocated) with the segment but mapped only when first needed: ``fresh`` marks such a
+file, empty whatever its length, until it is loaded or trimmed.
 
 Threading: ``_lock`` guards the one-time open and the path; the opened index has its own lock.
 """
@@ -16,11 +18,13 @@ T = TypeVar("T")
 
 
 class LazyIndex(Generic[T]):
-    def __init__(self, path: str, factory: Callable[[str], T]):
+    def __init__(self, path: str, factory: Callable[..., T], fresh: bool = False):
+        """``factory(path)`` opens the index; ``factory(path, fresh=True)`` for a ``fresh`` file."""
         self._lock = threading.Lock()
         self._path = path
         self._factory = factory
         self._index: T | None = None
+        self._fresh = fresh
 
     @property
     def path(self) -> str:
@@ -36,9 +40,34 @@ class LazyIndex(Generic[T]):
         if index is None:
             with self._lock:
                 if self._index is None:
-                    self._index = self._factory(self._path)
+                    self._index = self._factory(self._path, fresh=True) if self._fresh else self._factory(self._path)
+                    self._fresh = False
                 index = self._index
         return index
+
+    @property
+    def is_fresh(self) -> bool:
+        """Not loaded yet, and the file is a new segment's empty index."""
+        return self._index is None and self._fresh
+
+    def is_full(self) -> bool:
+        return False if self.is_fresh else self.get().is_full()  # type: ignore[attr-defined]
+
+    def trim_to_valid_size(self) -> None:
+        """Trim the file to its entries (on roll and close); a fresh file, never mapped, is emptied."""
+        with self._lock:
+            if self._index is None:
+                if self._fresh:
+                    self._truncate_fresh()
+                return
+        self._index.trim_to_valid_size()  # type: ignore[attr-defined]
+
+    def _truncate_fresh(self) -> None:
+        try:
+            os.truncate(self._path, 0)
+        except FileNotFoundError:
+            pass
+        self._fresh = False
 
     def rename_to(self, path: str) -> None:
         with self._lock:
@@ -62,8 +91,13 @@ class LazyIndex(Generic[T]):
                 index.close_handler()  # type: ignore[attr-defined]
 
     def close(self) -> None:
-        if self._index is not None:
-            self._index.close()  # type: ignore[attr-defined]
+        """Trim and unmap; a fresh file, never mapped, is emptied."""
+        with self._lock:
+            if self._index is None:
+                if self._fresh:
+                    self._truncate_fresh()
+                return
+        self._index.close()  # type: ignore[attr-defined]
 
     def close_handler(self) -> None:
         if self._index is not None:

@@ -7,6 +7,7 @@ Partition directories are ``<topic>-<partition>``, with ``-delete`` (pending del
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
 import uuid
@@ -86,3 +87,32 @@ def is_index_file(name: str) -> bool:
 
 def is_log_file(name: str) -> bool:
     return name.endswith(LOG_FILE_SUFFIX)
+
+
+class TooManyOpenFilesError(OSError):
+    """EMFILE/ENFILE opening a log file, with a message naming the limit to raise. An OSError, so the
+    log handles it as any I/O error on its directory (KAFKA_STORAGE_ERROR, Kafka's IOException)."""
+
+
+def too_many_open_files(e: OSError, path: str) -> OSError:
+    """``e`` turned into a TooManyOpenFilesError naming RLIMIT_NOFILE (EMFILE) or the system-wide limit
+    (ENFILE); other errors are returned unchanged."""
+    if e.errno == errno.EMFILE:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        return TooManyOpenFilesError(
+            e.errno, f"Too many open files: cannot open {path}: this process reached its open-file limit "
+                     f"(RLIMIT_NOFILE soft limit {soft}, hard limit {hard}); raise it (ulimit -n) for the broker")
+    if e.errno == errno.ENFILE:
+        return TooManyOpenFilesError(
+            e.errno, f"Too many open files in system: cannot open {path}: the system-wide limit (fs.file-max) "
+                     "was reached")
+    return e
+
+
+def open_fd(path: str, flags: int, mode: int = 0o644) -> int:
+    """``os.open``; raises TooManyOpenFilesError (naming the limit) on EMFILE/ENFILE, else OSError."""
+    try:
+        return os.open(path, flags, mode)
+    except OSError as e:
+        raise too_many_open_files(e, path) from None

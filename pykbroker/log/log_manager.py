@@ -28,6 +28,8 @@ from pykbroker.log.checkpoints import (
     fsync_dir,
     write_atomically,
 )
+from pykbroker.log.file_lock import FileLock
+from pykbroker.log.log_dir_failure_channel import LogDirFailureChannel
 from pykbroker.log.log_config import LONG_MAX, LogConfig
 from pykbroker.log.log_file_utils import (
     DELETE_DIR_SUFFIX,
@@ -37,14 +39,41 @@ from pykbroker.log.log_file_utils import (
     parse_topic_partition_name,
 )
 from pykbroker.log.producer_state_manager import DEFAULT_PRODUCER_ID_EXPIRATION_MS
-from pykbroker.log.unified_log import UnifiedLog
+from pykbroker.log.unified_log import KafkaStorageErrorError, UnifiedLog
 from pykbroker.utils.scheduler import Scheduler
 from pykbroker.utils.time import Time
 
 _log = structlog.get_logger("pykbroker.log.LogManager")
 
 METADATA_TOPIC = "__cluster_metadata"
+LOCK_FILE_NAME = ".lock"
 TopicPartition = tuple[str, int]
+
+
+class LogDirLockError(RuntimeError):
+    """Another process (or another server in this process) holds a data directory's ``.lock``
+    (Kafka's ``KafkaException`` from ``LogManager.lockLogDirs``)."""
+
+
+def lock_log_dirs(dirs: list[str]) -> list[FileLock]:
+    """Create each directory if needed and take the exclusive lock on its ``.lock`` file, in order
+    (Kafka's ``LogManager.lockLogDirs``). The locks are held until released (at broker shutdown).
+    Raises LogDirLockError, with Kafka's message, when a directory is in use (the locks already taken
+    are released); OSError when a directory cannot be created or its lock file opened."""
+    locks: list[FileLock] = []
+    try:
+        for d in dict.fromkeys(os.path.abspath(d) for d in dirs):
+            os.makedirs(d, exist_ok=True)
+            lock = FileLock(os.path.join(d, LOCK_FILE_NAME))
+            if not lock.try_lock():
+                raise LogDirLockError(f"Failed to acquire lock on file {LOCK_FILE_NAME} in {d}. "
+                                      "A Kafka instance in another process or thread is using this directory.")
+            locks.append(lock)
+    except BaseException:
+        for lock in locks:
+            lock.release()
+        raise
+    return locks
 
 
 class LogManager:
@@ -61,7 +90,8 @@ class LogManager:
                  flush_recovery_offset_checkpoint_ms: int = 60_000, flush_start_offset_checkpoint_ms: int = 60_000,
                  high_watermark_checkpoint_ms: int = 5_000, initial_task_delay_ms: int = 30_000,
                  producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-                 producer_id_expiration_check_ms: int = 600_000):
+                 producer_id_expiration_check_ms: int = 600_000,
+                 log_dir_failure_channel: LogDirFailureChannel | None = None):
         if not log_dirs:
             raise ValueError("At least one log directory is required")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
@@ -84,12 +114,14 @@ class LogManager:
         self._tasks: list = []
         self._started = False
         self.had_clean_shutdown: dict[str, bool] = {}
+        self.log_dir_failure_channel = log_dir_failure_channel or LogDirFailureChannel(len(self.log_dirs))
+        self._live_log_dirs: list[str] = list(self.log_dirs)
         for d in self.log_dirs:
             os.makedirs(d, exist_ok=True)
 
     @classmethod
     def from_broker_config(cls, log_dirs: list[str], broker_props: Mapping[str, Any], scheduler: Scheduler,
-                           time: Time) -> LogManager:
+                           time: Time, log_dir_failure_channel: LogDirFailureChannel | None = None) -> LogManager:
         """Build from broker keys (``log.retention.check.interval.ms``, ``log.flush.*``,
         ``replica.high.watermark.checkpoint.interval.ms``, ``producer.id.expiration.ms`` ... and the
         ``log.*`` topic defaults)."""
@@ -104,7 +136,8 @@ class LogManager:
                    high_watermark_checkpoint_ms=get("replica.high.watermark.checkpoint.interval.ms", 5_000),
                    initial_task_delay_ms=get("log.initial.task.delay.ms", 30_000),
                    producer_id_expiration_ms=get("producer.id.expiration.ms", DEFAULT_PRODUCER_ID_EXPIRATION_MS),
-                   producer_id_expiration_check_ms=get("producer.id.expiration.check.interval.ms", 600_000))
+                   producer_id_expiration_check_ms=get("producer.id.expiration.check.interval.ms", 600_000),
+                   log_dir_failure_channel=log_dir_failure_channel)
 
     @property
     def default_config(self) -> LogConfig:
@@ -203,6 +236,7 @@ class LogManager:
                                 log_start_offset=log_start_offset, recovery_point=recovery_point,
                                 had_clean_shutdown=clean, producer_id_expiration_ms=self.producer_id_expiration_ms,
                                 topic_partition=tp)
+        log.log_dir_failure_channel = self.log_dir_failure_channel
         if high_watermark is not None:
             log.update_high_watermark(high_watermark)
         report = log.recovery_report
@@ -264,22 +298,67 @@ class LogManager:
                 return log
             log_dir = self._next_log_dir()
             path = os.path.join(log_dir, log_dir_name(topic, partition))
-            log = UnifiedLog.create(path, config or self.topic_config(topic), self._scheduler, self._time,
-                                    topic_id=topic_id, producer_id_expiration_ms=self.producer_id_expiration_ms,
-                                    topic_partition=tp)
-            fsync_dir(log_dir)
+            try:
+                log = UnifiedLog.create(path, config or self.topic_config(topic), self._scheduler, self._time,
+                                        topic_id=topic_id, producer_id_expiration_ms=self.producer_id_expiration_ms,
+                                        topic_partition=tp)
+                fsync_dir(log_dir)
+            except OSError as e:
+                msg = f"Error while creating log for {topic}-{partition} in dir {log_dir}: {e}"
+                self.log_dir_failure_channel.maybe_add_offline_log_dir(log_dir, msg, e)
+                raise KafkaStorageErrorError(msg) from e
+            log.log_dir_failure_channel = self.log_dir_failure_channel
             self._logs[tp] = log
             self._log_dir_of[tp] = log_dir
         _log.info("Created log", partition=log.name, log_dir=log_dir, topic_id=str(log.topic_id))
         return log
 
     def _next_log_dir(self) -> str:
-        if len(self.log_dirs) == 1:
-            return self.log_dirs[0]
-        counts = {d: 0 for d in self.log_dirs}
+        live = [d for d in self._live_log_dirs if not self.log_dir_failure_channel.has_offline_log_dir(d)]
+        if not live:
+            raise KafkaStorageErrorError(f"Can not create log because log directories {', '.join(self.log_dirs)} "
+                                         "are offline")
+        if len(live) == 1:
+            return live[0]
+        counts = {d: 0 for d in live}
         for d in self._log_dir_of.values():
-            counts[d] = counts.get(d, 0) + 1
-        return min(self.log_dirs, key=lambda d: counts[d])
+            if d in counts:
+                counts[d] += 1
+        return min(live, key=lambda d: counts[d])
+
+    # -- log directory failure ----------------------------------------------------------------
+    @property
+    def live_log_dirs(self) -> list[str]:
+        """The directories neither offline nor reported failed (to the LogDirFailureChannel)."""
+        channel = self.log_dir_failure_channel
+        with self._lock:
+            return [d for d in self._live_log_dirs if not channel.has_offline_log_dir(d)]
+
+    def is_log_dir_online(self, log_dir: str) -> bool:
+        return log_dir in self._live_log_dirs
+
+    def handle_log_dir_failure(self, log_dir: str) -> list[TopicPartition]:
+        """Stop serving ``log_dir`` (Kafka's ``LogManager.handleLogDirFailure``): it is no longer live
+        (no log is created there, no checkpoint or clean-shutdown marker is written there), and its logs
+        are dropped with their files released. Returns the partitions that went offline. The caller
+        (the ReplicaManager) stops the broker when no live directory is left."""
+        with self._lock:
+            if log_dir not in self._live_log_dirs:
+                return []
+            _log.warning("Stopping serving logs in dir", log_dir=log_dir)
+            self._live_log_dirs.remove(log_dir)
+            offline = [tp for tp, d in self._log_dir_of.items() if d == log_dir]
+            logs = [self._logs.pop(tp) for tp in offline if tp in self._logs]
+            for tp in offline:
+                del self._log_dir_of[tp]
+        for log in logs:
+            try:
+                log.close_handlers()
+            except Exception as e:  # noqa: BLE001 - release the others
+                _log.warning("Error releasing the files of an offline log", partition=log.name, error=repr(e))
+        _log.warning(f"Logs for partitions {','.join(f'{t}-{p}' for t, p in offline)} are offline due to failure "
+                     f"on log directory {log_dir}")
+        return offline
 
     # -- deletion and truncation --------------------------------------------------------------
     def async_delete(self, topic: str, partition: int) -> UnifiedLog | None:
@@ -343,23 +422,35 @@ class LogManager:
             return {tp: log for tp, log in self._logs.items() if self._log_dir_of.get(tp) == log_dir}
 
     def checkpoint_log_recovery_offsets(self) -> None:
-        for d in self.log_dirs:
+        for d in self.live_log_dirs:
             self._checkpoint_recovery_points(d)
 
     def checkpoint_log_start_offsets(self) -> None:
-        for d in self.log_dirs:
+        for d in self.live_log_dirs:
             self._checkpoint_start_offsets(d)
 
     def checkpoint_high_watermarks(self) -> None:
-        for d in self.log_dirs:
-            logs = self._logs_in_dir(d)
-            OffsetCheckpointFile(os.path.join(d, REPLICATION_OFFSET_CHECKPOINT_FILE)).write(
-                {tp: log.high_watermark for tp, log in logs.items()})
+        for d in self.live_log_dirs:
+            self._checkpoint_high_watermarks(d)
+
+    def _checkpoint_high_watermarks(self, log_dir: str) -> None:
+        logs = self._logs_in_dir(log_dir)
+        self._write_checkpoint(log_dir, REPLICATION_OFFSET_CHECKPOINT_FILE,
+                               {tp: log.high_watermark for tp, log in logs.items()})
+
+    def _write_checkpoint(self, log_dir: str, file_name: str, offsets: dict) -> None:
+        """Write a checkpoint file; an OSError takes ``log_dir`` offline (KafkaStorageErrorError)."""
+        try:
+            OffsetCheckpointFile(os.path.join(log_dir, file_name)).write(offsets)
+        except OSError as e:
+            msg = f"Disk error while writing {file_name} in directory {log_dir}: {e}"
+            self.log_dir_failure_channel.maybe_add_offline_log_dir(log_dir, msg, e)
+            raise KafkaStorageErrorError(msg) from e
 
     def _checkpoint_recovery_points(self, log_dir: str) -> None:
         logs = self._logs_in_dir(log_dir)
-        OffsetCheckpointFile(os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT_FILE)).write(
-            {tp: log.recovery_point for tp, log in logs.items()})
+        self._write_checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT_FILE,
+                               {tp: log.recovery_point for tp, log in logs.items()})
 
     def _checkpoint_start_offsets(self, log_dir: str) -> None:
         logs = self._logs_in_dir(log_dir)
@@ -368,7 +459,7 @@ class LogManager:
             first = log.segments.first_segment()
             if first is not None and log.log_start_offset > first.base_offset:
                 offsets[tp] = log.log_start_offset
-        OffsetCheckpointFile(os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT_FILE)).write(offsets)
+        self._write_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT_FILE, offsets)
 
     def _checkpoint_dir(self, log_dir: str) -> None:
         self._checkpoint_recovery_points(log_dir)
@@ -381,7 +472,7 @@ class LogManager:
         for task in self._tasks:
             task.cancel()
         self._tasks.clear()
-        for log_dir in self.log_dirs:
+        for log_dir in self.live_log_dirs:  # an offline directory is left as it is: recovered at the next start
             logs = self._logs_in_dir(log_dir)
             failed = False
             for log in logs.values():
@@ -391,14 +482,20 @@ class LogManager:
                 except Exception as e:  # noqa: BLE001 - close the others; this dir gets no marker
                     failed = True
                     _log.error("Error closing log during shutdown", partition=log.name, error=repr(e))
-            self._checkpoint_dir(log_dir)
-            OffsetCheckpointFile(os.path.join(log_dir, REPLICATION_OFFSET_CHECKPOINT_FILE)).write(
-                {tp: log.high_watermark for tp, log in logs.items()})
+            try:
+                self._checkpoint_dir(log_dir)
+                self._checkpoint_high_watermarks(log_dir)
+            except KafkaStorageErrorError:
+                failed = True
             if failed:
                 _log.error("Log directory not marked as cleanly shut down", log_dir=log_dir)
                 continue
-            write_atomically(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE),
-                             f'{{"version":0,"brokerEpoch":{broker_epoch}}}')
+            try:
+                write_atomically(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE),
+                                 f'{{"version":0,"brokerEpoch":{broker_epoch}}}')
+            except OSError as e:
+                _log.error("Log directory not marked as cleanly shut down", log_dir=log_dir, error=repr(e))
+                continue
             _log.info("Log directory shut down cleanly", log_dir=log_dir, partitions=len(logs))
         with self._lock:
             self._logs.clear()

@@ -16,7 +16,7 @@ import structlog
 
 from pykbroker.log.fetch_data_info import FetchDataInfo, LogOffsetMetadata
 from pykbroker.log.lazy_index import LazyIndex
-from pykbroker.log.log_file_utils import log_file, offset_index_file, time_index_file
+from pykbroker.log.log_file_utils import log_file, offset_index_file, time_index_file, too_many_open_files
 from pykbroker.log.offset_index import OffsetIndex
 from pykbroker.log.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 from pykbroker.protocol.errors import CorruptRecordError
@@ -69,6 +69,7 @@ class LogSegment:
         self._rolling_based_timestamp: int | None = None  # max timestamp of the first batch
         self._max_timestamp_and_offset_so_far: TimestampOffset | None = None  # None = not read yet
         self._bytes_since_last_index_entry = 0
+        self._max_index_size = -1
 
     @classmethod
     def open(cls, directory: str, base_offset: int, config, time: Time, file_already_exists: bool = False,
@@ -76,16 +77,36 @@ class LogSegment:
         """Open or create the segment files for ``base_offset`` in ``directory``. ``config`` is a
         LogConfig (uses ``segment_index_bytes``, ``index_interval_bytes``, ``random_segment_jitter()``)."""
         max_index_size = config.segment_index_bytes
-        log = FileRecords.open(log_file(directory, base_offset, file_suffix), file_already_exists,
-                               init_file_size, preallocate)
-        offset_index = LazyIndex(offset_index_file(directory, base_offset, file_suffix),
-                                 lambda p: OffsetIndex(p, base_offset, max_index_size))
-        time_index = LazyIndex(time_index_file(directory, base_offset, file_suffix),
-                               lambda p: TimeIndex(p, base_offset, max_index_size))
+        path = log_file(directory, base_offset, file_suffix)
+        try:
+            log = FileRecords.open(path, file_already_exists, init_file_size, preallocate)
+        except OSError as e:
+            raise too_many_open_files(e, path) from None
+        try:
+            offset_path = offset_index_file(directory, base_offset, file_suffix)
+            time_path = time_index_file(directory, base_offset, file_suffix)
+            # A new segment's index files are created now (a full disk fails the roll here) and mapped
+            # on first use; an existing segment's are opened on first use.
+            fresh_offset = not file_already_exists and not os.path.exists(offset_path)
+            fresh_time = not file_already_exists and not os.path.exists(time_path)
+            if fresh_offset:
+                OffsetIndex.create_file(offset_path, max_index_size)
+            if fresh_time:
+                TimeIndex.create_file(time_path, max_index_size)
+        except BaseException:
+            log.close_handlers()
+            raise
+        offset_index = LazyIndex(offset_path, lambda p, fresh=False: OffsetIndex(p, base_offset, max_index_size, fresh),
+                                 fresh_offset)
+        time_index = LazyIndex(time_path, lambda p, fresh=False: TimeIndex(p, base_offset, max_index_size, fresh),
+                               fresh_time)
         segment = cls(log, offset_index, time_index, base_offset, config.index_interval_bytes,
                       config.random_segment_jitter(), time)
-        if not file_already_exists:  # a new (active) segment: create its index files now
-            offset_index.get()
+        segment._max_index_size = max_index_size
+        if fresh_time:
+            segment._max_timestamp_and_offset_so_far = TimestampOffset(NO_TIMESTAMP, base_offset)
+        if not file_already_exists and not (fresh_offset and fresh_time):
+            offset_index.get()  # files left by an earlier segment at this offset: opened as before
             time_index.get()
         return segment
 
@@ -307,8 +328,8 @@ class LogSegment:
         size = self.size
         return (size > params.max_segment_bytes - params.messages_size
                 or (size > 0 and reached_roll_ms)
-                or self.offset_index.is_full()
-                or self.time_index.is_full()
+                or self._lazy_offset_index.is_full()
+                or self._lazy_time_index.is_full()
                 or not self.can_convert_to_relative_offset(params.max_offset_in_messages))
 
     def _load_first_batch_timestamp(self) -> None:
@@ -332,15 +353,17 @@ class LogSegment:
         return ts if ts is not None and ts >= 0 else None
 
     def resize_indexes(self, size: int) -> None:
-        self.offset_index.resize(size)
-        self.time_index.resize(size)
+        for lazy in (self._lazy_offset_index, self._lazy_time_index):
+            if not (lazy.is_fresh and size == self._max_index_size):  # a fresh file has that size already
+                lazy.get().resize(size)
 
     def on_become_inactive_segment(self) -> None:
         """On roll: record the final max timestamp, trim the indexes and any preallocated log space."""
         so_far = self._read_max_timestamp_and_offset_so_far()
-        self.time_index.maybe_append(so_far.timestamp, so_far.offset, skip_full_check=True)
-        self.offset_index.trim_to_valid_size()
-        self.time_index.trim_to_valid_size()
+        if so_far.timestamp != NO_TIMESTAMP or self._lazy_time_index.is_loaded:
+            self.time_index.maybe_append(so_far.timestamp, so_far.offset, skip_full_check=True)
+        self._lazy_offset_index.trim_to_valid_size()
+        self._lazy_time_index.trim_to_valid_size()
         self.log.trim()
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -354,8 +377,8 @@ class LogSegment:
 
     def close(self) -> None:
         """Record the final max timestamp, trim and close the indexes, flush and close the log."""
-        if self._max_timestamp_and_offset_so_far is not None and self._lazy_time_index.is_loaded:
-            so_far = self._max_timestamp_and_offset_so_far
+        so_far = self._max_timestamp_and_offset_so_far
+        if so_far is not None and (self._lazy_time_index.is_loaded or so_far.timestamp != NO_TIMESTAMP):
             try:
                 self.time_index.maybe_append(so_far.timestamp, so_far.offset, skip_full_check=True)
             except Exception as e:  # noqa: BLE001 - closing must go on

@@ -35,9 +35,9 @@ class OffsetIndex(AbstractIndex):
 
     ENTRY_SIZE = 8
 
-    def __init__(self, path: str, base_offset: int, max_index_size: int = -1):
+    def __init__(self, path: str, base_offset: int, max_index_size: int = -1, fresh: bool = False):
         self._last_offset = base_offset
-        super().__init__(path, base_offset, max_index_size)
+        super().__init__(path, base_offset, max_index_size, fresh)
         self._after_entries_changed()
 
     def _after_entries_changed(self) -> None:
@@ -91,7 +91,10 @@ class OffsetIndex(AbstractIndex):
             if n and offset <= self._last_offset:
                 raise InvalidOffsetError(f"Attempt to append an offset ({offset}) to position {n} no larger than "
                                          f"the last offset appended ({self._last_offset}) to {self._path}")
-            _ENTRY.pack_into(self._mapped(), n * 8, self.relative_offset(offset), position)
+            rel = self.relative_offset(offset)
+            mm = self._mapped()
+            self._ensure_allocated((n + 1) * 8)
+            _ENTRY.pack_into(mm, n * 8, rel, position)
             self._entries = n + 1  # published after the bytes are in place
             self._last_offset = offset
 

@@ -38,9 +38,9 @@ class TimeIndex(AbstractIndex):
     OFFSET_FIELD = 8  # the relative offset follows the 8-byte timestamp
     ZERO_FIRST_ENTRY_ALLOWED = True
 
-    def __init__(self, path: str, base_offset: int, max_index_size: int = -1):
+    def __init__(self, path: str, base_offset: int, max_index_size: int = -1, fresh: bool = False):
         self._last_entry = TimestampOffset(NO_TIMESTAMP, base_offset)
-        super().__init__(path, base_offset, max_index_size)
+        super().__init__(path, base_offset, max_index_size, fresh)
         self._after_entries_changed()
 
     def _after_entries_changed(self) -> None:
@@ -119,7 +119,10 @@ class TimeIndex(AbstractIndex):
             if timestamp > last.timestamp:
                 if n >= self._max_entries:
                     raise IndexFullError(f"Time index {self._path} has no slot left (size = {n})")
-                _ENTRY.pack_into(self._mapped(), n * 12, timestamp, self.relative_offset(offset))
+                rel = self.relative_offset(offset)
+                mm = self._mapped()
+                self._ensure_allocated((n + 1) * 12)
+                _ENTRY.pack_into(mm, n * 12, timestamp, rel)
                 self._entries = n + 1
                 self._last_entry = TimestampOffset(timestamp, offset)
 

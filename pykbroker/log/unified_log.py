@@ -30,6 +30,7 @@ from pykbroker.log.fetch_data_info import (
     LogOffsetMetadata,
 )
 from pykbroker.log.leader_epoch_cache import LeaderEpochFileCache
+from pykbroker.log.log_dir_failure_channel import LogDirFailureChannel
 from pykbroker.log.log_append_info import (
     LogAppendInfo,
     ValidatedFields,
@@ -85,6 +86,34 @@ _log = structlog.get_logger("pykbroker.log.UnifiedLog")
 InconsistentTopicIdError = _errors.for_name("INCONSISTENT_TOPIC_ID")
 KafkaStorageErrorError = _errors.for_name("KAFKA_STORAGE_ERROR")
 
+
+class _IOErrors:
+    """``with log._io("appending records to"):`` -- Kafka's ``maybeHandleIOException``: refuse at once if
+    the log's directory is already offline; turn an OSError into KAFKA_STORAGE_ERROR after reporting
+    the directory to the LogDirFailureChannel (which takes it offline)."""
+
+    __slots__ = ("log", "what")
+
+    def __init__(self, log: UnifiedLog, what: str):
+        self.log, self.what = log, what
+
+    def __enter__(self) -> None:
+        channel = self.log.log_dir_failure_channel
+        if channel is not None:
+            parent = self.log.parent_dir
+            if channel.has_offline_log_dir(parent):
+                raise KafkaStorageErrorError(f"The log dir {parent} is already offline due to a previous IO exception.")
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc is None or not isinstance(exc, OSError):
+            return False
+        log = self.log
+        parent = log.parent_dir
+        msg = f"Error while {self.what} {log.name} in dir {parent}: {exc}"
+        if log.log_dir_failure_channel is not None:
+            log.log_dir_failure_channel.maybe_add_offline_log_dir(parent, msg, exc)
+        raise KafkaStorageErrorError(msg) from exc
+
 class UnexpectedAppendOffsetError(Exception):
     """Appended offsets do not start at the log end offset (Kafka's UnexpectedAppendOffsetException)."""
 
@@ -125,6 +154,11 @@ class UnifiedLog:
         self._last_flushed_ms = time.milliseconds()
         self._closed = False
         self.recovery_report = recovery_report or RecoveryReport(0, 0, None, ())
+        # Set by the LogManager: I/O errors take the log's directory offline (KAFKA_STORAGE_ERROR).
+        self.log_dir_failure_channel: LogDirFailureChannel | None = None
+
+    def _io(self, what: str) -> _IOErrors:
+        return _IOErrors(self, what)
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
@@ -167,6 +201,11 @@ class UnifiedLog:
             self._init_topic_id(topic_id)
 
     # -- properties ---------------------------------------------------------------------------
+    @property
+    def parent_dir(self) -> str:
+        """The log directory holding this partition's directory."""
+        return os.path.dirname(self._dir)
+
     @property
     def dir(self) -> str:
         return self._dir
@@ -264,7 +303,7 @@ class UnifiedLog:
         batches exceed ``segment.bytes``.
         """
         mv = records if isinstance(records, memoryview) else memoryview(records)
-        with self._lock:
+        with self._lock, self._io("appending records to"):
             self._check_open()
             leo = self.log_end_offset
             v = ValidatedFields(validate(mv, leo))
@@ -304,7 +343,7 @@ class UnifiedLog:
             count += h.records_count
             if h.max_timestamp > max_ts:
                 max_ts, offset_of_max = h.max_timestamp, h.last_offset
-        with self._lock:
+        with self._lock, self._io("appending records to"):
             self._check_open()
             if headers[0].base_offset < self.log_end_offset:
                 raise UnexpectedAppendOffsetError(
@@ -406,7 +445,7 @@ class UnifiedLog:
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment at ``max(expected_next_offset, log_end_offset)``: trim the old
         one, snapshot producer state at the new base offset, and schedule a flush of the old segment."""
-        with self._lock:
+        with self._lock, self._io("rolling a log segment for"):
             self._check_open()
             new_offset = max(expected_next_offset or 0, self.log_end_offset)
             active = self._segments.last_segment()
@@ -449,6 +488,10 @@ class UnifiedLog:
         self.flush_up_to_offset_exclusive(self.log_end_offset if offset is None else offset)
 
     def flush_up_to_offset_exclusive(self, offset: int) -> None:
+        with self._io("flushing the log of"):
+            self._flush_up_to_offset_exclusive(offset)
+
+    def _flush_up_to_offset_exclusive(self, offset: int) -> None:
         recovery_point = self._recovery_point
         if offset <= recovery_point:
             return
@@ -476,7 +519,8 @@ class UnifiedLog:
         (retention, truncation) makes it start again against the new state."""
         for attempt in range(3):
             try:
-                return self._read_once(start_offset, max_length, isolation, min_one_message)
+                with self._io("reading from"):
+                    return self._read_once(start_offset, max_length, isolation, min_one_message)
             except ValueError:  # a segment was closed under us
                 if attempt == 2:
                     raise
@@ -630,7 +674,7 @@ class UnifiedLog:
     def _delete_segments_matching(self, predicate, reason: str) -> int:
         if predicate is None:
             return 0
-        with self._lock:
+        with self._lock, self._io("deleting segments of"):
             deletable = deletable_segments(self._segments.values(), predicate, self.high_watermark,
                                            self.log_end_offset)
             if not deletable:
@@ -675,7 +719,7 @@ class UnifiedLog:
         the log already ends at or before it."""
         if target_offset < 0:
             raise ValueError(f"Cannot truncate partition {self.name} to a negative offset ({target_offset}).")
-        with self._lock:
+        with self._lock, self._io(f"truncating to offset {target_offset} the log of"):
             self._check_open()
             if target_offset >= self.log_end_offset:
                 return False
@@ -701,7 +745,7 @@ class UnifiedLog:
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete every segment and restart the log, empty, at ``new_offset``."""
-        with self._lock:
+        with self._lock, self._io(f"truncating fully to start at {new_offset} the log of"):
             self._check_open()
             self._remove_and_delete_segments(list(self._segments.values()), async_delete=True)
             segment = LogSegment.open(self._dir, new_offset, self._config, self._time,

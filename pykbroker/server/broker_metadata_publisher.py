@@ -3,7 +3,8 @@
 Mirrors ``kafka.server.metadata.BrokerMetadataPublisher``: called by the MetadataLoader thread with each
 published (delta, image): applies topic config changes to the logs, hands the local replica changes
 (deletes, leaders, followers) to the ReplicaManager, and then swaps the MetadataCache image, so clients
-see a topic only once its partitions can serve it. Runs only on
+see a topic only once its partitions can serve it (its log exists). Once the ReplicaManager is shut
+down no replica change is applied any more (no log is created during broker shutdown). Runs only on
 the loader's thread.
 """
 from __future__ import annotations

@@ -2,28 +2,34 @@
 
 Mirrors ``kafka.server.KafkaRaftServer`` + ``BrokerServer.startup``/``shutdown``:
 
-start-up: check/format storage (meta.properties) -> scheduler and LogManager (log recovery) -> the
-``__cluster_metadata`` Raft log and client, MetadataLoader with the BrokerMetadataPublisher,
-QuorumController (replays the metadata log; becomes active) -> SocketServer (binds ephemeral ports)
--> broker registration, wait until it is published -> KafkaApis and its handlers -> request handler
-pools -> enable request processing (processors, then acceptors: network threads start last, so
-clients only connect to a ready broker).
+start-up: bind every listener (a port in use stops start-up before any data directory is touched) ->
+lock ``.lock`` in every log dir and the metadata log dir (held until shutdown; a second broker on the
+same directories is refused) -> check/format storage (meta.properties) -> scheduler and LogManager (log
+recovery) -> the ``__cluster_metadata`` Raft log and client, MetadataLoader with the
+BrokerMetadataPublisher, QuorumController (replays the metadata log; becomes active) -> broker
+registration, wait until it is published -> KafkaApis and its handlers -> request handler pools ->
+enable request processing (processors, then acceptors: network threads start last, so clients only
+connect to a ready broker). Every start-up wait is bounded by ``initial.broker.registration.timeout.ms``.
 
-shutdown: stop acceptors and processors -> drain handler pools -> purgatories -> controller -> Raft ->
-loader -> logs (checkpoints, clean-shutdown marker) -> scheduler.
+shutdown: stop acceptors and processors -> drain handler pools -> group coordinator -> replica manager
+(stops applying metadata: a backlog of topic creations is abandoned, no log is created from then on)
+and purgatories -> controller -> Raft -> loader -> logs (checkpoints, clean-shutdown marker) ->
+scheduler -> release the directory locks.
 ``shutdown`` is idempotent and safe from a signal handler thread.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import socket
+import sys
 import threading
 import uuid
 
 from pykbroker.config.config_def import ConfigException
 from pykbroker.config.endpoint import EndPoint
 from pykbroker.config.kafka_config import KafkaConfig
-from pykbroker.log.log_manager import LogManager
+from pykbroker.log.log_manager import LogDirLockError, LogManager, lock_log_dirs
 from pykbroker.metadata.log_config_schema import LogConfigSchema
 from pykbroker.metadata.metadata_loader import MetadataLoader
 from pykbroker.metadata.quorum_controller import QuorumController
@@ -66,6 +72,12 @@ from pykbroker.utils.time import SYSTEM, Time
 _SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
+class StartupError(RuntimeError):
+    """Start-up failed for a known reason that the message states completely (reported as one line,
+    without a traceback): a listener could not be bound, a data directory is locked by another broker,
+    a start-up wait timed out. Kafka throws ``KafkaException`` for these."""
+
+
 def _schema_range(api_key: int) -> tuple[int, int]:
     schema = request_schema(api_key)
     return schema.valid_versions.lo, schema.valid_versions.hi
@@ -88,14 +100,32 @@ class KafkaRaftServer:
 
     # -- start-up ------------------------------------------------------------------------------
     def startup(self) -> None:
+        """Start every component in order. Raises StartupError (one-line message: a listener cannot be
+        bound, a data directory is locked by another broker, a start-up wait timed out), the config and
+        storage errors, or whatever a component raised."""
         config = self.config
         self.log.info("Starting broker")
         for key in config.unknown_keys:
             self.log.warning(f"The configuration '{key}' was supplied but isn't a known config.")
         self._check_single_voter()
-        dirs = list(dict.fromkeys(config.log_dirs + [config.metadata_log_dir]))
-        self.cluster_id, _ = ensure_formatted(dirs, self.node_id, self.log)
         timeout = config["initial.broker.registration.timeout.ms"] / 1000.0
+
+        # Listeners first: a port in use stops start-up before anything touches the data directories.
+        sconfig = SocketServerConfig.from_kafka_config(config)
+        try:
+            self.socket_server = SocketServer(sconfig, self.metrics, self._is_api_allowed, self.time)
+            for acceptor in self.socket_server.acceptors:
+                acceptor.open_server_socket()
+        except OSError as e:  # "Socket server failed to bind to host:port: <reason>."
+            raise StartupError(e.strerror if e.errno is not None and e.strerror else str(e)) from e
+
+        # Lock every data directory (and the metadata log's) for the process lifetime, then format/check.
+        dirs = list(dict.fromkeys(config.log_dirs + [config.metadata_log_dir]))
+        try:
+            self._dir_locks = lock_log_dirs(dirs)
+        except LogDirLockError as e:
+            raise StartupError(str(e)) from e
+        self.cluster_id, _ = ensure_formatted(dirs, self.node_id, self.log)
 
         # Storage: the scheduler, then every partition log (recovered after an unclean shutdown).
         self.scheduler = KafkaScheduler(config["background.threads"], "kafka-scheduler-")
@@ -114,11 +144,14 @@ class KafkaRaftServer:
                                     MetadataRecordSerde(), self.time,
                                     append_linger_ms=config["controller.quorum.append.linger.ms"])
         self.metadata_cache = MetadataCache(self.node_id)
+        # No halt on the loss of every log dir: a single node has no other replica to hand leadership to.
         self.replica_manager = ReplicaManager(self.node_id, config, self.log_manager, self.metadata_cache, self.time)
+        self.replica_manager.startup()
         self.publisher = BrokerMetadataPublisher(self.node_id, self.metadata_cache, self.replica_manager,
                                                  self.log_manager)
         self.loader = MetadataLoader(self.node_id, self.cluster_id, self.raft.high_watermark)
-        self.loader.install_publishers([self.publisher]).result(timeout)
+        self._await(self.loader.install_publishers([self.publisher]), timeout,
+                    "the metadata loader to install the broker's publishers")
         self.raft.register(self.loader)
         self.controller = QuorumController(
             self.node_id, self.raft, self.cluster_id, self.time,
@@ -130,11 +163,10 @@ class KafkaRaftServer:
         self.raft_driver = KafkaRaftClientDriver(self.raft)
         self.raft_driver.start()
         if not self.controller.wait_for_active(timeout):
-            raise RuntimeError("The metadata quorum controller did not become active")
+            raise StartupError(f"Timed out after {config['initial.broker.registration.timeout.ms']} ms waiting for "
+                               "the metadata quorum controller to become active")
 
-        # Network: bind (ephemeral ports are known now), register this broker, wait until it is published.
-        sconfig = SocketServerConfig.from_kafka_config(config)
-        self.socket_server = SocketServer(sconfig, self.metrics, self._is_api_allowed, self.time)
+        # Register this broker (its listeners are bound: the ports are known), wait until it is published.
         self._register_broker(timeout)
 
         cp_name = config.control_plane_listener_name
@@ -208,19 +240,29 @@ class KafkaRaftServer:
         listeners = [{"name": ep.listener_name, "host": ep.host, "port": ep.port,
                       "security_protocol": _SECURITY_PROTOCOL_IDS[ep.security_protocol]}
                      for ep in self.advertised_endpoints().values()]
-        result = self.controller.register_broker({
+        result = self._await(self.controller.register_broker({
             "broker_id": self.node_id, "cluster_id": self.cluster_id, "incarnation_id": uuid.uuid4(),
-            "listeners": listeners, "features": [], "rack": self.config["broker.rack"], "log_dirs": []}).result(timeout)
+            "listeners": listeners, "features": [], "rack": self.config["broker.rack"], "log_dirs": []}),
+            timeout, "the controller to answer this broker's registration")
         if result["error_code"] != errors.NONE:
             raise RuntimeError(f"Broker registration failed: {errors.name_of(result['error_code'])} {result.get('error_message')}")
         self.broker_epoch = result["broker_epoch"]
         deadline = self.time.hi_res_milliseconds() + timeout * 1000
         while not self.metadata_cache.has_alive_broker(self.node_id):
             if self.time.hi_res_milliseconds() > deadline:
-                raise RuntimeError("Timed out waiting for this broker's registration to be published")
+                raise StartupError(f"Timed out after {int(timeout * 1000)} ms waiting for this broker's registration "
+                                   "to be published by the metadata loader")
             self.time.sleep(5)
         self.log.info(f"Registered broker {self.node_id} with broker epoch {self.broker_epoch}; metadata caught up "
                       f"to offset {self.metadata_cache.image.offset}")
+
+    @staticmethod
+    def _await(future, timeout: float, what: str):
+        """``future.result(timeout)``; StartupError naming ``what`` when it does not complete in time."""
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError as e:
+            raise StartupError(f"Timed out after {int(timeout * 1000)} ms waiting for {what}") from e
 
     def _build_apis(self, helper: RequestHelper, families: list) -> tuple[KafkaApis, ApiVersionManager]:
         """KafkaApis with the given handler families plus ApiVersions, which advertises what they implement."""
@@ -275,6 +317,7 @@ class KafkaRaftServer:
                 ("metadata log", lambda: self.metadata_log.close()),
                 ("scheduler", lambda: self.scheduler.shutdown()),
                 ("socket server", lambda: self.socket_server.shutdown()),
+                ("log dir locks", self._release_dir_locks),
             ]
             for what, step in steps:
                 try:
@@ -285,6 +328,11 @@ class KafkaRaftServer:
                     self.log.error(f"Error shutting down {what}", error=repr(e))
             self._shutdown_done.set()
             self.log.info(f"[BrokerServer id={self.node_id}] shut down completed")
+
+    def _release_dir_locks(self) -> None:
+        for lock in getattr(self, "_dir_locks", ()):
+            lock.release()
+        self._dir_locks = []
 
     def await_shutdown(self, timeout: float | None = None) -> bool:
         return self._shutdown_done.wait(timeout)

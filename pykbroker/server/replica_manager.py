@@ -13,12 +13,22 @@ Mirrors ``kafka.server.ReplicaManager``:
 * completion of delayed operations is queued as actions after appends and run by
   ``try_complete_actions`` at the end of each ``KafkaApis.handle`` (outside partition locks).
 
-Threading: ``_partitions`` is replaced copy-on-write under ``_lock`` (writers: the metadata publisher),
-so request handler threads read it without locking.
+Log directory failures (Kafka's ``LogDirFailureHandler``): an I/O error on a log directory is reported
+to the LogManager's LogDirFailureChannel (the failing request gets KAFKA_STORAGE_ERROR); the
+``LogDirFailureHandler`` thread then takes the directory offline: its partitions answer
+KAFKA_STORAGE_ERROR (code 56, retriable) from then on, the other directories keep serving. When no log
+directory is left, or the metadata log's directory failed, Kafka halts the broker so that leadership
+moves to replicas on other brokers; here that happens only when a ``halt`` callable is given. A
+single-node broker passes none: with no other replica to take over, halting would only turn retriable
+errors into refused connections, so it stays up answering KAFKA_STORAGE_ERROR until it is restarted.
+
+Threading: ``_partitions`` and ``_offline`` are replaced copy-on-write under ``_lock`` (writers: the
+metadata publisher and the failure handler), so request handler threads read them without locking.
 """
 from __future__ import annotations
 
 import collections
+import os
 import threading
 from dataclasses import dataclass
 
@@ -67,7 +77,9 @@ class FetchPartitionResult:
 
 
 class ReplicaManager:
-    def __init__(self, node_id: int, config, log_manager, metadata_cache, time):
+    def __init__(self, node_id: int, config, log_manager, metadata_cache, time, halt=None):
+        """``halt(exit_code)`` stops the process when no log directory is left (Kafka's ``Exit.halt``);
+        None (a single node) logs the failure and keeps serving errors."""
         self.node_id = node_id
         self.config = config
         self.log_manager = log_manager
@@ -82,6 +94,66 @@ class ReplicaManager:
             "Fetch", node_id, config["fetch.purgatory.purge.interval.requests"], time=time)
         self._actions: collections.deque = collections.deque()
         self.fetch_max_bytes = config["fetch.max.bytes"]
+        self._offline: frozenset[tuple[str, int]] = frozenset()
+        self._halt = halt
+        self._shutting_down = threading.Event()
+        self._failure_handler: threading.Thread | None = None
+        self.log_dir_failure_channel = getattr(log_manager, "log_dir_failure_channel", None)
+
+    def startup(self) -> None:
+        """Start the LogDirFailureHandler thread."""
+        if self.log_dir_failure_channel is not None and self._failure_handler is None:
+            self._failure_handler = threading.Thread(target=self._handle_log_dir_failures, name="LogDirFailureHandler",
+                                                     daemon=True)
+            self._failure_handler.start()
+
+    def _handle_log_dir_failures(self) -> None:
+        while not self._shutting_down.is_set():
+            log_dir = self.log_dir_failure_channel.take_next_offline_log_dir(0.2)
+            if log_dir is not None:
+                try:
+                    self.handle_log_dir_failure(log_dir)
+                except Exception as e:  # noqa: BLE001 - keep handling later failures
+                    self.log.error(f"Error handling the failure of log dir {log_dir}", error=repr(e), exc_info=True)
+
+    def handle_log_dir_failure(self, log_dir: str) -> None:
+        """Stop serving the replicas in ``log_dir`` (Kafka's ``ReplicaManager.handleLogDirFailure``): its
+        partitions go offline (KAFKA_STORAGE_ERROR), the LogManager drops the directory; halt when it was
+        the last live directory or holds the metadata log."""
+        if not self.log_manager.is_log_dir_online(log_dir):
+            return
+        self.log.warning(f"Stopping serving replicas in dir {log_dir} because the log directory has failed.")
+        with self._lock:
+            parts = dict(self._partitions)
+            new_offline = {tp for tp in parts if self.log_manager.log_dir_of(*tp) == log_dir}
+            for tp in new_offline:
+                parts.pop(tp).leader_id = -1
+            self._offline = self._offline | new_offline
+            self._partitions = parts
+            self.log_manager.handle_log_dir_failure(log_dir)
+        for tp in new_offline:
+            self._complete_delayed(tp, produce=True)
+        self.log.warning(f"Broker {self.node_id} stopped serving partitions "
+                         f"{','.join(f'{t}-{p}' for t, p in sorted(new_offline))} because they are in the failed "
+                         f"log directory {log_dir}.")
+        metadata_dir = getattr(self.config, "metadata_log_dir", None)
+        if not self.log_manager.live_log_dirs:
+            self._fatal(f"Shutdown broker because all log dirs in {', '.join(self.log_manager.log_dirs)} have failed")
+        elif metadata_dir is not None and os.path.abspath(metadata_dir) == log_dir:
+            self._fatal(f"Shutdown broker because the metadata log dir {log_dir} has failed")
+        else:
+            self.log.warning(f"Stopped serving replicas in dir {log_dir}")
+
+    def _fatal(self, message: str) -> None:
+        if self._halt is not None:
+            self.log.critical(message)
+            self._halt(1)
+        else:
+            self.log.error(f"{message.replace('Shutdown broker because', 'No log directory left to serve:')}; "
+                           f"its partitions answer KAFKA_STORAGE_ERROR until the broker is restarted")
+
+    def is_offline(self, topic: str, partition: int) -> bool:
+        return (topic, partition) in self._offline
 
     # -- partitions ----------------------------------------------------------------------------
     def get_partition(self, topic: str, partition: int) -> Partition | None:
@@ -91,6 +163,8 @@ class ReplicaManager:
         p = self._partitions.get((topic, partition))
         if p is not None:
             return p
+        if (topic, partition) in self._offline:
+            raise errors.KafkaStorageErrorError(f"Partition {topic}-{partition} is in an offline log directory")
         if self.metadata_cache.partition(topic, partition) is not None:
             raise errors.NotLeaderOrFollowerError(f"Error while fetching partition state for {topic}-{partition}")
         raise errors.UnknownTopicOrPartitionError(f"Partition {topic}-{partition} doesn't exist")
@@ -107,8 +181,11 @@ class ReplicaManager:
         return list(self._partitions.values())
 
     def apply_delta(self, changes, image) -> None:
-        """Apply the local replica changes of one metadata delta (BrokerMetadataPublisher thread)."""
+        """Apply the local replica changes of one metadata delta (BrokerMetadataPublisher thread). After
+        ``shutdown`` nothing is applied (no log is created or deleted)."""
         with self._lock:
+            if self._shutting_down.is_set():
+                return
             parts = dict(self._partitions)
             for topic, index in sorted(changes.deletes):
                 p = parts.pop((topic, index), None)
@@ -116,18 +193,44 @@ class ReplicaManager:
                     p.leader_id = -1
                 self.log_manager.async_delete(topic, index)
                 self.log.info(f"Deleted partition {topic}-{index}")
+            offline = set(self._offline)
+            offline.difference_update(changes.deletes)
             touched = []
-            for kind, entries in (("leader", changes.leaders), ("follower", changes.followers)):
-                for (topic, index), (topic_id, reg) in sorted(entries.items()):
-                    p = parts.get((topic, index))
-                    if p is None:
-                        config = self.log_manager.topic_config(topic)
-                        log = self.log_manager.get_or_create_log(topic, index, topic_id, config)
-                        p = Partition(topic, index, topic_id, log, self.node_id, self.time)
-                        parts[(topic, index)] = p
-                    (p.make_leader if kind == "leader" else p.make_follower)(reg)
-                    touched.append((topic, index))
-            self._partitions = parts
+            try:
+                for kind, entries in (("leader", changes.leaders), ("follower", changes.followers)):
+                    for (topic, index), (topic_id, reg) in sorted(entries.items()):
+                        if self._shutting_down.is_set():
+                            self.log.info("Shutting down: the rest of the metadata delta is not applied")
+                            return
+                        if (topic, index) in offline:
+                            self.log.warning(f"Unable to bring up local {kind} {topic}-{index} because it resides "
+                                             "in an offline log directory.")
+                            continue
+                        p = parts.get((topic, index))
+                        if p is None:
+                            config = self.log_manager.topic_config(topic)
+                            try:
+                                log = self.log_manager.get_or_create_log(topic, index, topic_id, config)
+                            except errors.KafkaStorageErrorError as e:
+                                self.log.error(f"Unable to create the log of {topic}-{index}: {e}")
+                                offline.add((topic, index))
+                                continue
+                            p = Partition(topic, index, topic_id, log, self.node_id, self.time)
+                            parts[(topic, index)] = p
+                        try:
+                            (p.make_leader if kind == "leader" else p.make_follower)(reg)
+                        except OSError as e:  # e.g. the leader epoch checkpoint on a full disk
+                            log_dir = self.log_manager.log_dir_of(topic, index)
+                            msg = f"Skipped the become-{kind} state change for {topic}-{index} due to a storage error {e}"
+                            if self.log_dir_failure_channel is not None and log_dir is not None:
+                                self.log_dir_failure_channel.maybe_add_offline_log_dir(log_dir, msg, e)
+                            parts.pop((topic, index), None)
+                            offline.add((topic, index))
+                            continue
+                        touched.append((topic, index))
+            finally:
+                self._partitions = parts
+                self._offline = frozenset(offline)
         for tp in touched:
             self._complete_delayed(tp, produce=True)
 
@@ -249,5 +352,12 @@ class ReplicaManager:
 
     # -- lifecycle -----------------------------------------------------------------------------
     def shutdown(self) -> None:
+        """Stop applying metadata (an apply_delta in progress stops at its next partition and is
+        waited for: no log is created after this returns), the failure handler and the purgatories."""
+        self._shutting_down.set()
+        with self._lock:
+            pass
+        if self._failure_handler is not None:
+            self._failure_handler.join(5)
         self.produce_purgatory.shutdown()
         self.fetch_purgatory.shutdown()

@@ -11,7 +11,7 @@ import pytest
 
 from pykbroker.config.kafka_config import KafkaConfig
 from pykbroker.server.kafka_raft_server import KafkaRaftServer
-from tests.helpers.broker import DEFAULTS, ROOT
+from tests.helpers.broker import DEFAULTS, ROOT, BrokerProcess
 
 pytestmark = pytest.mark.integration
 
@@ -100,3 +100,67 @@ def test_restart_keeps_cluster_id_and_other_node_is_refused(broker_factory):
     b.props["controller.quorum.voters"] = "2@127.0.0.1:0"
     with pytest.raises(RuntimeError, match="Stored node id 1 doesn't match previous node id 2"):
         b.start(timeout=20)
+
+
+def _serves(bootstrap: str, topic: str) -> bool:
+    """CreateTopics then a produce acknowledged at offset 0."""
+    from tests.integration.test_data_path import _batch, _produce_raw, create_topic
+    create_topic(bootstrap, topic, partitions=1)
+    r = _produce_raw(bootstrap, topic, _batch(3))
+    return r["error_code"] == 0 and r["base_offset"] == 0
+
+
+def test_second_broker_on_the_same_log_dirs_is_refused(broker_factory, tmp_path):
+    a = broker_factory("a")
+    log_dir = a.data_dir / "logs"
+    meta = (log_dir / "meta.properties").read_text()
+    b = BrokerProcess(tmp_path / "b", log_dirs=str(log_dir))  # same log.dirs, its own ephemeral ports
+    b.write_config()
+    r = _run_start([str(b.config_path)], b.data_dir)
+    out = r.stdout + r.stderr
+    expected = (f"Failed to acquire lock on file .lock in {log_dir}. "
+                "A Kafka instance in another process or thread is using this directory.")
+    assert r.returncode == 1, out
+    assert len([line for line in out.splitlines() if expected in line]) == 1, out
+    assert "Traceback" not in out
+    assert "Recovered partition" not in out and "Loaded logs" not in out
+    assert (log_dir / "meta.properties").read_text() == meta
+    assert a.proc.poll() is None and _serves(a.bootstrap, "still-served")
+    a.stop()
+    a.start()
+    assert _serves(a.bootstrap, "after-restart")
+
+
+def test_port_in_use_fails_before_touching_storage(tmp_path):
+    import socket
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        b = BrokerProcess(tmp_path / "b", listeners=f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:0")
+        b.write_config()
+        r = _run_start([str(b.config_path)], b.data_dir)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    expected = f"Socket server failed to bind to 127.0.0.1:{port}: Address already in use."
+    assert len([line for line in out.splitlines() if expected in line]) == 1, out
+    assert "Traceback" not in out
+    logs = b.data_dir / "logs"
+    assert not (logs / "meta.properties").exists()
+    assert not logs.exists() or not os.listdir(logs)
+
+
+def test_start_up_waits_are_bounded_and_fail_with_one_line(tmp_path, monkeypatch):
+    from pykbroker.metadata.quorum_controller import QuorumController
+    from pykbroker.server.kafka_raft_server import StartupError
+    monkeypatch.setattr(QuorumController, "wait_for_active", lambda self, timeout: False)
+    props = dict(DEFAULTS, **{"log.dirs": str(tmp_path / "logs"), "initial.broker.registration.timeout.ms": "500"})
+    server = KafkaRaftServer(KafkaConfig(props))
+    with pytest.raises(StartupError, match="^Timed out after 500 ms waiting for the metadata quorum controller "
+                                           "to become active$"):
+        server.startup()
+    server.shutdown()
+    monkeypatch.undo()
+    again = KafkaRaftServer(KafkaConfig(props))  # the directory locks were released by the shutdown
+    again.startup()
+    again.shutdown()

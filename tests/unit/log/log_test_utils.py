@@ -60,3 +60,28 @@ def assign_offsets(leader_epoch: int = 0):
             pos += batch.size_in_bytes
         return Validated(buf, next_offset, offset - 1, max_ts, off_max, count)
     return validate
+
+
+def inject_enospc(monkeypatch, directory) -> None:
+    """Make every write and block allocation on files under ``directory`` fail with ENOSPC, as a full
+    disk does (``os.pwrite``/``os.write``/``os.posix_fallocate``); other files are unaffected."""
+    import errno
+    import os
+
+    root = os.path.realpath(str(directory)) + os.sep
+
+    def full(fd: int) -> bool:
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}").startswith(root)
+        except OSError:
+            return False
+
+    def failing(real):
+        def call(fd, *args):
+            if full(fd):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return real(fd, *args)
+        return call
+
+    for name in ("pwrite", "write", "posix_fallocate"):
+        monkeypatch.setattr(os, name, failing(getattr(os, name)))
