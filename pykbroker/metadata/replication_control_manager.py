@@ -16,10 +16,17 @@ broker can pass decoded requests straight through:
 - ``create_partitions``: ``{topics: [{name, count, assignments: [{broker_ids}] | None}], validate_only}``
   -> ``{results: [{name, error_code, error_message}]}``; new ``PartitionRecord``s.
 
+Bounded work: an operation that would write more than ``MAX_RECORDS_PER_USER_OP`` (10,000) records
+fails whole, every topic answering POLICY_VIOLATION "Unable to perform excessively large batch
+operation." (Kafka's ``QuorumController.MAX_RECORDS_PER_USER_OP`` / ``BoundedList``; also with
+``validate_only``). The bound is computed from the request before any placement or record is built, so
+a request naming a million partitions costs no more than reading it.
+
 Not thread-safe: used on the controller's event thread.
 """
 from __future__ import annotations
 
+import collections
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +50,11 @@ from pykbroker.metadata.records import (
 from pykbroker.metadata.replica_placer import StripedReplicaPlacer
 from pykbroker.protocol import errors
 from pykbroker.protocol.errors import KafkaError
+
+
+#: The most records one user operation may generate (Kafka's QuorumController.MAX_RECORDS_PER_USER_OP).
+MAX_RECORDS_PER_USER_OP = 10_000
+EXCESSIVE_BATCH_MESSAGE = "Unable to perform excessively large batch operation."
 
 
 @dataclass
@@ -86,7 +98,10 @@ class ReplicationControlManager:
         response (None = all)."""
         topics = list(request.get("topics", []))
         names = [t["name"] for t in topics]
-        duplicates = {n for n in names if names.count(n) > 1}
+        duplicates = {n for n, c in collections.Counter(names).items() if c > 1}
+        if self._records_for_new_topics(topics) > MAX_RECORDS_PER_USER_OP:
+            return ControllerResult.of([], {"topics": [
+                _failed_topic(n, errors.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE) for n in dict.fromkeys(names)]})
         records: list[ApiMessageAndVersion] = []
         results: list[dict] = []
         reported: set[str] = set()
@@ -109,6 +124,19 @@ class ReplicationControlManager:
         if request.get("validate_only"):
             records = []
         return ControllerResult.of(records, {"topics": results})
+
+    def _records_for_new_topics(self, topics: list[dict]) -> int:
+        """An upper bound of the records CreateTopics would write (a TopicRecord, its ConfigRecords and
+        one PartitionRecord per partition), computed from the request alone, before anything is built."""
+        total = 0
+        for t in topics:
+            count = t.get("num_partitions", -1)
+            if count == -1:
+                count = len(t.get("assignments") or ()) or self.default_num_partitions
+            total += 1 + max(count, 0) + len(t.get("configs") or ())
+            if total > MAX_RECORDS_PER_USER_OP:
+                break
+        return total
 
     def _create_topic(self, topic: dict, show_configs: bool,
                       earlier: list[ApiMessageAndVersion]) -> tuple[dict, list[ApiMessageAndVersion]]:
@@ -272,13 +300,21 @@ class ReplicationControlManager:
     # ---- CreatePartitions --------------------------------------------------------------------
     def create_partitions(self, request: dict[str, Any]) -> ControllerResult[dict]:
         topics = list(request.get("topics", []))
-        names = [t["name"] for t in topics]
+        names = collections.Counter(t["name"] for t in topics)
+        additional = 0
+        for t in topics:  # an upper bound of the PartitionRecords, from the request alone
+            info = self.get_topic(t["name"])
+            additional += max(int(t["count"]) - (len(info.parts) if info is not None else 0), 0)
+            if additional > MAX_RECORDS_PER_USER_OP:
+                return ControllerResult([], {"results": [
+                    {"name": n, "error_code": errors.POLICY_VIOLATION, "error_message": EXCESSIVE_BATCH_MESSAGE}
+                    for n in names]}, atomic=False)
         records: list[ApiMessageAndVersion] = []
         results = []
         for topic in topics:
             name = topic["name"]
             try:
-                if names.count(name) > 1:
+                if names[name] > 1:
                     raise _Rejected(errors.INVALID_REQUEST, "Duplicate topic name.")
                 records.extend(self._create_partitions(topic))
                 results.append({"name": name, "error_code": errors.NONE, "error_message": None})

@@ -252,3 +252,42 @@ def test_create_partitions_manual_and_validate_only():
     req["validate_only"] = False
     result = ctx.repl.create_partitions(req)
     assert result.records[0].data["replicas"] == [1, 0] and result.records[0].data["partition_id"] == 1
+
+
+@pytest.mark.parametrize("validate_only", [False, True])
+def test_excessively_large_create_topics_is_refused_before_building_anything(validate_only):
+    """A million partitions (or 10,001 topics) fail whole with Kafka's POLICY_VIOLATION, at once."""
+    import time as _time
+    ctx = Ctx()
+    start = _time.monotonic()
+    result = ctx.create(t("huge", 1_000_000), t("small", 1), validate_only=validate_only)
+    assert _time.monotonic() - start < 0.5
+    assert codes(result) == {"huge": errors.POLICY_VIOLATION, "small": errors.POLICY_VIOLATION}
+    assert result.response["topics"][0]["error_message"] == "Unable to perform excessively large batch operation."
+    assert result.records == [] and not ctx.repl.topic_exists("small")
+    many = ctx.create(*[t(f"t{i}", 1) for i in range(5001)])  # 2 records each: 10,002
+    assert set(codes(many).values()) == {errors.POLICY_VIOLATION} and many.records == []
+    # Just under the bound still works: 1 TopicRecord + 9,999 PartitionRecords.
+    ok = ctx.create(t("big", 9_999))
+    assert codes(ok) == {"big": errors.NONE} and len(ok.records) == 10_000
+
+
+def test_excessively_large_create_partitions_is_refused_before_building_anything():
+    ctx = Ctx()
+    ctx.create(t("foo", 1))
+    result = ctx.repl.create_partitions({"topics": [{"name": "foo", "count": 1_000_001, "assignments": None}],
+                                         "validate_only": True})
+    assert codes(result, "results") == {"foo": errors.POLICY_VIOLATION} and result.records == []
+    result = ctx.repl.create_partitions({"topics": [{"name": "foo", "count": 33_500_000, "assignments": None}],
+                                         "validate_only": False})
+    assert codes(result, "results") == {"foo": errors.POLICY_VIOLATION} and result.records == []
+    ok = ctx.repl.create_partitions({"topics": [{"name": "foo", "count": 10_001, "assignments": None}],
+                                     "validate_only": False})
+    assert codes(ok, "results") == {"foo": errors.NONE} and len(ok.records) == 10_000
+
+
+def test_many_duplicate_names_are_found_in_linear_time():
+    ctx = Ctx()
+    result = ctx.create(*[t("dup", 1) for _ in range(2000)], *[t(f"u{i}", 1) for i in range(2000)])
+    c = codes(result)
+    assert c["dup"] == errors.INVALID_REQUEST and c["u0"] == errors.NONE
