@@ -38,8 +38,8 @@ def fetch_offset_by_timestamp(segments: Sequence[LogSegment], target_timestamp: 
         return TimestampAndOffset(-1, -1, None)
     if target_timestamp == MAX_TIMESTAMP:
         return _max_timestamp_offset(segments, refine)
-    if target_timestamp < 0:
-        raise ValueError(f"Unsupported ListOffsets timestamp {target_timestamp}")
+    # Any other value, negative ones included, is a timestamp to search for (Kafka's UnifiedLog does
+    # the same): the first record with a timestamp >= a negative target is the first record.
     for segment in segments:
         if segment.largest_timestamp() >= target_timestamp:
             return _search_segment(segment, target_timestamp, log_start_offset, refine)

@@ -59,7 +59,11 @@ class KafkaApis:
         else:
             self.log.info(f"Error handling request {request!r}: {errors.name_of(code)}: {exc}")
         h = request.context.header
-        body = build_error_response(h.api_key, h.api_version, request.body, code, str(exc) or None)
+        try:
+            body = build_error_response(h.api_key, h.api_version, request.body, code, str(exc) or None)
+        except Exception as e:  # noqa: BLE001 - a request we cannot answer closes its connection
+            self.log.error(f"Cannot build the error response to {request!r}; closing the connection", error=repr(e))
+            body = None
         if body is None:
             self.helper.close_connection(request)
         else:

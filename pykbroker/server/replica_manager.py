@@ -332,6 +332,11 @@ class ReplicaManager:
                 log = partition.leader_log_or_raise(f.current_leader_epoch)
                 hw, lso, lstart = log.high_watermark, log.last_stable_offset, log.log_start_offset
                 max_bytes = min(f.partition_max_bytes, limit)
+                if max_bytes < 0:  # Kafka's LogSegment.read rejects it: UNKNOWN_SERVER_ERROR for the partition
+                    self.log.warning(f"Invalid max size {max_bytes} for fetch of {f.topic}-{f.partition} "
+                                     f"(partition_max_bytes={f.partition_max_bytes}, max_bytes={params.max_bytes})")
+                    out.append((f, FetchPartitionResult(errors.UNKNOWN_SERVER_ERROR, hw, lso, lstart)))
+                    continue
                 info = log.read(f.fetch_offset, max_bytes, params.isolation, min_one_message)
                 size = info.records.size_in_bytes
                 if size > 0:

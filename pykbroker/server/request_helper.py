@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from pykbroker.network.channel import NetworkSend
 from pykbroker.network.request_channel import Request, RequestChannel, SendResponse
-from pykbroker.protocol import encode_response_parts
+from pykbroker.protocol import encode_response_parts, errors
+from pykbroker.server.error_responses import build_error_response
+from pykbroker.utils.logging import get_logger
+
+_log = get_logger("RequestHelper")
 
 
 class RequestHelper:
@@ -17,11 +21,32 @@ class RequestHelper:
         self.request_channel_for = request_channel_for
 
     def send_response(self, request: Request, body: dict, on_complete=None, version: int | None = None) -> None:
+        """Encode ``body`` and queue it for the request's Processor. A body that cannot be encoded at the
+        request's version (a handler bug) is logged and replaced by the API's UNKNOWN_SERVER_ERROR
+        response; if even that cannot be encoded the connection is closed. Either way the request is
+        answered or its connection closed: a client never waits for a response that will not come."""
         h = request.context.header
-        parts = encode_response_parts(h.api_key, h.api_version if version is None else version,
-                                      h.correlation_id, body)
+        version = h.api_version if version is None else version
+        try:
+            parts = encode_response_parts(h.api_key, version, h.correlation_id, body)
+        except Exception as e:  # noqa: BLE001 - any encoding failure must still answer the request
+            _log.error(f"Cannot encode the response to {request!r}; answering UNKNOWN_SERVER_ERROR", error=repr(e))
+            parts = self._error_parts(request, version)
+            if parts is None:
+                self.close_connection(request)
+                return
         channel: RequestChannel = self.request_channel_for(request)
         channel.send_response(SendResponse(request, NetworkSend(request.context.connection_id, parts), on_complete))
+
+    @staticmethod
+    def _error_parts(request: Request, version: int):
+        h = request.context.header
+        try:
+            body = build_error_response(h.api_key, version, request.body, errors.UNKNOWN_SERVER_ERROR, None)
+            return None if body is None else encode_response_parts(h.api_key, version, h.correlation_id, body)
+        except Exception as e:  # noqa: BLE001
+            _log.error(f"Cannot encode an error response to {request!r}; closing the connection", error=repr(e))
+            return None
 
     def send_no_op_response(self, request: Request) -> None:
         self.request_channel_for(request).send_no_op_response(request)

@@ -16,6 +16,7 @@ from pykbroker.coordinator.group.group_metadata import OffsetAndMetadata
 from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.server.auth_helper import authorized_operations
 
 GROUP_KEY, TXN_KEY = 0, 1
 
@@ -232,9 +233,10 @@ class GroupHandlers:
     # -- admin ---------------------------------------------------------------------------------------
     def handle_describe_groups_request(self, request) -> None:
         groups = []
+        ops = authorized_operations("GROUP", request.body.get("include_authorized_operations", False))
         for group_id in request.body["groups"]:
             try:
-                groups.append(self.coordinator.describe_group(group_id))
+                groups.append({**self.coordinator.describe_group(group_id), "authorized_operations": ops})
             except errors.KafkaError as e:
                 groups.append({"error_code": e.code, "group_id": group_id, "group_state": "", "protocol_type": "",
                                "protocol_data": "", "members": []})

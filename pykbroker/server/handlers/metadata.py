@@ -5,7 +5,8 @@ brokers are the alive brokers' endpoints **for the listener the request arrived 
 ``controller_id`` is a random alive broker (clients never talk to the KRaft controller); topics come
 from the MetadataCache. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION, or are auto-created
 (``auto.create.topics.enable`` and the request's ``allow_auto_topic_creation``) and reported as
-LEADER_NOT_AVAILABLE while creation completes. Unknown topic ids get UNKNOWN_TOPIC_ID.
+LEADER_NOT_AVAILABLE while creation completes. Topics may be named by id from v12 on (unknown ids get
+UNKNOWN_TOPIC_ID); before v12 a topic without a name, or with an id, gets INVALID_REQUEST.
 """
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ import uuid
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.server import error_responses
+from pykbroker.server.auth_helper import AUTHORIZED_OPERATIONS_OMITTED, authorized_operations
 from pykbroker.server.metadata_cache import INTERNAL_TOPICS
 
 ZERO_UUID = uuid.UUID(int=0)
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
 class MetadataHandler:
@@ -41,9 +42,15 @@ class MetadataHandler:
         requested = body.get("topics")
         all_topics = requested is None or (version == 0 and not requested)
         topics_out: list[dict] = []
+        topic_ops = authorized_operations("TOPIC", version >= 8 and body.get("include_topic_authorized_operations", False))
         if all_topics:
             for name in self.cache.topic_names():
                 topics_out.append(self._topic_metadata(self.cache.topic(name)))
+        elif version < 12 and any(t.get("name") is None or (t.get("topic_id") or ZERO_UUID) != ZERO_UUID
+                                  for t in requested):
+            # Topic ids in Metadata requests arrive with v12 (KIP-516); before that a topic needs a name.
+            # Kafka fails the request with INVALID_REQUEST, answered per requested topic.
+            topics_out = [self._error_topic(t.get("name") or "", errors.INVALID_REQUEST) for t in requested]
         else:
             missing: list[str] = []
             for t in requested:
@@ -73,8 +80,10 @@ class MetadataHandler:
             "brokers": self._brokers(request.context.listener_name),
             "cluster_id": self.cache.cluster_id,
             "controller_id": self.cache.random_alive_broker_id(),
-            "topics": topics_out,
-            "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+            "topics": [t if t["error_code"] != errors.NONE else {**t, "topic_authorized_operations": topic_ops}
+                       for t in topics_out],
+            "cluster_authorized_operations": authorized_operations(
+                "CLUSTER", 8 <= version <= 10 and body.get("include_cluster_authorized_operations", False)),
         })
 
     @staticmethod
@@ -110,7 +119,8 @@ class MetadataHandler:
         self.helper.send_response(request, {
             "throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None, "endpoint_type": 1,
             "cluster_id": self.cache.cluster_id or "", "controller_id": self.cache.random_alive_broker_id(),
-            "brokers": brokers, "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+            "brokers": brokers, "cluster_authorized_operations": authorized_operations(
+                "CLUSTER", body.get("include_cluster_authorized_operations", False)),
         })
 
 

@@ -1,0 +1,60 @@
+"""Authorized operations reported in Metadata, DescribeCluster and DescribeGroups responses.
+
+Mirrors ``kafka.server.AuthHelper.authorizedOperations`` and ``AclEntry.supportedOperations``: a
+response carries a bit field with bit ``1 << op`` set for every ACL operation (Kafka's ``AclOperation``
+codes) the principal may perform on the resource, or ``AUTHORIZED_OPERATIONS_OMITTED``
+(-2147483648) when the request did not ask for it. With no authorizer configured every operation the
+resource type supports is allowed. (The StandardAuthorizer of the security work will narrow this to
+what the principal may do.)
+"""
+from __future__ import annotations
+
+import enum
+
+
+class AclOperation(enum.IntEnum):
+    """Kafka's ``org.apache.kafka.common.acl.AclOperation`` codes."""
+
+    UNKNOWN = 0
+    ANY = 1
+    ALL = 2
+    READ = 3
+    WRITE = 4
+    CREATE = 5
+    DELETE = 6
+    ALTER = 7
+    DESCRIBE = 8
+    CLUSTER_ACTION = 9
+    DESCRIBE_CONFIGS = 10
+    ALTER_CONFIGS = 11
+    IDEMPOTENT_WRITE = 12
+    CREATE_TOKENS = 13
+    DESCRIBE_TOKENS = 14
+
+
+_O = AclOperation
+#: Operations each resource type supports (Kafka's ``AclEntry.supportedOperations``).
+SUPPORTED_OPERATIONS: dict[str, frozenset[AclOperation]] = {
+    "TOPIC": frozenset({_O.READ, _O.WRITE, _O.CREATE, _O.DESCRIBE, _O.DELETE, _O.ALTER, _O.DESCRIBE_CONFIGS,
+                        _O.ALTER_CONFIGS}),
+    "GROUP": frozenset({_O.READ, _O.DESCRIBE, _O.DELETE, _O.DESCRIBE_CONFIGS, _O.ALTER_CONFIGS}),
+    "CLUSTER": frozenset({_O.CREATE, _O.CLUSTER_ACTION, _O.DESCRIBE_CONFIGS, _O.ALTER_CONFIGS,
+                          _O.IDEMPOTENT_WRITE, _O.ALTER, _O.DESCRIBE}),
+}
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+
+def to_bit_field(operations) -> int:
+    """``{AclOperation}`` -> the int32 bit field of the protocol (bit ``1 << code`` per operation)."""
+    bits = 0
+    for op in operations:
+        bits |= 1 << int(op)
+    return bits
+
+
+def authorized_operations(resource_type: str, requested: bool) -> int:
+    """The bit field for a resource of ``resource_type`` ("TOPIC", "GROUP", "CLUSTER"), or
+    ``AUTHORIZED_OPERATIONS_OMITTED`` when the request did not ask for it (``requested`` False)."""
+    if not requested:
+        return AUTHORIZED_OPERATIONS_OMITTED
+    return to_bit_field(SUPPORTED_OPERATIONS[resource_type])
