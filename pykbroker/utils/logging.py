@@ -4,7 +4,8 @@
 
 Loggers carry their component prefix as the ``component`` key: ``get_logger("SocketServer",
 listenerType="BROKER", nodeId=1)``. Extra key/values are appended after the message. ``configure``
-is idempotent and called once by the entry point; libraries just call :func:`get_logger`.
+is idempotent and called once by the entry point; everything else calls :func:`get_logger`, the only way
+to get a logger (this is the one module that imports structlog).
 
 Writing a log line never raises: when the output stream fails (the reader of a pipe went away:
 ``kafka-server-start ... | tee log`` and Ctrl-C; a full disk; a closed file), the stream's file
@@ -123,7 +124,9 @@ def get_logger(component: str | None = None, **context):
     if context:
         prefix = ", ".join(f"{k}={v}" for k, v in context.items())
         component = f"{component} {prefix}" if component else prefix
-    return structlog.get_logger().bind(component=component) if component else structlog.get_logger()
+    # A lazy proxy: the logger is assembled at each call from the configuration current then, so a
+    # module-level ``_log = get_logger("X")`` created at import (before ``configure``) logs Kafka-style.
+    return structlog.get_logger(component=component) if component else structlog.get_logger()
 
 
 def thread_name() -> str:
