@@ -102,10 +102,13 @@ def _sink_factory(stream):
     return lambda *args: sink
 
 
+_generation = 0  # bumped by every (re)configuration: loggers re-bind on their next call
+
+
 def configure(level: str = "info", stream=None) -> None:
     """Set up structlog for the process: level filter, Kafka-like renderer, output ``stream`` (stdout),
     written through a sink that survives the stream failing (see the module docstring)."""
-    global _configured
+    global _configured, _generation
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
@@ -117,16 +120,76 @@ def configure(level: str = "info", stream=None) -> None:
         cache_logger_on_first_use=False,
     )
     _configured = True
+    _generation += 1
 
 
-def get_logger(component: str | None = None, **context):
-    """A bound logger whose lines carry ``[component k=v, ...]`` as Kafka's log prefixes do."""
+def saved_config() -> dict:
+    """The current logging configuration, for :func:`restore` (tests that reconfigure logging)."""
+    return structlog.get_config()
+
+
+def restore(config: dict) -> None:
+    """Reinstate a configuration from :func:`saved_config`; every logger re-binds to it."""
+    global _generation
+    structlog.configure(**config)
+    _generation += 1
+
+
+class ComponentLogger:
+    """What :func:`get_logger` returns: a logger whose lines carry ``[component]``.
+
+    It binds to the configuration current at its first call and re-binds after :func:`configure` or
+    :func:`restore`, so a module-level ``_log = get_logger("LogManager")`` created at import, before the
+    entry point configures logging, still logs Kafka-style. A call costs one generation check more than
+    a bound structlog logger. Thread-safe: a race re-binds twice to the same configuration.
+    """
+
+    __slots__ = ("component", "_bound", "_generation")
+
+    def __init__(self, component: str | None):
+        self.component = component
+        self._bound = None
+        self._generation = -1
+
+    def _logger(self):
+        if self._generation != _generation:
+            bound = structlog.get_logger()
+            self._bound = bound.bind(component=self.component) if self.component else bound.bind()
+            self._generation = _generation
+        return self._bound
+
+    def debug(self, event=None, *args, **kw):
+        return self._logger().debug(event, *args, **kw)
+
+    def info(self, event=None, *args, **kw):
+        return self._logger().info(event, *args, **kw)
+
+    def warning(self, event=None, *args, **kw):
+        return self._logger().warning(event, *args, **kw)
+
+    warn = warning
+
+    def error(self, event=None, *args, **kw):
+        return self._logger().error(event, *args, **kw)
+
+    def exception(self, event=None, *args, **kw):
+        return self._logger().exception(event, *args, **kw)
+
+    def critical(self, event=None, *args, **kw):
+        return self._logger().critical(event, *args, **kw)
+
+    def bind(self, **kw):
+        """A structlog logger with more context (bound to the current configuration)."""
+        return self._logger().bind(**kw)
+
+
+def get_logger(component: str | None = None, **context) -> ComponentLogger:
+    """A logger whose lines carry ``[component k=v, ...]`` as Kafka's log prefixes do; the only way to
+    get a logger in pykbroker."""
     if context:
         prefix = ", ".join(f"{k}={v}" for k, v in context.items())
         component = f"{component} {prefix}" if component else prefix
-    # A lazy proxy: the logger is assembled at each call from the configuration current then, so a
-    # module-level ``_log = get_logger("X")`` created at import (before ``configure``) logs Kafka-style.
-    return structlog.get_logger(component=component) if component else structlog.get_logger()
+    return ComponentLogger(component)
 
 
 def thread_name() -> str:

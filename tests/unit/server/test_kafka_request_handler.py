@@ -9,8 +9,6 @@ import threading
 from types import SimpleNamespace
 
 import pytest
-import structlog
-
 from pykbroker.network.request_channel import Request, RequestChannel, RequestContext
 from pykbroker.server.kafka_request_handler import KafkaRequestHandlerPool
 from pykbroker.utils import logging as plog
@@ -36,11 +34,11 @@ def _request(correlation_id: int) -> Request:
 
 @pytest.fixture
 def log_stream():
-    saved = structlog.get_config()
+    saved = plog.saved_config()
     stream = io.StringIO()
     plog.configure("info", stream=stream)
     yield stream
-    structlog.configure(**saved)
+    plog.restore(saved)
 
 
 @pytest.mark.parametrize("plane, threads, metric", [
