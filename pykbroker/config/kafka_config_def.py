@@ -2,6 +2,8 @@
 
 Mirrors ``SocketServerConfigs``, ``ServerConfigs``, ``KRaftConfigs``, ``ReplicationConfigs``,
 ``ServerLogConfigs``, ``GroupCoordinatorConfig`` and ``TransactionLogConfig`` (defaults as in Kafka 4.0).
+Every key has a one-sentence doc with its unit; keys that pykbroker accepts for compatibility but does
+not act on yet say so in their doc.
 """
 from __future__ import annotations
 

@@ -117,8 +117,9 @@ TOPIC_CONFIG_DEF = (
     .define("min.cleanable.dirty.ratio", Type.DOUBLE, 0.5, between(0, 1), M,
             "Minimum ratio of dirty log to total log for a log to be eligible for cleaning.",
             (_S("log.cleaner.min.cleanable.ratio"),))
-    .define("cleanup.policy", Type.LIST, [CLEANUP_POLICY_DELETE], in_values(CLEANUP_POLICY_COMPACT, CLEANUP_POLICY_DELETE),
-            M, "Retention policy of old segments: delete, compact, or both.", (_S("log.cleanup.policy"),))
+    .define("cleanup.policy", Type.LIST, [CLEANUP_POLICY_DELETE],
+            in_values(CLEANUP_POLICY_COMPACT, CLEANUP_POLICY_DELETE), M,
+            "Retention policy of old segments: delete, compact, or both.", (_S("log.cleanup.policy"),))
     .define("unclean.leader.election.enable", Type.BOOLEAN, False, None, M,
             "Whether replicas not in the ISR may be elected leader as a last resort, at the risk of data loss.",
             (_S("unclean.leader.election.enable"),))

@@ -2,12 +2,10 @@
 
 Mirrors ``kafka.server.KafkaRequestHandler{,Pool}``. One pool per plane, named as in Kafka:
 
-=============  ===============================================  ===============================================
-plane          threads                                          idle metric (``kafka.server:type=KafkaRequestHandlerPool``)
-=============  ===============================================  ===============================================
-data-plane     ``data-plane-kafka-request-handler-<i>``         ``name=RequestHandlerAvgIdlePercent``
-control-plane  ``control-plane-kafka-request-handler-<i>``      ``name=ControlPlaneRequestHandlerAvgIdlePercent``
-=============  ===============================================  ===============================================
+* data plane: threads ``data-plane-kafka-request-handler-<i>``, idle metric
+  ``kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent``;
+* control plane: threads ``control-plane-kafka-request-handler-<i>``, idle metric
+  ``kafka.server:type=KafkaRequestHandlerPool,name=ControlPlaneRequestHandlerAvgIdlePercent``.
 
 Log prefixes are ``[<plane> Kafka Request Handler on Broker <id>]`` for the pool and
 ``[Kafka Request Handler <i> on Broker <id>]`` for each thread. The data plane has ``num.io.threads``

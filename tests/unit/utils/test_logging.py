@@ -14,7 +14,8 @@ ROOT = pathlib.Path(plog.__file__).resolve().parents[2]
 
 
 def test_only_the_logging_helper_imports_structlog():
-    importers = sorted(str(p.relative_to(ROOT)) for d in ("pykbroker", "tests", "bench") for p in (ROOT / d).rglob("*.py")
+    files = [p for d in ("pykbroker", "tests", "bench") for p in (ROOT / d).rglob("*.py")]
+    importers = sorted(str(p.relative_to(ROOT)) for p in files
                        if re.search(r"^\s*(import structlog|from structlog)", p.read_text(), re.M))
     assert importers == ["pykbroker/utils/logging.py"]
 
