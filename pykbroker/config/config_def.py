@@ -2,7 +2,9 @@
 
 Mirrors ``org.apache.kafka.common.config.ConfigDef``. ``ConfigDef.parse(props)`` turns string
 properties into typed values; a bad value raises :class:`ConfigException` whose message names the key
-and the value (start-up prints it as one line and exits).
+and the value (start-up prints it as one line and exits). The one mechanism for configuration keys:
+the broker's (:mod:`pykbroker.config.kafka_config_def`) and the topics' (:mod:`pykbroker.log.log_config`,
+whose keys also list their broker synonyms).
 """
 from __future__ import annotations
 
@@ -101,9 +103,18 @@ def in_values(*allowed: str, case_sensitive: bool = True) -> Callable[[str, Any]
         ok = {norm(a) for a in allowed}
         for v in items:
             if norm(v) not in ok:
-                raise ConfigException(key, value, f"String must be one of: {', '.join(allowed)}")
+                shown = ",".join(items) if isinstance(value, list) else value
+                raise ConfigException(key, shown, f"String must be one of: {', '.join(allowed)}")
     check.__doc__ = f"[{', '.join(allowed)}]"
     return check
+
+
+@dataclass(frozen=True)
+class ConfigSynonym:
+    """Another key that supplies this key's default, times ``multiplier`` (``log.roll.hours`` -> ms), as
+    Kafka's ``ConfigSynonym`` (topic keys take their defaults from broker keys)."""
+    name: str
+    multiplier: int = 1
 
 
 @dataclass(frozen=True)
@@ -114,6 +125,7 @@ class ConfigKey:
     validator: Callable[[str, Any], None] | None
     importance: str
     doc: str
+    synonyms: tuple[ConfigSynonym, ...] = ()
 
     @property
     def has_default(self) -> bool:
@@ -127,13 +139,22 @@ class ConfigDef:
         self.keys: dict[str, ConfigKey] = {}
 
     def define(self, name: str, type_: str, default: Any = NO_DEFAULT, validator=None,
-               importance: str = "medium", doc: str = "") -> "ConfigDef":
+               importance: str = "medium", doc: str = "", synonyms: tuple[ConfigSynonym, ...] = ()) -> "ConfigDef":
         if name in self.keys:
             raise ValueError(f"Configuration {name} is defined twice.")
         if default is not NO_DEFAULT and default is not None:
             default = parse_type(name, default, type_)
-        self.keys[name] = ConfigKey(name, type_, default, validator, importance, doc)
+        self.keys[name] = ConfigKey(name, type_, default, validator, importance, doc, tuple(synonyms))
         return self
+
+    def parse_value(self, name: str, value: Any) -> Any:
+        """One key's typed, validated value (Kafka's ``parseValue``); ConfigException if it is bad.
+        KeyError for an undefined ``name``."""
+        key = self.keys[name]
+        parsed = parse_type(name, value, key.type)
+        if key.validator is not None:
+            key.validator(name, parsed)
+        return parsed
 
     def parse(self, props: dict[str, Any]) -> dict[str, Any]:
         """Typed values for every defined key (defaults filled in). Raises ConfigException for a bad

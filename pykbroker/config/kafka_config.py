@@ -55,7 +55,7 @@ class KafkaConfig:
     @cached_property
     def control_plane_listener_name(self) -> str | None:
         """The control-plane listener: ``control.plane.listener.name`` or, in KRaft mode, the first
-        controller listener that this process binds (DESIGN.md Part 1)."""
+        controller listener that this process binds (docs/ARCHITECTURE.md §2)."""
         name = self.values["control.plane.listener.name"]
         if name:
             return name.upper()

@@ -9,11 +9,8 @@ from __future__ import annotations
 import threading
 from typing import NamedTuple
 
-import structlog
-
 from pykbroker.log.checkpoints import CorruptCheckpointError, LeaderEpochCheckpointFile
-
-_log = structlog.get_logger("pykbroker.log.LeaderEpochFileCache")
+from pykbroker.utils.logging import get_logger
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
@@ -30,6 +27,7 @@ class LeaderEpochFileCache:
 
     def __init__(self, topic_partition: tuple[str, int], checkpoint: LeaderEpochCheckpointFile | None):
         self._tp = topic_partition
+        self._log = get_logger(f"LeaderEpochCache {self._tp_str()}")
         self._checkpoint = checkpoint
         self._lock = threading.RLock()
         self._entries: list[EpochEntry] = []
@@ -37,8 +35,8 @@ class LeaderEpochFileCache:
             try:
                 self._entries = [EpochEntry(e, o) for e, o in checkpoint.read()]
             except CorruptCheckpointError as e:
-                _log.warning("Ignoring a corrupt leader epoch checkpoint; it is rebuilt from the log",
-                             partition=f"{topic_partition[0]}-{topic_partition[1]}", error=str(e))
+                self._log.warning("Ignoring a corrupt leader epoch checkpoint; it is rebuilt from the log",
+                                  error=str(e))
 
     def _flush(self) -> None:
         if self._checkpoint is not None:
@@ -55,7 +53,7 @@ class LeaderEpochFileCache:
                 return False
             while self._entries and (self._entries[-1].epoch >= epoch or self._entries[-1].start_offset >= start_offset):
                 removed = self._entries.pop()
-                _log.info("Removed conflicting leader epoch entry", partition=self._tp_str(), entry=tuple(removed))
+                self._log.info("Removed conflicting leader epoch entry", entry=tuple(removed))
             self._entries.append(EpochEntry(epoch, start_offset))
             self._flush()
             return True

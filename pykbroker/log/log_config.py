@@ -1,7 +1,9 @@
 """Topic-level log configuration: the keys, their types/defaults/validators, broker synonyms.
 
-Mirrors ``org.apache.kafka.storage.internals.log.LogConfig`` and ``ServerTopicConfigSynonyms``. Every
-topic key has a broker-level synonym list (``segment.ms`` <- ``log.roll.ms``, ``log.roll.hours``);
+Mirrors ``org.apache.kafka.storage.internals.log.LogConfig`` and ``ServerTopicConfigSynonyms``. The keys
+are a :class:`~pykbroker.config.config_def.ConfigDef` (``TOPIC_CONFIG_DEF``), as the broker's are; a bad
+value raises ``InvalidConfigError`` (INVALID_CONFIG) with ConfigDef's message, naming the key and the
+value. Every topic key has a broker-level synonym list (``segment.ms`` <- ``log.roll.ms``, ``log.roll.hours``);
 the first synonym present in the broker configuration gives the topic default, scaled to the topic
 key's unit, and topic overrides win over it. :meth:`LogConfig.source_of` tells DescribeConfigs where
 a value came from (``TOPIC_CONFIG``, ``STATIC_BROKER_CONFIG`` with the synonym name, or
@@ -14,21 +16,28 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from pykbroker.config.config_def import (
+    ConfigDef,
+    ConfigException,
+    ConfigKey,
+    ConfigSynonym,
+    Type,
+    at_least,
+    between,
+    in_values,
+    parse_type,
+)
 from pykbroker.protocol import errors as _errors
 
 InvalidConfigError = _errors.for_name("INVALID_CONFIG")
 
-INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
-LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
+LONG_MAX = (1 << 63) - 1
 
 HOURS_TO_MS = 3_600_000
 MINUTES_TO_MS = 60_000
-
-INT, LONG, DOUBLE, BOOLEAN, STRING, LIST = "INT", "LONG", "DOUBLE", "BOOLEAN", "STRING", "LIST"
 
 CLEANUP_POLICY_DELETE = "delete"
 CLEANUP_POLICY_COMPACT = "compact"
@@ -41,60 +50,10 @@ SOURCE_STATIC_BROKER_CONFIG = "STATIC_BROKER_CONFIG"  # 4
 SOURCE_DEFAULT_CONFIG = "DEFAULT_CONFIG"  # 5
 
 
-@dataclass(frozen=True)
-class ConfigSynonym:
-    """A broker key that supplies a topic key's default, times ``multiplier`` (hours -> ms)."""
-    name: str
-    multiplier: int = 1
-
-
-@dataclass(frozen=True)
-class TopicConfigKey:
-    name: str
-    type: str
-    default: Any
-    validator: Callable[[str, Any], None] | None
-    doc: str
-    synonyms: tuple[ConfigSynonym, ...]
-
-
-def _invalid(name: str, value: Any, reason: str) -> _errors.KafkaError:
-    return InvalidConfigError(f"Invalid value {value} for configuration {name}: {reason}")
-
-
-def at_least(minimum: float) -> Callable[[str, Any], None]:
-    def check(name: str, value: Any) -> None:
-        if value is not None and value < minimum:
-            raise _invalid(name, value, f"Value must be at least {minimum}")
-    return check
-
-
-def between(lo: float, hi: float) -> Callable[[str, Any], None]:
-    def check(name: str, value: Any) -> None:
-        if value is not None and not lo <= value <= hi:
-            raise _invalid(name, value, f"Value must be between {lo} and {hi}")
-    return check
-
-
-def one_of(*allowed: Any) -> Callable[[str, Any], None]:
-    def check(name: str, value: Any) -> None:
-        if value not in allowed:
-            raise _invalid(name, value, f"String must be one of: {', '.join(map(str, allowed))}")
-    return check
-
-
-def list_of(*allowed: str) -> Callable[[str, Any], None]:
-    def check(name: str, value: Any) -> None:
-        for item in value:
-            if item not in allowed:
-                raise _invalid(name, ",".join(value), f"String must be one of: {', '.join(allowed)}")
-    return check
-
-
 def _level(lo: int, hi: int, extra: int | None = None) -> Callable[[str, Any], None]:
     def check(name: str, value: Any) -> None:
         if not (lo <= value <= hi or value == extra):
-            raise _invalid(name, value, f"Value must be between {lo} and {hi}")
+            raise ConfigException(name, value, f"Value must be between {lo} and {hi}")
     return check
 
 
@@ -104,85 +63,115 @@ def _throttled_replicas(name: str, value: Any) -> None:
     for item in value:
         parts = item.split(":")
         if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
-            raise _invalid(name, ",".join(value), "must be the literal '*' or a list of replicas in the following "
-                           "format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
-
-
-def _log(*names: str, multipliers: tuple[int, ...] = ()) -> tuple[ConfigSynonym, ...]:
-    return tuple(ConfigSynonym(n, multipliers[i] if i < len(multipliers) else 1) for i, n in enumerate(names))
-
-
-def _key(name, type_, default, validator, doc, *synonyms: ConfigSynonym) -> TopicConfigKey:
-    return TopicConfigKey(name, type_, default, validator, doc, tuple(synonyms))
+            raise ConfigException(name, ",".join(value), "must be the literal '*' or a list of replicas in the "
+                                  "following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
 
 
 _S = ConfigSynonym
-_KEYS = (
-    _key("segment.bytes", INT, 1024 * 1024 * 1024, at_least(14), "Segment file size for the log",
-         _S("log.segment.bytes")),
-    _key("segment.ms", LONG, 7 * 24 * HOURS_TO_MS, at_least(1), "Time after which a segment is rolled",
-         _S("log.roll.ms"), _S("log.roll.hours", HOURS_TO_MS)),
-    _key("segment.jitter.ms", LONG, 0, at_least(0), "Max random jitter subtracted from the roll time",
-         _S("log.roll.jitter.ms"), _S("log.roll.jitter.hours", HOURS_TO_MS)),
-    _key("segment.index.bytes", INT, 10 * 1024 * 1024, at_least(4), "Size of the offset/time index files",
-         _S("log.index.size.max.bytes")),
-    _key("flush.messages", LONG, LONG_MAX, at_least(1), "Messages accumulated before an fsync",
-         _S("log.flush.interval.messages")),
-    _key("flush.ms", LONG, LONG_MAX, at_least(0), "Max time before an fsync",
-         _S("log.flush.interval.ms"), _S("log.flush.scheduler.interval.ms")),
-    _key("retention.bytes", LONG, -1, None, "Max partition size before old segments are deleted (-1: no limit)",
-         _S("log.retention.bytes")),
-    _key("retention.ms", LONG, 7 * 24 * HOURS_TO_MS, at_least(-1), "Max age of a segment before deletion "
-         "(-1: no limit)", _S("log.retention.ms"), _S("log.retention.minutes", MINUTES_TO_MS),
-         _S("log.retention.hours", HOURS_TO_MS)),
-    _key("max.message.bytes", INT, 1024 * 1024 + 12, at_least(0), "Largest record batch size allowed",
-         _S("message.max.bytes")),
-    _key("index.interval.bytes", INT, 4096, at_least(0), "Bytes between offset index entries",
-         _S("log.index.interval.bytes")),
-    _key("delete.retention.ms", LONG, 24 * HOURS_TO_MS, at_least(0), "Retention of delete tombstones",
-         _S("log.cleaner.delete.retention.ms")),
-    _key("min.compaction.lag.ms", LONG, 0, at_least(0), "Min time a message stays uncompacted",
-         _S("log.cleaner.min.compaction.lag.ms")),
-    _key("max.compaction.lag.ms", LONG, LONG_MAX, at_least(1), "Max time a message stays ineligible for "
-         "compaction", _S("log.cleaner.max.compaction.lag.ms")),
-    _key("file.delete.delay.ms", LONG, 60000, at_least(0), "Delay before deleting a file from the filesystem",
-         _S("log.segment.delete.delay.ms")),
-    _key("min.cleanable.dirty.ratio", DOUBLE, 0.5, between(0, 1), "Dirty ratio that makes a log cleanable",
-         _S("log.cleaner.min.cleanable.ratio")),
-    _key("cleanup.policy", LIST, [CLEANUP_POLICY_DELETE], list_of(CLEANUP_POLICY_COMPACT, CLEANUP_POLICY_DELETE),
-         "delete and/or compact", _S("log.cleanup.policy")),
-    _key("unclean.leader.election.enable", BOOLEAN, False, None, "Allow out-of-ISR replicas to become leader",
-         _S("unclean.leader.election.enable")),
-    _key("min.insync.replicas", INT, 1, at_least(1), "Min ISR size for acks=all writes",
-         _S("min.insync.replicas")),
-    _key("compression.type", STRING, "producer", one_of(*COMPRESSION_TYPES), "Final compression type",
-         _S("compression.type")),
-    _key("compression.gzip.level", INT, -1, _level(1, 9, -1), "gzip level", _S("compression.gzip.level")),
-    _key("compression.lz4.level", INT, 9, _level(1, 17), "lz4 level", _S("compression.lz4.level")),
-    _key("compression.zstd.level", INT, 3, _level(-131072, 22), "zstd level", _S("compression.zstd.level")),
-    _key("preallocate", BOOLEAN, False, None, "Preallocate segment files", _S("log.preallocate")),
-    _key("message.timestamp.type", STRING, "CreateTime", one_of(*TIMESTAMP_TYPES), "CreateTime or LogAppendTime",
-         _S("log.message.timestamp.type")),
-    _key("message.timestamp.difference.max.ms", LONG, LONG_MAX, at_least(0), "Deprecated timestamp window",
-         _S("log.message.timestamp.difference.max.ms")),
-    _key("message.timestamp.before.max.ms", LONG, LONG_MAX, at_least(0), "Max CreateTime before broker time",
-         _S("log.message.timestamp.before.max.ms")),
-    _key("message.timestamp.after.max.ms", LONG, LONG_MAX, at_least(0), "Max CreateTime after broker time",
-         _S("log.message.timestamp.after.max.ms")),
-    _key("leader.replication.throttled.replicas", LIST, [], _throttled_replicas, "Throttled leader replicas"),
-    _key("follower.replication.throttled.replicas", LIST, [], _throttled_replicas, "Throttled follower replicas"),
-    _key("message.downconversion.enable", BOOLEAN, True, None, "Down-conversion for old consumers",
-         _S("log.message.downconversion.enable")),
-    _key("remote.storage.enable", BOOLEAN, False, None, "Tiered storage (not supported)"),
-    _key("local.retention.ms", LONG, -2, at_least(-2), "Local retention with tiered storage",
-         _S("log.local.retention.ms")),
-    _key("local.retention.bytes", LONG, -2, at_least(-2), "Local retention with tiered storage",
-         _S("log.local.retention.bytes")),
-    _key("remote.log.copy.disable", BOOLEAN, False, None, "Tiered storage copy disabled"),
-    _key("remote.log.delete.on.disable", BOOLEAN, False, None, "Tiered storage delete on disable"),
+H, M, L = "high", "medium", "low"
+TOPIC_CONFIG_DEF = (
+    ConfigDef()
+    .define("segment.bytes", Type.INT, 1024 * 1024 * 1024, at_least(14), H,
+            "Segment file size of the log, in bytes: a new segment is rolled when the active one would exceed it.",
+            (_S("log.segment.bytes"),))
+    .define("segment.ms", Type.LONG, 7 * 24 * HOURS_TO_MS, at_least(1), M,
+            "Time in ms after which the active segment is rolled even if it is not full.",
+            (_S("log.roll.ms"), _S("log.roll.hours", HOURS_TO_MS)))
+    .define("segment.jitter.ms", Type.LONG, 0, at_least(0), M,
+            "Maximum random jitter in ms subtracted from segment.ms, so that segments do not all roll at once.",
+            (_S("log.roll.jitter.ms"), _S("log.roll.jitter.hours", HOURS_TO_MS)))
+    .define("segment.index.bytes", Type.INT, 10 * 1024 * 1024, at_least(4), M,
+            "Size in bytes of the offset and time index files (preallocated, shrunk when the segment rolls).",
+            (_S("log.index.size.max.bytes"),))
+    .define("flush.messages", Type.LONG, LONG_MAX, at_least(1), M,
+            "Number of messages appended to a partition before its log is fsynced.",
+            (_S("log.flush.interval.messages"),))
+    .define("flush.ms", Type.LONG, LONG_MAX, at_least(0), M,
+            "Maximum time in ms a message stays in the log before it is fsynced.",
+            (_S("log.flush.interval.ms"), _S("log.flush.scheduler.interval.ms")))
+    .define("retention.bytes", Type.LONG, -1, None, M,
+            "Maximum size in bytes of a partition before old segments are deleted (-1: no limit).",
+            (_S("log.retention.bytes"),))
+    .define("retention.ms", Type.LONG, 7 * 24 * HOURS_TO_MS, at_least(-1), M,
+            "Maximum age in ms of a segment's newest record before the segment is deleted (-1: no limit).",
+            (_S("log.retention.ms"), _S("log.retention.minutes", MINUTES_TO_MS),
+             _S("log.retention.hours", HOURS_TO_MS)))
+    .define("max.message.bytes", Type.INT, 1024 * 1024 + 12, at_least(0), M,
+            "Largest record batch size in bytes the topic accepts (after compression).",
+            (_S("message.max.bytes"),))
+    .define("index.interval.bytes", Type.INT, 4096, at_least(0), M,
+            "Bytes of log appended between two offset index entries.",
+            (_S("log.index.interval.bytes"),))
+    .define("delete.retention.ms", Type.LONG, 24 * HOURS_TO_MS, at_least(0), M,
+            "Time in ms delete tombstones are kept on compacted topics.",
+            (_S("log.cleaner.delete.retention.ms"),))
+    .define("min.compaction.lag.ms", Type.LONG, 0, at_least(0), M,
+            "Minimum time in ms a message stays uncompacted in the log.",
+            (_S("log.cleaner.min.compaction.lag.ms"),))
+    .define("max.compaction.lag.ms", Type.LONG, LONG_MAX, at_least(1), M,
+            "Maximum time in ms a message stays ineligible for compaction.",
+            (_S("log.cleaner.max.compaction.lag.ms"),))
+    .define("file.delete.delay.ms", Type.LONG, 60000, at_least(0), M,
+            "Time in ms to wait before deleting a file from the filesystem.",
+            (_S("log.segment.delete.delay.ms"),))
+    .define("min.cleanable.dirty.ratio", Type.DOUBLE, 0.5, between(0, 1), M,
+            "Minimum ratio of dirty log to total log for a log to be eligible for cleaning.",
+            (_S("log.cleaner.min.cleanable.ratio"),))
+    .define("cleanup.policy", Type.LIST, [CLEANUP_POLICY_DELETE],
+            in_values(CLEANUP_POLICY_COMPACT, CLEANUP_POLICY_DELETE), M,
+            "Retention policy of old segments: delete, compact, or both.", (_S("log.cleanup.policy"),))
+    .define("unclean.leader.election.enable", Type.BOOLEAN, False, None, M,
+            "Whether replicas not in the ISR may be elected leader as a last resort, at the risk of data loss.",
+            (_S("unclean.leader.election.enable"),))
+    .define("min.insync.replicas", Type.INT, 1, at_least(1), M,
+            "Minimum number of in-sync replicas that must acknowledge an acks=all write.",
+            (_S("min.insync.replicas"),))
+    .define("compression.type", Type.STRING, "producer", in_values(*COMPRESSION_TYPES), M,
+            "Final compression type of the topic's batches ('producer' keeps the producer's codec).",
+            (_S("compression.type"),))
+    .define("compression.gzip.level", Type.INT, -1, _level(1, 9, -1), M,
+            "Compression level of gzip (1-9, -1 for the codec's default).", (_S("compression.gzip.level"),))
+    .define("compression.lz4.level", Type.INT, 9, _level(1, 17), M,
+            "Compression level of lz4 (1-17).", (_S("compression.lz4.level"),))
+    .define("compression.zstd.level", Type.INT, 3, _level(-131072, 22), M,
+            "Compression level of zstd (-131072-22).", (_S("compression.zstd.level"),))
+    .define("preallocate", Type.BOOLEAN, False, None, M,
+            "Whether to preallocate the file of a new segment.", (_S("log.preallocate"),))
+    .define("message.timestamp.type", Type.STRING, "CreateTime", in_values(*TIMESTAMP_TYPES), M,
+            "Whether record timestamps are the producer's (CreateTime) or the broker's (LogAppendTime).",
+            (_S("log.message.timestamp.type"),))
+    .define("message.timestamp.difference.max.ms", Type.LONG, LONG_MAX, at_least(0), M,
+            "Deprecated: maximum difference in ms between a CreateTime timestamp and the broker's time.",
+            (_S("log.message.timestamp.difference.max.ms"),))
+    .define("message.timestamp.before.max.ms", Type.LONG, LONG_MAX, at_least(0), M,
+            "Maximum time in ms a CreateTime timestamp may lie before the broker's time.",
+            (_S("log.message.timestamp.before.max.ms"),))
+    .define("message.timestamp.after.max.ms", Type.LONG, LONG_MAX, at_least(0), M,
+            "Maximum time in ms a CreateTime timestamp may lie after the broker's time.",
+            (_S("log.message.timestamp.after.max.ms"),))
+    .define("leader.replication.throttled.replicas", Type.LIST, [], _throttled_replicas, M,
+            "Replicas whose leader-side replication is throttled: partitionId:brokerId,... or '*'.")
+    .define("follower.replication.throttled.replicas", Type.LIST, [], _throttled_replicas, M,
+            "Replicas whose follower-side replication is throttled: partitionId:brokerId,... or '*'.")
+    .define("message.downconversion.enable", Type.BOOLEAN, True, None, L,
+            "Whether records are down-converted for consumers using old fetch versions.",
+            (_S("log.message.downconversion.enable"),))
+    .define("remote.storage.enable", Type.BOOLEAN, False, None, M,
+            "Whether tiered storage is enabled for the topic (not supported: accepted and ignored).")
+    .define("local.retention.ms", Type.LONG, -2, at_least(-2), M,
+            "With tiered storage, time in ms segments stay on local disk (-2: retention.ms).",
+            (_S("log.local.retention.ms"),))
+    .define("local.retention.bytes", Type.LONG, -2, at_least(-2), M,
+            "With tiered storage, bytes of a partition kept on local disk (-2: retention.bytes).",
+            (_S("log.local.retention.bytes"),))
+    .define("remote.log.copy.disable", Type.BOOLEAN, False, None, M,
+            "With tiered storage, whether copying segments to remote storage is disabled.")
+    .define("remote.log.delete.on.disable", Type.BOOLEAN, False, None, M,
+            "With tiered storage, whether remote segments are deleted when tiering is disabled.")
 )
 
-TOPIC_CONFIG_KEYS: Mapping[str, TopicConfigKey] = MappingProxyType({k.name: k for k in _KEYS})
+# name -> ConfigKey (type, default, validator, doc, synonyms): Kafka's LogConfig.configKeys()
+TOPIC_CONFIG_KEYS: Mapping[str, ConfigKey] = MappingProxyType(TOPIC_CONFIG_DEF.keys)
 
 
 def broker_synonyms(topic_key: str) -> list[str]:
@@ -191,47 +180,8 @@ def broker_synonyms(topic_key: str) -> list[str]:
     return [s.name for s in TOPIC_CONFIG_KEYS[topic_key].synonyms]
 
 
-def parse_value(key: TopicConfigKey, value: Any, name: str | None = None) -> Any:
-    """Convert ``value`` (a string from a request/properties file, or an already typed value) to
-    ``key``'s type. Raises InvalidConfigError naming the key and value."""
-    name = name or key.name
-    t = key.type
-    try:
-        if t in (INT, LONG):
-            if isinstance(value, bool):
-                raise ValueError
-            parsed = value if isinstance(value, int) else int(str(value).strip())
-            lo, hi = (INT_MIN, INT_MAX) if t == INT else (LONG_MIN, LONG_MAX)
-            if not lo <= parsed <= hi:
-                raise ValueError
-            return parsed
-        if t == DOUBLE:
-            return float(value) if not isinstance(value, str) else float(value.strip())
-        if t == BOOLEAN:
-            if isinstance(value, bool):
-                return value
-            text = str(value).strip().lower()
-            if text not in ("true", "false"):
-                raise ValueError
-            return text == "true"
-        if t == STRING:
-            return str(value).strip()
-        if t == LIST:
-            if isinstance(value, (list, tuple)):
-                return [str(v).strip() for v in value]
-            text = str(value).strip()
-            return [v.strip() for v in text.split(",")] if text else []
-    except (TypeError, ValueError):
-        pass
-    raise InvalidConfigError(f"Invalid value {value} for configuration {name}: Expected value to be a "
-                             f"{'32-bit integer' if t == INT else t.lower()}, but it was {value!r}")
-
-
-def _validated(key: TopicConfigKey, value: Any, name: str | None = None) -> Any:
-    parsed = parse_value(key, value, name)
-    if key.validator is not None:
-        key.validator(key.name, parsed)
-    return parsed
+def _invalid_config(e: ConfigException) -> _errors.KafkaError:
+    return InvalidConfigError(str(e))
 
 
 class LogConfig:
@@ -245,7 +195,7 @@ class LogConfig:
     def __init__(self, overrides: Mapping[str, Any] | None = None, *, _defaults: Mapping[str, Any] | None = None,
                  _default_sources: Mapping[str, str] | None = None):
         overrides = dict(overrides or {})
-        values = dict(_defaults) if _defaults is not None else {k.name: k.default for k in _KEYS}
+        values = dict(_defaults) if _defaults is not None else {k.name: k.default for k in TOPIC_CONFIG_KEYS.values()}
         values.update(LogConfig.validate(overrides))
         self._values: Mapping[str, Any] = MappingProxyType(values)
         self._overridden = frozenset(overrides)
@@ -284,18 +234,22 @@ class LogConfig:
         props = broker_props or {}
         defaults: dict[str, Any] = {}
         sources: dict[str, str] = {}
-        for key in _KEYS:
+        for key in TOPIC_CONFIG_KEYS.values():
             value = key.default
             for syn in key.synonyms:
                 raw = props.get(syn.name)
-                if raw is None or (isinstance(raw, str) and raw.strip() == "" and key.type != LIST):
+                if raw is None or (isinstance(raw, str) and raw.strip() == "" and key.type != Type.LIST):
                     continue
-                value = parse_value(key, raw, syn.name) * syn.multiplier if syn.multiplier != 1 else \
-                    parse_value(key, raw, syn.name)
-                if key.name == "retention.ms" and value < 0:
-                    value = -1  # KafkaConfig.logRetentionTimeMillis: any negative means forever
-                if key.validator is not None:
-                    key.validator(syn.name, value)
+                try:
+                    value = parse_type(syn.name, raw, key.type)
+                    if syn.multiplier != 1:
+                        value *= syn.multiplier
+                    if key.name == "retention.ms" and value < 0:
+                        value = -1  # KafkaConfig.logRetentionTimeMillis: any negative means forever
+                    if key.validator is not None:
+                        key.validator(syn.name, value)
+                except ConfigException as e:
+                    raise _invalid_config(e) from None
                 sources[key.name] = syn.name
                 break
             defaults[key.name] = value
@@ -312,10 +266,12 @@ class LogConfig:
         InvalidConfigError naming the first bad key and value (Kafka's ``LogConfig.validate``)."""
         parsed: dict[str, Any] = {}
         for name, value in overrides.items():
-            key = TOPIC_CONFIG_KEYS.get(name)
-            if key is None:
+            if name not in TOPIC_CONFIG_KEYS:
                 raise InvalidConfigError(f"Unknown topic config name: {name}")
-            parsed[name] = _validated(key, value)
+            try:
+                parsed[name] = TOPIC_CONFIG_DEF.parse_value(name, value)
+            except ConfigException as e:
+                raise _invalid_config(e) from None
         lag_min = parsed.get("min.compaction.lag.ms", TOPIC_CONFIG_KEYS["min.compaction.lag.ms"].default)
         lag_max = parsed.get("max.compaction.lag.ms", TOPIC_CONFIG_KEYS["max.compaction.lag.ms"].default)
         if lag_min > lag_max:

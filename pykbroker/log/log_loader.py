@@ -19,8 +19,6 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-import structlog
-
 from pykbroker.log.abstract_index import CorruptIndexError
 from pykbroker.log.fetch_data_info import LogOffsetMetadata
 from pykbroker.log.leader_epoch_cache import LeaderEpochFileCache
@@ -37,9 +35,8 @@ from pykbroker.log.log_file_utils import (
 from pykbroker.log.log_segment import LogSegment
 from pykbroker.log.log_segments import LogSegments
 from pykbroker.record.file_records import BatchHeader
+from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import Time
-
-_log = structlog.get_logger("pykbroker.log.LogLoader")
 
 
 class LoadedLogOffsets(NamedTuple):
@@ -72,6 +69,7 @@ class LogLoader:
         self.recovery_point_checkpoint = recovery_point_checkpoint
         self.leader_epoch_cache = leader_epoch_cache
         self.report = RecoveryReport(0, 0, None, ())
+        self._log = get_logger("LogLoader", partition=self._tp(), dir=os.path.dirname(directory))
 
     def _tp(self) -> str:
         return f"{self.tp[0]}-{self.tp[1]}"
@@ -98,7 +96,7 @@ class LogLoader:
             if not os.path.isfile(path):
                 continue
             if name.endswith((DELETED_FILE_SUFFIX, CLEANED_FILE_SUFFIX, TMP_FILE_SUFFIX, SWAP_FILE_SUFFIX)):
-                _log.info("Deleting stray temporary file", partition=self._tp(), file=name)
+                self._log.info("Deleting stray temporary file", file=name)
                 os.unlink(path)
 
     def _load_segment_files(self) -> None:
@@ -117,7 +115,7 @@ class LogLoader:
                 except ValueError:
                     continue
                 if base not in log_bases:
-                    _log.warning("Found an orphaned index file, deleting it", partition=self._tp(), file=name)
+                    self._log.warning("Found an orphaned index file, deleting it", file=name)
                     os.unlink(os.path.join(self.dir, name))
         last = max(log_bases) if log_bases else None
         for base in sorted(log_bases):
@@ -127,8 +125,8 @@ class LogLoader:
                 # every index is checked; only the last segment's stay mapped (the others map lazily)
                 segment.sanity_check(unload=base != last)
             except (FileNotFoundError, CorruptIndexError) as e:
-                _log.warning("Found a corrupt or missing index; rebuilding it", partition=self._tp(),
-                             segment=base, error=str(e))
+                self._log.warning("Found a corrupt or missing index; rebuilding it",
+                                  segment=base, error=str(e))
                 segment.close_handlers()
                 for path in (segment.offset_index_path, segment.time_index_path):
                     if os.path.exists(path):
@@ -157,8 +155,8 @@ class LogLoader:
             truncated_segment = None
             deleted: list[int] = []
             for i, segment in enumerate(unflushed):
-                _log.info("Recovering unflushed segment", partition=self._tp(), segment=segment.base_offset,
-                          progress=f"{i}/{len(unflushed)}")
+                self._log.info("Recovering unflushed segment", segment=segment.base_offset,
+                               progress=f"{i}/{len(unflushed)}")
                 truncated = self._recover_segment(segment)
                 recovered += 1
                 if truncated > 0:
@@ -171,12 +169,12 @@ class LogLoader:
                     break
             self.report = RecoveryReport(recovered, truncated_total, truncated_segment, tuple(deleted))
             if truncated_segment is not None:
-                _log.warning("Log recovery truncated a corrupt or torn tail", partition=self._tp(),
-                             segment=truncated_segment, truncated_bytes=truncated_total,
-                             deleted_later_segments=deleted, recovered_segments=recovered)
+                self._log.warning("Log recovery truncated a corrupt or torn tail",
+                                  segment=truncated_segment, truncated_bytes=truncated_total,
+                                  deleted_later_segments=deleted, recovered_segments=recovered)
             elif recovered:
-                _log.info("Log recovery found every batch intact", partition=self._tp(),
-                          recovered_segments=recovered)
+                self._log.info("Log recovery found every batch intact",
+                               recovered_segments=recovered)
 
         log_end_offset = self._delete_segments_if_log_start_greater_than_log_end()
         if self.segments.is_empty:
@@ -195,9 +193,9 @@ class LogLoader:
             return None
         log_end_offset = last.read_next_offset()
         if self.log_start_offset_checkpoint > log_end_offset:
-            _log.warning("Deleting all segments: the log start offset is beyond the log end offset",
-                         partition=self._tp(), log_start_offset=self.log_start_offset_checkpoint,
-                         log_end_offset=log_end_offset)
+            self._log.warning("Deleting all segments: the log start offset is beyond the log end offset",
+                              log_start_offset=self.log_start_offset_checkpoint,
+                              log_end_offset=log_end_offset)
             for segment in self.segments.clear():
                 segment.delete_if_exists()
             if self.leader_epoch_cache is not None:

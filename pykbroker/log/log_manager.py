@@ -16,8 +16,6 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-import structlog
-
 from pykbroker.log.checkpoints import (
     CLEAN_SHUTDOWN_FILE,
     LOG_START_OFFSET_CHECKPOINT_FILE,
@@ -40,10 +38,11 @@ from pykbroker.log.log_file_utils import (
 )
 from pykbroker.log.producer_state_manager import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from pykbroker.log.unified_log import KafkaStorageErrorError, UnifiedLog
+from pykbroker.utils.logging import get_logger
 from pykbroker.utils.scheduler import Scheduler
 from pykbroker.utils.time import Time
 
-_log = structlog.get_logger("pykbroker.log.LogManager")
+_log = get_logger("LogManager")
 
 METADATA_TOPIC = "__cluster_metadata"
 LOCK_FILE_NAME = ".lock"

@@ -12,8 +12,6 @@ import os
 from collections.abc import Callable
 from typing import NamedTuple
 
-import structlog
-
 from pykbroker.log.fetch_data_info import FetchDataInfo, LogOffsetMetadata
 from pykbroker.log.lazy_index import LazyIndex
 from pykbroker.log.log_file_utils import log_file, offset_index_file, time_index_file, too_many_open_files
@@ -28,9 +26,10 @@ from pykbroker.record.file_records import (
     TimestampAndOffset,
     verify_crc,
 )
+from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import Time
 
-_log = structlog.get_logger("pykbroker.log.LogSegment")
+_log = get_logger("LogSegment")
 
 
 class LogSegmentOffsetOverflowError(Exception):

@@ -11,8 +11,6 @@ from __future__ import annotations
 import bisect
 import os
 
-import structlog
-
 from pykbroker.log.log_file_utils import (
     PRODUCER_SNAPSHOT_FILE_SUFFIX,
     offset_from_file_name,
@@ -31,8 +29,7 @@ from pykbroker.log.producer_state_snapshot import (
     write_snapshot,
 )
 from pykbroker.record.file_records import BatchHeader
-
-_log = structlog.get_logger("pykbroker.log.ProducerStateManager")
+from pykbroker.utils.logging import get_logger
 
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
 
@@ -44,6 +41,7 @@ class ProducerStateManager:
                  producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS):
         self.topic_partition = topic_partition
         self.log_dir = log_dir
+        self._log = get_logger("ProducerStateManager", partition=self._tp())
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.producers: dict[int, ProducerStateEntry] = {}
         self._ongoing_txns: dict[int, int] = {}  # first offset -> producer id
@@ -171,8 +169,8 @@ class ProducerStateManager:
             try:
                 entries = read_snapshot(path)
             except (OSError, CorruptSnapshotError) as e:
-                _log.warning("Failed to load producer snapshot; deleting it and trying an older one",
-                             partition=self._tp(), snapshot=path, error=str(e))
+                self._log.warning("Failed to load producer snapshot; deleting it and trying an older one",
+                                  snapshot=path, error=str(e))
                 self._remove_snapshot(offset)
                 continue
             for entry in entries:
@@ -183,8 +181,8 @@ class ProducerStateManager:
                 if entry.current_txn_first_offset is not None:
                     self._ongoing_txns[entry.current_txn_first_offset] = entry.producer_id
             self.map_end_offset = offset
-            _log.info("Loaded producer state from snapshot", partition=self._tp(), offset=offset,
-                      producers=len(self.producers))
+            self._log.info("Loaded producer state from snapshot", offset=offset,
+                           producers=len(self.producers))
             return
         self.map_end_offset = log_start_offset
 

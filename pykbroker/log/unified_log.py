@@ -16,8 +16,6 @@ import shutil
 import threading
 from collections.abc import Callable
 
-import structlog
-
 from pykbroker.log.checkpoints import (
     LEADER_EPOCH_CHECKPOINT_FILE,
     LeaderEpochCheckpointFile,
@@ -78,10 +76,9 @@ from pykbroker.record.file_records import (
     iter_batch_headers,
     verify_crc,
 )
+from pykbroker.utils.logging import get_logger
 from pykbroker.utils.scheduler import Scheduler
 from pykbroker.utils.time import Time
-
-_log = structlog.get_logger("pykbroker.log.UnifiedLog")
 
 InconsistentTopicIdError = _errors.for_name("INCONSISTENT_TOPIC_ID")
 KafkaStorageErrorError = _errors.for_name("KAFKA_STORAGE_ERROR")
@@ -156,6 +153,12 @@ class UnifiedLog:
         self.recovery_report = recovery_report or RecoveryReport(0, 0, None, ())
         # Set by the LogManager: I/O errors take the log's directory offline (KAFKA_STORAGE_ERROR).
         self.log_dir_failure_channel: LogDirFailureChannel | None = None
+        self._log = self._logger()
+
+    def _logger(self):
+        """Kafka's log prefix: ``[UnifiedLog partition=t-0, dir=/data]`` (the partition's log directory)."""
+        topic, partition = self.topic_partition
+        return get_logger("UnifiedLog", partition=f"{topic}-{partition}", dir=self.parent_dir)
 
     def _io(self, what: str) -> _IOErrors:
         return _IOErrors(self, what)
@@ -437,8 +440,8 @@ class UnifiedLog:
         params = RollParams(self._max_segment_ms(), self._config.segment_bytes, max_timestamp, last_offset,
                             messages_size, self._time.milliseconds())
         if segment.should_roll(params):
-            _log.debug("Rolling new log segment", partition=self.name, log_size=segment.size,
-                       time_since_roll_ms=segment.time_waited_for_roll(params.now, max_timestamp))
+            self._log.debug("Rolling new log segment", log_size=segment.size,
+                            time_since_roll_ms=segment.time_waited_for_roll(params.now, max_timestamp))
             return self.roll(first_offset)
         return segment
 
@@ -451,8 +454,8 @@ class UnifiedLog:
             active = self._segments.last_segment()
             if self._segments.contains(new_offset):
                 if active is not None and active.base_offset == new_offset and active.size == 0:
-                    _log.warning("Trying to roll a new segment whose base offset equals the empty active segment's; "
-                                 "recreating it", partition=self.name, offset=new_offset)
+                    self._log.warning("Trying to roll a new segment whose base offset equals the empty active segment's; "
+                                      "recreating it", offset=new_offset)
                     self._segments.remove(new_offset)
                     active.delete_if_exists()
                 else:
@@ -465,7 +468,7 @@ class UnifiedLog:
                 for path in (log_file(self._dir, new_offset), offset_index_file(self._dir, new_offset),
                              time_index_file(self._dir, new_offset)):
                     if os.path.exists(path):
-                        _log.warning("Newly rolled segment file already exists; deleting it first", file=path)
+                        self._log.warning("Newly rolled segment file already exists; deleting it first", file=path)
                         os.unlink(path)
                 if active is not None:
                     active.on_become_inactive_segment()
@@ -478,7 +481,7 @@ class UnifiedLog:
             psm.take_snapshot(sync=False)
             if self._scheduler is not None:
                 self._scheduler.schedule_once("flush-log", lambda: self.flush_up_to_offset_exclusive(new_offset))
-            _log.info("Rolled new log segment", partition=self.name, base_offset=new_offset)
+            self._log.info("Rolled new log segment", base_offset=new_offset)
             return segment
 
     # -- flush --------------------------------------------------------------------------------
@@ -653,8 +656,8 @@ class UnifiedLog:
             self.leader_epoch_cache.truncate_from_start(new_log_start_offset)
             self.producer_state_manager.on_log_start_offset_incremented(new_log_start_offset)
             self._first_unstable_offset = self.producer_state_manager.first_unstable_offset
-            _log.info("Incremented log start offset", partition=self.name, log_start_offset=new_log_start_offset,
-                      reason=reason)
+            self._log.info("Incremented log start offset", log_start_offset=new_log_start_offset,
+                           reason=reason)
             return True
 
     # -- retention ----------------------------------------------------------------------------
@@ -688,8 +691,8 @@ class UnifiedLog:
             for segment in deletable:
                 self.producer_state_manager.delete_snapshot(segment.base_offset)
             first = self._segments.first_segment()
-            _log.info("Deleting segments", partition=self.name, reason=reason,
-                      segments=[s.base_offset for s in to_delete])
+            self._log.info("Deleting segments", reason=reason,
+                           segments=[s.base_offset for s in to_delete])
             if first is not None:
                 self.maybe_increment_log_start_offset(first.base_offset, reason)
             return len(deletable)
@@ -701,7 +704,7 @@ class UnifiedLog:
             try:
                 segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
             except OSError as e:
-                _log.warning("Failed to rename segment for deletion", segment=segment.log.path, error=str(e))
+                self._log.warning("Failed to rename segment for deletion", segment=segment.log.path, error=str(e))
 
         def delete_files() -> None:
             for s in segments:
@@ -723,7 +726,7 @@ class UnifiedLog:
             self._check_open()
             if target_offset >= self.log_end_offset:
                 return False
-            _log.info("Truncating log", partition=self.name, target_offset=target_offset)
+            self._log.info("Truncating log", target_offset=target_offset)
             first = self._segments.first_segment()
             if first is None or first.base_offset > target_offset:
                 self.truncate_fully_and_start_at(target_offset)
@@ -816,6 +819,7 @@ class UnifiedLog:
             self.leader_epoch_cache.update_checkpoint(
                 LeaderEpochCheckpointFile(os.path.join(new_dir, LEADER_EPOCH_CHECKPOINT_FILE)))
             self._partition_metadata = PartitionMetadataFile(new_dir)
+            self._log = self._logger()
 
     def delete(self) -> None:
         """Delete every file and the directory."""

@@ -9,7 +9,8 @@ STATIC_BROKER_CONFIG, DEFAULT_CONFIG). Group overrides are checked with ``group_
 """
 from __future__ import annotations
 
-from pykbroker.log.log_config import LIST, TOPIC_CONFIG_KEYS, LogConfig
+from pykbroker.config.config_def import Type
+from pykbroker.log.log_config import TOPIC_CONFIG_KEYS, LogConfig
 from pykbroker.metadata.configuration_control_manager import (
     SOURCE_DEFAULT_CONFIG,
     SOURCE_STATIC_BROKER_CONFIG,
@@ -33,7 +34,7 @@ class LogConfigSchema(ConfigSchema):
 
     def is_list(self, resource_type: int, name: str) -> bool:
         key = TOPIC_CONFIG_KEYS.get(name)
-        return resource_type == RESOURCE_TOPIC and key is not None and key.type == LIST
+        return resource_type == RESOURCE_TOPIC and key is not None and key.type == Type.LIST
 
     def validate(self, resource_type: int, resource_name: str, configs: dict[str, str]) -> None:
         if resource_type == RESOURCE_TOPIC:

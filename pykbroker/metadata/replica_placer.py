@@ -1,6 +1,6 @@
 """StripedReplicaPlacer: where the replicas of new partitions go (Kafka's ``StripedReplicaPlacer``).
 
-Behaviour (DESIGN.md 11.7): brokers are grouped by rack (racks sorted; brokers without a rack form one
+Behaviour: brokers are grouped by rack (racks sorted; brokers without a rack form one
 group), each rack keeping a sorted list of unfenced brokers and one of fenced brokers, each list starting at
 a random offset. For every partition, the leader is the next unfenced broker found walking the racks from the
 current rack offset; the other replicas take, rack by rack round-robin, the next broker of each rack

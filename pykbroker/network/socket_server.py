@@ -1,6 +1,6 @@
 """SocketServer, Acceptor and Processor: Kafka's network threads.
 
-Mirrors ``kafka.network.SocketServer`` thread for thread (DESIGN.md §1):
+Mirrors ``kafka.network.SocketServer`` thread for thread (docs/ARCHITECTURE.md §2):
 
 * one :class:`Acceptor` thread per listener: non-blocking listening socket (``listen`` with
   ``socket.listen.backlog.size``), ``select(500 ms)``, then every pending connection is accepted in

@@ -1,4 +1,4 @@
-"""Request and response headers (DESIGN.md 8.4), and the header version rules.
+"""Request and response headers, and the header version rules (docs/ARCHITECTURE.md §8).
 
 Mirrors ``org.apache.kafka.common.requests.RequestHeader`` / ``ResponseHeader`` and
 ``ApiKeys.requestHeaderVersion``/``responseHeaderVersion``:

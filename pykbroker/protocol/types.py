@@ -1,7 +1,7 @@
 """Primitive wire types of the Kafka protocol: fixed-width ints, varints, strings, bytes, tagged fields.
 
 Mirrors ``org.apache.kafka.common.protocol.types.Type`` / ``ByteUtils`` / ``Readable``/``Writable``. Everything is
-big-endian. Shapes (section 8.2 of DESIGN.md):
+big-endian. Shapes:
 
     int8/16/32/64, uint16, uint32, float64, bool   fixed width
     uuid                                            16 bytes, decoded to ``uuid.UUID``

@@ -5,7 +5,7 @@ int16 type`` (``ControlRecordType``); the LeaderChange value is Kafka's ``Leader
 version 0): ``int16 version, int32 leader_id, voters[], granting_voters[]`` where each voter is
 ``{int32 voter_id}``, arrays compact (uvarint length + 1), each struct and the message ending with an
 empty tagged-field section. Written here by hand because the raft layer must not depend on the schema
-codec; the layout is a protocol fact (``raft/.../LeaderChangeMessage.json``).
+codec; the layout is a protocol fact (Kafka's ``LeaderChangeMessage`` schema).
 """
 from __future__ import annotations
 

@@ -54,7 +54,7 @@ from pykbroker.server.handlers.produce import ProduceHandler
 from pykbroker.server.handlers.producer_id import InitProducerIdHandler, ProducerIdManager
 from pykbroker.server.replica_manager import ReplicaManager
 from pykbroker.utils.scheduler import KafkaScheduler
-from pykbroker.network.socket_server import SocketServer, SocketServerConfig
+from pykbroker.network.socket_server import CONTROL_PLANE, DATA_PLANE, SocketServer, SocketServerConfig
 from pykbroker.protocol import request_schema
 from pykbroker.server.api_version_manager import ApiVersionManager
 from pykbroker.server.handlers.api_versions import ApiVersionsHandler
@@ -188,11 +188,11 @@ class KafkaRaftServer:
 
         self.data_plane_pool = KafkaRequestHandlerPool(
             self.node_id, self.socket_server.data_plane_request_channel, self.data_plane_apis,
-            config["num.io.threads"], "data-plane", self.metrics, self.time)
+            config["num.io.threads"], DATA_PLANE, self.metrics, self.time)
         if cp_name:
             self.control_plane_pool = KafkaRequestHandlerPool(
                 self.node_id, self.socket_server.control_plane_request_channel, self.control_plane_apis, 1,
-                "control-plane", self.metrics, self.time)
+                CONTROL_PLANE, self.metrics, self.time)
         self.socket_server.enable_request_processing()
         self.started = True
         self.log.info("Kafka Server started")

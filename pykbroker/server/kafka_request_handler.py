@@ -1,15 +1,24 @@
 """KafkaRequestHandler threads and their pool: take requests off the RequestChannel, call KafkaApis.
 
-Mirrors ``kafka.server.KafkaRequestHandler{,Pool}``: ``num.io.threads`` daemon threads named
-``data-plane-kafka-request-handler-<i>`` (``control-plane-...`` for the control plane) loop on
-``receive_request(300 ms)``; idle time feeds RequestHandlerAvgIdlePercent; a ShutdownRequest stops one
-thread. Any exception escaping ``KafkaApis.handle`` is logged; the thread never dies of it.
+Mirrors ``kafka.server.KafkaRequestHandler{,Pool}``. One pool per plane, named as in Kafka:
+
+* data plane: threads ``data-plane-kafka-request-handler-<i>``, idle metric
+  ``kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent``;
+* control plane: threads ``control-plane-kafka-request-handler-<i>``, idle metric
+  ``kafka.server:type=KafkaRequestHandlerPool,name=ControlPlaneRequestHandlerAvgIdlePercent``.
+
+Log prefixes are ``[<plane> Kafka Request Handler on Broker <id>]`` for the pool and
+``[Kafka Request Handler <i> on Broker <id>]`` for each thread. The data plane has ``num.io.threads``
+threads, the control plane one. Each daemon thread loops on ``receive_request(300 ms)``; idle time
+feeds the pool's idle metric; a ShutdownRequest stops one thread. Any exception escaping
+``KafkaApis.handle`` is logged; the thread never dies of it.
 """
 from __future__ import annotations
 
 import threading
 
 from pykbroker.network.request_channel import SHUTDOWN_REQUEST, Request, RequestChannel
+from pykbroker.network.socket_server import CONTROL_PLANE, DATA_PLANE
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.metrics import MetricsRegistry
 from pykbroker.utils.time import SYSTEM, Time
@@ -20,7 +29,7 @@ class KafkaRequestHandler(threading.Thread):
         super().__init__(name=f"{pool.thread_name_prefix}-kafka-request-handler-{handler_id}", daemon=True)
         self.handler_id = handler_id
         self.pool = pool
-        self.log = get_logger("Kafka Request Handler", id=handler_id, brokerId=node_id)
+        self.log = get_logger(f"Kafka Request Handler {handler_id} on Broker {node_id}")
         self.stopped = threading.Event()
 
     def run(self) -> None:
@@ -51,19 +60,32 @@ class KafkaRequestHandler(threading.Thread):
                 self.log.warning("Unexpected request type", request=repr(request))
 
 
+# Kafka's DataPlaneAcceptor/ControlPlaneAcceptor ThreadPrefix -> MetricPrefix
+METRIC_PREFIXES = {DATA_PLANE: "", CONTROL_PLANE: "ControlPlane"}
+
+
+def idle_metric_name(thread_name_prefix: str) -> str:
+    return (f"kafka.server:type=KafkaRequestHandlerPool,"
+            f"name={METRIC_PREFIXES[thread_name_prefix]}RequestHandlerAvgIdlePercent")
+
+
 class KafkaRequestHandlerPool:
+    """``num_threads`` KafkaRequestHandler threads for one plane (``thread_name_prefix``: ``data-plane`` or
+    ``control-plane``), all reading the same RequestChannel and calling the same ``apis``."""
+
     def __init__(self, node_id: int, request_channel: RequestChannel, apis, num_threads: int,
-                 thread_name_prefix: str = "data-plane", metrics: MetricsRegistry | None = None,
+                 thread_name_prefix: str = DATA_PLANE, metrics: MetricsRegistry | None = None,
                  time: Time = SYSTEM):
+        if thread_name_prefix not in METRIC_PREFIXES:
+            raise ValueError(f"Unknown request plane {thread_name_prefix!r}: expected one of {sorted(METRIC_PREFIXES)}")
         self.node_id = node_id
         self.request_channel = request_channel
         self.apis = apis
         self.time = time
         self.thread_name_prefix = thread_name_prefix
         metrics = metrics or MetricsRegistry()
-        prefix = "ControlPlane" if thread_name_prefix == "control-plane" else ""
-        self.idle = metrics.idle_ratio(f"kafka.server:type=KafkaRequestHandlerPool,name={prefix}RequestHandlerAvgIdlePercent")
-        self.log = get_logger("data-plane Kafka Request Handler on Broker", id=node_id)
+        self.idle = metrics.idle_ratio(idle_metric_name(thread_name_prefix))
+        self.log = get_logger(f"{thread_name_prefix} Kafka Request Handler on Broker {node_id}")
         self.handlers = [KafkaRequestHandler(i, node_id, self) for i in range(num_threads)]
         for h in self.handlers:
             h.start()

@@ -1,6 +1,6 @@
 """The purgatory: operations that wait (without blocking a thread) for a condition or a timeout.
 
-Mirrors ``kafka.server.DelayedOperation`` / ``DelayedOperationPurgatory`` (DESIGN.md 5.1-5.2).
+Mirrors ``kafka.server.DelayedOperation`` / ``DelayedOperationPurgatory`` (docs/ARCHITECTURE.md §6).
 
 Theory of operation. A request handler that cannot answer yet (acks=all produce waiting for the high
 watermark, fetch waiting for ``min_bytes``, a join waiting for members) builds a :class:`DelayedOperation`

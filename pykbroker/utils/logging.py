@@ -4,7 +4,8 @@
 
 Loggers carry their component prefix as the ``component`` key: ``get_logger("SocketServer",
 listenerType="BROKER", nodeId=1)``. Extra key/values are appended after the message. ``configure``
-is idempotent and called once by the entry point; libraries just call :func:`get_logger`.
+is idempotent and called once by the entry point; everything else calls :func:`get_logger`, the only way
+to get a logger (this is the one module that imports structlog).
 
 Writing a log line never raises: when the output stream fails (the reader of a pipe went away:
 ``kafka-server-start ... | tee log`` and Ctrl-C; a full disk; a closed file), the stream's file
@@ -101,10 +102,13 @@ def _sink_factory(stream):
     return lambda *args: sink
 
 
+_generation = 0  # bumped by every (re)configuration: loggers re-bind on their next call
+
+
 def configure(level: str = "info", stream=None) -> None:
     """Set up structlog for the process: level filter, Kafka-like renderer, output ``stream`` (stdout),
     written through a sink that survives the stream failing (see the module docstring)."""
-    global _configured
+    global _configured, _generation
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
@@ -116,14 +120,76 @@ def configure(level: str = "info", stream=None) -> None:
         cache_logger_on_first_use=False,
     )
     _configured = True
+    _generation += 1
 
 
-def get_logger(component: str | None = None, **context):
-    """A bound logger whose lines carry ``[component k=v, ...]`` as Kafka's log prefixes do."""
+def saved_config() -> dict:
+    """The current logging configuration, for :func:`restore` (tests that reconfigure logging)."""
+    return structlog.get_config()
+
+
+def restore(config: dict) -> None:
+    """Reinstate a configuration from :func:`saved_config`; every logger re-binds to it."""
+    global _generation
+    structlog.configure(**config)
+    _generation += 1
+
+
+class ComponentLogger:
+    """What :func:`get_logger` returns: a logger whose lines carry ``[component]``.
+
+    It binds to the configuration current at its first call and re-binds after :func:`configure` or
+    :func:`restore`, so a module-level ``_log = get_logger("LogManager")`` created at import, before the
+    entry point configures logging, still logs Kafka-style. A call costs one generation check more than
+    a bound structlog logger. Thread-safe: a race re-binds twice to the same configuration.
+    """
+
+    __slots__ = ("component", "_bound", "_generation")
+
+    def __init__(self, component: str | None):
+        self.component = component
+        self._bound = None
+        self._generation = -1
+
+    def _logger(self):
+        if self._generation != _generation:
+            bound = structlog.get_logger()
+            self._bound = bound.bind(component=self.component) if self.component else bound.bind()
+            self._generation = _generation
+        return self._bound
+
+    def debug(self, event=None, *args, **kw):
+        return self._logger().debug(event, *args, **kw)
+
+    def info(self, event=None, *args, **kw):
+        return self._logger().info(event, *args, **kw)
+
+    def warning(self, event=None, *args, **kw):
+        return self._logger().warning(event, *args, **kw)
+
+    warn = warning
+
+    def error(self, event=None, *args, **kw):
+        return self._logger().error(event, *args, **kw)
+
+    def exception(self, event=None, *args, **kw):
+        return self._logger().exception(event, *args, **kw)
+
+    def critical(self, event=None, *args, **kw):
+        return self._logger().critical(event, *args, **kw)
+
+    def bind(self, **kw):
+        """A structlog logger with more context (bound to the current configuration)."""
+        return self._logger().bind(**kw)
+
+
+def get_logger(component: str | None = None, **context) -> ComponentLogger:
+    """A logger whose lines carry ``[component k=v, ...]`` as Kafka's log prefixes do; the only way to
+    get a logger in pykbroker."""
     if context:
         prefix = ", ".join(f"{k}={v}" for k, v in context.items())
         component = f"{component} {prefix}" if component else prefix
-    return structlog.get_logger().bind(component=component) if component else structlog.get_logger()
+    return ComponentLogger(component)
 
 
 def thread_name() -> str:

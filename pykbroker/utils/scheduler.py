@@ -14,11 +14,10 @@ import threading
 import time as _time
 from collections.abc import Callable
 
-import structlog
-
+from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import Time
 
-_log = structlog.get_logger("pykbroker.utils.scheduler")
+_log = get_logger("KafkaScheduler")
 
 
 class ScheduledTask:

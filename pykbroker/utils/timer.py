@@ -2,7 +2,7 @@
 
 Mirrors ``org.apache.kafka.server.util.timer.{Timer, TimerTask, SystemTimer}``. Kafka keeps tasks in a
 hierarchical timing wheel (tick 1 ms, 20 slots, overflow wheels) whose buckets sit in a ``DelayQueue``;
-here a binary heap of ``(deadline_ms, seq, entry)`` does the same job (DESIGN.md 5.2): ``add`` is
+here a binary heap of ``(deadline_ms, seq, entry)`` does the same job (docs/ARCHITECTURE.md §6): ``add`` is
 O(log n), finding the next deadline O(1).
 
 Cancellation is lazy: ``TimerTask.cancel()`` only marks the task's entry dead (O(1), one short lock), and

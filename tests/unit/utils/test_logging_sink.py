@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import io
 
-import structlog
-
 from pykbroker.utils import logging as plog
 
 
@@ -14,14 +12,14 @@ class _BrokenPipe(io.StringIO):
 
 
 def test_log_call_survives_broken_stream_and_falls_back_to_stderr(capsys):
-    saved = structlog.get_config()
+    saved = plog.saved_config()
     try:
         plog.configure("info", stream=_BrokenPipe())
         log = plog.get_logger("Test")
         log.info("first line")  # must not raise
         log.warning("second line")
     finally:
-        structlog.configure(**saved)
+        plog.restore(saved)
     err = capsys.readouterr().err
     assert "log output failed" in err
     assert "first line" in err and "second line" in err
