@@ -17,60 +17,13 @@ import signal
 import sys
 import threading
 
-DATA_DIR_KEYS = ("log.dirs", "log.dir", "metadata.log.dir")
-
-USAGE = "USAGE: kafka-server-start [-daemon] server.properties [--override property=value]*"
-
-
-def parse_args(argv: list[str]) -> tuple[str, dict[str, str]]:
-    """``(properties path, overrides)``; raises SystemExit(1) with the usage line on bad arguments."""
-    args = [a for a in argv if a != "-daemon"]
-    if not args or args[0].startswith("-"):
-        _usage()
-    path, rest, overrides = args[0], args[1:], {}
-    i = 0
-    while i < len(rest):
-        a = rest[i]
-        if a == "--override" and i + 1 < len(rest):
-            value = rest[i + 1]
-            i += 2
-        elif a.startswith("--override="):
-            value = a.split("=", 1)[1]
-            i += 1
-        else:
-            print(f"Found non argument parameters: {a}", file=sys.stderr)
-            _usage()
-        key, sep, val = value.partition("=")
-        if not sep or not key:
-            print(f"Invalid override: {value} (expected property=value)", file=sys.stderr)
-            _usage()
-        overrides[key.strip()] = val.strip()
-    return path, overrides
-
-
-def resolve_data_dirs(props: dict[str, str], base_dir: str) -> dict[str, str]:
-    """Make the relative entries of ``log.dirs`` / ``log.dir`` / ``metadata.log.dir`` absolute against
-    ``base_dir`` (in place; returns ``props``)."""
-    for key in DATA_DIR_KEYS:
-        value = props.get(key)
-        if value and value.strip():
-            props[key] = ",".join(os.path.normpath(os.path.join(base_dir, d.strip()))
-                                  for d in value.split(",") if d.strip())
-    return props
-
-
-def load_server_properties(path: str, overrides: dict[str, str] | None = None) -> dict[str, str]:
-    """The broker's properties: the file (data directories relative to its directory), then the
-    overrides (data directories relative to the working directory). Raises OSError / PropertiesError."""
-    from pykbroker.config.properties import load_properties
-    props = resolve_data_dirs(dict(load_properties(path)), os.path.dirname(os.path.abspath(path)))
-    props.update(resolve_data_dirs(dict(overrides or {}), os.getcwd()))
-    return props
-
-
-def _usage():
-    print(USAGE, file=sys.stderr)
-    raise SystemExit(1)
+from pykbroker.config.server_properties import (  # noqa: F401 - parse_args/resolve_data_dirs are public here too
+    DATA_DIR_KEYS,
+    USAGE,
+    load_server_properties,
+    parse_args,
+    resolve_data_dirs,
+)
 
 
 def main(argv: list[str] | None = None) -> int:

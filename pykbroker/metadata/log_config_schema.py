@@ -17,7 +17,7 @@ from pykbroker.metadata.configuration_control_manager import (
     SOURCE_TOPIC_CONFIG,
     ConfigSchema,
 )
-from pykbroker.coordinator.group import group_config
+from pykbroker.config import group_config
 from pykbroker.metadata.records import RESOURCE_GROUP, RESOURCE_TOPIC
 
 _SOURCE_IDS = {"TOPIC_CONFIG": SOURCE_TOPIC_CONFIG, "STATIC_BROKER_CONFIG": SOURCE_STATIC_BROKER_CONFIG,

@@ -44,7 +44,7 @@ from pykbroker.server.handlers.admin import AdminHandler
 from pykbroker.server.handlers.delete_records import DeleteRecordsHandler
 from pykbroker.server.handlers.groups import GroupHandlers
 from pykbroker.log.log_cleaner import LogCleaner
-from pykbroker.coordinator.group.group_config import GroupConfigDefaults
+from pykbroker.config.group_config import GroupConfigDefaults
 from pykbroker.coordinator.group.group_coordinator import GroupCoordinator
 from pykbroker.coordinator.group.group_metadata_manager import GroupMetadataManager
 from pykbroker.server.fetch_session import FetchManager, FetchSessionCache

@@ -112,7 +112,7 @@ def _broker_args(argv: list[str]) -> list[str] | None:
 
 def process_config(args: list[str], cwd: str) -> dict[str, str]:
     """The process' configuration: its properties file plus its ``--override``s (OSError if unreadable)."""
-    from pykbroker.kafka import parse_args as broker_args
+    from pykbroker.config.server_properties import parse_args as broker_args
     path, overrides = broker_args(args)
     props = dict(load_properties(os.path.join(cwd, path)))
     props.update(overrides)

@@ -23,7 +23,7 @@ from pykbroker.tools.command_line_utils import configure_tool_logging
 
 def _config(path: str) -> KafkaConfig:
     """As the broker reads it: relative data directories are taken from the file's directory."""
-    from pykbroker.kafka import load_server_properties
+    from pykbroker.config.server_properties import load_server_properties
     return KafkaConfig(load_server_properties(path))
 
 

@@ -7,7 +7,7 @@ the response is sent from that completion, so no request handler thread ever wai
 """
 from __future__ import annotations
 
-from pykbroker.coordinator.group import group_config
+from pykbroker.config import group_config
 from pykbroker.log.log_config import TOPIC_CONFIG_KEYS, LogConfig
 from pykbroker.metadata.configuration_control_manager import (SOURCE_DEFAULT_CONFIG, SOURCE_STATIC_BROKER_CONFIG,
                                                               SOURCE_TOPIC_CONFIG)

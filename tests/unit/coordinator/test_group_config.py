@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pykbroker.coordinator.group import group_config as gc
+from pykbroker.config import group_config as gc
 from pykbroker.metadata.configuration_control_manager import APPEND, DELETE, SET, ConfigurationControlManager
 from pykbroker.metadata.log_config_schema import LogConfigSchema
 from pykbroker.protocol import errors
