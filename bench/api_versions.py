@@ -7,6 +7,7 @@ Each client connection runs request/response lock-step (one in flight, like a Ka
 metadata calls); connections are spread over ``--client-processes`` processes so the client side is not
 limited to one core's GIL. Prints one line per connection count: requests/s and mean latency.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,6 +30,7 @@ def _worker(bootstrap: str, n_conns: int, seconds: float, out: mp.Queue) -> None
     import selectors
     import socket
     import struct
+
     host, port = bootstrap.rsplit(":", 1)
     req = encode_request(ApiKeys.API_VERSIONS, 3, 1, "bench", BODY)
     sel = selectors.DefaultSelector()
@@ -54,7 +56,7 @@ def _worker(bootstrap: str, n_conns: int, seconds: float, out: mp.Queue) -> None
                 size = struct.unpack_from(">i", buf)[0]
                 if len(buf) < 4 + size:
                     break
-                del buf[:4 + size]
+                del buf[: 4 + size]
                 count += 1
                 s.send(req)
     out.put(count)
@@ -87,12 +89,18 @@ def main() -> None:
     broker = None
     if not args.bootstrap_server:
         from tests.helpers.broker import BrokerProcess
-        broker = BrokerProcess(Path(tempfile.mkdtemp(prefix="bench-")), num_network_threads=args.num_network_threads,
-                               num_io_threads=args.num_io_threads).start()
+
+        broker = BrokerProcess(
+            Path(tempfile.mkdtemp(prefix="bench-")),
+            num_network_threads=args.num_network_threads,
+            num_io_threads=args.num_io_threads,
+        ).start()
         args.bootstrap_server = broker.bootstrap
     try:
-        print(f"# ApiVersions v3, lock-step per connection, {args.seconds:.0f}s per run, "
-              f"{os.cpu_count()} cores, client processes={args.client_processes}")
+        print(
+            f"# ApiVersions v3, lock-step per connection, {args.seconds:.0f}s per run, "
+            f"{os.cpu_count()} cores, client processes={args.client_processes}"
+        )
         for c in args.connections:
             rate = run(args.bootstrap_server, c, args.seconds, args.client_processes)
             print(f"connections={c:<4d} {rate:10.0f} requests/s  {1000.0 * c / rate:8.3f} ms mean latency")

@@ -6,8 +6,10 @@ Starts a broker (subprocess, default ``socket.listen.backlog.size`` = 50, 3 netw
 ``--connections`` non-blocking connections at once, sends one ApiVersions v0 request on each as soon as
 it is connected and waits for every answer. Prints, per run: seconds until all were answered and the
 kernel's ListenOverflows delta (handshakes dropped because the accept queue was full; each costs the
-client a 1 s, 3 s, 7 s ... retransmit, and a few end in a reset). Needs RLIMIT_NOFILE above the connection count (client and broker).
+client a 1 s, 3 s, 7 s ... retransmit, and a few end in a reset). Needs RLIMIT_NOFILE above the
+connection count (client and broker).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,9 +28,9 @@ from tests.helpers.broker import BrokerProcess  # noqa: E402
 
 def listen_overflows() -> int:
     lines = Path("/proc/net/netstat").read_text().splitlines()
-    for names, values in zip(lines[::2], lines[1::2]):
+    for names, values in zip(lines[::2], lines[1::2], strict=True):
         if names.startswith("TcpExt:"):
-            return int(dict(zip(names.split()[1:], values.split()[1:]))["ListenOverflows"])
+            return int(dict(zip(names.split()[1:], values.split()[1:], strict=True))["ListenOverflows"])
     return 0
 
 
@@ -80,10 +82,22 @@ def main() -> None:
             for run in range(args.runs):
                 before = listen_overflows()
                 seconds, resets = burst(broker.ports["PLAINTEXT"], args.connections)
-                print(f"run {run + 1}: {args.connections - resets} of {args.connections} connections answered in "
-                      f"{seconds:.2f} s ({resets} reset), ListenOverflows +{listen_overflows() - before}", flush=True)
+                print(
+                    f"run {run + 1}: {args.connections - resets} of {args.connections} connections answered in "
+                    f"{seconds:.2f} s ({resets} reset), ListenOverflows +{listen_overflows() - before}",
+                    flush=True,
+                )
         except BaseException:
-            print("\n".join(line for line in broker.lines if ("rror" in line and "reset by peer" not in line) or "Reject" in line or "Closing" in line or "accept" in line)[-3000:])
+            print(
+                "\n".join(
+                    line
+                    for line in broker.lines
+                    if ("rror" in line and "reset by peer" not in line)
+                    or "Reject" in line
+                    or "Closing" in line
+                    or "accept" in line
+                )[-3000:]
+            )
             raise
         finally:
             broker.stop()

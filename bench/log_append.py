@@ -16,6 +16,7 @@ Then a sequential ``read`` of everything (FileRecordsSlice + ``read_bytes`` copy
 recovery (CRC-32C over every batch, indexes rebuilt). No fsync per append (Kafka's default). Single
 thread. Not a test.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,7 @@ from pykbroker.utils.time import SystemTime
 
 
 class _Validated:
-    __slots__ = ("buffer", "first_offset", "last_offset", "max_timestamp", "offset_of_max_timestamp",
-                 "records_count")
+    __slots__ = ("buffer", "first_offset", "last_offset", "max_timestamp", "offset_of_max_timestamp", "records_count")
 
     def __init__(self, buffer, first_offset, last_offset, max_timestamp, records_count):
         self.buffer = buffer
@@ -51,8 +51,24 @@ class _Validated:
 
 def make_batch(size: int, records: int, producer_id: int = -1, sequence: int = -1) -> bytearray:
     body = os.urandom(size - 61)
-    data = bytearray(HEADER.pack(0, size - 12, -1, 2, 0, 0, records - 1, 1_700_000_000_000, 1_700_000_000_000,
-                                 producer_id, 0 if producer_id >= 0 else -1, sequence, records) + body)
+    data = bytearray(
+        HEADER.pack(
+            0,
+            size - 12,
+            -1,
+            2,
+            0,
+            0,
+            records - 1,
+            1_700_000_000_000,
+            1_700_000_000_000,
+            producer_id,
+            0 if producer_id >= 0 else -1,
+            sequence,
+            records,
+        )
+        + body
+    )
     data[17:21] = crc32c(memoryview(data)[21:]).to_bytes(4, "big")
     return data
 
@@ -99,8 +115,9 @@ def main() -> None:
         batches = [bytearray(template) for _ in range(POOL)]
         log = UnifiedLog.create(os.path.join(root, "bench-0"), cfg, None, clock)
         mbs = run_appends(log, batches, stub_validate, n)
-        print(f"append stub validator : {mbs:8.1f} MB/s  {mbs * 1e6 / size:9.0f} batches/s  "
-              f"({log.num_segments} segments)")
+        print(
+            f"append stub validator : {mbs:8.1f} MB/s  {mbs * 1e6 / size:9.0f} batches/s  ({log.num_segments} segments)"
+        )
 
         idem = [make_batch(size, args.records_per_batch, 7, 0) for _ in range(POOL)]
         sequence = [0]
@@ -110,6 +127,7 @@ def main() -> None:
             struct.pack_into(">i", records, 53, sequence[0])
             sequence[0] += args.records_per_batch
             return stub_validate(records, next_offset)
+
         log2 = UnifiedLog.create(os.path.join(root, "bench-1"), cfg, None, clock)
         mbs = run_appends(log2, idem, idempotent_validate, n)
         print(f"append idempotent     : {mbs:8.1f} MB/s  {mbs * 1e6 / size:9.0f} batches/s")
@@ -118,6 +136,7 @@ def main() -> None:
         if args.validator:
             from pykbroker.log.log_validator import LogValidator
             from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
+
             value = os.urandom(size // args.records_per_batch - 30)
             builder = MemoryRecordsBuilder(0)
             for _ in range(args.records_per_batch):
@@ -127,12 +146,16 @@ def main() -> None:
 
             def real_validate(records, next_offset):
                 records[0:8] = bytes(8)  # a fresh produce request: baseOffset 0 (outside the CRC)
-                return LogValidator(records, "bench-2", clock, partition_leader_epoch=0) \
-                    .validate_messages_and_assign_offsets(next_offset)
+                return LogValidator(
+                    records, "bench-2", clock, partition_leader_epoch=0
+                ).validate_messages_and_assign_offsets(next_offset)
+
             log3 = UnifiedLog.create(os.path.join(root, "bench-2"), cfg, None, clock)
             mbs = run_appends(log3, vbatches, real_validate, n)
-            print(f"append LogValidator   : {mbs:8.1f} MB/s  {mbs * 1e6 / len(built):9.0f} batches/s "
-                  f"({len(built)} B batches)")
+            print(
+                f"append LogValidator   : {mbs:8.1f} MB/s  {mbs * 1e6 / len(built):9.0f} batches/s "
+                f"({len(built)} B batches)"
+            )
             log3.close()
 
         log.update_high_watermark(log.log_end_offset)

@@ -8,6 +8,7 @@ For each partition count: create a topic, produce ``--num-records`` records of `
 with acks=1 (linger.ms=5, lz4 off) and wait for every delivery report, then consume the whole topic
 from the beginning with an assigned consumer. Prints MB/s (MiB of payload) and records/s for both.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def produce(bootstrap: str, topic: str, n: int, size: int, acks: str) -> float:
     from confluent_kafka import Producer
-    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, "batch.size": 1_000_000,
-                  "queue.buffering.max.kbytes": 1_048_576, "enable.idempotence": False})
+
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": acks,
+            "linger.ms": 5,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.kbytes": 1_048_576,
+            "enable.idempotence": False,
+        }
+    )
     payload = os.urandom(size)
     failures = []
     start = time.perf_counter()
@@ -44,11 +54,19 @@ def produce(bootstrap: str, topic: str, n: int, size: int, acks: str) -> float:
 
 def consume(bootstrap: str, topic: str, n: int, partitions: int) -> float:
     from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
-                  "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 10485760,
-                  # room for a whole 6 x 10 MiB response: at the default 64 MiB librdkafka backs off
-                  # fetching for fetch.error.backoff.ms (1 s) with "Queue full", which measures the client.
-                  "queued.max.messages.kbytes": 1048576})
+
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 52428800,
+            "max.partition.fetch.bytes": 10485760,
+            # room for a whole 6 x 10 MiB response: at the default 64 MiB librdkafka backs off
+            # fetching for fetch.error.backoff.ms (1 s) with "Queue full", which measures the client.
+            "queued.max.messages.kbytes": 1048576,
+        }
+    )
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got = 0
     start = time.perf_counter()
@@ -73,12 +91,17 @@ def main() -> None:
     broker = None
     if not args.bootstrap_server:
         from tests.helpers.broker import BrokerProcess
+
         broker = BrokerProcess(Path(tempfile.mkdtemp(prefix="bench-"))).start()
         args.bootstrap_server = broker.bootstrap
     from confluent_kafka.admin import AdminClient, NewTopic
+
     admin = AdminClient({"bootstrap.servers": args.bootstrap_server})
     mib = args.num_records * args.record_size / 1048576
-    print(f"# confluent-kafka, {args.num_records} records x {args.record_size} B, acks={args.acks}, {os.cpu_count()} cores")
+    print(
+        f"# confluent-kafka, {args.num_records} records x {args.record_size} B, acks={args.acks}, "
+        f"{os.cpu_count()} cores"
+    )
     try:
         for parts in args.partitions:
             topic = f"bench-{parts}-{uuid.uuid4().hex[:6]}"
@@ -86,8 +109,10 @@ def main() -> None:
             time.sleep(0.5)
             tp = produce(args.bootstrap_server, topic, args.num_records, args.record_size, args.acks)
             tc = consume(args.bootstrap_server, topic, args.num_records, parts)
-            print(f"partitions={parts}  produce {mib / tp:7.1f} MB/s {args.num_records / tp:9.0f} records/s   "
-                  f"fetch {mib / tc:7.1f} MB/s {args.num_records / tc:9.0f} records/s")
+            print(
+                f"partitions={parts}  produce {mib / tp:7.1f} MB/s {args.num_records / tp:9.0f} records/s   "
+                f"fetch {mib / tc:7.1f} MB/s {args.num_records / tc:9.0f} records/s"
+            )
     finally:
         if broker:
             broker.stop()

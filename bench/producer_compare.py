@@ -11,6 +11,7 @@ one ``send`` per record with a per-record delivery callback measuring latency, t
 Idempotence follows each client's default for the acks setting. Prints a table: records/s, MB/s,
 average latency (ms). Each client runs in its own process. Not a test.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 FINAL = re.compile(r"^(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency")
 
-PEER = r'''
+PEER = r"""
 import json, sys, time
 bootstrap, topic, n, size, acks, linger, client = sys.argv[1:8]
 n, size, linger = int(n), int(size), int(linger)
@@ -58,30 +59,61 @@ else:
     p.flush(300)
 elapsed = time.time() - start
 print(json.dumps({"records": len(lat), "elapsed": elapsed, "avg_ms": 1000 * sum(lat) / max(1, len(lat))}))
-'''
+"""
 
 
 def run_pykbroker(bootstrap, topic, n, size, acks, linger) -> dict:
-    out = subprocess.run([sys.executable, "-m", "pykbroker.tools.producer_performance", "--topic", topic,
-                          "--num-records", str(n), "--record-size", str(size), "--throughput", "-1",
-                          "--producer-props", f"bootstrap.servers={bootstrap}", f"acks={acks}", f"linger.ms={linger}"],
-                         capture_output=True, text=True, timeout=900, cwd=ROOT)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pykbroker.tools.producer_performance",
+            "--topic",
+            topic,
+            "--num-records",
+            str(n),
+            "--record-size",
+            str(size),
+            "--throughput",
+            "-1",
+            "--producer-props",
+            f"bootstrap.servers={bootstrap}",
+            f"acks={acks}",
+            f"linger.ms={linger}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+    )
     for line in out.stdout.splitlines():
         m = FINAL.match(line)
         if m:
-            return {"records": int(m.group(1)), "rps": float(m.group(2)), "mbps": float(m.group(3)),
-                    "avg_ms": float(m.group(4))}
+            return {
+                "records": int(m.group(1)),
+                "rps": float(m.group(2)),
+                "mbps": float(m.group(3)),
+                "avg_ms": float(m.group(4)),
+            }
     raise SystemExit(f"perf tool failed: {out.stdout}\n{out.stderr}")
 
 
 def run_peer(client, bootstrap, topic, n, size, acks, linger) -> dict:
-    out = subprocess.run([sys.executable, "-c", PEER, bootstrap, topic, str(n), str(size), acks, str(linger), client],
-                         capture_output=True, text=True, timeout=900)
+    out = subprocess.run(
+        [sys.executable, "-c", PEER, bootstrap, topic, str(n), str(size), acks, str(linger), client],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     if out.returncode != 0:
         raise SystemExit(f"{client} failed: {out.stderr[-2000:]}")
     r = json.loads(out.stdout.strip().splitlines()[-1])
-    return {"records": r["records"], "rps": r["records"] / r["elapsed"],
-            "mbps": r["records"] * size / r["elapsed"] / 1048576, "avg_ms": r["avg_ms"]}
+    return {
+        "records": r["records"],
+        "rps": r["records"] / r["elapsed"],
+        "mbps": r["records"] * size / r["elapsed"] / 1048576,
+        "avg_ms": r["avg_ms"],
+    }
 
 
 def main() -> None:
@@ -97,9 +129,11 @@ def main() -> None:
     broker = None
     if not args.bootstrap_server:
         from tests.helpers.broker import BrokerProcess
+
         broker = BrokerProcess(Path(tempfile.mkdtemp(prefix="bench-"))).start()
         args.bootstrap_server = broker.bootstrap
     from confluent_kafka.admin import AdminClient, NewTopic
+
     admin = AdminClient({"bootstrap.servers": args.bootstrap_server})
     print("# producers against pykbroker, 6 partitions, 2 cores; records/s, MB/s, avg latency ms")
     print(f"{'size':>5} {'acks':>4} {'linger':>6} {'client':>16} {'records/s':>11} {'MB/s':>7} {'avg ms':>8}")
@@ -116,8 +150,11 @@ def main() -> None:
                             r = run_pykbroker(args.bootstrap_server, topic, n, size, acks, linger)
                         else:
                             r = run_peer(client, args.bootstrap_server, topic, n, size, acks, linger)
-                        print(f"{size:>5} {acks:>4} {linger:>6} {client:>16} {r['rps']:>11,.0f} {r['mbps']:>7.2f} "
-                              f"{r['avg_ms']:>8.1f}", flush=True)
+                        print(
+                            f"{size:>5} {acks:>4} {linger:>6} {client:>16} {r['rps']:>11,.0f} {r['mbps']:>7.2f} "
+                            f"{r['avg_ms']:>8.1f}",
+                            flush=True,
+                        )
     finally:
         if broker is not None:
             broker.stop()

@@ -15,6 +15,7 @@ Prints, for ``--value-size``-byte values:
 
 Single thread; no broker needed. Not a test.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,13 +68,18 @@ def main() -> None:
     n, seconds = args.batch_records, args.seconds
     # Distinct values, half random and half repeated bytes: compressible about 2x, like typical payloads.
     half = args.value_size // 2
-    values = [(os.urandom(half) + b"x" * args.value_size)[:args.value_size] for _ in range(n)]
+    values = [(os.urandom(half) + b"x" * args.value_size)[: args.value_size] for _ in range(n)]
     key, headers = b"k" * 16, [("trace-id", b"0123456789abcdef")]
 
     print(f"value {args.value_size} B, {n} records per batch")
-    for label, codec, k, h in (("none", 0, None, None), ("none +key+header", 0, key, headers),
-                               ("gzip", 1, None, None), ("snappy", 2, None, None), ("lz4", 3, None, None),
-                               ("zstd", 4, None, None)):
+    for label, codec, k, h in (
+        ("none", 0, None, None),
+        ("none +key+header", 0, key, headers),
+        ("gzip", 1, None, None),
+        ("snappy", 2, None, None),
+        ("lz4", 3, None, None),
+        ("zstd", 4, None, None),
+    ):
         rate = _rate(lambda codec=codec, k=k, h=h: _build(codec, values, k, h), seconds) * n
         print(f"builder  {label:18s} {rate:12,.0f} records/s")
 
@@ -91,12 +97,15 @@ def main() -> None:
 
         def run(buf=buf, data=data, target=target):
             buf[:] = data  # a fresh request buffer, as the network layer hands over
-            LogValidator(buf, "bench-0", clock, target_compression=target,
-                         partition_leader_epoch=1).validate_messages_and_assign_offsets(1000)
+            LogValidator(
+                buf, "bench-0", clock, target_compression=target, partition_leader_epoch=1
+            ).validate_messages_and_assign_offsets(1000)
 
         rate = _rate(run, seconds)
-        print(f"validate {label:18s} {rate * len(data) / 1e6:12,.1f} MB/s on the wire, "
-              f"{rate * raw_size / 1e6:,.1f} MB/s uncompressed ({rate * n:,.0f} records/s, batch {len(data):,} B)")
+        print(
+            f"validate {label:18s} {rate * len(data) / 1e6:12,.1f} MB/s on the wire, "
+            f"{rate * raw_size / 1e6:,.1f} MB/s uncompressed ({rate * n:,.0f} records/s, batch {len(data):,} B)"
+        )
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 """Batch read throughput of format("pykbroker") into Spark's noop sink (issue 5 benchmark).
 
-    .venv/bin/python bench/spark_read.py                         # starts its own broker, 1,000,000 x 100 B, 6 partitions
+    .venv/bin/python bench/spark_read.py   # starts its own broker, 1,000,000 x 100 B, 6 partitions
     .venv/bin/python bench/spark_read.py --num-records 1000000 --partitions 6 --bootstrap-server 127.0.0.1:9092
 
 Produces the records with confluent-kafka, starts a local[2] SparkSession (127.0.0.1, UI off), runs
 one warm-up read, then times ``--runs`` full reads of the topic into ``format("noop")`` and prints
 rows/s for each. Not a test.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,16 +31,24 @@ def main() -> None:
     broker = None
     if not args.bootstrap_server:
         from tests.helpers.broker import BrokerProcess
+
         broker = BrokerProcess(Path(tempfile.mkdtemp(prefix="bench-spark-"))).start()
         args.bootstrap_server = broker.bootstrap
     try:
         from confluent_kafka import Producer
         from confluent_kafka.admin import AdminClient, NewTopic
+
         topic = f"spark-read-{int(time.time())}"
         admin = AdminClient({"bootstrap.servers": args.bootstrap_server})  # keep a reference while it works
         admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(30)
-        p = Producer({"bootstrap.servers": args.bootstrap_server, "linger.ms": 20, "batch.size": 1000000,
-                      "queue.buffering.max.kbytes": 1048576})
+        p = Producer(
+            {
+                "bootstrap.servers": args.bootstrap_server,
+                "linger.ms": 20,
+                "batch.size": 1000000,
+                "queue.buffering.max.kbytes": 1048576,
+            }
+        )
         payload = os.urandom(args.record_size)
         for i in range(args.num_records):
             while True:
@@ -52,17 +61,29 @@ def main() -> None:
         os.environ["PYSPARK_PYTHON"] = sys.executable
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
         from pyspark.sql import SparkSession
-        spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-                 .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-                 .config("spark.driver.memory", "1g").getOrCreate())
+
+        spark = (
+            SparkSession.builder.master("local[2]")
+            .config("spark.ui.enabled", "false")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.driver.memory", "1g")
+            .getOrCreate()
+        )
         spark.sparkContext.setLogLevel("ERROR")
         import pyspark_pykbroker
+
         pyspark_pykbroker.register(spark)
-        reader = (spark.read.format("pykbroker").option("kafka.bootstrap.servers", args.bootstrap_server)
-                  .option("subscribe", topic))
+        reader = (
+            spark.read.format("pykbroker")
+            .option("kafka.bootstrap.servers", args.bootstrap_server)
+            .option("subscribe", topic)
+        )
         reader.load().write.format("noop").mode("overwrite").save()  # warm-up: Python workers start
-        print(f"# format('pykbroker') batch read -> noop, {args.num_records:,} records x {args.record_size} B, "
-              f"{args.partitions} partitions, local[2]")
+        print(
+            f"# format('pykbroker') batch read -> noop, {args.num_records:,} records x {args.record_size} B, "
+            f"{args.partitions} partitions, local[2]"
+        )
         for run in range(args.runs):
             start = time.perf_counter()
             reader.load().write.format("noop").mode("overwrite").save()

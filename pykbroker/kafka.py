@@ -10,6 +10,7 @@ directory finds the same data instead of formatting a new empty cluster; relativ
 are taken from the working directory. The absolute directories are logged at start
 (``Log directories: ...``).
 """
+
 from __future__ import annotations
 
 import os
@@ -30,15 +31,18 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--version":
         from pykbroker import __version__
+
         print(__version__)
         return 0
     path, overrides = parse_args(argv)
     from pykbroker.utils import logging as plog
+
     plog.configure(os.environ.get("PYKBROKER_LOG_LEVEL", "info"))
     log = plog.get_logger("KafkaServer")
     from pykbroker.config.config_def import ConfigException
     from pykbroker.config.kafka_config import KafkaConfig
     from pykbroker.config.properties import PropertiesError
+
     try:
         props = load_server_properties(path, overrides)
     except (OSError, PropertiesError) as e:
@@ -52,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     log.info(f"Log directories: {', '.join(config.log_dirs)} (metadata.log.dir: {config.metadata_log_dir})")
     from pykbroker.server.kafka_raft_server import KafkaRaftServer, StartupError
+
     server = KafkaRaftServer(config)
 
     def shutdown_hook(signum: int) -> None:

@@ -5,6 +5,7 @@ Used by pykbroker's command-line tools, benchmarks and tests. Encoding and decod
 derived from the request's API and version (ApiVersions always uses header v0).
 Not thread-safe: one connection per thread.
 """
+
 from __future__ import annotations
 
 import socket
@@ -47,7 +48,7 @@ class BrokerConnection:
         self.pending: list[tuple[int, int, int]] = []  # (correlation id, api key, version)
 
     @classmethod
-    def to(cls, bootstrap: str, **kw) -> "BrokerConnection":
+    def to(cls, bootstrap: str, **kw) -> BrokerConnection:
         """A connection to the first reachable address of ``bootstrap`` (``host:port[,host:port...]``,
         tried in order, as Kafka's clients go through ``bootstrap.servers``). Raises ConnectionError naming
         every address when none answers, ValueError for an address without a port."""

@@ -6,6 +6,7 @@ wait for a topic's metadata with :meth:`await_topic` (bounded by ``max.block.ms`
 
 Thread-safety: all state is guarded by one condition variable.
 """
+
 from __future__ import annotations
 
 import threading

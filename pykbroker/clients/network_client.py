@@ -10,6 +10,7 @@ logs Kafka's WARN ``Connection to node N (host:port) could not be established. N
 
 Threading: owned by one thread (the producer's Sender); ``wakeup`` is thread-safe.
 """
+
 from __future__ import annotations
 
 import collections
@@ -18,7 +19,7 @@ import selectors
 import socket
 import struct
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from pykbroker.protocol import decode_response, encode_request, errors
 from pykbroker.protocol.api_keys import ApiKeys
@@ -65,9 +66,17 @@ class _Connection:
 
 
 class NetworkClient:
-    def __init__(self, client_id: str, request_timeout_ms: int = 30000, reconnect_backoff_ms: int = 50,
-                 reconnect_backoff_max_ms: int = 1000, max_in_flight: int = 5,
-                 send_buffer_bytes: int = 131072, receive_buffer_bytes: int = 32768, log=None):
+    def __init__(
+        self,
+        client_id: str,
+        request_timeout_ms: int = 30000,
+        reconnect_backoff_ms: int = 50,
+        reconnect_backoff_max_ms: int = 1000,
+        max_in_flight: int = 5,
+        send_buffer_bytes: int = 131072,
+        receive_buffer_bytes: int = 32768,
+        log=None,
+    ):
         self.client_id = client_id
         self.log = log or get_logger("NetworkClient", clientId=client_id)
         self.request_timeout = request_timeout_ms / 1000.0
@@ -140,8 +149,7 @@ class NetworkClient:
 
     def _connect_failed(self, node_id: int, address) -> None:
         where = f"{address[0]}:{address[1]}" if address else "unknown address"
-        self.log.warning(f"Connection to node {node_id} ({where}) could not be established. "
-                         "Node may not be available.")
+        self.log.warning(f"Connection to node {node_id} ({where}) could not be established. Node may not be available.")
 
     def _set_events(self, conn: _Connection, events: int) -> None:
         if events == conn.events:
@@ -177,11 +185,20 @@ class NetworkClient:
         if theirs is None:
             return ours
         if theirs[0] > ours:
-            raise errors.UnsupportedVersionError(f"node {node_id} supports api {api_key} from v{theirs[0]}, we at most v{ours}")
+            raise errors.UnsupportedVersionError(
+                f"node {node_id} supports api {api_key} from v{theirs[0]}, we at most v{ours}"
+            )
         return min(ours, theirs[1])
 
-    def send(self, node_id: int, api_key: int, version: int, body: dict,
-             callback: Callable[[dict | None, Exception | None], None] | None, expect_response: bool = True) -> None:
+    def send(
+        self,
+        node_id: int,
+        api_key: int,
+        version: int,
+        body: dict,
+        callback: Callable[[dict | None, Exception | None], None] | None,
+        expect_response: bool = True,
+    ) -> None:
         """Queue a request; ``callback(response, error)`` runs on this thread when it completes.
         With ``expect_response=False`` (acks=0 produce) the callback runs once the bytes are queued."""
         conn = self.conns[node_id]
@@ -203,7 +220,7 @@ class NetworkClient:
         try:
             while out:
                 frame = out[0]
-                n = conn.sock.send(memoryview(frame)[conn.out_pos:])
+                n = conn.sock.send(memoryview(frame)[conn.out_pos :])
                 conn.out_pos += n
                 if conn.out_pos < len(frame):
                     break
@@ -255,9 +272,13 @@ class NetworkClient:
         conn.state = CHECKING_API_VERSIONS
         self.failures.pop(conn.node_id, None)
         self._set_events(conn, selectors.EVENT_READ)
-        self._enqueue(conn, ApiKeys.API_VERSIONS, API_VERSIONS_VERSION,
-                      {"client_software_name": "pykbroker", "client_software_version": "0.1.0"},
-                      lambda resp, err, c=conn: self._on_api_versions(c, resp, err))
+        self._enqueue(
+            conn,
+            ApiKeys.API_VERSIONS,
+            API_VERSIONS_VERSION,
+            {"client_software_name": "pykbroker", "client_software_version": "0.1.0"},
+            lambda resp, err, c=conn: self._on_api_versions(c, resp, err),
+        )
 
     def _on_api_versions(self, conn: _Connection, response, error) -> None:
         if error is not None:
@@ -286,7 +307,7 @@ class NetworkClient:
             (size,) = _SIZE.unpack_from(buf, pos)
             if len(buf) - pos - 4 < size:
                 break
-            frame = memoryview(buf)[pos + 4:pos + 4 + size]
+            frame = memoryview(buf)[pos + 4 : pos + 4 + size]
             pos += 4 + size
             if not conn.in_flight:
                 frame.release()
@@ -312,8 +333,7 @@ class NetworkClient:
     def _expire_requests(self, now: float) -> None:
         for node_id, conn in list(self.conns.items()):
             if conn.in_flight and now - conn.in_flight[0].sent_at > self.request_timeout:
-                self.close(node_id, RequestTimeoutError(
-                    f"Disconnecting from node {node_id} due to request timeout."))
+                self.close(node_id, RequestTimeoutError(f"Disconnecting from node {node_id} due to request timeout."))
 
     def close_all(self) -> None:
         for node_id in list(self.conns):

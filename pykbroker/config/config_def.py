@@ -6,10 +6,12 @@ and the value (start-up prints it as one line and exits). The one mechanism for 
 the broker's (:mod:`pykbroker.config.kafka_config_def`) and the topics' (:mod:`pykbroker.log.log_config`,
 whose keys also list their broker synonyms).
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 
 class ConfigException(ValueError):
@@ -36,7 +38,7 @@ class Type:
     PASSWORD = "password"
 
 
-_INT_BOUNDS = {Type.INT: (-2**31, 2**31 - 1), Type.SHORT: (-2**15, 2**15 - 1), Type.LONG: (-2**63, 2**63 - 1)}
+_INT_BOUNDS = {Type.INT: (-(2**31), 2**31 - 1), Type.SHORT: (-(2**15), 2**15 - 1), Type.LONG: (-(2**63), 2**63 - 1)}
 
 NO_DEFAULT = object()
 
@@ -82,6 +84,7 @@ def at_least(minimum: float) -> Callable[[str, Any], None]:
     def check(key: str, value: Any) -> None:
         if value is not None and value < minimum:
             raise ConfigException(key, value, f"Value must be at least {minimum}")
+
     check.__doc__ = f"[{minimum},...]"
     return check
 
@@ -90,6 +93,7 @@ def between(lo: float, hi: float) -> Callable[[str, Any], None]:
     def check(key: str, value: Any) -> None:
         if value is not None and not lo <= value <= hi:
             raise ConfigException(key, value, f"Value must be no less than {lo} and no more than {hi}")
+
     check.__doc__ = f"[{lo},...,{hi}]"
     return check
 
@@ -105,6 +109,7 @@ def in_values(*allowed: str, case_sensitive: bool = True) -> Callable[[str, Any]
             if norm(v) not in ok:
                 shown = ",".join(items) if isinstance(value, list) else value
                 raise ConfigException(key, shown, f"String must be one of: {', '.join(allowed)}")
+
     check.__doc__ = f"[{', '.join(allowed)}]"
     return check
 
@@ -113,6 +118,7 @@ def in_values(*allowed: str, case_sensitive: bool = True) -> Callable[[str, Any]
 class ConfigSynonym:
     """Another key that supplies this key's default, times ``multiplier`` (``log.roll.hours`` -> ms), as
     Kafka's ``ConfigSynonym`` (topic keys take their defaults from broker keys)."""
+
     name: str
     multiplier: int = 1
 
@@ -138,8 +144,16 @@ class ConfigDef:
     def __init__(self) -> None:
         self.keys: dict[str, ConfigKey] = {}
 
-    def define(self, name: str, type_: str, default: Any = NO_DEFAULT, validator=None,
-               importance: str = "medium", doc: str = "", synonyms: tuple[ConfigSynonym, ...] = ()) -> "ConfigDef":
+    def define(
+        self,
+        name: str,
+        type_: str,
+        default: Any = NO_DEFAULT,
+        validator=None,
+        importance: str = "medium",
+        doc: str = "",
+        synonyms: tuple[ConfigSynonym, ...] = (),
+    ) -> ConfigDef:
         if name in self.keys:
             raise ValueError(f"Configuration {name} is defined twice.")
         if default is not NO_DEFAULT and default is not None:

@@ -2,6 +2,7 @@
 
 An empty host means all interfaces (bind ``0.0.0.0``); port 0 means an ephemeral port chosen at bind.
 """
+
 from __future__ import annotations
 
 import re
@@ -26,7 +27,7 @@ class EndPoint:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.listener_name}://{host}:{self.port}"
 
-    def with_port(self, port: int) -> "EndPoint":
+    def with_port(self, port: int) -> EndPoint:
         return EndPoint(self.listener_name, self.security_protocol, self.host, port)
 
 
@@ -55,8 +56,7 @@ def parse_listeners(items: list[str], protocol_map: dict[str, str], key: str = "
         if not 0 <= port <= 65535:
             raise ConfigException(key, ",".join(items), f"port {port} is out of range")
         if name not in protocol_map:
-            raise ConfigException(key, ",".join(items),
-                                  f"No security protocol defined for listener {name}")
+            raise ConfigException(key, ",".join(items), f"No security protocol defined for listener {name}")
         if name in seen:
             raise ConfigException(key, ",".join(items), f"Each listener must have a different name, {name} is repeated")
         seen.add(name)

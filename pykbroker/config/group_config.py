@@ -12,6 +12,7 @@ which pykbroker does not run yet, so they are stored and described but change no
 Overrides live in the metadata log as ``ConfigRecord``s of resource type GROUP (written by the
 controller after :func:`validate`), like Kafka's. Immutable, thread-safe.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,29 +27,37 @@ _DOCS = {
     CONSUMER_HEARTBEAT_INTERVAL_MS_CONFIG: "The heartbeat interval given to the members of a consumer group.",
 }
 _BROKER_KEYS = {  # group config -> (broker default, broker min, broker max)
-    CONSUMER_SESSION_TIMEOUT_MS_CONFIG: ("group.consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms",
-                                         "group.consumer.max.session.timeout.ms"),
-    CONSUMER_HEARTBEAT_INTERVAL_MS_CONFIG: ("group.consumer.heartbeat.interval.ms",
-                                            "group.consumer.min.heartbeat.interval.ms",
-                                            "group.consumer.max.heartbeat.interval.ms"),
+    CONSUMER_SESSION_TIMEOUT_MS_CONFIG: (
+        "group.consumer.session.timeout.ms",
+        "group.consumer.min.session.timeout.ms",
+        "group.consumer.max.session.timeout.ms",
+    ),
+    CONSUMER_HEARTBEAT_INTERVAL_MS_CONFIG: (
+        "group.consumer.heartbeat.interval.ms",
+        "group.consumer.min.heartbeat.interval.ms",
+        "group.consumer.max.heartbeat.interval.ms",
+    ),
 }
-_KAFKA_DEFAULTS = {CONSUMER_SESSION_TIMEOUT_MS_CONFIG: (45000, 45000, 60000),
-                   CONSUMER_HEARTBEAT_INTERVAL_MS_CONFIG: (5000, 5000, 15000)}
+_KAFKA_DEFAULTS = {
+    CONSUMER_SESSION_TIMEOUT_MS_CONFIG: (45000, 45000, 60000),
+    CONSUMER_HEARTBEAT_INTERVAL_MS_CONFIG: (5000, 5000, 15000),
+}
 NAMES = tuple(_BROKER_KEYS)
 
 
 @dataclass(frozen=True)
 class GroupConfigDefaults:
     """Per key ``(default, min, max)`` in ms, from the broker's ``group.consumer.*`` configs."""
+
     bounds: dict
 
     @classmethod
-    def from_broker_config(cls, config=None) -> "GroupConfigDefaults":
+    def from_broker_config(cls, config=None) -> GroupConfigDefaults:
         """``config``: a KafkaConfig (or mapping); missing keys take Kafka's defaults."""
         bounds = {}
         for name, keys in _BROKER_KEYS.items():
             values = []
-            for key, fallback in zip(keys, _KAFKA_DEFAULTS[name]):
+            for key, fallback in zip(keys, _KAFKA_DEFAULTS[name], strict=True):
                 try:
                     value = config[key] if config is not None else None
                 except KeyError:
@@ -66,8 +75,9 @@ def _parse_int(name: str, value) -> int:
         parsed = int(str(value).strip())
     except ValueError:
         raise errors.InvalidConfigError(
-            f"Invalid value {value} for configuration {name}: Not a number of type INT") from None
-    if not -2**31 <= parsed < 2**31:
+            f"Invalid value {value} for configuration {name}: Not a number of type INT"
+        ) from None
+    if not -(2**31) <= parsed < 2**31:
         raise errors.InvalidConfigError(f"Invalid value {value} for configuration {name}: Not a number of type INT")
     if parsed < 1:
         raise errors.InvalidConfigError(f"Invalid value {value} for configuration {name}: Value must be at least 1")
@@ -76,8 +86,7 @@ def _parse_int(name: str, value) -> int:
 
 def effective(overrides: dict[str, str], defaults: GroupConfigDefaults) -> dict[str, int]:
     """Every group config's value: the override if any, else the broker default."""
-    return {name: _parse_int(name, overrides[name]) if name in overrides else defaults.default(name)
-            for name in NAMES}
+    return {name: _parse_int(name, overrides[name]) if name in overrides else defaults.default(name) for name in NAMES}
 
 
 def validate(overrides: dict[str, str], defaults: GroupConfigDefaults) -> None:
@@ -96,19 +105,36 @@ def validate(overrides: dict[str, str], defaults: GroupConfigDefaults) -> None:
             raise errors.InvalidConfigError(f"{name} must be less than or equal to {max_key}")
     if values[CONSUMER_SESSION_TIMEOUT_MS_CONFIG] <= values[CONSUMER_HEARTBEAT_INTERVAL_MS_CONFIG]:
         raise errors.InvalidConfigError(
-            f"{CONSUMER_SESSION_TIMEOUT_MS_CONFIG} must be greater than {CONSUMER_HEARTBEAT_INTERVAL_MS_CONFIG}")
+            f"{CONSUMER_SESSION_TIMEOUT_MS_CONFIG} must be greater than {CONSUMER_HEARTBEAT_INTERVAL_MS_CONFIG}"
+        )
 
 
-def describe(overrides: dict[str, str], defaults: GroupConfigDefaults, synonyms: bool,
-             documentation: bool, source_default: int, source_group: int, int_type: int) -> list[dict]:
+def describe(
+    overrides: dict[str, str],
+    defaults: GroupConfigDefaults,
+    synonyms: bool,
+    documentation: bool,
+    source_default: int,
+    source_group: int,
+    int_type: int,
+) -> list[dict]:
     """DescribeConfigs entries (``ConfigHelper.createGroupConfigEntry``): an override has source
     GROUP_CONFIG, anything else DEFAULT_CONFIG with the broker's value."""
     out = []
     for name, value in sorted(effective(overrides, defaults).items()):
         source = source_group if name in overrides else source_default
         text = str(value)
-        out.append({"name": name, "value": text, "read_only": False, "is_default": source == source_default,
-                    "config_source": source, "is_sensitive": False,
-                    "synonyms": [{"name": name, "value": text, "source": source}] if synonyms else [],
-                    "config_type": int_type, "documentation": _DOCS[name] if documentation else None})
+        out.append(
+            {
+                "name": name,
+                "value": text,
+                "read_only": False,
+                "is_default": source == source_default,
+                "config_source": source,
+                "is_sensitive": False,
+                "synonyms": [{"name": name, "value": text, "source": source}] if synonyms else [],
+                "config_type": int_type,
+                "documentation": _DOCS[name] if documentation else None,
+            }
+        )
     return out

@@ -7,6 +7,7 @@ Unknown keys are kept in :attr:`unknown_keys` for a start-up warning (Kafka logs
 Immutable after construction; safe to share between threads. Derived views are computed once
 (``cached_property``): they sit on per-request paths such as the API-allowed check.
 """
+
 from __future__ import annotations
 
 from functools import cached_property
@@ -113,7 +114,9 @@ class KafkaConfig:
     @cached_property
     def log_roll_jitter_ms(self) -> int:
         v = self.values
-        return v["log.roll.jitter.ms"] if v["log.roll.jitter.ms"] is not None else v["log.roll.jitter.hours"] * 3_600_000
+        return (
+            v["log.roll.jitter.ms"] if v["log.roll.jitter.ms"] is not None else v["log.roll.jitter.hours"] * 3_600_000
+        )
 
     @cached_property
     def max_connections_per_ip_overrides(self) -> dict[str, int]:
@@ -128,7 +131,9 @@ class KafkaConfig:
                 if not sep or not host or result[host] < 0:
                     raise ValueError
             except ValueError:
-                raise ConfigException("max.connections.per.ip.overrides", raw, f"entry '{item}' is not host:count") from None
+                raise ConfigException(
+                    "max.connections.per.ip.overrides", raw, f"entry '{item}' is not host:count"
+                ) from None
         return result
 
     # -- validation (mirrors KafkaConfig.validateValues) ---------------------------------------
@@ -138,26 +143,39 @@ class KafkaConfig:
             v["node.id"] = v["broker.id"]
         roles = self.process_roles
         if not roles:
-            raise ConfigException("process.roles", v["process.roles"],
-                                  "process.roles must be set (KRaft mode: broker, controller or broker,controller)")
+            raise ConfigException(
+                "process.roles",
+                v["process.roles"],
+                "process.roles must be set (KRaft mode: broker, controller or broker,controller)",
+            )
         if len(set(roles)) != len(roles):
             raise ConfigException("process.roles", ",".join(roles), "Duplicate role names found")
         if v["node.id"] < 0:
-            raise ConfigException("node.id", v["node.id"], "Missing configuration `node.id` which is required when process.roles is set")
+            raise ConfigException(
+                "node.id", v["node.id"], "Missing configuration `node.id` which is required when process.roles is set"
+            )
         endpoints = self.listeners  # validates syntax and protocol map
         names = {e.listener_name for e in endpoints}
         if "controller" in roles:
             if not self.controller_listener_names:
-                raise ConfigException("controller.listener.names", None,
-                                      "controller.listener.names must contain at least one value when running KRaft with the controller role")
+                raise ConfigException(
+                    "controller.listener.names",
+                    None,
+                    "controller.listener.names must contain at least one value when running KRaft with the "
+                    "controller role",
+                )
             missing = [n for n in self.controller_listener_names if n not in names]
             if missing:
-                raise ConfigException("controller.listener.names", ",".join(self.controller_listener_names),
-                                      f"The listeners.names in controller.listener.names must be in listeners: {missing}")
+                raise ConfigException(
+                    "controller.listener.names",
+                    ",".join(self.controller_listener_names),
+                    f"The listeners.names in controller.listener.names must be in listeners: {missing}",
+                )
         if "broker" in roles:
             if not self.data_plane_listeners:
-                raise ConfigException("listeners", ",".join(v["listeners"]),
-                                      "There must be at least one broker (non-controller) listener")
+                raise ConfigException(
+                    "listeners", ",".join(v["listeners"]), "There must be at least one broker (non-controller) listener"
+                )
             ibl = self.inter_broker_listener_name
             if ibl not in names and ibl != "PLAINTEXT" and ibl not in self.protocol_map:
                 raise ConfigException("inter.broker.listener.name", ibl, "must be a listener name defined in listeners")
@@ -172,11 +190,14 @@ class KafkaConfig:
             raise ConfigException("log.dirs", "", "At least one log directory must be defined")
         qmb = v["queued.max.request.bytes"]
         if qmb > 0 and qmb < v["socket.request.max.bytes"]:
-            raise ConfigException("queued.max.request.bytes", qmb,
-                                  "queued.max.request.bytes must be larger or equal to socket.request.max.bytes")
+            raise ConfigException(
+                "queued.max.request.bytes",
+                qmb,
+                "queued.max.request.bytes must be larger or equal to socket.request.max.bytes",
+            )
         if v["message.max.bytes"] < 0:
             raise ConfigException("message.max.bytes", v["message.max.bytes"], "must be >= 0")
 
     @classmethod
-    def from_props(cls, props: dict[str, Any]) -> "KafkaConfig":
+    def from_props(cls, props: dict[str, Any]) -> KafkaConfig:
         return cls(props)

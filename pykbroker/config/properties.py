@@ -5,6 +5,7 @@ Supports ``#``/``!`` comments, ``=``, ``:`` or whitespace separators, backslash 
 number of backslashes continues on the next line, whose leading whitespace is dropped).
 Later keys win, as in Java. Returns ``dict[str, str]``.
 """
+
 from __future__ import annotations
 
 _WS = " \t\f"
@@ -55,7 +56,7 @@ def _unescape(s: str, lineno: int) -> str:
             break
         c = s[i]
         if c == "u":
-            hexdigits = s[i + 1:i + 5]
+            hexdigits = s[i + 1 : i + 5]
             if len(hexdigits) != 4 or any(h not in "0123456789abcdefABCDEF" for h in hexdigits):
                 raise PropertiesError(f"line {lineno}: malformed \\uxxxx encoding")
             out.append(chr(int(hexdigits, 16)))

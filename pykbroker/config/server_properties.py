@@ -5,6 +5,7 @@ Relative data directories (``log.dirs``, ``log.dir``, ``metadata.log.dir``) in t
 the file's own directory; relative ``--override`` values from the working directory. Shared by the
 entry point (:mod:`pykbroker.kafka`) and the tools that read a broker's configuration.
 """
+
 from __future__ import annotations
 
 import os
@@ -49,8 +50,9 @@ def resolve_data_dirs(props: dict[str, str], base_dir: str) -> dict[str, str]:
     for key in DATA_DIR_KEYS:
         value = props.get(key)
         if value and value.strip():
-            props[key] = ",".join(os.path.normpath(os.path.join(base_dir, d.strip()))
-                                  for d in value.split(",") if d.strip())
+            props[key] = ",".join(
+                os.path.normpath(os.path.join(base_dir, d.strip())) for d in value.split(",") if d.strip()
+            )
     return props
 
 

@@ -23,6 +23,7 @@ lookup therefore never sees a half-written entry, and a remap/trim/close can nev
 memory a lookup is reading (in CPython that would be a SIGBUS, not an exception). Appends write the
 entry bytes before publishing the new entry count.
 """
+
 from __future__ import annotations
 
 import os
@@ -169,7 +170,7 @@ class AbstractIndex:
     # -- subclass hooks -----------------------------------------------------------------------
     def _slot_is_zero(self, mm, slot: int) -> bool:
         start = slot * self.ENTRY_SIZE
-        return mm[start:start + self.ENTRY_SIZE].count(0) == self.ENTRY_SIZE
+        return mm[start : start + self.ENTRY_SIZE].count(0) == self.ENTRY_SIZE
 
     def _after_entries_changed(self) -> None:
         """Refresh cached last-entry state (called under ``_lock``)."""
@@ -319,5 +320,7 @@ class AbstractIndex:
         return lo
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}({self._path}, base_offset={self.base_offset}, entries={self._entries}, "
-                f"max_entries={self._max_entries})")
+        return (
+            f"{type(self).__name__}({self._path}, base_offset={self.base_offset}, entries={self._entries}, "
+            f"max_entries={self._max_entries})"
+        )

@@ -12,6 +12,7 @@ A write goes to ``<file>.tmp``, is fsynced, renamed over the file, and the direc
 crash leaves either the old or the new content. ``partition.metadata`` is ``version: 0`` /
 ``topic_id: <id>`` with the topic id in Kafka's base64url form.
 """
+
 from __future__ import annotations
 
 import base64
@@ -61,7 +62,7 @@ def write_atomically(path: str, text: str, sync: bool = True) -> None:
         data = text.encode("utf-8")
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         if sync:
             os.fsync(fd)
     finally:
@@ -77,8 +78,14 @@ class CheckpointFile(Generic[T]):
     Threading: ``_lock`` serialises writes and reads of the same file.
     """
 
-    def __init__(self, path: str, version: int, to_line: Callable[[T], str],
-                 from_fields: Callable[[list[str]], T], fields_per_line: int):
+    def __init__(
+        self,
+        path: str,
+        version: int,
+        to_line: Callable[[T], str],
+        from_fields: Callable[[list[str]], T],
+        fields_per_line: int,
+    ):
         self.path = path
         self.version = version
         self._to_line = to_line
@@ -107,8 +114,9 @@ class CheckpointFile(Generic[T]):
             count = int(lines[1])
             body = [line for line in lines[2:] if line.strip()]
             if len(body) != count:
-                raise CorruptCheckpointError(f"Expected {count} entries in checkpoint file ({self.path}), "
-                                             f"but found {len(body)}")
+                raise CorruptCheckpointError(
+                    f"Expected {count} entries in checkpoint file ({self.path}), but found {len(body)}"
+                )
             entries = []
             for line in body:
                 fields = line.split(" ")
@@ -129,8 +137,8 @@ class OffsetCheckpointFile:
 
     def __init__(self, path: str):
         self._file: CheckpointFile[tuple[tuple[str, int], int]] = CheckpointFile(
-            path, self.VERSION, lambda e: f"{e[0][0]} {e[0][1]} {e[1]}",
-            lambda f: ((f[0], int(f[1])), int(f[2])), 3)
+            path, self.VERSION, lambda e: f"{e[0][0]} {e[0][1]} {e[1]}", lambda f: ((f[0], int(f[1])), int(f[2])), 3
+        )
 
     @property
     def path(self) -> str:
@@ -150,7 +158,8 @@ class LeaderEpochCheckpointFile:
 
     def __init__(self, path: str):
         self._file: CheckpointFile[tuple[int, int]] = CheckpointFile(
-            path, self.VERSION, lambda e: f"{e[0]} {e[1]}", lambda f: (int(f[0]), int(f[1])), 2)
+            path, self.VERSION, lambda e: f"{e[0]} {e[1]}", lambda f: (int(f[0]), int(f[1])), 2
+        )
 
     @property
     def path(self) -> str:

@@ -2,6 +2,7 @@
 
 Mirrors Kafka's ``LogOffsetMetadata``, ``FetchDataInfo`` and ``FetchIsolation``.
 """
+
 from __future__ import annotations
 
 import enum
@@ -15,6 +16,7 @@ UNKNOWN_OFFSET = -1
 class LogOffsetMetadata(NamedTuple):
     """An offset and, when known, where it lives: the base offset of its segment and its byte
     position in that segment (-1/-1 when only the offset is known)."""
+
     message_offset: int
     segment_base_offset: int = UNKNOWN_OFFSET
     relative_position_in_segment: int = UNKNOWN_OFFSET
@@ -25,7 +27,9 @@ class LogOffsetMetadata(NamedTuple):
 
     def on_older_segment(self, that: LogOffsetMetadata) -> bool:
         if self.message_offset_only or that.message_offset_only:
-            raise ValueError(f"{self} cannot compare its segment info with {that} since it only has message offset info")
+            raise ValueError(
+                f"{self} cannot compare its segment info with {that} since it only has message offset info"
+            )
         return self.segment_base_offset < that.segment_base_offset
 
     def on_same_segment(self, that: LogOffsetMetadata) -> bool:
@@ -34,14 +38,16 @@ class LogOffsetMetadata(NamedTuple):
     def position_diff(self, that: LogOffsetMetadata) -> int:
         """Bytes between two positions of the same segment (DelayedFetch's accumulated bytes)."""
         if not self.on_same_segment(that):
-            raise ValueError(f"{self} cannot compare its segment position with {that} since they are not on the "
-                             f"same segment")
+            raise ValueError(
+                f"{self} cannot compare its segment position with {that} since they are not on the same segment"
+            )
         return self.relative_position_in_segment - that.relative_position_in_segment
 
 
 class FetchIsolation(enum.Enum):
     """How far a read may go: the log end (followers), the high watermark (read_uncommitted
     consumers), or the last stable offset (read_committed consumers)."""
+
     LOG_END = "LOG_END"
     HIGH_WATERMARK = "HIGH_WATERMARK"
     TXN_COMMITTED = "TXN_COMMITTED"
@@ -56,6 +62,7 @@ class FetchDataInfo(NamedTuple):
     ``EMPTY_RECORDS``. ``first_entry_incomplete``: the first batch is larger than the size allowed
     (only when ``min_one_message`` is false). ``aborted_transactions``: None (no transaction index yet).
     """
+
     fetch_offset_metadata: LogOffsetMetadata
     records: object = EMPTY_RECORDS
     first_entry_incomplete: bool = False

@@ -8,6 +8,7 @@ never deleted: another process may be waiting on it.
 
 Threading: ``_registry_lock`` guards the registry; one FileLock object is used by one thread at a time.
 """
+
 from __future__ import annotations
 
 import errno

@@ -7,6 +7,7 @@ file, empty whatever its length, until it is loaded or trimmed.
 
 Threading: ``_lock`` guards the one-time open and the path; the opened index has its own lock.
 """
+
 from __future__ import annotations
 
 import os

@@ -4,6 +4,7 @@ Mirrors ``org.apache.kafka.storage.internals.epoch.LeaderEpochFileCache``. An en
 that leader epoch ``e`` wrote its first batch at offset ``o``; entries increase in both fields. It
 answers OffsetForLeaderEpoch (``end_offset_for_epoch``) and gives ListOffsets the epoch of an offset.
 """
+
 from __future__ import annotations
 
 import threading
@@ -35,8 +36,9 @@ class LeaderEpochFileCache:
             try:
                 self._entries = [EpochEntry(e, o) for e, o in checkpoint.read()]
             except CorruptCheckpointError as e:
-                self._log.warning("Ignoring a corrupt leader epoch checkpoint; it is rebuilt from the log",
-                                  error=str(e))
+                self._log.warning(
+                    "Ignoring a corrupt leader epoch checkpoint; it is rebuilt from the log", error=str(e)
+                )
 
     def _flush(self) -> None:
         if self._checkpoint is not None:
@@ -51,7 +53,9 @@ class LeaderEpochFileCache:
             latest = self._entries[-1] if self._entries else None
             if latest is not None and epoch == latest.epoch and start_offset >= latest.start_offset:
                 return False
-            while self._entries and (self._entries[-1].epoch >= epoch or self._entries[-1].start_offset >= start_offset):
+            while self._entries and (
+                self._entries[-1].epoch >= epoch or self._entries[-1].start_offset >= start_offset
+            ):
                 removed = self._entries.pop()
                 self._log.info("Removed conflicting leader epoch entry", entry=tuple(removed))
             self._entries.append(EpochEntry(epoch, start_offset))

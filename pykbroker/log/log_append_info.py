@@ -1,4 +1,5 @@
 """The result of an append (Kafka's ``LogAppendInfo``) and what a validator hands the log."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ class ValidationResultLike(Protocol):
     (whole batches, offsets assigned from the given next offset, leader epoch stamped) and its
     metadata. ``log_append_time`` (ms, -1 unless LogAppendTime) is optional. LogValidator's
     ``ValidationResult`` (Kafka's field names) is accepted too, see :class:`ValidatedFields`."""
+
     buffer: object
     first_offset: int
     last_offset: int
@@ -74,6 +76,7 @@ class LogAppendInfo:
     ``records_count``: records appended. ``valid_bytes``: bytes appended. ``last_leader_epoch``: the
     epoch stamped on the last batch, or None.
     """
+
     first_offset: int
     last_offset: int
     max_timestamp: int = NO_TIMESTAMP

@@ -20,6 +20,7 @@ it (the inode stays alive), so zero-copy fetches in flight are unaffected.
 
 Threading: runs on the broker scheduler's threads; it takes each log's lock only to swap a segment.
 """
+
 from __future__ import annotations
 
 import os
@@ -114,12 +115,11 @@ class LogCleaner:
                 doomed += removed
         if not plans or total == 0 or doomed / total < log.config.min_cleanable_dirty_ratio:
             return 0
-        for segment, parts, removed in plans:
+        for segment, parts, _removed in plans:
             self._replace_segment(log, segment, b"".join(parts))
         self.stats["cleanings"] += 1
         self.stats["records_removed"] += doomed
-        _log.info("Cleaned log", partition=log.name, segments=len(plans), records_removed=doomed,
-                  records_before=total)
+        _log.info("Cleaned log", partition=log.name, segments=len(plans), records_removed=doomed, records_before=total)
         return doomed
 
     def _replace_segment(self, log, segment: LogSegment, data: bytes) -> None:
@@ -148,10 +148,16 @@ class LogCleaner:
 def _rebuild(batch, records) -> bytes:
     """A batch holding ``records`` with the original batch's base/last offsets and producer state."""
     builder = MemoryRecordsBuilder(
-        base_offset=batch.base_offset, compression=batch.compression_type, timestamp_type=batch.timestamp_type,
+        base_offset=batch.base_offset,
+        compression=batch.compression_type,
+        timestamp_type=batch.timestamp_type,
         log_append_time=batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else NO_TIMESTAMP,
-        producer_id=batch.producer_id, producer_epoch=batch.producer_epoch, base_sequence=batch.base_sequence,
-        is_transactional=batch.is_transactional, partition_leader_epoch=batch.partition_leader_epoch)
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+        is_transactional=batch.is_transactional,
+        partition_leader_epoch=batch.partition_leader_epoch,
+    )
     for r in records:
         builder.append_with_offset(r.offset, r.timestamp, r.key, r.value, r.headers)
     builder.override_last_offset(batch.last_offset)

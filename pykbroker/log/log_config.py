@@ -12,6 +12,7 @@ a value came from (``TOPIC_CONFIG``, ``STATIC_BROKER_CONFIG`` with the synonym n
 A LogConfig is immutable; a topic config change builds a new one (``with_overrides``) that the log
 picks up atomically.
 """
+
 from __future__ import annotations
 
 import random
@@ -54,6 +55,7 @@ def _level(lo: int, hi: int, extra: int | None = None) -> Callable[[str, Any], N
     def check(name: str, value: Any) -> None:
         if not (lo <= value <= hi or value == extra):
             raise ConfigException(name, value, f"Value must be between {lo} and {hi}")
+
     return check
 
 
@@ -63,111 +65,328 @@ def _throttled_replicas(name: str, value: Any) -> None:
     for item in value:
         parts = item.split(":")
         if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
-            raise ConfigException(name, ",".join(value), "must be the literal '*' or a list of replicas in the "
-                                  "following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
+            raise ConfigException(
+                name,
+                ",".join(value),
+                "must be the literal '*' or a list of replicas in the "
+                "following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...",
+            )
 
 
 _S = ConfigSynonym
 H, M, L = "high", "medium", "low"
 TOPIC_CONFIG_DEF = (
     ConfigDef()
-    .define("segment.bytes", Type.INT, 1024 * 1024 * 1024, at_least(14), H,
-            "Segment file size of the log, in bytes: a new segment is rolled when the active one would exceed it.",
-            (_S("log.segment.bytes"),))
-    .define("segment.ms", Type.LONG, 7 * 24 * HOURS_TO_MS, at_least(1), M,
-            "Time in ms after which the active segment is rolled even if it is not full.",
-            (_S("log.roll.ms"), _S("log.roll.hours", HOURS_TO_MS)))
-    .define("segment.jitter.ms", Type.LONG, 0, at_least(0), M,
-            "Maximum random jitter in ms subtracted from segment.ms, so that segments do not all roll at once.",
-            (_S("log.roll.jitter.ms"), _S("log.roll.jitter.hours", HOURS_TO_MS)))
-    .define("segment.index.bytes", Type.INT, 10 * 1024 * 1024, at_least(4), M,
-            "Size in bytes of the offset and time index files (preallocated, shrunk when the segment rolls).",
-            (_S("log.index.size.max.bytes"),))
-    .define("flush.messages", Type.LONG, LONG_MAX, at_least(1), M,
-            "Number of messages appended to a partition before its log is fsynced.",
-            (_S("log.flush.interval.messages"),))
-    .define("flush.ms", Type.LONG, LONG_MAX, at_least(0), M,
-            "Maximum time in ms a message stays in the log before it is fsynced.",
-            (_S("log.flush.interval.ms"), _S("log.flush.scheduler.interval.ms")))
-    .define("retention.bytes", Type.LONG, -1, None, M,
-            "Maximum size in bytes of a partition before old segments are deleted (-1: no limit).",
-            (_S("log.retention.bytes"),))
-    .define("retention.ms", Type.LONG, 7 * 24 * HOURS_TO_MS, at_least(-1), M,
-            "Maximum age in ms of a segment's newest record before the segment is deleted (-1: no limit).",
-            (_S("log.retention.ms"), _S("log.retention.minutes", MINUTES_TO_MS),
-             _S("log.retention.hours", HOURS_TO_MS)))
-    .define("max.message.bytes", Type.INT, 1024 * 1024 + 12, at_least(0), M,
-            "Largest record batch size in bytes the topic accepts (after compression).",
-            (_S("message.max.bytes"),))
-    .define("index.interval.bytes", Type.INT, 4096, at_least(0), M,
-            "Bytes of log appended between two offset index entries.",
-            (_S("log.index.interval.bytes"),))
-    .define("delete.retention.ms", Type.LONG, 24 * HOURS_TO_MS, at_least(0), M,
-            "Time in ms delete tombstones are kept on compacted topics.",
-            (_S("log.cleaner.delete.retention.ms"),))
-    .define("min.compaction.lag.ms", Type.LONG, 0, at_least(0), M,
-            "Minimum time in ms a message stays uncompacted in the log.",
-            (_S("log.cleaner.min.compaction.lag.ms"),))
-    .define("max.compaction.lag.ms", Type.LONG, LONG_MAX, at_least(1), M,
-            "Maximum time in ms a message stays ineligible for compaction.",
-            (_S("log.cleaner.max.compaction.lag.ms"),))
-    .define("file.delete.delay.ms", Type.LONG, 60000, at_least(0), M,
-            "Time in ms to wait before deleting a file from the filesystem.",
-            (_S("log.segment.delete.delay.ms"),))
-    .define("min.cleanable.dirty.ratio", Type.DOUBLE, 0.5, between(0, 1), M,
-            "Minimum ratio of dirty log to total log for a log to be eligible for cleaning.",
-            (_S("log.cleaner.min.cleanable.ratio"),))
-    .define("cleanup.policy", Type.LIST, [CLEANUP_POLICY_DELETE],
-            in_values(CLEANUP_POLICY_COMPACT, CLEANUP_POLICY_DELETE), M,
-            "Retention policy of old segments: delete, compact, or both.", (_S("log.cleanup.policy"),))
-    .define("unclean.leader.election.enable", Type.BOOLEAN, False, None, M,
-            "Whether replicas not in the ISR may be elected leader as a last resort, at the risk of data loss.",
-            (_S("unclean.leader.election.enable"),))
-    .define("min.insync.replicas", Type.INT, 1, at_least(1), M,
-            "Minimum number of in-sync replicas that must acknowledge an acks=all write.",
-            (_S("min.insync.replicas"),))
-    .define("compression.type", Type.STRING, "producer", in_values(*COMPRESSION_TYPES), M,
-            "Final compression type of the topic's batches ('producer' keeps the producer's codec).",
-            (_S("compression.type"),))
-    .define("compression.gzip.level", Type.INT, -1, _level(1, 9, -1), M,
-            "Compression level of gzip (1-9, -1 for the codec's default).", (_S("compression.gzip.level"),))
-    .define("compression.lz4.level", Type.INT, 9, _level(1, 17), M,
-            "Compression level of lz4 (1-17).", (_S("compression.lz4.level"),))
-    .define("compression.zstd.level", Type.INT, 3, _level(-131072, 22), M,
-            "Compression level of zstd (-131072-22).", (_S("compression.zstd.level"),))
-    .define("preallocate", Type.BOOLEAN, False, None, M,
-            "Whether to preallocate the file of a new segment.", (_S("log.preallocate"),))
-    .define("message.timestamp.type", Type.STRING, "CreateTime", in_values(*TIMESTAMP_TYPES), M,
-            "Whether record timestamps are the producer's (CreateTime) or the broker's (LogAppendTime).",
-            (_S("log.message.timestamp.type"),))
-    .define("message.timestamp.difference.max.ms", Type.LONG, LONG_MAX, at_least(0), M,
-            "Deprecated: maximum difference in ms between a CreateTime timestamp and the broker's time.",
-            (_S("log.message.timestamp.difference.max.ms"),))
-    .define("message.timestamp.before.max.ms", Type.LONG, LONG_MAX, at_least(0), M,
-            "Maximum time in ms a CreateTime timestamp may lie before the broker's time.",
-            (_S("log.message.timestamp.before.max.ms"),))
-    .define("message.timestamp.after.max.ms", Type.LONG, LONG_MAX, at_least(0), M,
-            "Maximum time in ms a CreateTime timestamp may lie after the broker's time.",
-            (_S("log.message.timestamp.after.max.ms"),))
-    .define("leader.replication.throttled.replicas", Type.LIST, [], _throttled_replicas, M,
-            "Replicas whose leader-side replication is throttled: partitionId:brokerId,... or '*'.")
-    .define("follower.replication.throttled.replicas", Type.LIST, [], _throttled_replicas, M,
-            "Replicas whose follower-side replication is throttled: partitionId:brokerId,... or '*'.")
-    .define("message.downconversion.enable", Type.BOOLEAN, True, None, L,
-            "Whether records are down-converted for consumers using old fetch versions.",
-            (_S("log.message.downconversion.enable"),))
-    .define("remote.storage.enable", Type.BOOLEAN, False, None, M,
-            "Whether tiered storage is enabled for the topic (not supported: accepted and ignored).")
-    .define("local.retention.ms", Type.LONG, -2, at_least(-2), M,
-            "With tiered storage, time in ms segments stay on local disk (-2: retention.ms).",
-            (_S("log.local.retention.ms"),))
-    .define("local.retention.bytes", Type.LONG, -2, at_least(-2), M,
-            "With tiered storage, bytes of a partition kept on local disk (-2: retention.bytes).",
-            (_S("log.local.retention.bytes"),))
-    .define("remote.log.copy.disable", Type.BOOLEAN, False, None, M,
-            "With tiered storage, whether copying segments to remote storage is disabled.")
-    .define("remote.log.delete.on.disable", Type.BOOLEAN, False, None, M,
-            "With tiered storage, whether remote segments are deleted when tiering is disabled.")
+    .define(
+        "segment.bytes",
+        Type.INT,
+        1024 * 1024 * 1024,
+        at_least(14),
+        H,
+        "Segment file size of the log, in bytes: a new segment is rolled when the active one would exceed it.",
+        (_S("log.segment.bytes"),),
+    )
+    .define(
+        "segment.ms",
+        Type.LONG,
+        7 * 24 * HOURS_TO_MS,
+        at_least(1),
+        M,
+        "Time in ms after which the active segment is rolled even if it is not full.",
+        (_S("log.roll.ms"), _S("log.roll.hours", HOURS_TO_MS)),
+    )
+    .define(
+        "segment.jitter.ms",
+        Type.LONG,
+        0,
+        at_least(0),
+        M,
+        "Maximum random jitter in ms subtracted from segment.ms, so that segments do not all roll at once.",
+        (_S("log.roll.jitter.ms"), _S("log.roll.jitter.hours", HOURS_TO_MS)),
+    )
+    .define(
+        "segment.index.bytes",
+        Type.INT,
+        10 * 1024 * 1024,
+        at_least(4),
+        M,
+        "Size in bytes of the offset and time index files (preallocated, shrunk when the segment rolls).",
+        (_S("log.index.size.max.bytes"),),
+    )
+    .define(
+        "flush.messages",
+        Type.LONG,
+        LONG_MAX,
+        at_least(1),
+        M,
+        "Number of messages appended to a partition before its log is fsynced.",
+        (_S("log.flush.interval.messages"),),
+    )
+    .define(
+        "flush.ms",
+        Type.LONG,
+        LONG_MAX,
+        at_least(0),
+        M,
+        "Maximum time in ms a message stays in the log before it is fsynced.",
+        (_S("log.flush.interval.ms"), _S("log.flush.scheduler.interval.ms")),
+    )
+    .define(
+        "retention.bytes",
+        Type.LONG,
+        -1,
+        None,
+        M,
+        "Maximum size in bytes of a partition before old segments are deleted (-1: no limit).",
+        (_S("log.retention.bytes"),),
+    )
+    .define(
+        "retention.ms",
+        Type.LONG,
+        7 * 24 * HOURS_TO_MS,
+        at_least(-1),
+        M,
+        "Maximum age in ms of a segment's newest record before the segment is deleted (-1: no limit).",
+        (_S("log.retention.ms"), _S("log.retention.minutes", MINUTES_TO_MS), _S("log.retention.hours", HOURS_TO_MS)),
+    )
+    .define(
+        "max.message.bytes",
+        Type.INT,
+        1024 * 1024 + 12,
+        at_least(0),
+        M,
+        "Largest record batch size in bytes the topic accepts (after compression).",
+        (_S("message.max.bytes"),),
+    )
+    .define(
+        "index.interval.bytes",
+        Type.INT,
+        4096,
+        at_least(0),
+        M,
+        "Bytes of log appended between two offset index entries.",
+        (_S("log.index.interval.bytes"),),
+    )
+    .define(
+        "delete.retention.ms",
+        Type.LONG,
+        24 * HOURS_TO_MS,
+        at_least(0),
+        M,
+        "Time in ms delete tombstones are kept on compacted topics.",
+        (_S("log.cleaner.delete.retention.ms"),),
+    )
+    .define(
+        "min.compaction.lag.ms",
+        Type.LONG,
+        0,
+        at_least(0),
+        M,
+        "Minimum time in ms a message stays uncompacted in the log.",
+        (_S("log.cleaner.min.compaction.lag.ms"),),
+    )
+    .define(
+        "max.compaction.lag.ms",
+        Type.LONG,
+        LONG_MAX,
+        at_least(1),
+        M,
+        "Maximum time in ms a message stays ineligible for compaction.",
+        (_S("log.cleaner.max.compaction.lag.ms"),),
+    )
+    .define(
+        "file.delete.delay.ms",
+        Type.LONG,
+        60000,
+        at_least(0),
+        M,
+        "Time in ms to wait before deleting a file from the filesystem.",
+        (_S("log.segment.delete.delay.ms"),),
+    )
+    .define(
+        "min.cleanable.dirty.ratio",
+        Type.DOUBLE,
+        0.5,
+        between(0, 1),
+        M,
+        "Minimum ratio of dirty log to total log for a log to be eligible for cleaning.",
+        (_S("log.cleaner.min.cleanable.ratio"),),
+    )
+    .define(
+        "cleanup.policy",
+        Type.LIST,
+        [CLEANUP_POLICY_DELETE],
+        in_values(CLEANUP_POLICY_COMPACT, CLEANUP_POLICY_DELETE),
+        M,
+        "Retention policy of old segments: delete, compact, or both.",
+        (_S("log.cleanup.policy"),),
+    )
+    .define(
+        "unclean.leader.election.enable",
+        Type.BOOLEAN,
+        False,
+        None,
+        M,
+        "Whether replicas not in the ISR may be elected leader as a last resort, at the risk of data loss.",
+        (_S("unclean.leader.election.enable"),),
+    )
+    .define(
+        "min.insync.replicas",
+        Type.INT,
+        1,
+        at_least(1),
+        M,
+        "Minimum number of in-sync replicas that must acknowledge an acks=all write.",
+        (_S("min.insync.replicas"),),
+    )
+    .define(
+        "compression.type",
+        Type.STRING,
+        "producer",
+        in_values(*COMPRESSION_TYPES),
+        M,
+        "Final compression type of the topic's batches ('producer' keeps the producer's codec).",
+        (_S("compression.type"),),
+    )
+    .define(
+        "compression.gzip.level",
+        Type.INT,
+        -1,
+        _level(1, 9, -1),
+        M,
+        "Compression level of gzip (1-9, -1 for the codec's default).",
+        (_S("compression.gzip.level"),),
+    )
+    .define(
+        "compression.lz4.level",
+        Type.INT,
+        9,
+        _level(1, 17),
+        M,
+        "Compression level of lz4 (1-17).",
+        (_S("compression.lz4.level"),),
+    )
+    .define(
+        "compression.zstd.level",
+        Type.INT,
+        3,
+        _level(-131072, 22),
+        M,
+        "Compression level of zstd (-131072-22).",
+        (_S("compression.zstd.level"),),
+    )
+    .define(
+        "preallocate",
+        Type.BOOLEAN,
+        False,
+        None,
+        M,
+        "Whether to preallocate the file of a new segment.",
+        (_S("log.preallocate"),),
+    )
+    .define(
+        "message.timestamp.type",
+        Type.STRING,
+        "CreateTime",
+        in_values(*TIMESTAMP_TYPES),
+        M,
+        "Whether record timestamps are the producer's (CreateTime) or the broker's (LogAppendTime).",
+        (_S("log.message.timestamp.type"),),
+    )
+    .define(
+        "message.timestamp.difference.max.ms",
+        Type.LONG,
+        LONG_MAX,
+        at_least(0),
+        M,
+        "Deprecated: maximum difference in ms between a CreateTime timestamp and the broker's time.",
+        (_S("log.message.timestamp.difference.max.ms"),),
+    )
+    .define(
+        "message.timestamp.before.max.ms",
+        Type.LONG,
+        LONG_MAX,
+        at_least(0),
+        M,
+        "Maximum time in ms a CreateTime timestamp may lie before the broker's time.",
+        (_S("log.message.timestamp.before.max.ms"),),
+    )
+    .define(
+        "message.timestamp.after.max.ms",
+        Type.LONG,
+        LONG_MAX,
+        at_least(0),
+        M,
+        "Maximum time in ms a CreateTime timestamp may lie after the broker's time.",
+        (_S("log.message.timestamp.after.max.ms"),),
+    )
+    .define(
+        "leader.replication.throttled.replicas",
+        Type.LIST,
+        [],
+        _throttled_replicas,
+        M,
+        "Replicas whose leader-side replication is throttled: partitionId:brokerId,... or '*'.",
+    )
+    .define(
+        "follower.replication.throttled.replicas",
+        Type.LIST,
+        [],
+        _throttled_replicas,
+        M,
+        "Replicas whose follower-side replication is throttled: partitionId:brokerId,... or '*'.",
+    )
+    .define(
+        "message.downconversion.enable",
+        Type.BOOLEAN,
+        True,
+        None,
+        L,
+        "Whether records are down-converted for consumers using old fetch versions.",
+        (_S("log.message.downconversion.enable"),),
+    )
+    .define(
+        "remote.storage.enable",
+        Type.BOOLEAN,
+        False,
+        None,
+        M,
+        "Whether tiered storage is enabled for the topic (not supported: accepted and ignored).",
+    )
+    .define(
+        "local.retention.ms",
+        Type.LONG,
+        -2,
+        at_least(-2),
+        M,
+        "With tiered storage, time in ms segments stay on local disk (-2: retention.ms).",
+        (_S("log.local.retention.ms"),),
+    )
+    .define(
+        "local.retention.bytes",
+        Type.LONG,
+        -2,
+        at_least(-2),
+        M,
+        "With tiered storage, bytes of a partition kept on local disk (-2: retention.bytes).",
+        (_S("log.local.retention.bytes"),),
+    )
+    .define(
+        "remote.log.copy.disable",
+        Type.BOOLEAN,
+        False,
+        None,
+        M,
+        "With tiered storage, whether copying segments to remote storage is disabled.",
+    )
+    .define(
+        "remote.log.delete.on.disable",
+        Type.BOOLEAN,
+        False,
+        None,
+        M,
+        "With tiered storage, whether remote segments are deleted when tiering is disabled.",
+    )
 )
 
 # name -> ConfigKey (type, default, validator, doc, synonyms): Kafka's LogConfig.configKeys()
@@ -192,8 +411,13 @@ class LogConfig:
     topic-level name.
     """
 
-    def __init__(self, overrides: Mapping[str, Any] | None = None, *, _defaults: Mapping[str, Any] | None = None,
-                 _default_sources: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        overrides: Mapping[str, Any] | None = None,
+        *,
+        _defaults: Mapping[str, Any] | None = None,
+        _default_sources: Mapping[str, str] | None = None,
+    ):
         overrides = dict(overrides or {})
         values = dict(_defaults) if _defaults is not None else {k.name: k.default for k in TOPIC_CONFIG_KEYS.values()}
         values.update(LogConfig.validate(overrides))
@@ -227,8 +451,9 @@ class LogConfig:
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
-    def from_broker_config(cls, broker_props: Mapping[str, Any] | None = None,
-                           overrides: Mapping[str, Any] | None = None) -> LogConfig:
+    def from_broker_config(
+        cls, broker_props: Mapping[str, Any] | None = None, overrides: Mapping[str, Any] | None = None
+    ) -> LogConfig:
         """Topic defaults from broker keys (``log.segment.bytes``, ``log.roll.hours`` ...; values may be
         strings or typed), then ``overrides`` (topic-level keys) on top. Raises InvalidConfigError."""
         props = broker_props or {}
@@ -275,8 +500,9 @@ class LogConfig:
         lag_min = parsed.get("min.compaction.lag.ms", TOPIC_CONFIG_KEYS["min.compaction.lag.ms"].default)
         lag_max = parsed.get("max.compaction.lag.ms", TOPIC_CONFIG_KEYS["max.compaction.lag.ms"].default)
         if lag_min > lag_max:
-            raise InvalidConfigError(f"conflict topic config setting min.compaction.lag.ms ({lag_min}) > "
-                                     f"max.compaction.lag.ms ({lag_max})")
+            raise InvalidConfigError(
+                f"conflict topic config setting min.compaction.lag.ms ({lag_min}) > max.compaction.lag.ms ({lag_max})"
+            )
         return parsed
 
     # -- queries ------------------------------------------------------------------------------

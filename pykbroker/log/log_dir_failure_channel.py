@@ -9,6 +9,7 @@ keep working.
 
 Threading: any thread may report; ``_lock`` guards the set of offline directories.
 """
+
 from __future__ import annotations
 
 import queue

@@ -5,6 +5,7 @@ Segment files are named by their base offset zero-padded to 20 digits:
 mark pending operations: ``.deleted`` (async delete), ``.cleaned``/``.swap`` (compaction), ``.tmp``.
 Partition directories are ``<topic>-<partition>``, with ``-delete`` (pending delete) or ``-future``.
 """
+
 from __future__ import annotations
 
 import errno
@@ -61,7 +62,7 @@ def log_dir_name(topic: str, partition: int) -> str:
 def log_delete_dir_name(topic: str, partition: int) -> str:
     """``<topic>-<partition>.<uuid hex>-delete``, shortened to fit 255 bytes as Kafka does."""
     suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
-    return topic[:max(0, 255 - len(suffix))] + suffix
+    return topic[: max(0, 255 - len(suffix))] + suffix
 
 
 def parse_topic_partition_name(dir_name: str) -> tuple[str, int]:
@@ -75,7 +76,7 @@ def parse_topic_partition_name(dir_name: str) -> tuple[str, int]:
         idx = name.rfind("-")
         if idx <= 0 or idx == len(name) - 1:
             raise ValueError(f"Found directory {dir_name!r}, which is not in the form topic-partition")
-        topic, partition = name[:idx], name[idx + 1:]
+        topic, partition = name[:idx], name[idx + 1 :]
     if not topic or not partition.isdigit():
         raise ValueError(f"Found directory {dir_name!r}, which is not in the form topic-partition")
     return topic, int(partition)
@@ -99,14 +100,18 @@ def too_many_open_files(e: OSError, path: str) -> OSError:
     (ENFILE); other errors are returned unchanged."""
     if e.errno == errno.EMFILE:
         import resource
+
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         return TooManyOpenFilesError(
-            e.errno, f"Too many open files: cannot open {path}: this process reached its open-file limit "
-                     f"(RLIMIT_NOFILE soft limit {soft}, hard limit {hard}); raise it (ulimit -n) for the broker")
+            e.errno,
+            f"Too many open files: cannot open {path}: this process reached its open-file limit "
+            f"(RLIMIT_NOFILE soft limit {soft}, hard limit {hard}); raise it (ulimit -n) for the broker",
+        )
     if e.errno == errno.ENFILE:
         return TooManyOpenFilesError(
-            e.errno, f"Too many open files in system: cannot open {path}: the system-wide limit (fs.file-max) "
-                     "was reached")
+            e.errno,
+            f"Too many open files in system: cannot open {path}: the system-wide limit (fs.file-max) was reached",
+        )
     return e
 
 

@@ -14,6 +14,7 @@ Mirrors ``org.apache.kafka.storage.internals.log.LogLoader``:
 
 Producer state is rebuilt afterwards by ``UnifiedLog`` from its snapshots.
 """
+
 from __future__ import annotations
 
 import os
@@ -47,6 +48,7 @@ class LoadedLogOffsets(NamedTuple):
 
 class RecoveryReport(NamedTuple):
     """What recovery did to one partition (for the start-up log line and tests)."""
+
     recovered_segments: int
     truncated_bytes: int
     truncated_segment: int | None  # base offset of the segment cut short, if any
@@ -56,9 +58,18 @@ class RecoveryReport(NamedTuple):
 class LogLoader:
     """Runs once, on the loading thread, before the log is shared; not thread-safe."""
 
-    def __init__(self, directory: str, topic_partition: tuple[str, int], config, time: Time,
-                 had_clean_shutdown: bool, segments: LogSegments, log_start_offset_checkpoint: int,
-                 recovery_point_checkpoint: int, leader_epoch_cache: LeaderEpochFileCache | None):
+    def __init__(
+        self,
+        directory: str,
+        topic_partition: tuple[str, int],
+        config,
+        time: Time,
+        had_clean_shutdown: bool,
+        segments: LogSegments,
+        log_start_offset_checkpoint: int,
+        recovery_point_checkpoint: int,
+        leader_epoch_cache: LeaderEpochFileCache | None,
+    ):
         self.dir = directory
         self.tp = topic_partition
         self.config = config
@@ -86,8 +97,9 @@ class LogLoader:
         log_start_offset = max(self.log_start_offset_checkpoint, first.base_offset)
         if self.leader_epoch_cache is not None:
             self.leader_epoch_cache.truncate_from_start(self.log_start_offset_checkpoint)
-        return LoadedLogOffsets(log_start_offset, recovery_point,
-                                LogOffsetMetadata(next_offset, active.base_offset, active.size))
+        return LoadedLogOffsets(
+            log_start_offset, recovery_point, LogOffsetMetadata(next_offset, active.base_offset, active.size)
+        )
 
     # -- passes -------------------------------------------------------------------------------
     def _remove_temp_files(self) -> None:
@@ -119,14 +131,14 @@ class LogLoader:
                     os.unlink(os.path.join(self.dir, name))
         last = max(log_bases) if log_bases else None
         for base in sorted(log_bases):
-            segment = LogSegment.open(self.dir, base, self.config, self.time, file_already_exists=True,
-                                      preallocate=self.config.preallocate)
+            segment = LogSegment.open(
+                self.dir, base, self.config, self.time, file_already_exists=True, preallocate=self.config.preallocate
+            )
             try:
                 # every index is checked; only the last segment's stay mapped (the others map lazily)
                 segment.sanity_check(unload=base != last)
             except (FileNotFoundError, CorruptIndexError) as e:
-                self._log.warning("Found a corrupt or missing index; rebuilding it",
-                                  segment=base, error=str(e))
+                self._log.warning("Found a corrupt or missing index; rebuilding it", segment=base, error=str(e))
                 segment.close_handlers()
                 for path in (segment.offset_index_path, segment.time_index_path):
                     if os.path.exists(path):
@@ -155,32 +167,43 @@ class LogLoader:
             truncated_segment = None
             deleted: list[int] = []
             for i, segment in enumerate(unflushed):
-                self._log.info("Recovering unflushed segment", segment=segment.base_offset,
-                               progress=f"{i}/{len(unflushed)}")
+                self._log.info(
+                    "Recovering unflushed segment", segment=segment.base_offset, progress=f"{i}/{len(unflushed)}"
+                )
                 truncated = self._recover_segment(segment)
                 recovered += 1
                 if truncated > 0:
                     truncated_total = truncated
                     truncated_segment = segment.base_offset
-                    for later in unflushed[i + 1:]:
+                    for later in unflushed[i + 1 :]:
                         self.segments.remove(later.base_offset)
                         later.delete_if_exists()
                         deleted.append(later.base_offset)
                     break
             self.report = RecoveryReport(recovered, truncated_total, truncated_segment, tuple(deleted))
             if truncated_segment is not None:
-                self._log.warning("Log recovery truncated a corrupt or torn tail",
-                                  segment=truncated_segment, truncated_bytes=truncated_total,
-                                  deleted_later_segments=deleted, recovered_segments=recovered)
+                self._log.warning(
+                    "Log recovery truncated a corrupt or torn tail",
+                    segment=truncated_segment,
+                    truncated_bytes=truncated_total,
+                    deleted_later_segments=deleted,
+                    recovered_segments=recovered,
+                )
             elif recovered:
-                self._log.info("Log recovery found every batch intact",
-                               recovered_segments=recovered)
+                self._log.info("Log recovery found every batch intact", recovered_segments=recovered)
 
         log_end_offset = self._delete_segments_if_log_start_greater_than_log_end()
         if self.segments.is_empty:
-            self.segments.add(LogSegment.open(self.dir, self.log_start_offset_checkpoint, self.config, self.time,
-                                              init_file_size=self.config.segment_bytes,
-                                              preallocate=self.config.preallocate))
+            self.segments.add(
+                LogSegment.open(
+                    self.dir,
+                    self.log_start_offset_checkpoint,
+                    self.config,
+                    self.time,
+                    init_file_size=self.config.segment_bytes,
+                    preallocate=self.config.preallocate,
+                )
+            )
         if self.had_clean_shutdown and log_end_offset is not None:
             return log_end_offset, log_end_offset
         if log_end_offset is None:
@@ -193,9 +216,11 @@ class LogLoader:
             return None
         log_end_offset = last.read_next_offset()
         if self.log_start_offset_checkpoint > log_end_offset:
-            self._log.warning("Deleting all segments: the log start offset is beyond the log end offset",
-                              log_start_offset=self.log_start_offset_checkpoint,
-                              log_end_offset=log_end_offset)
+            self._log.warning(
+                "Deleting all segments: the log start offset is beyond the log end offset",
+                log_start_offset=self.log_start_offset_checkpoint,
+                log_end_offset=log_end_offset,
+            )
             for segment in self.segments.clear():
                 segment.delete_if_exists()
             if self.leader_epoch_cache is not None:

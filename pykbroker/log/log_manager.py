@@ -8,6 +8,7 @@ checkpoint files (``recovery-point-offset-checkpoint``, ``log-start-offset-check
 ``replication-offset-checkpoint``). ``shutdown`` flushes and closes every log, writes the
 checkpoints and the clean-shutdown marker.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,8 @@ from pykbroker.log.checkpoints import (
     write_atomically,
 )
 from pykbroker.log.file_lock import FileLock
-from pykbroker.log.log_dir_failure_channel import LogDirFailureChannel
 from pykbroker.log.log_config import LONG_MAX, LogConfig
+from pykbroker.log.log_dir_failure_channel import LogDirFailureChannel
 from pykbroker.log.log_file_utils import (
     DELETE_DIR_SUFFIX,
     FUTURE_DIR_SUFFIX,
@@ -65,8 +66,10 @@ def lock_log_dirs(dirs: list[str]) -> list[FileLock]:
             os.makedirs(d, exist_ok=True)
             lock = FileLock(os.path.join(d, LOCK_FILE_NAME))
             if not lock.try_lock():
-                raise LogDirLockError(f"Failed to acquire lock on file {LOCK_FILE_NAME} in {d}. "
-                                      "A Kafka instance in another process or thread is using this directory.")
+                raise LogDirLockError(
+                    f"Failed to acquire lock on file {LOCK_FILE_NAME} in {d}. "
+                    "A Kafka instance in another process or thread is using this directory."
+                )
             locks.append(lock)
     except BaseException:
         for lock in locks:
@@ -84,13 +87,23 @@ class LogManager:
     the periodic tasks; ``startup``/``shutdown`` run on the broker's main thread.
     """
 
-    def __init__(self, log_dirs: list[str], default_config: LogConfig, scheduler: Scheduler, time: Time, *,
-                 retention_check_ms: int = 300_000, flush_check_ms: int = LONG_MAX,
-                 flush_recovery_offset_checkpoint_ms: int = 60_000, flush_start_offset_checkpoint_ms: int = 60_000,
-                 high_watermark_checkpoint_ms: int = 5_000, initial_task_delay_ms: int = 30_000,
-                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-                 producer_id_expiration_check_ms: int = 600_000,
-                 log_dir_failure_channel: LogDirFailureChannel | None = None):
+    def __init__(
+        self,
+        log_dirs: list[str],
+        default_config: LogConfig,
+        scheduler: Scheduler,
+        time: Time,
+        *,
+        retention_check_ms: int = 300_000,
+        flush_check_ms: int = LONG_MAX,
+        flush_recovery_offset_checkpoint_ms: int = 60_000,
+        flush_start_offset_checkpoint_ms: int = 60_000,
+        high_watermark_checkpoint_ms: int = 5_000,
+        initial_task_delay_ms: int = 30_000,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+        producer_id_expiration_check_ms: int = 600_000,
+        log_dir_failure_channel: LogDirFailureChannel | None = None,
+    ):
         if not log_dirs:
             raise ValueError("At least one log directory is required")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
@@ -119,24 +132,37 @@ class LogManager:
             os.makedirs(d, exist_ok=True)
 
     @classmethod
-    def from_broker_config(cls, log_dirs: list[str], broker_props: Mapping[str, Any], scheduler: Scheduler,
-                           time: Time, log_dir_failure_channel: LogDirFailureChannel | None = None) -> LogManager:
+    def from_broker_config(
+        cls,
+        log_dirs: list[str],
+        broker_props: Mapping[str, Any],
+        scheduler: Scheduler,
+        time: Time,
+        log_dir_failure_channel: LogDirFailureChannel | None = None,
+    ) -> LogManager:
         """Build from broker keys (``log.retention.check.interval.ms``, ``log.flush.*``,
         ``replica.high.watermark.checkpoint.interval.ms``, ``producer.id.expiration.ms`` ... and the
         ``log.*`` topic defaults)."""
+
         def get(key: str, default: int) -> int:
             value = broker_props.get(key)
             return default if value is None or str(value).strip() == "" else int(str(value).strip())
-        return cls(log_dirs, LogConfig.from_broker_config(broker_props), scheduler, time,
-                   retention_check_ms=get("log.retention.check.interval.ms", 300_000),
-                   flush_check_ms=get("log.flush.scheduler.interval.ms", LONG_MAX),
-                   flush_recovery_offset_checkpoint_ms=get("log.flush.offset.checkpoint.interval.ms", 60_000),
-                   flush_start_offset_checkpoint_ms=get("log.flush.start.offset.checkpoint.interval.ms", 60_000),
-                   high_watermark_checkpoint_ms=get("replica.high.watermark.checkpoint.interval.ms", 5_000),
-                   initial_task_delay_ms=get("log.initial.task.delay.ms", 30_000),
-                   producer_id_expiration_ms=get("producer.id.expiration.ms", DEFAULT_PRODUCER_ID_EXPIRATION_MS),
-                   producer_id_expiration_check_ms=get("producer.id.expiration.check.interval.ms", 600_000),
-                   log_dir_failure_channel=log_dir_failure_channel)
+
+        return cls(
+            log_dirs,
+            LogConfig.from_broker_config(broker_props),
+            scheduler,
+            time,
+            retention_check_ms=get("log.retention.check.interval.ms", 300_000),
+            flush_check_ms=get("log.flush.scheduler.interval.ms", LONG_MAX),
+            flush_recovery_offset_checkpoint_ms=get("log.flush.offset.checkpoint.interval.ms", 60_000),
+            flush_start_offset_checkpoint_ms=get("log.flush.start.offset.checkpoint.interval.ms", 60_000),
+            high_watermark_checkpoint_ms=get("replica.high.watermark.checkpoint.interval.ms", 5_000),
+            initial_task_delay_ms=get("log.initial.task.delay.ms", 30_000),
+            producer_id_expiration_ms=get("producer.id.expiration.ms", DEFAULT_PRODUCER_ID_EXPIRATION_MS),
+            producer_id_expiration_check_ms=get("producer.id.expiration.check.interval.ms", 600_000),
+            log_dir_failure_channel=log_dir_failure_channel,
+        )
 
     @property
     def default_config(self) -> LogConfig:
@@ -212,8 +238,9 @@ class LogManager:
                 continue
             if tp[0] == METADATA_TOPIC:
                 continue
-            self._load_log(log_dir, path, tp, clean, recovery_points.get(tp, 0), start_offsets.get(tp, 0),
-                           high_watermarks.get(tp))
+            self._load_log(
+                log_dir, path, tp, clean, recovery_points.get(tp, 0), start_offsets.get(tp, 0), high_watermarks.get(tp)
+            )
             loaded += 1
         if clean:
             os.unlink(marker)
@@ -224,31 +251,54 @@ class LogManager:
         try:
             return OffsetCheckpointFile(os.path.join(log_dir, file_name)).read()
         except CorruptCheckpointError as e:
-            _log.warning("Ignoring a corrupt checkpoint file; offsets reset", log_dir=log_dir, file=file_name,
-                         error=str(e))
+            _log.warning(
+                "Ignoring a corrupt checkpoint file; offsets reset", log_dir=log_dir, file=file_name, error=str(e)
+            )
             return {}
 
-    def _load_log(self, log_dir: str, path: str, tp: TopicPartition, clean: bool, recovery_point: int,
-                  log_start_offset: int, high_watermark: int | None) -> UnifiedLog:
+    def _load_log(
+        self,
+        log_dir: str,
+        path: str,
+        tp: TopicPartition,
+        clean: bool,
+        recovery_point: int,
+        log_start_offset: int,
+        high_watermark: int | None,
+    ) -> UnifiedLog:
         start_ms = self._time.hi_res_milliseconds()
-        log = UnifiedLog.create(path, self.topic_config(tp[0]), self._scheduler, self._time,
-                                log_start_offset=log_start_offset, recovery_point=recovery_point,
-                                had_clean_shutdown=clean, producer_id_expiration_ms=self.producer_id_expiration_ms,
-                                topic_partition=tp)
+        log = UnifiedLog.create(
+            path,
+            self.topic_config(tp[0]),
+            self._scheduler,
+            self._time,
+            log_start_offset=log_start_offset,
+            recovery_point=recovery_point,
+            had_clean_shutdown=clean,
+            producer_id_expiration_ms=self.producer_id_expiration_ms,
+            topic_partition=tp,
+        )
         log.log_dir_failure_channel = self.log_dir_failure_channel
         if high_watermark is not None:
             log.update_high_watermark(high_watermark)
         report = log.recovery_report
         if not clean:
-            _log.info("Recovered partition after unclean shutdown", partition=log.name,
-                      recovery_point=recovery_point, log_end_offset=log.log_end_offset,
-                      recovered_segments=report.recovered_segments, truncated_bytes=report.truncated_bytes,
-                      truncated_segment=report.truncated_segment, deleted_segments=list(report.deleted_segments),
-                      duration_ms=self._time.hi_res_milliseconds() - start_ms)
+            _log.info(
+                "Recovered partition after unclean shutdown",
+                partition=log.name,
+                recovery_point=recovery_point,
+                log_end_offset=log.log_end_offset,
+                recovered_segments=report.recovered_segments,
+                truncated_bytes=report.truncated_bytes,
+                truncated_segment=report.truncated_segment,
+                deleted_segments=list(report.deleted_segments),
+                duration_ms=self._time.hi_res_milliseconds() - start_ms,
+            )
         with self._lock:
             if tp in self._logs:
-                raise RuntimeError(f"Duplicate log directories for {tp[0]}-{tp[1]} are found in "
-                                   f"{self._log_dir_of[tp]} and {log_dir}")
+                raise RuntimeError(
+                    f"Duplicate log directories for {tp[0]}-{tp[1]} are found in {self._log_dir_of[tp]} and {log_dir}"
+                )
             self._logs[tp] = log
             self._log_dir_of[tp] = log_dir
         return log
@@ -259,15 +309,21 @@ class LogManager:
         def periodic(name: str, fn, period: int) -> None:
             if 0 < period < LONG_MAX // 2:
                 self._tasks.append(s.schedule(name, fn, delay, period))
+
         periodic("kafka-log-retention", self.cleanup_logs, self.retention_check_ms)
         periodic("kafka-log-flusher", self.flush_dirty_logs, self.flush_check_ms)
-        periodic("kafka-recovery-point-checkpoint", self.checkpoint_log_recovery_offsets,
-                 self.flush_recovery_offset_checkpoint_ms)
-        periodic("kafka-log-start-offset-checkpoint", self.checkpoint_log_start_offsets,
-                 self.flush_start_offset_checkpoint_ms)
+        periodic(
+            "kafka-recovery-point-checkpoint",
+            self.checkpoint_log_recovery_offsets,
+            self.flush_recovery_offset_checkpoint_ms,
+        )
+        periodic(
+            "kafka-log-start-offset-checkpoint",
+            self.checkpoint_log_start_offsets,
+            self.flush_start_offset_checkpoint_ms,
+        )
         periodic("highwatermark-checkpoint", self.checkpoint_high_watermarks, self.high_watermark_checkpoint_ms)
-        periodic("PeriodicProducerExpirationCheck", self.remove_expired_producers,
-                 self.producer_id_expiration_check_ms)
+        periodic("PeriodicProducerExpirationCheck", self.remove_expired_producers, self.producer_id_expiration_check_ms)
 
     # -- lookup / creation --------------------------------------------------------------------
     def get_log(self, topic: str, partition: int) -> UnifiedLog | None:
@@ -284,7 +340,9 @@ class LogManager:
     def log_dir_of(self, topic: str, partition: int) -> str | None:
         return self._log_dir_of.get((topic, partition))
 
-    def get_or_create_log(self, topic: str, partition: int, topic_id=None, config: LogConfig | None = None) -> UnifiedLog:
+    def get_or_create_log(
+        self, topic: str, partition: int, topic_id=None, config: LogConfig | None = None
+    ) -> UnifiedLog:
         """The log of ``topic-partition``, created (in the log dir with the fewest partitions) if
         absent. ``topic_id`` is written to / checked against ``partition.metadata``
         (InconsistentTopicIdError)."""
@@ -298,9 +356,15 @@ class LogManager:
             log_dir = self._next_log_dir()
             path = os.path.join(log_dir, log_dir_name(topic, partition))
             try:
-                log = UnifiedLog.create(path, config or self.topic_config(topic), self._scheduler, self._time,
-                                        topic_id=topic_id, producer_id_expiration_ms=self.producer_id_expiration_ms,
-                                        topic_partition=tp)
+                log = UnifiedLog.create(
+                    path,
+                    config or self.topic_config(topic),
+                    self._scheduler,
+                    self._time,
+                    topic_id=topic_id,
+                    producer_id_expiration_ms=self.producer_id_expiration_ms,
+                    topic_partition=tp,
+                )
                 fsync_dir(log_dir)
             except OSError as e:
                 msg = f"Error while creating log for {topic}-{partition} in dir {log_dir}: {e}"
@@ -315,8 +379,9 @@ class LogManager:
     def _next_log_dir(self) -> str:
         live = [d for d in self._live_log_dirs if not self.log_dir_failure_channel.has_offline_log_dir(d)]
         if not live:
-            raise KafkaStorageErrorError(f"Can not create log because log directories {', '.join(self.log_dirs)} "
-                                         "are offline")
+            raise KafkaStorageErrorError(
+                f"Can not create log because log directories {', '.join(self.log_dirs)} are offline"
+            )
         if len(live) == 1:
             return live[0]
         counts = {d: 0 for d in live}
@@ -355,8 +420,10 @@ class LogManager:
                 log.close_handlers()
             except Exception as e:  # noqa: BLE001 - release the others
                 _log.warning("Error releasing the files of an offline log", partition=log.name, error=repr(e))
-        _log.warning(f"Logs for partitions {','.join(f'{t}-{p}' for t, p in offline)} are offline due to failure "
-                     f"on log directory {log_dir}")
+        _log.warning(
+            f"Logs for partitions {','.join(f'{t}-{p}' for t, p in offline)} are offline due to failure "
+            f"on log directory {log_dir}"
+        )
         return offline
 
     # -- deletion and truncation --------------------------------------------------------------
@@ -373,8 +440,12 @@ class LogManager:
         log.close_handlers()
         if log_dir is not None:
             self._checkpoint_dir(log_dir)
-        _log.info("Scheduled log for deletion", partition=f"{topic}-{partition}", dir=log.dir,
-                  delay_ms=log.config.file_delete_delay_ms)
+        _log.info(
+            "Scheduled log for deletion",
+            partition=f"{topic}-{partition}",
+            dir=log.dir,
+            delay_ms=log.config.file_delete_delay_ms,
+        )
         self._scheduler.schedule_once("kafka-delete-logs", log.delete, log.config.file_delete_delay_ms)
         return log
 
@@ -434,8 +505,9 @@ class LogManager:
 
     def _checkpoint_high_watermarks(self, log_dir: str) -> None:
         logs = self._logs_in_dir(log_dir)
-        self._write_checkpoint(log_dir, REPLICATION_OFFSET_CHECKPOINT_FILE,
-                               {tp: log.high_watermark for tp, log in logs.items()})
+        self._write_checkpoint(
+            log_dir, REPLICATION_OFFSET_CHECKPOINT_FILE, {tp: log.high_watermark for tp, log in logs.items()}
+        )
 
     def _write_checkpoint(self, log_dir: str, file_name: str, offsets: dict) -> None:
         """Write a checkpoint file; an OSError takes ``log_dir`` offline (KafkaStorageErrorError)."""
@@ -448,8 +520,9 @@ class LogManager:
 
     def _checkpoint_recovery_points(self, log_dir: str) -> None:
         logs = self._logs_in_dir(log_dir)
-        self._write_checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT_FILE,
-                               {tp: log.recovery_point for tp, log in logs.items()})
+        self._write_checkpoint(
+            log_dir, RECOVERY_POINT_CHECKPOINT_FILE, {tp: log.recovery_point for tp, log in logs.items()}
+        )
 
     def _checkpoint_start_offsets(self, log_dir: str) -> None:
         logs = self._logs_in_dir(log_dir)
@@ -490,8 +563,9 @@ class LogManager:
                 _log.error("Log directory not marked as cleanly shut down", log_dir=log_dir)
                 continue
             try:
-                write_atomically(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE),
-                                 f'{{"version":0,"brokerEpoch":{broker_epoch}}}')
+                write_atomically(
+                    os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), f'{{"version":0,"brokerEpoch":{broker_epoch}}}'
+                )
             except OSError as e:
                 _log.error("Log directory not marked as cleanly shut down", log_dir=log_dir, error=repr(e))
                 continue

@@ -5,6 +5,7 @@ oldest first and deletion stops at the first segment that does not qualify, so o
 log ever goes. A segment is never deleted unless the high watermark is at or past its end, and an
 empty active segment is never deleted.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -16,8 +17,10 @@ Predicate = Callable[[LogSegment, "LogSegment | None"], bool]
 
 def start_offset_breached(log) -> Predicate:
     """Segments wholly below the log start offset (DeleteRecords, or after a start offset bump)."""
+
     def predicate(segment: LogSegment, next_segment: LogSegment | None) -> bool:
         return next_segment is not None and next_segment.base_offset <= log.log_start_offset
+
     return predicate
 
 
@@ -36,6 +39,7 @@ def retention_size_breached(log, retention_bytes: int) -> Predicate | None:
             excess[0] -= segment.size
             return True
         return False
+
     return predicate
 
 
@@ -47,11 +51,13 @@ def retention_ms_breached(now_ms: int, retention_ms: int) -> Predicate | None:
 
     def predicate(segment: LogSegment, next_segment: LogSegment | None) -> bool:
         return now_ms - segment.largest_timestamp() > retention_ms
+
     return predicate
 
 
-def deletable_segments(segments: Sequence[LogSegment], predicate: Predicate, high_watermark: int,
-                       log_end_offset: int) -> list[LogSegment]:
+def deletable_segments(
+    segments: Sequence[LogSegment], predicate: Predicate, high_watermark: int, log_end_offset: int
+) -> list[LogSegment]:
     """The longest prefix of ``segments`` that is below the HW and satisfies ``predicate``."""
     deletable = []
     for i, segment in enumerate(segments):

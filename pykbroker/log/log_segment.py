@@ -6,6 +6,7 @@ zero-padded to 20 digits. Appends add an offset-index entry (last offset of the 
 position of the append) and a time-index entry (max timestamp so far -> its offset) once more than
 ``index.interval.bytes`` were written since the previous entry.
 """
+
 from __future__ import annotations
 
 import os
@@ -38,6 +39,7 @@ class LogSegmentOffsetOverflowError(Exception):
 
 class RollParams(NamedTuple):
     """Inputs of :meth:`LogSegment.should_roll` (Kafka's ``RollParams``)."""
+
     max_segment_ms: int
     max_segment_bytes: int
     max_timestamp_in_messages: int
@@ -55,8 +57,16 @@ class LogSegment:
     only after their bytes are written (see FileRecords and AbstractIndex).
     """
 
-    def __init__(self, log: FileRecords, offset_index: LazyIndex[OffsetIndex], time_index: LazyIndex[TimeIndex],
-                 base_offset: int, index_interval_bytes: int, roll_jitter_ms: int, time: Time):
+    def __init__(
+        self,
+        log: FileRecords,
+        offset_index: LazyIndex[OffsetIndex],
+        time_index: LazyIndex[TimeIndex],
+        base_offset: int,
+        index_interval_bytes: int,
+        roll_jitter_ms: int,
+        time: Time,
+    ):
         self.log = log
         self._lazy_offset_index = offset_index
         self._lazy_time_index = time_index
@@ -71,8 +81,17 @@ class LogSegment:
         self._max_index_size = -1
 
     @classmethod
-    def open(cls, directory: str, base_offset: int, config, time: Time, file_already_exists: bool = False,
-             init_file_size: int = 0, preallocate: bool = False, file_suffix: str = "") -> LogSegment:
+    def open(
+        cls,
+        directory: str,
+        base_offset: int,
+        config,
+        time: Time,
+        file_already_exists: bool = False,
+        init_file_size: int = 0,
+        preallocate: bool = False,
+        file_suffix: str = "",
+    ) -> LogSegment:
         """Open or create the segment files for ``base_offset`` in ``directory``. ``config`` is a
         LogConfig (uses ``segment_index_bytes``, ``index_interval_bytes``, ``random_segment_jitter()``)."""
         max_index_size = config.segment_index_bytes
@@ -95,12 +114,21 @@ class LogSegment:
         except BaseException:
             log.close_handlers()
             raise
-        offset_index = LazyIndex(offset_path, lambda p, fresh=False: OffsetIndex(p, base_offset, max_index_size, fresh),
-                                 fresh_offset)
-        time_index = LazyIndex(time_path, lambda p, fresh=False: TimeIndex(p, base_offset, max_index_size, fresh),
-                               fresh_time)
-        segment = cls(log, offset_index, time_index, base_offset, config.index_interval_bytes,
-                      config.random_segment_jitter(), time)
+        offset_index = LazyIndex(
+            offset_path, lambda p, fresh=False: OffsetIndex(p, base_offset, max_index_size, fresh), fresh_offset
+        )
+        time_index = LazyIndex(
+            time_path, lambda p, fresh=False: TimeIndex(p, base_offset, max_index_size, fresh), fresh_time
+        )
+        segment = cls(
+            log,
+            offset_index,
+            time_index,
+            base_offset,
+            config.index_interval_bytes,
+            config.random_segment_jitter(),
+            time,
+        )
         segment._max_index_size = max_index_size
         if fresh_time:
             segment._max_timestamp_and_offset_so_far = TimestampOffset(NO_TIMESTAMP, base_offset)
@@ -160,7 +188,8 @@ class LogSegment:
     def _ensure_offset_in_range(self, offset: int) -> None:
         if not self.can_convert_to_relative_offset(offset):
             raise LogSegmentOffsetOverflowError(
-                f"Detected offset overflow at offset {offset} in segment with base offset {self.base_offset}")
+                f"Detected offset overflow at offset {offset} in segment with base offset {self.base_offset}"
+            )
 
     # -- append -------------------------------------------------------------------------------
     def append(self, largest_offset: int, largest_timestamp: int, offset_of_max_timestamp: int, records) -> None:
@@ -192,8 +221,9 @@ class LogSegment:
         mapping = self.offset_index.lookup(offset)
         return self.log.search_for_offset_with_size(offset, max(mapping.position, starting_file_position))
 
-    def read(self, start_offset: int, max_size: int, max_position: int | None = None,
-             min_one_message: bool = False) -> FetchDataInfo | None:
+    def read(
+        self, start_offset: int, max_size: int, max_position: int | None = None, min_one_message: bool = False
+    ) -> FetchDataInfo | None:
         """Read from the batch holding ``start_offset``: at most ``max_size`` bytes (at least the first
         batch when ``min_one_message``), never beyond byte ``max_position`` (None: the segment size; a
         negative value exposes nothing). Returns None if ``start_offset`` is beyond this segment. The
@@ -210,8 +240,7 @@ class LogSegment:
         if adjusted_max_size == 0 or max_position < 0:
             return FetchDataInfo(metadata, EMPTY_RECORDS)
         fetch_size = max(0, min(max_position - start.position, adjusted_max_size))
-        return FetchDataInfo(metadata, self.log.slice(start.position, fetch_size),
-                             adjusted_max_size < start.size)
+        return FetchDataInfo(metadata, self.log.slice(start.position, fetch_size), adjusted_max_size < start.size)
 
     def read_next_offset(self) -> int:
         """The offset after the last batch (a header scan from the last index entry)."""
@@ -229,8 +258,9 @@ class LogSegment:
         return self.log.search_for_timestamp(timestamp, position, starting_offset)
 
     # -- recovery -----------------------------------------------------------------------------
-    def recover(self, max_message_size: int | None = None,
-                on_batch: Callable[[BatchHeader], None] | None = None) -> int:
+    def recover(
+        self, max_message_size: int | None = None, on_batch: Callable[[BatchHeader], None] | None = None
+    ) -> int:
         """Rebuild both indexes from the log, validating every batch (size, magic, CRC-32C, offsets
         increasing and representable), and truncate the file at the first invalid or torn batch.
         ``on_batch`` sees each valid batch header (leader-epoch cache). ``max_message_size``, when
@@ -248,10 +278,13 @@ class LogSegment:
                 if header.base_offset < next_expected or header.last_offset_delta < 0:
                     raise CorruptRecordError(
                         f"Batch at position {valid_bytes} has offsets [{header.base_offset}, {header.last_offset}] "
-                        f"but offsets below {next_expected} were already seen")
+                        f"but offsets below {next_expected} were already seen"
+                    )
                 if not self.can_convert_to_relative_offset(header.last_offset):
-                    raise CorruptRecordError(f"Batch at position {valid_bytes} has last offset {header.last_offset}, "
-                                             f"not representable from base offset {self.base_offset}")
+                    raise CorruptRecordError(
+                        f"Batch at position {valid_bytes} has last offset {header.last_offset}, "
+                        f"not representable from base offset {self.base_offset}"
+                    )
                 next_expected = header.last_offset + 1
                 if header.max_timestamp > max_ts.timestamp:
                     max_ts = TimestampOffset(header.max_timestamp, header.last_offset)
@@ -263,8 +296,9 @@ class LogSegment:
                 if on_batch is not None:
                     on_batch(header)
         except CorruptRecordError as e:
-            _log.warning("Found invalid messages in log segment", segment=self.log.path, position=valid_bytes,
-                         error=str(e))
+            _log.warning(
+                "Found invalid messages in log segment", segment=self.log.path, position=valid_bytes, error=str(e)
+            )
         self._max_timestamp_and_offset_so_far = max_ts
         truncated = self.log.size_in_bytes - valid_bytes
         if truncated > 0:
@@ -322,14 +356,18 @@ class LogSegment:
         """Kafka's roll conditions: the append would pass ``segment.bytes``; the segment is non-empty
         and older than ``segment.ms`` minus this segment's jitter; an index is full; or the incoming
         last offset does not fit a 4-byte delta from the base offset."""
-        reached_roll_ms = (self.time_waited_for_roll(params.now, params.max_timestamp_in_messages)
-                           > params.max_segment_ms - self.roll_jitter_ms)
+        reached_roll_ms = (
+            self.time_waited_for_roll(params.now, params.max_timestamp_in_messages)
+            > params.max_segment_ms - self.roll_jitter_ms
+        )
         size = self.size
-        return (size > params.max_segment_bytes - params.messages_size
-                or (size > 0 and reached_roll_ms)
-                or self._lazy_offset_index.is_full()
-                or self._lazy_time_index.is_full()
-                or not self.can_convert_to_relative_offset(params.max_offset_in_messages))
+        return (
+            size > params.max_segment_bytes - params.messages_size
+            or (size > 0 and reached_roll_ms)
+            or self._lazy_offset_index.is_full()
+            or self._lazy_time_index.is_full()
+            or not self.can_convert_to_relative_offset(params.max_offset_in_messages)
+        )
 
     def _load_first_batch_timestamp(self) -> None:
         if self._rolling_based_timestamp is None:
@@ -401,10 +439,12 @@ class LogSegment:
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
         """Rename the three files from ``...old_suffix`` to ``...new_suffix`` (e.g. "" -> ".deleted")."""
+
         def replace(path: str) -> str:
             if not path.endswith(old_suffix):
                 raise ValueError(f"Expected {path} to end with {old_suffix!r}")
-            return path[:len(path) - len(old_suffix)] + new_suffix
+            return path[: len(path) - len(old_suffix)] + new_suffix
+
         self.log.rename_to(replace(self.log.path))
         self._lazy_offset_index.rename_to(replace(self._lazy_offset_index.path))
         self._lazy_time_index.rename_to(replace(self._lazy_time_index.path))
@@ -419,5 +459,7 @@ class LogSegment:
 
     def __repr__(self) -> str:
         ts = self._max_timestamp_and_offset_so_far
-        return (f"LogSegment(base_offset={self.base_offset}, size={self.size}, "
-                f"largest_record_timestamp={ts.timestamp if ts else 'unknown'})")
+        return (
+            f"LogSegment(base_offset={self.base_offset}, size={self.size}, "
+            f"largest_record_timestamp={ts.timestamp if ts else 'unknown'})"
+        )

@@ -1,4 +1,5 @@
 """The ordered set of a log's segments, keyed by base offset (Kafka's ``LogSegments``)."""
+
 from __future__ import annotations
 
 import bisect
@@ -41,7 +42,7 @@ class LogSegments:
         i = bisect.bisect_left(bases, base_offset)
         if i < len(bases) and bases[i] == base_offset:
             removed = segs[i]
-            self._state = (bases[:i] + bases[i + 1:], segs[:i] + segs[i + 1:])
+            self._state = (bases[:i] + bases[i + 1 :], segs[:i] + segs[i + 1 :])
             return removed
         return None
 
@@ -122,7 +123,7 @@ class LogSegments:
 
     def higher_segments(self, offset: int) -> tuple[LogSegment, ...]:
         bases, segs = self._state
-        return segs[bisect.bisect_right(bases, offset):]
+        return segs[bisect.bisect_right(bases, offset) :]
 
     def size_in_bytes(self) -> int:
         return sum(s.size for s in self._state[1])

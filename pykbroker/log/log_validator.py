@@ -48,20 +48,32 @@ Buffers: stamping writes into the caller's buffer when it is writable (pass the 
 ``bytearray``); a read-only buffer is copied once. The result's ``validated_records`` is a
 memoryview of the bytes to append. Sans-I/O and stateless: one instance per append, any thread.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from pykbroker.protocol.errors import (
-    CorruptRecordError, InvalidRecordError, InvalidTimestampError, KafkaError, MessageTooLargeError)
 from pykbroker.log.producer_state_entry import AppendOrigin  # the log's one AppendOrigin enum
+from pykbroker.protocol.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    KafkaError,
+    MessageTooLargeError,
+)
 from pykbroker.record import compression as _compression
 from pykbroker.record.batch_records import records_data
 from pykbroker.record.compression import Compression, decompression_limit
 from pykbroker.record.default_record import read_records, scan_records
 from pykbroker.record.default_record_batch import (
-    CREATE_TIME, CURRENT_MAGIC, LOG_APPEND_TIME, MAGIC_OFFSET, NO_TIMESTAMP, RecordBatch,
-    iter_batches)
+    CREATE_TIME,
+    CURRENT_MAGIC,
+    LOG_APPEND_TIME,
+    MAGIC_OFFSET,
+    NO_TIMESTAMP,
+    RecordBatch,
+    iter_batches,
+)
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder, encode_batch
 
 DEFAULT_MAX_MESSAGE_BYTES = 1048588  # max.message.bytes default
@@ -136,18 +148,32 @@ class LogValidator:
     into the batch. ``max_decompressed_bytes``: None = ``decompression_limit(max_message_bytes)``.
     """
 
-    def __init__(self, records, topic_partition: str, time, *, target_compression=None,
-                 compacted_topic: bool = False, timestamp_type: int = CREATE_TIME,
-                 timestamp_before_max_ms: int = LONG_MAX, timestamp_after_max_ms: int = LONG_MAX,
-                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, partition_leader_epoch: int = -1,
-                 origin: AppendOrigin = AppendOrigin.CLIENT, max_decompressed_bytes: int | None = None,
-                 verify_uncompressed_records: bool = False, metrics_recorder: MetricsRecorder = _NO_METRICS):
+    def __init__(
+        self,
+        records,
+        topic_partition: str,
+        time,
+        *,
+        target_compression=None,
+        compacted_topic: bool = False,
+        timestamp_type: int = CREATE_TIME,
+        timestamp_before_max_ms: int = LONG_MAX,
+        timestamp_after_max_ms: int = LONG_MAX,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        partition_leader_epoch: int = -1,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+        max_decompressed_bytes: int | None = None,
+        verify_uncompressed_records: bool = False,
+        metrics_recorder: MetricsRecorder = _NO_METRICS,
+    ):
         self.records = records
         self.topic_partition = topic_partition
         self.time = time
         self.target_compression: Compression | None = (
-            None if target_compression is None or target_compression == "producer"
-            else _compression.of(target_compression))
+            None
+            if target_compression is None or target_compression == "producer"
+            else _compression.of(target_compression)
+        )
         self.compacted_topic = compacted_topic
         self.timestamp_type = timestamp_type
         self.timestamp_before_max_ms = timestamp_before_max_ms
@@ -157,8 +183,9 @@ class LogValidator:
         self.origin = origin
         # Compared by name: AppendOrigin (CLIENT, COORDINATOR, REPLICATION) has no RAFT_LEADER yet.
         self._origin_name = getattr(origin, "name", str(origin)).upper()
-        self.max_decompressed_bytes = (decompression_limit(max_message_bytes) if max_decompressed_bytes is None
-                                       else max_decompressed_bytes)
+        self.max_decompressed_bytes = (
+            decompression_limit(max_message_bytes) if max_decompressed_bytes is None else max_decompressed_bytes
+        )
         self.verify_uncompressed_records = verify_uncompressed_records
         self.metrics = metrics_recorder
 
@@ -183,8 +210,10 @@ class LogValidator:
         tp = self.topic_partition
         if len(buf) > MAGIC_OFFSET and buf[MAGIC_OFFSET] != CURRENT_MAGIC:
             self.metrics.record_invalid_magic()
-            raise InvalidRecordError(f"Produce requests to {tp} are only allowed to contain record batches "
-                                     f"with magic version {CURRENT_MAGIC}, not {buf[MAGIC_OFFSET]}")
+            raise InvalidRecordError(
+                f"Produce requests to {tp} are only allowed to contain record batches "
+                f"with magic version {CURRENT_MAGIC}, not {buf[MAGIC_OFFSET]}"
+            )
         batches = iter_batches(buf)
         first = next(batches, None)
         if first is None:
@@ -193,13 +222,16 @@ class LogValidator:
             raise InvalidRecordError(f"Compressed outer record has more than one batch in topic partition {tp}")
         _, batch = first
         if self._origin_name == "CLIENT" and batch.base_offset != 0:
-            raise InvalidRecordError(f"The baseOffset of the record batch in the append to {tp} should be 0, "
-                                     f"but it is {batch.base_offset}")
+            raise InvalidRecordError(
+                f"The baseOffset of the record batch in the append to {tp} should be 0, but it is {batch.base_offset}"
+            )
         if self._origin_name == "RAFT_LEADER" and batch.partition_leader_epoch != self.partition_leader_epoch:
             raise InvalidRecordError("Append from Raft leader did not set the batch epoch correctly")
         if batch.size_in_bytes > self.max_message_bytes:
-            raise MessageTooLargeError(f"The record batch size in the append to {tp} is {batch.size_in_bytes} "
-                                       f"bytes which exceeds the maximum configured value of {self.max_message_bytes}.")
+            raise MessageTooLargeError(
+                f"The record batch size in the append to {tp} is {batch.size_in_bytes} "
+                f"bytes which exceeds the maximum configured value of {self.max_message_bytes}."
+            )
         if not batch.is_valid():
             self.metrics.record_invalid_checksums()
             raise CorruptRecordError(f"Record is corrupt (stored crc = {batch.checksum}) in topic partition {tp}.")
@@ -220,15 +252,18 @@ class LogValidator:
             raise InvalidRecordError(f"Invalid reported count for record batch: {count} in topic partition {tp}")
         if count_from_offsets != count:
             self.metrics.record_invalid_offset()
-            raise InvalidRecordError(f"Inconsistent batch offset range [{base}, {last}] and count of records "
-                                     f"{count} in topic partition {tp}")
+            raise InvalidRecordError(
+                f"Inconsistent batch offset range [{base}, {last}] and count of records {count} in topic partition {tp}"
+            )
         if batch.is_control_batch:
             self.metrics.record_invalid_offset()
             raise InvalidRecordError(f"Clients are not allowed to write control records in topic partition {tp}")
         if batch.has_producer_id and batch.base_sequence < 0:
             self.metrics.record_invalid_sequence()
-            raise InvalidRecordError(f"Invalid sequence number {batch.base_sequence} in record batch with "
-                                     f"producerId {batch.producer_id} in topic partition {tp}")
+            raise InvalidRecordError(
+                f"Invalid sequence number {batch.base_sequence} in record batch with "
+                f"producerId {batch.producer_id} in topic partition {tp}"
+            )
 
     # -- path 1: uncompressed in place ------------------------------------------------------------
     def _assign_offsets_non_compressed(self, batch: RecordBatch, offset_counter: int, now: int) -> ValidationResult:
@@ -238,8 +273,16 @@ class LogValidator:
             timestamps = self._walk_and_validate(batch, now)[1]
             max_timestamp = max(timestamps, default=NO_TIMESTAMP)
         shallow_needs_timestamp = True  # Kafka: no shallow offset when no record has a timestamp
-        return self._stamp_in_place(batch, offset_counter, count, max_timestamp, now, _compression.NONE,
-                                    _compression.NONE, shallow_needs_timestamp)
+        return self._stamp_in_place(
+            batch,
+            offset_counter,
+            count,
+            max_timestamp,
+            now,
+            _compression.NONE,
+            _compression.NONE,
+            shallow_needs_timestamp,
+        )
 
     def _header_timestamps_valid(self, batch: RecordBatch, now: int) -> bool:
         """True when the header alone proves every record passes ``validateTimestamp``; False
@@ -256,21 +299,36 @@ class LogValidator:
         return lower <= base_ts <= max_ts <= upper
 
     # -- paths 2 and 3: compressed ----------------------------------------------------------------
-    def _validate_compressed(self, batch: RecordBatch, offset_counter: int, now: int,
-                             source: int) -> ValidationResult:
+    def _validate_compressed(self, batch: RecordBatch, offset_counter: int, now: int, source: int) -> ValidationResult:
         target = self.target_compression if self.target_compression is not None else _compression.for_id(source)
         # Uncompressed control batches are not compressed unless written compressed.
         in_place = source == target.id or (source == _compression.NONE and batch.is_control_batch)
         data, timestamps, offsets_in_order = self._walk_and_validate(batch, now)
         if offsets_in_order and in_place:
-            return self._stamp_in_place(batch, offset_counter, len(timestamps), max(timestamps, default=NO_TIMESTAMP),
-                                        now, source, target.id, False)
+            return self._stamp_in_place(
+                batch,
+                offset_counter,
+                len(timestamps),
+                max(timestamps, default=NO_TIMESTAMP),
+                now,
+                source,
+                target.id,
+                False,
+            )
         if offsets_in_order and batch.timestamp_type == CREATE_TIME and not batch.is_control_batch:
             return self._recompress(batch, data, timestamps, offset_counter, now, source, target)
         return self._build_and_assign_offsets(batch, data, offset_counter, now, source, target)
 
-    def _recompress(self, batch: RecordBatch, data: bytes, timestamps: list, offset_counter: int, now: int,
-                    source: int, target: Compression) -> ValidationResult:
+    def _recompress(
+        self,
+        batch: RecordBatch,
+        data: bytes,
+        timestamps: list,
+        offset_counter: int,
+        now: int,
+        source: int,
+        target: Compression,
+    ) -> ValidationResult:
         """Re-build when only the codec changes: the records section (offset deltas 0..n-1, deltas
         relative to the batch's base timestamp) is already what a builder would write, so it is
         compressed again as it is instead of being decoded and re-encoded record by record."""
@@ -281,15 +339,30 @@ class LogValidator:
         else:
             max_timestamp = max(timestamps, default=NO_TIMESTAMP)
             shallow = last_offset if max_timestamp != NO_TIMESTAMP else -1
-        built = encode_batch(data, count, offset_counter, count - 1, batch.base_timestamp, max_timestamp, target,
-                             self.timestamp_type, batch.producer_id, batch.producer_epoch, batch.base_sequence,
-                             batch.is_transactional, False, self.partition_leader_epoch)
+        built = encode_batch(
+            data,
+            count,
+            offset_counter,
+            count - 1,
+            batch.base_timestamp,
+            max_timestamp,
+            target,
+            self.timestamp_type,
+            batch.producer_id,
+            batch.producer_epoch,
+            batch.base_sequence,
+            batch.is_transactional,
+            False,
+            self.partition_leader_epoch,
+        )
         self._check_rebuilt_size(built)
-        return ValidationResult(memoryview(built), offset_counter, last_offset, count, now, max_timestamp, shallow,
-                                True, source, target.id)
+        return ValidationResult(
+            memoryview(built), offset_counter, last_offset, count, now, max_timestamp, shallow, True, source, target.id
+        )
 
-    def _build_and_assign_offsets(self, batch: RecordBatch, data: bytes, offset_counter: int, now: int, source: int,
-                                  target: Compression) -> ValidationResult:
+    def _build_and_assign_offsets(
+        self, batch: RecordBatch, data: bytes, offset_counter: int, now: int, source: int, target: Compression
+    ) -> ValidationResult:
         """Re-build record by record (``buildRecordsAndAssignOffsets``): inner offsets out of order,
         a producer claiming LogAppendTime, or a compressed control batch changing codec."""
         log_append_time = batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else None
@@ -298,8 +371,17 @@ class LogValidator:
         except CorruptRecordError as e:
             raise InvalidRecordError(f"{e} in topic partition {self.topic_partition}") from None
         builder = MemoryRecordsBuilder(
-            offset_counter, target, self.timestamp_type, now, batch.producer_id, batch.producer_epoch,
-            batch.base_sequence, batch.is_transactional, False, self.partition_leader_epoch)
+            offset_counter,
+            target,
+            self.timestamp_type,
+            now,
+            batch.producer_id,
+            batch.producer_epoch,
+            batch.base_sequence,
+            batch.is_transactional,
+            False,
+            self.partition_leader_epoch,
+        )
         offset = offset_counter
         try:
             for record in records:
@@ -310,14 +392,25 @@ class LogValidator:
             raise InvalidRecordError(f"{e} in topic partition {self.topic_partition}") from None
         self._check_rebuilt_size(built)
         info = builder.info()
-        return ValidationResult(memoryview(built), offset_counter, offset - 1, len(records), now,
-                                info.max_timestamp, info.shallow_offset_of_max_timestamp, True, source, target.id)
+        return ValidationResult(
+            memoryview(built),
+            offset_counter,
+            offset - 1,
+            len(records),
+            now,
+            info.max_timestamp,
+            info.shallow_offset_of_max_timestamp,
+            True,
+            source,
+            target.id,
+        )
 
     def _check_rebuilt_size(self, built: bytes) -> None:
         if len(built) > self.max_message_bytes:
             raise MessageTooLargeError(
                 f"The record batch size in the append to {self.topic_partition} is {len(built)} bytes which "
-                f"exceeds the maximum configured value of {self.max_message_bytes}.")
+                f"exceeds the maximum configured value of {self.max_message_bytes}."
+            )
 
     # -- records ---------------------------------------------------------------------------------
     def _walk_and_validate(self, batch: RecordBatch, now: int) -> tuple[bytes, list, bool]:
@@ -347,13 +440,20 @@ class LogValidator:
         if self.compacted_topic and null_key_indexes:
             for index in null_key_indexes:
                 self.metrics.record_no_key_compacted_topic()
-                errors.append((RecordError(index, "Compacted topic cannot accept message without key in topic "
-                                                  f"partition {tp}"), False))
+                errors.append(
+                    (
+                        RecordError(
+                            index, f"Compacted topic cannot accept message without key in topic partition {tp}"
+                        ),
+                        False,
+                    )
+                )
         claims_log_append = batch.timestamp_type == LOG_APPEND_TIME
         lower, upper = now - self.timestamp_before_max_ms, now + self.timestamp_after_max_ms
         create_time = self.timestamp_type == CREATE_TIME
-        if timestamps and (claims_log_append or (create_time and not (
-                lower <= min(timestamps) and max(timestamps) <= upper))):
+        if timestamps and (
+            claims_log_append or (create_time and not (lower <= min(timestamps) and max(timestamps) <= upper))
+        ):
             skip = set(null_key_indexes) if self.compacted_topic else ()
             base = batch.base_offset
             for index, ts in enumerate(timestamps):
@@ -361,28 +461,56 @@ class LogValidator:
                     continue
                 if create_time and ts != NO_TIMESTAMP:
                     if now - ts > self.timestamp_before_max_ms or ts - now > self.timestamp_after_max_ms:
-                        errors.append((RecordError(index, f"Timestamp {ts} of message with offset {base + index} is "
-                                                          f"out of range. The timestamp should be within "
-                                                          f"[{lower}, {upper}]"), True))
+                        errors.append(
+                            (
+                                RecordError(
+                                    index,
+                                    f"Timestamp {ts} of message with offset {base + index} is "
+                                    f"out of range. The timestamp should be within "
+                                    f"[{lower}, {upper}]",
+                                ),
+                                True,
+                            )
+                        )
                 elif claims_log_append:
-                    errors.append((RecordError(index, f"Invalid timestamp type in message with offset "
-                                                      f"{base + index}. Producer should not set timestamp type "
-                                                      "to LogAppendTime."), True))
+                    errors.append(
+                        (
+                            RecordError(
+                                index,
+                                f"Invalid timestamp type in message with offset "
+                                f"{base + index}. Producer should not set timestamp type "
+                                "to LogAppendTime.",
+                            ),
+                            True,
+                        )
+                    )
         if errors:
             errors.sort(key=lambda e: e[0].batch_index)
             record_errors = [e for e, _ in errors]
             if any(is_ts for _, is_ts in errors):
-                cause: KafkaError = InvalidTimestampError("One or more records have been rejected due to invalid "
-                                                          "timestamp")
+                cause: KafkaError = InvalidTimestampError(
+                    "One or more records have been rejected due to invalid timestamp"
+                )
             else:
-                cause = InvalidRecordError(f"One or more records have been rejected due to {len(record_errors)} "
-                                           "record errors in total, and only showing the first three errors at "
-                                           f"most: {record_errors[:3]}")
+                cause = InvalidRecordError(
+                    f"One or more records have been rejected due to {len(record_errors)} "
+                    "record errors in total, and only showing the first three errors at "
+                    f"most: {record_errors[:3]}"
+                )
             raise RecordValidationError(cause, record_errors)
 
     # -- stamping --------------------------------------------------------------------------------
-    def _stamp_in_place(self, batch: RecordBatch, offset_counter: int, count: int, max_timestamp: int, now: int,
-                        source: int, target: int, shallow_needs_timestamp: bool) -> ValidationResult:
+    def _stamp_in_place(
+        self,
+        batch: RecordBatch,
+        offset_counter: int,
+        count: int,
+        max_timestamp: int,
+        now: int,
+        source: int,
+        target: int,
+        shallow_needs_timestamp: bool,
+    ) -> ValidationResult:
         if batch.buf.readonly:
             batch = RecordBatch(memoryview(bytearray(batch.buf)))  # read-only input: the one copy
         last_offset = offset_counter + count - 1
@@ -392,6 +520,6 @@ class LogValidator:
             max_timestamp = now
         batch.set_max_timestamp(self.timestamp_type, max_timestamp)
         shallow = last_offset if not shallow_needs_timestamp or max_timestamp > NO_TIMESTAMP else -1
-        return ValidationResult(batch.buf, offset_counter, last_offset, count, now, max_timestamp, shallow, False,
-                                source, target)
-
+        return ValidationResult(
+            batch.buf, offset_counter, last_offset, count, now, max_timestamp, shallow, False, source, target
+        )

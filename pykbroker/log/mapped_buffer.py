@@ -17,6 +17,7 @@ Safety: a :class:`MappedBuffer`'s ``buf`` must not be used after ``close`` (the 
 a segfault, not an exception). Its owner (AbstractIndex) serialises every access and the close under
 one lock and drops its reference to ``buf`` when closing.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -45,7 +46,7 @@ def allocate(fd: int, offset: int, length: int) -> None:
                 raise
     position, end = offset, offset + length
     while position < end:
-        position += os.pwrite(fd, _ZEROS[:min(len(_ZEROS), end - position)], position)
+        position += os.pwrite(fd, _ZEROS[: min(len(_ZEROS), end - position)], position)
 
 
 class MappedBuffer:
@@ -101,8 +102,7 @@ def _load_libc():
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.mmap.restype = ctypes.c_void_p
-        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                              ctypes.c_long]
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
         libc.munmap.restype = ctypes.c_int
         libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         libc.msync.restype = ctypes.c_int

@@ -8,6 +8,7 @@ gives a position at or before the batch holding ``o``; the caller then scans bat
 The real entries never have position 0 (the first entry is written only after ``index.interval.bytes``
 of data), which is how an untrimmed zero tail is recognised.
 """
+
 from __future__ import annotations
 
 import struct
@@ -26,6 +27,7 @@ _I32 = struct.Struct(">i").unpack_from
 
 class OffsetPosition(NamedTuple):
     """An index entry: absolute ``offset`` and byte ``position`` in the log file."""
+
     offset: int
     position: int
 
@@ -52,20 +54,25 @@ class OffsetIndex(AbstractIndex):
     def sanity_check(self) -> None:
         """Raise CorruptIndexError if the file cannot be a valid offset index."""
         if self._length % self.ENTRY_SIZE != 0:
-            raise CorruptIndexError(f"Index file {self._path} is corrupt, found {self._length} bytes which is "
-                                    f"not a multiple of {self.ENTRY_SIZE}")
+            raise CorruptIndexError(
+                f"Index file {self._path} is corrupt, found {self._length} bytes which is "
+                f"not a multiple of {self.ENTRY_SIZE}"
+            )
         if self._entries:
             first, last = self.entry(0), self.entry(self._entries - 1)
             if last.offset < self.base_offset or last.offset < first.offset or last.position < first.position:
-                raise CorruptIndexError(f"Corrupt index found, index file ({self._path}) has non-zero size but the "
-                                        f"last entry {last} is before the first entry {first} or the base offset "
-                                        f"{self.base_offset}")
+                raise CorruptIndexError(
+                    f"Corrupt index found, index file ({self._path}) has non-zero size but the "
+                    f"last entry {last} is before the first entry {first} or the base offset "
+                    f"{self.base_offset}"
+                )
 
     def entry(self, n: int) -> OffsetPosition:
         with self._lock:
             if n >= self._entries:
-                raise IndexError(f"Attempt to fetch the {n}th entry from index {self._path}, which has size "
-                                 f"{self._entries}")
+                raise IndexError(
+                    f"Attempt to fetch the {n}th entry from index {self._path}, which has size {self._entries}"
+                )
             rel, pos = _ENTRY.unpack_from(self._mapped(), n * 8)
         return OffsetPosition(self.base_offset + rel, pos)
 
@@ -89,8 +96,10 @@ class OffsetIndex(AbstractIndex):
             if n >= self._max_entries:
                 raise IndexFullError(f"Attempt to append to a full index (size = {n}) {self._path}")
             if n and offset <= self._last_offset:
-                raise InvalidOffsetError(f"Attempt to append an offset ({offset}) to position {n} no larger than "
-                                         f"the last offset appended ({self._last_offset}) to {self._path}")
+                raise InvalidOffsetError(
+                    f"Attempt to append an offset ({offset}) to position {n} no larger than "
+                    f"the last offset appended ({self._last_offset}) to {self._path}"
+                )
             rel = self.relative_offset(offset)
             mm = self._mapped()
             self._ensure_allocated((n + 1) * 8)

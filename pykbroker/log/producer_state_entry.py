@@ -12,6 +12,7 @@ For each producer id the log remembers the producer epoch and the metadata of it
 * a batch whose (epoch, first_seq, last_seq) equals one of the retained batches is a duplicate: it is
   not written and the original offsets are returned (checked before the rules above).
 """
+
 from __future__ import annotations
 
 import enum
@@ -34,6 +35,7 @@ INT_MAX = 0x7FFFFFFF
 class AppendOrigin(enum.Enum):
     """Who is appending: a producing client (full checks), a coordinator writing its own records
     (epoch checks only), or replication/recovery (no rejections)."""
+
     CLIENT = "CLIENT"
     COORDINATOR = "COORDINATOR"
     REPLICATION = "REPLICATION"
@@ -49,6 +51,7 @@ def decrement_sequence(sequence: int, decrement: int) -> int:
 class BatchMetadata(NamedTuple):
     """A retained batch: last sequence, last offset, ``offset_delta`` (= last - first offset, which is
     also last - first sequence) and its max timestamp."""
+
     last_seq: int
     last_offset: int
     offset_delta: int
@@ -75,9 +78,15 @@ class ProducerStateEntry:
         "producer_id",
     )
 
-    def __init__(self, producer_id: int, producer_epoch: int = NO_PRODUCER_EPOCH, coordinator_epoch: int = -1,
-                 last_timestamp: int = -1, current_txn_first_offset: int | None = None,
-                 batch_metadata: list[BatchMetadata] | None = None):
+    def __init__(
+        self,
+        producer_id: int,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+        coordinator_epoch: int = -1,
+        last_timestamp: int = -1,
+        current_txn_first_offset: int | None = None,
+        batch_metadata: list[BatchMetadata] | None = None,
+    ):
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.coordinator_epoch = coordinator_epoch
@@ -106,11 +115,17 @@ class ProducerStateEntry:
         return self.batch_metadata[-1].last_offset if self.batch_metadata else -1
 
     def copy_without_batches(self) -> ProducerStateEntry:
-        return ProducerStateEntry(self.producer_id, self.producer_epoch, self.coordinator_epoch,
-                                  self.last_timestamp, self.current_txn_first_offset)
+        return ProducerStateEntry(
+            self.producer_id,
+            self.producer_epoch,
+            self.coordinator_epoch,
+            self.last_timestamp,
+            self.current_txn_first_offset,
+        )
 
-    def add_batch(self, producer_epoch: int, last_seq: int, last_offset: int, offset_delta: int,
-                  timestamp: int) -> None:
+    def add_batch(
+        self, producer_epoch: int, last_seq: int, last_offset: int, offset_delta: int, timestamp: int
+    ) -> None:
         if producer_epoch != self.producer_epoch:
             self.batch_metadata.clear()
             self.producer_epoch = producer_epoch
@@ -138,8 +153,10 @@ class ProducerStateEntry:
         return None
 
     def __repr__(self) -> str:
-        return (f"ProducerStateEntry(producer_id={self.producer_id}, producer_epoch={self.producer_epoch}, "
-                f"batches={list(self.batch_metadata)}, txn_first_offset={self.current_txn_first_offset})")
+        return (
+            f"ProducerStateEntry(producer_id={self.producer_id}, producer_epoch={self.producer_epoch}, "
+            f"batches={list(self.batch_metadata)}, txn_first_offset={self.current_txn_first_offset})"
+        )
 
 
 class CompletedTxn(NamedTuple):
@@ -152,8 +169,13 @@ class ProducerAppendInfo:
     """The effect of one append on one producer, validated before anything is written and applied
     with ``ProducerStateManager.update`` after the write succeeds."""
 
-    def __init__(self, topic_partition: tuple[str, int], producer_id: int, current: ProducerStateEntry | None,
-                 origin: AppendOrigin):
+    def __init__(
+        self,
+        topic_partition: tuple[str, int],
+        producer_id: int,
+        current: ProducerStateEntry | None,
+        origin: AppendOrigin,
+    ):
         self.topic_partition = topic_partition
         self.producer_id = producer_id
         self.current = current if current is not None else ProducerStateEntry(producer_id)
@@ -163,13 +185,17 @@ class ProducerAppendInfo:
         self.completed_txns: list[CompletedTxn] = []
 
     def _where(self, offset: int) -> str:
-        return f"producer {self.producer_id} at offset {offset} in partition {self.topic_partition[0]}-" \
-               f"{self.topic_partition[1]}"
+        return (
+            f"producer {self.producer_id} at offset {offset} in partition {self.topic_partition[0]}-"
+            f"{self.topic_partition[1]}"
+        )
 
     def _check_producer_epoch(self, producer_epoch: int, offset: int) -> None:
         if producer_epoch < self.updated.producer_epoch:
-            message = (f"Epoch of {self._where(offset)} is {producer_epoch}, which is smaller than the last seen "
-                       f"epoch {self.updated.producer_epoch}")
+            message = (
+                f"Epoch of {self._where(offset)} is {producer_epoch}, which is smaller than the last seen "
+                f"epoch {self.updated.producer_epoch}"
+            )
             if self.origin is not AppendOrigin.REPLICATION:
                 raise InvalidProducerEpochError(message)
 
@@ -179,7 +205,8 @@ class ProducerAppendInfo:
             if first_seq != 0 and updated.producer_epoch != NO_PRODUCER_EPOCH:
                 raise OutOfOrderSequenceNumberError(
                     f"Invalid sequence number for new epoch of {self._where(offset)}: {producer_epoch} (request "
-                    f"epoch), {first_seq} (seq. number), {updated.producer_epoch} (current producer epoch)")
+                    f"epoch), {first_seq} (seq. number), {updated.producer_epoch} (current producer epoch)"
+                )
             return
         if not updated.is_empty:
             current_last_seq = updated.last_seq
@@ -191,7 +218,8 @@ class ProducerAppendInfo:
         if not (current.producer_epoch == NO_PRODUCER_EPOCH or in_sequence):
             raise OutOfOrderSequenceNumberError(
                 f"Out of order sequence number for {self._where(offset)}: {first_seq} (incoming seq. number), "
-                f"{current_last_seq} (current end sequence number)")
+                f"{current_last_seq} (current end sequence number)"
+            )
 
     def append(self, batch: BatchHeader) -> None:
         """Validate ``batch`` (offsets assigned) and record it. Raises InvalidProducerEpochError,
@@ -204,8 +232,7 @@ class ProducerAppendInfo:
         if self.origin is AppendOrigin.CLIENT:
             self._check_sequence(epoch, batch.base_sequence, first_offset)
         last_offset = batch.last_offset
-        self.updated.add_batch(epoch, batch.last_sequence, last_offset, last_offset - first_offset,
-                               batch.max_timestamp)
+        self.updated.add_batch(epoch, batch.last_sequence, last_offset, last_offset - first_offset, batch.max_timestamp)
         txn_first = self.updated.current_txn_first_offset
         if txn_first is not None and not batch.is_transactional:
             if self.origin is not AppendOrigin.REPLICATION:

@@ -6,6 +6,7 @@ shutdown, and rebuilt at load time from the latest snapshot plus a header-only s
 after it (see ``UnifiedLog``). Expired producers (no batch for ``producer.id.expiration.ms`` and no
 open transaction) are dropped by a periodic task.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -37,8 +38,12 @@ DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
 class ProducerStateManager:
     """Not thread-safe: every method runs under the owning log's lock (as in Kafka)."""
 
-    def __init__(self, topic_partition: tuple[str, int], log_dir: str,
-                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS):
+    def __init__(
+        self,
+        topic_partition: tuple[str, int],
+        log_dir: str,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    ):
         self.topic_partition = topic_partition
         self.log_dir = log_dir
         self._log = get_logger("ProducerStateManager", partition=self._tp())
@@ -124,8 +129,11 @@ class ProducerStateManager:
     # -- expiration and truncation ------------------------------------------------------------
     def remove_expired_producers(self, now_ms: int) -> int:
         """Drop producers idle for ``producer_id_expiration_ms`` without an open transaction."""
-        expired = [pid for pid, e in self.producers.items()
-                   if e.current_txn_first_offset is None and now_ms - e.last_timestamp >= self.producer_id_expiration_ms]
+        expired = [
+            pid
+            for pid, e in self.producers.items()
+            if e.current_txn_first_offset is None and now_ms - e.last_timestamp >= self.producer_id_expiration_ms
+        ]
         for pid in expired:
             del self.producers[pid]
         return len(expired)
@@ -169,20 +177,22 @@ class ProducerStateManager:
             try:
                 entries = read_snapshot(path)
             except (OSError, CorruptSnapshotError) as e:
-                self._log.warning("Failed to load producer snapshot; deleting it and trying an older one",
-                                  snapshot=path, error=str(e))
+                self._log.warning(
+                    "Failed to load producer snapshot; deleting it and trying an older one", snapshot=path, error=str(e)
+                )
                 self._remove_snapshot(offset)
                 continue
             for entry in entries:
-                if entry.current_txn_first_offset is None and \
-                        now_ms - entry.last_timestamp >= self.producer_id_expiration_ms:
+                if (
+                    entry.current_txn_first_offset is None
+                    and now_ms - entry.last_timestamp >= self.producer_id_expiration_ms
+                ):
                     continue
                 self.producers[entry.producer_id] = entry
                 if entry.current_txn_first_offset is not None:
                     self._ongoing_txns[entry.current_txn_first_offset] = entry.producer_id
             self.map_end_offset = offset
-            self._log.info("Loaded producer state from snapshot", offset=offset,
-                           producers=len(self.producers))
+            self._log.info("Loaded producer state from snapshot", offset=offset, producers=len(self.producers))
             return
         self.map_end_offset = log_start_offset
 

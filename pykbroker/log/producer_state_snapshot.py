@@ -14,6 +14,7 @@ Kafka writes these with its own schema; pykbroker uses this simpler binary forma
 All retained batches are stored (Kafka keeps only the last one), so duplicate detection survives a
 restart. A file that fails its magic, version, length or CRC check raises CorruptSnapshotError.
 """
+
 from __future__ import annotations
 
 import os
@@ -40,8 +41,9 @@ def encode(entries: list[ProducerStateEntry]) -> bytes:
     for e in entries:
         batches = list(e.batch_metadata)
         txn = -1 if e.current_txn_first_offset is None else e.current_txn_first_offset
-        body += _PRODUCER.pack(e.producer_id, e.producer_epoch, e.coordinator_epoch, e.last_timestamp, txn,
-                               len(batches))
+        body += _PRODUCER.pack(
+            e.producer_id, e.producer_epoch, e.coordinator_epoch, e.last_timestamp, txn, len(batches)
+        )
         for b in batches:
             body += _BATCH.pack(b.last_seq, b.last_offset, b.offset_delta, b.timestamp)
     return _HEADER.pack(MAGIC, VERSION, crc32c(body)) + bytes(body)
@@ -53,7 +55,7 @@ def decode(data: bytes, path: str = "<memory>") -> list[ProducerStateEntry]:
     magic, version, crc = _HEADER.unpack_from(data, 0)
     if magic != MAGIC or version != VERSION:
         raise CorruptSnapshotError(f"Snapshot {path} has magic {magic!r} version {version}")
-    body = memoryview(data)[_HEADER.size:]
+    body = memoryview(data)[_HEADER.size :]
     if crc32c(body) != crc:
         raise CorruptSnapshotError(f"Snapshot {path} failed its CRC check")
     try:
@@ -83,7 +85,7 @@ def write_snapshot(path: str, entries: list[ProducerStateEntry], sync: bool) -> 
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         if sync:
             os.fsync(fd)
     finally:

@@ -6,6 +6,7 @@ timestamp larger than t comes after offset o"; entries are appended only when th
 so both fields increase. The last slot is kept free so that the segment's max timestamp can always be
 appended once more when it is rolled or closed (``maybe_append(..., skip_full_check=True)``).
 """
+
 from __future__ import annotations
 
 import struct
@@ -27,6 +28,7 @@ NO_TIMESTAMP = -1
 
 class TimestampOffset(NamedTuple):
     """A time index entry: ``timestamp`` (ms) and absolute ``offset``."""
+
     timestamp: int
     offset: int
 
@@ -68,24 +70,31 @@ class TimeIndex(AbstractIndex):
 
     def sanity_check(self) -> None:
         if self._length % self.ENTRY_SIZE != 0:
-            raise CorruptIndexError(f"Time index file {self._path} is corrupt, found {self._length} bytes which "
-                                    f"is not a multiple of {self.ENTRY_SIZE}")
+            raise CorruptIndexError(
+                f"Time index file {self._path} is corrupt, found {self._length} bytes which "
+                f"is not a multiple of {self.ENTRY_SIZE}"
+            )
         if self._entries:
             first, last = self.entry(0), self._last_entry
             if last.timestamp < first.timestamp:
-                raise CorruptIndexError(f"Corrupt time index found, time index file ({self._path}) has non-zero "
-                                        f"size but the last timestamp is {last.timestamp} which is less than the "
-                                        f"first timestamp {first.timestamp}")
+                raise CorruptIndexError(
+                    f"Corrupt time index found, time index file ({self._path}) has non-zero "
+                    f"size but the last timestamp is {last.timestamp} which is less than the "
+                    f"first timestamp {first.timestamp}"
+                )
             if last.offset < self.base_offset:
-                raise CorruptIndexError(f"Corrupt time index found, time index file ({self._path}) has non-zero "
-                                        f"size but the last offset is {last.offset} which is less than the first "
-                                        f"offset {self.base_offset}")
+                raise CorruptIndexError(
+                    f"Corrupt time index found, time index file ({self._path}) has non-zero "
+                    f"size but the last offset is {last.offset} which is less than the first "
+                    f"offset {self.base_offset}"
+                )
 
     def entry(self, n: int) -> TimestampOffset:
         with self._lock:
             if n >= self._entries:
-                raise IndexError(f"Attempt to fetch the {n}th entry from time index {self._path} which has size "
-                                 f"{self._entries}")
+                raise IndexError(
+                    f"Attempt to fetch the {n}th entry from time index {self._path} which has size {self._entries}"
+                )
             ts, rel = _ENTRY.unpack_from(self._mapped(), n * 12)
         return TimestampOffset(ts, self.base_offset + rel)
 
@@ -111,11 +120,15 @@ class TimeIndex(AbstractIndex):
                 raise IndexFullError(f"Attempt to append to a full time index (size = {n}) {self._path}")
             last = self._last_entry
             if n and offset < last.offset:
-                raise InvalidOffsetError(f"Attempt to append an offset ({offset}) to slot {n} no larger than the "
-                                         f"last offset appended ({last.offset}) to {self._path}")
+                raise InvalidOffsetError(
+                    f"Attempt to append an offset ({offset}) to slot {n} no larger than the "
+                    f"last offset appended ({last.offset}) to {self._path}"
+                )
             if n and timestamp < last.timestamp:
-                raise ValueError(f"Attempt to append a timestamp ({timestamp}) to slot {n} no larger than the last "
-                                 f"timestamp appended ({last.timestamp}) to {self._path}")
+                raise ValueError(
+                    f"Attempt to append a timestamp ({timestamp}) to slot {n} no larger than the last "
+                    f"timestamp appended ({last.timestamp}) to {self._path}"
+                )
             if timestamp > last.timestamp:
                 if n >= self._max_entries:
                     raise IndexFullError(f"Time index {self._path} has no slot left (size = {n})")

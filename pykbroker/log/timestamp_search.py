@@ -7,6 +7,7 @@ does not decode records, so without ``refine`` the answer is the base offset of 
 batch (never below the log start offset) with that batch's max timestamp; a ``refine`` callable (a
 record decoder) may return the exact record instead.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -26,9 +27,14 @@ LATEST_TIERED_TIMESTAMP = -5
 RecordSearch = Callable[[bytes, int, int], "TimestampAndOffset | None"]
 
 
-def fetch_offset_by_timestamp(segments: Sequence[LogSegment], target_timestamp: int, log_start_offset: int,
-                              log_end_offset: int, cache: LeaderEpochFileCache,
-                              refine: RecordSearch | None = None) -> TimestampAndOffset | None:
+def fetch_offset_by_timestamp(
+    segments: Sequence[LogSegment],
+    target_timestamp: int,
+    log_start_offset: int,
+    log_end_offset: int,
+    cache: LeaderEpochFileCache,
+    refine: RecordSearch | None = None,
+) -> TimestampAndOffset | None:
     """See the module docstring. Thread-safe given an immutable ``segments`` snapshot."""
     if target_timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
         return TimestampAndOffset(-1, log_start_offset, cache.epoch_for_offset(log_start_offset))
@@ -46,8 +52,9 @@ def fetch_offset_by_timestamp(segments: Sequence[LogSegment], target_timestamp: 
     return None
 
 
-def _search_segment(segment: LogSegment, target: int, start: int, refine: RecordSearch | None
-                    ) -> TimestampAndOffset | None:
+def _search_segment(
+    segment: LogSegment, target: int, start: int, refine: RecordSearch | None
+) -> TimestampAndOffset | None:
     if refine is None:
         return segment.find_offset_by_timestamp(target, start)
     entry = segment.time_index.lookup(target)

@@ -9,6 +9,7 @@ Offsets: ``log_start_offset`` <= ``high_watermark`` <= ``log_end_offset`` (LEO, 
 assign). ``recovery_point``: everything below it is fsynced. ``last_stable_offset``: the HW or the
 first offset of the oldest open transaction, whichever is lower.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,12 +29,12 @@ from pykbroker.log.fetch_data_info import (
     LogOffsetMetadata,
 )
 from pykbroker.log.leader_epoch_cache import LeaderEpochFileCache
-from pykbroker.log.log_dir_failure_channel import LogDirFailureChannel
 from pykbroker.log.log_append_info import (
     LogAppendInfo,
     ValidatedFields,
     ValidationResultLike,
 )
+from pykbroker.log.log_dir_failure_channel import LogDirFailureChannel
 from pykbroker.log.log_file_utils import (
     DELETED_FILE_SUFFIX,
     log_file,
@@ -111,6 +112,7 @@ class _IOErrors:
             log.log_dir_failure_channel.maybe_add_offline_log_dir(parent, msg, exc)
         raise KafkaStorageErrorError(msg) from exc
 
+
 class UnexpectedAppendOffsetError(Exception):
     """Appended offsets do not start at the log end offset (Kafka's UnexpectedAppendOffsetException)."""
 
@@ -127,11 +129,22 @@ class UnifiedLog:
     ``flush`` does its fsyncs outside the lock and then records the new recovery point under it.
     """
 
-    def __init__(self, directory: str, config, segments: LogSegments, log_start_offset: int, recovery_point: int,
-                 next_offset_metadata: LogOffsetMetadata, scheduler: Scheduler | None, time: Time,
-                 topic_partition: tuple[str, int], leader_epoch_cache: LeaderEpochFileCache,
-                 producer_state_manager: ProducerStateManager, topic_id=None,
-                 recovery_report: RecoveryReport | None = None):
+    def __init__(
+        self,
+        directory: str,
+        config,
+        segments: LogSegments,
+        log_start_offset: int,
+        recovery_point: int,
+        next_offset_metadata: LogOffsetMetadata,
+        scheduler: Scheduler | None,
+        time: Time,
+        topic_partition: tuple[str, int],
+        leader_epoch_cache: LeaderEpochFileCache,
+        producer_state_manager: ProducerStateManager,
+        topic_id=None,
+        recovery_report: RecoveryReport | None = None,
+    ):
         self._lock = threading.RLock()
         self._dir = directory
         self._config = config
@@ -165,23 +178,49 @@ class UnifiedLog:
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
-    def create(cls, directory: str, config, scheduler: Scheduler | None, time: Time, *,
-               log_start_offset: int = 0, recovery_point: int = 0, had_clean_shutdown: bool = True,
-               topic_id=None, producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-               topic_partition: tuple[str, int] | None = None) -> UnifiedLog:
+    def create(
+        cls,
+        directory: str,
+        config,
+        scheduler: Scheduler | None,
+        time: Time,
+        *,
+        log_start_offset: int = 0,
+        recovery_point: int = 0,
+        had_clean_shutdown: bool = True,
+        topic_id=None,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+        topic_partition: tuple[str, int] | None = None,
+    ) -> UnifiedLog:
         """Open (creating if needed) and load the log in ``directory`` (``<topic>-<partition>``),
         recovering from ``recovery_point`` unless ``had_clean_shutdown``. With ``topic_id``, write or
         verify ``partition.metadata`` (InconsistentTopicIdError on a mismatch)."""
         os.makedirs(directory, exist_ok=True)
         tp = topic_partition or parse_topic_partition_name(os.path.basename(os.path.normpath(directory)))
-        cache = LeaderEpochFileCache(tp, LeaderEpochCheckpointFile(os.path.join(directory, LEADER_EPOCH_CHECKPOINT_FILE)))
+        cache = LeaderEpochFileCache(
+            tp, LeaderEpochCheckpointFile(os.path.join(directory, LEADER_EPOCH_CHECKPOINT_FILE))
+        )
         psm = ProducerStateManager(tp, directory, producer_id_expiration_ms)
         segments = LogSegments(tp)
-        loader = LogLoader(directory, tp, config, time, had_clean_shutdown, segments, log_start_offset,
-                           recovery_point, cache)
+        loader = LogLoader(
+            directory, tp, config, time, had_clean_shutdown, segments, log_start_offset, recovery_point, cache
+        )
         offsets = loader.load()
-        log = cls(directory, config, segments, offsets.log_start_offset, offsets.recovery_point,
-                  offsets.next_offset_metadata, scheduler, time, tp, cache, psm, None, loader.report)
+        log = cls(
+            directory,
+            config,
+            segments,
+            offsets.log_start_offset,
+            offsets.recovery_point,
+            offsets.next_offset_metadata,
+            scheduler,
+            time,
+            tp,
+            cache,
+            psm,
+            None,
+            loader.report,
+        )
         log._high_watermark_metadata = LogOffsetMetadata(offsets.log_start_offset)
         log._rebuild_producer_state(offsets.next_offset_metadata.message_offset, had_clean_shutdown)
         log._init_topic_id(topic_id)
@@ -193,7 +232,8 @@ class UnifiedLog:
         if wanted is not None and stored is not None and stored != wanted:
             raise InconsistentTopicIdError(
                 f"Tried to assign topic ID {wanted} to log for topic partition {self.name}, but log already "
-                f"contained topic ID {stored}")
+                f"contained topic ID {stored}"
+            )
         if wanted is not None and stored is None:
             self._partition_metadata.write(wanted)
         self._topic_id = wanted or stored
@@ -291,9 +331,13 @@ class UnifiedLog:
         return self.log_end_offset - self._recovery_point
 
     # -- appends ------------------------------------------------------------------------------
-    def append_as_leader(self, records, leader_epoch: int,
-                         validate: Callable[[memoryview, int], ValidationResultLike],
-                         origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
+    def append_as_leader(
+        self,
+        records,
+        leader_epoch: int,
+        validate: Callable[[memoryview, int], ValidationResultLike],
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+    ) -> LogAppendInfo:
         """Validate and append client (or coordinator) records as the partition leader.
 
         Under the log lock: ``validate(records, log_end_offset)`` assigns offsets from the LEO, stamps
@@ -315,16 +359,27 @@ class UnifiedLog:
                 return LogAppendInfo(leo, leo - 1, log_start_offset=self._log_start_offset)
             if v.first_offset != leo:
                 raise UnexpectedAppendOffsetError(
-                    f"Validator assigned first offset {v.first_offset} but the log end offset of {self.name} is {leo}")
+                    f"Validator assigned first offset {v.first_offset} but the log end offset of {self.name} is {leo}"
+                )
             headers = self._batch_headers(buf, verify=False)
             if headers[-1].last_offset != v.last_offset:
                 raise UnexpectedAppendOffsetError(
                     f"Validator reported last offset {v.last_offset} but the last batch ends at "
-                    f"{headers[-1].last_offset} in {self.name}")
+                    f"{headers[-1].last_offset} in {self.name}"
+                )
             log_append_time = v.log_append_time if self._config.message_timestamp_type == "LogAppendTime" else -1
-            return self._append_locked(buf, headers, v.first_offset, v.last_offset, v.max_timestamp,
-                                       v.offset_of_max_timestamp, v.records_count, log_append_time, origin,
-                                       leader_epoch if leader_epoch >= 0 else None)
+            return self._append_locked(
+                buf,
+                headers,
+                v.first_offset,
+                v.last_offset,
+                v.max_timestamp,
+                v.offset_of_max_timestamp,
+                v.records_count,
+                log_append_time,
+                origin,
+                leader_epoch if leader_epoch >= 0 else None,
+            )
 
     def append_as_follower(self, records) -> LogAppendInfo:
         """Append batches whose offsets were assigned by the leader (replication, Raft). CRCs are
@@ -340,8 +395,10 @@ class UnifiedLog:
         previous_last = headers[0].base_offset - 1
         for h in headers:
             if h.base_offset <= previous_last:
-                raise CorruptRecordError(f"Out of order offsets in follower append to {self.name}: batch "
-                                         f"{h.base_offset} after {previous_last}")
+                raise CorruptRecordError(
+                    f"Out of order offsets in follower append to {self.name}: batch "
+                    f"{h.base_offset} after {previous_last}"
+                )
             previous_last = h.last_offset
             count += h.records_count
             if h.max_timestamp > max_ts:
@@ -351,27 +408,49 @@ class UnifiedLog:
             if headers[0].base_offset < self.log_end_offset:
                 raise UnexpectedAppendOffsetError(
                     f"Unexpected offset in append to {self.name}. First offset {headers[0].base_offset} is less than "
-                    f"the next offset {self.log_end_offset}")
-            return self._append_locked(buf, headers, headers[0].base_offset, headers[-1].last_offset, max_ts,
-                                       offset_of_max, count, -1, AppendOrigin.REPLICATION, None)
+                    f"the next offset {self.log_end_offset}"
+                )
+            return self._append_locked(
+                buf,
+                headers,
+                headers[0].base_offset,
+                headers[-1].last_offset,
+                max_ts,
+                offset_of_max,
+                count,
+                -1,
+                AppendOrigin.REPLICATION,
+                None,
+            )
 
     def _batch_headers(self, buf: memoryview, verify: bool) -> list[BatchHeader]:
         headers = list(iter_batch_headers(buf))
         if verify:
             for h in headers:
-                verify_crc(h, buf[h.position:h.position + h.size_in_bytes])
+                verify_crc(h, buf[h.position : h.position + h.size_in_bytes])
         elif not headers or sum(h.size_in_bytes for h in headers) != len(buf):
             raise CorruptRecordError(f"Validated records for {self.name} are not a sequence of whole batches")
         return headers
 
-    def _append_locked(self, buf: memoryview, headers: list[BatchHeader], first_offset: int, last_offset: int,
-                       max_timestamp: int, offset_of_max_timestamp: int, records_count: int, log_append_time: int,
-                       origin: AppendOrigin, leader_epoch: int | None) -> LogAppendInfo:
+    def _append_locked(
+        self,
+        buf: memoryview,
+        headers: list[BatchHeader],
+        first_offset: int,
+        last_offset: int,
+        max_timestamp: int,
+        offset_of_max_timestamp: int,
+        records_count: int,
+        log_append_time: int,
+        origin: AppendOrigin,
+        leader_epoch: int | None,
+    ) -> LogAppendInfo:
         config = self._config
         if len(buf) > config.segment_bytes:
             raise RecordListTooLargeError(
                 f"Message batch size is {len(buf)} bytes in append to partition {self.name}, which exceeds the "
-                f"maximum configured segment size of {config.segment_bytes}.")
+                f"maximum configured segment size of {config.segment_bytes}."
+            )
         # Producer state: duplicates and sequence/epoch checks, before anything is written.
         psm = self.producer_state_manager
         updated: dict[int, ProducerAppendInfo] = {}
@@ -382,9 +461,18 @@ class UnifiedLog:
                 entry = psm.last_entry(h.producer_id)
                 duplicate = entry.find_duplicate_batch(h) if entry is not None else None
                 if duplicate is not None:
-                    return LogAppendInfo(duplicate.first_offset, duplicate.last_offset, max_timestamp,
-                                         offset_of_max_timestamp, duplicate.timestamp, self._log_start_offset,
-                                         records_count, 0, leader_epoch, duplicate=True)
+                    return LogAppendInfo(
+                        duplicate.first_offset,
+                        duplicate.last_offset,
+                        max_timestamp,
+                        offset_of_max_timestamp,
+                        duplicate.timestamp,
+                        self._log_start_offset,
+                        records_count,
+                        0,
+                        leader_epoch,
+                        duplicate=True,
+                    )
             info = updated.get(h.producer_id)
             if info is None:
                 info = updated[h.producer_id] = psm.prepare_update(h.producer_id, origin)
@@ -405,9 +493,17 @@ class UnifiedLog:
         if self.unflushed_messages() >= config.flush_interval_messages:
             self.flush()
         last_epoch = headers[-1].partition_leader_epoch
-        return LogAppendInfo(first_offset, last_offset, max_timestamp, offset_of_max_timestamp, log_append_time,
-                             self._log_start_offset, records_count, len(buf),
-                             leader_epoch if leader_epoch is not None else (last_epoch if last_epoch >= 0 else None))
+        return LogAppendInfo(
+            first_offset,
+            last_offset,
+            max_timestamp,
+            offset_of_max_timestamp,
+            log_append_time,
+            self._log_start_offset,
+            records_count,
+            len(buf),
+            leader_epoch if leader_epoch is not None else (last_epoch if last_epoch >= 0 else None),
+        )
 
     def maybe_assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
         """Record that ``epoch`` starts at ``start_offset`` if it is newer than the latest known epoch
@@ -437,11 +533,20 @@ class UnifiedLog:
 
     def _maybe_roll(self, messages_size: int, max_timestamp: int, first_offset: int, last_offset: int) -> LogSegment:
         segment = self._segments.active_segment
-        params = RollParams(self._max_segment_ms(), self._config.segment_bytes, max_timestamp, last_offset,
-                            messages_size, self._time.milliseconds())
+        params = RollParams(
+            self._max_segment_ms(),
+            self._config.segment_bytes,
+            max_timestamp,
+            last_offset,
+            messages_size,
+            self._time.milliseconds(),
+        )
         if segment.should_roll(params):
-            self._log.debug("Rolling new log segment", log_size=segment.size,
-                            time_since_roll_ms=segment.time_waited_for_roll(params.now, max_timestamp))
+            self._log.debug(
+                "Rolling new log segment",
+                log_size=segment.size,
+                time_since_roll_ms=segment.time_waited_for_roll(params.now, max_timestamp),
+            )
             return self.roll(first_offset)
         return segment
 
@@ -454,26 +559,42 @@ class UnifiedLog:
             active = self._segments.last_segment()
             if self._segments.contains(new_offset):
                 if active is not None and active.base_offset == new_offset and active.size == 0:
-                    self._log.warning("Trying to roll a new segment whose base offset equals the empty active segment's; "
-                                      "recreating it", offset=new_offset)
+                    self._log.warning(
+                        "Trying to roll a new segment whose base offset equals the empty active segment's; "
+                        "recreating it",
+                        offset=new_offset,
+                    )
                     self._segments.remove(new_offset)
                     active.delete_if_exists()
                 else:
-                    raise RuntimeError(f"Trying to roll a new log segment for {self.name} with start offset "
-                                       f"{new_offset} while it already exists")
+                    raise RuntimeError(
+                        f"Trying to roll a new log segment for {self.name} with start offset "
+                        f"{new_offset} while it already exists"
+                    )
             elif active is not None and new_offset < active.base_offset:
-                raise RuntimeError(f"Trying to roll a new log segment for {self.name} with start offset {new_offset} "
-                                   f"lower than the active segment's base offset {active.base_offset}")
+                raise RuntimeError(
+                    f"Trying to roll a new log segment for {self.name} with start offset {new_offset} "
+                    f"lower than the active segment's base offset {active.base_offset}"
+                )
             else:
-                for path in (log_file(self._dir, new_offset), offset_index_file(self._dir, new_offset),
-                             time_index_file(self._dir, new_offset)):
+                for path in (
+                    log_file(self._dir, new_offset),
+                    offset_index_file(self._dir, new_offset),
+                    time_index_file(self._dir, new_offset),
+                ):
                     if os.path.exists(path):
                         self._log.warning("Newly rolled segment file already exists; deleting it first", file=path)
                         os.unlink(path)
                 if active is not None:
                     active.on_become_inactive_segment()
-            segment = LogSegment.open(self._dir, new_offset, self._config, self._time,
-                                      init_file_size=self._config.segment_bytes, preallocate=self._config.preallocate)
+            segment = LogSegment.open(
+                self._dir,
+                new_offset,
+                self._config,
+                self._time,
+                init_file_size=self._config.segment_bytes,
+                preallocate=self._config.preallocate,
+            )
             self._segments.add(segment)
             self._update_log_end_offset(self.log_end_offset)
             psm = self.producer_state_manager
@@ -513,8 +634,13 @@ class UnifiedLog:
                 self._last_flushed_ms = self._time.milliseconds()
 
     # -- reads --------------------------------------------------------------------------------
-    def read(self, start_offset: int, max_length: int, isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK,
-             min_one_message: bool = True) -> FetchDataInfo:
+    def read(
+        self,
+        start_offset: int,
+        max_length: int,
+        isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK,
+        min_one_message: bool = True,
+    ) -> FetchDataInfo:
         """Read up to ``max_length`` bytes from the batch holding ``start_offset``, bounded by the LEO,
         HW or LSO per ``isolation``. At least one whole batch when ``min_one_message``. Returns empty
         records at the bound; raises OffsetOutOfRangeError below ``log_start_offset`` or above the LEO.
@@ -529,8 +655,9 @@ class UnifiedLog:
                     raise
         raise AssertionError("unreachable")
 
-    def _read_once(self, start_offset: int, max_length: int, isolation: FetchIsolation,
-                   min_one_message: bool) -> FetchDataInfo:
+    def _read_once(
+        self, start_offset: int, max_length: int, isolation: FetchIsolation, min_one_message: bool
+    ) -> FetchDataInfo:
         end_metadata = self._next_offset_metadata
         end_offset = end_metadata.message_offset
         if start_offset == end_offset:
@@ -539,7 +666,8 @@ class UnifiedLog:
         if start_offset > end_offset or start_offset < log_start:
             raise OffsetOutOfRangeError(
                 f"Received request for offset {start_offset} for partition {self.name}, but we only have log "
-                f"segments in the range {log_start} to {end_offset}.")
+                f"segments in the range {log_start} to {end_offset}."
+            )
         if isolation is FetchIsolation.LOG_END:
             max_metadata = end_metadata
         elif isolation is FetchIsolation.HIGH_WATERMARK:
@@ -550,13 +678,22 @@ class UnifiedLog:
             return FetchDataInfo.empty(LogOffsetMetadata(start_offset))
         return self._read_segments(start_offset, max_length, max_metadata, min_one_message, end_metadata)
 
-    def _read_segments(self, start_offset: int, max_length: int, max_metadata: LogOffsetMetadata,
-                       min_one_message: bool, end_metadata: LogOffsetMetadata) -> FetchDataInfo:
+    def _read_segments(
+        self,
+        start_offset: int,
+        max_length: int,
+        max_metadata: LogOffsetMetadata,
+        min_one_message: bool,
+        end_metadata: LogOffsetMetadata,
+    ) -> FetchDataInfo:
         segments = self._segments
         segment = segments.floor_segment(start_offset)
         while segment is not None:
-            max_position = (max_metadata.relative_position_in_segment
-                            if max_metadata.segment_base_offset == segment.base_offset else segment.size)
+            max_position = (
+                max_metadata.relative_position_in_segment
+                if max_metadata.segment_base_offset == segment.base_offset
+                else segment.size
+            )
             info = segment.read(start_offset, max_length, max_position, min_one_message)
             if info is not None:
                 return info
@@ -597,16 +734,23 @@ class UnifiedLog:
             return hw
         return self._convert_to_offset_metadata(fuo)
 
-    def fetch_offset_by_timestamp(self, target_timestamp: int, refine: RecordSearch | None = None
-                                  ) -> TimestampAndOffset | None:
+    def fetch_offset_by_timestamp(
+        self, target_timestamp: int, refine: RecordSearch | None = None
+    ) -> TimestampAndOffset | None:
         """ListOffsets: -2 earliest (log start offset), -1 latest (LEO; the partition caps it at the HW
         or LSO), -3 the batch holding the max timestamp, -4 earliest local (= earliest), -5 latest
         tiered (none: offset -1), >= 0 the first batch with max timestamp >= target (time index +
         offset index + header scan). Without ``refine`` the answer is batch-granular: the base offset of
         that batch and its max timestamp; ``refine`` (a record decoder) can pin the exact record.
         Returns None when no batch qualifies. See :mod:`pykbroker.log.timestamp_search`."""
-        return fetch_offset_by_timestamp(self._segments.values(), target_timestamp, self._log_start_offset,
-                                         self.log_end_offset, self.leader_epoch_cache, refine)
+        return fetch_offset_by_timestamp(
+            self._segments.values(),
+            target_timestamp,
+            self._log_start_offset,
+            self.log_end_offset,
+            self.leader_epoch_cache,
+            refine,
+        )
 
     def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int] | None:
         """OffsetForLeaderEpoch: ``(end_offset, epoch)`` or None if unknown."""
@@ -631,12 +775,16 @@ class UnifiedLog:
             new_hw = self._next_offset_metadata if new_hw == self.log_end_offset else LogOffsetMetadata(new_hw)
         with self._lock:
             if new_hw.message_offset > self.log_end_offset:
-                raise ValueError(f"High watermark {new_hw.message_offset} update exceeds current log end offset "
-                                 f"{self.log_end_offset}")
+                raise ValueError(
+                    f"High watermark {new_hw.message_offset} update exceeds current log end offset "
+                    f"{self.log_end_offset}"
+                )
             old = self._high_watermark_metadata
             if old.message_offset < new_hw.message_offset or (
-                    old.message_offset == new_hw.message_offset and old.message_offset_only
-                    and not new_hw.message_offset_only):
+                old.message_offset == new_hw.message_offset
+                and old.message_offset_only
+                and not new_hw.message_offset_only
+            ):
                 self._high_watermark_metadata = new_hw
                 return old.message_offset
             return None
@@ -648,7 +796,8 @@ class UnifiedLog:
             if new_log_start_offset > self.high_watermark:
                 raise OffsetOutOfRangeError(
                     f"Cannot increment the log start offset to {new_log_start_offset} of partition {self.name} "
-                    f"since it is larger than the high watermark {self.high_watermark}")
+                    f"since it is larger than the high watermark {self.high_watermark}"
+                )
             if new_log_start_offset <= self._log_start_offset:
                 return False
             self._log_start_offset = new_log_start_offset
@@ -656,8 +805,7 @@ class UnifiedLog:
             self.leader_epoch_cache.truncate_from_start(new_log_start_offset)
             self.producer_state_manager.on_log_start_offset_incremented(new_log_start_offset)
             self._first_unstable_offset = self.producer_state_manager.first_unstable_offset
-            self._log.info("Incremented log start offset", log_start_offset=new_log_start_offset,
-                           reason=reason)
+            self._log.info("Incremented log start offset", log_start_offset=new_log_start_offset, reason=reason)
             return True
 
     # -- retention ----------------------------------------------------------------------------
@@ -668,18 +816,19 @@ class UnifiedLog:
         config = self._config
         deleted = self._delete_segments_matching(start_offset_breached(self), "log start offset breach")
         if config.delete:
-            deleted += self._delete_segments_matching(retention_size_breached(self, config.retention_bytes),
-                                                      "retention size breach")
             deleted += self._delete_segments_matching(
-                retention_ms_breached(self._time.milliseconds(), config.retention_ms), "retention time breach")
+                retention_size_breached(self, config.retention_bytes), "retention size breach"
+            )
+            deleted += self._delete_segments_matching(
+                retention_ms_breached(self._time.milliseconds(), config.retention_ms), "retention time breach"
+            )
         return deleted
 
     def _delete_segments_matching(self, predicate, reason: str) -> int:
         if predicate is None:
             return 0
         with self._lock, self._io("deleting segments of"):
-            deletable = deletable_segments(self._segments.values(), predicate, self.high_watermark,
-                                           self.log_end_offset)
+            deletable = deletable_segments(self._segments.values(), predicate, self.high_watermark, self.log_end_offset)
             if not deletable:
                 return 0
             to_delete = list(deletable)
@@ -691,8 +840,7 @@ class UnifiedLog:
             for segment in deletable:
                 self.producer_state_manager.delete_snapshot(segment.base_offset)
             first = self._segments.first_segment()
-            self._log.info("Deleting segments", reason=reason,
-                           segments=[s.base_offset for s in to_delete])
+            self._log.info("Deleting segments", reason=reason, segments=[s.base_offset for s in to_delete])
             if first is not None:
                 self.maybe_increment_log_start_offset(first.base_offset, reason)
             return len(deletable)
@@ -709,6 +857,7 @@ class UnifiedLog:
         def delete_files() -> None:
             for s in segments:
                 s.delete_if_exists()
+
         delay = self._config.file_delete_delay_ms
         if async_delete and self._scheduler is not None:
             self._scheduler.schedule_once("delete-file", delete_files, delay)
@@ -751,8 +900,14 @@ class UnifiedLog:
         with self._lock, self._io(f"truncating fully to start at {new_offset} the log of"):
             self._check_open()
             self._remove_and_delete_segments(list(self._segments.values()), async_delete=True)
-            segment = LogSegment.open(self._dir, new_offset, self._config, self._time,
-                                      init_file_size=self._config.segment_bytes, preallocate=self._config.preallocate)
+            segment = LogSegment.open(
+                self._dir,
+                new_offset,
+                self._config,
+                self._time,
+                init_file_size=self._config.segment_bytes,
+                preallocate=self._config.preallocate,
+            )
             self._segments.add(segment)
             self._update_log_end_offset(new_offset)
             self.leader_epoch_cache.clear_and_flush()
@@ -817,7 +972,8 @@ class UnifiedLog:
                 segment.update_parent_dir(new_dir)
             self.producer_state_manager.update_parent_dir(new_dir)
             self.leader_epoch_cache.update_checkpoint(
-                LeaderEpochCheckpointFile(os.path.join(new_dir, LEADER_EPOCH_CHECKPOINT_FILE)))
+                LeaderEpochCheckpointFile(os.path.join(new_dir, LEADER_EPOCH_CHECKPOINT_FILE))
+            )
             self._partition_metadata = PartitionMetadataFile(new_dir)
             self._log = self._logger()
 
@@ -831,5 +987,7 @@ class UnifiedLog:
             shutil.rmtree(self._dir, ignore_errors=True)
 
     def __repr__(self) -> str:
-        return (f"UnifiedLog(dir={self._dir}, log_start_offset={self._log_start_offset}, "
-                f"log_end_offset={self.log_end_offset}, high_watermark={self.high_watermark})")
+        return (
+            f"UnifiedLog(dir={self._dir}, log_start_offset={self._log_start_offset}, "
+            f"log_end_offset={self.log_end_offset}, high_watermark={self.high_watermark})"
+        )

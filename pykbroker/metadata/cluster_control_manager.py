@@ -8,6 +8,7 @@ as soon as its registration commits.
 
 Not thread-safe: used on the controller's event thread.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -57,24 +58,54 @@ class ClusterControlManager:
         broker_id = int(request["broker_id"])
         cluster_id = request.get("cluster_id")
         if cluster_id is not None and cluster_id != self.cluster_id:
-            return ControllerResult([], {**api_error(errors.INCONSISTENT_CLUSTER_ID,
-                f"Expected cluster ID {self.cluster_id}, but got cluster ID {cluster_id}"), "broker_epoch": -1})
+            return ControllerResult(
+                [],
+                {
+                    **api_error(
+                        errors.INCONSISTENT_CLUSTER_ID,
+                        f"Expected cluster ID {self.cluster_id}, but got cluster ID {cluster_id}",
+                    ),
+                    "broker_epoch": -1,
+                },
+            )
         if broker_id < 0:
-            return ControllerResult([], {**api_error(errors.INVALID_REQUEST, f"Invalid broker id {broker_id}"),
-                                         "broker_epoch": -1})
+            return ControllerResult(
+                [], {**api_error(errors.INVALID_REQUEST, f"Invalid broker id {broker_id}"), "broker_epoch": -1}
+            )
         incarnation = request.get("incarnation_id") or uuid.uuid4()
-        endpoints = [{"name": l["name"], "host": l["host"], "port": int(l["port"]),
-                      "security_protocol": int(l.get("security_protocol", 0))}
-                     for l in request.get("listeners", [])]
-        features = [{"name": f["name"], "min_supported_version": int(f["min_supported_version"]),
-                     "max_supported_version": int(f["max_supported_version"])}
-                    for f in request.get("features", [])]
-        record = ApiMessageAndVersion(REGISTER_BROKER_RECORD, REGISTER_BROKER_RECORD_VERSION, {
-            "broker_id": broker_id, "is_migrating_zk_broker": False, "incarnation_id": incarnation,
-            "broker_epoch": broker_epoch, "end_points": endpoints, "features": features,
-            "rack": request.get("rack"), "fenced": not self.unfence_on_register,
-            "in_controlled_shutdown": False, "log_dirs": list(request.get("log_dirs", [])),
-        })
+        endpoints = [
+            {
+                "name": listener["name"],
+                "host": listener["host"],
+                "port": int(listener["port"]),
+                "security_protocol": int(listener.get("security_protocol", 0)),
+            }
+            for listener in request.get("listeners", [])
+        ]
+        features = [
+            {
+                "name": f["name"],
+                "min_supported_version": int(f["min_supported_version"]),
+                "max_supported_version": int(f["max_supported_version"]),
+            }
+            for f in request.get("features", [])
+        ]
+        record = ApiMessageAndVersion(
+            REGISTER_BROKER_RECORD,
+            REGISTER_BROKER_RECORD_VERSION,
+            {
+                "broker_id": broker_id,
+                "is_migrating_zk_broker": False,
+                "incarnation_id": incarnation,
+                "broker_epoch": broker_epoch,
+                "end_points": endpoints,
+                "features": features,
+                "rack": request.get("rack"),
+                "fenced": not self.unfence_on_register,
+                "in_controlled_shutdown": False,
+                "log_dirs": list(request.get("log_dirs", [])),
+            },
+        )
         return ControllerResult([record], {**api_error(errors.NONE), "broker_epoch": broker_epoch})
 
     def check_broker_epoch(self, broker_id: int, broker_epoch: int) -> None:
@@ -85,12 +116,12 @@ class ClusterControlManager:
             raise errors.for_code(errors.BROKER_ID_NOT_REGISTERED)(f"Broker {broker_id} is not registered.")
         if broker_epoch != -1 and reg.epoch != broker_epoch:
             raise errors.for_code(errors.STALE_BROKER_EPOCH)(
-                f"Expected broker epoch {reg.epoch}, but got broker epoch {broker_epoch}")
+                f"Expected broker epoch {reg.epoch}, but got broker epoch {broker_epoch}"
+            )
 
     # ---- queries -----------------------------------------------------------------------------
     def usable_brokers(self) -> list[UsableBroker]:
-        return [UsableBroker(b.id, b.rack, b.fenced) for b in self.brokers.values()
-                if not b.in_controlled_shutdown]
+        return [UsableBroker(b.id, b.rack, b.fenced) for b in self.brokers.values() if not b.in_controlled_shutdown]
 
     def is_active(self, broker_id: int) -> bool:
         b = self.brokers.get(broker_id)
@@ -104,9 +135,16 @@ class ClusterControlManager:
         d = record.data
         if record.name == REGISTER_BROKER_RECORD:
             self.brokers[d["broker_id"]] = BrokerRegistrationInfo(
-                d["broker_id"], d["broker_epoch"], d["incarnation_id"], list(d.get("end_points") or []),
-                list(d.get("features") or []), d.get("rack"), bool(d.get("fenced", True)),
-                bool(d.get("in_controlled_shutdown", False)), list(d.get("log_dirs") or []))
+                d["broker_id"],
+                d["broker_epoch"],
+                d["incarnation_id"],
+                list(d.get("end_points") or []),
+                list(d.get("features") or []),
+                d.get("rack"),
+                bool(d.get("fenced", True)),
+                bool(d.get("in_controlled_shutdown", False)),
+                list(d.get("log_dirs") or []),
+            )
         elif record.name == UNREGISTER_BROKER_RECORD:
             self.brokers.pop(d["broker_id"], None)
         elif record.name in (FENCE_BROKER_RECORD, UNFENCE_BROKER_RECORD):
@@ -116,8 +154,7 @@ class ClusterControlManager:
         elif record.name == BROKER_REGISTRATION_CHANGE_RECORD:
             b = self.brokers.get(d["broker_id"])
             if b is not None:
-                b.fenced, b.in_controlled_shutdown = apply_registration_change(
-                    b.fenced, b.in_controlled_shutdown, d)
+                b.fenced, b.in_controlled_shutdown = apply_registration_change(b.fenced, b.in_controlled_shutdown, d)
 
 
 def apply_registration_change(fenced: bool, in_controlled_shutdown: bool, d: dict) -> tuple[bool, bool]:

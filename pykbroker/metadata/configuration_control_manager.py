@@ -9,9 +9,11 @@ POLICY_VIOLATION...) to refuse it, and whose ``is_list`` says which keys APPEND/
 
 Not thread-safe: used on the controller's event thread.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pykbroker.metadata.controller_result import ControllerResult, api_error
 from pykbroker.metadata.records import (
@@ -32,8 +34,9 @@ SOURCE_TOPIC_CONFIG = 1
 SOURCE_STATIC_BROKER_CONFIG = 4
 SOURCE_DEFAULT_CONFIG = 5
 
-TOPIC_LIST_CONFIGS = frozenset({
-    "cleanup.policy", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"})
+TOPIC_LIST_CONFIGS = frozenset(
+    {"cleanup.policy", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
+)
 
 
 class ConfigSchema:
@@ -49,14 +52,19 @@ class ConfigSchema:
     def effective_topic_configs(self, overrides: dict[str, str]) -> list[dict]:
         """CreateTopics ``configs`` entries ``{name, value, read_only, config_source, is_sensitive}``
         for a new topic with ``overrides``; the default lists the overrides only."""
-        return [{"name": k, "value": v, "read_only": False, "config_source": SOURCE_TOPIC_CONFIG,
-                 "is_sensitive": False} for k, v in sorted(overrides.items())]
+        return [
+            {"name": k, "value": v, "read_only": False, "config_source": SOURCE_TOPIC_CONFIG, "is_sensitive": False}
+            for k, v in sorted(overrides.items())
+        ]
 
 
 class ConfigurationControlManager:
-    def __init__(self, schema: ConfigSchema | None = None,
-                 topic_exists: Callable[[str], bool] = lambda name: False,
-                 broker_exists: Callable[[int], bool] = lambda broker_id: True):
+    def __init__(
+        self,
+        schema: ConfigSchema | None = None,
+        topic_exists: Callable[[str], bool] = lambda name: False,
+        broker_exists: Callable[[int], bool] = lambda broker_id: True,
+    ):
         self.schema = schema or ConfigSchema()
         self.topic_exists = topic_exists
         self.broker_exists = broker_exists
@@ -80,8 +88,7 @@ class ConfigurationControlManager:
                 err = api_error(errors.INVALID_REQUEST, f"Duplicate resource {rname} in the request")
             else:
                 seen.add((rtype, rname))
-                ops = [(c["name"], int(c.get("config_operation", SET)), c.get("value"))
-                       for c in res.get("configs", [])]
+                ops = [(c["name"], int(c.get("config_operation", SET)), c.get("value")) for c in res.get("configs", [])]
                 result = self.incremental_alter_config(rtype, rname, ops, new_resource=False)
                 err = result.response
                 if err["error_code"] == errors.NONE:
@@ -91,9 +98,9 @@ class ConfigurationControlManager:
             records = []
         return ControllerResult(records, {"responses": responses}, atomic=False)
 
-    def incremental_alter_config(self, resource_type: int, resource_name: str,
-                                 ops: list[tuple[str, int, str | None]],
-                                 new_resource: bool) -> ControllerResult[dict]:
+    def incremental_alter_config(
+        self, resource_type: int, resource_name: str, ops: list[tuple[str, int, str | None]], new_resource: bool
+    ) -> ControllerResult[dict]:
         """Apply ``ops`` (name, operation, value) to one resource. ``new_resource`` skips the existence
         check (CreateTopics uses it for the new topic's configs). Response is an ``api_error`` dict."""
         error = self._check_resource(resource_type, resource_name, new_resource)
@@ -101,22 +108,28 @@ class ConfigurationControlManager:
             return ControllerResult([], error)
         names = [name for name, _, _ in ops]
         if len(set(names)) != len(names):
-            return ControllerResult([], api_error(errors.INVALID_REQUEST,
-                                                  f"Error due to duplicate config keys in {resource_name}"))
+            return ControllerResult(
+                [], api_error(errors.INVALID_REQUEST, f"Error due to duplicate config keys in {resource_name}")
+            )
         current = self.configs.get((resource_type, resource_name), {})
         new = dict(current)
         for name, op, value in ops:
             if op == SET:
                 if value is None:
-                    return ControllerResult([], api_error(errors.INVALID_REQUEST,
-                                                          f"Null value not supported for SET of {name}"))
+                    return ControllerResult(
+                        [], api_error(errors.INVALID_REQUEST, f"Null value not supported for SET of {name}")
+                    )
                 new[name] = value
             elif op == DELETE:
                 new.pop(name, None)
             elif op in (APPEND, SUBTRACT):
                 if not self.schema.is_list(resource_type, name):
-                    return ControllerResult([], api_error(errors.INVALID_CONFIG,
-                        f"Can't {_OP_NAMES[op]} to key {name} because its type is not LIST."))
+                    return ControllerResult(
+                        [],
+                        api_error(
+                            errors.INVALID_CONFIG, f"Can't {_OP_NAMES[op]} to key {name} because its type is not LIST."
+                        ),
+                    )
                 items = [v for v in (new.get(name) or "").split(",") if v]
                 changes = [v.strip() for v in (value or "").split(",") if v.strip()]
                 if op == APPEND:
@@ -132,8 +145,9 @@ class ConfigurationControlManager:
             return ControllerResult([], api_error(e.code, e.message))
         except ValueError as e:
             return ControllerResult([], api_error(errors.INVALID_CONFIG, str(e)))
-        records = [config_record(resource_type, resource_name, k, new.get(k))
-                   for k in names if new.get(k) != current.get(k)]
+        records = [
+            config_record(resource_type, resource_name, k, new.get(k)) for k in names if new.get(k) != current.get(k)
+        ]
         return ControllerResult(records, api_error(errors.NONE))
 
     def _check_resource(self, rtype: int, rname: str, new_resource: bool) -> dict | None:

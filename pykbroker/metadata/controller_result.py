@@ -1,5 +1,6 @@
 """What a controller operation returns (Kafka's ``ControllerResult``): records to append and the
 response to hand back once they are committed. ``atomic`` results are appended as one batch."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

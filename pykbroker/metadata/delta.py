@@ -8,12 +8,14 @@ also tells publishers *what* changed: ``topics.created_topic_ids``, ``topics.del
 
 Not thread-safe: a delta is built and applied by one thread (the metadata loader's).
 """
+
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pykbroker.metadata.cluster_control_manager import apply_registration_change
 from pykbroker.metadata.image import (
     BrokerRegistration,
     MetadataImage,
@@ -23,7 +25,6 @@ from pykbroker.metadata.image import (
     frozen,
 )
 from pykbroker.metadata.partition_registration import PartitionRegistration
-from pykbroker.metadata.cluster_control_manager import apply_registration_change
 from pykbroker.metadata.records import (
     BROKER_REGISTRATION_CHANGE_RECORD,
     CONFIG_RECORD,

@@ -5,11 +5,12 @@ Threading: one thread, named at construction, runs events one at a time in order
 called (on the queue thread) if it raises, or - with :class:`EventQueueClosedError` - if the queue closes
 before it runs. Everything a controller owns is therefore touched by one thread only.
 """
+
 from __future__ import annotations
 
 import collections
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from pykbroker.utils.logging import get_logger
 

@@ -6,6 +6,7 @@ The first active controller of an empty log writes the bootstrap ``FeatureLevelR
 first start, so the controller writes it on first activation). A level of 0 removes a feature.
 Not thread-safe: used on the controller's event thread.
 """
+
 from __future__ import annotations
 
 from pykbroker.metadata.records import FEATURE_LEVEL_RECORD, ApiMessageAndVersion, feature_level_record
@@ -24,8 +25,9 @@ class FeatureControlManager:
     def metadata_version(self) -> int | None:
         return self.finalized.get(METADATA_VERSION)
 
-    def bootstrap_records(self, metadata_version: int = LATEST_PRODUCTION_METADATA_VERSION,
-                          other_features: dict[str, int] | None = None) -> list[ApiMessageAndVersion]:
+    def bootstrap_records(
+        self, metadata_version: int = LATEST_PRODUCTION_METADATA_VERSION, other_features: dict[str, int] | None = None
+    ) -> list[ApiMessageAndVersion]:
         """Records to write when the log has no ``metadata.version`` yet (else none)."""
         if self.metadata_version is not None:
             return []

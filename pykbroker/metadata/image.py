@@ -7,12 +7,14 @@ thread may read one without locks and keep it as long as it likes. Mappings are 
 can write itself back out as records (:meth:`MetadataImage.to_records`), which is how a newly installed
 publisher is brought up to date (and what a snapshot writer will use).
 """
+
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping, NamedTuple
+from typing import NamedTuple
 
 from pykbroker.metadata.feature_control_manager import METADATA_VERSION
 from pykbroker.metadata.partition_registration import PartitionRegistration
@@ -64,23 +66,46 @@ class BrokerRegistration:
 
     @classmethod
     def from_record(cls, d: dict) -> BrokerRegistration:
-        listeners = {e["name"]: Endpoint(e["name"], e["host"], int(e["port"]), int(e.get("security_protocol", 0)))
-                     for e in d.get("end_points") or []}
-        features = {f["name"]: (int(f["min_supported_version"]), int(f["max_supported_version"]))
-                    for f in d.get("features") or []}
-        return cls(d["broker_id"], d["broker_epoch"], d["incarnation_id"], frozen(listeners), frozen(features),
-                   d.get("rack"), bool(d.get("fenced", True)), bool(d.get("in_controlled_shutdown", False)),
-                   tuple(d.get("log_dirs") or ()))
+        listeners = {
+            e["name"]: Endpoint(e["name"], e["host"], int(e["port"]), int(e.get("security_protocol", 0)))
+            for e in d.get("end_points") or []
+        }
+        features = {
+            f["name"]: (int(f["min_supported_version"]), int(f["max_supported_version"]))
+            for f in d.get("features") or []
+        }
+        return cls(
+            d["broker_id"],
+            d["broker_epoch"],
+            d["incarnation_id"],
+            frozen(listeners),
+            frozen(features),
+            d.get("rack"),
+            bool(d.get("fenced", True)),
+            bool(d.get("in_controlled_shutdown", False)),
+            tuple(d.get("log_dirs") or ()),
+        )
 
     def to_record(self) -> ApiMessageAndVersion:
-        return ApiMessageAndVersion(REGISTER_BROKER_RECORD, 3, {
-            "broker_id": self.id, "is_migrating_zk_broker": False, "incarnation_id": self.incarnation_id,
-            "broker_epoch": self.epoch,
-            "end_points": [e._asdict() for e in self.listeners.values()],
-            "features": [{"name": n, "min_supported_version": lo, "max_supported_version": hi}
-                         for n, (lo, hi) in self.supported_features.items()],
-            "rack": self.rack, "fenced": self.fenced, "in_controlled_shutdown": self.in_controlled_shutdown,
-            "log_dirs": list(self.log_dirs)})
+        return ApiMessageAndVersion(
+            REGISTER_BROKER_RECORD,
+            3,
+            {
+                "broker_id": self.id,
+                "is_migrating_zk_broker": False,
+                "incarnation_id": self.incarnation_id,
+                "broker_epoch": self.epoch,
+                "end_points": [e._asdict() for e in self.listeners.values()],
+                "features": [
+                    {"name": n, "min_supported_version": lo, "max_supported_version": hi}
+                    for n, (lo, hi) in self.supported_features.items()
+                ],
+                "rack": self.rack,
+                "fenced": self.fenced,
+                "in_controlled_shutdown": self.in_controlled_shutdown,
+                "log_dirs": list(self.log_dirs),
+            },
+        )
 
 
 @dataclass(frozen=True)

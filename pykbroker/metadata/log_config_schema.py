@@ -5,10 +5,13 @@
 Topic overrides are checked with ``LogConfig.validate`` (unknown names and bad values -> INVALID_CONFIG);
 CreateTopics responses list every topic config with its effective value and source (TOPIC_CONFIG,
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG). Group overrides are checked with ``group_config.validate``
-(INVALID_CONFIG). Broker resources are accepted as they are (no dynamic broker config validation yet). Immutable, thread-safe.
+(INVALID_CONFIG). Broker resources are accepted as they are (no dynamic broker config validation yet).
+Immutable, thread-safe.
 """
+
 from __future__ import annotations
 
+from pykbroker.config import group_config
 from pykbroker.config.config_def import Type
 from pykbroker.log.log_config import TOPIC_CONFIG_KEYS, LogConfig
 from pykbroker.metadata.configuration_control_manager import (
@@ -17,16 +20,19 @@ from pykbroker.metadata.configuration_control_manager import (
     SOURCE_TOPIC_CONFIG,
     ConfigSchema,
 )
-from pykbroker.config import group_config
 from pykbroker.metadata.records import RESOURCE_GROUP, RESOURCE_TOPIC
 
-_SOURCE_IDS = {"TOPIC_CONFIG": SOURCE_TOPIC_CONFIG, "STATIC_BROKER_CONFIG": SOURCE_STATIC_BROKER_CONFIG,
-               "DEFAULT_CONFIG": SOURCE_DEFAULT_CONFIG}
+_SOURCE_IDS = {
+    "TOPIC_CONFIG": SOURCE_TOPIC_CONFIG,
+    "STATIC_BROKER_CONFIG": SOURCE_STATIC_BROKER_CONFIG,
+    "DEFAULT_CONFIG": SOURCE_DEFAULT_CONFIG,
+}
 
 
 class LogConfigSchema(ConfigSchema):
-    def __init__(self, broker_defaults: LogConfig | None = None,
-                 group_defaults: group_config.GroupConfigDefaults | None = None):
+    def __init__(
+        self, broker_defaults: LogConfig | None = None, group_defaults: group_config.GroupConfigDefaults | None = None
+    ):
         """``broker_defaults``: ``LogConfig.from_broker_config(server properties)``; ``group_defaults``:
         ``GroupConfigDefaults.from_broker_config(server properties)`` (Kafka's defaults when None)."""
         self.broker_defaults = broker_defaults or LogConfig()
@@ -47,6 +53,13 @@ class LogConfigSchema(ConfigSchema):
         out = []
         for name, value in sorted(config.values().items()):
             source, _ = config.source_of(name)
-            out.append({"name": name, "value": LogConfig.value_to_string(value), "read_only": False,
-                        "config_source": _SOURCE_IDS.get(source, 0), "is_sensitive": False})
+            out.append(
+                {
+                    "name": name,
+                    "value": LogConfig.value_to_string(value),
+                    "read_only": False,
+                    "config_source": _SOURCE_IDS.get(source, 0),
+                    "is_sensitive": False,
+                }
+            )
         return out

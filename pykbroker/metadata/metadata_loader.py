@@ -10,10 +10,11 @@ Threading: ``handle_commit``/``handle_leader_change`` (Raft thread), ``install_p
 ``remove_and_close_publisher`` and ``close`` are thread-safe; ``image`` may be read from any thread
 (reference swap of an immutable value). Publishers run on the loader thread.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from typing import Callable, Iterable
 
 from pykbroker.metadata.delta import MetadataDelta
 from pykbroker.metadata.event_queue import EventQueue
@@ -25,8 +26,13 @@ from pykbroker.utils.logging import get_logger
 
 
 class MetadataLoader(RaftClientListener[ApiMessageAndVersion]):
-    def __init__(self, node_id: int, cluster_id: str | None = None,
-                 high_watermark: Callable[[], int | None] = lambda: None, thread_name: str | None = None):
+    def __init__(
+        self,
+        node_id: int,
+        cluster_id: str | None = None,
+        high_watermark: Callable[[], int | None] = lambda: None,
+        thread_name: str | None = None,
+    ):
         self.node_id = node_id
         self._high_watermark = high_watermark
         self._image = EMPTY_IMAGE if cluster_id is None else MetadataImage(cluster_id=cluster_id)

@@ -4,6 +4,7 @@ Shared by the controller (``ReplicationControlManager``) and the image (``TopicI
 ``PartitionRecord`` and advanced by ``PartitionChangeRecord``s with :meth:`merge`: every change bumps
 the partition epoch; a leader change also bumps the leader epoch.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -29,8 +30,10 @@ class PartitionRegistration:
     def from_record(cls, d: dict[str, Any]) -> PartitionRegistration:
         """From ``PartitionRecord`` data."""
         return cls(
-            replicas=tuple(d.get("replicas") or ()), isr=tuple(d.get("isr") or ()),
-            leader=d.get("leader", NO_LEADER), leader_epoch=d.get("leader_epoch", 0),
+            replicas=tuple(d.get("replicas") or ()),
+            isr=tuple(d.get("isr") or ()),
+            leader=d.get("leader", NO_LEADER),
+            leader_epoch=d.get("leader_epoch", 0),
             partition_epoch=d.get("partition_epoch", 0),
             removing_replicas=tuple(d.get("removing_replicas") or ()),
             adding_replicas=tuple(d.get("adding_replicas") or ()),
@@ -57,5 +60,12 @@ class PartitionRegistration:
         return self.leader != NO_LEADER
 
     def to_record(self, topic_id: uuid.UUID, partition_id: int):
-        return partition_record(topic_id, partition_id, list(self.replicas), list(self.isr), self.leader,
-                                self.leader_epoch, self.partition_epoch)
+        return partition_record(
+            topic_id,
+            partition_id,
+            list(self.replicas),
+            list(self.isr),
+            self.leader,
+            self.leader_epoch,
+            self.partition_epoch,
+        )

@@ -4,6 +4,7 @@ Each AllocateProducerIds call gets the next block of :data:`BLOCK_SIZE` ids and 
 ``ProducerIdsRecord`` whose ``next_producer_id`` is the first id after the block, so a restarted
 controller never hands out an id twice. Not thread-safe: used on the controller's event thread.
 """
+
 from __future__ import annotations
 
 from pykbroker.metadata.cluster_control_manager import ClusterControlManager
@@ -27,15 +28,21 @@ class ProducerIdControlManager:
         try:
             self.cluster.check_broker_epoch(broker_id, broker_epoch)
         except errors.KafkaError as e:
-            return ControllerResult([], {**api_error(e.code, e.message), "producer_id_start": -1,
-                                         "producer_id_len": 0})
+            return ControllerResult([], {**api_error(e.code, e.message), "producer_id_start": -1, "producer_id_len": 0})
         start = self.next_producer_id
         if start > MAX_PRODUCER_ID - BLOCK_SIZE:
-            return ControllerResult([], {**api_error(errors.UNKNOWN_SERVER_ERROR, "Exhausted all producerIds."),
-                                         "producer_id_start": -1, "producer_id_len": 0})
+            return ControllerResult(
+                [],
+                {
+                    **api_error(errors.UNKNOWN_SERVER_ERROR, "Exhausted all producerIds."),
+                    "producer_id_start": -1,
+                    "producer_id_len": 0,
+                },
+            )
         record = producer_ids_record(broker_id, broker_epoch, start + BLOCK_SIZE)
-        return ControllerResult([record], {**api_error(errors.NONE), "producer_id_start": start,
-                                           "producer_id_len": BLOCK_SIZE})
+        return ControllerResult(
+            [record], {**api_error(errors.NONE), "producer_id_start": start, "producer_id_len": BLOCK_SIZE}
+        )
 
     def replay(self, record: ApiMessageAndVersion) -> None:
         if record.name != PRODUCER_IDS_RECORD:

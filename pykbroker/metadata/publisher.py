@@ -5,6 +5,7 @@ logs from ``delta.topics.local_changes(node_id)``). Publishers are called on the
 one at a time, in commit order; a newly installed publisher first receives the whole current image as a
 delta from the empty image.
 """
+
 from __future__ import annotations
 
 from pykbroker.metadata.delta import MetadataDelta

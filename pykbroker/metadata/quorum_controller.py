@@ -20,13 +20,15 @@ committed log from offset 0 under a fresh listener registration.
 Threading: public methods are thread-safe and return ``concurrent.futures.Future``s, completed on the
 event thread (callbacks must be quick and must not block on other controller futures).
 """
+
 from __future__ import annotations
 
 import collections
 import random as _random
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from pykbroker.metadata.cluster_control_manager import ClusterControlManager
 from pykbroker.metadata.configuration_control_manager import ConfigSchema, ConfigurationControlManager
@@ -50,13 +52,21 @@ R = TypeVar("R")
 class _ControlManagers:
     """The controller's in-memory state; rebuilt from scratch on renounce."""
 
-    def __init__(self, cluster_id: str, placer: StripedReplicaPlacer, schema: ConfigSchema | None,
-                 default_num_partitions: int, default_replication_factor: int, delete_topic_enable: bool,
-                 unfence_on_register: bool):
+    def __init__(
+        self,
+        cluster_id: str,
+        placer: StripedReplicaPlacer,
+        schema: ConfigSchema | None,
+        default_num_partitions: int,
+        default_replication_factor: int,
+        delete_topic_enable: bool,
+        unfence_on_register: bool,
+    ):
         self.cluster = ClusterControlManager(cluster_id, unfence_on_register)
         self.configs = ConfigurationControlManager(schema, broker_exists=self.cluster.is_registered)
-        self.replication = ReplicationControlManager(self.cluster, self.configs, placer, default_num_partitions,
-                                                     default_replication_factor, delete_topic_enable)
+        self.replication = ReplicationControlManager(
+            self.cluster, self.configs, placer, default_num_partitions, default_replication_factor, delete_topic_enable
+        )
         self.configs.topic_exists = self.replication.topic_exists
         self.producer_ids = ProducerIdControlManager(self.cluster)
         self.features = FeatureControlManager()
@@ -99,8 +109,15 @@ class QuorumController:
         self.time = time
         self._raft = raft_client
         self._placer = StripedReplicaPlacer(random)
-        self._manager_args = (cluster_id, self._placer, config_schema, default_num_partitions,
-                              default_replication_factor, delete_topic_enable, unfence_on_register)
+        self._manager_args = (
+            cluster_id,
+            self._placer,
+            config_schema,
+            default_num_partitions,
+            default_replication_factor,
+            delete_topic_enable,
+            unfence_on_register,
+        )
         self.managers = _ControlManagers(*self._manager_args)
         self.bootstrap_metadata_version = bootstrap_metadata_version
         self._log = get_logger("QuorumController", id=node_id)
@@ -143,40 +160,48 @@ class QuorumController:
     def incremental_alter_configs(self, request: dict[str, Any]) -> Future:
         """IncrementalAlterConfigs -> ``{responses: [{error_code, error_message, resource_type,
         resource_name}]}``."""
-        return self._write("incrementalAlterConfigs",
-                           lambda: self.managers.configs.incremental_alter_configs(request))
+        return self._write("incrementalAlterConfigs", lambda: self.managers.configs.incremental_alter_configs(request))
 
     def allocate_producer_ids(self, request: dict[str, Any]) -> Future:
         """AllocateProducerIds ``{broker_id, broker_epoch}`` -> ``{error_code, error_message,
         producer_id_start, producer_id_len}``."""
-        return self._write("allocateProducerIds", lambda: self.managers.producer_ids.generate_next_producer_id(
-            int(request["broker_id"]), int(request.get("broker_epoch", -1))))
+        return self._write(
+            "allocateProducerIds",
+            lambda: self.managers.producer_ids.generate_next_producer_id(
+                int(request["broker_id"]), int(request.get("broker_epoch", -1))
+            ),
+        )
 
     def register_broker(self, request: dict[str, Any]) -> Future:
         """BrokerRegistration -> ``{error_code, error_message, broker_epoch}``; the broker epoch is the
         offset of its RegisterBrokerRecord. The broker is registered unfenced (no heartbeats yet)."""
-        return self._write("registerBroker", lambda: self.managers.cluster.register_broker(
-            request, self._raft.log_end_offset()))
+        return self._write(
+            "registerBroker", lambda: self.managers.cluster.register_broker(request, self._raft.log_end_offset())
+        )
 
     def find_topic_ids(self, names: list[str]) -> Future:
         """Read: ``{name: topic id or None}`` as of the committed state."""
+
         def op():
             by_name = self.managers.replication.topics_by_name
             return ControllerResult([], {n: by_name.get(n) for n in names})
+
         return self._read("findTopicIds", op)
 
     def find_topic_names(self, ids: list) -> Future:
         """Read: ``{topic id: name or None}`` as of the committed state."""
+
         def op():
             topics = self.managers.replication.topics
-            return ControllerResult([], {i: (topics[i].name if i in topics and i != ZERO_UUID else None)
-                                         for i in ids})
+            return ControllerResult([], {i: (topics[i].name if i in topics and i != ZERO_UUID else None) for i in ids})
+
         return self._read("findTopicNames", op)
 
     def describe_configs(self, resource_type: int, resource_name: str) -> Future:
         """Read: the dynamic config overrides of one resource, ``{name: value}``."""
-        return self._read("describeConfigs", lambda: ControllerResult(
-            [], self.managers.configs.get(resource_type, resource_name)))
+        return self._read(
+            "describeConfigs", lambda: ControllerResult([], self.managers.configs.get(resource_type, resource_name))
+        )
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Stop: parked and queued operations fail with NotControllerError."""
@@ -207,8 +232,9 @@ class QuorumController:
 
     def _read(self, name: str, op: Callable[[], ControllerResult]) -> Future:
         future: Future = Future()
-        self._queue.append(lambda: self._complete_after_pending(future, op().response),
-                           on_error=lambda e: self._fail(name, future, e))
+        self._queue.append(
+            lambda: self._complete_after_pending(future, op().response), on_error=lambda e: self._fail(name, future, e)
+        )
         return future
 
     def _append(self, records: list[ApiMessageAndVersion], future: Future | None, response: Any) -> None:
@@ -269,8 +295,9 @@ class QuorumController:
             if self._active_epoch == leader.epoch:
                 return
             self._active_epoch = leader.epoch
-            self._log.info("Becoming the active controller", epoch=leader.epoch,
-                           committed_offset=self._last_committed_offset)
+            self._log.info(
+                "Becoming the active controller", epoch=leader.epoch, committed_offset=self._last_committed_offset
+            )
             bootstrap = self.managers.features.bootstrap_records(self.bootstrap_metadata_version)
             if bootstrap:
                 self._append(bootstrap, None, None)

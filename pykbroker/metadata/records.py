@@ -8,6 +8,7 @@ package writes, at the versions it writes them, so field spelling lives in one p
 :class:`MetadataRecordSerde` is the Raft seam: it turns records into record values with
 ``pykbroker.protocol.metadata_records`` (frame version 1, api key, version, flexible message bytes).
 """
+
 from __future__ import annotations
 
 import uuid
@@ -51,21 +52,39 @@ def topic_record(name: str, topic_id: uuid.UUID) -> ApiMessageAndVersion:
     return ApiMessageAndVersion(TOPIC_RECORD, 0, {"name": name, "topic_id": topic_id})
 
 
-def partition_record(topic_id: uuid.UUID, partition_id: int, replicas: list[int], isr: list[int],
-                     leader: int, leader_epoch: int = 0, partition_epoch: int = 0) -> ApiMessageAndVersion:
+def partition_record(
+    topic_id: uuid.UUID,
+    partition_id: int,
+    replicas: list[int],
+    isr: list[int],
+    leader: int,
+    leader_epoch: int = 0,
+    partition_epoch: int = 0,
+) -> ApiMessageAndVersion:
     """Version 0 (no directory assignment: pykbroker does not do JBOD directory ids)."""
-    return ApiMessageAndVersion(PARTITION_RECORD, 0, {
-        "partition_id": partition_id, "topic_id": topic_id, "replicas": list(replicas), "isr": list(isr),
-        "removing_replicas": [], "adding_replicas": [], "leader": leader,
-        "leader_recovery_state": LEADER_RECOVERED, "leader_epoch": leader_epoch,
-        "partition_epoch": partition_epoch,
-    })
+    return ApiMessageAndVersion(
+        PARTITION_RECORD,
+        0,
+        {
+            "partition_id": partition_id,
+            "topic_id": topic_id,
+            "replicas": list(replicas),
+            "isr": list(isr),
+            "removing_replicas": [],
+            "adding_replicas": [],
+            "leader": leader,
+            "leader_recovery_state": LEADER_RECOVERED,
+            "leader_epoch": leader_epoch,
+            "partition_epoch": partition_epoch,
+        },
+    )
 
 
 def config_record(resource_type: int, resource_name: str, name: str, value: str | None) -> ApiMessageAndVersion:
     """``value`` None deletes the config."""
-    return ApiMessageAndVersion(CONFIG_RECORD, 0, {
-        "resource_type": resource_type, "resource_name": resource_name, "name": name, "value": value})
+    return ApiMessageAndVersion(
+        CONFIG_RECORD, 0, {"resource_type": resource_type, "resource_name": resource_name, "name": name, "value": value}
+    )
 
 
 def remove_topic_record(topic_id: uuid.UUID) -> ApiMessageAndVersion:
@@ -77,8 +96,11 @@ def feature_level_record(name: str, level: int) -> ApiMessageAndVersion:
 
 
 def producer_ids_record(broker_id: int, broker_epoch: int, next_producer_id: int) -> ApiMessageAndVersion:
-    return ApiMessageAndVersion(PRODUCER_IDS_RECORD, 0, {
-        "broker_id": broker_id, "broker_epoch": broker_epoch, "next_producer_id": next_producer_id})
+    return ApiMessageAndVersion(
+        PRODUCER_IDS_RECORD,
+        0,
+        {"broker_id": broker_id, "broker_epoch": broker_epoch, "next_producer_id": next_producer_id},
+    )
 
 
 def no_op_record() -> ApiMessageAndVersion:

@@ -11,11 +11,12 @@ assignments. No broker appears twice in a partition.
 
 Not thread-safe; used on the controller's event thread. ``random`` is injectable for deterministic tests.
 """
+
 from __future__ import annotations
 
 import random as _random
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from pykbroker.protocol.errors import InvalidReplicationFactorError
 
@@ -118,13 +119,15 @@ class _RackList:
 def _check(replication_factor: int, num_total: int, num_unfenced: int) -> None:
     if replication_factor <= 0:
         raise InvalidReplicationFactorError(
-            f"Invalid replication factor {replication_factor}: the replication factor must be positive.")
+            f"Invalid replication factor {replication_factor}: the replication factor must be positive."
+        )
     if num_unfenced == 0:
         raise InvalidReplicationFactorError("All brokers are currently fenced.")
     if replication_factor > num_total:
         raise InvalidReplicationFactorError(
             f"The target replication factor of {replication_factor} cannot be reached because only "
-            f"{num_total} broker(s) are registered.")
+            f"{num_total} broker(s) are registered."
+        )
 
 
 class StripedReplicaPlacer:
@@ -135,8 +138,7 @@ class StripedReplicaPlacer:
     def __init__(self, random: _random.Random | None = None):
         self.random = random or _random.Random()
 
-    def place(self, num_partitions: int, replication_factor: int,
-              brokers: Iterable[UsableBroker]) -> list[list[int]]:
+    def place(self, num_partitions: int, replication_factor: int, brokers: Iterable[UsableBroker]) -> list[list[int]]:
         racks = _RackList(brokers, self.random)
         _check(replication_factor, racks.num_total, racks.num_unfenced)
         return [racks.place(replication_factor) for _ in range(num_partitions)]

@@ -24,6 +24,7 @@ a request naming a million partitions costs no more than reading it.
 
 Not thread-safe: used on the controller's event thread.
 """
+
 from __future__ import annotations
 
 import collections
@@ -51,7 +52,6 @@ from pykbroker.metadata.replica_placer import StripedReplicaPlacer
 from pykbroker.protocol import errors
 from pykbroker.protocol.errors import KafkaError
 
-
 #: The most records one user operation may generate (Kafka's QuorumController.MAX_RECORDS_PER_USER_OP).
 MAX_RECORDS_PER_USER_OP = 10_000
 EXCESSIVE_BATCH_MESSAGE = "Unable to perform excessively large batch operation."
@@ -71,9 +71,15 @@ class _Rejected(Exception):
 
 
 class ReplicationControlManager:
-    def __init__(self, cluster_control: ClusterControlManager, configuration_control: ConfigurationControlManager,
-                 placer: StripedReplicaPlacer | None = None, default_num_partitions: int = 1,
-                 default_replication_factor: int = 1, delete_topic_enable: bool = True):
+    def __init__(
+        self,
+        cluster_control: ClusterControlManager,
+        configuration_control: ConfigurationControlManager,
+        placer: StripedReplicaPlacer | None = None,
+        default_num_partitions: int = 1,
+        default_replication_factor: int = 1,
+        delete_topic_enable: bool = True,
+    ):
         self.cluster = cluster_control
         self.configs = configuration_control
         self.placer = placer or StripedReplicaPlacer()
@@ -100,8 +106,14 @@ class ReplicationControlManager:
         names = [t["name"] for t in topics]
         duplicates = {n for n, c in collections.Counter(names).items() if c > 1}
         if self._records_for_new_topics(topics) > MAX_RECORDS_PER_USER_OP:
-            return ControllerResult.of([], {"topics": [
-                _failed_topic(n, errors.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE) for n in dict.fromkeys(names)]})
+            return ControllerResult.of(
+                [],
+                {
+                    "topics": [
+                        _failed_topic(n, errors.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE) for n in dict.fromkeys(names)
+                    ]
+                },
+            )
         records: list[ApiMessageAndVersion] = []
         results: list[dict] = []
         reported: set[str] = set()
@@ -113,8 +125,7 @@ class ReplicationControlManager:
             try:
                 if name in duplicates:
                     raise _Rejected(errors.INVALID_REQUEST, "Duplicate topic name.")
-                result, topic_records = self._create_topic(
-                    topic, describable is None or name in describable, records)
+                result, topic_records = self._create_topic(topic, describable is None or name in describable, records)
                 records.extend(topic_records)
                 results.append(result)
             except _Rejected as e:
@@ -138,8 +149,9 @@ class ReplicationControlManager:
                 break
         return total
 
-    def _create_topic(self, topic: dict, show_configs: bool,
-                      earlier: list[ApiMessageAndVersion]) -> tuple[dict, list[ApiMessageAndVersion]]:
+    def _create_topic(
+        self, topic: dict, show_configs: bool, earlier: list[ApiMessageAndVersion]
+    ) -> tuple[dict, list[ApiMessageAndVersion]]:
         name = topic["name"]
         topic_names.validate(name)
         if name in self.topics_by_name or any(r.name == TOPIC_RECORD and r.data["name"] == name for r in earlier):
@@ -147,21 +159,28 @@ class ReplicationControlManager:
         if topic_names.has_collision_chars(name):
             unified = topic_names.unify_collision_chars(name)
             colliding = set(self.topics_with_collision_chars.get(unified, ()))
-            colliding.update(r.data["name"] for r in earlier
-                             if r.name == TOPIC_RECORD and topic_names.unify_collision_chars(r.data["name"]) == unified)
+            colliding.update(
+                r.data["name"]
+                for r in earlier
+                if r.name == TOPIC_RECORD and topic_names.unify_collision_chars(r.data["name"]) == unified
+            )
             if colliding:
-                raise _Rejected(errors.INVALID_TOPIC_EXCEPTION,
-                                f"Topic '{name}' collides with existing topic: {next(iter(colliding))}")
+                raise _Rejected(
+                    errors.INVALID_TOPIC_EXCEPTION,
+                    f"Topic '{name}' collides with existing topic: {next(iter(colliding))}",
+                )
         configs = {c["name"]: c.get("value") for c in topic.get("configs") or []}
         null_configs = [k for k, v in configs.items() if v is None]
         if null_configs:
-            raise _Rejected(errors.INVALID_CONFIG,
-                            "Null value not supported for topic configs: " + ",".join(null_configs))
+            raise _Rejected(
+                errors.INVALID_CONFIG, "Null value not supported for topic configs: " + ",".join(null_configs)
+            )
         parts = self._new_partitions(topic)
         config_records: list[ApiMessageAndVersion] = []
         if configs:
             result = self.configs.incremental_alter_config(
-                RESOURCE_TOPIC, name, [(k, SET, v) for k, v in configs.items()], new_resource=True)
+                RESOURCE_TOPIC, name, [(k, SET, v) for k, v in configs.items()], new_resource=True
+            )
             if result.response["error_code"] != errors.NONE:
                 raise _Rejected(result.response["error_code"], result.response["error_message"])
             config_records = result.records
@@ -169,15 +188,21 @@ class ReplicationControlManager:
         out = [topic_record(name, topic_id), *config_records]
         out += [parts[i].to_record(topic_id, i) for i in range(len(parts))]
         result = {
-            "name": name, "topic_id": topic_id, "error_code": errors.NONE, "error_message": None,
-            "topic_config_error_code": errors.NONE, "num_partitions": len(parts),
-            "replication_factor": len(parts[0].replicas), "configs": None,
+            "name": name,
+            "topic_id": topic_id,
+            "error_code": errors.NONE,
+            "error_message": None,
+            "topic_config_error_code": errors.NONE,
+            "num_partitions": len(parts),
+            "replication_factor": len(parts[0].replicas),
+            "configs": None,
         }
         if show_configs:
             result["configs"] = self.configs.schema.effective_topic_configs(configs)
         else:
-            result.update(topic_config_error_code=errors.TOPIC_AUTHORIZATION_FAILED, num_partitions=-1,
-                          replication_factor=-1)
+            result.update(
+                topic_config_error_code=errors.TOPIC_AUTHORIZATION_FAILED, num_partitions=-1, replication_factor=-1
+            )
         return result, out
 
     def _new_partitions(self, topic: dict) -> dict[int, PartitionRegistration]:
@@ -186,36 +211,47 @@ class ReplicationControlManager:
         replication_factor = topic.get("replication_factor", -1)
         if assignments:
             if replication_factor != -1:
-                raise _Rejected(errors.INVALID_REQUEST, "A manual partition assignment was specified, but "
-                                "replication factor was not set to -1.")
+                raise _Rejected(
+                    errors.INVALID_REQUEST,
+                    "A manual partition assignment was specified, but replication factor was not set to -1.",
+                )
             if num_partitions != -1:
-                raise _Rejected(errors.INVALID_REQUEST, "A manual partition assignment was specified, but "
-                                "numPartitions was not set to -1.")
+                raise _Rejected(
+                    errors.INVALID_REQUEST,
+                    "A manual partition assignment was specified, but numPartitions was not set to -1.",
+                )
             parts: dict[int, PartitionRegistration] = {}
             rf: int | None = None
             for a in assignments:
                 index = a["partition_index"]
                 if index in parts:
-                    raise _Rejected(errors.INVALID_REPLICA_ASSIGNMENT,
-                                    f"Found multiple manual partition assignments for partition {index}")
+                    raise _Rejected(
+                        errors.INVALID_REPLICA_ASSIGNMENT,
+                        f"Found multiple manual partition assignments for partition {index}",
+                    )
                 replicas = list(a["broker_ids"])
                 self._validate_manual_assignment(replicas, rf)
                 rf = len(replicas)
                 isr = [b for b in replicas if self.cluster.is_active(b)]
                 if not isr:
-                    raise _Rejected(errors.INVALID_REPLICA_ASSIGNMENT, "All brokers specified in the manual "
-                                    f"partition assignment for partition {index} are fenced or in controlled shutdown.")
+                    raise _Rejected(
+                        errors.INVALID_REPLICA_ASSIGNMENT,
+                        "All brokers specified in the manual "
+                        f"partition assignment for partition {index} are fenced or in controlled shutdown.",
+                    )
                 parts[index] = _new_registration(replicas, isr)
             if any(i not in parts for i in range(len(parts))):
-                raise _Rejected(errors.INVALID_REPLICA_ASSIGNMENT,
-                                "partitions should be a consecutive 0-based integer sequence")
+                raise _Rejected(
+                    errors.INVALID_REPLICA_ASSIGNMENT, "partitions should be a consecutive 0-based integer sequence"
+                )
             return parts
         if replication_factor < -1 or replication_factor == 0:
-            raise _Rejected(errors.INVALID_REPLICATION_FACTOR,
-                            "Replication factor must be larger than 0, or -1 to use the default value.")
+            raise _Rejected(
+                errors.INVALID_REPLICATION_FACTOR,
+                "Replication factor must be larger than 0, or -1 to use the default value.",
+            )
         if num_partitions < -1 or num_partitions == 0:
-            raise _Rejected(errors.INVALID_PARTITIONS,
-                            "Number of partitions was set to an invalid non-positive value.")
+            raise _Rejected(errors.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
         num_partitions = self.default_num_partitions if num_partitions == -1 else num_partitions
         replication_factor = self.default_replication_factor if replication_factor == -1 else replication_factor
         return self._place(0, num_partitions, replication_factor)
@@ -224,35 +260,47 @@ class ReplicationControlManager:
         try:
             placements = self.placer.place(count, replication_factor, self.cluster.usable_brokers())
         except errors.InvalidReplicationFactorError as e:
-            raise _Rejected(errors.INVALID_REPLICATION_FACTOR,
-                            f"Unable to replicate the partition {replication_factor} time(s): {e.message}") from e
+            raise _Rejected(
+                errors.INVALID_REPLICATION_FACTOR,
+                f"Unable to replicate the partition {replication_factor} time(s): {e.message}",
+            ) from e
         parts = {}
         for i, replicas in enumerate(placements):
             isr = [b for b in replicas if self.cluster.is_active(b)]
             if not isr:
-                raise _Rejected(errors.INVALID_REPLICATION_FACTOR,
-                                f"Unable to replicate the partition {replication_factor} time(s): All brokers "
-                                "are currently fenced or in controlled shutdown.")
+                raise _Rejected(
+                    errors.INVALID_REPLICATION_FACTOR,
+                    f"Unable to replicate the partition {replication_factor} time(s): All brokers "
+                    "are currently fenced or in controlled shutdown.",
+                )
             parts[start + i] = _new_registration(replicas, isr)
         return parts
 
     def _validate_manual_assignment(self, replicas: list[int], rf: int | None) -> None:
         if not replicas:
-            raise _Rejected(errors.INVALID_REPLICA_ASSIGNMENT,
-                            "The manual partition assignment includes an empty replica list.")
+            raise _Rejected(
+                errors.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list."
+            )
         seen: set[int] = set()
         for b in replicas:
             if b in seen:
-                raise _Rejected(errors.INVALID_REPLICA_ASSIGNMENT,
-                                f"The manual partition assignment includes the broker {b} more than once.")
+                raise _Rejected(
+                    errors.INVALID_REPLICA_ASSIGNMENT,
+                    f"The manual partition assignment includes the broker {b} more than once.",
+                )
             seen.add(b)
             if not self.cluster.is_registered(b):
-                raise _Rejected(errors.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes "
-                                f"broker {b}, but no such broker is registered.")
+                raise _Rejected(
+                    errors.INVALID_REPLICA_ASSIGNMENT,
+                    f"The manual partition assignment includes broker {b}, but no such broker is registered.",
+                )
         if rf is not None and rf != len(replicas):
-            raise _Rejected(errors.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes a "
-                            f"partition with {len(replicas)} replica(s), but this is not consistent with "
-                            f"previous partitions, which have {rf} replica(s).")
+            raise _Rejected(
+                errors.INVALID_REPLICA_ASSIGNMENT,
+                "The manual partition assignment includes a "
+                f"partition with {len(replicas)} replica(s), but this is not consistent with "
+                f"previous partitions, which have {rf} replica(s).",
+            )
 
     # ---- DeleteTopics ------------------------------------------------------------------------
     def delete_topics(self, request: dict[str, Any]) -> ControllerResult[dict]:
@@ -282,19 +330,22 @@ class ReplicationControlManager:
                     seen_names.add(name)
                     tid = self.topics_by_name.get(name)
                     if tid is None:
-                        raise _Rejected(errors.UNKNOWN_TOPIC_OR_PARTITION,
-                                        _default_message(errors.UNKNOWN_TOPIC_OR_PARTITION))
+                        raise _Rejected(
+                            errors.UNKNOWN_TOPIC_OR_PARTITION, _default_message(errors.UNKNOWN_TOPIC_OR_PARTITION)
+                        )
                     info = self.topics[tid]
                 else:
                     raise _Rejected(errors.INVALID_REQUEST, "Neither topic name nor id was given.")
                 if info.id in (r.data["topic_id"] for r in records):
                     raise _Rejected(errors.INVALID_REQUEST, "Duplicate topic name.")
                 records.append(remove_topic_record(info.id))
-                responses.append({"name": info.name, "topic_id": info.id, "error_code": errors.NONE,
-                                  "error_message": None})
+                responses.append(
+                    {"name": info.name, "topic_id": info.id, "error_code": errors.NONE, "error_message": None}
+                )
             except _Rejected as e:
-                responses.append({"name": name, "topic_id": topic_id or ZERO_UUID, "error_code": e.code,
-                                  "error_message": e.message})
+                responses.append(
+                    {"name": name, "topic_id": topic_id or ZERO_UUID, "error_code": e.code, "error_message": e.message}
+                )
         return ControllerResult(records, {"responses": responses}, atomic=False)
 
     # ---- CreatePartitions --------------------------------------------------------------------
@@ -306,9 +357,16 @@ class ReplicationControlManager:
             info = self.get_topic(t["name"])
             additional += max(int(t["count"]) - (len(info.parts) if info is not None else 0), 0)
             if additional > MAX_RECORDS_PER_USER_OP:
-                return ControllerResult([], {"results": [
-                    {"name": n, "error_code": errors.POLICY_VIOLATION, "error_message": EXCESSIVE_BATCH_MESSAGE}
-                    for n in names]}, atomic=False)
+                return ControllerResult(
+                    [],
+                    {
+                        "results": [
+                            {"name": n, "error_code": errors.POLICY_VIOLATION, "error_message": EXCESSIVE_BATCH_MESSAGE}
+                            for n in names
+                        ]
+                    },
+                    atomic=False,
+                )
         records: list[ApiMessageAndVersion] = []
         results = []
         for topic in topics:
@@ -328,12 +386,13 @@ class ReplicationControlManager:
         name, count = topic["name"], int(topic["count"])
         info = self.get_topic(name)
         if info is None:
-            raise _Rejected(errors.UNKNOWN_TOPIC_OR_PARTITION,
-                            _default_message(errors.UNKNOWN_TOPIC_OR_PARTITION))
+            raise _Rejected(errors.UNKNOWN_TOPIC_OR_PARTITION, _default_message(errors.UNKNOWN_TOPIC_OR_PARTITION))
         current = len(info.parts)
         if count < current:
-            raise _Rejected(errors.INVALID_PARTITIONS, f"The topic {name} currently has {current} partition(s); "
-                            f"{count} would not be an increase.")
+            raise _Rejected(
+                errors.INVALID_PARTITIONS,
+                f"The topic {name} currently has {current} partition(s); {count} would not be an increase.",
+            )
         if count == current:
             raise _Rejected(errors.INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
         additional = count - current
@@ -341,17 +400,23 @@ class ReplicationControlManager:
         rf = len(info.parts[0].replicas) if info.parts else self.default_replication_factor
         if assignments is not None:
             if len(assignments) != additional:
-                raise _Rejected(errors.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {additional} additional "
-                                f"partition(s), but only {len(assignments)} assignment(s) were specified.")
+                raise _Rejected(
+                    errors.INVALID_REPLICA_ASSIGNMENT,
+                    f"Attempted to add {additional} additional "
+                    f"partition(s), but only {len(assignments)} assignment(s) were specified.",
+                )
             parts = {}
             for i, a in enumerate(assignments):
                 replicas = list(a["broker_ids"])
                 self._validate_manual_assignment(replicas, rf)
                 isr = [b for b in replicas if self.cluster.is_active(b)]
                 if not isr:
-                    raise _Rejected(errors.INVALID_REPLICA_ASSIGNMENT, "All brokers specified in the manual "
-                                    f"partition assignment for partition {current + i} are fenced or in "
-                                    "controlled shutdown.")
+                    raise _Rejected(
+                        errors.INVALID_REPLICA_ASSIGNMENT,
+                        "All brokers specified in the manual "
+                        f"partition assignment for partition {current + i} are fenced or in "
+                        "controlled shutdown.",
+                    )
                 parts[current + i] = _new_registration(replicas, isr)
         else:
             parts = self._place(current, additional, rf)
@@ -395,9 +460,16 @@ def _new_registration(replicas: list[int], isr: list[int]) -> PartitionRegistrat
 
 
 def _failed_topic(name: str, code: int, message: str | None) -> dict:
-    return {"name": name, "topic_id": ZERO_UUID, "error_code": code, "error_message": message,
-            "topic_config_error_code": errors.NONE, "num_partitions": -1, "replication_factor": -1,
-            "configs": None}
+    return {
+        "name": name,
+        "topic_id": ZERO_UUID,
+        "error_code": code,
+        "error_message": message,
+        "topic_config_error_code": errors.NONE,
+        "num_partitions": -1,
+        "replication_factor": -1,
+        "configs": None,
+    }
 
 
 def _default_message(code: int) -> str:

@@ -3,6 +3,7 @@
 Legal names: 1-249 characters from ``[a-zA-Z0-9._-]``, not ``.`` or ``..``. Because metric names replace
 ``.`` with ``_``, two topics whose names differ only in those characters collide.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,14 +22,16 @@ def validate(name: str) -> None:
     if not name:
         raise InvalidTopicExceptionError("Topic name is illegal, it can't be empty")
     if name in (".", ".."):
-        raise InvalidTopicExceptionError("Topic name cannot be \".\" or \"..\"")
+        raise InvalidTopicExceptionError('Topic name cannot be "." or ".."')
     if len(name) > MAX_NAME_LENGTH:
         raise InvalidTopicExceptionError(
-            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, topic name: {name}")
+            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, topic name: {name}"
+        )
     if not _LEGAL.match(name):
         raise InvalidTopicExceptionError(
-            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, "
-            "'.', '_' and '-'")
+            f'Topic name "{name}" is illegal, it contains a character other than ASCII alphanumerics, '
+            "'.', '_' and '-'"
+        )
 
 
 def has_collision_chars(name: str) -> bool:

@@ -11,6 +11,7 @@ a whole queue of connections is taken in one lock hold. Elsewhere it falls back 
 Accepted sockets are non-blocking, close-on-exec, and carry the peer address parsed from the kernel's
 ``sockaddr`` (no ``getpeername`` call).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -70,11 +71,12 @@ def accept_batch(server_socket: socket.socket, max_count: int) -> list[tuple[soc
             exc = OSError(err, f"accept failed: {errno.errorcode.get(err, err)}")
             exc.accepted = accepted  # type: ignore[attr-defined]
             raise exc
-        family, address = _parse_sockaddr(buf.raw[:length.value])
+        family, address = _parse_sockaddr(buf.raw[: length.value])
         try:
             sock = socket.socket(family, socket.SOCK_STREAM, 0, fileno=fd)
         except OSError:
             import os
+
             os.close(fd)
             continue
         accepted.append((sock, address))

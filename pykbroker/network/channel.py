@@ -17,6 +17,7 @@ done (``NetworkReceive.release``, through ``Request.release_buffer``) or the cha
 
 Threading: a channel is owned by one Processor thread (through its KSelector); nothing here locks.
 """
+
 from __future__ import annotations
 
 import enum
@@ -79,7 +80,7 @@ class NetworkReceive:
         total = 0
         if self.size_read < 4:
             try:
-                n = sock.recv_into(memoryview(self.size_buf)[self.size_read:], 4 - self.size_read)
+                n = sock.recv_into(memoryview(self.size_buf)[self.size_read :], 4 - self.size_read)
             except (BlockingIOError, InterruptedError):
                 return total
             if n == 0:
@@ -114,12 +115,11 @@ class NetworkReceive:
                 capacity = len(payload)
             with memoryview(payload) as view:
                 try:
-                    n = sock.recv_into(view[self.payload_read:], capacity - self.payload_read)
+                    n = sock.recv_into(view[self.payload_read :], capacity - self.payload_read)
                 except (BlockingIOError, InterruptedError):
                     break
             if n == 0:
-                raise TruncatedReceiveError(
-                    f"connection closed after {self.payload_read} of {self.size} frame bytes")
+                raise TruncatedReceiveError(f"connection closed after {self.payload_read} of {self.size} frame bytes")
             self.payload_read += n
             total += n
         return total
@@ -151,7 +151,7 @@ class NetworkSend:
                 remaining = len(part) - self.offset
                 if remaining > 0:
                     try:
-                        n = sock.send(memoryview(part)[self.offset:] if self.offset else part)
+                        n = sock.send(memoryview(part)[self.offset :] if self.offset else part)
                     except (BlockingIOError, InterruptedError):
                         return False
                     self.offset += n
@@ -204,11 +204,23 @@ class IllegalMuteTransition(RuntimeError):
 class KafkaChannel:
     """One connection: socket, the receive in progress, the send in progress and the mute state."""
 
-    __slots__ = ("id", "sock", "fileno", "max_receive_size", "receive", "send", "mute_state",
-                 "registered_events", "client_software_name", "client_software_version", "memory_pool")
+    __slots__ = (
+        "id",
+        "sock",
+        "fileno",
+        "max_receive_size",
+        "receive",
+        "send",
+        "mute_state",
+        "registered_events",
+        "client_software_name",
+        "client_software_version",
+        "memory_pool",
+    )
 
-    def __init__(self, channel_id: str, sock: socket.socket, max_receive_size: int,
-                 memory_pool: MemoryPool = _UNBOUNDED_POOL):
+    def __init__(
+        self, channel_id: str, sock: socket.socket, max_receive_size: int, memory_pool: MemoryPool = _UNBOUNDED_POOL
+    ):
         self.id = channel_id
         self.memory_pool = memory_pool
         self.sock = sock
@@ -240,7 +252,10 @@ class KafkaChannel:
 
     def set_send(self, send: NetworkSend) -> None:
         if self.send is not None:
-            raise RuntimeError(f"Attempt to begin a send operation with prior send operation still in progress, connection id is {self.id}")
+            raise RuntimeError(
+                "Attempt to begin a send operation with prior send operation still in progress, connection id "
+                f"is {self.id}"
+            )
         self.send = send
 
     def write(self) -> NetworkSend | None:

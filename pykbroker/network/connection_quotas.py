@@ -7,6 +7,7 @@ is at ``max.connections`` for a non-protected listener, then counts the connecti
 ``max.connections.per.ip.overrides`` entry); the caller closes the socket, which calls ``dec``.
 All state is guarded by one condition; thread-safe.
 """
+
 from __future__ import annotations
 
 import threading
@@ -20,8 +21,13 @@ class TooManyConnectionsError(Exception):
 
 
 class ConnectionQuotas:
-    def __init__(self, max_connections_per_ip: int, overrides: dict[str, int], max_connections: int,
-                 protected_listener: str | None = None):
+    def __init__(
+        self,
+        max_connections_per_ip: int,
+        overrides: dict[str, int],
+        max_connections: int,
+        protected_listener: str | None = None,
+    ):
         self.default_max_per_ip = max_connections_per_ip
         self.overrides = dict(overrides)
         self.max_connections = max_connections
@@ -67,8 +73,12 @@ class ConnectionQuotas:
     def max_connections_exceeded(self, listener: str) -> bool:
         return self.total > self.max_connections and listener != self.protected_listener
 
-    def update(self, max_connections_per_ip: int | None = None, overrides: dict[str, int] | None = None,
-               max_connections: int | None = None) -> None:
+    def update(
+        self,
+        max_connections_per_ip: int | None = None,
+        overrides: dict[str, int] | None = None,
+        max_connections: int | None = None,
+    ) -> None:
         with self._cond:
             if max_connections_per_ip is not None:
                 self.default_max_per_ip = max_connections_per_ip

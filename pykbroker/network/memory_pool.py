@@ -12,6 +12,7 @@ available, even if it takes the pool below zero, so one large request can never 
 Threading: ``try_allocate`` runs on Processor threads, ``release`` on request handler threads; a
 lock guards the counter. Reads of ``available`` for metrics are unlocked.
 """
+
 from __future__ import annotations
 
 import threading
@@ -53,8 +54,9 @@ class SimpleMemoryPool(MemoryPool):
 
     def __init__(self, size_bytes: int, max_single_allocation_bytes: int, strict: bool = False):
         if size_bytes <= 0 or max_single_allocation_bytes <= 0:
-            raise ValueError(f"pool size ({size_bytes}) and max single allocation ({max_single_allocation_bytes}) "
-                             "must be positive")
+            raise ValueError(
+                f"pool size ({size_bytes}) and max single allocation ({max_single_allocation_bytes}) must be positive"
+            )
         self.size_bytes = size_bytes
         self.max_single_allocation_bytes = max_single_allocation_bytes
         self.strict = strict

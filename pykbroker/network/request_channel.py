@@ -16,11 +16,13 @@ Mirrors ``kafka.network.RequestChannel``:
 Thread-safe: queues are thread-safe; a Request's timestamps are written by one thread at a time as it
 moves Processor -> handler -> (purgatory) -> Processor.
 """
+
 from __future__ import annotations
 
 import queue
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from pykbroker.network.channel import NetworkSend
 from pykbroker.utils.metrics import MetricsRegistry, request_metric_name
@@ -62,13 +64,34 @@ class Request:
     an ApiVersions request whose version is too new: it is answered as v0 with UNSUPPORTED_VERSION).
     ``buffer`` keeps the frame alive while the body references it (records are zero-copy slices)."""
 
-    __slots__ = ("processor", "context", "body", "buffer", "start_time_ns", "request_dequeue_time_ns",
-                 "api_local_complete_time_ns", "response_complete_time_ns", "response_dequeue_time_ns",
-                 "api_name", "size", "unsupported_version", "memory_release")
+    __slots__ = (
+        "processor",
+        "context",
+        "body",
+        "buffer",
+        "start_time_ns",
+        "request_dequeue_time_ns",
+        "api_local_complete_time_ns",
+        "response_complete_time_ns",
+        "response_dequeue_time_ns",
+        "api_name",
+        "size",
+        "unsupported_version",
+        "memory_release",
+    )
 
-    def __init__(self, processor: int, context: RequestContext, body: dict | None, buffer,
-                 start_time_ns: int, api_name: str, size: int, unsupported_version: bool = False,
-                 memory_release: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        processor: int,
+        context: RequestContext,
+        body: dict | None,
+        buffer,
+        start_time_ns: int,
+        api_name: str,
+        size: int,
+        unsupported_version: bool = False,
+        memory_release: Callable[[], None] | None = None,
+    ):
         self.processor = processor
         self.context = context
         self.body = body
@@ -97,8 +120,10 @@ class Request:
 
     def __repr__(self) -> str:
         h = self.context.header
-        return (f"Request(api={self.api_name}, version={h.api_version}, correlation_id={h.correlation_id}, "
-                f"client_id={h.client_id!r}, connection={self.context.connection_id})")
+        return (
+            f"Request(api={self.api_name}, version={h.api_version}, correlation_id={h.correlation_id}, "
+            f"client_id={h.client_id!r}, connection={self.context.connection_id})"
+        )
 
 
 class _ShutdownRequest:
@@ -139,21 +164,29 @@ class CloseConnectionResponse(Response):
     __slots__ = ()
 
 
-REQUEST_METRICS = ("RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTimeMs",
-                   "ResponseSendTimeMs", "TotalTimeMs")
+REQUEST_METRICS = (
+    "RequestQueueTimeMs",
+    "LocalTimeMs",
+    "RemoteTimeMs",
+    "ResponseQueueTimeMs",
+    "ResponseSendTimeMs",
+    "TotalTimeMs",
+)
 
 
 class RequestChannel:
-    def __init__(self, queue_size: int, metric_prefix: str = "", time: Time = SYSTEM,
-                 metrics: MetricsRegistry | None = None):
+    def __init__(
+        self, queue_size: int, metric_prefix: str = "", time: Time = SYSTEM, metrics: MetricsRegistry | None = None
+    ):
         self.queue_size = queue_size
         self.metric_prefix = metric_prefix
         self.time = time
         self.metrics = metrics or MetricsRegistry()
         self.request_queue: queue.Queue = queue.Queue(maxsize=queue_size)
         self.processors: dict[int, Any] = {}
-        self.metrics.gauge(f"kafka.network:type=RequestChannel,name={metric_prefix}RequestQueueSize",
-                           self.request_queue.qsize)
+        self.metrics.gauge(
+            f"kafka.network:type=RequestChannel,name={metric_prefix}RequestQueueSize", self.request_queue.qsize
+        )
 
     # -- processors ----------------------------------------------------------------------------
     def add_processor(self, processor) -> None:
@@ -210,13 +243,19 @@ class RequestChannel:
         local = request.api_local_complete_time_ns if request.api_local_complete_time_ns >= 0 else dequeue
         complete = request.response_complete_time_ns if request.response_complete_time_ns >= 0 else local
         rdequeue = request.response_dequeue_time_ns if request.response_dequeue_time_ns >= 0 else complete
-        values = (dequeue - start, local - dequeue, complete - local, rdequeue - complete, end_ns - rdequeue,
-                  end_ns - start)
+        values = (
+            dequeue - start,
+            local - dequeue,
+            complete - local,
+            rdequeue - complete,
+            end_ns - rdequeue,
+            end_ns - start,
+        )
         names = [request.api_name]
         if request.api_name == "Fetch":
             replica = (request.body or {}).get("replica_id", -1)
             names.append("FetchFollower" if replica is not None and replica >= 0 else "FetchConsumer")
         for api in names:
-            for metric, ns in zip(REQUEST_METRICS, values):
+            for metric, ns in zip(REQUEST_METRICS, values, strict=True):
                 self.metrics.histogram(request_metric_name(metric, api)).update(max(0.0, ns / 1e6))
             self.metrics.meter(f"kafka.network:type=RequestMetrics,name=RequestsPerSec,request={api}").mark()

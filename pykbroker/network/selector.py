@@ -19,6 +19,7 @@ Threading: owned by one Processor thread; only ``wakeup`` may be called from oth
 A testable subclass can override ``register``/``send``/``_select`` to inject faults (see
 tests/unit/network/test_processor_faults.py, after Kafka's SocketServerTest.TestableSelector).
 """
+
 from __future__ import annotations
 
 import os
@@ -42,8 +43,14 @@ READY = "READY"  # remote close / error after the channel was ready
 
 
 class KSelector:
-    def __init__(self, max_receive_size: int, connections_max_idle_ms: int, time: Time = SYSTEM,
-                 on_close_error=None, memory_pool: MemoryPool = _UNBOUNDED_POOL):
+    def __init__(
+        self,
+        max_receive_size: int,
+        connections_max_idle_ms: int,
+        time: Time = SYSTEM,
+        on_close_error=None,
+        memory_pool: MemoryPool = _UNBOUNDED_POOL,
+    ):
         self.max_receive_size = max_receive_size
         self.memory_pool = memory_pool
         self.out_of_memory = False

@@ -20,6 +20,7 @@ Threading: the Acceptor owns its listening socket; a Processor owns its selector
 ``inflight_responses``; other threads talk to a Processor only through ``accept`` (new connection
 queue) and ``enqueue_response`` (response queue), both of which wake its selector.
 """
+
 from __future__ import annotations
 
 import errno
@@ -28,7 +29,7 @@ import resource
 import selectors
 import socket
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from pykbroker.config.endpoint import EndPoint
 from pykbroker.network.accept import accept_batch
@@ -36,8 +37,14 @@ from pykbroker.network.channel import ChannelMuteEvent, InvalidReceiveError, Tru
 from pykbroker.network.connection_quotas import ConnectionQuotas, TooManyConnectionsError
 from pykbroker.network.memory_pool import NONE as UNBOUNDED_POOL
 from pykbroker.network.memory_pool import MemoryPool, SimpleMemoryPool
-from pykbroker.network.request_channel import (CloseConnectionResponse, NoOpResponse, Request, RequestChannel,
-                                               RequestContext, SendResponse)
+from pykbroker.network.request_channel import (
+    CloseConnectionResponse,
+    NoOpResponse,
+    Request,
+    RequestChannel,
+    RequestContext,
+    SendResponse,
+)
 from pykbroker.network.selector import KSelector
 from pykbroker.protocol import api_keys as _api_keys
 from pykbroker.protocol import decode_request
@@ -58,19 +65,32 @@ ACCEPT_BACKOFF_MS = 100  # pause after EMFILE/ENFILE so a full fd table does not
 class SocketServerConfig:
     """The network layer's own small view of the broker configuration."""
 
-    def __init__(self, node_id: int, num_network_threads: int, queued_max_requests: int,
-                 socket_send_buffer_bytes: int, socket_receive_buffer_bytes: int, socket_request_max_bytes: int,
-                 socket_listen_backlog_size: int, connections_max_idle_ms: int, max_connections_per_ip: int,
-                 max_connections_per_ip_overrides: dict[str, int], max_connections: int,
-                 data_plane_listeners: list[EndPoint], control_plane_listener: EndPoint | None,
-                 inter_broker_listener_name: str | None = None, queued_max_request_bytes: int = -1):
+    def __init__(
+        self,
+        node_id: int,
+        num_network_threads: int,
+        queued_max_requests: int,
+        socket_send_buffer_bytes: int,
+        socket_receive_buffer_bytes: int,
+        socket_request_max_bytes: int,
+        socket_listen_backlog_size: int,
+        connections_max_idle_ms: int,
+        max_connections_per_ip: int,
+        max_connections_per_ip_overrides: dict[str, int],
+        max_connections: int,
+        data_plane_listeners: list[EndPoint],
+        control_plane_listener: EndPoint | None,
+        inter_broker_listener_name: str | None = None,
+        queued_max_request_bytes: int = -1,
+    ):
         self.__dict__.update(locals())
         del self.__dict__["self"]
 
     @classmethod
-    def from_kafka_config(cls, config) -> "SocketServerConfig":
+    def from_kafka_config(cls, config) -> SocketServerConfig:
         return cls(
-            node_id=config.node_id, num_network_threads=config["num.network.threads"],
+            node_id=config.node_id,
+            num_network_threads=config["num.network.threads"],
             queued_max_requests=config["queued.max.requests"],
             socket_send_buffer_bytes=config["socket.send.buffer.bytes"],
             socket_receive_buffer_bytes=config["socket.receive.buffer.bytes"],
@@ -83,18 +103,32 @@ class SocketServerConfig:
             data_plane_listeners=config.data_plane_listeners,
             control_plane_listener=config.control_plane_listener,
             inter_broker_listener_name=config.inter_broker_listener_name,
-            queued_max_request_bytes=config["queued.max.request.bytes"])
+            queued_max_request_bytes=config["queued.max.request.bytes"],
+        )
 
 
 class Processor(threading.Thread):
     """One network thread: owns a KSelector and the connections the Acceptor hands it."""
 
-    def __init__(self, processor_id: int, plane: str, endpoint: EndPoint, config: SocketServerConfig,
-                 request_channel: RequestChannel, connection_quotas: ConnectionQuotas,
-                 is_api_allowed: Callable[[int, int], bool], metrics: MetricsRegistry, time: Time = SYSTEM,
-                 selector_factory: Callable[..., KSelector] = KSelector, memory_pool: MemoryPool = UNBOUNDED_POOL):
-        super().__init__(name=f"{plane}-kafka-network-thread-{config.node_id}-{endpoint.listener_name}-"
-                              f"{endpoint.security_protocol}-{processor_id}", daemon=False)
+    def __init__(
+        self,
+        processor_id: int,
+        plane: str,
+        endpoint: EndPoint,
+        config: SocketServerConfig,
+        request_channel: RequestChannel,
+        connection_quotas: ConnectionQuotas,
+        is_api_allowed: Callable[[int, int], bool],
+        metrics: MetricsRegistry,
+        time: Time = SYSTEM,
+        selector_factory: Callable[..., KSelector] = KSelector,
+        memory_pool: MemoryPool = UNBOUNDED_POOL,
+    ):
+        super().__init__(
+            name=f"{plane}-kafka-network-thread-{config.node_id}-{endpoint.listener_name}-"
+            f"{endpoint.security_protocol}-{processor_id}",
+            daemon=False,
+        )
         self.id = processor_id
         self.plane = plane
         self.endpoint = endpoint
@@ -104,16 +138,23 @@ class Processor(threading.Thread):
         self.is_api_allowed = is_api_allowed
         self.time = time
         self.metrics = metrics
-        self.log = get_logger("SocketServer", listenerType="BROKER", nodeId=config.node_id,
-                              processor=processor_id)
-        self.selector = selector_factory(config.socket_request_max_bytes, config.connections_max_idle_ms, time,
-                                         on_close_error=self._on_close_error, memory_pool=memory_pool)
+        self.log = get_logger("SocketServer", listenerType="BROKER", nodeId=config.node_id, processor=processor_id)
+        self.selector = selector_factory(
+            config.socket_request_max_bytes,
+            config.connections_max_idle_ms,
+            time,
+            on_close_error=self._on_close_error,
+            memory_pool=memory_pool,
+        )
         self.new_connections: queue.Queue = queue.Queue(maxsize=CONNECTION_QUEUE_SIZE)
         self.response_queue: queue.SimpleQueue = queue.SimpleQueue()
         self.inflight_responses: dict[str, SendResponse] = {}
         self.next_connection_index = 0
         self.should_run = True
-        self.idle = metrics.idle_ratio(f"kafka.network:type=SocketServer,name={'ControlPlane' if plane == CONTROL_PLANE else ''}NetworkProcessorAvgIdlePercent")
+        self.idle = metrics.idle_ratio(
+            "kafka.network:type=SocketServer,name="
+            f"{'ControlPlane' if plane == CONTROL_PLANE else ''}NetworkProcessorAvgIdlePercent"
+        )
         self.started = threading.Event()
 
     # -- cross-thread entry points -------------------------------------------------------------
@@ -178,9 +219,10 @@ class Processor(threading.Thread):
                 sock.setblocking(False)  # already non-blocking in the kernel (SOCK_NONBLOCK); align the object
                 local = sock.getsockname()
                 remote = sock.getpeername()
-                connection_id = (f"{local[0]}:{local[1]}-{remote[0]}:{remote[1]}-{self.id}-"
-                                 f"{self.next_connection_index}")
-                self.next_connection_index = 0 if self.next_connection_index == INT_MAX else self.next_connection_index + 1
+                connection_id = f"{local[0]}:{local[1]}-{remote[0]}:{remote[1]}-{self.id}-{self.next_connection_index}"
+                self.next_connection_index = (
+                    0 if self.next_connection_index == INT_MAX else self.next_connection_index + 1
+                )
                 self.selector.register(connection_id, sock)
             except Exception as e:
                 self.log.error("Processor closed connection due to error during registration.", error=repr(e))
@@ -250,8 +292,9 @@ class Processor(threading.Thread):
             try:
                 request = self._parse_request(connection_id, channel, receive)
             except Exception as e:
-                self.log.warning(f"Closing connection {connection_id}: cannot parse request: {e}",
-                                 error=type(e).__name__)
+                self.log.warning(
+                    f"Closing connection {connection_id}: cannot parse request: {e}", error=type(e).__name__
+                )
                 receive.release()
                 self._close(connection_id)
                 continue
@@ -267,24 +310,43 @@ class Processor(threading.Thread):
         host, _, port = remote.rpartition(":")
         if api_key == API_VERSIONS_KEY and not self.is_api_allowed(api_key, api_version):
             # KIP-511: any ApiVersions version is accepted; a too-new one is answered as v0.
-            header = RequestHeader(api_key=api_key, api_version=api_version, correlation_id=correlation_id,
-                                   client_id="", header_version=1)
+            header = RequestHeader(
+                api_key=api_key, api_version=api_version, correlation_id=correlation_id, client_id="", header_version=1
+            )
             body, unsupported = None, True
         else:
             if not self.is_api_allowed(api_key, api_version):
-                raise ValueError(f"API key {api_key} version {api_version} is not enabled on listener "
-                                 f"{self.listener_name} (correlation id {correlation_id})")
+                raise ValueError(
+                    f"API key {api_key} version {api_version} is not enabled on listener "
+                    f"{self.listener_name} (correlation id {correlation_id})"
+                )
             header, header_size = parse_request_header(payload)
             body = decode_request(api_key, api_version, payload[header_size:])
             unsupported = False
             if api_key == API_VERSIONS_KEY and body is not None:
                 channel.client_software_name = body.get("client_software_name") or "unknown"
                 channel.client_software_version = body.get("client_software_version") or "unknown"
-        context = RequestContext(header, connection_id, host, int(port or 0), self.listener_name,
-                                 self.endpoint.security_protocol, channel.client_software_name,
-                                 channel.client_software_version)
-        return Request(self.id, context, body, receive.payload, now, _api_keys.api_name(api_key),
-                       receive.size + 4, unsupported, receive.release)
+        context = RequestContext(
+            header,
+            connection_id,
+            host,
+            int(port or 0),
+            self.listener_name,
+            self.endpoint.security_protocol,
+            channel.client_software_name,
+            channel.client_software_version,
+        )
+        return Request(
+            self.id,
+            context,
+            body,
+            receive.payload,
+            now,
+            _api_keys.api_name(api_key),
+            receive.size + 4,
+            unsupported,
+            receive.release,
+        )
 
     def _process_completed_sends(self) -> None:
         for send in self.selector.completed_sends:
@@ -352,10 +414,18 @@ class Processor(threading.Thread):
 class Acceptor(threading.Thread):
     """Accepts connections on one listener and hands them round-robin to its Processors."""
 
-    def __init__(self, plane: str, endpoint: EndPoint, config: SocketServerConfig,
-                 connection_quotas: ConnectionQuotas, time: Time = SYSTEM):
-        super().__init__(name=f"{plane}-kafka-socket-acceptor-{endpoint.listener_name}-"
-                              f"{endpoint.security_protocol}-{endpoint.port}", daemon=False)
+    def __init__(
+        self,
+        plane: str,
+        endpoint: EndPoint,
+        config: SocketServerConfig,
+        connection_quotas: ConnectionQuotas,
+        time: Time = SYSTEM,
+    ):
+        super().__init__(
+            name=f"{plane}-kafka-socket-acceptor-{endpoint.listener_name}-{endpoint.security_protocol}-{endpoint.port}",
+            daemon=False,
+        )
         self.plane = plane
         self.endpoint = endpoint
         self.config = config
@@ -427,8 +497,10 @@ class Acceptor(threading.Thread):
                 batch = getattr(e, "accepted", [])
                 if e.errno in (errno.EMFILE, errno.ENFILE):
                     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-                    self.log.error(f"Error accepting connections: too many open files (the process limit "
-                                   f"RLIMIT_NOFILE is {soft}); backing off {ACCEPT_BACKOFF_MS} ms.")
+                    self.log.error(
+                        f"Error accepting connections: too many open files (the process limit "
+                        f"RLIMIT_NOFILE is {soft}); backing off {ACCEPT_BACKOFF_MS} ms."
+                    )
                     self.time.sleep(ACCEPT_BACKOFF_MS)
                 else:
                     self.log.error("Error accepting connection", error=repr(e))
@@ -445,8 +517,10 @@ class Acceptor(threading.Thread):
             try:
                 self.connection_quotas.inc(self.endpoint.listener_name, ip, lambda: self.should_run)
             except TooManyConnectionsError as e:
-                self.log.info(f"Rejected connection from {ip}, address already has the configured maximum "
-                              f"of {e.count} connections.")
+                self.log.info(
+                    f"Rejected connection from {ip}, address already has the configured maximum "
+                    f"of {e.count} connections."
+                )
                 sock.close()
                 self.connection_quotas.dec(self.endpoint.listener_name, ip)
                 continue
@@ -463,7 +537,7 @@ class Acceptor(threading.Thread):
         for processor in woken:
             processor.wakeup()
 
-    def _assign_new_connection(self, sock: socket.socket) -> "Processor":
+    def _assign_new_connection(self, sock: socket.socket) -> Processor:
         """Offer ``sock`` to the Processors round-robin (non-blocking offers, a blocking put on the last
         try); returns the Processor that took it. The caller wakes it."""
         retries_left = len(self.processors)
@@ -500,14 +574,21 @@ class SocketServer:
     ``selector_factory`` builds each Processor's KSelector (tests pass a fault-injecting subclass, as
     Kafka's SocketServerTest does with its TestableSelector)."""
 
-    def __init__(self, config: SocketServerConfig, metrics: MetricsRegistry,
-                 is_api_allowed: Callable[[str, int, int], bool], time: Time = SYSTEM,
-                 selector_factory: Callable[..., KSelector] = KSelector):
+    def __init__(
+        self,
+        config: SocketServerConfig,
+        metrics: MetricsRegistry,
+        is_api_allowed: Callable[[str, int, int], bool],
+        time: Time = SYSTEM,
+        selector_factory: Callable[..., KSelector] = KSelector,
+    ):
         self.config = config
         self.selector_factory = selector_factory
         self.data_plane_memory_pool: MemoryPool = (
             SimpleMemoryPool(config.queued_max_request_bytes, config.socket_request_max_bytes)
-            if config.queued_max_request_bytes > 0 else UNBOUNDED_POOL)
+            if config.queued_max_request_bytes > 0
+            else UNBOUNDED_POOL
+        )
         pool = self.data_plane_memory_pool
         metrics.gauge("kafka.network:type=SocketServer,name=MemoryPoolAvailable", lambda: pool.available_memory)
         metrics.gauge("kafka.network:type=SocketServer,name=MemoryPoolUsed", lambda: pool.used_memory)
@@ -515,21 +596,24 @@ class SocketServer:
         self.time = time
         self.log = get_logger("SocketServer", listenerType="BROKER", nodeId=config.node_id)
         protected = config.inter_broker_listener_name if len(config.data_plane_listeners) > 1 else None
-        self.connection_quotas = ConnectionQuotas(config.max_connections_per_ip,
-                                                  config.max_connections_per_ip_overrides,
-                                                  config.max_connections, protected)
+        self.connection_quotas = ConnectionQuotas(
+            config.max_connections_per_ip, config.max_connections_per_ip_overrides, config.max_connections, protected
+        )
         self.data_plane_request_channel = RequestChannel(config.queued_max_requests, "", time, metrics)
-        self.control_plane_request_channel = (RequestChannel(20, "ControlPlane", time, metrics)
-                                              if config.control_plane_listener else None)
+        self.control_plane_request_channel = (
+            RequestChannel(20, "ControlPlane", time, metrics) if config.control_plane_listener else None
+        )
         self.next_processor_id = 0
         self.data_plane_acceptors: dict[str, Acceptor] = {}
         self.control_plane_acceptor: Acceptor | None = None
         for endpoint in config.data_plane_listeners:
             self.data_plane_acceptors[endpoint.listener_name] = self._create_acceptor(
-                DATA_PLANE, endpoint, config.num_network_threads, self.data_plane_request_channel, is_api_allowed)
+                DATA_PLANE, endpoint, config.num_network_threads, self.data_plane_request_channel, is_api_allowed
+            )
         if config.control_plane_listener is not None:
             self.control_plane_acceptor = self._create_acceptor(
-                CONTROL_PLANE, config.control_plane_listener, 1, self.control_plane_request_channel, is_api_allowed)
+                CONTROL_PLANE, config.control_plane_listener, 1, self.control_plane_request_channel, is_api_allowed
+            )
         self.stopped = False
 
     def _create_acceptor(self, plane, endpoint, n, request_channel, is_api_allowed) -> Acceptor:
@@ -537,10 +621,19 @@ class SocketServer:
         listener = endpoint.listener_name
         processors = []
         for _ in range(n):
-            p = Processor(self.next_processor_id, plane, endpoint, self.config, request_channel,
-                          self.connection_quotas, lambda k, v, _l=listener: is_api_allowed(_l, k, v),
-                          self.metrics, self.time, self.selector_factory,
-                          self.data_plane_memory_pool if plane == DATA_PLANE else UNBOUNDED_POOL)
+            p = Processor(
+                self.next_processor_id,
+                plane,
+                endpoint,
+                self.config,
+                request_channel,
+                self.connection_quotas,
+                lambda k, v, _l=listener: is_api_allowed(_l, k, v),
+                self.metrics,
+                self.time,
+                self.selector_factory,
+                self.data_plane_memory_pool if plane == DATA_PLANE else UNBOUNDED_POOL,
+            )
             self.next_processor_id += 1
             request_channel.add_processor(p)
             processors.append(p)
@@ -549,7 +642,9 @@ class SocketServer:
 
     @property
     def acceptors(self) -> list[Acceptor]:
-        return list(self.data_plane_acceptors.values()) + ([self.control_plane_acceptor] if self.control_plane_acceptor else [])
+        return list(self.data_plane_acceptors.values()) + (
+            [self.control_plane_acceptor] if self.control_plane_acceptor else []
+        )
 
     def enable_request_processing(self) -> None:
         for acceptor in self.acceptors:

@@ -16,6 +16,7 @@ Messages are plain dicts keyed by snake_case field names (see :mod:`pykbroker.pr
 representation, :mod:`pykbroker.protocol.schema` for the schema DSL, :mod:`pykbroker.protocol.schemas` for the
 table). This package imports nothing of pykbroker outside itself.
 """
+
 from __future__ import annotations
 
 from typing import Any

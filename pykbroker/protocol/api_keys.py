@@ -3,6 +3,7 @@
 Mirrors ``org.apache.kafka.common.protocol.ApiKeys``. Keys and names are protocol facts; which keys pykbroker has a
 schema for is :data:`pykbroker.protocol.schemas.REQUESTS`.
 """
+
 from __future__ import annotations
 
 from enum import IntEnum
@@ -107,9 +108,7 @@ class ApiKeys(IntEnum):
 
 
 # Kafka's names are the enum names in CamelCase (LIST_OFFSETS -> ListOffsets), for every key.
-_API_NAMES: dict[int, str] = {
-    key: "".join(word.capitalize() for word in key.name.split("_")) for key in ApiKeys
-}
+_API_NAMES: dict[int, str] = {key: "".join(word.capitalize() for word in key.name.split("_")) for key in ApiKeys}
 
 
 def api_name(key: int) -> str:

@@ -23,6 +23,7 @@ Errors: decoding raises :class:`ProtocolDecodeError` (never reads past the buffe
 :class:`ProtocolEncodeError`; a version outside the schema's valid versions raises ``UnsupportedVersionError``.
 Compiled codecs are immutable after construction, so every thread may use them.
 """
+
 from __future__ import annotations
 
 import struct
@@ -73,8 +74,14 @@ class Output(bytearray):
 # ------------------------------------------------------------------------------------------------------ readers
 
 _FIXED_READERS: dict[str, Reader] = {
-    "int8": t.read_int8, "int16": t.read_int16, "int32": t.read_int32, "int64": t.read_int64,
-    "uint16": t.read_uint16, "uint32": t.read_uint32, "float64": t.read_float64, "bool": t.read_bool,
+    "int8": t.read_int8,
+    "int16": t.read_int16,
+    "int32": t.read_int32,
+    "int64": t.read_int64,
+    "uint16": t.read_uint16,
+    "uint32": t.read_uint32,
+    "float64": t.read_float64,
+    "bool": t.read_bool,
 }
 
 
@@ -151,7 +158,7 @@ def _run_reader_step(names: tuple[str, ...], fmt: str) -> Callable[[memoryview, 
 
     def step(buf: memoryview, pos: int, d: dict) -> int:
         try:
-            d.update(zip(names, unpack_from(buf, pos)))
+            d.update(zip(names, unpack_from(buf, pos), strict=False))  # same length by construction
         except struct.error:
             raise t.truncated("/".join(names), pos, size, len(buf)) from None
         return pos + size
@@ -229,6 +236,7 @@ def _struct_reader(fields: tuple[Field, ...], version: int, flexible: bool) -> R
 
 
 # ------------------------------------------------------------------------------------------------------ writers
+
 
 def _fixed_writer(ftype: str) -> Writer:
     pack = struct.Struct(">" + t.FIXED_FORMATS[ftype]).pack
@@ -364,8 +372,13 @@ def _struct_writer(fields: tuple[Field, ...], version: int, flexible: bool) -> W
 
     def flush_run() -> None:
         if run:
-            steps.append(_run_writer_step(tuple(f.name for f in run), tuple(f.default for f in run),
-                                          "".join(t.FIXED_FORMATS[f.type] for f in run)))
+            steps.append(
+                _run_writer_step(
+                    tuple(f.name for f in run),
+                    tuple(f.default for f in run),
+                    "".join(t.FIXED_FORMATS[f.type] for f in run),
+                )
+            )
             run.clear()
 
     for f in fields:
@@ -420,10 +433,12 @@ def _struct_writer(fields: tuple[Field, ...], version: int, flexible: bool) -> W
 
 # ------------------------------------------------------------------------------------------------------ API
 
+
 def _check_version(schema: MessageSchema, version: int) -> None:
     if version not in schema.valid_versions:
         raise UnsupportedVersionError(
-            f"{schema.full_name} version {version} is outside its valid versions {schema.valid_versions}")
+            f"{schema.full_name} version {version} is outside its valid versions {schema.valid_versions}"
+        )
 
 
 def reader_for(schema: MessageSchema, version: int) -> Reader:
@@ -479,8 +494,9 @@ def encode_into(out: Output, schema: MessageSchema, version: int, body: dict) ->
         raise ProtocolEncodeError(f"{schema.full_name} v{version}: {type(e).__name__}: {e}") from None
 
 
-def encode_parts(schema: MessageSchema, version: int, body: dict, header: bytes = b"",
-                 size_prefix: bool = False) -> list[Any]:
+def encode_parts(
+    schema: MessageSchema, version: int, body: dict, header: bytes = b"", size_prefix: bool = False
+) -> list[Any]:
     """Encode ``body`` -> parts: bytes-like runs and deferred region objects, in send order.
 
     ``header`` bytes are put first; with ``size_prefix`` the first part starts with the int32 total size of

@@ -12,6 +12,7 @@ Mirrors ``org.apache.kafka.common.requests.RequestHeader`` / ``ResponseHeader`` 
 The header version follows the API's flexible versions, which are open-ended ("9+"), so a request whose version is
 above what we support still parses (the broker answers ApiVersions-too-new with v0, and closes on the others).
 """
+
 from __future__ import annotations
 
 import struct
@@ -95,8 +96,9 @@ def parse_request_header(buf: Any) -> tuple[RequestHeader, int]:
     return RequestHeader(api_key, api_version, correlation_id, client_id, version), pos
 
 
-def encode_request_header(api_key: int, api_version: int, correlation_id: int, client_id: str | None,
-                          header_version: int | None = None) -> bytes:
+def encode_request_header(
+    api_key: int, api_version: int, correlation_id: int, client_id: str | None, header_version: int | None = None
+) -> bytes:
     """A request header; ``header_version`` defaults to :func:`request_header_version`."""
     if header_version is None:
         header_version = request_header_version(api_key, api_version)

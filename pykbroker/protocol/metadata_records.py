@@ -7,6 +7,7 @@ record specs of Kafka's ``metadata`` module. A record value is::
 
 Messages are dicts as everywhere in :mod:`pykbroker.protocol` (see :mod:`pykbroker.protocol.codec`).
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -23,6 +23,7 @@ Header line: ``<kind> <Name> <api key> <valid versions> flex=<flexible versions>
 
 Names are Kafka's CamelCase names in snake_case (``PartitionIndex`` -> ``partition_index``, see :func:`snake_case`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -169,16 +170,27 @@ def snake_case(name: str) -> str:
 # ------------------------------------------------------------------------------------------------------ parser
 
 _INT_RANGES = {
-    "int8": (-(1 << 7), (1 << 7) - 1), "int16": (-(1 << 15), (1 << 15) - 1),
-    "int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1),
-    "uint16": (0, (1 << 16) - 1), "uint32": (0, (1 << 32) - 1),
+    "int8": (-(1 << 7), (1 << 7) - 1),
+    "int16": (-(1 << 15), (1 << 15) - 1),
+    "int32": (-(1 << 31), (1 << 31) - 1),
+    "int64": (-(1 << 63), (1 << 63) - 1),
+    "uint16": (0, (1 << 16) - 1),
+    "uint32": (0, (1 << 32) - 1),
 }
 
 
 def _parse_default(ftype: str, text: str | None, where: str) -> Any:
     if text is None:
-        return {"float64": 0.0, "bool": False, "uuid": ZERO_UUID, "string": "", "bytes": b"", "records": None,
-                "array": None, "struct": None}.get(ftype, 0)
+        return {
+            "float64": 0.0,
+            "bool": False,
+            "uuid": ZERO_UUID,
+            "string": "",
+            "bytes": b"",
+            "records": None,
+            "array": None,
+            "struct": None,
+        }.get(ftype, 0)
     if ftype in _INT_RANGES:
         value = int(text, 0)
         lo, hi = _INT_RANGES[ftype]
@@ -237,8 +249,17 @@ def _parse_field(tokens: list[str], where: str) -> Field:
         default = _parse_default(ftype, default_text, where)
     if tag is not None and tagged is None:
         tagged = versions
-    return Field(name=name, type=ftype, versions=versions, element=element, nullable_versions=nullable,
-                 default=default, tag=tag, tagged_versions=tagged or NO_VERSIONS, null_default=null_default)
+    return Field(
+        name=name,
+        type=ftype,
+        versions=versions,
+        element=element,
+        nullable_versions=nullable,
+        default=default,
+        tag=tag,
+        tagged_versions=tagged or NO_VERSIONS,
+        null_default=null_default,
+    )
 
 
 def _attach_children(field: Field, children: list[Field]) -> Field:
@@ -288,8 +309,14 @@ def parse_schemas(text: str) -> list[MessageSchema]:
         kind, name, key, valid, flex = header
         if not flex.startswith("flex="):
             raise SchemaError(f"{name}: header needs flex=<versions>")
-        schema = MessageSchema(name=name, kind=kind, api_key=int(key), valid_versions=VersionRange.parse(valid),
-                               flexible_versions=VersionRange.parse(flex[5:]), fields=tuple(stack[0][2]))
+        schema = MessageSchema(
+            name=name,
+            kind=kind,
+            api_key=int(key),
+            valid_versions=VersionRange.parse(valid),
+            flexible_versions=VersionRange.parse(flex[5:]),
+            fields=tuple(stack[0][2]),
+        )
         _check(schema, schema.fields)
         schemas.append(schema)
 

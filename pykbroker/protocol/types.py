@@ -20,6 +20,7 @@ wire cannot carry. ``records`` readers return a zero-copy ``memoryview`` slice o
 
 Sans-I/O: no sockets here, and nothing of pykbroker is imported except the error table.
 """
+
 from __future__ import annotations
 
 import base64
@@ -56,8 +57,14 @@ BOOL = struct.Struct(">?")
 
 # struct format character of every fixed-width type, used to pack runs of consecutive fixed fields at once.
 FIXED_FORMATS: dict[str, str] = {
-    "int8": "b", "int16": "h", "int32": "i", "int64": "q",
-    "uint16": "H", "uint32": "I", "float64": "d", "bool": "?",
+    "int8": "b",
+    "int16": "h",
+    "int32": "i",
+    "int64": "q",
+    "uint16": "H",
+    "uint32": "I",
+    "float64": "d",
+    "bool": "?",
 }
 FIXED_SIZES: dict[str, int] = {name: struct.calcsize(">" + ch) for name, ch in FIXED_FORMATS.items()}
 
@@ -71,6 +78,7 @@ def truncated(what: str, pos: int, need: int, have: int) -> ProtocolDecodeError:
 
 
 # ---------------------------------------------------------------------------------------------------- fixed width
+
 
 def _fixed_reader(name: str, s: struct.Struct) -> Reader:
     unpack_from, size = s.unpack_from, s.size
@@ -127,6 +135,7 @@ def uuid_from_base64(text: str) -> _uuid.UUID:
 
 
 # ---------------------------------------------------------------------------------------------------- varints
+
 
 def read_uvarint(buf: Any, pos: int) -> tuple[int, int]:
     """Unsigned LEB128 varint of at most 5 bytes (Kafka's ``readUnsignedVarint``), value in [0, 2**32)."""
@@ -236,6 +245,7 @@ def varlong_size(value: int) -> int:
 
 # ---------------------------------------------------------------------------------------------------- lengths
 
+
 def _read_length(buf: Any, pos: int, compact: bool, wide: bool, nullable: bool, what: str) -> tuple[int, int]:
     """A length prefix: -1 means null (only if ``nullable``), else a length that fits in the rest of ``buf``."""
     if compact:
@@ -248,8 +258,9 @@ def _read_length(buf: Any, pos: int, compact: bool, wide: bool, nullable: bool, 
     if n < 0:
         if n == -1 and nullable:
             return -1, pos
-        raise ProtocolDecodeError(f"{what} at offset {pos} has invalid length {n}"
-                                  + (" (null in a non-nullable field)" if n == -1 else ""))
+        raise ProtocolDecodeError(
+            f"{what} at offset {pos} has invalid length {n}" + (" (null in a non-nullable field)" if n == -1 else "")
+        )
     if n > len(buf) - pos:
         raise truncated(what, pos, n, len(buf))
     return n, pos
@@ -276,6 +287,7 @@ def write_array_length(out: bytearray, n: int, compact: bool) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------- strings / bytes
+
 
 def string_reader(compact: bool, nullable: bool) -> Reader:
     """A reader for (compact) (nullable) strings -> ``str`` or ``None``. Invalid UTF-8 raises."""
@@ -387,6 +399,7 @@ read_compact_records = bytes_reader(True, True, zero_copy=True)
 
 
 # ---------------------------------------------------------------------------------------------------- tagged fields
+
 
 def read_tagged_fields(buf: Any, pos: int) -> tuple[dict[int, memoryview], int]:
     """A tagged field section -> ``({tag: raw value slice}, new_pos)``. Sizes are checked against the buffer."""

@@ -8,10 +8,11 @@ split across drains.
 Threading: thread-safe; ``_lock`` guards everything. Appending threads (the controller) call
 ``prepare_append``/``schedule_drain``; only the Raft IO thread drains.
 """
+
 from __future__ import annotations
 
 import threading
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from pykbroker.raft.replicated_log import LogRecord
 from pykbroker.utils.time import Time
@@ -22,8 +23,15 @@ class NotLeaderError(RuntimeError):
 
 
 class BatchAccumulator:
-    def __init__(self, epoch: int, base_offset: int, linger_ms: int, time: Time,
-                 wakeup: Callable[[], None] = lambda: None, max_batch_records: int = 10_000):
+    def __init__(
+        self,
+        epoch: int,
+        base_offset: int,
+        linger_ms: int,
+        time: Time,
+        wakeup: Callable[[], None] = lambda: None,
+        max_batch_records: int = 10_000,
+    ):
         self.epoch = epoch
         self._lock = threading.Lock()
         self._next_offset = base_offset
@@ -43,8 +51,10 @@ class BatchAccumulator:
             raise ValueError("no records to append")
         with self._lock:
             if self._closed or epoch != self.epoch:
-                raise NotLeaderError(f"Append in epoch {epoch} refused: leading epoch {self.epoch}"
-                                     + (" (resigned)" if self._closed else ""))
+                raise NotLeaderError(
+                    f"Append in epoch {epoch} refused: leading epoch {self.epoch}"
+                    + (" (resigned)" if self._closed else "")
+                )
             self._pending.append(list(records))
             self._pending_count += len(records)
             self._next_offset += len(records)
@@ -76,8 +86,7 @@ class BatchAccumulator:
         with self._lock:
             if not self._pending:
                 return []
-            if not force and self._drain_at_ms is not None and \
-                    self._drain_at_ms > self._time.hi_res_milliseconds():
+            if not force and self._drain_at_ms is not None and self._drain_at_ms > self._time.hi_res_milliseconds():
                 return []
             groups, self._pending = self._pending, []
             self._pending_count = 0

@@ -7,6 +7,7 @@ version 0): ``int16 version, int32 leader_id, voters[], granting_voters[]`` wher
 empty tagged-field section. Written here by hand because the raft layer must not depend on the schema
 codec; the layout is a protocol fact (Kafka's ``LeaderChangeMessage`` schema).
 """
+
 from __future__ import annotations
 
 import struct

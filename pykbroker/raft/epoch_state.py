@@ -6,6 +6,7 @@ A state is a value for one epoch; moving on means building a new state through
 data and small decisions (vote tallies, the high watermark rule) and do no I/O. Not thread-safe: owned by
 the Raft IO thread.
 """
+
 from __future__ import annotations
 
 import enum

@@ -11,10 +11,12 @@ cleaning it, are not implemented yet.
 Threading: as ReplicatedLog - the Raft IO thread writes; ``end_offset``/``high_watermark`` may be read from
 any thread (UnifiedLog publishes them without locks).
 """
+
 from __future__ import annotations
 
 import os
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from pykbroker.log.fetch_data_info import FetchIsolation
 from pykbroker.log.log_config import LogConfig
@@ -55,27 +57,31 @@ class FileReplicatedLog(ReplicatedLog):
         self.time = time
 
     @classmethod
-    def open(cls, metadata_log_dir: str, time: Time = SYSTEM, segment_bytes: int | None = None,
-             scheduler=None) -> FileReplicatedLog:
+    def open(
+        cls, metadata_log_dir: str, time: Time = SYSTEM, segment_bytes: int | None = None, scheduler=None
+    ) -> FileReplicatedLog:
         """Open or create ``<metadata_log_dir>/__cluster_metadata-0`` (recovering it if needed)."""
         overrides = {"retention.ms": -1, "retention.bytes": -1}
         if segment_bytes is not None:
             overrides["segment.bytes"] = segment_bytes
         directory = os.path.join(metadata_log_dir, f"{METADATA_TOPIC}-{METADATA_PARTITION}")
-        log = UnifiedLog.create(directory, LogConfig(overrides), scheduler, time,
-                                topic_partition=(METADATA_TOPIC, METADATA_PARTITION))
+        log = UnifiedLog.create(
+            directory, LogConfig(overrides), scheduler, time, topic_partition=(METADATA_TOPIC, METADATA_PARTITION)
+        )
         return cls(log, time)
 
     # ---- writes ------------------------------------------------------------------------------
-    def append_as_leader(self, records: Sequence[LogRecord], epoch: int, control: bool = False,
-                         append_time_ms: int = -1) -> LogAppendInfo:
+    def append_as_leader(
+        self, records: Sequence[LogRecord], epoch: int, control: bool = False, append_time_ms: int = -1
+    ) -> LogAppendInfo:
         if not records:
             raise ValueError("cannot append an empty batch")
         timestamp = append_time_ms if append_time_ms >= 0 else self.time.milliseconds()
 
         def build(_view, next_offset: int) -> _Built:
-            builder = MemoryRecordsBuilder(base_offset=next_offset, is_control_batch=control,
-                                           partition_leader_epoch=epoch)
+            builder = MemoryRecordsBuilder(
+                base_offset=next_offset, is_control_batch=control, partition_leader_epoch=epoch
+            )
             _fill(builder, records, control, timestamp)
             last = next_offset + len(records) - 1
             return _Built(builder.build(), next_offset, last, timestamp, last, len(records))
@@ -88,8 +94,9 @@ class FileReplicatedLog(ReplicatedLog):
             raise ValueError("cannot append no batches")
         buf = bytearray()
         for b in batches:
-            builder = MemoryRecordsBuilder(base_offset=b.base_offset, is_control_batch=b.control,
-                                           partition_leader_epoch=b.epoch)
+            builder = MemoryRecordsBuilder(
+                base_offset=b.base_offset, is_control_batch=b.control, partition_leader_epoch=b.epoch
+            )
             ts = b.append_time_ms if b.append_time_ms >= 0 else self.time.milliseconds()
             _fill(builder, b.records, b.control, ts)
             buf += builder.build()
@@ -110,8 +117,15 @@ class FileReplicatedLog(ReplicatedLog):
                 if max_offset is not None and batch.last_offset >= max_offset:
                     return out
                 recs = tuple(LogRecord(r.key, r.value) for r in batch.records(verify_crc=True))
-                out.append(LogBatch(batch.base_offset, batch.partition_leader_epoch, recs,
-                                    batch.is_control_batch, batch.max_timestamp))
+                out.append(
+                    LogBatch(
+                        batch.base_offset,
+                        batch.partition_leader_epoch,
+                        recs,
+                        batch.is_control_batch,
+                        batch.max_timestamp,
+                    )
+                )
                 offset = batch.next_offset
                 progressed = True
             if not progressed:

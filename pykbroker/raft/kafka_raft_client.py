@@ -21,11 +21,13 @@ Threading: the IO thread owns the quorum state, the log and listener delivery. `
 ``schedule_prepared_append``, ``schedule_append``, ``register``, ``unregister``, ``leader_and_epoch``,
 ``high_watermark``, ``log_end_offset``, ``wakeup`` and ``begin_shutdown`` are safe from any thread.
 """
+
 from __future__ import annotations
 
 import random as _random
 import threading
-from typing import Generic, Sequence, TypeVar
+from collections.abc import Sequence
+from typing import Generic, TypeVar
 
 from pykbroker.raft.batch_accumulator import BatchAccumulator, NotLeaderError
 from pykbroker.raft.control_records import LEADER_CHANGE, LeaderChangeMessage, control_key, parse_control_type
@@ -74,12 +76,14 @@ class KafkaRaftClient(Generic[T]):
         self.serde = serde
         self.time = time
         self.append_linger_ms = append_linger_ms
-        self.quorum = QuorumState(node_id, frozenset(voters), store, time, election_timeout_ms,
-                                  fetch_timeout_ms, random)
+        self.quorum = QuorumState(
+            node_id, frozenset(voters), store, time, election_timeout_ms, fetch_timeout_ms, random
+        )
         if not self.quorum.is_only_voter():
             raise NotImplementedError(
                 f"KafkaRaftClient supports a single voter that is the local node (node {node_id}, voters "
-                f"{sorted(voters)}); Vote/Fetch RPCs for more voters and observers are not implemented yet")
+                f"{sorted(voters)}); Vote/Fetch RPCs for more voters and observers are not implemented yet"
+            )
         self._log = get_logger("RaftManager", id=node_id)
         self._cond = threading.Condition()
         self._woken = False  # guarded by _cond
@@ -152,8 +156,7 @@ class KafkaRaftClient(Generic[T]):
         """Load the election state and the log position (call before the first poll)."""
         self.quorum.initialize(self.log.last_fetched_epoch())
         self._initialized = True
-        self._log.info("Initialized quorum state", state=repr(self.quorum.state),
-                       log_end_offset=self.log.end_offset())
+        self._log.info("Initialized quorum state", state=repr(self.quorum.state), log_end_offset=self.log.end_offset())
 
     def poll(self) -> None:
         """One ``poll_once`` and then wait until the next deadline or a wakeup."""
@@ -201,15 +204,20 @@ class KafkaRaftClient(Generic[T]):
         leader = self.quorum.transition_to_leader(start)
         epoch = leader.epoch
         message = LeaderChangeMessage(self.node_id, tuple(sorted(leader.voters)), (self.node_id,))
-        self.log.append_as_leader([LogRecord(control_key(LEADER_CHANGE), message.encode())], epoch,
-                                  control=True, append_time_ms=self.time.milliseconds())
+        self.log.append_as_leader(
+            [LogRecord(control_key(LEADER_CHANGE), message.encode())],
+            epoch,
+            control=True,
+            append_time_ms=self.time.milliseconds(),
+        )
         acc = BatchAccumulator(epoch, start + 1, self.append_linger_ms, self.time, self.wakeup)
         with self._state_lock:
             self._accumulator = acc
             self._leader_and_epoch = LeaderAndEpoch(self.node_id, epoch)
         self._flush_and_update_hw(leader)
-        self._log.info("Completed transition to Leader", epoch=epoch, epoch_start_offset=start,
-                       high_watermark=self._high_watermark)
+        self._log.info(
+            "Completed transition to Leader", epoch=epoch, epoch_start_offset=start, high_watermark=self._high_watermark
+        )
 
     def _drain_appends(self, force: bool) -> None:
         acc = self._accumulator
@@ -250,8 +258,11 @@ class KafkaRaftClient(Generic[T]):
         if ctx.last_fired == current or current.epoch == 0 and current.leader_id == NO_ID:
             return
         state = self.quorum.state
-        if current.is_leader(self.node_id) and isinstance(state, LeaderState) \
-                and ctx.next_offset < state.epoch_start_offset:
+        if (
+            current.is_leader(self.node_id)
+            and isinstance(state, LeaderState)
+            and ctx.next_offset < state.epoch_start_offset
+        ):
             return  # the listener must see everything before our epoch before it may act as leader
         ctx.last_fired = current
         self._call(ctx.listener.handle_leader_change, current)
@@ -260,11 +271,19 @@ class KafkaRaftClient(Generic[T]):
         size = sum(len(r.value or b"") for r in log_batch.records)
         if log_batch.control:
             control = [(parse_control_type(r.key), r.value or b"") for r in log_batch.records]
-            return Batch(log_batch.base_offset, log_batch.epoch, log_batch.last_offset, [], control,
-                         log_batch.append_time_ms, size)
+            return Batch(
+                log_batch.base_offset,
+                log_batch.epoch,
+                log_batch.last_offset,
+                [],
+                control,
+                log_batch.append_time_ms,
+                size,
+            )
         records = [self.serde.read(r.value or b"") for r in log_batch.records]
-        return Batch(log_batch.base_offset, log_batch.epoch, log_batch.last_offset, records, [],
-                     log_batch.append_time_ms, size)
+        return Batch(
+            log_batch.base_offset, log_batch.epoch, log_batch.last_offset, records, [], log_batch.append_time_ms, size
+        )
 
     def _call(self, fn, arg) -> None:
         try:
@@ -292,5 +311,5 @@ class KafkaRaftClient(Generic[T]):
             if dropped:
                 self._log.warning("Dropped queued records at shutdown", records=dropped)
         for ctx in self._contexts:
-            self._call(lambda _: ctx.listener.begin_shutdown(), None)
+            self._call(lambda _, ctx=ctx: ctx.listener.begin_shutdown(), None)
         self.log.flush()

@@ -3,6 +3,7 @@
 Threading: one daemon thread calls ``client.poll()`` until :meth:`shutdown`; the client's listeners are
 called on it. ``start``/``shutdown`` are called by the owner (the server's start-up and shut-down path).
 """
+
 from __future__ import annotations
 
 import threading

@@ -10,6 +10,7 @@ epoch, or voting in it), otherwise the epoch must grow.
 
 Not thread-safe: owned by the Raft IO thread (``KafkaRaftClient.poll``).
 """
+
 from __future__ import annotations
 
 import random as _random
@@ -26,8 +27,7 @@ from pykbroker.raft.epoch_state import (
 from pykbroker.raft.quorum_state_store import NO_ID, ElectionState, QuorumStateStore
 from pykbroker.utils.time import SYSTEM, Time
 
-U, C, L, F, R = (StateKind.UNATTACHED, StateKind.CANDIDATE, StateKind.LEADER, StateKind.FOLLOWER,
-                 StateKind.RESIGNED)
+U, C, L, F, R = (StateKind.UNATTACHED, StateKind.CANDIDATE, StateKind.LEADER, StateKind.FOLLOWER, StateKind.RESIGNED)
 
 TRANSITIONS: dict[StateKind, frozenset[StateKind]] = {
     U: frozenset({U, C, F}),
@@ -112,8 +112,9 @@ class QuorumState:
         elif election.has_voted():
             state = UnattachedState(election.epoch, self.voters, election.voted_id, deadline)
         elif election.has_leader():
-            state = FollowerState(election.epoch, self.voters, election.leader_id,
-                                  fetch_deadline_ms=now + self.fetch_timeout_ms)
+            state = FollowerState(
+                election.epoch, self.voters, election.leader_id, fetch_deadline_ms=now + self.fetch_timeout_ms
+            )
         else:
             state = UnattachedState(election.epoch, self.voters, election_deadline_ms=deadline)
         self._durable_transition(state)
@@ -125,7 +126,8 @@ class QuorumState:
             raise IllegalRaftStateTransition(f"Cannot transition from {self.state} to {to.value} (epoch {epoch})")
         if epoch < self.epoch:
             raise IllegalRaftStateTransition(
-                f"Cannot transition from {self.state} to {to.value} with a smaller epoch {epoch}")
+                f"Cannot transition from {self.state} to {to.value} with a smaller epoch {epoch}"
+            )
 
     def _durable_transition(self, state: EpochState) -> None:
         self.store.write_election_state(state.election())

@@ -9,6 +9,7 @@ JSON in Kafka's ``QuorumStateData`` version 0 shape::
 It is rewritten (temp file, fsync, rename, fsync dir) on every state transition, before the new state
 takes effect, so a restarted node never votes twice in one epoch nor forgets an epoch it led.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,7 +49,7 @@ class QuorumStateStore(ABC):
     @abstractmethod
     def write_election_state(self, state: ElectionState) -> None: ...
 
-    def clear(self) -> None:
+    def clear(self) -> None:  # noqa: B027 - optional hook: stores without state to clear keep this no-op
         pass
 
 

@@ -3,6 +3,7 @@
 Mirrors ``org.apache.kafka.raft.{RaftClient.Listener, Batch, LeaderAndEpoch}`` and
 ``org.apache.kafka.server.common.serialization.RecordSerde``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -7,13 +7,15 @@ storage only has to translate batches to and from record batch v2 (partitionLead
 the control attribute = ``control``). :class:`MemoryReplicatedLog` keeps the batches in a list and is
 used by tests and by simulations; it survives a "restart" when the same object is handed to a new client.
 """
+
 from __future__ import annotations
 
 import bisect
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_PARTITION = 0
@@ -110,7 +112,7 @@ class ReplicatedLog(ABC):
     def flush(self) -> None:
         """Make appended batches durable."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook: logs without resources keep this no-op
         pass
 
     @property

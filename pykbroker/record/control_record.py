@@ -5,6 +5,7 @@ batch (attribute bit 5) holds records whose key is ``version int16 (0), type int
 depends on the type: an end-transaction marker (ABORT/COMMIT) is ``version int16 (0),
 coordinatorEpoch int32``; KRaft types carry their own message schemas (encoded by raft/metadata).
 """
+
 from __future__ import annotations
 
 import enum
@@ -41,14 +42,14 @@ class ControlRecordType(enum.IntEnum):
         return _KEY.pack(CURRENT_CONTROL_RECORD_KEY_VERSION, self.value)
 
     @classmethod
-    def from_type_id(cls, type_id: int) -> "ControlRecordType":
+    def from_type_id(cls, type_id: int) -> ControlRecordType:
         try:
             return cls(type_id)
         except ValueError:
             return cls.UNKNOWN
 
     @classmethod
-    def parse(cls, key) -> "ControlRecordType":
+    def parse(cls, key) -> ControlRecordType:
         """The type of a control record from its key; raises InvalidRecordError (INVALID_RECORD) if
         the key is shorter than 4 bytes or has a negative version."""
         return cls.from_type_id(parse_type_id(key))
@@ -60,7 +61,8 @@ def parse_type_id(key) -> int:
         size = 0 if key is None else len(key)
         raise InvalidRecordError(
             f"Invalid value size found for end control record key. Must have at least "
-            f"{CONTROL_RECORD_KEY_SIZE} bytes, but found only {size}")
+            f"{CONTROL_RECORD_KEY_SIZE} bytes, but found only {size}"
+        )
     version, type_id = _KEY.unpack_from(key, 0)
     if version < 0:
         raise InvalidRecordError(f"Invalid version found for control record: {version}. May indicate data corruption")
@@ -79,7 +81,7 @@ class EndTransactionMarker(NamedTuple):
         return _END_TXN_VALUE.pack(CURRENT_END_TXN_MARKER_VERSION, self.coordinator_epoch)
 
     @classmethod
-    def deserialize(cls, key, value) -> "EndTransactionMarker":
+    def deserialize(cls, key, value) -> EndTransactionMarker:
         """Parse a marker from a control record's key and value; raises InvalidRecordError."""
         control_type = ControlRecordType.parse(key)
         if control_type not in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
@@ -87,9 +89,11 @@ class EndTransactionMarker(NamedTuple):
         if value is None or len(value) < END_TXN_MARKER_VALUE_SIZE:
             raise InvalidRecordError(
                 f"Invalid value size found for end transaction marker. Must have at least "
-                f"{END_TXN_MARKER_VALUE_SIZE} bytes, but found only {0 if value is None else len(value)}")
+                f"{END_TXN_MARKER_VALUE_SIZE} bytes, but found only {0 if value is None else len(value)}"
+            )
         version, coordinator_epoch = _END_TXN_VALUE.unpack_from(value, 0)
         if version < 0:
-            raise InvalidRecordError(f"Invalid version found for end transaction marker: {version}. "
-                                     "May indicate data corruption")
+            raise InvalidRecordError(
+                f"Invalid version found for end transaction marker: {version}. May indicate data corruption"
+            )
         return cls(control_type, coordinator_epoch)

@@ -23,6 +23,7 @@ They never return garbage: any structural inconsistency (a length past the end, 
 fields do not add up to its length, fewer or more records than declared, a bad header count)
 raises ``CorruptRecordError``.
 """
+
 from __future__ import annotations
 
 from collections import namedtuple
@@ -51,8 +52,7 @@ class Record(_RecordFields):
     __slots__ = ()
 
     def __new__(cls, offset: int, timestamp: int, key, value, headers=None, attributes: int = 0):
-        return tuple.__new__(cls, (offset, timestamp, key, value,
-                                   [] if headers is None else headers, attributes))
+        return tuple.__new__(cls, (offset, timestamp, key, value, [] if headers is None else headers, attributes))
 
     @property
     def has_key(self) -> bool:
@@ -88,11 +88,18 @@ def encode_headers(headers) -> bytes:
 
 def encode_record(offset_delta: int, timestamp_delta: int, key, value, headers=None) -> bytes:
     """One record's wire bytes, length prefix included (``DefaultRecord.writeTo``)."""
-    body = b"".join((
-        b"\x00", encode_varint(timestamp_delta), encode_varint(offset_delta),
-        b"\x01" if key is None else encode_varint(len(key)), b"" if key is None else key,
-        b"\x01" if value is None else encode_varint(len(value)), b"" if value is None else value,
-        encode_headers(headers)))
+    body = b"".join(
+        (
+            b"\x00",
+            encode_varint(timestamp_delta),
+            encode_varint(offset_delta),
+            b"\x01" if key is None else encode_varint(len(key)),
+            b"" if key is None else key,
+            b"\x01" if value is None else encode_varint(len(value)),
+            b"" if value is None else value,
+            encode_headers(headers),
+        )
+    )
     return encode_varint(len(body)) + body
 
 
@@ -116,8 +123,9 @@ def _corrupt(message: str) -> CorruptRecordError:
     return CorruptRecordError(f"Found invalid record structure: {message}")
 
 
-def read_records(data: bytes, count: int, base_offset: int, base_timestamp: int,
-                 log_append_time: int | None = None) -> list[Record]:
+def read_records(
+    data: bytes, count: int, base_offset: int, base_timestamp: int, log_append_time: int | None = None
+) -> list[Record]:
     """Decode exactly ``count`` records filling all of ``data`` (an uncompressed records section).
 
     Offsets are ``base_offset + offsetDelta``; timestamps ``base_timestamp + timestampDelta``, or
@@ -181,7 +189,7 @@ def read_records(data: bytes, count: int, base_offset: int, base_timestamp: int,
             else:
                 length, pos = slow(data, pos)
             if length >= 0:
-                key = data[pos:pos + length]
+                key = data[pos : pos + length]
                 pos += length
             elif length == -1:
                 key = None
@@ -198,7 +206,7 @@ def read_records(data: bytes, count: int, base_offset: int, base_timestamp: int,
             else:
                 length, pos = slow(data, pos)
             if length >= 0:
-                value = data[pos:pos + length]
+                value = data[pos : pos + length]
                 pos += length
             elif length == -1:
                 value = None
@@ -212,9 +220,19 @@ def read_records(data: bytes, count: int, base_offset: int, base_timestamp: int,
                 headers, pos = _read_headers(data, pos, record_end)
             if pos != record_end:
                 raise _corrupt(f"record fields end at {pos}, its length says {record_end}")
-            append(new(cls, (base_offset + offset_delta,
-                             base_timestamp + timestamp_delta if log_append_time is None else log_append_time,
-                             key, value, headers, attributes)))
+            append(
+                new(
+                    cls,
+                    (
+                        base_offset + offset_delta,
+                        base_timestamp + timestamp_delta if log_append_time is None else log_append_time,
+                        key,
+                        value,
+                        headers,
+                        attributes,
+                    ),
+                )
+            )
     except IndexError:
         raise _corrupt("premature end of the records") from None
     if pos != end:
@@ -231,13 +249,13 @@ def _read_headers(data: bytes, pos: int, record_end: int) -> tuple[list, int]:
         key_length, pos = slow_varint(data, pos)
         if key_length < 0 or pos + key_length > record_end:
             raise _corrupt(f"invalid header key length {key_length}")
-        key = data[pos:pos + key_length].decode("utf-8", "replace")
+        key = data[pos : pos + key_length].decode("utf-8", "replace")
         pos += key_length
         value_length, pos = slow_varint(data, pos)
         if value_length == -1:
             value = None
         elif 0 <= value_length <= record_end - pos:
-            value = data[pos:pos + value_length]
+            value = data[pos : pos + value_length]
             pos += value_length
         else:
             raise _corrupt(f"invalid header value length {value_length}")

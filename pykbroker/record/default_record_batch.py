@@ -24,6 +24,7 @@ leader epoch are assigned by rewriting the header in place without recomputing t
 
 The view never copies: it wraps a ``memoryview`` (writable when the caller wants to stamp it).
 """
+
 from __future__ import annotations
 
 import struct
@@ -97,12 +98,13 @@ class RecordBatch:
         self.buf = buf
 
     @classmethod
-    def at(cls, buf: memoryview, position: int = 0) -> "RecordBatch":
+    def at(cls, buf: memoryview, position: int = 0) -> RecordBatch:
         """The batch starting at ``position`` of ``buf``. Raises CorruptRecordError if the header
         is truncated, has a bad length or is not magic 2, never reads past ``buf``."""
         if len(buf) - position < RECORD_BATCH_OVERHEAD:
             raise CorruptRecordError(
-                f"Record batch header truncated: {len(buf) - position} bytes < {RECORD_BATCH_OVERHEAD}")
+                f"Record batch header truncated: {len(buf) - position} bytes < {RECORD_BATCH_OVERHEAD}"
+            )
         _, length = _BATCH_PREFIX.unpack_from(buf, position)
         magic = buf[position + MAGIC_OFFSET]
         if magic != CURRENT_MAGIC:
@@ -110,8 +112,9 @@ class RecordBatch:
         size = length + LOG_OVERHEAD
         if length < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD or position + size > len(buf):
             raise CorruptRecordError(
-                f"Record batch length {length} is invalid or exceeds the {len(buf) - position} bytes available")
-        return cls(buf[position:position + size])
+                f"Record batch length {length} is invalid or exceeds the {len(buf) - position} bytes available"
+            )
+        return cls(buf[position : position + size])
 
     # -- header fields -------------------------------------------------------------------------
     @property
@@ -222,8 +225,7 @@ class RecordBatch:
             raise CorruptRecordError(f"Record batch is only {len(self.buf)} bytes")
         stored, computed = self.checksum, self.compute_checksum()
         if stored != computed:
-            raise CorruptRecordError(
-                f"Record batch is corrupt (stored crc = {stored}, computed crc = {computed})")
+            raise CorruptRecordError(f"Record batch is corrupt (stored crc = {stored}, computed crc = {computed})")
 
     # -- records (added by the record owner; decoding lives in batch_records) ------------------
     def records(self, verify_crc: bool = True, max_decompressed_bytes: int | None = None) -> list:
@@ -232,6 +234,7 @@ class RecordBatch:
         Raises CorruptRecordError for a bad CRC or malformed/oversized records."""
         from pykbroker.record.batch_records import decode_records
         from pykbroker.record.compression import DEFAULT_MAX_DECOMPRESSED_BYTES
+
         limit = DEFAULT_MAX_DECOMPRESSED_BYTES if max_decompressed_bytes is None else max_decompressed_bytes
         return decode_records(self, verify_crc, limit)
 
@@ -250,7 +253,9 @@ class RecordBatch:
     def set_max_timestamp(self, timestamp_type: int, max_timestamp: int) -> None:
         """Rewrite the timestamp type bit and maxTimestamp; recompute the CRC only if either changed."""
         attrs = self.attributes
-        new_attrs = (attrs | TIMESTAMP_TYPE_MASK) if timestamp_type == LOG_APPEND_TIME else (attrs & ~TIMESTAMP_TYPE_MASK)
+        new_attrs = (
+            (attrs | TIMESTAMP_TYPE_MASK) if timestamp_type == LOG_APPEND_TIME else (attrs & ~TIMESTAMP_TYPE_MASK)
+        )
         if new_attrs == attrs and self.max_timestamp == max_timestamp:
             return
         _H.pack_into(self.buf, ATTRIBUTES_OFFSET, new_attrs)
@@ -258,9 +263,11 @@ class RecordBatch:
         _U32.pack_into(self.buf, CRC_OFFSET, self.compute_checksum())
 
     def __repr__(self) -> str:
-        return (f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
-                f"count={self.records_count}, size={len(self.buf)}, codec={self.compression_type}, "
-                f"max_timestamp={self.max_timestamp})")
+        return (
+            f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
+            f"count={self.records_count}, size={len(self.buf)}, codec={self.compression_type}, "
+            f"max_timestamp={self.max_timestamp})"
+        )
 
 
 def iter_batches(buf, position: int = 0, end: int | None = None):

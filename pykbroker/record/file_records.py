@@ -20,6 +20,7 @@ Scanning reads batch headers with ``os.pread`` into small chunks and never loads
 :meth:`FileRecords.batches_with_data_from` (recovery) reads whole batches in ~1 MiB chunks so the
 CRC-32C can be checked.
 """
+
 from __future__ import annotations
 
 import os
@@ -57,6 +58,7 @@ class FileRecordsTruncatedError(OSError):
 class LogOffsetPosition(NamedTuple):
     """Where a batch lives: ``offset`` is the batch's LAST offset, ``position`` its byte position in
     the file, ``size`` its size in bytes (Kafka's ``FileRecords.LogOffsetPosition``)."""
+
     offset: int
     position: int
     size: int
@@ -64,6 +66,7 @@ class LogOffsetPosition(NamedTuple):
 
 class TimestampAndOffset(NamedTuple):
     """A (timestamp ms, offset, leader epoch or None) answer for ListOffsets."""
+
     timestamp: int
     offset: int
     leader_epoch: int | None = None
@@ -94,17 +97,30 @@ class BatchHeader:
 
     def __init__(self, position: int, fields: tuple):
         self.position = position
-        (self.base_offset, self.batch_length, self.partition_leader_epoch, self.magic, self.crc,
-         self.attributes, self.last_offset_delta, self.base_timestamp, self.max_timestamp, self.producer_id,
-         self.producer_epoch, self.base_sequence, self.records_count) = fields
+        (
+            self.base_offset,
+            self.batch_length,
+            self.partition_leader_epoch,
+            self.magic,
+            self.crc,
+            self.attributes,
+            self.last_offset_delta,
+            self.base_timestamp,
+            self.max_timestamp,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence,
+            self.records_count,
+        ) = fields
 
     @classmethod
     def parse(cls, buf, offset: int, position: int) -> BatchHeader:
         """Parse the header at ``buf[offset:offset+61]``; raise CorruptRecordError on a bad magic."""
         fields = HEADER.unpack_from(buf, offset)
         if fields[3] != CURRENT_MAGIC:
-            raise CorruptRecordError(f"Record batch at position {position} has magic {fields[3]}, only magic 2 "
-                                     f"is supported")
+            raise CorruptRecordError(
+                f"Record batch at position {position} has magic {fields[3]}, only magic 2 is supported"
+            )
         return cls(position, fields)
 
     @property
@@ -142,14 +158,18 @@ class BatchHeader:
         return self.attributes & COMPRESSION_CODEC_MASK
 
     def __repr__(self) -> str:
-        return (f"BatchHeader(position={self.position}, base_offset={self.base_offset}, "
-                f"last_offset={self.last_offset}, size={self.size_in_bytes}, max_timestamp={self.max_timestamp})")
+        return (
+            f"BatchHeader(position={self.position}, base_offset={self.base_offset}, "
+            f"last_offset={self.last_offset}, size={self.size_in_bytes}, max_timestamp={self.max_timestamp})"
+        )
 
 
 def _check_length(length: int, position: int) -> None:
     if length < _MIN_BATCH_LENGTH:
-        raise CorruptRecordError(f"Record batch at position {position} has size {length + LOG_OVERHEAD}, "
-                                 f"smaller than the minimum {RECORD_BATCH_OVERHEAD}")
+        raise CorruptRecordError(
+            f"Record batch at position {position} has size {length + LOG_OVERHEAD}, "
+            f"smaller than the minimum {RECORD_BATCH_OVERHEAD}"
+        )
 
 
 def iter_batch_headers(buf, position: int = 0, end: int | None = None) -> Iterator[BatchHeader]:
@@ -171,8 +191,10 @@ def verify_crc(header: BatchHeader, data) -> None:
     """Raise CorruptRecordError unless the CRC-32C of ``data[21:]`` (one whole batch) matches."""
     computed = crc32c(memoryview(data)[ATTRIBUTES_OFFSET:])
     if computed != header.crc:
-        raise CorruptRecordError(f"Record batch at position {header.position} is corrupt (stored crc = "
-                                 f"{header.crc}, computed crc = {computed})")
+        raise CorruptRecordError(
+            f"Record batch at position {header.position} is corrupt (stored crc = "
+            f"{header.crc}, computed crc = {computed})"
+        )
 
 
 class _FileHandle:
@@ -241,7 +263,8 @@ class FileRecordsSlice:
             return 0
         if sent == 0:
             raise FileRecordsTruncatedError(
-                f"{self.path} was truncated below position {self.position + offset} during a send")
+                f"{self.path} was truncated below position {self.position + offset} during a send"
+            )
         return sent
 
     def read_bytes(self) -> bytes:
@@ -272,7 +295,7 @@ class MemoryRecordsSlice:
         if count <= 0:
             return 0
         try:
-            return sock.send(self._data[offset:offset + count])
+            return sock.send(self._data[offset : offset + count])
         except BlockingIOError:
             return 0
 
@@ -302,8 +325,9 @@ class FileRecords:
 
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str, file_already_exists: bool = False, init_file_size: int = 0,
-             preallocate: bool = False) -> FileRecords:
+    def open(
+        cls, path: str, file_already_exists: bool = False, init_file_size: int = 0, preallocate: bool = False
+    ) -> FileRecords:
         """Open (creating unless ``file_already_exists``) the file at ``path``. With ``preallocate``
         a new file is allocated to ``init_file_size`` bytes and the logical size starts at 0."""
         flags = os.O_RDWR | os.O_CLOEXEC | (0 if file_already_exists else os.O_CREAT)
@@ -462,8 +486,9 @@ class FileRecords:
             yield BatchHeader.parse(chunk, off, position)
             position += size
 
-    def batches_with_data_from(self, start: int = 0, max_batch_size: int | None = None
-                               ) -> Iterator[tuple[BatchHeader, memoryview]]:
+    def batches_with_data_from(
+        self, start: int = 0, max_batch_size: int | None = None
+    ) -> Iterator[tuple[BatchHeader, memoryview]]:
         """``(header, whole batch bytes)`` for each complete batch from ``start``, reading ~1 MiB at a
         time (recovery, CRC checks). Stops at a torn tail; raises CorruptRecordError on a bad length or
         magic, or a batch larger than ``max_batch_size`` when that is given."""
@@ -485,14 +510,16 @@ class FileRecords:
                 _check_length(length, position + off)
                 size = length + LOG_OVERHEAD
                 if max_batch_size is not None and size > max_batch_size:
-                    raise CorruptRecordError(f"Record batch at position {position + off} has size {size}, "
-                                             f"larger than the maximum {max_batch_size}")
+                    raise CorruptRecordError(
+                        f"Record batch at position {position + off} has size {size}, "
+                        f"larger than the maximum {max_batch_size}"
+                    )
                 if position + off + size > end:
                     return
                 if off + size > n:
                     want = max(_DATA_CHUNK, size)
                     break
-                yield BatchHeader.parse(data, off, position + off), data[off:off + size]
+                yield BatchHeader.parse(data, off, position + off), data[off : off + size]
                 off += size
             if n < RECORD_BATCH_OVERHEAD:
                 return
@@ -506,8 +533,9 @@ class FileRecords:
                 return LogOffsetPosition(batch.last_offset, batch.position, batch.size_in_bytes)
         return None
 
-    def search_for_timestamp(self, target_timestamp: int, starting_position: int,
-                             starting_offset: int) -> TimestampAndOffset | None:
+    def search_for_timestamp(
+        self, target_timestamp: int, starting_position: int, starting_offset: int
+    ) -> TimestampAndOffset | None:
         """Batch-granular timestamp search: the first batch from ``starting_position`` with
         ``max_timestamp >= target_timestamp`` and last offset >= ``starting_offset``, answered as
         (its max timestamp, max(base offset, starting_offset), its leader epoch). Callers that can
@@ -515,8 +543,9 @@ class FileRecords:
         for batch in self.batches_from(starting_position):
             if batch.max_timestamp >= target_timestamp and batch.last_offset >= starting_offset:
                 epoch = batch.partition_leader_epoch
-                return TimestampAndOffset(batch.max_timestamp, max(batch.base_offset, starting_offset),
-                                          epoch if epoch >= 0 else None)
+                return TimestampAndOffset(
+                    batch.max_timestamp, max(batch.base_offset, starting_offset), epoch if epoch >= 0 else None
+                )
         return None
 
     def largest_timestamp_after(self, starting_position: int) -> TimestampAndOffset:

@@ -6,9 +6,10 @@ response's records, a built batch). Iteration reuses
 partial batch (fetch responses may end in one) and raises ``CorruptRecordError`` for an impossible
 header. Not thread-safe when the buffer is written to concurrently.
 """
+
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from pykbroker.record import compression as _compression
 from pykbroker.record.batch_records import decode_records
@@ -27,7 +28,7 @@ class MemoryRecords:
         self.buf = buf if isinstance(buf, memoryview) else memoryview(buf)
 
     @classmethod
-    def readable_records(cls, buf) -> "MemoryRecords":
+    def readable_records(cls, buf) -> MemoryRecords:
         return cls(buf)
 
     @property
@@ -52,8 +53,9 @@ class MemoryRecords:
             end = position + batch.size_in_bytes
         return end
 
-    def records(self, verify_crc: bool = True,
-                max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> Iterator[Record]:
+    def records(
+        self, verify_crc: bool = True, max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+    ) -> Iterator[Record]:
         """Every record of every batch (decompressing as needed). Raises CorruptRecordError."""
         for _, batch in iter_batches(self.buf):
             yield from decode_records(batch, verify_crc, max_decompressed_bytes)
@@ -65,8 +67,9 @@ class MemoryRecords:
         return f"MemoryRecords(size={len(self.buf)})"
 
     @classmethod
-    def with_records(cls, records: Iterable, compression=_compression.NONE, base_offset: int = 0,
-                     **builder_args) -> "MemoryRecords":
+    def with_records(
+        cls, records: Iterable, compression=_compression.NONE, base_offset: int = 0, **builder_args
+    ) -> MemoryRecords:
         """One batch holding ``records``: each a :class:`Record` (its offset is ignored; offsets are
         assigned from ``base_offset``) or a tuple ``(timestamp, key, value[, headers])``.
         ``builder_args`` go to :class:`MemoryRecordsBuilder` (producer id, timestamp type, ...)."""

@@ -14,6 +14,7 @@ lookups for the varints (see ``bench/record_builder.py``).
 Not thread-safe: a builder is owned by one thread at a time (the producer guards its batches with
 the accumulator's per-partition lock, as the Java client does).
 """
+
 from __future__ import annotations
 
 import struct
@@ -25,9 +26,24 @@ from pykbroker.record import compression as _compression
 from pykbroker.record.control_record import ControlRecordType, EndTransactionMarker
 from pykbroker.record.default_record import encode_headers, size_in_bytes
 from pykbroker.record.default_record_batch import (
-    ATTRIBUTES_OFFSET, CONTROL_FLAG_MASK, CRC_OFFSET, CREATE_TIME, CURRENT_MAGIC, DELETE_HORIZON_FLAG_MASK,
-    HEADER, LOG_APPEND_TIME, LOG_OVERHEAD, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
-    NO_SEQUENCE, NO_TIMESTAMP, RECORD_BATCH_OVERHEAD, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK)
+    ATTRIBUTES_OFFSET,
+    CONTROL_FLAG_MASK,
+    CRC_OFFSET,
+    CREATE_TIME,
+    CURRENT_MAGIC,
+    DELETE_HORIZON_FLAG_MASK,
+    HEADER,
+    LOG_APPEND_TIME,
+    LOG_OVERHEAD,
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+    RECORD_BATCH_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
+)
 from pykbroker.record.varint import encode_varint
 
 COMPRESSION_RATE_ESTIMATION_FACTOR = 1.05
@@ -58,18 +74,48 @@ class MemoryRecordsBuilder:
     values are bytes-like or None; headers a sequence of ``(str, bytes | None)``.
     """
 
-    __slots__ = ("_base_offset", "_compression", "_timestamp_type", "_log_append_time", "_producer_id",
-                 "_producer_epoch", "_base_sequence", "_is_transactional", "_is_control_batch",
-                 "_partition_leader_epoch", "_write_limit", "_delete_horizon_ms", "_parts", "_records_size",
-                 "_num_records", "_last_offset", "_base_timestamp", "_max_timestamp", "_offset_of_max_timestamp",
-                 "_appends_closed", "_aborted", "_built", "_estimated_ratio", "_actual_ratio")
+    __slots__ = (
+        "_base_offset",
+        "_compression",
+        "_timestamp_type",
+        "_log_append_time",
+        "_producer_id",
+        "_producer_epoch",
+        "_base_sequence",
+        "_is_transactional",
+        "_is_control_batch",
+        "_partition_leader_epoch",
+        "_write_limit",
+        "_delete_horizon_ms",
+        "_parts",
+        "_records_size",
+        "_num_records",
+        "_last_offset",
+        "_base_timestamp",
+        "_max_timestamp",
+        "_offset_of_max_timestamp",
+        "_appends_closed",
+        "_aborted",
+        "_built",
+        "_estimated_ratio",
+        "_actual_ratio",
+    )
 
-    def __init__(self, base_offset: int = 0, compression=_compression.NONE, timestamp_type: int = CREATE_TIME,
-                 log_append_time: int = NO_TIMESTAMP, producer_id: int = NO_PRODUCER_ID,
-                 producer_epoch: int = NO_PRODUCER_EPOCH, base_sequence: int = NO_SEQUENCE,
-                 is_transactional: bool = False, is_control_batch: bool = False,
-                 partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH, write_limit: int = MAX_WRITE_LIMIT,
-                 delete_horizon_ms: int = NO_TIMESTAMP):
+    def __init__(
+        self,
+        base_offset: int = 0,
+        compression=_compression.NONE,
+        timestamp_type: int = CREATE_TIME,
+        log_append_time: int = NO_TIMESTAMP,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+        base_sequence: int = NO_SEQUENCE,
+        is_transactional: bool = False,
+        is_control_batch: bool = False,
+        partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+        write_limit: int = MAX_WRITE_LIMIT,
+        delete_horizon_ms: int = NO_TIMESTAMP,
+    ):
         if timestamp_type not in (CREATE_TIME, LOG_APPEND_TIME):
             raise ValueError(f"Timestamp type must be CREATE_TIME or LOG_APPEND_TIME, not {timestamp_type}")
         self._base_offset = base_offset
@@ -106,8 +152,9 @@ class MemoryRecordsBuilder:
         self.append_with_offset(offset, timestamp, key, value, headers)
         return offset
 
-    def append_with_offset(self, offset: int, timestamp: int, key, value, headers=None,
-                           _control: bool = False, _enc=encode_varint) -> None:
+    def append_with_offset(
+        self, offset: int, timestamp: int, key, value, headers=None, _control: bool = False, _enc=encode_varint
+    ) -> None:
         """Append a record at ``offset`` (greater than the previous one). Raises ValueError for a
         non-increasing offset, a negative timestamp other than -1 or a control-flag mismatch, and
         RuntimeError once the builder is closed for appends."""
@@ -117,8 +164,9 @@ class MemoryRecordsBuilder:
             raise ValueError("Control records can only be appended to control batches")
         last = self._last_offset
         if last is not None and offset <= last:
-            raise ValueError(f"Illegal offset {offset} following previous offset {last} "
-                             "(Offsets must increase monotonically).")
+            raise ValueError(
+                f"Illegal offset {offset} following previous offset {last} (Offsets must increase monotonically)."
+            )
         if timestamp < 0 and timestamp != NO_TIMESTAMP:
             raise ValueError(f"Invalid negative timestamp {timestamp}")
         offset_delta = offset - self._base_offset
@@ -140,11 +188,28 @@ class MemoryRecordsBuilder:
         else:
             value_length = _enc(len(value))
         header_bytes = b"\x00" if not headers else encode_headers(headers)
-        body = (1 + len(timestamp_delta) + len(offset_delta) + len(key_length) + len(key)
-                + len(value_length) + len(value) + len(header_bytes))
+        body = (
+            1
+            + len(timestamp_delta)
+            + len(offset_delta)
+            + len(key_length)
+            + len(key)
+            + len(value_length)
+            + len(value)
+            + len(header_bytes)
+        )
         length = _enc(body)
-        self._parts += (length, b"\x00", timestamp_delta, offset_delta, key_length, key, value_length, value,
-                        header_bytes)
+        self._parts += (
+            length,
+            b"\x00",
+            timestamp_delta,
+            offset_delta,
+            key_length,
+            key,
+            value_length,
+            value,
+            header_bytes,
+        )
         self._records_size += len(length) + body
         self._num_records += 1
         self._last_offset = offset
@@ -177,14 +242,31 @@ class MemoryRecordsBuilder:
         else:
             value_length = _enc(len(value))
         header_bytes = b"\x00" if not headers else encode_headers(headers)
-        body = (1 + len(timestamp_delta) + len(offset_delta) + len(key_length) + len(key)
-                + len(value_length) + len(value) + len(header_bytes))
+        body = (
+            1
+            + len(timestamp_delta)
+            + len(offset_delta)
+            + len(key_length)
+            + len(key)
+            + len(value_length)
+            + len(value)
+            + len(header_bytes)
+        )
         length = _enc(body)
         size = len(length) + body
         if n and self.estimated_bytes_written() + size > self._write_limit:
             return -1
-        self._parts += (length, b"\x00", timestamp_delta, offset_delta, key_length, key, value_length, value,
-                        header_bytes)
+        self._parts += (
+            length,
+            b"\x00",
+            timestamp_delta,
+            offset_delta,
+            key_length,
+            key,
+            value_length,
+            value,
+            header_bytes,
+        )
         self._records_size += size
         self._num_records = n + 1
         offset = self._base_offset + n
@@ -197,8 +279,9 @@ class MemoryRecordsBuilder:
     def append_record(self, record) -> None:
         """Append a decoded :class:`~pykbroker.record.default_record.Record` keeping its offset
         (``MemoryRecordsBuilder.append(Record)``)."""
-        self.append_with_offset(record.offset, record.timestamp, record.key, record.value, record.headers,
-                                self._is_control_batch)
+        self.append_with_offset(
+            record.offset, record.timestamp, record.key, record.value, record.headers, self._is_control_batch
+        )
 
     def append_control_record(self, timestamp: int, control_type: ControlRecordType, value) -> int:
         """Append a control record of ``control_type`` at the next offset (control batches only)."""
@@ -219,8 +302,9 @@ class MemoryRecordsBuilder:
     def estimated_bytes_written(self) -> int:
         if self._compression.id == _compression.NONE:
             return RECORD_BATCH_OVERHEAD + self._records_size
-        return RECORD_BATCH_OVERHEAD + int(self._records_size * self._estimated_ratio
-                                           * COMPRESSION_RATE_ESTIMATION_FACTOR)
+        return RECORD_BATCH_OVERHEAD + int(
+            self._records_size * self._estimated_ratio * COMPRESSION_RATE_ESTIMATION_FACTOR
+        )
 
     def estimated_size_in_bytes(self) -> int:
         """The built size if built, else the estimate (compressed size guessed from the ratio)."""
@@ -244,19 +328,22 @@ class MemoryRecordsBuilder:
         return self._appends_closed or (self._num_records > 0 and self._write_limit <= self.estimated_bytes_written())
 
     # -- producer state --------------------------------------------------------------------------
-    def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int,
-                           is_transactional: bool) -> None:
+    def set_producer_state(
+        self, producer_id: int, producer_epoch: int, base_sequence: int, is_transactional: bool
+    ) -> None:
         """Set idempotence fields before building (the producer assigns sequences when draining)."""
         if self._built is not None:
-            raise RuntimeError("Trying to set producer state of an already closed batch. "
-                               "This indicates a bug on the client.")
+            raise RuntimeError(
+                "Trying to set producer state of an already closed batch. This indicates a bug on the client."
+            )
         self._producer_id = producer_id
         self._producer_epoch = producer_epoch
         self._base_sequence = base_sequence
         self._is_transactional = is_transactional
 
-    def reopen_and_rewrite_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int,
-                                          is_transactional: bool) -> None:
+    def reopen_and_rewrite_producer_state(
+        self, producer_id: int, producer_epoch: int, base_sequence: int, is_transactional: bool
+    ) -> None:
         """Forget the built bytes and rebuild with new producer state (producer retry after an epoch bump)."""
         if self._aborted:
             raise RuntimeError("Should not reopen a batch which is already aborted.")
@@ -298,10 +385,22 @@ class MemoryRecordsBuilder:
         raw = b"".join(self._parts)
         max_timestamp = self._log_append_time if self._timestamp_type == LOG_APPEND_TIME else self._max_timestamp
         self._built = encode_batch(
-            raw, self._num_records, self._base_offset, self._last_offset - self._base_offset, self._base_timestamp,
-            max_timestamp, self._compression, self._timestamp_type, self._producer_id, self._producer_epoch,
-            self._base_sequence, self._is_transactional, self._is_control_batch, self._partition_leader_epoch,
-            self._delete_horizon_ms >= 0)
+            raw,
+            self._num_records,
+            self._base_offset,
+            self._last_offset - self._base_offset,
+            self._base_timestamp,
+            max_timestamp,
+            self._compression,
+            self._timestamp_type,
+            self._producer_id,
+            self._producer_epoch,
+            self._base_sequence,
+            self._is_transactional,
+            self._is_control_batch,
+            self._partition_leader_epoch,
+            self._delete_horizon_ms >= 0,
+        )
         self._actual_ratio = (len(self._built) - RECORD_BATCH_OVERHEAD) / len(raw)
         return self._built
 
@@ -371,11 +470,23 @@ class MemoryRecordsBuilder:
         return self._write_limit - RECORD_BATCH_OVERHEAD
 
 
-def encode_batch(records: bytes, count: int, base_offset: int, last_offset_delta: int, base_timestamp: int,
-                 max_timestamp: int, compression, timestamp_type: int = CREATE_TIME,
-                 producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH,
-                 base_sequence: int = NO_SEQUENCE, is_transactional: bool = False, is_control_batch: bool = False,
-                 partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH, has_delete_horizon: bool = False) -> bytes:
+def encode_batch(
+    records: bytes,
+    count: int,
+    base_offset: int,
+    last_offset_delta: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    compression,
+    timestamp_type: int = CREATE_TIME,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    is_transactional: bool = False,
+    is_control_batch: bool = False,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    has_delete_horizon: bool = False,
+) -> bytes:
     """One batch around an already encoded, uncompressed records section (``count`` records whose
     offset/timestamp deltas are relative to ``base_offset``/``base_timestamp``): compresses it with
     ``compression`` (a :class:`~pykbroker.record.compression.Compression`), writes the header and the
@@ -392,8 +503,19 @@ def encode_batch(records: bytes, count: int, base_offset: int, last_offset_delta
     if has_delete_horizon:
         attributes |= DELETE_HORIZON_FLAG_MASK
     header = HEADER.pack(
-        base_offset, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(payload), partition_leader_epoch, CURRENT_MAGIC, 0,
-        attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
-        count)
+        base_offset,
+        RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(payload),
+        partition_leader_epoch,
+        CURRENT_MAGIC,
+        0,
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        count,
+    )
     crc = _crc32c(payload, _crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
     return b"".join((header[:CRC_OFFSET], _U32.pack(crc), header[ATTRIBUTES_OFFSET:], payload))

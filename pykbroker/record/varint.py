@@ -19,6 +19,7 @@ so both directions have a table-driven fast path that avoids per-byte Python:
 The hot loops in :mod:`pykbroker.record.default_record` inline the one- and two-byte cases and call
 :func:`decode_varint_slow` otherwise. Decoding errors raise ``CorruptRecordError``.
 """
+
 from __future__ import annotations
 
 from pykbroker.protocol.errors import CorruptRecordError

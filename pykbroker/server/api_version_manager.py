@@ -5,6 +5,7 @@ Mirrors ``kafka.server.ApiVersionManager``. Only APIs that KafkaApis has a handl
 Kafka 4.0 (KIP-896) dictate and end at the newest version our schemas implement.
 Controller-only APIs are accepted on the controller (control-plane) listener only.
 """
+
 from __future__ import annotations
 
 from pykbroker.protocol.api_keys import ApiKeys

@@ -7,6 +7,7 @@ codes) the principal may perform on the resource, or ``AUTHORIZED_OPERATIONS_OMI
 resource type supports is allowed. (The StandardAuthorizer of the security work will narrow this to
 what the principal may do.)
 """
+
 from __future__ import annotations
 
 import enum
@@ -35,11 +36,21 @@ class AclOperation(enum.IntEnum):
 _O = AclOperation
 #: Operations each resource type supports (Kafka's ``AclEntry.supportedOperations``).
 SUPPORTED_OPERATIONS: dict[str, frozenset[AclOperation]] = {
-    "TOPIC": frozenset({_O.READ, _O.WRITE, _O.CREATE, _O.DESCRIBE, _O.DELETE, _O.ALTER, _O.DESCRIBE_CONFIGS,
-                        _O.ALTER_CONFIGS}),
+    "TOPIC": frozenset(
+        {_O.READ, _O.WRITE, _O.CREATE, _O.DESCRIBE, _O.DELETE, _O.ALTER, _O.DESCRIBE_CONFIGS, _O.ALTER_CONFIGS}
+    ),
     "GROUP": frozenset({_O.READ, _O.DESCRIBE, _O.DELETE, _O.DESCRIBE_CONFIGS, _O.ALTER_CONFIGS}),
-    "CLUSTER": frozenset({_O.CREATE, _O.CLUSTER_ACTION, _O.DESCRIBE_CONFIGS, _O.ALTER_CONFIGS,
-                          _O.IDEMPOTENT_WRITE, _O.ALTER, _O.DESCRIBE}),
+    "CLUSTER": frozenset(
+        {
+            _O.CREATE,
+            _O.CLUSTER_ACTION,
+            _O.DESCRIBE_CONFIGS,
+            _O.ALTER_CONFIGS,
+            _O.IDEMPOTENT_WRITE,
+            _O.ALTER,
+            _O.DESCRIBE,
+        }
+    ),
 }
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 

@@ -7,6 +7,7 @@ see a topic only once its partitions can serve it (its log exists). Once the Rep
 down no replica change is applied any more (no log is created during broker shutdown). Runs only on
 the loader's thread.
 """
+
 from __future__ import annotations
 
 import threading
@@ -30,8 +31,11 @@ class BrokerMetadataPublisher(MetadataPublisher):
         return "BrokerMetadataPublisher"
 
     def on_metadata_update(self, delta, new_image) -> None:
-        changed_configs = {name for (rtype, name) in list(delta.config_changes) + list(delta.deleted_config_resources)
-                           if rtype == TOPIC_RESOURCE}
+        changed_configs = {
+            name
+            for (rtype, name) in list(delta.config_changes) + list(delta.deleted_config_resources)
+            if rtype == TOPIC_RESOURCE
+        }
         if not self.first_publish.is_set():
             # Start-up: every topic's overrides, before partitions open their logs.
             changed_configs |= {name for (rtype, name) in new_image.configs if rtype == TOPIC_RESOURCE}

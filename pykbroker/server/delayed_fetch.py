@@ -5,6 +5,7 @@ is unknown, its fetch offset is past the end (truncation) or its segment rolled,
 accumulated since each partition's fetch position reach ``min_bytes``. On completion it re-reads the
 logs and answers through ``response_callback``. Handler threads never wait on it.
 """
+
 from __future__ import annotations
 
 from pykbroker.utils.delayed_operation import DelayedOperation
@@ -20,8 +21,15 @@ class FetchPartitionStatus:
 
 
 class DelayedFetch(DelayedOperation):
-    def __init__(self, delay_ms: int, min_bytes: int, statuses: list[FetchPartitionStatus], get_partition,
-                 end_offset_metadata, complete_fn):
+    def __init__(
+        self,
+        delay_ms: int,
+        min_bytes: int,
+        statuses: list[FetchPartitionStatus],
+        get_partition,
+        end_offset_metadata,
+        complete_fn,
+    ):
         super().__init__(delay_ms)
         self.min_bytes = min_bytes
         self.statuses = statuses
@@ -57,5 +65,3 @@ class DelayedFetch(DelayedOperation):
 
     def on_complete(self) -> None:
         self.complete_fn()
-
-

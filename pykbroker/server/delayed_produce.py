@@ -4,6 +4,7 @@ Mirrors ``kafka.server.DelayedProduce``: each partition whose append succeeded w
 ``HW >= last offset + 1`` with a provisional REQUEST_TIMED_OUT (what the client gets on expiry);
 failed partitions are already done. Completion calls ``response_callback(statuses)`` exactly once.
 """
+
 from __future__ import annotations
 
 from pykbroker.protocol import errors

@@ -7,9 +7,10 @@ error, closes the connection. Handlers live in :mod:`pykbroker.server.handlers`,
 family, each registering ``{api_key: callable(request)}`` through :meth:`register`.
 Thread-safe: called concurrently by all request handler threads; holds no mutable state of its own.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from pykbroker.network.request_channel import Request
 from pykbroker.protocol import errors

@@ -17,57 +17,55 @@ and purgatories -> controller -> Raft -> loader -> logs (checkpoints, clean-shut
 scheduler -> release the directory locks.
 ``shutdown`` is idempotent and safe from a signal handler thread.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
 import os
 import socket
-import sys
 import threading
 import uuid
 
 from pykbroker.config.config_def import ConfigException
 from pykbroker.config.endpoint import EndPoint
+from pykbroker.config.group_config import GroupConfigDefaults
 from pykbroker.config.kafka_config import KafkaConfig
+from pykbroker.coordinator.group.group_coordinator import GroupCoordinator
+from pykbroker.coordinator.group.group_metadata_manager import GroupMetadataManager
+from pykbroker.log.log_cleaner import LogCleaner
 from pykbroker.log.log_manager import LogDirLockError, LogManager, lock_log_dirs
 from pykbroker.metadata.log_config_schema import LogConfigSchema
 from pykbroker.metadata.metadata_loader import MetadataLoader
 from pykbroker.metadata.quorum_controller import QuorumController
 from pykbroker.metadata.records import MetadataRecordSerde
-from pykbroker.protocol import errors
+from pykbroker.network.socket_server import CONTROL_PLANE, DATA_PLANE, SocketServer, SocketServerConfig
+from pykbroker.protocol import errors, request_schema
 from pykbroker.raft.file_replicated_log import FileReplicatedLog
 from pykbroker.raft.kafka_raft_client import KafkaRaftClient
 from pykbroker.raft.kafka_raft_client_driver import KafkaRaftClientDriver
 from pykbroker.raft.quorum_state_store import FileQuorumStateStore
+from pykbroker.server.api_version_manager import ApiVersionManager
 from pykbroker.server.broker_metadata_publisher import BrokerMetadataPublisher
-from pykbroker.server.handlers.admin import AdminHandler
-from pykbroker.server.handlers.delete_records import DeleteRecordsHandler
-from pykbroker.server.handlers.groups import GroupHandlers
-from pykbroker.log.log_cleaner import LogCleaner
-from pykbroker.config.group_config import GroupConfigDefaults
-from pykbroker.coordinator.group.group_coordinator import GroupCoordinator
-from pykbroker.coordinator.group.group_metadata_manager import GroupMetadataManager
 from pykbroker.server.fetch_session import FetchManager, FetchSessionCache
+from pykbroker.server.handlers.admin import AdminHandler
+from pykbroker.server.handlers.api_versions import ApiVersionsHandler
+from pykbroker.server.handlers.delete_records import DeleteRecordsHandler
 from pykbroker.server.handlers.fetch import FetchHandler
+from pykbroker.server.handlers.groups import GroupHandlers
 from pykbroker.server.handlers.list_offsets import ListOffsetsHandler
+from pykbroker.server.handlers.metadata import MetadataHandler
 from pykbroker.server.handlers.produce import ProduceHandler
 from pykbroker.server.handlers.producer_id import InitProducerIdHandler, ProducerIdManager
-from pykbroker.server.replica_manager import ReplicaManager
-from pykbroker.utils.scheduler import KafkaScheduler
-from pykbroker.network.socket_server import CONTROL_PLANE, DATA_PLANE, SocketServer, SocketServerConfig
-from pykbroker.protocol import request_schema
-from pykbroker.server.api_version_manager import ApiVersionManager
-from pykbroker.server.handlers.api_versions import ApiVersionsHandler
-from pykbroker.server.handlers.metadata import MetadataHandler
 from pykbroker.server.kafka_apis import KafkaApis
 from pykbroker.server.kafka_request_handler import KafkaRequestHandlerPool
 from pykbroker.server.meta_properties import ensure_formatted
 from pykbroker.server.metadata_cache import MetadataCache
+from pykbroker.server.replica_manager import ReplicaManager
 from pykbroker.server.request_helper import RequestHelper
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.metrics import MetricsRegistry
+from pykbroker.utils.scheduler import KafkaScheduler
 from pykbroker.utils.time import SYSTEM, Time
-
 
 _SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
@@ -132,39 +130,57 @@ class KafkaRaftServer:
         self.scheduler.startup()
         self.log_manager = LogManager.from_broker_config(config.log_dirs, config.values, self.scheduler, self.time)
         self.log_manager.startup()
-        self.log_cleaner = LogCleaner(self.log_manager, self.time, config["log.cleaner.backoff.ms"],
-                                      config["log.cleaner.enable"])
+        self.log_cleaner = LogCleaner(
+            self.log_manager, self.time, config["log.cleaner.backoff.ms"], config["log.cleaner.enable"]
+        )
         self.log_cleaner.startup(self.scheduler)
 
         # KRaft: the __cluster_metadata log, the Raft client, the loader and its publishers, the controller.
-        self.metadata_log = FileReplicatedLog.open(config.metadata_log_dir, self.time,
-                                                   segment_bytes=config["metadata.log.segment.bytes"])
-        self.raft = KafkaRaftClient(self.node_id, [self.node_id], self.metadata_log,
-                                    FileQuorumStateStore(os.path.join(config.metadata_log_dir, "__cluster_metadata-0")),
-                                    MetadataRecordSerde(), self.time,
-                                    append_linger_ms=config["controller.quorum.append.linger.ms"])
+        self.metadata_log = FileReplicatedLog.open(
+            config.metadata_log_dir, self.time, segment_bytes=config["metadata.log.segment.bytes"]
+        )
+        self.raft = KafkaRaftClient(
+            self.node_id,
+            [self.node_id],
+            self.metadata_log,
+            FileQuorumStateStore(os.path.join(config.metadata_log_dir, "__cluster_metadata-0")),
+            MetadataRecordSerde(),
+            self.time,
+            append_linger_ms=config["controller.quorum.append.linger.ms"],
+        )
         self.metadata_cache = MetadataCache(self.node_id)
         # No halt on the loss of every log dir: a single node has no other replica to hand leadership to.
         self.replica_manager = ReplicaManager(self.node_id, config, self.log_manager, self.metadata_cache, self.time)
         self.replica_manager.startup()
-        self.publisher = BrokerMetadataPublisher(self.node_id, self.metadata_cache, self.replica_manager,
-                                                 self.log_manager)
+        self.publisher = BrokerMetadataPublisher(
+            self.node_id, self.metadata_cache, self.replica_manager, self.log_manager
+        )
         self.loader = MetadataLoader(self.node_id, self.cluster_id, self.raft.high_watermark)
-        self._await(self.loader.install_publishers([self.publisher]), timeout,
-                    "the metadata loader to install the broker's publishers")
+        self._await(
+            self.loader.install_publishers([self.publisher]),
+            timeout,
+            "the metadata loader to install the broker's publishers",
+        )
         self.raft.register(self.loader)
         self.controller = QuorumController(
-            self.node_id, self.raft, self.cluster_id, self.time,
+            self.node_id,
+            self.raft,
+            self.cluster_id,
+            self.time,
             default_num_partitions=config["num.partitions"],
             default_replication_factor=config["default.replication.factor"],
-            config_schema=LogConfigSchema(self.log_manager.default_config,
-                                          GroupConfigDefaults.from_broker_config(config)),
-            delete_topic_enable=config["delete.topic.enable"])
+            config_schema=LogConfigSchema(
+                self.log_manager.default_config, GroupConfigDefaults.from_broker_config(config)
+            ),
+            delete_topic_enable=config["delete.topic.enable"],
+        )
         self.raft_driver = KafkaRaftClientDriver(self.raft)
         self.raft_driver.start()
         if not self.controller.wait_for_active(timeout):
-            raise StartupError(f"Timed out after {config['initial.broker.registration.timeout.ms']} ms waiting for "
-                               "the metadata quorum controller to become active")
+            raise StartupError(
+                f"Timed out after {config['initial.broker.registration.timeout.ms']} ms waiting for "
+                "the metadata quorum controller to become active"
+            )
 
         # Register this broker (its listeners are bound: the ports are known), wait until it is published.
         self._register_broker(timeout)
@@ -172,27 +188,49 @@ class KafkaRaftServer:
         cp_name = config.control_plane_listener_name
         self.data_helper = RequestHelper(self._channel_for)
         self.group_metadata_manager = GroupMetadataManager(
-            self.replica_manager, self.log_manager, config["offsets.topic.num.partitions"], self.time,
-            config["offsets.retention.minutes"] * 60 * 1000)
+            self.replica_manager,
+            self.log_manager,
+            config["offsets.topic.num.partitions"],
+            self.time,
+            config["offsets.retention.minutes"] * 60 * 1000,
+        )
         self.group_coordinator = GroupCoordinator(self.node_id, config, self.group_metadata_manager, self.time)
-        self.scheduler.schedule("delete-expired-group-metadata", self.group_metadata_manager.cleanup_expired_offsets,
-                                config["offsets.retention.check.interval.ms"],
-                                config["offsets.retention.check.interval.ms"])
+        self.scheduler.schedule(
+            "delete-expired-group-metadata",
+            self.group_metadata_manager.cleanup_expired_offsets,
+            config["offsets.retention.check.interval.ms"],
+            config["offsets.retention.check.interval.ms"],
+        )
         self.producer_id_manager = ProducerIdManager(self.node_id, self.controller, lambda: self.broker_epoch)
         self.data_plane_apis, self.data_version_manager = self._build_apis(self.data_helper, self._broker_families())
         self.data_plane_apis.after_handle.append(self.replica_manager.try_complete_actions)
         if cp_name:
-            self.control_plane_apis, self.control_version_manager = self._build_apis(self.data_helper, [
-                MetadataHandler(self.data_helper, self.metadata_cache),
-            ])
+            self.control_plane_apis, self.control_version_manager = self._build_apis(
+                self.data_helper,
+                [
+                    MetadataHandler(self.data_helper, self.metadata_cache),
+                ],
+            )
 
         self.data_plane_pool = KafkaRequestHandlerPool(
-            self.node_id, self.socket_server.data_plane_request_channel, self.data_plane_apis,
-            config["num.io.threads"], DATA_PLANE, self.metrics, self.time)
+            self.node_id,
+            self.socket_server.data_plane_request_channel,
+            self.data_plane_apis,
+            config["num.io.threads"],
+            DATA_PLANE,
+            self.metrics,
+            self.time,
+        )
         if cp_name:
             self.control_plane_pool = KafkaRequestHandlerPool(
-                self.node_id, self.socket_server.control_plane_request_channel, self.control_plane_apis, 1,
-                CONTROL_PLANE, self.metrics, self.time)
+                self.node_id,
+                self.socket_server.control_plane_request_channel,
+                self.control_plane_apis,
+                1,
+                CONTROL_PLANE,
+                self.metrics,
+                self.time,
+            )
         self.socket_server.enable_request_processing()
         self.started = True
         self.log.info("Kafka Server started")
@@ -201,16 +239,30 @@ class KafkaRaftServer:
         voters = self.config["controller.quorum.voters"] or []
         ids = {int(v.split("@", 1)[0]) for v in voters if v}
         if ids and ids != {self.node_id}:
-            raise ConfigException("controller.quorum.voters", ",".join(voters),
-                                  f"only a single voter (this node, {self.node_id}) is supported")
+            raise ConfigException(
+                "controller.quorum.voters",
+                ",".join(voters),
+                f"only a single voter (this node, {self.node_id}) is supported",
+            )
 
     def _broker_families(self) -> list:
         helper, cache, rm = self.data_helper, self.metadata_cache, self.replica_manager
         return [
-            MetadataHandler(helper, cache, self._auto_create_topics if self.config["auto.create.topics.enable"] else None),
+            MetadataHandler(
+                helper, cache, self._auto_create_topics if self.config["auto.create.topics.enable"] else None
+            ),
             ProduceHandler(helper, rm, cache),
-            FetchHandler(helper, rm, cache, FetchManager(FetchSessionCache(
-                self.config["max.incremental.fetch.session.cache.slots"], num_shards=8, metrics=self.metrics), self.time)),
+            FetchHandler(
+                helper,
+                rm,
+                cache,
+                FetchManager(
+                    FetchSessionCache(
+                        self.config["max.incremental.fetch.session.cache.slots"], num_shards=8, metrics=self.metrics
+                    ),
+                    self.time,
+                ),
+            ),
             ListOffsetsHandler(helper, rm),
             DeleteRecordsHandler(helper, rm),
             AdminHandler(helper, self.controller, cache, self.config, self.log_manager.default_config),
@@ -222,6 +274,7 @@ class KafkaRaftServer:
         """Metadata auto-creation: ask the controller to create the topics with the defaults, answer
         LEADER_NOT_AVAILABLE (retriable) now; invalid names get INVALID_TOPIC_EXCEPTION."""
         from pykbroker.metadata.topic_names import validate as validate_topic_name
+
         codes, valid = {}, []
         for n in names:
             try:
@@ -231,30 +284,60 @@ class KafkaRaftServer:
             except errors.KafkaError as e:
                 codes[n] = e.code
         if valid:
-            self.controller.create_topics({"topics": [
-                {"name": n, "num_partitions": -1, "replication_factor": -1, "assignments": [], "configs": []}
-                for n in valid], "timeout_ms": 30000, "validate_only": False})
+            self.controller.create_topics(
+                {
+                    "topics": [
+                        {"name": n, "num_partitions": -1, "replication_factor": -1, "assignments": [], "configs": []}
+                        for n in valid
+                    ],
+                    "timeout_ms": 30000,
+                    "validate_only": False,
+                }
+            )
         return codes
 
     def _register_broker(self, timeout: float) -> None:
-        listeners = [{"name": ep.listener_name, "host": ep.host, "port": ep.port,
-                      "security_protocol": _SECURITY_PROTOCOL_IDS[ep.security_protocol]}
-                     for ep in self.advertised_endpoints().values()]
-        result = self._await(self.controller.register_broker({
-            "broker_id": self.node_id, "cluster_id": self.cluster_id, "incarnation_id": uuid.uuid4(),
-            "listeners": listeners, "features": [], "rack": self.config["broker.rack"], "log_dirs": []}),
-            timeout, "the controller to answer this broker's registration")
+        listeners = [
+            {
+                "name": ep.listener_name,
+                "host": ep.host,
+                "port": ep.port,
+                "security_protocol": _SECURITY_PROTOCOL_IDS[ep.security_protocol],
+            }
+            for ep in self.advertised_endpoints().values()
+        ]
+        result = self._await(
+            self.controller.register_broker(
+                {
+                    "broker_id": self.node_id,
+                    "cluster_id": self.cluster_id,
+                    "incarnation_id": uuid.uuid4(),
+                    "listeners": listeners,
+                    "features": [],
+                    "rack": self.config["broker.rack"],
+                    "log_dirs": [],
+                }
+            ),
+            timeout,
+            "the controller to answer this broker's registration",
+        )
         if result["error_code"] != errors.NONE:
-            raise RuntimeError(f"Broker registration failed: {errors.name_of(result['error_code'])} {result.get('error_message')}")
+            raise RuntimeError(
+                f"Broker registration failed: {errors.name_of(result['error_code'])} {result.get('error_message')}"
+            )
         self.broker_epoch = result["broker_epoch"]
         deadline = self.time.hi_res_milliseconds() + timeout * 1000
         while not self.metadata_cache.has_alive_broker(self.node_id):
             if self.time.hi_res_milliseconds() > deadline:
-                raise StartupError(f"Timed out after {int(timeout * 1000)} ms waiting for this broker's registration "
-                                   "to be published by the metadata loader")
+                raise StartupError(
+                    f"Timed out after {int(timeout * 1000)} ms waiting for this broker's registration "
+                    "to be published by the metadata loader"
+                )
             self.time.sleep(5)
-        self.log.info(f"Registered broker {self.node_id} with broker epoch {self.broker_epoch}; metadata caught up "
-                      f"to offset {self.metadata_cache.image.offset}")
+        self.log.info(
+            f"Registered broker {self.node_id} with broker epoch {self.broker_epoch}; metadata caught up "
+            f"to offset {self.metadata_cache.image.offset}"
+        )
 
     @staticmethod
     def _await(future, timeout: float, what: str):

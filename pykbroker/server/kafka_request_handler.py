@@ -13,6 +13,7 @@ threads, the control plane one. Each daemon thread loops on ``receive_request(30
 feeds the pool's idle metric; a ShutdownRequest stops one thread. Any exception escaping
 ``KafkaApis.handle`` is logged; the thread never dies of it.
 """
+
 from __future__ import annotations
 
 import threading
@@ -25,7 +26,7 @@ from pykbroker.utils.time import SYSTEM, Time
 
 
 class KafkaRequestHandler(threading.Thread):
-    def __init__(self, handler_id: int, node_id: int, pool: "KafkaRequestHandlerPool"):
+    def __init__(self, handler_id: int, node_id: int, pool: KafkaRequestHandlerPool):
         super().__init__(name=f"{pool.thread_name_prefix}-kafka-request-handler-{handler_id}", daemon=True)
         self.handler_id = handler_id
         self.pool = pool
@@ -51,8 +52,9 @@ class KafkaRequestHandler(threading.Thread):
                 try:
                     apis.handle(request)
                 except Exception as e:  # KafkaApis answers errors itself; this is the last line of defence
-                    self.log.error("Exception when handling request", request=repr(request), error=repr(e),
-                                   exc_info=True)
+                    self.log.error(
+                        "Exception when handling request", request=repr(request), error=repr(e), exc_info=True
+                    )
                 finally:
                     request.release_buffer()
                     pool.idle.record(t1 - t0, time.nanoseconds() - t0)
@@ -65,17 +67,26 @@ METRIC_PREFIXES = {DATA_PLANE: "", CONTROL_PLANE: "ControlPlane"}
 
 
 def idle_metric_name(thread_name_prefix: str) -> str:
-    return (f"kafka.server:type=KafkaRequestHandlerPool,"
-            f"name={METRIC_PREFIXES[thread_name_prefix]}RequestHandlerAvgIdlePercent")
+    return (
+        f"kafka.server:type=KafkaRequestHandlerPool,"
+        f"name={METRIC_PREFIXES[thread_name_prefix]}RequestHandlerAvgIdlePercent"
+    )
 
 
 class KafkaRequestHandlerPool:
     """``num_threads`` KafkaRequestHandler threads for one plane (``thread_name_prefix``: ``data-plane`` or
     ``control-plane``), all reading the same RequestChannel and calling the same ``apis``."""
 
-    def __init__(self, node_id: int, request_channel: RequestChannel, apis, num_threads: int,
-                 thread_name_prefix: str = DATA_PLANE, metrics: MetricsRegistry | None = None,
-                 time: Time = SYSTEM):
+    def __init__(
+        self,
+        node_id: int,
+        request_channel: RequestChannel,
+        apis,
+        num_threads: int,
+        thread_name_prefix: str = DATA_PLANE,
+        metrics: MetricsRegistry | None = None,
+        time: Time = SYSTEM,
+    ):
         if thread_name_prefix not in METRIC_PREFIXES:
             raise ValueError(f"Unknown request plane {thread_name_prefix!r}: expected one of {sorted(METRIC_PREFIXES)}")
         self.node_id = node_id

@@ -5,6 +5,7 @@ Mirrors ``org.apache.kafka.metadata.properties.MetaProperties`` and the formatti
 padding (22 characters). Starting on a directory formatted for another cluster or node raises
 :class:`InconsistentMetaPropertiesError` with a message naming both values.
 """
+
 from __future__ import annotations
 
 import base64
@@ -41,8 +42,10 @@ def read_meta_properties(log_dir: str) -> dict[str, str] | None:
 def write_meta_properties(log_dir: str, cluster_id: str, node_id: int, directory_id: str | None = None) -> None:
     os.makedirs(log_dir, exist_ok=True)
     path = os.path.join(log_dir, META_PROPERTIES)
-    text = (f"#\n#{time.strftime('%a %b %d %H:%M:%S %Z %Y')}\n"
-            f"cluster.id={cluster_id}\ndirectory.id={directory_id or random_uuid()}\nnode.id={node_id}\nversion=1\n")
+    text = (
+        f"#\n#{time.strftime('%a %b %d %H:%M:%S %Z %Y')}\n"
+        f"cluster.id={cluster_id}\ndirectory.id={directory_id or random_uuid()}\nnode.id={node_id}\nversion=1\n"
+    )
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         f.write(text)
@@ -65,15 +68,22 @@ def ensure_formatted(log_dirs: list[str], node_id: int, log) -> tuple[str, bool]
     if all(m is None for m in metas.values()):
         if not all(is_empty_dir(d) for d in log_dirs):
             unformatted = [d for d in log_dirs if not is_empty_dir(d)]
-            raise RuntimeError(f"No meta.properties found in {', '.join(unformatted)} (have you run kafka-storage.sh to format the directory?)")
+            raise RuntimeError(
+                f"No meta.properties found in {', '.join(unformatted)} (have you run kafka-storage.sh to format "
+                "the directory?)"
+            )
         cluster_id = random_uuid()
         for d in log_dirs:
             write_meta_properties(d, cluster_id, node_id)
-        log.info(f"Formatted storage directories {', '.join(log_dirs)} with cluster.id {cluster_id} and node.id {node_id}.")
+        log.info(
+            f"Formatted storage directories {', '.join(log_dirs)} with cluster.id {cluster_id} and node.id {node_id}."
+        )
         return cluster_id, True
     cluster_ids = {m.get("cluster.id") for m in metas.values() if m}
     if len(cluster_ids) != 1:
-        raise InconsistentMetaPropertiesError(f"Invalid cluster.id in log dirs: found {sorted(cluster_ids)} in {', '.join(log_dirs)}")
+        raise InconsistentMetaPropertiesError(
+            f"Invalid cluster.id in log dirs: found {sorted(cluster_ids)} in {', '.join(log_dirs)}"
+        )
     cluster_id = cluster_ids.pop()
     for d, m in metas.items():
         if m is None:
@@ -82,6 +92,8 @@ def ensure_formatted(log_dirs: list[str], node_id: int, log) -> tuple[str, bool]
         stored = int(m.get("node.id", m.get("broker.id", "-1")))
         if stored != node_id:
             raise InconsistentMetaPropertiesError(
-                f"Stored node id {stored} doesn't match previous node id {node_id} in {os.path.join(d, META_PROPERTIES)}. "
-                "If you moved your data, make sure your configured node id matches.")
+                f"Stored node id {stored} doesn't match previous node id {node_id} in "
+                f"{os.path.join(d, META_PROPERTIES)}. "
+                "If you moved your data, make sure your configured node id matches."
+            )
     return cluster_id, False

@@ -5,6 +5,7 @@ Mirrors ``kafka.server.metadata.KRaftMetadataCache``: it holds the current immut
 when committed metadata records are applied. Readers (handler threads) never lock: each call reads
 ``self.image`` once and works on that snapshot.
 """
+
 from __future__ import annotations
 
 import random

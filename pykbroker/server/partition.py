@@ -9,6 +9,7 @@ only of this broker is its own LEO; it is never advanced while the ISR is below
 Threading: ``_state_lock`` guards leader epoch, ISR and replica set (changed by the metadata publisher,
 read by handler threads); appends and reads are serialised by the UnifiedLog's own lock.
 """
+
 from __future__ import annotations
 
 import threading
@@ -70,14 +71,20 @@ class Partition:
             return
         if current_leader_epoch < self.leader_epoch:
             raise errors.FencedLeaderEpochError(
-                f"The leader epoch in the request {current_leader_epoch} is older than {self.leader_epoch} for {self.name}")
+                f"The leader epoch in the request {current_leader_epoch} is older than {self.leader_epoch} for "
+                f"{self.name}"
+            )
         if current_leader_epoch > self.leader_epoch:
             raise errors.UnknownLeaderEpochError(
-                f"The leader epoch in the request {current_leader_epoch} is newer than {self.leader_epoch} for {self.name}")
+                f"The leader epoch in the request {current_leader_epoch} is newer than {self.leader_epoch} for "
+                f"{self.name}"
+            )
 
     def leader_log_or_raise(self, current_leader_epoch: int = -1):
         if not self.is_leader:
-            raise errors.NotLeaderOrFollowerError(f"Leader not local for partition {self.name} on broker {self.local_broker_id}")
+            raise errors.NotLeaderOrFollowerError(
+                f"Leader not local for partition {self.name} on broker {self.local_broker_id}"
+            )
         self.check_leader_epoch(current_leader_epoch)
         return self.log
 
@@ -89,23 +96,31 @@ class Partition:
         with self._state_lock:
             if not self.is_leader:
                 raise errors.NotLeaderOrFollowerError(
-                    f"Leader not local for partition {self.name} on broker {self.local_broker_id}")
+                    f"Leader not local for partition {self.name} on broker {self.local_broker_id}"
+                )
             epoch = self.leader_epoch
             isr_size = len(self.isr)
         config = self.log.config
         if required_acks == -1 and isr_size < config.min_insync_replicas:
             raise errors.NotEnoughReplicasError(
                 f"The size of the current ISR {isr_size} is insufficient to satisfy the min.isr requirement "
-                f"of {config.min_insync_replicas} for partition {self.name}")
+                f"of {config.min_insync_replicas} for partition {self.name}"
+            )
 
         def validate(buf: memoryview, next_offset: int):
             validator = LogValidator(
-                buf, self.name, self.time, target_compression=config.compression_type,
-                compacted_topic=config.compact, partition_leader_epoch=epoch,
+                buf,
+                self.name,
+                self.time,
+                target_compression=config.compression_type,
+                compacted_topic=config.compact,
+                partition_leader_epoch=epoch,
                 timestamp_type=LOG_APPEND_TIME if config.message_timestamp_type == "LogAppendTime" else CREATE_TIME,
                 timestamp_before_max_ms=config.message_timestamp_before_max_ms,
                 timestamp_after_max_ms=config.message_timestamp_after_max_ms,
-                max_message_bytes=config.max_message_bytes, **({"origin": origin} if origin is not None else {}))
+                max_message_bytes=config.max_message_bytes,
+                **({"origin": origin} if origin is not None else {}),
+            )
             return validator.validate_messages_and_assign_offsets(next_offset)
 
         kwargs = {"origin": origin} if origin is not None else {}
@@ -142,7 +157,8 @@ class Partition:
         log = self.leader_log_or_raise()
         if not log.config.delete:
             raise errors.PolicyViolationError(
-                f"Records of partition {self.name} can not be deleted due to the configured policy")
+                f"Records of partition {self.name} can not be deleted due to the configured policy"
+            )
         target = log.high_watermark if offset == -1 else offset
         if target < 0:
             raise errors.OffsetOutOfRangeError(f"The offset {target} for partition {self.name} is not valid")
@@ -150,7 +166,13 @@ class Partition:
         return log.log_start_offset
 
     # -- reads ---------------------------------------------------------------------------------
-    def read_records(self, fetch_offset: int, current_leader_epoch: int, max_bytes: int,
-                     isolation: FetchIsolation, min_one_message: bool):
+    def read_records(
+        self,
+        fetch_offset: int,
+        current_leader_epoch: int,
+        max_bytes: int,
+        isolation: FetchIsolation,
+        min_one_message: bool,
+    ):
         log = self.leader_log_or_raise(current_leader_epoch)
         return log.read(fetch_offset, max_bytes, isolation, min_one_message)

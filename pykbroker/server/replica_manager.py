@@ -25,6 +25,7 @@ errors into refused connections, so it stays up answering KAFKA_STORAGE_ERROR un
 Threading: ``_partitions`` and ``_offline`` are replaced copy-on-write under ``_lock`` (writers: the
 metadata publisher and the failure handler), so request handler threads read them without locking.
 """
+
 from __future__ import annotations
 
 import collections
@@ -89,9 +90,11 @@ class ReplicaManager:
         self._lock = threading.Lock()
         self._partitions: dict[tuple[str, int], Partition] = {}
         self.produce_purgatory = DelayedOperationPurgatory(
-            "Produce", node_id, config["producer.purgatory.purge.interval.requests"], time=time)
+            "Produce", node_id, config["producer.purgatory.purge.interval.requests"], time=time
+        )
         self.fetch_purgatory = DelayedOperationPurgatory(
-            "Fetch", node_id, config["fetch.purgatory.purge.interval.requests"], time=time)
+            "Fetch", node_id, config["fetch.purgatory.purge.interval.requests"], time=time
+        )
         self._actions: collections.deque = collections.deque()
         self.fetch_max_bytes = config["fetch.max.bytes"]
         self._offline: frozenset[tuple[str, int]] = frozenset()
@@ -103,8 +106,9 @@ class ReplicaManager:
     def startup(self) -> None:
         """Start the LogDirFailureHandler thread."""
         if self.log_dir_failure_channel is not None and self._failure_handler is None:
-            self._failure_handler = threading.Thread(target=self._handle_log_dir_failures, name="LogDirFailureHandler",
-                                                     daemon=True)
+            self._failure_handler = threading.Thread(
+                target=self._handle_log_dir_failures, name="LogDirFailureHandler", daemon=True
+            )
             self._failure_handler.start()
 
     def _handle_log_dir_failures(self) -> None:
@@ -133,9 +137,11 @@ class ReplicaManager:
             self.log_manager.handle_log_dir_failure(log_dir)
         for tp in new_offline:
             self._complete_delayed(tp, produce=True)
-        self.log.warning(f"Broker {self.node_id} stopped serving partitions "
-                         f"{','.join(f'{t}-{p}' for t, p in sorted(new_offline))} because they are in the failed "
-                         f"log directory {log_dir}.")
+        self.log.warning(
+            f"Broker {self.node_id} stopped serving partitions "
+            f"{','.join(f'{t}-{p}' for t, p in sorted(new_offline))} because they are in the failed "
+            f"log directory {log_dir}."
+        )
         metadata_dir = getattr(self.config, "metadata_log_dir", None)
         if not self.log_manager.live_log_dirs:
             self._fatal(f"Shutdown broker because all log dirs in {', '.join(self.log_manager.log_dirs)} have failed")
@@ -149,8 +155,10 @@ class ReplicaManager:
             self.log.critical(message)
             self._halt(1)
         else:
-            self.log.error(f"{message.replace('Shutdown broker because', 'No log directory left to serve:')}; "
-                           f"its partitions answer KAFKA_STORAGE_ERROR until the broker is restarted")
+            self.log.error(
+                f"{message.replace('Shutdown broker because', 'No log directory left to serve:')}; "
+                f"its partitions answer KAFKA_STORAGE_ERROR until the broker is restarted"
+            )
 
     def is_offline(self, topic: str, partition: int) -> bool:
         return (topic, partition) in self._offline
@@ -203,8 +211,10 @@ class ReplicaManager:
                             self.log.info("Shutting down: the rest of the metadata delta is not applied")
                             return
                         if (topic, index) in offline:
-                            self.log.warning(f"Unable to bring up local {kind} {topic}-{index} because it resides "
-                                             "in an offline log directory.")
+                            self.log.warning(
+                                f"Unable to bring up local {kind} {topic}-{index} because it resides "
+                                "in an offline log directory."
+                            )
                             continue
                         p = parts.get((topic, index))
                         if p is None:
@@ -221,7 +231,9 @@ class ReplicaManager:
                             (p.make_leader if kind == "leader" else p.make_follower)(reg)
                         except OSError as e:  # e.g. the leader epoch checkpoint on a full disk
                             log_dir = self.log_manager.log_dir_of(topic, index)
-                            msg = f"Skipped the become-{kind} state change for {topic}-{index} due to a storage error {e}"
+                            msg = (
+                                f"Skipped the become-{kind} state change for {topic}-{index} due to a storage error {e}"
+                            )
                             if self.log_dir_failure_channel is not None and log_dir is not None:
                                 self.log_dir_failure_channel.maybe_add_offline_log_dir(log_dir, msg, e)
                             parts.pop((topic, index), None)
@@ -241,12 +253,18 @@ class ReplicaManager:
                 p.log.update_config(config)
 
     # -- produce -------------------------------------------------------------------------------
-    def append_records(self, timeout_ms: int, required_acks: int, internal_topics_allowed: bool,
-                       entries: dict[tuple[str, int], memoryview], response_callback, origin=None) -> None:
+    def append_records(
+        self,
+        timeout_ms: int,
+        required_acks: int,
+        internal_topics_allowed: bool,
+        entries: dict[tuple[str, int], memoryview],
+        response_callback,
+        origin=None,
+    ) -> None:
         """``response_callback({(topic, partition): partition response dict})``, exactly once."""
         if required_acks not in (-1, 0, 1):
-            response_callback({tp: self._produce_error(tp[1], errors.INVALID_REQUIRED_ACKS, None)
-                               for tp in entries})
+            response_callback({tp: self._produce_error(tp[1], errors.INVALID_REQUIRED_ACKS, None) for tp in entries})
             return
         statuses: dict[tuple[str, int], ProducePartitionStatus] = {}
         for tp, records in entries.items():
@@ -256,21 +274,29 @@ class ReplicaManager:
                     raise errors.InvalidTopicExceptionError(f"Cannot append to internal topic {topic}")
                 partition = self.get_partition_or_error(topic, index)
                 info, hw_incremented = partition.append_records_to_leader(records, required_acks, origin)
-                response = {"index": index, "error_code": errors.NONE, "base_offset": info.first_offset,
-                            "log_append_time_ms": info.log_append_time, "log_start_offset": info.log_start_offset,
-                            "record_errors": [], "error_message": None}
+                response = {
+                    "index": index,
+                    "error_code": errors.NONE,
+                    "base_offset": info.first_offset,
+                    "log_append_time_ms": info.log_append_time,
+                    "log_start_offset": info.log_start_offset,
+                    "record_errors": [],
+                    "error_message": None,
+                }
                 statuses[tp] = ProducePartitionStatus(info.last_offset + 1, response)
                 self._actions.append((tp, hw_incremented))
             except RecordValidationError as e:
                 response = self._produce_error(index, e.code, str(e))
-                response["record_errors"] = [{"batch_index": r.batch_index, "batch_index_error_message": r.message}
-                                             for r in e.record_errors]
+                response["record_errors"] = [
+                    {"batch_index": r.batch_index, "batch_index_error_message": r.message} for r in e.record_errors
+                ]
                 statuses[tp] = ProducePartitionStatus(-1, response)
             except errors.KafkaError as e:
                 statuses[tp] = ProducePartitionStatus(-1, self._produce_error(index, e.code, str(e)))
             except Exception as e:
-                self.log.error(f"Error processing append operation on partition {topic}-{index}", error=repr(e),
-                               exc_info=True)
+                self.log.error(
+                    f"Error processing append operation on partition {topic}-{index}", error=repr(e), exc_info=True
+                )
                 statuses[tp] = ProducePartitionStatus(-1, self._produce_error(index, errors.UNKNOWN_SERVER_ERROR, None))
         ok = any(s.response["error_code"] == errors.NONE for s in statuses.values())
         if required_acks == -1 and ok:
@@ -281,8 +307,15 @@ class ReplicaManager:
 
     @staticmethod
     def _produce_error(index: int, code: int, message: str | None) -> dict:
-        return {"index": index, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
-                "log_start_offset": -1, "record_errors": [], "error_message": message}
+        return {
+            "index": index,
+            "error_code": code,
+            "base_offset": -1,
+            "log_append_time_ms": -1,
+            "log_start_offset": -1,
+            "record_errors": [],
+            "error_message": message,
+        }
 
     def try_complete_actions(self) -> None:
         """Run queued purgatory pokes (end of KafkaApis.handle, outside any partition lock)."""
@@ -309,12 +342,21 @@ class ReplicaManager:
         if params.max_wait_ms <= 0 or not fetches or readable >= params.min_bytes or has_error:
             response_callback(results)
             return
-        statuses = [FetchPartitionStatus(f.topic, f.partition, r.fetch_offset_metadata, f.partition_max_bytes)
-                    for f, r in results]
-        op = DelayedFetch(params.max_wait_ms, params.min_bytes, statuses, self.get_partition,
-                          self._end_offset_metadata_fn(params.isolation),
-                          lambda: response_callback(self.read_from_log(params, fetches)))
-        self.fetch_purgatory.try_complete_else_watch(op, [TopicPartitionOperationKey(f.topic, f.partition) for f in fetches])
+        statuses = [
+            FetchPartitionStatus(f.topic, f.partition, r.fetch_offset_metadata, f.partition_max_bytes)
+            for f, r in results
+        ]
+        op = DelayedFetch(
+            params.max_wait_ms,
+            params.min_bytes,
+            statuses,
+            self.get_partition,
+            self._end_offset_metadata_fn(params.isolation),
+            lambda: response_callback(self.read_from_log(params, fetches)),
+        )
+        self.fetch_purgatory.try_complete_else_watch(
+            op, [TopicPartitionOperationKey(f.topic, f.partition) for f in fetches]
+        )
 
     @staticmethod
     def _end_offset_metadata_fn(isolation: FetchIsolation):
@@ -333,8 +375,10 @@ class ReplicaManager:
                 hw, lso, lstart = log.high_watermark, log.last_stable_offset, log.log_start_offset
                 max_bytes = min(f.partition_max_bytes, limit)
                 if max_bytes < 0:  # Kafka's LogSegment.read rejects it: UNKNOWN_SERVER_ERROR for the partition
-                    self.log.warning(f"Invalid max size {max_bytes} for fetch of {f.topic}-{f.partition} "
-                                     f"(partition_max_bytes={f.partition_max_bytes}, max_bytes={params.max_bytes})")
+                    self.log.warning(
+                        f"Invalid max size {max_bytes} for fetch of {f.topic}-{f.partition} "
+                        f"(partition_max_bytes={f.partition_max_bytes}, max_bytes={params.max_bytes})"
+                    )
                     out.append((f, FetchPartitionResult(errors.UNKNOWN_SERVER_ERROR, hw, lso, lstart)))
                     continue
                 info = log.read(f.fetch_offset, max_bytes, params.isolation, min_one_message)
@@ -342,16 +386,18 @@ class ReplicaManager:
                 if size > 0:
                     min_one_message = False
                     limit = max(0, limit - size)
-                out.append((f, FetchPartitionResult(errors.NONE, hw, lso, lstart, info.records,
-                                                    info.fetch_offset_metadata)))
+                out.append(
+                    (f, FetchPartitionResult(errors.NONE, hw, lso, lstart, info.records, info.fetch_offset_metadata))
+                )
             except errors.KafkaError as e:
                 p = self._partitions.get((f.topic, f.partition))
                 hw = p.log.high_watermark if p is not None else -1
                 lstart = p.log.log_start_offset if p is not None else -1
                 out.append((f, FetchPartitionResult(e.code, hw, hw, lstart)))
             except Exception as e:
-                self.log.error(f"Error processing fetch on partition {f.topic}-{f.partition}", error=repr(e),
-                               exc_info=True)
+                self.log.error(
+                    f"Error processing fetch on partition {f.topic}-{f.partition}", error=repr(e), exc_info=True
+                )
                 out.append((f, FetchPartitionResult(errors.UNKNOWN_SERVER_ERROR)))
         return out
 

@@ -4,6 +4,7 @@
 version on the calling handler thread and hands the resulting send to the request's Processor.
 Error responses come from :mod:`pykbroker.server.error_responses`.
 """
+
 from __future__ import annotations
 
 from pykbroker.network.channel import NetworkSend

@@ -1,4 +1,5 @@
 """Small helpers shared by the command-line tools (Kafka's ``CommandLineUtils``)."""
+
 from __future__ import annotations
 
 import os
@@ -13,6 +14,7 @@ def configure_tool_logging() -> None:
     """Client logs of a command-line tool go to stderr at WARN (Kafka's tools-log4j: ``rootLogger=WARN,
     stderr``), so stdout carries only the tool's own output; ``$PYKBROKER_TOOLS_LOG_LEVEL`` changes the level."""
     from pykbroker.utils import logging as plog
+
     plog.configure(os.environ.get(TOOLS_LOG_LEVEL_ENV, "warn"), stream=sys.stderr)
 
 

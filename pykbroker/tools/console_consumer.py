@@ -19,6 +19,7 @@ Kafka, logged on one line (no traceback): while setting up ``Unknown error when 
 (exit 1), while consuming ``Error processing message, terminating consumer process: ...`` (then the
 record count, exit 0, as Kafka's process loop returns normally).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,10 @@ from pykbroker.utils.logging import get_logger
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kafka-console-consumer",
-                                description="This tool helps to read data from Kafka topics and outputs it to standard output.")
+    p = argparse.ArgumentParser(
+        prog="kafka-console-consumer",
+        description="This tool helps to read data from Kafka topics and outputs it to standard output.",
+    )
     p.add_argument("--bootstrap-server", required=True)
     p.add_argument("--topic", required=True)
     p.add_argument("--group")

@@ -10,6 +10,7 @@ Kafka's line reader properties: ``parse.key`` (default false), ``key.separator``
 1 if a record could not be delivered, or with one ``ERROR: ...`` line on stderr when sending stops
 (e.g. the topic's metadata is not available within ``max.block.ms``). Client logs go to stderr (WARN).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,10 @@ from pykbroker.tools.command_line_utils import client_properties, configure_tool
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kafka-console-producer",
-                                description="This tool helps to read data from standard input and publish it to Kafka.")
+    p = argparse.ArgumentParser(
+        prog="kafka-console-producer",
+        description="This tool helps to read data from standard input and publish it to Kafka.",
+    )
     p.add_argument("--bootstrap-server", required=True)
     p.add_argument("--topic", required=True)
     p.add_argument("--property", action="append", default=[], help="line reader property: key=value")
@@ -46,8 +49,9 @@ def main(argv: list[str] | None = None, stdin=None) -> int:
     props = {"acks": args.request_required_acks, "linger.ms": "1000" if not args.sync else "0"}
     if args.compression_codec:
         props["compression.type"] = args.compression_codec
-    props.update(client_properties(args.producer_config, parse_key_values(args.producer_property),
-                                   args.bootstrap_server))
+    props.update(
+        client_properties(args.producer_config, parse_key_values(args.producer_property), args.bootstrap_server)
+    )
     failures = []
     producer = None
     try:
@@ -60,14 +64,17 @@ def main(argv: list[str] | None = None, stdin=None) -> int:
                 if separator in line:
                     key, value = line.split(separator, 1)
                 elif not ignore_error:
-                    print(f"No key separator found on line number {line_no}: '{line.decode(errors='replace')}'",
-                          file=sys.stderr)
+                    print(
+                        f"No key separator found on line number {line_no}: '{line.decode(errors='replace')}'",
+                        file=sys.stderr,
+                    )
                     return 1
             if null_marker is not None:
                 key = None if key == null_marker else key
                 value = None if value == null_marker else value
-            future = producer.send(args.topic, value, key=key,
-                                   callback=lambda m, e: e is not None and failures.append(e))
+            future = producer.send(
+                args.topic, value, key=key, callback=lambda m, e: e is not None and failures.append(e)
+            )
             if args.sync:
                 future.get(60)
         producer.flush(120)

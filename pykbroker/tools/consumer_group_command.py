@@ -12,6 +12,7 @@ CONSUMER-ID, HOST, CLIENT-ID (``-`` where unknown), one row per assigned or comm
 ``--members`` prints GROUP, CONSUMER-ID, HOST, CLIENT-ID, #PARTITIONS. Offsets are reset only for an
 inactive (Empty) group, as in Kafka. Requests go to the group's coordinator (FindCoordinator).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,7 +40,7 @@ def parse_assignment(data: bytes) -> list[tuple[str, int]]:
     pos += 4
     for _ in range(max(0, n)):
         (length,) = struct.unpack_from(">h", data, pos)
-        topic = bytes(data[pos + 2:pos + 2 + length]).decode()
+        topic = bytes(data[pos + 2 : pos + 2 + length]).decode()
         pos += 2 + length
         (count,) = struct.unpack_from(">i", data, pos)
         pos += 4
@@ -67,15 +68,21 @@ class Admin:
         return self.conn.request(ApiKeys.LIST_GROUPS, 4, {"states_filter": []})["groups"]
 
     def describe(self, conn, group: str) -> dict:
-        (g,) = conn.request(ApiKeys.DESCRIBE_GROUPS, 5, {"groups": [group], "include_authorized_operations": False})["groups"]
+        (g,) = conn.request(ApiKeys.DESCRIBE_GROUPS, 5, {"groups": [group], "include_authorized_operations": False})[
+            "groups"
+        ]
         if g["error_code"] != errors.NONE:
             raise CommandError(f"Error describing group {group}: {errors.name_of(g['error_code'])}")
         return g
 
     def committed(self, conn, group: str) -> dict[tuple[str, int], int]:
         r = conn.request(ApiKeys.OFFSET_FETCH, 7, {"group_id": group, "topics": None, "require_stable": False})
-        return {(t["name"], p["partition_index"]): p["committed_offset"] for t in r["topics"] for p in t["partitions"]
-                if p["committed_offset"] >= 0}
+        return {
+            (t["name"], p["partition_index"]): p["committed_offset"]
+            for t in r["topics"]
+            for p in t["partitions"]
+            if p["committed_offset"] >= 0
+        }
 
     def list_offsets(self, tps, timestamp: int) -> dict[tuple[str, int], int]:
         topics: dict[str, list] = {}
@@ -83,15 +90,32 @@ class Admin:
             topics.setdefault(t, []).append({"partition_index": p, "current_leader_epoch": -1, "timestamp": timestamp})
         if not topics:
             return {}
-        r = self.conn.request(ApiKeys.LIST_OFFSETS, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
-            {"name": t, "partitions": ps} for t, ps in topics.items()]})
-        return {(t["name"], p["partition_index"]): p["offset"] for t in r["topics"] for p in t["partitions"]
-                if p["error_code"] == errors.NONE}
+        r = self.conn.request(
+            ApiKeys.LIST_OFFSETS,
+            7,
+            {
+                "replica_id": -1,
+                "isolation_level": 0,
+                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+            },
+        )
+        return {
+            (t["name"], p["partition_index"]): p["offset"]
+            for t in r["topics"]
+            for p in t["partitions"]
+            if p["error_code"] == errors.NONE
+        }
 
     def partitions(self, topic: str) -> list[int]:
-        r = self.conn.request(ApiKeys.METADATA, 12, {"topics": [{"name": topic, "topic_id": uuid.UUID(int=0)}],
-                                                     "allow_auto_topic_creation": False,
-                                                     "include_topic_authorized_operations": False})
+        r = self.conn.request(
+            ApiKeys.METADATA,
+            12,
+            {
+                "topics": [{"name": topic, "topic_id": uuid.UUID(int=0)}],
+                "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False,
+            },
+        )
         (t,) = r["topics"]
         if t["error_code"] != errors.NONE:
             raise CommandError(f"Topic {topic} : {errors.name_of(t['error_code'])}")
@@ -118,8 +142,16 @@ def describe(admin: Admin, group: str, members_only: bool, out) -> None:
     members = g["members"]
     print("", file=out)
     if members_only:
-        rows = [[group, m["member_id"], m["client_host"], m["client_id"],
-                 str(len(parse_assignment(m["member_assignment"])))] for m in members]
+        rows = [
+            [
+                group,
+                m["member_id"],
+                m["client_host"],
+                m["client_id"],
+                str(len(parse_assignment(m["member_assignment"]))),
+            ]
+            for m in members
+        ]
         if not members:
             print(f"Consumer group '{group}' has no active members.", file=out)
         for line in _table(rows, ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"], {}):
@@ -139,11 +171,30 @@ def describe(admin: Admin, group: str, members_only: bool, out) -> None:
         end = ends.get(tp)
         lag = end - current if current is not None and end is not None else None
         m = owner.get(tp)
-        rows.append([group, tp[0], str(tp[1]), "-" if current is None else str(current),
-                     "-" if end is None else str(end), "-" if lag is None else str(lag),
-                     m["member_id"] if m else "-", m["client_host"] if m else "-", m["client_id"] if m else "-"])
-    header = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
-              "CLIENT-ID"]
+        rows.append(
+            [
+                group,
+                tp[0],
+                str(tp[1]),
+                "-" if current is None else str(current),
+                "-" if end is None else str(end),
+                "-" if lag is None else str(lag),
+                m["member_id"] if m else "-",
+                m["client_host"] if m else "-",
+                m["client_id"] if m else "-",
+            ]
+        )
+    header = [
+        "GROUP",
+        "TOPIC",
+        "PARTITION",
+        "CURRENT-OFFSET",
+        "LOG-END-OFFSET",
+        "LAG",
+        "CONSUMER-ID",
+        "HOST",
+        "CLIENT-ID",
+    ]
     for line in _table(rows, header, {2: 10, 3: 15, 4: 15, 5: 15}):
         print(line, file=out)
 
@@ -153,8 +204,10 @@ def reset_offsets(admin: Admin, args, out) -> None:
     try:
         g = admin.describe(conn, args.group)
         if g["group_state"] not in ("Empty", "Dead"):
-            raise CommandError(f"Assignments can only be reset if the group '{args.group}' is inactive, but the "
-                               f"current state is {g['group_state']}.")
+            raise CommandError(
+                f"Assignments can only be reset if the group '{args.group}' is inactive, but the "
+                f"current state is {g['group_state']}."
+            )
         committed = admin.committed(conn, args.group)
         if args.all_topics:
             tps = sorted(committed)
@@ -162,7 +215,11 @@ def reset_offsets(admin: Admin, args, out) -> None:
             tps = []
             for spec in args.topic:
                 topic, _, parts = spec.partition(":")
-                tps += [(topic, int(p)) for p in parts.split(",")] if parts else [(topic, p) for p in admin.partitions(topic)]
+                tps += (
+                    [(topic, int(p)) for p in parts.split(",")]
+                    if parts
+                    else [(topic, p) for p in admin.partitions(topic)]
+                )
         earliest, latest = admin.list_offsets(tps, -2), admin.list_offsets(tps, -1)
         new = {}
         for tp in tps:
@@ -176,18 +233,39 @@ def reset_offsets(admin: Admin, args, out) -> None:
                 target = committed.get(tp, latest[tp]) + args.shift_by
             new[tp] = min(max(target, earliest[tp]), latest[tp])
         if args.execute:
-            r = conn.request(ApiKeys.OFFSET_COMMIT, 8, {
-                "group_id": args.group, "generation_id_or_member_epoch": -1, "member_id": "",
-                "group_instance_id": None, "topics": [
-                    {"name": t, "partitions": [{"partition_index": p, "committed_offset": o,
-                                                "committed_leader_epoch": -1, "committed_metadata": ""}
-                                               for (t2, p), o in new.items() if t2 == t]}
-                    for t in sorted({t for t, _ in new})]})
+            r = conn.request(
+                ApiKeys.OFFSET_COMMIT,
+                8,
+                {
+                    "group_id": args.group,
+                    "generation_id_or_member_epoch": -1,
+                    "member_id": "",
+                    "group_instance_id": None,
+                    "topics": [
+                        {
+                            "name": t,
+                            "partitions": [
+                                {
+                                    "partition_index": p,
+                                    "committed_offset": o,
+                                    "committed_leader_epoch": -1,
+                                    "committed_metadata": "",
+                                }
+                                for (t2, p), o in new.items()
+                                if t2 == t
+                            ],
+                        }
+                        for t in sorted({t for t, _ in new})
+                    ],
+                },
+            )
             for t in r["topics"]:
                 for p in t["partitions"]:
                     if p["error_code"] != errors.NONE:
-                        raise CommandError(f"Error committing offsets for {t['name']}-{p['partition_index']}: "
-                                           f"{errors.name_of(p['error_code'])}")
+                        raise CommandError(
+                            f"Error committing offsets for {t['name']}-{p['partition_index']}: "
+                            f"{errors.name_of(p['error_code'])}"
+                        )
     finally:
         conn.close()
     print("", file=out)
@@ -197,9 +275,11 @@ def reset_offsets(admin: Admin, args, out) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kafka-consumer-groups",
-                                description="This tool helps to list all consumer groups, describe a consumer group, "
-                                            "delete consumer group info, or reset consumer group offsets.")
+    p = argparse.ArgumentParser(
+        prog="kafka-consumer-groups",
+        description="This tool helps to list all consumer groups, describe a consumer group, "
+        "delete consumer group info, or reset consumer group offsets.",
+    )
     p.add_argument("--bootstrap-server", required=True)
     action = p.add_mutually_exclusive_group(required=True)
     for a in ("list", "describe", "delete", "reset-offsets"):
@@ -222,8 +302,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, out=sys.stdout) -> int:
     args = _parser().parse_args(argv)
     if (args.describe or args.delete or args.reset_offsets) and not args.group:
-        print("Option [describe|delete|reset-offsets] takes one of these options: [all-groups], [group]",
-              file=sys.stderr)
+        print(
+            "Option [describe|delete|reset-offsets] takes one of these options: [all-groups], [group]", file=sys.stderr
+        )
         return 1
     admin = None
     try:
@@ -245,18 +326,25 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
                 results[group] = r["error_code"]
             ok = [g for g, c in results.items() if c == errors.NONE]
             if ok:
-                print(f"Deletion of requested consumer groups ({', '.join(repr(g) for g in ok)}) was successful.",
-                      file=out)
+                print(
+                    f"Deletion of requested consumer groups ({', '.join(repr(g) for g in ok)}) was successful.",
+                    file=out,
+                )
             for g, c in results.items():
                 if c != errors.NONE:
-                    print(f"Deletion of some consumer groups failed:\n* Group '{g}' could not be deleted due to: "
-                          f"{errors.for_code(c).__name__}: {errors.for_code(c).default_message}", file=out)
+                    print(
+                        f"Deletion of some consumer groups failed:\n* Group '{g}' could not be deleted due to: "
+                        f"{errors.for_code(c).__name__}: {errors.for_code(c).default_message}",
+                        file=out,
+                    )
             if len(ok) != len(results):
                 return 1
         else:
             if not (args.to_earliest or args.to_latest or args.to_offset is not None or args.shift_by is not None):
-                print("Option [reset-offsets] takes one of [to-earliest], [to-latest], [to-offset], [shift-by]",
-                      file=sys.stderr)
+                print(
+                    "Option [reset-offsets] takes one of [to-earliest], [to-latest], [to-offset], [shift-by]",
+                    file=sys.stderr,
+                )
                 return 1
             if not args.topic and not args.all_topics:
                 print("Option [reset-offsets] takes one of these options: [all-topics], [topic]", file=sys.stderr)

@@ -13,12 +13,13 @@ its leader (found with Metadata). Output, as Kafka prints it::
 
 Exit status 1 for a bad offset file (missing fields, unsupported version, duplicate partitions).
 """
+
 from __future__ import annotations
 
 import argparse
 import json
-import uuid
 import sys
+import uuid
 from collections import defaultdict
 
 from pykbroker.clients.broker_connection import BrokerConnection
@@ -56,20 +57,27 @@ def parse_offset_json(text: str) -> dict[tuple[str, int], int]:
 
 def _exception_text(code: int) -> str:
     cls = errors.for_code(code)
-    java_name = cls.__name__[:-len("Error")] if cls.__name__.endswith("Error") else cls.__name__
+    java_name = cls.__name__[: -len("Error")] if cls.__name__.endswith("Error") else cls.__name__
     if not java_name.endswith("Exception"):
         java_name += "Exception"
     return f"org.apache.kafka.common.errors.{java_name}: {cls.default_message}"
 
 
-def delete_records(bootstrap: str, offsets: dict[tuple[str, int], int],
-                   timeout_ms: int = 30000) -> dict[tuple[str, int], tuple[int, int]]:
+def delete_records(
+    bootstrap: str, offsets: dict[tuple[str, int], int], timeout_ms: int = 30000
+) -> dict[tuple[str, int], tuple[int, int]]:
     """Send DeleteRecords to each partition's leader: ``{(topic, partition): (low watermark, error code)}``."""
     topics = sorted({t for t, _ in offsets})
     with BrokerConnection.to(bootstrap, client_id="kafka-delete-records") as conn:
-        metadata = conn.request(ApiKeys.METADATA, METADATA_VERSION, {
-            "topics": [{"name": t, "topic_id": uuid.UUID(int=0)} for t in topics], "allow_auto_topic_creation": False,
-            "include_topic_authorized_operations": False})
+        metadata = conn.request(
+            ApiKeys.METADATA,
+            METADATA_VERSION,
+            {
+                "topics": [{"name": t, "topic_id": uuid.UUID(int=0)} for t in topics],
+                "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False,
+            },
+        )
     brokers = {b["node_id"]: f"{b['host']}:{b['port']}" for b in metadata["brokers"]}
     leaders: dict[tuple[str, int], int] = {}
     results: dict[tuple[str, int], tuple[int, int]] = {}
@@ -80,14 +88,19 @@ def delete_records(bootstrap: str, offsets: dict[tuple[str, int], int],
     for (topic, partition), offset in offsets.items():
         leader = leaders.get((topic, partition), -1)
         if leader not in brokers:
-            results[(topic, partition)] = (-1, errors.UNKNOWN_TOPIC_OR_PARTITION if (topic, partition) not in leaders
-                                           else errors.LEADER_NOT_AVAILABLE)
+            results[(topic, partition)] = (
+                -1,
+                errors.UNKNOWN_TOPIC_OR_PARTITION if (topic, partition) not in leaders else errors.LEADER_NOT_AVAILABLE,
+            )
             continue
         by_leader[leader][topic].append({"partition_index": partition, "offset": offset})
     for leader, topic_parts in by_leader.items():
         with BrokerConnection.to(brokers[leader], client_id="kafka-delete-records") as conn:
-            response = conn.request(ApiKeys.DELETE_RECORDS, DELETE_RECORDS_VERSION, {
-                "topics": [{"name": t, "partitions": ps} for t, ps in topic_parts.items()], "timeout_ms": timeout_ms})
+            response = conn.request(
+                ApiKeys.DELETE_RECORDS,
+                DELETE_RECORDS_VERSION,
+                {"topics": [{"name": t, "partitions": ps} for t, ps in topic_parts.items()], "timeout_ms": timeout_ms},
+            )
         for t in response["topics"]:
             for p in t["partitions"]:
                 results[(t["name"], p["partition_index"])] = (p["low_watermark"], p["error_code"])
@@ -95,12 +108,19 @@ def delete_records(bootstrap: str, offsets: dict[tuple[str, int], int],
 
 
 def main(argv: list[str] | None = None, out=sys.stdout) -> int:
-    parser = argparse.ArgumentParser(prog="kafka-delete-records", description=(
-        "This tool helps to delete records of the given partitions down to the specified offset."))
+    parser = argparse.ArgumentParser(
+        prog="kafka-delete-records",
+        description=("This tool helps to delete records of the given partitions down to the specified offset."),
+    )
     parser.add_argument("--bootstrap-server", required=True, help="REQUIRED: The server to connect to.")
-    parser.add_argument("--offset-json-file", required=True, help=(
-        'REQUIRED: The JSON file with offset per partition. The format to use is: '
-        '{"partitions": [{"topic": "foo", "partition": 1, "offset": 1}], "version":1}'))
+    parser.add_argument(
+        "--offset-json-file",
+        required=True,
+        help=(
+            "REQUIRED: The JSON file with offset per partition. The format to use is: "
+            '{"partitions": [{"topic": "foo", "partition": 1, "offset": 1}], "version":1}'
+        ),
+    )
     parser.add_argument("--command-config", help="A property file containing configs to be passed to Admin Client.")
     args = parser.parse_args(argv)
     try:

@@ -18,6 +18,7 @@ there); an error that stops the test (e.g. no broker answering within ``max.bloc
 Uses pykbroker's own :class:`~pykbroker.clients.producer.KafkaProducer`; the tool sets the interpreter's
 thread switch interval to 1 ms (see ``main``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,9 +71,12 @@ class Stats:
         recs_per_sec = 1000.0 * self.window_count / elapsed
         mb_per_sec = 1000.0 * self.window_bytes / elapsed / (1024.0 * 1024.0)
         avg = self.window_total_latency / self.window_count if self.window_count else 0.0
-        print(f"{self.window_count} records sent, {recs_per_sec:.1f} records/sec ({mb_per_sec:.2f} MB/sec), "
-              f"{avg:.1f} ms avg latency, {float(self.window_max_latency):.1f} ms max latency.", file=self.out,
-              flush=True)
+        print(
+            f"{self.window_count} records sent, {recs_per_sec:.1f} records/sec ({mb_per_sec:.2f} MB/sec), "
+            f"{avg:.1f} ms avg latency, {float(self.window_max_latency):.1f} ms max latency.",
+            file=self.out,
+            flush=True,
+        )
 
     def new_window(self, now_ms: float) -> None:
         self.window_start = now_ms
@@ -84,9 +88,13 @@ class Stats:
         mb_per_sec = 1000.0 * self.bytes / elapsed / (1024.0 * 1024.0)
         p50, p95, p99, p999 = percentiles(self.latencies, (0.5, 0.95, 0.99, 0.999))
         avg = self.total_latency / self.count if self.count else 0.0
-        print(f"{self.count} records sent, {recs_per_sec:f} records/sec ({mb_per_sec:.2f} MB/sec), "
-              f"{avg:.2f} ms avg latency, {float(self.max_latency):.2f} ms max latency, {p50} ms 50th, "
-              f"{p95} ms 95th, {p99} ms 99th, {p999} ms 99.9th.", file=self.out, flush=True)
+        print(
+            f"{self.count} records sent, {recs_per_sec:f} records/sec ({mb_per_sec:.2f} MB/sec), "
+            f"{avg:.2f} ms avg latency, {float(self.max_latency):.2f} ms max latency, {p50} ms 50th, "
+            f"{p95} ms 95th, {p99} ms 99th, {p999} ms 99.9th.",
+            file=self.out,
+            flush=True,
+        )
 
 
 def percentiles(latencies: list[int], points) -> list[int]:
@@ -124,20 +132,33 @@ class ThroughputThrottler:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kafka-producer-perf-test",
-                                description="This tool is used to verify the producer performance.")
+    p = argparse.ArgumentParser(
+        prog="kafka-producer-perf-test", description="This tool is used to verify the producer performance."
+    )
     payload = p.add_mutually_exclusive_group(required=True)
     p.add_argument("--topic", required=True, help="produce messages to this topic")
     p.add_argument("--num-records", type=int, required=True, help="number of messages to produce")
     payload.add_argument("--record-size", type=int, help="message size in bytes.")
     payload.add_argument("--payload-file", help="file to read the message payloads from.")
-    p.add_argument("--payload-delimiter", default="\\n",
-                   help="provides delimiter to be used when --payload-file is provided. Defaults to new line.")
-    p.add_argument("--throughput", type=float, required=True,
-                   help="throttle maximum message throughput to *approximately* THROUGHPUT messages/sec. "
-                        "Set this to -1 to disable throttling.")
-    p.add_argument("--producer-props", nargs="+", metavar="PROP-NAME=PROP-VALUE", default=[],
-                   help="kafka producer related configuration properties like bootstrap.servers,client.id etc.")
+    p.add_argument(
+        "--payload-delimiter",
+        default="\\n",
+        help="provides delimiter to be used when --payload-file is provided. Defaults to new line.",
+    )
+    p.add_argument(
+        "--throughput",
+        type=float,
+        required=True,
+        help="throttle maximum message throughput to *approximately* THROUGHPUT messages/sec. "
+        "Set this to -1 to disable throttling.",
+    )
+    p.add_argument(
+        "--producer-props",
+        nargs="+",
+        metavar="PROP-NAME=PROP-VALUE",
+        default=[],
+        help="kafka producer related configuration properties like bootstrap.servers,client.id etc.",
+    )
     p.add_argument("--producer.config", dest="producer_config", help="producer config properties file.")
     p.add_argument("--bootstrap-server", help="The server(s) to connect to (overrides producer properties).")
     p.add_argument("--print-metrics", action="store_true", help="print out metrics at the end of the test.")
@@ -156,8 +177,9 @@ def producer_props(args) -> dict:
     if args.bootstrap_server:
         props["bootstrap.servers"] = args.bootstrap_server
     if "bootstrap.servers" not in props:
-        raise SystemExit("Either --bootstrap-server or bootstrap.servers in --producer-props / --producer.config "
-                         "must be specified")
+        raise SystemExit(
+            "Either --bootstrap-server or bootstrap.servers in --producer-props / --producer.config must be specified"
+        )
     return props
 
 

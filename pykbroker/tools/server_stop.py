@@ -16,6 +16,7 @@ Prints ``No kafka server to stop`` and exits 1 when no process matches; ``--help
 and stops nothing; an unknown argument prints the usage on stderr and exits 1 without stopping anything.
 Process discovery reads ``/proc`` (Linux).
 """
+
 from __future__ import annotations
 
 import os
@@ -101,9 +102,9 @@ def _broker_args(argv: list[str]) -> list[str] | None:
     while i < len(argv):
         a = argv[i]
         if a == "-m":
-            return argv[i + 2:] if argv[i + 1:i + 2] == [ENTRY_POINT] else None
+            return argv[i + 2 :] if argv[i + 1 : i + 2] == [ENTRY_POINT] else None
         if a == f"-m{ENTRY_POINT}":
-            return argv[i + 1:]
+            return argv[i + 1 :]
         if not a.startswith("-") or a.startswith("-c") or a.startswith("-m"):
             return None  # a script, a command or another module: not our entry point
         i += 2 if a in ("-X", "-W") else 1
@@ -113,6 +114,7 @@ def _broker_args(argv: list[str]) -> list[str] | None:
 def process_config(args: list[str], cwd: str) -> dict[str, str]:
     """The process' configuration: its properties file plus its ``--override``s (OSError if unreadable)."""
     from pykbroker.config.server_properties import parse_args as broker_args
+
     path, overrides = broker_args(args)
     props = dict(load_properties(os.path.join(cwd, path)))
     props.update(overrides)

@@ -13,6 +13,7 @@ a topic line ``Topic: T\\tTopicId: ID\\tPartitionCount: N\\tReplicationFactor: R
 Errors: ``Error while executing topic command : <message>`` on stderr, exit status 1.
 Requests (CreateTopics v7, DeleteTopics v6, Metadata v12, DescribeConfigs v4) go to the bootstrap broker.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,18 +41,36 @@ def _uuid_string(u: uuid.UUID) -> str:
 
 
 def _metadata(conn: BrokerConnection, topics: list[str] | None) -> dict:
-    return conn.request(ApiKeys.METADATA, 12, {
-        "topics": None if topics is None else [{"name": t, "topic_id": uuid.UUID(int=0)} for t in topics],
-        "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
+    return conn.request(
+        ApiKeys.METADATA,
+        12,
+        {
+            "topics": None if topics is None else [{"name": t, "topic_id": uuid.UUID(int=0)} for t in topics],
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        },
+    )
 
 
 def create(conn, args, out) -> None:
     configs = parse_key_values(args.config)
-    response = conn.request(ApiKeys.CREATE_TOPICS, 7, {"topics": [{
-        "name": args.topic, "num_partitions": args.partitions if args.partitions is not None else -1,
-        "replication_factor": args.replication_factor if args.replication_factor is not None else -1,
-        "assignments": [], "configs": [{"name": k, "value": v} for k, v in configs.items()]}],
-        "timeout_ms": 30000, "validate_only": False})
+    response = conn.request(
+        ApiKeys.CREATE_TOPICS,
+        7,
+        {
+            "topics": [
+                {
+                    "name": args.topic,
+                    "num_partitions": args.partitions if args.partitions is not None else -1,
+                    "replication_factor": args.replication_factor if args.replication_factor is not None else -1,
+                    "assignments": [],
+                    "configs": [{"name": k, "value": v} for k, v in configs.items()],
+                }
+            ],
+            "timeout_ms": 30000,
+            "validate_only": False,
+        },
+    )
     (result,) = response["topics"]
     code = result["error_code"]
     if code == errors.TOPIC_ALREADY_EXISTS and args.if_not_exists:
@@ -67,8 +86,11 @@ def delete(conn, args, out) -> None:
         if args.if_exists:
             return
         raise TopicCommandError(f"Topic '{args.topic}' does not exist as expected")
-    response = conn.request(ApiKeys.DELETE_TOPICS, 6, {
-        "topics": [{"name": n, "topic_id": uuid.UUID(int=0)} for n in names], "timeout_ms": 30000})
+    response = conn.request(
+        ApiKeys.DELETE_TOPICS,
+        6,
+        {"topics": [{"name": n, "topic_id": uuid.UUID(int=0)} for n in names], "timeout_ms": 30000},
+    )
     for r in response["responses"]:
         if r["error_code"] != errors.NONE:
             raise TopicCommandError(r.get("error_message") or errors.for_code(r["error_code"]).default_message)
@@ -96,23 +118,40 @@ def describe(conn, args, out) -> None:
     if not names:
         return
     metadata = {t["name"]: t for t in _metadata(conn, names)["topics"]}
-    configs = conn.request(ApiKeys.DESCRIBE_CONFIGS, 4, {
-        "resources": [{"resource_type": TOPIC_RESOURCE, "resource_name": n, "configuration_keys": None} for n in names],
-        "include_synonyms": False, "include_documentation": False})
-    dynamic = {r["resource_name"]: ",".join(f"{c['name']}={c['value']}" for c in r["configs"]
-                                            if c["config_source"] == DYNAMIC_TOPIC_CONFIG)
-               for r in configs["results"]}
+    configs = conn.request(
+        ApiKeys.DESCRIBE_CONFIGS,
+        4,
+        {
+            "resources": [
+                {"resource_type": TOPIC_RESOURCE, "resource_name": n, "configuration_keys": None} for n in names
+            ],
+            "include_synonyms": False,
+            "include_documentation": False,
+        },
+    )
+    dynamic = {
+        r["resource_name"]: ",".join(
+            f"{c['name']}={c['value']}" for c in r["configs"] if c["config_source"] == DYNAMIC_TOPIC_CONFIG
+        )
+        for r in configs["results"]
+    }
     for name in names:
         t = metadata[name]
         partitions = sorted(t["partitions"], key=lambda p: p["partition_index"])
         rf = len(partitions[0]["replica_nodes"]) if partitions else 0
-        print(f"Topic: {name}\tTopicId: {_uuid_string(t['topic_id'])}\tPartitionCount: {len(partitions)}\t"
-              f"ReplicationFactor: {rf}\tConfigs: {dynamic.get(name, '')}", file=out)
+        print(
+            f"Topic: {name}\tTopicId: {_uuid_string(t['topic_id'])}\tPartitionCount: {len(partitions)}\t"
+            f"ReplicationFactor: {rf}\tConfigs: {dynamic.get(name, '')}",
+            file=out,
+        )
         for p in partitions:
             leader = p["leader_id"] if p["leader_id"] >= 0 else "none"
-            print(f"\tTopic: {name}\tPartition: {p['partition_index']}\tLeader: {leader}\t"
-                  f"Replicas: {','.join(map(str, p['replica_nodes']))}\tIsr: {','.join(map(str, p['isr_nodes']))}\t"
-                  f"Elr: \tLastKnownElr: ", file=out)
+            print(
+                f"\tTopic: {name}\tPartition: {p['partition_index']}\tLeader: {leader}\t"
+                f"Replicas: {','.join(map(str, p['replica_nodes']))}\tIsr: {','.join(map(str, p['isr_nodes']))}\t"
+                f"Elr: \tLastKnownElr: ",
+                file=out,
+            )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -135,7 +174,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, out=sys.stdout) -> int:
     args = _parser().parse_args(argv)
     if (args.create or args.delete) and not args.topic:
-        print("Missing required argument \"[topic]\"", file=sys.stderr)
+        print('Missing required argument "[topic]"', file=sys.stderr)
         return 1
     try:
         with BrokerConnection.to(args.bootstrap_server, client_id="kafka-topics") as conn:

@@ -16,11 +16,13 @@ whoever changes the state behind a key (an append, a follower fetch, a group cha
 ``try_complete``) or the reaper (expiry). Callers should not hold exclusive locks while calling
 ``check_and_complete`` (see Kafka's deadlock note on ``tryCompleteElseWatch``).
 """
+
 from __future__ import annotations
 
 import threading
 from abc import ABCMeta, abstractmethod
-from typing import Callable, Generic, Hashable, Iterable, NamedTuple, TypeVar
+from collections.abc import Callable, Hashable, Iterable
+from typing import Generic, NamedTuple, TypeVar
 
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM, Time

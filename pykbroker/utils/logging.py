@@ -1,6 +1,9 @@
 """Structured logging through structlog, rendered as Kafka-like one-line events.
 
-    [2026-11-21 10:00:00,123] INFO [SocketServer listenerType=BROKER, nodeId=1] Awaiting socket connections on 127.0.0.1:9092. (thread=main)
+    [2026-11-21 10:00:00,123] INFO [SocketServer listenerType=BROKER, nodeId=1] Awaiting socket connections on
+    127.0.0.1:9092. (thread=main)
+
+(one line in the log; wrapped here)
 
 Loggers carry their component prefix as the ``component`` key: ``get_logger("SocketServer",
 listenerType="BROKER", nodeId=1)``. Extra key/values are appended after the message. ``configure``
@@ -13,6 +16,7 @@ descriptor is pointed at ``/dev/null`` (so nothing else in the process trips on 
 interpreter's final flush included) and logging carries on to stderr, or is discarded when stderr
 is gone too. A thread that logs -- the shutdown hook first of all -- is never killed by its log.
 """
+
 from __future__ import annotations
 
 import logging
@@ -23,14 +27,20 @@ import time
 
 import structlog
 
-_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "warn": logging.WARNING,
-           "error": logging.ERROR, "critical": logging.CRITICAL}
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "warn": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+}
 _configured = False
 
 
 def _render(_logger, method_name: str, event_dict: dict) -> str:
     now = time.time()
-    ts = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + ",%03d" % int((now % 1) * 1000)
+    ts = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + f",{int((now % 1) * 1000):03d}"
     level = event_dict.pop("level", method_name).upper()
     if level == "WARNING":
         level = "WARN"

@@ -6,12 +6,13 @@ Kinds: :class:`Histogram` (count, sum, min, max, mean, percentiles from a bounde
 (time-weighted idle percentage, for NetworkProcessorAvgIdlePercent / RequestHandlerAvgIdlePercent).
 Every kind is thread-safe; recording costs one lock acquisition.
 """
+
 from __future__ import annotations
 
 import random
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 class Histogram:
@@ -53,8 +54,14 @@ class Histogram:
         return s[min(len(s) - 1, int(p * len(s)))]
 
     def snapshot(self) -> dict:
-        return {"count": self.count, "mean": self.mean, "min": self.min if self.count else 0.0,
-                "max": self.max if self.count else 0.0, "p50": self.percentile(0.5), "p99": self.percentile(0.99)}
+        return {
+            "count": self.count,
+            "mean": self.mean,
+            "min": self.min if self.count else 0.0,
+            "max": self.max if self.count else 0.0,
+            "p50": self.percentile(0.5),
+            "p99": self.percentile(0.99),
+        }
 
 
 class Meter:

@@ -6,6 +6,7 @@ runs again at its next period: a failing task never kills the scheduler. :class:
 the same tasks synchronously against a :class:`~pykbroker.utils.time.MockTime` for tests (Kafka's
 ``MockScheduler``).
 """
+
 from __future__ import annotations
 
 import heapq
@@ -66,8 +67,7 @@ class Scheduler:
     def shutdown(self) -> None:
         raise NotImplementedError
 
-    def schedule(self, name: str, fn: Callable[[], object], delay_ms: int = 0,
-                 period_ms: int = -1) -> ScheduledTask:
+    def schedule(self, name: str, fn: Callable[[], object], delay_ms: int = 0, period_ms: int = -1) -> ScheduledTask:
         raise NotImplementedError
 
     def schedule_once(self, name: str, fn: Callable[[], object], delay_ms: int = 0) -> ScheduledTask:
@@ -125,8 +125,7 @@ class KafkaScheduler(Scheduler):
     def is_started(self) -> bool:
         return self._running
 
-    def schedule(self, name: str, fn: Callable[[], object], delay_ms: int = 0,
-                 period_ms: int = -1) -> ScheduledTask:
+    def schedule(self, name: str, fn: Callable[[], object], delay_ms: int = 0, period_ms: int = -1) -> ScheduledTask:
         """Run ``fn`` after ``delay_ms`` ms, then every ``period_ms`` ms if ``period_ms > 0``."""
         with self._lock:
             self._startup_locked()
@@ -198,8 +197,7 @@ class MockScheduler(Scheduler):
                 task.cancel()
             self._heap.clear()
 
-    def schedule(self, name: str, fn: Callable[[], object], delay_ms: int = 0,
-                 period_ms: int = -1) -> ScheduledTask:
+    def schedule(self, name: str, fn: Callable[[], object], delay_ms: int = 0, period_ms: int = -1) -> ScheduledTask:
         with self._lock:
             task = ScheduledTask(name, fn, self._time.milliseconds() + max(0, delay_ms), period_ms, next(self._seq))
             heapq.heappush(self._heap, task)

@@ -5,6 +5,7 @@ are testable without waiting: production code uses :data:`SYSTEM`, tests use :cl
 ``milliseconds()`` is wall-clock ms since the epoch (timestamps, retention); ``nanoseconds()`` and
 ``hi_res_milliseconds()`` are monotonic (durations, deadlines).
 """
+
 from __future__ import annotations
 
 import threading

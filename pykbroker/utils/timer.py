@@ -14,6 +14,7 @@ Deadlines are read from the injected :class:`~pykbroker.utils.time.Time` (``hi_r
 monotonic). With ``MockTime`` a test moves the clock with ``time.sleep(ms)`` and calls
 ``advance_clock(0)``; the wait inside ``advance_clock`` itself is always real time.
 """
+
 from __future__ import annotations
 
 import heapq

@@ -7,6 +7,7 @@ if missing), then runs two availableNow queries reading it with format("pykbroke
 and sums by type (watermark 1 minute, append mode, parquet), and alerts (amount >= 99) written back
 to topic 'alerts' with the pykbroker sink. Prints what it wrote.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,6 +20,7 @@ import time
 def produce_events(bootstrap: str, n: int) -> None:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
+
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for topic in ("events", "alerts"):
         try:
@@ -28,8 +30,12 @@ def produce_events(bootstrap: str, n: int) -> None:
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
     start = int(time.time() * 1000) - 15 * 60 * 1000
     for i in range(n):
-        event = {"event_time": start + i * 20, "user": f"u{i % 97}", "type": ["click", "view", "buy"][i % 3],
-                 "amount": i % 100}
+        event = {
+            "event_time": start + i * 20,
+            "user": f"u{i % 97}",
+            "type": ["click", "view", "buy"][i % 3],
+            "amount": i % 100,
+        }
         p.produce("events", json.dumps(event).encode(), f"u{i % 97}".encode())
         if i % 10000 == 0:
             p.poll(0)
@@ -47,32 +53,63 @@ def main() -> None:
     produce_events(args.bootstrap_server, args.events)
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2").config("spark.sql.session.timeZone", "UTC").getOrCreate())
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
-    events = (spark.readStream.format("pykbroker").option("kafka.bootstrap.servers", args.bootstrap_server)
-              .option("subscribe", "events").option("startingOffsets", "earliest")
-              .option("maxOffsetsPerTrigger", 20000).load())
-    parsed = (events.select(F.from_json(F.col("value").cast("string"),
-                                        "event_time LONG, user STRING, type STRING, amount INT").alias("e"))
-              .select(F.timestamp_millis("e.event_time").alias("event_time"), "e.user", "e.type", "e.amount"))
-    per_minute = (parsed.withWatermark("event_time", "1 minute")
-                  .groupBy(F.window("event_time", "1 minute"), "type")
-                  .agg(F.count("*").alias("events"), F.sum("amount").alias("amount")))
-    q1 = (per_minute.writeStream.format("parquet").outputMode("append").option("path", f"{args.out}/per_minute")
-          .option("checkpointLocation", f"{args.out}/checkpoints/per_minute").trigger(availableNow=True).start())
-    q2 = (parsed.where("amount >= 99").select(F.col("user").alias("key"),
-                                              F.to_json(F.struct("event_time", "user", "amount")).alias("value"))
-          .writeStream.format("pykbroker").option("kafka.bootstrap.servers", args.bootstrap_server)
-          .option("topic", "alerts").option("checkpointLocation", f"{args.out}/checkpoints/alerts")
-          .trigger(availableNow=True).start())
+    events = (
+        spark.readStream.format("pykbroker")
+        .option("kafka.bootstrap.servers", args.bootstrap_server)
+        .option("subscribe", "events")
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", 20000)
+        .load()
+    )
+    parsed = events.select(
+        F.from_json(F.col("value").cast("string"), "event_time LONG, user STRING, type STRING, amount INT").alias("e")
+    ).select(F.timestamp_millis("e.event_time").alias("event_time"), "e.user", "e.type", "e.amount")
+    per_minute = (
+        parsed.withWatermark("event_time", "1 minute")
+        .groupBy(F.window("event_time", "1 minute"), "type")
+        .agg(F.count("*").alias("events"), F.sum("amount").alias("amount"))
+    )
+    q1 = (
+        per_minute.writeStream.format("parquet")
+        .outputMode("append")
+        .option("path", f"{args.out}/per_minute")
+        .option("checkpointLocation", f"{args.out}/checkpoints/per_minute")
+        .trigger(availableNow=True)
+        .start()
+    )
+    q2 = (
+        parsed.where("amount >= 99")
+        .select(F.col("user").alias("key"), F.to_json(F.struct("event_time", "user", "amount")).alias("value"))
+        .writeStream.format("pykbroker")
+        .option("kafka.bootstrap.servers", args.bootstrap_server)
+        .option("topic", "alerts")
+        .option("checkpointLocation", f"{args.out}/checkpoints/alerts")
+        .trigger(availableNow=True)
+        .start()
+    )
     q1.awaitTermination()
     q2.awaitTermination()
     windows = spark.read.parquet(f"{args.out}/per_minute")
-    print(f"per-minute windows written: {windows.count()} (events in closed windows: "
-          f"{windows.agg(F.sum('events')).first()[0]})")
-    alerts = (spark.read.format("pykbroker").option("kafka.bootstrap.servers", args.bootstrap_server)
-              .option("subscribe", "alerts").load().count())
+    print(
+        f"per-minute windows written: {windows.count()} (events in closed windows: "
+        f"{windows.agg(F.sum('events')).first()[0]})"
+    )
+    alerts = (
+        spark.read.format("pykbroker")
+        .option("kafka.bootstrap.servers", args.bootstrap_server)
+        .option("subscribe", "alerts")
+        .load()
+        .count()
+    )
     print(f"alerts in topic 'alerts': {alerts}")
     spark.stop()
 

@@ -5,6 +5,7 @@ starts ``python -m pykbroker.kafka``, waits (bounded) for "Kafka Server started"
 listener's port from the broker's own "Awaiting socket connections" lines. ``stop()`` sends SIGTERM
 (orderly), ``kill()`` sends SIGKILL. Only the process this object started is ever signalled.
 """
+
 from __future__ import annotations
 
 import os
@@ -55,15 +56,20 @@ class BrokerProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
 
-    def start(self, timeout: float = 30.0, extra_args: list[str] | None = None) -> "BrokerProcess":
+    def start(self, timeout: float = 30.0, extra_args: list[str] | None = None) -> BrokerProcess:
         self.write_config()
         self.ports.clear()
         self._started.clear()
         env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "pykbroker.kafka", str(self.config_path), *(extra_args or [])],
-            cwd=str(self.data_dir), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            bufsize=1)
+            cwd=str(self.data_dir),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+        )
         self._reader = threading.Thread(target=self._read_output, daemon=True)
         self._reader.start()
         deadline = time.monotonic() + timeout
@@ -121,6 +127,6 @@ class BrokerProcess:
             self.proc.kill()
             self.proc.wait(10)
 
-    def restart(self, timeout: float = 30.0) -> "BrokerProcess":
+    def restart(self, timeout: float = 30.0) -> BrokerProcess:
         self.stop()
         return self.start(timeout)

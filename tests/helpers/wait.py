@@ -1,4 +1,5 @@
 """Bounded waiting on a condition instead of sleeping (Kafka's TestUtils.waitUntilTrue)."""
+
 from __future__ import annotations
 
 import time

@@ -3,6 +3,7 @@
 Every driver produces records ``i = 0..n-1`` with key ``k<i % 1000>``, value ``value(i)`` and a header,
 and consumes a whole topic back as ``[(partition, offset, key, value, headers)]``.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -28,8 +29,16 @@ def index_of(v: bytes) -> int:
 # -- confluent-kafka (librdkafka) --------------------------------------------------------------
 def confluent_produce(bootstrap, topic, n, codec):
     from confluent_kafka import Producer
-    p = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 20,
-                  "batch.num.messages": 10000, "queue.buffering.max.messages": 1000000})
+
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "compression.type": codec,
+            "linger.ms": 20,
+            "batch.num.messages": 10000,
+            "queue.buffering.max.messages": 1000000,
+        }
+    )
     failures = []
     cb = lambda err, _m: err and failures.append(err)  # noqa: E731
     for i in range(n):
@@ -47,6 +56,7 @@ def confluent_produce(bootstrap, topic, n, codec):
 
 def confluent_consume(bootstrap, topic, n, partitions, timeout=120):
     from confluent_kafka import Consumer, TopicPartition
+
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify", "enable.auto.commit": False})
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     out = []
@@ -64,8 +74,14 @@ def confluent_consume(bootstrap, topic, n, partitions, timeout=120):
 # -- kafka-python ------------------------------------------------------------------------------
 def kafka_python_produce(bootstrap, topic, n, codec):
     from kafka import KafkaProducer
-    p = KafkaProducer(bootstrap_servers=bootstrap, compression_type=None if codec == "none" else codec,
-                      linger_ms=20, batch_size=256 * 1024, acks=1)
+
+    p = KafkaProducer(
+        bootstrap_servers=bootstrap,
+        compression_type=None if codec == "none" else codec,
+        linger_ms=20,
+        batch_size=256 * 1024,
+        acks=1,
+    )
     futures = [p.send(topic, value=value(i), key=key(i), headers=[("idx", b"%d" % i)]) for i in range(n)]
     p.flush(120)
     for f in futures[:: max(1, n // 1000)]:
@@ -75,8 +91,13 @@ def kafka_python_produce(bootstrap, topic, n, codec):
 
 def kafka_python_consume(bootstrap, topic, n, partitions, timeout=120):
     from kafka import KafkaConsumer, TopicPartition
-    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest",
-                      max_partition_fetch_bytes=4 * 1024 * 1024)
+
+    c = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        max_partition_fetch_bytes=4 * 1024 * 1024,
+    )
     c.assign([TopicPartition(topic, p) for p in range(partitions)])
     out = []
     deadline = time.monotonic() + timeout
@@ -95,8 +116,13 @@ def aiokafka_produce(bootstrap, topic, n, codec):
     from aiokafka import AIOKafkaProducer
 
     async def run():
-        p = AIOKafkaProducer(bootstrap_servers=bootstrap, compression_type=None if codec == "none" else codec,
-                             linger_ms=20, max_batch_size=256 * 1024, acks=1)
+        p = AIOKafkaProducer(
+            bootstrap_servers=bootstrap,
+            compression_type=None if codec == "none" else codec,
+            linger_ms=20,
+            max_batch_size=256 * 1024,
+            acks=1,
+        )
         await p.start()
         try:
             batch = []
@@ -108,6 +134,7 @@ def aiokafka_produce(bootstrap, topic, n, codec):
             await asyncio.gather(*batch)
         finally:
             await p.stop()
+
     asyncio.run(run())
 
 
@@ -115,8 +142,12 @@ def aiokafka_consume(bootstrap, topic, n, partitions, timeout=120):
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     async def run():
-        c = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest",
-                             max_partition_fetch_bytes=4 * 1024 * 1024)
+        c = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_partition_fetch_bytes=4 * 1024 * 1024,
+        )
         await c.start()
         out = []
         try:
@@ -129,21 +160,44 @@ def aiokafka_consume(bootstrap, topic, n, partitions, timeout=120):
         finally:
             await c.stop()
         return out
+
     return asyncio.run(run())
 
 
 # -- kcat --------------------------------------------------------------------------------------
 def kcat_produce(bootstrap, topic, n, codec):
     lines = b"".join(key(i) + b"\t" + value(i) + b"\n" for i in range(n))
-    r = subprocess.run([shutil.which("kcat"), "-P", "-b", bootstrap, "-t", topic, "-K", "\t", "-H", "src=kcat",
-                        "-z", codec, "-X", "linger.ms=20"], input=lines, capture_output=True, timeout=300)
+    r = subprocess.run(
+        [
+            shutil.which("kcat"),
+            "-P",
+            "-b",
+            bootstrap,
+            "-t",
+            topic,
+            "-K",
+            "\t",
+            "-H",
+            "src=kcat",
+            "-z",
+            codec,
+            "-X",
+            "linger.ms=20",
+        ],
+        input=lines,
+        capture_output=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr.decode()
 
 
 def kcat_consume(bootstrap, topic, n, partitions, timeout=120):
     fmt = "%p\t%o\t%k\t%h\t%s\n"
-    r = subprocess.run([shutil.which("kcat"), "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e",
-                        "-c", str(n), "-f", fmt], capture_output=True, timeout=timeout)
+    r = subprocess.run(
+        [shutil.which("kcat"), "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e", "-c", str(n), "-f", fmt],
+        capture_output=True,
+        timeout=timeout,
+    )
     assert r.returncode == 0, r.stderr.decode()
     out = []
     for line in r.stdout.split(b"\n"):

@@ -1,4 +1,5 @@
 """Real clients bootstrap against a real broker subprocess (issue 2 acceptance)."""
+
 import asyncio
 import shutil
 import subprocess
@@ -25,6 +26,7 @@ def test_kcat_metadata_listing(broker):
 
 def test_confluent_kafka_admin_list_topics(broker):
     from confluent_kafka.admin import AdminClient
+
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     md = admin.list_topics(timeout=15)
     assert list(md.brokers) == [1]
@@ -35,6 +37,7 @@ def test_confluent_kafka_admin_list_topics(broker):
 
 def test_kafka_python_admin_and_client_bootstrap(broker):
     from kafka import KafkaAdminClient
+
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=15000)
     try:
         cluster = admin.describe_cluster()

@@ -1,4 +1,5 @@
 """Consumer groups against a real broker with real clients (issue 4): rebalances, commits, restarts."""
+
 from __future__ import annotations
 
 import asyncio
@@ -13,6 +14,7 @@ pytestmark = pytest.mark.integration
 
 def produce_indexed(bootstrap, topic, n, partitions):
     from confluent_kafka import Producer
+
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i in range(n):
         p.produce(topic, b"%d" % i, partition=i % partitions)
@@ -21,12 +23,22 @@ def produce_indexed(bootstrap, topic, n, partitions):
 
 def confluent_member(bootstrap, group, topic, assigned, name, **extra):
     from confluent_kafka import Consumer
-    conf = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-            "enable.auto.commit": False, "session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
+
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 500,
+    }
     conf.update(extra)
     c = Consumer(conf)
-    c.subscribe([topic], on_assign=lambda _c, ps: assigned.__setitem__(name, sorted(p.partition for p in ps)),
-                 on_revoke=lambda _c, ps: assigned.__setitem__(name, []))
+    c.subscribe(
+        [topic],
+        on_assign=lambda _c, ps: assigned.__setitem__(name, sorted(p.partition for p in ps)),
+        on_revoke=lambda _c, ps: assigned.__setitem__(name, []),
+    )
     return c
 
 
@@ -50,17 +62,28 @@ def test_confluent_group_rebalances_without_loss_or_duplicates(broker):
     assigned: dict[str, list[int]] = {}
     members = [confluent_member(broker.bootstrap, "g1", "grp6", assigned, f"c{i}") for i in range(3)]
     seen: list[int] = []
-    ok = poll_all(members, seen, lambda: len(seen) >= 600 and sorted(
-        p for ps in assigned.values() for p in ps) == list(range(6)) and all(len(ps) == 2 for ps in assigned.values())
-                  and len(assigned) == 3)
+    ok = poll_all(
+        members,
+        seen,
+        lambda: (
+            len(seen) >= 600
+            and sorted(p for ps in assigned.values() for p in ps) == list(range(6))
+            and all(len(ps) == 2 for ps in assigned.values())
+            and len(assigned) == 3
+        ),
+    )
     assert ok, (assigned, len(seen))
     # One member leaves; the other two take over all six partitions within the session timeout.
     members[2].close()
     del assigned["c2"]
     produce_indexed(broker.bootstrap, "grp6", 600, 6)
     start = time.monotonic()
-    ok = poll_all(members[:2], seen, lambda: sorted(p for ps in assigned.values() for p in ps) == list(range(6))
-                  and len(seen) >= 1200, timeout=30)
+    ok = poll_all(
+        members[:2],
+        seen,
+        lambda: sorted(p for ps in assigned.values() for p in ps) == list(range(6)) and len(seen) >= 1200,
+        timeout=30,
+    )
     assert ok, (assigned, len(seen))
     assert time.monotonic() - start < 6 + 10
     assert sorted(seen) == sorted(list(range(600)) * 2), "a record was skipped or consumed twice"
@@ -70,6 +93,7 @@ def test_confluent_group_rebalances_without_loss_or_duplicates(broker):
 
 def test_committed_offsets_survive_broker_and_consumer_restart(broker):
     from confluent_kafka import Consumer, TopicPartition
+
     create_topic(broker.bootstrap, "resume", 2)
     produce_indexed(broker.bootstrap, "resume", 100, 2)
     assigned: dict[str, list[int]] = {}
@@ -93,11 +117,22 @@ def test_committed_offsets_survive_broker_and_consumer_restart(broker):
 
 def test_kafka_python_group(broker):
     from kafka import KafkaConsumer
+
     create_topic(broker.bootstrap, "kpg", 4)
     produce_indexed(broker.bootstrap, "kpg", 200, 4)
-    consumers = [KafkaConsumer("kpg", bootstrap_servers=broker.bootstrap, group_id="kp", auto_offset_reset="earliest",
-                               enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=500,
-                               consumer_timeout_ms=200) for _ in range(2)]
+    consumers = [
+        KafkaConsumer(
+            "kpg",
+            bootstrap_servers=broker.bootstrap,
+            group_id="kp",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=500,
+            consumer_timeout_ms=200,
+        )
+        for _ in range(2)
+    ]
     seen: list[int] = []
     deadline = time.monotonic() + 40
     while time.monotonic() < deadline and (len(seen) < 200 or any(len(c.assignment()) != 2 for c in consumers)):
@@ -113,12 +148,19 @@ def test_kafka_python_group(broker):
 
 def test_aiokafka_group(broker):
     from aiokafka import AIOKafkaConsumer
+
     create_topic(broker.bootstrap, "aiog", 3)
     produce_indexed(broker.bootstrap, "aiog", 90, 3)
 
     async def run():
-        c = AIOKafkaConsumer("aiog", bootstrap_servers=broker.bootstrap, group_id="aio",
-                             auto_offset_reset="earliest", enable_auto_commit=False, session_timeout_ms=6000)
+        c = AIOKafkaConsumer(
+            "aiog",
+            bootstrap_servers=broker.bootstrap,
+            group_id="aio",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            session_timeout_ms=6000,
+        )
         await c.start()
         got = []
         try:
@@ -141,6 +183,7 @@ def test_aiokafka_group(broker):
 def test_describe_list_and_delete_groups(broker):
     from confluent_kafka import ConsumerGroupState
     from confluent_kafka.admin import AdminClient
+
     create_topic(broker.bootstrap, "adm", 1)
     produce_indexed(broker.bootstrap, "adm", 10, 1)
     assigned: dict[str, list[int]] = {}
@@ -164,8 +207,13 @@ def test_describe_list_and_delete_groups(broker):
 def groups_tool(bootstrap, *args):
     import subprocess
     import sys
-    return subprocess.run([sys.executable, "-m", "pykbroker.tools.consumer_group_command", "--bootstrap-server",
-                           bootstrap, *args], capture_output=True, text=True, timeout=60)
+
+    return subprocess.run(
+        [sys.executable, "-m", "pykbroker.tools.consumer_group_command", "--bootstrap-server", bootstrap, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_kafka_consumer_groups_describe_shows_lag_of_a_live_group_and_resets(broker):
@@ -180,21 +228,34 @@ def test_kafka_consumer_groups_describe_shows_lag_of_a_live_group_and_resets(bro
     run = groups_tool(broker.bootstrap, "--describe", "--group", "lagging")
     assert run.returncode == 0, run.stderr
     lines = [line.split() for line in run.stdout.splitlines() if line.strip()]
-    assert lines[0] == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
-                        "HOST", "CLIENT-ID"]
+    assert lines[0] == [
+        "GROUP",
+        "TOPIC",
+        "PARTITION",
+        "CURRENT-OFFSET",
+        "LOG-END-OFFSET",
+        "LAG",
+        "CONSUMER-ID",
+        "HOST",
+        "CLIENT-ID",
+    ]
     rows = {int(r[2]): r for r in lines[1:]}
     for p in (0, 1):
         assert rows[p][3:6] == ["50", "65", "15"], rows[p]
         assert rows[p][6].startswith("lag-client") and rows[p][7] == "/127.0.0.1" and rows[p][8] == "lag-client"
-    busy = groups_tool(broker.bootstrap, "--reset-offsets", "--group", "lagging", "--topic", "lag", "--to-earliest",
-                       "--execute")
+    busy = groups_tool(
+        broker.bootstrap, "--reset-offsets", "--group", "lagging", "--topic", "lag", "--to-earliest", "--execute"
+    )
     assert busy.returncode == 1 and "inactive" in busy.stderr
     c.close()
-    reset = groups_tool(broker.bootstrap, "--reset-offsets", "--group", "lagging", "--topic", "lag", "--to-offset",
-                        "10", "--execute")
+    reset = groups_tool(
+        broker.bootstrap, "--reset-offsets", "--group", "lagging", "--topic", "lag", "--to-offset", "10", "--execute"
+    )
     assert reset.returncode == 0, reset.stderr
     assert [r.split() for r in reset.stdout.splitlines() if r.strip()][1:] == [
-        ["lagging", "lag", "0", "10"], ["lagging", "lag", "1", "10"]]
+        ["lagging", "lag", "0", "10"],
+        ["lagging", "lag", "1", "10"],
+    ]
     after = groups_tool(broker.bootstrap, "--describe", "--group", "lagging")
     assert "has no active members" in after.stdout
     assert [r.split()[3:6] for r in after.stdout.splitlines()[3:]] == [["10", "65", "55"], ["10", "65", "55"]]

@@ -1,4 +1,5 @@
 """Issue 3 acceptance: real clients create, produce, consume and delete topics on a real broker."""
+
 from __future__ import annotations
 
 import os
@@ -22,6 +23,7 @@ CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 def create_topic(bootstrap, name, partitions=6, config=None):
     from confluent_kafka.admin import AdminClient, NewTopic
+
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(30)
     wait_until(lambda: name in admin.list_topics(timeout=5).topics, 10, message="topic visible")
@@ -31,6 +33,7 @@ def create_topic(bootstrap, name, partitions=6, config=None):
 @pytest.fixture(scope="module")
 def shared_broker(tmp_path_factory):
     from tests.helpers.broker import BrokerProcess
+
     b = BrokerProcess(tmp_path_factory.mktemp("data-path"), num_io_threads=4).start()
     yield b
     b.stop()
@@ -68,9 +71,22 @@ def test_client_round_trip_every_codec(shared_broker, client, codec):
 
 def _list_offset(bootstrap, topic, partition, timestamp):
     with BrokerConnection.to(bootstrap) as c:
-        r = c.request(ApiKeys.LIST_OFFSETS, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
-            {"name": topic, "partitions": [{"partition_index": partition, "current_leader_epoch": -1,
-                                            "timestamp": timestamp}]}]})
+        r = c.request(
+            ApiKeys.LIST_OFFSETS,
+            7,
+            {
+                "replica_id": -1,
+                "isolation_level": 0,
+                "topics": [
+                    {
+                        "name": topic,
+                        "partitions": [
+                            {"partition_index": partition, "current_leader_epoch": -1, "timestamp": timestamp}
+                        ],
+                    }
+                ],
+            },
+        )
     p = r["topics"][0]["partitions"][0]
     assert p["error_code"] == 0, p
     return p["offset"]
@@ -78,9 +94,16 @@ def _list_offset(bootstrap, topic, partition, timestamp):
 
 def _produce_raw(bootstrap, topic, records: bytes, acks=1, version=9):
     with BrokerConnection.to(bootstrap) as c:
-        r = c.request(ApiKeys.PRODUCE, version, {"transactional_id": None, "acks": acks, "timeout_ms": 5000,
-                                                 "topic_data": [{"name": topic, "partition_data": [
-                                                     {"index": 0, "records": records}]}]})
+        r = c.request(
+            ApiKeys.PRODUCE,
+            version,
+            {
+                "transactional_id": None,
+                "acks": acks,
+                "timeout_ms": 5000,
+                "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}],
+            },
+        )
     return r["responses"][0]["partition_responses"][0]
 
 
@@ -109,10 +132,25 @@ def test_fetch_past_end_is_offset_out_of_range(broker):
     create_topic(broker.bootstrap, "oor", 1)
     _produce_raw(broker.bootstrap, "oor", bytes(_batch()))
     with BrokerConnection.to(broker.bootstrap) as c:
-        r = c.request(ApiKeys.FETCH, 12, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20,
-                                          "isolation_level": 0, "session_id": 0, "session_epoch": -1, "topics": [
-                                              {"topic": "oor", "partitions": [{"partition": 0, "fetch_offset": 50,
-                                                                               "partition_max_bytes": 1 << 20}]}]})
+        r = c.request(
+            ApiKeys.FETCH,
+            12,
+            {
+                "replica_id": -1,
+                "max_wait_ms": 0,
+                "min_bytes": 1,
+                "max_bytes": 1 << 20,
+                "isolation_level": 0,
+                "session_id": 0,
+                "session_epoch": -1,
+                "topics": [
+                    {
+                        "topic": "oor",
+                        "partitions": [{"partition": 0, "fetch_offset": 50, "partition_max_bytes": 1 << 20}],
+                    }
+                ],
+            },
+        )
     p = r["responses"][0]["partitions"][0]
     assert p["error_code"] == 1 and p["high_watermark"] == 10
 
@@ -121,10 +159,18 @@ def test_long_poll_fetches_do_not_hold_handler_threads(broker_factory):
     b = broker_factory(num_io_threads=2)
     create_topic(b.bootstrap, "idle", 1)
     create_topic(b.bootstrap, "busy", 1)
-    fetch = {"replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
-             "session_id": 0, "session_epoch": -1,
-             "topics": [{"topic": "idle", "partitions": [{"partition": 0, "fetch_offset": 0,
-                                                          "partition_max_bytes": 1 << 20}]}]}
+    fetch = {
+        "replica_id": -1,
+        "max_wait_ms": 500,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [
+            {"topic": "idle", "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}
+        ],
+    }
     conns = [BrokerConnection.to(b.bootstrap) for _ in range(20)]
     try:
         start = time.monotonic()
@@ -148,8 +194,7 @@ def test_long_poll_fetches_do_not_hold_handler_threads(broker_factory):
 
 def test_retention_deletes_old_segments_and_moves_earliest(broker_factory):
     b = broker_factory(log_retention_check_interval_ms=300, log_initial_task_delay_ms=0)
-    create_topic(b.bootstrap, "ret", 1, {"segment.bytes": "1024", "retention.ms": "1000",
-                                         "file.delete.delay.ms": "0"})
+    create_topic(b.bootstrap, "ret", 1, {"segment.bytes": "1024", "retention.ms": "1000", "file.delete.delay.ms": "0"})
     old = int(time.time() * 1000) - 60_000
     for _ in range(20):
         assert _produce_raw(b.bootstrap, "ret", bytes(_batch(10, ts=old)))["error_code"] == 0
@@ -157,8 +202,11 @@ def test_retention_deletes_old_segments_and_moves_earliest(broker_factory):
     # Every segment is expired: Kafka rolls a new active segment and deletes all the old ones.
     wait_until(lambda: _list_offset(b.bootstrap, "ret", 0, -2) == 200, 15, message="log start offset advanced")
     assert _list_offset(b.bootstrap, "ret", 0, -1) == 200
-    wait_until(lambda: len([f for f in os.listdir(b.data_dir / "logs" / "ret-0") if f.endswith(".log")]) == 1, 10,
-               message="expired segment files removed")
+    wait_until(
+        lambda: len([f for f in os.listdir(b.data_dir / "logs" / "ret-0") if f.endswith(".log")]) == 1,
+        10,
+        message="expired segment files removed",
+    )
     # Fresh records are kept and readable from the new log start.
     assert _produce_raw(b.bootstrap, "ret", bytes(_batch(10)))["base_offset"] == 200
     time.sleep(1.0)
@@ -206,8 +254,9 @@ def test_kill_9_during_acks_1_produce_loses_nothing_acknowledged(broker_factory,
     script = tmp_path / "producer.py"
     script.write_text(PRODUCER_SCRIPT)
     out = open(tmp_path / "acked.txt", "w")
-    producer = subprocess.Popen([sys.executable, str(script), b.bootstrap, "crash", "300000"], stdout=out,
-                                stderr=subprocess.DEVNULL)
+    producer = subprocess.Popen(
+        [sys.executable, str(script), b.bootstrap, "crash", "300000"], stdout=out, stderr=subprocess.DEVNULL
+    )
     try:
         wait_until(lambda: os.path.getsize(tmp_path / "acked.txt") > 200_000, 60, message="producer progress")
         b.kill()  # SIGKILL mid-run
@@ -226,6 +275,7 @@ def test_kill_9_during_acks_1_produce_loses_nothing_acknowledged(broker_factory,
         acked.add(int(i))
     assert len(acked) > 100_000
     from confluent_kafka import Consumer, TopicPartition
+
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "v", "enable.auto.commit": False})
     ends = {p: c.get_watermark_offsets(TopicPartition("crash", p), timeout=10)[1] for p in range(6)}
     c.assign([TopicPartition("crash", p, 0) for p in range(6)])

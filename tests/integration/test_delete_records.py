@@ -1,4 +1,5 @@
 """DeleteRecords (API 21) and bin/kafka-delete-records against a real broker, driven by confluent-kafka."""
+
 from __future__ import annotations
 
 import json
@@ -17,6 +18,7 @@ pytestmark = pytest.mark.integration
 
 def produce(bootstrap, topic, partition, n):
     from confluent_kafka import Producer
+
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i in range(n):
         p.produce(topic, b"v%d" % i, partition=partition)
@@ -25,6 +27,7 @@ def produce(bootstrap, topic, partition, n):
 
 def watermarks(bootstrap, topic, partition):
     from confluent_kafka import Consumer, TopicPartition
+
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "wm"})
     try:
         return c.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
@@ -35,8 +38,10 @@ def watermarks(bootstrap, topic, partition):
 def consume_from(bootstrap, topic, partition, offset, expect):
     """Assign at ``offset`` with auto.offset.reset=earliest; returns the offsets read (bounded wait)."""
     from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "dr", "auto.offset.reset": "earliest",
-                  "enable.auto.commit": False})
+
+    c = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "dr", "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    )
     c.assign([TopicPartition(topic, partition, offset)])
     got = []
     try:
@@ -53,15 +58,21 @@ def consume_from(bootstrap, topic, partition, offset, expect):
 
 def raw_delete(bootstrap, topic, partition, offset):
     with BrokerConnection.to(bootstrap) as conn:
-        resp = conn.request(ApiKeys.DELETE_RECORDS, 2, {
-            "topics": [{"name": topic, "partitions": [{"partition_index": partition, "offset": offset}]}],
-            "timeout_ms": 5000})
+        resp = conn.request(
+            ApiKeys.DELETE_RECORDS,
+            2,
+            {
+                "topics": [{"name": topic, "partitions": [{"partition_index": partition, "offset": offset}]}],
+                "timeout_ms": 5000,
+            },
+        )
     (p,) = resp["topics"][0]["partitions"]
     return p["low_watermark"], p["error_code"]
 
 
 def test_delete_records_moves_the_log_start_and_survives_restart(broker):
     from confluent_kafka import TopicPartition
+
     admin = create_topic(broker.bootstrap, "dr", 2)
     produce(broker.bootstrap, "dr", 0, 100)
     produce(broker.bootstrap, "dr", 1, 30)
@@ -92,21 +103,62 @@ def test_kafka_delete_records_tool(broker, tmp_path):
     create_topic(broker.bootstrap, "tool", 2)
     produce(broker.bootstrap, "tool", 0, 10)
     offsets = tmp_path / "offsets.json"
-    offsets.write_text(json.dumps({"partitions": [{"topic": "tool", "partition": 0, "offset": 7},
-                                                  {"topic": "tool", "partition": 1, "offset": 3}], "version": 1}))
-    run = subprocess.run([sys.executable, "-m", "pykbroker.tools.delete_records_command", "--bootstrap-server",
-                          broker.bootstrap, "--offset-json-file", str(offsets)],
-                         capture_output=True, text=True, timeout=60)
+    offsets.write_text(
+        json.dumps(
+            {
+                "partitions": [
+                    {"topic": "tool", "partition": 0, "offset": 7},
+                    {"topic": "tool", "partition": 1, "offset": 3},
+                ],
+                "version": 1,
+            }
+        )
+    )
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pykbroker.tools.delete_records_command",
+            "--bootstrap-server",
+            broker.bootstrap,
+            "--offset-json-file",
+            str(offsets),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
     assert lines[:2] == ["Executing records delete operation", "Records delete operation completed:"]
     assert "partition: tool-0\tlow_watermark: 7" in lines
-    assert ("partition: tool-1\terror: org.apache.kafka.common.errors.OffsetOutOfRangeException: "
-            "The requested offset is not within the range of offsets maintained by the server.") in lines
-    offsets.write_text(json.dumps({"partitions": [{"topic": "tool", "partition": 0, "offset": 1},
-                                                  {"topic": "tool", "partition": 0, "offset": 2}]}))
-    run = subprocess.run([sys.executable, "-m", "pykbroker.tools.delete_records_command", "--bootstrap-server",
-                          broker.bootstrap, "--offset-json-file", str(offsets)],
-                         capture_output=True, text=True, timeout=60)
+    assert (
+        "partition: tool-1\terror: org.apache.kafka.common.errors.OffsetOutOfRangeException: "
+        "The requested offset is not within the range of offsets maintained by the server."
+    ) in lines
+    offsets.write_text(
+        json.dumps(
+            {
+                "partitions": [
+                    {"topic": "tool", "partition": 0, "offset": 1},
+                    {"topic": "tool", "partition": 0, "offset": 2},
+                ]
+            }
+        )
+    )
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pykbroker.tools.delete_records_command",
+            "--bootstrap-server",
+            broker.bootstrap,
+            "--offset-json-file",
+            str(offsets),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 1
     assert "duplicate topic partitions: tool-0" in run.stderr

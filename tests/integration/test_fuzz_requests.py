@@ -12,6 +12,7 @@ answer or close only the offending connection:
 Bounded and reproducible: ``PYKBROKER_FUZZ_SEED`` (default 20261123) seeds the cases,
 ``PYKBROKER_FUZZ_CASES`` (default 2,500) bounds their number; each fuzz thread has a deadline.
 """
+
 from __future__ import annotations
 
 import os
@@ -53,16 +54,17 @@ def fuzz_cases(apis: list[tuple[int, int, int]], rng: random.Random, count: int)
     cases = []
     for i in range(count):
         corr = 1_000_000 + i
-        kind = rng.choice(["default", "truncated", "mutated", "mutated", "garbage", "bad-version",
-                           "unknown-key", "bad-size"])
+        kind = rng.choice(
+            ["default", "truncated", "mutated", "mutated", "garbage", "bad-version", "unknown-key", "bad-size"]
+        )
         api_key, version = rng.choice(pairs)
         header = encode_request_header(api_key, version, corr, "fuzz")
         try:
-            body = encode_request(api_key, version, corr, "fuzz", {})[4 + len(header):]
+            body = encode_request(api_key, version, corr, "fuzz", {})[4 + len(header) :]
         except Exception:  # noqa: BLE001 - a schema with required values: start from nothing
             body = b""
         if kind == "truncated":
-            body = body[:rng.randrange(len(body))] if body else b""
+            body = body[: rng.randrange(len(body))] if body else b""
         elif kind == "mutated":
             b = bytearray(body or bytes(8))
             for _ in range(rng.randint(1, 8)):
@@ -74,14 +76,16 @@ def fuzz_cases(apis: list[tuple[int, int, int]], rng: random.Random, count: int)
             body = rng.randbytes(rng.randint(0, 256))
         elif kind == "bad-version":
             header = encode_request_header(api_key, 0, corr, "fuzz")
-            header = struct.pack(">hh", api_key, max(v for k, _, v in apis if k == api_key) + rng.randint(1, 50)) \
+            header = (
+                struct.pack(">hh", api_key, max(v for k, _, v in apis if k == api_key) + rng.randint(1, 50))
                 + header[4:]
+            )
         elif kind == "unknown-key":
             header = struct.pack(">hhi", rng.choice([-1, 99, 1000, 32767]), 0, corr) + header[8:]
         payload = header + body
         frame = struct.pack(">i", len(payload)) + payload
         if kind == "bad-size":
-            frame = struct.pack(">i", rng.choice([-1, -2**31, 2**31 - 1, 200 * 1024 * 1024])) + payload
+            frame = struct.pack(">i", rng.choice([-1, -(2**31), 2**31 - 1, 200 * 1024 * 1024])) + payload
         cases.append((kind, frame, corr))
     return cases
 
@@ -110,6 +114,7 @@ class FuzzClient(threading.Thread):
                     return None
                 buf += chunk
             return buf
+
         head = exactly(4)
         if head is None:
             return None
@@ -126,7 +131,7 @@ class FuzzClient(threading.Thread):
                 try:
                     s.sendall(frame)
                     response = self._read_frame(s)
-                except socket.timeout:
+                except TimeoutError:
                     self.timed_out += 1
                     s.close()
                     s = None
@@ -160,8 +165,9 @@ def rss_bytes(pid: int) -> int:
 def test_fuzzed_requests_do_not_disturb_real_producers(tmp_path):
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    broker = BrokerProcess(tmp_path / "broker", num_network_threads="2", num_io_threads="4",
-                           auto_create_topics_enable="false")
+    broker = BrokerProcess(
+        tmp_path / "broker", num_network_threads="2", num_io_threads="4", auto_create_topics_enable="false"
+    )
     broker.start()
     try:
         create_topic(broker.bootstrap, TOPIC, partitions=3)
@@ -175,8 +181,15 @@ def test_fuzzed_requests_do_not_disturb_real_producers(tmp_path):
         lock = threading.Lock()
 
         def produce(producer_index: int) -> None:
-            p = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "enable.idempotence": True,
-                          "linger.ms": 2, "message.timeout.ms": 60000})
+            p = Producer(
+                {
+                    "bootstrap.servers": broker.bootstrap,
+                    "acks": "all",
+                    "enable.idempotence": True,
+                    "linger.ms": 2,
+                    "message.timeout.ms": 60000,
+                }
+            )
 
             def on_delivery(err, msg):
                 with lock:
@@ -184,6 +197,7 @@ def test_fuzzed_requests_do_not_disturb_real_producers(tmp_path):
                         delivery_errors.append(f"{msg.value()!r}: {err}")
                     else:
                         delivered.append((msg.partition(), msg.offset(), msg.value()))
+
             for i in range(RECORDS_PER_PRODUCER):
                 p.produce(TOPIC, value=b"p%d-%d" % (producer_index, i), key=b"%d" % i, on_delivery=on_delivery)
                 if i % 200 == 0:
@@ -227,6 +241,6 @@ def test_fuzzed_requests_do_not_disturb_real_producers(tmp_path):
         assert growth < RSS_GROWTH_LIMIT, f"broker RSS grew by {growth / 2**20:.0f} MiB"
         assert broker.proc.poll() is None
         output = broker.output()
-        assert "Traceback" not in output, output[output.index("Traceback") - 2000:][:6000]
+        assert "Traceback" not in output, output[output.index("Traceback") - 2000 :][:6000]
     finally:
         broker.stop()

@@ -1,5 +1,6 @@
 """Group coordinator hardening against a real broker: offset commits for unknown partitions, JoinGroup
 timeouts, group config resources, static membership and cooperative rebalances with real clients."""
+
 from __future__ import annotations
 
 import time
@@ -18,6 +19,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def gbroker(tmp_path_factory):
     from tests.helpers.broker import BrokerProcess
+
     b = BrokerProcess(tmp_path_factory.mktemp("groups")).start()
     create_topic(b.bootstrap, "two", 2)
     yield b
@@ -27,8 +29,16 @@ def gbroker(tmp_path_factory):
 def connect(broker) -> BrokerConnection:
     """A connection to the broker once it is the coordinator for group keys (``__consumer_offsets`` exists)."""
     conn = BrokerConnection.to(broker.bootstrap, timeout=15)
-    wait_until(lambda: conn.request(ApiKeys.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["g"]})
-               ["coordinators"][0]["error_code"] == errors.NONE, timeout=20, message="coordinator available")
+    wait_until(
+        lambda: (
+            conn.request(ApiKeys.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["g"]})["coordinators"][0][
+                "error_code"
+            ]
+            == errors.NONE
+        ),
+        timeout=20,
+        message="coordinator available",
+    )
     return conn
 
 
@@ -38,27 +48,59 @@ def codes_of(resp) -> dict:
 
 def test_offset_commit_for_unknown_topic_or_partition(gbroker):
     with connect(gbroker) as conn:
-        resp = conn.request(ApiKeys.OFFSET_COMMIT, 8, {
-            "group_id": "commit-unknown", "generation_id_or_member_epoch": -1, "member_id": "",
-            "group_instance_id": None, "topics": [
-                {"name": "two", "partitions": [{"partition_index": 1, "committed_offset": 3},
-                                               {"partition_index": 7, "committed_offset": 3}]},
-                {"name": "missing", "partitions": [{"partition_index": 0, "committed_offset": 3}]}]})
-        assert codes_of(resp) == {("two", 1): errors.NONE, ("two", 7): errors.UNKNOWN_TOPIC_OR_PARTITION,
-                                  ("missing", 0): errors.UNKNOWN_TOPIC_OR_PARTITION}
-        fetched = conn.request(ApiKeys.OFFSET_FETCH, 7, {"group_id": "commit-unknown", "topics": None,
-                                                         "require_stable": False})
-        assert {(t["name"], p["partition_index"]): p["committed_offset"]
-                for t in fetched["topics"] for p in t["partitions"]} == {("two", 1): 3}
+        resp = conn.request(
+            ApiKeys.OFFSET_COMMIT,
+            8,
+            {
+                "group_id": "commit-unknown",
+                "generation_id_or_member_epoch": -1,
+                "member_id": "",
+                "group_instance_id": None,
+                "topics": [
+                    {
+                        "name": "two",
+                        "partitions": [
+                            {"partition_index": 1, "committed_offset": 3},
+                            {"partition_index": 7, "committed_offset": 3},
+                        ],
+                    },
+                    {"name": "missing", "partitions": [{"partition_index": 0, "committed_offset": 3}]},
+                ],
+            },
+        )
+        assert codes_of(resp) == {
+            ("two", 1): errors.NONE,
+            ("two", 7): errors.UNKNOWN_TOPIC_OR_PARTITION,
+            ("missing", 0): errors.UNKNOWN_TOPIC_OR_PARTITION,
+        }
+        fetched = conn.request(
+            ApiKeys.OFFSET_FETCH, 7, {"group_id": "commit-unknown", "topics": None, "require_stable": False}
+        )
+        assert {
+            (t["name"], p["partition_index"]): p["committed_offset"] for t in fetched["topics"] for p in t["partitions"]
+        } == {("two", 1): 3}
         # Only unknown partitions: answered without touching the group.
-        resp = conn.request(ApiKeys.OFFSET_COMMIT, 8, {
-            "group_id": "commit-unknown-2", "generation_id_or_member_epoch": -1, "member_id": "",
-            "group_instance_id": None,
-            "topics": [{"name": "missing", "partitions": [{"partition_index": 0, "committed_offset": 3}]}]})
+        resp = conn.request(
+            ApiKeys.OFFSET_COMMIT,
+            8,
+            {
+                "group_id": "commit-unknown-2",
+                "generation_id_or_member_epoch": -1,
+                "member_id": "",
+                "group_instance_id": None,
+                "topics": [{"name": "missing", "partitions": [{"partition_index": 0, "committed_offset": 3}]}],
+            },
+        )
         assert codes_of(resp) == {("missing", 0): errors.UNKNOWN_TOPIC_OR_PARTITION}
         # OffsetDelete checks the partitions the same way (KafkaApis.handleOffsetDeleteRequest).
-        resp = conn.request(ApiKeys.OFFSET_DELETE, 0, {"group_id": "commit-unknown", "topics": [
-            {"name": "two", "partitions": [{"partition_index": 1}, {"partition_index": 9}]}]})
+        resp = conn.request(
+            ApiKeys.OFFSET_DELETE,
+            0,
+            {
+                "group_id": "commit-unknown",
+                "topics": [{"name": "two", "partitions": [{"partition_index": 1}, {"partition_index": 9}]}],
+            },
+        )
         assert resp["error_code"] == errors.NONE
         assert codes_of(resp) == {("two", 1): errors.NONE, ("two", 9): errors.UNKNOWN_TOPIC_OR_PARTITION}
 
@@ -66,11 +108,13 @@ def test_offset_commit_for_unknown_topic_or_partition(gbroker):
 def test_alter_consumer_group_offsets_for_unknown_topic(gbroker):
     from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient
+
     admin = AdminClient({"bootstrap.servers": gbroker.bootstrap})
     ok = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions("alter-g", [TopicPartition("two", 0, 5)])])
     assert [tp.offset for tp in ok["alter-g"].result(20).topic_partitions] == [5]
-    bad = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
-        "alter-g", [TopicPartition("no-such-topic", 0, 5)])])
+    bad = admin.alter_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions("alter-g", [TopicPartition("no-such-topic", 0, 5)])]
+    )
     with pytest.raises(KafkaException) as info:
         result = bad["alter-g"].result(20)
         # some client versions report the error per partition instead of failing the future
@@ -83,14 +127,24 @@ def test_alter_consumer_group_offsets_for_unknown_topic(gbroker):
 def _consumer(bootstrap, group, topic, events, name, **extra):
     """A confluent-kafka consumer recording ``(kind, sorted partitions)`` per rebalance callback in ``events[name]``."""
     from confluent_kafka import Consumer
-    conf = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-            "enable.auto.commit": False, "session.timeout.ms": 6000, "heartbeat.interval.ms": 300}
+
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 300,
+    }
     conf.update(extra)
     c = Consumer(conf)
     log = events.setdefault(name, [])
-    c.subscribe([topic], on_assign=lambda _c, ps: log.append(("assign", sorted(p.partition for p in ps))),
-                on_revoke=lambda _c, ps: log.append(("revoke", sorted(p.partition for p in ps))),
-                on_lost=lambda _c, ps: log.append(("lost", sorted(p.partition for p in ps))))
+    c.subscribe(
+        [topic],
+        on_assign=lambda _c, ps: log.append(("assign", sorted(p.partition for p in ps))),
+        on_revoke=lambda _c, ps: log.append(("revoke", sorted(p.partition for p in ps))),
+        on_lost=lambda _c, ps: log.append(("lost", sorted(p.partition for p in ps))),
+    )
     return c
 
 
@@ -111,8 +165,12 @@ def _owned(c) -> list[int]:
 def test_cooperative_sticky_member_leaving_gives_one_incremental_assign_to_the_others(gbroker):
     create_topic(gbroker.bootstrap, "coop6", 6)
     events: dict[str, list] = {}
-    cs = {n: _consumer(gbroker.bootstrap, "coop-g", "coop6", events, n,
-                       **{"partition.assignment.strategy": "cooperative-sticky"}) for n in ("c0", "c1", "c2")}
+    cs = {
+        n: _consumer(
+            gbroker.bootstrap, "coop-g", "coop6", events, n, **{"partition.assignment.strategy": "cooperative-sticky"}
+        )
+        for n in ("c0", "c1", "c2")
+    }
     try:
         assert _poll_until(cs.values(), lambda: all(len(_owned(c)) == 2 for c in cs.values()), 20), events
         freed = _owned(cs["c2"])
@@ -163,8 +221,9 @@ def test_cooperative_members_starting_within_the_initial_delay_share_one_rebalan
     cs = {}
     try:
         for n in ("c0", "c1", "c2"):
-            cs[n] = _consumer(b.bootstrap, "late-g", "coop-late", events, n,
-                              **{"partition.assignment.strategy": "cooperative-sticky"})
+            cs[n] = _consumer(
+                b.bootstrap, "late-g", "coop-late", events, n, **{"partition.assignment.strategy": "cooperative-sticky"}
+            )
             _poll_until(cs.values(), lambda: False, 0.6)  # the next one starts within the (extended) delay
         assert _poll_until(cs.values(), lambda: all(len(_owned(c)) == 2 for c in cs.values()), 20), events
         _poll_until(cs.values(), lambda: False, 1.0)
@@ -175,52 +234,93 @@ def test_cooperative_members_starting_within_the_initial_delay_share_one_rebalan
 
 
 def _describe_group_configs(conn, group):
-    resp = conn.request(ApiKeys.DESCRIBE_CONFIGS, 4, {"resources": [
-        {"resource_type": 32, "resource_name": group, "configuration_keys": None}],
-        "include_synonyms": False, "include_documentation": False})
+    resp = conn.request(
+        ApiKeys.DESCRIBE_CONFIGS,
+        4,
+        {
+            "resources": [{"resource_type": 32, "resource_name": group, "configuration_keys": None}],
+            "include_synonyms": False,
+            "include_documentation": False,
+        },
+    )
     (result,) = resp["results"]
     return result["error_code"], {c["name"]: (c["value"], c["config_source"]) for c in result["configs"]}
 
 
 def _alter_group_configs(conn, group, ops, validate_only=False):
-    resp = conn.request(ApiKeys.INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [
-        {"resource_type": 32, "resource_name": group,
-         "configs": [{"name": n, "config_operation": op, "value": v} for n, op, v in ops]}],
-        "validate_only": validate_only})
+    resp = conn.request(
+        ApiKeys.INCREMENTAL_ALTER_CONFIGS,
+        1,
+        {
+            "resources": [
+                {
+                    "resource_type": 32,
+                    "resource_name": group,
+                    "configs": [{"name": n, "config_operation": op, "value": v} for n, op, v in ops],
+                }
+            ],
+            "validate_only": validate_only,
+        },
+    )
     return resp["responses"][0]["error_code"]
 
 
 def test_group_config_resources_describe_and_alter(gbroker):
     with connect(gbroker) as conn:
         # no overrides: Kafka's defaults (group.consumer.*), source DEFAULT_CONFIG (5)
-        assert _describe_group_configs(conn, "cfg-g") == (errors.NONE, {
-            "consumer.session.timeout.ms": ("45000", 5), "consumer.heartbeat.interval.ms": ("5000", 5)})
+        assert _describe_group_configs(conn, "cfg-g") == (
+            errors.NONE,
+            {"consumer.session.timeout.ms": ("45000", 5), "consumer.heartbeat.interval.ms": ("5000", 5)},
+        )
         assert _alter_group_configs(conn, "cfg-g", [("consumer.session.timeout.ms", 0, "50000")]) == errors.NONE
-        assert wait_until(lambda: _describe_group_configs(conn, "cfg-g")[1]["consumer.session.timeout.ms"]
-                          == ("50000", 8), timeout=10, message="override visible as GROUP_CONFIG (8)")
+        assert wait_until(
+            lambda: _describe_group_configs(conn, "cfg-g")[1]["consumer.session.timeout.ms"] == ("50000", 8),
+            timeout=10,
+            message="override visible as GROUP_CONFIG (8)",
+        )
         assert _describe_group_configs(conn, "other-g")[1]["consumer.session.timeout.ms"] == ("45000", 5)
-        for ops, code in [([("consumer.session.timeout.ms", 0, "1000")], errors.INVALID_CONFIG),
-                          ([("consumer.heartbeat.interval.ms", 0, "x")], errors.INVALID_CONFIG),
-                          ([("share.session.timeout.ms", 0, "45000")], errors.INVALID_CONFIG)]:
+        for ops, code in [
+            ([("consumer.session.timeout.ms", 0, "1000")], errors.INVALID_CONFIG),
+            ([("consumer.heartbeat.interval.ms", 0, "x")], errors.INVALID_CONFIG),
+            ([("share.session.timeout.ms", 0, "45000")], errors.INVALID_CONFIG),
+        ]:
             assert _alter_group_configs(conn, "cfg-g", ops) == code, ops
         assert _alter_group_configs(conn, "", [("consumer.session.timeout.ms", 0, "50000")]) == errors.INVALID_REQUEST
         assert _describe_group_configs(conn, "")[0] == errors.INVALID_REQUEST
         assert _alter_group_configs(conn, "cfg-g", [("consumer.session.timeout.ms", 1, None)]) == errors.NONE
-        assert wait_until(lambda: _describe_group_configs(conn, "cfg-g")[1]["consumer.session.timeout.ms"]
-                          == ("45000", 5), timeout=10, message="override removed")
+        assert wait_until(
+            lambda: _describe_group_configs(conn, "cfg-g")[1]["consumer.session.timeout.ms"] == ("45000", 5),
+            timeout=10,
+            message="override removed",
+        )
 
 
 def test_group_configs_with_the_confluent_admin_client(gbroker):
-    from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource,
-                                       ResourceType)
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ConfigSource,
+        ResourceType,
+    )
+
     admin = AdminClient({"bootstrap.servers": gbroker.bootstrap})
-    resource = ConfigResource(ResourceType.GROUP, "admin-cfg-g", incremental_configs=[
-        ConfigEntry("consumer.heartbeat.interval.ms", "6000", incremental_operation=AlterConfigOpType.SET)])
+    resource = ConfigResource(
+        ResourceType.GROUP,
+        "admin-cfg-g",
+        incremental_configs=[
+            ConfigEntry("consumer.heartbeat.interval.ms", "6000", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
     admin.incremental_alter_configs([resource])[resource].result(20)
 
     def described():
         entries = admin.describe_configs([ConfigResource(ResourceType.GROUP, "admin-cfg-g")])
         return {n: (e.value, e.source) for n, e in next(iter(entries.values())).result(20).items()}
+
     wait_until(lambda: described()["consumer.heartbeat.interval.ms"][0] == "6000", timeout=10, message="override")
-    assert described() == {"consumer.heartbeat.interval.ms": ("6000", ConfigSource.GROUP_CONFIG.value),
-                           "consumer.session.timeout.ms": ("45000", ConfigSource.DEFAULT_CONFIG.value)}
+    assert described() == {
+        "consumer.heartbeat.interval.ms": ("6000", ConfigSource.GROUP_CONFIG.value),
+        "consumer.session.timeout.ms": ("45000", ConfigSource.DEFAULT_CONFIG.value),
+    }

@@ -1,4 +1,5 @@
 """Broker-side idempotence: duplicates answered with the original offset, gaps rejected, state survives kill -9."""
+
 from __future__ import annotations
 
 import socket
@@ -16,8 +17,11 @@ pytestmark = pytest.mark.integration
 
 def _pid(bootstrap):
     with BrokerConnection.to(bootstrap) as c:
-        r = c.request(ApiKeys.INIT_PRODUCER_ID, 4, {"transactional_id": None, "transaction_timeout_ms": 60000,
-                                                    "producer_id": -1, "producer_epoch": -1})
+        r = c.request(
+            ApiKeys.INIT_PRODUCER_ID,
+            4,
+            {"transactional_id": None, "transaction_timeout_ms": 60000, "producer_id": -1, "producer_epoch": -1},
+        )
     assert r["error_code"] == 0
     return r["producer_id"], r["producer_epoch"]
 
@@ -52,8 +56,10 @@ def test_duplicate_gets_original_offset_and_gap_is_out_of_order(broker):
 
 def test_producer_state_rebuilt_after_kill_9(broker_factory):
     port, cport = _free_port(), _free_port()
-    b = broker_factory(listeners=f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}",
-                       controller_quorum_voters=f"1@127.0.0.1:{cport}")
+    b = broker_factory(
+        listeners=f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}",
+        controller_quorum_voters=f"1@127.0.0.1:{cport}",
+    )
     create_topic(b.bootstrap, "idem-kill", 1)
     pid, epoch = _pid(b.bootstrap)
     for seq in range(0, 50, 5):

@@ -1,4 +1,5 @@
 """Log compaction (cleanup.policy=compact) on a real broker (issue 4)."""
+
 from __future__ import annotations
 
 import time
@@ -14,6 +15,7 @@ pytestmark = pytest.mark.integration
 def read_all(bootstrap, topic):
     """``[(offset, key, value)]`` of partition 0, read to its end."""
     from confluent_kafka import Consumer, TopicPartition
+
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify", "enable.auto.commit": False})
     low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
     c.assign([TopicPartition(topic, 0, low)])
@@ -31,6 +33,7 @@ def read_all(bootstrap, topic):
 
 def produce(bootstrap, topic, items):
     from confluent_kafka import Producer
+
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 2000})
     for key, value in items:
         while True:
@@ -45,9 +48,18 @@ def produce(bootstrap, topic, items):
 @pytest.mark.slow
 def test_compacted_topic_keeps_the_latest_value_of_each_key_and_drops_old_tombstones(broker_factory):
     b = broker_factory(**{"log.cleaner.backoff.ms": "300"})
-    create_topic(b.bootstrap, "compacted", 1, {"cleanup.policy": "compact", "segment.bytes": "65536",
-                                               "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "1500",
-                                               "segment.ms": "1000"})
+    create_topic(
+        b.bootstrap,
+        "compacted",
+        1,
+        {
+            "cleanup.policy": "compact",
+            "segment.bytes": "65536",
+            "min.cleanable.dirty.ratio": "0.01",
+            "delete.retention.ms": "1500",
+            "segment.ms": "1000",
+        },
+    )
     keys, n = 1000, 100_000
     produce(b.bootstrap, "compacted", [(b"k%d" % (i % keys), b"v%d" % i) for i in range(n)])
     latest = {b"k%d" % (i % keys): b"v%d" % i for i in range(n - keys, n)}
@@ -76,8 +88,7 @@ def test_compacted_topic_keeps_the_latest_value_of_each_key_and_drops_old_tombst
         return all(b"k%d" % i not in keys_left for i in range(100)) and records
 
     records = wait_until(tombstones_gone, timeout=60, interval=0.5, message="tombstones removed")
-    assert {k: v for _, k, v in records if k != b"sentinel"} == {k: v for k, v in latest.items()
-                                                               if int(k[1:]) >= 100}
+    assert {k: v for _, k, v in records if k != b"sentinel"} == {k: v for k, v in latest.items() if int(k[1:]) >= 100}
     # The cleaned log survives a restart (indexes rebuilt, offsets intact).
     b.restart()
     assert read_all(b.bootstrap, "compacted")[:5] == records[:5]

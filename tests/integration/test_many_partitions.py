@@ -2,6 +2,7 @@
 Kafka); the broker's metadata publisher creates each log before its partition shows in Metadata, and
 an orderly shutdown stops that publishing first, so no log is created after the log directories were
 shut down cleanly and the next start finds every index."""
+
 from __future__ import annotations
 
 import time
@@ -17,6 +18,7 @@ SEGMENT_FILES = ("00000000000000000000.log", "00000000000000000000.index", "0000
 
 def _create(bootstrap: str, names: list[str]):
     from confluent_kafka.admin import AdminClient, NewTopic
+
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics([NewTopic(n, 1, 1) for n in names], request_timeout=60, operation_timeout=60)
     for f in futures.values():
@@ -27,8 +29,11 @@ def _create(bootstrap: str, names: list[str]):
 def _served(admin, names: list[str]) -> int:
     """How many of ``names`` Metadata lists with a leader."""
     topics = admin.list_topics(timeout=10).topics
-    return sum(1 for n in names if n in topics and topics[n].error is None
-               and all(p.leader == 1 for p in topics[n].partitions.values()))
+    return sum(
+        1
+        for n in names
+        if n in topics and topics[n].error is None and all(p.leader == 1 for p in topics[n].partitions.values())
+    )
 
 
 def _missing_files(logs, names: list[str]) -> list[str]:
@@ -52,7 +57,7 @@ def test_sigterm_during_the_topic_creation_backlog(broker_factory):
     out = b.lines
     clean = [i for i, line in enumerate(out) if "Log directory shut down cleanly" in line]
     assert clean, b.output()[-3000:]
-    assert not [line for line in out[clean[-1]:] if "Created log" in line]
+    assert not [line for line in out[clean[-1] :] if "Created log" in line]
     logs = b.data_dir / "logs"
     created = [n for n in names if (logs / f"{n}-0").exists()]
     assert _missing_files(logs, created) == []
@@ -60,6 +65,7 @@ def test_sigterm_during_the_topic_creation_backlog(broker_factory):
     first = len(b.lines)
     b.start()
     from confluent_kafka.admin import AdminClient
+
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     wait_until(lambda: _served(admin, names) == len(names), 20, message="all 1000 topics listed after restart")
     restart = b.lines[first:]

@@ -1,5 +1,6 @@
 """queued.max.request.bytes on a whole broker (in-process): real clients produce and consume through a
 memory pool barely larger than one request, and every byte goes back to the pool afterwards."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,8 +19,14 @@ REQUEST_MAX = 1024 * 1024
 
 @pytest.fixture
 def server(tmp_path):
-    props = dict(DEFAULTS, **{"log.dirs": str(tmp_path / "logs"), "socket.request.max.bytes": str(REQUEST_MAX),
-                              "queued.max.request.bytes": str(REQUEST_MAX + 1)})
+    props = dict(
+        DEFAULTS,
+        **{
+            "log.dirs": str(tmp_path / "logs"),
+            "socket.request.max.bytes": str(REQUEST_MAX),
+            "queued.max.request.bytes": str(REQUEST_MAX + 1),
+        },
+    )
     s = KafkaRaftServer(KafkaConfig(props))
     s.startup()
     yield s

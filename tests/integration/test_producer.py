@@ -1,4 +1,5 @@
 """pykbroker's KafkaProducer and bin/kafka-producer-perf-test against a real broker (issue 6)."""
+
 from __future__ import annotations
 
 import os
@@ -21,12 +22,14 @@ pytestmark = pytest.mark.integration
 PERF_FINAL = re.compile(
     r"^(?P<records>\d+) records sent, (?P<rps>\d+\.\d+) records/sec \((?P<mbps>\d+\.\d+) MB/sec\), "
     r"(?P<avg>\d+\.\d+) ms avg latency, (?P<max>\d+\.\d+) ms max latency, (?P<p50>\d+) ms 50th, "
-    r"(?P<p95>\d+) ms 95th, (?P<p99>\d+) ms 99th, (?P<p999>\d+) ms 99\.9th\.$")
+    r"(?P<p95>\d+) ms 95th, (?P<p99>\d+) ms 99th, (?P<p999>\d+) ms 99\.9th\.$"
+)
 
 
 def consume_all(bootstrap, topic, partitions, expect, timeout=90):
     """Every record of the topic via confluent-kafka: ``{partition: [(offset, key, value)]}``."""
     from confluent_kafka import Consumer, TopicPartition
+
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify", "enable.auto.commit": False})
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     out: dict[int, list] = {p: [] for p in range(partitions)}
@@ -48,6 +51,7 @@ def consume_all(bootstrap, topic, partitions, expect, timeout=90):
 
 def test_keys_land_on_the_same_partitions_as_confluent_murmur2_random(broker):
     from confluent_kafka import Producer
+
     create_topic(broker.bootstrap, "keys", 6)
     keys = [b"key-%d" % i for i in range(10_000)]
     theirs = {}
@@ -69,10 +73,18 @@ def test_every_codec_and_acks_round_trip(broker):
     sent = []
     for codec in ("none", "gzip", "snappy", "lz4", "zstd"):
         for acks in ("0", "1", "all"):
-            with KafkaProducer({"bootstrap.servers": broker.bootstrap, "compression.type": codec,
-                                "acks": acks, "linger.ms": 2}) as producer:
-                futures = [producer.send("codecs", b"%s-%s-%d" % (codec.encode(), acks.encode(), i),
-                                         key=b"%d" % i, headers=[("h", b"%d" % i)]) for i in range(200)]
+            with KafkaProducer(
+                {"bootstrap.servers": broker.bootstrap, "compression.type": codec, "acks": acks, "linger.ms": 2}
+            ) as producer:
+                futures = [
+                    producer.send(
+                        "codecs",
+                        b"%s-%s-%d" % (codec.encode(), acks.encode(), i),
+                        key=b"%d" % i,
+                        headers=[("h", b"%d" % i)],
+                    )
+                    for i in range(200)
+                ]
                 producer.flush(30)
                 metadata = [f.get(10) for f in futures]
                 assert all(m.offset >= 0 for m in metadata) == (acks != "0")
@@ -84,8 +96,7 @@ def test_every_codec_and_acks_round_trip(broker):
 
 def test_send_errors_are_kafka_errors(broker_factory):
     b = broker_factory(**{"auto.create.topics.enable": "false"})
-    with KafkaProducer({"bootstrap.servers": b.bootstrap, "max.block.ms": 1500,
-                        "max.request.size": 10000}) as producer:
+    with KafkaProducer({"bootstrap.servers": b.bootstrap, "max.block.ms": 1500, "max.request.size": 10000}) as producer:
         with pytest.raises(TimeoutError, match="not present in metadata"):
             producer.send("missing", b"x")
         create_topic(b.bootstrap, "small", 1)
@@ -111,8 +122,12 @@ def test_idempotent_producer_survives_broker_kill_9(broker_factory):
     """acks=all, idempotence on; the broker is killed with -9 and restarted mid-run (same ports): every
     acknowledged record is in the log exactly once, in send order per partition."""
     port, controller = free_ports(2)
-    broker = broker_factory(**{"listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}",
-                               "controller.quorum.voters": f"1@127.0.0.1:{controller}"})
+    broker = broker_factory(
+        **{
+            "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}",
+            "controller.quorum.voters": f"1@127.0.0.1:{controller}",
+        }
+    )
     n = int(os.environ.get("PYKBROKER_KILL9_RECORDS", "120000"))  # the issue's full run: 1000000
     create_topic(broker.bootstrap, "kill9", 6)
     failed = []
@@ -122,9 +137,17 @@ def test_idempotent_producer_survives_broker_kill_9(broker_factory):
             failed.append(exc)
 
     killed = threading.Event()
-    producer = KafkaProducer({"bootstrap.servers": broker.bootstrap, "acks": "all", "enable.idempotence": "true",
-                              "linger.ms": 5, "delivery.timeout.ms": 120000, "request.timeout.ms": 10000,
-                              "reconnect.backoff.max.ms": 200})
+    producer = KafkaProducer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "acks": "all",
+            "enable.idempotence": "true",
+            "linger.ms": 5,
+            "delivery.timeout.ms": 120000,
+            "request.timeout.ms": 10000,
+            "reconnect.backoff.max.ms": 200,
+        }
+    )
     futures = []
     for i in range(n):
         futures.append(producer.send("kill9", b"%08d" % i, key=b"%d" % (i % 97), callback=on_delivery))
@@ -158,9 +181,27 @@ def test_idempotent_producer_survives_broker_kill_9(broker_factory):
 def test_perf_tool_final_line_matches_what_a_consumer_reads(broker):
     create_topic(broker.bootstrap, "perf", 6)
     run = subprocess.run(
-        [sys.executable, "-m", "pykbroker.tools.producer_performance", "--topic", "perf", "--num-records", "50000",
-         "--record-size", "100", "--throughput", "-1", "--producer-props", f"bootstrap.servers={broker.bootstrap}",
-         "acks=1", "linger.ms=5"], capture_output=True, text=True, timeout=180)
+        [
+            sys.executable,
+            "-m",
+            "pykbroker.tools.producer_performance",
+            "--topic",
+            "perf",
+            "--num-records",
+            "50000",
+            "--record-size",
+            "100",
+            "--throughput",
+            "-1",
+            "--producer-props",
+            f"bootstrap.servers={broker.bootstrap}",
+            "acks=1",
+            "linger.ms=5",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert run.returncode == 0, run.stderr
     final = [m for m in map(PERF_FINAL.match, run.stdout.splitlines()) if m]
     assert len(final) == 1, run.stdout
@@ -176,9 +217,25 @@ def test_perf_tool_throttles_to_throughput(broker):
     create_topic(broker.bootstrap, "throttled", 1)
     start = time.monotonic()
     run = subprocess.run(
-        [sys.executable, "-m", "pykbroker.tools.producer_performance", "--topic", "throttled", "--num-records",
-         "3000", "--record-size", "10", "--throughput", "1000", "--bootstrap-server", broker.bootstrap],
-        capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "pykbroker.tools.producer_performance",
+            "--topic",
+            "throttled",
+            "--num-records",
+            "3000",
+            "--record-size",
+            "10",
+            "--throughput",
+            "1000",
+            "--bootstrap-server",
+            broker.bootstrap,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     elapsed = time.monotonic() - start
     assert run.returncode == 0, run.stderr
     assert PERF_FINAL.match(run.stdout.splitlines()[-1]), run.stdout

@@ -1,4 +1,5 @@
 """Issue 2: request metrics per API, read from the broker's MetricsRegistry (in-process broker)."""
+
 from __future__ import annotations
 
 import pytest
@@ -27,15 +28,27 @@ def test_request_metrics_are_recorded_per_api(server):
     with BrokerConnection("127.0.0.1", server.bound_port("PLAINTEXT")) as conn:
         for _ in range(5):
             conn.request(ApiKeys.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
-        conn.request(ApiKeys.METADATA, 12, {"topics": [], "allow_auto_topic_creation": False,
-                                           "include_topic_authorized_operations": False})
+        conn.request(
+            ApiKeys.METADATA,
+            12,
+            {"topics": [], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False},
+        )
     metrics = server.metrics
     # As in Kafka, a request's metrics are updated when its send completes in the Processor, which
     # can be just after the client has read the response: wait (bounded) for the last one.
-    wait_until(lambda: metrics.get(request_metric_name("TotalTimeMs", "Metadata")) is not None,
-               timeout=5.0, message="Metadata request metrics never recorded")
-    for name in ("RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTimeMs",
-                 "ResponseSendTimeMs", "TotalTimeMs"):
+    wait_until(
+        lambda: metrics.get(request_metric_name("TotalTimeMs", "Metadata")) is not None,
+        timeout=5.0,
+        message="Metadata request metrics never recorded",
+    )
+    for name in (
+        "RequestQueueTimeMs",
+        "LocalTimeMs",
+        "RemoteTimeMs",
+        "ResponseQueueTimeMs",
+        "ResponseSendTimeMs",
+        "TotalTimeMs",
+    ):
         api_versions = metrics.get(request_metric_name(name, "ApiVersions"))
         assert api_versions is not None and api_versions.count == 5, name
         assert api_versions.min >= 0.0
@@ -44,6 +57,9 @@ def test_request_metrics_are_recorded_per_api(server):
     local = metrics.get(request_metric_name("LocalTimeMs", "ApiVersions"))
     assert total.sum >= local.sum  # the total covers every phase
     assert metrics.get(request_metric_name("TotalTimeMs", "Produce")) is None  # nothing produced
-    idle = [m.value for n, m in metrics.metrics.items()
-            if n.endswith("RequestHandlerAvgIdlePercent") or n.endswith("NetworkProcessorAvgIdlePercent")]
+    idle = [
+        m.value
+        for n, m in metrics.metrics.items()
+        if n.endswith("RequestHandlerAvgIdlePercent") or n.endswith("NetworkProcessorAvgIdlePercent")
+    ]
     assert len(idle) >= 2 and all(0.0 <= v <= 1.0 for v in idle), idle

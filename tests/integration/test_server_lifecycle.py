@@ -1,11 +1,10 @@
 """Start-up, configuration errors, thread model and orderly shutdown."""
+
 import os
-import signal
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -53,8 +52,9 @@ def test_sigterm_shuts_down_in_order_within_seconds(broker):
 
 def _run_start(args, cwd):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "pykbroker.kafka", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "pykbroker.kafka", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_bad_value_stops_startup_with_one_clear_line(tmp_path):
@@ -62,7 +62,7 @@ def test_bad_value_stops_startup_with_one_clear_line(tmp_path):
     cfg.write_text("".join(f"{k}={v}\n" for k, v in DEFAULTS.items()) + "num.io.threads=lots\n")
     r = _run_start([str(cfg)], tmp_path)
     assert r.returncode == 1
-    err = [l for l in r.stderr.splitlines() if l.strip()]
+    err = [line for line in r.stderr.splitlines() if line.strip()]
     assert err == ["ERROR: Invalid value lots for configuration num.io.threads: Not a number of type INT"]
 
 
@@ -78,7 +78,9 @@ def test_override_wins_and_missing_required_key(tmp_path):
 
 def test_usage_line_on_bad_arguments(tmp_path):
     r = _run_start([], tmp_path)
-    assert r.returncode == 1 and r.stderr.startswith("USAGE: kafka-server-start [-daemon] server.properties [--override property=value]*")
+    assert r.returncode == 1 and r.stderr.startswith(
+        "USAGE: kafka-server-start [-daemon] server.properties [--override property=value]*"
+    )
     r = _run_start(["x.properties", "--bogus"], tmp_path)
     assert r.returncode == 1 and "USAGE:" in r.stderr
     script = subprocess.run([str(ROOT / "bin" / "kafka-server-start")], capture_output=True, text=True, timeout=30)
@@ -105,6 +107,7 @@ def test_restart_keeps_cluster_id_and_other_node_is_refused(broker_factory):
 def _serves(bootstrap: str, topic: str) -> bool:
     """CreateTopics then a produce acknowledged at offset 0."""
     from tests.integration.test_data_path import _batch, _produce_raw, create_topic
+
     create_topic(bootstrap, topic, partitions=1)
     r = _produce_raw(bootstrap, topic, _batch(3))
     return r["error_code"] == 0 and r["base_offset"] == 0
@@ -118,8 +121,10 @@ def test_second_broker_on_the_same_log_dirs_is_refused(broker_factory, tmp_path)
     b.write_config()
     r = _run_start([str(b.config_path)], b.data_dir)
     out = r.stdout + r.stderr
-    expected = (f"Failed to acquire lock on file .lock in {log_dir}. "
-                "A Kafka instance in another process or thread is using this directory.")
+    expected = (
+        f"Failed to acquire lock on file .lock in {log_dir}. "
+        "A Kafka instance in another process or thread is using this directory."
+    )
     assert r.returncode == 1, out
     assert len([line for line in out.splitlines() if expected in line]) == 1, out
     assert "Traceback" not in out
@@ -133,6 +138,7 @@ def test_second_broker_on_the_same_log_dirs_is_refused(broker_factory, tmp_path)
 
 def test_port_in_use_fails_before_touching_storage(tmp_path):
     import socket
+
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
@@ -153,11 +159,13 @@ def test_port_in_use_fails_before_touching_storage(tmp_path):
 def test_start_up_waits_are_bounded_and_fail_with_one_line(tmp_path, monkeypatch):
     from pykbroker.metadata.quorum_controller import QuorumController
     from pykbroker.server.kafka_raft_server import StartupError
+
     monkeypatch.setattr(QuorumController, "wait_for_active", lambda self, timeout: False)
     props = dict(DEFAULTS, **{"log.dirs": str(tmp_path / "logs"), "initial.broker.registration.timeout.ms": "500"})
     server = KafkaRaftServer(KafkaConfig(props))
-    with pytest.raises(StartupError, match="^Timed out after 500 ms waiting for the metadata quorum controller "
-                                           "to become active$"):
+    with pytest.raises(
+        StartupError, match="^Timed out after 500 ms waiting for the metadata quorum controller to become active$"
+    ):
         server.startup()
     server.shutdown()
     monkeypatch.undo()

@@ -1,4 +1,5 @@
 """SocketServer behaviour over real loopback sockets against a real broker subprocess."""
+
 import socket
 import struct
 import time
@@ -117,6 +118,7 @@ def test_500_concurrent_connections_on_2_processors_then_per_ip_limit(broker_fac
             extra.close()
         assert b.wait_for_line(r"Rejected connection from 127\.0\.0\.1.*maximum of 500", start=mark)
         conns.pop().close()
+
         # A slot frees up once the broker notices the close.
         def reconnect():
             try:
@@ -126,6 +128,7 @@ def test_500_concurrent_connections_on_2_processors_then_per_ip_limit(broker_fac
                 return ok
             except (ConnectionError, OSError):
                 return False
+
         wait_until(reconnect, timeout=10, message="no slot after closing a connection")
     finally:
         for c in conns:
@@ -144,6 +147,7 @@ def test_idle_connections_expire(broker_factory):
 def _listen_backlog(port: int) -> int:
     """The accept-queue size the kernel reports for a listening socket (ss's Send-Q column)."""
     import subprocess
+
     out = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True, check=True).stdout
     (line,) = out.strip().splitlines()
     return int(line.split()[2])
@@ -189,6 +193,7 @@ def test_listen_backlog_is_honoured_and_a_burst_of_connections_is_accepted(broke
 def test_announced_but_unsent_frames_do_not_pin_memory(broker):
     """Five connections announce socket.request.max.bytes (100 MiB) and send 1 KiB: the broker's RSS
     grows by far less than the 500 MiB announced (the body buffer grows with the bytes that arrive)."""
+
     def rss() -> int:
         with open(f"/proc/{broker.proc.pid}/status") as f:
             return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))

@@ -2,6 +2,7 @@
 full log directory answers KAFKA_STORAGE_ERROR, the directory goes offline, the broker keeps serving
 the other directory (no SIGBUS from an index written through mmap), and after space is freed a restart
 recovers every acknowledged record."""
+
 from __future__ import annotations
 
 import os
@@ -38,8 +39,12 @@ def _batch(n: int, size: int) -> bytearray:
 
 def test_full_log_dir_goes_offline_and_the_broker_keeps_serving(tmp_path, small_tmpfs):
     full, ok = small_tmpfs / "logs", tmp_path / "logs-ok"
-    b = BrokerProcess(tmp_path / "broker", log_dirs=f"{full},{ok}", metadata_log_dir=str(tmp_path / "meta"),
-                      log_segment_bytes=str(128 * 1024))
+    b = BrokerProcess(
+        tmp_path / "broker",
+        log_dirs=f"{full},{ok}",
+        metadata_log_dir=str(tmp_path / "meta"),
+        log_segment_bytes=str(128 * 1024),
+    )
     b.start()
     try:
         create_topic(b.bootstrap, "t", partitions=2)
@@ -59,11 +64,20 @@ def test_full_log_dir_goes_offline_and_the_broker_keeps_serving(tmp_path, small_
         def produce_t1():
             from pykbroker.clients.broker_connection import BrokerConnection
             from pykbroker.protocol.api_keys import ApiKeys
+
             with BrokerConnection.to(b.bootstrap) as c:
-                resp = c.request(ApiKeys.PRODUCE, 9, {"transactional_id": None, "acks": 1, "timeout_ms": 5000,
-                                                      "topic_data": [{"name": "t", "partition_data": [
-                                                          {"index": 1, "records": _batch(2, 10)}]}]})
+                resp = c.request(
+                    ApiKeys.PRODUCE,
+                    9,
+                    {
+                        "transactional_id": None,
+                        "acks": 1,
+                        "timeout_ms": 5000,
+                        "topic_data": [{"name": "t", "partition_data": [{"index": 1, "records": _batch(2, 10)}]}],
+                    },
+                )
             return resp["responses"][0]["partition_responses"][0]
+
         assert produce_t1()["error_code"] == 0  # the other log directory keeps serving
         assert b.stop() == 0
         assert "Traceback" not in b.output() and "SIGBUS" not in b.output()
@@ -71,6 +85,7 @@ def test_full_log_dir_goes_offline_and_the_broker_keeps_serving(tmp_path, small_
         subprocess.run(["mount", "-o", "remount,size=16m", str(small_tmpfs)], check=True)  # space freed
         b.start()
         from confluent_kafka import Consumer, TopicPartition
+
         c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "g", "enable.auto.commit": False})
         try:
             low, high = c.get_watermark_offsets(TopicPartition("t", 0), timeout=10)
@@ -85,8 +100,12 @@ def test_single_full_log_dir_keeps_the_broker_up_answering_storage_errors(tmp_pa
     """With its only log directory full, a single node stays up (no SIGBUS, no halt) and answers
     KAFKA_STORAGE_ERROR (retriable) for the partition; Metadata keeps being served."""
     full = small_tmpfs / "logs"
-    b = BrokerProcess(tmp_path / "broker", log_dirs=str(full), metadata_log_dir=str(tmp_path / "meta"),
-                      log_segment_bytes=str(128 * 1024))
+    b = BrokerProcess(
+        tmp_path / "broker",
+        log_dirs=str(full),
+        metadata_log_dir=str(tmp_path / "meta"),
+        log_segment_bytes=str(128 * 1024),
+    )
     b.start()
     try:
         create_topic(b.bootstrap, "t", partitions=1)
@@ -99,6 +118,7 @@ def test_single_full_log_dir_keeps_the_broker_up_answering_storage_errors(tmp_pa
         assert _produce_raw(b.bootstrap, "t", _batch(1, 10))["error_code"] == 56
         assert b.proc.poll() is None
         from confluent_kafka.admin import AdminClient
+
         assert "t" in AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(timeout=10).topics
         assert "Traceback" not in b.output()
     finally:

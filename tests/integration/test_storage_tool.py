@@ -1,4 +1,5 @@
 """bin/kafka-storage format / random-uuid, then the broker starts on the formatted directories."""
+
 import subprocess
 import sys
 
@@ -10,8 +11,13 @@ pytestmark = pytest.mark.integration
 
 
 def storage(*args):
-    return subprocess.run([sys.executable, "-m", "pykbroker.tools.storage_tool", *args], capture_output=True,
-                          text=True, timeout=60, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "pykbroker.tools.storage_tool", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
 
 
 def test_random_uuid_format_and_start(tmp_path):
@@ -31,6 +37,7 @@ def test_random_uuid_format_and_start(tmp_path):
     b.start()
     try:
         from confluent_kafka.admin import AdminClient
+
         assert AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(timeout=10).cluster_id == cluster_id
     finally:
         b.stop()

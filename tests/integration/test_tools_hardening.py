@@ -1,5 +1,6 @@
 """Hardening of the broker process and the command-line tools: shutdown with a dead stdout,
 kafka-server-stop filters, config-relative data directories, perf-test counts, tool output streams."""
+
 from __future__ import annotations
 
 import os
@@ -19,27 +20,52 @@ pytestmark = pytest.mark.integration
 
 
 def perf_test(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pykbroker.tools.producer_performance", *args],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "pykbroker.tools.producer_performance", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_perf_test_counts_every_record(broker):
     """flush() used to return before the last delivery callbacks ran: 917 of 1000 records reported."""
     create_topic(broker.bootstrap, "exact", 3)
     for _ in range(3):
-        run = perf_test("--topic", "exact", "--num-records", "1000", "--record-size", "100", "--throughput", "-1",
-                        "--producer-props", f"bootstrap.servers={broker.bootstrap}", "acks=1", "linger.ms=0")
+        run = perf_test(
+            "--topic",
+            "exact",
+            "--num-records",
+            "1000",
+            "--record-size",
+            "100",
+            "--throughput",
+            "-1",
+            "--producer-props",
+            f"bootstrap.servers={broker.bootstrap}",
+            "acks=1",
+            "linger.ms=0",
+        )
         assert run.returncode == 0, run.stderr
         assert re.match(r"^1000 records sent, ", run.stdout.splitlines()[-1]), run.stdout
 
 
-def _start_piped(config: Path, cwd: Path, *extra: str, keep_reading: bool = False) -> tuple[subprocess.Popen, list[str]]:
+def _start_piped(
+    config: Path, cwd: Path, *extra: str, keep_reading: bool = False
+) -> tuple[subprocess.Popen, list[str]]:
     """``python -m pykbroker.kafka config`` with stdout and stderr into one pipe, read up to
     "Kafka Server started" (bounded); then the caller owns the pipe's read end, unless ``keep_reading``
     (the lines keep arriving in the returned list)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "-m", "pykbroker.kafka", str(config), *extra], cwd=str(cwd), env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pykbroker.kafka", str(config), *extra],
+        cwd=str(cwd),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+    )
     lines: list[str] = []
     started = threading.Event()
 
@@ -81,8 +107,9 @@ def test_sigterm_shuts_down_cleanly_when_stdout_reader_is_gone(tmp_path):
 
 def server_stop(*args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYKBROKER_VENV=sys.prefix)
-    return subprocess.run([str(ROOT / "bin" / "kafka-server-stop"), *args], capture_output=True, text=True,
-                          env=env, timeout=60)
+    return subprocess.run(
+        [str(ROOT / "bin" / "kafka-server-stop"), *args], capture_output=True, text=True, env=env, timeout=60
+    )
 
 
 def test_server_stop_help_and_node_id_filter(broker_factory):
@@ -98,7 +125,8 @@ def test_server_stop_help_and_node_id_filter(broker_factory):
     assert none.returncode == 1
     assert none.stdout.splitlines() == [
         "When both node-id and process-role are provided, the value for node-id will take precedence",
-        "No kafka server to stop"]
+        "No kafka server to stop",
+    ]
     bad = server_stop("--node", str(base))
     assert bad.returncode == 1 and "USAGE: kafka-server-stop" in bad.stderr
     stop = server_stop("--node-id", str(base))
@@ -130,9 +158,14 @@ def test_relative_log_dirs_are_taken_from_the_config_files_directory(tmp_path):
             proc.kill()
             proc.wait(10)
     # kafka-storage reads the same file the same way, from any directory.
-    info = subprocess.run([sys.executable, "-m", "pykbroker.tools.storage_tool", "info", "-c", str(conf.config_path)],
-                          cwd=str(elsewhere), env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True,
-                          text=True, timeout=30)
+    info = subprocess.run(
+        [sys.executable, "-m", "pykbroker.tools.storage_tool", "info", "-c", str(conf.config_path)],
+        cwd=str(elsewhere),
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert info.returncode == 0, info.stderr
     assert info.stdout.startswith(f"Found log directory:\n  {expected}\n"), info.stdout
 
@@ -142,8 +175,14 @@ DEAD = "127.0.0.1:1"  # nothing listens there: connection refused
 
 def tool(module: str, *args: str, stdin: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
     """Run a tool as bin/ does (``python -m``, so its own logging set-up applies)."""
-    return subprocess.run([sys.executable, "-m", f"pykbroker.tools.{module}", *args], input=stdin,
-                          capture_output=True, text=True, timeout=timeout, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    return subprocess.run(
+        [sys.executable, "-m", f"pykbroker.tools.{module}", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
 
 
 def test_tools_try_every_bootstrap_server(broker, tmp_path):
@@ -153,11 +192,13 @@ def test_tools_try_every_bootstrap_server(broker, tmp_path):
     assert "multi" in tool("topic_command", *bs, "--list").stdout.splitlines()
     produced = tool("console_producer", *bs, "--topic", "multi", stdin="one\ntwo\n")
     assert produced.returncode == 0, produced.stderr
-    consumed = tool("console_consumer", *bs, "--topic", "multi", "--from-beginning", "--max-messages", "2",
-                    "--group", "g-multi")
+    consumed = tool(
+        "console_consumer", *bs, "--topic", "multi", "--from-beginning", "--max-messages", "2", "--group", "g-multi"
+    )
     assert consumed.stdout.splitlines() == ["one", "two"], consumed.stderr
-    by_partition = tool("console_consumer", *bs, "--topic", "multi", "--partition", "0", "--offset", "earliest",
-                        "--max-messages", "2")
+    by_partition = tool(
+        "console_consumer", *bs, "--topic", "multi", "--partition", "0", "--offset", "earliest", "--max-messages", "2"
+    )
     assert by_partition.stdout.splitlines() == ["one", "two"], by_partition.stderr
     assert "g-multi" in tool("consumer_group_command", *bs, "--list").stdout.splitlines()
     offsets = tmp_path / "offsets.json"
@@ -168,13 +209,17 @@ def test_tools_try_every_bootstrap_server(broker, tmp_path):
     assert perf.returncode == 0 and perf.stdout.startswith("100 records sent, "), perf.stdout + perf.stderr
     none = tool("topic_command", "--bootstrap-server", f"{DEAD},127.0.0.1:2", "--list")
     assert none.returncode == 1
-    assert none.stderr.splitlines() == ["Error while executing topic command : Could not connect to any of the "
-                                        "bootstrap servers: 127.0.0.1:1 (Connection refused), 127.0.0.1:2 "
-                                        "(Connection refused)"]
+    assert none.stderr.splitlines() == [
+        "Error while executing topic command : Could not connect to any of the "
+        "bootstrap servers: 127.0.0.1:1 (Connection refused), 127.0.0.1:2 "
+        "(Connection refused)"
+    ]
 
 
-METADATA_WARN = re.compile(r"^\[[\d :,-]+\] WARN \[Consumer clientId=[^\]]*\] The metadata response from the cluster "
-                           r"reported a recoverable issue with correlation id \d+ : \{absent=UNKNOWN_TOPIC_OR_PARTITION\}$")
+METADATA_WARN = re.compile(
+    r"^\[[\d :,-]+\] WARN \[Consumer clientId=[^\]]*\] The metadata response from the cluster "
+    r"reported a recoverable issue with correlation id \d+ : \{absent=UNKNOWN_TOPIC_OR_PARTITION\}$"
+)
 
 
 @pytest.mark.parametrize("mode", [["--group", "g-absent"], ["--partition", "0"]], ids=["group", "partition"])
@@ -182,21 +227,42 @@ def test_console_consumer_waits_for_a_missing_topic(broker_factory, mode):
     """No auto-creation: Kafka's consumer logs the metadata warning and keeps waiting; the records
     arrive once the topic exists. No traceback."""
     b = broker_factory(auto_create_topics_enable="false")
-    proc = subprocess.Popen([sys.executable, "-m", "pykbroker.tools.console_consumer", "--bootstrap-server",
-                             b.bootstrap, "--topic", "absent", "--from-beginning", "--max-messages", "1", *mode],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pykbroker.tools.console_consumer",
+            "--bootstrap-server",
+            b.bootstrap,
+            "--topic",
+            "absent",
+            "--from-beginning",
+            "--max-messages",
+            "1",
+            *mode,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     err: list[str] = []
     reader = threading.Thread(target=lambda: err.extend(proc.stderr), daemon=True)
     reader.start()
     try:
         from tests.helpers.wait import wait_until
-        wait_until(lambda: any(METADATA_WARN.match(line.rstrip("\n")) for line in err), 15,
-                   message="metadata warning for the missing topic")
+
+        wait_until(
+            lambda: any(METADATA_WARN.match(line.rstrip("\n")) for line in err),
+            15,
+            message="metadata warning for the missing topic",
+        )
         assert proc.poll() is None  # still waiting
         create_topic(b.bootstrap, "absent", 1)
-        assert tool("console_producer", "--bootstrap-server", b.bootstrap, "--topic", "absent",
-                    stdin="late\n").returncode == 0
+        assert (
+            tool("console_producer", "--bootstrap-server", b.bootstrap, "--topic", "absent", stdin="late\n").returncode
+            == 0
+        )
         out, _ = proc.communicate(timeout=20)
     finally:
         if proc.poll() is None:
@@ -210,26 +276,53 @@ def test_console_consumer_waits_for_a_missing_topic(broker_factory, mode):
 
 
 def test_perf_test_against_dead_broker_ends_with_one_error_line():
-    run = perf_test("--topic", "t", "--num-records", "10", "--record-size", "10", "--throughput", "-1",
-                    "--producer-props", f"bootstrap.servers={DEAD}", "max.block.ms=1500", timeout=30)
+    run = perf_test(
+        "--topic",
+        "t",
+        "--num-records",
+        "10",
+        "--record-size",
+        "10",
+        "--throughput",
+        "-1",
+        "--producer-props",
+        f"bootstrap.servers={DEAD}",
+        "max.block.ms=1500",
+        timeout=30,
+    )
     assert run.returncode == 1
     assert run.stdout == ""
     lines = run.stderr.splitlines()
     assert "Traceback" not in run.stderr
     assert lines[-1] == "ERROR: TimeoutError: Topic t not present in metadata after 1500 ms."
-    assert any(re.search(r"WARN \[Producer clientId=[^\]]+\] Connection to node -1 \(127\.0\.0\.1:1\) could not be "
-                         r"established\. Node may not be available\.$", ln) for ln in lines[:-1]), run.stderr
+    assert any(
+        re.search(
+            r"WARN \[Producer clientId=[^\]]+\] Connection to node -1 \(127\.0\.0\.1:1\) could not be "
+            r"established\. Node may not be available\.$",
+            ln,
+        )
+        for ln in lines[:-1]
+    ), run.stderr
 
 
 def test_producer_tools_keep_stdout_for_their_own_output(broker):
     create_topic(broker.bootstrap, "quiet", 1)
     # The idempotent producer logs "ProducerId set" (INFO): never on stdout, and below the tools' WARN level.
-    produced = tool("console_producer", "--bootstrap-server", broker.bootstrap, "--topic", "quiet",
-                    stdin="a\nb\n")
+    produced = tool("console_producer", "--bootstrap-server", broker.bootstrap, "--topic", "quiet", stdin="a\nb\n")
     assert produced.returncode == 0, produced.stderr
     assert produced.stdout == ""
     assert "ProducerId" not in produced.stderr
-    perf = perf_test("--topic", "quiet", "--num-records", "200", "--record-size", "10", "--throughput", "-1",
-                     "--bootstrap-server", broker.bootstrap)
+    perf = perf_test(
+        "--topic",
+        "quiet",
+        "--num-records",
+        "200",
+        "--record-size",
+        "10",
+        "--throughput",
+        "-1",
+        "--bootstrap-server",
+        broker.bootstrap,
+    )
     assert perf.returncode == 0, perf.stderr
     assert len(perf.stdout.splitlines()) == 1 and perf.stdout.startswith("200 records sent, "), perf.stdout

@@ -1,4 +1,5 @@
 """Batch reads (issue 5): every record exactly once with its fields; endingOffsets ranges; data loss."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,15 @@ BASE_TS = (int(time.time()) - 3600) * 1000  # recent: older timestamps would fal
 
 def produce(bootstrap, topic, n, partitions, headers=True):
     from confluent_kafka import Producer
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000,
-                  "queue.buffering.max.messages": 1000000})
+
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 20,
+            "batch.num.messages": 10000,
+            "queue.buffering.max.messages": 1000000,
+        }
+    )
     for i in range(n):
         kwargs = {"partition": i % partitions, "timestamp": BASE_TS + i}
         if headers:
@@ -35,21 +43,46 @@ def test_batch_read_returns_every_record_once_with_its_fields(spark, spark_broke
     bs = spark_broker.bootstrap
     create_topic(bs, "sbatch", 6)
     produce(bs, "sbatch", N, 6)
-    df = (spark.read.format("pykbroker").option("kafka.bootstrap.servers", bs).option("subscribe", "sbatch")
-          .option("includeHeaders", "true").load())
-    assert [f.name for f in df.schema.fields] == ["key", "value", "topic", "partition", "offset", "timestamp",
-                                                  "timestampType", "headers"]
+    df = (
+        spark.read.format("pykbroker")
+        .option("kafka.bootstrap.servers", bs)
+        .option("subscribe", "sbatch")
+        .option("includeHeaders", "true")
+        .load()
+    )
+    assert [f.name for f in df.schema.fields] == [
+        "key",
+        "value",
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
+        "timestampType",
+        "headers",
+    ]
     from pyspark.sql import functions as F
-    stats = df.agg(F.count("*").alias("n"), F.countDistinct("partition", "offset").alias("distinct"),
-                   F.countDistinct("key").alias("keys")).first()
+
+    stats = df.agg(
+        F.count("*").alias("n"),
+        F.countDistinct("partition", "offset").alias("distinct"),
+        F.countDistinct("key").alias("keys"),
+    ).first()
     assert (stats.n, stats.distinct, stats.keys) == (N, N, N)
     # Every field of every record matches what was produced: index i is in the key.
-    bad = (df.withColumn("i", F.expr("CAST(substring(CAST(key AS STRING), 2) AS BIGINT)"))
-           .where((F.col("partition") != F.col("i") % 6) | (F.col("offset") != (F.col("i") / 6).cast("long"))
-                  | (F.length("value") != 100) | (F.col("topic") != "sbatch") | (F.col("timestampType") != 0)
-                  | (F.unix_millis("timestamp") != F.lit(BASE_TS) + F.col("i"))
-                  | (F.expr("CAST(headers[0].value AS STRING)") != F.col("i").cast("string"))
-                  | (F.expr("headers[0].key") != "i")).count())
+    bad = (
+        df.withColumn("i", F.expr("CAST(substring(CAST(key AS STRING), 2) AS BIGINT)"))
+        .where(
+            (F.col("partition") != F.col("i") % 6)
+            | (F.col("offset") != (F.col("i") / 6).cast("long"))
+            | (F.length("value") != 100)
+            | (F.col("topic") != "sbatch")
+            | (F.col("timestampType") != 0)
+            | (F.unix_millis("timestamp") != F.lit(BASE_TS) + F.col("i"))
+            | (F.expr("CAST(headers[0].value AS STRING)") != F.col("i").cast("string"))
+            | (F.expr("headers[0].key") != "i")
+        )
+        .count()
+    )
     assert bad == 0
 
 
@@ -57,23 +90,42 @@ def test_ending_offsets_json_returns_exactly_the_requested_ranges(spark, spark_b
     bs = spark_broker.bootstrap
     create_topic(bs, "sranges", 3)
     produce(bs, "sranges", 3000, 3, headers=False)
-    df = (spark.read.format("pykbroker").option("kafka.bootstrap.servers", bs).option("subscribe", "sranges")
-          .option("startingOffsets", json.dumps({"sranges": {"0": 100, "1": -2, "2": 900}}))
-          .option("endingOffsets", json.dumps({"sranges": {"0": 200, "1": 50, "2": -1}})).load())
+    df = (
+        spark.read.format("pykbroker")
+        .option("kafka.bootstrap.servers", bs)
+        .option("subscribe", "sranges")
+        .option("startingOffsets", json.dumps({"sranges": {"0": 100, "1": -2, "2": 900}}))
+        .option("endingOffsets", json.dumps({"sranges": {"0": 200, "1": 50, "2": -1}}))
+        .load()
+    )
     got = sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect())
-    expected = sorted([(0, o) for o in range(100, 200)] + [(1, o) for o in range(0, 50)] +
-                      [(2, o) for o in range(900, 1000)])
+    expected = sorted(
+        [(0, o) for o in range(100, 200)] + [(1, o) for o in range(0, 50)] + [(2, o) for o in range(900, 1000)]
+    )
     assert got == expected
     with pytest.raises(Exception, match="starting offset can't be latest"):
-        (spark.read.format("pykbroker").option("kafka.bootstrap.servers", bs).option("subscribe", "sranges")
-         .option("startingOffsets", "latest").load().count())
+        (
+            spark.read.format("pykbroker")
+            .option("kafka.bootstrap.servers", bs)
+            .option("subscribe", "sranges")
+            .option("startingOffsets", "latest")
+            .load()
+            .count()
+        )
     with pytest.raises(Exception, match="auto.offset.reset"):
-        (spark.read.format("pykbroker").option("kafka.bootstrap.servers", bs).option("subscribe", "sranges")
-         .option("kafka.auto.offset.reset", "earliest").load().count())
+        (
+            spark.read.format("pykbroker")
+            .option("kafka.bootstrap.servers", bs)
+            .option("subscribe", "sranges")
+            .option("kafka.auto.offset.reset", "earliest")
+            .load()
+            .count()
+        )
 
 
 def test_fail_on_data_loss(spark, spark_broker):
     from confluent_kafka import TopicPartition
+
     bs = spark_broker.bootstrap
     admin = create_topic(bs, "sloss", 1)
     produce(bs, "sloss", 100, 1, headers=False)
@@ -82,8 +134,14 @@ def test_fail_on_data_loss(spark, spark_broker):
     assert future.result(10).low_watermark == 40
 
     def read(fail: str):
-        return (spark.read.format("pykbroker").option("kafka.bootstrap.servers", bs).option("subscribe", "sloss")
-                .option("startingOffsets", json.dumps({"sloss": {"0": 10}})).option("failOnDataLoss", fail).load())
+        return (
+            spark.read.format("pykbroker")
+            .option("kafka.bootstrap.servers", bs)
+            .option("subscribe", "sloss")
+            .option("startingOffsets", json.dumps({"sloss": {"0": 10}}))
+            .option("failOnDataLoss", fail)
+            .load()
+        )
 
     with pytest.raises(Exception, match="failOnDataLoss"):
         read("true").count()

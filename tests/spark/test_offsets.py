@@ -1,4 +1,5 @@
 """Offset JSON, rate limiting and range planning (pure functions, no JVM)."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """Structured Streaming (issue 5): maxOffsetsPerTrigger + availableNow, restart from the checkpoint."""
+
 from __future__ import annotations
 
 import json
@@ -12,11 +13,20 @@ pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
 
 def run_available_now(spark, bs, out, checkpoint, max_offsets):
-    q = (spark.readStream.format("pykbroker").option("kafka.bootstrap.servers", bs).option("subscribe", "sstream")
-         .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", str(max_offsets)).load()
-         .select("topic", "partition", "offset", "value")
-         .writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(checkpoint))
-         .trigger(availableNow=True).start())
+    q = (
+        spark.readStream.format("pykbroker")
+        .option("kafka.bootstrap.servers", bs)
+        .option("subscribe", "sstream")
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", str(max_offsets))
+        .load()
+        .select("topic", "partition", "offset", "value")
+        .writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
     assert q.awaitTermination(180), "streaming query did not finish"
     assert q.exception() is None, q.exception()
     return q
@@ -28,6 +38,7 @@ def test_stream_restart_from_checkpoint_is_exactly_once(spark, spark_broker, tmp
     import threading
 
     from confluent_kafka import Producer
+
     bs = spark_broker.bootstrap
     create_topic(bs, "sstream", 3)
     produce(bs, "sstream", 3000, 3, headers=False)

@@ -11,6 +11,7 @@ subscription and assignment use ConsumerProtocol v0 bytes.
 
 Threading: used by the consumer's polling thread only (blocking requests with timeouts).
 """
+
 from __future__ import annotations
 
 import struct
@@ -36,7 +37,7 @@ def decode_subscription(data: bytes) -> list[str]:
     (_, n), pos, topics = struct.unpack_from(">hi", data, 0), 6, []
     for _ in range(n):
         (length,) = struct.unpack_from(">h", data, pos)
-        topics.append(bytes(data[pos + 2:pos + 2 + length]).decode())
+        topics.append(bytes(data[pos + 2 : pos + 2 + length]).decode())
         pos += 2 + length
     return topics
 
@@ -45,7 +46,9 @@ def encode_assignment(partitions: dict[str, list[int]]) -> bytes:
     out = [struct.pack(">hi", 0, len(partitions))]
     for t, ps in sorted(partitions.items()):
         b = t.encode()
-        out.append(struct.pack(">h", len(b)) + b + struct.pack(">i", len(ps)) + b"".join(struct.pack(">i", p) for p in ps))
+        out.append(
+            struct.pack(">h", len(b)) + b + struct.pack(">i", len(ps)) + b"".join(struct.pack(">i", p) for p in ps)
+        )
     out.append(struct.pack(">i", -1))
     return b"".join(out)
 
@@ -56,7 +59,7 @@ def decode_assignment(data: bytes) -> list[tuple[str, int]]:
     (_, n), pos, out = struct.unpack_from(">hi", data, 0), 6, []
     for _ in range(n):
         (length,) = struct.unpack_from(">h", data, pos)
-        topic = bytes(data[pos + 2:pos + 2 + length]).decode()
+        topic = bytes(data[pos + 2 : pos + 2 + length]).decode()
         pos += 2 + length
         (count,) = struct.unpack_from(">i", data, pos)
         pos += 4
@@ -66,7 +69,9 @@ def decode_assignment(data: bytes) -> list[tuple[str, int]]:
     return out
 
 
-def range_assign(subscriptions: dict[str, list[str]], partition_counts: dict[str, int]) -> dict[str, dict[str, list[int]]]:
+def range_assign(
+    subscriptions: dict[str, list[str]], partition_counts: dict[str, int]
+) -> dict[str, dict[str, list[int]]]:
     """Kafka's RangeAssignor: ``{member: {topic: [partitions]}}``."""
     result: dict[str, dict[str, list[int]]] = {m: {} for m in subscriptions}
     topics = sorted({t for ts in subscriptions.values() for t in ts})
@@ -84,8 +89,9 @@ def range_assign(subscriptions: dict[str, list[str]], partition_counts: dict[str
 
 
 class ConsumerCoordinator:
-    def __init__(self, consumer, group_id: str, session_timeout_ms: int, rebalance_timeout_ms: int,
-                 heartbeat_interval_ms: int):
+    def __init__(
+        self, consumer, group_id: str, session_timeout_ms: int, rebalance_timeout_ms: int, heartbeat_interval_ms: int
+    ):
         self.consumer = consumer
         self.group_id = group_id
         self.session_timeout_ms = session_timeout_ms
@@ -110,8 +116,12 @@ class ConsumerCoordinator:
                 if conn not in self.consumer._conns.values():
                     conn.close()
             if r["error_code"] == errors.NONE:
-                self.conn = BrokerConnection(r["host"], r["port"], client_id=self.consumer.client_id,
-                                             timeout=max(30.0, self.rebalance_timeout_ms / 1000.0 + 5))
+                self.conn = BrokerConnection(
+                    r["host"],
+                    r["port"],
+                    client_id=self.consumer.client_id,
+                    timeout=max(30.0, self.rebalance_timeout_ms / 1000.0 + 5),
+                )
                 return self.conn
             if time.monotonic() > deadline:
                 raise errors.for_code(r["error_code"])(f"FindCoordinator for {self.group_id}")
@@ -135,11 +145,19 @@ class ConsumerCoordinator:
         if not self.needs_join:
             return None
         for _ in range(20):
-            join = self._request(ApiKeys.JOIN_GROUP, 5, {
-                "group_id": self.group_id, "session_timeout_ms": self.session_timeout_ms,
-                "rebalance_timeout_ms": self.rebalance_timeout_ms, "member_id": self.member_id,
-                "group_instance_id": None, "protocol_type": "consumer",
-                "protocols": [{"name": "range", "metadata": encode_subscription(topics)}]})
+            join = self._request(
+                ApiKeys.JOIN_GROUP,
+                5,
+                {
+                    "group_id": self.group_id,
+                    "session_timeout_ms": self.session_timeout_ms,
+                    "rebalance_timeout_ms": self.rebalance_timeout_ms,
+                    "member_id": self.member_id,
+                    "group_instance_id": None,
+                    "protocol_type": "consumer",
+                    "protocols": [{"name": "range", "metadata": encode_subscription(topics)}],
+                },
+            )
             code = join["error_code"]
             if code == errors.MEMBER_ID_REQUIRED:
                 self.member_id = join["member_id"]
@@ -162,9 +180,17 @@ class ConsumerCoordinator:
                 counts = self.consumer.partition_counts_of(sorted({t for ts in subscriptions.values() for t in ts}))
                 plan = range_assign(subscriptions, counts)
                 assignments = [{"member_id": m, "assignment": encode_assignment(a)} for m, a in plan.items()]
-            sync = self._request(ApiKeys.SYNC_GROUP, 3, {
-                "group_id": self.group_id, "generation_id": self.generation, "member_id": self.member_id,
-                "group_instance_id": None, "assignments": assignments})
+            sync = self._request(
+                ApiKeys.SYNC_GROUP,
+                3,
+                {
+                    "group_id": self.group_id,
+                    "generation_id": self.generation,
+                    "member_id": self.member_id,
+                    "group_instance_id": None,
+                    "assignments": assignments,
+                },
+            )
             if sync["error_code"] in _REJOIN:
                 if sync["error_code"] != errors.REBALANCE_IN_PROGRESS:
                     self.member_id = ""
@@ -181,8 +207,16 @@ class ConsumerCoordinator:
         if self.needs_join or now - self.last_heartbeat < self.heartbeat_interval:
             return
         self.last_heartbeat = now
-        r = self._request(ApiKeys.HEARTBEAT, 4, {"group_id": self.group_id, "generation_id": self.generation,
-                                                 "member_id": self.member_id, "group_instance_id": None})
+        r = self._request(
+            ApiKeys.HEARTBEAT,
+            4,
+            {
+                "group_id": self.group_id,
+                "generation_id": self.generation,
+                "member_id": self.member_id,
+                "group_instance_id": None,
+            },
+        )
         if r["error_code"] in _REJOIN:
             if r["error_code"] != errors.REBALANCE_IN_PROGRESS:
                 self.member_id = ""
@@ -191,8 +225,11 @@ class ConsumerCoordinator:
     def leave(self) -> None:
         if self.member_id and not self.needs_join:
             try:
-                self._request(ApiKeys.LEAVE_GROUP, 4, {"group_id": self.group_id, "members": [
-                    {"member_id": self.member_id, "group_instance_id": None}]})
+                self._request(
+                    ApiKeys.LEAVE_GROUP,
+                    4,
+                    {"group_id": self.group_id, "members": [{"member_id": self.member_id, "group_instance_id": None}]},
+                )
             except OSError:
                 pass
         self.member_id, self.generation, self.needs_join = "", -1, True
@@ -205,11 +242,20 @@ class ConsumerCoordinator:
             return
         topics: dict[str, list] = {}
         for (t, p), o in offsets.items():
-            topics.setdefault(t, []).append({"partition_index": p, "committed_offset": o,
-                                             "committed_leader_epoch": -1, "committed_metadata": ""})
-        r = self._request(ApiKeys.OFFSET_COMMIT, 8, {
-            "group_id": self.group_id, "generation_id_or_member_epoch": self.generation, "member_id": self.member_id,
-            "group_instance_id": None, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]})
+            topics.setdefault(t, []).append(
+                {"partition_index": p, "committed_offset": o, "committed_leader_epoch": -1, "committed_metadata": ""}
+            )
+        r = self._request(
+            ApiKeys.OFFSET_COMMIT,
+            8,
+            {
+                "group_id": self.group_id,
+                "generation_id_or_member_epoch": self.generation,
+                "member_id": self.member_id,
+                "group_instance_id": None,
+                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+            },
+        )
         for t in r["topics"]:
             for p in t["partitions"]:
                 code = p["error_code"]
@@ -222,7 +268,18 @@ class ConsumerCoordinator:
         topics: dict[str, list[int]] = {}
         for t, p in tps:
             topics.setdefault(t, []).append(p)
-        r = self._request(ApiKeys.OFFSET_FETCH, 7, {"group_id": self.group_id, "topics": [
-            {"name": t, "partition_indexes": ps} for t, ps in topics.items()], "require_stable": False})
-        return {(t["name"], p["partition_index"]): p["committed_offset"] for t in r["topics"] for p in t["partitions"]
-                if p["committed_offset"] >= 0}
+        r = self._request(
+            ApiKeys.OFFSET_FETCH,
+            7,
+            {
+                "group_id": self.group_id,
+                "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()],
+                "require_stable": False,
+            },
+        )
+        return {
+            (t["name"], p["partition_index"]): p["committed_offset"]
+            for t in r["topics"]
+            for p in t["partitions"]
+            if p["committed_offset"] >= 0
+        }

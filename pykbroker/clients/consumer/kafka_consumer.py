@@ -21,11 +21,13 @@ Kafka) and the broker's ``auto.create.topics.enable`` allow it. ``subscribe`` jo
 :class:`~pykbroker.clients.consumer.consumer_coordinator.ConsumerCoordinator` (range assignment,
 heartbeats from ``poll``, positions from the committed offsets; a subscribed topic that is missing gets
 no partitions, and the consumer rejoins once a metadata refresh shows the subscribed topics' partition
-counts changed -- every second while one is missing, else every ``metadata.max.age.ms``); ``enable.auto.commit`` commits the
-positions every ``auto.commit.interval.ms`` from ``poll`` and on ``close``; ``commit`` commits them now.
+counts changed -- every second while one is missing, else every ``metadata.max.age.ms``);
+``enable.auto.commit`` commits the positions every ``auto.commit.interval.ms`` from ``poll`` and on
+``close``; ``commit`` commits them now.
 
 Threading: like Java's consumer, not thread-safe; one thread polls.
 """
+
 from __future__ import annotations
 
 import time
@@ -60,12 +62,26 @@ class ConsumerRecord(NamedTuple):
     headers: list
 
 
-_DEFAULTS = {"bootstrap.servers": None, "client.id": "", "group.id": None, "auto.offset.reset": "latest",
-             "fetch.min.bytes": 1, "fetch.max.wait.ms": 500, "fetch.max.bytes": 52428800,
-             "max.partition.fetch.bytes": 1048576, "isolation.level": "read_uncommitted",
-             "request.timeout.ms": 30000, "check.crcs": True, "enable.auto.commit": True,
-             "auto.commit.interval.ms": 5000, "session.timeout.ms": 45000, "heartbeat.interval.ms": 3000,
-             "max.poll.interval.ms": 300000, "allow.auto.create.topics": True, "metadata.max.age.ms": 300000}
+_DEFAULTS = {
+    "bootstrap.servers": None,
+    "client.id": "",
+    "group.id": None,
+    "auto.offset.reset": "latest",
+    "fetch.min.bytes": 1,
+    "fetch.max.wait.ms": 500,
+    "fetch.max.bytes": 52428800,
+    "max.partition.fetch.bytes": 1048576,
+    "isolation.level": "read_uncommitted",
+    "request.timeout.ms": 30000,
+    "check.crcs": True,
+    "enable.auto.commit": True,
+    "auto.commit.interval.ms": 5000,
+    "session.timeout.ms": 45000,
+    "heartbeat.interval.ms": 3000,
+    "max.poll.interval.ms": 300000,
+    "allow.auto.create.topics": True,
+    "metadata.max.age.ms": 300000,
+}
 _LEADER_BACKOFF_S, _LEADER_BACKOFF_MAX_S = 0.1, 1.0
 _BOOTSTRAP_NODE = -1  # key of the bootstrap connection in ``_conns`` (brokers have ids >= 0)
 
@@ -76,7 +92,7 @@ class KafkaConsumer:
         conf.update(configs or {})
         conf.update({k.replace("_", "."): v for k, v in kwargs.items()})
         if not conf["bootstrap.servers"]:
-            raise ValueError("Missing required configuration \"bootstrap.servers\" which has no default value.")
+            raise ValueError('Missing required configuration "bootstrap.servers" which has no default value.')
         self.config = conf
         self.bootstrap = [b.strip() for b in str(conf["bootstrap.servers"]).split(",") if b.strip()]
         self.client_id = conf["client.id"] or "consumer"
@@ -114,13 +130,19 @@ class KafkaConsumer:
         """Join ``group.id`` for ``topics`` (the assignment arrives with the next ``poll``).
         Raises InvalidGroupIdError without a ``group.id``."""
         if not self.config["group.id"]:
-            raise errors.InvalidGroupIdError("To use the group management or offset commit APIs, you must "
-                                             "provide a valid group.id in the consumer configuration.")
+            raise errors.InvalidGroupIdError(
+                "To use the group management or offset commit APIs, you must "
+                "provide a valid group.id in the consumer configuration."
+            )
         self.subscription = list(topics)
         if self.coordinator is None:
             self.coordinator = ConsumerCoordinator(
-                self, self.config["group.id"], int(self.config["session.timeout.ms"]),
-                int(self.config["max.poll.interval.ms"]), int(self.config["heartbeat.interval.ms"]))
+                self,
+                self.config["group.id"],
+                int(self.config["session.timeout.ms"]),
+                int(self.config["max.poll.interval.ms"]),
+                int(self.config["heartbeat.interval.ms"]),
+            )
         self.coordinator.needs_join = True
 
     def _maybe_rebalance(self) -> None:
@@ -174,12 +196,15 @@ class KafkaConsumer:
         """Commit ``{(topic, partition): offset}`` (default: the current positions) to the group."""
         if self.coordinator is None:
             raise errors.InvalidGroupIdError("commit needs subscribe() with a group.id")
-        self.coordinator.commit(dict(offsets) if offsets is not None else
-                                {tp: off for tp, off in self.positions.items() if tp in self.assignment})
+        self.coordinator.commit(
+            dict(offsets)
+            if offsets is not None
+            else {tp: off for tp, off in self.positions.items() if tp in self.assignment}
+        )
 
     # -- metadata and connections ----------------------------------------------------------------------
     def _bootstrap_connection(self) -> BrokerConnection:
-        for node, conn in self._conns.items():
+        for conn in self._conns.values():
             return conn
         last: Exception | None = None
         for address in self.bootstrap:  # every bootstrap.servers entry in turn, as Kafka's clients do
@@ -195,9 +220,15 @@ class KafkaConsumer:
     def _refresh_metadata(self, topics: list[str]) -> None:
         conn = self._bootstrap_connection()
         try:
-            correlation_id = conn.send(ApiKeys.METADATA, METADATA_VERSION, {
-                "topics": [{"name": t, "topic_id": uuid.UUID(int=0)} for t in topics],
-                "allow_auto_topic_creation": self.allow_auto_create, "include_topic_authorized_operations": False})
+            correlation_id = conn.send(
+                ApiKeys.METADATA,
+                METADATA_VERSION,
+                {
+                    "topics": [{"name": t, "topic_id": uuid.UUID(int=0)} for t in topics],
+                    "allow_auto_topic_creation": self.allow_auto_create,
+                    "include_topic_authorized_operations": False,
+                },
+            )
             response = conn.receive()[1]
         except OSError:
             if conn in self._conns.values():
@@ -222,8 +253,10 @@ class KafkaConsumer:
                 if p["error_code"] != errors.NONE:
                     problems[f"{name}-{p['partition_index']}"] = errors.name_of(p["error_code"])
         if problems:
-            self.log.warning("The metadata response from the cluster reported a recoverable issue with correlation id "
-                             f"{correlation_id} : {{{', '.join(f'{k}={v}' for k, v in problems.items())}}}")
+            self.log.warning(
+                "The metadata response from the cluster reported a recoverable issue with correlation id "
+                f"{correlation_id} : {{{', '.join(f'{k}={v}' for k, v in problems.items())}}}"
+            )
 
     def _leader(self, tp: tuple[str, int]) -> int:
         """The partition's leader, -1 if unknown; refreshes metadata for it with a back-off (0.1 s .. 1 s)."""
@@ -313,11 +346,18 @@ class KafkaConsumer:
         for leader, tps in by_leader.items():
             topics: dict[str, list] = {}
             for t, p in tps:
-                topics.setdefault(t, []).append({"partition_index": p, "current_leader_epoch": -1,
-                                                 "timestamp": timestamp})
-            response = self._connection(leader).request(ApiKeys.LIST_OFFSETS, LIST_OFFSETS_VERSION, {
-                "replica_id": -1, "isolation_level": self.isolation,
-                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]})
+                topics.setdefault(t, []).append(
+                    {"partition_index": p, "current_leader_epoch": -1, "timestamp": timestamp}
+                )
+            response = self._connection(leader).request(
+                ApiKeys.LIST_OFFSETS,
+                LIST_OFFSETS_VERSION,
+                {
+                    "replica_id": -1,
+                    "isolation_level": self.isolation,
+                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+                },
+            )
             for t in response["topics"]:
                 for p in t["partitions"]:
                     tp = (t["name"], p["partition_index"])
@@ -386,17 +426,33 @@ class KafkaConsumer:
         for leader, tps in by_leader.items():
             topics: dict[str, list] = {}
             for t, p in tps:
-                topics.setdefault(t, []).append({
-                    "partition": p, "current_leader_epoch": -1, "fetch_offset": self.positions[(t, p)],
-                    "last_fetched_epoch": -1, "log_start_offset": -1,
-                    "partition_max_bytes": int(self.config["max.partition.fetch.bytes"])})
+                topics.setdefault(t, []).append(
+                    {
+                        "partition": p,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": self.positions[(t, p)],
+                        "last_fetched_epoch": -1,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": int(self.config["max.partition.fetch.bytes"]),
+                    }
+                )
             try:
-                response = self._connection(leader).request(ApiKeys.FETCH, FETCH_VERSION, {
-                    "replica_id": -1, "max_wait_ms": wait, "min_bytes": int(self.config["fetch.min.bytes"]),
-                    "max_bytes": int(self.config["fetch.max.bytes"]), "isolation_level": self.isolation,
-                    "session_id": 0, "session_epoch": -1,
-                    "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-                    "forgotten_topics_data": [], "rack_id": ""})
+                response = self._connection(leader).request(
+                    ApiKeys.FETCH,
+                    FETCH_VERSION,
+                    {
+                        "replica_id": -1,
+                        "max_wait_ms": wait,
+                        "min_bytes": int(self.config["fetch.min.bytes"]),
+                        "max_bytes": int(self.config["fetch.max.bytes"]),
+                        "isolation_level": self.isolation,
+                        "session_id": 0,
+                        "session_epoch": -1,
+                        "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+                        "forgotten_topics_data": [],
+                        "rack_id": "",
+                    },
+                )
             except OSError:
                 self._drop_connection(leader)
                 self._refresh_metadata(sorted({t for t, _ in tps}))
@@ -433,8 +489,7 @@ class KafkaConsumer:
             ts_type = batch.timestamp_type
             for r in batch.records(verify_crc=verify):
                 if r.offset >= position:
-                    out.append(ConsumerRecord(topic, tp[1], r.offset, r.timestamp, ts_type, r.key, r.value,
-                                              r.headers))
+                    out.append(ConsumerRecord(topic, tp[1], r.offset, r.timestamp, ts_type, r.key, r.value, r.headers))
             position = batch.next_offset
         self.positions[tp] = position
         return out

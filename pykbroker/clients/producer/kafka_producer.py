@@ -18,6 +18,7 @@ RuntimeError after ``close``. Delivery errors arrive through the future / callba
 
 Thread-safety: ``send``, ``flush`` and ``partitions_for`` may be called from any thread.
 """
+
 from __future__ import annotations
 
 import time
@@ -56,17 +57,30 @@ class KafkaProducer:
         self._ignore_keys = self.config["partitioner.ignore.keys"]
         self.metadata = ClusterMetadata(self.config["bootstrap.servers"], self.config["metadata.max.age.ms"])
         self.accumulator = RecordAccumulator(
-            self.config["batch.size"], self.config["buffer.memory"], self.config["compression.type"],
-            self.config["linger.ms"], self.config["retry.backoff.ms"], self.config["delivery.timeout.ms"],
-            self.config.idempotent)
+            self.config["batch.size"],
+            self.config["buffer.memory"],
+            self.config["compression.type"],
+            self.config["linger.ms"],
+            self.config["retry.backoff.ms"],
+            self.config["delivery.timeout.ms"],
+            self.config.idempotent,
+        )
         self.partitioner = BuiltInPartitioner(self.config["batch.size"])
         self.sender = Sender(self.config, self.metadata, self.accumulator, self.client_id)
         self.sender.start()
         self._closed = False
 
     # -- sending -------------------------------------------------------------------------------------
-    def send(self, topic: str, value=None, key=None, partition: int | None = None, timestamp_ms: int | None = None,
-             headers=None, callback=None) -> FutureRecordMetadata:
+    def send(
+        self,
+        topic: str,
+        value=None,
+        key=None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers=None,
+        callback=None,
+    ) -> FutureRecordMetadata:
         """Queue one record; returns its future at once. ``headers``: sequence of ``(str, bytes | None)``."""
         if self._closed:
             raise RuntimeError("Cannot perform operation after producer has been closed")
@@ -86,7 +100,8 @@ class KafkaProducer:
             if size > self._max_request_size:
                 raise errors.MessageTooLargeError(
                     f"The message is {size} bytes when serialized which is larger than {self._max_request_size}, "
-                    "which is the value of the max.request.size configuration.")
+                    "which is the value of the max.request.size configuration."
+                )
         sticky = False
         if partition is None:
             if key is not None and not self._ignore_keys:
@@ -97,11 +112,13 @@ class KafkaProducer:
         elif not 0 <= partition < num_partitions:
             raise errors.UnknownTopicOrPartitionError(
                 f"Partition {partition} of topic {topic} with partition count {num_partitions} is not present in "
-                "metadata.")
+                "metadata."
+            )
         if timestamp_ms is None:
             timestamp_ms = int(time.time() * 1000)
-        future, full, new_batch = self.accumulator.append(topic, partition, timestamp_ms, key, value, headers,
-                                                          callback, self._max_block_s)
+        future, full, new_batch = self.accumulator.append(
+            topic, partition, timestamp_ms, key, value, headers, callback, self._max_block_s
+        )
         if sticky:
             self.partitioner.update_partition_info(topic, size, metadata.available.get(topic, []), num_partitions)
         if (full or new_batch) and self.sender.sleeping:

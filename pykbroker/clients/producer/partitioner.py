@@ -10,6 +10,7 @@ random among partitions with a leader, until ``batch.size`` bytes were produced 
 Thread-safety: :class:`BuiltInPartitioner` is called from application threads under the producer's
 accumulator lock (see RecordAccumulator); ``murmur2`` is a pure function.
 """
+
 from __future__ import annotations
 
 import random
@@ -68,8 +69,7 @@ class BuiltInPartitioner:
             state = self._sticky[topic] = [self._choose(available, num_partitions, -1), 0]
         return state[0]
 
-    def update_partition_info(self, topic: str, appended_bytes: int, available: list[int],
-                              num_partitions: int) -> None:
+    def update_partition_info(self, topic: str, appended_bytes: int, available: list[int], num_partitions: int) -> None:
         """Count bytes produced to the sticky partition; switch once ``batch.size`` is reached."""
         state = self._sticky.get(topic)
         if state is None:

@@ -8,10 +8,12 @@ and its relative offset, so completing a batch is one event for all its records.
 Threading: records are appended under the accumulator's lock by application threads; a batch is
 completed (``done``) once, by the Sender thread; futures may be waited on from any thread.
 """
+
 from __future__ import annotations
 
 import threading
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from pykbroker.utils.logging import get_logger
 
@@ -57,8 +59,16 @@ class FutureRecordMetadata:
 
     __slots__ = ("_result", "_relative_offset", "_topic", "_partition", "_timestamp", "_key_size", "_value_size")
 
-    def __init__(self, result: ProduceRequestResult, relative_offset: int, topic: str, partition: int,
-                 timestamp: int, key_size: int, value_size: int):
+    def __init__(
+        self,
+        result: ProduceRequestResult,
+        relative_offset: int,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        key_size: int,
+        value_size: int,
+    ):
         self._result = result
         self._relative_offset = relative_offset
         self._topic = topic
@@ -90,8 +100,22 @@ class FutureRecordMetadata:
 class ProducerBatch:
     """Records for one partition, sent and acknowledged together."""
 
-    __slots__ = ("topic", "partition", "builder", "result", "callbacks", "record_count", "created",
-                 "last_attempt", "attempts", "drained", "base_sequence", "in_retry", "final_state", "size_hint")
+    __slots__ = (
+        "topic",
+        "partition",
+        "builder",
+        "result",
+        "callbacks",
+        "record_count",
+        "created",
+        "last_attempt",
+        "attempts",
+        "drained",
+        "base_sequence",
+        "in_retry",
+        "final_state",
+        "size_hint",
+    )
 
     def __init__(self, topic: str, partition: int, builder, now: float):
         self.topic = topic
@@ -112,8 +136,15 @@ class ProducerBatch:
     def try_append(self, timestamp: int, key, value, headers, callback, now: float) -> FutureRecordMetadata | None:
         if self.builder.try_append(timestamp, key, value, headers) < 0:
             return None
-        future = FutureRecordMetadata(self.result, self.record_count, self.topic, self.partition, timestamp,
-                                      -1 if key is None else len(key), -1 if value is None else len(value))
+        future = FutureRecordMetadata(
+            self.result,
+            self.record_count,
+            self.topic,
+            self.partition,
+            timestamp,
+            -1 if key is None else len(key),
+            -1 if value is None else len(value),
+        )
         self.record_count += 1
         if callback is not None:
             self.callbacks.append((callback, future))
@@ -161,17 +192,24 @@ class ProducerBatch:
         topic, partition = self.topic, self.partition
         for callback, future in self.callbacks:
             offset = base_offset + future._relative_offset if base_offset >= 0 else -1
-            metadata = RecordMetadata(topic, partition, offset,
-                                      log_append_time if log_append_time >= 0 else future._timestamp,
-                                      future._key_size, future._value_size)
+            metadata = RecordMetadata(
+                topic,
+                partition,
+                offset,
+                log_append_time if log_append_time >= 0 else future._timestamp,
+                future._key_size,
+                future._value_size,
+            )
             try:
                 callback(metadata, None)
             except Exception as e:  # noqa: BLE001 - a user callback must not break the Sender
                 self._callback_failed(e)
 
     def _callback_failed(self, e: Exception) -> None:
-        _log.error(f"Error executing user-provided callback on message for topic-partition "
-                   f"{self.topic}-{self.partition}", error=repr(e))
+        _log.error(
+            f"Error executing user-provided callback on message for topic-partition {self.topic}-{self.partition}",
+            error=repr(e),
+        )
 
     @property
     def tp(self) -> tuple[str, int]:

@@ -4,6 +4,7 @@ Values may be given as strings (as from a properties file or ``--producer-props`
 do not implement are accepted and kept (a warning lists them), as Kafka logs unknown configs.
 Serializers are callables ``(topic, data) -> bytes`` (Kafka's Serializer.serialize).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -74,19 +75,26 @@ class ProducerConfig:
             else:
                 self.unknown[key] = value
         if not self.values["bootstrap.servers"]:
-            raise ConfigError("Missing required configuration \"bootstrap.servers\" which has no default value.")
+            raise ConfigError('Missing required configuration "bootstrap.servers" which has no default value.')
         acks = str(self.values["acks"]).lower()
         if acks not in ACKS:
-            raise ConfigError(f"Invalid value {self.values['acks']} for configuration acks: String must be one of: all, -1, 0, 1")
+            raise ConfigError(
+                f"Invalid value {self.values['acks']} for configuration acks: String must be one of: all, -1, 0, 1"
+            )
         self.acks = ACKS[acks]
         if self.values["enable.idempotence"] and "enable.idempotence" in configs:
             if self.acks != -1:
-                raise ConfigError("Must set acks to all in order to use the idempotent producer. "
-                                  "Otherwise we cannot guarantee idempotence.")
+                raise ConfigError(
+                    "Must set acks to all in order to use the idempotent producer. "
+                    "Otherwise we cannot guarantee idempotence."
+                )
             if self.values["max.in.flight.requests.per.connection"] > 5:
-                raise ConfigError("Must set max.in.flight.requests.per.connection to at most 5 when using the "
-                                  "idempotent producer.")
-        elif self.values["enable.idempotence"] and (self.acks != -1 or self.values["max.in.flight.requests.per.connection"] > 5):
+                raise ConfigError(
+                    "Must set max.in.flight.requests.per.connection to at most 5 when using the idempotent producer."
+                )
+        elif self.values["enable.idempotence"] and (
+            self.acks != -1 or self.values["max.in.flight.requests.per.connection"] > 5
+        ):
             # Idempotence is only a default: conflicting explicit settings turn it off (Kafka 3.2+).
             self.values["enable.idempotence"] = False
         if self.values["compression.type"] not in ("none", "gzip", "snappy", "lz4", "zstd"):

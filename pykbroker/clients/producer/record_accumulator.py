@@ -13,6 +13,7 @@ log in sequence order. ``reenqueue`` puts a retried batch back at the front in s
 Thread-safety: one lock guards the deques (application threads append, the Sender drains and
 re-enqueues); ``_free`` is a condition on the same lock for buffer memory.
 """
+
 from __future__ import annotations
 
 import collections
@@ -26,8 +27,16 @@ from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
 
 
 class RecordAccumulator:
-    def __init__(self, batch_size: int, buffer_memory: int, compression: str, linger_ms: int,
-                 retry_backoff_ms: int, delivery_timeout_ms: int, idempotent: bool):
+    def __init__(
+        self,
+        batch_size: int,
+        buffer_memory: int,
+        compression: str,
+        linger_ms: int,
+        retry_backoff_ms: int,
+        delivery_timeout_ms: int,
+        idempotent: bool,
+    ):
         self.batch_size = batch_size
         self.total_memory = buffer_memory
         self.compression = compression
@@ -45,8 +54,7 @@ class RecordAccumulator:
         self.closed = False
 
     # -- application threads ------------------------------------------------------------------------
-    def append(self, topic: str, partition: int, timestamp: int, key, value, headers, callback,
-               max_block_s: float):
+    def append(self, topic: str, partition: int, timestamp: int, key, value, headers, callback, max_block_s: float):
         """Returns ``(future, batch_is_full, new_batch_created)``. Raises TimeoutError when
         ``buffer.memory`` stays exhausted for ``max_block_s``."""
         tp = (topic, partition)
@@ -73,15 +81,19 @@ class RecordAccumulator:
 
     def _allocate(self, size: int, max_block_s: float) -> None:
         if size > self.total_memory:
-            raise ValueError(f"Attempt to allocate {size} bytes, but there is a hard limit of "
-                             f"{self.total_memory} on memory allocations.")
+            raise ValueError(
+                f"Attempt to allocate {size} bytes, but there is a hard limit of "
+                f"{self.total_memory} on memory allocations."
+            )
         deadline = time.monotonic() + max_block_s
         while self._used + size > self.total_memory:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise TimeoutError(f"Failed to allocate {size} bytes within the configured max blocking time "
-                                   f"{int(max_block_s * 1000)} ms. Total memory: {self.total_memory} bytes. "
-                                   f"Available memory: {self.total_memory - self._used} bytes.")
+                raise TimeoutError(
+                    f"Failed to allocate {size} bytes within the configured max blocking time "
+                    f"{int(max_block_s * 1000)} ms. Total memory: {self.total_memory} bytes. "
+                    f"Available memory: {self.total_memory - self._used} bytes."
+                )
             self._free.wait(remaining)
         self._used += size
 

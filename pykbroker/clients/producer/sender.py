@@ -14,6 +14,7 @@ batch of the partition is being retried) re-enqueue the batch after ``retry.back
 Threading: one daemon thread; talks to application threads through the accumulator, the metadata
 and ``wakeup``.
 """
+
 from __future__ import annotations
 
 import threading
@@ -31,8 +32,14 @@ from pykbroker.utils.logging import get_logger
 PRODUCE_VERSION = 9
 METADATA_VERSION = 12
 INIT_PRODUCER_ID_VERSION = 4
-_REFRESH_METADATA = {errors.NOT_LEADER_OR_FOLLOWER, errors.UNKNOWN_TOPIC_OR_PARTITION, errors.LEADER_NOT_AVAILABLE,
-                     errors.KAFKA_STORAGE_ERROR, errors.FENCED_LEADER_EPOCH, errors.UNKNOWN_LEADER_EPOCH}
+_REFRESH_METADATA = {
+    errors.NOT_LEADER_OR_FOLLOWER,
+    errors.UNKNOWN_TOPIC_OR_PARTITION,
+    errors.LEADER_NOT_AVAILABLE,
+    errors.KAFKA_STORAGE_ERROR,
+    errors.FENCED_LEADER_EPOCH,
+    errors.UNKNOWN_LEADER_EPOCH,
+}
 
 
 class Sender(threading.Thread):
@@ -45,11 +52,16 @@ class Sender(threading.Thread):
         self.retries = config["retries"]
         self.request_timeout_ms = config["request.timeout.ms"]
         self.max_request_size = config["max.request.size"]
-        self.client = NetworkClient(client_id, config["request.timeout.ms"], config["reconnect.backoff.ms"],
-                                    config["reconnect.backoff.max.ms"],
-                                    config["max.in.flight.requests.per.connection"],
-                                    config["send.buffer.bytes"], config["receive.buffer.bytes"],
-                                    get_logger("Producer", clientId=client_id))
+        self.client = NetworkClient(
+            client_id,
+            config["request.timeout.ms"],
+            config["reconnect.backoff.ms"],
+            config["reconnect.backoff.max.ms"],
+            config["max.in.flight.requests.per.connection"],
+            config["send.buffer.bytes"],
+            config["receive.buffer.bytes"],
+            get_logger("Producer", clientId=client_id),
+        )
         for i, address in enumerate(metadata.bootstrap):
             self.client.set_address(-1 - i, address)
         self.txn = TransactionManager() if config.idempotent else None
@@ -111,13 +123,22 @@ class Sender(threading.Thread):
         if unknown:
             self.metadata.request_update()
         sendable = {node for node in ready if self.client.is_ready(node, now)}
-        batches = self.accumulator.drain(self.metadata.leader_for, sendable, self.max_request_size, now,
-                                         self.txn.in_flight if self.txn else {},
-                                         self.txn.assign_sequence if self.txn else None)
+        batches = self.accumulator.drain(
+            self.metadata.leader_for,
+            sendable,
+            self.max_request_size,
+            now,
+            self.txn.in_flight if self.txn else {},
+            self.txn.assign_sequence if self.txn else None,
+        )
         for batch in self.accumulator.expired_batches(now):
-            self._fail(batch, TimeoutError(
-                f"Expiring {batch.record_count} record(s) for {batch.topic}-{batch.partition}: "
-                f"{int((now - batch.created) * 1000)} ms has passed since batch creation"))
+            self._fail(
+                batch,
+                TimeoutError(
+                    f"Expiring {batch.record_count} record(s) for {batch.topic}-{batch.partition}: "
+                    f"{int((now - batch.created) * 1000)} ms has passed since batch creation"
+                ),
+            )
         for node, node_batches in batches.items():
             self._send_produce_request(node, node_batches)
         timeout = 0.0 if batches or (sendable and self.accumulator.has_undrained()) else next_check
@@ -142,9 +163,13 @@ class Sender(threading.Thread):
         topics = [{"name": t, "topic_id": uuid.UUID(int=0)} for t in sorted(self.metadata.topics)]
         version = self.client.version_for(node, ApiKeys.METADATA, METADATA_VERSION)
         self.metadata_in_flight = True
-        self.client.send(node, ApiKeys.METADATA, version, {
-            "topics": topics, "allow_auto_topic_creation": True, "include_topic_authorized_operations": False},
-            self._on_metadata)
+        self.client.send(
+            node,
+            ApiKeys.METADATA,
+            version,
+            {"topics": topics, "allow_auto_topic_creation": True, "include_topic_authorized_operations": False},
+            self._on_metadata,
+        )
 
     def _on_metadata(self, response, error) -> None:
         self.metadata_in_flight = False
@@ -157,9 +182,18 @@ class Sender(threading.Thread):
             return
         version = self.client.version_for(node, ApiKeys.INIT_PRODUCER_ID, INIT_PRODUCER_ID_VERSION)
         self.init_pid_in_flight = True
-        self.client.send(node, ApiKeys.INIT_PRODUCER_ID, version, {
-            "transactional_id": None, "transaction_timeout_ms": self.config["transaction.timeout.ms"],
-            "producer_id": -1, "producer_epoch": -1}, self._on_init_producer_id)
+        self.client.send(
+            node,
+            ApiKeys.INIT_PRODUCER_ID,
+            version,
+            {
+                "transactional_id": None,
+                "transaction_timeout_ms": self.config["transaction.timeout.ms"],
+                "producer_id": -1,
+                "producer_epoch": -1,
+            },
+            self._on_init_producer_id,
+        )
 
     def _on_init_producer_id(self, response, error) -> None:
         self.init_pid_in_flight = False
@@ -180,16 +214,21 @@ class Sender(threading.Thread):
             by_tp[batch.tp] = batch
             if self.txn is not None:
                 self.txn.add_in_flight(batch)
-        body = {"transactional_id": None, "acks": self.acks, "timeout_ms": self.request_timeout_ms,
-                "topic_data": [{"name": t, "partition_data": parts} for t, parts in topics.items()]}
+        body = {
+            "transactional_id": None,
+            "acks": self.acks,
+            "timeout_ms": self.request_timeout_ms,
+            "topic_data": [{"name": t, "partition_data": parts} for t, parts in topics.items()],
+        }
         version = self.client.version_for(node, ApiKeys.PRODUCE, PRODUCE_VERSION)
         if self.acks == 0:
             self.client.send(node, ApiKeys.PRODUCE, version, body, None, expect_response=False)
             for batch in batches:
                 self._complete(batch, -1, -1)
             return
-        self.client.send(node, ApiKeys.PRODUCE, version, body,
-                         lambda resp, err: self._on_produce_response(by_tp, resp, err))
+        self.client.send(
+            node, ApiKeys.PRODUCE, version, body, lambda resp, err: self._on_produce_response(by_tp, resp, err)
+        )
 
     def _on_produce_response(self, by_tp: dict, response, error) -> None:
         now = time.monotonic()

@@ -8,6 +8,7 @@ once nothing earlier is in flight (ordering with up to 5 in-flight requests per 
 
 Threading: used by the Sender thread only.
 """
+
 from __future__ import annotations
 
 from pykbroker.clients.producer.producer_batch import ProducerBatch

@@ -3,6 +3,7 @@
 Mirrors ``kafka.coordinator.group.{DelayedJoin,DelayedHeartbeat}``: both run their checks under the
 group's lock (passed as the operation's lock) and call back into the coordinator.
 """
+
 from __future__ import annotations
 
 from pykbroker.utils.delayed_operation import DelayedOperation

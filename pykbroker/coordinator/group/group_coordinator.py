@@ -17,6 +17,7 @@ rebalance of an empty group; ``group.max.size`` (GROUP_MAX_SIZE_REACHED).
 
 Threading: each group's state is guarded by its RLock, also used as the lock of its delayed operations.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -50,9 +51,20 @@ class GroupCoordinator:
         self.heartbeat_purgatory.shutdown()
 
     # -- JoinGroup ------------------------------------------------------------------------------------
-    def handle_join_group(self, group_id: str, member_id: str, instance_id: str | None, client_id: str,
-                          client_host: str, rebalance_timeout_ms: int, session_timeout_ms: int, protocol_type: str,
-                          protocols: list[tuple[str, bytes]], version: int, respond) -> None:
+    def handle_join_group(
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+        version: int,
+        respond,
+    ) -> None:
         """JoinGroup (``GroupCoordinator.handleJoinGroup``): ``respond(JoinGroupResponse fields)`` exactly
         once, now or when the rebalance completes. Errors: INVALID_GROUP_ID, INVALID_SESSION_TIMEOUT
         (outside ``group.min.session.timeout.ms``..``group.max.session.timeout.ms``), UNKNOWN_MEMBER_ID,
@@ -60,9 +72,19 @@ class GroupCoordinator:
         GROUP_MAX_SIZE_REACHED, COORDINATOR_NOT_AVAILABLE. The rebalance timeout is taken as given, as
         Kafka does (the handler passes the session timeout for v0): a negative one lets the join complete
         without waiting for members that have not rejoined."""
+
         def error(code: int, mid: str = member_id) -> None:
-            respond({"error_code": code, "generation_id": -1, "protocol_type": None, "protocol_name": None,
-                     "leader": "", "member_id": mid, "members": []})
+            respond(
+                {
+                    "error_code": code,
+                    "generation_id": -1,
+                    "protocol_type": None,
+                    "protocol_name": None,
+                    "leader": "",
+                    "member_id": mid,
+                    "members": [],
+                }
+            )
 
         if not group_id:
             return error(errors.INVALID_GROUP_ID)
@@ -79,8 +101,16 @@ class GroupCoordinator:
             if not member_id:
                 new_id = f"{instance_id or client_id}-{uuid.uuid4()}"
                 if instance_id and instance_id in group.static_members:
-                    self._replace_static_member(group, instance_id, new_id, protocols, rebalance_timeout_ms,
-                                                session_timeout_ms, version >= 9, respond)
+                    self._replace_static_member(
+                        group,
+                        instance_id,
+                        new_id,
+                        protocols,
+                        rebalance_timeout_ms,
+                        session_timeout_ms,
+                        version >= 9,
+                        respond,
+                    )
                     return None
                 if len(group.members) >= self.max_group_size:
                     return error(errors.GROUP_MAX_SIZE_REACHED)
@@ -97,8 +127,11 @@ class GroupCoordinator:
                     return error(code)
                 member = group.members[member_id]
                 unchanged = member.protocols == protocols
-                if group.state is _S.COMPLETING_REBALANCE and unchanged or (
-                        group.state is _S.STABLE and unchanged and member_id != group.leader_id):
+                if (
+                    group.state is _S.COMPLETING_REBALANCE
+                    and unchanged
+                    or (group.state is _S.STABLE and unchanged and member_id != group.leader_id)
+                ):
                     respond(self._join_response(group, member_id))  # e.g. a lost JoinGroup response
                     return None
                 member.protocols, member.awaiting_join = protocols, respond
@@ -106,18 +139,28 @@ class GroupCoordinator:
                 if group.state is _S.PREPARING_REBALANCE:
                     self.join_purgatory.check_and_complete(("join", group_id))
                 else:
-                    self._prepare_rebalance(group, f"member {member_id} rejoined "
-                                                   f"{'as leader' if unchanged else 'with new metadata'}")
+                    self._prepare_rebalance(
+                        group, f"member {member_id} rejoined {'as leader' if unchanged else 'with new metadata'}"
+                    )
                 return None
-            member = MemberMetadata(member_id, instance_id, client_id, client_host, rebalance_timeout_ms,
-                                    session_timeout_ms, protocol_type, protocols)
+            member = MemberMetadata(
+                member_id,
+                instance_id,
+                client_id,
+                client_host,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                protocol_type,
+                protocols,
+            )
             member.awaiting_join = respond
             member.is_new = True
             if group.state is _S.PREPARING_REBALANCE and group.generation_id == 0:
                 group.new_member_added = True  # lets the initial delay extend (InitialDelayedJoin)
             group.add(member)
-            self._schedule_heartbeat(group, member_id, member.heartbeat_generation,
-                                     max(session_timeout_ms, rebalance_timeout_ms))
+            self._schedule_heartbeat(
+                group, member_id, member.heartbeat_generation, max(session_timeout_ms, rebalance_timeout_ms)
+            )
             if group.state in (_S.STABLE, _S.COMPLETING_REBALANCE, _S.EMPTY):
                 self._prepare_rebalance(group, f"adding new member {member_id}")
             else:
@@ -137,9 +180,17 @@ class GroupCoordinator:
             return None
         return None if member_id in group.members else errors.UNKNOWN_MEMBER_ID
 
-    def _replace_static_member(self, group: GroupMetadata, instance_id: str, new_id: str,
-                               protocols: list[tuple[str, bytes]], rebalance_timeout_ms: int, session_timeout_ms: int,
-                               skip_assignment_supported: bool, respond) -> None:
+    def _replace_static_member(
+        self,
+        group: GroupMetadata,
+        instance_id: str,
+        new_id: str,
+        protocols: list[tuple[str, bytes]],
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        skip_assignment_supported: bool,
+        respond,
+    ) -> None:
         """A known static member rejoins with an empty member id (``updateStaticMemberAndRebalance``): the
         new member id replaces the old one (whose pending JoinGroup/SyncGroup get FENCED_INSTANCE_ID). In
         Stable, with the selected protocol unchanged, the group keeps its generation and assignments: the
@@ -150,11 +201,29 @@ class GroupCoordinator:
         old_id = group.static_members[instance_id]
         old_leader = group.leader_id
         member = group.members.pop(old_id)
-        for cb_name, body in (("awaiting_join", {"error_code": errors.FENCED_INSTANCE_ID, "generation_id": -1,
-                                                  "protocol_type": None, "protocol_name": None, "leader": "",
-                                                  "member_id": old_id, "members": []}),
-                              ("awaiting_sync", {"error_code": errors.FENCED_INSTANCE_ID, "protocol_type": None,
-                                                 "protocol_name": None, "assignment": b""})):
+        for cb_name, body in (
+            (
+                "awaiting_join",
+                {
+                    "error_code": errors.FENCED_INSTANCE_ID,
+                    "generation_id": -1,
+                    "protocol_type": None,
+                    "protocol_name": None,
+                    "leader": "",
+                    "member_id": old_id,
+                    "members": [],
+                },
+            ),
+            (
+                "awaiting_sync",
+                {
+                    "error_code": errors.FENCED_INSTANCE_ID,
+                    "protocol_type": None,
+                    "protocol_name": None,
+                    "assignment": b"",
+                },
+            ),
+        ):
             cb = getattr(member, cb_name)
             if cb is not None:
                 setattr(member, cb_name, None)
@@ -164,8 +233,10 @@ class GroupCoordinator:
         group.static_members[instance_id] = new_id
         if old_leader == old_id:
             group.leader_id = new_id
-        self.log.info(f"Static member with group.instance.id {instance_id} and unknown member id joins group "
-                      f"{group.group_id} in {group.state.value} state; replacing member {old_id} with {new_id}")
+        self.log.info(
+            f"Static member with group.instance.id {instance_id} and unknown member id joins group "
+            f"{group.group_id} in {group.state.value} state; replacing member {old_id} with {new_id}"
+        )
         member.heartbeat_generation += 1
         self.heartbeat_purgatory.check_and_complete(("hb", group.group_id, old_id))  # the old id's expiry
         self._heartbeat(group, member)
@@ -195,9 +266,18 @@ class GroupCoordinator:
                         if group.leader_id == new_id:
                             group.leader_id = old_id
                         self._heartbeat(group, member)
-                    respond({"error_code": code, "generation_id": group.generation_id,
-                             "protocol_type": group.protocol_type, "protocol_name": group.protocol_name,
-                             "leader": old_leader or "", "member_id": "", "skip_assignment": False, "members": []})
+                    respond(
+                        {
+                            "error_code": code,
+                            "generation_id": group.generation_id,
+                            "protocol_type": group.protocol_type,
+                            "protocol_name": group.protocol_name,
+                            "leader": old_leader or "",
+                            "member_id": "",
+                            "skip_assignment": False,
+                            "members": [],
+                        }
+                    )
                     return
                 if skip_assignment_supported:
                     resp = self._join_response(group, new_id)
@@ -210,11 +290,28 @@ class GroupCoordinator:
 
     def _join_response(self, group: GroupMetadata, member_id: str) -> dict:
         leader = member_id == group.leader_id
-        members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                    "metadata": m.metadata_for(group.protocol_name)} for m in group.members.values()] if leader else []
-        return {"error_code": errors.NONE, "generation_id": group.generation_id, "protocol_type": group.protocol_type,
-                "protocol_name": group.protocol_name, "leader": group.leader_id or "", "member_id": member_id,
-                "skip_assignment": False, "members": members}
+        members = (
+            [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "metadata": m.metadata_for(group.protocol_name),
+                }
+                for m in group.members.values()
+            ]
+            if leader
+            else []
+        )
+        return {
+            "error_code": errors.NONE,
+            "generation_id": group.generation_id,
+            "protocol_type": group.protocol_type,
+            "protocol_name": group.protocol_name,
+            "leader": group.leader_id or "",
+            "member_id": member_id,
+            "skip_assignment": False,
+            "members": members,
+        }
 
     def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
         if group.state is _S.COMPLETING_REBALANCE:
@@ -225,11 +322,18 @@ class GroupCoordinator:
                     cb({"error_code": errors.REBALANCE_IN_PROGRESS, "assignment": b""})
         was_empty = group.state is _S.EMPTY
         group.transition_to(_S.PREPARING_REBALANCE, self.time.milliseconds())
-        self.log.info(f"Preparing to rebalance group {group.group_id} in state PreparingRebalance with old "
-                      f"generation {group.generation_id} (reason: {reason})")
+        self.log.info(
+            f"Preparing to rebalance group {group.group_id} in state PreparingRebalance with old "
+            f"generation {group.generation_id} (reason: {reason})"
+        )
         if was_empty and self.initial_delay_ms > 0:  # InitialDelayedJoin: the first members wait the delay
-            op = DelayedJoin(self, group, self.initial_delay_ms, initial=True,
-                             remaining_ms=max(group.rebalance_timeout_ms() - self.initial_delay_ms, 0))
+            op = DelayedJoin(
+                self,
+                group,
+                self.initial_delay_ms,
+                initial=True,
+                remaining_ms=max(group.rebalance_timeout_ms() - self.initial_delay_ms, 0),
+            )
         else:
             op = DelayedJoin(self, group, group.rebalance_timeout_ms())
         self.join_purgatory.try_complete_else_watch(op, [("join", group.group_id)])
@@ -274,8 +378,9 @@ class GroupCoordinator:
             if group.state is _S.EMPTY:
                 self.manager.store_group(group, lambda code: None)
                 return
-            self.log.info(f"Stabilized group {group.group_id} generation {group.generation_id} with "
-                          f"{len(group.members)} members")
+            self.log.info(
+                f"Stabilized group {group.group_id} generation {group.generation_id} with {len(group.members)} members"
+            )
             for m in group.members.values():
                 cb, m.awaiting_join = m.awaiting_join, None
                 m.is_new = False
@@ -284,12 +389,21 @@ class GroupCoordinator:
                 self._heartbeat(group, m)
 
     # -- SyncGroup -------------------------------------------------------------------------------------
-    def handle_sync_group(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
-                          protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes],
-                          respond) -> None:
+    def handle_sync_group(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+        respond,
+    ) -> None:
         """SyncGroup (``GroupCoordinator.handleSyncGroup``): ``respond(SyncGroupResponse fields)`` once.
         Errors: COORDINATOR_NOT_AVAILABLE, FENCED_INSTANCE_ID (checked before) UNKNOWN_MEMBER_ID,
         ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, REBALANCE_IN_PROGRESS."""
+
         def error(code: int) -> None:
             respond({"error_code": code, "protocol_type": None, "protocol_name": None, "assignment": b""})
 
@@ -306,7 +420,8 @@ class GroupCoordinator:
             if generation_id != group.generation_id:
                 return error(errors.ILLEGAL_GENERATION)
             if (protocol_type and protocol_type != group.protocol_type) or (
-                    protocol_name and protocol_name != group.protocol_name):
+                protocol_name and protocol_name != group.protocol_name
+            ):
                 return error(errors.INCONSISTENT_GROUP_PROTOCOL)
             if group.state is _S.EMPTY:
                 return error(errors.UNKNOWN_MEMBER_ID)
@@ -340,8 +455,12 @@ class GroupCoordinator:
 
     @staticmethod
     def _sync_response(group: GroupMetadata, member: MemberMetadata) -> dict:
-        return {"error_code": errors.NONE, "protocol_type": group.protocol_type,
-                "protocol_name": group.protocol_name, "assignment": member.assignment}
+        return {
+            "error_code": errors.NONE,
+            "protocol_type": group.protocol_type,
+            "protocol_name": group.protocol_name,
+            "assignment": member.assignment,
+        }
 
     # -- Heartbeat / LeaveGroup / expiry -----------------------------------------------------------------
     def handle_heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> int:
@@ -402,8 +521,17 @@ class GroupCoordinator:
         self.heartbeat_purgatory.check_and_complete(("hb", group.group_id, member_id))
         if member.awaiting_join is not None:
             cb, member.awaiting_join = member.awaiting_join, None
-            cb({"error_code": errors.UNKNOWN_MEMBER_ID, "generation_id": -1, "protocol_type": None,
-                "protocol_name": None, "leader": "", "member_id": member_id, "members": []})
+            cb(
+                {
+                    "error_code": errors.UNKNOWN_MEMBER_ID,
+                    "generation_id": -1,
+                    "protocol_type": None,
+                    "protocol_name": None,
+                    "leader": "",
+                    "member_id": member_id,
+                    "members": [],
+                }
+            )
         if not rebalance:
             return
         if group.state in (_S.STABLE, _S.COMPLETING_REBALANCE):
@@ -442,11 +570,19 @@ class GroupCoordinator:
             self._remove_member(group, member_id)
 
     # -- offsets ----------------------------------------------------------------------------------------
-    def handle_commit_offsets(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int,
-                              offsets: dict[tuple[str, int], OffsetAndMetadata], respond) -> None:
+    def handle_commit_offsets(
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        generation_id: int,
+        offsets: dict[tuple[str, int], OffsetAndMetadata],
+        respond,
+    ) -> None:
         """OffsetCommit (``GroupCoordinator.handleCommitOffsets``): ``respond({(topic, partition): error})``.
         Errors: INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE, FENCED_INSTANCE_ID (checked before)
         UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, OFFSET_METADATA_TOO_LARGE."""
+
         def all_error(code: int) -> None:
             respond({tp: code for tp in offsets})
 
@@ -525,6 +661,7 @@ class GroupCoordinator:
     def _subscribed_topics(group: GroupMetadata) -> set[str]:
         """Topics in the members' ConsumerProtocolSubscription (version int16, topics [string])."""
         import struct
+
         topics: set[str] = set()
         if group.protocol_type != "consumer" or not group.protocol_name:
             return {t for t, _ in group.offsets}  # unknown protocol: treat every committed topic as in use
@@ -536,7 +673,7 @@ class GroupCoordinator:
                 pos += 4
                 for _ in range(n):
                     (length,) = struct.unpack_from(">h", data, pos)
-                    topics.add(data[pos + 2:pos + 2 + length].decode())
+                    topics.add(data[pos + 2 : pos + 2 + length].decode())
                     pos += 2 + length
             except (KeyError, struct.error, UnicodeDecodeError):
                 continue
@@ -546,17 +683,35 @@ class GroupCoordinator:
     def describe_group(self, group_id: str) -> dict:
         group = self.manager.get_group(group_id)
         if group is None:
-            return {"error_code": errors.NONE, "group_id": group_id, "group_state": "Dead", "protocol_type": "",
-                    "protocol_data": "", "members": []}
+            return {
+                "error_code": errors.NONE,
+                "group_id": group_id,
+                "group_state": "Dead",
+                "protocol_type": "",
+                "protocol_data": "",
+                "members": [],
+            }
         with group.lock:
             stable = group.state is _S.STABLE
-            members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
-                        "client_host": m.client_host,
-                        "member_metadata": m.metadata_for(group.protocol_name) if stable else b"",
-                        "member_assignment": m.assignment if stable else b""} for m in group.members.values()]
-            return {"error_code": errors.NONE, "group_id": group_id, "group_state": group.state.value,
-                    "protocol_type": group.protocol_type or "", "protocol_data": group.protocol_name if stable else "",
-                    "members": members}
+            members = [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "member_metadata": m.metadata_for(group.protocol_name) if stable else b"",
+                    "member_assignment": m.assignment if stable else b"",
+                }
+                for m in group.members.values()
+            ]
+            return {
+                "error_code": errors.NONE,
+                "group_id": group_id,
+                "group_state": group.state.value,
+                "protocol_type": group.protocol_type or "",
+                "protocol_data": group.protocol_name if stable else "",
+                "members": members,
+            }
 
     def list_groups(self, states: list[str]) -> list[dict]:
         wanted = {s.lower() for s in states}
@@ -565,8 +720,14 @@ class GroupCoordinator:
             with g.lock:
                 if g.state is _S.DEAD or (wanted and g.state.value.lower() not in wanted):
                     continue
-                out.append({"group_id": g.group_id, "protocol_type": g.protocol_type or "",
-                            "group_state": g.state.value, "group_type": "classic"})
+                out.append(
+                    {
+                        "group_id": g.group_id,
+                        "protocol_type": g.protocol_type or "",
+                        "group_state": g.state.value,
+                        "group_type": "classic",
+                    }
+                )
         return out
 
     def delete_group(self, group_id: str, respond) -> None:

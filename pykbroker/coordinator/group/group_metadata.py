@@ -11,11 +11,13 @@ at once)::
 Threading: every field is guarded by ``GroupMetadata.lock`` (held by the coordinator around each
 operation on the group).
 """
+
 from __future__ import annotations
 
 import enum
 import threading
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 
 class GroupState(enum.Enum):
@@ -51,9 +53,17 @@ class MemberMetadata:
     """One member: its protocols (``[(name, metadata bytes)]``), timeouts (ms), the assignment it was
     given, and the pending JoinGroup / SyncGroup response callbacks while it waits."""
 
-    def __init__(self, member_id: str, group_instance_id: str | None, client_id: str, client_host: str,
-                 rebalance_timeout_ms: int, session_timeout_ms: int, protocol_type: str,
-                 protocols: list[tuple[str, bytes]]):
+    def __init__(
+        self,
+        member_id: str,
+        group_instance_id: str | None,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+    ):
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.client_id = client_id
@@ -97,9 +107,11 @@ class GroupMetadata:
 
     def transition_to(self, target: GroupState, now_ms: int = -1) -> None:
         if self.state not in VALID_PREVIOUS[target]:
-            raise IllegalGroupTransition(f"Group {self.group_id} should be in one of "
-                                         f"{sorted(s.value for s in VALID_PREVIOUS[target])} before moving to "
-                                         f"{target.value}, not {self.state.value}")
+            raise IllegalGroupTransition(
+                f"Group {self.group_id} should be in one of "
+                f"{sorted(s.value for s in VALID_PREVIOUS[target])} before moving to "
+                f"{target.value}, not {self.state.value}"
+            )
         self.state = target
         self.state_timestamp = now_ms
 
@@ -125,12 +137,16 @@ class GroupMetadata:
         if not self.members:
             return bool(protocol_type) and bool(protocols)
         return protocol_type == self.protocol_type and any(
-            all(p in m.protocol_names for m in self.members.values()) for p in protocols)
+            all(p in m.protocol_names for m in self.members.values()) for p in protocols
+        )
 
     def select_protocol(self) -> str:
         """The protocol every member supports with the most first-preference votes (Kafka's vote)."""
-        candidates = [p for p in next(iter(self.members.values())).protocol_names
-                      if all(p in m.protocol_names for m in self.members.values())]
+        candidates = [
+            p
+            for p in next(iter(self.members.values())).protocol_names
+            if all(p in m.protocol_names for m in self.members.values())
+        ]
         votes = {p: 0 for p in candidates}
         for m in self.members.values():
             for p in m.protocol_names:

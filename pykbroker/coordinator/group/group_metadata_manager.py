@@ -11,6 +11,7 @@ after the commit, only while the group is Empty) are removed with tombstones by 
 Threading: ``_lock`` guards the group map and the loaded-partition set; each group's own state is
 guarded by its lock. Appends run on the calling handler thread.
 """
+
 from __future__ import annotations
 
 import threading
@@ -73,12 +74,16 @@ class GroupMetadataManager:
             log = self.log_manager.get_log(GROUP_METADATA_TOPIC_NAME, partition)
             if log is None or self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, partition) is None:
                 raise errors.CoordinatorNotAvailableError(
-                    f"{GROUP_METADATA_TOPIC_NAME}-{partition} is not available on this broker yet")
+                    f"{GROUP_METADATA_TOPIC_NAME}-{partition} is not available on this broker yet"
+                )
             count = self._load(log)
             self.loaded.add(partition)
             if count:
-                _log.info("Loaded group metadata and offsets", partition=f"{GROUP_METADATA_TOPIC_NAME}-{partition}",
-                          records=count)
+                _log.info(
+                    "Loaded group metadata and offsets",
+                    partition=f"{GROUP_METADATA_TOPIC_NAME}-{partition}",
+                    records=count,
+                )
 
     def _load(self, log) -> int:
         offset, end, count = log.log_start_offset, log.high_watermark, 0
@@ -147,17 +152,37 @@ class GroupMetadataManager:
         self.replica_manager.append_records(5000, 1, True, {tp: memoryview(batch)}, done)
 
     def store_group(self, group: GroupMetadata, callback) -> None:
-        members = [(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
-                    m.session_timeout_ms, m.metadata_for(group.protocol_name) if group.protocol_name else b"",
-                    m.assignment) for m in group.members.values()]
-        value = codec.group_value(group.protocol_type or "", group.generation_id, group.protocol_name,
-                                  group.leader_id, group.state_timestamp, members)
+        members = [
+            (
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                m.metadata_for(group.protocol_name) if group.protocol_name else b"",
+                m.assignment,
+            )
+            for m in group.members.values()
+        ]
+        value = codec.group_value(
+            group.protocol_type or "",
+            group.generation_id,
+            group.protocol_name,
+            group.leader_id,
+            group.state_timestamp,
+            members,
+        )
         self.append(group.group_id, [(codec.group_key(group.group_id), value)], callback)
 
     def store_offsets(self, group: GroupMetadata, offsets: dict[tuple[str, int], OffsetAndMetadata], callback) -> None:
-        records = [(codec.offset_key(group.group_id, t, p),
-                    codec.offset_value(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp))
-                   for (t, p), o in offsets.items()]
+        records = [
+            (
+                codec.offset_key(group.group_id, t, p),
+                codec.offset_value(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp),
+            )
+            for (t, p), o in offsets.items()
+        ]
 
         def done(code: int) -> None:
             if code == errors.NONE:
@@ -192,14 +217,18 @@ class GroupMetadataManager:
         now = self.time.milliseconds()
         removed = 0
         with self._lock:
-            groups = [g for p, g in ((self.partition_for(g.group_id), g) for g in self.groups.values())
-                      if p in self.loaded]
+            groups = [
+                g for p, g in ((self.partition_for(g.group_id), g) for g in self.groups.values()) if p in self.loaded
+            ]
         for group in groups:
             with group.lock:
                 if group.state is not GroupState.EMPTY:
                     continue
-                expired = [tp for tp, o in group.offsets.items()
-                           if o.commit_timestamp >= 0 and now - o.commit_timestamp >= self.offsets_retention_ms]
+                expired = [
+                    tp
+                    for tp, o in group.offsets.items()
+                    if o.commit_timestamp >= 0 and now - o.commit_timestamp >= self.offsets_retention_ms
+                ]
             if expired:
                 removed += len(expired)
                 self.delete_offsets(group, expired, lambda code: None)

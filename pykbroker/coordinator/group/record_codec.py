@@ -10,6 +10,7 @@
 A null value is a tombstone (offset deleted / group removed). Decoding raises ValueError on an
 unknown key version or a short buffer. Pure functions, no I/O.
 """
+
 from __future__ import annotations
 
 import struct
@@ -56,7 +57,7 @@ class _Reader:
             return None
         if self.pos + n > len(self.buf):
             raise ValueError("record truncated")
-        s = bytes(self.buf[self.pos:self.pos + n]).decode()
+        s = bytes(self.buf[self.pos : self.pos + n]).decode()
         self.pos += n
         return s
 
@@ -64,7 +65,7 @@ class _Reader:
         n = self.int32()
         if n < 0:
             return b""
-        b = bytes(self.buf[self.pos:self.pos + n])
+        b = bytes(self.buf[self.pos : self.pos + n])
         self.pos += n
         return b
 
@@ -81,13 +82,34 @@ def group_key(group: str) -> bytes:
     return _H.pack(GROUP_KEY_VERSION) + _str(group)
 
 
-def group_value(protocol_type: str, generation: int, protocol: str | None, leader: str | None,
-                state_timestamp: int, members: list[tuple]) -> bytes:
-    parts = [_H.pack(3), _str(protocol_type or ""), _I.pack(generation), _str(protocol), _str(leader),
-             _Q.pack(state_timestamp), _I.pack(len(members))]
+def group_value(
+    protocol_type: str,
+    generation: int,
+    protocol: str | None,
+    leader: str | None,
+    state_timestamp: int,
+    members: list[tuple],
+) -> bytes:
+    parts = [
+        _H.pack(3),
+        _str(protocol_type or ""),
+        _I.pack(generation),
+        _str(protocol),
+        _str(leader),
+        _Q.pack(state_timestamp),
+        _I.pack(len(members)),
+    ]
     for member_id, instance_id, client_id, client_host, rebalance_ms, session_ms, subscription, assignment in members:
-        parts += [_str(member_id), _str(instance_id), _str(client_id), _str(client_host), _I.pack(rebalance_ms),
-                  _I.pack(session_ms), _bytes(subscription), _bytes(assignment)]
+        parts += [
+            _str(member_id),
+            _str(instance_id),
+            _str(client_id),
+            _str(client_host),
+            _I.pack(rebalance_ms),
+            _I.pack(session_ms),
+            _bytes(subscription),
+            _bytes(assignment),
+        ]
     return b"".join(parts)
 
 

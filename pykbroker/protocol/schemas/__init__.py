@@ -5,14 +5,25 @@ its response always share valid and flexible versions (checked here at import). 
 and response blocks in the DSL (see :mod:`pykbroker.protocol.schema`) in the module of its family, or a new module
 listed in ``_MODULES``; the round-trip tests pick it up from this table.
 """
+
 from __future__ import annotations
 
 from importlib import import_module
 
 from pykbroker.protocol.schema import MessageSchema, SchemaError, parse_schemas
 
-_MODULES = ("cluster", "produce", "fetch", "offsets", "topics", "configs", "groups", "group_offsets",
-            "transactions", "raft")
+_MODULES = (
+    "cluster",
+    "produce",
+    "fetch",
+    "offsets",
+    "topics",
+    "configs",
+    "groups",
+    "group_offsets",
+    "transactions",
+    "raft",
+)
 
 REQUESTS: dict[int, MessageSchema] = {}
 RESPONSES: dict[int, MessageSchema] = {}
@@ -31,8 +42,7 @@ def _load() -> None:
         response = RESPONSES.get(key)
         if response is None or response.name != request.name:
             raise SchemaError(f"{request.full_name} has no matching response")
-        if (response.valid_versions, response.flexible_versions) != (request.valid_versions,
-                                                                     request.flexible_versions):
+        if (response.valid_versions, response.flexible_versions) != (request.valid_versions, request.flexible_versions):
             raise SchemaError(f"{request.name}: request and response versions differ")
     if set(RESPONSES) != set(REQUESTS):
         raise SchemaError(f"responses without requests: {sorted(set(RESPONSES) - set(REQUESTS))}")

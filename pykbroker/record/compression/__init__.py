@@ -9,12 +9,21 @@ Mirrors ``org.apache.kafka.common.record.CompressionType`` (ids and names) and
 ``for_id``/``for_name`` return shared, immutable, thread-safe codec objects; unknown ids raise
 ``UnsupportedCompressionTypeError`` (UNSUPPORTED_COMPRESSION_TYPE).
 """
+
 from __future__ import annotations
 
 from pykbroker.protocol.errors import UnsupportedCompressionTypeError
 from pykbroker.record.compression.compression import (
-    DEFAULT_MAX_DECOMPRESSED_BYTES, GZIP, LZ4, NAMES, NONE, SNAPPY, ZSTD, Compression,
-    decompression_limit)
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    GZIP,
+    LZ4,
+    NAMES,
+    NONE,
+    SNAPPY,
+    ZSTD,
+    Compression,
+    decompression_limit,
+)
 from pykbroker.record.compression.gzip_compression import GzipCompression
 from pykbroker.record.compression.lz4_compression import Lz4Compression
 from pykbroker.record.compression.no_compression import NoCompression
@@ -22,14 +31,31 @@ from pykbroker.record.compression.snappy_compression import SnappyCompression
 from pykbroker.record.compression.zstd_compression import ZstdCompression
 
 __all__ = [
-    "NONE", "GZIP", "SNAPPY", "LZ4", "ZSTD", "NAMES", "DEFAULT_MAX_DECOMPRESSED_BYTES", "Compression",
-    "NoCompression", "GzipCompression", "SnappyCompression", "Lz4Compression", "ZstdCompression",
-    "for_id", "for_name", "decompression_limit", "of",
+    "NONE",
+    "GZIP",
+    "SNAPPY",
+    "LZ4",
+    "ZSTD",
+    "NAMES",
+    "DEFAULT_MAX_DECOMPRESSED_BYTES",
+    "Compression",
+    "NoCompression",
+    "GzipCompression",
+    "SnappyCompression",
+    "Lz4Compression",
+    "ZstdCompression",
+    "for_id",
+    "for_name",
+    "decompression_limit",
+    "of",
 ]
 
 _CLASSES: dict[int, type[Compression]] = {
-    NONE: NoCompression, GZIP: GzipCompression, SNAPPY: SnappyCompression,
-    LZ4: Lz4Compression, ZSTD: ZstdCompression,
+    NONE: NoCompression,
+    GZIP: GzipCompression,
+    SNAPPY: SnappyCompression,
+    LZ4: Lz4Compression,
+    ZSTD: ZstdCompression,
 }
 _DEFAULTS: dict[int, Compression] = {codec_id: cls() for codec_id, cls in _CLASSES.items()}
 _IDS_BY_NAME = {name: codec_id for codec_id, name in NAMES.items()}
@@ -60,7 +86,7 @@ def for_name(name: str, level: int | None = None) -> Compression:
     return for_id(codec_id, level)
 
 
-def of(compression: "int | str | Compression") -> Compression:
+def of(compression: int | str | Compression) -> Compression:
     """Normalise a codec given as an id, a name or a :class:`Compression` object."""
     if isinstance(compression, Compression):
         return compression

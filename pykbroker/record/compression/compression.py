@@ -19,6 +19,7 @@ uses :func:`decompression_limit` to scale the cap with ``max.message.bytes``.
 
 Thread-safety: codec objects are immutable and may be shared by all threads.
 """
+
 from __future__ import annotations
 
 NONE = 0

@@ -6,13 +6,13 @@ ignored. A raw zlib stream is not gzip and is rejected (Java consumers could not
 Decompression is bounded by ``max_output_size`` through zlib's ``max_length``: at most one byte over
 the cap is ever produced.
 """
+
 from __future__ import annotations
 
 import zlib
 
 from pykbroker.protocol.errors import CorruptRecordError
-from pykbroker.record.compression.compression import (
-    DEFAULT_MAX_DECOMPRESSED_BYTES, GZIP, Compression, too_large)
+from pykbroker.record.compression.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, GZIP, Compression, too_large
 
 MIN_LEVEL = 1
 MAX_LEVEL = 9
@@ -34,8 +34,7 @@ class GzipCompression(Compression):
         super().__init__(level)
 
     def compress(self, data) -> bytes:
-        compressor = zlib.compressobj(DEFAULT_LEVEL if self.level is None else self.level,
-                                      zlib.DEFLATED, _GZIP_WBITS)
+        compressor = zlib.compressobj(DEFAULT_LEVEL if self.level is None else self.level, zlib.DEFLATED, _GZIP_WBITS)
         return compressor.compress(data) + compressor.flush()
 
     def decompress(self, data, max_output_size: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> bytes:

@@ -12,13 +12,13 @@ first frame are ignored, as Kafka's reader stops at the end mark.
 Levels follow Kafka's ``compression.lz4.level``: 1..17, default 9 = the fast compressor; any other
 level selects LZ4 HC at that level.
 """
+
 from __future__ import annotations
 
 import lz4.frame as _lz4frame
 
 from pykbroker.protocol.errors import CorruptRecordError
-from pykbroker.record.compression.compression import (
-    DEFAULT_MAX_DECOMPRESSED_BYTES, LZ4, Compression, too_large)
+from pykbroker.record.compression.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, LZ4, Compression, too_large
 
 MIN_LEVEL = 1
 MAX_LEVEL = 17
@@ -41,9 +41,15 @@ class Lz4Compression(Compression):
         self._lib_level = 0 if level is None or level == DEFAULT_LEVEL else max(level, 3)
 
     def compress(self, data) -> bytes:
-        return _lz4frame.compress(data, compression_level=self._lib_level, block_size=BLOCK_SIZE,
-                                  block_linked=False, content_checksum=False, block_checksum=False,
-                                  store_size=False)
+        return _lz4frame.compress(
+            data,
+            compression_level=self._lib_level,
+            block_size=BLOCK_SIZE,
+            block_linked=False,
+            content_checksum=False,
+            block_checksum=False,
+            store_size=False,
+        )
 
     def decompress(self, data, max_output_size: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> bytes:
         decompressor = _lz4frame.LZ4FrameDecompressor()

@@ -1,9 +1,9 @@
 """Codec 0: records stored as they are. Mirrors ``org.apache.kafka.common.compress.NoCompression``."""
+
 from __future__ import annotations
 
 from pykbroker.protocol.errors import CorruptRecordError
-from pykbroker.record.compression.compression import (
-    DEFAULT_MAX_DECOMPRESSED_BYTES, NONE, Compression, too_large)
+from pykbroker.record.compression.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, NONE, Compression, too_large
 
 
 class NoCompression(Compression):

@@ -15,6 +15,7 @@ librdkafka produces (it compresses the whole message set as one raw block). Raw 
 ``cramjam``; each block's declared uncompressed length is checked against ``max_output_size``
 before it is decompressed, so the cap is never overshot.
 """
+
 from __future__ import annotations
 
 import struct
@@ -22,8 +23,7 @@ import struct
 import cramjam
 
 from pykbroker.protocol.errors import CorruptRecordError
-from pykbroker.record.compression.compression import (
-    DEFAULT_MAX_DECOMPRESSED_BYTES, SNAPPY, Compression, too_large)
+from pykbroker.record.compression.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, SNAPPY, Compression, too_large
 
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
 XERIAL_VERSION = 1
@@ -62,14 +62,14 @@ class SnappyCompression(Compression):
         view = memoryview(data).cast("B")
         parts = [XERIAL_HEADER]
         for start in range(0, len(view), XERIAL_BLOCK_SIZE):
-            block = bytes(_snappy.compress_raw(view[start:start + XERIAL_BLOCK_SIZE]))
+            block = bytes(_snappy.compress_raw(view[start : start + XERIAL_BLOCK_SIZE]))
             parts.append(_INT32.pack(len(block)))
             parts.append(block)
         return b"".join(parts)
 
     def decompress(self, data, max_output_size: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> bytes:
         view = memoryview(data).cast("B")
-        if len(view) < len(XERIAL_HEADER) or view[:len(XERIAL_MAGIC)] != XERIAL_MAGIC:
+        if len(view) < len(XERIAL_HEADER) or view[: len(XERIAL_MAGIC)] != XERIAL_MAGIC:
             return _raw_decompress(view, max_output_size, max_output_size)
         chunks = []
         total = 0
@@ -83,7 +83,7 @@ class SnappyCompression(Compression):
             if length < 0 or pos + length > end:
                 raise CorruptRecordError(f"Invalid snappy block length {length} with {end - pos} bytes left")
             if length:
-                chunk = _raw_decompress(view[pos:pos + length], max_output_size - total, max_output_size)
+                chunk = _raw_decompress(view[pos : pos + length], max_output_size - total, max_output_size)
                 total += len(chunk)
                 chunks.append(chunk)
             pos += length

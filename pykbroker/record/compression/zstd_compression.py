@@ -14,6 +14,7 @@ never more than about ``2 * max_output_size`` before the cap trips.
 Thread-safety: python-zstandard contexts are not safe for concurrent use, so each thread keeps its
 own compressor; decompression creates a decoder per call.
 """
+
 from __future__ import annotations
 
 import threading
@@ -21,8 +22,7 @@ import threading
 import zstandard as _zstd
 
 from pykbroker.protocol.errors import CorruptRecordError
-from pykbroker.record.compression.compression import (
-    DEFAULT_MAX_DECOMPRESSED_BYTES, ZSTD, Compression, too_large)
+from pykbroker.record.compression.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, ZSTD, Compression, too_large
 
 MIN_LEVEL = -131072  # ZSTD_minCLevel()
 MAX_LEVEL = 22
@@ -64,7 +64,7 @@ class ZstdCompression(Compression):
         try:
             frame = decompressor.decompressobj()
             while pos < end:
-                chunk = frame.decompress(view[pos:pos + feed])
+                chunk = frame.decompress(view[pos : pos + feed])
                 pos = min(pos + feed, end)
                 if chunk:
                     total += len(chunk)

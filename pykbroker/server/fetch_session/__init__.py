@@ -37,6 +37,7 @@ Use from the Fetch handler::
 Threading: :class:`FetchManager`, :class:`FetchSessionCache` and contexts are safe to use from many handler
 threads; locks are taken shard first, then session. Time comes from the injected ``Time`` (its monotonic clock).
 """
+
 from pykbroker.server.fetch_session.cache import (
     DEFAULT_EVICTION_MS,
     DEFAULT_MAX_ENTRIES,

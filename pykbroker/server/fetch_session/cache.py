@@ -5,6 +5,7 @@ range of session ids (Kafka's broker uses 8 shards; one shard behaves like the u
 A new session gets a slot if its shard has room, or if it may evict a session (:meth:`FetchSessionCacheShard.
 _try_evict`). Otherwise the broker answers session id 0 and the fetcher keeps sending full requests.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -50,8 +51,15 @@ class FetchSessionCacheShard:
     scan, done only when the shard is full.
     """
 
-    def __init__(self, max_entries: int, evict_ms: int, session_id_range: int = INT32_MAX, shard_num: int = 0,
-                 evictions_meter: Meter | None = None, rng: random.Random | None = None):
+    def __init__(
+        self,
+        max_entries: int,
+        evict_ms: int,
+        session_id_range: int = INT32_MAX,
+        shard_num: int = 0,
+        evictions_meter: Meter | None = None,
+        rng: random.Random | None = None,
+    ):
         self.max_entries = max_entries
         self.evict_ms = evict_ms
         self.session_id_range = session_id_range
@@ -92,8 +100,14 @@ class FetchSessionCacheShard:
                 if session_id != INVALID_SESSION_ID and session_id not in self._sessions:
                     return session_id
 
-    def maybe_create_session(self, now: int, privileged: bool, size: int, uses_topic_ids: bool,
-                             create_partitions: Callable[[], dict[PartitionKey, CachedPartition]]) -> int:
+    def maybe_create_session(
+        self,
+        now: int,
+        privileged: bool,
+        size: int,
+        uses_topic_ids: bool,
+        create_partitions: Callable[[], dict[PartitionKey, CachedPartition]],
+    ) -> int:
         """Create a session if there is room or something may be evicted for it; its id, or 0 if none was made.
 
         ``size`` is the number of partitions the session will hold; ``create_partitions`` builds them (called
@@ -101,8 +115,15 @@ class FetchSessionCacheShard:
         """
         with self.lock:
             if len(self._sessions) < self.max_entries or self._try_evict(privileged, (privileged, size, 0), now):
-                session = FetchSession(self.new_session_id(), privileged, create_partitions(), uses_topic_ids,
-                                       now, now, next_epoch(INITIAL_EPOCH))
+                session = FetchSession(
+                    self.new_session_id(),
+                    privileged,
+                    create_partitions(),
+                    uses_topic_ids,
+                    now,
+                    now,
+                    next_epoch(INITIAL_EPOCH),
+                )
                 self._sessions[session.id] = session
                 self.touch(session, now)
                 self.log.debug("Created fetch session", session=session)
@@ -185,15 +206,25 @@ class FetchSessionCache:
     IncrementalFetchSessionEvictionsPerSec.
     """
 
-    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES, evict_ms: int = DEFAULT_EVICTION_MS,
-                 num_shards: int = 1, metrics: MetricsRegistry | None = None, rng: random.Random | None = None):
+    def __init__(
+        self,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        evict_ms: int = DEFAULT_EVICTION_MS,
+        num_shards: int = 1,
+        metrics: MetricsRegistry | None = None,
+        rng: random.Random | None = None,
+    ):
         if num_shards < 1:
             raise ValueError(f"num_shards must be at least 1, not {num_shards}")
         self.metrics = metrics if metrics is not None else MetricsRegistry()
         self.evictions_meter = self.metrics.meter(INCREMENTAL_FETCH_SESSIONS_EVICTIONS_PER_SEC)
         self.session_id_range = INT32_MAX // num_shards
-        self.shards = [FetchSessionCacheShard(max_entries // num_shards, evict_ms, self.session_id_range, n,
-                                              self.evictions_meter, rng) for n in range(num_shards)]
+        self.shards = [
+            FetchSessionCacheShard(
+                max_entries // num_shards, evict_ms, self.session_id_range, n, self.evictions_meter, rng
+            )
+            for n in range(num_shards)
+        ]
         self._counter = itertools.count()
         self.metrics.gauge(NUM_INCREMENTAL_FETCH_SESSIONS, lambda: self.num_sessions)
         self.metrics.gauge(NUM_INCREMENTAL_FETCH_PARTITIONS_CACHED, lambda: self.num_partitions)

@@ -9,6 +9,7 @@ fetch_session.partitions.partition_key`) to its response dict (the Fetch respons
 ``preferred_read_replica``, ``records``, optionally ``diverging_epoch``/``current_leader``/``snapshot_id``);
 ``partition_index`` is set from the key.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -38,18 +39,25 @@ _FETCH_API_KEY = 1
 class FetchSessionResponse(NamedTuple):
     """The session part of a Fetch response: top-level error, session id (0: none) and the ``responses`` topic
     list (``[{"topic", "topic_id", "partitions": [partition dicts]}]``)."""
+
     error_code: int
     session_id: int
     responses: list[dict]
 
     def to_body(self, throttle_time_ms: int = 0, node_endpoints: list[dict] | None = None) -> dict:
         """The complete Fetch response body, ready for the codec."""
-        return {"throttle_time_ms": throttle_time_ms, "error_code": self.error_code, "session_id": self.session_id,
-                "responses": self.responses, "node_endpoints": node_endpoints or []}
+        return {
+            "throttle_time_ms": throttle_time_ms,
+            "error_code": self.error_code,
+            "session_id": self.session_id,
+            "responses": self.responses,
+            "node_endpoints": node_endpoints or [],
+        }
 
 
-def build_responses(results: Iterable[tuple[PartitionKey, dict]],
-                    known: Mapping[PartitionKey, FetchPartition | CachedPartition]) -> list[dict]:
+def build_responses(
+    results: Iterable[tuple[PartitionKey, dict]], known: Mapping[PartitionKey, FetchPartition | CachedPartition]
+) -> list[dict]:
     """Group ``(key, partition response)`` pairs into the response's topic list, keeping their order: consecutive
     partitions of one topic share an entry, so a topic may appear twice if its partitions are not adjacent (as
     Kafka does). Topic id and name come from ``known``, else from the key."""
@@ -67,8 +75,9 @@ def build_responses(results: Iterable[tuple[PartitionKey, dict]],
         else:
             topic_id, name = ZERO_UUID, ident if isinstance(ident, str) else None
         resp["partition_index"] = key[1]
-        if last is not None and (last["topic_id"] == topic_id if last["topic_id"] != ZERO_UUID
-                                 else last["topic"] == name):
+        if last is not None and (
+            last["topic_id"] == topic_id if last["topic_id"] != ZERO_UUID else last["topic"] == name
+        ):
             last["partitions"].append(resp)
         else:
             last = {"topic": name, "topic_id": topic_id, "partitions": [resp]}
@@ -79,8 +88,12 @@ def build_responses(results: Iterable[tuple[PartitionKey, dict]],
 def response_size(version: int, responses: list[dict]) -> int:
     """Encoded size of a Fetch response with these topics, records included (Kafka's ``FetchResponse.sizeOf``)."""
     out = Output()
-    encode_into(out, RESPONSES[_FETCH_API_KEY], version,
-                {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses})
+    encode_into(
+        out,
+        RESPONSES[_FETCH_API_KEY],
+        version,
+        {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses},
+    )
     return 4 + out.total_size()
 
 
@@ -149,16 +162,24 @@ class SessionlessFetchContext(FetchContext):
         return response_size(version, build_responses(partition_results.items(), self._fetch_data))
 
     def update_and_generate_response_data(self, partition_results: PartitionResults) -> FetchSessionResponse:
-        return FetchSessionResponse(errors.NONE, INVALID_SESSION_ID,
-                                    build_responses(partition_results.items(), self._fetch_data))
+        return FetchSessionResponse(
+            errors.NONE, INVALID_SESSION_ID, build_responses(partition_results.items(), self._fetch_data)
+        )
 
 
 class FullFetchContext(SessionlessFetchContext):
     """A full fetch with epoch INITIAL: read and return every requested partition, and create a session for them
     if the cache finds room. The response's session id is the new session's, or 0 if none was created."""
 
-    def __init__(self, time, cache, metadata: FetchMetadata, fetch_data: Mapping[PartitionKey, FetchPartition],
-                 uses_topic_ids: bool, is_from_follower: bool):
+    def __init__(
+        self,
+        time,
+        cache,
+        metadata: FetchMetadata,
+        fetch_data: Mapping[PartitionKey, FetchPartition],
+        uses_topic_ids: bool,
+        is_from_follower: bool,
+    ):
         super().__init__(fetch_data)
         self._time = time
         self._cache = cache
@@ -181,11 +202,16 @@ class FullFetchContext(SessionlessFetchContext):
 
     def update_and_generate_response_data(self, partition_results: PartitionResults) -> FetchSessionResponse:
         shard = self._cache.get_next_cache_shard()
-        session_id = shard.maybe_create_session(self._time.hi_res_milliseconds(), self.is_from_follower,
-                                                len(self._fetch_data), self.uses_topic_ids,
-                                                lambda: self._create_partitions(partition_results))
-        return FetchSessionResponse(errors.NONE, session_id,
-                                    build_responses(partition_results.items(), self._fetch_data))
+        session_id = shard.maybe_create_session(
+            self._time.hi_res_milliseconds(),
+            self.is_from_follower,
+            len(self._fetch_data),
+            self.uses_topic_ids,
+            lambda: self._create_partitions(partition_results),
+        )
+        return FetchSessionResponse(
+            errors.NONE, session_id, build_responses(partition_results.items(), self._fetch_data)
+        )
 
 
 class IncrementalFetchContext(FetchContext):
@@ -236,8 +262,9 @@ class IncrementalFetchContext(FetchContext):
         with self.session.lock:
             if not self._epoch_is_current():
                 return response_size(version, [])
-            return response_size(version, build_responses(self._select(partition_results, False),
-                                                          self.session.partition_map))
+            return response_size(
+                version, build_responses(self._select(partition_results, False), self.session.partition_map)
+            )
 
     def update_and_generate_response_data(self, partition_results: PartitionResults) -> FetchSessionResponse:
         session = self.session

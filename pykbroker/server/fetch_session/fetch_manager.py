@@ -1,4 +1,5 @@
 """FetchManager: picks the fetch context of each Fetch request (Kafka's ``FetchManager.newContext``)."""
+
 from __future__ import annotations
 
 import uuid
@@ -48,10 +49,16 @@ class FetchManager:
         self.time = time
         self.log = get_logger("FetchManager")
 
-    def new_context(self, version: int, session_id: int, session_epoch: int,
-                    fetch_data: Iterable[Mapping[str, Any]] | Mapping[PartitionKey, FetchPartition],
-                    forgotten: Iterable[Mapping[str, Any]] | Iterable[TopicIdPartition] | None,
-                    topic_names_by_id: Mapping[uuid.UUID, str], is_follower: bool) -> FetchContext:
+    def new_context(
+        self,
+        version: int,
+        session_id: int,
+        session_epoch: int,
+        fetch_data: Iterable[Mapping[str, Any]] | Mapping[PartitionKey, FetchPartition],
+        forgotten: Iterable[Mapping[str, Any]] | Iterable[TopicIdPartition] | None,
+        topic_names_by_id: Mapping[uuid.UUID, str],
+        is_follower: bool,
+    ) -> FetchContext:
         """The context of a Fetch request.
 
         ``fetch_data`` / ``forgotten`` are the decoded request's ``topics`` / ``forgotten_topics_data`` lists
@@ -69,12 +76,17 @@ class FetchManager:
         if version < SESSION_VERSION:
             session_id, session_epoch = INVALID_SESSION_ID, FINAL_EPOCH
         metadata = FetchMetadata(session_id, session_epoch)
-        req_data = fetch_data if isinstance(fetch_data, Mapping) else \
-            fetch_data_from_request(version, fetch_data, topic_names_by_id)
+        req_data = (
+            fetch_data
+            if isinstance(fetch_data, Mapping)
+            else fetch_data_from_request(version, fetch_data, topic_names_by_id)
+        )
         forgotten_list: list[Any] = list(forgotten or ())
-        to_forget: list[TopicIdPartition] = forgotten_list if all(
-            isinstance(tp, TopicIdPartition) for tp in forgotten_list) else \
-            forgotten_topics_from_request(version, forgotten_list, topic_names_by_id)
+        to_forget: list[TopicIdPartition] = (
+            forgotten_list
+            if all(isinstance(tp, TopicIdPartition) for tp in forgotten_list)
+            else forgotten_topics_from_request(version, forgotten_list, topic_names_by_id)
+        )
         uses_topic_ids = version >= TOPIC_ID_VERSION
 
         if metadata.is_full:
@@ -94,12 +106,15 @@ class FetchManager:
                 return self._session_error(errors.FETCH_SESSION_ID_NOT_FOUND, metadata, "no such session ID found")
             with session.lock:
                 if session.epoch != session_epoch:
-                    return self._session_error(errors.INVALID_FETCH_SESSION_EPOCH, metadata,
-                                               f"expected epoch {session.epoch}")
+                    return self._session_error(
+                        errors.INVALID_FETCH_SESSION_EPOCH, metadata, f"expected epoch {session.epoch}"
+                    )
                 if session.uses_topic_ids != uses_topic_ids:
-                    return self._session_error(errors.FETCH_SESSION_TOPIC_ID_ERROR, metadata,
-                                               f"session usesTopicIds={session.uses_topic_ids}, request "
-                                               f"version {version}")
+                    return self._session_error(
+                        errors.FETCH_SESSION_TOPIC_ID_ERROR,
+                        metadata,
+                        f"session usesTopicIds={session.uses_topic_ids}, request version {version}",
+                    )
                 session.update(req_data, to_forget)
                 if session.is_empty():
                     # No partitions left: close the session, answer this request without one.
@@ -109,12 +124,19 @@ class FetchManager:
                 session.epoch = next_epoch(session.epoch)
                 return IncrementalFetchContext(self.time, metadata, session, topic_names_by_id)
 
-    def new_context_from_request(self, version: int, request: Mapping[str, Any],
-                                 topic_names_by_id: Mapping[uuid.UUID, str]) -> FetchContext:
+    def new_context_from_request(
+        self, version: int, request: Mapping[str, Any], topic_names_by_id: Mapping[uuid.UUID, str]
+    ) -> FetchContext:
         """:meth:`new_context` for a decoded Fetch request body."""
-        return self.new_context(version, request.get("session_id", INVALID_SESSION_ID),
-                                request.get("session_epoch", FINAL_EPOCH), request["topics"],
-                                request.get("forgotten_topics_data"), topic_names_by_id, is_from_follower(request))
+        return self.new_context(
+            version,
+            request.get("session_id", INVALID_SESSION_ID),
+            request.get("session_epoch", FINAL_EPOCH),
+            request["topics"],
+            request.get("forgotten_topics_data"),
+            topic_names_by_id,
+            is_from_follower(request),
+        )
 
     def _session_error(self, error_code: int, metadata: FetchMetadata, why: str) -> SessionErrorContext:
         self.log.debug("Fetch session error", session=str(metadata), error=errors.name_of(error_code), reason=why)

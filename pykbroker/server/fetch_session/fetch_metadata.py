@@ -4,6 +4,7 @@ A request with epoch ``INITIAL_EPOCH`` (0) or ``FINAL_EPOCH`` (-1) is a *full* f
 the fetcher wants. Any other epoch is *incremental*: it lists only what changed since the previous request of
 the same session, whose epoch must be exactly the one before it.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple

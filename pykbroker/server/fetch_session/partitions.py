@@ -9,6 +9,7 @@
 * :class:`CachedPartition`: the per-partition state a session keeps between requests, and the rule deciding
   whether an incremental response must carry a partition (:meth:`CachedPartition.maybe_update_response_data`).
 """
+
 from __future__ import annotations
 
 import uuid
@@ -34,6 +35,7 @@ def partition_key(topic_id: uuid.UUID, topic: str | None, partition: int) -> Par
 
 class TopicIdPartition(NamedTuple):
     """A partition named by id and/or name; ``topic`` is None for an id the broker cannot resolve."""
+
     topic_id: uuid.UUID
     topic: str | None
     partition: int
@@ -47,6 +49,7 @@ class FetchPartition(NamedTuple):
     """One partition to read, with the request parameters that apply to it (Kafka's ``TopicIdPartition`` plus
     ``FetchRequest.PartitionData``). Epochs are -1 when absent; ``log_start_offset`` is the fetcher's (followers
     send theirs, consumers -1)."""
+
     topic_id: uuid.UUID
     topic: str | None
     partition: int
@@ -67,16 +70,19 @@ class FetchPartition(NamedTuple):
 
 # ------------------------------------------------------------------------------------------- request decoding
 
-def _topic_of(version: int, topic: Mapping[str, Any], topic_names: Mapping[uuid.UUID, str]) -> tuple[uuid.UUID,
-                                                                                                   str | None]:
+
+def _topic_of(
+    version: int, topic: Mapping[str, Any], topic_names: Mapping[uuid.UUID, str]
+) -> tuple[uuid.UUID, str | None]:
     if version < TOPIC_ID_VERSION:
         return ZERO_UUID, topic["topic"]
     topic_id = topic.get("topic_id") or ZERO_UUID
     return topic_id, topic_names.get(topic_id)
 
 
-def fetch_data_from_request(version: int, topics: Iterable[Mapping[str, Any]],
-                            topic_names: Mapping[uuid.UUID, str]) -> dict[PartitionKey, FetchPartition]:
+def fetch_data_from_request(
+    version: int, topics: Iterable[Mapping[str, Any]], topic_names: Mapping[uuid.UUID, str]
+) -> dict[PartitionKey, FetchPartition]:
     """The decoded ``topics`` of a Fetch request -> its partitions in request order, by key.
 
     Below v13 topics are named; from v13 the name comes from ``topic_names`` (None when the id is unknown, which
@@ -87,15 +93,23 @@ def fetch_data_from_request(version: int, topics: Iterable[Mapping[str, Any]],
     for topic in topics:
         topic_id, name = _topic_of(version, topic, topic_names)
         for p in topic["partitions"]:
-            fp = FetchPartition(topic_id, name, p["partition"], p["fetch_offset"], p["partition_max_bytes"],
-                                p.get("current_leader_epoch", -1), p.get("last_fetched_epoch", -1),
-                                p.get("log_start_offset", -1))
+            fp = FetchPartition(
+                topic_id,
+                name,
+                p["partition"],
+                p["fetch_offset"],
+                p["partition_max_bytes"],
+                p.get("current_leader_epoch", -1),
+                p.get("last_fetched_epoch", -1),
+                p.get("log_start_offset", -1),
+            )
             out[fp.key] = fp
     return out
 
 
-def forgotten_topics_from_request(version: int, forgotten: Iterable[Mapping[str, Any]] | None,
-                                  topic_names: Mapping[uuid.UUID, str]) -> list[TopicIdPartition]:
+def forgotten_topics_from_request(
+    version: int, forgotten: Iterable[Mapping[str, Any]] | None, topic_names: Mapping[uuid.UUID, str]
+) -> list[TopicIdPartition]:
     """The decoded ``forgotten_topics_data`` of a Fetch request (v7+) -> the partitions to drop from the session."""
     out: list[TopicIdPartition] = []
     for topic in forgotten or ():
@@ -119,6 +133,7 @@ def is_from_follower(request: Mapping[str, Any]) -> bool:
 
 
 # --------------------------------------------------------------------------------------- response data tests
+
 
 def records_size(records: Any) -> int:
     """Bytes of a partition response's ``records`` (None, bytes-like, or a records object with
@@ -146,12 +161,20 @@ def is_diverging_epoch(resp: Mapping[str, Any]) -> bool:
 
 def partition_response(partition: int, error_code: int) -> dict[str, Any]:
     """A partition response carrying only an error (Kafka's ``FetchResponse.partitionResponse``)."""
-    return {"partition_index": partition, "error_code": error_code, "high_watermark": INVALID_HIGH_WATERMARK,
-            "last_stable_offset": -1, "log_start_offset": INVALID_LOG_START_OFFSET, "aborted_transactions": None,
-            "preferred_read_replica": INVALID_PREFERRED_REPLICA_ID, "records": None}
+    return {
+        "partition_index": partition,
+        "error_code": error_code,
+        "high_watermark": INVALID_HIGH_WATERMARK,
+        "last_stable_offset": -1,
+        "log_start_offset": INVALID_LOG_START_OFFSET,
+        "aborted_transactions": None,
+        "preferred_read_replica": INVALID_PREFERRED_REPLICA_ID,
+        "records": None,
+    }
 
 
 # ----------------------------------------------------------------------------------------- cached partitions
+
 
 class CachedPartition:
     """What a session remembers of one partition: the fetcher's last request parameters and the high watermark
@@ -197,8 +220,16 @@ class CachedPartition:
 
     def req_data(self) -> FetchPartition:
         """The request parameters to read this partition with, as the fetcher last sent them."""
-        return FetchPartition(self.topic_id, self.topic, self.partition, self.fetch_offset, self.max_bytes,
-                              self.leader_epoch, self.last_fetched_epoch, self.fetcher_log_start_offset)
+        return FetchPartition(
+            self.topic_id,
+            self.topic,
+            self.partition,
+            self.fetch_offset,
+            self.max_bytes,
+            self.leader_epoch,
+            self.last_fetched_epoch,
+            self.fetcher_log_start_offset,
+        )
 
     def update_request_params(self, req: FetchPartition) -> None:
         self.max_bytes = req.partition_max_bytes
@@ -242,7 +273,9 @@ class CachedPartition:
         return must_respond
 
     def __repr__(self) -> str:
-        return (f"CachedPartition(topic={self.topic}, topicId={self.topic_id}, partition={self.partition}, "
-                f"maxBytes={self.max_bytes}, fetchOffset={self.fetch_offset}, highWatermark={self.high_watermark}, "
-                f"fetcherLogStartOffset={self.fetcher_log_start_offset}, "
-                f"localLogStartOffset={self.local_log_start_offset})")
+        return (
+            f"CachedPartition(topic={self.topic}, topicId={self.topic_id}, partition={self.partition}, "
+            f"maxBytes={self.max_bytes}, fetchOffset={self.fetch_offset}, highWatermark={self.high_watermark}, "
+            f"fetcherLogStartOffset={self.fetcher_log_start_offset}, "
+            f"localLogStartOffset={self.local_log_start_offset})"
+        )

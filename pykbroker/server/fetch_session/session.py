@@ -1,4 +1,5 @@
 """One incremental fetch session: its id, epoch and cached partitions (Kafka's ``FetchSession``)."""
+
 from __future__ import annotations
 
 import threading
@@ -37,8 +38,16 @@ class FetchSession:
         "uses_topic_ids",
     )
 
-    def __init__(self, session_id: int, privileged: bool, partition_map: dict[PartitionKey, CachedPartition],
-                 uses_topic_ids: bool, creation_ms: int, last_used_ms: int, epoch: int):
+    def __init__(
+        self,
+        session_id: int,
+        privileged: bool,
+        partition_map: dict[PartitionKey, CachedPartition],
+        uses_topic_ids: bool,
+        creation_ms: int,
+        last_used_ms: int,
+        epoch: int,
+    ):
         self.id = session_id
         self.privileged = privileged
         self.partition_map = partition_map
@@ -68,8 +77,9 @@ class FetchSession:
             cached = self.partition_map.get(key)
             return cached.fetch_offset if cached is not None else None
 
-    def update(self, fetch_data: Mapping[PartitionKey, FetchPartition], to_forget: Iterable[TopicIdPartition]
-               ) -> tuple[list[PartitionKey], list[PartitionKey], list[PartitionKey]]:
+    def update(
+        self, fetch_data: Mapping[PartitionKey, FetchPartition], to_forget: Iterable[TopicIdPartition]
+    ) -> tuple[list[PartitionKey], list[PartitionKey], list[PartitionKey]]:
         """Apply an incremental request: add new partitions, update the parameters of known ones, drop
         forgotten ones. Returns the keys ``(added, updated, removed)``."""
         added: list[PartitionKey] = []
@@ -91,6 +101,8 @@ class FetchSession:
         return added, updated, removed
 
     def __repr__(self) -> str:
-        return (f"FetchSession(id={self.id}, privileged={self.privileged}, "
-                f"partitionMap.size={len(self.partition_map)}, usesTopicIds={self.uses_topic_ids}, "
-                f"creationMs={self.creation_ms}, lastUsedMs={self.last_used_ms}, epoch={self.epoch})")
+        return (
+            f"FetchSession(id={self.id}, privileged={self.privileged}, "
+            f"partitionMap.size={len(self.partition_map)}, usesTopicIds={self.uses_topic_ids}, "
+            f"creationMs={self.creation_ms}, lastUsedMs={self.last_used_ms}, epoch={self.epoch})"
+        )

@@ -5,23 +5,39 @@ Mirrors ``KafkaApis`` forwarding these mutations to the active controller (``Con
 QuorumController turns them into metadata records and its future completes once they are committed;
 the response is sent from that completion, so no request handler thread ever waits.
 """
+
 from __future__ import annotations
 
 from pykbroker.config import group_config
 from pykbroker.log.log_config import TOPIC_CONFIG_KEYS, LogConfig
-from pykbroker.metadata.configuration_control_manager import (SOURCE_DEFAULT_CONFIG, SOURCE_STATIC_BROKER_CONFIG,
-                                                              SOURCE_TOPIC_CONFIG)
+from pykbroker.metadata.configuration_control_manager import (
+    SOURCE_DEFAULT_CONFIG,
+    SOURCE_STATIC_BROKER_CONFIG,
+    SOURCE_TOPIC_CONFIG,
+)
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.server import error_responses
 
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP = 2, 4, 32
 SOURCE_GROUP_CONFIG = 8  # DescribeConfigsResponse.ConfigSource.GROUP_CONFIG
-_SOURCES = {"TOPIC_CONFIG": SOURCE_TOPIC_CONFIG, "STATIC_BROKER_CONFIG": SOURCE_STATIC_BROKER_CONFIG,
-            "DEFAULT_CONFIG": SOURCE_DEFAULT_CONFIG}
+_SOURCES = {
+    "TOPIC_CONFIG": SOURCE_TOPIC_CONFIG,
+    "STATIC_BROKER_CONFIG": SOURCE_STATIC_BROKER_CONFIG,
+    "DEFAULT_CONFIG": SOURCE_DEFAULT_CONFIG,
+}
 # Kafka's DescribeConfigsResponse.ConfigType ids
-_CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7, "class": 8,
-                 "password": 9}
+_CONFIG_TYPES = {
+    "boolean": 1,
+    "string": 2,
+    "int": 3,
+    "short": 4,
+    "long": 5,
+    "double": 6,
+    "list": 7,
+    "class": 8,
+    "password": 9,
+}
 
 
 class AdminHandler:
@@ -33,24 +49,28 @@ class AdminHandler:
         self.log_defaults = log_defaults
 
     def handlers(self) -> dict:
-        return {ApiKeys.CREATE_TOPICS: self.handle_create_topics_request,
-                ApiKeys.DELETE_TOPICS: self.handle_delete_topics_request,
-                ApiKeys.CREATE_PARTITIONS: self.handle_create_partitions_request,
-                ApiKeys.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs_request,
-                ApiKeys.ALTER_CONFIGS: self.handle_alter_configs_request,
-                ApiKeys.DESCRIBE_CONFIGS: self.handle_describe_configs_request}
+        return {
+            ApiKeys.CREATE_TOPICS: self.handle_create_topics_request,
+            ApiKeys.DELETE_TOPICS: self.handle_delete_topics_request,
+            ApiKeys.CREATE_PARTITIONS: self.handle_create_partitions_request,
+            ApiKeys.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs_request,
+            ApiKeys.ALTER_CONFIGS: self.handle_alter_configs_request,
+            ApiKeys.DESCRIBE_CONFIGS: self.handle_describe_configs_request,
+        }
 
     def _reply_when_done(self, request, future, shape=lambda r: r) -> None:
         def done(f):
             try:
                 body = shape(f.result())
             except Exception as e:
-                body = error_responses.build_error_response(request.context.api_key, request.context.api_version,
-                                                            request.body, errors.for_exception(e), str(e))
+                body = error_responses.build_error_response(
+                    request.context.api_key, request.context.api_version, request.body, errors.for_exception(e), str(e)
+                )
                 if body is None:
                     self.helper.close_connection(request)
                     return
             self.helper.send_response(request, {"throttle_time_ms": 0, **body})
+
         future.add_done_callback(done)
 
     def handle_create_topics_request(self, request) -> None:
@@ -75,8 +95,9 @@ class AdminHandler:
             ops = [{"name": n, "config_operation": 1, "value": None} for n in current if n not in given]
             ops += [{"name": n, "config_operation": 0, "value": v} for n, v in given.items()]
             resources.append({"resource_type": r["resource_type"], "resource_name": r["resource_name"], "configs": ops})
-        future = self.controller.incremental_alter_configs({"resources": resources,
-                                                            "validate_only": request.body["validate_only"]})
+        future = self.controller.incremental_alter_configs(
+            {"resources": resources, "validate_only": request.body["validate_only"]}
+        )
         self._reply_when_done(request, future)
 
     # -- DescribeConfigs -----------------------------------------------------------------------
@@ -96,11 +117,25 @@ class AdminHandler:
                     raise errors.InvalidRequestError(f"Unsupported resource type {rtype}")
                 if keys is not None:
                     configs = [c for c in configs if c["name"] in keys]
-                results.append({"error_code": errors.NONE, "error_message": None, "resource_type": rtype,
-                                "resource_name": name, "configs": configs})
+                results.append(
+                    {
+                        "error_code": errors.NONE,
+                        "error_message": None,
+                        "resource_type": rtype,
+                        "resource_name": name,
+                        "configs": configs,
+                    }
+                )
             except errors.KafkaError as e:
-                results.append({"error_code": e.code, "error_message": str(e), "resource_type": rtype,
-                                "resource_name": name, "configs": []})
+                results.append(
+                    {
+                        "error_code": e.code,
+                        "error_message": str(e),
+                        "resource_type": rtype,
+                        "resource_name": name,
+                        "configs": [],
+                    }
+                )
         self.helper.send_response(request, {"throttle_time_ms": 0, "results": results})
 
     def _topic_configs(self, topic: str, synonyms: bool, documentation: bool) -> list[dict]:
@@ -112,11 +147,19 @@ class AdminHandler:
             source = _SOURCES.get(config.source_of(name)[0], SOURCE_DEFAULT_CONFIG)
             text = LogConfig.value_to_string(value)
             key = TOPIC_CONFIG_KEYS.get(name)
-            out.append({"name": name, "value": text, "read_only": False, "is_default": source == SOURCE_DEFAULT_CONFIG,
-                        "config_source": source, "is_sensitive": False,
-                        "synonyms": [{"name": name, "value": text, "source": source}] if synonyms else [],
-                        "config_type": _CONFIG_TYPES.get(str(getattr(key, "type", "")).lower(), 0),
-                        "documentation": getattr(key, "doc", None) if documentation else None})
+            out.append(
+                {
+                    "name": name,
+                    "value": text,
+                    "read_only": False,
+                    "is_default": source == SOURCE_DEFAULT_CONFIG,
+                    "config_source": source,
+                    "is_sensitive": False,
+                    "synonyms": [{"name": name, "value": text, "source": source}] if synonyms else [],
+                    "config_type": _CONFIG_TYPES.get(str(getattr(key, "type", "")).lower(), 0),
+                    "documentation": getattr(key, "doc", None) if documentation else None,
+                }
+            )
         return out
 
     def _group_configs(self, group: str, synonyms: bool, documentation: bool) -> list[dict]:
@@ -127,50 +170,104 @@ class AdminHandler:
             raise errors.InvalidRequestError("Group name must not be empty")
         overrides = dict(self.cache.image.configs.get((RESOURCE_GROUP, group), {}))
         defaults = group_config.GroupConfigDefaults.from_broker_config(self.broker_config)
-        return group_config.describe(overrides, defaults, synonyms, documentation, SOURCE_DEFAULT_CONFIG,
-                                     SOURCE_GROUP_CONFIG, _CONFIG_TYPES["int"])
+        return group_config.describe(
+            overrides,
+            defaults,
+            synonyms,
+            documentation,
+            SOURCE_DEFAULT_CONFIG,
+            SOURCE_GROUP_CONFIG,
+            _CONFIG_TYPES["int"],
+        )
 
     def _broker_configs(self, name: str, synonyms: bool) -> list[dict]:
         if name not in ("", str(self.broker_config.node_id)):
-            raise errors.InvalidRequestError(f"Unexpected broker id, expected {self.broker_config.node_id} but received {name}")
+            raise errors.InvalidRequestError(
+                f"Unexpected broker id, expected {self.broker_config.node_id} but received {name}"
+            )
         from pykbroker.config.kafka_config_def import BROKER_CONFIG_DEF
+
         out = []
         for key, definition in BROKER_CONFIG_DEF.keys.items():
             value = self.broker_config.values.get(key)
             explicit = key in self.broker_config.originals
             source = SOURCE_STATIC_BROKER_CONFIG if explicit else SOURCE_DEFAULT_CONFIG
-            text = None if value is None else (",".join(value) if isinstance(value, list) else
-                                               str(value).lower() if isinstance(value, bool) else str(value))
+            text = (
+                None
+                if value is None
+                else (
+                    ",".join(value)
+                    if isinstance(value, list)
+                    else str(value).lower()
+                    if isinstance(value, bool)
+                    else str(value)
+                )
+            )
             sensitive = definition.type == "password"
-            out.append({"name": key, "value": None if sensitive else text, "read_only": True, "is_default": not explicit,
-                        "config_source": source, "is_sensitive": sensitive,
-                        "synonyms": [{"name": key, "value": text, "source": source}] if synonyms else [],
-                        "config_type": _CONFIG_TYPES.get(definition.type, 0), "documentation": None})
+            out.append(
+                {
+                    "name": key,
+                    "value": None if sensitive else text,
+                    "read_only": True,
+                    "is_default": not explicit,
+                    "config_source": source,
+                    "is_sensitive": sensitive,
+                    "synonyms": [{"name": key, "value": text, "source": source}] if synonyms else [],
+                    "config_type": _CONFIG_TYPES.get(definition.type, 0),
+                    "documentation": None,
+                }
+            )
         return out
 
 
 def _resource_errors(body, code, message, key="responses"):
-    return {"throttle_time_ms": 0, key: [{"error_code": code, "error_message": message, "resource_type": r["resource_type"],
-                                          "resource_name": r["resource_name"]} for r in body["resources"]]}
+    return {
+        "throttle_time_ms": 0,
+        key: [
+            {
+                "error_code": code,
+                "error_message": message,
+                "resource_type": r["resource_type"],
+                "resource_name": r["resource_name"],
+            }
+            for r in body["resources"]
+        ],
+    }
 
 
 @error_responses.register(ApiKeys.CREATE_TOPICS)
 def _create_topics_error(version, body, code, message):
-    return {"throttle_time_ms": 0, "topics": [{"name": t["name"], "error_code": code, "error_message": message,
-                                               "num_partitions": -1, "replication_factor": -1, "configs": None}
-                                              for t in body["topics"]]}
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "name": t["name"],
+                "error_code": code,
+                "error_message": message,
+                "num_partitions": -1,
+                "replication_factor": -1,
+                "configs": None,
+            }
+            for t in body["topics"]
+        ],
+    }
 
 
 @error_responses.register(ApiKeys.DELETE_TOPICS)
 def _delete_topics_error(version, body, code, message):
     names = [t["name"] for t in body.get("topics") or []] or list(body.get("topic_names") or [])
-    return {"throttle_time_ms": 0, "responses": [{"name": n, "error_code": code, "error_message": message} for n in names]}
+    return {
+        "throttle_time_ms": 0,
+        "responses": [{"name": n, "error_code": code, "error_message": message} for n in names],
+    }
 
 
 @error_responses.register(ApiKeys.CREATE_PARTITIONS)
 def _create_partitions_error(version, body, code, message):
-    return {"throttle_time_ms": 0, "results": [{"name": t["name"], "error_code": code, "error_message": message}
-                                               for t in body["topics"]]}
+    return {
+        "throttle_time_ms": 0,
+        "results": [{"name": t["name"], "error_code": code, "error_message": message} for t in body["topics"]],
+    }
 
 
 @error_responses.register(ApiKeys.INCREMENTAL_ALTER_CONFIGS)
@@ -185,5 +282,16 @@ def _ac_error(version, body, code, message):
 
 @error_responses.register(ApiKeys.DESCRIBE_CONFIGS)
 def _dc_error(version, body, code, message):
-    return {"throttle_time_ms": 0, "results": [{"error_code": code, "error_message": message, "resource_type": r["resource_type"],
-                                                "resource_name": r["resource_name"], "configs": []} for r in body["resources"]]}
+    return {
+        "throttle_time_ms": 0,
+        "results": [
+            {
+                "error_code": code,
+                "error_message": message,
+                "resource_type": r["resource_type"],
+                "resource_name": r["resource_name"],
+                "configs": [],
+            }
+            for r in body["resources"]
+        ],
+    }

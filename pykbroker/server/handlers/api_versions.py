@@ -5,6 +5,7 @@ answered as v0 with UNSUPPORTED_VERSION (35) and the full ``api_keys`` list, wit
 so the client can retry with a supported version; invalid client software name/version (v3+) gets
 INVALID_REQUEST (42).
 """
+
 from __future__ import annotations
 
 import re
@@ -27,20 +28,33 @@ class ApiVersionsHandler:
     def handle_api_versions_request(self, request) -> None:
         api_keys = self.manager.api_versions()
         if request.unsupported_version:
-            self.helper.send_response(request, {"error_code": errors.UNSUPPORTED_VERSION, "api_keys": api_keys,
-                                                "throttle_time_ms": 0}, version=0)
+            self.helper.send_response(
+                request,
+                {"error_code": errors.UNSUPPORTED_VERSION, "api_keys": api_keys, "throttle_time_ms": 0},
+                version=0,
+            )
             return
         body = request.body
         version = request.context.api_version
         if version >= 3:
             name, ver = body.get("client_software_name") or "", body.get("client_software_version") or ""
             if not (_SOFTWARE.match(name) and _SOFTWARE.match(ver)):
-                self.helper.send_response(request, {"error_code": errors.INVALID_REQUEST, "api_keys": api_keys,
-                                                    "throttle_time_ms": 0})
+                self.helper.send_response(
+                    request, {"error_code": errors.INVALID_REQUEST, "api_keys": api_keys, "throttle_time_ms": 0}
+                )
                 return
-        self.helper.send_response(request, {"error_code": errors.NONE, "api_keys": api_keys, "throttle_time_ms": 0,
-                                            "supported_features": [], "finalized_features_epoch": -1,
-                                            "finalized_features": [], "zk_migration_ready": False})
+        self.helper.send_response(
+            request,
+            {
+                "error_code": errors.NONE,
+                "api_keys": api_keys,
+                "throttle_time_ms": 0,
+                "supported_features": [],
+                "finalized_features_epoch": -1,
+                "finalized_features": [],
+                "zk_migration_ready": False,
+            },
+        )
 
 
 @error_responses.register(ApiKeys.API_VERSIONS)

@@ -7,6 +7,7 @@ INVALID_TOPIC_EXCEPTION (internal topics). Whole segments below the new log star
 by the next retention check (``log.retention.check.interval.ms``), as in Kafka; fetches below it get
 OFFSET_OUT_OF_RANGE at once.
 """
+
 from __future__ import annotations
 
 from pykbroker.protocol import errors

@@ -5,6 +5,7 @@ build the fetch-session context (KIP-227), read through ``ReplicaManager.fetch_m
 park a DelayedFetch for ``max_wait_ms``), and answer with each partition's records as a file region:
 the response send is header bytes followed by ``os.sendfile`` regions, as Kafka's FileRecords transfer.
 """
+
 from __future__ import annotations
 
 from pykbroker.log.fetch_data_info import FetchIsolation
@@ -42,8 +43,11 @@ class FetchHandler:
             return
         # Partitions in the session's read order; unknown topic ids are answered without a read.
         wanted = context.partitions()
-        fetches = [PartitionFetch(p.topic, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch)
-                   for p in wanted if p.topic is not None]
+        fetches = [
+            PartitionFetch(p.topic, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch)
+            for p in wanted
+            if p.topic is not None
+        ]
         params = FetchParams(replica_id, body["max_wait_ms"], body["min_bytes"], body["max_bytes"], isolation)
 
         def respond(results) -> None:
@@ -55,10 +59,15 @@ class FetchHandler:
                     partition_results[p.key] = _partition_error(p.partition, errors.UNKNOWN_TOPIC_ID)
                 else:
                     partition_results[p.key] = {
-                        "partition_index": p.partition, "error_code": r.error_code,
-                        "high_watermark": r.high_watermark, "last_stable_offset": r.last_stable_offset,
-                        "log_start_offset": r.log_start_offset, "aborted_transactions": None if r.error_code else [],
-                        "preferred_read_replica": -1, "records": r.records}
+                        "partition_index": p.partition,
+                        "error_code": r.error_code,
+                        "high_watermark": r.high_watermark,
+                        "last_stable_offset": r.last_stable_offset,
+                        "log_start_offset": r.log_start_offset,
+                        "aborted_transactions": None if r.error_code else [],
+                        "preferred_read_replica": -1,
+                        "records": r.records,
+                    }
             response = context.update_and_generate_response_data(partition_results)
             self.helper.send_response(request, response.to_body())
 
@@ -88,9 +97,16 @@ class _TopicNames:
 
 
 def _partition_error(partition: int, code: int) -> dict:
-    return {"partition_index": partition, "error_code": code, "high_watermark": -1, "last_stable_offset": -1,
-            "log_start_offset": -1, "aborted_transactions": None, "preferred_read_replica": -1,
-            "records": EMPTY_RECORDS}
+    return {
+        "partition_index": partition,
+        "error_code": code,
+        "high_watermark": -1,
+        "last_stable_offset": -1,
+        "log_start_offset": -1,
+        "aborted_transactions": None,
+        "preferred_read_replica": -1,
+        "records": EMPTY_RECORDS,
+    }
 
 
 @error_responses.register(ApiKeys.FETCH)

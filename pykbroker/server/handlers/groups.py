@@ -10,6 +10,7 @@ transaction coordinator keys get COORDINATOR_NOT_AVAILABLE (no transaction coord
 OffsetCommit and OffsetDelete answer UNKNOWN_TOPIC_OR_PARTITION for partitions the metadata cache does
 not know, before the coordinator sees the rest (``KafkaApis``).
 """
+
 from __future__ import annotations
 
 from pykbroker.coordinator.group.group_metadata import OffsetAndMetadata
@@ -32,17 +33,19 @@ class GroupHandlers:
         self._creating = False
 
     def handlers(self) -> dict:
-        return {ApiKeys.FIND_COORDINATOR: self.handle_find_coordinator_request,
-                ApiKeys.JOIN_GROUP: self.handle_join_group_request,
-                ApiKeys.SYNC_GROUP: self.handle_sync_group_request,
-                ApiKeys.HEARTBEAT: self.handle_heartbeat_request,
-                ApiKeys.LEAVE_GROUP: self.handle_leave_group_request,
-                ApiKeys.OFFSET_COMMIT: self.handle_offset_commit_request,
-                ApiKeys.OFFSET_FETCH: self.handle_offset_fetch_request,
-                ApiKeys.OFFSET_DELETE: self.handle_offset_delete_request,
-                ApiKeys.DESCRIBE_GROUPS: self.handle_describe_groups_request,
-                ApiKeys.LIST_GROUPS: self.handle_list_groups_request,
-                ApiKeys.DELETE_GROUPS: self.handle_delete_groups_request}
+        return {
+            ApiKeys.FIND_COORDINATOR: self.handle_find_coordinator_request,
+            ApiKeys.JOIN_GROUP: self.handle_join_group_request,
+            ApiKeys.SYNC_GROUP: self.handle_sync_group_request,
+            ApiKeys.HEARTBEAT: self.handle_heartbeat_request,
+            ApiKeys.LEAVE_GROUP: self.handle_leave_group_request,
+            ApiKeys.OFFSET_COMMIT: self.handle_offset_commit_request,
+            ApiKeys.OFFSET_FETCH: self.handle_offset_fetch_request,
+            ApiKeys.OFFSET_DELETE: self.handle_offset_delete_request,
+            ApiKeys.DESCRIBE_GROUPS: self.handle_describe_groups_request,
+            ApiKeys.LIST_GROUPS: self.handle_list_groups_request,
+            ApiKeys.DELETE_GROUPS: self.handle_delete_groups_request,
+        }
 
     # -- FindCoordinator ----------------------------------------------------------------------------
     def _offsets_topic_ready(self) -> bool:
@@ -51,35 +54,67 @@ class GroupHandlers:
             return True
         if not self._creating:
             self._creating = True
-            brokers = max(1, len(self.cache.alive_brokers(self.config.listeners[0].listener_name))
-                          if self.config.listeners else 1)
+            brokers = max(
+                1, len(self.cache.alive_brokers(self.config.listeners[0].listener_name)) if self.config.listeners else 1
+            )
             rf = min(self.config["offsets.topic.replication.factor"], brokers)
-            self.controller.create_topics({"topics": [{
-                "name": GROUP_METADATA_TOPIC_NAME, "num_partitions": self.config["offsets.topic.num.partitions"],
-                "replication_factor": rf, "assignments": [],
-                "configs": [{"name": "cleanup.policy", "value": "compact"},
-                            {"name": "compression.type", "value": "producer"},
-                            {"name": "segment.bytes", "value": str(self.config["offsets.topic.segment.bytes"])}]}],
-                "timeout_ms": 30000, "validate_only": False})
+            self.controller.create_topics(
+                {
+                    "topics": [
+                        {
+                            "name": GROUP_METADATA_TOPIC_NAME,
+                            "num_partitions": self.config["offsets.topic.num.partitions"],
+                            "replication_factor": rf,
+                            "assignments": [],
+                            "configs": [
+                                {"name": "cleanup.policy", "value": "compact"},
+                                {"name": "compression.type", "value": "producer"},
+                                {"name": "segment.bytes", "value": str(self.config["offsets.topic.segment.bytes"])},
+                            ],
+                        }
+                    ],
+                    "timeout_ms": 30000,
+                    "validate_only": False,
+                }
+            )
         return False
 
     def _coordinator_for(self, key: str, key_type: int, listener: str) -> dict:
         if key_type == TXN_KEY:
-            return {"error_code": errors.COORDINATOR_NOT_AVAILABLE, "error_message": "no transaction coordinator",
-                    "node_id": -1, "host": "", "port": -1}
+            return {
+                "error_code": errors.COORDINATOR_NOT_AVAILABLE,
+                "error_message": "no transaction coordinator",
+                "node_id": -1,
+                "host": "",
+                "port": -1,
+            }
         if key_type != GROUP_KEY:
-            return {"error_code": errors.INVALID_REQUEST, "error_message": f"Unknown coordinator type {key_type}",
-                    "node_id": -1, "host": "", "port": -1}
+            return {
+                "error_code": errors.INVALID_REQUEST,
+                "error_message": f"Unknown coordinator type {key_type}",
+                "node_id": -1,
+                "host": "",
+                "port": -1,
+            }
         if not key:
-            return {"error_code": errors.INVALID_REQUEST, "error_message": None, "node_id": -1, "host": "",
-                    "port": -1}
+            return {"error_code": errors.INVALID_REQUEST, "error_message": None, "node_id": -1, "host": "", "port": -1}
         if not self._offsets_topic_ready():
-            return {"error_code": errors.COORDINATOR_NOT_AVAILABLE, "error_message": None, "node_id": -1,
-                    "host": "", "port": -1}
+            return {
+                "error_code": errors.COORDINATOR_NOT_AVAILABLE,
+                "error_message": None,
+                "node_id": -1,
+                "host": "",
+                "port": -1,
+            }
         me = [(n, ep) for n, ep, _ in self.cache.alive_brokers(listener) if n == self.coordinator.node_id]
         if not me:
-            return {"error_code": errors.COORDINATOR_NOT_AVAILABLE, "error_message": None, "node_id": -1,
-                    "host": "", "port": -1}
+            return {
+                "error_code": errors.COORDINATOR_NOT_AVAILABLE,
+                "error_message": None,
+                "node_id": -1,
+                "host": "",
+                "port": -1,
+            }
         node, ep = me[0]
         return {"error_code": errors.NONE, "error_message": None, "node_id": node, "host": ep.host, "port": ep.port}
 
@@ -87,8 +122,9 @@ class GroupHandlers:
         body, version = request.body, request.context.api_version
         listener = request.context.listener_name
         if version >= 4:
-            coordinators = [dict(self._coordinator_for(k, body["key_type"], listener), key=k)
-                            for k in body["coordinator_keys"]]
+            coordinators = [
+                dict(self._coordinator_for(k, body["key_type"], listener), key=k) for k in body["coordinator_keys"]
+            ]
             self.helper.send_response(request, {"throttle_time_ms": 0, "coordinators": coordinators})
         else:
             r = self._coordinator_for(body["key"], body.get("key_type", 0), listener)
@@ -105,47 +141,82 @@ class GroupHandlers:
 
         try:
             self.coordinator.handle_join_group(
-                body["group_id"], body["member_id"], body.get("group_instance_id"), ctx.client_id or "",
+                body["group_id"],
+                body["member_id"],
+                body.get("group_instance_id"),
+                ctx.client_id or "",
                 f"/{ctx.client_address}",
                 body["session_timeout_ms"] if ctx.api_version == 0 else body["rebalance_timeout_ms"],
-                body["session_timeout_ms"], body["protocol_type"],
-                [(p["name"], bytes(p["metadata"])) for p in body["protocols"]], ctx.api_version, respond)
+                body["session_timeout_ms"],
+                body["protocol_type"],
+                [(p["name"], bytes(p["metadata"])) for p in body["protocols"]],
+                ctx.api_version,
+                respond,
+            )
         except errors.KafkaError as e:
-            respond({"error_code": e.code, "generation_id": -1, "protocol_type": None, "protocol_name": None,
-                     "leader": "", "member_id": body["member_id"], "members": []})
+            respond(
+                {
+                    "error_code": e.code,
+                    "generation_id": -1,
+                    "protocol_type": None,
+                    "protocol_name": None,
+                    "leader": "",
+                    "member_id": body["member_id"],
+                    "members": [],
+                }
+            )
 
     def handle_sync_group_request(self, request) -> None:
         body = request.body
         respond = lambda resp: self.helper.send_response(request, dict(resp, throttle_time_ms=0))  # noqa: E731
         try:
             self.coordinator.handle_sync_group(
-                body["group_id"], body["generation_id"], body["member_id"], body.get("group_instance_id"),
-                body.get("protocol_type"), body.get("protocol_name"),
-                {a["member_id"]: bytes(a["assignment"]) for a in body["assignments"]}, respond)
+                body["group_id"],
+                body["generation_id"],
+                body["member_id"],
+                body.get("group_instance_id"),
+                body.get("protocol_type"),
+                body.get("protocol_name"),
+                {a["member_id"]: bytes(a["assignment"]) for a in body["assignments"]},
+                respond,
+            )
         except errors.KafkaError as e:
             respond({"error_code": e.code, "protocol_type": None, "protocol_name": None, "assignment": b""})
 
     def handle_heartbeat_request(self, request) -> None:
         body = request.body
         try:
-            code = self.coordinator.handle_heartbeat(body["group_id"], body["member_id"],
-                                                     body.get("group_instance_id"), body["generation_id"])
+            code = self.coordinator.handle_heartbeat(
+                body["group_id"], body["member_id"], body.get("group_instance_id"), body["generation_id"]
+            )
         except errors.KafkaError as e:
             code = e.code
         self.helper.send_response(request, {"throttle_time_ms": 0, "error_code": code})
 
     def handle_leave_group_request(self, request) -> None:
         body, version = request.body, request.context.api_version
-        members = ([(m["member_id"], m.get("group_instance_id")) for m in body["members"]] if version >= 3
-                   else [(body["member_id"], None)])
+        members = (
+            [(m["member_id"], m.get("group_instance_id")) for m in body["members"]]
+            if version >= 3
+            else [(body["member_id"], None)]
+        )
         try:
             code, codes = self.coordinator.handle_leave_group(body["group_id"], members)
         except errors.KafkaError as e:
             code, codes = e.code, [e.code] * len(members)
         if version < 3:
             code = codes[0] if code == errors.NONE else code
-        self.helper.send_response(request, {"throttle_time_ms": 0, "error_code": code, "members": [
-            {"member_id": m, "group_instance_id": i, "error_code": c} for (m, i), c in zip(members, codes)]})
+        self.helper.send_response(
+            request,
+            {
+                "throttle_time_ms": 0,
+                "error_code": code,
+                "members": [
+                    {"member_id": m, "group_instance_id": i, "error_code": c}
+                    for (m, i), c in zip(members, codes, strict=True)
+                ],
+            },
+        )
 
     # -- offsets -------------------------------------------------------------------------------------
     def handle_offset_commit_request(self, request) -> None:
@@ -155,8 +226,8 @@ class GroupHandlers:
         for t in body["topics"]:
             for p in t["partitions"]:
                 offsets[(t["name"], p["partition_index"])] = OffsetAndMetadata(
-                    p["committed_offset"], p.get("committed_leader_epoch", -1), p.get("committed_metadata") or "",
-                    now)
+                    p["committed_offset"], p.get("committed_leader_epoch", -1), p.get("committed_metadata") or "", now
+                )
 
         unknown = self._unknown_partitions(offsets)
         offsets = {tp: o for tp, o in offsets.items() if tp not in unknown}
@@ -165,15 +236,21 @@ class GroupHandlers:
             topics: dict[str, list] = {}
             for (topic, partition), code in {**unknown, **codes}.items():
                 topics.setdefault(topic, []).append({"partition_index": partition, "error_code": code})
-            self.helper.send_response(request, {"throttle_time_ms": 0, "topics": [
-                {"name": t, "partitions": ps} for t, ps in topics.items()]})
+            self.helper.send_response(
+                request, {"throttle_time_ms": 0, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+            )
 
         if not offsets and unknown:
             return respond({})
         try:
-            self.coordinator.handle_commit_offsets(body["group_id"], body.get("member_id", ""),
-                                                   body.get("group_instance_id"),
-                                                   body.get("generation_id_or_member_epoch", -1), offsets, respond)
+            self.coordinator.handle_commit_offsets(
+                body["group_id"],
+                body.get("member_id", ""),
+                body.get("group_instance_id"),
+                body.get("generation_id_or_member_epoch", -1),
+                offsets,
+                respond,
+            )
         except errors.KafkaError as e:
             respond({tp: e.code for tp in offsets})
 
@@ -190,10 +267,15 @@ class GroupHandlers:
             return e.code, []
         by_topic: dict[str, list] = {}
         for (topic, partition), o in sorted(found.items()):
-            by_topic.setdefault(topic, []).append({
-                "partition_index": partition, "committed_offset": o.offset if o else -1,
-                "committed_leader_epoch": o.leader_epoch if o else -1, "metadata": o.metadata if o else "",
-                "error_code": errors.NONE})
+            by_topic.setdefault(topic, []).append(
+                {
+                    "partition_index": partition,
+                    "committed_offset": o.offset if o else -1,
+                    "committed_leader_epoch": o.leader_epoch if o else -1,
+                    "metadata": o.metadata if o else "",
+                    "error_code": errors.NONE,
+                }
+            )
         return errors.NONE, [{"name": t, "partitions": ps} for t, ps in by_topic.items()]
 
     def handle_offset_fetch_request(self, request) -> None:
@@ -207,9 +289,16 @@ class GroupHandlers:
             return
         code, topics = self._fetch_group(body["group_id"], body["topics"])
         if version < 2 and code != errors.NONE:
-            topics = [{"name": t["name"], "partitions": [{"partition_index": p, "committed_offset": -1,
-                                                         "metadata": "", "error_code": code}
-                                                        for p in t["partition_indexes"]]} for t in body["topics"] or []]
+            topics = [
+                {
+                    "name": t["name"],
+                    "partitions": [
+                        {"partition_index": p, "committed_offset": -1, "metadata": "", "error_code": code}
+                        for p in t["partition_indexes"]
+                    ],
+                }
+                for t in body["topics"] or []
+            ]
         self.helper.send_response(request, {"throttle_time_ms": 0, "topics": topics, "error_code": code})
 
     def handle_offset_delete_request(self, request) -> None:
@@ -222,8 +311,14 @@ class GroupHandlers:
             topics: dict[str, list] = {}
             for (topic, partition), c in ({**unknown, **codes} if code == errors.NONE else {}).items():
                 topics.setdefault(topic, []).append({"partition_index": partition, "error_code": c})
-            self.helper.send_response(request, {"error_code": code, "throttle_time_ms": 0, "topics": [
-                {"name": t, "partitions": ps} for t, ps in topics.items()]})
+            self.helper.send_response(
+                request,
+                {
+                    "error_code": code,
+                    "throttle_time_ms": 0,
+                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+                },
+            )
 
         try:
             self.coordinator.handle_delete_offsets(body["group_id"], tps, respond)
@@ -238,8 +333,16 @@ class GroupHandlers:
             try:
                 groups.append({**self.coordinator.describe_group(group_id), "authorized_operations": ops})
             except errors.KafkaError as e:
-                groups.append({"error_code": e.code, "group_id": group_id, "group_state": "", "protocol_type": "",
-                               "protocol_data": "", "members": []})
+                groups.append(
+                    {
+                        "error_code": e.code,
+                        "group_id": group_id,
+                        "group_state": "",
+                        "protocol_type": "",
+                        "protocol_data": "",
+                        "members": [],
+                    }
+                )
         self.helper.send_response(request, {"throttle_time_ms": 0, "groups": groups})
 
     def handle_list_groups_request(self, request) -> None:
@@ -256,8 +359,10 @@ class GroupHandlers:
         def done(name: str, code: int) -> None:
             results[name] = code
             if len(results) == len(names):
-                self.helper.send_response(request, {"throttle_time_ms": 0, "results": [
-                    {"group_id": n, "error_code": results[n]} for n in names]})
+                self.helper.send_response(
+                    request,
+                    {"throttle_time_ms": 0, "results": [{"group_id": n, "error_code": results[n]} for n in names]},
+                )
 
         if not names:
             self.helper.send_response(request, {"throttle_time_ms": 0, "results": []})

@@ -7,6 +7,7 @@ the first record whose timestamp is >= the target, found through the time index,
 exact record by decoding that one batch. Offsets not yet below the high watermark are not returned.
 OffsetForLeaderEpoch answers from the leader epoch cache.
 """
+
 from __future__ import annotations
 
 from pykbroker.protocol import errors
@@ -34,8 +35,10 @@ class ListOffsetsHandler:
         self.replica_manager = replica_manager
 
     def handlers(self) -> dict:
-        return {ApiKeys.LIST_OFFSETS: self.handle_list_offset_request,
-                ApiKeys.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch_request}
+        return {
+            ApiKeys.LIST_OFFSETS: self.handle_list_offset_request,
+            ApiKeys.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch_request,
+        }
 
     def handle_list_offset_request(self, request) -> None:
         body = request.body
@@ -55,7 +58,11 @@ class ListOffsetsHandler:
         partition = self.replica_manager.get_partition_or_error(topic, p["partition_index"])
         log = partition.leader_log_or_raise(p["current_leader_epoch"])
         ts = p["timestamp"]
-        bound = log.log_end_offset if replica_id >= 0 else (log.last_stable_offset if read_committed else log.high_watermark)
+        bound = (
+            log.log_end_offset
+            if replica_id >= 0
+            else (log.last_stable_offset if read_committed else log.high_watermark)
+        )
         if ts == LATEST:
             found = TimestampAndOffset(-1, bound, log.latest_epoch)
         else:
@@ -63,11 +70,21 @@ class ListOffsetsHandler:
             if found is not None and ts != EARLIEST and found.offset >= bound:
                 found = None
         if found is None:
-            return {"partition_index": p["partition_index"], "error_code": errors.NONE, "timestamp": -1,
-                    "offset": -1, "leader_epoch": -1}
+            return {
+                "partition_index": p["partition_index"],
+                "error_code": errors.NONE,
+                "timestamp": -1,
+                "offset": -1,
+                "leader_epoch": -1,
+            }
         epoch = found.leader_epoch if found.leader_epoch is not None else -1
-        return {"partition_index": p["partition_index"], "error_code": errors.NONE, "timestamp": found.timestamp,
-                "offset": found.offset, "leader_epoch": epoch}
+        return {
+            "partition_index": p["partition_index"],
+            "error_code": errors.NONE,
+            "timestamp": found.timestamp,
+            "offset": found.offset,
+            "leader_epoch": epoch,
+        }
 
     def handle_offset_for_leader_epoch_request(self, request) -> None:
         topics = []
@@ -80,8 +97,9 @@ class ListOffsetsHandler:
                     log = partition.leader_log_or_raise(p["current_leader_epoch"])
                     found = log.end_offset_for_epoch(p["leader_epoch"])
                     end_offset, epoch = found if found is not None else (-1, -1)
-                    parts.append({"error_code": errors.NONE, "partition": index, "leader_epoch": epoch,
-                                  "end_offset": end_offset})
+                    parts.append(
+                        {"error_code": errors.NONE, "partition": index, "leader_epoch": epoch, "end_offset": end_offset}
+                    )
                 except errors.KafkaError as e:
                     parts.append({"error_code": e.code, "partition": index, "leader_epoch": -1, "end_offset": -1})
             topics.append({"topic": t["topic"], "partitions": parts})
@@ -94,13 +112,27 @@ def _list_error(index: int, code: int) -> dict:
 
 @error_responses.register(ApiKeys.LIST_OFFSETS)
 def _list_offsets_error(version, body, code, message):
-    return {"throttle_time_ms": 0, "topics": [
-        {"name": t["name"], "partitions": [_list_error(p["partition_index"], code) for p in t["partitions"]]}
-        for t in body["topics"]]}
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {"name": t["name"], "partitions": [_list_error(p["partition_index"], code) for p in t["partitions"]]}
+            for t in body["topics"]
+        ],
+    }
 
 
 @error_responses.register(ApiKeys.OFFSET_FOR_LEADER_EPOCH)
 def _ofle_error(version, body, code, message):
-    return {"throttle_time_ms": 0, "topics": [
-        {"topic": t["topic"], "partitions": [{"error_code": code, "partition": p["partition"], "leader_epoch": -1,
-                                              "end_offset": -1} for p in t["partitions"]]} for t in body["topics"]]}
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "topic": t["topic"],
+                "partitions": [
+                    {"error_code": code, "partition": p["partition"], "leader_epoch": -1, "end_offset": -1}
+                    for p in t["partitions"]
+                ],
+            }
+            for t in body["topics"]
+        ],
+    }

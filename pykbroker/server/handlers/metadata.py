@@ -8,6 +8,7 @@ from the MetadataCache. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION, or are au
 LEADER_NOT_AVAILABLE while creation completes. Topics may be named by id from v12 on (unknown ids get
 UNKNOWN_TOPIC_ID); before v12 a topic without a name, or with an id, gets INVALID_REQUEST.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -29,12 +30,16 @@ class MetadataHandler:
         self.auto_create_topics = auto_create_topics
 
     def handlers(self) -> dict:
-        return {ApiKeys.METADATA: self.handle_topic_metadata_request,
-                ApiKeys.DESCRIBE_CLUSTER: self.handle_describe_cluster_request}
+        return {
+            ApiKeys.METADATA: self.handle_topic_metadata_request,
+            ApiKeys.DESCRIBE_CLUSTER: self.handle_describe_cluster_request,
+        }
 
     def _brokers(self, listener: str) -> list[dict]:
-        return [{"node_id": node_id, "host": ep.host, "port": ep.port, "rack": rack}
-                for node_id, ep, rack in self.cache.alive_brokers(listener)]
+        return [
+            {"node_id": node_id, "host": ep.host, "port": ep.port, "rack": rack}
+            for node_id, ep, rack in self.cache.alive_brokers(listener)
+        ]
 
     def handle_topic_metadata_request(self, request) -> None:
         body = request.body
@@ -42,12 +47,15 @@ class MetadataHandler:
         requested = body.get("topics")
         all_topics = requested is None or (version == 0 and not requested)
         topics_out: list[dict] = []
-        topic_ops = authorized_operations("TOPIC", version >= 8 and body.get("include_topic_authorized_operations", False))
+        topic_ops = authorized_operations(
+            "TOPIC", version >= 8 and body.get("include_topic_authorized_operations", False)
+        )
         if all_topics:
             for name in self.cache.topic_names():
                 topics_out.append(self._topic_metadata(self.cache.topic(name)))
-        elif version < 12 and any(t.get("name") is None or (t.get("topic_id") or ZERO_UUID) != ZERO_UUID
-                                  for t in requested):
+        elif version < 12 and any(
+            t.get("name") is None or (t.get("topic_id") or ZERO_UUID) != ZERO_UUID for t in requested
+        ):
             # Topic ids in Metadata requests arrive with v12 (KIP-516); before that a topic needs a name.
             # Kafka fails the request with INVALID_REQUEST, answered per requested topic.
             topics_out = [self._error_topic(t.get("name") or "", errors.INVALID_REQUEST) for t in requested]
@@ -75,63 +83,117 @@ class MetadataHandler:
             else:
                 for name in missing:
                     topics_out.append(self._error_topic(name, errors.UNKNOWN_TOPIC_OR_PARTITION))
-        self.helper.send_response(request, {
-            "throttle_time_ms": 0,
-            "brokers": self._brokers(request.context.listener_name),
-            "cluster_id": self.cache.cluster_id,
-            "controller_id": self.cache.random_alive_broker_id(),
-            "topics": [t if t["error_code"] != errors.NONE else {**t, "topic_authorized_operations": topic_ops}
-                       for t in topics_out],
-            "cluster_authorized_operations": authorized_operations(
-                "CLUSTER", 8 <= version <= 10 and body.get("include_cluster_authorized_operations", False)),
-        })
+        self.helper.send_response(
+            request,
+            {
+                "throttle_time_ms": 0,
+                "brokers": self._brokers(request.context.listener_name),
+                "cluster_id": self.cache.cluster_id,
+                "controller_id": self.cache.random_alive_broker_id(),
+                "topics": [
+                    t if t["error_code"] != errors.NONE else {**t, "topic_authorized_operations": topic_ops}
+                    for t in topics_out
+                ],
+                "cluster_authorized_operations": authorized_operations(
+                    "CLUSTER", 8 <= version <= 10 and body.get("include_cluster_authorized_operations", False)
+                ),
+            },
+        )
 
     @staticmethod
     def _error_topic(name, code, topic_id=ZERO_UUID) -> dict:
-        return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False, "partitions": [],
-                "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+        return {
+            "error_code": code,
+            "name": name,
+            "topic_id": topic_id,
+            "is_internal": False,
+            "partitions": [],
+            "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        }
 
     @staticmethod
     def _topic_metadata(info) -> dict:
         partitions = []
         for index, p in sorted(info.partitions.items()):
-            partitions.append({
-                "error_code": errors.NONE if p.leader >= 0 else errors.LEADER_NOT_AVAILABLE,
-                "partition_index": index, "leader_id": p.leader, "leader_epoch": p.leader_epoch,
-                "replica_nodes": list(p.replicas), "isr_nodes": list(p.isr), "offline_replicas": [],
-            })
-        return {"error_code": errors.NONE, "name": info.name, "topic_id": info.id,
-                "is_internal": info.name in INTERNAL_TOPICS, "partitions": partitions,
-                "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+            partitions.append(
+                {
+                    "error_code": errors.NONE if p.leader >= 0 else errors.LEADER_NOT_AVAILABLE,
+                    "partition_index": index,
+                    "leader_id": p.leader,
+                    "leader_epoch": p.leader_epoch,
+                    "replica_nodes": list(p.replicas),
+                    "isr_nodes": list(p.isr),
+                    "offline_replicas": [],
+                }
+            )
+        return {
+            "error_code": errors.NONE,
+            "name": info.name,
+            "topic_id": info.id,
+            "is_internal": info.name in INTERNAL_TOPICS,
+            "partitions": partitions,
+            "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        }
 
     def handle_describe_cluster_request(self, request) -> None:
         body = request.body
         endpoint_type = body.get("endpoint_type", 1)
         if endpoint_type not in (1,):  # 1 = brokers; 2 = controllers (not served on a broker listener)
-            self.helper.send_response(request, {"throttle_time_ms": 0, "error_code": errors.MISMATCHED_ENDPOINT_TYPE,
-                                                "error_message": "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER",
-                                                "endpoint_type": endpoint_type, "cluster_id": self.cache.cluster_id or "",
-                                                "controller_id": -1, "brokers": [],
-                                                "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
+            self.helper.send_response(
+                request,
+                {
+                    "throttle_time_ms": 0,
+                    "error_code": errors.MISMATCHED_ENDPOINT_TYPE,
+                    "error_message": "The request was sent to an endpoint of type BROKER, but we wanted an "
+                    "endpoint of type CONTROLLER",
+                    "endpoint_type": endpoint_type,
+                    "cluster_id": self.cache.cluster_id or "",
+                    "controller_id": -1,
+                    "brokers": [],
+                    "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+                },
+            )
             return
-        brokers = [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
-                   for b in self._brokers(request.context.listener_name)]
-        self.helper.send_response(request, {
-            "throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None, "endpoint_type": 1,
-            "cluster_id": self.cache.cluster_id or "", "controller_id": self.cache.random_alive_broker_id(),
-            "brokers": brokers, "cluster_authorized_operations": authorized_operations(
-                "CLUSTER", body.get("include_cluster_authorized_operations", False)),
-        })
+        brokers = [
+            {"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
+            for b in self._brokers(request.context.listener_name)
+        ]
+        self.helper.send_response(
+            request,
+            {
+                "throttle_time_ms": 0,
+                "error_code": errors.NONE,
+                "error_message": None,
+                "endpoint_type": 1,
+                "cluster_id": self.cache.cluster_id or "",
+                "controller_id": self.cache.random_alive_broker_id(),
+                "brokers": brokers,
+                "cluster_authorized_operations": authorized_operations(
+                    "CLUSTER", body.get("include_cluster_authorized_operations", False)
+                ),
+            },
+        )
 
 
 @error_responses.register(ApiKeys.METADATA)
 def _metadata_error(version, body, code, message):
     topics = body.get("topics") or []
-    return {"throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": -1,
-            "topics": [MetadataHandler._error_topic(t.get("name"), code, t.get("topic_id") or ZERO_UUID) for t in topics]}
+    return {
+        "throttle_time_ms": 0,
+        "brokers": [],
+        "cluster_id": None,
+        "controller_id": -1,
+        "topics": [MetadataHandler._error_topic(t.get("name"), code, t.get("topic_id") or ZERO_UUID) for t in topics],
+    }
 
 
 @error_responses.register(ApiKeys.DESCRIBE_CLUSTER)
 def _describe_cluster_error(version, body, code, message):
-    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "cluster_id": "",
-            "controller_id": -1, "brokers": []}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": code,
+        "error_message": message,
+        "cluster_id": "",
+        "controller_id": -1,
+        "brokers": [],
+    }

@@ -5,6 +5,7 @@ empty records INVALID_RECORD... then ``ReplicaManager.append_records``. acks=0: 
 (NoOpResponse) on success, the connection is closed on any error (the client cannot be told);
 otherwise a ProduceResponse (possibly after the DelayedProduce for acks=-1).
 """
+
 from __future__ import annotations
 
 from pykbroker.protocol import errors
@@ -52,24 +53,38 @@ class ProduceHandler:
             self.helper.send_response(request, _response(body, results))
 
         if entries:
-            self.replica_manager.append_records(body["timeout_ms"], acks,
-                                                request.context.client_id == ADMIN_CLIENT_ID, entries, respond)
+            self.replica_manager.append_records(
+                body["timeout_ms"], acks, request.context.client_id == ADMIN_CLIENT_ID, entries, respond
+            )
         else:
             respond({})
 
 
 def _error(index: int, code: int, message: str | None = None) -> dict:
-    return {"index": index, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
-            "log_start_offset": -1, "record_errors": [], "error_message": message}
+    return {
+        "index": index,
+        "error_code": code,
+        "base_offset": -1,
+        "log_append_time_ms": -1,
+        "log_start_offset": -1,
+        "record_errors": [],
+        "error_message": message,
+    }
 
 
 def _response(body: dict, results: dict) -> dict:
     responses = []
     for topic in body["topic_data"]:
         name = topic["name"]
-        responses.append({"name": name, "partition_responses": [
-            results.get((name, p["index"])) or _error(p["index"], errors.UNKNOWN_SERVER_ERROR)
-            for p in topic["partition_data"]]})
+        responses.append(
+            {
+                "name": name,
+                "partition_responses": [
+                    results.get((name, p["index"])) or _error(p["index"], errors.UNKNOWN_SERVER_ERROR)
+                    for p in topic["partition_data"]
+                ],
+            }
+        )
     return {"responses": responses, "throttle_time_ms": 0}
 
 
@@ -77,6 +92,9 @@ def _response(body: dict, results: dict) -> dict:
 def _produce_error_response(version, body, code, message):
     if body.get("acks") == 0:
         return None  # the client expects no answer: close the connection
-    results = {(t["name"], p["index"]): _error(p["index"], code, message)
-               for t in body["topic_data"] for p in t["partition_data"]}
+    results = {
+        (t["name"], p["index"]): _error(p["index"], code, message)
+        for t in body["topic_data"]
+        for p in t["partition_data"]
+    }
     return _response(body, results)

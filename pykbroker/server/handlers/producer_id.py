@@ -6,6 +6,7 @@ of the current one is used, so a request waits (asynchronously, no handler threa
 a block runs out. Transactional ids need a transaction coordinator, which this broker does not have:
 they get INVALID_REQUEST (non-retriable, so the client fails fast instead of retrying until timeout).
 """
+
 from __future__ import annotations
 
 import threading
@@ -52,8 +53,9 @@ class ProducerIdManager:
     def _request_block_locked(self) -> None:
         if self._pending is not None:
             return
-        self._pending = self.controller.allocate_producer_ids({"broker_id": self.node_id,
-                                                               "broker_epoch": self.broker_epoch_fn()})
+        self._pending = self.controller.allocate_producer_ids(
+            {"broker_id": self.node_id, "broker_epoch": self.broker_epoch_fn()}
+        )
         self._pending.add_done_callback(self._on_block)
 
     def _on_block(self, future) -> None:
@@ -91,7 +93,8 @@ class InitProducerIdHandler:
             self.helper.send_response(request, _response(errors.INVALID_REQUEST))
             return
         self.manager.generate_producer_id(
-            lambda code, pid: self.helper.send_response(request, _response(code, pid, 0 if code == errors.NONE else -1)))
+            lambda code, pid: self.helper.send_response(request, _response(code, pid, 0 if code == errors.NONE else -1))
+        )
 
 
 def _response(code: int, producer_id: int = -1, producer_epoch: int = -1) -> dict:

@@ -5,6 +5,7 @@ Spark registers it by itself (a top-level ``pyspark_*`` module exposing ``Defaul
 does it explicitly. Options, defaults, schema and offset JSON are those of ``format("kafka")``.
 This module stays light: the source's heavy imports happen when Spark uses it.
 """
+
 from pyspark_pykbroker.source import PyKBrokerDataSource
 
 DefaultSource = PyKBrokerDataSource

@@ -6,6 +6,7 @@ below the log start offset raises :class:`DataLossError` (``failOnDataLoss=true`
 log start offset instead. Producers use ``partitioner=murmur2_random`` so keys land where the Java
 producer puts them. Connections are opened lazily and never pickled.
 """
+
 from __future__ import annotations
 
 import re
@@ -20,11 +21,13 @@ class DataLossError(RuntimeError):
 
 
 def data_loss_message(topic: str, partition: int, wanted: int, available: int) -> str:
-    return (f"Cannot fetch offset {wanted} (TopicPartition: {topic}-{partition}); the earliest available offset is "
-            f"{available}. Some data may have been lost because they are not available in Kafka any more; either "
-            "the data was aged out by Kafka or the topic may have been deleted before all the data in the topic "
-            "was processed. If you don't want your streaming query to fail on such cases, set the source option "
-            "\"failOnDataLoss\" to \"false\".")
+    return (
+        f"Cannot fetch offset {wanted} (TopicPartition: {topic}-{partition}); the earliest available offset is "
+        f"{available}. Some data may have been lost because they are not available in Kafka any more; either "
+        "the data was aged out by Kafka or the topic may have been deleted before all the data in the topic "
+        "was processed. If you don't want your streaming query to fail on such cases, set the source option "
+        '"failOnDataLoss" to "false".'
+    )
 
 
 class KafkaClient:
@@ -44,6 +47,7 @@ class KafkaClient:
     def consumer(self):
         if self._consumer is None:
             from confluent_kafka import Consumer
+
             conf = self._base()
             conf.setdefault("group.id", f"spark-kafka-source-{uuid.uuid4()}")
             conf.setdefault("max.partition.fetch.bytes", 10485760)  # a task reads one partition: fetch big
@@ -76,26 +80,38 @@ class KafkaClient:
 
     def watermarks(self, tps) -> dict[tuple[str, int], tuple[int, int]]:
         from confluent_kafka import TopicPartition
+
         c = self.consumer()
         return {tp: c.get_watermark_offsets(TopicPartition(tp[0], tp[1]), timeout=30, cached=False) for tp in tps}
 
     def offsets_for_times(self, times: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
         """First offset with timestamp >= the given ms per partition; -1 (latest) when there is none."""
         from confluent_kafka import TopicPartition
+
         if not times:
             return {}
-        result = self.consumer().offsets_for_times([TopicPartition(t, p, ts) for (t, p), ts in times.items()],
-                                                   timeout=30)
+        result = self.consumer().offsets_for_times(
+            [TopicPartition(t, p, ts) for (t, p), ts in times.items()], timeout=30
+        )
         return {(r.topic, r.partition): r.offset for r in result}
 
     # -- reads -------------------------------------------------------------------------------------------
-    def read_range(self, topic: str, partition: int, start: int, end: int, fail_on_data_loss: bool,
-                   include_headers: bool, batch_rows: int = 65536):
+    def read_range(
+        self,
+        topic: str,
+        partition: int,
+        start: int,
+        end: int,
+        fail_on_data_loss: bool,
+        include_headers: bool,
+        batch_rows: int = 65536,
+    ):
         """Arrow batches of the records with ``start <= offset < end`` (``start`` -2: log start)."""
         import pyarrow as pa
         from confluent_kafka import KafkaError, TopicPartition
 
         from pyspark_pykbroker.schema import arrow_schema
+
         low, high = self.watermarks([(topic, partition)])[(topic, partition)]
         if start < 0:
             start = low
@@ -125,8 +141,10 @@ class KafkaClient:
                             done = True
                             break
                         if time.monotonic() - idle_since > 10:
-                            raise TimeoutError(f"No records from {topic}-{partition} at offset {next_offset} "
-                                               f"within 10 s (expected up to {end})")
+                            raise TimeoutError(
+                                f"No records from {topic}-{partition} at offset {next_offset} "
+                                f"within 10 s (expected up to {end})"
+                            )
                         continue
                     idle_since = time.monotonic()
                     last = messages[-1]
@@ -171,10 +189,15 @@ class KafkaClient:
                         break
                 if offsets:
                     n = len(offsets)
-                    columns = [pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
-                               pa.array([topic] * n, pa.string()), pa.array([partition] * n, pa.int32()),
-                               pa.array(offsets, pa.int64()), pa.array(timestamps, pa.timestamp("us", tz="UTC")),
-                               pa.array(types, pa.int32())]
+                    columns = [
+                        pa.array(keys, pa.binary()),
+                        pa.array(values, pa.binary()),
+                        pa.array([topic] * n, pa.string()),
+                        pa.array([partition] * n, pa.int32()),
+                        pa.array(offsets, pa.int64()),
+                        pa.array(timestamps, pa.timestamp("us", tz="UTC")),
+                        pa.array(types, pa.int32()),
+                    ]
                     if include_headers:
                         columns.append(pa.array(headers, schema.field("headers").type))
                     yield pa.RecordBatch.from_arrays(columns, schema=schema)
@@ -184,6 +207,7 @@ class KafkaClient:
     # -- writes ------------------------------------------------------------------------------------------
     def producer(self):
         from confluent_kafka import Producer
+
         conf = self._base()
         conf.setdefault("partitioner", "murmur2_random")
         conf.setdefault("linger.ms", 5)

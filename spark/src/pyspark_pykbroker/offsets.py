@@ -6,6 +6,7 @@ exactly Spark's ``KafkaSourceOffset`` / ``JsonUtils`` shape. ``rate_limit`` spli
 within 1e-4 of an integer, as ``KafkaMicroBatchStream.rateLimit`` does. ``split_ranges`` applies
 ``minPartitions`` like ``KafkaOffsetRangeCalculator``.
 """
+
 from __future__ import annotations
 
 import json

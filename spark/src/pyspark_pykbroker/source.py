@@ -6,10 +6,18 @@ at-least-once sink. Driver-side methods and read tasks each use their own client
 :mod:`pyspark_pykbroker.client`); every read is a pure function of its range, so a retried task or a
 re-planned micro-batch after a restart returns the same records.
 """
+
 from __future__ import annotations
 
-from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader, DataSourceStreamWriter,
-                                    DataSourceWriter, InputPartition, WriterCommitMessage)
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+    WriterCommitMessage,
+)
 
 from pyspark_pykbroker import offsets as off
 from pyspark_pykbroker.client import KafkaClient
@@ -72,7 +80,7 @@ class _Reading:
         ts_all = self.options.get(f"{which}Timestamp")
         ts_json = self.options.get(f"{which}OffsetsByTimestamp")
         if ts_all is not None or ts_json is not None:
-            times = ({tp: int(ts_all) for tp in tps} if ts_all is not None else off.from_json(ts_json))
+            times = {tp: int(ts_all) for tp in tps} if ts_all is not None else off.from_json(ts_json)
             found = client.offsets_for_times(times)
             return {tp: (o if o >= 0 else marks[tp][1]) for tp, o in found.items()}
         spec = spec if spec is not None else default
@@ -92,8 +100,14 @@ class _Reading:
         if partition is None or not isinstance(partition, RangePartition):
             return iter(())
         client = self.client()
-        return client.read_range(partition.topic, partition.partition, partition.start, partition.end,
-                                 self.fail_on_data_loss, self.include_headers)
+        return client.read_range(
+            partition.topic,
+            partition.partition,
+            partition.start,
+            partition.end,
+            self.fail_on_data_loss,
+            self.include_headers,
+        )
 
 
 class KafkaBatchReader(_Reading, DataSourceReader):
@@ -111,12 +125,12 @@ class KafkaBatchReader(_Reading, DataSourceReader):
         try:
             tps = self.topic_partitions(client)
             start = self.resolve(client, starting, tps, "earliest", "starting")
-            end = self.resolve(client, ending, tps if ending in (None, "latest") else
-                               sorted(off.from_json(ending)), "latest", "ending")
+            end = self.resolve(
+                client, ending, tps if ending in (None, "latest") else sorted(off.from_json(ending)), "latest", "ending"
+            )
         finally:
             client.close()
-        self.ranges = off.split_ranges([r for r in off.plan_ranges(start, end) if r.end > r.start],
-                                       self.min_partitions)
+        self.ranges = off.split_ranges([r for r in off.plan_ranges(start, end) if r.end > r.start], self.min_partitions)
 
     def partitions(self):
         return [RangePartition(*r) for r in self.ranges]
@@ -216,11 +230,17 @@ class KafkaBatchWriter(DataSourceWriter):
             fields = row.asDict() if hasattr(row, "asDict") else dict(row)
             topic = self.topic or fields.get("topic")
             if topic is None:
-                raise ValueError("topic option required when no 'topic' attribute is present. Use the topic "
-                                 "option for setting a topic.")
+                raise ValueError(
+                    "topic option required when no 'topic' attribute is present. Use the topic "
+                    "option for setting a topic."
+                )
             if "value" not in fields:
                 raise ValueError("Required attribute 'value' not found")
-            kwargs = {"key": _bytes(fields.get("key")), "value": _bytes(fields.get("value")), "on_delivery": on_delivery}
+            kwargs = {
+                "key": _bytes(fields.get("key")),
+                "value": _bytes(fields.get("value")),
+                "on_delivery": on_delivery,
+            }
             if fields.get("partition") is not None:
                 kwargs["partition"] = int(fields["partition"])
             if fields.get("headers"):

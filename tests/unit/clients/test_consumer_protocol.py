@@ -1,11 +1,17 @@
 """ConsumerProtocol bytes and the range assignor."""
+
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pykbroker.clients.consumer.consumer_coordinator import (decode_assignment, decode_subscription,
-                                                             encode_assignment, encode_subscription, range_assign)
+from pykbroker.clients.consumer.consumer_coordinator import (
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+    range_assign,
+)
 
 topic_names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz._-0123456789", min_size=1, max_size=20)
 

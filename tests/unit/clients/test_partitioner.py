@@ -1,4 +1,5 @@
 """murmur2 and the built-in sticky partitioner."""
+
 from __future__ import annotations
 
 import random
@@ -12,8 +13,11 @@ from pykbroker.clients.producer.partitioner import BuiltInPartitioner, murmur2, 
 def test_murmur2_known_values():
     # Values from Kafka's UtilsTest.testMurmur2 (the Java implementation's outputs).
     cases = {
-        b"21": -973932308, b"foobar": -790332482, b"a-little-bit-long-string": -985981536,
-        b"a-little-bit-longer-string": -1486304829, b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+        b"21": -973932308,
+        b"foobar": -790332482,
+        b"a-little-bit-long-string": -985981536,
+        b"a-little-bit-longer-string": -1486304829,
+        b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
         bytes([ord("a"), ord("b"), ord("c")]): 479470107,
     }
     for data, expected in cases.items():

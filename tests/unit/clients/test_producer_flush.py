@@ -1,5 +1,6 @@
 """KafkaProducer.flush() returns only once every delivery callback of the flushed records has run
 (Kafka's ProducerBatch.completeFutureAndFireCallbacks: callbacks first, then the produce future)."""
+
 from __future__ import annotations
 
 import socket

@@ -1,5 +1,6 @@
 """Every configuration key -- the broker's and the topics' -- is declared once, through ConfigDef, with a
 doc (DescribeConfigs returns it as the key's documentation)."""
+
 from __future__ import annotations
 
 import pytest
@@ -33,11 +34,14 @@ def test_topic_keys_are_one_config_def_with_broker_synonyms():
 
 
 def test_topic_value_errors_are_invalid_config_with_config_def_messages():
-    with pytest.raises(InvalidConfigError, match="Invalid value abc for configuration segment.bytes: "
-                                                  "Not a number of type INT"):
+    with pytest.raises(
+        InvalidConfigError, match="Invalid value abc for configuration segment.bytes: Not a number of type INT"
+    ):
         LogConfig({"segment.bytes": "abc"})
-    with pytest.raises(InvalidConfigError, match="Invalid value forever for configuration cleanup.policy: "
-                                                  "String must be one of: compact, delete"):
+    with pytest.raises(
+        InvalidConfigError,
+        match="Invalid value forever for configuration cleanup.policy: String must be one of: compact, delete",
+    ):
         LogConfig({"cleanup.policy": "forever"})
     with pytest.raises(InvalidConfigError, match="Invalid value 0 for configuration log.roll.hours"):
         LogConfig.from_broker_config({"log.roll.hours": "0"})

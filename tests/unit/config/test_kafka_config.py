@@ -4,7 +4,8 @@ from pykbroker.config.config_def import ConfigException
 from pykbroker.config.kafka_config import KafkaConfig
 
 BASE = {
-    "process.roles": "broker,controller", "node.id": "1",
+    "process.roles": "broker,controller",
+    "node.id": "1",
     "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
     "controller.listener.names": "CONTROLLER",
     "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
@@ -43,15 +44,18 @@ def test_retention_precedence():
     assert cfg(**{"log.retention.minutes": "2", "log.retention.ms": "5"}).log_retention_ms == 5
 
 
-@pytest.mark.parametrize("key,value,fragment", [
-    ("num.network.threads", "zero", "Invalid value zero for configuration num.network.threads"),
-    ("num.io.threads", "0", "Invalid value 0 for configuration num.io.threads"),
-    ("auto.create.topics.enable", "maybe", "Invalid value maybe for configuration auto.create.topics.enable"),
-    ("listeners", "PLAINTEXT:/broken", "Invalid value PLAINTEXT:/broken for configuration listeners"),
-    ("log.message.timestamp.type", "Sometime", "log.message.timestamp.type"),
-    ("max.connections.per.ip.overrides", "127.0.0.1", "max.connections.per.ip.overrides"),
-    ("node.id", "99999999999", "node.id"),
-])
+@pytest.mark.parametrize(
+    "key,value,fragment",
+    [
+        ("num.network.threads", "zero", "Invalid value zero for configuration num.network.threads"),
+        ("num.io.threads", "0", "Invalid value 0 for configuration num.io.threads"),
+        ("auto.create.topics.enable", "maybe", "Invalid value maybe for configuration auto.create.topics.enable"),
+        ("listeners", "PLAINTEXT:/broken", "Invalid value PLAINTEXT:/broken for configuration listeners"),
+        ("log.message.timestamp.type", "Sometime", "log.message.timestamp.type"),
+        ("max.connections.per.ip.overrides", "127.0.0.1", "max.connections.per.ip.overrides"),
+        ("node.id", "99999999999", "node.id"),
+    ],
+)
 def test_bad_values_name_key_and_value(key, value, fragment):
     with pytest.raises(ConfigException) as e:
         cfg(**{key: value})

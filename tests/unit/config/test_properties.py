@@ -1,8 +1,8 @@
-from hypothesis import given, strategies as st
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pykbroker.config.properties import PropertiesError, parse_properties
-
-import pytest
 
 
 def test_comments_separators_and_whitespace():
@@ -12,15 +12,23 @@ def test_comments_separators_and_whitespace():
    key1=value1
 key2 : value2
 key3 value3
-key4=   spaced value  
+key4=   spaced value  {trailing}
 empty=
-"""
-    assert parse_properties(text) == {"key1": "value1", "key2": "value2", "key3": "value3",
-                                      "key4": "spaced value  ", "empty": ""}
+""".format(trailing="")
+    assert parse_properties(text) == {
+        "key1": "value1",
+        "key2": "value2",
+        "key3": "value3",
+        "key4": "spaced value  ",
+        "empty": "",
+    }
 
 
 def test_line_continuation_and_escapes():
-    text = "listeners=PLAINTEXT://:9092,\\\n    CONTROLLER://:9093\npath=C\\:\\\\data\\tx\nuni=\\u0041B\nkey\\ with\\ space=v\n"
+    text = (
+        "listeners=PLAINTEXT://:9092,\\\n    CONTROLLER://:9093\n"
+        "path=C\\:\\\\data\\tx\nuni=\\u0041B\nkey\\ with\\ space=v\n"
+    )
     props = parse_properties(text)
     assert props["listeners"] == "PLAINTEXT://:9092,CONTROLLER://:9093"
     assert props["path"] == "C:\\data\tx"
@@ -42,7 +50,9 @@ def test_bad_unicode_escape_names_the_line():
         parse_properties("ok=1\nbad=\\u12G4\n")
 
 
-_key = st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126, blacklist_characters="\\=:#!"), min_size=1, max_size=12)
+_key = st.text(
+    alphabet=st.characters(min_codepoint=33, max_codepoint=126, blacklist_characters="\\=:#!"), min_size=1, max_size=12
+)
 _value = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126, blacklist_characters="\\"), max_size=20)
 
 

@@ -1,5 +1,6 @@
 """A GroupCoordinator over a real GroupMetadataManager whose ``__consumer_offsets`` writes succeed at
 once in memory (a fake ReplicaManager/LogManager), and synchronous wrappers of the callback APIs."""
+
 from __future__ import annotations
 
 import struct
@@ -8,8 +9,13 @@ from pykbroker.coordinator.group.group_coordinator import GroupCoordinator
 from pykbroker.coordinator.group.group_metadata_manager import GroupMetadataManager
 from pykbroker.utils.time import MockTime
 
-CONFIG = {"group.min.session.timeout.ms": 6000, "group.max.session.timeout.ms": 1800000,
-          "group.initial.rebalance.delay.ms": 0, "group.max.size": 100, "offset.metadata.max.bytes": 4096}
+CONFIG = {
+    "group.min.session.timeout.ms": 6000,
+    "group.max.session.timeout.ms": 1800000,
+    "group.initial.rebalance.delay.ms": 0,
+    "group.max.size": 100,
+    "offset.metadata.max.bytes": 4096,
+}
 
 
 class _Log:
@@ -52,13 +58,32 @@ class Harness:
     def close(self):
         self.coordinator.shutdown()
 
-    def join(self, group, member_id="", instance_id=None, protocols=None, session_ms=10000, rebalance_ms=30000,
-             version=9, client_id="c"):
+    def join(
+        self,
+        group,
+        member_id="",
+        instance_id=None,
+        protocols=None,
+        session_ms=10000,
+        rebalance_ms=30000,
+        version=9,
+        client_id="c",
+    ):
         """Send a JoinGroup; returns the list its response lands in (empty while it waits)."""
         out: list[dict] = []
-        self.coordinator.handle_join_group(group, member_id, instance_id, client_id, "/127.0.0.1", rebalance_ms,
-                                           session_ms, "consumer", protocols or [("range", subscription("t"))],
-                                           version, out.append)
+        self.coordinator.handle_join_group(
+            group,
+            member_id,
+            instance_id,
+            client_id,
+            "/127.0.0.1",
+            rebalance_ms,
+            session_ms,
+            "consumer",
+            protocols or [("range", subscription("t"))],
+            version,
+            out.append,
+        )
         return out
 
     def join_new(self, group, **kw) -> dict:
@@ -69,8 +94,9 @@ class Harness:
 
     def sync(self, group, generation, member_id, assignments=None, instance_id=None):
         out: list[dict] = []
-        self.coordinator.handle_sync_group(group, generation, member_id, instance_id, "consumer", None,
-                                           assignments or {}, out.append)
+        self.coordinator.handle_sync_group(
+            group, generation, member_id, instance_id, "consumer", None, assignments or {}, out.append
+        )
         return out
 
     def commit(self, group, offsets, member_id="", generation=-1, instance_id=None):

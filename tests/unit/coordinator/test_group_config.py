@@ -1,5 +1,6 @@
 """Group config resources (type 32): GroupConfig validation, DescribeConfigs entries, and the controller's
 ConfigurationControlManager storing them as ConfigRecords."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,31 +14,38 @@ DEFAULTS = gc.GroupConfigDefaults.from_broker_config()
 
 
 def test_defaults_come_from_the_broker_configs():
-    assert DEFAULTS.bounds == {"consumer.session.timeout.ms": (45000, 45000, 60000),
-                               "consumer.heartbeat.interval.ms": (5000, 5000, 15000)}
-    custom = gc.GroupConfigDefaults.from_broker_config({"group.consumer.session.timeout.ms": 50000,
-                                                        "group.consumer.max.heartbeat.interval.ms": 20000})
+    assert DEFAULTS.bounds == {
+        "consumer.session.timeout.ms": (45000, 45000, 60000),
+        "consumer.heartbeat.interval.ms": (5000, 5000, 15000),
+    }
+    custom = gc.GroupConfigDefaults.from_broker_config(
+        {"group.consumer.session.timeout.ms": 50000, "group.consumer.max.heartbeat.interval.ms": 20000}
+    )
     assert custom.bounds["consumer.session.timeout.ms"] == (50000, 45000, 60000)
     assert custom.bounds["consumer.heartbeat.interval.ms"] == (5000, 5000, 20000)
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"consumer.session.timeout.ms": "44999"}, "must be greater than or equal to group.consumer.min.session"),
-    ({"consumer.session.timeout.ms": "60001"}, "must be less than or equal to group.consumer.max.session"),
-    ({"consumer.heartbeat.interval.ms": "4999"}, "must be greater than or equal to group.consumer.min.heartbeat"),
-    ({"consumer.heartbeat.interval.ms": "15001"}, "must be less than or equal to group.consumer.max.heartbeat"),
-    ({"consumer.session.timeout.ms": "abc"}, "Not a number of type INT"),
-    ({"consumer.session.timeout.ms": "0"}, "Value must be at least 1"),
-    ({"share.session.timeout.ms": "45000"}, "Unknown group config name: share.session.timeout.ms"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"consumer.session.timeout.ms": "44999"}, "must be greater than or equal to group.consumer.min.session"),
+        ({"consumer.session.timeout.ms": "60001"}, "must be less than or equal to group.consumer.max.session"),
+        ({"consumer.heartbeat.interval.ms": "4999"}, "must be greater than or equal to group.consumer.min.heartbeat"),
+        ({"consumer.heartbeat.interval.ms": "15001"}, "must be less than or equal to group.consumer.max.heartbeat"),
+        ({"consumer.session.timeout.ms": "abc"}, "Not a number of type INT"),
+        ({"consumer.session.timeout.ms": "0"}, "Value must be at least 1"),
+        ({"share.session.timeout.ms": "45000"}, "Unknown group config name: share.session.timeout.ms"),
+    ],
+)
 def test_invalid_group_configs_are_invalid_config(overrides, message):
     with pytest.raises(errors.InvalidConfigError, match=message):
         gc.validate(overrides, DEFAULTS)
 
 
 def test_session_timeout_must_exceed_heartbeat_interval():
-    loose = gc.GroupConfigDefaults.from_broker_config({"group.consumer.min.session.timeout.ms": 1000,
-                                                       "group.consumer.min.heartbeat.interval.ms": 1000})
+    loose = gc.GroupConfigDefaults.from_broker_config(
+        {"group.consumer.min.session.timeout.ms": 1000, "group.consumer.min.heartbeat.interval.ms": 1000}
+    )
     gc.validate({"consumer.session.timeout.ms": "6000", "consumer.heartbeat.interval.ms": "5000"}, loose)
     with pytest.raises(errors.InvalidConfigError, match="must be greater than consumer.heartbeat"):
         gc.validate({"consumer.session.timeout.ms": "5000", "consumer.heartbeat.interval.ms": "5000"}, loose)
@@ -46,31 +54,46 @@ def test_session_timeout_must_exceed_heartbeat_interval():
 def test_describe_sources_default_and_override():
     entries = gc.describe({"consumer.heartbeat.interval.ms": "6000"}, DEFAULTS, True, False, 5, 8, 3)
     assert [(e["name"], e["value"], e["config_source"], e["is_default"]) for e in entries] == [
-        ("consumer.heartbeat.interval.ms", "6000", 8, False), ("consumer.session.timeout.ms", "45000", 5, True)]
+        ("consumer.heartbeat.interval.ms", "6000", 8, False),
+        ("consumer.session.timeout.ms", "45000", 5, True),
+    ]
     assert entries[0]["synonyms"] == [{"name": "consumer.heartbeat.interval.ms", "value": "6000", "source": 8}]
     assert all(e["config_type"] == 3 and not e["read_only"] for e in entries)
 
 
 def _alter(manager, name, ops):
-    return manager.incremental_alter_configs({"resources": [{"resource_type": 32, "resource_name": name, "configs": [
-        {"name": n, "config_operation": op, "value": v} for n, op, v in ops]}], "validate_only": False})
+    return manager.incremental_alter_configs(
+        {
+            "resources": [
+                {
+                    "resource_type": 32,
+                    "resource_name": name,
+                    "configs": [{"name": n, "config_operation": op, "value": v} for n, op, v in ops],
+                }
+            ],
+            "validate_only": False,
+        }
+    )
 
 
 def test_controller_stores_group_configs_as_config_records():
     manager = ConfigurationControlManager(LogConfigSchema())
     result = _alter(manager, "g1", [("consumer.session.timeout.ms", SET, "50000")])
     assert result.response["responses"][0]["error_code"] == errors.NONE
-    assert [(r.data["resource_type"], r.data["resource_name"], r.data["name"], r.data["value"])
-            for r in result.records] == [(32, "g1", "consumer.session.timeout.ms", "50000")]
+    assert [
+        (r.data["resource_type"], r.data["resource_name"], r.data["name"], r.data["value"]) for r in result.records
+    ] == [(32, "g1", "consumer.session.timeout.ms", "50000")]
     for r in result.records:
         manager.replay(r)
     assert manager.get(32, "g1") == {"consumer.session.timeout.ms": "50000"}
     deleted = _alter(manager, "g1", [("consumer.session.timeout.ms", DELETE, None)])
     assert [r.data["value"] for r in deleted.records] == [None]
 
-    for name, ops, code in [("g1", [("consumer.session.timeout.ms", SET, "1")], errors.INVALID_CONFIG),
-                            ("g1", [("nope", SET, "1")], errors.INVALID_CONFIG),
-                            ("g1", [("consumer.session.timeout.ms", APPEND, "1")], errors.INVALID_CONFIG),
-                            ("", [("consumer.session.timeout.ms", SET, "50000")], errors.INVALID_REQUEST)]:
+    for name, ops, code in [
+        ("g1", [("consumer.session.timeout.ms", SET, "1")], errors.INVALID_CONFIG),
+        ("g1", [("nope", SET, "1")], errors.INVALID_CONFIG),
+        ("g1", [("consumer.session.timeout.ms", APPEND, "1")], errors.INVALID_CONFIG),
+        ("", [("consumer.session.timeout.ms", SET, "50000")], errors.INVALID_REQUEST),
+    ]:
         result = _alter(manager, name, ops)
         assert (result.response["responses"][0]["error_code"], result.records) == (code, []), (name, ops)

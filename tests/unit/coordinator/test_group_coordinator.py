@@ -1,4 +1,5 @@
 """GroupCoordinator behaviour (classic protocol) against Kafka's GroupCoordinator semantics."""
+
 from __future__ import annotations
 
 import pytest
@@ -54,6 +55,7 @@ def test_join_with_session_timeout_out_of_bounds_gets_invalid_session_timeout(h,
 
 def test_join_with_negative_rebalance_timeout_completes_without_waiting(h):
     from tests.helpers.wait import wait_until
+
     mid = h.join_new("g", rebalance_ms=-1)["member_id"]
     out = h.join("g", member_id=mid, rebalance_ms=-1)
     wait_until(lambda: out, timeout=5, message="JoinGroup with a negative rebalance timeout got no answer")
@@ -74,8 +76,16 @@ def stable_static_group(h, *instances):
     ids = {i: o[0]["member_id"] for i, o in outs.items()}
     gen = outs[instances[0]][0]["generation_id"]
     leader = outs[instances[0]][0]["leader"]
-    syncs = {i: h.sync("g", gen, ids[i], {m: f"asg-{k}".encode() for k, m in ids.items()} if ids[i] == leader else {},
-                       instance_id=i) for i in instances}
+    syncs = {
+        i: h.sync(
+            "g",
+            gen,
+            ids[i],
+            {m: f"asg-{k}".encode() for k, m in ids.items()} if ids[i] == leader else {},
+            instance_id=i,
+        )
+        for i in instances
+    }
     assert all(s[0]["error_code"] == errors.NONE for s in syncs.values()), syncs
     assert h.manager.get_group("g").state is GroupState.STABLE
     return ids, gen, leader
@@ -134,7 +144,11 @@ def test_static_leader_rejoin_keeps_leadership_and_skips_assignment(h):
     # from v9 the leader learns it leads, with the members, and skip_assignment
     r9 = h.join("g", instance_id="a", version=9)[0]
     assert (r9["error_code"], r9["generation_id"], r9["leader"], r9["skip_assignment"]) == (
-        errors.NONE, 1, r9["member_id"], True)
+        errors.NONE,
+        1,
+        r9["member_id"],
+        True,
+    )
     assert [m["member_id"] for m in r9["members"]] == [r9["member_id"]]
     assert h.sync("g", 1, r9["member_id"], instance_id="a")[0]["assignment"] == b"asg-a"
     assert group.state is GroupState.STABLE and group.generation_id == 1
@@ -168,13 +182,16 @@ def test_leave_group_by_instance_id_and_pending_member(h):
     a_id = h.join("g", instance_id="a", version=5)[0]["member_id"]
     pending = h.join_new("g")["member_id"]
     assert h.coordinator.handle_leave_group("g", [("", "a"), (pending, None), ("", "zz"), ("nobody", None)]) == (
-        errors.NONE, [errors.NONE, errors.NONE, errors.UNKNOWN_MEMBER_ID, errors.UNKNOWN_MEMBER_ID])
+        errors.NONE,
+        [errors.NONE, errors.NONE, errors.UNKNOWN_MEMBER_ID, errors.UNKNOWN_MEMBER_ID],
+    )
     group = h.manager.get_group("g")
     assert a_id not in group.members and not group.pending_members
 
 
 def test_initial_rebalance_delay_extends_while_members_keep_joining():
     from tests.helpers.wait import wait_until
+
     h = Harness(**{"group.initial.rebalance.delay.ms": 200})
     try:
         a = h.join("g", instance_id="a", version=5)
@@ -198,6 +215,7 @@ def test_initial_rebalance_delay_extends_while_members_keep_joining():
 
 def test_static_member_that_does_not_rejoin_keeps_its_place(h):
     from tests.helpers.wait import wait_until
+
     a = h.join("g", instance_id="a", version=5, rebalance_ms=5000)[0]
     b_out = h.join("g", instance_id="b", version=5, rebalance_ms=5000)
     h.join("g", member_id=a["member_id"], instance_id="a", version=5, rebalance_ms=5000)
@@ -206,8 +224,14 @@ def test_static_member_that_does_not_rejoin_keeps_its_place(h):
     h.sync("g", gen, b_id, instance_id="b")
     group = h.manager.get_group("g")
     # the leader rejoins with a new subscription; "b" does not rejoin within the rebalance timeout
-    again = h.join("g", member_id=a_id, instance_id="a", version=5, rebalance_ms=5000,
-                   protocols=[("range", subscription("t", "u"))])
+    again = h.join(
+        "g",
+        member_id=a_id,
+        instance_id="a",
+        version=5,
+        rebalance_ms=5000,
+        protocols=[("range", subscription("t", "u"))],
+    )
     h.time.sleep(5001)
     wait_until(lambda: again, timeout=5, message="rebalance completed after its timeout")
     assert again[0]["generation_id"] == gen + 1 and set(group.members) == {a_id, b_id}

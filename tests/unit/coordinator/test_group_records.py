@@ -1,4 +1,5 @@
 """__consumer_offsets record formats, the group -> partition hash, and the group state machine."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,16 +18,24 @@ def test_java_string_hash_and_partition():
     assert codec.partition_for("my-group", 50) == abs(codec.java_string_hash("my-group")) % 50
 
 
-@given(st.text(max_size=30), st.text(min_size=1, max_size=30), st.integers(0, 2**31 - 1),
-       st.integers(-1, 2**62), st.integers(-1, 2**31 - 1), st.text(max_size=50), st.integers(-1, 2**50))
+@given(
+    st.text(max_size=30),
+    st.text(min_size=1, max_size=30),
+    st.integers(0, 2**31 - 1),
+    st.integers(-1, 2**62),
+    st.integers(-1, 2**31 - 1),
+    st.text(max_size=50),
+    st.integers(-1, 2**50),
+)
 def test_offset_records_round_trip(group, topic, partition, offset, epoch, metadata, ts):
     assert codec.decode_key(codec.offset_key(group, topic, partition)) == ("offset", group, topic, partition)
     assert codec.decode_offset_value(codec.offset_value(offset, epoch, metadata, ts)) == (offset, epoch, metadata, ts)
 
 
 def test_group_record_round_trip():
-    value = codec.group_value("consumer", 7, "range", "m1", 123,
-                              [("m1", None, "c1", "/127.0.0.1", 30000, 10000, b"sub", b"asg")])
+    value = codec.group_value(
+        "consumer", 7, "range", "m1", 123, [("m1", None, "c1", "/127.0.0.1", 30000, 10000, b"sub", b"asg")]
+    )
     assert codec.decode_key(codec.group_key("g")) == ("group", "g")
     decoded = codec.decode_group_value(value)
     assert (decoded["generation"], decoded["protocol"], decoded["leader"]) == (7, "range", "m1")

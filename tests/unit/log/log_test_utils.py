@@ -3,6 +3,7 @@
 The log layer never parses records, so a batch here is a valid 61-byte header (correct length,
 magic and CRC-32C over bytes [21:]) followed by ``payload`` bytes standing in for the records.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,14 +14,41 @@ TRANSACTIONAL = 0x10
 CONTROL = 0x20
 
 
-def make_batch(base_offset: int = 0, count: int = 1, payload: bytes | int = 16, *, max_timestamp: int = 1000,
-               base_timestamp: int | None = None, producer_id: int = -1, producer_epoch: int = -1,
-               base_sequence: int = -1, leader_epoch: int = -1, attributes: int = 0) -> bytes:
-    body = payload if isinstance(payload, (bytes, bytearray)) else bytes(range(256)) * (payload // 256) + \
-        bytes(range(payload % 256))
-    header = bytearray(HEADER.pack(base_offset, 49 + len(body), leader_epoch, 2, 0, attributes, count - 1,
-                                   max_timestamp if base_timestamp is None else base_timestamp, max_timestamp,
-                                   producer_id, producer_epoch, base_sequence, count))
+def make_batch(
+    base_offset: int = 0,
+    count: int = 1,
+    payload: bytes | int = 16,
+    *,
+    max_timestamp: int = 1000,
+    base_timestamp: int | None = None,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    leader_epoch: int = -1,
+    attributes: int = 0,
+) -> bytes:
+    body = (
+        payload
+        if isinstance(payload, (bytes, bytearray))
+        else bytes(range(256)) * (payload // 256) + bytes(range(payload % 256))
+    )
+    header = bytearray(
+        HEADER.pack(
+            base_offset,
+            49 + len(body),
+            leader_epoch,
+            2,
+            0,
+            attributes,
+            count - 1,
+            max_timestamp if base_timestamp is None else base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            count,
+        )
+    )
     data = header + body
     crc = crc32c(memoryview(data)[21:])
     data[17:21] = crc.to_bytes(4, "big")
@@ -45,6 +73,7 @@ class Validated:
 def assign_offsets(leader_epoch: int = 0):
     """A stand-in for the LogValidator: assign offsets from ``next_offset`` and stamp the epoch in
     place (both outside the CRC), report the metadata."""
+
     def validate(records: memoryview, next_offset: int) -> Validated:
         buf = bytearray(records)
         pos, offset = 0, next_offset
@@ -59,6 +88,7 @@ def assign_offsets(leader_epoch: int = 0):
             offset = batch.next_offset
             pos += batch.size_in_bytes
         return Validated(buf, next_offset, offset - 1, max_ts, off_max, count)
+
     return validate
 
 
@@ -81,6 +111,7 @@ def inject_enospc(monkeypatch, directory) -> None:
             if full(fd):
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             return real(fd, *args)
+
         return call
 
     for name in ("pwrite", "write", "posix_fallocate"):

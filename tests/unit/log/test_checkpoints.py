@@ -1,4 +1,5 @@
 """Checkpoint files and the leader epoch cache."""
+
 import uuid
 
 import pytest

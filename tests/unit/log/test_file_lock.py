@@ -1,4 +1,5 @@
 """The exclusive ``.lock`` of data directories (Kafka's FileLock / LogManager.lockLogDirs)."""
+
 import subprocess
 import sys
 
@@ -24,8 +25,10 @@ def test_lock_log_dirs_names_the_dir_in_use_and_keeps_nothing_on_failure(tmp_pat
     held = lock_log_dirs([str(b)])
     with pytest.raises(LogDirLockError) as e:
         lock_log_dirs([str(a), str(b)])
-    assert str(e.value) == (f"Failed to acquire lock on file .lock in {b}. "
-                            "A Kafka instance in another process or thread is using this directory.")
+    assert str(e.value) == (
+        f"Failed to acquire lock on file .lock in {b}. "
+        "A Kafka instance in another process or thread is using this directory."
+    )
     again = lock_log_dirs([str(a)])  # the lock on a taken before the failure was released
     for lock in held + again:
         lock.release()
@@ -33,8 +36,10 @@ def test_lock_log_dirs_names_the_dir_in_use_and_keeps_nothing_on_failure(tmp_pat
 
 def test_lock_is_exclusive_across_processes(tmp_path):
     held = lock_log_dirs([str(tmp_path)])
-    code = ("import sys; from pykbroker.log.log_manager import lock_log_dirs, LogDirLockError\n"
-            f"try: lock_log_dirs([{str(tmp_path)!r}])\nexcept LogDirLockError: sys.exit(3)\n")
+    code = (
+        "import sys; from pykbroker.log.log_manager import lock_log_dirs, LogDirLockError\n"
+        f"try: lock_log_dirs([{str(tmp_path)!r}])\nexcept LogDirLockError: sys.exit(3)\n"
+    )
     assert subprocess.run([sys.executable, "-c", code], timeout=30).returncode == 3
     held[0].release()
     assert subprocess.run([sys.executable, "-c", code], timeout=30).returncode == 0

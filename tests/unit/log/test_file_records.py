@@ -1,4 +1,5 @@
 """FileRecords: appends, header scans, slices (sendfile and in-memory), truncation."""
+
 import os
 import socket
 

@@ -1,4 +1,5 @@
 """KafkaScheduler (utils/scheduler.py): one-shot and periodic tasks, failures, shutdown."""
+
 import threading
 import time as _time
 
@@ -25,6 +26,7 @@ def test_once_and_periodic_with_failing_task():
     def boom():
         failures.append(1)
         raise RuntimeError("task failure must not kill the scheduler")
+
     try:
         s.schedule_once("once", once.set, 10)
         s.schedule("periodic", lambda: ticks.append(threading.current_thread().name), 0, 10)
@@ -66,6 +68,7 @@ def test_periodic_task_never_overlaps_itself():
         with lock:
             active[0] -= 1
             runs[0] += 1
+
     try:
         s.schedule("slow", slow, 0, 1)
         wait_until(lambda: runs[0] >= 5)

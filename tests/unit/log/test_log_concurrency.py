@@ -1,4 +1,5 @@
 """Readers on other threads while the log appends, rolls, deletes by retention and truncates."""
+
 import threading
 
 from pykbroker.log.fetch_data_info import FetchIsolation
@@ -12,9 +13,20 @@ from tests.unit.log.log_test_utils import assign_offsets, make_batch
 
 def test_reads_during_appends_rolls_and_retention(tmp_path):
     time = MockTime()
-    log = UnifiedLog.create(str(tmp_path / "c-0"), LogConfig({
-        "segment.bytes": 20 * 161, "index.interval.bytes": 200, "retention.bytes": 60 * 161,
-        "file.delete.delay.ms": 0, "segment.index.bytes": 800}), None, time)
+    log = UnifiedLog.create(
+        str(tmp_path / "c-0"),
+        LogConfig(
+            {
+                "segment.bytes": 20 * 161,
+                "index.interval.bytes": 200,
+                "retention.bytes": 60 * 161,
+                "file.delete.delay.ms": 0,
+                "segment.index.bytes": 800,
+            }
+        ),
+        None,
+        time,
+    )
     stop = threading.Event()
     errors = []
     reads = [0]

@@ -1,4 +1,5 @@
 """LogConfig: broker synonyms and precedence, overrides, validation, sources."""
+
 import pytest
 
 from pykbroker.log.log_config import TOPIC_CONFIG_KEYS, LogConfig, broker_synonyms
@@ -15,7 +16,10 @@ def test_kafka_defaults():
 
 def test_broker_synonym_precedence_and_units():
     c = LogConfig.from_broker_config({"log.retention.hours": "1", "log.retention.minutes": "2"})
-    assert c.retention_ms == 120_000 and c.source_of("retention.ms") == ("STATIC_BROKER_CONFIG", "log.retention.minutes")
+    assert c.retention_ms == 120_000 and c.source_of("retention.ms") == (
+        "STATIC_BROKER_CONFIG",
+        "log.retention.minutes",
+    )
     c = LogConfig.from_broker_config({"log.retention.ms": 5, "log.retention.hours": 1})
     assert c.retention_ms == 5
     c = LogConfig.from_broker_config({"log.roll.hours": 2, "log.retention.hours": -1, "message.max.bytes": "77"})
@@ -33,17 +37,20 @@ def test_overrides_win_and_replace():
     assert c.with_overrides({}).segment_bytes == 1000  # overrides replace, broker default comes back
 
 
-@pytest.mark.parametrize("key,value,needle", [
-    ("segment.bytes", "10", "segment.bytes"),
-    ("retention.ms", "-2", "retention.ms"),
-    ("cleanup.policy", "forever", "cleanup.policy"),
-    ("compression.type", "brotli", "compression.type"),
-    ("min.cleanable.dirty.ratio", "1.5", "min.cleanable.dirty.ratio"),
-    ("message.timestamp.type", "Now", "message.timestamp.type"),
-    ("segment.index.bytes", str(1 << 40), "segment.index.bytes"),
-    ("unclean.leader.election.enable", "yes", "unclean.leader.election.enable"),
-    ("no.such.key", "1", "Unknown topic config name: no.such.key"),
-])
+@pytest.mark.parametrize(
+    "key,value,needle",
+    [
+        ("segment.bytes", "10", "segment.bytes"),
+        ("retention.ms", "-2", "retention.ms"),
+        ("cleanup.policy", "forever", "cleanup.policy"),
+        ("compression.type", "brotli", "compression.type"),
+        ("min.cleanable.dirty.ratio", "1.5", "min.cleanable.dirty.ratio"),
+        ("message.timestamp.type", "Now", "message.timestamp.type"),
+        ("segment.index.bytes", str(1 << 40), "segment.index.bytes"),
+        ("unclean.leader.election.enable", "yes", "unclean.leader.election.enable"),
+        ("no.such.key", "1", "Unknown topic config name: no.such.key"),
+    ],
+)
 def test_invalid_values_name_key_and_value(key, value, needle):
     with pytest.raises(InvalidConfigError) as e:
         LogConfig().with_overrides({key: value})

@@ -1,4 +1,5 @@
 """LogManager: creation, checkpoints, clean and unclean restarts, deletion, retention task, configs."""
+
 import os
 import uuid
 
@@ -14,8 +15,13 @@ from pykbroker.utils.time import MockTime
 from tests.unit.log.log_test_utils import assign_offsets, make_batch
 
 SIZE = 161
-BROKER = {"log.segment.bytes": str(4 * SIZE), "log.index.interval.bytes": "300", "log.segment.delete.delay.ms": "0",
-          "log.retention.check.interval.ms": "1000", "log.initial.task.delay.ms": "0"}
+BROKER = {
+    "log.segment.bytes": str(4 * SIZE),
+    "log.index.interval.bytes": "300",
+    "log.segment.delete.delay.ms": "0",
+    "log.retention.check.interval.ms": "1000",
+    "log.initial.task.delay.ms": "0",
+}
 
 
 @pytest.fixture

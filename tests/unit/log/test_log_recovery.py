@@ -1,4 +1,5 @@
 """Crash recovery: torn tails, corrupt batches mid-log, missing indexes, and a killed process."""
+
 import multiprocessing
 import os
 
@@ -14,8 +15,9 @@ CONFIG = {"segment.bytes": 5 * SIZE, "index.interval.bytes": 300}
 
 
 def new_log(path, clean=True, recovery_point=0):
-    return UnifiedLog.create(str(path), LogConfig(CONFIG), None, MockTime(), had_clean_shutdown=clean,
-                             recovery_point=recovery_point)
+    return UnifiedLog.create(
+        str(path), LogConfig(CONFIG), None, MockTime(), had_clean_shutdown=clean, recovery_point=recovery_point
+    )
 
 
 def produce(log, n):

@@ -1,5 +1,6 @@
 """Open file descriptors: one per segment (the .log file); indexes are mapped on first use and their
 mappings hold no descriptor, so many partitions fit the process's RLIMIT_NOFILE."""
+
 import os
 import subprocess
 import sys

@@ -1,4 +1,5 @@
 """LogSegment: append with index entries, read at batch granularity, recovery, rolling, truncation."""
+
 import os
 
 import pytest
@@ -34,8 +35,11 @@ def offsets(info):
 
 def test_file_names(tmp_path, time):
     seg = open_segment(tmp_path, time, base=123)
-    assert sorted(os.listdir(tmp_path)) == ["00000000000000000123.index", "00000000000000000123.log",
-                                            "00000000000000000123.timeindex"]
+    assert sorted(os.listdir(tmp_path)) == [
+        "00000000000000000123.index",
+        "00000000000000000123.log",
+        "00000000000000000123.timeindex",
+    ]
     seg.close()
 
 
@@ -101,8 +105,14 @@ def test_recover_rejects_offsets_going_backwards(tmp_path, time):
 
 def test_should_roll_by_size_time_and_offset(tmp_path, time):
     seg = open_segment(tmp_path, time, base=0)
-    params = {"max_segment_ms": 10_000, "max_segment_bytes": 10 * SIZE, "max_timestamp_in_messages": 1000,
-              "max_offset_in_messages": 1, "messages_size": SIZE, "now": time.milliseconds()}
+    params = {
+        "max_segment_ms": 10_000,
+        "max_segment_bytes": 10 * SIZE,
+        "max_timestamp_in_messages": 1000,
+        "max_offset_in_messages": 1,
+        "messages_size": SIZE,
+        "now": time.milliseconds(),
+    }
     assert not seg.should_roll(RollParams(**params))
     append_batches(seg, 9)
     assert not seg.should_roll(RollParams(**params))

@@ -1,19 +1,23 @@
 """LogValidator: offsets in place, timestamps, limits, rejections, recompression (magic 2)."""
+
 import struct
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pykbroker.log.log_validator import AppendOrigin, LogValidator, RecordError, RecordValidationError
 from pykbroker.protocol import errors
 from pykbroker.protocol.errors import (
-    CorruptRecordError, InvalidRecordError, MessageTooLargeError, UnsupportedCompressionTypeError)
+    CorruptRecordError,
+    InvalidRecordError,
+    MessageTooLargeError,
+    UnsupportedCompressionTypeError,
+)
 from pykbroker.record.control_record import ControlRecordType
-from pykbroker.record.default_record_batch import (
-    ATTRIBUTES_OFFSET, CREATE_TIME, LOG_APPEND_TIME, RecordBatch)
+from pykbroker.record.default_record_batch import ATTRIBUTES_OFFSET, CREATE_TIME, LOG_APPEND_TIME, RecordBatch
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
 from pykbroker.utils.time import MockTime
-
 from tests.unit.record.helpers import NOW, fix_crc, raw_batch, records_section
 
 HOUR = 3_600_000
@@ -48,6 +52,7 @@ def changed_ranges(before: bytes, after: bytes) -> set:
 
 
 # -- path 1: uncompressed, in place -----------------------------------------------------------------
+
 
 def test_uncompressed_offsets_assigned_in_place(time):
     buf = produce()
@@ -85,8 +90,11 @@ def test_log_append_time_stamps_header_and_crc(time):
     batch = batch_of(result)  # CRC recomputed and valid
     assert batch.timestamp_type == LOG_APPEND_TIME and batch.max_timestamp == NOW + 10
     assert [r.timestamp for r in batch.records()] == [NOW + 10] * 5
-    assert (result.max_timestamp_ms, result.log_append_time_ms, result.shallow_offset_of_max_timestamp) == \
-        (NOW + 10, NOW + 10, 104)
+    assert (result.max_timestamp_ms, result.log_append_time_ms, result.shallow_offset_of_max_timestamp) == (
+        NOW + 10,
+        NOW + 10,
+        104,
+    )
 
 
 def test_create_time_max_timestamp_from_header(time):
@@ -126,8 +134,7 @@ def test_documented_deviation_records_below_base_timestamp(time):
     timestamps = [NOW, NOW - 2 * HOUR, NOW, NOW, NOW]
     validate(produce(timestamps=timestamps), time, timestamp_before_max_ms=HOUR)  # accepted
     with pytest.raises(RecordValidationError) as info:
-        validate(produce(timestamps=timestamps), time, timestamp_before_max_ms=HOUR,
-                 verify_uncompressed_records=True)
+        validate(produce(timestamps=timestamps), time, timestamp_before_max_ms=HOUR, verify_uncompressed_records=True)
     assert info.value.record_errors == [RecordError(1, info.value.record_errors[0].message)]
 
 
@@ -159,6 +166,7 @@ def test_compacted_topic_requires_keys(time, codec):
 
 # -- batch-level rejections ------------------------------------------------------------------------
 
+
 def test_too_large(time):
     buf = produce()
     with pytest.raises(MessageTooLargeError):
@@ -185,12 +193,15 @@ def test_control_batch_from_client_rejected(time):
     assert not result.message_size_maybe_changed
 
 
-@pytest.mark.parametrize("mutate, match", [
-    (lambda b: struct.pack_into(">q", b, 0, 5), "baseOffset"),
-    (lambda b: struct.pack_into(">i", b, 23, 7), "Inconsistent batch offset range"),
-    (lambda b: struct.pack_into(">i", b, 23, -1), "invalid offset range"),
-    (lambda b: struct.pack_into(">i", b, 57, 0), "Invalid reported count"),
-])
+@pytest.mark.parametrize(
+    "mutate, match",
+    [
+        (lambda b: struct.pack_into(">q", b, 0, 5), "baseOffset"),
+        (lambda b: struct.pack_into(">i", b, 23, 7), "Inconsistent batch offset range"),
+        (lambda b: struct.pack_into(">i", b, 23, -1), "invalid offset range"),
+        (lambda b: struct.pack_into(">i", b, 57, 0), "Invalid reported count"),
+    ],
+)
 def test_inconsistent_client_batches(time, mutate, match):
     buf = produce()
     mutate(buf)
@@ -236,6 +247,7 @@ def test_structural_garbage_with_valid_crc_is_invalid_record(time):
 
 
 # -- paths 2 and 3: compressed --------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])
 def test_same_codec_in_place(time, codec):
@@ -339,27 +351,49 @@ def test_record_validation_error_for_invalid_record_only(time):
 
 # -- property: any codec in, any target out, records survive with offsets assigned -------------------
 
+
 @settings(max_examples=25, deadline=None)
-@given(specs=st.lists(st.tuples(st.integers(NOW - HOUR, NOW + HOUR), st.none() | st.binary(max_size=50),
-                                st.none() | st.binary(max_size=300),
-                                st.lists(st.tuples(st.text(max_size=5), st.none() | st.binary(max_size=5)),
-                                         max_size=2)), min_size=1, max_size=30),
-       codec=st.sampled_from([0, 1, 2, 3, 4]), target=st.sampled_from([None, 0, 1, 2, 3, 4]),
-       offset=st.integers(0, 2**40), timestamp_type=st.sampled_from([CREATE_TIME, LOG_APPEND_TIME]))
+@given(
+    specs=st.lists(
+        st.tuples(
+            st.integers(NOW - HOUR, NOW + HOUR),
+            st.none() | st.binary(max_size=50),
+            st.none() | st.binary(max_size=300),
+            st.lists(st.tuples(st.text(max_size=5), st.none() | st.binary(max_size=5)), max_size=2),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    codec=st.sampled_from([0, 1, 2, 3, 4]),
+    target=st.sampled_from([None, 0, 1, 2, 3, 4]),
+    offset=st.integers(0, 2**40),
+    timestamp_type=st.sampled_from([CREATE_TIME, LOG_APPEND_TIME]),
+)
 def test_validated_batches_keep_their_records(specs, codec, target, offset, timestamp_type):
     builder = MemoryRecordsBuilder(0, codec, producer_id=5, producer_epoch=1, base_sequence=3)
     for ts, key, value, headers in specs:
         builder.append(ts, key, value, headers)
     clock = MockTime(current_ms=NOW)
-    result = validate(bytearray(builder.build()), clock, offset=offset, target_compression=target,
-                      timestamp_type=timestamp_type, timestamp_before_max_ms=HOUR, timestamp_after_max_ms=HOUR)
+    result = validate(
+        bytearray(builder.build()),
+        clock,
+        offset=offset,
+        target_compression=target,
+        timestamp_type=timestamp_type,
+        timestamp_before_max_ms=HOUR,
+        timestamp_after_max_ms=HOUR,
+    )
     batch = batch_of(result)
     assert batch.compression_type == (codec if target is None else target)
-    assert (result.first_offset, result.last_offset) == (offset, offset + len(specs) - 1) == \
-        (batch.base_offset, batch.last_offset)
+    assert (
+        (result.first_offset, result.last_offset)
+        == (offset, offset + len(specs) - 1)
+        == (batch.base_offset, batch.last_offset)
+    )
     assert (batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.partition_leader_epoch) == (5, 1, 3, 7)
     expected_ts = [NOW] * len(specs) if timestamp_type == LOG_APPEND_TIME else [ts for ts, *_ in specs]
-    assert [tuple(r)[:5] for r in batch.records()] == \
-        [(offset + i, ts, k, v, h) for i, (ts, (_, k, v, h)) in enumerate(zip(expected_ts, specs, strict=True))]
+    assert [tuple(r)[:5] for r in batch.records()] == [
+        (offset + i, ts, k, v, h) for i, (ts, (_, k, v, h)) in enumerate(zip(expected_ts, specs, strict=True))
+    ]
     assert result.max_timestamp_ms == batch.max_timestamp == max(expected_ts)
     assert result.message_size_maybe_changed == (target is not None and target != codec)

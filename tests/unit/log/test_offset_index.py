@@ -1,4 +1,5 @@
 """OffsetIndex: append, binary-search lookup, truncation, trim and reload, zero-tail, sanity."""
+
 import os
 import struct
 
@@ -35,7 +36,7 @@ def test_lookup_largest_lower_bound(index):
     assert index.lookup(103) == (103, 100)
     assert index.lookup(104) == (103, 100)
     assert index.lookup(100 + 3 * 250 + 2) == (100 + 750, 25000)
-    assert index.lookup(10 ** 9) == (100 + 3 * 499, 49900)
+    assert index.lookup(10**9) == (100 + 3 * 499, 49900)
     assert index.last_offset == 100 + 3 * 499
 
 
@@ -81,7 +82,7 @@ def test_trim_and_reload(tmp_path):
     assert again.lookup(52) == (50, 10 * 4097)
     again.resize(8000)  # becomes appendable again
     again.append(200, 999_999)
-    assert again.entries == 21 and again.lookup(10 ** 6) == (200, 999_999)
+    assert again.entries == 21 and again.lookup(10**6) == (200, 999_999)
     again.close_handler()
 
 

@@ -1,4 +1,5 @@
 """Idempotent producer checks on append, duplicates, epochs, snapshots and their reload."""
+
 import os
 
 import pytest
@@ -34,8 +35,9 @@ def new_log(tmp_path, time, **overrides):
 
 def send(log, seq, count=2, epoch=0, pid=PID, attributes=0, origin=AppendOrigin.CLIENT, time=None):
     ts = time.milliseconds() if time else 1_700_000_000_000
-    data = make_batch(0, count, 50, producer_id=pid, producer_epoch=epoch, base_sequence=seq, attributes=attributes,
-                      max_timestamp=ts)
+    data = make_batch(
+        0, count, 50, producer_id=pid, producer_epoch=epoch, base_sequence=seq, attributes=attributes, max_timestamp=ts
+    )
     return log.append_as_leader(data, 0, assign_offsets(), origin)
 
 
@@ -157,6 +159,7 @@ def test_corrupt_snapshot_falls_back(tmp_path, time):
 
 def test_snapshot_codec_round_trip_and_crc():
     from pykbroker.log.producer_state_entry import ProducerStateEntry
+
     e = ProducerStateEntry(1, 2, 3, 4, None)
     e.add_batch(2, 9, 100, 4, 77)
     data = encode([e])

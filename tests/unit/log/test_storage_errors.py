@@ -1,6 +1,7 @@
 """I/O errors in the log layer (Kafka's maybeHandleIOException): a full disk on append, on segment roll
 and on index growth raises KAFKA_STORAGE_ERROR and reports the log directory to the
 LogDirFailureChannel -- never a crash (no SIGBUS: index blocks are allocated before mmap writes)."""
+
 import errno
 import os
 

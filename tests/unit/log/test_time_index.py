@@ -1,4 +1,5 @@
 """TimeIndex: monotonic appends, lookup, truncation, reserved last slot, reload."""
+
 import os
 
 import pytest
@@ -34,7 +35,7 @@ def test_lookup(index):
     assert index.lookup(50) == (-1, 10)
     assert index.lookup(100) == (100, 12)
     assert index.lookup(1050) == (1000, 30)
-    assert index.lookup(10 ** 12) == (4900, 108)
+    assert index.lookup(10**12) == (4900, 108)
 
 
 def test_truncate_to(index):

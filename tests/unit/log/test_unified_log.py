@@ -1,4 +1,5 @@
 """UnifiedLog: appends, reads and their bounds, rolling, retention, truncation, ListOffsets, epochs."""
+
 import os
 
 import pytest
@@ -26,8 +27,7 @@ def scheduler(time):
 
 
 def new_log(tmp_path, time, scheduler=None, **overrides):
-    cfg = LogConfig({"index.interval.bytes": 300, "segment.index.bytes": 8000, "file.delete.delay.ms": 0,
-                     **overrides})
+    cfg = LogConfig({"index.interval.bytes": 300, "segment.index.bytes": 8000, "file.delete.delay.ms": 0, **overrides})
     return UnifiedLog.create(str(tmp_path / "topic-0"), cfg, scheduler, time)
 
 
@@ -35,8 +35,7 @@ def produce(log, n, ts=None, epoch=0, time=None, count=2):
     infos = []
     for _ in range(n):
         stamp = ts if ts is not None else (time.milliseconds() if time else 1000)
-        infos.append(log.append_as_leader(make_batch(0, count, 100, max_timestamp=stamp), epoch,
-                                          assign_offsets(epoch)))
+        infos.append(log.append_as_leader(make_batch(0, count, 100, max_timestamp=stamp), epoch, assign_offsets(epoch)))
     log.update_high_watermark(log.log_end_offset)
     return infos
 
@@ -92,9 +91,14 @@ def test_roll_by_size(tmp_path, time):
     produce(log, 9)
     assert log.segments.base_offsets() == (0, 8, 16)
     assert sorted(n for n in os.listdir(log.dir) if n.endswith(".log")) == [
-        "00000000000000000000.log", "00000000000000000008.log", "00000000000000000016.log"]
-    assert os.path.getsize(os.path.join(log.dir, "00000000000000000000.index")) == \
-        8 * log.segments.get(0).offset_index.entries  # trimmed on roll
+        "00000000000000000000.log",
+        "00000000000000000008.log",
+        "00000000000000000016.log",
+    ]
+    assert (
+        os.path.getsize(os.path.join(log.dir, "00000000000000000000.index"))
+        == 8 * log.segments.get(0).offset_index.entries
+    )  # trimmed on roll
 
 
 def test_roll_by_time(tmp_path, time):
@@ -251,6 +255,7 @@ def test_topic_id_partition_metadata(tmp_path, time):
     import uuid
 
     from pykbroker.protocol.errors import InconsistentTopicIdError
+
     tid = uuid.uuid4()
     cfg = LogConfig()
     log = UnifiedLog.create(str(tmp_path / "t-1"), cfg, None, time, topic_id=tid)
@@ -281,8 +286,10 @@ def test_with_the_real_log_validator(tmp_path, time):
     from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
 
     def validator(epoch, records, next_offset):
-        return LogValidator(records, "topic-0", time, partition_leader_epoch=epoch) \
-            .validate_messages_and_assign_offsets(next_offset)
+        return LogValidator(
+            records, "topic-0", time, partition_leader_epoch=epoch
+        ).validate_messages_and_assign_offsets(next_offset)
+
     log = new_log(tmp_path, time)
     for i in range(3):
         builder = MemoryRecordsBuilder(0)

@@ -1,4 +1,5 @@
 """ConfigurationControlManager, ProducerIdControlManager, FeatureControlManager, ClusterControlManager."""
+
 from __future__ import annotations
 
 import uuid
@@ -21,10 +22,18 @@ from pykbroker.protocol import errors
 
 
 def alter(mgr, rtype, rname, *ops, validate_only=False):
-    result = mgr.incremental_alter_configs({"resources": [{
-        "resource_type": rtype, "resource_name": rname,
-        "configs": [{"name": n, "config_operation": op, "value": v} for n, op, v in ops]}],
-        "validate_only": validate_only})
+    result = mgr.incremental_alter_configs(
+        {
+            "resources": [
+                {
+                    "resource_type": rtype,
+                    "resource_name": rname,
+                    "configs": [{"name": n, "config_operation": op, "value": v} for n, op, v in ops],
+                }
+            ],
+            "validate_only": validate_only,
+        }
+    )
     return result
 
 
@@ -40,13 +49,22 @@ def configs():
 
 def test_set_delete_records_only_changes(configs):
     result = alter(configs, RESOURCE_TOPIC, "t", ("retention.ms", SET, "100"), ("segment.bytes", SET, "1000"))
-    assert result.response["responses"] == [{"error_code": 0, "error_message": None, "resource_type": RESOURCE_TOPIC,
-                                             "resource_name": "t"}]
-    assert [(r.data["name"], r.data["value"]) for r in result.records] == [("retention.ms", "100"),
-                                                                           ("segment.bytes", "1000")]
+    assert result.response["responses"] == [
+        {"error_code": 0, "error_message": None, "resource_type": RESOURCE_TOPIC, "resource_name": "t"}
+    ]
+    assert [(r.data["name"], r.data["value"]) for r in result.records] == [
+        ("retention.ms", "100"),
+        ("segment.bytes", "1000"),
+    ]
     replay_all(configs, result.records)
-    result = alter(configs, RESOURCE_TOPIC, "t", ("retention.ms", SET, "100"), ("segment.bytes", DELETE, None),
-                   ("nothere", DELETE, None))
+    result = alter(
+        configs,
+        RESOURCE_TOPIC,
+        "t",
+        ("retention.ms", SET, "100"),
+        ("segment.bytes", DELETE, None),
+        ("nothere", DELETE, None),
+    )
     assert [(r.data["name"], r.data["value"]) for r in result.records] == [("segment.bytes", None)]
     replay_all(configs, result.records)
     assert configs.get(RESOURCE_TOPIC, "t") == {"retention.ms": "100"}
@@ -65,15 +83,23 @@ def test_append_subtract_on_list_configs(configs):
 
 
 def test_errors(configs):
-    assert alter(configs, RESOURCE_TOPIC, "missing", ("a", SET, "1")).response["responses"][0]["error_code"] == \
-        errors.UNKNOWN_TOPIC_OR_PARTITION
-    assert alter(configs, RESOURCE_TOPIC, "t", ("a", SET, "1"), ("a", DELETE, None)).response["responses"][0][
-        "error_code"] == errors.INVALID_REQUEST
-    assert alter(configs, RESOURCE_TOPIC, "t", ("a", 9, "1")).response["responses"][0]["error_code"] == \
-        errors.INVALID_REQUEST
+    assert (
+        alter(configs, RESOURCE_TOPIC, "missing", ("a", SET, "1")).response["responses"][0]["error_code"]
+        == errors.UNKNOWN_TOPIC_OR_PARTITION
+    )
+    assert (
+        alter(configs, RESOURCE_TOPIC, "t", ("a", SET, "1"), ("a", DELETE, None)).response["responses"][0]["error_code"]
+        == errors.INVALID_REQUEST
+    )
+    assert (
+        alter(configs, RESOURCE_TOPIC, "t", ("a", 9, "1")).response["responses"][0]["error_code"]
+        == errors.INVALID_REQUEST
+    )
     assert alter(configs, 99, "x", ("a", SET, "1")).response["responses"][0]["error_code"] == errors.INVALID_REQUEST
-    assert alter(configs, RESOURCE_BROKER, "abc", ("a", SET, "1")).response["responses"][0]["error_code"] == \
-        errors.INVALID_REQUEST
+    assert (
+        alter(configs, RESOURCE_BROKER, "abc", ("a", SET, "1")).response["responses"][0]["error_code"]
+        == errors.INVALID_REQUEST
+    )
     assert alter(configs, RESOURCE_BROKER, "", ("log.cleaner.threads", SET, "2")).records
 
 
@@ -91,8 +117,10 @@ def test_validation_callback_and_validate_only():
     mgr = ConfigurationControlManager(Schema(), topic_exists=lambda n: True)
     bad = alter(mgr, RESOURCE_TOPIC, "t", ("retention.ms", SET, "-5")).response["responses"][0]
     assert bad["error_code"] == errors.INVALID_CONFIG and "-5" in bad["error_message"]
-    assert alter(mgr, RESOURCE_TOPIC, "t", ("x", SET, "policy")).response["responses"][0]["error_code"] == \
-        errors.POLICY_VIOLATION
+    assert (
+        alter(mgr, RESOURCE_TOPIC, "t", ("x", SET, "policy")).response["responses"][0]["error_code"]
+        == errors.POLICY_VIOLATION
+    )
     ok = alter(mgr, RESOURCE_TOPIC, "t", ("retention.ms", SET, "5"), validate_only=True)
     assert ok.response["responses"][0]["error_code"] == errors.NONE and ok.records == []
     assert seen[-1] == {"retention.ms": "5"}
@@ -109,11 +137,17 @@ def test_config_replay_delete_and_topic_removal(configs):
 
 def registered_cluster():
     cluster = ClusterControlManager("cid")
-    result = cluster.register_broker({"broker_id": 1, "cluster_id": "cid", "incarnation_id": uuid.uuid4(),
-                                      "listeners": [{"name": "PLAINTEXT", "host": "localhost", "port": 9092,
-                                                     "security_protocol": 0}],
-                                      "features": [{"name": METADATA_VERSION, "min_supported_version": 1,
-                                                    "max_supported_version": 22}], "rack": None}, 42)
+    result = cluster.register_broker(
+        {
+            "broker_id": 1,
+            "cluster_id": "cid",
+            "incarnation_id": uuid.uuid4(),
+            "listeners": [{"name": "PLAINTEXT", "host": "localhost", "port": 9092, "security_protocol": 0}],
+            "features": [{"name": METADATA_VERSION, "min_supported_version": 1, "max_supported_version": 22}],
+            "rack": None,
+        },
+        42,
+    )
     replay_all(cluster, result.records)
     return cluster, result
 
@@ -140,8 +174,11 @@ def test_producer_id_blocks():
     assert mgr.generate_next_producer_id(1, 7).response["error_code"] == errors.STALE_BROKER_EPOCH
     assert mgr.generate_next_producer_id(9, 7).response["error_code"] == errors.BROKER_ID_NOT_REGISTERED
     with pytest.raises(ValueError):
-        mgr.replay(first.records[0].__class__("ProducerIdsRecord", 0, {"broker_id": 1, "broker_epoch": 1,
-                                                                       "next_producer_id": 5}))
+        mgr.replay(
+            first.records[0].__class__(
+                "ProducerIdsRecord", 0, {"broker_id": 1, "broker_epoch": 1, "next_producer_id": 5}
+            )
+        )
 
 
 def test_feature_bootstrap_once():
@@ -160,8 +197,10 @@ def test_log_config_schema_validates_and_lists_effective_configs():
     mgr = ConfigurationControlManager(schema, topic_exists=lambda n: True)
     bad = alter(mgr, RESOURCE_TOPIC, "t", ("no.such.config", SET, "1")).response["responses"][0]
     assert bad["error_code"] == errors.INVALID_CONFIG and "Unknown topic config name" in bad["error_message"]
-    assert alter(mgr, RESOURCE_TOPIC, "t", ("retention.ms", SET, "abc")).response["responses"][0]["error_code"] == \
-        errors.INVALID_CONFIG
+    assert (
+        alter(mgr, RESOURCE_TOPIC, "t", ("retention.ms", SET, "abc")).response["responses"][0]["error_code"]
+        == errors.INVALID_CONFIG
+    )
     assert alter(mgr, RESOURCE_TOPIC, "t", ("cleanup.policy", APPEND, "compact")).records
     configs = {c["name"]: c for c in schema.effective_topic_configs({"segment.bytes": "1048576"})}
     assert configs["segment.bytes"]["value"] == "1048576" and configs["segment.bytes"]["config_source"] == 1

@@ -1,5 +1,6 @@
 """MetadataImage / MetadataDelta: replay, apply, immutability, local changes, image -> records round trip;
 and every record this package writes survives the real metadata record codec."""
+
 from __future__ import annotations
 
 import uuid
@@ -9,9 +10,9 @@ import pytest
 from pykbroker.metadata.delta import MetadataDelta
 from pykbroker.metadata.image import EMPTY_IMAGE, MetadataProvenance
 from pykbroker.metadata.records import (
+    RESOURCE_TOPIC,
     ApiMessageAndVersion,
     MetadataRecordSerde,
-    RESOURCE_TOPIC,
     config_record,
     feature_level_record,
     no_op_record,
@@ -25,12 +26,24 @@ T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
 
 
 def register(broker_id, fenced=False):
-    return ApiMessageAndVersion("RegisterBrokerRecord", 3, {
-        "broker_id": broker_id, "is_migrating_zk_broker": False, "incarnation_id": uuid.UUID(int=100 + broker_id),
-        "broker_epoch": 10 + broker_id,
-        "end_points": [{"name": "PLAINTEXT", "host": "localhost", "port": 9092 + broker_id, "security_protocol": 0}],
-        "features": [{"name": "metadata.version", "min_supported_version": 1, "max_supported_version": 22}],
-        "rack": None, "fenced": fenced, "in_controlled_shutdown": False, "log_dirs": []})
+    return ApiMessageAndVersion(
+        "RegisterBrokerRecord",
+        3,
+        {
+            "broker_id": broker_id,
+            "is_migrating_zk_broker": False,
+            "incarnation_id": uuid.UUID(int=100 + broker_id),
+            "broker_epoch": 10 + broker_id,
+            "end_points": [
+                {"name": "PLAINTEXT", "host": "localhost", "port": 9092 + broker_id, "security_protocol": 0}
+            ],
+            "features": [{"name": "metadata.version", "min_supported_version": 1, "max_supported_version": 22}],
+            "rack": None,
+            "fenced": fenced,
+            "in_controlled_shutdown": False,
+            "log_dirs": [],
+        },
+    )
 
 
 def change(topic_id, p, **kw):
@@ -40,7 +53,8 @@ def change(topic_id, p, **kw):
 def base_records():
     return [
         feature_level_record("metadata.version", 22),
-        register(1), register(2),
+        register(1),
+        register(2),
         topic_record("foo", T1),
         config_record(RESOURCE_TOPIC, "foo", "retention.ms", "1000"),
         partition_record(T1, 0, [1, 2], [1, 2], 1),
@@ -130,8 +144,9 @@ def test_broker_fencing_records():
     image = build()
     delta = MetadataDelta(image)
     delta.replay(ApiMessageAndVersion("FenceBrokerRecord", 0, {"id": 2, "epoch": 12}))
-    delta.replay(ApiMessageAndVersion("BrokerRegistrationChangeRecord", 0,
-                                      {"broker_id": 1, "broker_epoch": 11, "fenced": 1}))
+    delta.replay(
+        ApiMessageAndVersion("BrokerRegistrationChangeRecord", 0, {"broker_id": 1, "broker_epoch": 11, "fenced": 1})
+    )
     new = delta.apply()
     assert new.brokers[2].fenced and new.brokers[1].fenced
     delta = MetadataDelta(new)
@@ -162,10 +177,16 @@ def test_feature_level_zero_removes():
 def test_records_survive_the_metadata_record_codec():
     serde = MetadataRecordSerde()
     image = build()
-    records = base_records() + image.to_records() + [
-        remove_topic_record(T1), change(T1, 0, leader=2, isr=[2]),
-        ApiMessageAndVersion("FenceBrokerRecord", 0, {"id": 2, "epoch": 12}),
-        config_record(RESOURCE_TOPIC, "foo", "retention.ms", None)]
+    records = (
+        base_records()
+        + image.to_records()
+        + [
+            remove_topic_record(T1),
+            change(T1, 0, leader=2, isr=[2]),
+            ApiMessageAndVersion("FenceBrokerRecord", 0, {"id": 2, "epoch": 12}),
+            config_record(RESOURCE_TOPIC, "foo", "retention.ms", None),
+        ]
+    )
     for r in records:
         name, version, data = serde.read(serde.write(r))
         assert (name, version) == (r.name, r.version)

@@ -1,5 +1,6 @@
 """QuorumController end to end over the single-voter KafkaRaftClient and an in-memory log:
 write -> append -> commit -> future completes -> loader publishes an image; restart replays the log."""
+
 from __future__ import annotations
 
 import random
@@ -53,29 +54,38 @@ class Node:
     """One combined broker+controller process: raft client + driver, controller, loader, publisher."""
 
     def __init__(self, log, state_dir, node_id=1, cluster_id="test-cluster"):
-        self.raft = KafkaRaftClient(node_id, [node_id], log, FileQuorumStateStore(str(state_dir)),
-                                    MetadataRecordSerde(), append_linger_ms=5)
+        self.raft = KafkaRaftClient(
+            node_id, [node_id], log, FileQuorumStateStore(str(state_dir)), MetadataRecordSerde(), append_linger_ms=5
+        )
         self.loader = MetadataLoader(node_id, cluster_id, self.raft.high_watermark)
         self.publisher = RecordingPublisher()
         self.loader.install_publishers([self.publisher]).result(TIMEOUT)
         self.raft.register(self.loader)
         self.records = RecordListener()
         self.raft.register(self.records)
-        self.controller = QuorumController(node_id, self.raft, cluster_id, random=random.Random(0),
-                                           default_num_partitions=2)
+        self.controller = QuorumController(
+            node_id, self.raft, cluster_id, random=random.Random(0), default_num_partitions=2
+        )
         self.driver = KafkaRaftClientDriver(self.raft)
         self.driver.start()
         assert self.controller.wait_for_active(TIMEOUT)
 
     def register_broker(self, broker_id=1):
-        return self.controller.register_broker({
-            "broker_id": broker_id, "cluster_id": "test-cluster", "incarnation_id": uuid.uuid4(),
-            "listeners": [{"name": "PLAINTEXT", "host": "localhost", "port": 9092, "security_protocol": 0}],
-            "features": [], "rack": None}).result(TIMEOUT)
+        return self.controller.register_broker(
+            {
+                "broker_id": broker_id,
+                "cluster_id": "test-cluster",
+                "incarnation_id": uuid.uuid4(),
+                "listeners": [{"name": "PLAINTEXT", "host": "localhost", "port": 9092, "security_protocol": 0}],
+                "features": [],
+                "rack": None,
+            }
+        ).result(TIMEOUT)
 
     def wait_image(self, cond):
-        wait_until(lambda: self.publisher.image is not None and cond(self.publisher.image), TIMEOUT,
-                   0.005, "image condition")
+        wait_until(
+            lambda: self.publisher.image is not None and cond(self.publisher.image), TIMEOUT, 0.005, "image condition"
+        )
         return self.publisher.image
 
     def stop(self):
@@ -92,15 +102,24 @@ def node(tmp_path):
 
 
 def create(node, *topics, **kw):
-    return node.controller.create_topics({"topics": [
-        {"name": n, "num_partitions": -1, "replication_factor": -1, "assignments": [], "configs": []} for n in topics],
-        **kw})
+    return node.controller.create_topics(
+        {
+            "topics": [
+                {"name": n, "num_partitions": -1, "replication_factor": -1, "assignments": [], "configs": []}
+                for n in topics
+            ],
+            **kw,
+        }
+    )
 
 
 def test_thread_names_and_bootstrap_metadata_version(node):
     names = {t.name for t in threading.enumerate()}
-    assert {"quorum-controller-1-event-handler", "kafka-1-raft-io-thread",
-            "kafka-1-metadata-loader-event-handler"} <= names
+    assert {
+        "quorum-controller-1-event-handler",
+        "kafka-1-raft-io-thread",
+        "kafka-1-metadata-loader-event-handler",
+    } <= names
     image = node.wait_image(lambda i: i.metadata_version is not None)
     assert image.metadata_version == 22 and image.cluster_id == "test-cluster"
 
@@ -144,9 +163,17 @@ def test_delete_create_partitions_alter_configs_and_reads(node):
 
     cp = node.controller.create_partitions({"topics": [{"name": "a", "count": 4, "assignments": None}]})
     assert cp.result(TIMEOUT)["results"][0]["error_code"] == errors.NONE
-    alter = node.controller.incremental_alter_configs({"resources": [{
-        "resource_type": RESOURCE_TOPIC, "resource_name": "a",
-        "configs": [{"name": "retention.ms", "config_operation": 0, "value": "60000"}]}]})
+    alter = node.controller.incremental_alter_configs(
+        {
+            "resources": [
+                {
+                    "resource_type": RESOURCE_TOPIC,
+                    "resource_name": "a",
+                    "configs": [{"name": "retention.ms", "config_operation": 0, "value": "60000"}],
+                }
+            ]
+        }
+    )
     assert alter.result(TIMEOUT)["responses"][0]["error_code"] == errors.NONE
     assert node.controller.describe_configs(RESOURCE_TOPIC, "a").result(TIMEOUT) == {"retention.ms": "60000"}
     image = node.wait_image(lambda i: len(i.topics.get_topic("a").partitions) == 4 and i.topic_configs("a"))

@@ -1,4 +1,5 @@
 """StripedReplicaPlacer properties (Kafka's StripedReplicaPlacerTest, as properties)."""
+
 from __future__ import annotations
 
 import collections
@@ -17,10 +18,17 @@ def brokers(n, racks=None, fenced=()):
 
 
 @settings(max_examples=150, deadline=None)
-@given(num_brokers=st.integers(1, 12), num_racks=st.integers(0, 4), partitions=st.integers(1, 40),
-       rf_seed=st.integers(0, 10_000), seed=st.integers(0, 2**32), fenced_count=st.integers(0, 11))
-def test_no_duplicates_leader_unfenced_and_rf_respected(num_brokers, num_racks, partitions, rf_seed, seed,
-                                                         fenced_count):
+@given(
+    num_brokers=st.integers(1, 12),
+    num_racks=st.integers(0, 4),
+    partitions=st.integers(1, 40),
+    rf_seed=st.integers(0, 10_000),
+    seed=st.integers(0, 2**32),
+    fenced_count=st.integers(0, 11),
+)
+def test_no_duplicates_leader_unfenced_and_rf_respected(
+    num_brokers, num_racks, partitions, rf_seed, seed, fenced_count
+):
     racks = [f"r{i}" for i in range(num_racks)] or None
     fenced = set(range(min(fenced_count, num_brokers - 1)))
     rf = 1 + rf_seed % num_brokers
@@ -67,13 +75,16 @@ def test_deterministic_with_seeded_random():
     assert a == b
 
 
-@pytest.mark.parametrize("rf,bs,msg", [
-    (0, brokers(3), "must be positive"),
-    (-1, brokers(3), "must be positive"),
-    (4, brokers(3), "only 3 broker(s) are registered"),
-    (1, brokers(2, fenced={0, 1}), "All brokers are currently fenced"),
-    (1, [], "All brokers are currently fenced"),
-])
+@pytest.mark.parametrize(
+    "rf,bs,msg",
+    [
+        (0, brokers(3), "must be positive"),
+        (-1, brokers(3), "must be positive"),
+        (4, brokers(3), "only 3 broker(s) are registered"),
+        (1, brokers(2, fenced={0, 1}), "All brokers are currently fenced"),
+        (1, [], "All brokers are currently fenced"),
+    ],
+)
 def test_invalid_replication_factor(rf, bs, msg):
     with pytest.raises(InvalidReplicationFactorError) as e:
         StripedReplicaPlacer(random.Random(0)).place(1, rf, bs)

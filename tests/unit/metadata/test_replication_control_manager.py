@@ -1,4 +1,5 @@
 """ReplicationControlManager: CreateTopics / DeleteTopics / CreatePartitions validation and records."""
+
 from __future__ import annotations
 
 import random
@@ -26,12 +27,14 @@ class Ctx:
     def __init__(self, num_brokers=3, fenced=(), schema=None, default_partitions=1, default_rf=1):
         self.cluster = ClusterControlManager("cid")
         self.configs = ConfigurationControlManager(schema)
-        self.repl = ReplicationControlManager(self.cluster, self.configs, StripedReplicaPlacer(random.Random(0)),
-                                              default_partitions, default_rf)
+        self.repl = ReplicationControlManager(
+            self.cluster, self.configs, StripedReplicaPlacer(random.Random(0)), default_partitions, default_rf
+        )
         self.configs.topic_exists = self.repl.topic_exists
         for b in range(num_brokers):
             result = self.cluster.register_broker(
-                {"broker_id": b, "listeners": [{"name": "PLAINTEXT", "host": "h", "port": 9092 + b}]}, b)
+                {"broker_id": b, "listeners": [{"name": "PLAINTEXT", "host": "h", "port": 9092 + b}]}, b
+            )
             self.replay(result.records)
             self.cluster.brokers[b].fenced = b in fenced
 
@@ -63,8 +66,9 @@ def test_create_topic_records_and_result():
     (res,) = result.response["topics"]
     assert res["error_code"] == errors.NONE and res["num_partitions"] == 3 and res["replication_factor"] == 2
     assert isinstance(res["topic_id"], uuid.UUID) and res["topic_id"] == result.records[0].data["topic_id"]
-    assert res["configs"] == [{"name": "cleanup.policy", "value": "compact", "read_only": False,
-                               "config_source": 1, "is_sensitive": False}]
+    assert res["configs"] == [
+        {"name": "cleanup.policy", "value": "compact", "read_only": False, "config_source": 1, "is_sensitive": False}
+    ]
     for i, rec in enumerate(result.records[2:]):
         d = rec.data
         assert d["partition_id"] == i and len(d["replicas"]) == 2 and d["isr"] == d["replicas"]
@@ -79,16 +83,19 @@ def test_defaults_for_minus_one():
     assert (res["num_partitions"], res["replication_factor"]) == (4, 2)
 
 
-@pytest.mark.parametrize("name,code", [
-    ("", errors.INVALID_TOPIC_EXCEPTION),
-    (".", errors.INVALID_TOPIC_EXCEPTION),
-    ("..", errors.INVALID_TOPIC_EXCEPTION),
-    ("a" * 250, errors.INVALID_TOPIC_EXCEPTION),
-    ("bad name", errors.INVALID_TOPIC_EXCEPTION),
-    ("bad/name", errors.INVALID_TOPIC_EXCEPTION),
-    ("a" * 249, errors.NONE),
-    ("ok.Name_-1", errors.NONE),
-])
+@pytest.mark.parametrize(
+    "name,code",
+    [
+        ("", errors.INVALID_TOPIC_EXCEPTION),
+        (".", errors.INVALID_TOPIC_EXCEPTION),
+        ("..", errors.INVALID_TOPIC_EXCEPTION),
+        ("a" * 250, errors.INVALID_TOPIC_EXCEPTION),
+        ("bad name", errors.INVALID_TOPIC_EXCEPTION),
+        ("bad/name", errors.INVALID_TOPIC_EXCEPTION),
+        ("a" * 249, errors.NONE),
+        ("ok.Name_-1", errors.NONE),
+    ],
+)
 def test_topic_name_validation(name, code):
     assert codes(Ctx().create(t(name)))[name] == code
 
@@ -97,24 +104,31 @@ def test_existing_and_collision():
     ctx = Ctx()
     ctx.create(t("a.b"))
     result = ctx.create(t("a.b"), t("a_b"), t("c"))
-    assert codes(result) == {"a.b": errors.TOPIC_ALREADY_EXISTS, "a_b": errors.INVALID_TOPIC_EXCEPTION,
-                             "c": errors.NONE}
+    assert codes(result) == {
+        "a.b": errors.TOPIC_ALREADY_EXISTS,
+        "a_b": errors.INVALID_TOPIC_EXCEPTION,
+        "c": errors.NONE,
+    }
     assert "collides with existing topic: a.b" in result.response["topics"][1]["error_message"]
     assert [r.data["name"] for r in result.records if r.name == TOPIC_RECORD] == ["c"]
 
 
 def test_collision_within_one_request_and_duplicates():
     result = Ctx().create(t("x.y"), t("x_y"), t("dup"), t("dup"))
-    assert codes(result) == {"x.y": errors.NONE, "x_y": errors.INVALID_TOPIC_EXCEPTION,
-                             "dup": errors.INVALID_REQUEST}
+    assert codes(result) == {"x.y": errors.NONE, "x_y": errors.INVALID_TOPIC_EXCEPTION, "dup": errors.INVALID_REQUEST}
     assert len(result.response["topics"]) == 3
 
 
-@pytest.mark.parametrize("p,rf,code", [
-    (0, 1, errors.INVALID_PARTITIONS), (-2, 1, errors.INVALID_PARTITIONS),
-    (1, 0, errors.INVALID_REPLICATION_FACTOR), (1, -2, errors.INVALID_REPLICATION_FACTOR),
-    (1, 4, errors.INVALID_REPLICATION_FACTOR),
-])
+@pytest.mark.parametrize(
+    "p,rf,code",
+    [
+        (0, 1, errors.INVALID_PARTITIONS),
+        (-2, 1, errors.INVALID_PARTITIONS),
+        (1, 0, errors.INVALID_REPLICATION_FACTOR),
+        (1, -2, errors.INVALID_REPLICATION_FACTOR),
+        (1, 4, errors.INVALID_REPLICATION_FACTOR),
+    ],
+)
 def test_invalid_counts(p, rf, code):
     result = Ctx().create(t("x", p, rf))
     assert codes(result)["x"] == code
@@ -138,16 +152,19 @@ def manual(*assignments, p=-1, rf=-1):
     return t("m", p, rf, assignments=[{"partition_index": i, "broker_ids": b} for i, b in assignments])
 
 
-@pytest.mark.parametrize("topic,code,msg", [
-    (manual((0, [0]), p=1), errors.INVALID_REQUEST, "numPartitions"),
-    (manual((0, [0]), rf=1), errors.INVALID_REQUEST, "replication factor"),
-    (manual((0, [0, 0])), errors.INVALID_REPLICA_ASSIGNMENT, "more than once"),
-    (manual((0, [7])), errors.INVALID_REPLICA_ASSIGNMENT, "no such broker"),
-    (manual((0, [])), errors.INVALID_REPLICA_ASSIGNMENT, "empty"),
-    (manual((1, [0])), errors.INVALID_REPLICA_ASSIGNMENT, "consecutive"),
-    (manual((0, [0]), (0, [1])), errors.INVALID_REPLICA_ASSIGNMENT, "multiple"),
-    (manual((0, [0]), (1, [1, 2])), errors.INVALID_REPLICA_ASSIGNMENT, "not consistent"),
-])
+@pytest.mark.parametrize(
+    "topic,code,msg",
+    [
+        (manual((0, [0]), p=1), errors.INVALID_REQUEST, "numPartitions"),
+        (manual((0, [0]), rf=1), errors.INVALID_REQUEST, "replication factor"),
+        (manual((0, [0, 0])), errors.INVALID_REPLICA_ASSIGNMENT, "more than once"),
+        (manual((0, [7])), errors.INVALID_REPLICA_ASSIGNMENT, "no such broker"),
+        (manual((0, [])), errors.INVALID_REPLICA_ASSIGNMENT, "empty"),
+        (manual((1, [0])), errors.INVALID_REPLICA_ASSIGNMENT, "consecutive"),
+        (manual((0, [0]), (0, [1])), errors.INVALID_REPLICA_ASSIGNMENT, "multiple"),
+        (manual((0, [0]), (1, [1, 2])), errors.INVALID_REPLICA_ASSIGNMENT, "not consistent"),
+    ],
+)
 def test_manual_assignment_errors(topic, code, msg):
     (res,) = Ctx().create(topic).response["topics"]
     assert res["error_code"] == code and msg in res["error_message"]
@@ -167,8 +184,9 @@ def test_null_config_and_schema_rejection():
                 raise errors.InvalidConfigError("Unknown topic config name: bogus")
 
     ctx = Ctx(schema=Strict())
-    result = ctx.create(t("n", configs=[{"name": "retention.ms", "value": None}]),
-                        t("b", configs=[{"name": "bogus", "value": "1"}]))
+    result = ctx.create(
+        t("n", configs=[{"name": "retention.ms", "value": None}]), t("b", configs=[{"name": "bogus", "value": "1"}])
+    )
     assert codes(result) == {"n": errors.INVALID_CONFIG, "b": errors.INVALID_CONFIG}
     assert result.response["topics"][1]["error_message"] == "Unknown topic config name: bogus"
 
@@ -185,8 +203,12 @@ def test_delete_topics_by_name_and_id():
     ctx.create(t("a", configs=[{"name": "retention.ms", "value": "1"}]), t("b"))
     b_id = ctx.repl.topics_by_name["b"]
     missing = uuid.uuid4()
-    result = ctx.repl.delete_topics({"topic_names": ["a", "nope"],
-                                     "topics": [{"name": None, "topic_id": b_id}, {"name": None, "topic_id": missing}]})
+    result = ctx.repl.delete_topics(
+        {
+            "topic_names": ["a", "nope"],
+            "topics": [{"name": None, "topic_id": b_id}, {"name": None, "topic_id": missing}],
+        }
+    )
     by = [(r["name"], r["topic_id"], r["error_code"]) for r in result.response["responses"]]
     assert by[0][0] == "a" and by[0][2] == errors.NONE
     assert by[1] == ("nope", ZERO_UUID, errors.UNKNOWN_TOPIC_OR_PARTITION)
@@ -206,8 +228,10 @@ def test_delete_duplicates_and_disabled():
     result = ctx.repl.delete_topics({"topic_names": ["a", "a"]})
     assert [r["error_code"] for r in result.response["responses"]] == [errors.NONE, errors.INVALID_REQUEST]
     ctx.repl.delete_topic_enable = False
-    assert ctx.repl.delete_topics({"topic_names": ["a"]}).response["responses"][0]["error_code"] == \
-        errors.TOPIC_DELETION_DISABLED
+    assert (
+        ctx.repl.delete_topics({"topic_names": ["a"]}).response["responses"][0]["error_code"]
+        == errors.TOPIC_DELETION_DISABLED
+    )
 
 
 def test_create_partitions():
@@ -225,17 +249,22 @@ def test_create_partitions():
 def test_create_partitions_errors():
     ctx = Ctx()
     ctx.create(t("p", 3, 1), t("p2", 3, 1), t("p3", 3, 1), t("p4", 1, 2))
-    req = {"topics": [
-        {"name": "p", "count": 2},
-        {"name": "p2", "count": 3},
-        {"name": "nope", "count": 3},
-        {"name": "p3", "count": 5, "assignments": [{"broker_ids": [0]}]},
-        {"name": "p4", "count": 2, "assignments": [{"broker_ids": [0]}]},
-    ], "validate_only": False}
+    req = {
+        "topics": [
+            {"name": "p", "count": 2},
+            {"name": "p2", "count": 3},
+            {"name": "nope", "count": 3},
+            {"name": "p3", "count": 5, "assignments": [{"broker_ids": [0]}]},
+            {"name": "p4", "count": 2, "assignments": [{"broker_ids": [0]}]},
+        ],
+        "validate_only": False,
+    }
     result = ctx.repl.create_partitions(req)
     got = {r["name"]: (r["error_code"], r["error_message"]) for r in result.response["results"]}
-    assert got["p"] == (errors.INVALID_PARTITIONS,
-                        "The topic p currently has 3 partition(s); 2 would not be an increase.")
+    assert got["p"] == (
+        errors.INVALID_PARTITIONS,
+        "The topic p currently has 3 partition(s); 2 would not be an increase.",
+    )
     assert got["p2"] == (errors.INVALID_PARTITIONS, "Topic already has 3 partition(s).")
     assert got["nope"][0] == errors.UNKNOWN_TOPIC_OR_PARTITION
     assert got["p3"][0] == errors.INVALID_REPLICA_ASSIGNMENT
@@ -258,6 +287,7 @@ def test_create_partitions_manual_and_validate_only():
 def test_excessively_large_create_topics_is_refused_before_building_anything(validate_only):
     """A million partitions (or 10,001 topics) fail whole with Kafka's POLICY_VIOLATION, at once."""
     import time as _time
+
     ctx = Ctx()
     start = _time.monotonic()
     result = ctx.create(t("huge", 1_000_000), t("small", 1), validate_only=validate_only)
@@ -275,14 +305,17 @@ def test_excessively_large_create_topics_is_refused_before_building_anything(val
 def test_excessively_large_create_partitions_is_refused_before_building_anything():
     ctx = Ctx()
     ctx.create(t("foo", 1))
-    result = ctx.repl.create_partitions({"topics": [{"name": "foo", "count": 1_000_001, "assignments": None}],
-                                         "validate_only": True})
+    result = ctx.repl.create_partitions(
+        {"topics": [{"name": "foo", "count": 1_000_001, "assignments": None}], "validate_only": True}
+    )
     assert codes(result, "results") == {"foo": errors.POLICY_VIOLATION} and result.records == []
-    result = ctx.repl.create_partitions({"topics": [{"name": "foo", "count": 33_500_000, "assignments": None}],
-                                         "validate_only": False})
+    result = ctx.repl.create_partitions(
+        {"topics": [{"name": "foo", "count": 33_500_000, "assignments": None}], "validate_only": False}
+    )
     assert codes(result, "results") == {"foo": errors.POLICY_VIOLATION} and result.records == []
-    ok = ctx.repl.create_partitions({"topics": [{"name": "foo", "count": 10_001, "assignments": None}],
-                                     "validate_only": False})
+    ok = ctx.repl.create_partitions(
+        {"topics": [{"name": "foo", "count": 10_001, "assignments": None}], "validate_only": False}
+    )
     assert codes(ok, "results") == {"foo": errors.NONE} and len(ok.records) == 10_000
 
 

@@ -1,5 +1,6 @@
 """A real SocketServer on 127.0.0.1 with the test playing the request handler (Kafka's SocketServerTest
 set-up): ``EchoServer`` answers every request with its own frame, optionally held back by a gate."""
+
 from __future__ import annotations
 
 import socket
@@ -43,19 +44,24 @@ class EchoServer:
 
     def __init__(self, selector_factory=KSelector, is_api_allowed=None, **overrides: str):
         props = {
-            "process.roles": "broker,controller", "node.id": "1",
+            "process.roles": "broker,controller",
+            "node.id": "1",
             "listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "num.network.threads": "1"}
+            "num.network.threads": "1",
+        }
         props.update(overrides)
         self.metrics = MetricsRegistry()
-        self.socket_server = SocketServer(SocketServerConfig.from_kafka_config(KafkaConfig(props)), self.metrics,
-                                          is_api_allowed or (lambda listener, key, version: True),
-                                          selector_factory=selector_factory)
+        self.socket_server = SocketServer(
+            SocketServerConfig.from_kafka_config(KafkaConfig(props)),
+            self.metrics,
+            is_api_allowed or (lambda listener, key, version: True),
+            selector_factory=selector_factory,
+        )
         self.handler = EchoHandler(self.socket_server.data_plane_request_channel)
 
-    def __enter__(self) -> "EchoServer":
+    def __enter__(self) -> EchoServer:
         self.handler.start()
         self.socket_server.enable_request_processing()
         return self
@@ -91,6 +97,7 @@ def read_frame(sock: socket.socket) -> bytes:
                 raise ConnectionError("closed by the broker")
             buf += chunk
         return buf
+
     (size,) = struct.unpack(">i", exactly(4))
     return exactly(size)
 

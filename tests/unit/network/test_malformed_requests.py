@@ -7,6 +7,7 @@ pass (duplicate requests, responses answering the wrong correlation id, IllegalM
 A gate in the KSelector holds the Processor before its epoll wait until every client has written, so
 good and bad frames arrive in one poll, in one batch of completed receives.
 """
+
 from __future__ import annotations
 
 import socket
@@ -99,6 +100,7 @@ def test_partial_frame_announcing_max_size_pins_little_memory():
             receive.read_from(b)
             assert len(receive.payload) <= max(INITIAL_CHUNK_BYTES, 2 * receive.payload_read)
             return receive.payload_read >= total
+
         wait_until(read_some, timeout=10, interval=0.001, message="3 MiB read")
         writer.join(5)
         assert receive.payload_read == total and not receive.complete()
@@ -119,8 +121,7 @@ def test_small_frame_round_trip_exact_size():
             writer = threading.Thread(target=a.sendall, args=(struct.pack(">i", size) + body,), daemon=True)
             writer.start()
             receive = NetworkReceive(1 << 20)
-            wait_until(lambda: (receive.read_from(b), receive.complete())[1], timeout=5, interval=0.001,
-                       message="frame")
+            wait_until(lambda r=receive: (r.read_from(b), r.complete())[1], timeout=5, interval=0.001, message="frame")
             writer.join(5)
             assert bytes(receive.payload) == body and len(receive.payload) == size
     finally:

@@ -1,4 +1,5 @@
 """queued.max.request.bytes: SimpleMemoryPool, and Processors that stop reading while it is exhausted."""
+
 from __future__ import annotations
 
 import pytest
@@ -49,10 +50,14 @@ def test_pool_accounting_returns_to_full(sizes):
 
 
 def test_queued_max_request_bytes_must_cover_one_request():
-    base = {"process.roles": "broker,controller", "node.id": "1",
-            "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
-            "controller.listener.names": "CONTROLLER", "socket.request.max.bytes": "1000",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"}
+    base = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+        "controller.listener.names": "CONTROLLER",
+        "socket.request.max.bytes": "1000",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    }
     with pytest.raises(ConfigException, match="queued.max.request.bytes"):
         KafkaConfig(dict(base, **{"queued.max.request.bytes": "999"}))
     assert KafkaConfig(dict(base, **{"queued.max.request.bytes": "1000"}))["queued.max.request.bytes"] == 1000
@@ -75,12 +80,11 @@ def test_processor_stops_reading_while_the_pool_is_exhausted_and_resumes_after_r
         # from a pool of 1000 (the non-strict pool grants the second while 110 bytes are left).
         wait_until(lambda: gauge(server, "MemoryPoolUsed") == 2 * 890, timeout=5, message="two requests held")
         clients[2].sendall(frames[2])
-        wait_until(lambda: server.processor.selector.out_of_memory, timeout=5,
-                   message="third channel muted for memory")
+        wait_until(lambda: server.processor.selector.out_of_memory, timeout=5, message="third channel muted for memory")
         assert server.processor.selector.channels  # nothing was closed
         assert queue.qsize() == 1  # the third frame was not read
         server.handler.gate.set()
-        for sock, frame in zip(clients, frames):
+        for sock, frame in zip(clients, frames, strict=True):
             assert read_frame(sock) == frame[4:]
         wait_until(lambda: gauge(server, "MemoryPoolUsed") == 0, timeout=5, message="all memory released")
         assert not server.processor.selector.out_of_memory
@@ -93,8 +97,9 @@ def test_memory_of_a_half_read_frame_is_released_when_the_client_goes():
         sock = server.connect()
         frame = request_frame(1, b"y" * 500)
         sock.sendall(frame[:300])
-        wait_until(lambda: gauge(server, "MemoryPoolUsed") == len(frame) - 4, timeout=5,
-                   message="frame memory allocated")
+        wait_until(
+            lambda: gauge(server, "MemoryPoolUsed") == len(frame) - 4, timeout=5, message="frame memory allocated"
+        )
         sock.close()
         wait_until(lambda: gauge(server, "MemoryPoolUsed") == 0, timeout=5, message="memory released on close")
         assert gauge(server, "MemoryPoolAvailable") == 1000

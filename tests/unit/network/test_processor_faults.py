@@ -5,6 +5,7 @@ request handler, echoing each request frame back. A fault fails the next matchin
 the one connection it hits is closed and counted out of ConnectionQuotas, every other connection and
 the Processor thread carry on.
 """
+
 from __future__ import annotations
 
 import socket
@@ -21,7 +22,7 @@ class TestableKSelector(KSelector):
     socket under the real write path (EPIPE), ``poll`` makes the epoll wait raise."""
 
     __test__ = False
-    instances: list["TestableKSelector"] = []
+    instances: list[TestableKSelector] = []
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -75,14 +76,17 @@ def assert_processor_healthy(server, open_clients: list[socket.socket]) -> None:
     with server.connect() as fresh:
         for i in range(3):
             echo(fresh, 1000 + i)
-        wait_until(lambda: processor.connection_count == len(open_clients) + 1, timeout=5,
-                   message="processor connection count")
+        wait_until(
+            lambda: processor.connection_count == len(open_clients) + 1, timeout=5, message="processor connection count"
+        )
     for i, sock in enumerate(open_clients):
         echo(sock, 2000 + i)
-    wait_until(lambda: processor.connection_count == len(open_clients), timeout=5,
-               message="closed connection removed")
-    wait_until(lambda: server.socket_server.connection_quotas.get("127.0.0.1") == len(open_clients), timeout=5,
-               message="ConnectionQuotas back to the open clients")
+    wait_until(lambda: processor.connection_count == len(open_clients), timeout=5, message="closed connection removed")
+    wait_until(
+        lambda: server.socket_server.connection_quotas.get("127.0.0.1") == len(open_clients),
+        timeout=5,
+        message="ConnectionQuotas back to the open clients",
+    )
 
 
 def selector(server) -> TestableKSelector:
@@ -113,8 +117,11 @@ def test_send_failure_closes_only_that_connection(server):
         read_frame(victim)
     assert selector(server).injected["send"] == 1
     # The Processor drops the lost response when it handles the disconnect (after the client saw EOF).
-    wait_until(lambda: not server.processor.inflight_responses, timeout=5,
-               message="in-flight response of the failed send dropped")
+    wait_until(
+        lambda: not server.processor.inflight_responses,
+        timeout=5,
+        message="in-flight response of the failed send dropped",
+    )
     assert_processor_healthy(server, [survivor])
     survivor.close()
     victim.close()

@@ -1,4 +1,5 @@
 """Hypothesis strategies derived from the schemas themselves, and the normalisation used by round-trip tests."""
+
 from __future__ import annotations
 
 import uuid
@@ -9,9 +10,12 @@ from hypothesis import strategies as st
 from pykbroker.protocol.schema import Field, MessageSchema
 
 _INTS = {
-    "int8": (-(1 << 7), (1 << 7) - 1), "int16": (-(1 << 15), (1 << 15) - 1),
-    "int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1),
-    "uint16": (0, (1 << 16) - 1), "uint32": (0, (1 << 32) - 1),
+    "int8": (-(1 << 7), (1 << 7) - 1),
+    "int16": (-(1 << 15), (1 << 15) - 1),
+    "int32": (-(1 << 31), (1 << 31) - 1),
+    "int64": (-(1 << 63), (1 << 63) - 1),
+    "uint16": (0, (1 << 16) - 1),
+    "uint32": (0, (1 << 32) - 1),
 }
 _UUIDS = st.one_of(st.just(uuid.UUID(int=0)), st.integers(0, (1 << 128) - 1).map(lambda i: uuid.UUID(int=i)))
 _TEXT = st.text(max_size=12)
@@ -20,8 +24,9 @@ _TEXT = st.text(max_size=12)
 def _primitive(ftype: str) -> st.SearchStrategy[Any]:
     if ftype in _INTS:
         lo, hi = _INTS[ftype]
-        return st.one_of(st.sampled_from([lo, hi, -1, 0, 1]) if lo < 0 else st.sampled_from([lo, hi, 1]),
-                         st.integers(lo, hi))
+        return st.one_of(
+            st.sampled_from([lo, hi, -1, 0, 1]) if lo < 0 else st.sampled_from([lo, hi, 1]), st.integers(lo, hi)
+        )
     return {
         "float64": st.floats(allow_nan=False),
         "bool": st.booleans(),

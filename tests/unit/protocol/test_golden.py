@@ -1,4 +1,5 @@
 """Golden bytes built by hand from the protocol spec, framing, deferred regions, tagged-field rules, errors."""
+
 from __future__ import annotations
 
 import struct
@@ -23,9 +24,16 @@ from pykbroker.protocol import (
 from pykbroker.protocol.errors import InvalidRequestError, UnsupportedVersionError
 
 
-def i16(v): return struct.pack(">h", v)
-def i32(v): return struct.pack(">i", v)
-def i64(v): return struct.pack(">q", v)
+def i16(v):
+    return struct.pack(">h", v)
+
+
+def i32(v):
+    return struct.pack(">i", v)
+
+
+def i64(v):
+    return struct.pack(">q", v)
 
 
 def frame(*parts: bytes) -> bytes:
@@ -37,13 +45,22 @@ TOPIC_ID = uuid.UUID("6a2d6a4b-53a4-4a86-9d3c-2b0e9f0b1c2d")
 
 
 def test_api_versions_v3_request_as_librdkafka_sends_it():
-    expected = frame(i16(18), i16(3), i32(1), i16(7), b"rdkafka", b"\x00",  # header v2
-                     b"\x0blibrdkafka", b"\x062.3.0", b"\x00")  # compact strings, no tagged fields
+    expected = frame(
+        i16(18),
+        i16(3),
+        i32(1),
+        i16(7),
+        b"rdkafka",
+        b"\x00",  # header v2
+        b"\x0blibrdkafka",
+        b"\x062.3.0",
+        b"\x00",
+    )  # compact strings, no tagged fields
     body = {"client_software_name": "librdkafka", "client_software_version": "2.3.0"}
     assert encode_request(ApiKeys.API_VERSIONS, 3, 1, "rdkafka", body) == expected
     header, size = parse_request_header(memoryview(expected)[4:])
     assert (header.api_key, header.api_version, header.correlation_id, header.client_id) == (18, 3, 1, "rdkafka")
-    assert decode_request(18, 3, memoryview(expected)[4 + size:]) == body
+    assert decode_request(18, 3, memoryview(expected)[4 + size :]) == body
 
 
 def test_api_versions_v0_error_response():
@@ -52,10 +69,24 @@ def test_api_versions_v0_error_response():
 
 
 def test_api_versions_v3_response_omits_tagged_fields_at_default():
-    body = {"error_code": 0, "api_keys": [{"api_key": 3, "min_version": 0, "max_version": 12}],
-            "throttle_time_ms": 0, "finalized_features_epoch": -1, "zk_migration_ready": False}
-    expected = frame(i32(2),  # response header v0 even though v3 is flexible
-                     i16(0), b"\x02", i16(3), i16(0), i16(12), b"\x00", i32(0), b"\x00")
+    body = {
+        "error_code": 0,
+        "api_keys": [{"api_key": 3, "min_version": 0, "max_version": 12}],
+        "throttle_time_ms": 0,
+        "finalized_features_epoch": -1,
+        "zk_migration_ready": False,
+    }
+    expected = frame(
+        i32(2),  # response header v0 even though v3 is flexible
+        i16(0),
+        b"\x02",
+        i16(3),
+        i16(0),
+        i16(12),
+        b"\x00",
+        i32(0),
+        b"\x00",
+    )
     assert encode_response(18, 3, 2, body) == expected
     with_features = dict(body, finalized_features_epoch=7)
     encoded = encode_response(18, 3, 2, with_features)
@@ -65,27 +96,63 @@ def test_api_versions_v3_response_omits_tagged_fields_at_default():
 
 def metadata_v12_response_bytes(correlation_id: int) -> bytes:
     return frame(
-        i32(correlation_id), b"\x00",  # response header v1
+        i32(correlation_id),
+        b"\x00",  # response header v1
         i32(0),  # throttle_time_ms
-        b"\x02", i32(1), b"\x0alocalhost", i32(9092), b"\x00", b"\x00",  # brokers: rack null, no tags
+        b"\x02",
+        i32(1),
+        b"\x0alocalhost",
+        i32(9092),
+        b"\x00",
+        b"\x00",  # brokers: rack null, no tags
         b"\x04abc",  # cluster_id
         i32(1),  # controller_id
-        b"\x02", i16(0), b"\x02t", TOPIC_ID.bytes, b"\x00",  # topics: error, name, id, is_internal
-        b"\x02", i16(0), i32(0), i32(1), i32(5),  # partition: error, index, leader, leader epoch
-        b"\x02" + i32(1), b"\x02" + i32(1), b"\x01", b"\x00",  # replicas, isr, offline (empty), no tags
-        i32(-2147483648), b"\x00",  # topic_authorized_operations, no tags
+        b"\x02",
+        i16(0),
+        b"\x02t",
+        TOPIC_ID.bytes,
+        b"\x00",  # topics: error, name, id, is_internal
+        b"\x02",
+        i16(0),
+        i32(0),
+        i32(1),
+        i32(5),  # partition: error, index, leader, leader epoch
+        b"\x02" + i32(1),
+        b"\x02" + i32(1),
+        b"\x01",
+        b"\x00",  # replicas, isr, offline (empty), no tags
+        i32(-2147483648),
+        b"\x00",  # topic_authorized_operations, no tags
         b"\x00",  # no tags (cluster_authorized_operations is v8-10 only)
     )
 
 
 def test_metadata_v12_response():
     body = {
-        "throttle_time_ms": 0, "brokers": [{"node_id": 1, "host": "localhost", "port": 9092, "rack": None}],
-        "cluster_id": "abc", "controller_id": 1,
-        "topics": [{"error_code": 0, "name": "t", "topic_id": TOPIC_ID, "is_internal": False,
-                    "partitions": [{"error_code": 0, "partition_index": 0, "leader_id": 1, "leader_epoch": 5,
-                                    "replica_nodes": [1], "isr_nodes": [1], "offline_replicas": []}],
-                    "topic_authorized_operations": -2147483648}],
+        "throttle_time_ms": 0,
+        "brokers": [{"node_id": 1, "host": "localhost", "port": 9092, "rack": None}],
+        "cluster_id": "abc",
+        "controller_id": 1,
+        "topics": [
+            {
+                "error_code": 0,
+                "name": "t",
+                "topic_id": TOPIC_ID,
+                "is_internal": False,
+                "partitions": [
+                    {
+                        "error_code": 0,
+                        "partition_index": 0,
+                        "leader_id": 1,
+                        "leader_epoch": 5,
+                        "replica_nodes": [1],
+                        "isr_nodes": [1],
+                        "offline_replicas": [],
+                    }
+                ],
+                "topic_authorized_operations": -2147483648,
+            }
+        ],
     }
     expected = metadata_v12_response_bytes(11)
     assert encode_response(ApiKeys.METADATA, 12, 11, body) == expected
@@ -102,8 +169,11 @@ def test_metadata_request_null_topics():
     with pytest.raises(ProtocolEncodeError):
         encode_request(3, 0, 1, "c", {"topics": None})
     assert decode_request(3, 4, i32(0) + b"\x00") == {  # absent fields take their defaults
-        "topics": [], "allow_auto_topic_creation": False,
-        "include_cluster_authorized_operations": False, "include_topic_authorized_operations": False}
+        "topics": [],
+        "allow_auto_topic_creation": False,
+        "include_cluster_authorized_operations": False,
+        "include_topic_authorized_operations": False,
+    }
     assert decode_request(3, 3, i32(0))["allow_auto_topic_creation"] is True  # absent in v3: default true
 
 
@@ -118,15 +188,32 @@ def test_huge_array_count_in_a_message_is_rejected():
 
 def test_produce_v3_request_records_are_a_zero_copy_slice():
     records = b"\x00" * 61
-    raw = frame(i16(0), i16(3), i32(4), i16(-1),  # header v1, null client id
-                i16(-1), i16(-1), i32(30000),  # transactional_id null, acks -1, timeout
-                i32(1), i16(5), b"topic", i32(1), i32(0), i32(len(records)), records)
-    body = {"transactional_id": None, "acks": -1, "timeout_ms": 30000,
-            "topic_data": [{"name": "topic", "partition_data": [{"index": 0, "records": records}]}]}
+    raw = frame(
+        i16(0),
+        i16(3),
+        i32(4),
+        i16(-1),  # header v1, null client id
+        i16(-1),
+        i16(-1),
+        i32(30000),  # transactional_id null, acks -1, timeout
+        i32(1),
+        i16(5),
+        b"topic",
+        i32(1),
+        i32(0),
+        i32(len(records)),
+        records,
+    )
+    body = {
+        "transactional_id": None,
+        "acks": -1,
+        "timeout_ms": 30000,
+        "topic_data": [{"name": "topic", "partition_data": [{"index": 0, "records": records}]}],
+    }
     assert encode_request(0, 3, 4, None, body) == raw
     buf = memoryview(raw)
     _, size = parse_request_header(buf[4:])
-    decoded = decode_request(0, 3, buf[4 + size:])
+    decoded = decode_request(0, 3, buf[4 + size :])
     got = decoded["topic_data"][0]["partition_data"][0]["records"]
     assert isinstance(got, memoryview) and got.obj is raw and got == records
     assert decoded == body
@@ -144,11 +231,29 @@ class FakeRegion:
 
 
 def fetch_body(records):
-    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": [{
-        "topic": "t", "partitions": [{
-            "partition_index": 0, "error_code": 0, "high_watermark": 10, "last_stable_offset": 10,
-            "log_start_offset": 0, "diverging_epoch": {"epoch": 3, "end_offset": 9}, "aborted_transactions": None,
-            "preferred_read_replica": -1, "records": records}]}]}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "session_id": 0,
+        "responses": [
+            {
+                "topic": "t",
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "error_code": 0,
+                        "high_watermark": 10,
+                        "last_stable_offset": 10,
+                        "log_start_offset": 0,
+                        "diverging_epoch": {"epoch": 3, "end_offset": 9},
+                        "aborted_transactions": None,
+                        "preferred_read_replica": -1,
+                        "records": records,
+                    }
+                ],
+            }
+        ],
+    }
 
 
 @pytest.mark.parametrize("version", [4, 11, 12, 13, 16])
@@ -166,8 +271,9 @@ def test_fetch_response_with_a_deferred_region(version):
     decoded = decode_response(ApiKeys.FETCH, version, memoryview(whole)[offset:])
     partition = decoded["responses"][0]["partitions"][0]
     assert partition["records"] == data
-    assert partition["diverging_epoch"] == ({"epoch": 3, "end_offset": 9} if version >= 12
-                                           else {"epoch": -1, "end_offset": -1})
+    assert partition["diverging_epoch"] == (
+        {"epoch": 3, "end_offset": 9} if version >= 12 else {"epoch": -1, "end_offset": -1}
+    )
     with pytest.raises(ProtocolEncodeError, match="deferred"):
         encode_response(ApiKeys.FETCH, version, 5, fetch_body(FakeRegion(data)))
 
@@ -183,21 +289,35 @@ def test_fetch_v12_tagged_diverging_epoch_bytes():
 
 
 def test_produce_response_tagged_current_leader():
-    partition = {"index": 0, "error_code": 6, "base_offset": -1, "log_append_time_ms": -1, "log_start_offset": -1,
-                 "record_errors": [], "error_message": None}
+    partition = {
+        "index": 0,
+        "error_code": 6,
+        "base_offset": -1,
+        "log_append_time_ms": -1,
+        "log_start_offset": -1,
+        "record_errors": [],
+        "error_message": None,
+    }
     body = {"responses": [{"name": "t", "partition_responses": [partition]}], "throttle_time_ms": 0}
     plain = encode_response(0, 10, 1, body)
     assert plain.endswith(b"\x01\x00" + b"\x00" + b"\x00" + i32(0) + b"\x00")  # no tags anywhere
     partition["current_leader"] = {"leader_id": 2, "leader_epoch": 7}
     tagged = encode_response(0, 10, 1, body)
     assert b"\x01\x00\x09" + i32(2) + i32(7) + b"\x00" in tagged
-    assert decode_response(0, 10, tagged[9:])["responses"][0]["partition_responses"][0]["current_leader"] == \
-        {"leader_id": 2, "leader_epoch": 7}
-    without = {"responses": [{"name": "t", "partition_responses": [
-        {k: v for k, v in partition.items() if k != "current_leader"}]}], "throttle_time_ms": 0}
+    assert decode_response(0, 10, tagged[9:])["responses"][0]["partition_responses"][0]["current_leader"] == {
+        "leader_id": 2,
+        "leader_epoch": 7,
+    }
+    without = {
+        "responses": [
+            {"name": "t", "partition_responses": [{k: v for k, v in partition.items() if k != "current_leader"}]}
+        ],
+        "throttle_time_ms": 0,
+    }
     assert encode_response(0, 9, 1, body) == encode_response(0, 9, 1, without)  # v9: no such field, not written
     assert decode_response(0, 9, encode_response(0, 9, 1, body)[9:])["responses"][0]["partition_responses"][0][
-        "current_leader"] == {"leader_id": -1, "leader_epoch": -1}
+        "current_leader"
+    ] == {"leader_id": -1, "leader_epoch": -1}
 
 
 def test_unknown_tagged_fields_are_kept_and_written_back():
@@ -236,8 +356,13 @@ def test_errors():
 
 def test_encode_takes_defaults_for_missing_keys():
     assert decode_response(3, 1, encode_response(3, 1, 1, {})[8:]) == {
-        "throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": -1, "topics": [],
-        "cluster_authorized_operations": -2147483648}
+        "throttle_time_ms": 0,
+        "brokers": [],
+        "cluster_id": None,
+        "controller_id": -1,
+        "topics": [],
+        "cluster_authorized_operations": -2147483648,
+    }
 
 
 def test_decoded_defaults_are_not_shared():

@@ -1,4 +1,5 @@
 """Request/response headers, header version rules, api keys."""
+
 from __future__ import annotations
 
 import struct
@@ -77,14 +78,18 @@ def test_unknown_api_key_peeks_but_does_not_parse():
         parse_request_header(frame)
 
 
-@pytest.mark.parametrize("frame", [
-    b"", b"\x00\x03\x00\x01\x00\x00\x00",  # shorter than the peek
-    struct.pack(">hhi", 3, 1, 1) + b"\x00",  # no room for client_id length
-    struct.pack(">hhih", 3, 1, 1, 5) + b"abc",  # client_id truncated
-    struct.pack(">hhih", 3, 1, 1, -2),  # bad client_id length
-    struct.pack(">hhih", 3, 9, 1, 0),  # flexible: tagged section missing
-    struct.pack(">hhih", 3, 9, 1, 0) + b"\x01\x00\x05",  # tagged field truncated
-])
+@pytest.mark.parametrize(
+    "frame",
+    [
+        b"",
+        b"\x00\x03\x00\x01\x00\x00\x00",  # shorter than the peek
+        struct.pack(">hhi", 3, 1, 1) + b"\x00",  # no room for client_id length
+        struct.pack(">hhih", 3, 1, 1, 5) + b"abc",  # client_id truncated
+        struct.pack(">hhih", 3, 1, 1, -2),  # bad client_id length
+        struct.pack(">hhih", 3, 9, 1, 0),  # flexible: tagged section missing
+        struct.pack(">hhih", 3, 9, 1, 0) + b"\x01\x00\x05",  # tagged field truncated
+    ],
+)
 def test_malformed_headers(frame):
     with pytest.raises(ProtocolDecodeError):
         parse_request_header(frame)

@@ -3,6 +3,7 @@ message and version both implement, a random body encoded by us must decode ther
 
 Uses kafka-python internals (its message classes and compiled encoders); skipped when they are not available.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -40,9 +41,12 @@ def _their_classes() -> dict[tuple[int, str], type]:
 
 
 THEIRS = _their_classes()
-CASES = [(s, v) for s, v in all_versions(REQUESTS) + all_versions(RESPONSES)
-         if (s.api_key, s.kind) in THEIRS
-         and THEIRS[(s.api_key, s.kind)].valid_versions[0] <= v <= THEIRS[(s.api_key, s.kind)].valid_versions[1]]
+CASES = [
+    (s, v)
+    for s, v in all_versions(REQUESTS) + all_versions(RESPONSES)
+    if (s.api_key, s.kind) in THEIRS
+    and THEIRS[(s.api_key, s.kind)].valid_versions[0] <= v <= THEIRS[(s.api_key, s.kind)].valid_versions[1]
+]
 
 
 def _their_encode(cls, obj, version: int) -> bytes:

@@ -1,5 +1,6 @@
 """Property tests over EVERY schema and EVERY version: encode -> decode is the identity (up to defaults of absent
 fields), encoding is canonical, and every sampled truncation of a valid encoding raises ProtocolDecodeError."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,8 +15,12 @@ from pykbroker.protocol.types import ProtocolDecodeError
 from .strategies import all_versions, message_strategy, normalise
 
 CASES = all_versions(REQUESTS) + all_versions(RESPONSES)
-PROPERTY = settings(max_examples=12, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+PROPERTY = settings(
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def _check_truncations(schema, version, encoded: bytes, data: st.DataObject) -> None:

@@ -1,4 +1,5 @@
 """Primitive codecs: varints, strings, bytes, arrays, tagged fields; malformed input raises ProtocolDecodeError."""
+
 from __future__ import annotations
 
 import struct
@@ -19,10 +20,17 @@ def test_decode_error_is_an_invalid_request():
     assert ProtocolDecodeError("x").code == 42
 
 
-@pytest.mark.parametrize(("value", "encoded"), [
-    (0, b"\x00"), (1, b"\x01"), (127, b"\x7f"), (128, b"\x80\x01"), (300, b"\xac\x02"),
-    (2**32 - 1, b"\xff\xff\xff\xff\x0f"),
-])
+@pytest.mark.parametrize(
+    ("value", "encoded"),
+    [
+        (0, b"\x00"),
+        (1, b"\x01"),
+        (127, b"\x7f"),
+        (128, b"\x80\x01"),
+        (300, b"\xac\x02"),
+        (2**32 - 1, b"\xff\xff\xff\xff\x0f"),
+    ],
+)
 def test_uvarint_known_encodings(value, encoded):
     out = bytearray()
     t.write_uvarint(out, value)
@@ -43,10 +51,18 @@ def test_uvarint_out_of_range_is_an_encode_error(value):
         t.write_uvarint(bytearray(), value)
 
 
-@pytest.mark.parametrize(("value", "encoded"), [
-    (0, b"\x00"), (-1, b"\x01"), (1, b"\x02"), (-64, b"\x7f"), (64, b"\x80\x01"),
-    (2**31 - 1, b"\xfe\xff\xff\xff\x0f"), (-(2**31), b"\xff\xff\xff\xff\x0f"),
-])
+@pytest.mark.parametrize(
+    ("value", "encoded"),
+    [
+        (0, b"\x00"),
+        (-1, b"\x01"),
+        (1, b"\x02"),
+        (-64, b"\x7f"),
+        (64, b"\x80\x01"),
+        (2**31 - 1, b"\xfe\xff\xff\xff\x0f"),
+        (-(2**31), b"\xff\xff\xff\xff\x0f"),
+    ],
+)
 def test_zigzag_varint_known_encodings(value, encoded):
     out = bytearray()
     t.write_varint(out, value)
@@ -142,9 +158,17 @@ def test_huge_array_length_is_rejected_without_allocating():
 
 
 def test_fixed_width_truncation():
-    for read, size in [(t.read_int8, 1), (t.read_int16, 2), (t.read_int32, 4), (t.read_int64, 8),
-                       (t.read_uint16, 2), (t.read_uint32, 4), (t.read_float64, 8), (t.read_bool, 1),
-                       (t.read_uuid, 16)]:
+    for read, size in [
+        (t.read_int8, 1),
+        (t.read_int16, 2),
+        (t.read_int32, 4),
+        (t.read_int64, 8),
+        (t.read_uint16, 2),
+        (t.read_uint32, 4),
+        (t.read_float64, 8),
+        (t.read_bool, 1),
+        (t.read_uuid, 16),
+    ]:
         with pytest.raises(ProtocolDecodeError):
             read(b"\x01" * (size - 1), 0)
         read(b"\x01" * size, 0)

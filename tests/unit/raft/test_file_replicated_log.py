@@ -1,13 +1,14 @@
 """FileReplicatedLog over UnifiedLog: batches on disk as record batch v2, and a Raft restart from disk."""
+
 from __future__ import annotations
 
 import os
 
 from pykbroker.raft.control_records import LEADER_CHANGE, control_key
+from pykbroker.raft.file_replicated_log import FileReplicatedLog
 from pykbroker.raft.kafka_raft_client import KafkaRaftClient
 from pykbroker.raft.quorum_state_store import FileQuorumStateStore
 from pykbroker.raft.replicated_log import LogBatch, LogRecord, OffsetAndEpoch
-from pykbroker.raft.file_replicated_log import FileReplicatedLog
 from pykbroker.record.memory_records import MemoryRecords
 from pykbroker.utils.time import MockTime
 from tests.unit.raft.test_kafka_raft_client import RecordingListener, StringSerde

@@ -1,4 +1,5 @@
 """KafkaRaftClient, single voter: election on start, epoch persistence, commit delivery, restart replay."""
+
 from __future__ import annotations
 
 import json

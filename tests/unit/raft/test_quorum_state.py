@@ -1,4 +1,5 @@
 """QuorumState transition table, epoch rules, durable state and the leader's high watermark rule."""
+
 from __future__ import annotations
 
 import pytest

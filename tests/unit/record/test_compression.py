@@ -9,7 +9,8 @@ import cramjam
 import lz4.frame
 import pytest
 import zstandard
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pykbroker.protocol.errors import CorruptRecordError, UnsupportedCompressionTypeError
 from pykbroker.record import compression
@@ -77,8 +78,11 @@ def test_lz4_writes_kafka_frame_layout():
 def test_lz4_reads_other_frame_variants():
     data = big_payload()
     codec = compression.for_id(compression.LZ4)
-    for kwargs in (dict(block_size=lz4.frame.BLOCKSIZE_MAX4MB, content_checksum=True, store_size=True),
-                   dict(block_checksum=True, block_linked=True), dict(compression_level=12)):
+    for kwargs in (
+        dict(block_size=lz4.frame.BLOCKSIZE_MAX4MB, content_checksum=True, store_size=True),
+        dict(block_checksum=True, block_linked=True),
+        dict(compression_level=12),
+    ):
         assert codec.decompress(lz4.frame.compress(data, **kwargs)) == data
 
 
@@ -89,7 +93,7 @@ def test_snappy_writes_xerial_framing():
     pos, out = 16, []
     while pos < len(blob):
         (length,) = struct.unpack_from(">i", blob, pos)
-        chunk = bytes(cramjam.snappy.decompress_raw(blob[pos + 4:pos + 4 + length]))
+        chunk = bytes(cramjam.snappy.decompress_raw(blob[pos + 4 : pos + 4 + length]))
         assert len(chunk) <= XERIAL_BLOCK_SIZE
         out.append(chunk)
         pos += 4 + length
@@ -172,22 +176,32 @@ def test_decompression_limit_scales_with_max_message_bytes():
 
 # -- interop with kafka-python's codec module (its own framing code) ------------------------------
 
+
 @pytest.fixture
 def kafka_codec(monkeypatch):
     from kafka import codec
+
     # kafka-python takes raw snappy from python-snappy, which is not installed: give it cramjam's.
-    monkeypatch.setattr(codec, "snappy", types.SimpleNamespace(
-        compress=lambda b: bytes(cramjam.snappy.compress_raw(b)),
-        decompress=lambda b: bytes(cramjam.snappy.decompress_raw(b))))
+    monkeypatch.setattr(
+        codec,
+        "snappy",
+        types.SimpleNamespace(
+            compress=lambda b: bytes(cramjam.snappy.compress_raw(b)),
+            decompress=lambda b: bytes(cramjam.snappy.decompress_raw(b)),
+        ),
+    )
     return codec
 
 
-@pytest.mark.parametrize("codec_id, encode, decode", [
-    (compression.GZIP, "gzip_encode", "gzip_decode"),
-    (compression.SNAPPY, "snappy_encode", "snappy_decode"),
-    (compression.LZ4, "lz4_encode", "lz4_decode"),
-    (compression.ZSTD, "zstd_encode", "zstd_decode"),
-])
+@pytest.mark.parametrize(
+    "codec_id, encode, decode",
+    [
+        (compression.GZIP, "gzip_encode", "gzip_decode"),
+        (compression.SNAPPY, "snappy_encode", "snappy_decode"),
+        (compression.LZ4, "lz4_encode", "lz4_decode"),
+        (compression.ZSTD, "zstd_encode", "zstd_decode"),
+    ],
+)
 def test_kafka_python_codecs_interoperate(kafka_codec, codec_id, encode, decode):
     data = big_payload()
     ours = compression.for_id(codec_id)

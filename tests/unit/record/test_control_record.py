@@ -23,8 +23,11 @@ def test_end_txn_marker():
     marker = EndTransactionMarker(ControlRecordType.ABORT, 7)
     assert marker.serialize_value() == b"\x00\x00\x00\x00\x00\x07"
     assert EndTransactionMarker.deserialize(b"\x00\x00\x00\x00", b"\x00\x05\x00\x00\x00\x07") == marker
-    for key, value in ((b"\x00\x00\x00\x02", b"\x00" * 6), (b"\x00\x00\x00\x01", b"\x00" * 5),
-                       (b"\x00\x00\x00\x01", b"\xff\xff\x00\x00\x00\x00")):
+    for key, value in (
+        (b"\x00\x00\x00\x02", b"\x00" * 6),
+        (b"\x00\x00\x00\x01", b"\x00" * 5),
+        (b"\x00\x00\x00\x01", b"\xff\xff\x00\x00\x00\x00"),
+    ):
         with pytest.raises(InvalidRecordError):
             EndTransactionMarker.deserialize(key, value)
     with pytest.raises(ValueError):

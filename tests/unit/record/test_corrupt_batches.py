@@ -1,4 +1,5 @@
 """A corrupt batch never decodes to garbage: CorruptRecordError every time."""
+
 import struct
 
 import pytest
@@ -6,9 +7,13 @@ import pytest
 from pykbroker.protocol.errors import CorruptRecordError
 from pykbroker.record.batch_records import decode_records, scan_batch_records
 from pykbroker.record.default_record_batch import (
-    ATTRIBUTES_OFFSET, RECORDS_COUNT_OFFSET, RECORDS_OFFSET, RecordBatch, iter_batches)
+    ATTRIBUTES_OFFSET,
+    RECORDS_COUNT_OFFSET,
+    RECORDS_OFFSET,
+    RecordBatch,
+    iter_batches,
+)
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
-
 from tests.unit.record.helpers import NOW, fix_crc, raw_batch, records_section
 
 CODECS = [0, 1, 2, 3, 4]
@@ -76,7 +81,7 @@ def test_garbage_compressed_payload_with_valid_crc(codec):
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])
 def test_truncated_compressed_payload_with_valid_crc(codec):
     good = batch_bytes(codec, 200)
-    bad = good[:len(good) - 9]
+    bad = good[: len(good) - 9]
     struct.pack_into(">i", bad, 8, len(bad) - 12)
     fix_crc(bad)
     with pytest.raises(CorruptRecordError):
@@ -93,6 +98,7 @@ def test_uncompressed_data_inside_compressed_wrapper():
 
 def test_unknown_codec_id():
     from pykbroker.protocol.errors import UnsupportedCompressionTypeError
+
     bad = raw_batch(records_section((0, 0, b"k", b"v")), 1)
     bad[ATTRIBUTES_OFFSET + 1] |= 6
     fix_crc(bad)

@@ -1,13 +1,20 @@
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pykbroker.protocol.errors import CorruptRecordError
 from pykbroker.record.default_record import (
-    Record, encode_headers, encode_record, read_records, scan_records, size_in_bytes)
+    Record,
+    encode_headers,
+    encode_record,
+    read_records,
+    scan_records,
+    size_in_bytes,
+)
 
 keys = st.none() | st.binary(max_size=300)
 headers = st.lists(st.tuples(st.text(max_size=20), st.none() | st.binary(max_size=50)), max_size=4)
-record_specs = st.lists(st.tuples(st.integers(-2**40, 2**40), keys, keys, headers), min_size=1, max_size=30)
+record_specs = st.lists(st.tuples(st.integers(-(2**40), 2**40), keys, keys, headers), min_size=1, max_size=30)
 
 
 @given(record_specs)

@@ -1,5 +1,6 @@
 """Byte-level interop with kafka-python's own v2 batch code (``kafka.record.default_records``):
 its batches decode with ours and ours with its, for every codec."""
+
 import os
 import types
 
@@ -8,7 +9,6 @@ import pytest
 
 from pykbroker.record.default_record_batch import RecordBatch
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
-
 from tests.unit.record.helpers import NOW
 
 kafka_records = pytest.importorskip("kafka.record.default_records")
@@ -18,11 +18,17 @@ CODECS = [0, 1, 2, 3, 4]
 @pytest.fixture(autouse=True)
 def snappy_for_kafka_python(monkeypatch):
     from kafka import codec
+
     # kafka-python takes raw snappy blocks from python-snappy (not installed); its xerial framing
     # code is its own, so lending it cramjam's raw blocks still tests the framing.
-    monkeypatch.setattr(codec, "snappy", types.SimpleNamespace(
-        compress=lambda b: bytes(cramjam.snappy.compress_raw(b)),
-        decompress=lambda b: bytes(cramjam.snappy.decompress_raw(b))))
+    monkeypatch.setattr(
+        codec,
+        "snappy",
+        types.SimpleNamespace(
+            compress=lambda b: bytes(cramjam.snappy.compress_raw(b)),
+            decompress=lambda b: bytes(cramjam.snappy.decompress_raw(b)),
+        ),
+    )
 
 
 def sample():
@@ -48,23 +54,26 @@ def test_kafka_python_batches_decode_with_ours(codec):
     assert batch.compression_type == codec
     assert (batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.is_transactional) == (1234, 5, 99, True)
     decoded = batch.records()
-    assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in decoded] == \
-        [(i, ts, k, v, h) for i, (ts, k, v, h) in enumerate(specs)]
+    assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in decoded] == [
+        (i, ts, k, v, h) for i, (ts, k, v, h) in enumerate(specs)
+    ]
 
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_our_batches_decode_with_kafka_python(codec):
     specs = sample()
-    builder = MemoryRecordsBuilder(0, codec, producer_id=1234, producer_epoch=5, base_sequence=99,
-                                   is_transactional=True)
+    builder = MemoryRecordsBuilder(
+        0, codec, producer_id=1234, producer_epoch=5, base_sequence=99, is_transactional=True
+    )
     for ts, key, value, headers in specs:
         builder.append(ts, key, value, headers)
     theirs = kafka_records.DefaultRecordBatch(bytearray(builder.build()))
     assert theirs.validate_crc()
     assert (theirs.producer_id, theirs.producer_epoch, theirs.base_sequence) == (1234, 5, 99)
     assert theirs.compression_type == codec and theirs.is_transactional
-    assert [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in theirs] == \
-        [(i, ts, k, v, h) for i, (ts, k, v, h) in enumerate(specs)]
+    assert [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in theirs] == [
+        (i, ts, k, v, h) for i, (ts, k, v, h) in enumerate(specs)
+    ]
 
 
 def test_uncompressed_bytes_identical_to_kafka_python():

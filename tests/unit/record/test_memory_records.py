@@ -4,7 +4,6 @@ from pykbroker.protocol.errors import CorruptRecordError
 from pykbroker.record.default_record import Record
 from pykbroker.record.memory_records import EMPTY, MemoryRecords
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
-
 from tests.unit.record.helpers import NOW
 
 
@@ -26,9 +25,14 @@ def test_iterates_batches_and_records_across_codecs():
 
 
 def test_with_records():
-    built = MemoryRecords.with_records([(NOW, b"k", b"v"), Record(99, NOW + 1, None, b"w", [("h", None)])],
-                                       compression="lz4", base_offset=7, producer_id=3, producer_epoch=0,
-                                       base_sequence=0)
+    built = MemoryRecords.with_records(
+        [(NOW, b"k", b"v"), Record(99, NOW + 1, None, b"w", [("h", None)])],
+        compression="lz4",
+        base_offset=7,
+        producer_id=3,
+        producer_epoch=0,
+        base_sequence=0,
+    )
     batch = built.first_batch()
     assert batch.producer_id == 3 and batch.compression_type == 3
     assert list(built.records()) == [Record(7, NOW, b"k", b"v"), Record(8, NOW + 1, None, b"w", [("h", None)])]

@@ -1,15 +1,14 @@
 import os
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pykbroker.record import compression
 from pykbroker.record.control_record import ControlRecordType, EndTransactionMarker
 from pykbroker.record.default_record import Record
-from pykbroker.record.default_record_batch import (
-    CREATE_TIME, LOG_APPEND_TIME, RECORD_BATCH_OVERHEAD, RecordBatch)
+from pykbroker.record.default_record_batch import CREATE_TIME, LOG_APPEND_TIME, RECORD_BATCH_OVERHEAD, RecordBatch
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder, RecordsInfo
-
 from tests.unit.record.helpers import NOW
 
 CODECS = [0, 1, 2, 3, 4]
@@ -55,14 +54,25 @@ def test_large_values_cross_compression_blocks(codec):
 def test_null_and_empty_keys_values(codec):
     specs = [(NOW, None, None, None), (NOW, b"", b"", []), (NOW, b"k", None, [("h", None), ("", b"")])]
     _, data = build(codec, specs)
-    assert [tuple(r)[2:5] for r in RecordBatch.at(memoryview(data)).records()] == \
-        [(None, None, []), (b"", b"", []), (b"k", None, [("h", None), ("", b"")])]
+    assert [tuple(r)[2:5] for r in RecordBatch.at(memoryview(data)).records()] == [
+        (None, None, []),
+        (b"", b"", []),
+        (b"k", None, [("h", None), ("", b"")]),
+    ]
 
 
 def test_header_fields_and_attributes():
-    builder = MemoryRecordsBuilder(10, compression.ZSTD, LOG_APPEND_TIME, log_append_time=NOW + 5, producer_id=77,
-                                   producer_epoch=3, base_sequence=41, is_transactional=True,
-                                   partition_leader_epoch=9)
+    builder = MemoryRecordsBuilder(
+        10,
+        compression.ZSTD,
+        LOG_APPEND_TIME,
+        log_append_time=NOW + 5,
+        producer_id=77,
+        producer_epoch=3,
+        base_sequence=41,
+        is_transactional=True,
+        partition_leader_epoch=9,
+    )
     builder.append(NOW, b"k", b"v")
     builder.append(NOW + 1, b"k", b"v")
     batch = RecordBatch.at(memoryview(builder.build()))
@@ -114,11 +124,14 @@ def test_abort():
         builder.build()
 
 
-@pytest.mark.parametrize("kwargs", [
-    dict(is_transactional=True),
-    dict(producer_id=5),
-    dict(producer_id=5, producer_epoch=0),
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(is_transactional=True),
+        dict(producer_id=5),
+        dict(producer_id=5, producer_epoch=0),
+    ],
+)
 def test_inconsistent_producer_state_rejected(kwargs):
     builder = MemoryRecordsBuilder(**kwargs)
     builder.append(NOW, None, b"v")
@@ -188,7 +201,8 @@ def test_leader_change_control_record():
 def test_end_txn_marker_needs_producer_and_transaction():
     with pytest.raises(ValueError):
         MemoryRecordsBuilder(is_control_batch=True).append_end_txn_marker(
-            NOW, EndTransactionMarker(ControlRecordType.ABORT, 0))
+            NOW, EndTransactionMarker(ControlRecordType.ABORT, 0)
+        )
 
 
 def test_delete_horizon():

@@ -1,13 +1,24 @@
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pykbroker.protocol.errors import CorruptRecordError
 from pykbroker.record.varint import (
-    ENCODE_TABLE_LIMIT, ZIGZAG_ENCODED, decode_unsigned_varint, decode_varint, decode_varlong,
-    encode_unsigned_varint, encode_varint, encode_varlong, size_of_varint, unzigzag, zigzag)
+    ENCODE_TABLE_LIMIT,
+    ZIGZAG_ENCODED,
+    decode_unsigned_varint,
+    decode_varint,
+    decode_varlong,
+    encode_unsigned_varint,
+    encode_varint,
+    encode_varlong,
+    size_of_varint,
+    unzigzag,
+    zigzag,
+)
 
-INT32 = st.integers(-2**31, 2**31 - 1)
-INT64 = st.integers(-2**63, 2**63 - 1)
+INT32 = st.integers(-(2**31), 2**31 - 1)
+INT64 = st.integers(-(2**63), 2**63 - 1)
 
 
 def reference_encode(value: int) -> bytes:
@@ -21,11 +32,20 @@ def reference_encode(value: int) -> bytes:
         z >>= 7
 
 
-@pytest.mark.parametrize("value, encoded", [
-    (0, b"\x00"), (-1, b"\x01"), (1, b"\x02"), (-64, b"\x7f"), (64, b"\x80\x01"),
-    (300, b"\xd8\x04"), (2**31 - 1, b"\xfe\xff\xff\xff\x0f"), (-2**31, b"\xff\xff\xff\xff\x0f"),
-    (-2**63, b"\xff" * 9 + b"\x01"),
-])
+@pytest.mark.parametrize(
+    "value, encoded",
+    [
+        (0, b"\x00"),
+        (-1, b"\x01"),
+        (1, b"\x02"),
+        (-64, b"\x7f"),
+        (64, b"\x80\x01"),
+        (300, b"\xd8\x04"),
+        (2**31 - 1, b"\xfe\xff\xff\xff\x0f"),
+        (-(2**31), b"\xff\xff\xff\xff\x0f"),
+        (-(2**63), b"\xff" * 9 + b"\x01"),
+    ],
+)
 def test_known_encodings(value, encoded):
     assert encode_varint(value) == encoded
     assert size_of_varint(value) == len(encoded)

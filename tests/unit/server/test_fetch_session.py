@@ -1,4 +1,6 @@
-"""Incremental fetch sessions (KIP-227): FetchManager, contexts, FetchSessionCache (mirrors Kafka's FetchSessionTest)."""
+"""Incremental fetch sessions (KIP-227): FetchManager, contexts, FetchSessionCache (after Kafka's
+FetchSessionTest)."""
+
 from __future__ import annotations
 
 import random
@@ -34,14 +36,21 @@ FOO_ID = uuid.UUID("11111111-1111-1111-1111-111111111111")
 BAR_ID = uuid.UUID("22222222-2222-2222-2222-222222222222")
 NAMES = {FOO_ID: "foo", BAR_ID: "bar"}
 V_NAMES = 12  # last version naming topics
-V_IDS = 13    # first version with topic ids
+V_IDS = 13  # first version with topic ids
 
 
 # ------------------------------------------------------------------------------------------------------ helpers
 
+
 def part(p: int, offset: int = 0, max_bytes: int = 100, **kw) -> dict:
-    d = {"partition": p, "fetch_offset": offset, "partition_max_bytes": max_bytes, "current_leader_epoch": -1,
-         "last_fetched_epoch": -1, "log_start_offset": -1}
+    d = {
+        "partition": p,
+        "fetch_offset": offset,
+        "partition_max_bytes": max_bytes,
+        "current_leader_epoch": -1,
+        "last_fetched_epoch": -1,
+        "log_start_offset": -1,
+    }
     d.update(kw)
     return d
 
@@ -59,16 +68,26 @@ def forget(name_or_id, *partitions: int) -> dict:
 
 
 def resp(hw: int, lso: int = 0, records=None, error: int = 0, **kw) -> dict:
-    d = {"error_code": error, "high_watermark": hw, "last_stable_offset": hw, "log_start_offset": lso,
-         "aborted_transactions": None, "preferred_read_replica": -1, "records": records}
+    d = {
+        "error_code": error,
+        "high_watermark": hw,
+        "last_stable_offset": hw,
+        "log_start_offset": lso,
+        "aborted_transactions": None,
+        "preferred_read_replica": -1,
+        "records": records,
+    }
     d.update(kw)
     return d
 
 
 def answered(responses: list[dict]) -> list[tuple]:
     """[(topic id or name, partition, high watermark)] in response order."""
-    return [(t["topic_id"] if t["topic_id"] != ZERO_UUID else t["topic"], p["partition_index"], p["high_watermark"])
-            for t in responses for p in t["partitions"]]
+    return [
+        (t["topic_id"] if t["topic_id"] != ZERO_UUID else t["topic"], p["partition_index"], p["high_watermark"])
+        for t in responses
+        for p in t["partitions"]
+    ]
 
 
 @pytest.fixture
@@ -101,6 +120,7 @@ def incremental(manager, version, session_id, epoch, topics=(), forgotten=(), na
 
 # ---------------------------------------------------------------------------------------------------- metadata
 
+
 def test_next_epoch_wraps_to_one_and_final_stays_final():
     assert next_epoch(INITIAL_EPOCH) == 1
     assert next_epoch(41) == 42
@@ -111,12 +131,16 @@ def test_next_epoch_wraps_to_one_and_final_stays_final():
 
 # ------------------------------------------------------------------------------------------------- sessionless
 
+
 def test_sessionless_full_fetch_returns_all_partitions_without_session(manager, cache):
     topics = [topic("foo", part(0, 5), part(1, 7, 200)), topic("bar", part(0))]
     ctx = manager.new_context(V_NAMES, 0, FINAL_EPOCH, topics, [], {}, False)
     assert isinstance(ctx, SessionlessFetchContext)
-    assert ctx.partitions() == [FetchPartition(ZERO_UUID, "foo", 0, 5, 100), FetchPartition(ZERO_UUID, "foo", 1, 7, 200),
-                                FetchPartition(ZERO_UUID, "bar", 0, 0, 100)]
+    assert ctx.partitions() == [
+        FetchPartition(ZERO_UUID, "foo", 0, 5, 100),
+        FetchPartition(ZERO_UUID, "foo", 1, 7, 200),
+        FetchPartition(ZERO_UUID, "bar", 0, 0, 100),
+    ]
     assert ctx.get_fetch_offset(("foo", 1)) == 7
     results = {("foo", 0): resp(10), ("foo", 1): resp(10), ("bar", 0): resp(3)}
     error, session_id, responses = ctx.update_and_generate_response_data(results)
@@ -137,11 +161,15 @@ def test_response_keeps_result_order_and_groups_adjacent_partitions_only(manager
     ctx = manager.new_context(V_NAMES, 0, FINAL_EPOCH, topics, [], {}, False)
     results = {("foo", 0): resp(1), ("bar", 0): resp(2), ("foo", 1): resp(3)}
     _, _, responses = ctx.update_and_generate_response_data(results)
-    assert [(t["topic"], [p["partition_index"] for p in t["partitions"]]) for t in responses] == \
-        [("foo", [0]), ("bar", [0]), ("foo", [1])]
+    assert [(t["topic"], [p["partition_index"] for p in t["partitions"]]) for t in responses] == [
+        ("foo", [0]),
+        ("bar", [0]),
+        ("foo", [1]),
+    ]
 
 
 # ---------------------------------------------------------------------------------------------- full / create
+
 
 def test_full_fetch_creates_session(manager, cache):
     _, (error, session_id, responses) = full(manager, V_NAMES, [topic("foo", part(0), part(1))])
@@ -174,13 +202,13 @@ def test_cache_full_answers_session_id_zero(time):
 
 # ------------------------------------------------------------------------------------------------- incremental
 
+
 def test_incremental_fetch_with_unchanged_data_returns_no_partitions(manager, cache):
     _, created = full(manager, V_NAMES, [topic("foo", part(0, 5), part(1, 7))])
     ctx = incremental(manager, V_NAMES, created.session_id, 1)
     assert isinstance(ctx, IncrementalFetchContext)
     assert [(p.topic, p.partition, p.fetch_offset) for p in ctx.partitions()] == [("foo", 0, 5), ("foo", 1, 7)]
-    error, session_id, responses = ctx.update_and_generate_response_data(
-        {("foo", 0): resp(10), ("foo", 1): resp(10)})
+    error, session_id, responses = ctx.update_and_generate_response_data({("foo", 0): resp(10), ("foo", 1): resp(10)})
     assert (error, session_id, responses) == (errors.NONE, created.session_id, [])
     assert cache.get(created.session_id).epoch == 2
 
@@ -198,12 +226,12 @@ def test_incremental_fetch_inclusion_rules(manager):
     _, created = full(manager, V_NAMES, [topic("foo", *(part(p) for p in range(6)))])
     ctx = incremental(manager, V_NAMES, created.session_id, 1)
     results = {
-        ("foo", 0): resp(10),                                              # unchanged
-        ("foo", 1): resp(10, records=b"x" * 8),                            # new data
-        ("foo", 2): resp(10, lso=4),                                       # log start offset moved
-        ("foo", 3): resp(10, preferred_read_replica=2),                    # preferred replica
+        ("foo", 0): resp(10),  # unchanged
+        ("foo", 1): resp(10, records=b"x" * 8),  # new data
+        ("foo", 2): resp(10, lso=4),  # log start offset moved
+        ("foo", 3): resp(10, preferred_read_replica=2),  # preferred replica
         ("foo", 4): resp(10, diverging_epoch={"epoch": 3, "end_offset": 7}),  # diverging epoch
-        ("foo", 5): resp(10, error=errors.NOT_LEADER_OR_FOLLOWER),          # error
+        ("foo", 5): resp(10, error=errors.NOT_LEADER_OR_FOLLOWER),  # error
     }
     out = ctx.update_and_generate_response_data(results)
     assert [p for _, p, _ in answered(out.responses)] == [1, 2, 3, 4, 5]
@@ -216,18 +244,26 @@ def test_incremental_fetch_inclusion_rules(manager):
 def test_partitions_with_records_move_to_the_end_of_the_fetch_order(manager):
     _, created = full(manager, V_NAMES, [topic("foo", part(0), part(1), part(2))])
     ctx = incremental(manager, V_NAMES, created.session_id, 1)
-    ctx.update_and_generate_response_data({("foo", 0): resp(11, records=b"abc"), ("foo", 1): resp(11),
-                                           ("foo", 2): resp(10)})
+    ctx.update_and_generate_response_data(
+        {("foo", 0): resp(11, records=b"abc"), ("foo", 1): resp(11), ("foo", 2): resp(10)}
+    )
     ctx = incremental(manager, V_NAMES, created.session_id, 2)
     assert [p.partition for p in ctx.partitions()] == [1, 2, 0]
 
 
 def test_incremental_fetch_adds_and_updates_partitions(manager, cache):
     _, created = full(manager, V_NAMES, [topic("foo", part(0, 5))])
-    ctx = incremental(manager, V_NAMES, created.session_id, 1,
-                      [topic("foo", part(0, 9, 300, current_leader_epoch=4)), topic("bar", part(2, 1))])
-    assert [tuple(p) for p in ctx.partitions()] == [(ZERO_UUID, "foo", 0, 9, 300, 4, -1, -1),
-                                                    (ZERO_UUID, "bar", 2, 1, 100, -1, -1, -1)]
+    ctx = incremental(
+        manager,
+        V_NAMES,
+        created.session_id,
+        1,
+        [topic("foo", part(0, 9, 300, current_leader_epoch=4)), topic("bar", part(2, 1))],
+    )
+    assert [tuple(p) for p in ctx.partitions()] == [
+        (ZERO_UUID, "foo", 0, 9, 300, 4, -1, -1),
+        (ZERO_UUID, "bar", 2, 1, 100, -1, -1, -1),
+    ]
     assert ctx.get_fetch_offset(("foo", 0)) == 9 and cache.num_partitions == 2
     # The new partition has never been answered: it is sent even without news.
     out = ctx.update_and_generate_response_data({("foo", 0): resp(10), ("bar", 2): resp(0, lso=-1)})
@@ -245,6 +281,7 @@ def test_forgotten_topics_are_removed_and_an_empty_session_is_closed(manager, ca
 
 
 # ---------------------------------------------------------------------------------------------- session errors
+
 
 def test_unknown_session_is_fetch_session_id_not_found(manager):
     for session_id in (123456, -5, 0x7FFFFFFF):
@@ -265,11 +302,13 @@ def test_duplicate_request_is_detected_when_generating_the_response(manager):
     _, created = full(manager, V_NAMES, [topic("foo", part(0))])
     first = incremental(manager, V_NAMES, created.session_id, 1)
     second = incremental(manager, V_NAMES, created.session_id, 2)  # overtakes the first
-    assert first.update_and_generate_response_data({("foo", 0): resp(11)}) == \
-        (errors.INVALID_FETCH_SESSION_EPOCH, created.session_id, [])
+    assert first.update_and_generate_response_data({("foo", 0): resp(11)}) == (
+        errors.INVALID_FETCH_SESSION_EPOCH,
+        created.session_id,
+        [],
+    )
     assert first.get_throttled_response(5)["error_code"] == errors.INVALID_FETCH_SESSION_EPOCH
-    assert answered(second.update_and_generate_response_data({("foo", 0): resp(11)}).responses) == \
-        [("foo", 0, 11)]
+    assert answered(second.update_and_generate_response_data({("foo", 0): resp(11)}).responses) == [("foo", 0, 11)]
 
 
 def test_topic_id_usage_must_match_the_session(manager):
@@ -283,12 +322,16 @@ def test_topic_id_usage_must_match_the_session(manager):
 
 # ----------------------------------------------------------------------------------------------- topic ids v13+
 
+
 def test_v13_sessions_key_partitions_by_topic_id_and_resolve_names_later(manager, cache):
     unknown = uuid.UUID("33333333-3333-3333-3333-333333333333")
-    ctx = manager.new_context(V_IDS, 0, INITIAL_EPOCH, [topic(FOO_ID, part(0)), topic(unknown, part(1))], [],
-                              NAMES, False)
-    assert [(p.topic_id, p.topic, p.key) for p in ctx.partitions()] == \
-        [(FOO_ID, "foo", (FOO_ID, 0)), (unknown, None, (unknown, 1))]
+    ctx = manager.new_context(
+        V_IDS, 0, INITIAL_EPOCH, [topic(FOO_ID, part(0)), topic(unknown, part(1))], [], NAMES, False
+    )
+    assert [(p.topic_id, p.topic, p.key) for p in ctx.partitions()] == [
+        (FOO_ID, "foo", (FOO_ID, 0)),
+        (unknown, None, (unknown, 1)),
+    ]
     results = {(FOO_ID, 0): resp(10), (unknown, 1): partition_response(1, errors.UNKNOWN_TOPIC_ID)}
     error, session_id, responses = ctx.update_and_generate_response_data(results)
     assert error == errors.NONE and session_id > 0 and cache.get(session_id).uses_topic_ids
@@ -298,8 +341,9 @@ def test_v13_sessions_key_partitions_by_topic_id_and_resolve_names_later(manager
     ctx = incremental(manager, V_IDS, session_id, 1, names=names)
     assert [(p.topic, p.partition) for p in ctx.partitions()] == [("foo", 0), ("baz", 1)]
     out = ctx.update_and_generate_response_data({(FOO_ID, 0): resp(10), (unknown, 1): resp(4)})
-    assert [(t["topic_id"], t["topic"], [p["high_watermark"] for p in t["partitions"]]) for t in out.responses] \
-        == [(unknown, "baz", [4])]
+    assert [(t["topic_id"], t["topic"], [p["high_watermark"] for p in t["partitions"]]) for t in out.responses] == [
+        (unknown, "baz", [4])
+    ]
     # Forgetting by id.
     ctx = incremental(manager, V_IDS, session_id, 2, forgotten=[forget(FOO_ID, 0)], names=names)
     assert [p.key for p in ctx.partitions()] == [(unknown, 1)]
@@ -307,9 +351,16 @@ def test_v13_sessions_key_partitions_by_topic_id_and_resolve_names_later(manager
 
 def test_decoded_requests_with_names_ids_and_replica_state(manager, cache):
     schema = REQUESTS[1]
-    body = {"replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "session_id": 0, "session_epoch": INITIAL_EPOCH,
-            "topics": [{"topic": "foo", "topic_id": FOO_ID, "partitions": [part(0, 3)]}],
-            "forgotten_topics_data": [], "replica_state": {"replica_id": 2, "replica_epoch": 7}}
+    body = {
+        "replica_id": -1,
+        "max_wait_ms": 500,
+        "min_bytes": 1,
+        "session_id": 0,
+        "session_epoch": INITIAL_EPOCH,
+        "topics": [{"topic": "foo", "topic_id": FOO_ID, "partitions": [part(0, 3)]}],
+        "forgotten_topics_data": [],
+        "replica_state": {"replica_id": 2, "replica_epoch": 7},
+    }
     v12 = decode(schema, 12, encode(schema, 12, dict(body, replica_id=2)))[0]
     ctx = manager.new_context_from_request(12, v12, NAMES)
     assert ctx.partitions() == [FetchPartition(ZERO_UUID, "foo", 0, 3, 100)] and ctx.is_from_follower
@@ -322,14 +373,19 @@ def test_decoded_requests_with_names_ids_and_replica_state(manager, cache):
 
 # ---------------------------------------------------------------------------------------------- sizes, throttle
 
+
 def test_response_size_and_throttled_response_leave_the_session_unchanged(manager):
     _, created = full(manager, V_IDS, [topic(FOO_ID, part(0), part(1))])
     ctx = incremental(manager, V_IDS, created.session_id, 1)
     results = {(FOO_ID, 0): resp(10), (FOO_ID, 1): resp(20, records=b"r" * 50)}
     size = ctx.get_response_size(results, V_IDS)
-    assert ctx.get_throttled_response(100) == {"throttle_time_ms": 100, "error_code": 0,
-                                               "session_id": created.session_id, "responses": [],
-                                               "node_endpoints": []}
+    assert ctx.get_throttled_response(100) == {
+        "throttle_time_ms": 100,
+        "error_code": 0,
+        "session_id": created.session_id,
+        "responses": [],
+        "node_endpoints": [],
+    }
     out = ctx.update_and_generate_response_data(results)
     assert answered(out.responses) == [(FOO_ID, 1, 20)]
     encoded = encode(RESPONSES[1], V_IDS, out.to_body())
@@ -341,6 +397,7 @@ def test_response_size_and_throttled_response_leave_the_session_unchanged(manage
 
 
 # -------------------------------------------------------------------------------------------- cache / eviction
+
 
 def test_session_ids_are_random_positive_unique_and_name_their_shard(time):
     cache = FetchSessionCache(max_entries=16, evict_ms=1000, num_shards=4, rng=random.Random(1))
@@ -365,7 +422,9 @@ def test_idle_session_is_evicted_for_a_new_one(time):
     _, s4 = full(manager, V_NAMES, [topic("foo", part(0))])
     assert s4.session_id > 0 and cache.get(s2.session_id) is None  # least recently used and stale
     assert cache.get(s1.session_id) is not None and cache.evictions == 1
-    assert cache.metrics.get("kafka.server:type=FetchSessionCache,name=IncrementalFetchSessionEvictionsPerSec").count == 1
+    assert (
+        cache.metrics.get("kafka.server:type=FetchSessionCache,name=IncrementalFetchSessionEvictionsPerSec").count == 1
+    )
 
 
 def test_bigger_sessions_evict_smaller_ones_only_after_they_age(time):
@@ -406,6 +465,7 @@ def test_zero_partition_full_fetch_creates_a_session_closed_by_the_next_incremen
 
 # --------------------------------------------------------------------------------------------------- threads
 
+
 def test_concurrent_sessions_smoke(time):
     cache = FetchSessionCache(max_entries=1000, evict_ms=120_000, num_shards=4)
     manager = FetchManager(cache, time)
@@ -415,8 +475,9 @@ def test_concurrent_sessions_smoke(time):
     def consumer(i: int) -> None:
         try:
             name = f"t{i}"
-            _, created = full(manager, V_NAMES, [topic(name, part(0), part(1))],
-                              results={(name, 0): resp(0), (name, 1): resp(0)})
+            _, created = full(
+                manager, V_NAMES, [topic(name, part(0), part(1))], results={(name, 0): resp(0), (name, 1): resp(0)}
+            )
             epoch = 1
             for r in range(rounds):
                 ctx = incremental(manager, V_NAMES, created.session_id, epoch, [topic(name, part(0, r))])

@@ -2,6 +2,7 @@
 ``data-plane-kafka-request-handler-<i>`` / ``RequestHandlerAvgIdlePercent`` for the data plane,
 ``control-plane-kafka-request-handler-<i>`` / ``ControlPlaneRequestHandlerAvgIdlePercent`` for the
 control plane; every request taken off the RequestChannel reaches ``KafkaApis.handle`` on one of them."""
+
 from __future__ import annotations
 
 import io
@@ -9,6 +10,7 @@ import threading
 from types import SimpleNamespace
 
 import pytest
+
 from pykbroker.network.request_channel import Request, RequestChannel, RequestContext
 from pykbroker.server.kafka_request_handler import KafkaRequestHandlerPool
 from pykbroker.utils import logging as plog
@@ -41,10 +43,13 @@ def log_stream():
     plog.restore(saved)
 
 
-@pytest.mark.parametrize("plane, threads, metric", [
-    ("data-plane", 2, "kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent"),
-    ("control-plane", 1, "kafka.server:type=KafkaRequestHandlerPool,name=ControlPlaneRequestHandlerAvgIdlePercent"),
-])
+@pytest.mark.parametrize(
+    "plane, threads, metric",
+    [
+        ("data-plane", 2, "kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent"),
+        ("control-plane", 1, "kafka.server:type=KafkaRequestHandlerPool,name=ControlPlaneRequestHandlerAvgIdlePercent"),
+    ],
+)
 def test_pool_names_threads_metric_and_log_prefix_after_its_plane(plane, threads, metric, log_stream):
     metrics = MetricsRegistry()
     channel = RequestChannel(20, "ControlPlane" if plane == "control-plane" else "", metrics=metrics)

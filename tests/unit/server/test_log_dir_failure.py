@@ -2,6 +2,7 @@
 full disk answers KAFKA_STORAGE_ERROR (56, retriable) -- never UNKNOWN_SERVER_ERROR or a crash --, the
 directory goes offline with its partitions, the other directories keep serving, acknowledged data
 survives a restart, and the broker halts when no log directory is left."""
+
 from __future__ import annotations
 
 import time as _time
@@ -22,22 +23,28 @@ from pykbroker.utils.time import MockTime
 from tests.helpers.wait import wait_until
 from tests.unit.log.log_test_utils import inject_enospc
 
-CONFIG = {"producer.purgatory.purge.interval.requests": 1000, "fetch.purgatory.purge.interval.requests": 1000,
-          "fetch.max.bytes": 1 << 20}
+CONFIG = {
+    "producer.purgatory.purge.interval.requests": 1000,
+    "fetch.purgatory.purge.interval.requests": 1000,
+    "fetch.max.bytes": 1 << 20,
+}
 TOPIC_ID = uuid.uuid4()
 
 
 def _broker(dirs, with_halt: bool = True, **log_props):
     time = MockTime(current_ms=int(_time.time() * 1000))
-    lm = LogManager.from_broker_config([str(d) for d in dirs], {"log.index.interval.bytes": "1", **log_props},
-                                       MockScheduler(time), time)
+    lm = LogManager.from_broker_config(
+        [str(d) for d in dirs], {"log.index.interval.bytes": "1", **log_props}, MockScheduler(time), time
+    )
     lm.startup()
     halts: list[int] = []
     rm = ReplicaManager(1, CONFIG, lm, MetadataCache(1), time, halt=halts.append if with_halt else None)
     rm.startup()
     reg = PartitionRegistration(replicas=(1,), isr=(1,), leader=1, leader_epoch=0)
-    rm.apply_delta(SimpleNamespace(deletes=set(), followers={},
-                                   leaders={("t", i): (TOPIC_ID, reg) for i in range(len(dirs))}), None)
+    rm.apply_delta(
+        SimpleNamespace(deletes=set(), followers={}, leaders={("t", i): (TOPIC_ID, reg) for i in range(len(dirs))}),
+        None,
+    )
     return lm, rm, halts
 
 
@@ -52,8 +59,11 @@ def _produce(rm, partition: int, n: int = 3) -> dict:
 
 def _fetch_error(rm, partition: int) -> int:
     out = []
-    rm.fetch_messages(FetchParams(-1, 0, 1, 1 << 20, FetchIsolation.HIGH_WATERMARK),
-                      [PartitionFetch("t", partition, 0, 1 << 20)], out.extend)
+    rm.fetch_messages(
+        FetchParams(-1, 0, 1, 1 << 20, FetchIsolation.HIGH_WATERMARK),
+        [PartitionFetch("t", partition, 0, 1 << 20)],
+        out.extend,
+    )
     return out[0][1].error_code
 
 
@@ -110,6 +120,7 @@ def test_shutdown_stops_log_creation_in_progress(tmp_path):
     """A SIGTERM while the publisher creates a large backlog of logs: ReplicaManager.shutdown stops it
     (and waits for it), so the LogManager shuts down with no log created behind its back."""
     import threading
+
     time = MockTime()
     lm = LogManager.from_broker_config([str(tmp_path)], {}, MockScheduler(time), time)
     lm.startup()
@@ -127,4 +138,7 @@ def test_shutdown_stops_log_creation_in_progress(tmp_path):
     assert 0 < len(created) < 3000
     for d in created:
         assert sorted(f.name for f in d.iterdir() if f.suffix in (".log", ".index", ".timeindex")) == [
-            "00000000000000000000.index", "00000000000000000000.log", "00000000000000000000.timeindex"]
+            "00000000000000000000.index",
+            "00000000000000000000.log",
+            "00000000000000000000.timeindex",
+        ]

@@ -1,13 +1,13 @@
 """RequestHelper.send_response: a request is answered, or its connection closed, even when the handler's
 response body cannot be encoded (regression: Metadata v10 with a null topic name got no response and
 the client waited until its timeout)."""
+
 from __future__ import annotations
 
 import struct
 
 from pykbroker.network.request_channel import CloseConnectionResponse, Request, RequestContext, SendResponse
-from pykbroker.protocol import decode_response
-from pykbroker.protocol import errors
+from pykbroker.protocol import decode_response, errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.protocol.header import RequestHeader
 from pykbroker.server import error_responses
@@ -44,8 +44,13 @@ def test_unencodable_body_is_answered_with_the_apis_error_response():
     channel = RecordingChannel()
     helper = RequestHelper(lambda request: channel)
     request = make_request(ApiKeys.METADATA, 10, {"topics": [{"name": "t", "topic_id": None}]})
-    bad = {"throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": 1, "topics": [
-        {"error_code": 0, "name": None, "topic_id": None, "is_internal": False, "partitions": []}]}
+    bad = {
+        "throttle_time_ms": 0,
+        "brokers": [],
+        "cluster_id": None,
+        "controller_id": 1,
+        "topics": [{"error_code": 0, "name": None, "topic_id": None, "is_internal": False, "partitions": []}],
+    }
     helper.send_response(request, bad)
     (response,) = channel.responses
     assert isinstance(response, SendResponse)
@@ -57,8 +62,9 @@ def test_unencodable_body_and_error_response_closes_the_connection(monkeypatch):
     channel = RecordingChannel()
     helper = RequestHelper(lambda request: channel)
     request = make_request(ApiKeys.METADATA, 10, {"topics": [{"name": None, "topic_id": None}]})
-    monkeypatch.setitem(error_responses._BUILDERS, ApiKeys.METADATA,
-                        lambda v, body, code, message: {"topics": [{"name": None}]})
+    monkeypatch.setitem(
+        error_responses._BUILDERS, ApiKeys.METADATA, lambda v, body, code, message: {"topics": [{"name": None}]}
+    )
     helper.send_response(request, {"topics": [{"name": None}]})
     (response,) = channel.responses
     assert isinstance(response, CloseConnectionResponse)

@@ -1,4 +1,5 @@
 """kafka-server-stop's argument parsing and process matching (no process is signalled here)."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,11 +9,14 @@ from pykbroker.tools import server_stop
 
 def test_only_our_entry_point_is_a_broker():
     assert server_stop._broker_args(["/venv/bin/python", "-m", "pykbroker.kafka", "conf/server.properties"]) == [
-        "conf/server.properties"]
-    assert server_stop._broker_args(["python3.11", "-u", "-m", "pykbroker.kafka", "a.properties", "--override",
-                                     "node.id=3"]) == ["a.properties", "--override", "node.id=3"]
-    assert server_stop._broker_args(["python", "-X", "dev", "-W", "error", "-m", "pykbroker.kafka", "s.properties"]) == [
-        "s.properties"]
+        "conf/server.properties"
+    ]
+    assert server_stop._broker_args(
+        ["python3.11", "-u", "-m", "pykbroker.kafka", "a.properties", "--override", "node.id=3"]
+    ) == ["a.properties", "--override", "node.id=3"]
+    assert server_stop._broker_args(
+        ["python", "-X", "dev", "-W", "error", "-m", "pykbroker.kafka", "s.properties"]
+    ) == ["s.properties"]
     assert server_stop._broker_args(["python", "-m", "pykbroker.tools.server_stop", "--help"]) is None
     assert server_stop._broker_args(["python", "-c", "import x", "-m", "pykbroker.kafka"]) is None
     assert server_stop._broker_args(["python", "script.py", "-m", "pykbroker.kafka"]) is None

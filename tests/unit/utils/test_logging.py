@@ -1,5 +1,6 @@
 """One logging style: every logger comes from ``pykbroker.utils.logging.get_logger`` and its lines carry
 Kafka's ``[Component k=v, ...]`` prefix, even when the logger was created at import time."""
+
 from __future__ import annotations
 
 import io
@@ -15,8 +16,11 @@ ROOT = pathlib.Path(plog.__file__).resolve().parents[2]
 
 def test_only_the_logging_helper_imports_structlog():
     files = [p for d in ("pykbroker", "tests", "bench") for p in (ROOT / d).rglob("*.py")]
-    importers = sorted(str(p.relative_to(ROOT)) for p in files
-                       if re.search(r"^\s*(import structlog|from structlog)", p.read_text(), re.M))
+    importers = sorted(
+        str(p.relative_to(ROOT))
+        for p in files
+        if re.search(r"^\s*(import structlog|from structlog)", p.read_text(), re.M)
+    )
     assert importers == ["pykbroker/utils/logging.py"]
 
 
@@ -32,8 +36,9 @@ def test_logger_created_before_configure_renders_with_the_component_prefix():
         plog.restore(saved)
     lines = stream.getvalue().splitlines()
     assert len(lines) == 1
-    assert re.fullmatch(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] INFO \[LogManager\] Loaded logs \(partitions=3\)",
-                        lines[0])
+    assert re.fullmatch(
+        r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] INFO \[LogManager\] Loaded logs \(partitions=3\)", lines[0]
+    )
 
 
 def test_loggers_follow_a_reconfiguration():

@@ -1,4 +1,5 @@
 """A failing log stream never makes a log call raise (pykbroker.utils.logging's sink)."""
+
 from __future__ import annotations
 
 import io

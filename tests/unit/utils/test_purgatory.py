@@ -1,4 +1,5 @@
 """DelayedOperation / DelayedOperationPurgatory (mirrors Kafka's DelayedOperationTest)."""
+
 from __future__ import annotations
 
 import random

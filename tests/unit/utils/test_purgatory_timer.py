@@ -1,4 +1,5 @@
 """Timer (heap SystemTimer): expiry order, cancellation, compaction, real-clock waiting."""
+
 from __future__ import annotations
 
 import threading
