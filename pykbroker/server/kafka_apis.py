@@ -2,9 +2,11 @@
 
 Mirrors ``kafka.server.KafkaApis.handle``: look up the handler registered for the request's API key and
 call it on the handler thread; any exception becomes that API's error response (error code from
-``errors.for_exception``, UNKNOWN_SERVER_ERROR for unexpected ones) or, where the API cannot carry an
-error, closes the connection. Handlers live in :mod:`pykbroker.server.handlers`, one module per API
-family, each registering ``{api_key: callable(request)}`` through :meth:`register`.
+``errors.for_exception``, UNKNOWN_SERVER_ERROR for unexpected ones; see
+:mod:`pykbroker.server.error_responses`) or, where the API cannot carry an error (acks=0 produce) or
+the error response cannot be built, closes the connection. Handlers live in
+:mod:`pykbroker.server.handlers`, one module per API family, each registering
+``{api_key: callable(request)}`` through :meth:`register`.
 Thread-safe: called concurrently by all request handler threads; holds no mutable state of its own.
 """
 
@@ -62,10 +64,11 @@ class KafkaApis:
         h = request.context.header
         try:
             body = build_error_response(h.api_key, h.api_version, request.body, code, str(exc) or None)
-        except Exception as e:  # noqa: BLE001 - a request we cannot answer closes its connection
-            self.log.error(f"Cannot build the error response to {request!r}; closing the connection", error=repr(e))
-            body = None
-        if body is None:
-            self.helper.close_connection(request)
-        else:
-            self.helper.send_response(request, body)
+            if body is not None:
+                self.helper.send_response(request, body)
+                return
+        except Exception as e:  # a response we cannot build or encode: the client must not wait forever
+            self.log.error(
+                f"Cannot build the error response to {request!r}; closing the connection", error=repr(e), exc_info=e
+            )
+        self.helper.close_connection(request)

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.integration.test_data_path import create_topic
+from tests.helpers.topics import create_topic
 
 pytestmark = pytest.mark.integration
 

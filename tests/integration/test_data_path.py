@@ -12,6 +12,7 @@ import pytest
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
+from tests.helpers.topics import create_topic, list_offset, produce_raw, record_batch
 from tests.helpers.wait import wait_until
 from tests.integration.data_path_clients import CLIENTS, index_of, key, value
 
@@ -19,15 +20,6 @@ pytestmark = pytest.mark.integration
 
 N = int(os.environ.get("PYKBROKER_ACCEPTANCE_RECORDS", "200000"))
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
-
-
-def create_topic(bootstrap, name, partitions=6, config=None):
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(30)
-    wait_until(lambda: name in admin.list_topics(timeout=5).topics, 10, message="topic visible")
-    return admin
 
 
 @pytest.fixture(scope="module")
@@ -69,68 +61,22 @@ def test_client_round_trip_every_codec(shared_broker, client, codec):
     wait_until(lambda: topic not in admin.list_topics(timeout=5).topics, 10, message="topic deleted")
 
 
-def _list_offset(bootstrap, topic, partition, timestamp):
-    with BrokerConnection.to(bootstrap) as c:
-        r = c.request(
-            ApiKeys.LIST_OFFSETS,
-            7,
-            {
-                "replica_id": -1,
-                "isolation_level": 0,
-                "topics": [
-                    {
-                        "name": topic,
-                        "partitions": [
-                            {"partition_index": partition, "current_leader_epoch": -1, "timestamp": timestamp}
-                        ],
-                    }
-                ],
-            },
-        )
-    p = r["topics"][0]["partitions"][0]
-    assert p["error_code"] == 0, p
-    return p["offset"]
-
-
-def _produce_raw(bootstrap, topic, records: bytes, acks=1, version=9):
-    with BrokerConnection.to(bootstrap) as c:
-        r = c.request(
-            ApiKeys.PRODUCE,
-            version,
-            {
-                "transactional_id": None,
-                "acks": acks,
-                "timeout_ms": 5000,
-                "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}],
-            },
-        )
-    return r["responses"][0]["partition_responses"][0]
-
-
-def _batch(n=10, ts=None):
-    b = MemoryRecordsBuilder()
-    now = int(time.time() * 1000) if ts is None else ts
-    for i in range(n):
-        b.append(now, b"k%d" % i, b"v%d" % i)
-    return bytearray(b.build())
-
-
 def test_corrupt_batch_gets_corrupt_message_and_nothing_is_appended(broker):
     create_topic(broker.bootstrap, "crc", 1)
-    good = _produce_raw(broker.bootstrap, "crc", bytes(_batch()))
+    good = produce_raw(broker.bootstrap, "crc", bytes(record_batch()))
     assert good["error_code"] == 0 and good["base_offset"] == 0
-    bad = _batch()
+    bad = record_batch()
     bad[-3] ^= 0xFF  # inside the CRC-covered region
-    resp = _produce_raw(broker.bootstrap, "crc", bytes(bad))
+    resp = produce_raw(broker.bootstrap, "crc", bytes(bad))
     assert resp["error_code"] == 2  # CORRUPT_MESSAGE
-    assert _list_offset(broker.bootstrap, "crc", 0, -1) == 10
-    again = _produce_raw(broker.bootstrap, "crc", bytes(_batch()))
+    assert list_offset(broker.bootstrap, "crc", 0, -1) == 10
+    again = produce_raw(broker.bootstrap, "crc", bytes(record_batch()))
     assert again["error_code"] == 0 and again["base_offset"] == 10
 
 
 def test_fetch_past_end_is_offset_out_of_range(broker):
     create_topic(broker.bootstrap, "oor", 1)
-    _produce_raw(broker.bootstrap, "oor", bytes(_batch()))
+    produce_raw(broker.bootstrap, "oor", bytes(record_batch()))
     with BrokerConnection.to(broker.bootstrap) as c:
         r = c.request(
             ApiKeys.FETCH,
@@ -178,7 +124,7 @@ def test_long_poll_fetches_do_not_hold_handler_threads(broker_factory):
             c.send(ApiKeys.FETCH, 12, fetch)
         time.sleep(0.05)
         t0 = time.monotonic()
-        produced = _produce_raw(b.bootstrap, "busy", bytes(_batch()))
+        produced = produce_raw(b.bootstrap, "busy", bytes(record_batch()))
         produce_latency = time.monotonic() - t0
         assert produced["error_code"] == 0
         assert produce_latency < 0.3, f"produce took {produce_latency:.3f}s while 20 fetches were parked"
@@ -197,20 +143,20 @@ def test_retention_deletes_old_segments_and_moves_earliest(broker_factory):
     create_topic(b.bootstrap, "ret", 1, {"segment.bytes": "1024", "retention.ms": "1000", "file.delete.delay.ms": "0"})
     old = int(time.time() * 1000) - 60_000
     for _ in range(20):
-        assert _produce_raw(b.bootstrap, "ret", bytes(_batch(10, ts=old)))["error_code"] == 0
-    assert _list_offset(b.bootstrap, "ret", 0, -2) == 0
+        assert produce_raw(b.bootstrap, "ret", bytes(record_batch(10, ts=old)))["error_code"] == 0
+    assert list_offset(b.bootstrap, "ret", 0, -2) == 0
     # Every segment is expired: Kafka rolls a new active segment and deletes all the old ones.
-    wait_until(lambda: _list_offset(b.bootstrap, "ret", 0, -2) == 200, 15, message="log start offset advanced")
-    assert _list_offset(b.bootstrap, "ret", 0, -1) == 200
+    wait_until(lambda: list_offset(b.bootstrap, "ret", 0, -2) == 200, 15, message="log start offset advanced")
+    assert list_offset(b.bootstrap, "ret", 0, -1) == 200
     wait_until(
         lambda: len([f for f in os.listdir(b.data_dir / "logs" / "ret-0") if f.endswith(".log")]) == 1,
         10,
         message="expired segment files removed",
     )
     # Fresh records are kept and readable from the new log start.
-    assert _produce_raw(b.bootstrap, "ret", bytes(_batch(10)))["base_offset"] == 200
+    assert produce_raw(b.bootstrap, "ret", bytes(record_batch(10)))["base_offset"] == 200
     time.sleep(1.0)
-    assert _list_offset(b.bootstrap, "ret", 0, -2) == 200
+    assert list_offset(b.bootstrap, "ret", 0, -2) == 200
 
 
 def test_list_offsets_by_timestamp(broker):
@@ -220,11 +166,11 @@ def test_list_offsets_by_timestamp(broker):
         b = MemoryRecordsBuilder()
         for i in range(10):
             b.append(base + (j * 10 + i) * 1000, None, b"x")
-        assert _produce_raw(broker.bootstrap, "ts", b.build())["error_code"] == 0
-    assert _list_offset(broker.bootstrap, "ts", 0, base + 23_000) == 23
-    assert _list_offset(broker.bootstrap, "ts", 0, base + 22_500) == 23
-    assert _list_offset(broker.bootstrap, "ts", 0, -3) == 49  # max timestamp (KIP-734)
-    assert _list_offset(broker.bootstrap, "ts", 0, base + 10**9) == -1
+        assert produce_raw(broker.bootstrap, "ts", b.build())["error_code"] == 0
+    assert list_offset(broker.bootstrap, "ts", 0, base + 23_000) == 23
+    assert list_offset(broker.bootstrap, "ts", 0, base + 22_500) == 23
+    assert list_offset(broker.bootstrap, "ts", 0, -3) == 49  # max timestamp (KIP-734)
+    assert list_offset(broker.bootstrap, "ts", 0, base + 10**9) == -1
 
 
 PRODUCER_SCRIPT = r"""

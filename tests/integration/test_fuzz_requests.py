@@ -29,7 +29,7 @@ from pykbroker.protocol import encode_request
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.protocol.header import encode_request_header
 from tests.helpers.broker import BrokerProcess
-from tests.integration.test_data_path import create_topic
+from tests.helpers.topics import create_topic
 
 pytestmark = pytest.mark.integration
 

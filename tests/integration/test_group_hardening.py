@@ -10,8 +10,8 @@ import pytest
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
+from tests.helpers.topics import create_topic
 from tests.helpers.wait import wait_until
-from tests.integration.test_data_path import create_topic
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,8 @@ import pytest
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
-from tests.integration.test_data_path import _produce_raw, create_topic
+from tests.helpers.topics import create_topic, produce_raw
+from tests.helpers.wait import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -43,14 +44,14 @@ def _free_port():
 def test_duplicate_gets_original_offset_and_gap_is_out_of_order(broker):
     create_topic(broker.bootstrap, "idem-raw", 1)
     pid, epoch = _pid(broker.bootstrap)
-    first = _produce_raw(broker.bootstrap, "idem-raw", _batch(pid, epoch, 0), acks=-1)
-    second = _produce_raw(broker.bootstrap, "idem-raw", _batch(pid, epoch, 5), acks=-1)
+    first = produce_raw(broker.bootstrap, "idem-raw", _batch(pid, epoch, 0), acks=-1)
+    second = produce_raw(broker.bootstrap, "idem-raw", _batch(pid, epoch, 5), acks=-1)
     assert (first["error_code"], first["base_offset"], second["base_offset"]) == (0, 0, 5)
-    dup = _produce_raw(broker.bootstrap, "idem-raw", _batch(pid, epoch, 0), acks=-1)
+    dup = produce_raw(broker.bootstrap, "idem-raw", _batch(pid, epoch, 0), acks=-1)
     assert (dup["error_code"], dup["base_offset"]) == (0, 0), dup
-    gap = _produce_raw(broker.bootstrap, "idem-raw", _batch(pid, epoch, 20), acks=-1)
+    gap = produce_raw(broker.bootstrap, "idem-raw", _batch(pid, epoch, 20), acks=-1)
     assert gap["error_code"] == 45, gap  # OUT_OF_ORDER_SEQUENCE_NUMBER
-    nxt = _produce_raw(broker.bootstrap, "idem-raw", _batch(pid, epoch, 10), acks=-1)
+    nxt = produce_raw(broker.bootstrap, "idem-raw", _batch(pid, epoch, 10), acks=-1)
     assert (nxt["error_code"], nxt["base_offset"]) == (0, 10)
 
 
@@ -63,17 +64,19 @@ def test_producer_state_rebuilt_after_kill_9(broker_factory):
     create_topic(b.bootstrap, "idem-kill", 1)
     pid, epoch = _pid(b.bootstrap)
     for seq in range(0, 50, 5):
-        assert _produce_raw(b.bootstrap, "idem-kill", _batch(pid, epoch, seq), acks=-1)["error_code"] == 0
+        assert produce_raw(b.bootstrap, "idem-kill", _batch(pid, epoch, seq), acks=-1)["error_code"] == 0
     b.kill()
     b.start()
-    deadline = time.monotonic() + 30
-    while True:
-        dup = _produce_raw(b.bootstrap, "idem-kill", _batch(pid, epoch, 45), acks=-1)
-        if dup["error_code"] == 0 or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)  # partition still loading (NOT_LEADER / UNKNOWN) after restart
+    answers = []
+
+    def duplicate_acknowledged():  # NOT_LEADER / UNKNOWN while the partition loads after the restart
+        answers.append(produce_raw(b.bootstrap, "idem-kill", _batch(pid, epoch, 45), acks=-1))
+        return answers[-1]["error_code"] == 0
+
+    wait_until(duplicate_acknowledged, 30, interval=0.2, message="duplicate acknowledged after restart")
+    dup = answers[-1]
     assert (dup["error_code"], dup["base_offset"]) == (0, 45), dup
-    gap = _produce_raw(b.bootstrap, "idem-kill", _batch(pid, epoch, 60), acks=-1)
+    gap = produce_raw(b.bootstrap, "idem-kill", _batch(pid, epoch, 60), acks=-1)
     assert gap["error_code"] == 45
-    nxt = _produce_raw(b.bootstrap, "idem-kill", _batch(pid, epoch, 50), acks=-1)
+    nxt = produce_raw(b.bootstrap, "idem-kill", _batch(pid, epoch, 50), acks=-1)
     assert (nxt["error_code"], nxt["base_offset"]) == (0, 50)

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
+from tests.helpers.topics import create_topic
 from tests.helpers.wait import wait_until
-from tests.integration.test_data_path import create_topic
 
 pytestmark = pytest.mark.integration
 

@@ -8,9 +8,9 @@ import pytest
 from pykbroker.config.kafka_config import KafkaConfig
 from pykbroker.server.kafka_raft_server import KafkaRaftServer
 from tests.helpers.broker import DEFAULTS
+from tests.helpers.topics import create_topic
 from tests.helpers.wait import wait_until
 from tests.integration.data_path_clients import confluent_consume, confluent_produce, index_of
-from tests.integration.test_data_path import create_topic
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ import pytest
 
 from pykbroker.clients.producer import KafkaProducer
 from pykbroker.protocol import errors
-from tests.integration.test_data_path import create_topic
+from tests.helpers.topics import create_topic
 
 pytestmark = pytest.mark.integration
 

@@ -11,8 +11,10 @@ from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from tests.helpers.broker import BrokerProcess
+from tests.helpers.topics import create_topic
+from tests.helpers.topics import produce_raw as _produce_raw
+from tests.helpers.topics import record_batch as _batch
 from tests.helpers.wait import wait_until
-from tests.integration.test_data_path import _batch, _produce_raw, create_topic
 
 pytestmark = pytest.mark.integration
 ZERO_UUID = uuid.UUID(int=0)

@@ -106,10 +106,10 @@ def test_restart_keeps_cluster_id_and_other_node_is_refused(broker_factory):
 
 def _serves(bootstrap: str, topic: str) -> bool:
     """CreateTopics then a produce acknowledged at offset 0."""
-    from tests.integration.test_data_path import _batch, _produce_raw, create_topic
+    from tests.helpers.topics import create_topic, produce_raw, record_batch
 
     create_topic(bootstrap, topic, partitions=1)
-    r = _produce_raw(bootstrap, topic, _batch(3))
+    r = produce_raw(bootstrap, topic, record_batch(3))
     return r["error_code"] == 0 and r["base_offset"] == 0
 
 

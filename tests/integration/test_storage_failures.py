@@ -12,7 +12,7 @@ import pytest
 
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
 from tests.helpers.broker import BrokerProcess
-from tests.integration.test_data_path import _produce_raw, create_topic
+from tests.helpers.topics import create_topic, produce_raw
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +51,7 @@ def test_full_log_dir_goes_offline_and_the_broker_keeps_serving(tmp_path, small_
         assert (full / "t-0").is_dir() and (ok / "t-1").is_dir()
         acked = 0
         for _ in range(200):  # 1 MiB disk, 16 KiB per produce: it fills within ~64
-            r = _produce_raw(b.bootstrap, "t", _batch(4, 4000))
+            r = produce_raw(b.bootstrap, "t", _batch(4, 4000))
             if r["error_code"] != 0:
                 break
             acked = r["base_offset"] + 4
@@ -59,7 +59,7 @@ def test_full_log_dir_goes_offline_and_the_broker_keeps_serving(tmp_path, small_
         assert acked > 0
         assert b.wait_for_line(r"Stopping serving replicas in dir", 10), b.output()[-3000:]
         assert b.proc.poll() is None
-        assert _produce_raw(b.bootstrap, "t", _batch(1, 10))["error_code"] == 56
+        assert produce_raw(b.bootstrap, "t", _batch(1, 10))["error_code"] == 56
 
         def produce_t1():
             from pykbroker.clients.broker_connection import BrokerConnection
@@ -110,12 +110,12 @@ def test_single_full_log_dir_keeps_the_broker_up_answering_storage_errors(tmp_pa
     try:
         create_topic(b.bootstrap, "t", partitions=1)
         for _ in range(200):
-            r = _produce_raw(b.bootstrap, "t", _batch(4, 4000))
+            r = produce_raw(b.bootstrap, "t", _batch(4, 4000))
             if r["error_code"] != 0:
                 break
         assert r["error_code"] == 56, r
         assert b.wait_for_line(r"No log directory left to serve", 10), b.output()[-3000:]
-        assert _produce_raw(b.bootstrap, "t", _batch(1, 10))["error_code"] == 56
+        assert produce_raw(b.bootstrap, "t", _batch(1, 10))["error_code"] == 56
         assert b.proc.poll() is None
         from confluent_kafka.admin import AdminClient
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.broker import ROOT, BrokerProcess
-from tests.integration.test_data_path import create_topic
+from tests.helpers.topics import create_topic
 
 pytestmark = pytest.mark.integration
 

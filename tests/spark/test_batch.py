@@ -4,45 +4,19 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import pytest
 
-from tests.integration.test_data_path import create_topic
+from tests.helpers.topics import BASE_TS, create_topic, produce_numbered
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 N = int(os.environ.get("PYKBROKER_SPARK_RECORDS", "100000"))  # the full run: 1000000
-BASE_TS = (int(time.time()) - 3600) * 1000  # recent: older timestamps would fall to retention.ms
-
-
-def produce(bootstrap, topic, n, partitions, headers=True):
-    from confluent_kafka import Producer
-
-    p = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "linger.ms": 20,
-            "batch.num.messages": 10000,
-            "queue.buffering.max.messages": 1000000,
-        }
-    )
-    for i in range(n):
-        kwargs = {"partition": i % partitions, "timestamp": BASE_TS + i}
-        if headers:
-            kwargs["headers"] = [("i", b"%d" % i)]
-        while True:
-            try:
-                p.produce(topic, (b"%010d" % i) * 10, b"k%d" % i, **kwargs)
-                break
-            except BufferError:
-                p.poll(0.05)
-    assert p.flush(120) == 0
 
 
 def test_batch_read_returns_every_record_once_with_its_fields(spark, spark_broker):
     bs = spark_broker.bootstrap
     create_topic(bs, "sbatch", 6)
-    produce(bs, "sbatch", N, 6)
+    produce_numbered(bs, "sbatch", N, 6)
     df = (
         spark.read.format("pykbroker")
         .option("kafka.bootstrap.servers", bs)
@@ -89,7 +63,7 @@ def test_batch_read_returns_every_record_once_with_its_fields(spark, spark_broke
 def test_ending_offsets_json_returns_exactly_the_requested_ranges(spark, spark_broker):
     bs = spark_broker.bootstrap
     create_topic(bs, "sranges", 3)
-    produce(bs, "sranges", 3000, 3, headers=False)
+    produce_numbered(bs, "sranges", 3000, 3, headers=False)
     df = (
         spark.read.format("pykbroker")
         .option("kafka.bootstrap.servers", bs)
@@ -128,7 +102,7 @@ def test_fail_on_data_loss(spark, spark_broker):
 
     bs = spark_broker.bootstrap
     admin = create_topic(bs, "sloss", 1)
-    produce(bs, "sloss", 100, 1, headers=False)
+    produce_numbered(bs, "sloss", 100, 1, headers=False)
     # The start of the planned range goes away (DeleteRecords moves the log start offset to 40).
     (future,) = admin.delete_records([TopicPartition("sloss", 0, 40)]).values()
     assert future.result(10).low_watermark == 40

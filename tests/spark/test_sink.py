@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tests.integration.test_data_path import create_topic
+from tests.helpers.topics import create_topic
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from tests.integration.test_data_path import create_topic
-from tests.spark.test_batch import produce
+from tests.helpers.topics import create_topic, produce_numbered
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -41,19 +40,25 @@ def test_stream_restart_from_checkpoint_is_exactly_once(spark, spark_broker, tmp
 
     bs = spark_broker.bootstrap
     create_topic(bs, "sstream", 3)
-    produce(bs, "sstream", 3000, 3, headers=False)
+    produce_numbered(bs, "sstream", 3000, 3, headers=False)
     stop = threading.Event()
     produced = [0]
+    writer_errors: list[BaseException] = []  # raised in the test thread after join
 
     def keep_writing():
-        p = Producer({"bootstrap.servers": bs, "linger.ms": 5})
-        while not stop.is_set() and produced[0] < 3000:  # bounded: a few more triggers per run
-            for _ in range(100):
-                p.produce("sstream", b"live", partition=produced[0] % 3)
-                produced[0] += 1
-            p.poll(0)
-            stop.wait(0.05)
-        assert p.flush(30) == 0
+        try:
+            p = Producer({"bootstrap.servers": bs, "linger.ms": 5})
+            while not stop.is_set() and produced[0] < 3000:  # bounded: a few more triggers per run
+                for _ in range(100):
+                    p.produce("sstream", b"live", partition=produced[0] % 3)
+                    produced[0] += 1
+                p.poll(0)
+                stop.wait(0.05)
+            unflushed = p.flush(30)
+            if unflushed:
+                raise AssertionError(f"{unflushed} live records not delivered")
+        except BaseException as e:  # noqa: BLE001 - propagated to the test thread below
+            writer_errors.append(e)
 
     writer = threading.Thread(target=keep_writing)
     writer.start()
@@ -65,6 +70,9 @@ def test_stream_restart_from_checkpoint_is_exactly_once(spark, spark_broker, tmp
     finally:
         stop.set()
         writer.join(60)
+    assert not writer.is_alive(), "writer thread did not finish"
+    if writer_errors:
+        raise writer_errors[0]
     total = 3000 + produced[0]
     run_available_now(spark, bs, out, checkpoint, 100000)  # catch up with everything written
     rows = spark.read.parquet(str(out)).select("topic", "partition", "offset").collect()

@@ -255,10 +255,14 @@ def _create_topics_error(version, body, code, message):
 
 @error_responses.register(ApiKeys.DELETE_TOPICS)
 def _delete_topics_error(version, body, code, message):
-    names = [t["name"] for t in body.get("topics") or []] or list(body.get("topic_names") or [])
+    topics = (
+        [(t["name"], t["topic_id"]) for t in body["topics"]]
+        if version >= 6
+        else [(n, None) for n in body["topic_names"]]
+    )
     return {
         "throttle_time_ms": 0,
-        "responses": [{"name": n, "error_code": code, "error_message": message} for n in names],
+        "responses": [{"name": n, "topic_id": i, "error_code": code, "error_message": message} for n, i in topics],
     }
 
 

@@ -111,4 +111,18 @@ def _partition_error(partition: int, code: int) -> dict:
 
 @error_responses.register(ApiKeys.FETCH)
 def _fetch_error(version, body, code, message):
-    return {"throttle_time_ms": 0, "error_code": code, "session_id": 0, "responses": []}
+    """``FetchRequest.getErrorResponse``: the top-level error (v7+); before v13 also on every requested
+    partition (v4-6 have no top-level error code)."""
+    responses = (
+        []
+        if version >= 13
+        else [
+            {
+                "topic": t["topic"],
+                "topic_id": t["topic_id"],
+                "partitions": [_partition_error(p["partition"], code) for p in t["partitions"]],
+            }
+            for t in body["topics"]
+        ]
+    )
+    return {"throttle_time_ms": 0, "error_code": code, "session_id": body.get("session_id", 0), "responses": responses}

@@ -183,7 +183,12 @@ def _metadata_error(version, body, code, message):
         "brokers": [],
         "cluster_id": None,
         "controller_id": -1,
-        "topics": [MetadataHandler._error_topic(t.get("name"), code, t.get("topic_id") or ZERO_UUID) for t in topics],
+        "topics": [
+            MetadataHandler._error_topic(
+                "" if t.get("name") is None else t["name"], code, t.get("topic_id") or ZERO_UUID
+            )
+            for t in topics
+        ],
     }
 
 

@@ -7,14 +7,7 @@ import pytest
 
 from pykbroker.utils.scheduler import KafkaScheduler, MockScheduler
 from pykbroker.utils.time import MockTime
-
-
-def wait_until(cond, timeout=5.0):
-    deadline = _time.monotonic() + timeout
-    while not cond():
-        if _time.monotonic() > deadline:
-            raise AssertionError("condition not met")
-        _time.sleep(0.005)
+from tests.helpers.wait import wait_until
 
 
 def test_once_and_periodic_with_failing_task():
@@ -32,12 +25,14 @@ def test_once_and_periodic_with_failing_task():
         s.schedule("periodic", lambda: ticks.append(threading.current_thread().name), 0, 10)
         s.schedule("failing", boom, 0, 10)
         assert once.wait(5)
-        wait_until(lambda: len(ticks) >= 5 and len(failures) >= 3)
+        wait_until(lambda: len(ticks) >= 5 and len(failures) >= 3, 5, interval=0.005)
         assert all(name.startswith("test-scheduler-") for name in ticks)
+        workers = list(s._workers)
     finally:
         s.shutdown()
     count = len(ticks)
-    _time.sleep(0.05)
+    # shutdown joined the worker threads: nothing can run a task any more
+    assert workers and not any(w.is_alive() for w in workers)
     assert len(ticks) == count
     with pytest.raises(RuntimeError):
         s.schedule_once("late", lambda: None)
@@ -48,8 +43,11 @@ def test_cancel():
     ran = []
     try:
         task = s.schedule_once("cancelled", lambda: ran.append(1), 50)
+        later = threading.Event()
+        s.schedule_once("later", later.set, 60)
         task.cancel()
-        _time.sleep(0.1)
+        # the one worker runs tasks in deadline order: once "later" ran, "cancelled" was due before it
+        assert later.wait(5)
         assert ran == []
     finally:
         s.shutdown()
@@ -71,7 +69,7 @@ def test_periodic_task_never_overlaps_itself():
 
     try:
         s.schedule("slow", slow, 0, 1)
-        wait_until(lambda: runs[0] >= 5)
+        wait_until(lambda: runs[0] >= 5, 5, interval=0.005)
     finally:
         s.shutdown()
     assert overlaps[0] == 1

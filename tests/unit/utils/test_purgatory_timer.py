@@ -10,6 +10,20 @@ from pykbroker.utils.time import MockTime, SystemTime
 from pykbroker.utils.timer import Timer, TimerTask
 
 
+def _signal_wait(timer: Timer) -> threading.Event:
+    """An event set when the reaper starts waiting on the timer's condition; it is set under the lock,
+    so whoever takes the lock next runs once the reaper is inside ``wait``."""
+    waiting = threading.Event()
+    wait = timer._cond.wait
+
+    def signalling_wait(timeout=None):
+        waiting.set()
+        return wait(timeout)
+
+    timer._cond.wait = signalling_wait
+    return waiting
+
+
 class Recorder(TimerTask):
     def __init__(self, delay_ms: int, out: list, tag):
         super().__init__(delay_ms)
@@ -139,9 +153,10 @@ def test_add_of_earlier_deadline_wakes_waiter():
         result["expired"] = timer.advance_clock(3000)
         result["elapsed"] = _time.monotonic() - start
 
+    waiting = _signal_wait(timer)
     th = threading.Thread(target=reaper)
     th.start()
-    _time.sleep(0.05)
+    assert waiting.wait(5)  # the reaper waits (lock released) for the 5 s deadline
     timer.add(Recorder(10, out, "early"))
     th.join(5)
     assert result["expired"] is True
@@ -152,9 +167,10 @@ def test_add_of_earlier_deadline_wakes_waiter():
 def test_shutdown_drops_tasks_and_wakes():
     timer = Timer("t", SystemTime())
     timer.add(Recorder(10_000, [], "x"))
+    waiting = _signal_wait(timer)
     th = threading.Thread(target=timer.advance_clock, args=(5000,))
     th.start()
-    _time.sleep(0.02)
+    assert waiting.wait(5)
     start = _time.monotonic()
     timer.shutdown()
     th.join(5)

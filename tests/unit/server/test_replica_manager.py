@@ -1,0 +1,246 @@
+"""ReplicaManager in process (LogManager on tmp_path, MockTime): appends, fetches, DelayedProduce and
+DelayedFetch completion and expiry, DeleteRecords, and the errors of each (``kafka.server.ReplicaManager``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pykbroker.log.fetch_data_info import FetchIsolation
+from pykbroker.protocol import errors
+from pykbroker.record.default_record_batch import iter_batches
+from pykbroker.server.replica_manager import FetchParams, PartitionFetch
+from tests.helpers.wait import wait_until
+from tests.unit.server.apis_harness import LocalBroker, records
+
+
+@pytest.fixture
+def broker(tmp_path):
+    b = LocalBroker(tmp_path / "logs")
+    b.add_topic("t", 2)
+    yield b
+    b.close()
+
+
+def append(rm, entries, acks=1, timeout_ms=1000, internal=False) -> dict:
+    out = []
+    rm.append_records(timeout_ms, acks, internal, entries, out.append)
+    rm.try_complete_actions()
+    return out[0] if out else None
+
+
+def fetch(rm, fetches, max_wait_ms=0, min_bytes=1, isolation=FetchIsolation.HIGH_WATERMARK, max_bytes=1 << 20):
+    out = []
+    rm.fetch_messages(FetchParams(-1, max_wait_ms, min_bytes, max_bytes, isolation), fetches, out.append)
+    return out
+
+
+def record_count(records) -> int:
+    data = records.read_bytes()
+    return sum(batch.records_count for _, batch in iter_batches(memoryview(data)))
+
+
+# -- append ----------------------------------------------------------------------------------------------
+
+
+def test_append_acks_1_assigns_offsets_and_advances_the_high_watermark(broker):
+    rm = broker.replica_manager
+    r = append(rm, {("t", 0): records(3), ("t", 1): records(2)})
+    assert (r[("t", 0)]["error_code"], r[("t", 0)]["base_offset"]) == (errors.NONE, 0)
+    assert (r[("t", 1)]["error_code"], r[("t", 1)]["base_offset"]) == (errors.NONE, 0)
+    assert append(rm, {("t", 0): records(2)})[("t", 0)]["base_offset"] == 3
+    assert rm.get_partition("t", 0).log.high_watermark == 5
+    assert rm.get_partition("t", 1).log.high_watermark == 2
+
+
+def test_append_errors_per_partition(broker):
+    rm = broker.replica_manager
+    r = append(rm, {("t", 0): records(1), ("missing", 0): records(1), ("t", 9): records(1)})
+    assert r[("t", 0)]["error_code"] == errors.NONE
+    assert r[("missing", 0)]["error_code"] == errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert r[("t", 9)]["error_code"] == errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert r[("missing", 0)]["base_offset"] == -1
+
+
+def test_append_invalid_acks_and_internal_topic(broker):
+    rm = broker.replica_manager
+    r = append(rm, {("t", 0): records(1)}, acks=2)
+    assert r[("t", 0)]["error_code"] == errors.INVALID_REQUIRED_ACKS
+    broker.add_topic("__consumer_offsets", 1)
+    assert (
+        append(rm, {("__consumer_offsets", 0): records(1)})[("__consumer_offsets", 0)]["error_code"]
+        == errors.INVALID_TOPIC_EXCEPTION
+    )
+    assert (
+        append(rm, {("__consumer_offsets", 0): records(1)}, internal=True)[("__consumer_offsets", 0)]["error_code"]
+        == errors.NONE
+    )
+
+
+def test_append_corrupt_batch_is_rejected_and_nothing_appended(broker):
+    rm = broker.replica_manager
+    data = bytearray(records(2))
+    data[-1] ^= 0xFF  # breaks the CRC
+    r = append(rm, {("t", 0): memoryview(data)})
+    assert r[("t", 0)]["error_code"] == errors.CORRUPT_MESSAGE
+    assert rm.get_partition("t", 0).log.log_end_offset == 0
+
+
+def test_append_to_a_follower_is_not_leader(broker):
+    from types import SimpleNamespace
+
+    from pykbroker.metadata.partition_registration import PartitionRegistration
+
+    rm = broker.replica_manager
+    reg = PartitionRegistration(replicas=(1, 2), isr=(1, 2), leader=2, leader_epoch=1)
+    rm.apply_delta(SimpleNamespace(deletes=set(), leaders={}, followers={("t", 1): (broker.topic_ids["t"], reg)}), None)
+    assert append(rm, {("t", 1): records(1)})[("t", 1)]["error_code"] == errors.NOT_LEADER_OR_FOLLOWER
+    assert fetch(rm, [PartitionFetch("t", 1, 0, 1 << 20)])[0][0][1].error_code == errors.NOT_LEADER_OR_FOLLOWER
+
+
+# -- DelayedProduce --------------------------------------------------------------------------------------
+
+
+def test_acks_all_single_replica_isr_answers_at_once(broker):
+    r = append(broker.replica_manager, {("t", 0): records(2)}, acks=-1)
+    assert r[("t", 0)]["error_code"] == errors.NONE
+
+
+def test_delayed_produce_completes_when_the_high_watermark_passes_the_append(broker):
+    broker.add_topic("r", 1, replicas=(1, 2), isr=(1, 2))  # the follower's LEO is unknown: HW stays
+    rm = broker.replica_manager
+    out = []
+    rm.append_records(30_000, -1, False, {("r", 0): records(3)}, out.append)
+    rm.try_complete_actions()
+    assert out == [] and rm.produce_purgatory.num_delayed == 1
+    broker.set_isr("r", 0, (1,))  # ISR shrinks to the leader: HW = LEO, the produce is acknowledged
+    assert len(out) == 1
+    assert (out[0][("r", 0)]["error_code"], out[0][("r", 0)]["base_offset"]) == (errors.NONE, 0)
+    assert rm.produce_purgatory.num_delayed == 0
+
+
+def test_delayed_produce_expires_with_request_timed_out(broker):
+    broker.add_topic("r", 1, replicas=(1, 2), isr=(1, 2))
+    rm = broker.replica_manager
+    out = []
+    rm.append_records(100, -1, False, {("r", 0): records(1)}, out.append)
+    assert out == []
+    broker.time.sleep(100)
+    rm.produce_purgatory.advance_clock(0)
+    wait_until(lambda: out, 5, interval=0.005, message="delayed produce expired")
+    assert out[0][("r", 0)]["error_code"] == errors.REQUEST_TIMED_OUT
+    assert rm.get_partition("r", 0).log.log_end_offset == 1  # appended on the leader nonetheless
+
+
+# -- fetch -----------------------------------------------------------------------------------------------
+
+
+def test_fetch_reads_up_to_the_high_watermark(broker):
+    rm = broker.replica_manager
+    append(rm, {("t", 0): records(3)})
+    ((f, r),) = fetch(rm, [PartitionFetch("t", 0, 0, 1 << 20)])[0]
+    assert (r.error_code, r.high_watermark, r.log_start_offset) == (errors.NONE, 3, 0)
+    assert record_count(r.records) == 3
+    ((_, r),) = fetch(rm, [PartitionFetch("t", 0, 3, 1 << 20)])[0]
+    assert r.records.size_in_bytes == 0
+
+
+def test_fetch_errors(broker):
+    rm = broker.replica_manager
+    append(rm, {("t", 0): records(3)})
+    results = fetch(
+        rm,
+        [
+            PartitionFetch("t", 0, 10, 1 << 20),
+            PartitionFetch("nope", 0, 0, 1 << 20),
+            PartitionFetch("t", 0, 0, 1 << 20, current_leader_epoch=5),
+        ],
+    )[0]
+    assert [r.error_code for _, r in results] == [
+        errors.OFFSET_OUT_OF_RANGE,
+        errors.UNKNOWN_TOPIC_OR_PARTITION,
+        errors.UNKNOWN_LEADER_EPOCH,
+    ]
+
+
+def test_fetch_max_bytes_still_returns_the_first_batch(broker):
+    rm = broker.replica_manager
+    append(rm, {("t", 0): records(3)})
+    append(rm, {("t", 1): records(3)})
+    results = fetch(rm, [PartitionFetch("t", 0, 0, 1 << 20), PartitionFetch("t", 1, 0, 1 << 20)], max_bytes=1)[0]
+    assert record_count(results[0][1].records) == 3  # first partition: at least one batch, whatever the limit
+    assert results[1][1].records.size_in_bytes == 0  # no byte left for the next one
+
+
+def test_delayed_fetch_completes_on_append(broker):
+    rm = broker.replica_manager
+    out = fetch(rm, [PartitionFetch("t", 0, 0, 1 << 20)], max_wait_ms=30_000)
+    assert out == [] and rm.fetch_purgatory.num_delayed == 1
+    append(rm, {("t", 0): records(2)})  # try_complete_actions pokes the fetch purgatory
+    assert len(out) == 1
+    ((_, r),) = out[0]
+    assert r.error_code == errors.NONE and record_count(r.records) == 2
+
+
+def test_delayed_fetch_expires_empty(broker):
+    rm = broker.replica_manager
+    out = fetch(rm, [PartitionFetch("t", 0, 0, 1 << 20)], max_wait_ms=500)
+    assert out == []
+    broker.time.sleep(500)
+    rm.fetch_purgatory.advance_clock(0)
+    wait_until(lambda: out, 5, interval=0.005, message="delayed fetch expired")
+    ((_, r),) = out[0]
+    assert r.error_code == errors.NONE and r.records.size_in_bytes == 0
+
+
+def test_fetch_with_data_or_no_wait_answers_at_once(broker):
+    rm = broker.replica_manager
+    assert len(fetch(rm, [PartitionFetch("t", 0, 0, 1 << 20)], max_wait_ms=0)) == 1
+    append(rm, {("t", 0): records(1)})
+    assert len(fetch(rm, [PartitionFetch("t", 0, 0, 1 << 20)], max_wait_ms=30_000)) == 1
+
+
+# -- DeleteRecords ---------------------------------------------------------------------------------------
+
+
+def test_delete_records_moves_the_log_start_offset(broker):
+    rm = broker.replica_manager
+    append(rm, {("t", 0): records(5)})
+    assert rm.delete_records("t", 0, 2) == 2
+    assert rm.delete_records("t", 0, 1) == 2  # never backwards
+    ((_, r),) = fetch(rm, [PartitionFetch("t", 0, 0, 1 << 20)])[0]
+    assert r.error_code == errors.OFFSET_OUT_OF_RANGE and r.log_start_offset == 2
+    assert rm.delete_records("t", 0, -1) == 5  # -1: up to the high watermark
+
+
+def test_delete_records_errors(broker):
+    rm = broker.replica_manager
+    append(rm, {("t", 0): records(2)})
+    with pytest.raises(errors.OffsetOutOfRangeError):
+        rm.delete_records("t", 0, 3)  # above the high watermark
+    with pytest.raises(errors.OffsetOutOfRangeError):
+        rm.delete_records("t", 0, -2)
+    with pytest.raises(errors.UnknownTopicOrPartitionError):
+        rm.delete_records("nope", 0, 0)
+    broker.add_topic("__consumer_offsets", 1)
+    with pytest.raises(errors.InvalidTopicExceptionError):
+        rm.delete_records("__consumer_offsets", 0, 0)
+    broker.add_topic("compacted", 1, configs={"cleanup.policy": "compact"})
+    with pytest.raises(errors.PolicyViolationError):
+        rm.delete_records("compacted", 0, 0)
+
+
+def test_partition_in_metadata_but_not_hosted_is_not_leader(broker):
+    import dataclasses
+
+    from pykbroker.metadata.image import TopicImage, TopicsImage
+    from pykbroker.metadata.partition_registration import PartitionRegistration
+
+    image = broker.cache.image
+    other = TopicImage(
+        "elsewhere", broker.topic_ids["t"], {0: PartitionRegistration(replicas=(2,), isr=(2,), leader=2)}
+    )
+    broker.cache.set_image(
+        dataclasses.replace(image, topics=TopicsImage(image.topics.by_id, {**image.topics.by_name, "elsewhere": other}))
+    )
+    with pytest.raises(errors.NotLeaderOrFollowerError):
+        broker.replica_manager.get_partition_or_error("elsewhere", 0)
