@@ -70,6 +70,7 @@ class CandidateState(EpochState):
     election_deadline_ms: int = 0
     granted: set[int] = field(default_factory=set)
     rejected: set[int] = field(default_factory=set)
+    backoff_deadline_ms: int | None = None
     kind: StateKind = field(default=StateKind.CANDIDATE, init=False)
 
     def __post_init__(self) -> None:
@@ -97,6 +98,17 @@ class CandidateState(EpochState):
     def is_vote_rejected(self) -> bool:
         return len(self.voters) - len(self.rejected) < self.majority()
 
+    def unrecorded_voters(self) -> set[int]:
+        """Voters that have neither granted nor rejected (the ones to ask)."""
+        return set(self.voters) - self.granted - self.rejected
+
+    def is_backing_off(self) -> bool:
+        return self.backoff_deadline_ms is not None
+
+    def start_backing_off(self, now_ms: int, backoff_ms: int) -> None:
+        """The election failed (timed out or a majority rejected): wait ``backoff_ms`` before the next."""
+        self.backoff_deadline_ms = now_ms + backoff_ms
+
 
 @dataclass(repr=False)
 class LeaderState(EpochState):
@@ -113,7 +125,25 @@ class LeaderState(EpochState):
     epoch_start_offset: int
     high_watermark: int | None = None
     voter_end_offsets: dict[int, int] = field(default_factory=dict)
+    observer_end_offsets: dict[int, int] = field(default_factory=dict)
+    acknowledged: set[int] = field(default_factory=set)
     kind: StateKind = field(default=StateKind.LEADER, init=False)
+
+    def __post_init__(self) -> None:
+        self.acknowledged.add(self.local_id)
+
+    def non_acknowledging_voters(self) -> set[int]:
+        """Voters that have not yet confirmed the epoch (BeginQuorumEpoch response or a Fetch)."""
+        return set(self.voters) - self.acknowledged
+
+    def add_acknowledgement(self, voter_id: int) -> None:
+        if voter_id in self.voters:
+            self.acknowledged.add(voter_id)
+
+    def preferred_successors(self) -> tuple[int, ...]:
+        """The other voters, most caught up first (EndQuorumEpoch ``preferred_successors``)."""
+        others = [v for v in self.voters if v != self.local_id]
+        return tuple(sorted(others, key=lambda v: (-self.voter_end_offsets.get(v, -1), v)))
 
     def election(self) -> ElectionState:
         return ElectionState(self.epoch, self.local_id, self.local_id, self.voters)
@@ -130,6 +160,9 @@ class LeaderState(EpochState):
         """Record a voter's end offset (from its Fetch); True iff the high watermark moved."""
         if voter_id in self.voters:
             self.voter_end_offsets[voter_id] = max(end_offset, self.voter_end_offsets.get(voter_id, -1))
+        else:
+            self.observer_end_offsets[voter_id] = end_offset
+            return False
         return self._maybe_update_high_watermark()
 
     def _maybe_update_high_watermark(self) -> bool:
@@ -161,6 +194,10 @@ class FollowerState(EpochState):
     def leader_id(self) -> int:
         return self.leader
 
+    def override_fetch_timeout(self, now_ms: int, timeout_ms: int) -> None:
+        """The leader resigned (EndQuorumEpoch): give up on it after ``timeout_ms`` instead."""
+        self.fetch_deadline_ms = now_ms + timeout_ms
+
     def update_high_watermark(self, hw: int | None) -> bool:
         if hw is None or (self.high_watermark is not None and hw <= self.high_watermark):
             return False
@@ -176,6 +213,8 @@ class ResignedState(EpochState):
     voters: frozenset[int]
     local_id: int
     election_deadline_ms: int = 0
+    preferred_successors: tuple[int, ...] = ()
+    unacknowledged: set[int] = field(default_factory=set)
     kind: StateKind = field(default=StateKind.RESIGNED, init=False)
 
     def election(self) -> ElectionState:

@@ -1,40 +1,96 @@
 """KafkaRaftClient: the Raft replica of the ``__cluster_metadata`` partition (Kafka's ``KafkaRaftClient``).
 
-Theory of operation. ``poll_once()`` is the whole client: it drives the epoch state machine
-(:class:`~pykbroker.raft.quorum_state.QuorumState`), moves appended records from the
+Theory of operation. The client is sans-I/O: ``poll_once()`` consumes the inbound RPCs queued by
+``handle(message)``, fires the due timers of the current epoch state
+(:class:`~pykbroker.raft.quorum_state.QuorumState`), queues outbound RPCs (Vote, BeginQuorumEpoch,
+EndQuorumEpoch, Fetch - :mod:`pykbroker.raft.raft_messages`) that the owner takes with
+``drain_outbound()`` and delivers, moves appended records from the
 :class:`~pykbroker.raft.batch_accumulator.BatchAccumulator` into the :class:`ReplicatedLog`, advances the
-high watermark, and delivers committed batches and leader changes to the registered listeners. It does no
-waiting; ``poll()`` adds the wait (on a condition woken by appends, registrations and shutdown). The
-:class:`~pykbroker.raft.kafka_raft_client_driver.KafkaRaftClientDriver` thread calls ``poll()`` in a loop.
+high watermark and delivers committed batches and leader changes to the registered listeners. It does no
+waiting; ``poll()`` adds the wait (on a condition woken by appends, inbound messages, registrations and
+shutdown). The :class:`~pykbroker.raft.kafka_raft_client_driver.KafkaRaftClientDriver` thread calls
+``poll()`` in a loop. Time comes from the injected ``Time`` only.
 
-Single voter (the only mode implemented): on start the node's stored election state is loaded (a node
-that led the stored epoch comes back Resigned), it becomes Candidate in ``epoch + 1`` (persisted), has its
-own vote and so becomes Leader at once, appends a LeaderChange control batch at the epoch start offset,
-flushes, and the high watermark - the majority end offset, here its own - moves past it; everything in the
-log is then committed and replayed to listeners from offset 0.
+Single voter (today's combined node): on start the stored election state is loaded (a node that led the
+stored epoch comes back Resigned), it becomes Candidate in ``epoch + 1`` (persisted), has its own vote and
+so becomes Leader at once, appends a LeaderChange control batch at the epoch start offset, flushes, and the
+high watermark - the majority end offset, here its own - moves past it. No RPC is ever produced.
 
-TODO(multi-voter): Vote / BeginQuorumEpoch / EndQuorumEpoch / Fetch handling, election and fetch
-timeouts, observers. The states, the transition table and ``LeaderState.update_replica_end_offset`` are
-ready for it; the constructor refuses configurations that need it.
+Several voters (Kafka's protocol): an Unattached voter whose randomized election timeout
+(``election_timeout_ms`` + up to as much again) expires becomes Candidate in a new epoch and sends Vote to
+every voter; a voter grants at most one vote per epoch (persisted in the quorum-state file before it
+answers), only to a candidate whose log (last epoch, end offset) is at least as up to date as its own. A
+candidate with a majority becomes Leader, appends LeaderChange and sends BeginQuorumEpoch until each voter
+acknowledged; a failed election backs off (binary exponential, capped by ``election_backoff_max_ms``)
+before the next epoch. Followers (and observers - nodes that are not voters, which never vote or stand)
+send Fetch with ``fetch_offset`` = their log end and ``last_fetched_epoch``; the leader answers
+``diverging_epoch`` when they disagree (the follower truncates and refetches), else records and its
+high watermark, parking an empty fetch up to ``max_wait_ms``. The leader's high watermark is the offset a
+majority of voters has reached, once above its epoch start offset (Raft's commit rule). A follower that
+hears nothing from its leader for ``fetch_timeout_ms`` stands for election. A resigning leader sends
+EndQuorumEpoch naming its preferred successors, which stand at once or after a short backoff.
+One request is in flight per destination; one not answered within ``request_timeout_ms`` is dropped and
+retried after ``retry_backoff_ms``; responses that do not answer the in-flight request are ignored, so
+lost, late, duplicated and reordered messages are harmless.
 
-Threading: the IO thread owns the quorum state, the log and listener delivery. ``prepare_append``,
-``schedule_prepared_append``, ``schedule_append``, ``register``, ``unregister``, ``leader_and_epoch``,
-``high_watermark``, ``log_end_offset``, ``wakeup`` and ``begin_shutdown`` are safe from any thread.
+Not implemented: snapshots (FetchSnapshot is answered SNAPSHOT_NOT_FOUND), pre-vote (KIP-996), dynamic
+voters (KIP-853), check-quorum. The network wiring (controller listener) is the owner's job and not done.
+
+Threading: the IO thread owns the quorum state, the log and listener delivery. ``handle``,
+``drain_outbound``, ``prepare_append``, ``schedule_prepared_append``, ``schedule_append``, ``register``,
+``unregister``, ``resign``, ``leader_and_epoch``, ``high_watermark``, ``log_end_offset``, ``wakeup`` and
+``begin_shutdown`` are safe from any thread.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random as _random
 import threading
-from collections.abc import Sequence
-from typing import Generic, TypeVar
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from pykbroker.raft.batch_accumulator import BatchAccumulator, NotLeaderError
 from pykbroker.raft.control_records import LEADER_CHANGE, LeaderChangeMessage, control_key, parse_control_type
-from pykbroker.raft.epoch_state import LeaderState, StateKind
+from pykbroker.raft.epoch_state import (
+    CandidateState,
+    FollowerState,
+    LeaderState,
+    ResignedState,
+    StateKind,
+    UnattachedState,
+)
 from pykbroker.raft.quorum_state import QuorumState
 from pykbroker.raft.quorum_state_store import NO_ID, QuorumStateStore
 from pykbroker.raft.raft_client import UNKNOWN_LEADER, Batch, LeaderAndEpoch, RaftClientListener, RecordSerde
+from pykbroker.raft.raft_messages import (
+    FENCED_LEADER_EPOCH,
+    INCONSISTENT_CLUSTER_ID,
+    INCONSISTENT_VOTER_SET,
+    INVALID_REQUEST,
+    NONE,
+    NOT_LEADER_OR_FOLLOWER,
+    SNAPSHOT_NOT_FOUND,
+    UNKNOWN_LEADER_EPOCH,
+    BeginQuorumEpochRequestData,
+    BeginQuorumEpochResponseData,
+    EndQuorumEpochRequestData,
+    EndQuorumEpochResponseData,
+    EpochEndOffset,
+    FetchRequestData,
+    FetchResponseData,
+    FetchSnapshotRequestData,
+    FetchSnapshotResponseData,
+    LeaderIdAndEpoch,
+    RaftMessage,
+    RaftRequest,
+    RaftResponse,
+    RequestData,
+    ResponseData,
+    VoteRequestData,
+    VoteResponseData,
+)
 from pykbroker.raft.replicated_log import LogBatch, LogRecord, ReplicatedLog
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM, Time
@@ -42,6 +98,13 @@ from pykbroker.utils.time import SYSTEM, Time
 T = TypeVar("T")
 
 MAX_POLL_WAIT_MS = 500
+RETRY_BACKOFF_BASE_MS = 100
+"""Unit of the election backoffs (Kafka's ``KafkaRaftClient.RETRY_BACKOFF_BASE_MS``)."""
+
+
+class RaftInvariantError(RuntimeError):
+    """A Raft safety rule would be broken (Kafka throws IllegalStateException): e.g. truncating
+    committed records."""
 
 
 class _ListenerContext:
@@ -55,8 +118,28 @@ class _ListenerContext:
         self.last_fired: LeaderAndEpoch | None = None
 
 
+@dataclass
+class _InFlight:
+    """The one request in flight to a destination (Kafka's ``RequestManager`` connection state)."""
+
+    correlation_id: int
+    data: RequestData
+    deadline_ms: int
+
+
+@dataclass
+class _ParkedFetch:
+    """A Fetch the leader holds until there is data, the high watermark moves, or ``deadline_ms``."""
+
+    request: RaftRequest
+    high_watermark: int | None
+    deadline_ms: int
+
+
 class KafkaRaftClient(Generic[T]):
-    """See the module docstring. Offsets are Kafka offsets; times are ms of the injected ``time``."""
+    """See the module docstring. Offsets are Kafka offsets; times are ms of the injected ``time``.
+    ``voters`` is the static voter set (``controller.quorum.voters``); a ``node_id`` outside it is an
+    observer."""
 
     def __init__(
         self,
@@ -70,20 +153,29 @@ class KafkaRaftClient(Generic[T]):
         election_timeout_ms: int = 1000,
         fetch_timeout_ms: int = 2000,
         random: _random.Random | None = None,
+        election_backoff_max_ms: int = 1000,
+        request_timeout_ms: int = 2000,
+        retry_backoff_ms: int = 20,
+        fetch_max_wait_ms: int = 500,
+        cluster_id: str | None = None,
     ):
         self.node_id = node_id
         self.log = log
         self.serde = serde
         self.time = time
         self.append_linger_ms = append_linger_ms
+        self.election_backoff_max_ms = election_backoff_max_ms
+        self.request_timeout_ms = request_timeout_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.fetch_max_wait_ms = fetch_max_wait_ms
+        self.fetch_timeout_ms = fetch_timeout_ms
+        self.cluster_id = cluster_id
+        self.random = random or _random.Random()
         self.quorum = QuorumState(
-            node_id, frozenset(voters), store, time, election_timeout_ms, fetch_timeout_ms, random
+            node_id, frozenset(voters), store, time, election_timeout_ms, fetch_timeout_ms, self.random
         )
-        if not self.quorum.is_only_voter():
-            raise NotImplementedError(
-                f"KafkaRaftClient supports a single voter that is the local node (node {node_id}, voters "
-                f"{sorted(voters)}); Vote/Fetch RPCs for more voters and observers are not implemented yet"
-            )
+        if not self.quorum.voters:
+            raise ValueError("The voter set is empty")
         self._log = get_logger("RaftManager", id=node_id)
         self._cond = threading.Condition()
         self._woken = False  # guarded by _cond
@@ -94,6 +186,14 @@ class KafkaRaftClient(Generic[T]):
         self._reg_lock = threading.Lock()
         self._pending_registrations: list[tuple[bool, RaftClientListener]] = []  # (register?, listener)
         self._contexts: list[_ListenerContext] = []
+        self._io_lock = threading.Lock()  # guards _inbound, _outbound, _resign_requested
+        self._inbound: list[RaftMessage] = []
+        self._outbound: list[RaftMessage] = []
+        self._resign_requested: int | None = None
+        self._next_correlation_id = 0
+        self._in_flight: dict[int, _InFlight] = {}  # destination -> request
+        self._backoff_until: dict[int, int] = {}  # destination -> ms
+        self._parked_fetches: list[_ParkedFetch] = []
         self._shutting_down = False
         self._initialized = False
 
@@ -151,11 +251,31 @@ class KafkaRaftClient(Generic[T]):
             self._woken = True
             self._cond.notify_all()
 
+    def handle(self, message: RaftMessage) -> None:
+        """Queue an inbound request or response for the next poll."""
+        with self._io_lock:
+            self._inbound.append(message)
+        self.wakeup()
+
+    def drain_outbound(self) -> list[RaftMessage]:
+        """Take the requests and responses produced since the last call, oldest first."""
+        with self._io_lock:
+            out, self._outbound = self._outbound, []
+        return out
+
+    def resign(self, epoch: int) -> None:
+        """Give up leadership of ``epoch`` (Kafka's ``RaftClient.resign``); done on the next poll, a no-op
+        if this node no longer leads ``epoch``."""
+        with self._io_lock:
+            self._resign_requested = epoch
+        self.wakeup()
+
     # ---- IO thread ---------------------------------------------------------------------------
     def initialize(self) -> None:
         """Load the election state and the log position (call before the first poll)."""
         self.quorum.initialize(self.log.last_fetched_epoch())
         self._initialized = True
+        self._update_leader_and_epoch()
         self._log.info("Initialized quorum state", state=repr(self.quorum.state), log_end_offset=self.log.end_offset())
 
     def poll(self) -> None:
@@ -171,13 +291,23 @@ class KafkaRaftClient(Generic[T]):
         if not self._initialized:
             self.initialize()
         self._apply_registrations()
-        self._advance_election()
+        self._handle_inbound()
+        now = self._now()
+        self._expire_requests(now)
+        self._maybe_resign()
+        wait_ms = self._poll_state()
         if self.quorum.is_leader():
             self._drain_appends(force=self._shutting_down)
+            wait_ms = min(wait_ms, self._complete_parked_fetches(self._now()))
         self._poll_listeners()
         acc = self._accumulator
         due = acc.time_until_drain_ms() if acc is not None else None
-        return MAX_POLL_WAIT_MS if due is None else min(due, MAX_POLL_WAIT_MS)
+        if due is not None:
+            wait_ms = min(wait_ms, due)
+        return max(0, min(wait_ms, MAX_POLL_WAIT_MS))
+
+    def _now(self) -> int:
+        return self.time.hi_res_milliseconds()
 
     def _apply_registrations(self) -> None:
         with self._reg_lock:
@@ -188,22 +318,161 @@ class KafkaRaftClient(Generic[T]):
             else:
                 self._contexts = [c for c in self._contexts if c.listener is not listener]
 
-    def _advance_election(self) -> None:
-        kind = self.quorum.kind
-        if self._shutting_down:
-            return
-        if kind in (StateKind.UNATTACHED, StateKind.RESIGNED, StateKind.FOLLOWER) and self.quorum.is_only_voter():
-            self.quorum.transition_to_candidate()
-            self._log.info("Transitioned to Candidate", epoch=self.quorum.epoch)
-            kind = self.quorum.kind
-        if kind is StateKind.CANDIDATE and self.quorum.state.is_vote_granted():  # type: ignore[union-attr]
-            self._become_leader()
+    # ---- transitions -------------------------------------------------------------------------
+    def _transition(self, move: Callable[[], Any]) -> None:
+        """Run one QuorumState transition (durable before it takes effect) and reset what belonged to
+        the old state: in-flight requests (late answers are ignored), the accumulator and parked
+        fetches of a former leader."""
+        before = self.quorum.state
+        move()
+        after = self.quorum.state
+        self._in_flight.clear()
+        self._backoff_until.clear()
+        if not isinstance(after, LeaderState):
+            with self._state_lock:
+                acc, self._accumulator = self._accumulator, None
+            if acc is not None:
+                dropped = acc.close()
+                if dropped:
+                    self._log.warning("Dropped queued records on losing leadership", records=dropped)
+            self._fail_parked_fetches()
+        self._update_leader_and_epoch()
+        self._log.info("Transitioned", old=repr(before), new=repr(after))
 
-    def _become_leader(self) -> None:
+    def _update_leader_and_epoch(self) -> None:
+        with self._state_lock:
+            self._leader_and_epoch = LeaderAndEpoch(self.quorum.leader_id, self.quorum.epoch)
+
+    def _maybe_transition(self, leader_id: int, epoch: int) -> None:
+        """Learned (from any RPC) that ``leader_id`` (or nobody, -1) leads ``epoch`` (Kafka's
+        ``maybeTransition``)."""
+        q = self.quorum
+        if epoch < q.epoch:
+            return
+        if leader_id == NO_ID or leader_id == self.node_id:
+            if epoch > q.epoch:
+                self._transition(lambda: q.transition_to_unattached(epoch))
+            return
+        if epoch > q.epoch or not (q.kind is StateKind.FOLLOWER and q.leader_id == leader_id):
+            self._transition(lambda: q.transition_to_follower(epoch, leader_id))
+
+    def _transition_to_candidate(self) -> None:
+        self._transition(self.quorum.transition_to_candidate)
+        if self.quorum.is_only_voter():
+            self._log.info("Transitioned to Candidate", epoch=self.quorum.epoch)
+
+    def _election_backoff_ms(self, retries: int) -> int:
+        """Kafka's ``binaryExponentialElectionBackoffMs``."""
+        return min(RETRY_BACKOFF_BASE_MS * self.random.randrange(2 << (max(retries, 1) - 1)), self.election_backoff_max_ms)
+
+    def _end_epoch_backoff_ms(self, preferred_successors: Sequence[int]) -> int:
+        """How long a follower told EndQuorumEpoch waits before standing (Kafka's
+        ``strictExponentialElectionBackoffMs`` by position among the preferred successors)."""
+        if self.node_id not in preferred_successors:
+            return self.election_backoff_max_ms
+        position = list(preferred_successors).index(self.node_id)
+        if position == 0:
+            return 0
+        return min(RETRY_BACKOFF_BASE_MS << (position - 1), self.election_backoff_max_ms)
+
+    # ---- the state machine -------------------------------------------------------------------
+    def _poll_state(self) -> int:
+        """Fire due timers and send what the current state owes; returns ms until the next timer."""
+        for _ in range(4):  # a transition may make the new state's work due at once
+            state = self.quorum.state
+            wait_ms = self._poll_current(state, self._now())
+            if self.quorum.state is state:
+                return wait_ms
+        return 0
+
+    def _poll_current(self, state: Any, now: int) -> int:
+        q = self.quorum
+        may_elect = not self._shutting_down and q.is_voter()
+        if q.is_only_voter():
+            if may_elect and state.kind in (StateKind.UNATTACHED, StateKind.RESIGNED, StateKind.FOLLOWER):
+                self._transition_to_candidate()
+            elif isinstance(state, CandidateState) and state.is_vote_granted():
+                self._become_leader(state)
+            return MAX_POLL_WAIT_MS
+        if isinstance(state, LeaderState):
+            if self._shutting_down:
+                self._resign(state)
+                return 0
+            for voter in sorted(state.non_acknowledging_voters()):
+                if self._can_send(voter, now):
+                    self._send_request(voter, BeginQuorumEpochRequestData(self.node_id, state.epoch, self.cluster_id, voter))
+            return self._next_retry_ms(now)
+        if isinstance(state, CandidateState):
+            if state.is_vote_granted():
+                self._become_leader(state)
+                return 0
+            if state.backoff_deadline_ms is not None:
+                if now >= state.backoff_deadline_ms and may_elect:
+                    self._transition_to_candidate()
+                    return 0
+                return state.backoff_deadline_ms - now
+            if now >= state.election_deadline_ms or state.is_vote_rejected():
+                state.start_backing_off(now, self._election_backoff_ms(state.retries))
+                self._log.info("Election failed; backing off", epoch=state.epoch, retries=state.retries)
+                return 0
+            request = VoteRequestData(
+                state.epoch, self.node_id, self.log.last_fetched_epoch(), self.log.end_offset(), self.cluster_id
+            )
+            for voter in sorted(state.unrecorded_voters()):
+                if self._can_send(voter, now):
+                    self._send_request(voter, dataclasses.replace(request, voter_id=voter))
+            return min(state.election_deadline_ms - now, self._next_retry_ms(now))
+        if isinstance(state, FollowerState):
+            if now >= state.fetch_deadline_ms:
+                if may_elect:
+                    self._log.info("No fetch from the leader in time; standing", epoch=state.epoch, leader=state.leader)
+                    self._transition_to_candidate()
+                    return 0
+                if not q.is_voter():
+                    self._maybe_send_fetch(self._random_voter(), now)  # observer: look for the leader
+                    return self._next_retry_ms(now)
+            self._maybe_send_fetch(state.leader, now)
+            return min(max(0, state.fetch_deadline_ms - now), self._next_retry_ms(now))
+        if isinstance(state, UnattachedState):
+            if q.is_voter():
+                if now >= state.election_deadline_ms and may_elect:
+                    self._transition_to_candidate()
+                    return 0
+                return max(0, state.election_deadline_ms - now)
+            self._maybe_send_fetch(self._random_voter(), now)  # observer: discover the leader
+            return self._next_retry_ms(now)
+        if isinstance(state, ResignedState):
+            if now >= state.election_deadline_ms and may_elect:
+                self._transition_to_candidate()
+                return 0
+            request = EndQuorumEpochRequestData(self.node_id, state.epoch, state.preferred_successors, self.cluster_id)
+            for voter in sorted(state.unacknowledged):
+                if self._can_send(voter, now):
+                    self._send_request(voter, request)
+            return min(max(0, state.election_deadline_ms - now), self._next_retry_ms(now))
+        return MAX_POLL_WAIT_MS
+
+    def _random_voter(self) -> int:
+        return self.random.choice(sorted(self.quorum.voters))
+
+    def _maybe_resign(self) -> None:
+        with self._io_lock:
+            epoch, self._resign_requested = self._resign_requested, None
+        state = self.quorum.state
+        if epoch is not None and isinstance(state, LeaderState) and state.epoch == epoch:
+            self._resign(state)
+
+    def _resign(self, leader: LeaderState) -> None:
+        self._log.info("Resigning", epoch=leader.epoch)
+        self._transition(self.quorum.transition_to_resigned)
+
+    def _become_leader(self, candidate: CandidateState) -> None:
         start = self.log.end_offset()
-        leader = self.quorum.transition_to_leader(start)
+        self._transition(lambda: self.quorum.transition_to_leader(start))
+        leader = self.quorum.state
+        assert isinstance(leader, LeaderState)
         epoch = leader.epoch
-        message = LeaderChangeMessage(self.node_id, tuple(sorted(leader.voters)), (self.node_id,))
+        message = LeaderChangeMessage(self.node_id, tuple(sorted(leader.voters)), tuple(sorted(candidate.granted)))
         self.log.append_as_leader(
             [LogRecord(control_key(LEADER_CHANGE), message.encode())],
             epoch,
@@ -213,7 +482,6 @@ class KafkaRaftClient(Generic[T]):
         acc = BatchAccumulator(epoch, start + 1, self.append_linger_ms, self.time, self.wakeup)
         with self._state_lock:
             self._accumulator = acc
-            self._leader_and_epoch = LeaderAndEpoch(self.node_id, epoch)
         self._flush_and_update_hw(leader)
         self._log.info(
             "Completed transition to Leader", epoch=epoch, epoch_start_offset=start, high_watermark=self._high_watermark
@@ -236,9 +504,313 @@ class KafkaRaftClient(Generic[T]):
         self.log.flush()
         if leader.update_local_end_offset(self.log.end_offset()):
             assert leader.high_watermark is not None
-            self.log.update_high_watermark(leader.high_watermark)
-            with self._state_lock:
-                self._high_watermark = leader.high_watermark
+            self._set_high_watermark(leader.high_watermark)
+
+    def _set_high_watermark(self, hw: int) -> None:
+        """The high watermark only moves forward."""
+        if self._high_watermark is not None and hw <= self._high_watermark:
+            return
+        self.log.update_high_watermark(hw)
+        with self._state_lock:
+            self._high_watermark = hw
+
+    # ---- outbound requests -------------------------------------------------------------------
+    def _can_send(self, destination: int, now: int) -> bool:
+        return destination not in self._in_flight and self._backoff_until.get(destination, 0) <= now
+
+    def _next_retry_ms(self, now: int) -> int:
+        deadlines = [r.deadline_ms for r in self._in_flight.values()] + list(self._backoff_until.values())
+        future = [d - now for d in deadlines if d > now]
+        return min(future, default=MAX_POLL_WAIT_MS)
+
+    def _send_request(self, destination: int, data: RequestData) -> None:
+        now = self._now()
+        self._next_correlation_id += 1
+        cid = self._next_correlation_id
+        self._in_flight[destination] = _InFlight(cid, data, now + self.request_timeout_ms)
+        with self._io_lock:
+            self._outbound.append(RaftRequest(cid, self.node_id, destination, data, now))
+
+    def _send_response(self, request: RaftRequest, data: ResponseData) -> None:
+        with self._io_lock:
+            self._outbound.append(RaftResponse(request.correlation_id, self.node_id, request.source_id, data))
+
+    def _expire_requests(self, now: int) -> None:
+        for destination, request in list(self._in_flight.items()):
+            if now >= request.deadline_ms:
+                del self._in_flight[destination]
+                self._backoff_until[destination] = now + self.retry_backoff_ms
+
+    def _maybe_send_fetch(self, destination: int, now: int) -> None:
+        if destination == self.node_id or not self._can_send(destination, now):
+            return
+        self._send_request(
+            destination,
+            FetchRequestData(
+                self.node_id,
+                self.quorum.epoch,
+                self.log.end_offset(),
+                self.log.last_fetched_epoch(),
+                self.fetch_max_wait_ms,
+                cluster_id=self.cluster_id,
+            ),
+        )
+
+    # ---- inbound -----------------------------------------------------------------------------
+    def _handle_inbound(self) -> None:
+        with self._io_lock:
+            messages, self._inbound = self._inbound, []
+        for message in messages:
+            if message.destination_id != self.node_id:
+                continue
+            if isinstance(message, RaftRequest):
+                self._handle_request(message)
+            else:
+                self._handle_response(message)
+
+    def _handle_request(self, request: RaftRequest) -> None:
+        data = request.data
+        response: ResponseData | None
+        if self.cluster_id is not None and data.cluster_id is not None and data.cluster_id != self.cluster_id:
+            response = self._error_response(data, INCONSISTENT_CLUSTER_ID)
+        elif isinstance(data, VoteRequestData):
+            response = self._handle_vote_request(data)
+        elif isinstance(data, BeginQuorumEpochRequestData):
+            response = self._handle_begin_quorum_epoch_request(data)
+        elif isinstance(data, EndQuorumEpochRequestData):
+            response = self._handle_end_quorum_epoch_request(data)
+        elif isinstance(data, FetchRequestData):
+            response = self._handle_fetch_request(request, data)
+        else:
+            response = self._handle_fetch_snapshot_request(data)
+        if response is not None:
+            self._send_response(request, response)
+
+    def _error_response(self, data: RequestData, error: int) -> ResponseData:
+        leader, epoch = self.quorum.leader_id, self.quorum.epoch
+        if isinstance(data, VoteRequestData):
+            return VoteResponseData(error, leader, epoch, False)
+        if isinstance(data, BeginQuorumEpochRequestData):
+            return BeginQuorumEpochResponseData(error, leader, epoch)
+        if isinstance(data, EndQuorumEpochRequestData):
+            return EndQuorumEpochResponseData(error, leader, epoch)
+        if isinstance(data, FetchRequestData):
+            return FetchResponseData(error, LeaderIdAndEpoch(leader, epoch))
+        return FetchSnapshotResponseData(error, LeaderIdAndEpoch(leader, epoch))
+
+    def _handle_vote_request(self, data: VoteRequestData) -> VoteResponseData:
+        q = self.quorum
+        if not q.is_voter() or data.candidate_id not in q.voters:
+            return VoteResponseData(INCONSISTENT_VOTER_SET, q.leader_id, q.epoch, False)
+        if data.candidate_epoch < q.epoch:
+            return VoteResponseData(FENCED_LEADER_EPOCH, q.leader_id, q.epoch, False)
+        if data.candidate_epoch > q.epoch:
+            self._transition(lambda: q.transition_to_unattached(data.candidate_epoch))
+        state = q.state
+        log_ok = (data.last_offset_epoch, data.last_offset) >= (self.log.last_fetched_epoch(), self.log.end_offset())
+        granted = state.can_grant_vote(data.candidate_id) and log_ok
+        if granted and isinstance(state, UnattachedState) and state.voted_id == NO_ID:
+            self._transition(lambda: q.transition_to_unattached_voted(data.candidate_epoch, data.candidate_id))
+        self._log.debug("Vote request", candidate=data.candidate_id, epoch=data.candidate_epoch, granted=granted)
+        return VoteResponseData(NONE, q.leader_id, q.epoch, granted)
+
+    def _handle_begin_quorum_epoch_request(self, data: BeginQuorumEpochRequestData) -> BeginQuorumEpochResponseData:
+        q = self.quorum
+        if data.leader_id not in q.voters:
+            return BeginQuorumEpochResponseData(INCONSISTENT_VOTER_SET, q.leader_id, q.epoch)
+        if data.leader_epoch < q.epoch:
+            return BeginQuorumEpochResponseData(FENCED_LEADER_EPOCH, q.leader_id, q.epoch)
+        self._maybe_transition(data.leader_id, data.leader_epoch)
+        return BeginQuorumEpochResponseData(NONE, q.leader_id, q.epoch)
+
+    def _handle_end_quorum_epoch_request(self, data: EndQuorumEpochRequestData) -> EndQuorumEpochResponseData:
+        q = self.quorum
+        if data.leader_id not in q.voters:
+            return EndQuorumEpochResponseData(INCONSISTENT_VOTER_SET, q.leader_id, q.epoch)
+        if data.leader_epoch < q.epoch:
+            return EndQuorumEpochResponseData(FENCED_LEADER_EPOCH, q.leader_id, q.epoch)
+        self._maybe_transition(data.leader_id, data.leader_epoch)
+        state = q.state
+        if isinstance(state, FollowerState) and state.leader == data.leader_id and q.is_voter():
+            state.override_fetch_timeout(self._now(), self._end_epoch_backoff_ms(data.preferred_successors))
+        return EndQuorumEpochResponseData(NONE, q.leader_id, q.epoch)
+
+    def _validate_leader_only(self, current_leader_epoch: int) -> int:
+        q = self.quorum
+        if current_leader_epoch < q.epoch:
+            return FENCED_LEADER_EPOCH
+        if current_leader_epoch > q.epoch:
+            return UNKNOWN_LEADER_EPOCH
+        if not q.is_leader():
+            return NOT_LEADER_OR_FOLLOWER
+        return NONE
+
+    def _handle_fetch_request(self, request: RaftRequest, data: FetchRequestData) -> FetchResponseData | None:
+        q = self.quorum
+        error = self._validate_leader_only(data.current_leader_epoch)
+        if error != NONE:
+            return FetchResponseData(error, LeaderIdAndEpoch(q.leader_id, q.epoch))
+        leader = q.state
+        assert isinstance(leader, LeaderState)
+        current = LeaderIdAndEpoch(self.node_id, leader.epoch)
+        if data.fetch_offset < 0 or data.last_fetched_epoch < 0 or data.last_fetched_epoch > leader.epoch:
+            return FetchResponseData(INVALID_REQUEST, current)
+        diverging = self._validate_offset_and_epoch(data.fetch_offset, data.last_fetched_epoch)
+        if diverging is not None:
+            return FetchResponseData(NONE, current, _hw(leader.high_watermark), (), diverging)
+        leader.add_acknowledgement(data.replica_id)
+        if leader.update_replica_end_offset(data.replica_id, data.fetch_offset):
+            assert leader.high_watermark is not None
+            self._set_high_watermark(leader.high_watermark)
+        if data.fetch_offset < self.log.end_offset() or data.max_wait_ms <= 0:
+            return self._fetch_response(data)
+        self._parked_fetches.append(_ParkedFetch(request, leader.high_watermark, self._now() + data.max_wait_ms))
+        return None
+
+    def _validate_offset_and_epoch(self, fetch_offset: int, last_fetched_epoch: int) -> EpochEndOffset | None:
+        """None when the fetcher's log agrees with ours up to ``fetch_offset``; else where it diverges
+        (Kafka's ``ReplicatedLog.validateOffsetAndEpoch``)."""
+        if fetch_offset == 0 and last_fetched_epoch == 0:
+            return None
+        end = self.log.end_offset_for_epoch(last_fetched_epoch)
+        if end.epoch != last_fetched_epoch or end.offset < fetch_offset:
+            return EpochEndOffset(end.epoch, end.offset)
+        return None
+
+    def _fetch_response(self, data: FetchRequestData) -> FetchResponseData:
+        leader = self.quorum.state
+        assert isinstance(leader, LeaderState)
+        batches: list[LogBatch] = []
+        size = 0
+        for batch in self.log.read(data.fetch_offset):
+            batch_size = sum(len(r.value or b"") + len(r.key or b"") for r in batch.records)
+            if batches and size + batch_size > data.partition_max_bytes:
+                break
+            batches.append(batch)
+            size += batch_size
+        return FetchResponseData(
+            NONE, LeaderIdAndEpoch(self.node_id, leader.epoch), _hw(leader.high_watermark), tuple(batches)
+        )
+
+    def _complete_parked_fetches(self, now: int) -> int:
+        leader = self.quorum.state
+        if not self._parked_fetches or not isinstance(leader, LeaderState):
+            return MAX_POLL_WAIT_MS
+        end = self.log.end_offset()
+        waiting: list[_ParkedFetch] = []
+        for parked in self._parked_fetches:
+            data = parked.request.data
+            assert isinstance(data, FetchRequestData)
+            if data.fetch_offset < end or parked.high_watermark != leader.high_watermark or now >= parked.deadline_ms:
+                self._send_response(parked.request, self._fetch_response(data))
+            else:
+                waiting.append(parked)
+        self._parked_fetches = waiting
+        return min((p.deadline_ms - now for p in waiting), default=MAX_POLL_WAIT_MS)
+
+    def _fail_parked_fetches(self) -> None:
+        parked, self._parked_fetches = self._parked_fetches, []
+        for p in parked:
+            self._send_response(p.request, FetchResponseData(NOT_LEADER_OR_FOLLOWER, self._current_leader()))
+
+    def _current_leader(self) -> LeaderIdAndEpoch:
+        return LeaderIdAndEpoch(self.quorum.leader_id, self.quorum.epoch)
+
+    def _handle_fetch_snapshot_request(self, data: FetchSnapshotRequestData) -> FetchSnapshotResponseData:
+        error = self._validate_leader_only(data.current_leader_epoch)
+        return FetchSnapshotResponseData(error if error != NONE else SNAPSHOT_NOT_FOUND, self._current_leader())
+
+    # ---- responses ---------------------------------------------------------------------------
+    def _handle_response(self, response: RaftResponse) -> None:
+        pending = self._in_flight.get(response.source_id)
+        if pending is None or pending.correlation_id != response.correlation_id:
+            return  # late, duplicated or from an older state
+        del self._in_flight[response.source_id]
+        data = response.data
+        source = response.source_id
+        if isinstance(data, VoteResponseData):
+            self._handle_vote_response(source, data)
+        elif isinstance(data, BeginQuorumEpochResponseData):
+            if not self._handle_epoch_info(source, data.error_code, data.leader_id, data.leader_epoch):
+                state = self.quorum.state
+                if isinstance(state, LeaderState) and data.leader_epoch == state.epoch:
+                    state.add_acknowledgement(source)
+        elif isinstance(data, EndQuorumEpochResponseData):
+            if not self._handle_epoch_info(source, data.error_code, data.leader_id, data.leader_epoch):
+                state = self.quorum.state
+                if isinstance(state, ResignedState) and data.leader_epoch == state.epoch:
+                    state.unacknowledged.discard(source)
+        elif isinstance(data, FetchResponseData):
+            request = pending.data
+            assert isinstance(request, FetchRequestData)
+            self._handle_fetch_response(source, request, data)
+
+    def _handle_epoch_info(self, source: int, error: int, leader_id: int, epoch: int) -> bool:
+        """Kafka's ``maybeHandleCommonResponse``: a newer epoch (or the leader of ours) moves us on;
+        an error backs this destination off. True when the response needs no further handling."""
+        q = self.quorum
+        if epoch > q.epoch or (epoch == q.epoch and leader_id not in (NO_ID, self.node_id) and q.leader_id == NO_ID):
+            self._maybe_transition(leader_id, epoch)
+            return True
+        if error != NONE:
+            self._backoff_until[source] = self._now() + self.retry_backoff_ms
+            return True
+        return False
+
+    def _handle_vote_response(self, source: int, data: VoteResponseData) -> None:
+        q = self.quorum
+        if data.leader_epoch > q.epoch:
+            self._maybe_transition(data.leader_id, data.leader_epoch)
+            return
+        if data.error_code != NONE:
+            self._backoff_until[source] = self._now() + self.retry_backoff_ms
+            return
+        state = q.state
+        if isinstance(state, CandidateState) and data.leader_epoch == state.epoch:
+            if data.vote_granted:
+                state.record_granted_vote(source)
+            else:
+                state.record_rejected_vote(source)
+        elif data.leader_epoch == q.epoch and data.leader_id not in (NO_ID, self.node_id):
+            self._maybe_transition(data.leader_id, data.leader_epoch)
+
+    def _handle_fetch_response(self, source: int, request: FetchRequestData, data: FetchResponseData) -> None:
+        leader_id, epoch = data.current_leader
+        if self._handle_epoch_info(source, data.error_code, leader_id, epoch) and data.error_code != NONE:
+            return
+        state = self.quorum.state
+        if data.error_code != NONE or not (
+            isinstance(state, FollowerState) and state.leader == source and epoch == state.epoch
+        ):
+            return
+        if request.fetch_offset != self.log.end_offset():
+            return  # the log moved since the request was sent
+        state.fetch_deadline_ms = self._now() + self.fetch_timeout_ms
+        if data.diverging_epoch is not None:
+            self._truncate_to_end_offset(data.diverging_epoch)
+            return
+        if data.records:
+            if data.records[0].base_offset != self.log.end_offset():
+                return
+            self.log.append_as_follower(list(data.records))
+            self.log.flush()
+        if data.high_watermark >= 0:
+            hw = min(data.high_watermark, self.log.end_offset())
+            state.update_high_watermark(hw)
+            self._set_high_watermark(hw)
+
+    def _truncate_to_end_offset(self, diverging: EpochEndOffset) -> None:
+        """Kafka's ``truncateToEndOffset``: cut the log back to where it agrees with the leader."""
+        if diverging.epoch == 0:
+            offset = min(diverging.end_offset, self.log.end_offset())
+        else:
+            local = self.log.end_offset_for_epoch(diverging.epoch)
+            offset = min(local.offset, diverging.end_offset) if local.epoch == diverging.epoch else local.offset
+        hw = self._high_watermark
+        if hw is not None and offset < hw:
+            raise RaftInvariantError(f"Node {self.node_id}: truncation to {offset} below the high watermark {hw}")
+        self._log.info("Truncating to the leader's log", offset=offset, diverging=diverging)
+        self.log.truncate_to(offset)
 
     def _poll_listeners(self) -> None:
         hw = self._high_watermark
@@ -313,3 +885,7 @@ class KafkaRaftClient(Generic[T]):
         for ctx in self._contexts:
             self._call(lambda _, ctx=ctx: ctx.listener.begin_shutdown(), None)
         self.log.flush()
+
+
+def _hw(high_watermark: int | None) -> int:
+    return -1 if high_watermark is None else high_watermark

@@ -106,7 +106,10 @@ class QuorumState:
         if election.epoch < log_end_epoch:
             state = UnattachedState(log_end_epoch, self.voters, election_deadline_ms=deadline)
         elif self.local_id is not None and election.is_leader(self.local_id):
-            state = ResignedState(election.epoch, self.voters, self.local_id, election_deadline_ms=deadline)
+            others = set(self.voters) - {self.local_id}
+            state = ResignedState(
+                election.epoch, self.voters, self.local_id, deadline, tuple(sorted(others)), others
+            )
         elif self.local_id is not None and election.voted_id == self.local_id and self.is_voter():
             state = CandidateState(election.epoch, self.voters, self.local_id, election_deadline_ms=deadline)
         elif election.has_voted():
@@ -187,9 +190,20 @@ class QuorumState:
         deadline = self.time.hi_res_milliseconds() + self.fetch_timeout_ms
         self._durable_transition(FollowerState(epoch, self.voters, leader_id, fetch_deadline_ms=deadline))
 
-    def transition_to_resigned(self) -> None:
+    def transition_to_resigned(self) -> ResignedState:
+        """The leader steps down in its epoch; it tells the other voters with EndQuorumEpoch, naming
+        its ``preferred_successors`` (most caught up first)."""
         state = self.state
         self._check(R, self.epoch)
         assert isinstance(state, LeaderState)
         deadline = self.time.hi_res_milliseconds() + self.random_election_timeout_ms()
-        self._durable_transition(ResignedState(self.epoch, self.voters, state.local_id, deadline))
+        resigned = ResignedState(
+            self.epoch,
+            self.voters,
+            state.local_id,
+            deadline,
+            state.preferred_successors(),
+            set(self.voters) - {state.local_id},
+        )
+        self._durable_transition(resigned)
+        return resigned

@@ -168,9 +168,18 @@ def test_listener_exception_does_not_stop_delivery():
     assert good.data_records() == ["a"]
 
 
-def test_multi_voter_not_supported_yet():
-    with pytest.raises(NotImplementedError):
-        KafkaRaftClient(1, [1, 2, 3], MemoryReplicatedLog(), MemoryQuorumStateStore(), StringSerde())
+def test_empty_voter_set_refused():
+    with pytest.raises(ValueError):
+        KafkaRaftClient(1, [], MemoryReplicatedLog(), MemoryQuorumStateStore(), StringSerde())
+
+
+def test_single_voter_sends_no_rpcs():
+    client = new_client(MemoryReplicatedLog(), MemoryQuorumStateStore())
+    client.poll_once()
+    client.prepare_append(1, ["a"])
+    client.schedule_prepared_append()
+    client.poll_once()
+    assert client.drain_outbound() == []
 
 
 def test_driver_thread_commits_and_shuts_down():

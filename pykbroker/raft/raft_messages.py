@@ -1,0 +1,205 @@
+"""The Raft RPCs as the sans-I/O :class:`~pykbroker.raft.kafka_raft_client.KafkaRaftClient` sees them.
+
+Kafka's Vote (52), BeginQuorumEpoch (53), EndQuorumEpoch (54), Fetch (1) and FetchSnapshot (59) requests
+and responses carry a ``topics[].partitions[]`` nest; the Raft client only ever addresses the one
+``__cluster_metadata-0`` partition, so each message here is that nest flattened to the partition's fields,
+with the field names of the schemas in ``pykbroker/protocol/schemas/raft.py`` and ``fetch.py``
+(``candidate_epoch``, ``last_offset_epoch``, ``vote_granted``, ``last_fetched_epoch``,
+``diverging_epoch``, ``current_leader`` ...). Translating them to and from the wire structs is the
+network layer's job (not wired yet); records travel as :class:`~pykbroker.raft.replicated_log.LogBatch`.
+
+Envelopes: :class:`RaftRequest` / :class:`RaftResponse` add who sends to whom and the correlation id
+that pairs a response with its request. Error codes are Kafka's numeric codes (the raft layer does not
+import the protocol package).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from pykbroker.raft.quorum_state_store import NO_ID
+from pykbroker.raft.replicated_log import LogBatch
+
+# Kafka error codes used by the Raft RPCs.
+NONE = 0
+NOT_LEADER_OR_FOLLOWER = 6
+BROKER_NOT_AVAILABLE = 8
+INVALID_REQUEST = 42
+FENCED_LEADER_EPOCH = 74
+UNKNOWN_LEADER_EPOCH = 75
+INCONSISTENT_VOTER_SET = 94
+SNAPSHOT_NOT_FOUND = 98
+INCONSISTENT_CLUSTER_ID = 104
+
+# ApiKeys
+FETCH = 1
+VOTE = 52
+BEGIN_QUORUM_EPOCH = 53
+END_QUORUM_EPOCH = 54
+FETCH_SNAPSHOT = 59
+
+
+class EpochEndOffset(NamedTuple):
+    """Fetch response ``diverging_epoch``: the leader's end offset of the largest epoch <= the
+    follower's ``last_fetched_epoch``."""
+
+    epoch: int
+    end_offset: int
+
+
+class LeaderIdAndEpoch(NamedTuple):
+    """``current_leader`` of Fetch/FetchSnapshot responses."""
+
+    leader_id: int
+    leader_epoch: int
+
+
+class SnapshotId(NamedTuple):
+    end_offset: int
+    epoch: int
+
+
+# ---- Vote ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class VoteRequestData:
+    candidate_epoch: int
+    candidate_id: int
+    last_offset_epoch: int
+    last_offset: int
+    cluster_id: str | None = None
+    voter_id: int = NO_ID
+    api_key: int = field(default=VOTE, init=False, repr=False)
+
+
+@dataclass(frozen=True)
+class VoteResponseData:
+    error_code: int
+    leader_id: int
+    leader_epoch: int
+    vote_granted: bool
+    api_key: int = field(default=VOTE, init=False, repr=False)
+
+
+# ---- BeginQuorumEpoch ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BeginQuorumEpochRequestData:
+    leader_id: int
+    leader_epoch: int
+    cluster_id: str | None = None
+    voter_id: int = NO_ID
+    api_key: int = field(default=BEGIN_QUORUM_EPOCH, init=False, repr=False)
+
+
+@dataclass(frozen=True)
+class BeginQuorumEpochResponseData:
+    error_code: int
+    leader_id: int
+    leader_epoch: int
+    api_key: int = field(default=BEGIN_QUORUM_EPOCH, init=False, repr=False)
+
+
+# ---- EndQuorumEpoch -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EndQuorumEpochRequestData:
+    leader_id: int
+    leader_epoch: int
+    preferred_successors: tuple[int, ...] = ()
+    cluster_id: str | None = None
+    api_key: int = field(default=END_QUORUM_EPOCH, init=False, repr=False)
+
+
+@dataclass(frozen=True)
+class EndQuorumEpochResponseData:
+    error_code: int
+    leader_id: int
+    leader_epoch: int
+    api_key: int = field(default=END_QUORUM_EPOCH, init=False, repr=False)
+
+
+# ---- Fetch --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FetchRequestData:
+    """A follower's or observer's fetch of ``__cluster_metadata-0``: it has everything below
+    ``fetch_offset`` and the last batch it has was written in ``last_fetched_epoch``."""
+
+    replica_id: int
+    current_leader_epoch: int
+    fetch_offset: int
+    last_fetched_epoch: int
+    max_wait_ms: int = 0
+    partition_max_bytes: int = 1 << 20
+    cluster_id: str | None = None
+    api_key: int = field(default=FETCH, init=False, repr=False)
+
+
+@dataclass(frozen=True)
+class FetchResponseData:
+    error_code: int
+    current_leader: LeaderIdAndEpoch
+    high_watermark: int = -1
+    records: tuple[LogBatch, ...] = ()
+    diverging_epoch: EpochEndOffset | None = None
+    snapshot_id: SnapshotId | None = None
+    api_key: int = field(default=FETCH, init=False, repr=False)
+
+
+# ---- FetchSnapshot ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FetchSnapshotRequestData:
+    replica_id: int
+    current_leader_epoch: int
+    snapshot_id: SnapshotId
+    position: int = 0
+    max_bytes: int = 0x7FFFFFFF
+    cluster_id: str | None = None
+    api_key: int = field(default=FETCH_SNAPSHOT, init=False, repr=False)
+
+
+@dataclass(frozen=True)
+class FetchSnapshotResponseData:
+    error_code: int
+    current_leader: LeaderIdAndEpoch
+    snapshot_id: SnapshotId | None = None
+    size: int = 0
+    position: int = 0
+    unaligned_records: bytes = b""
+    api_key: int = field(default=FETCH_SNAPSHOT, init=False, repr=False)
+
+
+RequestData = (
+    VoteRequestData
+    | BeginQuorumEpochRequestData
+    | EndQuorumEpochRequestData
+    | FetchRequestData
+    | FetchSnapshotRequestData
+)
+ResponseData = (
+    VoteResponseData
+    | BeginQuorumEpochResponseData
+    | EndQuorumEpochResponseData
+    | FetchResponseData
+    | FetchSnapshotResponseData
+)
+
+
+@dataclass(frozen=True)
+class RaftRequest:
+    """``source_id`` asks ``destination_id``; the answer carries the same ``correlation_id``."""
+
+    correlation_id: int
+    source_id: int
+    destination_id: int
+    data: RequestData
+    created_ms: int = 0
+
+
+@dataclass(frozen=True)
+class RaftResponse:
+    correlation_id: int
+    source_id: int
+    destination_id: int
+    data: ResponseData
+
+
+RaftMessage = RaftRequest | RaftResponse
