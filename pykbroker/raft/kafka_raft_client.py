@@ -727,6 +727,8 @@ class KafkaRaftClient(Generic[T]):
             return  # late, duplicated or from an older state
         del self._in_flight[response.source_id]
         data = response.data
+        if data.api_key != pending.data.api_key:
+            return
         source = response.source_id
         if isinstance(data, VoteResponseData):
             self._handle_vote_response(source, data)

@@ -32,7 +32,7 @@ U, C, L, F, R = (StateKind.UNATTACHED, StateKind.CANDIDATE, StateKind.LEADER, St
 TRANSITIONS: dict[StateKind, frozenset[StateKind]] = {
     U: frozenset({U, C, F}),
     C: frozenset({U, C, L, F}),
-    L: frozenset({U, R}),
+    L: frozenset({U, R, F}),  # F and U only in a higher epoch
     F: frozenset({U, C, F}),
     R: frozenset({U, C, F}),
 }

@@ -1,0 +1,398 @@
+"""Seeded, deterministic simulation of a Raft quorum (the idea of Kafka's ``RaftEventSimulationTest``).
+
+Several :class:`KafkaRaftClient` voters and an observer talk over an in-memory network that loses,
+delays (so reorders) and duplicates messages, is partitioned and healed, while nodes crash and restart
+(keeping their log and quorum-state store, losing everything in memory and every message in flight to or
+from them - a restart resets connections). The leader appends records and sometimes resigns. After every
+step the invariants are checked:
+
+* at most one leader per epoch (over the whole run);
+* a committed record (below some node's high watermark) is on a majority of voters, is never lost or
+  changed on any node that has it, and no node has anything else below its high watermark;
+* no node's high watermark goes back (across restarts too), nor beyond its log end;
+* every listener sees exactly the committed batches, in order.
+
+Liveness: the run alternates chaos phases with phases where a random majority of voters (plus the
+observer) is up and fully connected without loss; within a bounded simulated time a leader must be
+elected among them and a fresh append must commit and reach the observer.
+
+Two tests break the protocol on purpose (commit on fewer than a majority, vote twice in an epoch) and
+check that the simulation notices.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+
+import pytest
+
+from pykbroker.raft import epoch_state
+from pykbroker.raft.batch_accumulator import NotLeaderError
+from pykbroker.raft.kafka_raft_client import KafkaRaftClient
+from pykbroker.raft.quorum_state_store import MemoryQuorumStateStore
+from pykbroker.raft.raft_client import RaftClientListener
+from pykbroker.raft.raft_messages import RaftMessage
+from pykbroker.raft.replicated_log import LogBatch, MemoryReplicatedLog
+from pykbroker.utils.time import MockTime
+
+TICK_MS = 5
+ELECTION_TIMEOUT_MS = 100
+FETCH_TIMEOUT_MS = 200
+ELECTION_BACKOFF_MAX_MS = 100
+REQUEST_TIMEOUT_MS = 150
+FETCH_MAX_WAIT_MS = 50
+LIVENESS_BOUND_MS = 4000
+
+
+class InvariantViolation(AssertionError):
+    pass
+
+
+class StringSerde:
+    def write(self, record: str) -> bytes:
+        return record.encode()
+
+    def read(self, value: bytes) -> str:
+        return value.decode()
+
+
+class TrackingLog(MemoryReplicatedLog):
+    """Remembers the lowest offset it was truncated to since the checker last looked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.min_truncation: int | None = None
+
+    def truncate_to(self, offset: int) -> None:
+        if offset < self.end_offset():
+            self.min_truncation = offset if self.min_truncation is None else min(self.min_truncation, offset)
+        super().truncate_to(offset)
+
+
+class CommitListener(RaftClientListener):
+    def __init__(self) -> None:
+        self.base_offsets: list[int] = []
+        self.next_offset = 0
+        self.error: str | None = None
+
+    def handle_commit(self, batch) -> None:
+        if batch.base_offset != self.next_offset and self.error is None:
+            self.error = f"listener got batch {batch.base_offset}, expected {self.next_offset}"
+        self.base_offsets.append(batch.base_offset)
+        self.next_offset = batch.last_offset + 1
+
+
+class Node:
+    def __init__(self, node_id: int):
+        self.id = node_id
+        self.log = TrackingLog()
+        self.store = MemoryQuorumStateStore()
+        self.client: KafkaRaftClient | None = None
+        self.listener: CommitListener | None = None
+        self.incarnation = 0
+
+    @property
+    def alive(self) -> bool:
+        return self.client is not None
+
+
+class Simulation:
+    def __init__(self, seed: int, voters: int, observers: int = 1):
+        self.rng = random.Random(seed)
+        self.time = MockTime(current_ms=1_000_000, current_ns=0)
+        self.voters = list(range(1, voters + 1))
+        self.observers = list(range(voters + 1, voters + observers + 1))
+        self.majority = voters // 2 + 1
+        self.nodes = {i: Node(i) for i in self.voters + self.observers}
+        self.queue: list[tuple[int, int, int, int, RaftMessage]] = []  # (due, seq, src inc, dst inc, msg)
+        self.seq = 0
+        self.group: dict[int, int] = {i: 0 for i in self.nodes}  # partition group; same group = connected
+        self.loss = 0.0
+        self.duplicate = 0.0
+        self.max_delay_ms = 20
+        # invariant state
+        self.leader_of_epoch: dict[int, int] = {}
+        self.committed: dict[int, LogBatch] = {}  # base offset -> batch
+        self.committed_end = 0
+        self.verified = {i: 0 for i in self.nodes}
+        self.last_hw = {i: 0 for i in self.nodes}
+        self.appended = 0
+        self.steps = 0
+        self.recovery_ms: list[int] = []  # per liveness phase: time to elect and commit
+        for i in self.nodes:
+            self.start(i)
+
+    # ---- nodes and network -----------------------------------------------------------------
+    def now(self) -> int:
+        return self.time.hi_res_milliseconds()
+
+    def start(self, node_id: int) -> None:
+        node = self.nodes[node_id]
+        node.incarnation += 1
+        node.client = KafkaRaftClient(
+            node_id,
+            self.voters,
+            node.log,
+            node.store,
+            StringSerde(),
+            self.time,
+            append_linger_ms=self.rng.choice([0, 10]),
+            election_timeout_ms=ELECTION_TIMEOUT_MS,
+            fetch_timeout_ms=FETCH_TIMEOUT_MS,
+            random=random.Random(self.rng.random()),
+            election_backoff_max_ms=ELECTION_BACKOFF_MAX_MS,
+            request_timeout_ms=REQUEST_TIMEOUT_MS,
+            retry_backoff_ms=10,
+            fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
+        )
+        node.listener = CommitListener()
+        node.client.register(node.listener)
+        node.client.initialize()
+
+    def crash(self, node_id: int) -> None:
+        node = self.nodes[node_id]
+        node.client = None
+        node.listener = None
+
+    def connected(self, a: int, b: int) -> bool:
+        return self.group[a] == self.group[b]
+
+    def send(self, message: RaftMessage) -> None:
+        copies = 1 + (self.rng.random() < self.duplicate)
+        for _ in range(copies):
+            if self.rng.random() < self.loss:
+                continue
+            self.seq += 1
+            src, dst = self.nodes[message.source_id], self.nodes[message.destination_id]
+            due = self.now() + self.rng.randint(1, self.max_delay_ms)
+            heapq.heappush(self.queue, (due, self.seq, src.incarnation, dst.incarnation, message))
+
+    def deliver(self) -> None:
+        now = self.now()
+        while self.queue and self.queue[0][0] <= now:
+            _, _, src_inc, dst_inc, message = heapq.heappop(self.queue)
+            src, dst = self.nodes[message.source_id], self.nodes[message.destination_id]
+            if dst.client is None or src.incarnation != src_inc or dst.incarnation != dst_inc:
+                continue  # a restart resets connections
+            if not self.connected(src.id, dst.id):
+                continue
+            dst.client.handle(message)
+
+    def step(self) -> None:
+        self.deliver()
+        order = [n for n in self.nodes.values() if n.client is not None]
+        self.rng.shuffle(order)
+        for node in order:
+            assert node.client is not None
+            node.client.poll_once()
+            for message in node.client.drain_outbound():
+                self.send(message)
+        self.check()
+        self.time.sleep(TICK_MS)
+        self.steps += 1
+
+    # ---- workload ----------------------------------------------------------------------------
+    def leader(self, among: set[int] | None = None) -> Node | None:
+        for node in self.nodes.values():
+            if node.client is not None and node.client.quorum.is_leader() and (among is None or node.id in among):
+                return node
+        return None
+
+    def append(self, among: set[int] | None = None) -> int | None:
+        node = self.leader(among)
+        if node is None:
+            return None
+        assert node.client is not None
+        self.appended += 1
+        try:
+            return node.client.prepare_append(node.client.leader_and_epoch.epoch, [f"r{self.appended}"])
+        except NotLeaderError:
+            return None
+
+    # ---- invariants --------------------------------------------------------------------------
+    def fail(self, message: str) -> None:
+        raise InvariantViolation(f"step {self.steps} (t={self.now()}): {message}")
+
+    def check(self) -> None:
+        for node in self.nodes.values():
+            client = node.client
+            if client is not None and client.quorum.is_leader():
+                epoch = client.quorum.epoch
+                other = self.leader_of_epoch.setdefault(epoch, node.id)
+                if other != node.id:
+                    self.fail(f"two leaders in epoch {epoch}: {other} and {node.id}")
+        for _ in range(2):  # the second pass verifies nodes against what the first found committed
+            for node in self.nodes.values():
+                self.check_log(node)
+        holders = sum(1 for v in self.voters if self.verified[v] >= self.committed_end)
+        if holders < self.majority:
+            self.fail(f"committed end {self.committed_end} is on {holders} voters only ({self.verified})")
+        for node in self.nodes.values():
+            if node.listener is not None and node.listener.error:
+                self.fail(f"node {node.id}: {node.listener.error}")
+
+    def check_log(self, node: Node) -> None:
+        log = node.log
+        if log.min_truncation is not None:
+            if log.min_truncation < self.verified[node.id]:
+                self.fail(f"node {node.id} truncated committed records (to {log.min_truncation})")
+            log.min_truncation = None
+        if log.end_offset() < self.verified[node.id]:
+            self.fail(f"node {node.id} lost committed records")
+        hw = node.client.high_watermark() if node.client is not None else None
+        if hw is not None:
+            if hw < self.last_hw[node.id]:
+                self.fail(f"node {node.id} high watermark went back {self.last_hw[node.id]} -> {hw}")
+            if hw > log.end_offset():
+                self.fail(f"node {node.id} high watermark {hw} beyond its log end {log.end_offset()}")
+            self.last_hw[node.id] = hw
+        limit = max(self.committed_end, hw or 0)
+        if self.verified[node.id] >= limit:
+            return
+        for batch in log.read(self.verified[node.id]):
+            if batch.base_offset >= limit:
+                break
+            known = self.committed.get(batch.base_offset)
+            if known is None and batch.base_offset >= self.committed_end:
+                if hw is None or batch.last_offset >= hw:
+                    self.fail(f"node {node.id}: high watermark {hw} inside batch {batch}")
+                self.committed[batch.base_offset] = batch  # newly committed, learned from this node
+            elif known != batch:
+                # a node behind (e.g. a deposed leader) may hold other, uncommitted records here - but it
+                # must not consider them committed
+                if hw is not None and hw > batch.base_offset:
+                    self.fail(f"node {node.id} has {batch} below its high watermark {hw}; committed: {known}")
+                return
+            self.verified[node.id] = batch.next_offset
+            self.committed_end = max(self.committed_end, batch.next_offset)
+
+    def check_listeners(self) -> None:
+        for node in self.nodes.values():
+            if node.listener is None:
+                continue
+            for base in node.listener.base_offsets:
+                if base not in self.committed:
+                    self.fail(f"node {node.id} delivered uncommitted batch {base}")
+
+    # ---- phases ------------------------------------------------------------------------------
+    def chaos(self, steps: int) -> None:
+        self.loss = self.rng.choice([0.0, 0.05, 0.2])
+        self.duplicate = 0.02
+        for _ in range(steps):
+            r = self.rng.random()
+            alive = [n.id for n in self.nodes.values() if n.alive]
+            dead = [n.id for n in self.nodes.values() if not n.alive]
+            if r < 0.004 and alive:
+                self.crash(self.rng.choice(alive))
+            elif r < 0.02 and dead:
+                self.start(self.rng.choice(dead))
+            elif r < 0.025:
+                for i in self.nodes:
+                    self.group[i] = self.rng.randint(0, 1)
+            elif r < 0.035:
+                for i in self.nodes:
+                    self.group[i] = 0
+            elif r < 0.0375:  # a power cycle: every voter restarts at once (contended elections)
+                for i in self.voters:
+                    self.crash(i)
+                    self.start(i)
+            elif r < 0.04:
+                leader = self.leader()
+                if leader is not None and leader.client is not None:
+                    leader.client.resign(leader.client.quorum.epoch)
+            elif r < 0.13:
+                self.append()
+            self.step()
+
+    def liveness(self) -> None:
+        """A random majority of voters plus the observers up and connected without loss; the others
+        crashed or cut off. A leader must emerge and commit a new record within the bound."""
+        majority = set(self.rng.sample(self.voters, self.majority))
+        connected = majority | set(self.observers)
+        self.loss = self.duplicate = 0.0
+        for i in self.nodes:
+            if i in connected:
+                self.group[i] = 0
+                if not self.nodes[i].alive:
+                    self.start(i)
+            elif self.rng.random() < 0.5:
+                self.group[i] = 1
+            elif self.nodes[i].alive:
+                self.crash(i)
+        started = self.now()
+        deadline = started + LIVENESS_BOUND_MS
+        offset: int | None = None
+        appended_by: tuple[int, int] | None = None  # (leader, epoch) that took the append
+        while True:
+            leader = self.leader(among=majority)
+            current = None if leader is None else (leader.id, leader.client.quorum.epoch)  # type: ignore[union-attr]
+            if current is not None and current != appended_by:  # none yet, or that leader lost its epoch
+                offset, appended_by = self.append(among=majority), current
+            if offset is not None and all(
+                (n := self.nodes[i].client) is not None and (n.high_watermark() or 0) > offset for i in connected
+            ):
+                self.recovery_ms.append(self.now() - started)
+                return
+            if self.now() >= deadline:
+                states = {i: repr(n.client.quorum.state) for i, n in self.nodes.items() if n.client is not None}
+                self.fail(f"no commit within {LIVENESS_BOUND_MS} ms with {sorted(connected)} connected: {states}")
+            self.step()
+
+    def run(self, rounds: int, chaos_steps: int) -> None:
+        for _ in range(rounds):
+            self.chaos(chaos_steps)
+            self.liveness()
+        self.check_listeners()
+
+
+SEEDS = range(8)
+ROUNDS = 6
+CHAOS_STEPS = 500
+
+
+def run_all(voters: int, first_seed: int) -> list[Simulation]:
+    sims = []
+    for seed in SEEDS:
+        sim = Simulation(first_seed + seed, voters=voters)
+        sim.run(rounds=ROUNDS, chaos_steps=CHAOS_STEPS)
+        sims.append(sim)
+    return sims
+
+
+@pytest.mark.parametrize("voters,first_seed", [(3, 0), (5, 1000)])
+def test_simulation(voters, first_seed):
+    sims = run_all(voters, first_seed)
+    for sim in sims:
+        assert sim.steps >= ROUNDS * CHAOS_STEPS
+        assert sim.committed_end > 20  # the workload did commit
+        assert len(sim.leader_of_epoch) >= ROUNDS  # and there were elections
+    assert sum(sim.steps for sim in sims) >= 25_000
+
+
+def first_violation(voters: int, first_seed: int) -> str:
+    with pytest.raises(InvariantViolation) as caught:
+        run_all(voters, first_seed)
+    return str(caught.value)
+
+
+def test_simulation_catches_commit_on_a_minority(monkeypatch):
+    """Break the high-watermark rule (the leader commits what it alone has): the checker must fail."""
+
+    def leader_alone(self):
+        candidate = self.voter_end_offsets.get(self.local_id, -1)
+        if candidate > self.epoch_start_offset and (self.high_watermark is None or candidate > self.high_watermark):
+            self.high_watermark = candidate
+            return True
+        return False
+
+    monkeypatch.setattr(epoch_state.LeaderState, "_maybe_update_high_watermark", leader_alone)
+    for voters, first_seed in [(3, 0), (5, 1000)]:
+        assert "voters only" in first_violation(voters, first_seed)
+
+
+def test_simulation_catches_voting_twice_in_an_epoch(monkeypatch):
+    """Let a voter grant every candidate of an epoch: the checker must see two leaders in one epoch."""
+    monkeypatch.setattr(epoch_state.UnattachedState, "can_grant_vote", lambda self, candidate_id: True)
+    for voters, first_seed in [(3, 0), (5, 1000)]:
+        assert "two leaders in epoch" in first_violation(voters, first_seed)
