@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 from pykbroker.log.fetch_data_info import FetchIsolation
 from pykbroker.log.log_config import LogConfig
@@ -39,10 +40,11 @@ from pykbroker.utils.time import SYSTEM, Time
 READ_CHUNK_BYTES = 1 << 20
 
 
-class _Built(NamedTuple):
+@dataclass
+class _Built:
     """What ``UnifiedLog.append_as_leader``'s validate callback returns (ValidationResultLike)."""
 
-    buffer: bytes
+    buffer: object
     first_offset: int
     last_offset: int
     max_timestamp: int
@@ -109,7 +111,8 @@ class FileReplicatedLog(ReplicatedLog):
         offset = max(start_offset, self.log.log_start_offset)
         while offset < self.log.log_end_offset:
             data = self.log.read(offset, READ_CHUNK_BYTES, FetchIsolation.LOG_END, min_one_message=True)
-            raw = data.records.read_bytes() if len(data.records) else b""
+            records: Any = data.records  # a FileRecordsSlice or EMPTY_RECORDS
+            raw = records.read_bytes() if len(records) else b""
             progressed = False
             for batch in MemoryRecords(raw).batches():  # whole batches only; a trailing partial one is skipped
                 if batch.last_offset < offset:

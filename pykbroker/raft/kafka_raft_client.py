@@ -363,7 +363,8 @@ class KafkaRaftClient(Generic[T]):
 
     def _election_backoff_ms(self, retries: int) -> int:
         """Kafka's ``binaryExponentialElectionBackoffMs``."""
-        return min(RETRY_BACKOFF_BASE_MS * self.random.randrange(2 << (max(retries, 1) - 1)), self.election_backoff_max_ms)
+        jitter = self.random.randrange(2 << (max(retries, 1) - 1))
+        return min(RETRY_BACKOFF_BASE_MS * jitter, self.election_backoff_max_ms)
 
     def _end_epoch_backoff_ms(self, preferred_successors: Sequence[int]) -> int:
         """How long a follower told EndQuorumEpoch waits before standing (Kafka's
@@ -400,7 +401,8 @@ class KafkaRaftClient(Generic[T]):
                 return 0
             for voter in sorted(state.non_acknowledging_voters()):
                 if self._can_send(voter, now):
-                    self._send_request(voter, BeginQuorumEpochRequestData(self.node_id, state.epoch, self.cluster_id, voter))
+                    begin = BeginQuorumEpochRequestData(self.node_id, state.epoch, self.cluster_id, voter)
+                    self._send_request(voter, begin)
             return self._next_retry_ms(now)
         if isinstance(state, CandidateState):
             if state.is_vote_granted():
@@ -445,10 +447,12 @@ class KafkaRaftClient(Generic[T]):
             if now >= state.election_deadline_ms and may_elect:
                 self._transition_to_candidate()
                 return 0
-            request = EndQuorumEpochRequestData(self.node_id, state.epoch, state.preferred_successors, self.cluster_id)
+            end_epoch = EndQuorumEpochRequestData(
+                self.node_id, state.epoch, state.preferred_successors, self.cluster_id
+            )
             for voter in sorted(state.unacknowledged):
                 if self._can_send(voter, now):
-                    self._send_request(voter, request)
+                    self._send_request(voter, end_epoch)
             return min(max(0, state.election_deadline_ms - now), self._next_retry_ms(now))
         return MAX_POLL_WAIT_MS
 

@@ -107,9 +107,7 @@ class QuorumState:
             state = UnattachedState(log_end_epoch, self.voters, election_deadline_ms=deadline)
         elif self.local_id is not None and election.is_leader(self.local_id):
             others = set(self.voters) - {self.local_id}
-            state = ResignedState(
-                election.epoch, self.voters, self.local_id, deadline, tuple(sorted(others)), others
-            )
+            state = ResignedState(election.epoch, self.voters, self.local_id, deadline, tuple(sorted(others)), others)
         elif self.local_id is not None and election.voted_id == self.local_id and self.is_voter():
             state = CandidateState(election.epoch, self.voters, self.local_id, election_deadline_ms=deadline)
         elif election.has_voted():
