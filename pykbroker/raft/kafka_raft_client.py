@@ -176,6 +176,11 @@ class KafkaRaftClient(Generic[T]):
         )
         if not self.quorum.voters:
             raise ValueError("The voter set is empty")
+        if fetch_max_wait_ms >= request_timeout_ms:
+            raise ValueError(
+                f"fetch_max_wait_ms ({fetch_max_wait_ms}) must be below request_timeout_ms ({request_timeout_ms}): "
+                "a parked Fetch would time out before the leader answers it"
+            )
         self._log = get_logger("RaftManager", id=node_id)
         self._cond = threading.Condition()
         self._woken = False  # guarded by _cond
@@ -663,11 +668,12 @@ class KafkaRaftClient(Generic[T]):
         if diverging is not None:
             return FetchResponseData(NONE, current, _hw(leader.high_watermark), (), diverging)
         leader.add_acknowledgement(data.replica_id)
+        hw_before = leader.high_watermark
         if leader.update_replica_end_offset(data.replica_id, data.fetch_offset):
             assert leader.high_watermark is not None
             self._set_high_watermark(leader.high_watermark)
-        if data.fetch_offset < self.log.end_offset() or data.max_wait_ms <= 0:
-            return self._fetch_response(data)
+        if data.fetch_offset < self.log.end_offset() or data.max_wait_ms <= 0 or hw_before != leader.high_watermark:
+            return self._fetch_response(data)  # data, or news of the high watermark, at once
         self._parked_fetches.append(_ParkedFetch(request, leader.high_watermark, self._now() + data.max_wait_ms))
         return None
 

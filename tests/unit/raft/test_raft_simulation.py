@@ -34,7 +34,18 @@ from pykbroker.raft.quorum_state_store import MemoryQuorumStateStore
 from pykbroker.raft.raft_client import RaftClientListener
 from pykbroker.raft.raft_messages import RaftMessage
 from pykbroker.raft.replicated_log import LogBatch, MemoryReplicatedLog
+from pykbroker.utils import logging as pyk_logging
 from pykbroker.utils.time import MockTime
+
+
+@pytest.fixture(autouse=True)
+def quiet_logs():
+    """Thousands of elections log at INFO; only warnings matter here (and rendering costs time)."""
+    saved = pyk_logging.saved_config()
+    pyk_logging.configure("warning")
+    yield
+    pyk_logging.restore(saved)
+
 
 TICK_MS = 5
 ELECTION_TIMEOUT_MS = 100
