@@ -15,7 +15,7 @@ any thread (UnifiedLog publishes them without locks).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,15 +94,8 @@ class FileReplicatedLog(ReplicatedLog):
     def append_as_follower(self, batches: Sequence[LogBatch]) -> LogAppendInfo:
         if not batches:
             raise ValueError("cannot append no batches")
-        buf = bytearray()
-        for b in batches:
-            builder = MemoryRecordsBuilder(
-                base_offset=b.base_offset, is_control_batch=b.control, partition_leader_epoch=b.epoch
-            )
-            ts = b.append_time_ms if b.append_time_ms >= 0 else self.time.milliseconds()
-            _fill(builder, b.records, b.control, ts)
-            buf += builder.build()
-        info = self.log.append_as_follower(bytes(buf))
+        buf = encode_log_batches(batches, self.time.milliseconds())
+        info = self.log.append_as_follower(buf)
         return LogAppendInfo(info.first_offset, info.last_offset)
 
     # ---- reads -------------------------------------------------------------------------------
@@ -114,21 +107,12 @@ class FileReplicatedLog(ReplicatedLog):
             records: Any = data.records  # a FileRecordsSlice or EMPTY_RECORDS
             raw = records.read_bytes() if len(records) else b""
             progressed = False
-            for batch in MemoryRecords(raw).batches():  # whole batches only; a trailing partial one is skipped
+            for batch in decode_log_batches(raw):  # whole batches only; a trailing partial one is skipped
                 if batch.last_offset < offset:
                     continue
                 if max_offset is not None and batch.last_offset >= max_offset:
                     return out
-                recs = tuple(LogRecord(r.key, r.value) for r in batch.records(verify_crc=True))
-                out.append(
-                    LogBatch(
-                        batch.base_offset,
-                        batch.partition_leader_epoch,
-                        recs,
-                        batch.is_control_batch,
-                        batch.max_timestamp,
-                    )
-                )
+                out.append(batch)
                 offset = batch.next_offset
                 progressed = True
             if not progressed:
@@ -166,6 +150,28 @@ class FileReplicatedLog(ReplicatedLog):
 
     def close(self) -> None:
         self.log.close()
+
+
+def encode_log_batches(batches: Sequence[LogBatch], default_time_ms: int) -> bytes:
+    """``batches`` as record batches v2 (uncompressed; ``partitionLeaderEpoch`` = the Raft epoch, the
+    control attribute for control batches; ``default_time_ms`` for batches without an append time)."""
+    buf = bytearray()
+    for b in batches:
+        builder = MemoryRecordsBuilder(
+            base_offset=b.base_offset, is_control_batch=b.control, partition_leader_epoch=b.epoch
+        )
+        _fill(builder, b.records, b.control, b.append_time_ms if b.append_time_ms >= 0 else default_time_ms)
+        buf += builder.build()
+    return bytes(buf)
+
+
+def decode_log_batches(raw: bytes) -> Iterator[LogBatch]:
+    """The whole record batches in ``raw`` (CRC-checked as they are reached) as :class:`LogBatch` values."""
+    for batch in MemoryRecords(raw).batches():
+        records = tuple(LogRecord(r.key, r.value) for r in batch.records(verify_crc=True))
+        yield LogBatch(
+            batch.base_offset, batch.partition_leader_epoch, records, batch.is_control_batch, batch.max_timestamp
+        )
 
 
 def _fill(builder: MemoryRecordsBuilder, records: Sequence[LogRecord], control: bool, timestamp: int) -> None:

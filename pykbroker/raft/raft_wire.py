@@ -1,0 +1,262 @@
+"""The Raft RPCs between :mod:`~pykbroker.raft.raft_messages` values and the wire bodies of the protocol
+schemas (``pykbroker/protocol/schemas/raft.py`` and ``fetch.py``): dicts with Kafka's field names and the
+``topics[].partitions[]`` nest holding the one ``__cluster_metadata-0`` partition (Kafka's
+``RaftUtil.singletonVoteRequest``, ``singletonFetchRequest``, ...). Records travel as record batches v2.
+
+The network layer encodes a body with the codec at the version it negotiated; fields a version does not
+have are simply not written, so one body serves every version (e.g. Fetch carries both the v0-14
+``replica_id`` and the v15+ ``replica_state``). Listener endpoints (``leader_endpoints``,
+``node_endpoints``) are left empty: static voters (``controller.quorum.voters``) know each other's address.
+
+Not wired to a listener yet; pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pykbroker.raft.file_replicated_log import decode_log_batches, encode_log_batches
+from pykbroker.raft.raft_messages import (
+    BEGIN_QUORUM_EPOCH,
+    END_QUORUM_EPOCH,
+    FETCH,
+    FETCH_SNAPSHOT,
+    NONE,
+    VOTE,
+    BeginQuorumEpochRequestData,
+    BeginQuorumEpochResponseData,
+    EndQuorumEpochRequestData,
+    EndQuorumEpochResponseData,
+    EpochEndOffset,
+    FetchRequestData,
+    FetchResponseData,
+    FetchSnapshotRequestData,
+    FetchSnapshotResponseData,
+    LeaderIdAndEpoch,
+    RequestData,
+    ResponseData,
+    SnapshotId,
+    VoteRequestData,
+    VoteResponseData,
+)
+from pykbroker.raft.replicated_log import METADATA_PARTITION, METADATA_TOPIC
+
+METADATA_TOPIC_ID = uuid.UUID(int=1)
+"""Kafka's ``Uuid.METADATA_TOPIC_ID`` (``new Uuid(0L, 1L)``)."""
+
+Body = dict[str, Any]
+
+
+class RaftWireError(ValueError):
+    """A body that does not hold exactly the ``__cluster_metadata-0`` partition."""
+
+
+def _single(body: Body, topics: str, topic_name: str, partition_key: str) -> Body:
+    try:
+        (topic,) = body[topics]
+        (partition,) = topic["partitions"]
+    except (KeyError, ValueError, TypeError) as e:
+        raise RaftWireError(f"expected one topic with one partition: {e}") from None
+    name = topic.get(topic_name)
+    if name not in (None, "", METADATA_TOPIC) or partition.get(partition_key, 0) != METADATA_PARTITION:
+        raise RaftWireError(f"not {METADATA_TOPIC}-{METADATA_PARTITION}: {name}-{partition.get(partition_key)}")
+    return partition
+
+
+def _nest(partition: Body, topic_name: str = "topic_name", partition_key: str = "partition_index") -> list[Body]:
+    return [{topic_name: METADATA_TOPIC, "partitions": [{partition_key: METADATA_PARTITION, **partition}]}]
+
+
+# ---- requests -------------------------------------------------------------------------------------
+def request_to_wire(data: RequestData) -> tuple[int, Body]:
+    """``(api_key, body)`` of a request."""
+    if isinstance(data, VoteRequestData):
+        partition = {
+            "candidate_epoch": data.candidate_epoch,
+            "candidate_id": data.candidate_id,
+            "last_offset_epoch": data.last_offset_epoch,
+            "last_offset": data.last_offset,
+        }
+        return VOTE, {"cluster_id": data.cluster_id, "voter_id": data.voter_id, "topics": _nest(partition)}
+    if isinstance(data, BeginQuorumEpochRequestData):
+        partition = {"leader_id": data.leader_id, "leader_epoch": data.leader_epoch}
+        body = {"cluster_id": data.cluster_id, "voter_id": data.voter_id, "topics": _nest(partition)}
+        return BEGIN_QUORUM_EPOCH, {**body, "leader_endpoints": []}
+    if isinstance(data, EndQuorumEpochRequestData):
+        partition = {
+            "leader_id": data.leader_id,
+            "leader_epoch": data.leader_epoch,
+            "preferred_successors": list(data.preferred_successors),
+            "preferred_candidates": [{"candidate_id": c} for c in data.preferred_successors],
+        }
+        return END_QUORUM_EPOCH, {"cluster_id": data.cluster_id, "topics": _nest(partition), "leader_endpoints": []}
+    if isinstance(data, FetchRequestData):
+        partition = {
+            "partition": METADATA_PARTITION,
+            "current_leader_epoch": data.current_leader_epoch,
+            "fetch_offset": data.fetch_offset,
+            "last_fetched_epoch": data.last_fetched_epoch,
+            "partition_max_bytes": data.partition_max_bytes,
+        }
+        topic = {"topic": METADATA_TOPIC, "topic_id": METADATA_TOPIC_ID, "partitions": [partition]}
+        return FETCH, {
+            "cluster_id": data.cluster_id,
+            "replica_id": data.replica_id,
+            "replica_state": {"replica_id": data.replica_id, "replica_epoch": -1},
+            "max_wait_ms": data.max_wait_ms,
+            "min_bytes": 0,
+            "max_bytes": data.partition_max_bytes,
+            "topics": [topic],
+        }
+    partition = {
+        "partition": METADATA_PARTITION,
+        "current_leader_epoch": data.current_leader_epoch,
+        "snapshot_id": {"end_offset": data.snapshot_id.end_offset, "epoch": data.snapshot_id.epoch},
+        "position": data.position,
+    }
+    return FETCH_SNAPSHOT, {
+        "cluster_id": data.cluster_id,
+        "replica_id": data.replica_id,
+        "max_bytes": data.max_bytes,
+        "topics": [{"name": METADATA_TOPIC, "partitions": [partition]}],
+    }
+
+
+def request_from_wire(api_key: int, body: Body) -> RequestData:
+    """A decoded request body -> the message (raises RaftWireError for another partition)."""
+    cluster_id = body.get("cluster_id")
+    if api_key == VOTE:
+        p = _single(body, "topics", "topic_name", "partition_index")
+        return VoteRequestData(
+            p["candidate_epoch"],
+            p["candidate_id"],
+            p["last_offset_epoch"],
+            p["last_offset"],
+            cluster_id,
+            body.get("voter_id", -1),
+        )
+    if api_key == BEGIN_QUORUM_EPOCH:
+        p = _single(body, "topics", "topic_name", "partition_index")
+        return BeginQuorumEpochRequestData(p["leader_id"], p["leader_epoch"], cluster_id, body.get("voter_id", -1))
+    if api_key == END_QUORUM_EPOCH:
+        p = _single(body, "topics", "topic_name", "partition_index")
+        candidates = [c["candidate_id"] for c in p.get("preferred_candidates") or []]
+        successors = tuple(candidates or p.get("preferred_successors") or [])
+        return EndQuorumEpochRequestData(p["leader_id"], p["leader_epoch"], successors, cluster_id)
+    if api_key == FETCH:
+        p = _single(body, "topics", "topic", "partition")
+        state = body.get("replica_state") or {}
+        replica_id = state.get("replica_id", -1)
+        if replica_id == -1:
+            replica_id = body.get("replica_id", -1)
+        return FetchRequestData(
+            replica_id,
+            p.get("current_leader_epoch", -1),
+            p["fetch_offset"],
+            p.get("last_fetched_epoch", -1),
+            body.get("max_wait_ms", 0),
+            p.get("partition_max_bytes", 1 << 20),
+            cluster_id,
+        )
+    if api_key == FETCH_SNAPSHOT:
+        p = _single(body, "topics", "name", "partition")
+        sid = p["snapshot_id"]
+        return FetchSnapshotRequestData(
+            body.get("replica_id", -1),
+            p["current_leader_epoch"],
+            SnapshotId(sid["end_offset"], sid["epoch"]),
+            p.get("position", 0),
+            body.get("max_bytes", 0x7FFFFFFF),
+            cluster_id,
+        )
+    raise RaftWireError(f"api key {api_key} is not a Raft RPC")
+
+
+# ---- responses ------------------------------------------------------------------------------------
+def response_to_wire(data: ResponseData, time_ms: int = 0) -> Body:
+    """The body of a response (``time_ms``: the timestamp for record batches without an append time)."""
+    if isinstance(data, VoteResponseData):
+        partition = {
+            "error_code": data.error_code,
+            "leader_id": data.leader_id,
+            "leader_epoch": data.leader_epoch,
+            "vote_granted": data.vote_granted,
+        }
+        return {"error_code": NONE, "topics": _nest(partition)}
+    if isinstance(data, (BeginQuorumEpochResponseData, EndQuorumEpochResponseData)):
+        partition = {"error_code": data.error_code, "leader_id": data.leader_id, "leader_epoch": data.leader_epoch}
+        return {"error_code": NONE, "topics": _nest(partition)}
+    if isinstance(data, FetchResponseData):
+        diverging = data.diverging_epoch or EpochEndOffset(-1, -1)
+        snapshot = data.snapshot_id or SnapshotId(-1, -1)
+        partition = {
+            "partition_index": METADATA_PARTITION,
+            "error_code": data.error_code,
+            "high_watermark": data.high_watermark,
+            "diverging_epoch": {"epoch": diverging.epoch, "end_offset": diverging.end_offset},
+            "current_leader": {
+                "leader_id": data.current_leader.leader_id,
+                "leader_epoch": data.current_leader.leader_epoch,
+            },
+            "snapshot_id": {"end_offset": snapshot.end_offset, "epoch": snapshot.epoch},
+            "records": encode_log_batches(data.records, time_ms) if data.records else None,
+        }
+        topic = {"topic": METADATA_TOPIC, "topic_id": METADATA_TOPIC_ID, "partitions": [partition]}
+        return {"throttle_time_ms": 0, "error_code": NONE, "session_id": 0, "responses": [topic]}
+    snapshot = data.snapshot_id or SnapshotId(-1, -1)
+    partition = {
+        "index": METADATA_PARTITION,
+        "error_code": data.error_code,
+        "snapshot_id": {"end_offset": snapshot.end_offset, "epoch": snapshot.epoch},
+        "current_leader": {
+            "leader_id": data.current_leader.leader_id,
+            "leader_epoch": data.current_leader.leader_epoch,
+        },
+        "size": data.size,
+        "position": data.position,
+        "unaligned_records": data.unaligned_records,
+    }
+    return {"throttle_time_ms": 0, "error_code": NONE, "topics": [{"name": METADATA_TOPIC, "partitions": [partition]}]}
+
+
+def response_from_wire(api_key: int, body: Body) -> ResponseData:
+    """A decoded response body -> the message; a top-level error (e.g. INCONSISTENT_CLUSTER_ID) wins."""
+    top_error = body.get("error_code", NONE)
+    if api_key == VOTE:
+        p = _single(body, "topics", "topic_name", "partition_index")
+        return VoteResponseData(top_error or p["error_code"], p["leader_id"], p["leader_epoch"], p["vote_granted"])
+    if api_key == BEGIN_QUORUM_EPOCH:
+        p = _single(body, "topics", "topic_name", "partition_index")
+        return BeginQuorumEpochResponseData(top_error or p["error_code"], p["leader_id"], p["leader_epoch"])
+    if api_key == END_QUORUM_EPOCH:
+        p = _single(body, "topics", "topic_name", "partition_index")
+        return EndQuorumEpochResponseData(top_error or p["error_code"], p["leader_id"], p["leader_epoch"])
+    if api_key == FETCH:
+        p = _single(body, "responses", "topic", "partition_index")
+        diverging = p.get("diverging_epoch") or {}
+        leader = p.get("current_leader") or {}
+        snapshot = p.get("snapshot_id") or {}
+        raw = p.get("records")
+        records = tuple(decode_log_batches(bytes(raw))) if raw else ()
+        return FetchResponseData(
+            top_error or p["error_code"],
+            LeaderIdAndEpoch(leader.get("leader_id", -1), leader.get("leader_epoch", -1)),
+            p.get("high_watermark", -1),
+            records,
+            EpochEndOffset(diverging["epoch"], diverging["end_offset"]) if diverging.get("epoch", -1) >= 0 else None,
+            SnapshotId(snapshot["end_offset"], snapshot["epoch"]) if snapshot.get("end_offset", -1) >= 0 else None,
+        )
+    if api_key == FETCH_SNAPSHOT:
+        p = _single(body, "topics", "name", "index")
+        leader = p.get("current_leader") or {}
+        snapshot = p.get("snapshot_id") or {}
+        return FetchSnapshotResponseData(
+            top_error or p["error_code"],
+            LeaderIdAndEpoch(leader.get("leader_id", -1), leader.get("leader_epoch", -1)),
+            SnapshotId(snapshot["end_offset"], snapshot["epoch"]) if snapshot.get("end_offset", -1) >= 0 else None,
+            p.get("size", 0),
+            p.get("position", 0),
+            bytes(p.get("unaligned_records") or b""),
+        )
+    raise RaftWireError(f"api key {api_key} is not a Raft RPC")
