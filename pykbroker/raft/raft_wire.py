@@ -71,6 +71,7 @@ def _nest(partition: Body, topic_name: str = "topic_name", partition_key: str = 
 # ---- requests -------------------------------------------------------------------------------------
 def request_to_wire(data: RequestData) -> tuple[int, Body]:
     """``(api_key, body)`` of a request."""
+    partition: Body
     if isinstance(data, VoteRequestData):
         partition = {
             "candidate_epoch": data.candidate_epoch,
@@ -176,6 +177,7 @@ def request_from_wire(api_key: int, body: Body) -> RequestData:
 # ---- responses ------------------------------------------------------------------------------------
 def response_to_wire(data: ResponseData, time_ms: int = 0) -> Body:
     """The body of a response (``time_ms``: the timestamp for record batches without an append time)."""
+    partition: Body
     if isinstance(data, VoteResponseData):
         partition = {
             "error_code": data.error_code,
