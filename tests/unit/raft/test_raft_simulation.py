@@ -74,9 +74,11 @@ class TrackingLog(MemoryReplicatedLog):
     def __init__(self) -> None:
         super().__init__()
         self.min_truncation: int | None = None
+        self.truncations = 0
 
     def truncate_to(self, offset: int) -> None:
         if offset < self.end_offset():
+            self.truncations += 1
             self.min_truncation = offset if self.min_truncation is None else min(self.min_truncation, offset)
         super().truncate_to(offset)
 
@@ -379,6 +381,7 @@ def test_simulation(voters, first_seed):
         assert sim.committed_end > 20  # the workload did commit
         assert len(sim.leader_of_epoch) >= ROUNDS  # and there were elections
     assert sum(sim.steps for sim in sims) >= 25_000
+    assert sum(n.log.truncations for sim in sims for n in sim.nodes.values()) > 0  # divergent suffixes were cut
 
 
 def first_violation(voters: int, first_seed: int) -> str:
