@@ -285,7 +285,10 @@ class KafkaRaftClient(Generic[T]):
 
     def poll(self) -> None:
         """One ``poll_once`` and then wait until the next deadline or a wakeup."""
-        wait_ms = self.poll_once()
+        self.await_wakeup(self.poll_once())
+
+    def await_wakeup(self, wait_ms: int) -> None:
+        """Wait up to ``wait_ms`` for a wakeup (an inbound message, an append, a registration...)."""
         with self._cond:
             if not self._woken and wait_ms > 0:
                 self._cond.wait(wait_ms / 1000.0)
@@ -883,11 +886,16 @@ class KafkaRaftClient(Generic[T]):
 
     def close(self) -> None:
         """On the IO thread (or after it stopped): flush queued appends, deliver commits, tell the
-        listeners, drop leadership in memory. The log itself is closed by its owner."""
+        listeners, drop leadership in memory. The log itself is closed by its owner. A leader of several
+        voters resigns and queues EndQuorumEpoch (best effort: the owner sends ``drain_outbound()``)."""
         self._shutting_down = True
-        if self._initialized and self.quorum.is_leader():
+        state = self.quorum.state
+        if self._initialized and isinstance(state, LeaderState):
             self._drain_appends(force=True)
             self._poll_listeners()
+            if not self.quorum.is_only_voter():
+                self._resign(state)
+                self._poll_state()
         with self._state_lock:
             acc, self._accumulator = self._accumulator, None
         if acc is not None:

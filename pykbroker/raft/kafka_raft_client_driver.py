@@ -2,19 +2,33 @@
 
 Threading: one daemon thread calls ``client.poll()`` until :meth:`shutdown`; the client's listeners are
 called on it. ``start``/``shutdown`` are called by the owner (the server's start-up and shut-down path).
+After each poll the thread hands the client's outbound RPCs to the :class:`NetworkChannel` (Kafka's
+``NetworkChannel``), whose owner delivers the answers back with ``client.handle``. A single voter sends
+nothing and needs no channel.
 """
 
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
 
 from pykbroker.raft.kafka_raft_client import KafkaRaftClient
+from pykbroker.raft.raft_messages import RaftMessage
 from pykbroker.utils.logging import get_logger
 
 
+class NetworkChannel(ABC):
+    """Carries the Raft RPCs between nodes. ``send`` is called on the Raft IO thread and must not block;
+    a message that cannot be delivered is dropped (the client times requests out and retries)."""
+
+    @abstractmethod
+    def send(self, message: RaftMessage) -> None: ...
+
+
 class KafkaRaftClientDriver:
-    def __init__(self, client: KafkaRaftClient, thread_name: str | None = None):
+    def __init__(self, client: KafkaRaftClient, thread_name: str | None = None, channel: NetworkChannel | None = None):
         self.client = client
+        self.channel = channel
         self.thread_name = thread_name or f"kafka-{client.node_id}-raft-io-thread"
         self._running = threading.Event()
         self._thread: threading.Thread | None = None
@@ -31,12 +45,24 @@ class KafkaRaftClientDriver:
     def _run(self) -> None:
         try:
             while self._running.is_set():
-                self.client.poll()
+                wait_ms = self.client.poll_once()
+                self._send_outbound()
+                self.client.await_wakeup(wait_ms)
         except Exception:  # noqa: BLE001
             self._log.exception("Unexpected error in the Raft IO thread; it stops")
             raise
         finally:
             self.client.close()
+            self._send_outbound()  # a resigning leader's EndQuorumEpoch
+
+    def _send_outbound(self) -> None:
+        messages = self.client.drain_outbound()
+        if self.channel is None:
+            if messages:
+                self._log.warning("No network channel: Raft messages dropped", messages=len(messages))
+            return
+        for message in messages:
+            self.channel.send(message)
 
     def shutdown(self, timeout_s: float = 10.0) -> None:
         """Stop polling after writing queued appends; waits up to ``timeout_s`` for the thread."""

@@ -256,3 +256,51 @@ def test_stale_duplicated_and_unexpected_responses_are_ignored():
     follower.poll_once()
     assert follower.quorum.epoch == 4 and follower.quorum.leader_id == 3
     assert cluster.stores[2].state == ElectionState(4, 3, -1, frozenset(VOTERS))
+
+
+def test_driver_hands_rpcs_to_the_network_channel_and_resigns_at_shutdown():
+    import threading
+
+    from pykbroker.raft.kafka_raft_client_driver import KafkaRaftClientDriver, NetworkChannel
+
+    class Channel(NetworkChannel):
+        def __init__(self):
+            self.sent = []
+            self.cond = threading.Condition()
+
+        def send(self, message):
+            with self.cond:
+                self.sent.append(message)
+                self.cond.notify_all()
+
+        def wait_for(self, predicate, timeout=10.0):
+            with self.cond:
+                assert self.cond.wait_for(lambda: predicate(self.sent), timeout), self.sent
+
+    time = MockTime(current_ns=0)
+    client = KafkaRaftClient(
+        1,
+        VOTERS,
+        MemoryReplicatedLog(),
+        MemoryQuorumStateStore(),
+        StringSerde(),
+        time,
+        random=random.Random(1),
+    )
+    channel = Channel()
+    driver = KafkaRaftClientDriver(client, channel=channel)
+    driver.start()
+    try:
+        time.sleep(2001)  # past any election timeout
+        client.wakeup()
+        channel.wait_for(lambda sent: {m.destination_id for m in sent if m.data.api_key == 52} == {2, 3})
+        vote_request = next(m for m in channel.sent if m.destination_id == 2)
+        client.handle(RaftResponse(vote_request.correlation_id, 2, 1, VoteResponseData(NONE, -1, 1, True)))
+        channel.wait_for(lambda sent: any(m.data.api_key == 53 for m in sent))  # BeginQuorumEpoch
+        assert client.leader_and_epoch == (1, 1)
+    finally:
+        driver.shutdown()
+    assert not driver.is_alive
+    ends = [m for m in channel.sent if isinstance(m.data, EndQuorumEpochRequestData)]
+    assert {m.destination_id for m in ends} == {2, 3} and ends[0].data.leader_epoch == 1
+    assert client.quorum.kind is StateKind.RESIGNED
