@@ -127,10 +127,30 @@ class LeaderState(EpochState):
     voter_end_offsets: dict[int, int] = field(default_factory=dict)
     observer_end_offsets: dict[int, int] = field(default_factory=dict)
     acknowledged: set[int] = field(default_factory=set)
+    check_quorum_deadline_ms: int = 0
+    check_quorum_timeout_ms: int = 0
+    fetched_voters: set[int] = field(default_factory=set)
     kind: StateKind = field(default=StateKind.LEADER, init=False)
 
     def __post_init__(self) -> None:
         self.acknowledged.add(self.local_id)
+
+    def start_check_quorum(self, now_ms: int, timeout_ms: int) -> None:
+        """Kafka's check-quorum: the leader resigns if a majority of voters has not fetched within
+        ``timeout_ms`` (1.5 x the fetch timeout) - an isolated leader must not hold on to its epoch."""
+        self.check_quorum_timeout_ms = timeout_ms
+        self.check_quorum_deadline_ms = now_ms + timeout_ms
+
+    def record_voter_fetch(self, voter_id: int, now_ms: int) -> None:
+        if voter_id not in self.voters:
+            return
+        self.fetched_voters.add(voter_id)
+        if len(self.fetched_voters | {self.local_id}) >= len(self.voters) // 2 + 1:
+            self.fetched_voters.clear()
+            self.check_quorum_deadline_ms = now_ms + self.check_quorum_timeout_ms
+
+    def has_check_quorum_expired(self, now_ms: int) -> bool:
+        return self.check_quorum_timeout_ms > 0 and now_ms >= self.check_quorum_deadline_ms
 
     def non_acknowledging_voters(self) -> set[int]:
         """Voters that have not yet confirmed the epoch (BeginQuorumEpoch response or a Fetch)."""

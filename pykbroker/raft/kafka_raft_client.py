@@ -27,14 +27,15 @@ send Fetch with ``fetch_offset`` = their log end and ``last_fetched_epoch``; the
 ``diverging_epoch`` when they disagree (the follower truncates and refetches), else records and its
 high watermark, parking an empty fetch up to ``max_wait_ms``. The leader's high watermark is the offset a
 majority of voters has reached, once above its epoch start offset (Raft's commit rule). A follower that
-hears nothing from its leader for ``fetch_timeout_ms`` stands for election. A resigning leader sends
+hears nothing from its leader for ``fetch_timeout_ms`` stands for election; a leader that has not been
+fetched from by a majority for 1.5 x ``fetch_timeout_ms`` resigns (check-quorum). A resigning leader sends
 EndQuorumEpoch naming its preferred successors, which stand at once or after a short backoff.
 One request is in flight per destination; one not answered within ``request_timeout_ms`` is dropped and
 retried after ``retry_backoff_ms``; responses that do not answer the in-flight request are ignored, so
 lost, late, duplicated and reordered messages are harmless.
 
 Not implemented: snapshots (FetchSnapshot is answered SNAPSHOT_NOT_FOUND), pre-vote (KIP-996), dynamic
-voters (KIP-853), check-quorum. The network wiring (controller listener) is the owner's job and not done.
+voters (KIP-853). The network wiring (controller listener) is the owner's job and not done.
 
 Threading: the IO thread owns the quorum state, the log and listener delivery. ``handle``,
 ``drain_outbound``, ``prepare_append``, ``schedule_prepared_append``, ``schedule_append``, ``register``,
@@ -358,7 +359,9 @@ class KafkaRaftClient(Generic[T]):
         if epoch < q.epoch:
             return
         if leader_id == NO_ID or leader_id == self.node_id:
-            if epoch > q.epoch:
+            # an observer cannot stand, so a newer epoch without a leader is no use to it: it would only
+            # stop following the leader it has until someone wins that epoch
+            if epoch > q.epoch and q.is_voter():
                 self._transition(lambda: q.transition_to_unattached(epoch))
             return
         if epoch > q.epoch or not (q.kind is StateKind.FOLLOWER and q.leader_id == leader_id):
@@ -366,8 +369,6 @@ class KafkaRaftClient(Generic[T]):
 
     def _transition_to_candidate(self) -> None:
         self._transition(self.quorum.transition_to_candidate)
-        if self.quorum.is_only_voter():
-            self._log.info("Transitioned to Candidate", epoch=self.quorum.epoch)
 
     def _election_backoff_ms(self, retries: int) -> int:
         """Kafka's ``binaryExponentialElectionBackoffMs``."""
@@ -405,6 +406,10 @@ class KafkaRaftClient(Generic[T]):
             return MAX_POLL_WAIT_MS
         if isinstance(state, LeaderState):
             if self._shutting_down:
+                self._resign(state)
+                return 0
+            if state.has_check_quorum_expired(now):
+                self._log.info("No fetch from a majority of the voters in time; resigning", epoch=state.epoch)
                 self._resign(state)
                 return 0
             for voter in sorted(state.non_acknowledging_voters()):
@@ -483,6 +488,8 @@ class KafkaRaftClient(Generic[T]):
         self._transition(lambda: self.quorum.transition_to_leader(start))
         leader = self.quorum.state
         assert isinstance(leader, LeaderState)
+        if not self.quorum.is_only_voter():
+            leader.start_check_quorum(self._now(), self.fetch_timeout_ms * 3 // 2)
         epoch = leader.epoch
         message = LeaderChangeMessage(self.node_id, tuple(sorted(leader.voters)), tuple(sorted(candidate.granted)))
         self.log.append_as_leader(
@@ -667,6 +674,7 @@ class KafkaRaftClient(Generic[T]):
         current = LeaderIdAndEpoch(self.node_id, leader.epoch)
         if data.fetch_offset < 0 or data.last_fetched_epoch < 0 or data.last_fetched_epoch > leader.epoch:
             return FetchResponseData(INVALID_REQUEST, current)
+        leader.record_voter_fetch(data.replica_id, self._now())  # check-quorum: this voter is reachable
         diverging = self._validate_offset_and_epoch(data.fetch_offset, data.last_fetched_epoch)
         if diverging is not None:
             return FetchResponseData(NONE, current, _hw(leader.high_watermark), (), diverging)

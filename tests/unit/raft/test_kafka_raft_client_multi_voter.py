@@ -223,9 +223,9 @@ def test_observer_discovers_the_leader_replicates_and_never_votes():
     cluster.elect(1)
     observer = cluster.clients[4]
     cluster.exchange(cluster.poll(4))
-    for _ in range(3):  # its first fetch may go to a voter that is not the leader
-        cluster.time.sleep(30)
-        cluster.exchange(cluster.poll(4))
+    for _ in range(4):  # its first fetch may go to a voter that is not the leader; a parked fetch
+        cluster.time.sleep(50)  # brings the HW within fetch_max_wait_ms
+        cluster.exchange(cluster.poll())
     assert observer.quorum.kind is StateKind.FOLLOWER and observer.quorum.leader_id == 1
     assert observer.high_watermark() == 1 and cluster.logs[4].end_offset() == 1
     assert 4 not in cluster.clients[1].quorum.state.voter_end_offsets  # not counted for the HW
@@ -304,3 +304,24 @@ def test_driver_hands_rpcs_to_the_network_channel_and_resigns_at_shutdown():
     ends = [m for m in channel.sent if isinstance(m.data, EndQuorumEpochRequestData)]
     assert {m.destination_id for m in ends} == {2, 3} and ends[0].data.leader_epoch == 1
     assert client.quorum.kind is StateKind.RESIGNED
+
+
+def test_leader_cut_off_from_the_majority_resigns_check_quorum():
+    cluster = Cluster()
+    cluster.elect(1)
+    leader = cluster.clients[1]
+    isolated = lambda m: 1 in (m.source_id, m.destination_id)  # noqa: E731
+    cluster.run(2900, drop=isolated)  # less than 1.5 x fetch timeout (3000 ms) without fetches: still leads
+    assert leader.quorum.state.epoch == 1 and leader.quorum.is_leader()
+    cluster.run(200, drop=isolated)
+    assert leader.quorum.kind is StateKind.RESIGNED and leader.quorum.epoch == 1
+    cluster.run(8000, drop=isolated)  # the others elect a leader among themselves
+    assert any(c.quorum.is_leader() and c.quorum.epoch > 1 for c in cluster.clients.values())
+
+
+def test_leader_fetched_by_a_majority_keeps_leading():
+    cluster = Cluster()
+    cluster.elect(1)
+    only_2 = lambda m: 3 in (m.source_id, m.destination_id)  # noqa: E731
+    cluster.run(10_000, drop=only_2)
+    assert cluster.clients[1].leader_and_epoch == (1, 1)
