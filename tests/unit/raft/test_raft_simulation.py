@@ -1,10 +1,10 @@
 """Seeded, deterministic simulation of a Raft quorum (the idea of Kafka's ``RaftEventSimulationTest``).
 
 Several :class:`KafkaRaftClient` voters and an observer talk over an in-memory network that loses,
-delays (so reorders) and duplicates messages, is partitioned and healed, while nodes crash and restart
-(keeping their log and quorum-state store, losing everything in memory and every message in flight to or
-from them - a restart resets connections). The leader appends records and sometimes resigns. After every
-step the invariants are checked:
+delays (so reorders) and duplicates messages, is partitioned (into groups, or single links cut) and
+healed, while nodes crash and restart (keeping their log and quorum-state store, losing everything in
+memory and every message in flight to or from them - a restart resets connections). The leader appends
+records and sometimes resigns. After every step the invariants are checked:
 
 * at most one leader per epoch (over the whole run);
 * a committed record (below some node's high watermark) is on a majority of voters, is never lost or
@@ -121,6 +121,7 @@ class Simulation:
         self.queue: list[tuple[int, int, int, int, RaftMessage]] = []  # (due, seq, src inc, dst inc, msg)
         self.seq = 0
         self.group: dict[int, int] = {i: 0 for i in self.nodes}  # partition group; same group = connected
+        self.cut_links: set[frozenset[int]] = set()  # single links down (non-transitive partitions)
         self.loss = 0.0
         self.duplicate = 0.0
         self.max_delay_ms = 20
@@ -169,7 +170,7 @@ class Simulation:
         node.listener = None
 
     def connected(self, a: int, b: int) -> bool:
-        return self.group[a] == self.group[b]
+        return self.group[a] == self.group[b] and frozenset((a, b)) not in self.cut_links
 
     def send(self, message: RaftMessage) -> None:
         copies = 1 + (self.rng.random() < self.duplicate)
@@ -303,9 +304,12 @@ class Simulation:
             elif r < 0.025:
                 for i in self.nodes:
                     self.group[i] = self.rng.randint(0, 1)
+            elif r < 0.028:
+                self.cut_links.add(frozenset(self.rng.sample(sorted(self.nodes), 2)))
             elif r < 0.035:
                 for i in self.nodes:
                     self.group[i] = 0
+                self.cut_links.clear()
             elif r < 0.0375:  # a power cycle: every voter restarts at once (contended elections)
                 for i in self.voters:
                     self.crash(i)
@@ -324,6 +328,7 @@ class Simulation:
         majority = set(self.rng.sample(self.voters, self.majority))
         connected = majority | set(self.observers)
         self.loss = self.duplicate = 0.0
+        self.cut_links.clear()
         for i in self.nodes:
             if i in connected:
                 self.group[i] = 0
