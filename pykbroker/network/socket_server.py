@@ -393,8 +393,10 @@ class Processor(threading.Thread):
             self.log.warning(f"Closing connection {connection_id}: {exc}")
         elif isinstance(exc, TruncatedReceiveError):
             self.log.warning(f"Closing connection {connection_id}: truncated frame, {exc}")
+        elif isinstance(exc, ConnectionError):  # the peer reset or went away: routine, as Kafka's Selector
+            self.log.debug(f"Connection {connection_id} closed: {exc!r}")
         else:
-            self.log.info(f"Connection {connection_id} closed: {exc!r}")
+            self.log.warning(f"Unexpected error from {connection_id}; closing connection: {exc!r}")
 
     def _close_all(self) -> None:
         while True:

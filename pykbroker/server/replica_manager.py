@@ -42,7 +42,7 @@ from pykbroker.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from pykbroker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from pykbroker.server.partition import Partition
 from pykbroker.utils.delayed_operation import DelayedOperationPurgatory, TopicPartitionOperationKey
-from pykbroker.utils.logging import get_logger
+from pykbroker.utils.logging import get_logger, state_change_logger
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
@@ -87,6 +87,7 @@ class ReplicaManager:
         self.metadata_cache = metadata_cache
         self.time = time
         self.log = get_logger("ReplicaManager", broker=node_id)
+        self.state_change_log = state_change_logger(node_id)  # state-change.log
         self._lock = threading.Lock()
         self._partitions: dict[tuple[str, int], Partition] = {}
         self.produce_purgatory = DelayedOperationPurgatory(
@@ -228,7 +229,12 @@ class ReplicaManager:
                             p = Partition(topic, index, topic_id, log, self.node_id, self.time)
                             parts[(topic, index)] = p
                         try:
-                            (p.make_leader if kind == "leader" else p.make_follower)(reg)
+                            if (p.make_leader if kind == "leader" else p.make_follower)(reg):
+                                self.state_change_log.info(
+                                    f"{kind.capitalize()} {topic}-{index} with topic id {topic_id} starts at "
+                                    f"leader epoch {reg.leader_epoch} with partition epoch {reg.partition_epoch}, "
+                                    f"high watermark {p.log.high_watermark}, ISR [{','.join(map(str, reg.isr))}]"
+                                )
                         except OSError as e:  # e.g. the leader epoch checkpoint on a full disk
                             log_dir = self.log_manager.log_dir_of(topic, index)
                             msg = (

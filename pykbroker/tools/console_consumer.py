@@ -90,6 +90,8 @@ class DefaultMessageFormatter:
 
 
 def main(argv: list[str] | None = None, stdout=None) -> int:
+    if argv is None:  # run as the command (bin/ script, console script): the tools' logging
+        configure_tool_logging()
     args = _parser().parse_args(argv)
     out = stdout or sys.stdout.buffer
     if args.group and args.partition is not None:

@@ -249,6 +249,8 @@ SWITCH_INTERVAL_S = 0.001
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # run as the command (bin/ script, console script): the tools' logging
+        configure_tool_logging()
     # The sending loop is CPU-bound Python: with the default 5 ms GIL switch interval the producer's
     # Sender thread waits up to 5 ms after each socket call (a GIL convoy) and latency grows to the
     # whole buffer.memory. 1 ms keeps the I/O thread responsive (like sizing a JVM for the tool).

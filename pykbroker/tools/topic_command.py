@@ -172,6 +172,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None, out=sys.stdout) -> int:
+    if argv is None:  # run as the command (bin/ script, console script): the tools' logging
+        configure_tool_logging()
     args = _parser().parse_args(argv)
     if (args.create or args.delete) and not args.topic:
         print('Missing required argument "[topic]"', file=sys.stderr)
