@@ -225,7 +225,10 @@ class Processor(threading.Thread):
                 )
                 self.selector.register(connection_id, sock)
             except Exception as e:
-                self.log.error("Processor closed connection due to error during registration.", error=repr(e))
+                if isinstance(e, ConnectionError) or getattr(e, "errno", None) == errno.ENOTCONN:
+                    self.log.debug("Connection closed by the client before its registration.", error=repr(e))
+                else:
+                    self.log.error("Processor closed connection due to error during registration.", error=repr(e))
                 self._close_socket(sock)
 
     def _close_socket(self, sock: socket.socket) -> None:

@@ -4,13 +4,15 @@
 
 Sends SIGTERM (or the signal named by the ``SIGNAL`` environment variable, as Kafka's script does) to
 the pykbroker broker processes -- ``python -m pykbroker.kafka ...``, our ``kafka.Kafka``, also started as
-``python -m pykbroker`` or by the installed ``kafka-server-start`` command -- of this user on this machine (every user's when run as root). Without options every one of them is stopped. With
+``python -m pykbroker`` or by the installed ``kafka-server-start`` command -- of this user on this
+machine (every user's when run as root). Without options every one of them is stopped. With
 ``--node-id N`` only those whose configuration has ``node.id=N``; with ``--process-role ROLE`` only
 those whose ``process.roles`` include ROLE (a combined ``broker,controller`` node matches either).
 Both given: Kafka's notice, and node id takes precedence. As in Kafka, the configuration is the
 properties file named on the process' command line (a relative path is taken from the process' working
-directory; none: the package's default configuration); unlike Kafka's script, ``--override`` values on that command line count too. The value may
-follow the flag after ``=`` (Kafka's spelling) or as the next argument.
+directory; none: the package's default configuration); unlike Kafka's script, ``--override`` values on
+that command line count too. The value may follow the flag after ``=`` (Kafka's spelling) or as the
+next argument.
 
 Prints ``No kafka server to stop`` and exits 1 when no process matches; ``--help`` prints the usage
 and stops nothing; an unknown argument prints the usage on stderr and exits 1 without stopping anything.

@@ -154,7 +154,9 @@ class _Sink:
         if self._console is not None:
             self._console.write(line)
         if self._file is not None:
-            record = logging.makeLogRecord({"msg": line, "levelno": levelno, "levelname": logging.getLevelName(levelno)})
+            record = logging.makeLogRecord(
+                {"msg": line, "levelno": levelno, "levelname": logging.getLevelName(levelno)}
+            )
             self._file.handle(record)  # the handler reports its own errors (stderr) and never raises
         if self._stdlib is not None:
             try:
