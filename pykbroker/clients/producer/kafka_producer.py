@@ -13,7 +13,7 @@ is exhausted) and wakes the Sender when a batch is ready. ``callback(metadata, e
 the Sender thread when the record's batch completes, as Java's Callback does.
 
 Errors raised by ``send``: TimeoutError (metadata or buffer memory not available within
-``max.block.ms``), MessageTooLargeError (a record above ``max.request.size`` or ``buffer.memory``),
+``max.block.ms``), RecordTooLargeError (a record above ``max.request.size`` or ``buffer.memory``),
 RuntimeError after ``close``. Delivery errors arrive through the future / callback.
 
 Thread-safety: ``send``, ``flush`` and ``partitions_for`` may be called from any thread.
@@ -98,7 +98,7 @@ class KafkaProducer:
         if headers or size > self._max_request_size - RECORD_BATCH_OVERHEAD - 64:
             size = RECORD_BATCH_OVERHEAD + size_in_bytes(0, 0, key, value, headers)
             if size > self._max_request_size:
-                raise errors.MessageTooLargeError(
+                raise errors.RecordTooLargeError(
                     f"The message is {size} bytes when serialized which is larger than {self._max_request_size}, "
                     "which is the value of the max.request.size configuration."
                 )

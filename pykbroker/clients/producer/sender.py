@@ -235,7 +235,7 @@ class Sender(threading.Thread):
         if error is not None:
             self.metadata.request_update()
             for batch in by_tp.values():
-                self._retry_or_fail(batch, errors.NetworkExceptionError(str(error)), now)
+                self._retry_or_fail(batch, errors.NetworkError(str(error)), now)
             return
         seen = set()
         for t in response["responses"]:
@@ -254,12 +254,12 @@ class Sender(threading.Thread):
                 self._retry_or_fail(batch, exc, now)
         for tp, batch in by_tp.items():
             if tp not in seen:
-                self._retry_or_fail(batch, errors.UnknownServerErrorError(f"no response for {tp}"), now)
+                self._retry_or_fail(batch, errors.UnknownServerError(f"no response for {tp}"), now)
 
     def _can_retry(self, batch: ProducerBatch, exc: BaseException, now: float) -> bool:
         if batch.attempts >= self.retries or now - batch.created >= self.accumulator.delivery_timeout:
             return False
-        if isinstance(exc, errors.OutOfOrderSequenceNumberError):
+        if isinstance(exc, errors.OutOfOrderSequenceError):
             return True  # an earlier batch of the partition failed and is being retried
         return isinstance(exc, (DisconnectError, RequestTimeoutError)) or getattr(exc, "retriable", False)
 
