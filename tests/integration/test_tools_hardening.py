@@ -56,7 +56,7 @@ def _start_piped(
     """``python -m pykbroker.kafka config`` with stdout and stderr into one pipe, read up to
     "Kafka Server started" (bounded); then the caller owns the pipe's read end, unless ``keep_reading``
     (the lines keep arriving in the returned list)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1", LOG_DIR=str(cwd / "server-logs"))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1", LOG_DIR=str(config.parent / "server-logs"))
     proc = subprocess.Popen(
         [sys.executable, "-m", "pykbroker.kafka", str(config), *extra],
         cwd=str(cwd),
