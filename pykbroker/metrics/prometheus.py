@@ -128,7 +128,12 @@ class PrometheusReporter(MetricsReporter):
         ProcessCollector(registry=self.collector_registry)
         PlatformCollector(registry=self.collector_registry)
         GCCollector(registry=self.collector_registry)
-        self.server, self.thread = start_wsgi_server(port, host, self.collector_registry)
+        try:
+            self.server, self.thread = start_wsgi_server(port, host, self.collector_registry)
+        except OSError as e:  # as the socket server's "failed to bind" error, one line
+            raise OSError(
+                e.errno, f"Prometheus metrics endpoint failed to bind to {host}:{port}: {e.strerror or e}"
+            ) from e
         self.thread.name = "prometheus-metrics-http"
         bound_host, bound_port = self.server.server_address[:2]
         self.bound_address = (bound_host, bound_port)
