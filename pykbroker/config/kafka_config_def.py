@@ -18,7 +18,6 @@ SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
 
-
 def _host_port(key: str, value) -> None:
     host, sep, port = (value or "").rpartition(":")
     if value is not None and (not sep or not port.isdigit() or int(port) > 65535):

@@ -94,10 +94,14 @@ class KafkaCollector(Collector):
                 f.add_sample(pname.name + "_sum", labels, metric.sum)
             elif pname.type == GAUGE:
                 if isinstance(metric, GaugeFamily):
-                    rows = [({**labels, **dict(zip(metric.keys, map(str, kv), strict=True))}, v) for kv, v in metric.values()]
+                    rows = [
+                        ({**labels, **dict(zip(metric.keys, map(str, kv), strict=True))}, v)
+                        for kv, v in metric.values()
+                    ]
                 else:
                     try:
-                        rows = [(labels, float(metric.value))]
+                        value = metric.recent_value() if isinstance(metric, IdleRatio) else metric.value
+                        rows = [(labels, float(value))]
                     except Exception:  # noqa: BLE001 - a failing gauge must not break the page
                         continue
                 for name in (pname.name, *pname.aliases):

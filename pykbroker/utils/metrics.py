@@ -137,6 +137,7 @@ class IdleRatio:
         self._lock = threading.Lock()
         self.idle_ns = 0
         self.total_ns = 0
+        self._readings: list[tuple[float, int, int]] = []  # (monotonic s, idle_ns, total_ns) per recent_value
 
     def record(self, idle_ns: int, total_ns: int) -> None:
         with self._lock:
@@ -146,6 +147,22 @@ class IdleRatio:
     @property
     def value(self) -> float:
         return self.idle_ns / self.total_ns if self.total_ns else 1.0
+
+    def recent_value(self, window_s: float = 60.0) -> float:
+        """The idle fraction since the oldest reading taken in the last ``window_s`` seconds (a
+        reporter's scrapes are the readings; before a second reading: since start). Kafka reports these
+        as one-minute rates, so a broker that was idle for hours and is busy now reads busy."""
+        now = time.monotonic()
+        with self._lock:
+            idle, total = self.idle_ns, self.total_ns
+            readings = self._readings
+            while len(readings) > 1 and readings[1][0] <= now - window_s:
+                readings.pop(0)
+            base = readings[0] if readings else None
+            readings.append((now, idle, total))
+        if base is not None and total > base[2]:
+            return (idle - base[1]) / (total - base[2])
+        return idle / total if total else 1.0
 
     def snapshot(self) -> dict:
         return {"value": self.value}
