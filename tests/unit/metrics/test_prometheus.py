@@ -141,3 +141,14 @@ def test_unknown_or_wrong_reporter_classes_are_config_errors():
     # Kafka 4.0's default (JMX) is accepted and ignored; an empty list builds nothing.
     assert create_reporters(["org.apache.kafka.common.metrics.JmxReporter"], {}) == []
     assert create_reporters([], {}) == []
+
+
+def test_listener_key_is_validated_by_the_broker_config():
+    from pykbroker.config.kafka_config import KafkaConfig
+    from tests.helpers.broker import DEFAULTS
+
+    assert KafkaConfig(dict(DEFAULTS))["prometheus.metrics.listener"] == "0.0.0.0:9404"
+    assert KafkaConfig(dict(DEFAULTS, **{"prometheus.metrics.listener": ":0"}))["prometheus.metrics.listener"] == ":0"
+    for bad in ("9404", "host:port", "127.0.0.1:70000"):
+        with pytest.raises(ConfigException, match="prometheus.metrics.listener"):
+            KafkaConfig(dict(DEFAULTS, **{"prometheus.metrics.listener": bad}))
