@@ -102,9 +102,9 @@ class _IOErrors:
             if channel.has_offline_log_dir(parent):
                 raise KafkaStorageErrorError(f"The log dir {parent} is already offline due to a previous IO exception.")
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> None:  # never suppresses: re-raised as KAFKA_STORAGE_ERROR
         if exc is None or not isinstance(exc, OSError):
-            return False
+            return
         log = self.log
         parent = log.parent_dir
         msg = f"Error while {self.what} {log.name} in dir {parent}: {exc}"
