@@ -27,10 +27,15 @@ FAILED_PRODUCE_REQUESTS = "FailedProduceRequestsPerSec"
 TOTAL_FETCH_REQUESTS = "TotalFetchRequestsPerSec"
 FAILED_FETCH_REQUESTS = "FailedFetchRequestsPerSec"
 
-# The order of the counters in a request's per-topic totals (``record``).
-PRODUCE_FIELDS = (MESSAGES_IN, BYTES_IN, TOTAL_PRODUCE_REQUESTS, FAILED_PRODUCE_REQUESTS)
-FETCH_FIELDS = (BYTES_OUT, TOTAL_FETCH_REQUESTS, FAILED_FETCH_REQUESTS)
-ALL_FIELDS = (*PRODUCE_FIELDS, *FETCH_FIELDS)
+ALL_FIELDS = (
+    MESSAGES_IN,
+    BYTES_IN,
+    TOTAL_PRODUCE_REQUESTS,
+    FAILED_PRODUCE_REQUESTS,
+    BYTES_OUT,
+    TOTAL_FETCH_REQUESTS,
+    FAILED_FETCH_REQUESTS,
+)
 
 
 def metric_name(name: str, topic: str | None = None) -> str:
@@ -42,32 +47,56 @@ class BrokerTopicStats:
     def __init__(self, metrics: MetricsRegistry | None = None):
         self.metrics = metrics if metrics is not None else MetricsRegistry()
         self._lock = threading.Lock()
+        # Meters in ALL_FIELDS order: produce ones at [0:4], fetch ones at [4:7].
         self.all_topics: dict[str, Meter] = {n: self.metrics.meter(metric_name(n)) for n in ALL_FIELDS}
-        self._topics: dict[str, dict[str, Meter]] = {}
+        self._all = tuple(self.all_topics[n] for n in ALL_FIELDS)
+        self._topics: dict[str, tuple[Meter, ...]] = {}
 
-    def _topic_meters(self, topic: str) -> dict[str, Meter]:
+    def _topic_meters(self, topic: str) -> tuple[Meter, ...]:
         meters = self._topics.get(topic)
         if meters is None:
-            meters = self._topics[topic] = {n: self.metrics.meter(metric_name(n, topic)) for n in ALL_FIELDS}
+            meters = self._topics[topic] = tuple(self.metrics.meter(metric_name(n, topic)) for n in ALL_FIELDS)
         return meters
 
-    def record(self, fields: tuple[str, ...], per_topic: dict[str, list[int]]) -> None:
-        """Add one request's totals: ``per_topic[topic][i]`` to meter ``fields[i]`` of the topic and of
-        all topics. One lock acquisition for the whole request."""
+    def record_produce(self, per_topic: dict[str, list[int]]) -> None:
+        """One produce request: ``per_topic[topic] = [records appended, bytes appended, partitions,
+        failed partitions]``, added to the topic's and the all-topics meters under one lock."""
         if not per_topic:
             return
-        all_topics = self.all_topics
+        messages, bytes_in, total, failed = self._all[0:4]
         with self._lock:
-            for topic, values in per_topic.items():
-                meters = self._topics.get(topic) or self._topic_meters(topic)
-                for field, value in zip(fields, values, strict=True):
-                    if value:
-                        meters[field].count += value
-                        all_topics[field].count += value
+            for topic, (m, b, t, f) in per_topic.items():
+                tm = self._topics.get(topic) or self._topic_meters(topic)
+                tm[0].count += m
+                tm[1].count += b
+                tm[2].count += t
+                messages.count += m
+                bytes_in.count += b
+                total.count += t
+                if f:
+                    tm[3].count += f
+                    failed.count += f
+
+    def record_fetch(self, per_topic: dict[str, list[int]]) -> None:
+        """One consumer fetch response: ``per_topic[topic] = [record bytes sent, partitions, failed
+        partitions]``, under one lock."""
+        if not per_topic:
+            return
+        bytes_out, total, failed = self._all[4:7]
+        with self._lock:
+            for topic, (b, t, f) in per_topic.items():
+                tm = self._topics.get(topic) or self._topic_meters(topic)
+                tm[4].count += b
+                tm[5].count += t
+                bytes_out.count += b
+                total.count += t
+                if f:
+                    tm[6].count += f
+                    failed.count += f
 
     def topic_count(self, topic: str, name: str) -> int:
         meters = self._topics.get(topic)
-        return meters[name].count if meters is not None else 0
+        return meters[ALL_FIELDS.index(name)].count if meters is not None else 0
 
     def remove_metrics(self, topic: str) -> None:
         with self._lock:

@@ -38,7 +38,7 @@ from pykbroker.log.log_validator import RecordValidationError
 from pykbroker.metadata.topic_names import is_internal as is_internal_topic
 from pykbroker.protocol import errors
 from pykbroker.record.file_records import EMPTY_RECORDS
-from pykbroker.server.broker_topic_stats import PRODUCE_FIELDS, BrokerTopicStats
+from pykbroker.server.broker_topic_stats import BrokerTopicStats
 from pykbroker.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from pykbroker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from pykbroker.server.partition import Partition
@@ -349,7 +349,7 @@ class ReplicaManager:
                     f"Error processing append operation on partition {topic}-{index}", error=repr(e), exc_info=True
                 )
                 statuses[tp] = ProducePartitionStatus(-1, self._produce_error(index, errors.UNKNOWN_SERVER_ERROR, None))
-        self.broker_topic_stats.record(PRODUCE_FIELDS, stats)
+        self.broker_topic_stats.record_produce(stats)
         ok = any(s.response["error_code"] == errors.NONE for s in statuses.values())
         if required_acks == -1 and ok:
             op = DelayedProduce(timeout_ms, statuses, self.get_partition, response_callback)

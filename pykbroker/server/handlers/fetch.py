@@ -13,7 +13,6 @@ from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.record.file_records import EMPTY_RECORDS
 from pykbroker.server import error_responses
-from pykbroker.server.broker_topic_stats import FETCH_FIELDS
 from pykbroker.server.fetch_session import SessionErrorContext
 from pykbroker.server.replica_manager import FetchParams, PartitionFetch
 
@@ -66,7 +65,7 @@ class FetchHandler:
                     t[1] += 1
                     if r.error_code not in _EXPECTED_FETCH_ERRORS:
                         t[2] += 1
-                stats.record(FETCH_FIELDS, per_topic)
+                stats.record_fetch(per_topic)
             partition_results = {}
             for p in wanted:
                 r = by_tp.get((p.topic, p.partition)) if p.topic is not None else None

@@ -12,7 +12,6 @@ from pykbroker.server.broker_topic_stats import (
     BYTES_IN,
     BYTES_OUT,
     FAILED_PRODUCE_REQUESTS,
-    FETCH_FIELDS,
     MESSAGES_IN,
     TOTAL_PRODUCE_REQUESTS,
     BrokerTopicStats,
@@ -95,8 +94,8 @@ def test_topic_meters_are_removed_when_the_topic_is_deleted(broker):
 
 def test_record_takes_a_requests_totals_at_once():
     stats = BrokerTopicStats(MetricsRegistry())
-    stats.record(FETCH_FIELDS, {"a": [100, 2, 0], "b": [0, 1, 1]})
-    stats.record(FETCH_FIELDS, {})
+    stats.record_fetch({"a": [100, 2, 0], "b": [0, 1, 1]})
+    stats.record_fetch({})
     assert stats.topic_count("a", BYTES_OUT) == 100
     assert stats.all_topics[BYTES_OUT].count == 100
     assert stats.metrics.get(metric_name("TotalFetchRequestsPerSec")).count == 3
