@@ -1,8 +1,7 @@
 """Kafka MBean names -> Prometheus metric names and labels, as the Prometheus JMX exporter makes them.
 
-The rules are those of the JMX exporter's example Kafka configuration (``kafka-2_0_0.yml`` /
-``kafka-kraft-3_0_0.yml``, ``lowercaseOutputName: true``), which Kafka's Grafana dashboards and alerts
-are written against:
+The rules are those of the JMX exporter's example Kafka configurations (Kafka 2.x and KRaft,
+``lowercaseOutputName: true``), which Kafka's Grafana dashboards and alerts are written against:
 
 * ``kafka.<d>:type=<T>,name=<N>PerSec...,k=v`` (a Meter's ``Count``) -> counter
   ``kafka_<d>_<t>_<n>_total{k="v"}``;
