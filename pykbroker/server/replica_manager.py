@@ -62,6 +62,15 @@ _EXPECTED_PRODUCE_ERRORS = frozenset(
 )
 
 
+def _count_produce_failure(stats: dict[str, list[int]], topic: str, code: int) -> None:
+    topic_stats = stats.get(topic)
+    if topic_stats is None:
+        topic_stats = stats[topic] = [0, 0, 0, 0]
+    topic_stats[2] += 1
+    if code not in _EXPECTED_PRODUCE_ERRORS:
+        topic_stats[3] += 1
+
+
 @dataclass(slots=True)
 class FetchParams:
     replica_id: int
@@ -306,20 +315,22 @@ class ReplicaManager:
             response_callback({tp: self._produce_error(tp[1], errors.INVALID_REQUIRED_ACKS, None) for tp in entries})
             return
         statuses: dict[tuple[str, int], ProducePartitionStatus] = {}
-        stats: dict[str, list[int]] = {}  # topic -> [messages, bytes, partitions, failed partitions]
+        # BrokerTopicMetrics of the request, per topic: [records, bytes, partitions, failed partitions];
+        # unknown topics are not counted (Kafka answers them before the ReplicaManager).
+        stats: dict[str, list[int]] = {}
         for tp, records in entries.items():
             topic, index = tp
-            topic_stats = stats.get(topic)
-            if topic_stats is None:
-                topic_stats = stats[topic] = [0, 0, 0, 0]
-            topic_stats[2] += 1
             try:
                 if topic in INTERNAL_TOPICS and not internal_topics_allowed:
                     raise errors.InvalidTopicExceptionError(f"Cannot append to internal topic {topic}")
                 partition = self.get_partition_or_error(topic, index)
                 info, hw_incremented = partition.append_records_to_leader(records, required_acks, origin)
+                topic_stats = stats.get(topic)
+                if topic_stats is None:
+                    topic_stats = stats[topic] = [0, 0, 0, 0]
                 topic_stats[0] += info.records_count
                 topic_stats[1] += len(records)
+                topic_stats[2] += 1
                 response = {
                     "index": index,
                     "error_code": errors.NONE,
@@ -337,14 +348,13 @@ class ReplicaManager:
                     {"batch_index": r.batch_index, "batch_index_error_message": r.message} for r in e.record_errors
                 ]
                 statuses[tp] = ProducePartitionStatus(-1, response)
-                if e.code not in _EXPECTED_PRODUCE_ERRORS:
-                    topic_stats[3] += 1
+                _count_produce_failure(stats, topic, e.code)
             except errors.KafkaError as e:
                 statuses[tp] = ProducePartitionStatus(-1, self._produce_error(index, e.code, str(e)))
-                if e.code not in _EXPECTED_PRODUCE_ERRORS:
-                    topic_stats[3] += 1
+                if e.code != errors.UNKNOWN_TOPIC_OR_PARTITION:
+                    _count_produce_failure(stats, topic, e.code)
             except Exception as e:
-                topic_stats[3] += 1
+                _count_produce_failure(stats, topic, errors.UNKNOWN_SERVER_ERROR)
                 self.log.error(
                     f"Error processing append operation on partition {topic}-{index}", error=repr(e), exc_info=True
                 )

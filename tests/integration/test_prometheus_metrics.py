@@ -106,7 +106,21 @@ def test_metrics_endpoint_after_producing_and_consuming(broker_factory):
     consumer.commit(asynchronous=False)
     consumer.close()
 
-    samples = scrape(url)
+    def settled():
+        # Settles just after the clients return: the group empties once the DelayedJoin of the leave
+        # completes, and a request's metrics are recorded when its response send completes.
+        samples = scrape(url)
+        produce_count = samples.get(("kafka_network_requestmetrics_totaltimems_count", (("request", "Produce"),)))
+        produce_requests = by_label(
+            samples, "kafka_network_requestmetrics_requests_total", "version", request="Produce"
+        )
+        if samples.get(
+            ("kafka_coordinator_group_groupmetadatamanager_numgroupsempty", ())
+        ) == 1 and produce_count == sum(produce_requests.values()):
+            return samples
+        return None
+
+    samples = wait_until(settled, timeout=10, message="group empty and request metrics recorded")
     names = {name for name, _ in samples}
     assert [name for name in REQUIRED if name not in names] == []
 

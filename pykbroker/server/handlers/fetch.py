@@ -58,6 +58,8 @@ class FetchHandler:
             if from_consumer:  # BrokerTopicMetrics: bytes sent to consumers, partitions fetched, failures
                 per_topic: dict[str, list[int]] = {}
                 for f, r in results:
+                    if r.error_code == errors.UNKNOWN_TOPIC_OR_PARTITION:
+                        continue  # no series for topics that do not exist
                     t = per_topic.get(f.topic)
                     if t is None:
                         t = per_topic[f.topic] = [0, 0, 0]

@@ -59,10 +59,11 @@ def test_rejected_appends_count_nothing_in_and_only_unexpected_failures(broker):
     rm = broker.replica_manager
     data = bytearray(records(2))
     data[-1] ^= 0xFF  # CRC mismatch: CORRUPT_MESSAGE, the client's fault (not a failed request in Kafka)
-    _append(rm, {("t", 0): memoryview(data), ("t", 9): records(1)})
+    _append(rm, {("t", 0): memoryview(data), ("t", 9): records(1), ("nope", 0): records(1)})
     assert _count(rm, MESSAGES_IN, "t") == 0 and _count(rm, BYTES_IN) == 0
-    assert _count(rm, TOTAL_PRODUCE_REQUESTS, "t") == 2
+    assert _count(rm, TOTAL_PRODUCE_REQUESTS, "t") == 1  # t-9 and "nope" do not exist: not counted
     assert _count(rm, FAILED_PRODUCE_REQUESTS, "t") == 0
+    assert rm.metrics.get(metric_name(MESSAGES_IN, "nope")) is None  # no series for unknown topics
 
 
 def test_replica_manager_gauges_read_partition_state(broker):
