@@ -56,7 +56,6 @@ from pykbroker.utils.time import SYSTEM, Time
 DATA_PLANE = "data-plane"
 CONTROL_PLANE = "control-plane"
 CONNECTION_QUEUE_SIZE = 20
-API_VERSIONS_KEY = 18
 INT_MAX = 2**31 - 1
 ACCEPT_BATCH_SIZE = 64  # connections taken per accept batch (the Acceptor loops until none is pending)
 ACCEPT_BACKOFF_MS = 100  # pause after EMFILE/ENFILE so a full fd table does not spin the Acceptor
@@ -308,7 +307,7 @@ class Processor(threading.Thread):
         api_key, api_version, correlation_id = peek_api_key_version(payload)
         remote = connection_id.split("-")[1]
         host, _, port = remote.rpartition(":")
-        if api_key == API_VERSIONS_KEY and not self.is_api_allowed(api_key, api_version):
+        if api_key == _api_keys.ApiKeys.API_VERSIONS and not self.is_api_allowed(api_key, api_version):
             # KIP-511: any ApiVersions version is accepted; a too-new one is answered as v0.
             header = RequestHeader(
                 api_key=api_key, api_version=api_version, correlation_id=correlation_id, client_id="", header_version=1
@@ -323,7 +322,7 @@ class Processor(threading.Thread):
             header, header_size = parse_request_header(payload)
             body = decode_request(api_key, api_version, payload[header_size:])
             unsupported = False
-            if api_key == API_VERSIONS_KEY and body is not None:
+            if api_key == _api_keys.ApiKeys.API_VERSIONS and body is not None:
                 channel.client_software_name = body.get("client_software_name") or "unknown"
                 channel.client_software_version = body.get("client_software_version") or "unknown"
         context = RequestContext(

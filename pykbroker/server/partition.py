@@ -105,7 +105,7 @@ class Partition:
     def append_records_to_leader(self, records: memoryview, required_acks: int, origin=None):
         """Validate and append; returns ``(LogAppendInfo, hw_incremented)``.
         Raises NotLeaderOrFollowerError, NotEnoughReplicasError (acks=-1 below min ISR), or the
-        validator's errors (CorruptRecordError, InvalidRecordError, MessageTooLargeError, ...)."""
+        validator's errors (CorruptRecordError, InvalidRecordError, RecordTooLargeError, ...)."""
         with self._state_lock:
             if not self.is_leader:
                 raise errors.NotLeaderOrFollowerError(

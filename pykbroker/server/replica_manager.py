@@ -46,8 +46,6 @@ from pykbroker.utils.delayed_operation import DelayedOperationPurgatory, TopicPa
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.metrics import MetricsRegistry
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-
 # Produce errors that are the client's or the partition's state, not a broker failure: Kafka does not
 # count them in FailedProduceRequestsPerSec.
 _EXPECTED_PRODUCE_ERRORS = frozenset(
@@ -217,17 +215,17 @@ class ReplicaManager:
         if p is not None:
             return p
         if (topic, partition) in self._offline:
-            raise errors.KafkaStorageErrorError(f"Partition {topic}-{partition} is in an offline log directory")
+            raise errors.KafkaStorageError(f"Partition {topic}-{partition} is in an offline log directory")
         if self.metadata_cache.partition(topic, partition) is not None:
             raise errors.NotLeaderOrFollowerError(f"Error while fetching partition state for {topic}-{partition}")
         raise errors.UnknownTopicOrPartitionError(f"Partition {topic}-{partition} doesn't exist")
 
     def delete_records(self, topic: str, partition: int, offset: int, internal_topics_allowed: bool = False) -> int:
         """DeleteRecords for one partition (``ReplicaManager.deleteRecordsOnLocalLog``); returns the low
-        watermark. Raises InvalidTopicExceptionError for an internal topic, UnknownTopicOrPartitionError,
+        watermark. Raises InvalidTopicError for an internal topic, UnknownTopicOrPartitionError,
         NotLeaderOrFollowerError, and the errors of :meth:`Partition.delete_records_on_leader`."""
         if is_internal_topic(topic) and not internal_topics_allowed:
-            raise errors.InvalidTopicExceptionError(f"Cannot delete records of internal topic {topic}")
+            raise errors.InvalidTopicError(f"Cannot delete records of internal topic {topic}")
         return self.get_partition_or_error(topic, partition).delete_records_on_leader(offset)
 
     def partitions(self) -> list[Partition]:
@@ -266,7 +264,7 @@ class ReplicaManager:
                             config = self.log_manager.topic_config(topic)
                             try:
                                 log = self.log_manager.get_or_create_log(topic, index, topic_id, config)
-                            except errors.KafkaStorageErrorError as e:
+                            except errors.KafkaStorageError as e:
                                 self.log.error(f"Unable to create the log of {topic}-{index}: {e}")
                                 offline.add((topic, index))
                                 continue
@@ -321,8 +319,8 @@ class ReplicaManager:
         for tp, records in entries.items():
             topic, index = tp
             try:
-                if topic in INTERNAL_TOPICS and not internal_topics_allowed:
-                    raise errors.InvalidTopicExceptionError(f"Cannot append to internal topic {topic}")
+                if is_internal_topic(topic) and not internal_topics_allowed:
+                    raise errors.InvalidTopicError(f"Cannot append to internal topic {topic}")
                 partition = self.get_partition_or_error(topic, index)
                 info, hw_incremented = partition.append_records_to_leader(records, required_acks, origin)
                 topic_stats = stats.get(topic)

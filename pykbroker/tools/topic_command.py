@@ -23,11 +23,11 @@ import sys
 import uuid
 
 from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.metadata.topic_names import INTERNAL_TOPICS
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.tools.command_line_utils import configure_tool_logging, parse_key_values
 
-INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state"}
 TOPIC_RESOURCE = 2
 DYNAMIC_TOPIC_CONFIG = 1
 
