@@ -73,7 +73,7 @@ def main() -> None:
             f"max {max(times) * 1000:.1f} ms  page {len(text) / 1024:.0f} KiB  {samples} samples"
         )
     finally:
-        broker.stop()
+        broker.stop(timeout=120)  # closing 1,000 logs takes a while on a loaded machine
 
 
 if __name__ == "__main__":
