@@ -98,6 +98,9 @@ class KafkaRaftServer:
         self._shutdown_lock = threading.Lock()
         self._shutdown_done = threading.Event()
         self.started = False
+        # Kafka's BrokerState values: NOT_RUNNING 0, STARTING 1, RUNNING 3, SHUTTING_DOWN 7.
+        self.broker_state = 0
+        self.metrics.gauge("kafka.server:type=KafkaServer,name=BrokerState", lambda: self.broker_state)
 
     # -- start-up ------------------------------------------------------------------------------
     def startup(self) -> None:
@@ -106,6 +109,7 @@ class KafkaRaftServer:
         storage errors, or whatever a component raised."""
         config = self.config
         self.log.info("Starting broker")
+        self.broker_state = 1
         for key in config.unknown_keys:
             self.log.warning(f"The configuration '{key}' was supplied but isn't a known config.")
         self._check_single_voter()
@@ -250,6 +254,7 @@ class KafkaRaftServer:
             )
         self.socket_server.enable_request_processing()
         self.started = True
+        self.broker_state = 3
         self.log.info("Kafka Server started")
 
     def _register_metrics(self) -> None:
@@ -421,6 +426,7 @@ class KafkaRaftServer:
             if self._shutdown_done.is_set():
                 return
             self.log.info(f"[BrokerServer id={self.node_id}] shutting down")
+            self.broker_state = 7
             steps = [
                 ("socket server request processing", lambda: self.socket_server.stop_processing_requests()),
                 ("data-plane request handlers", lambda: self.data_plane_pool.shutdown()),

@@ -151,6 +151,7 @@ def test_metrics_endpoint_after_producing_and_consuming(broker_factory):
     assert value(samples, "kafka_server_replicamanager_leadercount") == partitions + 5
     assert value(samples, "kafka_server_replicamanager_underreplicatedpartitions") == 0
     assert value(samples, "kafka_controller_kafkacontroller_activecontrollercount") == 1
+    assert value(samples, "kafka_server_kafkaserver_brokerstate") == 3  # RUNNING
     assert value(samples, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0
     assert value(samples, "kafka_controller_kafkacontroller_globaltopiccount") == 2
     assert value(samples, "kafka_coordinator_group_groupmetadatamanager_numgroups") == 1
