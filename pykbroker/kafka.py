@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     try:
         server.startup()
-    except StartupError as e:  # a known cause, fully stated: one line, no traceback
+    except (StartupError, ConfigException) as e:  # a known cause, fully stated: one line, no traceback
         log.error(f"Exiting Kafka due to fatal exception during startup: {e}")
         server.shutdown()
         return 1

@@ -333,6 +333,22 @@ class LogManager:
         with self._lock:
             return list(self._logs.values())
 
+    def register_metrics(self, metrics) -> None:
+        """Kafka's per-partition log gauges (``kafka.log:type=Log,name=<N>,topic=<t>,partition=<p>``,
+        registered by each UnifiedLog in Kafka): one GaugeFamily per name, over the current logs."""
+        readers = {
+            "Size": lambda log: log.size,
+            "LogEndOffset": lambda log: log.log_end_offset,
+            "LogStartOffset": lambda log: log.log_start_offset,
+            "NumLogSegments": lambda log: log.num_segments,
+        }
+        for name, read in readers.items():
+            metrics.gauge_family(
+                f"kafka.log:type=Log,name={name}",
+                ("topic", "partition"),
+                lambda read=read: [(log.topic_partition, read(log)) for log in self.all_logs()],
+            )
+
     def logs_by_topic(self, topic: str) -> list[UnifiedLog]:
         with self._lock:
             return [log for (t, _), log in self._logs.items() if t == topic]
