@@ -3,19 +3,25 @@
     .venv/bin/python bench/produce_fetch.py                          # starts its own broker (subprocess)
     .venv/bin/python bench/produce_fetch.py --record-size 1024 --num-records 200000 --partitions 1 6
     .venv/bin/python bench/produce_fetch.py --bootstrap-server 127.0.0.1:9092
+    .venv/bin/python bench/produce_fetch.py --prometheus-scrape 1     # PrometheusReporter on, scraped every 1 s
 
 For each partition count: create a topic, produce ``--num-records`` records of ``--record-size`` bytes
 with acks=1 (linger.ms=5, lz4 off) and wait for every delivery report, then consume the whole topic
 from the beginning with an assigned consumer. Prints MB/s (MiB of payload) and records/s for both.
+With ``--prometheus-scrape S`` the broker it starts runs the PrometheusReporter and /metrics is scraped
+every S seconds during the run (the number of scrapes is printed).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -87,13 +93,32 @@ def main() -> None:
     ap.add_argument("--record-size", type=int, default=1024)
     ap.add_argument("--partitions", type=int, nargs="+", default=[1, 6])
     ap.add_argument("--acks", default="1")
+    ap.add_argument("--prometheus-scrape", type=float, default=0, help="seconds between scrapes; 0: no reporter")
     args = ap.parse_args()
     broker = None
+    stop_scraping = threading.Event()
+    scrapes = []
     if not args.bootstrap_server:
         from tests.helpers.broker import BrokerProcess
 
-        broker = BrokerProcess(Path(tempfile.mkdtemp(prefix="bench-"))).start()
+        reporter = {}
+        if args.prometheus_scrape > 0:
+            reporter = {
+                "metric_reporters": "pykbroker.metrics.prometheus.PrometheusReporter",
+                "prometheus_metrics_listener": "127.0.0.1:0",
+            }
+        broker = BrokerProcess(Path(tempfile.mkdtemp(prefix="bench-")), **reporter).start()
         args.bootstrap_server = broker.bootstrap
+        if reporter:
+            line = broker.wait_for_line(r"Prometheus metrics endpoint listening on \S+:\d+")
+            url = "http://{}:{}/metrics".format(*re.search(r"listening on (\S+):(\d+)", line).groups())
+
+            def scrape() -> None:
+                while not stop_scraping.wait(args.prometheus_scrape):
+                    urllib.request.urlopen(url, timeout=30).read()
+                    scrapes.append(1)
+
+            threading.Thread(target=scrape, daemon=True).start()
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": args.bootstrap_server})
@@ -113,7 +138,10 @@ def main() -> None:
                 f"partitions={parts}  produce {mib / tp:7.1f} MB/s {args.num_records / tp:9.0f} records/s   "
                 f"fetch {mib / tc:7.1f} MB/s {args.num_records / tc:9.0f} records/s"
             )
+        if scrapes:
+            print(f"# {len(scrapes)} scrapes of /metrics during the run")
     finally:
+        stop_scraping.set()
         if broker:
             broker.stop()
 

@@ -1,4 +1,5 @@
-"""Entry point: ``kafka-server-start [-daemon] server.properties [--override property=value]*``.
+"""Entry point: ``kafka-server-start [-daemon] [server.properties] [--override property=value]*``
+(also ``python -m pykbroker``).
 
 Mirrors ``kafka.Kafka``: parse arguments (Kafka's usage line on bad ones), load the properties file,
 apply ``--override``s, build :class:`KafkaConfig` (a bad value stops start-up with one line naming the
@@ -8,7 +9,19 @@ Unlike Kafka, relative data directories (``log.dirs``, ``log.dir``, ``metadata.l
 file are taken from the file's own directory, not the working directory, so starting from another
 directory finds the same data instead of formatting a new empty cluster; relative ``--override`` values
 are taken from the working directory. The absolute directories are logged at start
-(``Log directories: ...``).
+(``Log directories: ...``). Without a properties file the package's single-node configuration is used
+(:data:`pykbroker.config.server_properties.DEFAULT_CONFIG`).
+
+Logs, as Kafka's scripts and ``log4j.properties`` arrange them: ``server.log``, ``controller.log`` and
+``state-change.log`` in ``$LOG_DIR`` (default: the installation's ``logs/``, see
+:func:`pykbroker.utils.logging.default_log_dir`), rotated by size (``$PYKBROKER_LOG_FILE_MAX_BYTES``,
+default 10 MB; ``$PYKBROKER_LOG_FILE_BACKUPS``, default 10), always appended to; in the foreground every
+line also goes to stdout. ``$PYKBROKER_LOG_LEVEL`` sets the levels: ``info`` or
+``info,SocketServer=debug,pykbroker.log=warn`` (per component or module, see :mod:`pykbroker.utils.logging`).
+
+``-daemon`` (Kafka's flag): the broker detaches (a forked process in its own session, stdin from /dev/null,
+stdout and stderr appended to ``$LOG_DIR/kafkaServer.out``) and logs to the files only; the command
+writes the broker's pid to ``$LOG_DIR/kafkaServer.pid`` and exits 0.
 """
 
 from __future__ import annotations
@@ -37,7 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     path, overrides = parse_args(argv)
     from pykbroker.utils import logging as plog
 
-    plog.configure(os.environ.get("PYKBROKER_LOG_LEVEL", "info"))
+    daemon = "-daemon" in argv
+    log_dir = plog.default_log_dir()
+    if daemon and not _daemonize(log_dir):
+        return 0
+    _configure_logging(plog, log_dir, console=not daemon)
     log = plog.get_logger("KafkaServer")
     from pykbroker.config.config_def import ConfigException
     from pykbroker.config.kafka_config import KafkaConfig
@@ -75,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     try:
         server.startup()
-    except StartupError as e:  # a known cause, fully stated: one line, no traceback
+    except (StartupError, ConfigException) as e:  # a known cause, fully stated: one line, no traceback
         log.error(f"Exiting Kafka due to fatal exception during startup: {e}")
         server.shutdown()
         return 1
@@ -87,6 +104,52 @@ def main(argv: list[str] | None = None) -> int:
         pass
     log.info("Kafka server exited")
     return 0
+
+
+def _configure_logging(plog, log_dir: str, console: bool) -> None:
+    level = os.environ.get(plog.LOG_LEVEL_ENV, "info")
+    try:
+        plog.configure(
+            level,
+            console=console,
+            log_dir=log_dir,
+            max_bytes=_env_int("PYKBROKER_LOG_FILE_MAX_BYTES", plog.DEFAULT_MAX_BYTES),
+            backup_count=_env_int("PYKBROKER_LOG_FILE_BACKUPS", plog.DEFAULT_BACKUP_COUNT),
+        )
+    except OSError as e:  # as log4j: the broker runs on, without its files
+        print(f"pykbroker: cannot write logs to {log_dir} ({e}); logging to stdout only", file=sys.stderr)
+        plog.configure(level)
+
+
+def _env_int(name: str, default: int) -> int:
+    try:
+        return int(os.environ.get(name, default))
+    except ValueError:
+        print(f"pykbroker: ignoring {name}={os.environ[name]!r} (not a number)", file=sys.stderr)
+        return default
+
+
+def _daemonize(log_dir: str) -> bool:
+    """Fork the broker off (no thread runs yet): True in the daemon, False in the command, which records
+    the daemon's pid in ``kafkaServer.pid``."""
+    os.makedirs(log_dir, exist_ok=True)
+    out = os.open(os.path.join(log_dir, "kafkaServer.out"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        os.close(out)
+        with open(os.path.join(log_dir, "kafkaServer.pid"), "w") as f:
+            f.write(f"{pid}\n")
+        return False
+    os.setsid()  # no controlling terminal: a closed terminal (SIGHUP) does not reach the broker
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(null)
+    os.close(out)
+    return True
 
 
 if __name__ == "__main__":

@@ -1,6 +1,12 @@
-import pytest
+import os
 
-from tests.helpers.broker import BrokerProcess
+# Strict codec: encoding a dict with a key that is no field of the message raises (pykbroker.protocol.codec).
+# Set before pykbroker is imported; brokers started by the tests inherit it.
+os.environ.setdefault("PYKBROKER_STRICT_CODEC", "1")
+
+import pytest  # noqa: E402
+
+from tests.helpers.broker import BrokerProcess  # noqa: E402
 
 
 @pytest.fixture
@@ -19,6 +25,11 @@ def broker_factory(tmp_path):
             b.stop()
         except Exception:
             b.kill()
+    # A strict-codec violation inside a broker becomes an error response and a log line, which a test may not
+    # notice: fail on it here (a response dict with a key that is no field of the message is a bug).
+    violations = [line for b in started for line in b.lines if "unknown field(s)" in line]
+    if violations:
+        pytest.fail("strict codec: response fields unknown to the schema:\n" + "\n".join(violations[:10]))
 
 
 @pytest.fixture

@@ -2,7 +2,10 @@
 
 Used by pykbroker's command-line tools, benchmarks and tests. Encoding and decoding go through
 :mod:`pykbroker.protocol` (``encode_request`` / ``decode_response``); the response header version is
-derived from the request's API and version (ApiVersions always uses header v0).
+derived from the request's API and version (ApiVersions always uses header v0). Frames are read and
+written with the broker's own :class:`~pykbroker.network.channel.NetworkReceive` /
+:class:`~pykbroker.network.channel.NetworkSend` (as Kafka's clients share ``org.apache.kafka.common.network``),
+here over a blocking socket bounded by ``timeout``.
 Not thread-safe: one connection per thread.
 """
 
@@ -11,10 +14,10 @@ from __future__ import annotations
 import socket
 import struct
 
+from pykbroker.network.channel import UNLIMITED, NetworkReceive, NetworkSend
 from pykbroker.protocol import decode_response, encode_request
 from pykbroker.protocol.header import response_header_version
 
-_SIZE = struct.Struct(">i")
 _CORR = struct.Struct(">i")
 
 
@@ -44,6 +47,7 @@ class BrokerConnection:
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.client_id = client_id
+        self.node = f"{host}:{port}"
         self.next_correlation_id = 0
         self.pending: list[tuple[int, int, int]] = []  # (correlation id, api key, version)
 
@@ -67,27 +71,29 @@ class BrokerConnection:
         """Write one request; returns its correlation id (read the answer with :meth:`receive`)."""
         correlation_id = self.next_correlation_id
         self.next_correlation_id += 1
-        self.sock.sendall(encode_request(api_key, version, correlation_id, self.client_id, body))
+        self._write(encode_request(api_key, version, correlation_id, self.client_id, body))
         self.pending.append((correlation_id, api_key, version))
         return correlation_id
 
     def send_raw(self, data: bytes) -> None:
-        self.sock.sendall(data)
+        """Write ``data`` as is (no size prefix added: tests use it to send malformed frames)."""
+        self._write(data)
 
-    def _read_exactly(self, n: int) -> bytearray:
-        buf = bytearray(n)
-        view = memoryview(buf)
-        got = 0
-        while got < n:
-            k = self.sock.recv_into(view[got:], n - got)
-            if k == 0:
-                raise ConnectionClosedError(f"connection closed by broker after {got} of {n} bytes")
-            got += k
-        return buf
+    def _write(self, data: bytes) -> None:
+        send = NetworkSend(self.node, [data])
+        while not send.write_to(self.sock):  # blocking socket: each pass writes at least one byte
+            pass
 
     def receive_frame(self) -> bytearray:
-        size = _SIZE.unpack(self._read_exactly(4))[0]
-        return self._read_exactly(size)
+        """Read one size-prefixed frame; returns its body. Raises ConnectionClosedError when the broker
+        closes the connection, ``TimeoutError`` after ``timeout`` without data."""
+        receive = NetworkReceive(UNLIMITED)
+        try:
+            while not receive.complete():
+                receive.read_from(self.sock)
+        except EOFError as e:  # TruncatedReceiveError included
+            raise ConnectionClosedError(f"connection closed by broker: {e}") from None
+        return receive.payload
 
     def receive(self) -> tuple[int, dict]:
         """Read the next response: ``(correlation id, body dict)``; checks the correlation id matches."""

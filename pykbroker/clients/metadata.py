@@ -10,13 +10,14 @@ Thread-safety: all state is guarded by one condition variable.
 from __future__ import annotations
 
 import threading
-import time
 
 from pykbroker.protocol import errors
+from pykbroker.utils.time import SYSTEM, Time
 
 
 class ClusterMetadata:
-    def __init__(self, bootstrap: list[str], metadata_max_age_ms: int = 300000):
+    def __init__(self, bootstrap: list[str], metadata_max_age_ms: int = 300000, time: Time = SYSTEM):
+        self.time = time
         self.bootstrap = [_split(b) for b in bootstrap]
         self.max_age_ms = metadata_max_age_ms
         self._cond = threading.Condition()
@@ -45,7 +46,7 @@ class ClusterMetadata:
             if n:
                 return n
         self.add_topic(topic)
-        deadline = time.monotonic() + timeout_s
+        deadline = self.time.nanoseconds() / 1e9 + timeout_s
         with self._cond:
             while True:
                 n = self.num_partitions.get(topic)
@@ -54,7 +55,7 @@ class ClusterMetadata:
                 code = self.topic_errors.get(topic)
                 if code is not None and code not in (errors.UNKNOWN_TOPIC_OR_PARTITION, errors.LEADER_NOT_AVAILABLE):
                     raise errors.for_code(code)(f"Topic {topic}: {errors.name_of(code)}")
-                remaining = deadline - time.monotonic()
+                remaining = deadline - self.time.nanoseconds() / 1e9
                 if remaining <= 0:
                     raise TimeoutError(f"Topic {topic} not present in metadata after {int(timeout_s * 1000)} ms.")
                 self.need_update = True

@@ -1,12 +1,17 @@
 """NetworkClient: non-blocking request/response connections to brokers for one I/O thread.
 
-Mirrors the client side of Kafka's ``NetworkClient`` + ``Selector``: one connection per node (the
-bootstrap addresses get negative ids), connect with exponential back-off (``reconnect.backoff.ms`` ..
-``reconnect.backoff.max.ms``), an ApiVersions exchange before a connection is ready (versions are then
-picked as ``min(ours, broker's)``), ``InFlightRequests`` capped per connection, responses matched to
-requests in order by correlation id, ``request.timeout.ms`` per request, and every in-flight request
-failed with :class:`DisconnectError` when its connection drops. A connection that cannot be established
-logs Kafka's WARN ``Connection to node N (host:port) could not be established. Node may not be available.``
+Mirrors Kafka's ``NetworkClient``, sitting (as Kafka's does on ``Selector``) on the broker's own network
+layer: a :class:`~pykbroker.network.selector.ClientSelector` does the connecting and the framing
+(``NetworkSend`` / ``NetworkReceive``). On top: one connection per node (the bootstrap addresses get
+negative ids), connect with exponential back-off (``reconnect.backoff.ms`` .. ``reconnect.backoff.max.ms``),
+an ApiVersions exchange before a connection is ready (versions are then picked as ``min(ours, broker's)``),
+``InFlightRequests`` capped per connection, responses matched to requests in order by correlation id,
+``request.timeout.ms`` per request, and every in-flight request failed with :class:`DisconnectError` when
+its connection drops. A connection that cannot be established logs Kafka's WARN
+``Connection to node N (host:port) could not be established. Node may not be available.``
+
+Time: ``now`` arguments and deadlines are seconds on the injected :class:`~pykbroker.utils.time.Time`'s
+monotonic clock (``nanoseconds() / 1e9``), so timeouts are testable with ``MockTime``.
 
 Threading: owned by one thread (the producer's Sender); ``wakeup`` is thread-safe.
 """
@@ -14,19 +19,18 @@ Threading: owned by one thread (the producer's Sender); ``wakeup`` is thread-saf
 from __future__ import annotations
 
 import collections
-import os
-import selectors
-import socket
 import struct
-import time
 from collections.abc import Callable
 
+from pykbroker.network.channel import NetworkReceive, NetworkSend
+from pykbroker.network.selector import FAILED_SEND, NOT_CONNECTED, ClientSelector
 from pykbroker.protocol import decode_response, encode_request, errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.protocol.header import response_header_version
 from pykbroker.utils.logging import get_logger
+from pykbroker.utils.time import SYSTEM, Time
 
-_SIZE = struct.Struct(">i")
+_CORR = struct.Struct(">i")
 API_VERSIONS_VERSION = 3
 CONNECTING, CHECKING_API_VERSIONS, READY = "CONNECTING", "CHECKING_API_VERSIONS", "READY"
 
@@ -47,22 +51,18 @@ class _InFlight:
         self.api_key = api_key
         self.version = version
         self.callback = callback
-        self.sent_at = sent_at
+        self.sent_at = sent_at  # seconds, on the client's Time
 
 
 class _Connection:
-    __slots__ = ("node_id", "sock", "state", "in_flight", "out", "out_pos", "recv", "versions", "events")
+    __slots__ = ("node_id", "channel_id", "state", "in_flight", "versions")
 
-    def __init__(self, node_id: int, sock: socket.socket):
+    def __init__(self, node_id: int):
         self.node_id = node_id
-        self.sock = sock
+        self.channel_id = str(node_id)
         self.state = CONNECTING
         self.in_flight: collections.deque[_InFlight] = collections.deque()
-        self.out: collections.deque = collections.deque()  # frames (bytes) still to write
-        self.out_pos = 0
-        self.recv = bytearray()
         self.versions: dict[int, tuple[int, int]] = {}
-        self.events = 0
 
 
 class NetworkClient:
@@ -76,24 +76,28 @@ class NetworkClient:
         send_buffer_bytes: int = 131072,
         receive_buffer_bytes: int = 32768,
         log=None,
+        time: Time = SYSTEM,
     ):
         self.client_id = client_id
         self.log = log or get_logger("NetworkClient", clientId=client_id)
+        self.time = time
         self.request_timeout = request_timeout_ms / 1000.0
         self.backoff = reconnect_backoff_ms / 1000.0
         self.backoff_max = reconnect_backoff_max_ms / 1000.0
         self.max_in_flight = max_in_flight
         self.send_buffer_bytes = send_buffer_bytes
         self.receive_buffer_bytes = receive_buffer_bytes
-        self.selector = selectors.DefaultSelector()
+        self.close_errors: dict[str, BaseException] = {}
+        self.selector = ClientSelector(time, on_close_error=self.close_errors.__setitem__)
         self.conns: dict[int, _Connection] = {}
+        self.channel_conns: dict[str, _Connection] = {}
         self.addresses: dict[int, tuple[str, int]] = {}
         self.failures: dict[int, tuple[int, float]] = {}  # node -> (consecutive failures, retry at)
         self.next_correlation_id = 0
-        self._wakeup_r, self._wakeup_w = os.pipe()
-        os.set_blocking(self._wakeup_r, False)
-        os.set_blocking(self._wakeup_w, False)
-        self.selector.register(self._wakeup_r, selectors.EVENT_READ, None)
+
+    def now(self) -> float:
+        """Seconds on this client's monotonic clock (the unit of every ``now`` argument)."""
+        return self.time.nanoseconds() / 1e9
 
     # -- connections -----------------------------------------------------------------------------
     def set_address(self, node_id: int, address: tuple[str, int]) -> None:
@@ -128,50 +132,34 @@ class NetworkClient:
         address = self.addresses.get(node_id)
         if address is None or self.connection_delay(node_id, now) > 0:
             return
-        sock = socket.socket(socket.AF_INET6 if ":" in address[0] else socket.AF_INET, socket.SOCK_STREAM)
-        sock.setblocking(False)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if self.send_buffer_bytes > 0:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer_bytes)
-        if self.receive_buffer_bytes > 0:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer_bytes)
-        conn = _Connection(node_id, sock)
-        self.conns[node_id] = conn
+        conn = _Connection(node_id)
         try:
-            sock.connect(address)
-        except BlockingIOError:
-            pass
+            self.selector.connect(conn.channel_id, address, self.send_buffer_bytes, self.receive_buffer_bytes)
         except OSError as e:
             self._connect_failed(node_id, address)
-            self.close(node_id, DisconnectError(f"connect to node {node_id} at {address} failed: {e}"))
+            self._record_failure(node_id)
+            self.log.debug("connect failed", node=node_id, address=address, error=str(e))
             return
-        self._set_events(conn, selectors.EVENT_WRITE)
+        self.conns[node_id] = conn
+        self.channel_conns[conn.channel_id] = conn
 
     def _connect_failed(self, node_id: int, address) -> None:
         where = f"{address[0]}:{address[1]}" if address else "unknown address"
         self.log.warning(f"Connection to node {node_id} ({where}) could not be established. Node may not be available.")
 
-    def _set_events(self, conn: _Connection, events: int) -> None:
-        if events == conn.events:
-            return
-        if conn.events == 0:
-            self.selector.register(conn.sock, events, conn)
-        elif events == 0:
-            self.selector.unregister(conn.sock)
-        else:
-            self.selector.modify(conn.sock, events, conn)
-        conn.events = events
+    def _record_failure(self, node_id: int) -> None:
+        count = self.failures.get(node_id, (0, 0.0))[0] + 1
+        delay = min(self.backoff * (2 ** (count - 1)), self.backoff_max)
+        self.failures[node_id] = (count, self.now() + delay)
 
     def close(self, node_id: int, cause: Exception | None = None) -> None:
         conn = self.conns.pop(node_id, None)
         if conn is None:
             return
-        if conn.events:
-            self.selector.unregister(conn.sock)
-        conn.sock.close()
-        count = self.failures.get(node_id, (0, 0.0))[0] + 1
-        delay = min(self.backoff * (2 ** (count - 1)), self.backoff_max)
-        self.failures[node_id] = (count, time.monotonic() + delay)
+        del self.channel_conns[conn.channel_id]
+        self.selector.close(conn.channel_id)  # no-op when the selector already closed it
+        self.close_errors.pop(conn.channel_id, None)
+        self._record_failure(node_id)
         cause = cause or DisconnectError(f"connection to node {node_id} closed")
         in_flight, conn.in_flight = conn.in_flight, collections.deque()
         for req in in_flight:
@@ -211,67 +199,64 @@ class NetworkClient:
         self.next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
         frame = encode_request(api_key, version, correlation_id, self.client_id, body)
         if callback is not None:
-            conn.in_flight.append(_InFlight(correlation_id, api_key, version, callback, time.monotonic()))
-        conn.out.append(frame)
-        self._flush(conn)
-
-    def _flush(self, conn: _Connection) -> None:
-        out = conn.out
-        try:
-            while out:
-                frame = out[0]
-                n = conn.sock.send(memoryview(frame)[conn.out_pos :])
-                conn.out_pos += n
-                if conn.out_pos < len(frame):
-                    break
-                out.popleft()
-                conn.out_pos = 0
-        except (BlockingIOError, InterruptedError):
-            pass
-        except OSError as e:
-            self.close(conn.node_id, DisconnectError(f"send to node {conn.node_id} failed: {e}"))
-            return
-        self._set_events(conn, selectors.EVENT_READ | (selectors.EVENT_WRITE if out else 0))
+            conn.in_flight.append(_InFlight(correlation_id, api_key, version, callback, self.now()))
+        selector = self.selector
+        selector.send(NetworkSend(conn.channel_id, [frame]))  # written at once as far as the socket takes
+        if selector.disconnected:
+            self._handle_disconnections()
 
     # -- I/O ---------------------------------------------------------------------------------------
     def wakeup(self) -> None:
-        try:
-            os.write(self._wakeup_w, b"x")
-        except (BlockingIOError, OSError):
-            pass
+        self.selector.wakeup()
 
     def poll(self, timeout_s: float) -> None:
-        for key, events in self.selector.select(max(0.0, timeout_s)):
-            conn: _Connection | None = key.data
-            if conn is None:
-                try:
-                    while os.read(self._wakeup_r, 4096):
-                        pass
-                except (BlockingIOError, OSError):
-                    pass
-                continue
-            if self.conns.get(conn.node_id) is not conn:
-                continue
-            if conn.state == CONNECTING:
-                self._finish_connect(conn)
-                continue
-            if events & selectors.EVENT_WRITE and conn.out:
-                self._flush(conn)
-                if self.conns.get(conn.node_id) is not conn:
-                    continue
-            if events & selectors.EVENT_READ:
-                self._read(conn)
-        self._expire_requests(time.monotonic())
+        selector = self.selector
+        selector.poll(timeout_s * 1000.0 if timeout_s > 0 else 0)
+        if selector.completed_sends:
+            selector.clear_completed_sends()
+        if selector.completed_receives:
+            receives = selector.completed_receives
+            selector.clear_completed_receives()
+            for channel_id, receive in receives.items():
+                conn = self.channel_conns.get(channel_id)
+                if conn is not None:
+                    self._handle_response(conn, receive)
+        if selector.disconnected:
+            self._handle_disconnections()
+        if selector.connected:
+            connected = selector.connected
+            selector.clear_connected()
+            for channel_id in connected:
+                conn = self.channel_conns.get(channel_id)
+                if conn is not None:
+                    self._handle_connected(conn)
+        self._expire_requests(self.now())
 
-    def _finish_connect(self, conn: _Connection) -> None:
-        err = conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-        if err:
-            self._connect_failed(conn.node_id, self.addresses.get(conn.node_id))
-            self.close(conn.node_id, DisconnectError(f"connect to node {conn.node_id} failed: {os.strerror(err)}"))
-            return
+    def _handle_disconnections(self) -> None:
+        selector = self.selector
+        while selector.disconnected:
+            disconnected = selector.disconnected
+            selector.clear_disconnected()
+            for channel_id, reason in disconnected.items():
+                conn = self.channel_conns.get(channel_id)
+                if conn is None:
+                    continue
+                node_id = conn.node_id
+                error = self.close_errors.pop(channel_id, None)
+                if reason == NOT_CONNECTED:
+                    self._connect_failed(node_id, self.addresses.get(node_id))
+                    cause = DisconnectError(f"connect to node {node_id} failed: {error}")
+                elif reason == FAILED_SEND:
+                    cause = DisconnectError(f"send to node {node_id} failed: {error}")
+                elif error is None:
+                    cause = DisconnectError(f"node {node_id} closed the connection")
+                else:
+                    cause = DisconnectError(f"receive from node {node_id} failed: {error}")
+                self.close(node_id, cause)
+
+    def _handle_connected(self, conn: _Connection) -> None:
         conn.state = CHECKING_API_VERSIONS
         self.failures.pop(conn.node_id, None)
-        self._set_events(conn, selectors.EVENT_READ)
         self._enqueue(
             conn,
             ApiKeys.API_VERSIONS,
@@ -289,46 +274,24 @@ class NetworkClient:
         conn.versions = {k["api_key"]: (k["min_version"], k["max_version"]) for k in response["api_keys"]}
         conn.state = READY
 
-    def _read(self, conn: _Connection) -> None:
+    def _handle_response(self, conn: _Connection, receive: NetworkReceive) -> None:
+        if self.conns.get(conn.node_id) is not conn:
+            return  # closed while handling an earlier response of this poll
+        if not conn.in_flight:
+            self.close(conn.node_id, DisconnectError("response without a request"))
+            return
+        req = conn.in_flight.popleft()
+        frame = receive.payload
         try:
-            data = conn.sock.recv(1 << 20)
-        except (BlockingIOError, InterruptedError):
+            (corr,) = _CORR.unpack_from(frame, 0)
+            if corr != req.correlation_id:
+                raise ValueError(f"correlation id {corr} does not match {req.correlation_id}")
+            offset = 4 + (1 if response_header_version(req.api_key, req.version) >= 1 else 0)
+            response = decode_response(req.api_key, req.version, bytes(memoryview(frame)[offset:]))
+        except Exception as e:  # noqa: BLE001 - a broken response breaks only this connection
+            self.close(conn.node_id, DisconnectError(f"bad response from node {conn.node_id}: {e}"))
             return
-        except OSError as e:
-            self.close(conn.node_id, DisconnectError(f"receive from node {conn.node_id} failed: {e}"))
-            return
-        if not data:
-            self.close(conn.node_id, DisconnectError(f"node {conn.node_id} closed the connection"))
-            return
-        buf = conn.recv
-        buf += data
-        pos = 0
-        while len(buf) - pos >= 4:
-            (size,) = _SIZE.unpack_from(buf, pos)
-            if len(buf) - pos - 4 < size:
-                break
-            frame = memoryview(buf)[pos + 4 : pos + 4 + size]
-            pos += 4 + size
-            if not conn.in_flight:
-                frame.release()
-                self.close(conn.node_id, DisconnectError("response without a request"))
-                return
-            req = conn.in_flight.popleft()
-            try:
-                (corr,) = _SIZE.unpack_from(frame, 0)
-                if corr != req.correlation_id:
-                    raise ValueError(f"correlation id {corr} does not match {req.correlation_id}")
-                offset = 4 + (1 if response_header_version(req.api_key, req.version) >= 1 else 0)
-                response = decode_response(req.api_key, req.version, bytes(frame[offset:]))
-            except Exception as e:  # noqa: BLE001 - a broken response breaks only this connection
-                frame.release()
-                self.close(conn.node_id, DisconnectError(f"bad response from node {conn.node_id}: {e}"))
-                return
-            frame.release()
-            req.callback(response, None)
-            if self.conns.get(conn.node_id) is not conn:
-                return
-        del buf[:pos]
+        req.callback(response, None)
 
     def _expire_requests(self, now: float) -> None:
         for node_id, conn in list(self.conns.items()):
@@ -338,6 +301,4 @@ class NetworkClient:
     def close_all(self) -> None:
         for node_id in list(self.conns):
             self.close(node_id, DisconnectError("client closed"))
-        self.selector.close()
-        os.close(self._wakeup_r)
-        os.close(self._wakeup_w)
+        self.selector.close_all()

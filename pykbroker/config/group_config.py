@@ -74,13 +74,17 @@ def _parse_int(name: str, value) -> int:
     try:
         parsed = int(str(value).strip())
     except ValueError:
-        raise errors.InvalidConfigError(
+        raise errors.InvalidConfigurationError(
             f"Invalid value {value} for configuration {name}: Not a number of type INT"
         ) from None
     if not -(2**31) <= parsed < 2**31:
-        raise errors.InvalidConfigError(f"Invalid value {value} for configuration {name}: Not a number of type INT")
+        raise errors.InvalidConfigurationError(
+            f"Invalid value {value} for configuration {name}: Not a number of type INT"
+        )
     if parsed < 1:
-        raise errors.InvalidConfigError(f"Invalid value {value} for configuration {name}: Value must be at least 1")
+        raise errors.InvalidConfigurationError(
+            f"Invalid value {value} for configuration {name}: Value must be at least 1"
+        )
     return parsed
 
 
@@ -90,21 +94,21 @@ def effective(overrides: dict[str, str], defaults: GroupConfigDefaults) -> dict[
 
 
 def validate(overrides: dict[str, str], defaults: GroupConfigDefaults) -> None:
-    """``GroupConfigManager.validate``: raise InvalidConfigError (INVALID_CONFIG) for an unknown name, a
+    """``GroupConfigManager.validate``: raise InvalidConfigurationError (INVALID_CONFIG) for an unknown name, a
     non-INT or out-of-range value, or a session timeout not above the heartbeat interval."""
     for name in overrides:
         if name not in _BROKER_KEYS:
-            raise errors.InvalidConfigError(f"Unknown group config name: {name}")
+            raise errors.InvalidConfigurationError(f"Unknown group config name: {name}")
     values = effective(overrides, defaults)
     for name, value in values.items():
         _, lo, hi = defaults.bounds[name]
         min_key, max_key = _BROKER_KEYS[name][1:]
         if value < lo:
-            raise errors.InvalidConfigError(f"{name} must be greater than or equal to {min_key}")
+            raise errors.InvalidConfigurationError(f"{name} must be greater than or equal to {min_key}")
         if value > hi:
-            raise errors.InvalidConfigError(f"{name} must be less than or equal to {max_key}")
+            raise errors.InvalidConfigurationError(f"{name} must be less than or equal to {max_key}")
     if values[CONSUMER_SESSION_TIMEOUT_MS_CONFIG] <= values[CONSUMER_HEARTBEAT_INTERVAL_MS_CONFIG]:
-        raise errors.InvalidConfigError(
+        raise errors.InvalidConfigurationError(
             f"{CONSUMER_SESSION_TIMEOUT_MS_CONFIG} must be greater than {CONSUMER_HEARTBEAT_INTERVAL_MS_CONFIG}"
         )
 

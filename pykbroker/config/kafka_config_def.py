@@ -8,7 +8,7 @@ not act on yet say so in their doc.
 
 from __future__ import annotations
 
-from pykbroker.config.config_def import ConfigDef, Type, at_least, between, in_values
+from pykbroker.config.config_def import ConfigDef, ConfigException, Type, at_least, between, in_values
 
 H, M, L = "high", "medium", "low"
 INT_MAX = 2**31 - 1
@@ -16,6 +16,15 @@ LONG_MAX = 2**63 - 1
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+
+
+def _host_port(key: str, value) -> None:
+    host, sep, port = (value or "").rpartition(":")
+    if value is not None and (not sep or not port.isdigit() or int(port) > 65535):
+        raise ConfigException(key, value, "Expected host:port (an empty host: every interface; port 0: ephemeral)")
+
+
+_host_port.__doc__ = "host:port"
 
 BROKER_CONFIG_DEF = (
     ConfigDef()
@@ -360,7 +369,19 @@ BROKER_CONFIG_DEF = (
         "",
         None,
         L,
-        "Classes used as metrics reporters. Accepted; not used by pykbroker yet.",
+        "Classes used as metrics reporters, each built, configured with the broker's configuration and "
+        "started at start-up, closed at shutdown. pykbroker.metrics.prometheus.PrometheusReporter serves "
+        "the metrics in Prometheus text format on prometheus.metrics.listener (docs/METRICS.md). "
+        "org.apache.kafka.common.metrics.JmxReporter is ignored with a warning.",
+    )
+    .define(
+        "prometheus.metrics.listener",
+        Type.STRING,
+        "0.0.0.0:9404",
+        _host_port,
+        L,
+        "host:port of the HTTP endpoint /metrics of the PrometheusReporter (a pykbroker key; port 0 = an "
+        "ephemeral port, logged as 'Prometheus metrics endpoint listening on host:port').",
     )
     # -- socket server ---------------------------------------------------------------------------
     .define(

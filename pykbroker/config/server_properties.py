@@ -2,8 +2,11 @@
 (``server.properties [--override property=value]*``), the file, and data directories made absolute.
 
 Relative data directories (``log.dirs``, ``log.dir``, ``metadata.log.dir``) in the file are taken from
-the file's own directory; relative ``--override`` values from the working directory. Shared by the
-entry point (:mod:`pykbroker.kafka`) and the tools that read a broker's configuration.
+the file's own directory; relative ``--override`` values from the working directory. Without a file
+(no argument, or only ``--override``s) the package's single-node configuration is used,
+:data:`DEFAULT_CONFIG` (``pykbroker/config/default/server.properties``: Kafka's KRaft quick-start
+configuration on 127.0.0.1:9092, data in ``/tmp/kraft-combined-logs``). Shared by the entry point
+(:mod:`pykbroker.kafka`) and the tools that read a broker's configuration.
 """
 
 from __future__ import annotations
@@ -15,15 +18,21 @@ from pykbroker.config.properties import load_properties
 
 DATA_DIR_KEYS = ("log.dirs", "log.dir", "metadata.log.dir")
 
+DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "default", "server.properties")
+
 USAGE = "USAGE: kafka-server-start [-daemon] server.properties [--override property=value]*"
 
 
 def parse_args(argv: list[str]) -> tuple[str, dict[str, str]]:
-    """``(properties path, overrides)``; raises SystemExit(1) with the usage line on bad arguments."""
+    """``(properties path, overrides)``; raises SystemExit(1) with the usage line on bad arguments. The
+    path is :data:`DEFAULT_CONFIG` when no file is given."""
     args = [a for a in argv if a != "-daemon"]
-    if not args or args[0].startswith("-"):
+    if not args or args[0].startswith("--override"):
+        path, rest, overrides = DEFAULT_CONFIG, args, {}
+    elif args[0].startswith("-"):
         _usage()
-    path, rest, overrides = args[0], args[1:], {}
+    else:
+        path, rest, overrides = args[0], args[1:], {}
     i = 0
     while i < len(rest):
         a = rest[i]

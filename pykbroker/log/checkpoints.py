@@ -8,7 +8,7 @@ Mirrors Kafka's ``CheckpointFile``, ``OffsetCheckpointFile``, ``LeaderEpochCheck
     topic 0 42   <- one entry per line, fields separated by single spaces
     topic 1 7
 
-A write goes to ``<file>.tmp``, is fsynced, renamed over the file, and the directory is fsynced, so a
+A write is :func:`pykbroker.utils.files.atomic_write` (``<file>.tmp``, fsync, rename, directory fsync), so a
 crash leaves either the old or the new content. ``partition.metadata`` is ``version: 0`` /
 ``topic_id: <id>`` with the topic id in Kafka's base64url form.
 """
@@ -22,9 +22,8 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
-from pykbroker.protocol import errors as _errors
-
-KafkaStorageErrorError = _errors.for_name("KAFKA_STORAGE_ERROR")
+from pykbroker.protocol.errors import KafkaStorageError
+from pykbroker.utils.files import atomic_write
 
 T = TypeVar("T")
 
@@ -36,40 +35,8 @@ PARTITION_METADATA_FILE = "partition.metadata"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 
-class CorruptCheckpointError(KafkaStorageErrorError):  # type: ignore[misc,valid-type]
+class CorruptCheckpointError(KafkaStorageError):
     """A checkpoint file could not be parsed (KAFKA_STORAGE_ERROR)."""
-
-
-def fsync_dir(path: str) -> None:
-    """fsync a directory so that renames and creations in it are durable."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def write_atomically(path: str, text: str, sync: bool = True) -> None:
-    """Replace ``path`` with ``text`` via ``<path>.tmp`` + fsync + rename (+ directory fsync)."""
-    tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-    try:
-        data = text.encode("utf-8")
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        if sync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    if sync:
-        fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
 class CheckpointFile(Generic[T]):
@@ -97,7 +64,7 @@ class CheckpointFile(Generic[T]):
         lines = [self._to_line(e) for e in entries]
         text = f"{self.version}\n{len(lines)}\n" + "".join(line + "\n" for line in lines)
         with self._lock:
-            write_atomically(self.path, text, sync)
+            atomic_write(self.path, text.encode("utf-8"), sync)
 
     def read(self) -> list[T]:
         """The entries; [] if the file does not exist. Raises CorruptCheckpointError when malformed."""
@@ -213,7 +180,7 @@ class PartitionMetadataFile:
         return os.path.exists(self.path)
 
     def write(self, topic_id: uuid.UUID) -> None:
-        write_atomically(self.path, f"version: 0\ntopic_id: {topic_id_to_string(topic_id)}\n")
+        atomic_write(self.path, f"version: 0\ntopic_id: {topic_id_to_string(topic_id)}\n".encode())
 
     def read(self) -> uuid.UUID | None:
         """The stored topic id, None if the file is absent. Raises CorruptCheckpointError if malformed."""

@@ -2,7 +2,7 @@
 
 Mirrors ``org.apache.kafka.storage.internals.log.LogConfig`` and ``ServerTopicConfigSynonyms``. The keys
 are a :class:`~pykbroker.config.config_def.ConfigDef` (``TOPIC_CONFIG_DEF``), as the broker's are; a bad
-value raises ``InvalidConfigError`` (INVALID_CONFIG) with ConfigDef's message, naming the key and the
+value raises ``InvalidConfigurationError`` (INVALID_CONFIG) with ConfigDef's message, naming the key and the
 value. Every topic key has a broker-level synonym list (``segment.ms`` <- ``log.roll.ms``, ``log.roll.hours``);
 the first synonym present in the broker configuration gives the topic default, scaled to the topic
 key's unit, and topic overrides win over it. :meth:`LogConfig.source_of` tells DescribeConfigs where
@@ -31,9 +31,7 @@ from pykbroker.config.config_def import (
     in_values,
     parse_type,
 )
-from pykbroker.protocol import errors as _errors
-
-InvalidConfigError = _errors.for_name("INVALID_CONFIG")
+from pykbroker.protocol.errors import InvalidConfigurationError, KafkaError
 
 LONG_MAX = (1 << 63) - 1
 
@@ -399,8 +397,8 @@ def broker_synonyms(topic_key: str) -> list[str]:
     return [s.name for s in TOPIC_CONFIG_KEYS[topic_key].synonyms]
 
 
-def _invalid_config(e: ConfigException) -> _errors.KafkaError:
-    return InvalidConfigError(str(e))
+def _invalid_config(e: ConfigException) -> KafkaError:
+    return InvalidConfigurationError(str(e))
 
 
 class LogConfig:
@@ -455,7 +453,7 @@ class LogConfig:
         cls, broker_props: Mapping[str, Any] | None = None, overrides: Mapping[str, Any] | None = None
     ) -> LogConfig:
         """Topic defaults from broker keys (``log.segment.bytes``, ``log.roll.hours`` ...; values may be
-        strings or typed), then ``overrides`` (topic-level keys) on top. Raises InvalidConfigError."""
+        strings or typed), then ``overrides`` (topic-level keys) on top. Raises InvalidConfigurationError."""
         props = broker_props or {}
         defaults: dict[str, Any] = {}
         sources: dict[str, str] = {}
@@ -482,17 +480,17 @@ class LogConfig:
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> LogConfig:
         """A new config: this config's broker defaults with ``overrides`` (the topic's complete
-        override set, replacing the previous one). Raises InvalidConfigError."""
+        override set, replacing the previous one). Raises InvalidConfigurationError."""
         return LogConfig(overrides, _defaults=self._broker_defaults, _default_sources=self._default_sources)
 
     @staticmethod
     def validate(overrides: Mapping[str, Any]) -> dict[str, Any]:
         """Check names and values of topic-level ``overrides``; return them parsed. Raises
-        InvalidConfigError naming the first bad key and value (Kafka's ``LogConfig.validate``)."""
+        InvalidConfigurationError naming the first bad key and value (Kafka's ``LogConfig.validate``)."""
         parsed: dict[str, Any] = {}
         for name, value in overrides.items():
             if name not in TOPIC_CONFIG_KEYS:
-                raise InvalidConfigError(f"Unknown topic config name: {name}")
+                raise InvalidConfigurationError(f"Unknown topic config name: {name}")
             try:
                 parsed[name] = TOPIC_CONFIG_DEF.parse_value(name, value)
             except ConfigException as e:
@@ -500,7 +498,7 @@ class LogConfig:
         lag_min = parsed.get("min.compaction.lag.ms", TOPIC_CONFIG_KEYS["min.compaction.lag.ms"].default)
         lag_max = parsed.get("max.compaction.lag.ms", TOPIC_CONFIG_KEYS["max.compaction.lag.ms"].default)
         if lag_min > lag_max:
-            raise InvalidConfigError(
+            raise InvalidConfigurationError(
                 f"conflict topic config setting min.compaction.lag.ms ({lag_min}) > max.compaction.lag.ms ({lag_max})"
             )
         return parsed

@@ -24,8 +24,6 @@ from pykbroker.log.checkpoints import (
     REPLICATION_OFFSET_CHECKPOINT_FILE,
     CorruptCheckpointError,
     OffsetCheckpointFile,
-    fsync_dir,
-    write_atomically,
 )
 from pykbroker.log.file_lock import FileLock
 from pykbroker.log.log_config import LONG_MAX, LogConfig
@@ -38,7 +36,9 @@ from pykbroker.log.log_file_utils import (
     parse_topic_partition_name,
 )
 from pykbroker.log.producer_state_manager import DEFAULT_PRODUCER_ID_EXPIRATION_MS
-from pykbroker.log.unified_log import KafkaStorageErrorError, UnifiedLog
+from pykbroker.log.unified_log import UnifiedLog
+from pykbroker.protocol.errors import KafkaStorageError
+from pykbroker.utils.files import atomic_write, fsync_dir
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.scheduler import Scheduler
 from pykbroker.utils.time import Time
@@ -174,7 +174,7 @@ class LogManager:
             return self._topic_configs.get(topic, self._default_config)
 
     def update_topic_config(self, topic: str, overrides: Mapping[str, Any]) -> LogConfig:
-        """Replace ``topic``'s overrides (validated; InvalidConfigError) and apply the new config to
+        """Replace ``topic``'s overrides (validated; InvalidConfigurationError) and apply the new config to
         its existing logs."""
         config = self._default_config.with_overrides(overrides)
         with self._lock:
@@ -333,6 +333,22 @@ class LogManager:
         with self._lock:
             return list(self._logs.values())
 
+    def register_metrics(self, metrics) -> None:
+        """Kafka's per-partition log gauges (``kafka.log:type=Log,name=<N>,topic=<t>,partition=<p>``,
+        registered by each UnifiedLog in Kafka): one GaugeFamily per name, over the current logs."""
+        readers = {
+            "Size": lambda log: log.size,
+            "LogEndOffset": lambda log: log.log_end_offset,
+            "LogStartOffset": lambda log: log.log_start_offset,
+            "NumLogSegments": lambda log: log.num_segments,
+        }
+        for name, read in readers.items():
+            metrics.gauge_family(
+                f"kafka.log:type=Log,name={name}",
+                ("topic", "partition"),
+                lambda read=read: [(log.topic_partition, read(log)) for log in self.all_logs()],
+            )
+
     def logs_by_topic(self, topic: str) -> list[UnifiedLog]:
         with self._lock:
             return [log for (t, _), log in self._logs.items() if t == topic]
@@ -369,7 +385,7 @@ class LogManager:
             except OSError as e:
                 msg = f"Error while creating log for {topic}-{partition} in dir {log_dir}: {e}"
                 self.log_dir_failure_channel.maybe_add_offline_log_dir(log_dir, msg, e)
-                raise KafkaStorageErrorError(msg) from e
+                raise KafkaStorageError(msg) from e
             log.log_dir_failure_channel = self.log_dir_failure_channel
             self._logs[tp] = log
             self._log_dir_of[tp] = log_dir
@@ -379,7 +395,7 @@ class LogManager:
     def _next_log_dir(self) -> str:
         live = [d for d in self._live_log_dirs if not self.log_dir_failure_channel.has_offline_log_dir(d)]
         if not live:
-            raise KafkaStorageErrorError(
+            raise KafkaStorageError(
                 f"Can not create log because log directories {', '.join(self.log_dirs)} are offline"
             )
         if len(live) == 1:
@@ -510,13 +526,13 @@ class LogManager:
         )
 
     def _write_checkpoint(self, log_dir: str, file_name: str, offsets: dict) -> None:
-        """Write a checkpoint file; an OSError takes ``log_dir`` offline (KafkaStorageErrorError)."""
+        """Write a checkpoint file; an OSError takes ``log_dir`` offline (KafkaStorageError)."""
         try:
             OffsetCheckpointFile(os.path.join(log_dir, file_name)).write(offsets)
         except OSError as e:
             msg = f"Disk error while writing {file_name} in directory {log_dir}: {e}"
             self.log_dir_failure_channel.maybe_add_offline_log_dir(log_dir, msg, e)
-            raise KafkaStorageErrorError(msg) from e
+            raise KafkaStorageError(msg) from e
 
     def _checkpoint_recovery_points(self, log_dir: str) -> None:
         logs = self._logs_in_dir(log_dir)
@@ -557,14 +573,14 @@ class LogManager:
             try:
                 self._checkpoint_dir(log_dir)
                 self._checkpoint_high_watermarks(log_dir)
-            except KafkaStorageErrorError:
+            except KafkaStorageError:
                 failed = True
             if failed:
                 _log.error("Log directory not marked as cleanly shut down", log_dir=log_dir)
                 continue
             try:
-                write_atomically(
-                    os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), f'{{"version":0,"brokerEpoch":{broker_epoch}}}'
+                atomic_write(
+                    os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), f'{{"version":0,"brokerEpoch":{broker_epoch}}}'.encode()
                 )
             except OSError as e:
                 _log.error("Log directory not marked as cleanly shut down", log_dir=log_dir, error=repr(e))

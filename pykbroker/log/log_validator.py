@@ -59,7 +59,7 @@ from pykbroker.protocol.errors import (
     InvalidRecordError,
     InvalidTimestampError,
     KafkaError,
-    MessageTooLargeError,
+    RecordTooLargeError,
 )
 from pykbroker.record import compression as _compression
 from pykbroker.record.batch_records import records_data
@@ -192,7 +192,7 @@ class LogValidator:
     # -- entry point -----------------------------------------------------------------------------
     def validate_messages_and_assign_offsets(self, offset_counter: int) -> ValidationResult:
         """Validate and assign offsets starting at ``offset_counter`` (the log end offset).
-        Raises InvalidRecordError, MessageTooLargeError, CorruptRecordError,
+        Raises InvalidRecordError, RecordTooLargeError, CorruptRecordError,
         UnsupportedCompressionTypeError or RecordValidationError, having modified nothing (stamping
         is the last step)."""
         now = self.time.milliseconds()
@@ -228,7 +228,7 @@ class LogValidator:
         if self._origin_name == "RAFT_LEADER" and batch.partition_leader_epoch != self.partition_leader_epoch:
             raise InvalidRecordError("Append from Raft leader did not set the batch epoch correctly")
         if batch.size_in_bytes > self.max_message_bytes:
-            raise MessageTooLargeError(
+            raise RecordTooLargeError(
                 f"The record batch size in the append to {tp} is {batch.size_in_bytes} "
                 f"bytes which exceeds the maximum configured value of {self.max_message_bytes}."
             )
@@ -407,7 +407,7 @@ class LogValidator:
 
     def _check_rebuilt_size(self, built: bytes) -> None:
         if len(built) > self.max_message_bytes:
-            raise MessageTooLargeError(
+            raise RecordTooLargeError(
                 f"The record batch size in the append to {self.topic_partition} is {len(built)} bytes which "
                 f"exceeds the maximum configured value of {self.max_message_bytes}."
             )

@@ -25,6 +25,7 @@ import errno
 import mmap
 import os
 import sys
+from typing import Any
 
 _ZEROS = bytes(64 * 1024)
 _UNSUPPORTED = (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL)
@@ -59,6 +60,7 @@ class MappedBuffer:
         self.length = length
         self._addr: int | None = None
         self._mmap: mmap.mmap | None = None
+        self.buf: Any = None  # a writable buffer over the mapping (ctypes array or mmap)
         if _libc is not None:
             addr = _libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)
             if addr is None or addr == _MAP_FAILED:

@@ -6,9 +6,9 @@ For each producer id the log remembers the producer epoch and the metadata of it
 
 * an older epoch than the known one -> InvalidProducerEpochError (warning only for replication);
 * a newer epoch must start at sequence 0 (unless the producer is unknown) else
-  OutOfOrderSequenceNumberError;
+  OutOfOrderSequenceError;
 * the same epoch needs ``first_seq == last_seq + 1`` (``0`` after ``2**31 - 1``) else
-  OutOfOrderSequenceNumberError;
+  OutOfOrderSequenceError;
 * a batch whose (epoch, first_seq, last_seq) equals one of the retained batches is a duplicate: it is
   not written and the original offsets are returned (checked before the rules above).
 """
@@ -19,12 +19,8 @@ import enum
 from collections import deque
 from typing import NamedTuple
 
-from pykbroker.protocol import errors as _errors
+from pykbroker.protocol.errors import InvalidProducerEpochError, InvalidTxnStateError, OutOfOrderSequenceError
 from pykbroker.record.file_records import BatchHeader
-
-InvalidProducerEpochError = _errors.for_name("INVALID_PRODUCER_EPOCH")
-InvalidTxnStateError = _errors.for_name("INVALID_TXN_STATE")
-OutOfOrderSequenceNumberError = _errors.for_name("OUT_OF_ORDER_SEQUENCE_NUMBER")
 
 NUM_BATCHES_TO_RETAIN = 5
 NO_PRODUCER_EPOCH = -1
@@ -203,7 +199,7 @@ class ProducerAppendInfo:
         updated, current = self.updated, self.current
         if producer_epoch != updated.producer_epoch:
             if first_seq != 0 and updated.producer_epoch != NO_PRODUCER_EPOCH:
-                raise OutOfOrderSequenceNumberError(
+                raise OutOfOrderSequenceError(
                     f"Invalid sequence number for new epoch of {self._where(offset)}: {producer_epoch} (request "
                     f"epoch), {first_seq} (seq. number), {updated.producer_epoch} (current producer epoch)"
                 )
@@ -216,14 +212,14 @@ class ProducerAppendInfo:
             current_last_seq = NO_SEQUENCE
         in_sequence = first_seq == current_last_seq + 1 or (first_seq == 0 and current_last_seq == INT_MAX)
         if not (current.producer_epoch == NO_PRODUCER_EPOCH or in_sequence):
-            raise OutOfOrderSequenceNumberError(
+            raise OutOfOrderSequenceError(
                 f"Out of order sequence number for {self._where(offset)}: {first_seq} (incoming seq. number), "
                 f"{current_last_seq} (current end sequence number)"
             )
 
     def append(self, batch: BatchHeader) -> None:
         """Validate ``batch`` (offsets assigned) and record it. Raises InvalidProducerEpochError,
-        OutOfOrderSequenceNumberError or InvalidTxnStateError for client appends."""
+        OutOfOrderSequenceError or InvalidTxnStateError for client appends."""
         if batch.is_control_batch:
             self._append_end_txn_marker(batch)
             return

@@ -25,11 +25,11 @@ from pykbroker.log.producer_state_entry import (
 )
 from pykbroker.log.producer_state_snapshot import (
     CorruptSnapshotError,
-    fsync_file,
     read_snapshot,
     write_snapshot,
 )
 from pykbroker.record.file_records import BatchHeader
+from pykbroker.utils.files import fsync_file
 from pykbroker.utils.logging import get_logger
 
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000

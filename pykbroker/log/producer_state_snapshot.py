@@ -17,12 +17,11 @@ restart. A file that fails its magic, version, length or CRC check raises Corrup
 
 from __future__ import annotations
 
-import os
 import struct
 
-from pykbroker.log.checkpoints import fsync_dir
 from pykbroker.log.producer_state_entry import BatchMetadata, ProducerStateEntry
 from pykbroker.record.default_record_batch import crc32c
+from pykbroker.utils.files import atomic_write
 
 MAGIC = b"PKPS"
 VERSION = 1
@@ -79,33 +78,9 @@ def decode(data: bytes, path: str = "<memory>") -> list[ProducerStateEntry]:
 
 def write_snapshot(path: str, entries: list[ProducerStateEntry], sync: bool) -> None:
     """Write atomically (temp file + rename); fsync file and directory when ``sync``."""
-    data = encode(entries)
-    tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        if sync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    if sync:
-        fsync_dir(os.path.dirname(os.path.abspath(path)))
+    atomic_write(path, encode(entries), sync)
 
 
 def read_snapshot(path: str) -> list[ProducerStateEntry]:
     with open(path, "rb") as f:
         return decode(f.read(), path)
-
-
-def fsync_file(path: str) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -65,11 +65,12 @@ from pykbroker.log.timestamp_search import (  # noqa: F401 - ListOffsets constan
     RecordSearch,
     fetch_offset_by_timestamp,
 )
-from pykbroker.protocol import errors as _errors
 from pykbroker.protocol.errors import (
     CorruptRecordError,
+    InconsistentTopicIdError,
+    KafkaStorageError,
     OffsetOutOfRangeError,
-    RecordListTooLargeError,
+    RecordBatchTooLargeError,
 )
 from pykbroker.record.file_records import (
     BatchHeader,
@@ -80,9 +81,6 @@ from pykbroker.record.file_records import (
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.scheduler import Scheduler
 from pykbroker.utils.time import Time
-
-InconsistentTopicIdError = _errors.for_name("INCONSISTENT_TOPIC_ID")
-KafkaStorageErrorError = _errors.for_name("KAFKA_STORAGE_ERROR")
 
 
 class _IOErrors:
@@ -100,17 +98,17 @@ class _IOErrors:
         if channel is not None:
             parent = self.log.parent_dir
             if channel.has_offline_log_dir(parent):
-                raise KafkaStorageErrorError(f"The log dir {parent} is already offline due to a previous IO exception.")
+                raise KafkaStorageError(f"The log dir {parent} is already offline due to a previous IO exception.")
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> None:  # never suppresses: re-raised as KAFKA_STORAGE_ERROR
         if exc is None or not isinstance(exc, OSError):
-            return False
+            return
         log = self.log
         parent = log.parent_dir
         msg = f"Error while {self.what} {log.name} in dir {parent}: {exc}"
         if log.log_dir_failure_channel is not None:
             log.log_dir_failure_channel.maybe_add_offline_log_dir(parent, msg, exc)
-        raise KafkaStorageErrorError(msg) from exc
+        raise KafkaStorageError(msg) from exc
 
 
 class UnexpectedAppendOffsetError(Exception):
@@ -342,11 +340,11 @@ class UnifiedLog:
 
         Under the log lock: ``validate(records, log_end_offset)`` assigns offsets from the LEO, stamps
         ``leader_epoch`` and checks the records (the LogValidator; it may raise any Kafka error); then
-        producer state is checked (InvalidProducerEpochError, OutOfOrderSequenceNumberError; a
+        producer state is checked (InvalidProducerEpochError, OutOfOrderSequenceError; a
         duplicate of one of the producer's last 5 batches returns the original offsets with
         ``duplicate=True`` and writes nothing), the segment is rolled if needed, the bytes are written,
         the LEO advances and, past ``flush.messages`` unflushed messages, the log is fsynced. The high
-        watermark is not moved here (the partition does that). Raises RecordListTooLargeError if the
+        watermark is not moved here (the partition does that). Raises RecordBatchTooLargeError if the
         batches exceed ``segment.bytes``.
         """
         mv = records if isinstance(records, memoryview) else memoryview(records)
@@ -447,7 +445,7 @@ class UnifiedLog:
     ) -> LogAppendInfo:
         config = self._config
         if len(buf) > config.segment_bytes:
-            raise RecordListTooLargeError(
+            raise RecordBatchTooLargeError(
                 f"Message batch size is {len(buf)} bytes in append to partition {self.name}, which exceeds the "
                 f"maximum configured segment size of {config.segment_bytes}."
             )
@@ -524,7 +522,7 @@ class UnifiedLog:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise KafkaStorageErrorError(f"The log for partition {self.name} is closed")
+            raise KafkaStorageError(f"The log for partition {self.name} is closed")
 
     # -- rolling ------------------------------------------------------------------------------
     def _max_segment_ms(self) -> int:

@@ -36,10 +36,11 @@ from pykbroker.metadata.controller_result import ControllerResult
 from pykbroker.metadata.event_queue import EventQueue, EventQueueClosedError
 from pykbroker.metadata.feature_control_manager import LATEST_PRODUCTION_METADATA_VERSION, FeatureControlManager
 from pykbroker.metadata.producer_id_control_manager import ProducerIdControlManager
-from pykbroker.metadata.records import ZERO_UUID, ApiMessageAndVersion
+from pykbroker.metadata.records import ApiMessageAndVersion
 from pykbroker.metadata.replica_placer import StripedReplicaPlacer
 from pykbroker.metadata.replication_control_manager import ReplicationControlManager
 from pykbroker.protocol.errors import NotControllerError
+from pykbroker.protocol.types import ZERO_UUID
 from pykbroker.raft.batch_accumulator import NotLeaderError
 from pykbroker.raft.kafka_raft_client import KafkaRaftClient
 from pykbroker.raft.raft_client import Batch, LeaderAndEpoch, RaftClientListener

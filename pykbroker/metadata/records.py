@@ -28,7 +28,6 @@ FEATURE_LEVEL_RECORD = "FeatureLevelRecord"
 PRODUCER_IDS_RECORD = "ProducerIdsRecord"
 NO_OP_RECORD = "NoOpRecord"
 
-ZERO_UUID = uuid.UUID(int=0)
 
 # ConfigResource.Type ids (protocol facts)
 RESOURCE_UNKNOWN = 0

@@ -43,7 +43,6 @@ from pykbroker.metadata.records import (
     REMOVE_TOPIC_RECORD,
     RESOURCE_TOPIC,
     TOPIC_RECORD,
-    ZERO_UUID,
     ApiMessageAndVersion,
     remove_topic_record,
     topic_record,
@@ -51,6 +50,7 @@ from pykbroker.metadata.records import (
 from pykbroker.metadata.replica_placer import StripedReplicaPlacer
 from pykbroker.protocol import errors
 from pykbroker.protocol.errors import KafkaError
+from pykbroker.protocol.types import ZERO_UUID
 
 #: The most records one user operation may generate (Kafka's QuorumController.MAX_RECORDS_PER_USER_OP).
 MAX_RECORDS_PER_USER_OP = 10_000

@@ -8,27 +8,29 @@ from __future__ import annotations
 
 import re
 
-from pykbroker.protocol.errors import InvalidTopicExceptionError
+from pykbroker.protocol.errors import InvalidTopicError
 
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
-INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME})
+SHARE_GROUP_STATE_TOPIC_NAME = "__share_group_state"
+INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME, SHARE_GROUP_STATE_TOPIC_NAME})
+"""Kafka's ``Topic.INTERNAL_TOPICS``: the one list of internal topics (broker, controller and tools)."""
 
 
 def validate(name: str) -> None:
-    """Raise InvalidTopicExceptionError with Kafka's messages when ``name`` is not a legal topic name."""
+    """Raise InvalidTopicError with Kafka's messages when ``name`` is not a legal topic name."""
     if not name:
-        raise InvalidTopicExceptionError("Topic name is illegal, it can't be empty")
+        raise InvalidTopicError("Topic name is illegal, it can't be empty")
     if name in (".", ".."):
-        raise InvalidTopicExceptionError('Topic name cannot be "." or ".."')
+        raise InvalidTopicError('Topic name cannot be "." or ".."')
     if len(name) > MAX_NAME_LENGTH:
-        raise InvalidTopicExceptionError(
+        raise InvalidTopicError(
             f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, topic name: {name}"
         )
     if not _LEGAL.match(name):
-        raise InvalidTopicExceptionError(
+        raise InvalidTopicError(
             f'Topic name "{name}" is illegal, it contains a character other than ASCII alphanumerics, '
             "'.', '_' and '-'"
         )

@@ -30,6 +30,9 @@ from pykbroker.network.memory_pool import MemoryPool
 _SIZE = struct.Struct(">i")
 #: First allocation for a frame's body (bytes); the buffer doubles as data arrives, up to the frame size.
 INITIAL_CHUNK_BYTES = 64 * 1024
+#: ``max_size`` of a receive with no limit but the int32 size prefix (Kafka's ``NetworkReceive.UNLIMITED``,
+#: used by clients reading responses).
+UNLIMITED = 0x7FFFFFFF
 
 
 class InvalidReceiveError(Exception):

@@ -252,10 +252,13 @@ class RequestChannel:
             end_ns - start,
         )
         names = [request.api_name]
+        version = request.context.header.api_version
         if request.api_name == "Fetch":
             replica = (request.body or {}).get("replica_id", -1)
             names.append("FetchFollower" if replica is not None and replica >= 0 else "FetchConsumer")
         for api in names:
             for metric, ns in zip(REQUEST_METRICS, values, strict=True):
                 self.metrics.histogram(request_metric_name(metric, api)).update(max(0.0, ns / 1e6))
-            self.metrics.meter(f"kafka.network:type=RequestMetrics,name=RequestsPerSec,request={api}").mark()
+            self.metrics.meter(
+                f"kafka.network:type=RequestMetrics,name=RequestsPerSec,request={api},version={version}"
+            ).mark()

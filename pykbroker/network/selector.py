@@ -15,6 +15,10 @@ Mirrors ``org.apache.kafka.common.network.Selector`` (server side), over ``selec
 Interest set: READ unless muted, WRITE while a send is pending. A channel with no interest is
 unregistered from epoll (``selectors`` cannot hold an empty interest set) and re-registered on demand.
 
+:class:`ClientSelector` is the client-side mode (the Selector under Kafka's ``NetworkClient``): it adds
+``connect`` (non-blocking, completed in ``poll`` and reported in ``connected``) and queues a send
+behind the one a connection is still writing, so a client can pipeline requests.
+
 Threading: owned by one Processor thread; only ``wakeup`` may be called from other threads.
 A testable subclass can override ``register``/``send``/``_select`` to inject faults (see
 tests/unit/network/test_processor_faults.py, after Kafka's SocketServerTest.TestableSelector).
@@ -22,12 +26,13 @@ tests/unit/network/test_processor_faults.py, after Kafka's SocketServerTest.Test
 
 from __future__ import annotations
 
+import errno
 import os
 import selectors
 import socket
-from collections import OrderedDict
+from collections import OrderedDict, deque
 
-from pykbroker.network.channel import InvalidReceiveError, KafkaChannel, NetworkReceive, NetworkSend
+from pykbroker.network.channel import UNLIMITED, InvalidReceiveError, KafkaChannel, NetworkReceive, NetworkSend
 from pykbroker.network.memory_pool import NONE as _UNBOUNDED_POOL
 from pykbroker.network.memory_pool import MemoryPool
 from pykbroker.utils.time import SYSTEM, Time
@@ -40,6 +45,7 @@ EXPIRED = "EXPIRED"
 FAILED_SEND = "FAILED_SEND"
 LOCAL_CLOSE = "LOCAL_CLOSE"
 READY = "READY"  # remote close / error after the channel was ready
+NOT_CONNECTED = "NOT_CONNECTED"  # a client connection that could not be established
 
 
 class KSelector:
@@ -269,3 +275,98 @@ class KSelector:
             self.selector.close()
         finally:
             os.close(self._wakeup_fd)
+
+
+class ClientSelector(KSelector):
+    """KSelector for a client's I/O thread (Kafka's ``Selector`` as used by ``NetworkClient``).
+
+    * ``connect(id, address, send_buffer_size, receive_buffer_size)`` opens a non-blocking connection;
+      once established the next ``poll`` lists its id in ``connected``, and a failure closes it with
+      reason ``NOT_CONNECTED`` in ``disconnected`` (the error goes to ``on_close_error``);
+    * ``send`` on a connection still writing an earlier send queues it; ``poll`` starts it once the
+      earlier one is written (requests go out in order);
+    * receives have no size limit but the int32 prefix, and there is no idle expiry.
+    The owner clears ``connected`` (``clear_connected``) after handling it, as the other results.
+    """
+
+    def __init__(self, time: Time = SYSTEM, on_close_error=None, max_receive_size: int = UNLIMITED):
+        super().__init__(max_receive_size, -1, time, on_close_error)
+        self.connecting: set[str] = set()
+        self.connected: list[str] = []
+        self.queued_sends: dict[str, deque[NetworkSend]] = {}
+
+    def connect(
+        self, channel_id: str, address: tuple[str, int], send_buffer_size: int, receive_buffer_size: int
+    ) -> None:
+        """Start connecting. Raises OSError when the connection fails at once (e.g. unknown host)."""
+        if channel_id in self.channels:
+            raise ValueError(f"There is already a connection for id {channel_id}")
+        sock = socket.socket(socket.AF_INET6 if ":" in address[0] else socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if send_buffer_size > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer_size)
+            if receive_buffer_size > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer_size)
+            err = sock.connect_ex(address)
+            if err not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EINTR):
+                raise OSError(err, os.strerror(err))
+        except OSError:
+            sock.close()
+            raise
+        channel = KafkaChannel(channel_id, sock, self.max_receive_size, self.memory_pool)
+        self.channels[channel_id] = channel
+        self.connecting.add(channel_id)
+        self._set_interest(channel, WRITE)  # writable = connected (or failed): see _finish_connect
+
+    def clear_connected(self) -> None:
+        self.connected = []
+
+    def send(self, send: NetworkSend) -> None:
+        channel = self.channels.get(send.destination)
+        if channel is not None and (channel.send is not None or send.destination in self.queued_sends):
+            self.queued_sends.setdefault(send.destination, deque()).append(send)
+            return
+        super().send(send)
+
+    def poll(self, timeout_ms: float) -> None:
+        super().poll(timeout_ms)
+        if self.queued_sends:
+            self._send_queued()
+
+    def _send_queued(self) -> None:
+        for channel_id, queue in list(self.queued_sends.items()):
+            channel = self.channels.get(channel_id)
+            while queue and channel is not None and channel.send is None:
+                KSelector.send(self, queue.popleft())
+                channel = self.channels.get(channel_id)
+            if not queue or channel is None:
+                self.queued_sends.pop(channel_id, None)
+
+    def _select(self, timeout_s: float):
+        ready = super()._select(timeout_s)
+        if not self.connecting:
+            return ready
+        rest = []
+        for key, events in ready:
+            channel = key.data
+            if channel is not None and channel.id in self.connecting:
+                self._finish_connect(channel)
+            else:
+                rest.append((key, events))
+        return rest
+
+    def _finish_connect(self, channel: KafkaChannel) -> None:
+        self.connecting.discard(channel.id)
+        err = channel.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if err:
+            self._close_channel(channel, NOT_CONNECTED, OSError(err, os.strerror(err)))
+            return
+        self._update_interest(channel)
+        self.connected.append(channel.id)
+
+    def _drop(self, channel: KafkaChannel) -> None:
+        self.connecting.discard(channel.id)
+        self.queued_sends.pop(channel.id, None)
+        super()._drop(channel)

@@ -56,7 +56,6 @@ from pykbroker.utils.time import SYSTEM, Time
 DATA_PLANE = "data-plane"
 CONTROL_PLANE = "control-plane"
 CONNECTION_QUEUE_SIZE = 20
-API_VERSIONS_KEY = 18
 INT_MAX = 2**31 - 1
 ACCEPT_BATCH_SIZE = 64  # connections taken per accept batch (the Acceptor loops until none is pending)
 ACCEPT_BACKOFF_MS = 100  # pause after EMFILE/ENFILE so a full fd table does not spin the Acceptor
@@ -225,7 +224,10 @@ class Processor(threading.Thread):
                 )
                 self.selector.register(connection_id, sock)
             except Exception as e:
-                self.log.error("Processor closed connection due to error during registration.", error=repr(e))
+                if isinstance(e, ConnectionError) or getattr(e, "errno", None) == errno.ENOTCONN:
+                    self.log.debug("Connection closed by the client before its registration.", error=repr(e))
+                else:
+                    self.log.error("Processor closed connection due to error during registration.", error=repr(e))
                 self._close_socket(sock)
 
     def _close_socket(self, sock: socket.socket) -> None:
@@ -308,7 +310,7 @@ class Processor(threading.Thread):
         api_key, api_version, correlation_id = peek_api_key_version(payload)
         remote = connection_id.split("-")[1]
         host, _, port = remote.rpartition(":")
-        if api_key == API_VERSIONS_KEY and not self.is_api_allowed(api_key, api_version):
+        if api_key == _api_keys.ApiKeys.API_VERSIONS and not self.is_api_allowed(api_key, api_version):
             # KIP-511: any ApiVersions version is accepted; a too-new one is answered as v0.
             header = RequestHeader(
                 api_key=api_key, api_version=api_version, correlation_id=correlation_id, client_id="", header_version=1
@@ -323,7 +325,7 @@ class Processor(threading.Thread):
             header, header_size = parse_request_header(payload)
             body = decode_request(api_key, api_version, payload[header_size:])
             unsupported = False
-            if api_key == API_VERSIONS_KEY and body is not None:
+            if api_key == _api_keys.ApiKeys.API_VERSIONS and body is not None:
                 channel.client_software_name = body.get("client_software_name") or "unknown"
                 channel.client_software_version = body.get("client_software_version") or "unknown"
         context = RequestContext(
@@ -393,8 +395,10 @@ class Processor(threading.Thread):
             self.log.warning(f"Closing connection {connection_id}: {exc}")
         elif isinstance(exc, TruncatedReceiveError):
             self.log.warning(f"Closing connection {connection_id}: truncated frame, {exc}")
+        elif isinstance(exc, ConnectionError):  # the peer reset or went away: routine, as Kafka's Selector
+            self.log.debug(f"Connection {connection_id} closed: {exc!r}")
         else:
-            self.log.info(f"Connection {connection_id} closed: {exc!r}")
+            self.log.warning(f"Unexpected error from {connection_id}; closing connection: {exc!r}")
 
     def _close_all(self) -> None:
         while True:

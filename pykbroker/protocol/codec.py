@@ -19,6 +19,14 @@ Deferred regions: a ``records`` value that is not ``bytes``/``bytearray``/``memo
 ``size_in_bytes`` (int) and ``write_to(sock, offset, max_bytes)``: the encoder writes its length prefix and returns the
 object as a separate part (see :func:`encode_parts`) so the network layer can ``os.sendfile`` it.
 
+Strict mode: with ``PYKBROKER_STRICT_CODEC=1`` in the environment at import (the test suite sets it), every
+compiled writer also checks that each dict it encodes (the message and every nested struct) has only keys that are
+fields of that struct in *some* version of the message (plus ``_unknown_tagged_fields``), and raises
+ProtocolEncodeError naming the unknown keys: a misspelled field would otherwise silently go on the wire as its
+default. Fields of other versions are accepted, as callers build one dict for every version. Off by default: the
+check is one set difference per struct, which production does not pay (the writers compiled without it are the same
+closures as before).
+
 Errors: decoding raises :class:`ProtocolDecodeError` (never reads past the buffer), encoding raises
 :class:`ProtocolEncodeError`; a version outside the schema's valid versions raises ``UnsupportedVersionError``.
 Compiled codecs are immutable after construction, so every thread may use them.
@@ -26,6 +34,7 @@ Compiled codecs are immutable after construction, so every thread may use them.
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -36,6 +45,9 @@ from pykbroker.protocol.schema import Field, MessageSchema
 from pykbroker.protocol.types import ProtocolDecodeError, ProtocolEncodeError
 
 UNKNOWN_TAGGED_FIELDS = "_unknown_tagged_fields"
+
+STRICT = os.environ.get("PYKBROKER_STRICT_CODEC", "") not in ("", "0")
+"""Strict mode (see the module doc); read at import, applies to writers compiled afterwards."""
 
 Reader = Callable[[memoryview, int], tuple[Any, int]]
 Writer = Callable[["Output", Any], None]
@@ -102,7 +114,7 @@ def _primitive_reader(ftype: str, flexible: bool, nullable: bool) -> Reader:
 def _array_reader(f: Field, version: int, flexible: bool, nullable: bool) -> Reader:
     read_length = t.read_array_length
     if f.element in t.FIXED_FORMATS:
-        ch, size = t.FIXED_FORMATS[f.element], t.FIXED_SIZES[f.element]  # type: ignore[index]
+        ch, size = t.FIXED_FORMATS[f.element], t.FIXED_SIZES[f.element]
 
         def read_fixed_array(buf: memoryview, pos: int) -> tuple[Any, int]:
             n, pos = read_length(buf, pos, flexible, nullable)
@@ -286,7 +298,7 @@ def _array_writer(f: Field, version: int, flexible: bool, nullable: bool) -> Wri
             out += pack_int32(n)
 
     if f.element in t.FIXED_FORMATS:
-        ch = t.FIXED_FORMATS[f.element]  # type: ignore[index]
+        ch = t.FIXED_FORMATS[f.element]
 
         def write_fixed_array(out: Output, value: Any) -> None:
             if value is None:
@@ -428,7 +440,26 @@ def _struct_writer(fields: tuple[Field, ...], version: int, flexible: bool) -> W
             else:
                 out.append(0)
 
+    if STRICT:
+        return _strict(write_struct, fields)
     return write_struct
+
+
+def _strict(write_struct: Writer, fields: tuple[Field, ...]) -> Writer:
+    """``write_struct`` preceded by the strict-mode check: every key of the dict must name a field of this struct in
+    some version (tagged or not), or be ``_unknown_tagged_fields``."""
+    known = frozenset(f.name for f in fields) | {UNKNOWN_TAGGED_FIELDS}
+
+    def write_struct_strict(out: Output, d: dict) -> None:
+        unknown = d.keys() - known
+        if unknown:
+            raise ProtocolEncodeError(
+                f"unknown field(s) {', '.join(sorted(map(str, unknown)))}; "
+                f"the fields are {', '.join(sorted(known - {UNKNOWN_TAGGED_FIELDS}))}"
+            )
+        write_struct(out, d)
+
+    return write_struct_strict
 
 
 # ------------------------------------------------------------------------------------------------------ API

@@ -1,9 +1,14 @@
 """Kafka's error table: one code, name, retriability and default message per error.
 
-Mirrors ``org.apache.kafka.common.protocol.Errors``. Every error has an exception class
-(``<CamelName>Error``, a subclass of :class:`KafkaError`) carrying ``code``, ``name`` and
-``retriable``; :func:`for_code` and :func:`for_exception` convert between the two worlds at
-the one boundary where it matters (``KafkaApis`` turning exceptions into error responses).
+Mirrors ``org.apache.kafka.common.protocol.Errors``. ``_TABLE`` is the single source of each
+error's code, NAME, retriability and default message. Every error but NONE has one exception class,
+a subclass of :class:`KafkaError`, named as Kafka's exception class with "Exception" replaced by
+"Error" (``KafkaStorageException`` -> ``KafkaStorageError``, ``OffsetMetadataTooLarge`` ->
+``OffsetMetadataTooLargeError``); the one exception is ``TimeoutException`` -> ``KafkaTimeoutError``,
+so as not to shadow Python's ``TimeoutError``. A class declares only its ``code``; ``name``,
+``retriable`` and ``default_message`` are filled in from the table. :func:`for_code` and
+:func:`for_exception` convert between codes and exceptions at the one boundary where it matters
+(``KafkaApis`` turning exceptions into error responses).
 
 This module imports nothing of pykbroker's: every layer may raise these errors.
 """
@@ -325,7 +330,8 @@ _TABLE: tuple[tuple[int, str, bool, str], ...] = (
 
 
 class KafkaError(Exception):
-    """Base of every Kafka protocol error. ``code``/``name``/``retriable`` come from the table."""
+    """Base of every Kafka protocol error. ``code``/``name``/``retriable``/``default_message``
+    come from the table; a bare KafkaError is UNKNOWN_SERVER_ERROR."""
 
     code: int = -1
     name: str = "UNKNOWN_SERVER_ERROR"
@@ -340,24 +346,543 @@ class KafkaError(Exception):
         return str(self)
 
 
-def _camel(name: str) -> str:
-    return "".join(part.capitalize() for part in name.split("_")) + "Error"
+# One class per error code but NONE, in code order.
+class UnknownServerError(KafkaError):
+    code = -1
 
 
+class OffsetOutOfRangeError(KafkaError):
+    code = 1
+
+
+class CorruptRecordError(KafkaError):
+    code = 2
+
+
+class UnknownTopicOrPartitionError(KafkaError):
+    code = 3
+
+
+class InvalidFetchSizeError(KafkaError):
+    code = 4
+
+
+class LeaderNotAvailableError(KafkaError):
+    code = 5
+
+
+class NotLeaderOrFollowerError(KafkaError):
+    code = 6
+
+
+class KafkaTimeoutError(KafkaError):
+    code = 7
+
+
+class BrokerNotAvailableError(KafkaError):
+    code = 8
+
+
+class ReplicaNotAvailableError(KafkaError):
+    code = 9
+
+
+class RecordTooLargeError(KafkaError):
+    code = 10
+
+
+class ControllerMovedError(KafkaError):
+    code = 11
+
+
+class OffsetMetadataTooLargeError(KafkaError):
+    code = 12
+
+
+class NetworkError(KafkaError):
+    code = 13
+
+
+class CoordinatorLoadInProgressError(KafkaError):
+    code = 14
+
+
+class CoordinatorNotAvailableError(KafkaError):
+    code = 15
+
+
+class NotCoordinatorError(KafkaError):
+    code = 16
+
+
+class InvalidTopicError(KafkaError):
+    code = 17
+
+
+class RecordBatchTooLargeError(KafkaError):
+    code = 18
+
+
+class NotEnoughReplicasError(KafkaError):
+    code = 19
+
+
+class NotEnoughReplicasAfterAppendError(KafkaError):
+    code = 20
+
+
+class InvalidRequiredAcksError(KafkaError):
+    code = 21
+
+
+class IllegalGenerationError(KafkaError):
+    code = 22
+
+
+class InconsistentGroupProtocolError(KafkaError):
+    code = 23
+
+
+class InvalidGroupIdError(KafkaError):
+    code = 24
+
+
+class UnknownMemberIdError(KafkaError):
+    code = 25
+
+
+class InvalidSessionTimeoutError(KafkaError):
+    code = 26
+
+
+class RebalanceInProgressError(KafkaError):
+    code = 27
+
+
+class InvalidCommitOffsetSizeError(KafkaError):
+    code = 28
+
+
+class TopicAuthorizationError(KafkaError):
+    code = 29
+
+
+class GroupAuthorizationError(KafkaError):
+    code = 30
+
+
+class ClusterAuthorizationError(KafkaError):
+    code = 31
+
+
+class InvalidTimestampError(KafkaError):
+    code = 32
+
+
+class UnsupportedSaslMechanismError(KafkaError):
+    code = 33
+
+
+class IllegalSaslStateError(KafkaError):
+    code = 34
+
+
+class UnsupportedVersionError(KafkaError):
+    code = 35
+
+
+class TopicExistsError(KafkaError):
+    code = 36
+
+
+class InvalidPartitionsError(KafkaError):
+    code = 37
+
+
+class InvalidReplicationFactorError(KafkaError):
+    code = 38
+
+
+class InvalidReplicaAssignmentError(KafkaError):
+    code = 39
+
+
+class InvalidConfigurationError(KafkaError):
+    code = 40
+
+
+class NotControllerError(KafkaError):
+    code = 41
+
+
+class InvalidRequestError(KafkaError):
+    code = 42
+
+
+class UnsupportedForMessageFormatError(KafkaError):
+    code = 43
+
+
+class PolicyViolationError(KafkaError):
+    code = 44
+
+
+class OutOfOrderSequenceError(KafkaError):
+    code = 45
+
+
+class DuplicateSequenceError(KafkaError):
+    code = 46
+
+
+class InvalidProducerEpochError(KafkaError):
+    code = 47
+
+
+class InvalidTxnStateError(KafkaError):
+    code = 48
+
+
+class InvalidPidMappingError(KafkaError):
+    code = 49
+
+
+class InvalidTxnTimeoutError(KafkaError):
+    code = 50
+
+
+class ConcurrentTransactionsError(KafkaError):
+    code = 51
+
+
+class TransactionCoordinatorFencedError(KafkaError):
+    code = 52
+
+
+class TransactionalIdAuthorizationError(KafkaError):
+    code = 53
+
+
+class SecurityDisabledError(KafkaError):
+    code = 54
+
+
+class OperationNotAttemptedError(KafkaError):
+    code = 55
+
+
+class KafkaStorageError(KafkaError):
+    code = 56
+
+
+class LogDirNotFoundError(KafkaError):
+    code = 57
+
+
+class SaslAuthenticationError(KafkaError):
+    code = 58
+
+
+class UnknownProducerIdError(KafkaError):
+    code = 59
+
+
+class ReassignmentInProgressError(KafkaError):
+    code = 60
+
+
+class DelegationTokenDisabledError(KafkaError):
+    code = 61
+
+
+class DelegationTokenNotFoundError(KafkaError):
+    code = 62
+
+
+class DelegationTokenOwnerMismatchError(KafkaError):
+    code = 63
+
+
+class UnsupportedByAuthenticationError(KafkaError):
+    code = 64
+
+
+class DelegationTokenAuthorizationError(KafkaError):
+    code = 65
+
+
+class DelegationTokenExpiredError(KafkaError):
+    code = 66
+
+
+class InvalidPrincipalTypeError(KafkaError):
+    code = 67
+
+
+class GroupNotEmptyError(KafkaError):
+    code = 68
+
+
+class GroupIdNotFoundError(KafkaError):
+    code = 69
+
+
+class FetchSessionIdNotFoundError(KafkaError):
+    code = 70
+
+
+class InvalidFetchSessionEpochError(KafkaError):
+    code = 71
+
+
+class ListenerNotFoundError(KafkaError):
+    code = 72
+
+
+class TopicDeletionDisabledError(KafkaError):
+    code = 73
+
+
+class FencedLeaderEpochError(KafkaError):
+    code = 74
+
+
+class UnknownLeaderEpochError(KafkaError):
+    code = 75
+
+
+class UnsupportedCompressionTypeError(KafkaError):
+    code = 76
+
+
+class StaleBrokerEpochError(KafkaError):
+    code = 77
+
+
+class OffsetNotAvailableError(KafkaError):
+    code = 78
+
+
+class MemberIdRequiredError(KafkaError):
+    code = 79
+
+
+class PreferredLeaderNotAvailableError(KafkaError):
+    code = 80
+
+
+class GroupMaxSizeReachedError(KafkaError):
+    code = 81
+
+
+class FencedInstanceIdError(KafkaError):
+    code = 82
+
+
+class EligibleLeadersNotAvailableError(KafkaError):
+    code = 83
+
+
+class ElectionNotNeededError(KafkaError):
+    code = 84
+
+
+class NoReassignmentInProgressError(KafkaError):
+    code = 85
+
+
+class GroupSubscribedToTopicError(KafkaError):
+    code = 86
+
+
+class InvalidRecordError(KafkaError):
+    code = 87
+
+
+class UnstableOffsetCommitError(KafkaError):
+    code = 88
+
+
+class ThrottlingQuotaExceededError(KafkaError):
+    code = 89
+
+
+class ProducerFencedError(KafkaError):
+    code = 90
+
+
+class ResourceNotFoundError(KafkaError):
+    code = 91
+
+
+class DuplicateResourceError(KafkaError):
+    code = 92
+
+
+class UnacceptableCredentialError(KafkaError):
+    code = 93
+
+
+class InconsistentVoterSetError(KafkaError):
+    code = 94
+
+
+class InvalidUpdateVersionError(KafkaError):
+    code = 95
+
+
+class FeatureUpdateFailedError(KafkaError):
+    code = 96
+
+
+class PrincipalDeserializationError(KafkaError):
+    code = 97
+
+
+class SnapshotNotFoundError(KafkaError):
+    code = 98
+
+
+class PositionOutOfRangeError(KafkaError):
+    code = 99
+
+
+class UnknownTopicIdError(KafkaError):
+    code = 100
+
+
+class DuplicateBrokerRegistrationError(KafkaError):
+    code = 101
+
+
+class BrokerIdNotRegisteredError(KafkaError):
+    code = 102
+
+
+class InconsistentTopicIdError(KafkaError):
+    code = 103
+
+
+class InconsistentClusterIdError(KafkaError):
+    code = 104
+
+
+class TransactionalIdNotFoundError(KafkaError):
+    code = 105
+
+
+class FetchSessionTopicIdError(KafkaError):
+    code = 106
+
+
+class IneligibleReplicaError(KafkaError):
+    code = 107
+
+
+class NewLeaderElectedError(KafkaError):
+    code = 108
+
+
+class OffsetMovedToTieredStorageError(KafkaError):
+    code = 109
+
+
+class FencedMemberEpochError(KafkaError):
+    code = 110
+
+
+class UnreleasedInstanceIdError(KafkaError):
+    code = 111
+
+
+class UnsupportedAssignorError(KafkaError):
+    code = 112
+
+
+class StaleMemberEpochError(KafkaError):
+    code = 113
+
+
+class MismatchedEndpointTypeError(KafkaError):
+    code = 114
+
+
+class UnsupportedEndpointTypeError(KafkaError):
+    code = 115
+
+
+class UnknownControllerIdError(KafkaError):
+    code = 116
+
+
+class UnknownSubscriptionIdError(KafkaError):
+    code = 117
+
+
+class TelemetryTooLargeError(KafkaError):
+    code = 118
+
+
+class InvalidRegistrationError(KafkaError):
+    code = 119
+
+
+class TransactionAbortableError(KafkaError):
+    code = 120
+
+
+class InvalidRecordStateError(KafkaError):
+    code = 121
+
+
+class ShareSessionNotFoundError(KafkaError):
+    code = 122
+
+
+class InvalidShareSessionEpochError(KafkaError):
+    code = 123
+
+
+class FencedStateEpochError(KafkaError):
+    code = 124
+
+
+class InvalidVoterKeyError(KafkaError):
+    code = 125
+
+
+class DuplicateVoterError(KafkaError):
+    code = 126
+
+
+class VoterNotFoundError(KafkaError):
+    code = 127
+
+
+_NAMES: dict[int, str] = {_code: _name for _code, _name, _r, _m in _TABLE}
 _BY_CODE: dict[int, type[KafkaError]] = {}
-_BY_NAME: dict[str, type[KafkaError]] = {}
 
-for _code, _name, _retriable, _msg in _TABLE:
-    if _code == -1:
-        _cls: type[KafkaError] = type(_camel(_name), (KafkaError,), {})
-    else:
-        _cls = type(_camel(_name), (KafkaError,), {})
-    _cls.code, _cls.name, _cls.retriable, _cls.default_message = _code, _name, _retriable, _msg
-    _cls.__module__ = __name__
-    _cls.__doc__ = f"Kafka error {_code} {_name}{' (retriable)' if _retriable else ''}: {_msg}"
-    _BY_CODE[_code] = _cls
-    _BY_NAME[_name] = _cls
-    globals()[_cls.__name__] = _cls
+
+def _register() -> None:
+    """Fill each class's name, retriability and default message in from the table; every code of
+    the table but NONE must have exactly one class."""
+    rows = {code: (name, retriable, msg) for code, name, retriable, msg in _TABLE}
+    for cls in KafkaError.__subclasses__():
+        if cls.__module__ != __name__:
+            continue
+        if cls.code in _BY_CODE or cls.code not in rows or cls.code == 0:
+            raise AssertionError(f"{cls.__name__}: code {cls.code} is not a new error code of the table")
+        cls.name, cls.retriable, cls.default_message = rows[cls.code]
+        cls.__doc__ = (
+            f"Kafka error {cls.code} {cls.name}{' (retriable)' if cls.retriable else ''}: {cls.default_message}"
+        )
+        _BY_CODE[cls.code] = cls
+    missing = set(rows) - set(_BY_CODE) - {0}
+    if missing:
+        raise AssertionError(f"error codes without an exception class: {sorted(missing)}")
+
+
+_register()
 
 # Codes as module constants, e.g. ``errors.NONE == 0``, ``errors.CORRUPT_MESSAGE == 2``.
 for _code, _name, _retriable, _msg in _TABLE:
@@ -365,18 +890,16 @@ for _code, _name, _retriable, _msg in _TABLE:
 
 
 def for_code(code: int) -> type[KafkaError]:
-    """The exception class of ``code``; unknown codes map to UNKNOWN_SERVER_ERROR."""
-    return _BY_CODE.get(code, _BY_CODE[-1])
-
-
-def for_name(name: str) -> type[KafkaError]:
-    """The exception class of an error NAME (``"CORRUPT_MESSAGE"``)."""
-    return _BY_NAME[name]
+    """The exception class of ``code`` (``Errors.forCode``); an unknown code maps to
+    UnknownServerError. NONE (0) has no exception: asking for it is a bug."""
+    if code == 0:
+        raise ValueError("error code NONE (0) has no exception class")
+    return _BY_CODE.get(code, UnknownServerError)
 
 
 def name_of(code: int) -> str:
-    """The NAME of ``code`` (``2 -> "CORRUPT_MESSAGE"``)."""
-    return for_code(code).name
+    """The NAME of ``code`` (``2 -> "CORRUPT_MESSAGE"``); an unknown code is UNKNOWN_SERVER_ERROR."""
+    return _NAMES.get(code, "UNKNOWN_SERVER_ERROR")
 
 
 def for_exception(exc: BaseException) -> int:
@@ -385,22 +908,3 @@ def for_exception(exc: BaseException) -> int:
     if isinstance(exc, KafkaError):
         return exc.code
     return -1
-
-
-# Names used throughout the broker, for readers and type checkers (generated above).
-UnknownServerErrorError = _BY_CODE[-1]
-CorruptMessageError = _BY_CODE[2]
-UnknownTopicOrPartitionError = _BY_CODE[3]
-NotLeaderOrFollowerError = _BY_CODE[6]
-MessageTooLargeError = _BY_CODE[10]
-InvalidTopicExceptionError = _BY_CODE[17]
-RecordListTooLargeError = _BY_CODE[18]
-InvalidTimestampError = _BY_CODE[32]
-UnsupportedVersionError = _BY_CODE[35]
-InvalidRequestError = _BY_CODE[42]
-InvalidRecordError = _BY_CODE[87]
-UnsupportedCompressionTypeError = _BY_CODE[76]
-OffsetOutOfRangeError = _BY_CODE[1]
-
-# Kafka's CorruptRecordException maps to CORRUPT_MESSAGE.
-CorruptRecordError = CorruptMessageError

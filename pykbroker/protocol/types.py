@@ -10,8 +10,9 @@ big-endian. Shapes:
     compact string / bytes / records                uvarint (length + 1; 0 = null) + data
     array / compact array                           int32 count (-1 = null) / uvarint (count + 1; 0 = null)
     unsigned varint                                 LEB128, at most 5 bytes, value < 2**32
-    varint / varlong                                ZigZag then LEB128 (32 / 64 bit), used inside record batches
     tagged field section                            uvarint count, then per field uvarint tag, uvarint size, data
+
+The signed ZigZag varints of record batches are :mod:`pykbroker.record.varint`'s, not the protocol's.
 
 Readers take ``(buf, pos)`` (``buf`` a byte ``memoryview`` or ``bytes``) and return ``(value, new_pos)``; they never
 read past ``len(buf)``: truncated input, negative or oversized lengths and over-long varints raise
@@ -34,7 +35,7 @@ from pykbroker.protocol.errors import InvalidRequestError
 Reader = Callable[[Any, int], tuple[Any, int]]
 
 
-class ProtocolDecodeError(InvalidRequestError):  # type: ignore[misc,valid-type]  # generated error class
+class ProtocolDecodeError(InvalidRequestError):
     """The peer sent bytes that do not parse: truncated input, a bad length or varint, invalid UTF-8.
 
     An ``InvalidRequestError`` (Kafka error 42, INVALID_REQUEST): the broker closes the connection, as Kafka does for
@@ -181,66 +182,6 @@ def uvarint_size(value: int) -> int:
         value >>= 7
         size += 1
     return size
-
-
-def _read_zigzag(buf: Any, pos: int, max_bytes: int, what: str) -> tuple[int, int]:
-    value = 0
-    shift = 0
-    start = pos
-    try:
-        while True:
-            b = buf[pos]
-            pos += 1
-            value |= (b & 0x7F) << shift
-            if b < 0x80:
-                break
-            shift += 7
-            if pos - start >= max_bytes:
-                raise ProtocolDecodeError(f"{what} longer than {max_bytes} bytes at offset {start}")
-    except IndexError:
-        raise truncated(what, pos, 1, len(buf)) from None
-    bits = 32 if max_bytes == 5 else 64
-    if value >> bits:
-        raise ProtocolDecodeError(f"{what} does not fit {bits} bits")
-    return (value >> 1) ^ -(value & 1), pos
-
-
-def read_varint(buf: Any, pos: int) -> tuple[int, int]:
-    """ZigZag varint, 32-bit (Kafka's ``readVarint``), at most 5 bytes."""
-    return _read_zigzag(buf, pos, 5, "varint")
-
-
-def read_varlong(buf: Any, pos: int) -> tuple[int, int]:
-    """ZigZag varlong, 64-bit (Kafka's ``readVarlong``), at most 10 bytes."""
-    return _read_zigzag(buf, pos, 10, "varlong")
-
-
-def write_varint(out: bytearray, value: int) -> None:
-    """Append a signed 32-bit value as a ZigZag varint."""
-    if not -0x80000000 <= value <= 0x7FFFFFFF:
-        raise ProtocolEncodeError(f"varint out of range: {value}")
-    write_uvarint(out, ((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
-
-
-def write_varlong(out: bytearray, value: int) -> None:
-    """Append a signed 64-bit value as a ZigZag varlong."""
-    if not -0x8000000000000000 <= value <= 0x7FFFFFFFFFFFFFFF:
-        raise ProtocolEncodeError(f"varlong out of range: {value}")
-    v = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-
-
-def varint_size(value: int) -> int:
-    """Bytes taken by a signed 32-bit value as a ZigZag varint."""
-    return uvarint_size(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
-
-
-def varlong_size(value: int) -> int:
-    """Bytes taken by a signed 64-bit value as a ZigZag varlong."""
-    return uvarint_size(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
 # ---------------------------------------------------------------------------------------------------- lengths

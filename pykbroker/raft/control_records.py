@@ -13,6 +13,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from pykbroker.protocol.types import read_uvarint, write_uvarint
+
 ABORT = 0
 COMMIT = 1
 LEADER_CHANGE = 2
@@ -47,7 +49,7 @@ class LeaderChangeMessage:
     def encode(self) -> bytes:
         out = bytearray(_HEAD.pack(self.version, self.leader_id))
         for ids in (self.voters, self.granting_voters):
-            _put_uvarint(out, len(ids) + 1)
+            write_uvarint(out, len(ids) + 1)
             for voter_id in ids:
                 out += _I32.pack(voter_id)
                 out.append(0)  # no tagged fields in Voter
@@ -60,7 +62,7 @@ class LeaderChangeMessage:
         pos = _HEAD.size
         arrays = []
         for _ in range(2):
-            n, pos = _get_uvarint(buf, pos)
+            n, pos = read_uvarint(buf, pos)
             ids = []
             for _ in range(max(0, n - 1)):
                 ids.append(_I32.unpack_from(buf, pos)[0])
@@ -69,28 +71,10 @@ class LeaderChangeMessage:
         return cls(leader_id, arrays[0], arrays[1], version)
 
 
-def _put_uvarint(out: bytearray, v: int) -> None:
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-
-
-def _get_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-
-
 def _skip_tags(buf: bytes, pos: int) -> int:
-    n, pos = _get_uvarint(buf, pos)
+    n, pos = read_uvarint(buf, pos)
     for _ in range(n):
-        _, pos = _get_uvarint(buf, pos)  # tag
-        size, pos = _get_uvarint(buf, pos)
+        _, pos = read_uvarint(buf, pos)  # tag
+        size, pos = read_uvarint(buf, pos)
         pos += size
     return pos

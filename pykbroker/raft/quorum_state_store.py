@@ -17,6 +17,8 @@ import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
+from pykbroker.utils.files import atomic_write
+
 QUORUM_STATE_FILE = "quorum-state"
 NO_ID = -1
 
@@ -105,17 +107,7 @@ class FileQuorumStateStore(QuorumStateStore):
         }
         directory = os.path.dirname(self.path) or "."
         os.makedirs(directory, exist_ok=True)
-        tmp = self.path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(json.dumps(data, separators=(",", ":")))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        dir_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        atomic_write(self.path, json.dumps(data, separators=(",", ":")).encode("utf-8"))
 
     def clear(self) -> None:
         for p in (self.path, self.path + ".tmp"):

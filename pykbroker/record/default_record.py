@@ -136,7 +136,7 @@ def read_records(
     slow = decode_varint_slow
     new = _new_record
     cls = Record
-    out = []
+    out: list[Record] = []
     append = out.append
     pos = 0
     end = len(data)
@@ -214,7 +214,7 @@ def read_records(
                 raise _corrupt(f"invalid value length {length}")
             b = data[pos]
             if b == 0:
-                headers = []
+                headers: list = []
                 pos += 1
             else:
                 headers, pos = _read_headers(data, pos, record_end)
@@ -285,9 +285,9 @@ def scan_records(data: bytes, count: int) -> RecordsScan:
     :func:`read_records` does but skipping keys, values and headers. Raises CorruptRecordError."""
     zz = ONE_BYTE_DECODED
     slow = decode_varint_slow
-    timestamp_deltas = []
-    offset_deltas = []
-    null_keys = []
+    timestamp_deltas: list[int] = []
+    offset_deltas: list[int] = []
+    null_keys: list[int] = []
     add_ts = timestamp_deltas.append
     add_od = offset_deltas.append
     pos = 0

@@ -319,7 +319,9 @@ class MemoryRecordsBuilder:
             return False
         if self._num_records == 0:
             return True
-        next_delta = self._last_offset - self._base_offset + 1
+        last = self._last_offset
+        assert last is not None  # there is a record
+        next_delta = last - self._base_offset + 1
         timestamp_delta = 0 if self._base_timestamp is None else timestamp - self._base_timestamp
         record_size = size_in_bytes(next_delta, timestamp_delta, key, value, headers)
         return self._write_limit >= self.estimated_bytes_written() + record_size
@@ -384,12 +386,14 @@ class MemoryRecordsBuilder:
             return self._built
         raw = b"".join(self._parts)
         max_timestamp = self._log_append_time if self._timestamp_type == LOG_APPEND_TIME else self._max_timestamp
+        last, base_timestamp = self._last_offset, self._base_timestamp
+        assert last is not None and base_timestamp is not None  # set by the first append
         self._built = encode_batch(
             raw,
             self._num_records,
             self._base_offset,
-            self._last_offset - self._base_offset,
-            self._base_timestamp,
+            last - self._base_offset,
+            base_timestamp,
             max_timestamp,
             self._compression,
             self._timestamp_type,
@@ -420,7 +424,7 @@ class MemoryRecordsBuilder:
             return RecordsInfo(self._log_append_time, self._last_offset if self._last_offset is not None else -1)
         if self._max_timestamp == NO_TIMESTAMP:
             return RecordsInfo(NO_TIMESTAMP, -1)
-        return RecordsInfo(self._max_timestamp, self._last_offset)
+        return RecordsInfo(self._max_timestamp, self._last_offset if self._last_offset is not None else -1)
 
     @property
     def num_records(self) -> int:

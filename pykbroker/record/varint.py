@@ -1,8 +1,9 @@
 """ZigZag varints and varlongs (protobuf style), as record batch v2 writes them.
 
 Mirrors the varint half of ``org.apache.kafka.common.utils.ByteUtils`` (``writeVarint``,
-``writeVarlong``, ``readVarint``, ``readVarlong``, ``sizeOfVarint``) plus the unsigned varints that
-flexible protocol versions use.
+``writeVarlong``, ``readVarint``, ``readVarlong``, ``sizeOfVarint``): the one implementation of signed
+varints. The unsigned varints of flexible protocol versions are :mod:`pykbroker.protocol.types`'
+(``read_uvarint``/``write_uvarint``).
 
 Wire format: the value is ZigZag-mapped (``0, -1, 1, -2, ... -> 0, 1, 2, 3, ...``) and written 7 bits
 at a time, least significant group first, with the high bit of each byte set while more bytes
@@ -122,30 +123,3 @@ def decode_varlong(buf, pos: int = 0) -> tuple[int, int]:
         if b < 0x80:
             return ONE_BYTE_DECODED[b], pos + 1
     return decode_varint_slow(buf, pos, MAX_VARLONG_BYTES)
-
-
-def encode_unsigned_varint(value: int) -> bytes:
-    """Unsigned (non-ZigZag) varint of ``value >= 0``, as flexible protocol versions write
-    compact lengths and tagged-field headers (``ByteUtils.writeUnsignedVarint``)."""
-    if value < 0:
-        raise ValueError(f"Unsigned varint cannot encode negative value {value}")
-    if value < ENCODE_TABLE_LIMIT:
-        return ZIGZAG_ENCODED[value]
-    return _encode_unsigned_loop(value)
-
-
-def decode_unsigned_varint(buf, pos: int = 0) -> tuple[int, int]:
-    """Decode an unsigned varint (at most 5 bytes, result < 2**32) at ``buf[pos]``."""
-    z = 0
-    shift = 0
-    end = len(buf)
-    for _ in range(MAX_VARINT_BYTES):
-        if pos >= end:
-            raise CorruptRecordError("Unsigned varint runs past the end of the buffer")
-        b = buf[pos]
-        pos += 1
-        z |= (b & 0x7F) << shift
-        if b < 0x80:
-            return z & 0xFFFFFFFF, pos
-        shift += 7
-    raise CorruptRecordError(f"Unsigned varint is longer than {MAX_VARINT_BYTES} bytes")

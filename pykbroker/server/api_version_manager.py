@@ -40,8 +40,6 @@ BROKER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.DESCRIBE_CLUSTER: (0, 1),
 }
 
-API_VERSIONS_KEY = int(ApiKeys.API_VERSIONS)
-
 
 class ApiVersionManager:
     """Thread-safe after construction (read-only)."""

@@ -34,10 +34,12 @@ from pykbroker.coordinator.group.group_coordinator import GroupCoordinator
 from pykbroker.coordinator.group.group_metadata_manager import GroupMetadataManager
 from pykbroker.log.log_cleaner import LogCleaner
 from pykbroker.log.log_manager import LogDirLockError, LogManager, lock_log_dirs
+from pykbroker.metadata.controller_metadata_metrics import ControllerMetadataMetrics
 from pykbroker.metadata.log_config_schema import LogConfigSchema
 from pykbroker.metadata.metadata_loader import MetadataLoader
 from pykbroker.metadata.quorum_controller import QuorumController
 from pykbroker.metadata.records import MetadataRecordSerde
+from pykbroker.metrics.reporter import MetricsReporter, create_reporters
 from pykbroker.network.socket_server import CONTROL_PLANE, DATA_PLANE, SocketServer, SocketServerConfig
 from pykbroker.protocol import errors, request_schema
 from pykbroker.raft.file_replicated_log import FileReplicatedLog
@@ -92,9 +94,13 @@ class KafkaRaftServer:
         self.socket_server: SocketServer | None = None
         self.data_plane_pool: KafkaRequestHandlerPool | None = None
         self.control_plane_pool: KafkaRequestHandlerPool | None = None
+        self.metric_reporters: list[MetricsReporter] = []
         self._shutdown_lock = threading.Lock()
         self._shutdown_done = threading.Event()
         self.started = False
+        # Kafka's BrokerState values: NOT_RUNNING 0, STARTING 1, RUNNING 3, SHUTTING_DOWN 7.
+        self.broker_state = 0
+        self.metrics.gauge("kafka.server:type=KafkaServer,name=BrokerState", lambda: self.broker_state)
 
     # -- start-up ------------------------------------------------------------------------------
     def startup(self) -> None:
@@ -103,10 +109,13 @@ class KafkaRaftServer:
         storage errors, or whatever a component raised."""
         config = self.config
         self.log.info("Starting broker")
+        self.broker_state = 1
         for key in config.unknown_keys:
             self.log.warning(f"The configuration '{key}' was supplied but isn't a known config.")
         self._check_single_voter()
         timeout = config["initial.broker.registration.timeout.ms"] / 1000.0
+        # metric.reporters: an unknown class is a ConfigException before anything is bound or touched.
+        reporters = create_reporters(config["metric.reporters"], config.values)
 
         # Listeners first: a port in use stops start-up before anything touches the data directories.
         sconfig = SocketServerConfig.from_kafka_config(config)
@@ -116,6 +125,14 @@ class KafkaRaftServer:
                 acceptor.open_server_socket()
         except OSError as e:  # "Socket server failed to bind to host:port: <reason>."
             raise StartupError(e.strerror if e.errno is not None and e.strerror else str(e)) from e
+        # Metric reporters bind with the listeners (the Prometheus endpoint); they read the registry,
+        # whose metrics appear as the components below register them.
+        for reporter in reporters:
+            try:
+                reporter.init(self.metrics)
+            except OSError as e:
+                raise StartupError(e.strerror if e.errno is not None and e.strerror else str(e)) from e
+            self.metric_reporters.append(reporter)
 
         # Lock every data directory (and the metadata log's) for the process lifetime, then format/check.
         dirs = list(dict.fromkeys(config.log_dirs + [config.metadata_log_dir]))
@@ -150,7 +167,9 @@ class KafkaRaftServer:
         )
         self.metadata_cache = MetadataCache(self.node_id)
         # No halt on the loss of every log dir: a single node has no other replica to hand leadership to.
-        self.replica_manager = ReplicaManager(self.node_id, config, self.log_manager, self.metadata_cache, self.time)
+        self.replica_manager = ReplicaManager(
+            self.node_id, config, self.log_manager, self.metadata_cache, self.time, metrics=self.metrics
+        )
         self.replica_manager.startup()
         self.publisher = BrokerMetadataPublisher(
             self.node_id, self.metadata_cache, self.replica_manager, self.log_manager
@@ -174,6 +193,7 @@ class KafkaRaftServer:
             ),
             delete_topic_enable=config["delete.topic.enable"],
         )
+        ControllerMetadataMetrics(self.metrics, self.controller, lambda: self.metadata_cache.image)
         self.raft_driver = KafkaRaftClientDriver(self.raft)
         self.raft_driver.start()
         if not self.controller.wait_for_active(timeout):
@@ -195,6 +215,7 @@ class KafkaRaftServer:
             config["offsets.retention.minutes"] * 60 * 1000,
         )
         self.group_coordinator = GroupCoordinator(self.node_id, config, self.group_metadata_manager, self.time)
+        self._register_metrics()
         self.scheduler.schedule(
             "delete-expired-group-metadata",
             self.group_metadata_manager.cleanup_expired_offsets,
@@ -233,7 +254,25 @@ class KafkaRaftServer:
             )
         self.socket_server.enable_request_processing()
         self.started = True
+        self.broker_state = 3
         self.log.info("Kafka Server started")
+
+    def _register_metrics(self) -> None:
+        """Gauges of components that do not hold the registry: per-partition logs, the group metadata,
+        and every purgatory (``kafka.server:type=DelayedOperationPurgatory,...,delayedOperation=<name>``,
+        registered by Kafka's DelayedOperationPurgatory itself)."""
+        self.log_manager.register_metrics(self.metrics)
+        self.group_metadata_manager.register_metrics(self.metrics)
+        for purgatory in (
+            self.replica_manager.produce_purgatory,
+            self.replica_manager.fetch_purgatory,
+            self.group_coordinator.join_purgatory,
+            self.group_coordinator.heartbeat_purgatory,
+        ):
+            tag = f"delayedOperation={purgatory.purgatory_name}"
+            prefix = "kafka.server:type=DelayedOperationPurgatory,name="
+            self.metrics.gauge(f"{prefix}PurgatorySize,{tag}", lambda p=purgatory: p.purgatory_size)
+            self.metrics.gauge(f"{prefix}NumDelayedOperations,{tag}", lambda p=purgatory: p.num_delayed)
 
     def _check_single_voter(self) -> None:
         voters = self.config["controller.quorum.voters"] or []
@@ -387,6 +426,7 @@ class KafkaRaftServer:
             if self._shutdown_done.is_set():
                 return
             self.log.info(f"[BrokerServer id={self.node_id}] shutting down")
+            self.broker_state = 7
             steps = [
                 ("socket server request processing", lambda: self.socket_server.stop_processing_requests()),
                 ("data-plane request handlers", lambda: self.data_plane_pool.shutdown()),
@@ -400,6 +440,7 @@ class KafkaRaftServer:
                 ("metadata log", lambda: self.metadata_log.close()),
                 ("scheduler", lambda: self.scheduler.shutdown()),
                 ("socket server", lambda: self.socket_server.shutdown()),
+                ("metric reporters", self._close_metric_reporters),
                 ("log dir locks", self._release_dir_locks),
             ]
             for what, step in steps:
@@ -411,6 +452,11 @@ class KafkaRaftServer:
                     self.log.error(f"Error shutting down {what}", error=repr(e))
             self._shutdown_done.set()
             self.log.info(f"[BrokerServer id={self.node_id}] shut down completed")
+
+    def _close_metric_reporters(self) -> None:
+        reporters, self.metric_reporters = self.metric_reporters, []
+        for reporter in reporters:
+            reporter.close()
 
     def _release_dir_locks(self) -> None:
         for lock in getattr(self, "_dir_locks", ()):

@@ -14,6 +14,7 @@ import time
 import uuid
 
 from pykbroker.config.properties import load_properties
+from pykbroker.utils.files import atomic_write
 
 META_PROPERTIES = "meta.properties"
 
@@ -46,12 +47,7 @@ def write_meta_properties(log_dir: str, cluster_id: str, node_id: int, directory
         f"#\n#{time.strftime('%a %b %d %H:%M:%S %Z %Y')}\n"
         f"cluster.id={cluster_id}\ndirectory.id={directory_id or random_uuid()}\nnode.id={node_id}\nversion=1\n"
     )
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    atomic_write(path, text.encode("utf-8"))
 
 
 def is_empty_dir(path: str) -> bool:

@@ -13,9 +13,7 @@ import uuid
 
 from pykbroker.metadata.image import MetadataImage, TopicImage
 from pykbroker.metadata.partition_registration import PartitionRegistration
-
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
-ZERO_UUID = uuid.UUID(int=0)
+from pykbroker.protocol.types import ZERO_UUID
 
 
 class MetadataCache:

@@ -65,6 +65,19 @@ class Partition:
     def is_leader(self) -> bool:
         return self.leader_id == self.local_broker_id
 
+    # Kafka's Partition gauges, summed by the ReplicaManager's UnderReplicatedPartitions etc.
+    @property
+    def is_under_replicated(self) -> bool:
+        return self.is_leader and len(self.isr) < len(self.replicas)
+
+    @property
+    def is_under_min_isr(self) -> bool:
+        return self.is_leader and len(self.isr) < self.log.config.min_insync_replicas
+
+    @property
+    def is_at_min_isr(self) -> bool:
+        return self.is_leader and len(self.isr) == self.log.config.min_insync_replicas
+
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
         """Kafka's leader-epoch fencing for client requests: -1 means "not provided"."""
         if current_leader_epoch < 0:
@@ -92,7 +105,7 @@ class Partition:
     def append_records_to_leader(self, records: memoryview, required_acks: int, origin=None):
         """Validate and append; returns ``(LogAppendInfo, hw_incremented)``.
         Raises NotLeaderOrFollowerError, NotEnoughReplicasError (acks=-1 below min ISR), or the
-        validator's errors (CorruptRecordError, InvalidRecordError, MessageTooLargeError, ...)."""
+        validator's errors (CorruptRecordError, InvalidRecordError, RecordTooLargeError, ...)."""
         with self._state_lock:
             if not self.is_leader:
                 raise errors.NotLeaderOrFollowerError(

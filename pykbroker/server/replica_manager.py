@@ -38,13 +38,35 @@ from pykbroker.log.log_validator import RecordValidationError
 from pykbroker.metadata.topic_names import is_internal as is_internal_topic
 from pykbroker.protocol import errors
 from pykbroker.record.file_records import EMPTY_RECORDS
+from pykbroker.server.broker_topic_stats import BrokerTopicStats
 from pykbroker.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from pykbroker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from pykbroker.server.partition import Partition
 from pykbroker.utils.delayed_operation import DelayedOperationPurgatory, TopicPartitionOperationKey
-from pykbroker.utils.logging import get_logger
+from pykbroker.utils.logging import get_logger, state_change_logger
+from pykbroker.utils.metrics import MetricsRegistry
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+# Produce errors that are the client's or the partition's state, not a broker failure: Kafka does not
+# count them in FailedProduceRequestsPerSec.
+_EXPECTED_PRODUCE_ERRORS = frozenset(
+    {
+        errors.UNKNOWN_TOPIC_OR_PARTITION,
+        errors.NOT_LEADER_OR_FOLLOWER,
+        errors.MESSAGE_TOO_LARGE,
+        errors.RECORD_LIST_TOO_LARGE,
+        errors.CORRUPT_MESSAGE,
+        errors.KAFKA_STORAGE_ERROR,
+    }
+)
+
+
+def _count_produce_failure(stats: dict[str, list[int]], topic: str, code: int) -> None:
+    topic_stats = stats.get(topic)
+    if topic_stats is None:
+        topic_stats = stats[topic] = [0, 0, 0, 0]
+    topic_stats[2] += 1
+    if code not in _EXPECTED_PRODUCE_ERRORS:
+        topic_stats[3] += 1
 
 
 @dataclass(slots=True)
@@ -78,15 +100,19 @@ class FetchPartitionResult:
 
 
 class ReplicaManager:
-    def __init__(self, node_id: int, config, log_manager, metadata_cache, time, halt=None):
+    def __init__(
+        self, node_id: int, config, log_manager, metadata_cache, time, halt=None, metrics: MetricsRegistry | None = None
+    ):
         """``halt(exit_code)`` stops the process when no log directory is left (Kafka's ``Exit.halt``);
-        None (a single node) logs the failure and keeps serving errors."""
+        None (a single node) logs the failure and keeps serving errors. ``metrics``: the broker's
+        registry (BrokerTopicMetrics and the ReplicaManager gauges go there)."""
         self.node_id = node_id
         self.config = config
         self.log_manager = log_manager
         self.metadata_cache = metadata_cache
         self.time = time
         self.log = get_logger("ReplicaManager", broker=node_id)
+        self.state_change_log = state_change_logger(node_id)  # state-change.log
         self._lock = threading.Lock()
         self._partitions: dict[tuple[str, int], Partition] = {}
         self.produce_purgatory = DelayedOperationPurgatory(
@@ -102,6 +128,24 @@ class ReplicaManager:
         self._shutting_down = threading.Event()
         self._failure_handler: threading.Thread | None = None
         self.log_dir_failure_channel = getattr(log_manager, "log_dir_failure_channel", None)
+        self.metrics = metrics if metrics is not None else MetricsRegistry()
+        self.broker_topic_stats = BrokerTopicStats(self.metrics)
+        self._register_metrics()
+
+    def _register_metrics(self) -> None:
+        """Kafka's ReplicaManager gauges (``kafka.server:type=ReplicaManager``), read at report time."""
+        prefix = "kafka.server:type=ReplicaManager,name="
+        gauges = {
+            "LeaderCount": lambda: sum(1 for p in self._partitions.values() if p.is_leader),
+            "PartitionCount": lambda: len(self._partitions),
+            "OfflineReplicaCount": lambda: len(self._offline),
+            "UnderReplicatedPartitions": lambda: sum(1 for p in self._partitions.values() if p.is_under_replicated),
+            "UnderMinIsrPartitionCount": lambda: sum(1 for p in self._partitions.values() if p.is_under_min_isr),
+            "AtMinIsrPartitionCount": lambda: sum(1 for p in self._partitions.values() if p.is_at_min_isr),
+            "ReassigningPartitions": lambda: 0,  # no reassignment yet
+        }
+        for name, fn in gauges.items():
+            self.metrics.gauge(prefix + name, fn)
 
     def startup(self) -> None:
         """Start the LogDirFailureHandler thread."""
@@ -172,17 +216,17 @@ class ReplicaManager:
         if p is not None:
             return p
         if (topic, partition) in self._offline:
-            raise errors.KafkaStorageErrorError(f"Partition {topic}-{partition} is in an offline log directory")
+            raise errors.KafkaStorageError(f"Partition {topic}-{partition} is in an offline log directory")
         if self.metadata_cache.partition(topic, partition) is not None:
             raise errors.NotLeaderOrFollowerError(f"Error while fetching partition state for {topic}-{partition}")
         raise errors.UnknownTopicOrPartitionError(f"Partition {topic}-{partition} doesn't exist")
 
     def delete_records(self, topic: str, partition: int, offset: int, internal_topics_allowed: bool = False) -> int:
         """DeleteRecords for one partition (``ReplicaManager.deleteRecordsOnLocalLog``); returns the low
-        watermark. Raises InvalidTopicExceptionError for an internal topic, UnknownTopicOrPartitionError,
+        watermark. Raises InvalidTopicError for an internal topic, UnknownTopicOrPartitionError,
         NotLeaderOrFollowerError, and the errors of :meth:`Partition.delete_records_on_leader`."""
         if is_internal_topic(topic) and not internal_topics_allowed:
-            raise errors.InvalidTopicExceptionError(f"Cannot delete records of internal topic {topic}")
+            raise errors.InvalidTopicError(f"Cannot delete records of internal topic {topic}")
         return self.get_partition_or_error(topic, partition).delete_records_on_leader(offset)
 
     def partitions(self) -> list[Partition]:
@@ -221,14 +265,19 @@ class ReplicaManager:
                             config = self.log_manager.topic_config(topic)
                             try:
                                 log = self.log_manager.get_or_create_log(topic, index, topic_id, config)
-                            except errors.KafkaStorageErrorError as e:
+                            except errors.KafkaStorageError as e:
                                 self.log.error(f"Unable to create the log of {topic}-{index}: {e}")
                                 offline.add((topic, index))
                                 continue
                             p = Partition(topic, index, topic_id, log, self.node_id, self.time)
                             parts[(topic, index)] = p
                         try:
-                            (p.make_leader if kind == "leader" else p.make_follower)(reg)
+                            if (p.make_leader if kind == "leader" else p.make_follower)(reg):
+                                self.state_change_log.info(
+                                    f"{kind.capitalize()} {topic}-{index} with topic id {topic_id} starts at "
+                                    f"leader epoch {reg.leader_epoch} with partition epoch {reg.partition_epoch}, "
+                                    f"high watermark {p.log.high_watermark}, ISR [{','.join(map(str, reg.isr))}]"
+                                )
                         except OSError as e:  # e.g. the leader epoch checkpoint on a full disk
                             log_dir = self.log_manager.log_dir_of(topic, index)
                             msg = (
@@ -243,6 +292,9 @@ class ReplicaManager:
             finally:
                 self._partitions = parts
                 self._offline = frozenset(offline)
+        for topic in {t for t, _ in changes.deletes}:
+            if not any(t == topic for t, _ in self._partitions):
+                self.broker_topic_stats.remove_metrics(topic)
         for tp in touched:
             self._complete_delayed(tp, produce=True)
 
@@ -267,13 +319,22 @@ class ReplicaManager:
             response_callback({tp: self._produce_error(tp[1], errors.INVALID_REQUIRED_ACKS, None) for tp in entries})
             return
         statuses: dict[tuple[str, int], ProducePartitionStatus] = {}
+        # BrokerTopicMetrics of the request, per topic: [records, bytes, partitions, failed partitions];
+        # unknown topics are not counted (Kafka answers them before the ReplicaManager).
+        stats: dict[str, list[int]] = {}
         for tp, records in entries.items():
             topic, index = tp
             try:
-                if topic in INTERNAL_TOPICS and not internal_topics_allowed:
-                    raise errors.InvalidTopicExceptionError(f"Cannot append to internal topic {topic}")
+                if is_internal_topic(topic) and not internal_topics_allowed:
+                    raise errors.InvalidTopicError(f"Cannot append to internal topic {topic}")
                 partition = self.get_partition_or_error(topic, index)
                 info, hw_incremented = partition.append_records_to_leader(records, required_acks, origin)
+                topic_stats = stats.get(topic)
+                if topic_stats is None:
+                    topic_stats = stats[topic] = [0, 0, 0, 0]
+                topic_stats[0] += info.records_count
+                topic_stats[1] += len(records)
+                topic_stats[2] += 1
                 response = {
                     "index": index,
                     "error_code": errors.NONE,
@@ -291,13 +352,18 @@ class ReplicaManager:
                     {"batch_index": r.batch_index, "batch_index_error_message": r.message} for r in e.record_errors
                 ]
                 statuses[tp] = ProducePartitionStatus(-1, response)
+                _count_produce_failure(stats, topic, e.code)
             except errors.KafkaError as e:
                 statuses[tp] = ProducePartitionStatus(-1, self._produce_error(index, e.code, str(e)))
+                if e.code != errors.UNKNOWN_TOPIC_OR_PARTITION:
+                    _count_produce_failure(stats, topic, e.code)
             except Exception as e:
+                _count_produce_failure(stats, topic, errors.UNKNOWN_SERVER_ERROR)
                 self.log.error(
                     f"Error processing append operation on partition {topic}-{index}", error=repr(e), exc_info=True
                 )
                 statuses[tp] = ProducePartitionStatus(-1, self._produce_error(index, errors.UNKNOWN_SERVER_ERROR, None))
+        self.broker_topic_stats.record_produce(stats)
         ok = any(s.response["error_code"] == errors.NONE for s in statuses.values())
         if required_acks == -1 and ok:
             op = DelayedProduce(timeout_ms, statuses, self.get_partition, response_callback)

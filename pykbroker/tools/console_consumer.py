@@ -25,11 +25,11 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-import time
 
 from pykbroker.clients.consumer import KafkaConsumer
 from pykbroker.tools.command_line_utils import client_properties, configure_tool_logging, error_line, parse_key_values
 from pykbroker.utils.logging import get_logger
+from pykbroker.utils.time import SYSTEM
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -90,6 +90,8 @@ class DefaultMessageFormatter:
 
 
 def main(argv: list[str] | None = None, stdout=None) -> int:
+    if argv is None:  # run as the command (bin/ script, console script): the tools' logging
+        configure_tool_logging()
     args = _parser().parse_args(argv)
     out = stdout or sys.stdout.buffer
     if args.group and args.partition is not None:
@@ -110,14 +112,14 @@ def main(argv: list[str] | None = None, stdout=None) -> int:
         return 1
     count = 0
     try:
-        last_record = time.monotonic()
+        last_record = SYSTEM.hi_res_milliseconds()
         while args.max_messages is None or count < args.max_messages:
             records = consumer.poll(timeout_ms=200)
             if not records:
-                if args.timeout_ms is not None and (time.monotonic() - last_record) * 1000 >= args.timeout_ms:
+                if args.timeout_ms is not None and SYSTEM.hi_res_milliseconds() - last_record >= args.timeout_ms:
                     break
                 continue
-            last_record = time.monotonic()
+            last_record = SYSTEM.hi_res_milliseconds()
             for r in records:
                 out.write(formatter.format(r))
                 count += 1

@@ -38,6 +38,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None, stdin=None) -> int:
+    if argv is None:  # run as the command (bin/ script, console script): the tools' logging
+        configure_tool_logging()
     args = _parser().parse_args(argv)
     stdin = stdin or sys.stdin.buffer
     reader = parse_key_values(args.property)

@@ -300,6 +300,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None, out=sys.stdout) -> int:
+    if argv is None:  # run as the command (bin/ script, console script): the tools' logging
+        configure_tool_logging()
     args = _parser().parse_args(argv)
     if (args.describe or args.delete or args.reset_offsets) and not args.group:
         print(

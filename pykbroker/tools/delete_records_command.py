@@ -108,6 +108,8 @@ def delete_records(
 
 
 def main(argv: list[str] | None = None, out=sys.stdout) -> int:
+    if argv is None:  # run as the command (bin/ script, console script): the tools' logging
+        configure_tool_logging()
     parser = argparse.ArgumentParser(
         prog="kafka-delete-records",
         description=("This tool helps to delete records of the given partitions down to the specified offset."),

@@ -24,11 +24,11 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-import time
 
 from pykbroker.clients.producer import KafkaProducer
 from pykbroker.config.properties import load_properties
 from pykbroker.tools.command_line_utils import configure_tool_logging, error_line
+from pykbroker.utils.time import SYSTEM
 
 REPORTING_INTERVAL_MS = 5000
 
@@ -37,7 +37,7 @@ class Stats:
     """Kafka's ProducerPerformance.Stats: totals, a 5 s window, and sampled latencies (ms)."""
 
     def __init__(self, num_records: int, reporting_interval_ms: int = REPORTING_INTERVAL_MS, out=sys.stdout):
-        self.start = time.time() * 1000
+        self.start = SYSTEM.milliseconds()
         self.window_start = self.start
         self.sampling = max(1, num_records // max(1, min(num_records, 500000)))
         self.latencies: list[int] = []
@@ -83,7 +83,7 @@ class Stats:
         self.window_count = self.window_bytes = self.window_total_latency = self.window_max_latency = 0
 
     def print_total(self) -> None:
-        elapsed = max(1.0, time.time() * 1000 - self.start)
+        elapsed = max(1.0, SYSTEM.milliseconds() - self.start)
         recs_per_sec = 1000.0 * self.count / elapsed
         mb_per_sec = 1000.0 * self.bytes / elapsed / (1024.0 * 1024.0)
         p50, p95, p99, p999 = percentiles(self.latencies, (0.5, 0.95, 0.99, 0.999))
@@ -121,13 +121,13 @@ class ThroughputThrottler:
 
     def throttle(self) -> None:
         if self.target == 0:
-            time.sleep(3600)
+            SYSTEM.sleep(3600 * 1000)
             return
         self.sleep_deficit_ns += self.sleep_time_ns
         if self.sleep_deficit_ns >= 1_000_000:
-            start = time.perf_counter_ns()
-            time.sleep(self.sleep_deficit_ns / 1e9)
-            self.sleep_deficit_ns -= time.perf_counter_ns() - start
+            start = SYSTEM.nanoseconds()
+            SYSTEM.sleep(self.sleep_deficit_ns / 1e6)
+            self.sleep_deficit_ns -= SYSTEM.nanoseconds() - start
             self.sleep_deficit_ns = max(self.sleep_deficit_ns, 0)
 
 
@@ -213,16 +213,16 @@ def run(args, out=sys.stdout) -> int:
 def _run(args, producer: KafkaProducer, payload, payload_list, out) -> int:
     stats = Stats(args.num_records, out=out)
     rng = random.Random()
-    start_ms = time.time() * 1000
+    start_ms = SYSTEM.milliseconds()
     throttler = ThroughputThrottler(args.throughput, start_ms)
     errors: list[BaseException] = []
     record = stats.record
-    clock = time.time
+    clock = SYSTEM.milliseconds  # wall clock: latencies are measured against record timestamps
 
     def on_completion(metadata, exception):
         # One shared callback (Kafka allocates a PerfCallback per record): the record's CreateTime
         # timestamp, taken by send(), is its send start in ms.
-        now = clock() * 1000
+        now = clock()
         if exception is None:
             record(int(now - metadata.timestamp), metadata.serialized_value_size, now)
         elif len(errors) < 5:
@@ -233,7 +233,7 @@ def _run(args, producer: KafkaProducer, payload, payload_list, out) -> int:
     send = producer.send
     for i in range(args.num_records):
         value = payload if payload is not None else payload_list[rng.randrange(len(payload_list))]
-        send_start = int(clock() * 1000)
+        send_start = clock()
         send(topic, value, timestamp_ms=send_start, callback=on_completion)
         if throttler.should_throttle(i, send_start):
             throttler.throttle()
@@ -249,6 +249,8 @@ SWITCH_INTERVAL_S = 0.001
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # run as the command (bin/ script, console script): the tools' logging
+        configure_tool_logging()
     # The sending loop is CPU-bound Python: with the default 5 ms GIL switch interval the producer's
     # Sender thread waits up to 5 ms after each socket call (a GIL convoy) and latency grows to the
     # whole buffer.memory. 1 ms keeps the I/O thread responsive (like sizing a JVM for the tool).

@@ -3,14 +3,16 @@
     bin/kafka-server-stop [--process-role=broker|controller] [--node-id=N]
 
 Sends SIGTERM (or the signal named by the ``SIGNAL`` environment variable, as Kafka's script does) to
-the pykbroker broker processes -- ``python -m pykbroker.kafka ...``, our ``kafka.Kafka`` -- of this user
-on this machine (every user's when run as root). Without options every one of them is stopped. With
+the pykbroker broker processes -- ``python -m pykbroker.kafka ...``, our ``kafka.Kafka``, also started as
+``python -m pykbroker`` or by the installed ``kafka-server-start`` command -- of this user on this
+machine (every user's when run as root). Without options every one of them is stopped. With
 ``--node-id N`` only those whose configuration has ``node.id=N``; with ``--process-role ROLE`` only
 those whose ``process.roles`` include ROLE (a combined ``broker,controller`` node matches either).
 Both given: Kafka's notice, and node id takes precedence. As in Kafka, the configuration is the
 properties file named on the process' command line (a relative path is taken from the process' working
-directory); unlike Kafka's script, ``--override`` values on that command line count too. The value may
-follow the flag after ``=`` (Kafka's spelling) or as the next argument.
+directory; none: the package's default configuration); unlike Kafka's script, ``--override`` values on
+that command line count too. The value may follow the flag after ``=`` (Kafka's spelling) or as the
+next argument.
 
 Prints ``No kafka server to stop`` and exits 1 when no process matches; ``--help`` prints the usage
 and stops nothing; an unknown argument prints the usage on stderr and exits 1 without stopping anything.
@@ -32,7 +34,8 @@ user running on this machine.
   --node-id=N          only the process whose node.id is N (takes precedence over --process-role)
   --help               print this message and stop nothing"""
 
-ENTRY_POINT = "pykbroker.kafka"
+ENTRY_POINTS = ("pykbroker.kafka", "pykbroker")
+CONSOLE_SCRIPT = "kafka-server-start"  # the installed command: python .../bin/kafka-server-start ...
 
 
 def parse_args(argv: list[str]) -> tuple[str | None, str | None] | None:
@@ -95,18 +98,21 @@ def broker_processes() -> list[tuple[int, list[str], str]]:
 
 
 def _broker_args(argv: list[str]) -> list[str] | None:
-    """The arguments after ``-m pykbroker.kafka`` when ``argv`` is a Python running our entry point."""
+    """The arguments after ``-m pykbroker.kafka`` (``-m pykbroker``, the ``kafka-server-start`` script) when
+    ``argv`` is a Python running our entry point."""
     if not argv or "python" not in os.path.basename(argv[0]):
         return None
     i = 1
     while i < len(argv):
         a = argv[i]
         if a == "-m":
-            return argv[i + 2 :] if argv[i + 1 : i + 2] == [ENTRY_POINT] else None
-        if a == f"-m{ENTRY_POINT}":
+            return argv[i + 2 :] if i + 1 < len(argv) and argv[i + 1] in ENTRY_POINTS else None
+        if a.startswith("-m") and a[2:] in ENTRY_POINTS:
             return argv[i + 1 :]
-        if not a.startswith("-") or a.startswith("-c") or a.startswith("-m"):
-            return None  # a script, a command or another module: not our entry point
+        if not a.startswith("-"):
+            return argv[i + 1 :] if os.path.basename(a) == CONSOLE_SCRIPT else None  # another script: not ours
+        if a.startswith("-c") or a.startswith("-m"):
+            return None  # a command or another module: not our entry point
         i += 2 if a in ("-X", "-W") else 1
     return None
 

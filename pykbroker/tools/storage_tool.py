@@ -61,6 +61,8 @@ def format_storage(config: KafkaConfig, cluster_id: str, ignore_formatted: bool,
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # run as the command (bin/ script, console script): the tools' logging
+        configure_tool_logging()
     parser = argparse.ArgumentParser(prog="kafka-storage", description="The Kafka storage tool.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("random-uuid", help="Print a random UUID.")

@@ -23,11 +23,11 @@ import sys
 import uuid
 
 from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.metadata.topic_names import INTERNAL_TOPICS
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.tools.command_line_utils import configure_tool_logging, parse_key_values
 
-INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state"}
 TOPIC_RESOURCE = 2
 DYNAMIC_TOPIC_CONFIG = 1
 
@@ -172,6 +172,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None, out=sys.stdout) -> int:
+    if argv is None:  # run as the command (bin/ script, console script): the tools' logging
+        configure_tool_logging()
     args = _parser().parse_args(argv)
     if (args.create or args.delete) and not args.topic:
         print('Missing required argument "[topic]"', file=sys.stderr)

@@ -1,10 +1,12 @@
-"""A small metrics registry with Kafka's metric names (exposure comes later).
+"""A small metrics registry with Kafka's metric names (exposed by ``pykbroker.metrics`` reporters).
 
 Names follow JMX style: ``kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Produce``.
 Kinds: :class:`Histogram` (count, sum, min, max, mean, percentiles from a bounded reservoir),
 :class:`Meter` (count and rate since start), :class:`Gauge` (a callable), :class:`IdleRatio`
-(time-weighted idle percentage, for NetworkProcessorAvgIdlePercent / RequestHandlerAvgIdlePercent).
-Every kind is thread-safe; recording costs one lock acquisition.
+(time-weighted idle percentage, for NetworkProcessorAvgIdlePercent / RequestHandlerAvgIdlePercent),
+:class:`GaugeFamily` (per-partition gauges read in one pass). Every kind is thread-safe; recording
+costs one lock acquisition. A Meter's ``count`` may instead be advanced by an owner that serialises all
+of that meter's writers under its own lock (BrokerTopicStats: one lock per request for every topic).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 
 class Histogram:
@@ -52,6 +54,15 @@ class Histogram:
         if not s:
             return 0.0
         return s[min(len(s) - 1, int(p * len(s)))]
+
+    def quantiles(self, ps: tuple[float, ...]) -> list[float]:
+        """Several percentiles from one sort of the reservoir (a scrape reads six at once)."""
+        with self._lock:
+            s = sorted(self._samples)
+        if not s:
+            return [0.0] * len(ps)
+        n = len(s)
+        return [s[min(n - 1, int(p * n))] for p in ps]
 
     def snapshot(self) -> dict:
         return {
@@ -95,6 +106,26 @@ class Gauge:
         return {"value": self.value}
 
 
+class GaugeFamily:
+    """Many gauges of one MBean name that differ by extra keys, read in one pass.
+
+    Kafka registers one gauge per partition (``kafka.log:type=Log,name=Size,topic=t,partition=0``);
+    here ``fn()`` yields ``(key values, value)`` with the key values in the order of ``keys``
+    (``(("t", 0), 12345)`` for keys ``("topic", "partition")``), so nothing is registered or removed
+    per partition and a reader walks the live state once.
+    """
+
+    def __init__(self, keys: tuple[str, ...], fn: Callable[[], Iterable[tuple[tuple, float]]]) -> None:
+        self.keys = keys
+        self.fn = fn
+
+    def values(self) -> list[tuple[tuple, float]]:
+        return list(self.fn())
+
+    def snapshot(self) -> dict:
+        return {",".join(f"{k}={v}" for k, v in zip(self.keys, kv, strict=True)): value for kv, value in self.fn()}
+
+
 class IdleRatio:
     """Fraction of wall time spent idle, aggregated over the threads that report to it.
 
@@ -106,6 +137,7 @@ class IdleRatio:
         self._lock = threading.Lock()
         self.idle_ns = 0
         self.total_ns = 0
+        self._readings: list[tuple[float, int, int]] = []  # (monotonic s, idle_ns, total_ns) per recent_value
 
     def record(self, idle_ns: int, total_ns: int) -> None:
         with self._lock:
@@ -115,6 +147,22 @@ class IdleRatio:
     @property
     def value(self) -> float:
         return self.idle_ns / self.total_ns if self.total_ns else 1.0
+
+    def recent_value(self, window_s: float = 60.0) -> float:
+        """The idle fraction since the oldest reading taken in the last ``window_s`` seconds (a
+        reporter's scrapes are the readings; before a second reading: since start). Kafka reports these
+        as one-minute rates, so a broker that was idle for hours and is busy now reads busy."""
+        now = time.monotonic()
+        with self._lock:
+            idle, total = self.idle_ns, self.total_ns
+            readings = self._readings
+            while len(readings) > 1 and readings[1][0] <= now - window_s:
+                readings.pop(0)
+            base = readings[0] if readings else None
+            readings.append((now, idle, total))
+        if base is not None and total > base[2]:
+            return (idle - base[1]) / (total - base[2])
+        return idle / total if total else 1.0
 
     def snapshot(self) -> dict:
         return {"value": self.value}
@@ -152,8 +200,25 @@ class MetricsRegistry:
             self.metrics[name] = g
         return g
 
+    def gauge_family(
+        self, name: str, keys: tuple[str, ...], fn: Callable[[], Iterable[tuple[tuple, float]]]
+    ) -> GaugeFamily:
+        g = GaugeFamily(keys, fn)
+        with self._lock:
+            self.metrics[name] = g
+        return g
+
     def get(self, name: str):
         return self.metrics.get(name)
+
+    def remove(self, name: str) -> None:
+        with self._lock:
+            self.metrics.pop(name, None)
+
+    def items(self) -> list[tuple[str, object]]:
+        """(name, metric) pairs, a copy taken under the lock (for reporters)."""
+        with self._lock:
+            return list(self.metrics.items())
 
     def snapshot(self) -> dict[str, dict]:
         with self._lock:

@@ -2,7 +2,9 @@
 
 ``BrokerProcess(tmp_path, **overrides).start()`` writes a server.properties with ephemeral ports,
 starts ``python -m pykbroker.kafka``, waits (bounded) for "Kafka Server started", and learns each
-listener's port from the broker's own "Awaiting socket connections" lines. ``stop()`` sends SIGTERM
+listener's port from the broker's own "Awaiting socket connections" lines. The broker's log files
+(``server.log``, ...) go to ``log_dir`` (``$LOG_DIR``: ``<data_dir>/server-logs``); ``env`` adds
+environment variables. ``stop()`` sends SIGTERM
 (orderly), ``kill()`` sends SIGKILL. Only the process this object started is ever signalled.
 """
 
@@ -42,6 +44,8 @@ class BrokerProcess:
         self.props = dict(DEFAULTS)
         self.props["log.dirs"] = str(self.data_dir / "logs")
         self.props.update({k.replace("_", "."): str(v) for k, v in overrides.items()})
+        self.log_dir = self.data_dir / "server-logs"
+        self.env: dict[str, str] = {}
         self.proc: subprocess.Popen | None = None
         self.ports: dict[str, int] = {}
         self.lines: list[str] = []
@@ -60,7 +64,7 @@ class BrokerProcess:
         self.write_config()
         self.ports.clear()
         self._started.clear()
-        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1", LOG_DIR=str(self.log_dir), **self.env)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "pykbroker.kafka", str(self.config_path), *(extra_args or [])],
             cwd=str(self.data_dir),

@@ -100,7 +100,7 @@ def test_send_errors_are_kafka_errors(broker_factory):
         with pytest.raises(TimeoutError, match="not present in metadata"):
             producer.send("missing", b"x")
         create_topic(b.bootstrap, "small", 1)
-        with pytest.raises(errors.MessageTooLargeError):
+        with pytest.raises(errors.RecordTooLargeError):
             producer.send("small", b"x" * 20000)
         callbacks = []
         producer.send("small", b"ok", callback=lambda m, e: callbacks.append((m, e))).get(10)

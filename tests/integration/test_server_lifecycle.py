@@ -51,7 +51,7 @@ def test_sigterm_shuts_down_in_order_within_seconds(broker):
 
 
 def _run_start(args, cwd):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), LOG_DIR=str(cwd / "server-logs"))
     return subprocess.run(
         [sys.executable, "-m", "pykbroker.kafka", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
     )
@@ -77,14 +77,16 @@ def test_override_wins_and_missing_required_key(tmp_path):
 
 
 def test_usage_line_on_bad_arguments(tmp_path):
-    r = _run_start([], tmp_path)
+    r = _run_start(["--bogus"], tmp_path)  # (no argument at all starts the package's default configuration)
     assert r.returncode == 1 and r.stderr.startswith(
         "USAGE: kafka-server-start [-daemon] server.properties [--override property=value]*"
     )
     r = _run_start(["x.properties", "--bogus"], tmp_path)
     assert r.returncode == 1 and "USAGE:" in r.stderr
-    script = subprocess.run([str(ROOT / "bin" / "kafka-server-start")], capture_output=True, text=True, timeout=30)
-    assert script.returncode == 1 and script.stdout.startswith("USAGE:")
+    script = subprocess.run(
+        [str(ROOT / "bin" / "kafka-server-start"), "--bogus"], capture_output=True, text=True, timeout=30
+    )
+    assert script.returncode == 1 and script.stderr.startswith("USAGE:")
 
 
 def test_unknown_key_is_a_warning(broker_factory):

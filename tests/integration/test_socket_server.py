@@ -34,7 +34,7 @@ def test_too_new_api_versions_is_answered_as_v0_with_unsupported_version(broker)
         advertised = len(api_versions(conn)["api_keys"])
         # Version 99 has no schema: build the header by hand (v2 header: key, version, corr, client id, tags).
         client_id = b"future-client"
-        payload = struct.pack(">hhih", 18, 99, 7, len(client_id)) + client_id + b"\x00" + b"\x00" * 4
+        payload = struct.pack(">hhih", ApiKeys.API_VERSIONS, 99, 7, len(client_id)) + client_id + b"\x00" + b"\x00" * 4
         conn.send_raw(struct.pack(">i", len(payload)) + payload)
         frame = conn.receive_frame()
     corr, error_code = struct.unpack_from(">ih", frame, 0)
@@ -160,7 +160,7 @@ def test_listen_backlog_is_honoured_and_a_burst_of_connections_is_accepted(broke
 
     b = broker_factory(socket_listen_backlog_size=77, num_network_threads=2)
     assert _listen_backlog(b.port) == 77
-    body = struct.pack(">hhih", 18, 0, 7, 1) + b"x"
+    body = struct.pack(">hhih", ApiKeys.API_VERSIONS, 0, 7, 1) + b"x"
     frame = struct.pack(">i", len(body)) + body
     socks = []
     writers, readers = selectors.DefaultSelector(), selectors.DefaultSelector()

@@ -56,7 +56,7 @@ def _start_piped(
     """``python -m pykbroker.kafka config`` with stdout and stderr into one pipe, read up to
     "Kafka Server started" (bounded); then the caller owns the pipe's read end, unless ``keep_reading``
     (the lines keep arriving in the returned list)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1", LOG_DIR=str(config.parent / "server-logs"))
     proc = subprocess.Popen(
         [sys.executable, "-m", "pykbroker.kafka", str(config), *extra],
         cwd=str(cwd),
@@ -263,7 +263,14 @@ def test_console_consumer_waits_for_a_missing_topic(broker_factory, mode):
             tool("console_producer", "--bootstrap-server", b.bootstrap, "--topic", "absent", stdin="late\n").returncode
             == 0
         )
-        out, _ = proc.communicate(timeout=20)
+        # Not communicate(): it would read stderr too, racing the reader for the last lines.
+        killer = threading.Timer(20, proc.kill)  # bounds the read: a hung consumer fails the test
+        killer.start()
+        try:
+            out = proc.stdout.read()
+        finally:
+            killer.cancel()
+        proc.wait(timeout=10)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -15,7 +15,6 @@ Threading: used by the consumer's polling thread only (blocking requests with ti
 from __future__ import annotations
 
 import struct
-import time
 
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
@@ -96,18 +95,19 @@ class ConsumerCoordinator:
         self.group_id = group_id
         self.session_timeout_ms = session_timeout_ms
         self.rebalance_timeout_ms = rebalance_timeout_ms
-        self.heartbeat_interval = heartbeat_interval_ms / 1000.0
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.time = consumer.time
         self.conn: BrokerConnection | None = None
         self.member_id = ""
         self.generation = -1
         self.needs_join = True
-        self.last_heartbeat = 0.0
+        self.last_heartbeat_ms = 0  # on the consumer's Time (hi_res_milliseconds)
 
     # -- coordinator connection -----------------------------------------------------------------------
     def _coordinator(self) -> BrokerConnection:
         if self.conn is not None:
             return self.conn
-        deadline = time.monotonic() + 30
+        deadline_ms = self.time.hi_res_milliseconds() + 30000
         while True:
             conn = self.consumer._bootstrap_connection()
             try:
@@ -123,9 +123,9 @@ class ConsumerCoordinator:
                     timeout=max(30.0, self.rebalance_timeout_ms / 1000.0 + 5),
                 )
                 return self.conn
-            if time.monotonic() > deadline:
+            if self.time.hi_res_milliseconds() > deadline_ms:
                 raise errors.for_code(r["error_code"])(f"FindCoordinator for {self.group_id}")
-            time.sleep(0.1)
+            self.time.sleep(100)
 
     def _request(self, api_key: int, version: int, body: dict) -> dict:
         try:
@@ -167,7 +167,7 @@ class ConsumerCoordinator:
                 continue
             if code in (errors.NOT_COORDINATOR, errors.COORDINATOR_NOT_AVAILABLE, errors.REBALANCE_IN_PROGRESS):
                 self.close_connection() if code != errors.REBALANCE_IN_PROGRESS else None
-                time.sleep(0.1)
+                self.time.sleep(100)
                 continue
             if code != errors.NONE:
                 raise errors.for_code(code)(f"JoinGroup {self.group_id}")
@@ -198,15 +198,15 @@ class ConsumerCoordinator:
             if sync["error_code"] != errors.NONE:
                 raise errors.for_code(sync["error_code"])(f"SyncGroup {self.group_id}")
             self.needs_join = False
-            self.last_heartbeat = time.monotonic()
+            self.last_heartbeat_ms = self.time.hi_res_milliseconds()
             return decode_assignment(sync["assignment"])
         raise errors.RebalanceInProgressError(f"could not join group {self.group_id}")
 
     def maybe_heartbeat(self) -> None:
-        now = time.monotonic()
-        if self.needs_join or now - self.last_heartbeat < self.heartbeat_interval:
+        now = self.time.hi_res_milliseconds()
+        if self.needs_join or now - self.last_heartbeat_ms < self.heartbeat_interval_ms:
             return
-        self.last_heartbeat = now
+        self.last_heartbeat_ms = now
         r = self._request(
             ApiKeys.HEARTBEAT,
             4,

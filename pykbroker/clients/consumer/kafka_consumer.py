@@ -30,7 +30,6 @@ Threading: like Java's consumer, not thread-safe; one thread polls.
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import NamedTuple
 
@@ -40,6 +39,7 @@ from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.record.default_record_batch import iter_batches
 from pykbroker.utils.logging import get_logger
+from pykbroker.utils.time import SYSTEM, Time
 
 FETCH_VERSION = 12
 LIST_OFFSETS_VERSION = 7
@@ -82,12 +82,13 @@ _DEFAULTS = {
     "allow.auto.create.topics": True,
     "metadata.max.age.ms": 300000,
 }
-_LEADER_BACKOFF_S, _LEADER_BACKOFF_MAX_S = 0.1, 1.0
+_LEADER_BACKOFF_MS, _LEADER_BACKOFF_MAX_MS = 100, 1000
 _BOOTSTRAP_NODE = -1  # key of the bootstrap connection in ``_conns`` (brokers have ids >= 0)
 
 
 class KafkaConsumer:
-    def __init__(self, configs: dict | None = None, **kwargs):
+    def __init__(self, configs: dict | None = None, time: Time = SYSTEM, **kwargs):
+        self.time = time
         conf = dict(_DEFAULTS)
         conf.update(configs or {})
         conf.update({k.replace("_", "."): v for k, v in kwargs.items()})
@@ -111,15 +112,15 @@ class KafkaConsumer:
         self.subscription: list[str] = []
         self.coordinator: ConsumerCoordinator | None = None
         self.auto_commit = str(conf["enable.auto.commit"]).lower() == "true"
-        self.auto_commit_interval = int(conf["auto.commit.interval.ms"]) / 1000.0
-        self._next_auto_commit = 0.0
+        self.auto_commit_interval_ms = int(conf["auto.commit.interval.ms"])
+        self._next_auto_commit_ms = 0  # deadlines: ms on self.time (hi_res_milliseconds)
         self.allow_auto_create = str(conf["allow.auto.create.topics"]).lower() == "true"
-        self.metadata_max_age = int(conf["metadata.max.age.ms"]) / 1000.0
+        self.metadata_max_age_ms = int(conf["metadata.max.age.ms"])
         self._pending_reset: dict[tuple[str, int], int] = {}  # lazy seek_to_beginning / seek_to_end
-        self._leader_backoff = _LEADER_BACKOFF_S
-        self._next_leader_refresh = 0.0
+        self._leader_backoff_ms = _LEADER_BACKOFF_MS
+        self._next_leader_refresh_ms = 0
         self._subscribed_counts: dict[str, int] | None = None
-        self._next_subscription_check = 0.0
+        self._next_subscription_check_ms = 0
         context = {"clientId": self.client_id}
         if conf["group.id"]:
             context["groupId"] = conf["group.id"]
@@ -166,7 +167,7 @@ class KafkaConsumer:
             self.positions.update(coordinator.fetch_committed(assignment))
         self._subscribed_counts = self._subscription_counts()
         self._schedule_subscription_check()
-        self._next_auto_commit = time.monotonic() + self.auto_commit_interval
+        self._next_auto_commit_ms = self.time.hi_res_milliseconds() + self.auto_commit_interval_ms
 
     def _subscription_counts(self) -> dict[str, int]:
         """Partition count of every subscribed topic (0 when missing), from fresh metadata."""
@@ -175,11 +176,13 @@ class KafkaConsumer:
 
     def _schedule_subscription_check(self) -> None:
         missing = any(not n for n in (self._subscribed_counts or {}).values())
-        self._next_subscription_check = time.monotonic() + (1.0 if missing else self.metadata_max_age)
+        self._next_subscription_check_ms = self.time.hi_res_milliseconds() + (
+            1000 if missing else self.metadata_max_age_ms
+        )
 
     def _maybe_check_subscription(self, coordinator) -> None:
         """Java's metadata listener: rejoin when a subscribed topic appears or changes its partition count."""
-        if time.monotonic() < self._next_subscription_check:
+        if self.time.hi_res_milliseconds() < self._next_subscription_check_ms:
             return
         counts = self._subscription_counts()
         if counts != self._subscribed_counts:
@@ -263,17 +266,17 @@ class KafkaConsumer:
         leader = self.leaders.get(tp, -1)
         if leader >= 0:
             return leader
-        now = time.monotonic()
-        if now < self._next_leader_refresh:
+        now = self.time.hi_res_milliseconds()
+        if now < self._next_leader_refresh_ms:
             return -1
         self._refresh_metadata([tp[0]])
         leader = self.leaders.get(tp, -1)
         if leader >= 0:
-            self._leader_backoff = _LEADER_BACKOFF_S
-            self._next_leader_refresh = 0.0
+            self._leader_backoff_ms = _LEADER_BACKOFF_MS
+            self._next_leader_refresh_ms = 0
         else:
-            self._next_leader_refresh = now + self._leader_backoff
-            self._leader_backoff = min(self._leader_backoff * 2, _LEADER_BACKOFF_MAX_S)
+            self._next_leader_refresh_ms = now + self._leader_backoff_ms
+            self._leader_backoff_ms = min(self._leader_backoff_ms * 2, _LEADER_BACKOFF_MAX_MS)
         return leader
 
     def _connection(self, node: int) -> BrokerConnection:
@@ -390,11 +393,15 @@ class KafkaConsumer:
         """Records from the assigned partitions (waits up to ``timeout_ms`` for at least one)."""
         if self._closed:
             raise RuntimeError("This consumer has already been closed.")
-        deadline = time.monotonic() + timeout_ms / 1000.0
+        deadline_ms = self.time.hi_res_milliseconds() + int(timeout_ms)
         while True:
             self._maybe_rebalance()
-            if self.auto_commit and self.coordinator is not None and time.monotonic() >= self._next_auto_commit:
-                self._next_auto_commit = time.monotonic() + self.auto_commit_interval
+            if (
+                self.auto_commit
+                and self.coordinator is not None
+                and self.time.hi_res_milliseconds() >= self._next_auto_commit_ms
+            ):
+                self._next_auto_commit_ms = self.time.hi_res_milliseconds() + self.auto_commit_interval_ms
                 try:
                     self.commit()
                 except errors.KafkaError:
@@ -403,11 +410,11 @@ class KafkaConsumer:
             if missing:
                 self._reset_positions(missing)
             if not self.assignment:
-                time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+                self.time.sleep(min(50, max(0, deadline_ms - self.time.hi_res_milliseconds())))
                 records = []
             else:
-                records = self._fetch_once(max(0, min(int((deadline - time.monotonic()) * 1000), 1000)))
-            if records or time.monotonic() >= deadline:
+                records = self._fetch_once(max(0, min(deadline_ms - self.time.hi_res_milliseconds(), 1000)))
+            if records or self.time.hi_res_milliseconds() >= deadline_ms:
                 return records
 
     def _fetch_once(self, max_wait_ms: int) -> list[ConsumerRecord]:
@@ -419,7 +426,7 @@ class KafkaConsumer:
             if leader >= 0:
                 by_leader.setdefault(leader, []).append(tp)
         if not by_leader:
-            time.sleep(min(_LEADER_BACKOFF_S, max_wait_ms / 1000.0))  # nothing fetchable yet: no busy loop
+            self.time.sleep(min(_LEADER_BACKOFF_MS, max_wait_ms))  # nothing fetchable yet: no busy loop
             return []
         records: list[ConsumerRecord] = []
         wait = min(max_wait_ms, int(self.config["fetch.max.wait.ms"]))

@@ -13,15 +13,13 @@ is exhausted) and wakes the Sender when a batch is ready. ``callback(metadata, e
 the Sender thread when the record's batch completes, as Java's Callback does.
 
 Errors raised by ``send``: TimeoutError (metadata or buffer memory not available within
-``max.block.ms``), MessageTooLargeError (a record above ``max.request.size`` or ``buffer.memory``),
+``max.block.ms``), RecordTooLargeError (a record above ``max.request.size`` or ``buffer.memory``),
 RuntimeError after ``close``. Delivery errors arrive through the future / callback.
 
 Thread-safety: ``send``, ``flush`` and ``partitions_for`` may be called from any thread.
 """
 
 from __future__ import annotations
-
-import time
 
 from pykbroker.clients.metadata import ClusterMetadata
 from pykbroker.clients.producer.partitioner import BuiltInPartitioner, partition_for_key
@@ -32,6 +30,7 @@ from pykbroker.clients.producer.sender import Sender
 from pykbroker.protocol import errors
 from pykbroker.record.default_record import size_in_bytes
 from pykbroker.record.default_record_batch import RECORD_BATCH_OVERHEAD
+from pykbroker.utils.time import SYSTEM, Time
 
 _client_ids = iter(range(1, 1 << 30))
 
@@ -45,7 +44,7 @@ def _serializer(fn):
 
 
 class KafkaProducer:
-    def __init__(self, configs: dict | None = None, **kwargs):
+    def __init__(self, configs: dict | None = None, time: Time = SYSTEM, **kwargs):
         configs = dict(configs or {})
         configs.update({k.replace("_", "."): v for k, v in kwargs.items()})
         self.config = ProducerConfig(configs)
@@ -55,7 +54,8 @@ class KafkaProducer:
         self._max_block_s = self.config["max.block.ms"] / 1000.0
         self._max_request_size = self.config["max.request.size"]
         self._ignore_keys = self.config["partitioner.ignore.keys"]
-        self.metadata = ClusterMetadata(self.config["bootstrap.servers"], self.config["metadata.max.age.ms"])
+        self._time = time
+        self.metadata = ClusterMetadata(self.config["bootstrap.servers"], self.config["metadata.max.age.ms"], time)
         self.accumulator = RecordAccumulator(
             self.config["batch.size"],
             self.config["buffer.memory"],
@@ -64,9 +64,10 @@ class KafkaProducer:
             self.config["retry.backoff.ms"],
             self.config["delivery.timeout.ms"],
             self.config.idempotent,
+            time,
         )
         self.partitioner = BuiltInPartitioner(self.config["batch.size"])
-        self.sender = Sender(self.config, self.metadata, self.accumulator, self.client_id)
+        self.sender = Sender(self.config, self.metadata, self.accumulator, self.client_id, time)
         self.sender.start()
         self._closed = False
 
@@ -98,7 +99,7 @@ class KafkaProducer:
         if headers or size > self._max_request_size - RECORD_BATCH_OVERHEAD - 64:
             size = RECORD_BATCH_OVERHEAD + size_in_bytes(0, 0, key, value, headers)
             if size > self._max_request_size:
-                raise errors.MessageTooLargeError(
+                raise errors.RecordTooLargeError(
                     f"The message is {size} bytes when serialized which is larger than {self._max_request_size}, "
                     "which is the value of the max.request.size configuration."
                 )
@@ -115,7 +116,7 @@ class KafkaProducer:
                 "metadata."
             )
         if timestamp_ms is None:
-            timestamp_ms = int(time.time() * 1000)
+            timestamp_ms = self._time.milliseconds()
         future, full, new_batch = self.accumulator.append(
             topic, partition, timestamp_ms, key, value, headers, callback, self._max_block_s
         )

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import collections
 import threading
-import time
 
 from pykbroker.clients.producer.producer_batch import ProducerBatch
 from pykbroker.record.default_record import size_in_bytes
 from pykbroker.record.default_record_batch import RECORD_BATCH_OVERHEAD
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
+from pykbroker.utils.time import SYSTEM, Time
 
 
 class RecordAccumulator:
@@ -36,7 +36,9 @@ class RecordAccumulator:
         retry_backoff_ms: int,
         delivery_timeout_ms: int,
         idempotent: bool,
+        time: Time = SYSTEM,
     ):
+        self.time = time
         self.batch_size = batch_size
         self.total_memory = buffer_memory
         self.compression = compression
@@ -58,7 +60,7 @@ class RecordAccumulator:
         """Returns ``(future, batch_is_full, new_batch_created)``. Raises TimeoutError when
         ``buffer.memory`` stays exhausted for ``max_block_s``."""
         tp = (topic, partition)
-        now = time.monotonic()
+        now = self.time.nanoseconds() / 1e9
         with self._lock:
             dq = self.batches.get(tp)
             if dq is None:
@@ -85,9 +87,9 @@ class RecordAccumulator:
                 f"Attempt to allocate {size} bytes, but there is a hard limit of "
                 f"{self.total_memory} on memory allocations."
             )
-        deadline = time.monotonic() + max_block_s
+        deadline = self.time.nanoseconds() / 1e9 + max_block_s
         while self._used + size > self.total_memory:
-            remaining = deadline - time.monotonic()
+            remaining = deadline - self.time.nanoseconds() / 1e9
             if remaining <= 0:
                 raise TimeoutError(
                     f"Failed to allocate {size} bytes within the configured max blocking time "
@@ -218,9 +220,9 @@ class RecordAccumulator:
         try:
             with self._lock:
                 pending = list(self.incomplete)
-            deadline = None if timeout_s is None else time.monotonic() + timeout_s
+            deadline = None if timeout_s is None else self.time.nanoseconds() / 1e9 + timeout_s
             for batch in pending:
-                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                remaining = None if deadline is None else max(0.0, deadline - self.time.nanoseconds() / 1e9)
                 if not batch.result.wait(remaining):
                     return False
             return True

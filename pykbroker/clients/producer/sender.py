@@ -18,7 +18,6 @@ and ``wakeup``.
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 
 from pykbroker.clients.network_client import DisconnectError, NetworkClient, RequestTimeoutError
@@ -28,6 +27,7 @@ from pykbroker.clients.producer.transaction_manager import TransactionManager
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.utils.logging import get_logger
+from pykbroker.utils.time import SYSTEM, Time
 
 PRODUCE_VERSION = 9
 METADATA_VERSION = 12
@@ -43,7 +43,7 @@ _REFRESH_METADATA = {
 
 
 class Sender(threading.Thread):
-    def __init__(self, config, metadata, accumulator: RecordAccumulator, client_id: str):
+    def __init__(self, config, metadata, accumulator: RecordAccumulator, client_id: str, time: Time = SYSTEM):
         super().__init__(name=f"kafka-producer-network-thread | {client_id}", daemon=True)
         self.config = config
         self.metadata = metadata
@@ -61,6 +61,7 @@ class Sender(threading.Thread):
             config["send.buffer.bytes"],
             config["receive.buffer.bytes"],
             get_logger("Producer", clientId=client_id),
+            time,
         )
         for i, address in enumerate(metadata.bootstrap):
             self.client.set_address(-1 - i, address)
@@ -110,7 +111,7 @@ class Sender(threading.Thread):
         return best
 
     def run_once(self) -> None:
-        now = time.monotonic()
+        now = self.client.now()
         self._sync_addresses()
         if self.metadata.update_due(now) and not self.metadata_in_flight:
             self._send_metadata_request(now)
@@ -174,7 +175,7 @@ class Sender(threading.Thread):
     def _on_metadata(self, response, error) -> None:
         self.metadata_in_flight = False
         if error is None:
-            self.metadata.update(response, time.monotonic())
+            self.metadata.update(response, self.client.now())
 
     def _send_init_producer_id(self, now: float) -> None:
         node = self._any_node(now)
@@ -231,11 +232,11 @@ class Sender(threading.Thread):
         )
 
     def _on_produce_response(self, by_tp: dict, response, error) -> None:
-        now = time.monotonic()
+        now = self.client.now()
         if error is not None:
             self.metadata.request_update()
             for batch in by_tp.values():
-                self._retry_or_fail(batch, errors.NetworkExceptionError(str(error)), now)
+                self._retry_or_fail(batch, errors.NetworkError(str(error)), now)
             return
         seen = set()
         for t in response["responses"]:
@@ -254,12 +255,12 @@ class Sender(threading.Thread):
                 self._retry_or_fail(batch, exc, now)
         for tp, batch in by_tp.items():
             if tp not in seen:
-                self._retry_or_fail(batch, errors.UnknownServerErrorError(f"no response for {tp}"), now)
+                self._retry_or_fail(batch, errors.UnknownServerError(f"no response for {tp}"), now)
 
     def _can_retry(self, batch: ProducerBatch, exc: BaseException, now: float) -> bool:
         if batch.attempts >= self.retries or now - batch.created >= self.accumulator.delivery_timeout:
             return False
-        if isinstance(exc, errors.OutOfOrderSequenceNumberError):
+        if isinstance(exc, errors.OutOfOrderSequenceError):
             return True  # an earlier batch of the partition failed and is being retried
         return isinstance(exc, (DisconnectError, RequestTimeoutError)) or getattr(exc, "retriable", False)
 

@@ -38,6 +38,26 @@ class GroupMetadataManager:
         self.loaded: set[int] = set()
         self._lock = threading.RLock()
 
+    def register_metrics(self, metrics) -> None:
+        """Kafka's GroupMetadataManager gauges (``kafka.coordinator.group:type=GroupMetadataManager``),
+        read from the loaded groups at report time."""
+        prefix = "kafka.coordinator.group:type=GroupMetadataManager,name="
+
+        def groups() -> list[GroupMetadata]:
+            with self._lock:
+                return list(self.groups.values())
+
+        def in_state(state: GroupState):
+            return lambda: sum(1 for g in groups() if g.state is state)
+
+        metrics.gauge(prefix + "NumOffsets", lambda: sum(len(g.offsets) for g in groups()))
+        metrics.gauge(prefix + "NumGroups", lambda: len(self.groups))
+        metrics.gauge(prefix + "NumGroupsPreparingRebalance", in_state(GroupState.PREPARING_REBALANCE))
+        metrics.gauge(prefix + "NumGroupsCompletingRebalance", in_state(GroupState.COMPLETING_REBALANCE))
+        metrics.gauge(prefix + "NumGroupsStable", in_state(GroupState.STABLE))
+        metrics.gauge(prefix + "NumGroupsDead", in_state(GroupState.DEAD))
+        metrics.gauge(prefix + "NumGroupsEmpty", in_state(GroupState.EMPTY))
+
     def partition_for(self, group_id: str) -> int:
         return codec.partition_for(group_id, self.num_partitions)
 

@@ -66,7 +66,6 @@ from pykbroker.server.fetch_session.fetch_metadata import (
     next_epoch,
 )
 from pykbroker.server.fetch_session.partitions import (
-    ZERO_UUID,
     CachedPartition,
     FetchPartition,
     PartitionKey,
@@ -92,7 +91,6 @@ __all__ = [
     "INVALID_SESSION_ID",
     "NUM_INCREMENTAL_FETCH_PARTITIONS_CACHED",
     "NUM_INCREMENTAL_FETCH_SESSIONS",
-    "ZERO_UUID",
     "CachedPartition",
     "FetchContext",
     "FetchManager",

@@ -19,13 +19,13 @@ from typing import Any, NamedTuple
 from pykbroker.protocol import errors
 from pykbroker.protocol.codec import Output, encode_into
 from pykbroker.protocol.schemas import RESPONSES
+from pykbroker.protocol.types import ZERO_UUID
 from pykbroker.server.fetch_session.fetch_metadata import (
     INVALID_SESSION_ID,
     FetchMetadata,
     next_epoch,
 )
 from pykbroker.server.fetch_session.partitions import (
-    ZERO_UUID,
     CachedPartition,
     FetchPartition,
     PartitionKey,

@@ -16,7 +16,8 @@ import uuid
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, NamedTuple
 
-ZERO_UUID = uuid.UUID(int=0)
+from pykbroker.protocol.types import ZERO_UUID
+
 TOPIC_ID_VERSION = 13
 """Fetch v13+ names topics by id only."""
 

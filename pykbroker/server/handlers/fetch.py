@@ -50,8 +50,24 @@ class FetchHandler:
         ]
         params = FetchParams(replica_id, body["max_wait_ms"], body["min_bytes"], body["max_bytes"], isolation)
 
+        stats = self.replica_manager.broker_topic_stats
+        from_consumer = replica_id < 0
+
         def respond(results) -> None:
             by_tp = {(f.topic, f.partition): r for f, r in results}
+            if from_consumer:  # BrokerTopicMetrics: bytes sent to consumers, partitions fetched, failures
+                per_topic: dict[str, list[int]] = {}
+                for f, r in results:
+                    if r.error_code == errors.UNKNOWN_TOPIC_OR_PARTITION:
+                        continue  # no series for topics that do not exist
+                    t = per_topic.get(f.topic)
+                    if t is None:
+                        t = per_topic[f.topic] = [0, 0, 0]
+                    t[0] += r.records.size_in_bytes
+                    t[1] += 1
+                    if r.error_code not in _EXPECTED_FETCH_ERRORS:
+                        t[2] += 1
+                stats.record_fetch(per_topic)
             partition_results = {}
             for p in wanted:
                 r = by_tp.get((p.topic, p.partition)) if p.topic is not None else None
@@ -72,6 +88,22 @@ class FetchHandler:
             self.helper.send_response(request, response.to_body())
 
         self.replica_manager.fetch_messages(params, fetches, respond)
+
+
+# Fetch errors that are the client's or the partition's state: not in FailedFetchRequestsPerSec (Kafka's
+# ReplicaManager.readFromLocalLog counts only unexpected failures).
+_EXPECTED_FETCH_ERRORS = frozenset(
+    {
+        errors.NONE,
+        errors.UNKNOWN_TOPIC_OR_PARTITION,
+        errors.NOT_LEADER_OR_FOLLOWER,
+        errors.FENCED_LEADER_EPOCH,
+        errors.UNKNOWN_LEADER_EPOCH,
+        errors.OFFSET_OUT_OF_RANGE,
+        errors.KAFKA_STORAGE_ERROR,
+        errors.REPLICA_NOT_AVAILABLE,
+    }
+)
 
 
 class _TopicNames:

@@ -11,15 +11,12 @@ UNKNOWN_TOPIC_ID); before v12 a topic without a name, or with an id, gets INVALI
 
 from __future__ import annotations
 
-import uuid
-
+from pykbroker.metadata.topic_names import INTERNAL_TOPICS
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.types import ZERO_UUID
 from pykbroker.server import error_responses
 from pykbroker.server.auth_helper import AUTHORIZED_OPERATIONS_OMITTED, authorized_operations
-from pykbroker.server.metadata_cache import INTERNAL_TOPICS
-
-ZERO_UUID = uuid.UUID(int=0)
 
 
 class MetadataHandler:

@@ -8,7 +8,7 @@ import pytest
 from pykbroker.config.config_def import ConfigDef, ConfigException, ConfigKey
 from pykbroker.config.kafka_config_def import BROKER_CONFIG_DEF
 from pykbroker.log.log_config import TOPIC_CONFIG_DEF, TOPIC_CONFIG_KEYS, LogConfig
-from pykbroker.protocol.errors import InvalidConfigError
+from pykbroker.protocol.errors import InvalidConfigurationError
 
 
 @pytest.mark.parametrize("config_def", [BROKER_CONFIG_DEF, TOPIC_CONFIG_DEF], ids=["broker", "topic"])
@@ -35,15 +35,15 @@ def test_topic_keys_are_one_config_def_with_broker_synonyms():
 
 def test_topic_value_errors_are_invalid_config_with_config_def_messages():
     with pytest.raises(
-        InvalidConfigError, match="Invalid value abc for configuration segment.bytes: Not a number of type INT"
+        InvalidConfigurationError, match="Invalid value abc for configuration segment.bytes: Not a number of type INT"
     ):
         LogConfig({"segment.bytes": "abc"})
     with pytest.raises(
-        InvalidConfigError,
+        InvalidConfigurationError,
         match="Invalid value forever for configuration cleanup.policy: String must be one of: compact, delete",
     ):
         LogConfig({"cleanup.policy": "forever"})
-    with pytest.raises(InvalidConfigError, match="Invalid value 0 for configuration log.roll.hours"):
+    with pytest.raises(InvalidConfigurationError, match="Invalid value 0 for configuration log.roll.hours"):
         LogConfig.from_broker_config({"log.roll.hours": "0"})
     with pytest.raises(ConfigException, match="Invalid value 0 for configuration segment.ms"):
         TOPIC_CONFIG_DEF.parse_value("segment.ms", "0")

@@ -38,7 +38,7 @@ def test_defaults_come_from_the_broker_configs():
     ],
 )
 def test_invalid_group_configs_are_invalid_config(overrides, message):
-    with pytest.raises(errors.InvalidConfigError, match=message):
+    with pytest.raises(errors.InvalidConfigurationError, match=message):
         gc.validate(overrides, DEFAULTS)
 
 
@@ -47,7 +47,7 @@ def test_session_timeout_must_exceed_heartbeat_interval():
         {"group.consumer.min.session.timeout.ms": 1000, "group.consumer.min.heartbeat.interval.ms": 1000}
     )
     gc.validate({"consumer.session.timeout.ms": "6000", "consumer.heartbeat.interval.ms": "5000"}, loose)
-    with pytest.raises(errors.InvalidConfigError, match="must be greater than consumer.heartbeat"):
+    with pytest.raises(errors.InvalidConfigurationError, match="must be greater than consumer.heartbeat"):
         gc.validate({"consumer.session.timeout.ms": "5000", "consumer.heartbeat.interval.ms": "5000"}, loose)
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 from pykbroker.log.log_config import TOPIC_CONFIG_KEYS, LogConfig, broker_synonyms
-from pykbroker.protocol.errors import InvalidConfigError
+from pykbroker.protocol.errors import InvalidConfigurationError
 
 
 def test_kafka_defaults():
@@ -52,14 +52,14 @@ def test_overrides_win_and_replace():
     ],
 )
 def test_invalid_values_name_key_and_value(key, value, needle):
-    with pytest.raises(InvalidConfigError) as e:
+    with pytest.raises(InvalidConfigurationError) as e:
         LogConfig().with_overrides({key: value})
     assert needle in str(e.value) and (value in str(e.value) or key == "no.such.key")
     assert e.value.code == 40
 
 
 def test_compaction_lag_conflict():
-    with pytest.raises(InvalidConfigError):
+    with pytest.raises(InvalidConfigurationError):
         LogConfig({"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"})
 
 

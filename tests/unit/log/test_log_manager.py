@@ -8,7 +8,7 @@ import pytest
 from pykbroker.log.checkpoints import OffsetCheckpointFile
 from pykbroker.log.fetch_data_info import FetchIsolation
 from pykbroker.log.log_manager import LogManager
-from pykbroker.protocol.errors import InvalidConfigError
+from pykbroker.protocol.errors import InvalidConfigurationError
 from pykbroker.record.default_record_batch import iter_batches
 from pykbroker.utils.scheduler import MockScheduler
 from pykbroker.utils.time import MockTime
@@ -149,7 +149,7 @@ def test_topic_config_overrides(tmp_path, time):
     assert lm.get_or_create_log("small", 0).config.segment_bytes == 4 * SIZE
     lm.update_topic_config("small", {"retention.ms": "1234"})
     assert lm.get_log("small", 0).config.retention_ms == 1234
-    with pytest.raises(InvalidConfigError):
+    with pytest.raises(InvalidConfigurationError):
         lm.update_topic_config("small", {"retention.ms": "soon"})
 
 

@@ -11,7 +11,7 @@ from pykbroker.protocol import errors
 from pykbroker.protocol.errors import (
     CorruptRecordError,
     InvalidRecordError,
-    MessageTooLargeError,
+    RecordTooLargeError,
     UnsupportedCompressionTypeError,
 )
 from pykbroker.record.control_record import ControlRecordType
@@ -169,7 +169,7 @@ def test_compacted_topic_requires_keys(time, codec):
 
 def test_too_large(time):
     buf = produce()
-    with pytest.raises(MessageTooLargeError):
+    with pytest.raises(RecordTooLargeError):
         validate(buf, time, max_message_bytes=len(buf) - 1)
     validate(buf, time, max_message_bytes=len(buf))
 
@@ -305,7 +305,7 @@ def test_recompressed_batch_must_fit(time):
     for _ in range(20):
         builder.append(NOW, None, b"a" * 2000)
     buf = bytearray(builder.build())
-    with pytest.raises(MessageTooLargeError):
+    with pytest.raises(RecordTooLargeError):
         validate(buf, time, target_compression="none", max_message_bytes=len(buf) + 100)
 
 

@@ -11,7 +11,7 @@ from pykbroker.log.producer_state_snapshot import CorruptSnapshotError, decode, 
 from pykbroker.log.unified_log import UnifiedLog
 from pykbroker.protocol.errors import (
     InvalidProducerEpochError,
-    OutOfOrderSequenceNumberError,
+    OutOfOrderSequenceError,
 )
 from pykbroker.utils.time import MockTime
 from tests.unit.log.log_test_utils import (
@@ -56,16 +56,16 @@ def test_duplicate_returns_original_offsets_and_writes_nothing(tmp_path, time):
     dup = send(log, 8)  # one of the last 5 batches (seqs 4..13)
     assert dup.duplicate and (dup.first_offset, dup.last_offset) == (8, 9)
     assert log.size == size and log.log_end_offset == leo
-    with pytest.raises(OutOfOrderSequenceNumberError):
+    with pytest.raises(OutOfOrderSequenceError):
         send(log, 2)  # older than the 5 retained batches: not recognised, out of order
 
 
 def test_out_of_order_sequence(tmp_path, time):
     log = new_log(tmp_path, time)
     send(log, 0)
-    with pytest.raises(OutOfOrderSequenceNumberError):
+    with pytest.raises(OutOfOrderSequenceError):
         send(log, 3)
-    with pytest.raises(OutOfOrderSequenceNumberError):
+    with pytest.raises(OutOfOrderSequenceError):
         send(log, 1)  # overlaps the previous batch without being a duplicate
     assert log.log_end_offset == 2
 
@@ -79,7 +79,7 @@ def test_new_producer_may_start_anywhere(tmp_path, time):
 def test_epoch_bump_must_start_at_zero(tmp_path, time):
     log = new_log(tmp_path, time)
     send(log, 0, epoch=1)
-    with pytest.raises(OutOfOrderSequenceNumberError):
+    with pytest.raises(OutOfOrderSequenceError):
         send(log, 5, epoch=2)
     send(log, 0, epoch=2)
     assert log.producer_state_manager.last_entry(PID).producer_epoch == 2
@@ -136,7 +136,7 @@ def test_rebuild_by_scanning_after_unclean_shutdown(tmp_path, time):
     # crash: no close, no snapshot at the log end; the state is rebuilt from the last roll's snapshot
     again = UnifiedLog.create(log.dir, log.config, None, time, had_clean_shutdown=False)
     assert again.producer_state_manager.last_entry(PID).last_seq == 39
-    with pytest.raises(OutOfOrderSequenceNumberError):
+    with pytest.raises(OutOfOrderSequenceError):
         send(again, 50)
     assert send(again, 38).duplicate
 

@@ -10,7 +10,7 @@ import pytest
 from pykbroker.log.log_dir_failure_channel import LogDirFailureChannel
 from pykbroker.log.log_manager import LogManager
 from pykbroker.log.offset_index import OffsetIndex
-from pykbroker.log.unified_log import KafkaStorageErrorError
+from pykbroker.protocol.errors import KafkaStorageError
 from pykbroker.utils.scheduler import MockScheduler
 from pykbroker.utils.time import MockTime
 from tests.unit.log.log_test_utils import assign_offsets, inject_enospc, make_batch
@@ -41,13 +41,13 @@ def test_full_disk_is_a_storage_error_and_takes_the_dir_offline(tmp_path, monkey
     acked = bad.log_end_offset
     _append(good)
     inject_enospc(monkeypatch, full)
-    with pytest.raises(KafkaStorageErrorError, match=f"in dir {full}"):
+    with pytest.raises(KafkaStorageError, match=f"in dir {full}"):
         _append(bad)
     channel = lm.log_dir_failure_channel
     assert channel.has_offline_log_dir(str(full)) and not channel.has_offline_log_dir(str(ok))
     assert channel.take_next_offline_log_dir(0) == str(full)
     assert bad.log_end_offset == acked
-    with pytest.raises(KafkaStorageErrorError, match="already offline"):
+    with pytest.raises(KafkaStorageError, match="already offline"):
         bad.read(0, 1000)
     _append(good)  # the other directory keeps working
     assert lm.handle_log_dir_failure(str(full)) == [("t", 0)]
@@ -85,7 +85,7 @@ def test_index_growth_on_a_full_disk_raises_enospc_before_any_mmap_write(tmp_pat
 def test_segment_creation_on_a_full_disk(tmp_path, monkeypatch):
     lm = _manager([tmp_path / "d"])
     inject_enospc(monkeypatch, tmp_path)
-    with pytest.raises(KafkaStorageErrorError):
+    with pytest.raises(KafkaStorageError):
         lm.get_or_create_log("t", 0)
     assert lm.log_dir_failure_channel.has_offline_log_dir(str(tmp_path / "d"))
 

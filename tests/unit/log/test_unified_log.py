@@ -7,7 +7,7 @@ import pytest
 from pykbroker.log.fetch_data_info import FetchIsolation
 from pykbroker.log.log_config import LogConfig
 from pykbroker.log.unified_log import UnexpectedAppendOffsetError, UnifiedLog
-from pykbroker.protocol.errors import OffsetOutOfRangeError, RecordListTooLargeError
+from pykbroker.protocol.errors import OffsetOutOfRangeError, RecordBatchTooLargeError
 from pykbroker.record.default_record_batch import iter_batches
 from pykbroker.utils.scheduler import MockScheduler
 from pykbroker.utils.time import MockTime
@@ -130,7 +130,7 @@ def test_flush_messages(tmp_path, time):
 
 def test_record_list_too_large(tmp_path, time):
     log = new_log(tmp_path, time, **{"segment.bytes": 100})
-    with pytest.raises(RecordListTooLargeError):
+    with pytest.raises(RecordBatchTooLargeError):
         produce(log, 1)
 
 

@@ -110,7 +110,7 @@ def test_validation_callback_and_validate_only():
         def validate(self, resource_type, resource_name, new_configs):
             seen.append(dict(new_configs))
             if new_configs.get("retention.ms") == "-5":
-                raise errors.InvalidConfigError("Invalid value -5 for configuration retention.ms")
+                raise errors.InvalidConfigurationError("Invalid value -5 for configuration retention.ms")
             if new_configs.get("x") == "policy":
                 raise errors.PolicyViolationError("nope")
 

@@ -15,12 +15,12 @@ from pykbroker.metadata.records import (
     REMOVE_TOPIC_RECORD,
     RESOURCE_TOPIC,
     TOPIC_RECORD,
-    ZERO_UUID,
     ApiMessageAndVersion,
 )
 from pykbroker.metadata.replica_placer import StripedReplicaPlacer
 from pykbroker.metadata.replication_control_manager import ReplicationControlManager
 from pykbroker.protocol import errors
+from pykbroker.protocol.types import ZERO_UUID
 
 
 class Ctx:
@@ -181,7 +181,7 @@ def test_null_config_and_schema_rejection():
     class Strict(ConfigSchema):
         def validate(self, resource_type, resource_name, configs):
             if "bogus" in configs:
-                raise errors.InvalidConfigError("Unknown topic config name: bogus")
+                raise errors.InvalidConfigurationError("Unknown topic config name: bogus")
 
     ctx = Ctx(schema=Strict())
     result = ctx.create(

@@ -12,6 +12,7 @@ from pykbroker.network.channel import NetworkSend
 from pykbroker.network.request_channel import SHUTDOWN_REQUEST, SendResponse
 from pykbroker.network.selector import KSelector
 from pykbroker.network.socket_server import SocketServer, SocketServerConfig
+from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.utils.metrics import MetricsRegistry
 
 
@@ -82,7 +83,9 @@ class EchoServer:
         return socket.create_connection(("127.0.0.1", self.socket_server.bound_port("PLAINTEXT")), timeout=5)
 
 
-def request_frame(correlation_id: int, client_id: bytes = b"faults", api_key: int = 18, api_version: int = 0) -> bytes:
+def request_frame(
+    correlation_id: int, client_id: bytes = b"faults", api_key: int = ApiKeys.API_VERSIONS, api_version: int = 0
+) -> bytes:
     """A framed request header v1 with an empty body (by default ApiVersions v0; ``client_id`` sets the size)."""
     payload = struct.pack(">hhih", api_key, api_version, correlation_id, len(client_id)) + client_id
     return struct.pack(">i", len(payload)) + payload

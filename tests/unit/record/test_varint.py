@@ -6,10 +6,8 @@ from pykbroker.protocol.errors import CorruptRecordError
 from pykbroker.record.varint import (
     ENCODE_TABLE_LIMIT,
     ZIGZAG_ENCODED,
-    decode_unsigned_varint,
     decode_varint,
     decode_varlong,
-    encode_unsigned_varint,
     encode_varint,
     encode_varlong,
     size_of_varint,
@@ -74,12 +72,6 @@ def test_varlong_round_trip(value):
     assert unzigzag(zigzag(value)) == value
 
 
-@given(st.integers(0, 2**32 - 1))
-def test_unsigned_round_trip(value):
-    data = encode_unsigned_varint(value)
-    assert decode_unsigned_varint(data) == (value, len(data))
-
-
 def test_varint_keeps_low_32_bits_like_java():
     # 5 bytes with payload bits above bit 31: Java's int arithmetic drops them.
     data = b"\xfe\xff\xff\xff\x7f"
@@ -90,8 +82,6 @@ def test_varint_keeps_low_32_bits_like_java():
 def test_truncated_varint_is_corrupt(data):
     with pytest.raises(CorruptRecordError):
         decode_varint(data)
-    with pytest.raises(CorruptRecordError):
-        decode_unsigned_varint(data)
 
 
 def test_overlong_varint_is_corrupt():
@@ -99,8 +89,3 @@ def test_overlong_varint_is_corrupt():
         decode_varint(b"\xff" * 5 + b"\x01")
     with pytest.raises(CorruptRecordError):
         decode_varlong(b"\xff" * 10 + b"\x01")
-
-
-def test_unsigned_rejects_negative():
-    with pytest.raises(ValueError):
-        encode_unsigned_varint(-1)

@@ -12,13 +12,13 @@ import pytest
 from pykbroker.protocol import errors
 from pykbroker.protocol.codec import Output, decode, encode, encode_into
 from pykbroker.protocol.schemas import REQUESTS, RESPONSES
+from pykbroker.protocol.types import ZERO_UUID
 from pykbroker.server.fetch_session import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
     INVALID_SESSION_ID,
     NUM_INCREMENTAL_FETCH_PARTITIONS_CACHED,
     NUM_INCREMENTAL_FETCH_SESSIONS,
-    ZERO_UUID,
     FetchManager,
     FetchPartition,
     FetchSessionCache,

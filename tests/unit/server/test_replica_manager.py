@@ -222,7 +222,7 @@ def test_delete_records_errors(broker):
     with pytest.raises(errors.UnknownTopicOrPartitionError):
         rm.delete_records("nope", 0, 0)
     broker.add_topic("__consumer_offsets", 1)
-    with pytest.raises(errors.InvalidTopicExceptionError):
+    with pytest.raises(errors.InvalidTopicError):
         rm.delete_records("__consumer_offsets", 0, 0)
     broker.add_topic("compacted", 1, configs={"cleanup.policy": "compact"})
     with pytest.raises(errors.PolicyViolationError):

@@ -46,3 +46,23 @@ def test_config_overrides_count(tmp_path):
     (tmp_path / "server.properties").write_text("node.id=1\nprocess.roles=broker,controller\n")
     props = server_stop.process_config(["server.properties", "--override", "node.id=4"], str(tmp_path))
     assert props["node.id"] == "4"
+
+
+def test_package_entry_points_are_brokers_too():
+    assert server_stop._broker_args(["python3", "-m", "pykbroker", "--override", "node.id=2"]) == [
+        "--override",
+        "node.id=2",
+    ]
+    assert server_stop._broker_args(
+        ["/venv/bin/python3", "/venv/bin/kafka-server-start", "-daemon", "s.properties"]
+    ) == [
+        "-daemon",
+        "s.properties",
+    ]
+    assert server_stop._broker_args(["/venv/bin/python3", "/venv/bin/kafka-topics", "--list"]) is None
+    assert server_stop._broker_args(["python", "-m", "pykbroker.testing"]) is None
+
+
+def test_config_of_a_broker_started_without_a_file_is_the_default(tmp_path):
+    props = server_stop.process_config(["-daemon", "--override", "node.id=7"], str(tmp_path))
+    assert props["node.id"] == "7" and props["process.roles"] == "broker,controller"

@@ -1,0 +1,105 @@
+"""BrokerTopicStats: Kafka's per-topic and all-topics ``BrokerTopicMetrics`` meters.
+
+Mirrors ``kafka.server.BrokerTopicStats``: ``kafka.server:type=BrokerTopicMetrics,name=<N>PerSec`` (all
+topics) and ``...,topic=<t>`` (per topic) for MessagesIn, BytesIn, BytesOut, TotalProduceRequests,
+FailedProduceRequests, TotalFetchRequests and FailedFetchRequests. ReplicaManager records produce
+appends (MessagesIn: records appended, from each batch's record count; BytesIn: bytes of the appended
+records; a total per partition, a failure per partition that failed for a reason other than the
+client's or the partition's state); the Fetch handler records what it sends to consumers (BytesOut, and
+the fetch totals/failures per partition).
+
+Cost: a request's totals are summed per topic by the caller, then applied under one lock (``record``)
+for all of its topics; meters of a new topic are created once. Per-topic meters are removed when the
+topic is deleted (``remove_metrics``), as Kafka does.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from pykbroker.utils.metrics import Meter, MetricsRegistry
+
+MESSAGES_IN = "MessagesInPerSec"
+BYTES_IN = "BytesInPerSec"
+BYTES_OUT = "BytesOutPerSec"
+TOTAL_PRODUCE_REQUESTS = "TotalProduceRequestsPerSec"
+FAILED_PRODUCE_REQUESTS = "FailedProduceRequestsPerSec"
+TOTAL_FETCH_REQUESTS = "TotalFetchRequestsPerSec"
+FAILED_FETCH_REQUESTS = "FailedFetchRequestsPerSec"
+
+ALL_FIELDS = (
+    MESSAGES_IN,
+    BYTES_IN,
+    TOTAL_PRODUCE_REQUESTS,
+    FAILED_PRODUCE_REQUESTS,
+    BYTES_OUT,
+    TOTAL_FETCH_REQUESTS,
+    FAILED_FETCH_REQUESTS,
+)
+
+
+def metric_name(name: str, topic: str | None = None) -> str:
+    base = f"kafka.server:type=BrokerTopicMetrics,name={name}"
+    return base if topic is None else f"{base},topic={topic}"
+
+
+class BrokerTopicStats:
+    def __init__(self, metrics: MetricsRegistry | None = None):
+        self.metrics = metrics if metrics is not None else MetricsRegistry()
+        self._lock = threading.Lock()
+        # Meters in ALL_FIELDS order: produce ones at [0:4], fetch ones at [4:7].
+        self.all_topics: dict[str, Meter] = {n: self.metrics.meter(metric_name(n)) for n in ALL_FIELDS}
+        self._all = tuple(self.all_topics[n] for n in ALL_FIELDS)
+        self._topics: dict[str, tuple[Meter, ...]] = {}
+
+    def _topic_meters(self, topic: str) -> tuple[Meter, ...]:
+        meters = self._topics.get(topic)
+        if meters is None:
+            meters = self._topics[topic] = tuple(self.metrics.meter(metric_name(n, topic)) for n in ALL_FIELDS)
+        return meters
+
+    def record_produce(self, per_topic: dict[str, list[int]]) -> None:
+        """One produce request: ``per_topic[topic] = [records appended, bytes appended, partitions,
+        failed partitions]``, added to the topic's and the all-topics meters under one lock."""
+        if not per_topic:
+            return
+        messages, bytes_in, total, failed = self._all[0:4]
+        with self._lock:
+            for topic, (m, b, t, f) in per_topic.items():
+                tm = self._topics.get(topic) or self._topic_meters(topic)
+                tm[0].count += m
+                tm[1].count += b
+                tm[2].count += t
+                messages.count += m
+                bytes_in.count += b
+                total.count += t
+                if f:
+                    tm[3].count += f
+                    failed.count += f
+
+    def record_fetch(self, per_topic: dict[str, list[int]]) -> None:
+        """One consumer fetch response: ``per_topic[topic] = [record bytes sent, partitions, failed
+        partitions]``, under one lock."""
+        if not per_topic:
+            return
+        bytes_out, total, failed = self._all[4:7]
+        with self._lock:
+            for topic, (b, t, f) in per_topic.items():
+                tm = self._topics.get(topic) or self._topic_meters(topic)
+                tm[4].count += b
+                tm[5].count += t
+                bytes_out.count += b
+                total.count += t
+                if f:
+                    tm[6].count += f
+                    failed.count += f
+
+    def topic_count(self, topic: str, name: str) -> int:
+        meters = self._topics.get(topic)
+        return meters[ALL_FIELDS.index(name)].count if meters is not None else 0
+
+    def remove_metrics(self, topic: str) -> None:
+        with self._lock:
+            if self._topics.pop(topic, None) is not None:
+                for n in ALL_FIELDS:
+                    self.metrics.remove(metric_name(n, topic))
