@@ -20,6 +20,7 @@ moves Processor -> handler -> (purgatory) -> Processor.
 from __future__ import annotations
 
 import queue
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -174,6 +175,62 @@ REQUEST_METRICS = (
 )
 
 
+class BoundedRequestQueue:
+    """The request queue: FIFO, at most ``maxsize`` items, ``put`` blocks while full (Kafka's
+    ArrayBlockingQueue). Built on ``queue.SimpleQueue`` (C: a get that waits costs one lock wait, a put
+    that wakes a waiter one lock release) instead of ``queue.Queue`` (Python Condition objects: a lock
+    allocated per wait, two lock round trips per put/get). The bound is kept by serialising puts under
+    ``_put_lock``: a put waits on ``_not_full`` only while the queue is full, and a get signals it only
+    when a put is waiting (``_put_waiters``, counted under the lock before the size is checked again, so a
+    get that finds no waiter has already made room the waiting put will see)."""
+
+    def __init__(self, maxsize: int):
+        if maxsize <= 0:
+            raise ValueError(f"queue size must be positive, got {maxsize}")
+        self.maxsize = maxsize
+        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self._put_lock = threading.Lock()
+        self._not_full = threading.Condition(self._put_lock)
+        self._put_waiters = 0
+
+    def put(self, item) -> None:
+        with self._put_lock:
+            q = self._q
+            while q.qsize() >= self.maxsize:
+                self._put_waiters += 1
+                try:
+                    if q.qsize() >= self.maxsize:
+                        self._not_full.wait(0.1)  # the timeout only bounds a missed notify; the loop re-checks
+                finally:
+                    self._put_waiters -= 1
+            q.put(item)
+
+    def _taken(self) -> None:
+        if self._put_waiters:
+            with self._put_lock:
+                self._not_full.notify()
+
+    def get(self, timeout: float | None = None):
+        """Raises queue.Empty after ``timeout`` seconds (None: wait forever)."""
+        item = self._q.get(timeout=timeout)
+        self._taken()
+        return item
+
+    def get_nowait(self):
+        item = self._q.get_nowait()
+        self._taken()
+        return item
+
+    def qsize(self) -> int:
+        return self._q.qsize()
+
+    def empty(self) -> bool:
+        return self._q.empty()
+
+    def full(self) -> bool:
+        return self._q.qsize() >= self.maxsize
+
+
 class RequestChannel:
     def __init__(
         self, queue_size: int, metric_prefix: str = "", time: Time = SYSTEM, metrics: MetricsRegistry | None = None
@@ -182,7 +239,7 @@ class RequestChannel:
         self.metric_prefix = metric_prefix
         self.time = time
         self.metrics = metrics or MetricsRegistry()
-        self.request_queue: queue.Queue = queue.Queue(maxsize=queue_size)
+        self.request_queue = BoundedRequestQueue(queue_size)
         self.processors: dict[int, Any] = {}
         self.metrics.gauge(
             f"kafka.network:type=RequestChannel,name={metric_prefix}RequestQueueSize", self.request_queue.qsize

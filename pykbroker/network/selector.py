@@ -1,19 +1,27 @@
 """KSelector: the non-blocking multi-connection I/O loop of one Processor.
 
-Mirrors ``org.apache.kafka.common.network.Selector`` (server side), over ``selectors.EpollSelector``:
+Mirrors ``org.apache.kafka.common.network.Selector`` (server side), over ``select.epoll`` (level-triggered):
 
 * ``register(id, sock)`` / ``close(id)`` / ``send(NetworkSend)`` / ``mute(id)`` / ``unmute(id)``;
 * ``poll(timeout_ms)`` fills ``completed_receives`` (ordered ``{id: NetworkReceive}``, at most one per
   channel per poll), ``completed_sends`` and ``disconnected`` (``{id: reason}``); the owner clears each
   after handling it (``send`` writes optimistically, so sends can also complete between polls);
 * idle expiry: at most one connection idle for ``connections.max.idle.ms`` is closed per poll;
-* ``wakeup()`` (thread-safe) interrupts a blocking poll through an eventfd;
+* ``wakeup()`` (thread-safe) interrupts a blocking poll through an eventfd. The eventfd is written only
+  when the owner may be blocked in ``epoll_wait``: the owner calls ``prepare_to_block()`` *before* its
+  last check for pending work (response queue, new connections), so a waker that finds the flag clear
+  knows the owner will still see its work before blocking (one eventfd write per wait, not per
+  response);
 * memory pressure: a channel whose next frame the ``memory_pool`` cannot hold mutes itself; once the
   pool has memory again, the next poll unmutes every channel not explicitly muted (Kafka's
   ``outOfMemory`` handling).
 
-Interest set: READ unless muted, WRITE while a send is pending. A channel with no interest is
-unregistered from epoll (``selectors`` cannot hold an empty interest set) and re-registered on demand.
+Interest set: READ unless muted, WRITE while a send is pending; a channel stays registered from
+``register`` to close and its interest is flipped with one ``epoll_ctl(MOD)`` (as Kafka flips interest
+ops), never unregistered and registered again. Muting is lazy, as NIO interest ops are applied at the
+next select: ``mute`` changes no epoll state; only if epoll then reports a muted channel readable is
+READ dropped from its interest, and ``unmute`` restores it only if it was dropped. A lock-step client
+(one request in flight) is thus muted and unmuted with no system call at all.
 
 Threading: owned by one Processor thread; only ``wakeup`` may be called from other threads.
 A testable subclass can override ``register``/``send``/``_select`` to inject faults (see
@@ -23,7 +31,7 @@ tests/unit/network/test_processor_faults.py, after Kafka's SocketServerTest.Test
 from __future__ import annotations
 
 import os
-import selectors
+import select
 import socket
 from collections import OrderedDict
 
@@ -32,8 +40,11 @@ from pykbroker.network.memory_pool import NONE as _UNBOUNDED_POOL
 from pykbroker.network.memory_pool import MemoryPool
 from pykbroker.utils.time import SYSTEM, Time
 
-READ = selectors.EVENT_READ
-WRITE = selectors.EVENT_WRITE
+READ = select.EPOLLIN
+WRITE = select.EPOLLOUT
+_READ_EVENTS = select.EPOLLIN | select.EPOLLHUP | select.EPOLLERR  # readable: data, EOF or error
+_WRITE_EVENTS = select.EPOLLOUT | select.EPOLLHUP | select.EPOLLERR
+_HUP_ERR = select.EPOLLHUP | select.EPOLLERR
 
 # Close reasons reported in ``disconnected`` (Kafka's ChannelState)
 EXPIRED = "EXPIRED"
@@ -55,8 +66,9 @@ class KSelector:
         self.memory_pool = memory_pool
         self.out_of_memory = False
         self.time = time
-        self.selector = selectors.EpollSelector()
+        self.epoll = select.epoll()
         self.channels: dict[str, KafkaChannel] = {}
+        self.fd_channels: dict[int, KafkaChannel] = {}  # registered file descriptor -> channel
         self.explicitly_muted: set[str] = set()
         self.completed_receives: dict[str, NetworkReceive] = {}
         self.completed_sends: list[NetworkSend] = []
@@ -69,7 +81,11 @@ class KSelector:
         self.next_idle_check_ns = 0
         self.select_time_ns = 0  # accumulated time blocked in select (NetworkProcessorAvgIdlePercent)
         self._wakeup_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-        self.selector.register(self._wakeup_fd, READ, None)
+        self.epoll.register(self._wakeup_fd, READ)
+        # wakeup writes the eventfd while _may_block; once the owner has called prepare_to_block
+        # (_lazy_wakeup) the flag is cleared whenever a poll returns, so wakeups during work are free.
+        self._lazy_wakeup = False
+        self._may_block = True
 
     # -- registration --------------------------------------------------------------------------
     def register(self, channel_id: str, sock: socket.socket) -> KafkaChannel:
@@ -83,18 +99,32 @@ class KSelector:
         return channel
 
     def _set_interest(self, channel: KafkaChannel, events: int) -> None:
-        if events == channel.registered_events:
-            return
-        if channel.registered_events == 0:
-            self.selector.register(channel.fileno, events, channel)
-        elif events == 0:
-            self.selector.unregister(channel.fileno)
-        else:
-            self.selector.modify(channel.fileno, events, channel)
-        channel.registered_events = events
+        """One epoll_ctl: ADD the first time, MOD when the interest changes (an empty interest set stays
+        registered: epoll still reports HUP/ERR, which the next read turns into a close)."""
+        if channel.fileno in self.fd_channels:
+            if events != channel.registered_events:
+                self.epoll.modify(channel.fileno, events)
+                channel.registered_events = events
+        elif events:
+            self.epoll.register(channel.fileno, events)
+            self.fd_channels[channel.fileno] = channel
+            channel.registered_events = events
+
+    def _unregister(self, channel: KafkaChannel) -> None:
+        if self.fd_channels.get(channel.fileno) is channel:
+            del self.fd_channels[channel.fileno]
+            try:
+                self.epoll.unregister(channel.fileno)
+            except (OSError, ValueError):
+                pass
+        channel.registered_events = 0
 
     def _update_interest(self, channel: KafkaChannel) -> None:
-        events = (0 if channel.is_muted else READ) | (WRITE if channel.send is not None else 0)
+        """Interest for a pending send and for an unmuted channel. A muted channel keeps READ until epoll
+        reports it readable (lazy mute, see the module docstring)."""
+        events = (WRITE if channel.send is not None else 0) | (
+            (channel.registered_events & READ) if channel.is_muted else READ
+        )
         self._set_interest(channel, events)
 
     # -- operations ----------------------------------------------------------------------------
@@ -143,12 +173,7 @@ class KSelector:
             self._drop(channel)
 
     def _drop(self, channel: KafkaChannel) -> None:
-        if channel.registered_events:
-            try:
-                self.selector.unregister(channel.fileno)
-            except (KeyError, ValueError):
-                pass
-            channel.registered_events = 0
+        self._unregister(channel)
         self.explicitly_muted.discard(channel.id)
         self.lru.pop(channel.id, None)
         receive = self.completed_receives.pop(channel.id, None)
@@ -165,11 +190,23 @@ class KSelector:
         self._drop(channel)
         self.disconnected[channel.id] = reason
 
-    def wakeup(self) -> None:
-        try:
-            os.eventfd_write(self._wakeup_fd, 1)
-        except OSError:
-            pass
+    def prepare_to_block(self) -> None:
+        """Owner thread, before its last check for work queued by other threads: from now until the
+        next poll returns, ``wakeup`` writes the eventfd. An owner that never calls this gets one
+        eventfd write per ``wakeup``."""
+        self._lazy_wakeup = True
+        self._may_block = True
+
+    def wakeup(self, force: bool = False) -> None:
+        """Interrupt a blocking poll (any thread). Writes the eventfd only if the owner may be blocked
+        (see ``prepare_to_block``) or with ``force``."""
+        if self._may_block or force:
+            if self._lazy_wakeup:
+                self._may_block = False  # one write is enough until the owner prepares to block again
+            try:
+                os.eventfd_write(self._wakeup_fd, 1)
+            except OSError:
+                pass
 
     def clear_completed_receives(self) -> None:
         self.completed_receives = {}
@@ -182,7 +219,8 @@ class KSelector:
 
     # -- poll ----------------------------------------------------------------------------------
     def _select(self, timeout_s: float):
-        return self.selector.select(timeout_s)
+        """``[(fd, events)]`` ready within ``timeout_s`` (epoll_wait)."""
+        return self.epoll.poll(timeout_s)
 
     def poll(self, timeout_ms: int) -> None:
         if timeout_ms < 0:
@@ -195,34 +233,55 @@ class KSelector:
         if self.out_of_memory and not self.memory_pool.is_out_of_memory:
             self._unmute_after_memory_pressure()
 
-        start = self.time.nanoseconds()
-        ready = self._select(timeout_ms / 1000.0)
-        end = self.time.nanoseconds()
-        self.select_time_ns += end - start
+        if timeout_ms:
+            start = self.time.nanoseconds()
+            try:
+                ready = self._select(timeout_ms / 1000.0)
+            finally:
+                if self._lazy_wakeup:
+                    self._may_block = False
+            end = self.time.nanoseconds()
+            self.select_time_ns += end - start
+        else:
+            if self._lazy_wakeup:
+                self._may_block = False
+            ready = self._select(0)
+            end = self.time.nanoseconds() if ready or self.idle_ns >= 0 else 0
 
         lru = self.lru if self.idle_ns >= 0 else None
-        for key, events in ready:
-            channel: KafkaChannel | None = key.data
+        fd_channels, channels, completed_receives = self.fd_channels, self.channels, self.completed_receives
+        for fd, events in ready:
+            channel = fd_channels.get(fd)
             if channel is None:
-                try:
-                    os.eventfd_read(self._wakeup_fd)
-                except OSError:
-                    pass
+                if fd == self._wakeup_fd:
+                    try:
+                        os.eventfd_read(self._wakeup_fd)
+                    except OSError:
+                        pass
                 continue
-            if channel.id not in self.channels:
+            channel_id = channel.id
+            if channel_id not in channels:
                 continue
             if lru is not None:
-                lru[channel.id] = end
-                lru.move_to_end(channel.id)
+                lru[channel_id] = end
+                lru.move_to_end(channel_id)
             try:
-                if events & READ and not channel.is_muted and channel.id not in self.completed_receives:
-                    receive = channel.read()
-                    if receive is not None:
-                        self.completed_receives[channel.id] = receive
-                    elif channel.is_muted:  # it muted itself: the memory pool is out of memory
-                        self.out_of_memory = True
-                        self._update_interest(channel)
-                if events & WRITE and channel.send is not None:
+                if events & _READ_EVENTS:
+                    if channel.is_muted or channel_id in completed_receives:
+                        if events & _HUP_ERR and channel.send is None:
+                            # peer gone while its request is in flight: epoll reports HUP/ERR whatever the
+                            # interest, so stop polling it; unmute registers it again (and reads the EOF)
+                            self._unregister(channel)
+                        elif channel.registered_events & READ:  # lazy mute: stop polling for READ now
+                            self._set_interest(channel, channel.registered_events & ~READ)
+                    else:
+                        receive = channel.read()
+                        if receive is not None:
+                            completed_receives[channel_id] = receive
+                        elif channel.is_muted:  # it muted itself: the memory pool is out of memory
+                            self.out_of_memory = True
+                            self._update_interest(channel)
+                if events & _WRITE_EVENTS and channel.send is not None:
                     send = channel.write()
                     if send is not None:
                         self.completed_sends.append(send)
@@ -265,7 +324,8 @@ class KSelector:
         for channel in list(self.channels.values()):
             self.channels.pop(channel.id, None)
             self._drop(channel)
+        self.fd_channels.clear()
         try:
-            self.selector.close()
+            self.epoll.close()
         finally:
             os.close(self._wakeup_fd)
