@@ -241,6 +241,7 @@ class RequestChannel:
         self.metrics = metrics or MetricsRegistry()
         self.request_queue = BoundedRequestQueue(queue_size)
         self.processors: dict[int, Any] = {}
+        self._request_metrics: dict[str, tuple] = {}  # api name -> (histograms, meter): see update_request_metrics
         self.metrics.gauge(
             f"kafka.network:type=RequestChannel,name={metric_prefix}RequestQueueSize", self.request_queue.qsize
         )
@@ -313,6 +314,16 @@ class RequestChannel:
             replica = (request.body or {}).get("replica_id", -1)
             names.append("FetchFollower" if replica is not None and replica >= 0 else "FetchConsumer")
         for api in names:
-            for metric, ns in zip(REQUEST_METRICS, values, strict=True):
-                self.metrics.histogram(request_metric_name(metric, api)).update(max(0.0, ns / 1e6))
-            self.metrics.meter(f"kafka.network:type=RequestMetrics,name=RequestsPerSec,request={api}").mark()
+            histograms, meter = self._request_metrics.get(api) or self._register_request_metrics(api)
+            for histogram, ns in zip(histograms, values, strict=True):
+                histogram.update(max(0.0, ns / 1e6))
+            meter.mark()
+
+    def _register_request_metrics(self, api: str) -> tuple:
+        """The six histograms and the RequestsPerSec meter of ``api``, looked up by name once."""
+        entry = (
+            tuple(self.metrics.histogram(request_metric_name(metric, api)) for metric in REQUEST_METRICS),
+            self.metrics.meter(f"kafka.network:type=RequestMetrics,name=RequestsPerSec,request={api}"),
+        )
+        self._request_metrics[api] = entry
+        return entry
