@@ -3,7 +3,7 @@
     .venv/bin/python bench/request_cost.py                              # produce 5,000/s for 10 s + api rates
     .venv/bin/python bench/request_cost.py --rate 5000 --seconds 10 --skip-api
     .venv/bin/python bench/request_cost.py --skip-produce --connections 1 16 256 --api-seconds 5
-    .venv/bin/python bench/request_cost.py --pythonpath /path/to/other/tree   # measure another checkout
+    .venv/bin/python bench/request_cost.py --pythonpath /tmp/base . --rounds 3   # A/B: alternate two trees
 
 Starts its own broker subprocess (tests/helpers/broker.py BrokerProcess, Kafka's default thread
 counts num.network.threads=3, num.io.threads=8 unless overridden) and measures:
@@ -19,8 +19,10 @@ counts num.network.threads=3, num.io.threads=8 unless overridden) and measures:
     connections (one request in flight per connection, as bench/api_versions.py), with broker CPU
     per request.
 
-``--rounds N`` repeats everything N times on the same broker. ``--pythonpath`` runs the broker from
-another source tree (for a same-run baseline/candidate comparison, alternate runs of two trees).
+``--rounds N`` repeats everything N times on the same broker. ``--pythonpath A B`` runs one broker
+from each source tree (e.g. ``git archive <base> pykbroker | tar -x -C /tmp/base``) and alternates every
+measurement between them, so a baseline and a candidate see the same machine load (the machine may be
+shared: compare within one run, over several rounds).
 """
 
 from __future__ import annotations
@@ -213,55 +215,69 @@ def main() -> None:
     ap.add_argument("--skip-api", action="store_true")
     ap.add_argument("--num-network-threads", type=int, default=3)
     ap.add_argument("--num-io-threads", type=int, default=8)
-    ap.add_argument("--pythonpath", help="source tree to run the broker from (default: this checkout)")
+    ap.add_argument(
+        "--pythonpath",
+        nargs="+",
+        help="source trees to run brokers from (default: this checkout); with several, one broker per tree "
+        "runs for the whole benchmark and every measurement alternates between them, round by round",
+    )
     args = ap.parse_args()
 
     from tests.helpers import broker as broker_mod
 
-    if args.pythonpath:
-        broker_mod.ROOT = Path(args.pythonpath).resolve()
-    broker = broker_mod.BrokerProcess(
-        Path(tempfile.mkdtemp(prefix="bench-")),
-        num_network_threads=args.num_network_threads,
-        num_io_threads=args.num_io_threads,
-    ).start()
-    pid = broker.proc.pid
-    tree = broker_mod.ROOT
+    trees = [Path(t).resolve() for t in args.pythonpath] if args.pythonpath else [broker_mod.ROOT]
+    brokers = []
     print(
-        f"# broker from {tree}, network threads={args.num_network_threads}, io threads={args.num_io_threads}, "
-        f"{os.cpu_count()} cores"
+        f"# network threads={args.num_network_threads}, io threads={args.num_io_threads}, {os.cpu_count()} cores"
     )
     try:
-        topic = None
-        if not args.skip_produce:
-            from confluent_kafka.admin import AdminClient, NewTopic
+        for tree in trees:
+            broker_mod.ROOT = tree
+            broker = broker_mod.BrokerProcess(
+                Path(tempfile.mkdtemp(prefix="bench-")),
+                num_network_threads=args.num_network_threads,
+                num_io_threads=args.num_io_threads,
+            ).start()
+            brokers.append(broker)
+            topic = None
+            if not args.skip_produce:
+                from confluent_kafka.admin import AdminClient, NewTopic
 
-            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-            topic = f"cost-{uuid.uuid4().hex[:6]}"
-            admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-            time.sleep(0.5)
+                admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+                topic = f"cost-{uuid.uuid4().hex[:6]}"
+                admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+            broker.bench_topic = topic
+        time.sleep(0.5)
+        label_width = max(len(str(t)) for t in trees)
         for r in range(args.rounds):
-            if topic is not None:
-                res = produce_at_rate(broker.bootstrap, pid, topic, args.rate, args.seconds, args.record_size)
-                print(
-                    f"round={r} produce rate={args.rate:.0f}/s acks=all {args.record_size}B: "
-                    f"achieved {res['sent'] / res['elapsed']:7.0f}/s  requests={res['requests']} "
-                    f"({res['sent'] / max(res['requests'], 1):.2f} records/request)  "
-                    f"broker CPU {res['cpu_us']:6.1f} us/request  "
-                    f"p50 {res['p50']:7.2f} ms  p99 {res['p99']:7.2f} ms  max {res['max']:7.2f} ms",
-                    flush=True,
-                )
+            if not args.skip_produce:
+                for tree, broker in zip(trees, brokers, strict=True):
+                    res = produce_at_rate(
+                        broker.bootstrap, broker.proc.pid, broker.bench_topic, args.rate, args.seconds, args.record_size
+                    )
+                    print(
+                        f"round={r} {str(tree):<{label_width}s} produce {args.rate:.0f}/s acks=all "
+                        f"{args.record_size}B: achieved {res['sent'] / res['elapsed']:5.0f}/s  "
+                        f"requests={res['requests']} ({res['sent'] / max(res['requests'], 1):.2f} records/request)  "
+                        f"broker CPU {res['cpu_us']:6.1f} us/request  "
+                        f"p50 {res['p50']:7.2f} ms  p99 {res['p99']:7.2f} ms  max {res['max']:7.2f} ms",
+                        flush=True,
+                    )
             if not args.skip_api:
                 for api in args.apis:
                     for c in args.connections:
-                        rate, cpu = api_rate(broker.bootstrap, pid, api, c, args.api_seconds, args.client_processes)
-                        print(
-                            f"round={r} {api:<11s} connections={c:<4d} {rate:9.0f} requests/s  "
-                            f"broker CPU {cpu:6.1f} us/request",
-                            flush=True,
-                        )
+                        for tree, broker in zip(trees, brokers, strict=True):
+                            rate, cpu = api_rate(
+                                broker.bootstrap, broker.proc.pid, api, c, args.api_seconds, args.client_processes
+                            )
+                            print(
+                                f"round={r} {str(tree):<{label_width}s} {api:<11s} connections={c:<4d} "
+                                f"{rate:9.0f} requests/s  broker CPU {cpu:6.1f} us/request",
+                                flush=True,
+                            )
     finally:
-        broker.stop()
+        for broker in brokers:
+            broker.stop()
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """KSelector: the non-blocking multi-connection I/O loop of one Processor.
 
-Mirrors ``org.apache.kafka.common.network.Selector`` (server side), over ``select.epoll`` (level-triggered):
+Mirrors ``org.apache.kafka.common.network.Selector`` (server side), over ``select.epoll``:
 
 * ``register(id, sock)`` / ``close(id)`` / ``send(NetworkSend)`` / ``mute(id)`` / ``unmute(id)``;
 * ``poll(timeout_ms)`` fills ``completed_receives`` (ordered ``{id: NetworkReceive}``, at most one per
@@ -16,12 +16,15 @@ Mirrors ``org.apache.kafka.common.network.Selector`` (server side), over ``selec
   pool has memory again, the next poll unmutes every channel not explicitly muted (Kafka's
   ``outOfMemory`` handling).
 
-Interest set: READ unless muted, WRITE while a send is pending; a channel stays registered from
-``register`` to close and its interest is flipped with one ``epoll_ctl(MOD)`` (as Kafka flips interest
-ops), never unregistered and registered again. Muting is lazy, as NIO interest ops are applied at the
-next select: ``mute`` changes no epoll state; only if epoll then reports a muted channel readable is
-READ dropped from its interest, and ``unmute`` restores it only if it was dropped. A lock-step client
-(one request in flight) is thus muted and unmuted with no system call at all.
+Readiness: a channel is registered once, edge-triggered for READ (``EPOLLIN | EPOLLET``), plus
+WRITE (one ``epoll_ctl(MOD)`` each way) only while a send is pending, and stays registered until it
+closes. An edge marks the channel ``read_ready`` and puts it in ``ready_reads``; it is read when not
+muted, and leaves ``ready_reads`` once a read comes back short (the socket is drained: the next
+arrival raises a new edge) and no bytes read past a frame are ``buffered``. So ``mute``/``unmute``
+(Kafka flips the READ interest op, which NIO applies in user space) cost no system call: a muted
+channel's edge is just remembered, and a poll does not block while an unmuted channel is ready
+(Kafka's ``keysWithBufferedRead``). Reads go through a scratch buffer owned by this selector: a small
+request is one ``recv`` (see ``KafkaChannel.read``).
 
 Threading: owned by one Processor thread; only ``wakeup`` may be called from other threads.
 A testable subclass can override ``register``/``send``/``_select`` to inject faults (see
@@ -42,9 +45,12 @@ from pykbroker.utils.time import SYSTEM, Time
 
 READ = select.EPOLLIN
 WRITE = select.EPOLLOUT
-_READ_EVENTS = select.EPOLLIN | select.EPOLLHUP | select.EPOLLERR  # readable: data, EOF or error
+_READ_INTEREST = select.EPOLLIN | select.EPOLLRDHUP | select.EPOLLET
+_READ_EVENTS = select.EPOLLIN | select.EPOLLRDHUP | select.EPOLLHUP | select.EPOLLERR  # data, EOF or error
+_CLOSED_EVENTS = select.EPOLLRDHUP | select.EPOLLHUP | select.EPOLLERR
 _WRITE_EVENTS = select.EPOLLOUT | select.EPOLLHUP | select.EPOLLERR
-_HUP_ERR = select.EPOLLHUP | select.EPOLLERR
+#: Bytes asked of the socket when a frame starts (one recv for a whole small request).
+SCRATCH_BYTES = 64 * 1024
 
 # Close reasons reported in ``disconnected`` (Kafka's ChannelState)
 EXPIRED = "EXPIRED"
@@ -69,6 +75,8 @@ class KSelector:
         self.epoll = select.epoll()
         self.channels: dict[str, KafkaChannel] = {}
         self.fd_channels: dict[int, KafkaChannel] = {}  # registered file descriptor -> channel
+        self.ready_reads: dict[str, KafkaChannel] = {}  # channels that may have bytes to read (see above)
+        self._scratch = bytearray(SCRATCH_BYTES)
         self.explicitly_muted: set[str] = set()
         self.completed_receives: dict[str, NetworkReceive] = {}
         self.completed_sends: list[NetworkSend] = []
@@ -93,19 +101,19 @@ class KSelector:
             raise ValueError(f"There is already a connection for id {channel_id}")
         channel = KafkaChannel(channel_id, sock, self.max_receive_size, self.memory_pool)
         self.channels[channel_id] = channel
-        self._set_interest(channel, READ)
+        self._set_interest(channel, _READ_INTEREST)
+        self.ready_reads[channel_id] = channel
         if self.idle_ns >= 0:
             self.lru[channel_id] = self.time.nanoseconds()
         return channel
 
     def _set_interest(self, channel: KafkaChannel, events: int) -> None:
-        """One epoll_ctl: ADD the first time, MOD when the interest changes (an empty interest set stays
-        registered: epoll still reports HUP/ERR, which the next read turns into a close)."""
+        """One epoll_ctl: ADD the first time, MOD when the interest changes."""
         if channel.fileno in self.fd_channels:
             if events != channel.registered_events:
                 self.epoll.modify(channel.fileno, events)
                 channel.registered_events = events
-        elif events:
+        else:
             self.epoll.register(channel.fileno, events)
             self.fd_channels[channel.fileno] = channel
             channel.registered_events = events
@@ -120,12 +128,8 @@ class KSelector:
         channel.registered_events = 0
 
     def _update_interest(self, channel: KafkaChannel) -> None:
-        """Interest for a pending send and for an unmuted channel. A muted channel keeps READ until epoll
-        reports it readable (lazy mute, see the module docstring)."""
-        events = (WRITE if channel.send is not None else 0) | (
-            (channel.registered_events & READ) if channel.is_muted else READ
-        )
-        self._set_interest(channel, events)
+        """READ (edge-triggered) always; WRITE while a send is pending. Muting changes nothing here."""
+        self._set_interest(channel, _READ_INTEREST | WRITE if channel.send is not None else _READ_INTEREST)
 
     # -- operations ----------------------------------------------------------------------------
     def send(self, send: NetworkSend) -> None:
@@ -150,7 +154,6 @@ class KSelector:
         if channel is not None:
             channel.mute()
             self.explicitly_muted.add(channel_id)
-            self._update_interest(channel)
 
     def unmute(self, channel_id: str) -> bool:
         """Unmute if the channel's state allows (see KafkaChannel.maybe_unmute)."""
@@ -159,7 +162,6 @@ class KSelector:
             return False
         if channel.maybe_unmute():
             self.explicitly_muted.discard(channel_id)
-            self._update_interest(channel)
             return True
         return False
 
@@ -174,6 +176,7 @@ class KSelector:
 
     def _drop(self, channel: KafkaChannel) -> None:
         self._unregister(channel)
+        self.ready_reads.pop(channel.id, None)
         self.explicitly_muted.discard(channel.id)
         self.lru.pop(channel.id, None)
         receive = self.completed_receives.pop(channel.id, None)
@@ -233,6 +236,12 @@ class KSelector:
         if self.out_of_memory and not self.memory_pool.is_out_of_memory:
             self._unmute_after_memory_pressure()
 
+        completed_receives = self.completed_receives
+        if timeout_ms and self.ready_reads:
+            for channel_id, channel in self.ready_reads.items():
+                if not channel.is_muted and channel_id not in completed_receives:
+                    timeout_ms = 0  # bytes may be waiting on an unmuted channel: don't block
+                    break
         if timeout_ms:
             start = self.time.nanoseconds()
             try:
@@ -249,7 +258,7 @@ class KSelector:
             end = self.time.nanoseconds() if ready or self.idle_ns >= 0 else 0
 
         lru = self.lru if self.idle_ns >= 0 else None
-        fd_channels, channels, completed_receives = self.fd_channels, self.channels, self.completed_receives
+        fd_channels, channels, ready_reads = self.fd_channels, self.channels, self.ready_reads
         for fd, events in ready:
             channel = fd_channels.get(fd)
             if channel is None:
@@ -265,36 +274,49 @@ class KSelector:
             if lru is not None:
                 lru[channel_id] = end
                 lru.move_to_end(channel_id)
-            try:
-                if events & _READ_EVENTS:
-                    if channel.is_muted or channel_id in completed_receives:
-                        if events & _HUP_ERR and channel.send is None:
-                            # peer gone while its request is in flight: epoll reports HUP/ERR whatever the
-                            # interest, so stop polling it; unmute registers it again (and reads the EOF)
-                            self._unregister(channel)
-                        elif channel.registered_events & READ:  # lazy mute: stop polling for READ now
-                            self._set_interest(channel, channel.registered_events & ~READ)
-                    else:
-                        receive = channel.read()
-                        if receive is not None:
-                            completed_receives[channel_id] = receive
-                        elif channel.is_muted:  # it muted itself: the memory pool is out of memory
-                            self.out_of_memory = True
-                            self._update_interest(channel)
-                if events & _WRITE_EVENTS and channel.send is not None:
+            if events & _READ_EVENTS:  # an edge: data, EOF or an error to read (now or once unmuted)
+                channel.read_ready = True
+                ready_reads[channel_id] = channel
+                if events & _CLOSED_EVENTS:  # a short read no longer means drained: EOF is still to be read
+                    channel.peer_closed = True
+            if events & _WRITE_EVENTS and channel.send is not None:
+                try:
                     send = channel.write()
                     if send is not None:
                         self.completed_sends.append(send)
                         self._update_interest(channel)
-            except (EOFError, InvalidReceiveError, OSError) as e:
-                self._close_channel(channel, READY, None if type(e) is EOFError else e)
+                except OSError as e:
+                    self._close_channel(channel, READY, e)
+        if ready_reads:
+            self._read_ready_channels()
         if lru is not None:
             self._maybe_close_oldest_connection(end)
 
+    def _read_ready_channels(self) -> None:
+        """At most one completed receive per unmuted ready channel; drained channels leave ``ready_reads``."""
+        completed_receives, ready_reads, scratch = self.completed_receives, self.ready_reads, self._scratch
+        drained = []
+        for channel_id, channel in list(ready_reads.items()):
+            if channel.is_muted or channel_id in completed_receives:
+                continue
+            try:
+                receive = channel.read(scratch)
+            except (EOFError, InvalidReceiveError, OSError) as e:
+                self._close_channel(channel, READY, None if type(e) is EOFError else e)
+                continue
+            if receive is not None:
+                completed_receives[channel_id] = receive
+            elif channel.is_muted:  # it muted itself: the memory pool is out of memory
+                self.out_of_memory = True
+            if not channel.read_ready and channel.buffered is None:
+                drained.append(channel_id)
+        for channel_id in drained:
+            del ready_reads[channel_id]
+
     def _unmute_after_memory_pressure(self) -> None:
         for channel_id, channel in self.channels.items():
-            if channel_id not in self.explicitly_muted and channel.maybe_unmute():
-                self._update_interest(channel)
+            if channel_id not in self.explicitly_muted:
+                channel.maybe_unmute()
         self.out_of_memory = False
 
     def _maybe_close_oldest_connection(self, now_ns: int) -> None:

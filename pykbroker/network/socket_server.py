@@ -247,11 +247,9 @@ class Processor(threading.Thread):
                 self.connection_quotas.dec(self.listener_name, ip)
 
     def _process_new_responses(self) -> None:
-        while True:
-            try:
-                response = self.response_queue.get_nowait()
-            except queue.Empty:
-                return
+        responses = self.response_queue
+        while not responses.empty():  # this thread is the only consumer: empty() then get() cannot block
+            response = responses.get()
             request = response.request
             connection_id = request.context.connection_id
             request.response_dequeue_time_ns = self.time.nanoseconds()
