@@ -165,6 +165,8 @@ class CloseConnectionResponse(Response):
     __slots__ = ()
 
 
+_handler_thread = threading.local()  # deferred_wakeups: see RequestChannel.defer_wakeups
+
 REQUEST_METRICS = (
     "RequestQueueTimeMs",
     "LocalTimeMs",
@@ -278,7 +280,26 @@ class RequestChannel:
             request.api_local_complete_time_ns = now
         processor = self.processors.get(request.processor)
         if processor is not None:  # a processor removed by resize: the response is dropped
-            processor.enqueue_response(response)
+            deferred = getattr(_handler_thread, "deferred_wakeups", None)
+            if deferred is None:
+                processor.enqueue_response(response)
+            else:
+                processor.enqueue_response(response, wakeup=False)
+                deferred.add(processor)
+
+    def defer_wakeups(self) -> None:
+        """Request handler thread, before handling a request: responses sent on this thread until
+        ``flush_wakeups`` are queued at once, but their Processors are woken only then. The handler
+        flushes right before it blocks for the next request, so a woken Processor finds the GIL free
+        instead of waking only to wait for it while the handler finishes its bookkeeping."""
+        _handler_thread.deferred_wakeups = set()
+
+    def flush_wakeups(self) -> None:
+        deferred = getattr(_handler_thread, "deferred_wakeups", None)
+        _handler_thread.deferred_wakeups = None
+        if deferred:
+            for processor in deferred:
+                processor.wakeup()
 
     def send_no_op_response(self, request: Request) -> None:
         self.send_response(NoOpResponse(request))

@@ -174,9 +174,10 @@ class Processor(threading.Thread):
             self.selector.wakeup()
         return True
 
-    def enqueue_response(self, response) -> None:
+    def enqueue_response(self, response, wakeup: bool = True) -> None:
         self.response_queue.put(response)
-        self.selector.wakeup()
+        if wakeup:
+            self.selector.wakeup()
 
     def wakeup(self) -> None:
         self.selector.wakeup()

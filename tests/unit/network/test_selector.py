@@ -181,3 +181,40 @@ def test_bounded_request_queue_blocks_a_put_while_full_and_keeps_fifo_order():
         q.get(0.01)
     with pytest.raises(queue.Empty):
         q.get_nowait()
+
+
+class RecordingProcessor:
+    id = 0
+
+    def __init__(self):
+        self.calls = []
+
+    def enqueue_response(self, response, wakeup=True):
+        self.calls.append(("enqueue", wakeup))
+
+    def wakeup(self):
+        self.calls.append(("wakeup",))
+
+
+def test_responses_sent_by_a_handler_wake_their_processor_once_the_handler_is_done():
+    from pykbroker.network.request_channel import RequestChannel, SendResponse
+
+    channel = RequestChannel(10)
+    processor = RecordingProcessor()
+    channel.add_processor(processor)
+
+    def response():
+        request = type("R", (), {"processor": 0, "api_local_complete_time_ns": -1})()
+        return SendResponse(request, None)
+
+    channel.send_response(response())  # not on a handler: queued and woken at once
+    assert processor.calls == [("enqueue", True)]
+    processor.calls.clear()
+    channel.defer_wakeups()
+    channel.send_response(response())
+    channel.send_response(response())
+    assert processor.calls == [("enqueue", False), ("enqueue", False)]
+    channel.flush_wakeups()
+    assert processor.calls[2:] == [("wakeup",)]
+    channel.send_response(response())  # deferral ended with the flush
+    assert processor.calls[3:] == [("enqueue", True)]
