@@ -227,9 +227,7 @@ def main() -> None:
 
     trees = [Path(t).resolve() for t in args.pythonpath] if args.pythonpath else [broker_mod.ROOT]
     brokers = []
-    print(
-        f"# network threads={args.num_network_threads}, io threads={args.num_io_threads}, {os.cpu_count()} cores"
-    )
+    print(f"# network threads={args.num_network_threads}, io threads={args.num_io_threads}, {os.cpu_count()} cores")
     try:
         for tree in trees:
             broker_mod.ROOT = tree

@@ -114,7 +114,6 @@ def test_acks_all_reached_by_the_append_skips_the_produce_purgatory(broker, monk
     assert watched == []
 
 
-
 def test_delayed_produce_completes_when_the_high_watermark_passes_the_append(broker):
     broker.add_topic("r", 1, replicas=(1, 2), isr=(1, 2))  # the follower's LEO is unknown: HW stays
     rm = broker.replica_manager
