@@ -77,6 +77,47 @@ class NetworkReceive:
     def complete(self) -> bool:
         return self.payload is not None and self.payload_read == self.size
 
+    def _set_size(self) -> None:
+        size = _SIZE.unpack(self.size_buf)[0]
+        if size < 0:
+            raise InvalidReceiveError(f"Invalid receive (size = {size})")
+        if size > self.max_size:
+            raise InvalidReceiveError(f"Invalid receive (size = {size} larger than {self.max_size})")
+        self.size = size
+        if size == 0:
+            self.payload = bytearray(0)
+
+    def consume(self, data: memoryview) -> int:
+        """Take this frame's bytes from ``data`` (bytes already read from the socket, e.g. past the end
+        of the previous frame); returns how many were used. Stops short when the frame is complete
+        or the pool cannot grant the frame's bytes yet (``memory_pending``)."""
+        n = len(data)
+        used = 0
+        if self.size_read < 4:
+            used = min(4 - self.size_read, n)
+            self.size_buf[self.size_read : self.size_read + used] = data[:used]
+            self.size_read += used
+            if self.size_read < 4:
+                return used
+            self._set_size()
+        if self.payload is None:
+            if not self.pool.try_allocate(self.size):
+                return used
+            self.allocated = True
+            if n - used >= self.size:  # the whole frame is here: one copy
+                self.payload = bytearray(data[used : used + self.size])
+                self.payload_read = self.size
+                return used + self.size
+            self.payload = bytearray(min(self.size, max(INITIAL_CHUNK_BYTES, n - used)))
+        take = min(self.size - self.payload_read, n - used)
+        if take:
+            end = self.payload_read + take
+            if end > len(self.payload):  # grow geometrically, never past the frame size
+                self.payload += bytes(min(self.size, max(2 * len(self.payload), end)) - len(self.payload))
+            self.payload[self.payload_read : end] = data[used : used + take]
+            self.payload_read = end
+        return used + take
+
     def read_from(self, sock: socket.socket) -> int:
         """Read what is available, up to the end of this frame. Returns bytes read (0 = would block).
         Raises InvalidReceiveError for a bad size, EOFError/TruncatedReceiveError when the peer closed."""
@@ -94,14 +135,8 @@ class NetworkReceive:
             total += n
             if self.size_read < 4:
                 return total
-            size = _SIZE.unpack(self.size_buf)[0]
-            if size < 0:
-                raise InvalidReceiveError(f"Invalid receive (size = {size})")
-            if size > self.max_size:
-                raise InvalidReceiveError(f"Invalid receive (size = {size} larger than {self.max_size})")
-            self.size = size
-            if size == 0:
-                self.payload = bytearray(0)
+            self._set_size()
+            if self.size == 0:
                 return total
         if self.payload is None:
             if not self.pool.try_allocate(self.size):
@@ -219,6 +254,9 @@ class KafkaChannel:
         "client_software_name",
         "client_software_version",
         "memory_pool",
+        "read_ready",
+        "buffered",
+        "peer_closed",
     )
 
     def __init__(
@@ -235,20 +273,57 @@ class KafkaChannel:
         self.registered_events = 0
         self.client_software_name = "unknown"
         self.client_software_version = "unknown"
+        # The socket may hold unread bytes: cleared only when a read comes back short (so an
+        # edge-triggered poller knows when it must wait for the next edge), set again by the poller.
+        self.read_ready = True
+        self.buffered: memoryview | None = None  # bytes read past the end of the previous frame
+        self.peer_closed = False  # the poller saw the peer's FIN/HUP: read on until EOF, short reads or not
 
-    def read(self) -> NetworkReceive | None:
+    def read(self, scratch: bytearray | None = None) -> NetworkReceive | None:
         """Read; return the completed receive (and reset) or None if more bytes are needed. When the
-        memory pool cannot hold the frame the channel mutes itself (it stays readable in the socket)."""
+        memory pool cannot hold the frame the channel mutes itself (it stays readable in the socket).
+
+        With ``scratch`` (a buffer owned by the calling thread), the start of a frame is read with one
+        ``recv`` of up to ``len(scratch)`` bytes: a small request costs one system call instead of two
+        (size, then body), and bytes past the frame (a pipelined next request) are kept in ``buffered``
+        for the next read; a large frame's remainder is still read straight into its payload."""
         receive = self.receive
         if receive is None:
             receive = self.receive = NetworkReceive(self.max_receive_size, self.memory_pool)
-        receive.read_from(self.sock)
-        if receive.complete():
-            self.receive = None
-            return receive
-        if receive.memory_pending and self.mute_state is ChannelMuteState.NOT_MUTED:
-            self.mute_state = ChannelMuteState.MUTED
-        return None
+        while True:
+            buffered = self.buffered
+            if buffered is not None:
+                used = receive.consume(buffered)
+                self.buffered = buffered[used:] if used < len(buffered) else None
+            if receive.complete():
+                self.receive = None
+                return receive
+            if receive.memory_pending:
+                if self.mute_state is ChannelMuteState.NOT_MUTED:
+                    self.mute_state = ChannelMuteState.MUTED
+                return None
+            if not self.read_ready:
+                return None
+            if scratch is not None and receive.payload is None:
+                try:
+                    n = self.sock.recv_into(scratch)
+                except (BlockingIOError, InterruptedError):
+                    self.read_ready = False
+                    return None
+                if n == 0:
+                    if receive.size_read:
+                        raise TruncatedReceiveError(f"connection closed after {receive.size_read} of 4 size bytes")
+                    raise EOFError("connection closed by peer")
+                if n < len(scratch) and not self.peer_closed:
+                    self.read_ready = False
+                with memoryview(scratch) as view:
+                    used = receive.consume(view[:n])
+                    if used < n:
+                        self.buffered = memoryview(bytes(view[used:n]))
+            else:
+                n = receive.read_from(self.sock)
+                if not receive.complete() and not receive.memory_pending and (n == 0 or not self.peer_closed):
+                    self.read_ready = False  # read_from stops short only when the socket has nothing more
 
     def has_partial_receive(self) -> bool:
         return self.receive is not None and (self.receive.size_read > 0)
@@ -291,6 +366,7 @@ class KafkaChannel:
         self.mute_state = nxt
 
     def close(self) -> None:
+        self.buffered = None
         if self.receive is not None:
             self.receive.release()
             self.receive = None

@@ -20,6 +20,7 @@ moves Processor -> handler -> (purgatory) -> Processor.
 from __future__ import annotations
 
 import queue
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -164,6 +165,8 @@ class CloseConnectionResponse(Response):
     __slots__ = ()
 
 
+_handler_thread = threading.local()  # deferred_wakeups: see RequestChannel.defer_wakeups
+
 REQUEST_METRICS = (
     "RequestQueueTimeMs",
     "LocalTimeMs",
@@ -174,6 +177,62 @@ REQUEST_METRICS = (
 )
 
 
+class BoundedRequestQueue:
+    """The request queue: FIFO, at most ``maxsize`` items, ``put`` blocks while full (Kafka's
+    ArrayBlockingQueue). Built on ``queue.SimpleQueue`` (C: a get that waits costs one lock wait, a put
+    that wakes a waiter one lock release) instead of ``queue.Queue`` (Python Condition objects: a lock
+    allocated per wait, two lock round trips per put/get). The bound is kept by serialising puts under
+    ``_put_lock``: a put waits on ``_not_full`` only while the queue is full, and a get signals it only
+    when a put is waiting (``_put_waiters``, counted under the lock before the size is checked again, so a
+    get that finds no waiter has already made room the waiting put will see)."""
+
+    def __init__(self, maxsize: int):
+        if maxsize <= 0:
+            raise ValueError(f"queue size must be positive, got {maxsize}")
+        self.maxsize = maxsize
+        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self._put_lock = threading.Lock()
+        self._not_full = threading.Condition(self._put_lock)
+        self._put_waiters = 0
+
+    def put(self, item) -> None:
+        with self._put_lock:
+            q = self._q
+            while q.qsize() >= self.maxsize:
+                self._put_waiters += 1
+                try:
+                    if q.qsize() >= self.maxsize:
+                        self._not_full.wait(0.1)  # the timeout only bounds a missed notify; the loop re-checks
+                finally:
+                    self._put_waiters -= 1
+            q.put(item)
+
+    def _taken(self) -> None:
+        if self._put_waiters:
+            with self._put_lock:
+                self._not_full.notify()
+
+    def get(self, timeout: float | None = None):
+        """Raises queue.Empty after ``timeout`` seconds (None: wait forever)."""
+        item = self._q.get(timeout=timeout)
+        self._taken()
+        return item
+
+    def get_nowait(self):
+        item = self._q.get_nowait()
+        self._taken()
+        return item
+
+    def qsize(self) -> int:
+        return self._q.qsize()
+
+    def empty(self) -> bool:
+        return self._q.empty()
+
+    def full(self) -> bool:
+        return self._q.qsize() >= self.maxsize
+
+
 class RequestChannel:
     def __init__(
         self, queue_size: int, metric_prefix: str = "", time: Time = SYSTEM, metrics: MetricsRegistry | None = None
@@ -182,8 +241,10 @@ class RequestChannel:
         self.metric_prefix = metric_prefix
         self.time = time
         self.metrics = metrics or MetricsRegistry()
-        self.request_queue: queue.Queue = queue.Queue(maxsize=queue_size)
+        self.request_queue = BoundedRequestQueue(queue_size)
         self.processors: dict[int, Any] = {}
+        self._request_metrics: dict[str, tuple] = {}  # api name -> its six histograms (update_request_metrics)
+        self._requests_per_sec: dict[tuple[str, int], object] = {}  # (api name, version) -> RequestsPerSec meter
         self.metrics.gauge(
             f"kafka.network:type=RequestChannel,name={metric_prefix}RequestQueueSize", self.request_queue.qsize
         )
@@ -220,7 +281,26 @@ class RequestChannel:
             request.api_local_complete_time_ns = now
         processor = self.processors.get(request.processor)
         if processor is not None:  # a processor removed by resize: the response is dropped
-            processor.enqueue_response(response)
+            deferred = getattr(_handler_thread, "deferred_wakeups", None)
+            if deferred is None:
+                processor.enqueue_response(response)
+            else:
+                processor.enqueue_response(response, wakeup=False)
+                deferred.add(processor)
+
+    def defer_wakeups(self) -> None:
+        """Request handler thread, before handling a request: responses sent on this thread until
+        ``flush_wakeups`` are queued at once, but their Processors are woken only then. The handler
+        flushes right before it blocks for the next request, so a woken Processor finds the GIL free
+        instead of waking only to wait for it while the handler finishes its bookkeeping."""
+        _handler_thread.deferred_wakeups = set()
+
+    def flush_wakeups(self) -> None:
+        deferred = getattr(_handler_thread, "deferred_wakeups", None)
+        _handler_thread.deferred_wakeups = None
+        if deferred:
+            for processor in deferred:
+                processor.wakeup()
 
     def send_no_op_response(self, request: Request) -> None:
         self.send_response(NoOpResponse(request))
@@ -257,8 +337,18 @@ class RequestChannel:
             replica = (request.body or {}).get("replica_id", -1)
             names.append("FetchFollower" if replica is not None and replica >= 0 else "FetchConsumer")
         for api in names:
-            for metric, ns in zip(REQUEST_METRICS, values, strict=True):
-                self.metrics.histogram(request_metric_name(metric, api)).update(max(0.0, ns / 1e6))
-            self.metrics.meter(
-                f"kafka.network:type=RequestMetrics,name=RequestsPerSec,request={api},version={version}"
-            ).mark()
+            histograms = self._request_metrics.get(api) or self._register_request_metrics(api)
+            for histogram, ns in zip(histograms, values, strict=True):
+                histogram.update(max(0.0, ns / 1e6))
+            meter = self._requests_per_sec.get((api, version))
+            if meter is None:
+                meter = self._requests_per_sec[(api, version)] = self.metrics.meter(
+                    f"kafka.network:type=RequestMetrics,name=RequestsPerSec,request={api},version={version}"
+                )
+            meter.mark()
+
+    def _register_request_metrics(self, api: str) -> tuple:
+        """The six histograms of ``api``, looked up by name once."""
+        entry = tuple(self.metrics.histogram(request_metric_name(metric, api)) for metric in REQUEST_METRICS)
+        self._request_metrics[api] = entry
+        return entry

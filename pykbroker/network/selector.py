@@ -1,19 +1,30 @@
 """KSelector: the non-blocking multi-connection I/O loop of one Processor.
 
-Mirrors ``org.apache.kafka.common.network.Selector`` (server side), over ``selectors.EpollSelector``:
+Mirrors ``org.apache.kafka.common.network.Selector`` (server side), over ``select.epoll``:
 
 * ``register(id, sock)`` / ``close(id)`` / ``send(NetworkSend)`` / ``mute(id)`` / ``unmute(id)``;
 * ``poll(timeout_ms)`` fills ``completed_receives`` (ordered ``{id: NetworkReceive}``, at most one per
   channel per poll), ``completed_sends`` and ``disconnected`` (``{id: reason}``); the owner clears each
   after handling it (``send`` writes optimistically, so sends can also complete between polls);
 * idle expiry: at most one connection idle for ``connections.max.idle.ms`` is closed per poll;
-* ``wakeup()`` (thread-safe) interrupts a blocking poll through an eventfd;
+* ``wakeup()`` (thread-safe) interrupts a blocking poll through an eventfd. The eventfd is written only
+  when the owner may be blocked in ``epoll_wait``: the owner calls ``prepare_to_block()`` *before* its
+  last check for pending work (response queue, new connections), so a waker that finds the flag clear
+  knows the owner will still see its work before blocking (one eventfd write per wait, not per
+  response);
 * memory pressure: a channel whose next frame the ``memory_pool`` cannot hold mutes itself; once the
   pool has memory again, the next poll unmutes every channel not explicitly muted (Kafka's
   ``outOfMemory`` handling).
 
-Interest set: READ unless muted, WRITE while a send is pending. A channel with no interest is
-unregistered from epoll (``selectors`` cannot hold an empty interest set) and re-registered on demand.
+Readiness: a channel is registered once, edge-triggered for READ (``EPOLLIN | EPOLLET``), plus
+WRITE (one ``epoll_ctl(MOD)`` each way) only while a send is pending, and stays registered until it
+closes. An edge marks the channel ``read_ready`` and puts it in ``ready_reads``; it is read when not
+muted, and leaves ``ready_reads`` once a read comes back short (the socket is drained: the next
+arrival raises a new edge) and no bytes read past a frame are ``buffered``. So ``mute``/``unmute``
+(Kafka flips the READ interest op, which NIO applies in user space) cost no system call: a muted
+channel's edge is just remembered, and a poll does not block while an unmuted channel is ready
+(Kafka's ``keysWithBufferedRead``). Reads go through a scratch buffer owned by this selector: a small
+request is one ``recv`` (see ``KafkaChannel.read``).
 
 :class:`ClientSelector` is the client-side mode (the Selector under Kafka's ``NetworkClient``): it adds
 ``connect`` (non-blocking, completed in ``poll`` and reported in ``connected``) and queues a send
@@ -28,7 +39,7 @@ from __future__ import annotations
 
 import errno
 import os
-import selectors
+import select
 import socket
 from collections import OrderedDict, deque
 
@@ -37,8 +48,14 @@ from pykbroker.network.memory_pool import NONE as _UNBOUNDED_POOL
 from pykbroker.network.memory_pool import MemoryPool
 from pykbroker.utils.time import SYSTEM, Time
 
-READ = selectors.EVENT_READ
-WRITE = selectors.EVENT_WRITE
+READ = select.EPOLLIN
+WRITE = select.EPOLLOUT
+_READ_INTEREST = select.EPOLLIN | select.EPOLLRDHUP | select.EPOLLET
+_READ_EVENTS = select.EPOLLIN | select.EPOLLRDHUP | select.EPOLLHUP | select.EPOLLERR  # data, EOF or error
+_CLOSED_EVENTS = select.EPOLLRDHUP | select.EPOLLHUP | select.EPOLLERR
+_WRITE_EVENTS = select.EPOLLOUT | select.EPOLLHUP | select.EPOLLERR
+#: Bytes asked of the socket when a frame starts (one recv for a whole small request).
+SCRATCH_BYTES = 64 * 1024
 
 # Close reasons reported in ``disconnected`` (Kafka's ChannelState)
 EXPIRED = "EXPIRED"
@@ -61,8 +78,11 @@ class KSelector:
         self.memory_pool = memory_pool
         self.out_of_memory = False
         self.time = time
-        self.selector = selectors.EpollSelector()
+        self.epoll = select.epoll()
         self.channels: dict[str, KafkaChannel] = {}
+        self.fd_channels: dict[int, KafkaChannel] = {}  # registered file descriptor -> channel
+        self.ready_reads: dict[str, KafkaChannel] = {}  # channels that may have bytes to read (see above)
+        self._scratch = bytearray(SCRATCH_BYTES)
         self.explicitly_muted: set[str] = set()
         self.completed_receives: dict[str, NetworkReceive] = {}
         self.completed_sends: list[NetworkSend] = []
@@ -75,7 +95,11 @@ class KSelector:
         self.next_idle_check_ns = 0
         self.select_time_ns = 0  # accumulated time blocked in select (NetworkProcessorAvgIdlePercent)
         self._wakeup_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-        self.selector.register(self._wakeup_fd, READ, None)
+        self.epoll.register(self._wakeup_fd, READ)
+        # wakeup writes the eventfd while _may_block; once the owner has called prepare_to_block
+        # (_lazy_wakeup) the flag is cleared whenever a poll returns, so wakeups during work are free.
+        self._lazy_wakeup = False
+        self._may_block = True
 
     # -- registration --------------------------------------------------------------------------
     def register(self, channel_id: str, sock: socket.socket) -> KafkaChannel:
@@ -83,25 +107,35 @@ class KSelector:
             raise ValueError(f"There is already a connection for id {channel_id}")
         channel = KafkaChannel(channel_id, sock, self.max_receive_size, self.memory_pool)
         self.channels[channel_id] = channel
-        self._set_interest(channel, READ)
+        self._set_interest(channel, _READ_INTEREST)
+        self.ready_reads[channel_id] = channel
         if self.idle_ns >= 0:
             self.lru[channel_id] = self.time.nanoseconds()
         return channel
 
     def _set_interest(self, channel: KafkaChannel, events: int) -> None:
-        if events == channel.registered_events:
-            return
-        if channel.registered_events == 0:
-            self.selector.register(channel.fileno, events, channel)
-        elif events == 0:
-            self.selector.unregister(channel.fileno)
+        """One epoll_ctl: ADD the first time, MOD when the interest changes."""
+        if channel.fileno in self.fd_channels:
+            if events != channel.registered_events:
+                self.epoll.modify(channel.fileno, events)
+                channel.registered_events = events
         else:
-            self.selector.modify(channel.fileno, events, channel)
-        channel.registered_events = events
+            self.epoll.register(channel.fileno, events)
+            self.fd_channels[channel.fileno] = channel
+            channel.registered_events = events
+
+    def _unregister(self, channel: KafkaChannel) -> None:
+        if self.fd_channels.get(channel.fileno) is channel:
+            del self.fd_channels[channel.fileno]
+            try:
+                self.epoll.unregister(channel.fileno)
+            except (OSError, ValueError):
+                pass
+        channel.registered_events = 0
 
     def _update_interest(self, channel: KafkaChannel) -> None:
-        events = (0 if channel.is_muted else READ) | (WRITE if channel.send is not None else 0)
-        self._set_interest(channel, events)
+        """READ (edge-triggered) always; WRITE while a send is pending. Muting changes nothing here."""
+        self._set_interest(channel, _READ_INTEREST | WRITE if channel.send is not None else _READ_INTEREST)
 
     # -- operations ----------------------------------------------------------------------------
     def send(self, send: NetworkSend) -> None:
@@ -126,7 +160,6 @@ class KSelector:
         if channel is not None:
             channel.mute()
             self.explicitly_muted.add(channel_id)
-            self._update_interest(channel)
 
     def unmute(self, channel_id: str) -> bool:
         """Unmute if the channel's state allows (see KafkaChannel.maybe_unmute)."""
@@ -135,7 +168,6 @@ class KSelector:
             return False
         if channel.maybe_unmute():
             self.explicitly_muted.discard(channel_id)
-            self._update_interest(channel)
             return True
         return False
 
@@ -149,12 +181,8 @@ class KSelector:
             self._drop(channel)
 
     def _drop(self, channel: KafkaChannel) -> None:
-        if channel.registered_events:
-            try:
-                self.selector.unregister(channel.fileno)
-            except (KeyError, ValueError):
-                pass
-            channel.registered_events = 0
+        self._unregister(channel)
+        self.ready_reads.pop(channel.id, None)
         self.explicitly_muted.discard(channel.id)
         self.lru.pop(channel.id, None)
         receive = self.completed_receives.pop(channel.id, None)
@@ -171,11 +199,23 @@ class KSelector:
         self._drop(channel)
         self.disconnected[channel.id] = reason
 
-    def wakeup(self) -> None:
-        try:
-            os.eventfd_write(self._wakeup_fd, 1)
-        except OSError:
-            pass
+    def prepare_to_block(self) -> None:
+        """Owner thread, before its last check for work queued by other threads: from now until the
+        next poll returns, ``wakeup`` writes the eventfd. An owner that never calls this gets one
+        eventfd write per ``wakeup``."""
+        self._lazy_wakeup = True
+        self._may_block = True
+
+    def wakeup(self, force: bool = False) -> None:
+        """Interrupt a blocking poll (any thread). Writes the eventfd only if the owner may be blocked
+        (see ``prepare_to_block``) or with ``force``."""
+        if self._may_block or force:
+            if self._lazy_wakeup:
+                self._may_block = False  # one write is enough until the owner prepares to block again
+            try:
+                os.eventfd_write(self._wakeup_fd, 1)
+            except OSError:
+                pass
 
     def clear_completed_receives(self) -> None:
         self.completed_receives = {}
@@ -188,7 +228,8 @@ class KSelector:
 
     # -- poll ----------------------------------------------------------------------------------
     def _select(self, timeout_s: float):
-        return self.selector.select(timeout_s)
+        """``[(fd, events)]`` ready within ``timeout_s`` (epoll_wait)."""
+        return self.epoll.poll(timeout_s)
 
     def poll(self, timeout_ms: int) -> None:
         if timeout_ms < 0:
@@ -201,47 +242,87 @@ class KSelector:
         if self.out_of_memory and not self.memory_pool.is_out_of_memory:
             self._unmute_after_memory_pressure()
 
-        start = self.time.nanoseconds()
-        ready = self._select(timeout_ms / 1000.0)
-        end = self.time.nanoseconds()
-        self.select_time_ns += end - start
+        completed_receives = self.completed_receives
+        if timeout_ms and self.ready_reads:
+            for channel_id, channel in self.ready_reads.items():
+                if not channel.is_muted and channel_id not in completed_receives:
+                    timeout_ms = 0  # bytes may be waiting on an unmuted channel: don't block
+                    break
+        if timeout_ms:
+            start = self.time.nanoseconds()
+            try:
+                ready = self._select(timeout_ms / 1000.0)
+            finally:
+                if self._lazy_wakeup:
+                    self._may_block = False
+            end = self.time.nanoseconds()
+            self.select_time_ns += end - start
+        else:
+            if self._lazy_wakeup:
+                self._may_block = False
+            ready = self._select(0)
+            end = self.time.nanoseconds() if ready or self.idle_ns >= 0 else 0
 
         lru = self.lru if self.idle_ns >= 0 else None
-        for key, events in ready:
-            channel: KafkaChannel | None = key.data
+        fd_channels, channels, ready_reads = self.fd_channels, self.channels, self.ready_reads
+        for fd, events in ready:
+            channel = fd_channels.get(fd)
             if channel is None:
-                try:
-                    os.eventfd_read(self._wakeup_fd)
-                except OSError:
-                    pass
+                if fd == self._wakeup_fd:
+                    try:
+                        os.eventfd_read(self._wakeup_fd)
+                    except OSError:
+                        pass
                 continue
-            if channel.id not in self.channels:
+            channel_id = channel.id
+            if channel_id not in channels:
                 continue
             if lru is not None:
-                lru[channel.id] = end
-                lru.move_to_end(channel.id)
-            try:
-                if events & READ and not channel.is_muted and channel.id not in self.completed_receives:
-                    receive = channel.read()
-                    if receive is not None:
-                        self.completed_receives[channel.id] = receive
-                    elif channel.is_muted:  # it muted itself: the memory pool is out of memory
-                        self.out_of_memory = True
-                        self._update_interest(channel)
-                if events & WRITE and channel.send is not None:
+                lru[channel_id] = end
+                lru.move_to_end(channel_id)
+            if events & _READ_EVENTS:  # an edge: data, EOF or an error to read (now or once unmuted)
+                channel.read_ready = True
+                ready_reads[channel_id] = channel
+                if events & _CLOSED_EVENTS:  # a short read no longer means drained: EOF is still to be read
+                    channel.peer_closed = True
+            if events & _WRITE_EVENTS and channel.send is not None:
+                try:
                     send = channel.write()
                     if send is not None:
                         self.completed_sends.append(send)
                         self._update_interest(channel)
-            except (EOFError, InvalidReceiveError, OSError) as e:
-                self._close_channel(channel, READY, None if type(e) is EOFError else e)
+                except OSError as e:
+                    self._close_channel(channel, READY, e)
+        if ready_reads:
+            self._read_ready_channels()
         if lru is not None:
             self._maybe_close_oldest_connection(end)
 
+    def _read_ready_channels(self) -> None:
+        """At most one completed receive per unmuted ready channel; drained channels leave ``ready_reads``."""
+        completed_receives, ready_reads, scratch = self.completed_receives, self.ready_reads, self._scratch
+        drained = []
+        for channel_id, channel in list(ready_reads.items()):
+            if channel.is_muted or channel_id in completed_receives:
+                continue
+            try:
+                receive = channel.read(scratch)
+            except (EOFError, InvalidReceiveError, OSError) as e:
+                self._close_channel(channel, READY, None if type(e) is EOFError else e)
+                continue
+            if receive is not None:
+                completed_receives[channel_id] = receive
+            elif channel.is_muted:  # it muted itself: the memory pool is out of memory
+                self.out_of_memory = True
+            if not channel.read_ready and channel.buffered is None:
+                drained.append(channel_id)
+        for channel_id in drained:
+            del ready_reads[channel_id]
+
     def _unmute_after_memory_pressure(self) -> None:
         for channel_id, channel in self.channels.items():
-            if channel_id not in self.explicitly_muted and channel.maybe_unmute():
-                self._update_interest(channel)
+            if channel_id not in self.explicitly_muted:
+                channel.maybe_unmute()
         self.out_of_memory = False
 
     def _maybe_close_oldest_connection(self, now_ns: int) -> None:
@@ -271,8 +352,9 @@ class KSelector:
         for channel in list(self.channels.values()):
             self.channels.pop(channel.id, None)
             self._drop(channel)
+        self.fd_channels.clear()
         try:
-            self.selector.close()
+            self.epoll.close()
         finally:
             os.close(self._wakeup_fd)
 
@@ -349,12 +431,12 @@ class ClientSelector(KSelector):
         if not self.connecting:
             return ready
         rest = []
-        for key, events in ready:
-            channel = key.data
+        for fd, events in ready:
+            channel = self.fd_channels.get(fd)
             if channel is not None and channel.id in self.connecting:
                 self._finish_connect(channel)
             else:
-                rest.append((key, events))
+                rest.append((fd, events))
         return rest
 
     def _finish_connect(self, channel: KafkaChannel) -> None:
@@ -363,7 +445,9 @@ class ClientSelector(KSelector):
         if err:
             self._close_channel(channel, NOT_CONNECTED, OSError(err, os.strerror(err)))
             return
-        self._update_interest(channel)
+        self._update_interest(channel)  # edge-triggered READ from now on (+ WRITE while a send is pending)
+        channel.read_ready = True  # bytes may already be there: the first read finds out (as register does)
+        self.ready_reads[channel.id] = channel
         self.connected.append(channel.id)
 
     def _drop(self, channel: KafkaChannel) -> None:

@@ -9,8 +9,9 @@ Mirrors ``kafka.network.SocketServer`` thread for thread (docs/ARCHITECTURE.md Â
   (non-blocking offers, a blocking put on the last try); each Processor is woken once per batch;
 * :class:`Processor` threads (``num.network.threads`` per data-plane listener, exactly one for the
   control-plane listener), each owning a :class:`KSelector` and running Kafka's loop order:
-  configure new connections, process new responses, poll, process completed receives, process
-  completed sends, process disconnected, close excess connections. Request headers and bodies are
+  configure new connections, process new responses (and, at once, the sends they completed by an
+  optimistic write), poll, process completed receives, process completed sends, process disconnected,
+  close excess connections. Request headers and bodies are
   parsed on the Processor; a malformed or disallowed request closes only its connection. A channel is
   muted from request receipt until its response has been written, so responses leave in request order;
 * planes: the data plane has one :class:`RequestChannel` of ``queued.max.requests`` shared by all its
@@ -172,16 +173,17 @@ class Processor(threading.Thread):
             self.selector.wakeup()
         return True
 
-    def enqueue_response(self, response) -> None:
+    def enqueue_response(self, response, wakeup: bool = True) -> None:
         self.response_queue.put(response)
-        self.selector.wakeup()
+        if wakeup:
+            self.selector.wakeup()
 
     def wakeup(self) -> None:
         self.selector.wakeup()
 
     def begin_shutdown(self) -> None:
         self.should_run = False
-        self.selector.wakeup()
+        self.selector.wakeup(force=True)
 
     # -- the loop ------------------------------------------------------------------------------
     def run(self) -> None:
@@ -191,8 +193,14 @@ class Processor(threading.Thread):
         try:
             while self.should_run:
                 try:
-                    self._configure_new_connections()
+                    if self.new_connections.queue:  # unlocked peek: the Acceptor wakes us after each put
+                        self._configure_new_connections()
                     self._process_new_responses()
+                    if self.selector.completed_sends:
+                        # responses written at once (optimistic write): unmute their channels before the
+                        # poll, so a client's next request is read by this poll instead of being seen on
+                        # a still-muted channel (which would cost an epoll interest flip each way)
+                        self._process_completed_sends()
                     self._poll()
                     self._process_completed_receives()
                     self._process_completed_sends()
@@ -242,11 +250,9 @@ class Processor(threading.Thread):
                 self.connection_quotas.dec(self.listener_name, ip)
 
     def _process_new_responses(self) -> None:
-        while True:
-            try:
-                response = self.response_queue.get_nowait()
-            except queue.Empty:
-                return
+        responses = self.response_queue
+        while not responses.empty():  # this thread is the only consumer: empty() then get() cannot block
+            response = responses.get()
             request = response.request
             connection_id = request.context.connection_id
             request.response_dequeue_time_ns = self.time.nanoseconds()
@@ -270,9 +276,18 @@ class Processor(threading.Thread):
 
     def _poll(self) -> None:
         sel = self.selector
-        # Don't block while work is already pending: queued connections, or sends that completed
-        # (optimistic writes) / channels that closed since the last poll and still need processing.
-        busy = not self.new_connections.empty() or sel.completed_sends or sel.disconnected
+        # From here on other threads' wakeups write the eventfd (KSelector.prepare_to_block); before,
+        # they only queue: whatever they queued is seen by the checks below, so nothing is missed.
+        sel.prepare_to_block()
+        # Don't block while work is already pending: queued responses or connections, or sends that
+        # completed (optimistic writes) / channels that closed since the last poll and still need processing.
+        busy = (
+            not self.response_queue.empty()
+            or self.new_connections.queue
+            or sel.completed_sends
+            or sel.disconnected
+            or not self.should_run
+        )
         timeout = 0 if busy else 300
         try:
             self.selector.poll(timeout)

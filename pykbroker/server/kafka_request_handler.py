@@ -49,6 +49,7 @@ class KafkaRequestHandler(threading.Thread):
                 return
             if isinstance(request, Request):
                 request.request_dequeue_time_ns = t1
+                channel.defer_wakeups()  # Processors are woken once this thread is done (flush_wakeups)
                 try:
                     apis.handle(request)
                 except Exception as e:  # KafkaApis answers errors itself; this is the last line of defence
@@ -58,6 +59,7 @@ class KafkaRequestHandler(threading.Thread):
                 finally:
                     request.release_buffer()
                     pool.idle.record(t1 - t0, time.nanoseconds() - t0)
+                    channel.flush_wakeups()
             else:
                 self.log.warning("Unexpected request type", request=repr(request))
 

@@ -6,7 +6,8 @@ Mirrors ``kafka.server.ReplicaManager``:
   followers, and deletes partitions removed from the metadata;
 * ``append_records``: per partition validate + append (Partition/LogValidator/UnifiedLog); acks=-1 with
   a successful append parks a DelayedProduce (completed when the HW passes the appended offsets) in
-  the Produce purgatory, otherwise the callback runs at once;
+  the Produce purgatory unless the HW already passes them (what the DelayedProduce's first
+  ``try_complete`` would find: a single-replica ISR), otherwise the callback runs at once;
 * ``fetch_messages``: read every partition now (the first partition with data may exceed the size
   limits so at least one batch is returned; later ones share ``max_bytes``); answer at once when
   ``max_wait_ms <= 0``, enough bytes, or an error, else park a DelayedFetch in the Fetch purgatory;
@@ -365,11 +366,31 @@ class ReplicaManager:
                 statuses[tp] = ProducePartitionStatus(-1, self._produce_error(index, errors.UNKNOWN_SERVER_ERROR, None))
         self.broker_topic_stats.record_produce(stats)
         ok = any(s.response["error_code"] == errors.NONE for s in statuses.values())
-        if required_acks == -1 and ok:
+        if required_acks == -1 and ok and not self._acks_reached_at_once(statuses):
             op = DelayedProduce(timeout_ms, statuses, self.get_partition, response_callback)
             self.produce_purgatory.try_complete_else_watch(op, [TopicPartitionOperationKey(t, p) for t, p in statuses])
         else:
             response_callback({tp: s.response for tp, s in statuses.items()})
+
+    def _acks_reached_at_once(self, statuses: dict) -> bool:
+        """The DelayedProduce's first ``try_complete`` without building it: when every appended partition's
+        high watermark already covers its append (a leader whose ISR is itself moves the HW during the
+        append), set each such partition's code as DelayedProduce would and return True, and the caller
+        answers at once; otherwise change nothing and return False (the purgatory path)."""
+        codes = []
+        for tp, status in statuses.items():
+            if status.response["error_code"] != errors.NONE:
+                continue
+            partition = self.get_partition(*tp)
+            if partition is None:
+                return False
+            done, code = partition.check_enough_replicas_reach_offset(status.required_offset)
+            if not done:
+                return False
+            codes.append((status, code))
+        for status, code in codes:
+            status.response["error_code"] = code
+        return True
 
     @staticmethod
     def _produce_error(index: int, code: int, message: str | None) -> dict:

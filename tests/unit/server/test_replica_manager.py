@@ -105,6 +105,15 @@ def test_acks_all_single_replica_isr_answers_at_once(broker):
     assert r[("t", 0)]["error_code"] == errors.NONE
 
 
+def test_acks_all_reached_by_the_append_skips_the_produce_purgatory(broker, monkeypatch):
+    rm = broker.replica_manager
+    watched = []
+    monkeypatch.setattr(rm.produce_purgatory, "try_complete_else_watch", lambda op, keys: watched.append(op))
+    r = append(rm, {("t", 0): records(2)}, acks=-1)
+    assert (r[("t", 0)]["error_code"], r[("t", 0)]["base_offset"]) == (errors.NONE, 0)
+    assert watched == []
+
+
 def test_delayed_produce_completes_when_the_high_watermark_passes_the_append(broker):
     broker.add_topic("r", 1, replicas=(1, 2), isr=(1, 2))  # the follower's LEO is unknown: HW stays
     rm = broker.replica_manager
