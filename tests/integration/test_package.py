@@ -35,6 +35,7 @@ COMMANDS = (
     "kafka-consumer-groups",
     "kafka-producer-perf-test",
     "kafka-delete-records",
+    "kafka-configs",
 )
 
 

@@ -1,0 +1,112 @@
+"""kafka-configs, kafka-get-offsets, kafka-broker-api-versions, kafka-topics --alter and its describe filters,
+and the Kafka ``.sh`` names of the bin/ tools, against one real broker (Kafka's output formats)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers.broker import BrokerProcess
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory):
+    b = BrokerProcess(tmp_path_factory.mktemp("kafka-tools") / "broker").start()
+    yield b
+    try:
+        b.stop()
+    except Exception:
+        b.kill()
+    assert not [line for line in b.lines if "unknown field(s)" in line], "strict codec violation in the broker"
+
+
+def tool(module: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", f"pykbroker.tools.{module}", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def create(kafka, topic: str, partitions: int = 1, *config: str) -> None:
+    extra = [a for c in config for a in ("--config", c)]
+    run = tool(
+        "topic_command", "--bootstrap-server", kafka.bootstrap, "--create", "--topic", topic,
+        "--partitions", str(partitions), *extra,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+
+
+def configs(kafka, *args: str) -> subprocess.CompletedProcess:
+    return tool("config_command", "--bootstrap-server", kafka.bootstrap, *args)
+
+
+def test_configs_describe_and_alter_topic(kafka):
+    create(kafka, "cfg", 1, "retention.ms=600000")
+    run = configs(kafka, "--describe", "--entity-type", "topics", "--entity-name", "cfg")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[0] == "Dynamic configs for topic cfg are:"
+    assert len(run.stdout.splitlines()) == 2, run.stdout
+    assert re.fullmatch(
+        r"  retention\.ms=600000 sensitive=false synonyms=\{DYNAMIC_TOPIC_CONFIG:retention\.ms=600000(, .*)?\}",
+        run.stdout.splitlines()[1],
+    ), run.stdout
+    alter = configs(
+        kafka, "--alter", "--entity-type", "topics", "--entity-name", "cfg",
+        "--add-config", "segment.ms=100000,cleanup.policy=[compact,delete]", "--delete-config", "retention.ms",
+    )  # fmt: skip
+    assert alter.returncode == 0, alter.stderr
+    assert alter.stdout == "Completed updating config for topic cfg.\n"
+    lines = configs(kafka, "--describe", "--topic", "cfg").stdout.splitlines()
+    assert lines[0] == "Dynamic configs for topic cfg are:"
+    assert [line.split(" ")[2] for line in lines[1:]] == ["cleanup.policy=compact,delete", "segment.ms=100000"]
+    assert lines[1].startswith("  cleanup.policy=compact,delete sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:")
+    # --all: every config with its source, sorted by name
+    every = configs(kafka, "--describe", "--topic", "cfg", "--all").stdout.splitlines()
+    assert every[0] == "All configs for topic cfg are:"
+    names = [line.split("=", 1)[0].strip() for line in every[1:]]
+    assert names == sorted(names) and "max.message.bytes" in names
+    assert any(
+        re.fullmatch(r"  retention\.ms=\d+ sensitive=false synonyms=\{(?!DYNAMIC_TOPIC_CONFIG).*\}", x) for x in every
+    )
+    # deleting a config the topic does not override fails like Kafka's, nothing applied
+    bad = configs(kafka, "--alter", "--topic", "cfg", "--delete-config", "retention.ms")
+    assert bad.returncode == 1 and bad.stderr == "Invalid config(s): retention.ms specified for topics cfg\n"
+
+
+def test_configs_groups_brokers_and_errors(kafka):
+    alter = configs(kafka, "--alter", "--entity-type", "groups", "--entity-name", "g1", "--add-config",
+                    "consumer.session.timeout.ms=50000")  # fmt: skip
+    assert alter.returncode == 0, alter.stderr
+    assert alter.stdout == "Completed updating config for group g1.\n"
+    assert configs(kafka, "--describe", "--group", "g1").stdout.splitlines() == [
+        "Dynamic configs for group g1 are:",
+        "  consumer.session.timeout.ms=50000 sensitive=false "
+        "synonyms={DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000}",
+    ]
+    brokers = configs(kafka, "--describe", "--entity-type", "brokers")
+    assert brokers.returncode == 0, brokers.stderr
+    assert brokers.stdout.splitlines()[0] == "Dynamic configs for broker 1 are:"
+    assert "Default configs for brokers in the cluster are:" in brokers.stdout.splitlines()
+    every = configs(kafka, "--describe", "--broker", "1", "--all").stdout.splitlines()
+    assert every[0] == "All configs for broker 1 are:"
+    assert "  node.id=1 sensitive=false synonyms={STATIC_BROKER_CONFIG:node.id=1}" in every
+    default = configs(kafka, "--alter", "--entity-type", "brokers", "--entity-default", "--add-config",
+                      "log.cleaner.threads=1")  # fmt: skip
+    assert default.returncode == 0, default.stderr
+    assert default.stdout == "Completed updating default config for brokers in the cluster.\n"
+    for argv, message in [
+        (["--describe", "--entity-type", "users", "--entity-name", "u"], "Entity type users is not supported"),
+        (["--describe", "--entity-type", "brokers", "--entity-name", "x"], "must be a valid integer broker id"),
+        (["--describe", "--entity-type", "topics", "--entity-name", "missing"], "UnknownTopicOrPartitionError"),
+        (["--alter", "--topic", "cfg"], "At least one of --add-config or --delete-config"),
+        (["--alter", "--topic", "cfg", "--add-config", "novalue"], 'must be in the format "key=val"'),
+    ]:
+        run = configs(kafka, *argv)
+        assert run.returncode == 1, argv
+        assert message in run.stderr and len(run.stderr.splitlines()) == 1, run.stderr
+    unreachable = tool("config_command", "--bootstrap-server", "127.0.0.1:1,127.0.0.1:2", "--describe", "--topic", "t")
+    assert unreachable.returncode == 1 and len(unreachable.stderr.splitlines()) == 1
