@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -110,3 +111,49 @@ def test_configs_groups_brokers_and_errors(kafka):
         assert message in run.stderr and len(run.stderr.splitlines()) == 1, run.stderr
     unreachable = tool("config_command", "--bootstrap-server", "127.0.0.1:1,127.0.0.1:2", "--describe", "--topic", "t")
     assert unreachable.returncode == 1 and len(unreachable.stderr.splitlines()) == 1
+
+
+def get_offsets(kafka, *args: str) -> subprocess.CompletedProcess:
+    return tool("get_offset_shell", "--bootstrap-server", kafka.bootstrap, *args)
+
+
+def test_get_offsets_latest_earliest_timestamps_and_filters(kafka):
+    from confluent_kafka import Producer
+
+    create(kafka, "offs", 3)
+    base = (int(time.time()) - 600) * 1000
+    producer = Producer({"bootstrap.servers": kafka.bootstrap, "linger.ms": 0})
+    for i in range(3):
+        producer.produce("offs", value=b"v", partition=0, timestamp=base + 1000 * i)
+    producer.produce("offs", value=b"v", partition=1, timestamp=base)
+    assert producer.flush(30) == 0
+    assert get_offsets(kafka, "--topic", "offs").stdout == "offs:0:3\noffs:1:1\noffs:2:0\n"
+    for latest in ("-1", "latest"):
+        assert get_offsets(kafka, "--topic", "offs", "--time", latest).stdout == "offs:0:3\noffs:1:1\noffs:2:0\n"
+    for earliest in ("-2", "earliest"):
+        assert get_offsets(kafka, "--topic", "offs", "--time", earliest).stdout == "offs:0:0\noffs:1:0\noffs:2:0\n"
+    # the first offset whose timestamp is >= the time; none after the last record (the partition is left out)
+    assert get_offsets(kafka, "--topic", "offs", "--time", str(base + 1000)).stdout == "offs:0:1\n"
+    assert get_offsets(kafka, "--topic", "offs", "--time", str(base + 500), "--partitions", "0,1").stdout == (
+        "offs:0:1\n"
+    )
+    assert get_offsets(kafka, "--topic", "offs", "--time", str(base + 60_000)).stdout == ""
+    assert get_offsets(kafka, "--topic", "offs", "--time", "max-timestamp").stdout == "offs:0:2\noffs:1:0\n"
+    assert get_offsets(kafka, "--topic", "of.*", "--partitions", "2,0").stdout == "offs:0:3\noffs:2:0\n"
+    assert get_offsets(kafka, "--topic-partitions", "offs:1-,nothing.*").stdout == "offs:1:1\noffs:2:0\n"
+    every = get_offsets(kafka).stdout.splitlines()
+    assert {"offs:0:3", "offs:1:1", "offs:2:0"} <= set(every)
+    keys = [(line.rsplit(":", 2)[0], int(line.rsplit(":", 2)[1])) for line in every]
+    assert keys == sorted(keys)
+    for argv, message in [
+        (
+            ["--topic", "no-such-topic"],
+            "Error occurred: Could not match any topic-partitions with the specified filters",
+        ),
+        (["--topic", "offs", "--time", "yesterday"], "Error occurred: Malformed time argument yesterday. "),
+        (["--topic", "offs", "--partitions", "a"], "Error occurred: --partitions expects a comma separated list"),
+        (["--topic", "offs", "--topic-partitions", "offs:1"], "Error occurred: --topic-partitions cannot be used"),
+    ]:
+        run = get_offsets(kafka, *argv)
+        assert run.returncode == 1 and run.stdout == "", argv
+        assert run.stderr.startswith(message) and len(run.stderr.splitlines()) == 1, run.stderr

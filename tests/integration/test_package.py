@@ -36,6 +36,7 @@ COMMANDS = (
     "kafka-producer-perf-test",
     "kafka-delete-records",
     "kafka-configs",
+    "kafka-get-offsets",
 )
 
 
