@@ -157,3 +157,45 @@ def test_get_offsets_latest_earliest_timestamps_and_filters(kafka):
         run = get_offsets(kafka, *argv)
         assert run.returncode == 1 and run.stdout == "", argv
         assert run.stderr.startswith(message) and len(run.stderr.splitlines()) == 1, run.stderr
+
+
+def test_broker_api_versions(kafka):
+    from pykbroker.protocol import REQUESTS
+
+    run = tool("broker_api_versions_command", "--bootstrap-server", f"127.0.0.1:1,{kafka.bootstrap}")
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0] == f"{kafka.bootstrap} (id: 1 rack: null) -> (" and lines[-1] == ")"
+    entries = lines[1:-1]
+    assert all(e.endswith(",") for e in entries[:-1]) and not entries[-1].endswith(",")
+    parsed = [
+        re.fullmatch(r"\t(\w+)\((\d+)\): (?:(\d+)(?: to (\d+))? \[usable: (\d+)\]|(UNSUPPORTED)),?", e) for e in entries
+    ]
+    assert all(parsed), entries
+    keys = [int(m.group(2)) for m in parsed]
+    assert keys == sorted(keys) and set(REQUESTS) <= set(keys)
+    by_name = {m.group(1): m for m in parsed}
+    produce, api_versions = by_name["Produce"], by_name["ApiVersions"]
+    assert produce.group(2) == "0" and api_versions.group(2) == "18" and not api_versions.group(6)
+    for m in parsed:
+        if not m.group(6):
+            hi = int(m.group(4) or m.group(3))
+            assert int(m.group(5)) == min(hi, REQUESTS[int(m.group(2))].versions[-1]), m.group(0)
+    down = tool("broker_api_versions_command", "--bootstrap-server", "127.0.0.1:1")
+    assert down.returncode == 1 and down.stdout == "" and len(down.stderr.splitlines()) == 1, down.stderr
+
+
+def test_node_api_versions_text_marks_unusable_unsupported_and_unknown():
+    from pykbroker.tools.broker_api_versions_command import node_api_versions_text
+
+    ours = {0: (3, 11), 1: (4, 17), 3: (0, 12), 18: (0, 4)}
+    offered = [
+        {"api_key": 0, "min_version": 12, "max_version": 13},
+        {"api_key": 1, "min_version": 0, "max_version": 3},
+        {"api_key": 18, "min_version": 0, "max_version": 0},
+        {"api_key": 999, "min_version": 0, "max_version": 2},
+    ]
+    assert node_api_versions_text(offered, ours) == (
+        "(\n\tProduce(0): 12 to 13 [unusable: node too new],\n\tFetch(1): 0 to 3 [unusable: node too old],"
+        "\n\tMetadata(3): UNSUPPORTED,\n\tApiVersions(18): 0 [usable: 0],\n\tUNKNOWN(999): 0 to 2\n)"
+    )

@@ -37,6 +37,7 @@ COMMANDS = (
     "kafka-delete-records",
     "kafka-configs",
     "kafka-get-offsets",
+    "kafka-broker-api-versions",
 )
 
 
