@@ -199,3 +199,81 @@ def test_node_api_versions_text_marks_unusable_unsupported_and_unknown():
         "(\n\tProduce(0): 12 to 13 [unusable: node too new],\n\tFetch(1): 0 to 3 [unusable: node too old],"
         "\n\tMetadata(3): UNSUPPORTED,\n\tApiVersions(18): 0 [usable: 0],\n\tUNKNOWN(999): 0 to 2\n)"
     )
+
+
+def topics(kafka, *args: str) -> subprocess.CompletedProcess:
+    return tool("topic_command", "--bootstrap-server", kafka.bootstrap, *args)
+
+
+def partition_line(topic: str, p: int) -> str:
+    return f"\tTopic: {topic}\tPartition: {p}\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: \tLastKnownElr: "
+
+
+def test_topics_alter_partitions(kafka):
+    create(kafka, "grow", 1)
+    run = topics(kafka, "--alter", "--topic", "grow", "--partitions", "3")
+    assert run.returncode == 0 and run.stdout == "", run.stderr
+    lines = topics(kafka, "--describe", "--topic", "grow").stdout.splitlines()
+    assert "\tPartitionCount: 3\t" in lines[0]
+    assert lines[1:] == [partition_line("grow", p) for p in range(3)]
+    fewer = topics(kafka, "--alter", "--topic", "grow", "--partitions", "2")
+    assert fewer.returncode == 1 and fewer.stderr.startswith("Error while executing topic command : ")
+    assert len(fewer.stderr.splitlines()) == 1
+    missing = topics(kafka, "--alter", "--topic", "no-such", "--partitions", "2")
+    assert missing.returncode == 1
+    assert missing.stderr == "Error while executing topic command : Topic 'no-such' does not exist as expected\n"
+    assert topics(kafka, "--alter", "--topic", "no-such", "--partitions", "2", "--if-exists").returncode == 0
+    no_topic = topics(kafka, "--alter", "--partitions", "2")
+    assert no_topic.returncode == 1 and no_topic.stderr == 'Missing required argument "[topic]"\n'
+
+
+def test_topics_describe_report_filters(kafka):
+    create(kafka, "minisr", 2, "min.insync.replicas=2")
+    create(kafka, "plain", 2)
+    # one replica in sync, min.insync.replicas=2: under min ISR; everything else at min ISR (1)
+    under = topics(kafka, "--describe", "--under-min-isr-partitions")
+    assert under.returncode == 0, under.stderr
+    assert under.stdout.splitlines() == [partition_line("minisr", 0), partition_line("minisr", 1)]
+    at = topics(kafka, "--describe", "--topic", "plain|minisr", "--at-min-isr-partitions")
+    assert at.stdout.splitlines() == [partition_line("plain", 0), partition_line("plain", 1)]
+    # a single live broker leading every partition with a full ISR: nothing under-replicated or unavailable
+    for option in ("--under-replicated-partitions", "--unavailable-partitions"):
+        run = topics(kafka, "--describe", option)
+        assert run.returncode == 0 and run.stdout == "", (option, run.stderr)
+    overrides = topics(kafka, "--describe", "--topics-with-overrides").stdout.splitlines()
+    assert all(line.startswith("Topic: ") and not line.endswith("Configs: ") for line in overrides), overrides
+    assert any(
+        line.startswith("Topic: minisr\t") and line.endswith("\tConfigs: min.insync.replicas=2") for line in overrides
+    )
+    assert not any(line.startswith("Topic: plain\t") for line in overrides)
+    both = topics(kafka, "--describe", "--under-replicated-partitions", "--unavailable-partitions")
+    assert both.returncode == 1
+    assert (
+        both.stderr == 'Option "[under-replicated-partitions]" can\'t be used with option "[unavailable-partitions]"\n'
+    )
+    assert topics(kafka, "--list", "--unavailable-partitions").returncode == 1
+
+
+def test_topics_report_filter_logic():
+    from argparse import Namespace
+
+    from pykbroker.tools.topic_command import REPORT_OPTIONS, _partition_reported
+
+    def only(option: str) -> Namespace:
+        return Namespace(**{o: o == option for o in REPORT_OPTIONS})
+
+    healthy = {"leader_id": 1, "replica_nodes": [1, 2, 3], "isr_nodes": [1, 2, 3]}
+    lagging = {"leader_id": 1, "replica_nodes": [1, 2, 3], "isr_nodes": [1]}
+    leaderless = {"leader_id": -1, "replica_nodes": [1, 2, 3], "isr_nodes": [2]}
+    dead_leader = {"leader_id": 4, "replica_nodes": [4, 2], "isr_nodes": [4, 2]}
+    live = {1, 2, 3}
+    assert _partition_reported(only("none"), healthy, 2, live)  # no report option: every partition
+    rows = {
+        "under_replicated_partitions": [False, True, True, False],
+        "under_min_isr_partitions": [False, True, True, False],
+        "at_min_isr_partitions": [False, False, False, True],
+        "unavailable_partitions": [False, False, True, True],
+    }
+    for option, expected in rows.items():
+        got = [_partition_reported(only(option), p, 2, live) for p in (healthy, lagging, leaderless, dead_leader)]
+        assert got == expected, option
