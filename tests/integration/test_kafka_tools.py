@@ -3,14 +3,16 @@ and the Kafka ``.sh`` names of the bin/ tools, against one real broker (Kafka's 
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from tests.helpers.broker import BrokerProcess
+from tests.helpers.broker import ROOT, BrokerProcess
 
 pytestmark = pytest.mark.integration
 
@@ -277,3 +279,50 @@ def test_topics_report_filter_logic():
     for option, expected in rows.items():
         got = [_partition_reported(only(option), p, 2, live) for p in (healthy, lagging, leaderless, dead_leader)]
         assert got == expected, option
+
+
+def _current_venv(tmp_path: Path) -> Path:
+    """A stand-in for bin/_venv.sh's virtualenv that is already current (its stamp matches this checkout), whose
+    python is the one running the tests: the scripts run without creating or reinstalling any virtualenv."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    python = venv / "bin" / "python"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
+    stamp = subprocess.run(
+        ["sh", "-c", "cat setup.cfg pyproject.toml | cksum"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    (venv / ".pykbroker-installed").write_text(stamp)
+    return venv
+
+
+def test_every_bin_tool_has_its_kafka_sh_name(kafka, tmp_path):
+    tools = sorted(p.name for p in (ROOT / "bin").iterdir() if p.name.startswith("kafka-") and p.suffix != ".sh")
+    assert {"kafka-topics", "kafka-configs", "kafka-server-start"} <= set(tools)
+    for name in tools:
+        sh = ROOT / "bin" / f"{name}.sh"
+        assert sh.resolve() == (ROOT / "bin" / name).resolve() and os.access(sh, os.X_OK), name
+    create(kafka, "via-sh", 1)
+    env = dict(os.environ, PYKBROKER_VENV=str(_current_venv(tmp_path)))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "kafka-topics.sh").symlink_to(ROOT / "bin" / "kafka-topics.sh")  # a link to the link, elsewhere
+    for script in (ROOT / "bin" / "kafka-topics.sh", elsewhere / "kafka-topics.sh"):
+        run = subprocess.run(
+            [str(script), "--bootstrap-server", kafka.bootstrap, "--list"],
+            env=env,
+            cwd=str(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert run.returncode == 0, run.stderr
+        assert "via-sh" in run.stdout.splitlines() and "installing" not in run.stderr, run.stderr
+    usage = subprocess.run(
+        [str(ROOT / "bin" / "kafka-get-offsets.sh"), "--bootstrap-server", kafka.bootstrap, "--topic", "via-sh"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert usage.returncode == 0 and usage.stdout == "via-sh:0:0\n", usage.stderr
