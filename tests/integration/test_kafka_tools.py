@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.broker import ROOT, BrokerProcess
+from tests.helpers.wait import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -326,3 +327,72 @@ def test_every_bin_tool_has_its_kafka_sh_name(kafka, tmp_path):
         timeout=60,
     )
     assert usage.returncode == 0 and usage.stdout == "via-sh:0:0\n", usage.stderr
+
+
+def groups(kafka, *args: str) -> subprocess.CompletedProcess:
+    return tool("consumer_group_command", "--bootstrap-server", kafka.bootstrap, *args)
+
+
+def test_consumer_groups_state_and_all_groups(kafka):
+    from confluent_kafka import Producer
+
+    create(kafka, "grouped", 2)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap})
+    for i in range(4):
+        producer.produce("grouped", value=b"%d" % i, partition=i % 2)
+    assert producer.flush(30) == 0
+    done = tool(
+        "console_consumer", "--bootstrap-server", kafka.bootstrap, "--topic", "grouped", "--group", "idle-group",
+        "--from-beginning", "--max-messages", "4",
+    )  # fmt: skip
+    assert done.returncode == 0 and len(done.stdout.splitlines()) == 4, done.stderr
+    live = subprocess.Popen(
+        [sys.executable, "-m", "pykbroker.tools.console_consumer", "--bootstrap-server", kafka.bootstrap,
+         "--topic", "grouped", "--group", "a-live-consumer-group-name"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_until(
+            lambda: "a-live-consumer-group-name           Stable" in groups(kafka, "--list", "--state").stdout,
+            30,
+            message="live group Stable",
+        )
+        listed = groups(kafka, "--list", "--state").stdout.splitlines()
+        width = len("a-live-consumer-group-name") + 10  # Kafka: longest id (at least 15) + 10
+        assert listed[0] == "GROUP".ljust(width) + " " + "STATE".ljust(20)
+        assert "a-live-consumer-group-name".ljust(width) + " " + "Stable".ljust(20) in listed
+        assert "idle-group".ljust(width) + " " + "Empty".ljust(20) in listed
+        only_stable = groups(kafka, "--list", "--state", "stable").stdout.splitlines()
+        assert "a-live-consumer-group-name".ljust(width) + " " + "Stable".ljust(20) in only_stable
+        assert not any(line.startswith("idle-group ") for line in only_stable)
+        assert groups(kafka, "--list").stdout.splitlines() == sorted(groups(kafka, "--list").stdout.splitlines())
+
+        state = groups(kafka, "--describe", "--group", "a-live-consumer-group-name", "--state")
+        assert state.returncode == 0, state.stderr
+        coordinator = f"{kafka.bootstrap}  (1)"
+        head = f"{'GROUP':<26} {'COORDINATOR (ID)':<{max(25, len(coordinator))}} {'ASSIGNMENT-STRATEGY':<20} "
+        assert state.stdout.splitlines() == [
+            "",
+            head + f"{'STATE':<20} #MEMBERS",
+            f"a-live-consumer-group-name {coordinator:<25} {'range':<20} {'Stable':<20} 1",
+        ]
+        idle = groups(kafka, "--describe", "--group", "idle-group", "--state")
+        assert idle.stdout.splitlines()[2] == f"{'idle-group':<15} {coordinator:<25} {'-':<20} {'Empty':<20} 0"
+        assert "Consumer group 'idle-group' has no active members." in idle.stderr
+
+        every = groups(kafka, "--describe", "--all-groups", "--state").stdout
+        assert "\na-live-consumer-group-name " in every and "\nidle-group " in every
+        offsets = groups(kafka, "--describe", "--all-groups").stdout.splitlines()
+        assert any(re.match(r"idle-group +grouped +0 +2 +2 +0 ", line) for line in offsets), offsets
+        assert any(line.startswith("a-live-consumer-group-name grouped ") for line in offsets), offsets
+    finally:
+        live.terminate()
+        live.wait(30)
+    for argv, message in [
+        (["--list", "--all-groups"], 'Option "[all-groups]" can\'t be used with option "[list]"'),
+        (["--describe", "--all-groups", "--group", "g"], 'Option "[all-groups]" can\'t be used with option "[group]"'),
+        (["--describe"], "Option [describe|delete|reset-offsets] takes one of these options: [all-groups], [group]"),
+        (["--list", "--state", "bogus"], "Invalid state list 'bogus'. Valid states are: PreparingRebalance, "),
+    ]:
+        run = groups(kafka, *argv)
+        assert run.returncode == 1 and run.stderr.startswith(message), (argv, run.stderr)
