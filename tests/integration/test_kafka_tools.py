@@ -396,3 +396,45 @@ def test_consumer_groups_state_and_all_groups(kafka):
     ]:
         run = groups(kafka, *argv)
         assert run.returncode == 1 and run.stderr.startswith(message), (argv, run.stderr)
+
+
+def test_console_consumer_include_regex(kafka):
+    from confluent_kafka import Producer
+
+    for topic in ("inc-a", "inc-b", "other-inc-c"):
+        create(kafka, topic, 1)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap})
+    for topic in ("inc-a", "inc-b", "other-inc-c"):
+        producer.produce(topic, value=f"from {topic}".encode())
+    assert producer.flush(30) == 0
+    bs = ["--bootstrap-server", kafka.bootstrap]
+    run = tool(
+        "console_consumer", *bs, "--include", "inc-.*", "--from-beginning", "--max-messages", "2",
+        "--timeout-ms", "30000", "--property", "print.partition=true",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert sorted(run.stdout.splitlines()) == ["Partition:0\tfrom inc-a", "Partition:0\tfrom inc-b"]
+    assert "Processed a total of 2 messages" in run.stderr
+    # a topic created after the consumer started joins the subscription (looked up every second while none matches)
+    late = subprocess.Popen(
+        [sys.executable, "-m", "pykbroker.tools.console_consumer", *bs, "--include", "late-.*,also-late",
+         "--from-beginning", "--max-messages", "1", "--timeout-ms", "60000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        create(kafka, "also-late", 1)
+        producer.produce("also-late", value=b"late record")
+        assert producer.flush(30) == 0
+        out, err = late.communicate(timeout=60)
+    finally:
+        if late.poll() is None:
+            late.kill()
+            late.wait(10)
+    assert late.returncode == 0 and out == "late record\n", err
+    for argv, message in [
+        (["--topic", "inc-a", "--include", "inc-.*"], "Exactly one of --include/--topic is required."),
+        ([], "Exactly one of --include/--topic is required."),
+        (["--include", "inc-.*", "--partition", "0"], "The topic is required when partition is specified."),
+    ]:
+        bad = tool("console_consumer", *bs, *argv)
+        assert bad.returncode == 1 and bad.stderr == message + "\n", (argv, bad.stderr)
