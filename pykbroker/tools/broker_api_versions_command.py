@@ -25,7 +25,7 @@ import sys
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import REQUESTS, errors
 from pykbroker.protocol.api_keys import ApiKeys, api_name, is_known
-from pykbroker.tools.command_line_utils import configure_tool_logging, error_line
+from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging, error_line
 
 API_VERSIONS_VERSION = 3
 CLIENT_SOFTWARE_NAME = "pykbroker"
@@ -97,7 +97,7 @@ def run(bootstrap: str, out) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ToolArgumentParser(
         prog="kafka-broker-api-versions",
         description="This tool helps to retrieve broker version information.",
     )

@@ -24,7 +24,7 @@ import sys
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.tools.command_line_utils import configure_tool_logging
+from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
 
 # org.apache.kafka.common.config.ConfigResource.Type
 RESOURCE_TYPES = {"topics": 2, "brokers": 4, "groups": 32}
@@ -205,7 +205,7 @@ def alter(conn: BrokerConnection, args, out) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ToolArgumentParser(
         prog="kafka-configs", description="Add/Remove entity config for a topic, client, user, broker or group."
     )
     p.add_argument("--bootstrap-server", required=True, help="REQUIRED: The Kafka server to connect to.")

@@ -34,13 +34,19 @@ from pykbroker.clients.consumer import KafkaConsumer
 from pykbroker.metadata.topic_names import INTERNAL_TOPICS
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.tools.command_line_utils import client_properties, configure_tool_logging, error_line, parse_key_values
+from pykbroker.tools.command_line_utils import (
+    ToolArgumentParser,
+    client_properties,
+    configure_tool_logging,
+    error_line,
+    parse_key_values,
+)
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ToolArgumentParser(
         prog="kafka-console-consumer",
         description="This tool helps to read data from Kafka topics and outputs it to standard output.",
     )

@@ -25,7 +25,7 @@ import uuid
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.tools.command_line_utils import configure_tool_logging
+from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
 
 
 class CommandError(Exception):
@@ -346,7 +346,7 @@ def reset_offsets(admin: Admin, args, out) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ToolArgumentParser(
         prog="kafka-consumer-groups",
         description="This tool helps to list all consumer groups, describe a consumer group, "
         "delete consumer group info, or reset consumer group offsets.",

@@ -20,7 +20,7 @@ from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.metadata.topic_names import INTERNAL_TOPICS
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.tools.command_line_utils import configure_tool_logging
+from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
 
 LIST_OFFSETS_VERSION = 9
 NAMED_TIMES = {
@@ -167,7 +167,7 @@ def fetch_offsets(args) -> dict[tuple[str, int], int]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ToolArgumentParser(
         prog="kafka-get-offsets", description="An interactive shell for getting topic-partition offsets."
     )
     p.add_argument(

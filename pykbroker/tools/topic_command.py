@@ -35,7 +35,7 @@ from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.metadata.topic_names import INTERNAL_TOPICS
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.tools.command_line_utils import configure_tool_logging, parse_key_values
+from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging, parse_key_values
 
 TOPIC_RESOURCE = 2
 DYNAMIC_TOPIC_CONFIG = 1
@@ -230,7 +230,7 @@ def alter(conn, args, out) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kafka-topics", description="Create, delete, describe, or change a topic.")
+    p = ToolArgumentParser(prog="kafka-topics", description="Create, delete, describe, or change a topic.")
     p.add_argument("--bootstrap-server", required=True, help="REQUIRED: The Kafka server to connect to.")
     p.add_argument("--command-config", help="Property file containing configs to be passed to Admin Client.")
     action = p.add_mutually_exclusive_group(required=True)

@@ -438,3 +438,24 @@ def test_console_consumer_include_regex(kafka):
     ]:
         bad = tool("console_consumer", *bs, *argv)
         assert bad.returncode == 1 and bad.stderr == message + "\n", (argv, bad.stderr)
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "topic_command",
+        "config_command",
+        "get_offset_shell",
+        "broker_api_versions_command",
+        "consumer_group_command",
+        "console_consumer",
+        "console_producer",
+        "delete_records_command",
+        "producer_performance",
+        "storage_tool",
+    ],
+)
+def test_bad_arguments_exit_1_as_kafka_tools_do(module):
+    run = tool(module, "--no-such-option")
+    assert run.returncode == 1 and run.stdout == "", run
+    assert "error: " in run.stderr.splitlines()[-1], run.stderr
