@@ -203,8 +203,6 @@ def alter(conn, args, out) -> None:
         if args.if_exists:
             return
         raise TopicCommandError(f"Topic '{args.topic}' does not exist as expected")
-    if args.partitions is None:
-        return  # Kafka: --alter without --partitions changes nothing (configs: kafka-configs)
     internal = [n for n in names if n in INTERNAL_TOPICS]
     if internal:
         raise TopicCommandError(
@@ -256,6 +254,20 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
     if (args.create or args.delete or args.alter) and not args.topic:
         print('Missing required argument "[topic]"', file=sys.stderr)
         return 1
+    if args.alter:
+        if args.config:
+            print(
+                'Option combination "[bootstrap-server],[config]" can\'t be used with option "[alter]": '
+                "use kafka-configs to add, remove or update topic configs",
+                file=sys.stderr,
+            )
+            return 1
+        if args.replication_factor is not None:
+            print('Option "[replication-factor]" can\'t be used with option "[alter]"', file=sys.stderr)
+            return 1
+        if args.partitions is None:
+            print('Missing required argument "[partitions]"', file=sys.stderr)
+            return 1
     reports = [o for o in REPORT_OPTIONS + ("topics_with_overrides",) if getattr(args, o)]
     if len(reports) > 1:
         flag = "[" + reports[0].replace("_", "-") + "]"

@@ -228,6 +228,11 @@ def test_topics_alter_partitions(kafka):
     assert topics(kafka, "--alter", "--topic", "no-such", "--partitions", "2", "--if-exists").returncode == 0
     no_topic = topics(kafka, "--alter", "--partitions", "2")
     assert no_topic.returncode == 1 and no_topic.stderr == 'Missing required argument "[topic]"\n'
+    no_count = topics(kafka, "--alter", "--topic", "grow")
+    assert no_count.returncode == 1 and no_count.stderr == 'Missing required argument "[partitions]"\n'
+    config = topics(kafka, "--alter", "--topic", "grow", "--partitions", "4", "--config", "retention.ms=1")
+    assert config.returncode == 1 and "use kafka-configs" in config.stderr
+    assert "\tPartitionCount: 3\t" in topics(kafka, "--describe", "--topic", "grow").stdout
 
 
 def test_topics_describe_report_filters(kafka):
