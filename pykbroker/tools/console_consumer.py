@@ -1,6 +1,6 @@
 """kafka-console-consumer: print records to standard output (``org.apache.kafka.tools.consumer.ConsoleConsumer``).
 
-    bin/kafka-console-consumer --bootstrap-server HOST:PORT --topic T [--from-beginning]
+    bin/kafka-console-consumer --bootstrap-server HOST:PORT (--topic T | --include REGEX) [--from-beginning]
         [--partition P [--offset earliest|latest|N]] [--max-messages N] [--timeout-ms MS]
         [--property print.key=true] [--property key.separator=:] [--consumer-property k=v ...]
 
@@ -11,7 +11,9 @@ Formatter properties as Kafka's DefaultMessageFormatter: ``print.timestamp`` (``
 Ends after ``--max-messages`` records or ``--timeout-ms`` without a record, printing
 ``Processed a total of N messages`` on stderr. Uses pykbroker's KafkaConsumer: with ``--partition``
 it assigns that partition; otherwise it subscribes with ``--group`` (default: a new
-``console-consumer-NNNNN`` group, as Kafka does), committing offsets as it goes.
+``console-consumer-NNNNN`` group, as Kafka does), committing offsets as it goes. ``--include REGEX`` subscribes
+to every non-internal topic whose whole name matches (Kafka's IncludeList: ``,`` also separates alternatives),
+looked up again every ``metadata.max.age.ms`` (every second while none matches) so new topics join in.
 
 A missing topic is waited for, as Kafka's consumer does: the consumer logs Kafka's metadata WARN on
 stderr (and the broker creates the topic if ``auto.create.topics.enable``). Errors end the tool as in
@@ -24,21 +26,33 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import sys
 
+from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.clients.consumer import KafkaConsumer
-from pykbroker.tools.command_line_utils import client_properties, configure_tool_logging, error_line, parse_key_values
+from pykbroker.metadata.topic_names import INTERNAL_TOPICS
+from pykbroker.protocol import errors
+from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.tools.command_line_utils import (
+    ToolArgumentParser,
+    client_properties,
+    configure_tool_logging,
+    error_line,
+    parse_key_values,
+)
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ToolArgumentParser(
         prog="kafka-console-consumer",
         description="This tool helps to read data from Kafka topics and outputs it to standard output.",
     )
     p.add_argument("--bootstrap-server", required=True)
-    p.add_argument("--topic", required=True)
+    p.add_argument("--topic")
+    p.add_argument("--include", help="Regular expression specifying list of topics to include for consumption.")
     p.add_argument("--group")
     p.add_argument("--from-beginning", action="store_true")
     p.add_argument("--partition", type=int)
@@ -50,6 +64,44 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--consumer.config", dest="consumer_config")
     p.add_argument("--isolation-level", default="read_uncommitted")
     return p
+
+
+class IncludeSubscription:
+    """The topics matching ``--include`` (Kafka's IncludeList), looked up from the cluster's metadata; the consumer
+    is subscribed to them again whenever the set changes."""
+
+    def __init__(self, regex: str, bootstrap: str, max_age_ms: int):
+        self.pattern = re.compile(regex.strip().strip("'\"").replace(",", "|"))
+        self.bootstrap = bootstrap
+        self.max_age_ms = max_age_ms
+        self.topics: list[str] | None = None
+        self.next_check_ms = 0
+
+    def matching(self) -> list[str]:
+        with BrokerConnection.to(self.bootstrap, client_id="console-consumer") as conn:
+            r = conn.request(
+                ApiKeys.METADATA,
+                12,
+                {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False},
+            )
+        return sorted(
+            t["name"]
+            for t in r["topics"]
+            if t["error_code"] == errors.NONE
+            and not t["is_internal"]
+            and t["name"] not in INTERNAL_TOPICS
+            and self.pattern.fullmatch(t["name"])
+        )
+
+    def maybe_update(self, consumer: KafkaConsumer) -> None:
+        now = SYSTEM.hi_res_milliseconds()
+        if now < self.next_check_ms:
+            return
+        topics = self.matching()
+        if topics != self.topics:
+            self.topics = topics
+            consumer.subscribe(topics)
+        self.next_check_ms = now + (self.max_age_ms if topics else 1000)
 
 
 class DefaultMessageFormatter:
@@ -94,9 +146,22 @@ def main(argv: list[str] | None = None, stdout=None) -> int:
         configure_tool_logging()
     args = _parser().parse_args(argv)
     out = stdout or sys.stdout.buffer
+    if (args.topic is None) == (args.include is None):
+        print("Exactly one of --include/--topic is required.", file=sys.stderr)
+        return 1
+    if args.partition is not None and args.topic is None:
+        print("The topic is required when partition is specified.", file=sys.stderr)
+        return 1
     if args.group and args.partition is not None:
         print("Options group and partition cannot be specified together.", file=sys.stderr)
         return 1
+    include = None
+    if args.include is not None:
+        try:
+            re.compile(args.include)
+        except re.error as e:
+            print(f"Invalid regular expression {args.include!r}: {e}", file=sys.stderr)
+            return 1
     formatter = DefaultMessageFormatter(parse_key_values(args.property))
     props = client_properties(args.consumer_config, parse_key_values(args.consumer_property), args.bootstrap_server)
     props.setdefault("auto.offset.reset", "earliest" if args.from_beginning else "latest")
@@ -106,7 +171,13 @@ def main(argv: list[str] | None = None, stdout=None) -> int:
     log = get_logger("ConsoleConsumer")
     try:
         consumer = KafkaConsumer(props)
-        _start(consumer, args)
+        if args.include is not None:
+            include = IncludeSubscription(
+                args.include, args.bootstrap_server, int(props.get("metadata.max.age.ms", 300000))
+            )
+            include.maybe_update(consumer)
+        else:
+            _start(consumer, args)
     except Exception as e:  # noqa: BLE001 - Kafka: "Unknown error when running consumer", exit 1
         log.error(f"Unknown error when running consumer: {error_line(e)}")
         return 1
@@ -114,6 +185,8 @@ def main(argv: list[str] | None = None, stdout=None) -> int:
     try:
         last_record = SYSTEM.hi_res_milliseconds()
         while args.max_messages is None or count < args.max_messages:
+            if include is not None:
+                include.maybe_update(consumer)
             records = consumer.poll(timeout_ms=200)
             if not records:
                 if args.timeout_ms is not None and SYSTEM.hi_res_milliseconds() - last_record >= args.timeout_ms:

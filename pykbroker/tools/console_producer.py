@@ -17,11 +17,17 @@ import argparse
 import sys
 
 from pykbroker.clients.producer import KafkaProducer
-from pykbroker.tools.command_line_utils import client_properties, configure_tool_logging, error_line, parse_key_values
+from pykbroker.tools.command_line_utils import (
+    ToolArgumentParser,
+    client_properties,
+    configure_tool_logging,
+    error_line,
+    parse_key_values,
+)
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ToolArgumentParser(
         prog="kafka-console-producer",
         description="This tool helps to read data from standard input and publish it to Kafka.",
     )

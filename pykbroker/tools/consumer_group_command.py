@@ -1,15 +1,17 @@
 """kafka-consumer-groups: list, describe, delete groups and reset their offsets
 (``org.apache.kafka.tools.consumer.group.ConsumerGroupCommand``).
 
-    bin/kafka-consumer-groups --bootstrap-server HOST:PORT --list
-    bin/kafka-consumer-groups --bootstrap-server HOST:PORT --describe --group G [--members]
-    bin/kafka-consumer-groups --bootstrap-server HOST:PORT --delete --group G
+    bin/kafka-consumer-groups --bootstrap-server HOST:PORT --list [--state [Stable,Empty,...]]
+    bin/kafka-consumer-groups --bootstrap-server HOST:PORT --describe (--group G | --all-groups) [--members | --state]
+    bin/kafka-consumer-groups --bootstrap-server HOST:PORT --delete (--group G | --all-groups)
     bin/kafka-consumer-groups --bootstrap-server HOST:PORT --reset-offsets --group G (--topic T | --all-topics)
         (--to-earliest | --to-latest | --to-offset N | --shift-by N) (--dry-run | --execute)
 
 ``--describe`` prints Kafka's columns GROUP, TOPIC, PARTITION, CURRENT-OFFSET, LOG-END-OFFSET, LAG,
 CONSUMER-ID, HOST, CLIENT-ID (``-`` where unknown), one row per assigned or committed partition;
-``--members`` prints GROUP, CONSUMER-ID, HOST, CLIENT-ID, #PARTITIONS. Offsets are reset only for an
+``--members`` prints GROUP, CONSUMER-ID, HOST, CLIENT-ID, #PARTITIONS; ``--state`` prints GROUP,
+COORDINATOR (ID), ASSIGNMENT-STRATEGY, STATE, #MEMBERS. ``--list --state`` prints GROUP and STATE columns, only
+the groups in the given states when a list follows. ``--all-groups``: every group. Offsets are reset only for an
 inactive (Empty) group, as in Kafka. Requests go to the group's coordinator (FindCoordinator).
 """
 
@@ -23,11 +25,28 @@ import uuid
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.tools.command_line_utils import configure_tool_logging
+from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
 
 
 class CommandError(Exception):
     pass
+
+
+class UsageError(Exception):
+    """Bad arguments (Kafka: printUsageAndExit): the message on stderr, exit status 1."""
+
+
+# org.apache.kafka.common.GroupState names valid for consumer groups
+CONSUMER_GROUP_STATES = (
+    "PreparingRebalance",
+    "CompletingRebalance",
+    "Stable",
+    "Dead",
+    "Empty",
+    "Assigning",
+    "Reconciling",
+)
+REBALANCING_STATES = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
 
 
 def parse_assignment(data: bytes) -> list[tuple[str, int]]:
@@ -58,14 +77,25 @@ class Admin:
     def close(self) -> None:
         self.conn.close()
 
-    def coordinator(self, group: str) -> BrokerConnection:
+    def find_coordinator(self, group: str) -> tuple[int, str, int]:
+        """``(node id, host, port)`` of ``group``'s coordinator."""
         r = self.conn.request(ApiKeys.FIND_COORDINATOR, 3, {"key": group, "key_type": 0})
         if r["error_code"] != errors.NONE:
             raise CommandError(f"FindCoordinator for group {group} failed: {errors.name_of(r['error_code'])}")
-        return BrokerConnection(r["host"], r["port"], client_id="kafka-consumer-groups")
+        return r["node_id"], r["host"], r["port"]
 
-    def list_groups(self) -> list[dict]:
-        return self.conn.request(ApiKeys.LIST_GROUPS, 4, {"states_filter": []})["groups"]
+    def coordinator(self, group: str) -> BrokerConnection:
+        _, host, port = self.find_coordinator(group)
+        return BrokerConnection(host, port, client_id="kafka-consumer-groups")
+
+    def list_groups(self, states: list[str] | None = None) -> list[dict]:
+        """Every group (``states``: only those in one of these states), sorted by id."""
+        r = self.conn.request(ApiKeys.LIST_GROUPS, 4, {"states_filter": states or []})
+        if r["error_code"] != errors.NONE:
+            raise CommandError(f"Error listing groups: {errors.name_of(r['error_code'])}")
+        wanted = {s.lower() for s in states or []}
+        groups = [g for g in r["groups"] if not wanted or g["group_state"].lower() in wanted]
+        return sorted(groups, key=lambda g: g["group_id"])
 
     def describe(self, conn, group: str) -> dict:
         (g,) = conn.request(ApiKeys.DESCRIBE_GROUPS, 5, {"groups": [group], "include_authorized_operations": False})[
@@ -199,6 +229,47 @@ def describe(admin: Admin, group: str, members_only: bool, out) -> None:
         print(line, file=out)
 
 
+def describe_state(admin: Admin, group: str, out) -> None:
+    """Kafka's ``printStates``: GROUP, COORDINATOR (ID), ASSIGNMENT-STRATEGY, STATE, #MEMBERS."""
+    node_id, host, port = admin.find_coordinator(group)
+    with BrokerConnection(host, port, client_id="kafka-consumer-groups") as conn:
+        g = admin.describe(conn, group)
+    if g["group_state"] == "Dead":
+        raise CommandError(f"Consumer group '{group}' does not exist.")
+    if g["group_state"] == "Empty":
+        print(f"\nConsumer group '{group}' has no active members.", file=sys.stderr)
+    elif g["group_state"] in REBALANCING_STATES:
+        print(f"\nWarning: Consumer group '{group}' is rebalancing.", file=sys.stderr)
+    coordinator = f"{host}:{port}  ({node_id})"
+    group_width, coordinator_width = max(15, len(group)), max(25, len(coordinator))
+
+    def row(*cells: object) -> str:
+        name, coord, strategy, state, members = (str(c) for c in cells)
+        return f"{name:<{group_width}} {coord:<{coordinator_width}} {strategy:<20} {state:<20} {members}"
+
+    print("", file=out)
+    print(row("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"), file=out)
+    print(row(group, coordinator, g["protocol_data"] or "-", g["group_state"], len(g["members"])), file=out)
+
+
+def list_with_state(admin: Admin, states: list[str], out) -> None:
+    """Kafka's ``printGroupInfo`` with the STATE column: ``%-{max(15, longest id) + 10}s %-20s`` per line."""
+    groups = admin.list_groups(states)
+    width = max([15] + [len(g["group_id"]) for g in groups]) + 10
+    print(f"{'GROUP':<{width}} {'STATE':<20}", file=out)
+    for g in groups:
+        print(f"{g['group_id']:<{width}} {g['group_state'] or 'Unknown':<20}", file=out)
+
+
+def parse_states(text: str) -> list[str]:
+    """``"stable,Empty"`` -> Kafka's state names; IllegalArgument-style CommandError for an unknown one."""
+    by_lower = {s.lower(): s for s in CONSUMER_GROUP_STATES}
+    states = [by_lower.get(s.strip().lower()) for s in text.split(",")]
+    if None in states:
+        raise UsageError(f"Invalid state list '{text}'. Valid states are: {', '.join(CONSUMER_GROUP_STATES)}")
+    return [s for s in states if s is not None]
+
+
 def reset_offsets(admin: Admin, args, out) -> None:
     conn = admin.coordinator(args.group)
     try:
@@ -275,7 +346,7 @@ def reset_offsets(admin: Admin, args, out) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ToolArgumentParser(
         prog="kafka-consumer-groups",
         description="This tool helps to list all consumer groups, describe a consumer group, "
         "delete consumer group info, or reset consumer group offsets.",
@@ -285,7 +356,15 @@ def _parser() -> argparse.ArgumentParser:
     for a in ("list", "describe", "delete", "reset-offsets"):
         action.add_argument(f"--{a}", action="store_true")
     p.add_argument("--group", action="append")
+    p.add_argument("--all-groups", action="store_true", help="Apply to all consumer groups.")
     p.add_argument("--members", action="store_true")
+    p.add_argument(
+        "--state",
+        nargs="?",
+        const="",
+        default=None,
+        help="With --describe: the group's state; with --list: the groups' states, only those given if a list follows.",
+    )
     p.add_argument("--topic", action="append", default=[])
     p.add_argument("--all-topics", action="store_true")
     target = p.add_mutually_exclusive_group()
@@ -299,24 +378,50 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _check_args(args) -> None:
+    """Kafka's ConsumerGroupCommandOptions.checkArgs, for the options this tool has."""
+    if args.all_groups and args.group:
+        raise UsageError('Option "[all-groups]" can\'t be used with option "[group]"')
+    if args.all_groups and not (args.describe or args.delete or args.reset_offsets):
+        raise UsageError('Option "[all-groups]" can\'t be used with option "[list]"')
+    if (args.describe or args.delete or args.reset_offsets) and not (args.group or args.all_groups):
+        raise UsageError("Option [describe|delete|reset-offsets] takes one of these options: [all-groups], [group]")
+    if args.state is not None and not (args.list or args.describe):
+        raise UsageError('Option "[state]" can only be used with options "[list]" or "[describe]"')
+    if args.state and args.describe:
+        raise UsageError("Option [describe] does not take a value for [state]")
+    if args.members and args.state is not None:
+        raise UsageError('Option "[members]" can\'t be used with option "[state]"')
+    if args.list and args.state:
+        parse_states(args.state)
+
+
 def main(argv: list[str] | None = None, out=sys.stdout) -> int:
     if argv is None:  # run as the command (bin/ script, console script): the tools' logging
         configure_tool_logging()
     args = _parser().parse_args(argv)
-    if (args.describe or args.delete or args.reset_offsets) and not args.group:
-        print(
-            "Option [describe|delete|reset-offsets] takes one of these options: [all-groups], [group]", file=sys.stderr
-        )
+    try:
+        _check_args(args)
+    except UsageError as e:
+        print(e, file=sys.stderr)
         return 1
     admin = None
     try:
         admin = Admin(args.bootstrap_server)
+        if args.all_groups:
+            args.group = [g["group_id"] for g in admin.list_groups()]
         if args.list:
-            for g in sorted(admin.list_groups(), key=lambda g: g["group_id"]):
-                print(g["group_id"], file=out)
+            if args.state is not None:
+                list_with_state(admin, parse_states(args.state) if args.state else [], out)
+            else:
+                for g in admin.list_groups():
+                    print(g["group_id"], file=out)
         elif args.describe:
             for group in args.group:
-                describe(admin, group, args.members, out)
+                if args.state is not None:
+                    describe_state(admin, group, out)
+                else:
+                    describe(admin, group, args.members, out)
         elif args.delete:
             results = {}
             for group in args.group:
@@ -351,8 +456,12 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
             if not args.topic and not args.all_topics:
                 print("Option [reset-offsets] takes one of these options: [all-topics], [topic]", file=sys.stderr)
                 return 1
-            args.group = args.group[0]
-            reset_offsets(admin, args, out)
+            for group in list(args.group):
+                args.group = group
+                reset_offsets(admin, args, out)
+    except UsageError as e:
+        print(e, file=sys.stderr)
+        return 1
     except (CommandError, errors.KafkaError, OSError, ValueError) as e:
         print(f"Error: {e}", file=sys.stderr)
         return 1

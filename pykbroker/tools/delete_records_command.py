@@ -16,7 +16,6 @@ Exit status 1 for a bad offset file (missing fields, unsupported version, duplic
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import uuid
@@ -25,7 +24,7 @@ from collections import defaultdict
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.tools.command_line_utils import configure_tool_logging
+from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
 
 DELETE_RECORDS_VERSION = 2
 METADATA_VERSION = 12
@@ -110,7 +109,7 @@ def delete_records(
 def main(argv: list[str] | None = None, out=sys.stdout) -> int:
     if argv is None:  # run as the command (bin/ script, console script): the tools' logging
         configure_tool_logging()
-    parser = argparse.ArgumentParser(
+    parser = ToolArgumentParser(
         prog="kafka-delete-records",
         description=("This tool helps to delete records of the given partitions down to the specified offset."),
     )

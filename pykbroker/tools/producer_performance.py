@@ -27,7 +27,7 @@ import sys
 
 from pykbroker.clients.producer import KafkaProducer
 from pykbroker.config.properties import load_properties
-from pykbroker.tools.command_line_utils import configure_tool_logging, error_line
+from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging, error_line
 from pykbroker.utils.time import SYSTEM
 
 REPORTING_INTERVAL_MS = 5000
@@ -132,7 +132,7 @@ class ThroughputThrottler:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ToolArgumentParser(
         prog="kafka-producer-perf-test", description="This tool is used to verify the producer performance."
     )
     payload = p.add_mutually_exclusive_group(required=True)

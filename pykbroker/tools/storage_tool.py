@@ -12,14 +12,13 @@ directory, as the broker takes them. The broker also formats empty directories i
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from pykbroker.config.config_def import ConfigException
 from pykbroker.config.kafka_config import KafkaConfig
 from pykbroker.config.properties import PropertiesError
 from pykbroker.server.meta_properties import random_uuid, read_meta_properties, uuid_from_string, write_meta_properties
-from pykbroker.tools.command_line_utils import configure_tool_logging
+from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
 
 
 def _config(path: str) -> KafkaConfig:
@@ -63,7 +62,7 @@ def format_storage(config: KafkaConfig, cluster_id: str, ignore_formatted: bool,
 def main(argv: list[str] | None = None) -> int:
     if argv is None:  # run as the command (bin/ script, console script): the tools' logging
         configure_tool_logging()
-    parser = argparse.ArgumentParser(prog="kafka-storage", description="The Kafka storage tool.")
+    parser = ToolArgumentParser(prog="kafka-storage", description="The Kafka storage tool.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("random-uuid", help="Print a random UUID.")
     fmt = sub.add_parser("format", help="Format the Kafka log directories on this node.")

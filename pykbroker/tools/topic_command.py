@@ -5,13 +5,22 @@
     bin/kafka-topics --bootstrap-server HOST:PORT --delete --topic T [--if-exists]
     bin/kafka-topics --bootstrap-server HOST:PORT --list [--exclude-internal]
     bin/kafka-topics --bootstrap-server HOST:PORT --describe [--topic T] [--exclude-internal]
+        [--under-replicated-partitions | --under-min-isr-partitions | --at-min-isr-partitions |
+         --unavailable-partitions | --topics-with-overrides]
+    bin/kafka-topics --bootstrap-server HOST:PORT --alter --topic T --partitions N [--replica-assignment 1:2,2:3]
+        [--if-exists]
 
 Output as Kafka prints it: ``Created topic T.``; one name per line for ``--list``; for ``--describe``
 a topic line ``Topic: T\\tTopicId: ID\\tPartitionCount: N\\tReplicationFactor: R\\tConfigs: k=v,...``
 (dynamic topic configs only) and per partition
 ``\\tTopic: T\\tPartition: P\\tLeader: L\\tReplicas: 1,2\\tIsr: 1,2\\tElr: \\tLastKnownElr: ``.
+The report options print, as Kafka's, only the partition lines that match (no topic lines): fewer in-sync replicas
+than replicas, fewer than / exactly ``min.insync.replicas``, a leader that is missing or not a live broker;
+``--topics-with-overrides`` prints only the topic lines of topics with dynamic configs. ``--alter`` adds partitions
+(CreatePartitions) and prints nothing.
 Errors: ``Error while executing topic command : <message>`` on stderr, exit status 1.
-Requests (CreateTopics v7, DeleteTopics v6, Metadata v12, DescribeConfigs v4) go to the bootstrap broker.
+Requests (CreateTopics v7, DeleteTopics v6, CreatePartitions v3, Metadata v12, DescribeConfigs v4) go to the
+bootstrap broker.
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.metadata.topic_names import INTERNAL_TOPICS
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.tools.command_line_utils import configure_tool_logging, parse_key_values
+from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging, parse_key_values
 
 TOPIC_RESOURCE = 2
 DYNAMIC_TOPIC_CONFIG = 1
@@ -111,13 +120,36 @@ def list_topics(conn, args, out) -> None:
         print(name, file=out)
 
 
+REPORT_OPTIONS = (
+    "under_replicated_partitions",
+    "under_min_isr_partitions",
+    "at_min_isr_partitions",
+    "unavailable_partitions",
+)
+
+
+def _partition_reported(args, p: dict, min_isr: int, live: set[int]) -> bool:
+    """Kafka's DescribeOptions.shouldPrintTopicPartition for one report option (all partitions without one)."""
+    if not any(getattr(args, o) for o in REPORT_OPTIONS):
+        return True
+    isr, replicas = len(p["isr_nodes"]), len(p["replica_nodes"])
+    return (
+        (args.under_replicated_partitions and isr < replicas)
+        or (args.under_min_isr_partitions and isr < min_isr)
+        or (args.at_min_isr_partitions and isr == min_isr)
+        or (args.unavailable_partitions and (p["leader_id"] < 0 or p["leader_id"] not in live))
+    )
+
+
 def describe(conn, args, out) -> None:
     names = _matching(conn, args.topic, args.exclude_internal)
-    if args.topic is not None and not names:
+    if args.topic is not None and not names and not args.if_exists:
         raise TopicCommandError(f"Topic '{args.topic}' does not exist as expected")
     if not names:
         return
-    metadata = {t["name"]: t for t in _metadata(conn, names)["topics"]}
+    meta = _metadata(conn, names)
+    metadata = {t["name"]: t for t in meta["topics"]}
+    live = {b["node_id"] for b in meta["brokers"]}
     configs = conn.request(
         ApiKeys.DESCRIBE_CONFIGS,
         4,
@@ -130,21 +162,32 @@ def describe(conn, args, out) -> None:
         },
     )
     dynamic = {
-        r["resource_name"]: ",".join(
+        r["resource_name"]: [
             f"{c['name']}={c['value']}" for c in r["configs"] if c["config_source"] == DYNAMIC_TOPIC_CONFIG
-        )
+        ]
         for r in configs["results"]
     }
+    min_isr = {
+        r["resource_name"]: int(next((c["value"] for c in r["configs"] if c["name"] == "min.insync.replicas"), 1) or 1)
+        for r in configs["results"]
+    }
+    describe_configs = not any(getattr(args, o) for o in REPORT_OPTIONS)
+    describe_partitions = not args.topics_with_overrides
     for name in names:
         t = metadata[name]
         partitions = sorted(t["partitions"], key=lambda p: p["partition_index"])
         rf = len(partitions[0]["replica_nodes"]) if partitions else 0
-        print(
-            f"Topic: {name}\tTopicId: {_uuid_string(t['topic_id'])}\tPartitionCount: {len(partitions)}\t"
-            f"ReplicationFactor: {rf}\tConfigs: {dynamic.get(name, '')}",
-            file=out,
-        )
+        if describe_configs and (not args.topics_with_overrides or dynamic.get(name)):
+            print(
+                f"Topic: {name}\tTopicId: {_uuid_string(t['topic_id'])}\tPartitionCount: {len(partitions)}\t"
+                f"ReplicationFactor: {rf}\tConfigs: {','.join(dynamic.get(name, []))}",
+                file=out,
+            )
+        if not describe_partitions:
+            continue
         for p in partitions:
+            if not _partition_reported(args, p, min_isr.get(name, 1), live):
+                continue
             leader = p["leader_id"] if p["leader_id"] >= 0 else "none"
             print(
                 f"\tTopic: {name}\tPartition: {p['partition_index']}\tLeader: {leader}\t"
@@ -154,12 +197,42 @@ def describe(conn, args, out) -> None:
             )
 
 
+def alter(conn, args, out) -> None:
+    names = _matching(conn, args.topic, exclude_internal=False)
+    if not names:
+        if args.if_exists:
+            return
+        raise TopicCommandError(f"Topic '{args.topic}' does not exist as expected")
+    internal = [n for n in names if n in INTERNAL_TOPICS]
+    if internal:
+        raise TopicCommandError(
+            f"The number of partitions for the internal topics {', '.join(internal)} cannot be changed."
+        )
+    assignments = None
+    if args.replica_assignment:
+        assignments = [
+            {"broker_ids": [int(b) for b in part.split(":")]} for part in args.replica_assignment.split(",") if part
+        ]
+    response = conn.request(
+        ApiKeys.CREATE_PARTITIONS,
+        3,
+        {
+            "topics": [{"name": n, "count": args.partitions, "assignments": assignments} for n in names],
+            "timeout_ms": 30000,
+            "validate_only": False,
+        },
+    )
+    for r in response["results"]:
+        if r["error_code"] != errors.NONE:
+            raise TopicCommandError(r.get("error_message") or errors.for_code(r["error_code"]).default_message)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kafka-topics", description="Create, delete, describe, or change a topic.")
+    p = ToolArgumentParser(prog="kafka-topics", description="Create, delete, describe, or change a topic.")
     p.add_argument("--bootstrap-server", required=True, help="REQUIRED: The Kafka server to connect to.")
     p.add_argument("--command-config", help="Property file containing configs to be passed to Admin Client.")
     action = p.add_mutually_exclusive_group(required=True)
-    for a in ("create", "delete", "list", "describe"):
+    for a in ("create", "delete", "list", "describe", "alter"):
         action.add_argument(f"--{a}", action="store_true")
     p.add_argument("--topic")
     p.add_argument("--partitions", type=int)
@@ -168,6 +241,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--if-not-exists", action="store_true")
     p.add_argument("--if-exists", action="store_true")
     p.add_argument("--exclude-internal", action="store_true")
+    p.add_argument("--replica-assignment", help="Broker ids per new partition: 1:2,2:3 (with --alter)")
+    for o in REPORT_OPTIONS + ("topics_with_overrides",):
+        p.add_argument("--" + o.replace("_", "-"), action="store_true")
     return p
 
 
@@ -175,12 +251,44 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
     if argv is None:  # run as the command (bin/ script, console script): the tools' logging
         configure_tool_logging()
     args = _parser().parse_args(argv)
-    if (args.create or args.delete) and not args.topic:
+    if (args.create or args.delete or args.alter) and not args.topic:
         print('Missing required argument "[topic]"', file=sys.stderr)
+        return 1
+    if args.alter:
+        if args.config:
+            print(
+                'Option combination "[bootstrap-server],[config]" can\'t be used with option "[alter]": '
+                "use kafka-configs to add, remove or update topic configs",
+                file=sys.stderr,
+            )
+            return 1
+        if args.replication_factor is not None:
+            print('Option "[replication-factor]" can\'t be used with option "[alter]"', file=sys.stderr)
+            return 1
+        if args.partitions is None:
+            print('Missing required argument "[partitions]"', file=sys.stderr)
+            return 1
+    reports = [o for o in REPORT_OPTIONS + ("topics_with_overrides",) if getattr(args, o)]
+    if len(reports) > 1:
+        flag = "[" + reports[0].replace("_", "-") + "]"
+        print(f'Option "{flag}" can\'t be used with option "[{reports[1].replace("_", "-")}]"', file=sys.stderr)
+        return 1
+    if reports and not args.describe:
+        print(f'Option "[{reports[0].replace("_", "-")}]" can only be used with option "[describe]"', file=sys.stderr)
         return 1
     try:
         with BrokerConnection.to(args.bootstrap_server, client_id="kafka-topics") as conn:
-            action = create if args.create else delete if args.delete else list_topics if args.list else describe
+            action = (
+                create
+                if args.create
+                else delete
+                if args.delete
+                else alter
+                if args.alter
+                else list_topics
+                if args.list
+                else describe
+            )
             action(conn, args, out)
     except (TopicCommandError, errors.KafkaError, OSError, ValueError) as e:
         print(f"Error while executing topic command : {e}", file=sys.stderr)

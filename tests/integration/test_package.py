@@ -35,6 +35,9 @@ COMMANDS = (
     "kafka-consumer-groups",
     "kafka-producer-perf-test",
     "kafka-delete-records",
+    "kafka-configs",
+    "kafka-get-offsets",
+    "kafka-broker-api-versions",
 )
 
 
