@@ -1,0 +1,144 @@
+"""kafka-dump-log, kafka-consumer-perf-test, kafka-verifiable-producer and kafka-verifiable-consumer against one
+real broker (Kafka's output formats)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.helpers.broker import BrokerProcess
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory):
+    b = BrokerProcess(tmp_path_factory.mktemp("kafka-tools-more") / "broker").start()
+    yield b
+    try:
+        b.stop()
+    except Exception:
+        b.kill()
+    assert not [line for line in b.lines if "unknown field(s)" in line], "strict codec violation in the broker"
+
+
+def tool(module: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", f"pykbroker.tools.{module}", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def create(kafka, topic: str, partitions: int = 1, *config: str) -> None:
+    extra = [a for c in config for a in ("--config", c)]
+    run = tool(
+        "topic_command", "--bootstrap-server", kafka.bootstrap, "--create", "--topic", topic,
+        "--partitions", str(partitions), *extra,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+
+
+BATCH_LINE = re.compile(
+    r"baseOffset: (\d+) lastOffset: (\d+) count: (\d+) baseSequence: (-?\d+) lastSequence: (-?\d+) "
+    r"producerId: (-?\d+) producerEpoch: (-?\d+) partitionLeaderEpoch: (\d+) isTransactional: (true|false) "
+    r"isControl: (true|false) deleteHorizonMs: OptionalLong\.empty position: (\d+) CreateTime: (\d+) size: (\d+) "
+    r"magic: 2 compresscodec: (none|gzip) crc: (\d+) isvalid: true"
+)
+
+
+def test_dump_log_segments_indexes_and_snapshot(kafka, tmp_path):
+    from confluent_kafka import Producer
+
+    create(kafka, "dump", 1, "index.interval.bytes=1")
+    ts = (int(time.time()) - 60) * 1000
+    producer = Producer({"bootstrap.servers": kafka.bootstrap, "linger.ms": 0, "enable.idempotence": False})
+    producer.produce("dump", key=b"k0", value=b"v0", timestamp=ts, headers=[("h", b"x")])
+    assert producer.flush(30) == 0
+    producer.produce("dump", value=b"v1", timestamp=ts + 1)
+    producer.produce("dump", key=b"k2", value=None, timestamp=ts + 2)
+    assert producer.flush(30) == 0
+    seg = kafka.data_dir / "logs" / "dump-0"
+    log, index, timeindex = (str(seg / f"{0:020d}.{s}") for s in ("log", "index", "timeindex"))
+
+    shallow = tool("dump_log_segments", "--files", log)
+    assert shallow.returncode == 0, shallow.stderr
+    lines = shallow.stdout.splitlines()
+    assert lines[:2] == [f"Dumping {log}", "Log starting offset: 0"]
+    batches = [BATCH_LINE.fullmatch(line) for line in lines[2:]]
+    assert all(batches), lines
+    first = batches[0]
+    assert first is not None and first.group(1, 2, 3, 11, 12) == ("0", "0", "1", "0", str(ts))
+    assert int(batches[1].group(11)) == int(first.group(11)) + int(first.group(13))  # type: ignore[union-attr]
+    assert sum(int(b.group(3)) for b in batches) == 3  # type: ignore[union-attr]
+
+    deep = tool("dump_log_segments", "--files", log, "--print-data-log").stdout.splitlines()
+    records = [line for line in deep if line.startswith("|")]
+    assert records == [
+        f"| offset: 0 CreateTime: {ts} keySize: 2 valueSize: 2 sequence: -1 headerKeys: [h] key: k0 payload: v0",
+        f"| offset: 1 CreateTime: {ts + 1} keySize: -1 valueSize: 2 sequence: -1 headerKeys: [] payload: v1",
+        f"| offset: 2 CreateTime: {ts + 2} keySize: 2 valueSize: -1 sequence: -1 headerKeys: [] key: k2",
+    ]
+    assert deep[2].startswith("baseOffset: 0 lastOffset: 0 ") and deep[3].startswith("| offset: 0 ")
+    no_data = tool("dump_log_segments", "--files", log, "--deep-iteration").stdout.splitlines()
+    assert [line for line in no_data if line.startswith("|")][1] == (
+        f"| offset: 1 CreateTime: {ts + 1} keySize: -1 valueSize: 2 sequence: -1 headerKeys: []"
+    )
+
+    idx = tool("dump_log_segments", "--files", f"{index},{timeindex}")
+    assert idx.returncode == 0, idx.stderr
+    out = idx.stdout.splitlines()
+    split = out.index(f"Dumping {timeindex}")
+    assert out[0] == f"Dumping {index}" and split >= 2, out
+    positions = {b.group(11) for b in batches}  # type: ignore[union-attr]
+    for entry in out[1:split]:  # every indexed position is the start of a batch
+        m = re.fullmatch(r"offset: ([0-2]) position: (\d+)", entry)
+        assert m and m.group(2) in positions, out
+    assert len(out) > split + 1, out
+    for entry in out[split + 1 :]:
+        m = re.fullmatch(r"timestamp: (\d+) offset: ([0-2])", entry)
+        assert m and ts <= int(m.group(1)) <= ts + 2, out
+
+    from pykbroker.log.producer_state_entry import BatchMetadata, ProducerStateEntry
+    from pykbroker.log.producer_state_snapshot import write_snapshot
+
+    snap = str(tmp_path / f"{5:020d}.snapshot")
+    write_snapshot(snap, [ProducerStateEntry(7, 1, 2, ts, -1, [BatchMetadata(4, 4, 4, ts)])], sync=False)
+    assert tool("dump_log_segments", "--files", snap).stdout == (
+        f"Dumping {snap}\nproducerId: 7 producerEpoch: 1 coordinatorEpoch: 2 currentTxnFirstOffset: "
+        f"OptionalLong.empty lastTimestamp: {ts} firstSequence: 0 lastSequence: 4 lastOffset: 4 offsetDelta: 4 "
+        f"timestamp: {ts}\n"
+    )
+    other = tool("dump_log_segments", "--files", str(tmp_path / "x.txt"))
+    assert other.returncode == 0 and other.stderr == f"Ignoring unknown file {tmp_path / 'x.txt'}\n"
+
+
+def test_dump_log_offsets_decoder(kafka):
+    from confluent_kafka import Consumer, TopicPartition
+
+    create(kafka, "dumped-offsets", 1)
+    consumer = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": "dump-g", "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition("dumped-offsets", 0, 42)], asynchronous=False)
+    finally:
+        consumer.close()
+    logs = sorted((kafka.data_dir / "logs").glob("__consumer_offsets-*/*.log"))
+    found = []
+    for log in logs:
+        run = tool("dump_log_segments", "--files", str(log), "--offsets-decoder")
+        assert run.returncode == 0, run.stderr
+        found += [line for line in run.stdout.splitlines() if '"topic":"dumped-offsets"' in line]
+    assert len(found) == 1, found
+    m = re.fullmatch(
+        r"\| offset: \d+ CreateTime: \d+ keySize: \d+ valueSize: \d+ sequence: -1 headerKeys: \[\] "
+        r"key: (\{.*\}) payload: (\{.*\})",
+        found[0],
+    )
+    assert m, found[0]
+    assert m.group(1) == '{"type":"1","data":{"group":"dump-g","topic":"dumped-offsets","partition":0}}'
+    payload = json.loads(m.group(2))
+    assert payload["version"] == "3" and payload["data"]["offset"] == 42
+    assert list(payload["data"]) == ["offset", "leaderEpoch", "metadata", "commitTimestamp"]
