@@ -142,3 +142,41 @@ def test_dump_log_offsets_decoder(kafka):
     payload = json.loads(m.group(2))
     assert payload["version"] == "3" and payload["data"]["offset"] == 42
     assert list(payload["data"]) == ["offset", "leaderEpoch", "metadata", "commitTimestamp"]
+
+
+PERF_HEADER = (
+    "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, "
+    "fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec"
+)
+DATE = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d:\d{3}"
+NUM = r"(-?\d+\.\d{4}|NaN|Infinity)"
+
+
+def test_consumer_perf_test(kafka):
+    from confluent_kafka import Producer
+
+    create(kafka, "perf-in", 2)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap, "linger.ms": 0})
+    for i in range(20):
+        producer.produce("perf-in", key=b"k", value=b"x" * 99, partition=i % 2)
+    assert producer.flush(30) == 0
+    bs = ("--bootstrap-server", kafka.bootstrap, "--topic", "perf-in")
+    run = tool("consumer_performance", *bs, "--messages", "20", "--group", "perf-g", "--timeout", "20000")
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0] == PERF_HEADER and len(lines) == 2, lines
+    m = re.fullmatch(
+        rf"({DATE}), ({DATE}), (\d+\.\d{{4}}), {NUM}, (\d+), {NUM}, (\d+), (-?\d+), {NUM}, {NUM}", lines[1]
+    )
+    assert m, lines[1]
+    assert m.group(3) == f"{2000 / 1024 / 1024:.4f}" and m.group(5) == "20", lines[1]
+    # the group exists and --hide-header drops the header; a short topic ends with Kafka's timeout warning
+    short = tool("consumer_performance", *bs, "--messages", "30", "--timeout", "1000", "--hide-header")
+    assert short.returncode == 0, short.stderr
+    out = short.stdout.splitlines()
+    assert out[0] == (
+        "WARNING: Exiting before consuming the expected number of messages: timeout (1000 ms) exceeded. "
+        "You can use the --timeout option to increase the timeout."
+    )
+    assert len(out) == 2 and out[1].split(", ")[4] == "20", out
+    assert "perf-g" in tool("consumer_group_command", "--bootstrap-server", kafka.bootstrap, "--list").stdout

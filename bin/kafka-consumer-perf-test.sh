@@ -1,0 +1,1 @@
+kafka-consumer-perf-test
