@@ -180,3 +180,85 @@ def test_consumer_perf_test(kafka):
     )
     assert len(out) == 2 and out[1].split(", ")[4] == "20", out
     assert "perf-g" in tool("consumer_group_command", "--bootstrap-server", kafka.bootstrap, "--list").stdout
+
+
+def events(stdout: str) -> list[dict]:
+    out = [json.loads(line) for line in stdout.splitlines()]
+    assert all(list(e)[:2] == ["timestamp", "name"] and isinstance(e["timestamp"], int) for e in out), out
+    return out
+
+
+def test_verifiable_producer_and_consumer(kafka):
+    create(kafka, "verify", 2)
+    run = tool(
+        "verifiable_producer", "--bootstrap-server", kafka.bootstrap, "--topic", "verify", "--max-messages", "6",
+        "--value-prefix", "7", "--acks", "-1", "--throughput", "1000",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    produced = events(run.stdout)
+    names = [e["name"] for e in produced]
+    assert names == ["startup_complete"] + ["producer_send_success"] * 6 + ["shutdown_complete", "tool_data"], names
+    sends = produced[1:7]
+    assert sorted(e["value"] for e in sends) == [f"7.{i}" for i in range(6)]
+    assert all(list(e)[2:] == ["key", "value", "topic", "partition", "offset"] for e in sends), sends
+    assert all(e["key"] is None and e["topic"] == "verify" and e["partition"] in (0, 1) for e in sends)
+    by_partition: dict[int, list[int]] = {}
+    for e in sends:
+        by_partition.setdefault(e["partition"], []).append(e["offset"])
+    assert all(sorted(v) == list(range(len(v))) for v in by_partition.values()), by_partition
+    data = produced[-1]
+    assert (data["sent"], data["acked"], data["target_throughput"]) == (6, 6, 1000)
+    assert isinstance(data["avg_throughput"], float) and data["avg_throughput"] > 0
+
+    consume = tool(
+        "verifiable_consumer", "--bootstrap-server", kafka.bootstrap, "--topic", "verify", "--group-id", "verify-g",
+        "--max-messages", "6", "--verbose",
+    )  # fmt: skip
+    assert consume.returncode == 0, consume.stderr
+    consumed = events(consume.stdout)
+    assert consumed[0]["name"] == "startup_complete" and consumed[-1]["name"] == "shutdown_complete"
+    assigned = [e for e in consumed if e["name"] == "partitions_assigned"]
+    assert assigned[0]["partitions"] == [{"topic": "verify", "partition": 0}, {"topic": "verify", "partition": 1}]
+    batches = [e for e in consumed if e["name"] == "records_consumed"]
+    assert sum(e["count"] for e in batches) == 6
+    seen: dict[int, list[int]] = {}
+    for e in batches:
+        for s in e["partitions"]:
+            assert list(s) == ["topic", "partition", "count", "minOffset", "maxOffset"], s
+            assert s["maxOffset"] - s["minOffset"] + 1 == s["count"]
+            seen.setdefault(s["partition"], []).extend(range(s["minOffset"], s["maxOffset"] + 1))
+    assert seen == {p: sorted(v) for p, v in by_partition.items()}
+    records = [e for e in consumed if e["name"] == "record_data"]
+    assert sorted(e["value"] for e in records) == [f"7.{i}" for i in range(6)]
+    commits = [e for e in consumed if e["name"] == "offsets_committed"]
+    assert commits and all(e["success"] is True and "error" not in e for e in commits), commits
+    final = {(o["partition"]): o["offset"] for e in commits for o in e["offsets"]}
+    assert final == {p: len(v) for p, v in by_partition.items()}
+    # the group committed them: a second consumer in the group starts after them and stops on SIGTERM
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pykbroker.tools.verifiable_consumer", "--bootstrap-server", kafka.bootstrap,
+         "--topic", "verify", "--group-id", "verify-g"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        lines = []
+        while not lines or json.loads(lines[-1])["name"] != "partitions_assigned":
+            line = proc.stdout.readline()
+            assert line, lines
+            lines.append(line)
+        proc.terminate()
+        rest, _ = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    later = events("".join(lines) + rest)
+    assert [e["name"] for e in later] == ["startup_complete", "partitions_assigned", "shutdown_complete"], later
+
+
+@pytest.mark.parametrize(
+    "module", ["dump_log_segments", "consumer_performance", "verifiable_producer", "verifiable_consumer"]
+)
+def test_bad_arguments_exit_1_as_kafka_tools_do(module):
+    run = tool(module, "--no-such-option")
+    assert run.returncode == 1 and run.stdout == "", run
+    assert "error: " in run.stderr.splitlines()[-1], run.stderr
