@@ -51,8 +51,17 @@ def parse_offsets_record(key: bytes | None, value: bytes | None, offset: int) ->
     ``{"version":"<value version>","data":{...}}`` (``<DELETE>`` for a tombstone)."""
     if key is None:
         raise ValueError(
-            f"Failed to decode message at offset {offset} using offset topic decoder (message had a missing key)"
+            f"Failed to decode message at offset {offset} using the specified decoder (message had a missing key)"
         )
+    if len(key) >= 2 and struct.unpack_from(">h", key)[0] not in (0, 1, 2):
+        return f"Unknown record type {struct.unpack_from('>h', key)[0]} at offset {offset}, skipping.", None
+    try:
+        return _parse_offsets_record(key, value)
+    except Exception as e:  # noqa: BLE001 - Kafka prints the error in place of the record and goes on
+        return f"Error at offset {offset}, skipping. {e}", None
+
+
+def _parse_offsets_record(key: bytes, value: bytes | None) -> tuple[str | None, str | None]:
     key_version = struct.unpack_from(">h", key)[0]
     decoded = record_codec.decode_key(key)
     if decoded[0] == "offset":
@@ -136,24 +145,26 @@ def dump_log(path: str, out, deep: bool, print_contents: bool, skip_metadata: bo
         if deep:
             base_seq = batch.base_sequence
             for record in batch.records(verify_crc=False):
-                line = RECORD_INDENT
+                line = ""
                 if not skip_metadata:
                     key_size = -1 if record.key is None else len(record.key)
                     value_size = -1 if record.value is None else len(record.value)
                     header_keys = ",".join(h[0] for h in record.headers)
                     line += (
-                        f" offset: {record.offset} {ts_type}: {record.timestamp} keySize: {key_size}"
+                        f"{RECORD_INDENT} offset: {record.offset} {ts_type}: {record.timestamp} keySize: {key_size}"
                         f" valueSize: {value_size} sequence: {_sequence(base_seq, record.offset - batch.base_offset)}"
                         f" headerKeys: [{header_keys}]"
                     )
-                if batch.is_control_batch:
-                    line += _control_text(record.key, record.value)
-                elif print_contents:
+                    if batch.is_control_batch:
+                        line += _control_text(record.key, record.value)
+                if print_contents and not batch.is_control_batch:
+                    prefix = RECORD_INDENT + " " if skip_metadata else " "
                     key, payload = parser(record.key, record.value, record.offset)
                     if key is not None:
-                        line += f" key: {key}"
+                        line += f"{prefix}key: {key}"
+                        prefix = " "
                     if payload is not None:
-                        line += f" payload: {payload}"
+                        line += f"{prefix}payload: {payload}"
                 out.write(line + "\n")
         valid_bytes = position + batch.size_in_bytes
     if valid_bytes < len(data):
@@ -168,6 +179,9 @@ def dump_index(path: str, out) -> None:
     base = _base_offset(path)
     with open(path, "rb") as f:
         data = f.read()
+    if len(data) < _OFFSET_ENTRY.size:
+        out.write(f"{path} is empty.\n")
+        return
     for i in range(len(data) // _OFFSET_ENTRY.size):
         relative, position = _OFFSET_ENTRY.unpack_from(data, i * _OFFSET_ENTRY.size)
         if relative == 0 and i > 0:
@@ -192,12 +206,12 @@ def dump_producer_snapshot(path: str, out) -> None:
             f"producerId: {entry.producer_id} producerEpoch: {entry.producer_epoch} "
             f"coordinatorEpoch: {entry.coordinator_epoch} "
             f"currentTxnFirstOffset: {_optional_long(entry.current_txn_first_offset)} "
-            f"lastTimestamp: {entry.last_timestamp} "
+            f"lastTimestamp: {entry.last_timestamp}"
         )
         if entry.batch_metadata:
             m = entry.batch_metadata[0]
             line += (
-                f"firstSequence: {m.first_seq} lastSequence: {m.last_seq} lastOffset: {m.last_offset} "
+                f" firstSequence: {m.first_seq} lastSequence: {m.last_seq} lastOffset: {m.last_offset} "
                 f"offsetDelta: {m.offset_delta} timestamp: {m.timestamp}"
             )
         out.write(line + "\n")
@@ -214,7 +228,8 @@ def build_parser() -> ToolArgumentParser:
         "--offsets-decoder", action="store_true", help="If set, log data will be parsed as offset data from the "
         "__consumer_offsets topic."
     )  # fmt: skip
-    p.add_argument("--skip-record-metadata", action="store_true", help="Skip metadata when printing records")
+    p.add_argument("--skip-record-metadata", action="store_true", help="Whether to skip printing metadata for each "
+                   "record.")  # fmt: skip
     return p
 
 

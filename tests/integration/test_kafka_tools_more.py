@@ -88,6 +88,10 @@ def test_dump_log_segments_indexes_and_snapshot(kafka, tmp_path):
         f"| offset: 1 CreateTime: {ts + 1} keySize: -1 valueSize: 2 sequence: -1 headerKeys: []"
     )
 
+    bare = tool("dump_log_segments", "--files", log, "--print-data-log", "--skip-record-metadata").stdout
+    assert [line for line in bare.splitlines() if line.startswith("|")] == ["| key: k0 payload: v0", "| payload: v1",
+                                                                          "| key: k2"]  # fmt: skip
+
     idx = tool("dump_log_segments", "--files", f"{index},{timeindex}")
     assert idx.returncode == 0, idx.stderr
     out = idx.stdout.splitlines()
