@@ -122,12 +122,16 @@ def _control_text(key: bytes | None, value: bytes | None) -> str:
     return f" controlType: {name or 'UNKNOWN'}({type_id})"
 
 
-def dump_log(path: str, out, deep: bool, print_contents: bool, skip_metadata: bool, parser) -> None:
+def dump_log(
+    path: str, out, deep: bool, print_contents: bool, skip_metadata: bool, parser, gaps: dict[str, list]
+) -> None:
+    """Appends ``(previous, next)`` offset pairs that are not consecutive to ``gaps[absolute path]``."""
     start_offset = int(os.path.basename(path).split(".")[0])
     out.write(f"Log starting offset: {start_offset}\n")
     with open(path, "rb") as f:
         data = f.read()
     valid_bytes = 0
+    last_offset = -1
     for position, batch in iter_batches(data):
         ts_type = TIMESTAMP_TYPES.get(batch.timestamp_type, "NoTimestampType")
         horizon = batch.base_timestamp if batch.attributes & DELETE_HORIZON_FLAG else None
@@ -145,6 +149,9 @@ def dump_log(path: str, out, deep: bool, print_contents: bool, skip_metadata: bo
         if deep:
             base_seq = batch.base_sequence
             for record in batch.records(verify_crc=False):
+                if record.offset != last_offset + 1:
+                    gaps.setdefault(os.path.abspath(path), []).append((last_offset, record.offset))
+                last_offset = record.offset
                 line = ""
                 if not skip_metadata:
                     key_size = -1 if record.key is None else len(record.key)
@@ -239,30 +246,32 @@ def main(argv: list[str] | None = None) -> int:
     deep = args.deep_iteration or print_contents
     parser = parse_offsets_record if args.offsets_decoder else _string_record
     out = sys.stdout
+    gaps: dict[str, list] = {}
     try:
         for path in args.files.split(","):
             out.write(f"Dumping {path}\n")
             name = os.path.basename(path)
             suffix = name[name.rfind(".") :] if "." in name else ""
             if suffix == ".log":
-                dump_log(path, out, deep, print_contents, args.skip_record_metadata, parser)
+                dump_log(path, out, deep, print_contents, args.skip_record_metadata, parser, gaps)
             elif suffix == ".index":
                 dump_index(path, out)
             elif suffix == ".timeindex":
                 dump_time_index(path, out)
             elif suffix == ".snapshot":
                 dump_producer_snapshot(path, out)
-            elif suffix == ".deleted":
-                out.flush()
-                print(f"Ignoring deleted file '{path}'", file=sys.stderr)
             else:
                 out.flush()
                 print(f"Ignoring unknown file {path}", file=sys.stderr)
             out.flush()
-    except (OSError, ValueError) as e:
+    except Exception as e:  # noqa: BLE001 - Kafka prints the exception's message and exits 1
         out.flush()
-        print(f"Error occurred: {error_line(e)}", file=sys.stderr)
+        print(str(e) or error_line(e), file=sys.stderr)
         return 1
+    for name, pairs in gaps.items():
+        print(f"Non-consecutive offsets in {name}", file=sys.stderr)
+        for before, after in pairs:
+            print(f"  {before} is followed by {after}", file=sys.stderr)
     return 0
 
 
