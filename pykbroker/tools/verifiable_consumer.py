@@ -7,10 +7,10 @@
 Subscribes to ``T`` in group ``G`` and prints one JSON object a line, as Kafka's tool does:
 ``{"timestamp":..,"name":"startup_complete"}``, ``partitions_revoked`` / ``partitions_assigned``
 (``partitions``: ``[{"topic","partition"}]``) when the assignment changes, per poll ``records_consumed``
-(``count``, ``partitions``: ``[{"topic","partition","count","minOffset","maxOffset"}]``, preceded by one
-``record_data`` per record with ``--verbose``), ``offsets_committed`` (``offsets``: ``[{"topic","partition",
+(``count`` of the records polled, ``partitions``: ``[{"topic","partition","count","minOffset","maxOffset"}]``,
+after one ``record_data`` per record with ``--verbose``), ``offsets_committed`` (``offsets``: ``[{"topic","partition",
 "offset"}]``, ``error`` on failure, ``success``) after each poll unless ``--enable-autocommit``, and
-``shutdown_complete`` after ``N`` messages (-1 = until SIGTERM/SIGINT).
+``partitions_revoked`` and ``shutdown_complete`` after ``N`` messages (-1 = until SIGTERM/SIGINT).
 Uses pykbroker's own :class:`~pykbroker.clients.consumer.KafkaConsumer`.
 """
 
@@ -74,7 +74,7 @@ class VerifiableConsumer:
         by_partition: dict[tuple[str, int], list] = {}
         for r in records:
             by_partition.setdefault((r.topic, r.partition), []).append(r)
-        summaries, offsets, total = [], {}, 0
+        summaries, offsets = [], {}
         for tp, recs in by_partition.items():
             if self.args.max_messages >= 0 and self.consumed + len(recs) > self.args.max_messages:
                 recs = recs[: self.args.max_messages - self.consumed]
@@ -91,11 +91,10 @@ class VerifiableConsumer:
             lo, hi = recs[0].offset, recs[-1].offset
             summaries.append({"topic": tp[0], "partition": tp[1], "count": len(recs), "minOffset": lo, "maxOffset": hi})
             offsets[tp] = hi + 1
-            total += len(recs)
             self.consumed += len(recs)
             if self.finished():
                 break
-        self.emit("records_consumed", count=total, partitions=summaries)
+        self.emit("records_consumed", count=len(records), partitions=summaries)
         return offsets
 
     def commit(self, offsets: dict[tuple[str, int], int]) -> None:
@@ -146,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         tool.run()
     finally:
+        if tool.assignment:  # leaving the group revokes the owned partitions (Kafka's onPartitionsRevoked)
+            emit("partitions_revoked", partitions=_partitions(tool.assignment))
         consumer.close()
         emit("shutdown_complete")
     return 0

@@ -82,8 +82,8 @@ class VerifiableProducer:
                 with self.counter_lock:
                     self.num_acked += 1
                 self.emit(
-                    "producer_send_success", key=key, value=value, topic=metadata.topic,
-                    partition=metadata.partition, offset=metadata.offset,
+                    "producer_send_success", key=key, value=value, partition=metadata.partition,
+                    topic=metadata.topic, offset=metadata.offset,
                 )  # fmt: skip
             else:
                 self.emit(

@@ -204,7 +204,7 @@ def test_verifiable_producer_and_consumer(kafka):
     assert names == ["startup_complete"] + ["producer_send_success"] * 6 + ["shutdown_complete", "tool_data"], names
     sends = produced[1:7]
     assert sorted(e["value"] for e in sends) == [f"7.{i}" for i in range(6)]
-    assert all(list(e)[2:] == ["key", "value", "topic", "partition", "offset"] for e in sends), sends
+    assert all(list(e)[2:] == ["key", "value", "partition", "topic", "offset"] for e in sends), sends
     assert all(e["key"] is None and e["topic"] == "verify" and e["partition"] in (0, 1) for e in sends)
     by_partition: dict[int, list[int]] = {}
     for e in sends:
@@ -220,11 +220,13 @@ def test_verifiable_producer_and_consumer(kafka):
     )  # fmt: skip
     assert consume.returncode == 0, consume.stderr
     consumed = events(consume.stdout)
-    assert consumed[0]["name"] == "startup_complete" and consumed[-1]["name"] == "shutdown_complete"
+    assert consumed[0]["name"] == "startup_complete"
+    assert [e["name"] for e in consumed[-2:]] == ["partitions_revoked", "shutdown_complete"]
     assigned = [e for e in consumed if e["name"] == "partitions_assigned"]
     assert assigned[0]["partitions"] == [{"topic": "verify", "partition": 0}, {"topic": "verify", "partition": 1}]
     batches = [e for e in consumed if e["name"] == "records_consumed"]
-    assert sum(e["count"] for e in batches) == 6
+    assert sum(sum(s["count"] for s in e["partitions"]) for e in batches) == 6
+    assert all(e["count"] >= sum(s["count"] for s in e["partitions"]) for e in batches)  # count: records polled
     seen: dict[int, list[int]] = {}
     for e in batches:
         for s in e["partitions"]:
@@ -256,7 +258,12 @@ def test_verifiable_producer_and_consumer(kafka):
     finally:
         proc.kill()
     later = events("".join(lines) + rest)
-    assert [e["name"] for e in later] == ["startup_complete", "partitions_assigned", "shutdown_complete"], later
+    assert [e["name"] for e in later] == [
+        "startup_complete",
+        "partitions_assigned",
+        "partitions_revoked",
+        "shutdown_complete",
+    ], later
 
 
 @pytest.mark.parametrize(
