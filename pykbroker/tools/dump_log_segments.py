@@ -46,6 +46,81 @@ def _b64(data: bytes | None) -> str | None:
     return None if data is None else base64.b64encode(data).decode("ascii")
 
 
+class _ProtocolReader:
+    """Reads the non-flexible consumer protocol (ConsumerProtocolSubscription / ConsumerProtocolAssignment)."""
+
+    def __init__(self, data: bytes):
+        self.data, self.pos = data, 0
+
+    def _take(self, fmt: str) -> int:
+        value = struct.unpack_from(fmt, self.data, self.pos)[0]
+        self.pos += struct.calcsize(fmt)
+        return value
+
+    def int16(self) -> int:
+        return self._take(">h")
+
+    def int32(self) -> int:
+        return self._take(">i")
+
+    def string(self) -> str | None:
+        n = self.int16()
+        if n < 0:
+            return None
+        if self.pos + n > len(self.data):
+            raise ValueError("truncated string")
+        self.pos += n
+        return self.data[self.pos - n : self.pos].decode("utf-8")
+
+    def bytes_b64(self) -> str | None:
+        n = self.int32()
+        if n < 0:
+            return None
+        if self.pos + n > len(self.data):
+            raise ValueError("truncated bytes")
+        self.pos += n
+        return base64.b64encode(self.data[self.pos - n : self.pos]).decode("ascii")
+
+    def array(self, item) -> list:
+        n = self.int32()
+        if n < 0:
+            raise ValueError("null array")
+        return [item() for _ in range(n)]
+
+    def topic_partitions(self) -> dict:
+        return {"topic": self.string(), "partitions": self.array(self.int32)}
+
+
+def _subscription_json(data: bytes) -> dict:
+    r = _ProtocolReader(data)
+    version = r.int16()
+    out: dict = {"topics": r.array(r.string), "userData": r.bytes_b64()}
+    if version >= 1:
+        out["ownedPartitions"] = r.array(r.topic_partitions)
+    if version >= 2:
+        out["generationId"] = r.int32()
+    if version >= 3:
+        out["rackId"] = r.string()
+    return out
+
+
+def _assignment_json(data: bytes) -> dict:
+    r = _ProtocolReader(data)
+    r.int16()
+    return {"assignedPartitions": r.array(r.topic_partitions), "userData": r.bytes_b64()}
+
+
+def _member_protocol_field(data: bytes | None, decode, consumer: bool):
+    """Kafka replaces a ``consumer`` group's subscription / assignment bytes with their JSON, else keeps them
+    (base64) -- also when they do not decode."""
+    if data is not None and consumer:
+        try:
+            return decode(data)
+        except (ValueError, struct.error, UnicodeDecodeError):
+            pass
+    return _b64(data)
+
+
 def parse_offsets_record(key: bytes | None, value: bytes | None, offset: int) -> tuple[str | None, str | None]:
     """Kafka's OffsetsMessageParser: ``{"type":"<key version>","data":{...}}`` and
     ``{"version":"<value version>","data":{...}}`` (``<DELETE>`` for a tombstone)."""
@@ -95,7 +170,9 @@ def _parse_offsets_record(key: bytes, value: bytes | None) -> tuple[str | None, 
         if version >= 1:
             member["rebalanceTimeout"] = m["rebalance_timeout"]
         member["sessionTimeout"] = m["session_timeout"]
-        member.update(subscription=_b64(m["subscription"]), assignment=_b64(m["assignment"]))
+        consumer = g["protocol_type"] == "consumer"
+        member["subscription"] = _member_protocol_field(m["subscription"], _subscription_json, consumer)
+        member["assignment"] = _member_protocol_field(m["assignment"], _assignment_json, consumer)
         members.append(member)
     group_data["members"] = members
     return key_text, _json({"version": str(version), "data": group_data})

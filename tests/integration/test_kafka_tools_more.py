@@ -12,6 +12,7 @@ import time
 import pytest
 
 from tests.helpers.broker import BrokerProcess
+from tests.helpers.wait import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -126,15 +127,27 @@ def test_dump_log_offsets_decoder(kafka):
     create(kafka, "dumped-offsets", 1)
     consumer = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": "dump-g", "enable.auto.commit": False})
     try:
+        consumer.subscribe(["dumped-offsets"])
+        wait_until(lambda: consumer.poll(0.2) is None and bool(consumer.assignment()), 30, message="assigned")
         consumer.commit(offsets=[TopicPartition("dumped-offsets", 0, 42)], asynchronous=False)
     finally:
         consumer.close()
     logs = sorted((kafka.data_dir / "logs").glob("__consumer_offsets-*/*.log"))
-    found = []
+    found, groups = [], []
     for log in logs:
         run = tool("dump_log_segments", "--files", str(log), "--offsets-decoder")
         assert run.returncode == 0, run.stderr
         found += [line for line in run.stdout.splitlines() if '"topic":"dumped-offsets"' in line]
+        groups += [line for line in run.stdout.splitlines() if 'key: {"type":"2","data":{"group":"dump-g"}}' in line]
+    # the group's metadata: the member's subscription and assignment decoded, as Kafka prints them
+    values = [json.loads(line.split(" payload: ", 1)[1]) for line in groups if " payload: {" in line]
+    joined = [v for v in values if v["data"]["members"]]  # the group emptied when the consumer left
+    assert joined and all(v["version"] == "3" for v in values), groups
+    member = joined[-1]["data"]["members"][0]
+    assert joined[-1]["data"]["protocolType"] == "consumer" and joined[-1]["data"]["generation"] >= 1
+    assert member["subscription"]["topics"] == ["dumped-offsets"], member
+    assert member["assignment"]["assignedPartitions"] == [{"topic": "dumped-offsets", "partitions": [0]}], member
+    found = [line for line in found if "assignedPartitions" not in line]
     assert len(found) == 1, found
     m = re.fullmatch(
         r"\| offset: \d+ CreateTime: \d+ keySize: \d+ valueSize: \d+ sequence: -1 headerKeys: \[\] "
