@@ -29,6 +29,7 @@ BROKER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.CREATE_TOPICS: (2, 7),
     ApiKeys.DELETE_TOPICS: (1, 6),
     ApiKeys.DELETE_RECORDS: (0, 2),
+    ApiKeys.DESCRIBE_LOG_DIRS: (1, 4),
     ApiKeys.INIT_PRODUCER_ID: (0, 5),
     ApiKeys.OFFSET_FOR_LEADER_EPOCH: (2, 4),
     ApiKeys.DESCRIBE_CONFIGS: (1, 4),

@@ -219,6 +219,13 @@ def _delete_groups_error(version, body, code, message):
     return {"throttle_time_ms": 0, "results": [{"group_id": g, "error_code": code} for g in body["groups_names"]]}
 
 
+@register(ApiKeys.DESCRIBE_LOG_DIRS)
+def _describe_log_dirs_error(version, body, code, message):
+    """``DescribeLogDirsRequest.getErrorResponse``: the top-level error (v3+) and no results, so before
+    v3 the error is not on the wire at all (as in Kafka)."""
+    return {"throttle_time_ms": 0, "error_code": code, "results": []}
+
+
 # Where the schema-built response is Kafka's: SyncGroup (no assignment, protocol null), Heartbeat,
 # ListGroups (no groups), OffsetCommit (the error on every requested partition), DeleteRecords (the
 # error and INVALID_LOW_WATERMARK on every requested partition).

@@ -55,6 +55,7 @@ from pykbroker.server.handlers.delete_records import DeleteRecordsHandler
 from pykbroker.server.handlers.fetch import FetchHandler
 from pykbroker.server.handlers.groups import GroupHandlers
 from pykbroker.server.handlers.list_offsets import ListOffsetsHandler
+from pykbroker.server.handlers.log_dirs import DescribeLogDirsHandler
 from pykbroker.server.handlers.metadata import MetadataHandler
 from pykbroker.server.handlers.produce import ProduceHandler
 from pykbroker.server.handlers.producer_id import InitProducerIdHandler, ProducerIdManager
@@ -304,6 +305,7 @@ class KafkaRaftServer:
             ),
             ListOffsetsHandler(helper, rm),
             DeleteRecordsHandler(helper, rm),
+            DescribeLogDirsHandler(helper, self.log_manager),
             AdminHandler(helper, self.controller, cache, self.config, self.log_manager.default_config),
             InitProducerIdHandler(helper, self.producer_id_manager),
             GroupHandlers(helper, self.group_coordinator, cache, self.controller, self.config, self.time),

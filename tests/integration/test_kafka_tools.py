@@ -97,7 +97,8 @@ def test_configs_groups_brokers_and_errors(kafka):
     assert "Default configs for brokers in the cluster are:" in brokers.stdout.splitlines()
     every = configs(kafka, "--describe", "--broker", "1", "--all").stdout.splitlines()
     assert every[0] == "All configs for broker 1 are:"
-    assert "  node.id=1 sensitive=false synonyms={STATIC_BROKER_CONFIG:node.id=1}" in every
+    # Kafka lists every synonym in precedence order, the definition default last
+    assert "  node.id=1 sensitive=false synonyms={STATIC_BROKER_CONFIG:node.id=1, DEFAULT_CONFIG:node.id=-1}" in every
     default = configs(kafka, "--alter", "--entity-type", "brokers", "--entity-default", "--add-config",
                       "log.cleaner.threads=1")  # fmt: skip
     assert default.returncode == 0, default.stderr

@@ -38,6 +38,11 @@ COMMANDS = (
     "kafka-configs",
     "kafka-get-offsets",
     "kafka-broker-api-versions",
+    "kafka-dump-log",
+    "kafka-consumer-perf-test",
+    "kafka-verifiable-producer",
+    "kafka-verifiable-consumer",
+    "kafka-log-dirs",
 )
 
 

@@ -21,6 +21,8 @@ from pykbroker.server import error_responses
 
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP = 2, 4, 32
 SOURCE_GROUP_CONFIG = 8  # DescribeConfigsResponse.ConfigSource.GROUP_CONFIG
+SOURCE_DYNAMIC_BROKER_CONFIG = 2  # DescribeConfigsResponse.ConfigSource.DYNAMIC_BROKER_CONFIG
+SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG = 3  # DescribeConfigsResponse.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
 _SOURCES = {
     "TOPIC_CONFIG": SOURCE_TOPIC_CONFIG,
     "STATIC_BROKER_CONFIG": SOURCE_STATIC_BROKER_CONFIG,
@@ -181,43 +183,76 @@ class AdminHandler:
         )
 
     def _broker_configs(self, name: str, synonyms: bool) -> list[dict]:
+        """A broker's configs as Kafka's ``ConfigHelper`` describes them: for this broker's id every config,
+        its value and source from the first of DYNAMIC_BROKER_CONFIG (the ConfigRecords of resource
+        ``(BROKER, id)`` in the metadata image), DYNAMIC_DEFAULT_BROKER_CONFIG (resource ``(BROKER, "")``),
+        STATIC_BROKER_CONFIG (server.properties) and DEFAULT_CONFIG, with the synonyms in that order; for
+        the cluster default (name ``""``) only its dynamic default configs. Errors: INVALID_REQUEST for
+        another broker's id.
+
+        Only describing is done here: dynamic broker configs are stored and reported, not applied to the
+        running broker (Kafka's DynamicBrokerConfig reconfiguration is not implemented), so a broker's
+        behaviour still follows its static configuration."""
         if name not in ("", str(self.broker_config.node_id)):
             raise errors.InvalidRequestError(
                 f"Unexpected broker id, expected {self.broker_config.node_id} but received {name}"
             )
         from pykbroker.config.kafka_config_def import BROKER_CONFIG_DEF
 
-        out = []
-        for key, definition in BROKER_CONFIG_DEF.keys.items():
-            value = self.broker_config.values.get(key)
-            explicit = key in self.broker_config.originals
-            source = SOURCE_STATIC_BROKER_CONFIG if explicit else SOURCE_DEFAULT_CONFIG
-            text = (
-                None
-                if value is None
-                else (
-                    ",".join(value)
-                    if isinstance(value, list)
-                    else str(value).lower()
-                    if isinstance(value, bool)
-                    else str(value)
-                )
+        image_configs = self.cache.image.configs
+        cluster_default = dict(image_configs.get((RESOURCE_BROKER, ""), {}))
+        per_broker = dict(image_configs.get((RESOURCE_BROKER, str(self.broker_config.node_id)), {}))
+        if name == "":
+            keys = sorted(cluster_default)
+            per_broker = {}
+        else:
+            keys = list(BROKER_CONFIG_DEF.keys) + sorted(
+                k for k in {**cluster_default, **per_broker} if k not in BROKER_CONFIG_DEF.keys
             )
-            sensitive = definition.type == "password"
+        out = []
+        for key in keys:
+            definition = BROKER_CONFIG_DEF.keys.get(key)
+            config_type = getattr(definition, "type", "string")
+            found: list[tuple[int, str | None]] = []
+            if key in per_broker:
+                found.append((SOURCE_DYNAMIC_BROKER_CONFIG, per_broker[key]))
+            if key in cluster_default:
+                found.append((SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG, cluster_default[key]))
+            if name != "" and definition is not None:
+                if key in self.broker_config.originals:
+                    found.append((SOURCE_STATIC_BROKER_CONFIG, _broker_value_text(self.broker_config.values.get(key))))
+                if definition.has_default:
+                    found.append((SOURCE_DEFAULT_CONFIG, _broker_value_text(definition.default)))
+            source, text = found[0] if found else (SOURCE_DEFAULT_CONFIG, None)
+            sensitive = config_type == "password"
             out.append(
                 {
                     "name": key,
                     "value": None if sensitive else text,
-                    "read_only": True,
-                    "is_default": not explicit,
+                    "read_only": source not in (SOURCE_DYNAMIC_BROKER_CONFIG, SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG),
+                    "is_default": source == SOURCE_DEFAULT_CONFIG,
                     "config_source": source,
                     "is_sensitive": sensitive,
-                    "synonyms": [{"name": key, "value": text, "source": source}] if synonyms else [],
-                    "config_type": _CONFIG_TYPES.get(definition.type, 0),
+                    "synonyms": (
+                        [{"name": key, "value": None if sensitive else v, "source": s} for s, v in found]
+                        if synonyms
+                        else []
+                    ),
+                    "config_type": _CONFIG_TYPES.get(config_type, 0),
                     "documentation": None,
                 }
             )
         return out
+
+
+def _broker_value_text(value) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
 
 
 def _resource_errors(body, code, message, key="responses"):

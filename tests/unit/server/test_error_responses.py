@@ -49,7 +49,7 @@ def _answer_to_raising_handler(api_key: int, version: int, body: dict):
 
 def test_all_broker_apis_are_covered():
     keys = {k for k, _ in ADVERTISED}
-    assert len(keys) == 26
+    assert len(keys) == 27
     assert {
         ApiKeys.FIND_COORDINATOR,
         ApiKeys.JOIN_GROUP,
@@ -75,6 +75,10 @@ def test_unexpected_exception_answers_unknown_server_error(api_key, version):
     correlation_id, body = decode_sent(response, api_key, version)
     assert correlation_id == 4242
     codes = error_codes(api_key, version, body)
+    if api_key == ApiKeys.DESCRIBE_LOG_DIRS and version < 3:
+        # Kafka's DescribeLogDirs error response has only a top-level error code, which v3 added
+        assert codes == [] and body["results"] == [], body
+        return
     assert codes, f"no error code in {body}"
     assert set(codes) == {USE}, body
 

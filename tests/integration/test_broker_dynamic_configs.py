@@ -1,0 +1,136 @@
+"""Dynamic broker configs (IncrementalAlterConfigs on BROKER resources) reported by DescribeConfigs with
+Kafka's sources and synonyms, and kafka-configs --alter/--describe/--delete-config on brokers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.protocol import errors
+from pykbroker.protocol.api_keys import ApiKeys
+from tests.helpers.broker import BrokerProcess
+from tests.helpers.wait import wait_until
+
+pytestmark = pytest.mark.integration
+
+DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 2, 3, 4, 5
+SET, DELETE = 0, 1
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory):
+    b = BrokerProcess(tmp_path_factory.mktemp("broker-configs") / "broker").start()
+    yield b
+    try:
+        b.stop()
+    except Exception:
+        b.kill()
+    assert not [line for line in b.lines if "unknown field(s)" in line], "strict codec violation in the broker"
+
+
+def alter(kafka, name: str, *ops: tuple[str, int, str | None]) -> None:
+    with BrokerConnection.to(kafka.bootstrap, client_id="t") as conn:
+        response = conn.request(
+            ApiKeys.INCREMENTAL_ALTER_CONFIGS,
+            1,
+            {
+                "resources": [
+                    {
+                        "resource_type": 4,
+                        "resource_name": name,
+                        "configs": [{"name": k, "config_operation": op, "value": v} for k, op, v in ops],
+                    }
+                ],
+                "validate_only": False,
+            },
+        )
+    assert [r["error_code"] for r in response["responses"]] == [errors.NONE], response
+
+
+def describe(kafka, name: str, key: str) -> dict | None:
+    with BrokerConnection.to(kafka.bootstrap, client_id="t") as conn:
+        response = conn.request(
+            ApiKeys.DESCRIBE_CONFIGS,
+            4,
+            {
+                "resources": [{"resource_type": 4, "resource_name": name, "configuration_keys": [key]}],
+                "include_synonyms": True,
+                "include_documentation": False,
+            },
+        )
+    [result] = response["results"]
+    assert result["error_code"] == errors.NONE, result
+    return next((c for c in result["configs"] if c["name"] == key), None)
+
+
+def synonyms(entry: dict) -> list[tuple[int, str | None]]:
+    return [(s["source"], s["value"]) for s in entry["synonyms"]]
+
+
+def test_per_broker_and_default_dynamic_configs(kafka):
+    key = "log.cleaner.threads"
+    before = describe(kafka, "1", key)
+    assert before["config_source"] == DEFAULT_CONFIG and before["value"] == "1"
+    assert describe(kafka, "", key) is None
+
+    alter(kafka, "", (key, SET, "3"))
+    wait_until(lambda: describe(kafka, "1", key)["config_source"] == DYNAMIC_DEFAULT_BROKER_CONFIG)
+    default = describe(kafka, "", key)
+    assert (default["value"], default["config_source"], synonyms(default)) == (
+        "3",
+        DYNAMIC_DEFAULT_BROKER_CONFIG,
+        [(DYNAMIC_DEFAULT_BROKER_CONFIG, "3")],
+    )
+
+    alter(kafka, "1", (key, SET, "2"))
+    wait_until(lambda: describe(kafka, "1", key)["config_source"] == DYNAMIC_BROKER_CONFIG)
+    entry = describe(kafka, "1", key)
+    assert entry["value"] == "2" and entry["is_default"] is False and entry["read_only"] is False
+    # Kafka's precedence order: per-broker, cluster default, static, default
+    assert synonyms(entry) == [
+        (DYNAMIC_BROKER_CONFIG, "2"),
+        (DYNAMIC_DEFAULT_BROKER_CONFIG, "3"),
+        (DEFAULT_CONFIG, "1"),
+    ]
+
+    alter(kafka, "1", (key, DELETE, None))
+    wait_until(lambda: describe(kafka, "1", key)["config_source"] == DYNAMIC_DEFAULT_BROKER_CONFIG)
+    assert synonyms(describe(kafka, "1", key)) == [(DYNAMIC_DEFAULT_BROKER_CONFIG, "3"), (DEFAULT_CONFIG, "1")]
+    alter(kafka, "", (key, DELETE, None))
+    wait_until(lambda: describe(kafka, "1", key)["config_source"] == DEFAULT_CONFIG)
+    assert describe(kafka, "", key) is None
+
+
+def configs(kafka, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pykbroker.tools.config_command", "--bootstrap-server", kafka.bootstrap, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_kafka_configs_describe_and_delete_broker_config(kafka):
+    add = configs(
+        kafka, "--alter", "--entity-type", "brokers", "--entity-name", "1", "--add-config", "log.retention.ms=7200000"
+    )
+    assert add.returncode == 0, add.stderr
+    assert add.stdout == "Completed updating config for broker 1.\n"
+
+    def dynamic() -> list[str]:
+        return configs(kafka, "--describe", "--entity-type", "brokers", "--entity-name", "1").stdout.splitlines()
+
+    wait_until(lambda: len(dynamic()) == 2)
+    lines = dynamic()
+    assert lines[0] == "Dynamic configs for broker 1 are:"
+    assert lines[1].startswith(
+        "  log.retention.ms=7200000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.retention.ms=7200000"
+    ), lines
+    delete = configs(
+        kafka, "--alter", "--entity-type", "brokers", "--entity-name", "1", "--delete-config", "log.retention.ms"
+    )
+    assert delete.returncode == 0, delete.stderr
+    wait_until(lambda: dynamic() == ["Dynamic configs for broker 1 are:"])
