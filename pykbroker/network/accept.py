@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import os
 import socket
 import struct
 
@@ -75,8 +76,6 @@ def accept_batch(server_socket: socket.socket, max_count: int) -> list[tuple[soc
         try:
             sock = socket.socket(family, socket.SOCK_STREAM, 0, fileno=fd)
         except OSError:
-            import os
-
             os.close(fd)
             continue
         accepted.append((sock, address))

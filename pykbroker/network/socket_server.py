@@ -158,9 +158,9 @@ class Processor(threading.Thread):
         self.started = threading.Event()
 
     # -- cross-thread entry points -------------------------------------------------------------
-    def accept(self, sock: socket.socket, may_block: bool, wakeup: bool = True) -> bool:
+    def accept(self, sock: socket.socket, may_block: bool) -> bool:
         """Queue a new connection (Acceptor thread). Returns False if the queue is full and not may_block.
-        With ``wakeup=False`` the caller wakes the Processor itself (once per batch of connections)."""
+        The caller wakes the Processor (:meth:`wakeup`) once per batch of connections."""
         try:
             if may_block:
                 self.selector.wakeup()  # the queue is full: make sure the Processor is draining it
@@ -169,8 +169,6 @@ class Processor(threading.Thread):
                 self.new_connections.put_nowait(sock)
         except queue.Full:
             return False
-        if wakeup:
-            self.selector.wakeup()
         return True
 
     def enqueue_response(self, response, wakeup: bool = True) -> None:
@@ -564,7 +562,7 @@ class Acceptor(threading.Thread):
             retries_left -= 1
             processor = self.processors[self.current_processor_index % len(self.processors)]
             self.current_processor_index += 1
-            if processor.accept(sock, may_block=retries_left == 0, wakeup=retries_left == 0):
+            if processor.accept(sock, may_block=retries_left == 0):
                 return processor
 
     def begin_shutdown(self) -> None:
