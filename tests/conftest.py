@@ -20,6 +20,18 @@ def broker_factory(tmp_path):
         return b.start() if start else b
 
     yield make
+    _stop_and_check(started)
+
+
+@pytest.fixture(scope="module")
+def module_broker(request, tmp_path_factory) -> BrokerProcess:
+    """One real broker (subprocess) shared by a test module; stopped and checked as ``broker_factory``'s."""
+    b = BrokerProcess(tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1]) / "broker").start()
+    yield b
+    _stop_and_check([b])
+
+
+def _stop_and_check(started: list[BrokerProcess]) -> None:
     for b in started:
         try:
             b.stop()

@@ -11,7 +11,6 @@ import pytest
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
-from tests.helpers.broker import BrokerProcess
 from tests.helpers.wait import wait_until
 
 pytestmark = pytest.mark.integration
@@ -21,14 +20,8 @@ SET, DELETE = 0, 1
 
 
 @pytest.fixture(scope="module")
-def kafka(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("broker-configs") / "broker").start()
-    yield b
-    try:
-        b.stop()
-    except Exception:
-        b.kill()
-    assert not [line for line in b.lines if "unknown field(s)" in line], "strict codec violation in the broker"
+def kafka(module_broker):
+    return module_broker
 
 
 def alter(kafka, name: str, *ops: tuple[str, int, str | None]) -> None:

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 
 import pytest
+
+from tests.helpers.tools import run_tool
 
 pytestmark = pytest.mark.integration
 
 
 def tool(module: str, *args: str, stdin: bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", f"pykbroker.tools.{module}", *args], input=stdin, capture_output=True, timeout=timeout
-    )
+    return run_tool(module, *args, stdin=stdin, text=False, timeout=timeout)
 
 
 def test_kafka_topics_create_list_describe_delete(broker):

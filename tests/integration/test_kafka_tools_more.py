@@ -11,36 +11,23 @@ import time
 
 import pytest
 
-from tests.helpers.broker import BrokerProcess
+from tests.helpers.tools import create_topic_with_tool, run_tool
 from tests.helpers.wait import wait_until
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def kafka(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("kafka-tools-more") / "broker").start()
-    yield b
-    try:
-        b.stop()
-    except Exception:
-        b.kill()
-    assert not [line for line in b.lines if "unknown field(s)" in line], "strict codec violation in the broker"
+def kafka(module_broker):
+    return module_broker
 
 
 def tool(module: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", f"pykbroker.tools.{module}", *args], capture_output=True, text=True, timeout=timeout
-    )
+    return run_tool(module, *args, timeout=timeout)
 
 
 def create(kafka, topic: str, partitions: int = 1, *config: str) -> None:
-    extra = [a for c in config for a in ("--config", c)]
-    run = tool(
-        "topic_command", "--bootstrap-server", kafka.bootstrap, "--create", "--topic", topic,
-        "--partitions", str(partitions), *extra,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr
+    create_topic_with_tool(kafka.bootstrap, topic, partitions, *config)
 
 
 BATCH_LINE = re.compile(

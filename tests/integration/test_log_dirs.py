@@ -10,7 +10,6 @@ import sys
 
 import pytest
 
-from tests.helpers.broker import BrokerProcess
 from tests.helpers.topics import create_topic
 from tests.helpers.wait import wait_until
 
@@ -18,14 +17,8 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def kafka(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("log-dirs") / "broker").start()
-    yield b
-    try:
-        b.stop()
-    except Exception:
-        b.kill()
-    assert not [line for line in b.lines if "unknown field(s)" in line], "strict codec violation in the broker"
+def kafka(module_broker):
+    return module_broker
 
 
 def log_dirs(kafka, *args: str) -> subprocess.CompletedProcess:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.broker import ROOT, BrokerProcess
+from tests.helpers.tools import run_tool
 from tests.helpers.topics import create_topic
 
 pytestmark = pytest.mark.integration
@@ -175,14 +176,7 @@ DEAD = "127.0.0.1:1"  # nothing listens there: connection refused
 
 def tool(module: str, *args: str, stdin: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
     """Run a tool as bin/ does (``python -m``, so its own logging set-up applies)."""
-    return subprocess.run(
-        [sys.executable, "-m", f"pykbroker.tools.{module}", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
-    )
+    return run_tool(module, *args, stdin=stdin, timeout=timeout)
 
 
 def test_tools_try_every_bootstrap_server(broker, tmp_path):
