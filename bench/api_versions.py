@@ -20,55 +20,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pykbroker.protocol import encode_request  # noqa: E402
-from pykbroker.protocol.api_keys import ApiKeys  # noqa: E402
-
-BODY = {"client_software_name": "bench", "client_software_version": "1.0"}
-
-
-def _worker(bootstrap: str, n_conns: int, seconds: float, out: mp.Queue) -> None:
-    import selectors
-    import socket
-    import struct
-
-    host, port = bootstrap.rsplit(":", 1)
-    req = encode_request(ApiKeys.API_VERSIONS, 3, 1, "bench", BODY)
-    sel = selectors.DefaultSelector()
-    socks = []
-    for _ in range(n_conns):
-        s = socket.create_connection((host, int(port)))
-        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        s.setblocking(False)
-        socks.append(s)
-        sel.register(s, selectors.EVENT_READ, bytearray())
-    count = 0
-    deadline = time.perf_counter() + seconds
-    for s in socks:
-        s.send(req)
-    while time.perf_counter() < deadline:
-        for key, _ in sel.select(0.5):
-            s, buf = key.fileobj, key.data
-            chunk = s.recv(65536)
-            if not chunk:
-                raise SystemExit("broker closed the connection")
-            buf += chunk
-            while len(buf) >= 4:
-                size = struct.unpack_from(">i", buf)[0]
-                if len(buf) < 4 + size:
-                    break
-                del buf[: 4 + size]
-                count += 1
-                s.send(req)
-    out.put(count)
-    for s in socks:
-        s.close()
+from bench.request_cost import _api_worker  # noqa: E402
 
 
 def run(bootstrap: str, connections: int, seconds: float, processes: int) -> float:
     procs = min(processes, connections)
     per = [connections // procs + (1 if i < connections % procs else 0) for i in range(procs)]
     q: mp.Queue = mp.Queue()
-    ps = [mp.Process(target=_worker, args=(bootstrap, n, seconds, q)) for n in per]
+    # The lock-step client loop of bench/request_cost.py, starting at once.
+    ps = [mp.Process(target=_api_worker, args=(bootstrap, "ApiVersions", n, seconds, time.time(), q)) for n in per]
     for p in ps:
         p.start()
     total = sum(q.get(timeout=seconds + 30) for _ in ps)
