@@ -100,6 +100,19 @@ class FetchPartitionResult:
     fetch_offset_metadata: object = None
 
 
+def produce_partition_error(index: int, code: int, message: str | None = None) -> dict:
+    """A Produce response partition carrying only an error (no offsets): ``{index, error_code, ...}``."""
+    return {
+        "index": index,
+        "error_code": code,
+        "base_offset": -1,
+        "log_append_time_ms": -1,
+        "log_start_offset": -1,
+        "record_errors": [],
+        "error_message": message,
+    }
+
+
 class ReplicaManager:
     def __init__(
         self, node_id: int, config, log_manager, metadata_cache, time, halt=None, metrics: MetricsRegistry | None = None
@@ -317,7 +330,7 @@ class ReplicaManager:
     ) -> None:
         """``response_callback({(topic, partition): partition response dict})``, exactly once."""
         if required_acks not in (-1, 0, 1):
-            response_callback({tp: self._produce_error(tp[1], errors.INVALID_REQUIRED_ACKS, None) for tp in entries})
+            response_callback({tp: produce_partition_error(tp[1], errors.INVALID_REQUIRED_ACKS) for tp in entries})
             return
         statuses: dict[tuple[str, int], ProducePartitionStatus] = {}
         # BrokerTopicMetrics of the request, per topic: [records, bytes, partitions, failed partitions];
@@ -348,14 +361,14 @@ class ReplicaManager:
                 statuses[tp] = ProducePartitionStatus(info.last_offset + 1, response)
                 self._actions.append((tp, hw_incremented))
             except RecordValidationError as e:
-                response = self._produce_error(index, e.code, str(e))
+                response = produce_partition_error(index, e.code, str(e))
                 response["record_errors"] = [
                     {"batch_index": r.batch_index, "batch_index_error_message": r.message} for r in e.record_errors
                 ]
                 statuses[tp] = ProducePartitionStatus(-1, response)
                 _count_produce_failure(stats, topic, e.code)
             except errors.KafkaError as e:
-                statuses[tp] = ProducePartitionStatus(-1, self._produce_error(index, e.code, str(e)))
+                statuses[tp] = ProducePartitionStatus(-1, produce_partition_error(index, e.code, str(e)))
                 if e.code != errors.UNKNOWN_TOPIC_OR_PARTITION:
                     _count_produce_failure(stats, topic, e.code)
             except Exception as e:
@@ -363,7 +376,7 @@ class ReplicaManager:
                 self.log.error(
                     f"Error processing append operation on partition {topic}-{index}", error=repr(e), exc_info=True
                 )
-                statuses[tp] = ProducePartitionStatus(-1, self._produce_error(index, errors.UNKNOWN_SERVER_ERROR, None))
+                statuses[tp] = ProducePartitionStatus(-1, produce_partition_error(index, errors.UNKNOWN_SERVER_ERROR))
         self.broker_topic_stats.record_produce(stats)
         ok = any(s.response["error_code"] == errors.NONE for s in statuses.values())
         if required_acks == -1 and ok and not self._acks_reached_at_once(statuses):
@@ -391,18 +404,6 @@ class ReplicaManager:
         for status, code in codes:
             status.response["error_code"] = code
         return True
-
-    @staticmethod
-    def _produce_error(index: int, code: int, message: str | None) -> dict:
-        return {
-            "index": index,
-            "error_code": code,
-            "base_offset": -1,
-            "log_append_time_ms": -1,
-            "log_start_offset": -1,
-            "record_errors": [],
-            "error_message": message,
-        }
 
     def try_complete_actions(self) -> None:
         """Run queued purgatory pokes (end of KafkaApis.handle, outside any partition lock)."""

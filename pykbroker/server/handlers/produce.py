@@ -11,6 +11,7 @@ from __future__ import annotations
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.server import error_responses
+from pykbroker.server.replica_manager import produce_partition_error
 
 ADMIN_CLIENT_ID = "__admin_client"
 
@@ -36,9 +37,11 @@ class ProduceHandler:
                 tp = (name, p["index"])
                 records = p["records"]
                 if not known:
-                    early[tp] = _error(p["index"], errors.UNKNOWN_TOPIC_OR_PARTITION)
+                    early[tp] = produce_partition_error(p["index"], errors.UNKNOWN_TOPIC_OR_PARTITION)
                 elif records is None or len(records) == 0:
-                    early[tp] = _error(p["index"], errors.INVALID_RECORD, "Produce request has no records")
+                    early[tp] = produce_partition_error(
+                        p["index"], errors.INVALID_RECORD, "Produce request has no records"
+                    )
                 else:
                     entries[tp] = records
 
@@ -60,18 +63,6 @@ class ProduceHandler:
             respond({})
 
 
-def _error(index: int, code: int, message: str | None = None) -> dict:
-    return {
-        "index": index,
-        "error_code": code,
-        "base_offset": -1,
-        "log_append_time_ms": -1,
-        "log_start_offset": -1,
-        "record_errors": [],
-        "error_message": message,
-    }
-
-
 def _response(body: dict, results: dict) -> dict:
     responses = []
     for topic in body["topic_data"]:
@@ -80,7 +71,7 @@ def _response(body: dict, results: dict) -> dict:
             {
                 "name": name,
                 "partition_responses": [
-                    results.get((name, p["index"])) or _error(p["index"], errors.UNKNOWN_SERVER_ERROR)
+                    results.get((name, p["index"])) or produce_partition_error(p["index"], errors.UNKNOWN_SERVER_ERROR)
                     for p in topic["partition_data"]
                 ],
             }
@@ -93,7 +84,7 @@ def _produce_error_response(version, body, code, message):
     if body.get("acks") == 0:
         return None  # the client expects no answer: close the connection
     results = {
-        (t["name"], p["index"]): _error(p["index"], code, message)
+        (t["name"], p["index"]): produce_partition_error(p["index"], code, message)
         for t in body["topic_data"]
         for p in t["partition_data"]
     }
