@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     while not server.await_shutdown(0.5):
         pass
     log.info("Kafka server exited")
-    return 0
+    return 1 if server.fatal_error else 0
 
 
 def _configure_logging(plog, log_dir: str, console: bool) -> None:

@@ -41,6 +41,19 @@ BROKER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.DESCRIBE_CLUSTER: (0, 1),
 }
 
+# api key -> (min, max) of the APIs only the controller listener serves (ControllerApis, the Raft RPCs).
+CONTROLLER_VERSIONS: dict[int, tuple[int, int]] = {
+    ApiKeys.VOTE: (0, 1),
+    ApiKeys.BEGIN_QUORUM_EPOCH: (0, 1),
+    ApiKeys.END_QUORUM_EPOCH: (0, 1),
+    ApiKeys.DESCRIBE_QUORUM: (0, 2),
+    ApiKeys.FETCH_SNAPSHOT: (0, 1),
+    ApiKeys.BROKER_REGISTRATION: (0, 4),
+    ApiKeys.BROKER_HEARTBEAT: (0, 1),
+    ApiKeys.UNREGISTER_BROKER: (0, 0),
+    ApiKeys.ALLOCATE_PRODUCER_IDS: (0, 0),
+}
+
 
 class ApiVersionManager:
     """Thread-safe after construction (read-only)."""
@@ -49,7 +62,7 @@ class ApiVersionManager:
         self.controller_listeners = {n.upper() for n in controller_listeners}
         self.versions: dict[int, tuple[int, int]] = {}
         for key in sorted(implemented):
-            lo, hi = BROKER_VERSIONS.get(key, (None, None))
+            lo, hi = BROKER_VERSIONS.get(key) or CONTROLLER_VERSIONS.get(key) or (None, None)
             if lo is None:
                 continue
             s_lo, s_hi = schema_range(key)

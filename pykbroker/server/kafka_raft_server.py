@@ -33,6 +33,7 @@ from pykbroker.config.kafka_config import KafkaConfig
 from pykbroker.coordinator.group.group_coordinator import GroupCoordinator
 from pykbroker.coordinator.group.group_metadata_manager import GroupMetadataManager
 from pykbroker.log.log_cleaner import LogCleaner
+from pykbroker.log.log_config import LogConfig
 from pykbroker.log.log_manager import LogDirLockError, LogManager, lock_log_dirs
 from pykbroker.metadata.controller_metadata_metrics import ControllerMetadataMetrics
 from pykbroker.metadata.log_config_schema import LogConfigSchema
@@ -43,14 +44,18 @@ from pykbroker.metrics.reporter import MetricsReporter, create_reporters
 from pykbroker.network.socket_server import CONTROL_PLANE, DATA_PLANE, SocketServer, SocketServerConfig
 from pykbroker.protocol import errors, request_schema
 from pykbroker.raft.file_replicated_log import FileReplicatedLog
+from pykbroker.raft.kafka_network_channel import KafkaNetworkChannel, parse_voters
 from pykbroker.raft.kafka_raft_client import KafkaRaftClient
 from pykbroker.raft.kafka_raft_client_driver import KafkaRaftClientDriver
 from pykbroker.raft.quorum_state_store import FileQuorumStateStore
 from pykbroker.server.api_version_manager import ApiVersionManager
+from pykbroker.server.broker_lifecycle_manager import BrokerLifecycleManager, BrokerRegistrationError
 from pykbroker.server.broker_metadata_publisher import BrokerMetadataPublisher
 from pykbroker.server.fetch_session import FetchManager, FetchSessionCache
+from pykbroker.server.forwarding_manager import ForwardingManager
 from pykbroker.server.handlers.admin import AdminHandler
 from pykbroker.server.handlers.api_versions import ApiVersionsHandler
+from pykbroker.server.handlers.controller_apis import ControllerApis
 from pykbroker.server.handlers.delete_records import DeleteRecordsHandler
 from pykbroker.server.handlers.fetch import FetchHandler
 from pykbroker.server.handlers.groups import GroupHandlers
@@ -59,10 +64,12 @@ from pykbroker.server.handlers.log_dirs import DescribeLogDirsHandler
 from pykbroker.server.handlers.metadata import MetadataHandler
 from pykbroker.server.handlers.produce import ProduceHandler
 from pykbroker.server.handlers.producer_id import InitProducerIdHandler, ProducerIdManager
+from pykbroker.server.handlers.raft import RaftHandlers
 from pykbroker.server.kafka_apis import KafkaApis
 from pykbroker.server.kafka_request_handler import KafkaRequestHandlerPool
 from pykbroker.server.meta_properties import ensure_formatted
 from pykbroker.server.metadata_cache import MetadataCache
+from pykbroker.server.node_to_controller_channel_manager import NodeToControllerChannelManager
 from pykbroker.server.replica_manager import ReplicaManager
 from pykbroker.server.request_helper import RequestHelper
 from pykbroker.utils.logging import get_logger
@@ -99,6 +106,7 @@ class KafkaRaftServer:
         self._shutdown_lock = threading.Lock()
         self._shutdown_done = threading.Event()
         self.started = False
+        self.fatal_error: str | None = None
         # Kafka's BrokerState values: NOT_RUNNING 0, STARTING 1, RUNNING 3, SHUTTING_DOWN 7.
         self.broker_state = 0
         self.metrics.gauge("kafka.server:type=KafkaServer,name=BrokerState", lambda: self.broker_state)
@@ -106,14 +114,14 @@ class KafkaRaftServer:
     # -- start-up ------------------------------------------------------------------------------
     def startup(self) -> None:
         """Start every component in order. Raises StartupError (one-line message: a listener cannot be
-        bound, a data directory is locked by another broker, a start-up wait timed out), the config and
-        storage errors, or whatever a component raised."""
+        bound, a data directory is locked by another broker, a start-up wait timed out, the controller
+        refused the registration), the config and storage errors, or whatever a component raised."""
         config = self.config
-        self.log.info("Starting broker")
+        self.log.info("Starting broker" if self.is_broker else "Starting controller")
         self.broker_state = 1
         for key in config.unknown_keys:
             self.log.warning(f"The configuration '{key}' was supplied but isn't a known config.")
-        self._check_single_voter()
+        self._check_voters()
         timeout = config["initial.broker.registration.timeout.ms"] / 1000.0
         # metric.reporters: an unknown class is a ConfigException before anything is bound or touched.
         reporters = create_reporters(config["metric.reporters"], config.values)
@@ -136,14 +144,97 @@ class KafkaRaftServer:
             self.metric_reporters.append(reporter)
 
         # Lock every data directory (and the metadata log's) for the process lifetime, then format/check.
-        dirs = list(dict.fromkeys(config.log_dirs + [config.metadata_log_dir]))
+        dirs = self._data_dirs()
         try:
             self._dir_locks = lock_log_dirs(dirs)
         except LogDirLockError as e:
             raise StartupError(str(e)) from e
         self.cluster_id, _ = ensure_formatted(dirs, self.node_id, self.log)
 
-        # Storage: the scheduler, then every partition log (recovered after an unclean shutdown).
+        if self.is_broker:
+            self._start_storage()
+        self._start_raft()
+        if self.is_broker:
+            self._start_metadata_cache()
+        self._start_loader(timeout)
+        if self.is_controller:
+            self._start_controller()
+        self.raft_driver.start()
+        if self.single_node and not self.controller.wait_for_active(timeout):
+            raise StartupError(
+                f"Timed out after {config['initial.broker.registration.timeout.ms']} ms waiting for "
+                "the metadata quorum controller to become active"
+            )
+
+        if self.is_broker:
+            # Register this broker (its listeners are bound: the ports are known), wait until it is published.
+            if self.single_node:
+                self._register_broker(timeout)
+            else:
+                self._register_with_quorum(timeout)
+            self._start_broker_apis()
+        if self.is_controller:
+            self._start_controller_apis()
+        self.socket_server.enable_request_processing()
+        self.started = True
+        if self.fatal_error is not None:
+            raise StartupError(self.fatal_error)
+        self.broker_state = 3
+        self.log.info("Kafka Server started")
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.config.process_roles
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.config.process_roles
+
+    def _data_dirs(self) -> list[str]:
+        """The directories this node locks and formats: the metadata log dir, plus the log dirs of a broker."""
+        config = self.config
+        if not self.is_broker:
+            return [config.metadata_log_dir]
+        return list(dict.fromkeys(config.log_dirs + [config.metadata_log_dir]))
+
+    def _check_voters(self) -> None:
+        """``controller.quorum.voters`` against the roles (Kafka's ``KafkaConfig.validateValues``). A node
+        that is both broker and the only voter is the single-node mode: no network between its parts."""
+        config = self.config
+        try:
+            self.voters = parse_voters(config["controller.quorum.voters"])
+        except ValueError as e:
+            raise ConfigException(
+                "controller.quorum.voters", ",".join(config["controller.quorum.voters"]), str(e)
+            ) from None
+        if not self.voters:
+            if not self.is_controller:
+                raise ConfigException(
+                    "controller.quorum.voters",
+                    "",
+                    "a broker-only node needs the controllers in controller.quorum.voters "
+                    "(dynamic quorums, KIP-853, are not supported)",
+                )
+            self.voters = {self.node_id: ("", 0)}
+        if self.is_controller and self.node_id not in self.voters:
+            raise ConfigException(
+                "controller.quorum.voters",
+                ",".join(config["controller.quorum.voters"]),
+                f"If process.roles contains the 'controller' role, the node id {self.node_id} must be included "
+                "in the set of voters",
+            )
+        if not self.is_controller and self.node_id in self.voters:
+            raise ConfigException(
+                "controller.quorum.voters",
+                ",".join(config["controller.quorum.voters"]),
+                f"If process.roles contains just the 'broker' role, the node id {self.node_id} must not be "
+                "included in the set of voters",
+            )
+        self.single_node = self.is_broker and set(self.voters) == {self.node_id}
+
+    def _start_storage(self) -> None:
+        """The scheduler, then every partition log (recovered after an unclean shutdown)."""
+        config = self.config
         self.scheduler = KafkaScheduler(config["background.threads"], "kafka-scheduler-")
         self.scheduler.startup()
         self.log_manager = LogManager.from_broker_config(config.log_dirs, config.values, self.scheduler, self.time)
@@ -153,19 +244,43 @@ class KafkaRaftServer:
         )
         self.log_cleaner.startup(self.scheduler)
 
-        # KRaft: the __cluster_metadata log, the Raft client, the loader and its publishers, the controller.
+    def _start_raft(self) -> None:
+        """The ``__cluster_metadata`` log and its Raft client (a voter, or an observer on a broker-only
+        node), with the network channel to the other voters unless this is the single-node mode."""
+        config = self.config
         self.metadata_log = FileReplicatedLog.open(
             config.metadata_log_dir, self.time, segment_bytes=config["metadata.log.segment.bytes"]
         )
         self.raft = KafkaRaftClient(
             self.node_id,
-            [self.node_id],
+            sorted(self.voters),
             self.metadata_log,
             FileQuorumStateStore(os.path.join(config.metadata_log_dir, "__cluster_metadata-0")),
             MetadataRecordSerde(),
             self.time,
             append_linger_ms=config["controller.quorum.append.linger.ms"],
+            election_timeout_ms=config["controller.quorum.election.timeout.ms"],
+            fetch_timeout_ms=config["controller.quorum.fetch.timeout.ms"],
+            election_backoff_max_ms=config["controller.quorum.election.backoff.max.ms"],
+            request_timeout_ms=config["controller.quorum.request.timeout.ms"],
+            retry_backoff_ms=config["controller.quorum.retry.backoff.ms"],
+            fetch_max_wait_ms=min(500, config["controller.quorum.request.timeout.ms"] // 2),
+            cluster_id=self.cluster_id,
         )
+        self.raft_channel: KafkaNetworkChannel | None = None
+        if not self.single_node:
+            self.raft_channel = KafkaNetworkChannel(
+                self.node_id,
+                self.voters,
+                config["controller.quorum.request.timeout.ms"],
+                self.time,
+                on_inconsistent_cluster_id=self._on_fatal_error,
+            )
+            self.raft_channel.start(self.raft)
+        self.raft_driver = KafkaRaftClientDriver(self.raft, channel=self.raft_channel)
+
+    def _start_metadata_cache(self) -> None:
+        config = self.config
         self.metadata_cache = MetadataCache(self.node_id)
         # No halt on the loss of every log dir: a single node has no other replica to hand leadership to.
         self.replica_manager = ReplicaManager(
@@ -175,13 +290,21 @@ class KafkaRaftServer:
         self.publisher = BrokerMetadataPublisher(
             self.node_id, self.metadata_cache, self.replica_manager, self.log_manager
         )
+
+    def _start_loader(self, timeout: float) -> None:
+        """MetadataLoader: committed metadata records -> image -> publishers (the broker's, on a broker)."""
         self.loader = MetadataLoader(self.node_id, self.cluster_id, self.raft.high_watermark)
+        publishers = [self.publisher] if self.is_broker else []
         self._await(
-            self.loader.install_publishers([self.publisher]),
+            self.loader.install_publishers(publishers),
             timeout,
             "the metadata loader to install the broker's publishers",
         )
         self.raft.register(self.loader)
+
+    def _start_controller(self) -> None:
+        config = self.config
+        defaults = self.controller_log_defaults()
         self.controller = QuorumController(
             self.node_id,
             self.raft,
@@ -189,24 +312,61 @@ class KafkaRaftServer:
             self.time,
             default_num_partitions=config["num.partitions"],
             default_replication_factor=config["default.replication.factor"],
-            config_schema=LogConfigSchema(
-                self.log_manager.default_config, GroupConfigDefaults.from_broker_config(config)
-            ),
+            config_schema=LogConfigSchema(defaults, GroupConfigDefaults.from_broker_config(config)),
             delete_topic_enable=config["delete.topic.enable"],
         )
-        ControllerMetadataMetrics(self.metrics, self.controller, lambda: self.metadata_cache.image)
-        self.raft_driver = KafkaRaftClientDriver(self.raft)
-        self.raft_driver.start()
-        if not self.controller.wait_for_active(timeout):
-            raise StartupError(
-                f"Timed out after {config['initial.broker.registration.timeout.ms']} ms waiting for "
-                "the metadata quorum controller to become active"
+        ControllerMetadataMetrics(
+            self.metrics, self.controller, lambda: self.metadata_cache.image if self.is_broker else self.loader.image
+        )
+
+    def _register_with_quorum(self, timeout: float) -> None:
+        """A broker of a cluster: register with the active controller over the controller listener
+        (BrokerLifecycleManager), heartbeat from then on, forward controller-bound requests to it."""
+        config = self.config
+        controllers = self.voters
+        self.controller_channel = NodeToControllerChannelManager(
+            self.node_id,
+            lambda: self.raft.leader_and_epoch.leader_id,
+            controllers,
+            "broker",
+            request_timeout_ms=config["controller.quorum.request.timeout.ms"],
+            retry_backoff_ms=config["controller.quorum.retry.backoff.ms"],
+            time=self.time,
+        )
+        self.controller_channel.start()
+        self.forwarding_manager = ForwardingManager(self.controller_channel)
+        self.lifecycle_manager = BrokerLifecycleManager(
+            self.node_id,
+            self.controller_channel,
+            config["broker.heartbeat.interval.ms"],
+            lambda: self.metadata_cache.image.offset,
+        )
+        try:
+            self.broker_epoch = self._await(
+                self.lifecycle_manager.start(self._registration_request()),
+                timeout,
+                "the controller quorum to accept this broker's registration",
             )
+        except BrokerRegistrationError as e:
+            raise StartupError(f"The controller refused to register broker {self.node_id}: {e}") from e
+        self._await_published(timeout)
 
-        # Register this broker (its listeners are bound: the ports are known), wait until it is published.
-        self._register_broker(timeout)
+    def _await_published(self, timeout: float) -> None:
+        deadline = self.time.hi_res_milliseconds() + timeout * 1000
+        while not self.metadata_cache.has_alive_broker(self.node_id):
+            if self.time.hi_res_milliseconds() > deadline:
+                raise StartupError(
+                    f"Timed out after {int(timeout * 1000)} ms waiting for this broker's registration "
+                    "to be published by the metadata loader"
+                )
+            self.time.sleep(5)
+        self.log.info(
+            f"Registered broker {self.node_id} with broker epoch {self.broker_epoch}; metadata caught up "
+            f"to offset {self.metadata_cache.image.offset}"
+        )
 
-        cp_name = config.control_plane_listener_name
+    def _start_broker_apis(self) -> None:
+        config = self.config
         self.data_helper = RequestHelper(self._channel_for)
         self.group_metadata_manager = GroupMetadataManager(
             self.replica_manager,
@@ -223,17 +383,10 @@ class KafkaRaftServer:
             config["offsets.retention.check.interval.ms"],
             config["offsets.retention.check.interval.ms"],
         )
-        self.producer_id_manager = ProducerIdManager(self.node_id, self.controller, lambda: self.broker_epoch)
+        self.controller_handle = self.controller if self.single_node else self.forwarding_manager
+        self.producer_id_manager = ProducerIdManager(self.node_id, self.controller_handle, lambda: self.broker_epoch)
         self.data_plane_apis, self.data_version_manager = self._build_apis(self.data_helper, self._broker_families())
         self.data_plane_apis.after_handle.append(self.replica_manager.try_complete_actions)
-        if cp_name:
-            self.control_plane_apis, self.control_version_manager = self._build_apis(
-                self.data_helper,
-                [
-                    MetadataHandler(self.data_helper, self.metadata_cache),
-                ],
-            )
-
         self.data_plane_pool = KafkaRequestHandlerPool(
             self.node_id,
             self.socket_server.data_plane_request_channel,
@@ -243,20 +396,35 @@ class KafkaRaftServer:
             self.metrics,
             self.time,
         )
-        if cp_name:
-            self.control_plane_pool = KafkaRequestHandlerPool(
-                self.node_id,
-                self.socket_server.control_plane_request_channel,
-                self.control_plane_apis,
-                1,
-                CONTROL_PLANE,
-                self.metrics,
-                self.time,
-            )
-        self.socket_server.enable_request_processing()
-        self.started = True
-        self.broker_state = 3
-        self.log.info("Kafka Server started")
+
+    def _start_controller_apis(self) -> None:
+        """The controller listener: the Raft RPCs (when there are other voters), ControllerApis, and on
+        a combined node Metadata (kept from the single-node mode, where tools may ask the controller)."""
+        config = self.config
+        if not config.control_plane_listener_name:
+            return
+        helper = getattr(self, "data_helper", None) or RequestHelper(self._channel_for)
+        families: list = [ControllerApis(helper, self.controller, config, self.controller_log_defaults())]
+        if self.raft_channel is not None:
+            families.append(RaftHandlers(helper, self.raft_channel))
+        if self.is_broker:
+            families.append(MetadataHandler(helper, self.metadata_cache))
+        self.control_plane_apis, self.control_version_manager = self._build_apis(helper, families)
+        self.control_plane_pool = KafkaRequestHandlerPool(
+            self.node_id,
+            self.socket_server.control_plane_request_channel,
+            self.control_plane_apis,
+            1,
+            CONTROL_PLANE,
+            self.metrics,
+            self.time,
+        )
+
+    def controller_log_defaults(self) -> LogConfig:
+        """Topic config defaults for the controller: the LogManager's on a broker, else from the config."""
+        if self.is_broker:
+            return self.log_manager.default_config
+        return LogConfig.from_broker_config(self.config.values)
 
     def _register_metrics(self) -> None:
         """Gauges of components that do not hold the registry: per-partition logs, the group metadata,
@@ -274,16 +442,6 @@ class KafkaRaftServer:
             prefix = "kafka.server:type=DelayedOperationPurgatory,name="
             self.metrics.gauge(f"{prefix}PurgatorySize,{tag}", lambda p=purgatory: p.purgatory_size)
             self.metrics.gauge(f"{prefix}NumDelayedOperations,{tag}", lambda p=purgatory: p.num_delayed)
-
-    def _check_single_voter(self) -> None:
-        voters = self.config["controller.quorum.voters"] or []
-        ids = {int(v.split("@", 1)[0]) for v in voters if v}
-        if ids and ids != {self.node_id}:
-            raise ConfigException(
-                "controller.quorum.voters",
-                ",".join(voters),
-                f"only a single voter (this node, {self.node_id}) is supported",
-            )
 
     def _broker_families(self) -> list:
         helper, cache, rm = self.data_helper, self.metadata_cache, self.replica_manager
@@ -306,9 +464,9 @@ class KafkaRaftServer:
             ListOffsetsHandler(helper, rm),
             DeleteRecordsHandler(helper, rm),
             DescribeLogDirsHandler(helper, self.log_manager),
-            AdminHandler(helper, self.controller, cache, self.config, self.log_manager.default_config),
+            AdminHandler(helper, self.controller_handle, cache, self.config, self.log_manager.default_config),
             InitProducerIdHandler(helper, self.producer_id_manager),
-            GroupHandlers(helper, self.group_coordinator, cache, self.controller, self.config, self.time),
+            GroupHandlers(helper, self.group_coordinator, cache, self.controller_handle, self.config, self.time),
         ]
 
     def _auto_create_topics(self, names: list[str]) -> dict[str, int]:
@@ -325,7 +483,7 @@ class KafkaRaftServer:
             except errors.KafkaError as e:
                 codes[n] = e.code
         if valid:
-            self.controller.create_topics(
+            self.controller_handle.create_topics(
                 {
                     "topics": [
                         {"name": n, "num_partitions": -1, "replication_factor": -1, "assignments": [], "configs": []}
@@ -337,7 +495,8 @@ class KafkaRaftServer:
             )
         return codes
 
-    def _register_broker(self, timeout: float) -> None:
+    def _registration_request(self) -> dict:
+        """BrokerRegistration fields: this broker's advertised listeners (real bound ports), rack."""
         listeners = [
             {
                 "name": ep.listener_name,
@@ -347,18 +506,20 @@ class KafkaRaftServer:
             }
             for ep in self.advertised_endpoints().values()
         ]
+        return {
+            "broker_id": self.node_id,
+            "cluster_id": self.cluster_id,
+            "incarnation_id": uuid.uuid4(),
+            "listeners": listeners,
+            "features": [],
+            "rack": self.config["broker.rack"],
+            "log_dirs": [],
+        }
+
+    def _register_broker(self, timeout: float) -> None:
+        """The single-node mode: register with the controller of this process."""
         result = self._await(
-            self.controller.register_broker(
-                {
-                    "broker_id": self.node_id,
-                    "cluster_id": self.cluster_id,
-                    "incarnation_id": uuid.uuid4(),
-                    "listeners": listeners,
-                    "features": [],
-                    "rack": self.config["broker.rack"],
-                    "log_dirs": [],
-                }
-            ),
+            self.controller.register_broker(self._registration_request()),
             timeout,
             "the controller to answer this broker's registration",
         )
@@ -367,26 +528,30 @@ class KafkaRaftServer:
                 f"Broker registration failed: {errors.name_of(result['error_code'])} {result.get('error_message')}"
             )
         self.broker_epoch = result["broker_epoch"]
-        deadline = self.time.hi_res_milliseconds() + timeout * 1000
-        while not self.metadata_cache.has_alive_broker(self.node_id):
-            if self.time.hi_res_milliseconds() > deadline:
-                raise StartupError(
-                    f"Timed out after {int(timeout * 1000)} ms waiting for this broker's registration "
-                    "to be published by the metadata loader"
-                )
-            self.time.sleep(5)
-        self.log.info(
-            f"Registered broker {self.node_id} with broker epoch {self.broker_epoch}; metadata caught up "
-            f"to offset {self.metadata_cache.image.offset}"
-        )
+        self._await_published(timeout)
 
-    @staticmethod
-    def _await(future, timeout: float, what: str):
-        """``future.result(timeout)``; StartupError naming ``what`` when it does not complete in time."""
-        try:
-            return future.result(timeout)
-        except concurrent.futures.TimeoutError as e:
-            raise StartupError(f"Timed out after {int(timeout * 1000)} ms waiting for {what}") from e
+    def _await(self, future, timeout: float, what: str):
+        """``future.result(timeout)``; StartupError naming ``what`` when it does not complete in time, or
+        stating the fatal error (e.g. a cluster id mismatch) that stopped the wait."""
+        deadline = self.time.hi_res_milliseconds() + timeout * 1000
+        while True:
+            if self.fatal_error is not None:
+                raise StartupError(self.fatal_error)
+            left = (deadline - self.time.hi_res_milliseconds()) / 1000.0
+            try:
+                return future.result(max(0.0, min(0.1, left)))
+            except concurrent.futures.TimeoutError as e:
+                if left <= 0.1:
+                    raise StartupError(f"Timed out after {int(timeout * 1000)} ms waiting for {what}") from e
+
+    def _on_fatal_error(self, message: str) -> None:
+        """A condition this node cannot recover from (its cluster id differs from the quorum's): fail
+        start-up with ``message``, or shut down (the process then exits with status 1)."""
+        if self.fatal_error is not None:
+            return
+        self.fatal_error = message
+        if self.started:
+            threading.Thread(target=self.shutdown, name="kafka-fatal-shutdown", daemon=True).start()
 
     def _build_apis(self, helper: RequestHelper, families: list) -> tuple[KafkaApis, ApiVersionManager]:
         """KafkaApis with the given handler families plus ApiVersions, which advertises what they implement."""
@@ -430,13 +595,17 @@ class KafkaRaftServer:
             self.log.info(f"[BrokerServer id={self.node_id}] shutting down")
             self.broker_state = 7
             steps = [
+                ("controlled shutdown", self._controlled_shutdown),
                 ("socket server request processing", lambda: self.socket_server.stop_processing_requests()),
                 ("data-plane request handlers", lambda: self.data_plane_pool.shutdown()),
                 ("control-plane request handlers", lambda: self.control_plane_pool.shutdown()),
                 ("group coordinator", lambda: self.group_coordinator.shutdown()),
                 ("replica manager", lambda: self.replica_manager.shutdown()),
                 ("controller", lambda: self.controller.close()),
+                ("broker lifecycle manager", lambda: self.lifecycle_manager.close()),
+                ("controller channel", lambda: self.controller_channel.shutdown()),
                 ("raft client", lambda: self.raft_driver.shutdown()),
+                ("raft network channel", lambda: self.raft_channel.close(drain_ms=500)),
                 ("metadata loader", lambda: self.loader.close()),
                 ("log manager", lambda: self.log_manager.shutdown(getattr(self, "broker_epoch", -1))),
                 ("metadata log", lambda: self.metadata_log.close()),
@@ -454,6 +623,18 @@ class KafkaRaftServer:
                     self.log.error(f"Error shutting down {what}", error=repr(e))
             self._shutdown_done.set()
             self.log.info(f"[BrokerServer id={self.node_id}] shut down completed")
+
+    def _controlled_shutdown(self) -> None:
+        """A broker of a cluster asks the controller to move its leaderships away (BrokerHeartbeat
+        ``want_shut_down``) and waits for the answer, at most ``broker.session.timeout.ms``: a controller
+        that cannot answer fences the broker after that long anyway."""
+        lifecycle = getattr(self, "lifecycle_manager", None)
+        if lifecycle is None or not self.started:
+            return
+        self.log.info("Beginning controlled shutdown.")
+        lifecycle.begin_controlled_shutdown()
+        if not lifecycle.shutdown_ready.wait(self.config["broker.session.timeout.ms"] / 1000.0):
+            self.log.warning("The controller did not answer the controlled shutdown in time; shutting down")
 
     def _close_metric_reporters(self) -> None:
         reporters, self.metric_reporters = self.metric_reporters, []

@@ -1,5 +1,5 @@
 """KRaft controller-plane APIs: Vote, BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum, FetchSnapshot,
-BrokerRegistration, BrokerHeartbeat, UnregisterBroker.
+BrokerRegistration, BrokerHeartbeat, UnregisterBroker, AllocateProducerIds.
 
 Schema DSL: see :mod:`pykbroker.protocol.schema`. Field names, types and versions are protocol facts.
 """
@@ -213,4 +213,14 @@ response UnregisterBroker 64 0 flex=0+
   throttle_time_ms int32 0+
   error_code int16 0+
   error_message string 0+ null=0+
+
+request AllocateProducerIds 67 0 flex=0+
+  broker_id int32 0+
+  broker_epoch int64 0+
+
+response AllocateProducerIds 67 0 flex=0+
+  throttle_time_ms int32 0+
+  error_code int16 0+
+  producer_id_start int64 0+
+  producer_id_len int32 0+
 """

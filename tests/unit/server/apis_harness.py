@@ -176,7 +176,7 @@ def broker_apis(
         data_helper=helper,
         metadata_cache=metadata_cache or SimpleNamespace(),
         replica_manager=replica_manager or SimpleNamespace(),
-        controller=controller or SimpleNamespace(),
+        controller_handle=controller or SimpleNamespace(),
         log_manager=SimpleNamespace(default_config=None),
         producer_id_manager=SimpleNamespace(),
         group_coordinator=group_coordinator or SimpleNamespace(node_id=node_id),

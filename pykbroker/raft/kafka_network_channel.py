@@ -1,0 +1,192 @@
+"""KafkaNetworkChannel: the Raft client's RPCs over the controller listener (Kafka's ``KafkaNetworkChannel``).
+
+Outbound requests (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot) become protocol bodies
+(:mod:`pykbroker.raft.raft_wire`) and travel on an
+:class:`~pykbroker.clients.inter_broker_send_thread.InterBrokerSendThread` to the destination's address
+from ``controller.quorum.voters``. The response, or a synthesized BROKER_NOT_AVAILABLE /
+REQUEST_TIMED_OUT-like error response when the node cannot be reached, goes back to the client with
+``client.handle``. That is Kafka's behaviour: the client sees a failed request and backs off.
+
+Inbound requests arrive from the controller listener's request handler (``RaftHandlers`` in the server).
+It passes them to :meth:`handle_inbound` with a ``respond(body)`` callable. The channel gives the request
+a local correlation id, hands it to the client, and sends the client's answer back with ``respond``, from
+the Raft IO thread (the driver calls :meth:`send`).
+
+Threading: :meth:`send` is called on the Raft IO thread; :meth:`handle_inbound` on request handler
+threads; the response callbacks run on the send thread. The inbound table is guarded by a lock.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+
+from pykbroker.clients.inter_broker_send_thread import InterBrokerSendThread
+from pykbroker.raft.kafka_raft_client import KafkaRaftClient
+from pykbroker.raft.kafka_raft_client_driver import NetworkChannel
+from pykbroker.raft.raft_messages import (
+    BEGIN_QUORUM_EPOCH,
+    BROKER_NOT_AVAILABLE,
+    END_QUORUM_EPOCH,
+    FETCH,
+    FETCH_SNAPSHOT,
+    INCONSISTENT_CLUSTER_ID,
+    NONE,
+    VOTE,
+    BeginQuorumEpochResponseData,
+    EndQuorumEpochResponseData,
+    FetchResponseData,
+    FetchSnapshotResponseData,
+    LeaderIdAndEpoch,
+    RaftMessage,
+    RaftRequest,
+    RaftResponse,
+    RequestData,
+    ResponseData,
+    VoteResponseData,
+)
+from pykbroker.raft.raft_wire import request_to_wire, response_from_wire, response_to_wire
+from pykbroker.utils.logging import get_logger
+from pykbroker.utils.time import SYSTEM, Time
+
+#: The newest version of each Raft RPC this channel sends (lowered to what the peer supports).
+API_VERSIONS = {VOTE: 1, BEGIN_QUORUM_EPOCH: 1, END_QUORUM_EPOCH: 1, FETCH: 17, FETCH_SNAPSHOT: 1}
+
+Respond = Callable[[dict], None]
+
+
+def parse_voters(voters: list[str] | None) -> dict[int, tuple[str, int]]:
+    """``controller.quorum.voters`` entries ``id@host:port`` -> ``{id: (host, port)}``. Raises ValueError
+    on a malformed entry."""
+    result: dict[int, tuple[str, int]] = {}
+    for entry in voters or []:
+        entry = entry.strip()
+        if not entry:
+            continue
+        node, sep, address = entry.partition("@")
+        host, colon, port = address.rpartition(":")
+        if not sep or not colon or not host:
+            raise ValueError(f"Unable to parse '{entry}': expected id@host:port")
+        result[int(node)] = (host.strip("[]"), int(port))
+    return result
+
+
+def error_response(data: RequestData, error: int) -> ResponseData:
+    """A response carrying only ``error`` (the node could not be reached or did not answer)."""
+    unknown = LeaderIdAndEpoch(-1, -1)
+    if data.api_key == VOTE:
+        return VoteResponseData(error, -1, -1, False)
+    if data.api_key == BEGIN_QUORUM_EPOCH:
+        return BeginQuorumEpochResponseData(error, -1, -1)
+    if data.api_key == END_QUORUM_EPOCH:
+        return EndQuorumEpochResponseData(error, -1, -1)
+    if data.api_key == FETCH:
+        return FetchResponseData(error, unknown)
+    return FetchSnapshotResponseData(error, unknown)
+
+
+class KafkaNetworkChannel(NetworkChannel):
+    def __init__(
+        self,
+        node_id: int,
+        voters: dict[int, tuple[str, int]],
+        request_timeout_ms: int,
+        time: Time = SYSTEM,
+        on_inconsistent_cluster_id: Callable[[str], None] | None = None,
+    ):
+        self.node_id = node_id
+        self.voters = dict(voters)
+        self.on_inconsistent_cluster_id = on_inconsistent_cluster_id
+        self._inconsistent: set[int] = set()  # voters that answered INCONSISTENT_CLUSTER_ID; send thread only
+        self._reported = False
+        self.time = time
+        self.client: KafkaRaftClient | None = None
+        self._log = get_logger("KafkaNetworkChannel", nodeId=node_id)
+        self.send_thread = InterBrokerSendThread(
+            f"kafka-{node_id}-raft-outbound-request-thread",
+            f"raft-client-{node_id}",
+            request_timeout_ms=request_timeout_ms,
+            max_in_flight=1,
+            time=time,
+        )
+        for voter_id, (host, port) in voters.items():
+            self.send_thread.set_address(voter_id, host, port)
+        self._lock = threading.Lock()
+        self._inbound: dict[int, Respond] = {}  # local correlation id -> respond; guarded by _lock
+        self._ids = itertools.count(1)
+
+    def start(self, client: KafkaRaftClient) -> None:
+        self.client = client
+        self.send_thread.start()
+
+    def close(self, drain_ms: int = 0) -> None:
+        """Stop sending; ``drain_ms`` lets queued requests (a resigning leader's EndQuorumEpoch) go first."""
+        self.send_thread.shutdown(drain_ms=drain_ms)
+
+    # ---- the Raft IO thread -------------------------------------------------------------------
+    def send(self, message: RaftMessage) -> None:
+        if isinstance(message, RaftResponse):
+            with self._lock:
+                respond = self._inbound.pop(message.correlation_id, None)
+            if respond is not None:
+                respond(response_to_wire(message.data, self.time.milliseconds()))
+            return
+        api_key, body = request_to_wire(message.data)
+        self.send_thread.send(
+            message.destination_id,
+            api_key,
+            API_VERSIONS[api_key],
+            body,
+            lambda response, error, m=message: self._on_response(m, response, error),
+        )
+
+    def _on_response(self, request: RaftRequest, response: dict | None, error: Exception | None) -> None:
+        assert self.client is not None
+        data: ResponseData
+        if error is not None or response is None:
+            self._log.debug("Raft request failed", destination=request.destination_id, error=str(error))
+            data = error_response(request.data, BROKER_NOT_AVAILABLE)
+        else:
+            try:
+                data = response_from_wire(request.data.api_key, response)
+            except Exception as e:  # noqa: BLE001 - a peer's malformed answer fails only this request
+                self._log.warning("Malformed Raft response", destination=request.destination_id, error=repr(e))
+                data = error_response(request.data, BROKER_NOT_AVAILABLE)
+        self._check_cluster_id(request.destination_id, data.error_code)
+        self.client.handle(RaftResponse(request.correlation_id, request.destination_id, self.node_id, data))
+
+    def _check_cluster_id(self, source: int, error: int) -> None:
+        """A node whose cluster id differs from the quorum's cannot join it. Every voter it asks answers
+        INCONSISTENT_CLUSTER_ID; once a majority of the voters has done so, the node reports it once,
+        through ``on_inconsistent_cluster_id`` (the server stops with one line). A node of the quorum
+        that meets a single misconfigured voter never gets that many refusals."""
+        if error == INCONSISTENT_CLUSTER_ID:
+            self._inconsistent.add(source)
+        elif error == NONE:
+            self._inconsistent.discard(source)
+        if self._reported or len(self._inconsistent) < len(self.voters) // 2 + 1:
+            return
+        self._reported = True
+        message = (
+            f"Node {self.node_id} cannot join the metadata quorum: voters {sorted(self._inconsistent)} answered "
+            "INCONSISTENT_CLUSTER_ID (the cluster id in this node's meta.properties differs from the quorum's)"
+        )
+        self._log.error(message)
+        if self.on_inconsistent_cluster_id is not None:
+            self.on_inconsistent_cluster_id(message)
+
+    # ---- request handler threads --------------------------------------------------------------
+    def handle_inbound(self, source_id: int, data: RequestData, respond: Respond) -> None:
+        """Hand an inbound Raft request from ``source_id`` to the client; ``respond(body)`` sends the
+        answer (called later, on the Raft IO thread)."""
+        assert self.client is not None
+        correlation_id = next(self._ids)
+        with self._lock:
+            self._inbound[correlation_id] = respond
+        self.client.handle(RaftRequest(correlation_id, source_id, self.node_id, data, self.time.hi_res_milliseconds()))
+
+    def abandon_inbound(self) -> None:
+        """Forget the inbound requests still waiting for an answer (at shutdown)."""
+        with self._lock:
+            self._inbound.clear()

@@ -1,0 +1,168 @@
+"""BrokerLifecycleManager: a broker's registration and heartbeats with the active controller (Kafka's
+``BrokerLifecycleManager``).
+
+1. ``start(registration)`` sends BrokerRegistration (62) to the active controller, retrying until it is
+   accepted. ``registered`` then completes with the broker epoch. A non-retriable refusal completes it
+   with the error: INCONSISTENT_CLUSTER_ID, DUPLICATE_BROKER_REGISTRATION, and so on.
+2. From then on it sends BrokerHeartbeat (63) with the offset of the metadata this broker has applied.
+   A broker starts fenced. The controller says when it has caught up (``caught_up`` is set) and then
+   unfences it (``unfenced`` is set; cleared again if the controller fences it). Heartbeats go every
+   ``broker.heartbeat.interval.ms``. While fenced they go at least every 100 ms, so a starting broker
+   is unfenced soon after it catches up. Kafka sends the next heartbeat right away in that state.
+   STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED means the controller no longer knows this
+   registration, so the broker registers again.
+3. ``begin_controlled_shutdown()`` sets ``want_shut_down`` on the heartbeats until the controller answers
+   ``should_shut_down`` (``shutdown_ready`` is set): by then it has moved leadership away from this
+   broker. ``close()`` stops the heartbeats.
+
+Threading: the work runs on the NodeToControllerChannelManager's send thread (responses and timers). The
+public methods and the events are thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+
+from pykbroker.protocol import errors
+from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.server.node_to_controller_channel_manager import NodeToControllerChannelManager
+from pykbroker.utils.logging import get_logger
+
+FENCED_HEARTBEAT_INTERVAL_MS = 100
+REGISTRATION_RETRY_MS = 200
+
+
+class BrokerRegistrationError(RuntimeError):
+    """The controller refused the registration for a reason that retrying cannot fix."""
+
+    def __init__(self, code: int, message: str | None):
+        self.code = code
+        super().__init__(f"{errors.name_of(code)}: {message or errors.for_code(code).default_message}")
+
+
+class BrokerLifecycleManager:
+    def __init__(
+        self,
+        node_id: int,
+        channel: NodeToControllerChannelManager,
+        heartbeat_interval_ms: int,
+        metadata_offset: Callable[[], int],
+    ):
+        self.node_id = node_id
+        self.channel = channel
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.metadata_offset = metadata_offset
+        self._log = get_logger("BrokerLifecycleManager", nodeId=node_id)
+        self.registered: Future = Future()
+        self.caught_up = threading.Event()
+        self.unfenced = threading.Event()
+        self.shutdown_ready = threading.Event()
+        self.broker_epoch = -1
+        self._registration: dict | None = None
+        self._want_shut_down = False
+        self._closed = False
+
+    # ---- public API ---------------------------------------------------------------------------
+    def start(self, registration: dict) -> Future:
+        """Register with ``registration`` (BrokerRegistration request fields); returns ``registered``."""
+        self._registration = registration
+        self._send_registration()
+        return self.registered
+
+    def begin_controlled_shutdown(self) -> None:
+        self._want_shut_down = True
+        if self.broker_epoch < 0:
+            self.shutdown_ready.set()
+            return
+        self.channel.send_thread.schedule(0, self._send_heartbeat)
+
+    def close(self) -> None:
+        self._closed = True
+
+    # ---- send thread --------------------------------------------------------------------------
+    def _send_registration(self) -> None:
+        if self._closed:
+            return
+        assert self._registration is not None
+        body = {**self._registration, "previous_broker_epoch": self.broker_epoch}
+        future = self.channel.send_request(ApiKeys.BROKER_REGISTRATION, 4, body, REGISTRATION_RETRY_MS * 10)
+        future.add_done_callback(self._on_registration)
+
+    def _on_registration(self, future: Future) -> None:
+        try:
+            response = future.result()
+        except Exception as e:  # noqa: BLE001 - timeouts: keep trying
+            self._log.debug("Broker registration not answered; retrying", error=str(e))
+            self.channel.send_thread.schedule(REGISTRATION_RETRY_MS, self._send_registration)
+            return
+        code = response["error_code"]
+        if code != errors.NONE:
+            if errors.for_code(code).retriable or code == errors.NOT_CONTROLLER:
+                self.channel.send_thread.schedule(REGISTRATION_RETRY_MS, self._send_registration)
+                return
+            error = BrokerRegistrationError(code, response.get("error_message"))
+            self._log.error(f"Unable to register broker {self.node_id}: {error}")
+            if not self.registered.done():
+                self.registered.set_exception(error)
+            return
+        self.broker_epoch = response["broker_epoch"]
+        self._log.info(f"Successfully registered broker {self.node_id} with broker epoch {self.broker_epoch}")
+        if not self.registered.done():
+            self.registered.set_result(self.broker_epoch)
+        self._send_heartbeat()
+
+    def _send_heartbeat(self) -> None:
+        if self._closed:
+            return
+        body = {
+            "broker_id": self.node_id,
+            "broker_epoch": self.broker_epoch,
+            "current_metadata_offset": self.metadata_offset(),
+            "want_fence": False,
+            "want_shut_down": self._want_shut_down,
+            "offline_log_dirs": [],
+        }
+        timeout = max(self.heartbeat_interval_ms, 1000)
+        future = self.channel.send_request(ApiKeys.BROKER_HEARTBEAT, 1, body, timeout)
+        future.add_done_callback(self._on_heartbeat)
+
+    def _on_heartbeat(self, future: Future) -> None:
+        try:
+            response = future.result()
+        except Exception as e:  # noqa: BLE001
+            self._log.debug("Broker heartbeat not answered", error=str(e))
+            self._schedule_heartbeat()
+            return
+        code = response["error_code"]
+        if code in (errors.STALE_BROKER_EPOCH, errors.BROKER_ID_NOT_REGISTERED):
+            self._log.warning(
+                f"The controller no longer knows this registration ({errors.name_of(code)}); registering again"
+            )
+            self.unfenced.clear()
+            self.channel.send_thread.schedule(0, self._send_registration)
+            return
+        if code == errors.NONE:
+            if response.get("is_caught_up"):
+                if not self.caught_up.is_set():
+                    self._log.info("The broker has caught up. Transitioning from STARTING to RECOVERY.")
+                self.caught_up.set()
+            if response.get("is_fenced", True):
+                if self.unfenced.is_set():
+                    self._log.warning("The controller fenced this broker")
+                self.unfenced.clear()
+            elif not self.unfenced.is_set():
+                self._log.info("The broker has been unfenced. Transitioning from RECOVERY to RUNNING.")
+                self.unfenced.set()
+            if self._want_shut_down and response.get("should_shut_down"):
+                self._log.info("The controller has asked us to exit controlled shutdown.")
+                self.shutdown_ready.set()
+                return
+        self._schedule_heartbeat()
+
+    def _schedule_heartbeat(self) -> None:
+        interval = self.heartbeat_interval_ms
+        if not self.unfenced.is_set() or self._want_shut_down:
+            interval = min(interval, FENCED_HEARTBEAT_INTERVAL_MS)
+        self.channel.send_thread.schedule(interval, self._send_heartbeat)

@@ -1,0 +1,86 @@
+"""ControllerApis: the controller-bound APIs on the controller listener (Kafka's ``ControllerApis``).
+
+* Broker lifecycle: BrokerRegistration (62), BrokerHeartbeat (63) and UnregisterBroker (64).
+* Producer id blocks: AllocateProducerIds (67).
+* Mutations that brokers forward: CreateTopics (19), DeleteTopics (20), CreatePartitions (37) and
+  IncrementalAlterConfigs (44). These go through the same AdminHandler code as on a single node.
+
+Each becomes an operation of the local QuorumController, whose future completes on the controller's event
+thread once the records are committed. The response is sent from that completion, so no handler thread
+waits. A controller that is not active answers NOT_CONTROLLER, and the broker's
+NodeToControllerChannelManager then retries at the new leader.
+"""
+
+from __future__ import annotations
+
+from pykbroker.protocol import errors
+from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.server.handlers.admin import AdminHandler
+
+
+class ControllerApis:
+    def __init__(self, helper, controller, broker_config, log_defaults):
+        self.helper = helper
+        self.controller = controller
+        self.admin = AdminHandler(helper, controller, None, broker_config, log_defaults)
+
+    def handlers(self) -> dict:
+        result = {
+            ApiKeys.BROKER_REGISTRATION: self.handle_broker_registration_request,
+            ApiKeys.UNREGISTER_BROKER: self.handle_unregister_broker_request,
+            ApiKeys.ALLOCATE_PRODUCER_IDS: self.handle_allocate_producer_ids_request,
+            ApiKeys.CREATE_TOPICS: self.admin.handle_create_topics_request,
+            ApiKeys.DELETE_TOPICS: self.admin.handle_delete_topics_request,
+            ApiKeys.CREATE_PARTITIONS: self.admin.handle_create_partitions_request,
+            ApiKeys.INCREMENTAL_ALTER_CONFIGS: self.admin.handle_incremental_alter_configs_request,
+        }
+        if hasattr(self.controller, "process_broker_heartbeat"):
+            result[ApiKeys.BROKER_HEARTBEAT] = self.handle_broker_heartbeat_request
+        return result
+
+    def _reply(self, request, future, error_body) -> None:
+        """Send the future's body, or ``error_body(code, message)`` when it failed. Only the fields of
+        the error body's shape are sent (a controller result may carry more, e.g. ``error_message``)."""
+
+        def done(f):
+            try:
+                result = f.result()
+                body = {k: result.get(k, v) for k, v in error_body(errors.NONE, None).items()}
+            except Exception as e:  # noqa: BLE001 - NotControllerError, timeouts, bugs: answered with the code
+                body = error_body(errors.for_exception(e), str(e))
+            self.helper.send_response(request, {"throttle_time_ms": 0, **body})
+
+        future.add_done_callback(done)
+
+    def handle_broker_registration_request(self, request) -> None:
+        self._reply(
+            request,
+            self.controller.register_broker(request.body),
+            lambda code, msg: {"error_code": code, "broker_epoch": -1},
+        )
+
+    def handle_broker_heartbeat_request(self, request) -> None:
+        self._reply(
+            request,
+            self.controller.process_broker_heartbeat(request.body),
+            lambda code, msg: {"error_code": code, "is_caught_up": False, "is_fenced": True, "should_shut_down": False},
+        )
+
+    def handle_unregister_broker_request(self, request) -> None:
+        if not hasattr(self.controller, "unregister_broker"):
+            self.helper.send_response(
+                request, {"throttle_time_ms": 0, "error_code": errors.UNSUPPORTED_VERSION, "error_message": None}
+            )
+            return
+        self._reply(
+            request,
+            self.controller.unregister_broker(request.body["broker_id"]),
+            lambda code, msg: {"error_code": code, "error_message": msg},
+        )
+
+    def handle_allocate_producer_ids_request(self, request) -> None:
+        self._reply(
+            request,
+            self.controller.allocate_producer_ids(request.body),
+            lambda code, msg: {"error_code": code, "producer_id_start": -1, "producer_id_len": 0},
+        )

@@ -1,0 +1,123 @@
+"""NodeToControllerChannelManager: requests from a broker to the active controller, wherever it is.
+
+Mirrors Kafka's ``NodeToControllerChannelManagerImpl`` together with ``RaftControllerNodeProvider``. The
+active controller is the leader of the metadata quorum, as this node's Raft client knows it (a broker is
+a Raft observer). Its address is its entry in ``controller.quorum.voters``: the controller listener.
+A request goes to that node. If the leader is not known yet, the connection fails, or the answer says
+NOT_CONTROLLER, the request is sent again after ``retry_backoff_ms`` to the leader known by then. So a
+request "finds the new leader when the active controller changes". This continues until the request's
+own deadline. At the deadline the future fails with
+:class:`~pykbroker.protocol.errors.KafkaTimeoutError` (REQUEST_TIMED_OUT): with no majority of
+controllers there is no leader, and no write can commit.
+
+Threading: :meth:`send_request` is thread-safe; the futures complete on the send thread (callbacks must
+be quick).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future
+
+from pykbroker.clients.inter_broker_send_thread import InterBrokerSendThread
+from pykbroker.protocol import errors
+from pykbroker.utils.logging import get_logger
+from pykbroker.utils.time import SYSTEM, Time
+
+
+def has_not_controller(body: dict) -> bool:
+    """True when a controller's answer says NOT_CONTROLLER: at the top level, or for every entry of its
+    result list (CreateTopics ``topics``, DeleteTopics ``responses``, CreatePartitions ``results`` ...)."""
+    if body.get("error_code") == errors.NOT_CONTROLLER:
+        return True
+    for value in body.values():
+        if isinstance(value, list) and value and all(isinstance(e, dict) for e in value):
+            codes = [e.get("error_code") for e in value]
+            if codes and all(c == errors.NOT_CONTROLLER for c in codes):
+                return True
+    return False
+
+
+class NodeToControllerChannelManager:
+    def __init__(
+        self,
+        node_id: int,
+        controller_id: Callable[[], int],
+        controller_addresses: dict[int, tuple[str, int]],
+        name: str,
+        request_timeout_ms: int = 30000,
+        retry_backoff_ms: int = 100,
+        time: Time = SYSTEM,
+    ):
+        """``controller_id()`` returns the active controller's node id, or -1 when none is known."""
+        self.node_id = node_id
+        self.controller_id = controller_id
+        self.time = time
+        self.retry_backoff_ms = retry_backoff_ms
+        self._log = get_logger("NodeToControllerChannelManager", nodeId=node_id, name=name)
+        self.send_thread = InterBrokerSendThread(
+            f"{name}-to-controller-channel-manager-{node_id}",
+            f"{name}-{node_id}",
+            request_timeout_ms=request_timeout_ms,
+            time=time,
+        )
+        for cid, (host, port) in controller_addresses.items():
+            self.send_thread.set_address(cid, host, port)
+
+    def start(self) -> None:
+        self.send_thread.start()
+
+    def shutdown(self) -> None:
+        self.send_thread.shutdown()
+
+    def send_request(self, api_key: int, version: int, body: dict, timeout_ms: int) -> Future:
+        """Send ``body`` to the active controller; the future gets the response dict, or
+        RequestTimedOutError once ``timeout_ms`` passed without an answer from an active controller."""
+        future: Future = Future()
+        deadline = self.time.hi_res_milliseconds() + timeout_ms
+        self._attempt(api_key, version, body, future, deadline, None)
+        return future
+
+    def _attempt(self, api_key: int, version: int, body: dict, future: Future, deadline: float, last) -> None:
+        if future.done():
+            return
+        now = self.time.hi_res_milliseconds()
+        if now >= deadline:
+            why = f" (last: {last})" if last else ""
+            _set_exception(future, errors.KafkaTimeoutError(f"No answer from an active controller in time{why}"))
+            return
+        controller = self.controller_id()
+        if controller < 0:
+            self._retry(api_key, version, body, future, deadline, "no active controller known")
+            return
+
+        def on_response(response: dict | None, error: Exception | None) -> None:
+            if error is not None or response is None:
+                self._retry(api_key, version, body, future, deadline, f"controller {controller}: {error}")
+            elif has_not_controller(response):
+                self._retry(api_key, version, body, future, deadline, f"node {controller} is not the controller")
+            else:
+                _set_result(future, response)
+
+        self.send_thread.send(controller, api_key, version, body, on_response)
+
+    def _retry(self, api_key: int, version: int, body: dict, future: Future, deadline: float, why: str) -> None:
+        self._log.debug("Retrying a request to the controller", api_key=api_key, reason=why)
+        delay = min(self.retry_backoff_ms, max(0.0, deadline - self.time.hi_res_milliseconds()))
+        self.send_thread.schedule(delay, lambda: self._attempt(api_key, version, body, future, deadline, why))
+
+
+def _set_result(future: Future, value) -> None:
+    if not future.done():
+        try:
+            future.set_result(value)
+        except Exception:  # noqa: BLE001 - cancelled meanwhile
+            pass
+
+
+def _set_exception(future: Future, error: BaseException) -> None:
+    if not future.done():
+        try:
+            future.set_exception(error)
+        except Exception:  # noqa: BLE001
+            pass

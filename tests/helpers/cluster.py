@@ -1,0 +1,152 @@
+"""A KRaft cluster of real processes on 127.0.0.1: controller-only and broker-only nodes.
+
+``KRaftCluster(root, controllers=3, brokers=2)`` gives each controller a port of its own (the voters must
+know each other's address before any starts). Brokers listen on ephemeral ports. Every node is formatted
+with ``kafka-storage format -t <one cluster id> -c <its server.properties>``, as an operator does, and
+is then started with ``python -m pykbroker.kafka`` (tests.helpers.broker.BrokerProcess). Timeouts are set
+short by config so elections and fencing take about a second. Node ids: controllers 1..n, brokers
+from 101. Only processes this object started are ever signalled.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.server.meta_properties import random_uuid
+from tests.helpers.broker import ROOT, BrokerProcess
+
+QUORUM_TIMEOUTS = {
+    "controller.quorum.election.timeout.ms": "600",
+    "controller.quorum.fetch.timeout.ms": "1200",
+    "controller.quorum.election.backoff.max.ms": "400",
+    "broker.heartbeat.interval.ms": "300",
+    "broker.session.timeout.ms": "3000",
+    "initial.broker.registration.timeout.ms": "30000",
+    "num.network.threads": "1",
+    "num.io.threads": "2",
+    "background.threads": "2",
+}
+
+
+def free_ports(n: int) -> list[int]:
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+class KRaftCluster:
+    def __init__(self, root: Path, controllers: int = 3, brokers: int = 2, **overrides: str):
+        self.root = Path(root)
+        self.cluster_id = random_uuid()
+        self.controller_ports = dict(zip(range(1, controllers + 1), free_ports(controllers), strict=True))
+        self.voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in self.controller_ports.items())
+        common = {
+            **QUORUM_TIMEOUTS,
+            "controller.quorum.voters": self.voters,
+            "controller.listener.names": "CONTROLLER",
+            **{k.replace("_", "."): str(v) for k, v in overrides.items()},
+        }
+        self.controllers: dict[int, BrokerProcess] = {}
+        for i, port in self.controller_ports.items():
+            self.controllers[i] = BrokerProcess(
+                self.root / f"controller-{i}",
+                **{**common, "process.roles": "controller", "node.id": str(i)},
+                listeners=f"CONTROLLER://127.0.0.1:{port}",
+            )
+        self.brokers: dict[int, BrokerProcess] = {}
+        for j in range(brokers):
+            node = 101 + j
+            self.brokers[node] = BrokerProcess(
+                self.root / f"broker-{node}",
+                **{**common, "process.roles": "broker", "node.id": str(node)},
+                listeners="PLAINTEXT://127.0.0.1:0",
+            )
+
+    @property
+    def nodes(self) -> list[BrokerProcess]:
+        return [*self.controllers.values(), *self.brokers.values()]
+
+    def format(self, node: BrokerProcess, cluster_id: str | None = None) -> None:
+        node.write_config()
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pykbroker.tools.storage_tool",
+                "format",
+                "-t",
+                cluster_id or self.cluster_id,
+                "-c",
+                str(node.config_path),
+            ],
+            check=True,
+            capture_output=True,
+            cwd=str(ROOT),
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+            timeout=60,
+        )
+
+    def start(self, timeout: float = 60.0) -> KRaftCluster:
+        """Format every node and start them all at once (controllers need a majority to elect)."""
+        for node in self.nodes:
+            self.format(node)
+        self.start_nodes(self.nodes, timeout)
+        return self
+
+    @staticmethod
+    def start_nodes(nodes: list[BrokerProcess], timeout: float = 60.0) -> None:
+        with ThreadPoolExecutor(len(nodes)) as pool:
+            for f in [pool.submit(n.start, timeout) for n in nodes]:
+                f.result()
+
+    def stop(self) -> None:
+        with ThreadPoolExecutor(len(self.nodes)) as pool:
+            list(pool.map(lambda n: n.stop(30), self.brokers.values()))
+            list(pool.map(lambda n: n.stop(30), self.controllers.values()))
+
+    def kill_all(self) -> None:
+        for node in self.nodes:
+            node.kill()
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values() if b.proc and b.proc.poll() is None)
+
+    def controller_address(self, node_id: int) -> str:
+        return f"127.0.0.1:{self.controller_ports[node_id]}"
+
+    def describe_quorum(self, via: str) -> dict:
+        """DescribeQuorum v2 of ``__cluster_metadata-0`` sent to ``via`` (host:port); the partition dict."""
+        with BrokerConnection.to(via) as c:
+            r = c.request(
+                ApiKeys.DESCRIBE_QUORUM,
+                2,
+                {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]},
+            )
+        return r["topics"][0]["partitions"][0]
+
+    def leader_id(self) -> int:
+        """The active controller as the live controllers see it (DescribeQuorum), or -1."""
+        for i, node in self.controllers.items():
+            if node.proc is None or node.proc.poll() is not None:
+                continue
+            try:
+                p = self.describe_quorum(self.controller_address(i))
+            except OSError:
+                continue
+            if p["error_code"] == 0 and p["leader_id"] >= 0:
+                return p["leader_id"]
+        return -1
