@@ -133,13 +133,12 @@ class KafkaNetworkChannel(NetworkChannel):
                 respond(response_to_wire(message.data, self.time.milliseconds()))
             return
         api_key, body = request_to_wire(message.data)
-        self.send_thread.send(
-            message.destination_id,
-            api_key,
-            API_VERSIONS[api_key],
-            body,
-            lambda response, error, m=message: self._on_response(m, response, error),
-        )
+        request = message
+
+        def on_response(response: dict | None, error: Exception | None) -> None:
+            self._on_response(request, response, error)
+
+        self.send_thread.send(message.destination_id, api_key, API_VERSIONS[api_key], body, on_response)
 
     def _on_response(self, request: RaftRequest, response: dict | None, error: Exception | None) -> None:
         assert self.client is not None
