@@ -663,9 +663,14 @@ class SocketServer:
             [self.control_plane_acceptor] if self.control_plane_acceptor else []
         )
 
-    def enable_request_processing(self) -> None:
+    def enable_request_processing(self, planes: tuple[str, ...] = (CONTROL_PLANE, DATA_PLANE)) -> None:
+        """Start the acceptors (and so their processors) of ``planes``; an acceptor already started is
+        left alone. A combined node enables the controller listener first, because its broker part
+        registers only once the quorum, which needs that listener, has a leader."""
         for acceptor in self.acceptors:
-            acceptor.start()
+            plane = CONTROL_PLANE if acceptor is self.control_plane_acceptor else DATA_PLANE
+            if plane in planes and acceptor.ident is None:
+                acceptor.start()
 
     def bound_port(self, listener_name: str) -> int:
         for acceptor in self.acceptors:

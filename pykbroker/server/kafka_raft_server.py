@@ -166,6 +166,10 @@ class KafkaRaftServer:
                 "the metadata quorum controller to become active"
             )
 
+        if self.is_controller and not self.single_node:
+            # The quorum needs this listener to elect a leader, before the broker part can register.
+            self._start_controller_apis()
+            self.socket_server.enable_request_processing((CONTROL_PLANE,))
         if self.is_broker:
             # Register this broker (its listeners are bound: the ports are known), wait until it is published.
             if self.single_node:
@@ -173,7 +177,7 @@ class KafkaRaftServer:
             else:
                 self._register_with_quorum(timeout)
             self._start_broker_apis()
-        if self.is_controller:
+        if self.single_node:
             self._start_controller_apis()
         self.socket_server.enable_request_processing()
         self.started = True
