@@ -42,6 +42,7 @@ from pykbroker.metadata.records import MetadataRecordSerde
 from pykbroker.metrics.reporter import MetricsReporter, create_reporters
 from pykbroker.network.socket_server import CONTROL_PLANE, DATA_PLANE, SocketServer, SocketServerConfig
 from pykbroker.protocol import errors, request_schema
+from pykbroker.raft.describe_quorum import describe_quorum
 from pykbroker.raft.file_replicated_log import FileReplicatedLog
 from pykbroker.raft.kafka_raft_client import KafkaRaftClient
 from pykbroker.raft.kafka_raft_client_driver import KafkaRaftClientDriver
@@ -52,6 +53,7 @@ from pykbroker.server.fetch_session import FetchManager, FetchSessionCache
 from pykbroker.server.handlers.admin import AdminHandler
 from pykbroker.server.handlers.api_versions import ApiVersionsHandler
 from pykbroker.server.handlers.delete_records import DeleteRecordsHandler
+from pykbroker.server.handlers.describe_quorum import DescribeQuorumHandler
 from pykbroker.server.handlers.fetch import FetchHandler
 from pykbroker.server.handlers.groups import GroupHandlers
 from pykbroker.server.handlers.list_offsets import ListOffsetsHandler
@@ -77,6 +79,16 @@ class StartupError(RuntimeError):
     """Start-up failed for a known reason that the message states completely (reported as one line,
     without a traceback): a listener could not be bound, a data directory is locked by another broker,
     a start-up wait timed out. Kafka throws ``KafkaException`` for these."""
+
+
+def _describe_quorum_handler(server: KafkaRaftServer, helper: RequestHelper) -> DescribeQuorumHandler:
+    """DescribeQuorum answered from ``server``'s Raft client (its voter endpoints for v2 ``nodes``); both are
+    looked up per request."""
+    return DescribeQuorumHandler(
+        helper,
+        lambda: describe_quorum(server.raft, server.time.milliseconds()),
+        lambda: server._voter_endpoints(),
+    )
 
 
 def _schema_range(api_key: int) -> tuple[int, int]:
@@ -231,6 +243,7 @@ class KafkaRaftServer:
                 self.data_helper,
                 [
                     MetadataHandler(self.data_helper, self.metadata_cache),
+                    _describe_quorum_handler(self, self.data_helper),
                 ],
             )
 
@@ -309,7 +322,24 @@ class KafkaRaftServer:
             AdminHandler(helper, self.controller, cache, self.config, self.log_manager.default_config),
             InitProducerIdHandler(helper, self.producer_id_manager),
             GroupHandlers(helper, self.group_coordinator, cache, self.controller, self.config, self.time),
+            _describe_quorum_handler(self, helper),
         ]
+
+    def _voter_endpoints(self) -> dict[int, list[tuple[str, str, int]]]:
+        """``controller.quorum.voters`` as ``{id: [(first controller listener, host, port)]}`` (Kafka's static
+        voters' endpoints); this node's own entry with its bound port when configured as port 0."""
+        names = self.config.controller_listener_names
+        if not names:
+            return {}
+        result = {}
+        for voter in self.config["controller.quorum.voters"] or []:
+            node, _, address = voter.partition("@")
+            host, _, port = address.rpartition(":")
+            node_id, port_number = int(node), int(port)
+            if node_id == self.node_id and port_number == 0:
+                port_number = self.socket_server.bound_port(names[0])
+            result[node_id] = [(names[0], host.strip("[]"), port_number)]
+        return result
 
     def _auto_create_topics(self, names: list[str]) -> dict[str, int]:
         """Metadata auto-creation: ask the controller to create the topics with the defaults, answer
