@@ -63,7 +63,7 @@ from pykbroker.server.handlers.produce import ProduceHandler
 from pykbroker.server.handlers.producer_id import InitProducerIdHandler, ProducerIdManager
 from pykbroker.server.kafka_apis import KafkaApis
 from pykbroker.server.kafka_request_handler import KafkaRequestHandlerPool
-from pykbroker.server.meta_properties import ensure_formatted
+from pykbroker.server.meta_properties import MetaPropertiesError, ensure_formatted
 from pykbroker.server.metadata_cache import MetadataCache
 from pykbroker.server.replica_manager import ReplicaManager
 from pykbroker.server.request_helper import RequestHelper
@@ -125,7 +125,6 @@ class KafkaRaftServer:
         self.broker_state = 1
         for key in config.unknown_keys:
             self.log.warning(f"The configuration '{key}' was supplied but isn't a known config.")
-        self._check_single_voter()
         timeout = config["initial.broker.registration.timeout.ms"] / 1000.0
         # metric.reporters: an unknown class is a ConfigException before anything is bound or touched.
         reporters = create_reporters(config["metric.reporters"], config.values)
@@ -153,7 +152,13 @@ class KafkaRaftServer:
             self._dir_locks = lock_log_dirs(dirs)
         except LogDirLockError as e:
             raise StartupError(str(e)) from e
-        self.cluster_id, _ = ensure_formatted(dirs, self.node_id, self.log)
+        try:
+            self.cluster_id, _ = ensure_formatted(
+                dirs, self.node_id, self.log, allow_auto_format=self._is_single_node_default()
+            )
+        except MetaPropertiesError as e:
+            raise StartupError(str(e)) from e
+        self._check_single_voter()
 
         # Storage: the scheduler, then every partition log (recovered after an unclean shutdown).
         self.scheduler = KafkaScheduler(config["background.threads"], "kafka-scheduler-")
@@ -287,6 +292,13 @@ class KafkaRaftServer:
             prefix = "kafka.server:type=DelayedOperationPurgatory,name="
             self.metrics.gauge(f"{prefix}PurgatorySize,{tag}", lambda p=purgatory: p.purgatory_size)
             self.metrics.gauge(f"{prefix}NumDelayedOperations,{tag}", lambda p=purgatory: p.num_delayed)
+
+    def _is_single_node_default(self) -> bool:
+        """A combined node (process.roles=broker,controller) that is its quorum's only voter: the one setup
+        whose empty storage is formatted on first start; every other node needs ``kafka-storage format``."""
+        voters = self.config["controller.quorum.voters"] or []
+        ids = {int(v.split("@", 1)[0]) for v in voters if v}
+        return set(self.config.process_roles) == {"broker", "controller"} and ids <= {self.node_id}
 
     def _check_single_voter(self) -> None:
         voters = self.config["controller.quorum.voters"] or []
