@@ -10,9 +10,43 @@ the Raft IO thread.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pykbroker.raft.quorum_state_store import NO_ID, ElectionState
+
+# An observer that has not fetched for this long is forgotten (Kafka's LeaderState.OBSERVER_SESSION_TIMEOUT_MS).
+OBSERVER_SESSION_TIMEOUT_MS = 300_000
+
+
+@dataclass(frozen=True)
+class ReplicaState:
+    """One replica as its leader sees it (Kafka's ``LeaderState.ReplicaState``), for DescribeQuorum.
+
+    ``end_offset`` is the replica's log end offset (its last fetch offset; -1: unknown); times are wall-clock
+    ms (``Time.milliseconds()``, as Kafka's DescribeQuorum reports them), -1 for never. A replica is caught
+    up when it fetches at or beyond the leader's end offset (caught up now), or at or beyond the leader's
+    end offset at its previous fetch (caught up as of that previous fetch). Immutable: the leader replaces
+    the value on each update, so a reader on another thread that copies the dict holding them sees each
+    replica consistently."""
+
+    replica_id: int
+    end_offset: int = -1
+    last_fetch_timestamp: int = -1
+    last_fetch_leader_end_offset: int = -1
+    last_caught_up_timestamp: int = -1
+
+    def after_fetch(self, now_ms: int, fetch_offset: int, leader_end_offset: int | None) -> ReplicaState:
+        """This state after a valid Fetch at ``fetch_offset`` (Kafka's ``updateFollowerState``)."""
+        caught_up, last_leader_end = self.last_caught_up_timestamp, self.last_fetch_leader_end_offset
+        if leader_end_offset is not None:
+            if fetch_offset >= leader_end_offset:
+                caught_up = max(caught_up, now_ms)
+            elif last_leader_end > 0 and fetch_offset >= last_leader_end:
+                caught_up = max(caught_up, self.last_fetch_timestamp)
+            last_leader_end = leader_end_offset
+        return ReplicaState(
+            self.replica_id, fetch_offset, max(self.last_fetch_timestamp, now_ms), last_leader_end, caught_up
+        )
 
 
 class StateKind(enum.Enum):
@@ -117,7 +151,13 @@ class LeaderState(EpochState):
     Tracks every voter's end offset; the high watermark is the offset a majority has reached (sort the
     voters' end offsets descending, take index ``len(voters) // 2``), accepted only once it is above the
     epoch start offset (a leader may commit only once a record of its own epoch is committed) and only
-    when it increases."""
+    when it increases.
+
+    ``replica_states`` (voters) and ``observer_states`` hold each replica's :class:`ReplicaState`, updated on
+    every valid Fetch (``update_replica_end_offset`` with ``now_ms``) and, for the leader itself, on each
+    flush; DescribeQuorum reads them (:mod:`pykbroker.raft.describe_quorum`). The two dicts are only ever
+    written by the owning IO thread and hold immutable values, so ``dict(...)`` copies taken on another
+    thread are consistent per replica."""
 
     epoch: int
     voters: frozenset[int]
@@ -130,10 +170,14 @@ class LeaderState(EpochState):
     check_quorum_deadline_ms: int = 0
     check_quorum_timeout_ms: int = 0
     fetched_voters: set[int] = field(default_factory=set)
+    replica_states: dict[int, ReplicaState] = field(default_factory=dict)
+    observer_states: dict[int, ReplicaState] = field(default_factory=dict)
     kind: StateKind = field(default=StateKind.LEADER, init=False)
 
     def __post_init__(self) -> None:
         self.acknowledged.add(self.local_id)
+        for v in sorted(self.voters):
+            self.replica_states.setdefault(v, ReplicaState(v))
 
     def start_check_quorum(self, now_ms: int, timeout_ms: int) -> None:
         """Kafka's check-quorum: the leader resigns if a majority of voters has not fetched within
@@ -174,16 +218,39 @@ class LeaderState(EpochState):
 
     def update_local_end_offset(self, end_offset: int) -> bool:
         """Record the leader's own flushed end offset; True iff the high watermark moved."""
+        if self.local_id in self.voters:
+            self.replica_states[self.local_id] = replace(self.replica_states[self.local_id], end_offset=end_offset)
         return self.update_replica_end_offset(self.local_id, end_offset)
 
-    def update_replica_end_offset(self, voter_id: int, end_offset: int) -> bool:
-        """Record a voter's end offset (from its Fetch); True iff the high watermark moved."""
+    def update_replica_end_offset(self, voter_id: int, end_offset: int, now_ms: int | None = None) -> bool:
+        """Record a replica's end offset (from its valid Fetch at ``end_offset``); True iff the high watermark
+        moved. With ``now_ms`` (a remote replica's Fetch) also its :class:`ReplicaState` (fetch and
+        caught-up times, Kafka's ``updateReplicaState``); negative ids (not a replica) are ignored there."""
+        if now_ms is not None and voter_id >= 0 and voter_id != self.local_id:
+            self._record_fetch(voter_id, end_offset, now_ms)
         if voter_id in self.voters:
             self.voter_end_offsets[voter_id] = max(end_offset, self.voter_end_offsets.get(voter_id, -1))
         else:
             self.observer_end_offsets[voter_id] = end_offset
             return False
         return self._maybe_update_high_watermark()
+
+    def _record_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+        leader_end = self.voter_end_offsets.get(self.local_id)
+        if replica_id in self.voters:
+            self.replica_states[replica_id] = self.replica_states[replica_id].after_fetch(
+                now_ms, fetch_offset, leader_end
+            )
+            return
+        previous = self.observer_states.get(replica_id, ReplicaState(replica_id))
+        expired = [
+            o
+            for o, st in self.observer_states.items()
+            if now_ms - st.last_fetch_timestamp >= OBSERVER_SESSION_TIMEOUT_MS and o != replica_id
+        ]
+        if expired:  # Kafka's clearInactiveObservers (a new dict: readers may hold the old one)
+            self.observer_states = {o: st for o, st in self.observer_states.items() if o not in expired}
+        self.observer_states[replica_id] = previous.after_fetch(now_ms, fetch_offset, leader_end)
 
     def _maybe_update_high_watermark(self) -> bool:
         offsets = sorted((self.voter_end_offsets.get(v, -1) for v in self.voters), reverse=True)

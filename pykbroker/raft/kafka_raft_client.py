@@ -680,7 +680,7 @@ class KafkaRaftClient(Generic[T]):
             return FetchResponseData(NONE, current, _hw(leader.high_watermark), (), diverging)
         leader.add_acknowledgement(data.replica_id)
         hw_before = leader.high_watermark
-        if leader.update_replica_end_offset(data.replica_id, data.fetch_offset):
+        if leader.update_replica_end_offset(data.replica_id, data.fetch_offset, self.time.milliseconds()):
             assert leader.high_watermark is not None
             self._set_high_watermark(leader.high_watermark)
         if data.fetch_offset < self.log.end_offset() or data.max_wait_ms <= 0 or hw_before != leader.high_watermark:

@@ -39,6 +39,7 @@ BROKER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKeys.OFFSET_DELETE: (0, 0),
     ApiKeys.DESCRIBE_CLUSTER: (0, 1),
+    ApiKeys.DESCRIBE_QUORUM: (0, 2),
 }
 
 # api key -> (min, max) of the APIs only the controller listener serves (ControllerApis, the Raft RPCs).

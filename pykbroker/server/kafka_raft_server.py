@@ -43,6 +43,8 @@ from pykbroker.metadata.records import MetadataRecordSerde
 from pykbroker.metrics.reporter import MetricsReporter, create_reporters
 from pykbroker.network.socket_server import CONTROL_PLANE, DATA_PLANE, SocketServer, SocketServerConfig
 from pykbroker.protocol import errors, request_schema
+from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.raft.describe_quorum import describe_quorum
 from pykbroker.raft.file_replicated_log import FileReplicatedLog
 from pykbroker.raft.kafka_network_channel import KafkaNetworkChannel, parse_voters
 from pykbroker.raft.kafka_raft_client import KafkaRaftClient
@@ -57,6 +59,7 @@ from pykbroker.server.handlers.admin import AdminHandler
 from pykbroker.server.handlers.api_versions import ApiVersionsHandler
 from pykbroker.server.handlers.controller_apis import ControllerApis
 from pykbroker.server.handlers.delete_records import DeleteRecordsHandler
+from pykbroker.server.handlers.describe_quorum import DescribeQuorumHandler
 from pykbroker.server.handlers.fetch import FetchHandler
 from pykbroker.server.handlers.groups import GroupHandlers
 from pykbroker.server.handlers.list_offsets import ListOffsetsHandler
@@ -67,7 +70,7 @@ from pykbroker.server.handlers.producer_id import InitProducerIdHandler, Produce
 from pykbroker.server.handlers.raft import RaftHandlers
 from pykbroker.server.kafka_apis import KafkaApis
 from pykbroker.server.kafka_request_handler import KafkaRequestHandlerPool
-from pykbroker.server.meta_properties import ensure_formatted
+from pykbroker.server.meta_properties import MetaPropertiesError, ensure_formatted
 from pykbroker.server.metadata_cache import MetadataCache
 from pykbroker.server.node_to_controller_channel_manager import NodeToControllerChannelManager
 from pykbroker.server.replica_manager import ReplicaManager
@@ -84,6 +87,24 @@ class StartupError(RuntimeError):
     """Start-up failed for a known reason that the message states completely (reported as one line,
     without a traceback): a listener could not be bound, a data directory is locked by another broker,
     a start-up wait timed out. Kafka throws ``KafkaException`` for these."""
+
+
+def _describe_quorum_handler(server: KafkaRaftServer, helper: RequestHelper) -> DescribeQuorumHandler:
+    """DescribeQuorum answered from ``server``'s Raft client (its voter endpoints for v2 ``nodes``); both are
+    looked up per request. A node that is not the Raft leader (a broker, a standby controller) asks the
+    leader, as Kafka's brokers forward DescribeQuorum to the controller."""
+
+    def describe() -> dict:
+        partition = describe_quorum(server.raft, server.time.milliseconds())
+        channel = getattr(server, "controller_channel", None)
+        if partition["error_code"] != errors.NOT_LEADER_OR_FOLLOWER or channel is None:
+            return partition
+        body = {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]}
+        # Blocks this handler thread for one round trip to the leader (an operator's request, not a hot path).
+        response = channel.send_request(ApiKeys.DESCRIBE_QUORUM, 2, body, 5000).result(10)
+        return response["topics"][0]["partitions"][0]
+
+    return DescribeQuorumHandler(helper, describe, lambda: server._voter_endpoints())
 
 
 def _schema_range(api_key: int) -> tuple[int, int]:
@@ -149,7 +170,12 @@ class KafkaRaftServer:
             self._dir_locks = lock_log_dirs(dirs)
         except LogDirLockError as e:
             raise StartupError(str(e)) from e
-        self.cluster_id, _ = ensure_formatted(dirs, self.node_id, self.log)
+        try:
+            self.cluster_id, _ = ensure_formatted(
+                dirs, self.node_id, self.log, allow_auto_format=self._is_single_node_default()
+            )
+        except MetaPropertiesError as e:
+            raise StartupError(str(e)) from e
 
         if self.is_broker:
             self._start_storage()
@@ -281,6 +307,18 @@ class KafkaRaftServer:
                 on_inconsistent_cluster_id=self._on_fatal_error,
             )
             self.raft_channel.start(self.raft)
+            # Requests to the active controller (the Raft leader): a broker's registration, heartbeats and
+            # forwarded requests; DescribeQuorum from a node that is not the leader.
+            self.controller_channel = NodeToControllerChannelManager(
+                self.node_id,
+                lambda: self.raft.leader_and_epoch.leader_id,
+                self.voters,
+                "broker" if self.is_broker else "controller",
+                request_timeout_ms=config["controller.quorum.request.timeout.ms"],
+                retry_backoff_ms=config["controller.quorum.retry.backoff.ms"],
+                time=self.time,
+            )
+            self.controller_channel.start()
         self.raft_driver = KafkaRaftClientDriver(self.raft, channel=self.raft_channel)
 
     def _start_metadata_cache(self) -> None:
@@ -327,17 +365,6 @@ class KafkaRaftServer:
         """A broker of a cluster: register with the active controller over the controller listener
         (BrokerLifecycleManager), heartbeat from then on, forward controller-bound requests to it."""
         config = self.config
-        controllers = self.voters
-        self.controller_channel = NodeToControllerChannelManager(
-            self.node_id,
-            lambda: self.raft.leader_and_epoch.leader_id,
-            controllers,
-            "broker",
-            request_timeout_ms=config["controller.quorum.request.timeout.ms"],
-            retry_backoff_ms=config["controller.quorum.retry.backoff.ms"],
-            time=self.time,
-        )
-        self.controller_channel.start()
         self.forwarding_manager = ForwardingManager(self.controller_channel)
         self.lifecycle_manager = BrokerLifecycleManager(
             self.node_id,
@@ -413,6 +440,7 @@ class KafkaRaftServer:
             families.append(RaftHandlers(helper, self.raft_channel))
         if self.is_broker:
             families.append(MetadataHandler(helper, self.metadata_cache))
+        families.append(_describe_quorum_handler(self, helper))
         self.control_plane_apis, self.control_version_manager = self._build_apis(helper, families)
         self.control_plane_pool = KafkaRequestHandlerPool(
             self.node_id,
@@ -447,6 +475,13 @@ class KafkaRaftServer:
             self.metrics.gauge(f"{prefix}PurgatorySize,{tag}", lambda p=purgatory: p.purgatory_size)
             self.metrics.gauge(f"{prefix}NumDelayedOperations,{tag}", lambda p=purgatory: p.num_delayed)
 
+    def _is_single_node_default(self) -> bool:
+        """A combined node (process.roles=broker,controller) that is its quorum's only voter: the one setup
+        whose empty storage is formatted on first start; every other node needs ``kafka-storage format``."""
+        voters = self.config["controller.quorum.voters"] or []
+        ids = {int(v.split("@", 1)[0]) for v in voters if v}
+        return set(self.config.process_roles) == {"broker", "controller"} and ids <= {self.node_id}
+
     def _broker_families(self) -> list:
         helper, cache, rm = self.data_helper, self.metadata_cache, self.replica_manager
         return [
@@ -471,7 +506,24 @@ class KafkaRaftServer:
             AdminHandler(helper, self.controller_handle, cache, self.config, self.log_manager.default_config),
             InitProducerIdHandler(helper, self.producer_id_manager),
             GroupHandlers(helper, self.group_coordinator, cache, self.controller_handle, self.config, self.time),
+            _describe_quorum_handler(self, helper),
         ]
+
+    def _voter_endpoints(self) -> dict[int, list[tuple[str, str, int]]]:
+        """``controller.quorum.voters`` as ``{id: [(first controller listener, host, port)]}`` (Kafka's static
+        voters' endpoints); this node's own entry with its bound port when configured as port 0."""
+        names = self.config.controller_listener_names
+        if not names:
+            return {}
+        result = {}
+        for voter in self.config["controller.quorum.voters"] or []:
+            node, _, address = voter.partition("@")
+            host, _, port = address.rpartition(":")
+            node_id, port_number = int(node), int(port)
+            if node_id == self.node_id and port_number == 0:
+                port_number = self.socket_server.bound_port(names[0])
+            result[node_id] = [(names[0], host.strip("[]"), port_number)]
+        return result
 
     def _auto_create_topics(self, names: list[str]) -> dict[str, int]:
         """Metadata auto-creation: ask the controller to create the topics with the defaults, answer

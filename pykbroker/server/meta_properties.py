@@ -19,8 +19,13 @@ from pykbroker.utils.files import atomic_write
 META_PROPERTIES = "meta.properties"
 
 
-class InconsistentMetaPropertiesError(RuntimeError):
-    pass
+class MetaPropertiesError(RuntimeError):
+    """Storage this node must not start on; the message is Kafka's, one line (``MetaPropertiesEnsemble.verify``,
+    ``KafkaRaftServer.initializeLogDirs``)."""
+
+
+class InconsistentMetaPropertiesError(MetaPropertiesError):
+    """Directories formatted for another cluster or node."""
 
 
 def random_uuid() -> str:
@@ -54,20 +59,61 @@ def is_empty_dir(path: str) -> bool:
     return not os.path.exists(path) or not [n for n in os.listdir(path) if not n.startswith(".")]
 
 
-def ensure_formatted(log_dirs: list[str], node_id: int, log) -> tuple[str, bool]:
-    """Check (or, when every directory is empty, create) meta.properties in each log dir.
+def verify_meta_properties(
+    metas: dict[str, dict[str, str] | None], expected_cluster_id: str | None, expected_node_id: int | None
+) -> str | None:
+    """Kafka's ``MetaPropertiesEnsemble.verify``: every formatted directory of ``metas`` (dir -> its
+    meta.properties, None when unformatted; checked in this order) has the same cluster id (``expected_cluster_id``
+    or else the first one read) and node id. Returns the cluster id (None when nothing is formatted); raises
+    InconsistentMetaPropertiesError with Kafka's message."""
+    for d, m in metas.items():
+        if m is None:
+            continue
+        path = os.path.join(d, META_PROPERTIES)
+        cluster_id = m.get("cluster.id")
+        if cluster_id is None:
+            if m.get("version", "0") == "1":
+                raise InconsistentMetaPropertiesError(f"cluster.id was not specified in the v1 file: {path}")
+        elif expected_cluster_id is None:
+            expected_cluster_id = cluster_id
+        elif cluster_id != expected_cluster_id:
+            raise InconsistentMetaPropertiesError(
+                f"Invalid cluster.id in: {path}. Expected {expected_cluster_id}, but read {cluster_id}"
+            )
+        stored = m.get("node.id", m.get("broker.id"))
+        if stored is None:
+            if m.get("version", "0") == "1":
+                raise InconsistentMetaPropertiesError(f"node.id was not specified in {path}")
+        elif expected_node_id is None:
+            expected_node_id = int(stored)
+        elif int(stored) != expected_node_id:
+            raise InconsistentMetaPropertiesError(
+                f"Stored node id {int(stored)} doesn't match previous node id {expected_node_id} in {path}. "
+                "If you moved your data, make sure your configured node id matches. If you intend to create a "
+                "new node, you should remove all data in your data directories."
+            )
+    return expected_cluster_id
 
-    Returns ``(cluster_id, formatted_now)``. Raises InconsistentMetaPropertiesError when directories
-    disagree or belong to another node, or RuntimeError when a non-empty dir has no meta.properties.
+
+def ensure_formatted(log_dirs: list[str], node_id: int, log, *, allow_auto_format: bool) -> tuple[str, bool]:
+    """Check meta.properties in each of ``log_dirs`` (the log dirs and the metadata log dir) for ``node_id``, as
+    ``KafkaRaftServer.initializeLogDirs`` does; returns ``(cluster_id, formatted_now)``.
+
+    ``allow_auto_format`` (pykbroker's single-node default only: a combined node that is its quorum's only
+    voter) formats directories that are all empty with a random cluster id, and a directory added empty to a
+    formatted node. Without it, as in Kafka, unformatted storage is refused: nothing formatted raises
+    MetaPropertiesError ``No readable meta.properties files found.``, one unformatted directory
+    ``No `meta.properties` found in <dir> (have you run `kafka-storage.sh` to format the directory?)``.
+    Directories of different clusters or another node raise InconsistentMetaPropertiesError (Kafka's
+    messages, see :func:`verify_meta_properties`). A formatted directory without ``directory.id`` gets one.
     """
     metas = {d: read_meta_properties(d) for d in log_dirs}
     if all(m is None for m in metas.values()):
-        if not all(is_empty_dir(d) for d in log_dirs):
-            unformatted = [d for d in log_dirs if not is_empty_dir(d)]
-            raise RuntimeError(
-                f"No meta.properties found in {', '.join(unformatted)} (have you run kafka-storage.sh to format "
-                "the directory?)"
-            )
+        if not allow_auto_format:
+            raise MetaPropertiesError("No readable meta.properties files found.")
+        unformatted = [d for d in log_dirs if not is_empty_dir(d)]
+        if unformatted:
+            raise MetaPropertiesError(_not_formatted(unformatted[0]))
         cluster_id = random_uuid()
         for d in log_dirs:
             write_meta_properties(d, cluster_id, node_id)
@@ -75,21 +121,21 @@ def ensure_formatted(log_dirs: list[str], node_id: int, log) -> tuple[str, bool]
             f"Formatted storage directories {', '.join(log_dirs)} with cluster.id {cluster_id} and node.id {node_id}."
         )
         return cluster_id, True
-    cluster_ids = {m.get("cluster.id") for m in metas.values() if m}
-    if len(cluster_ids) != 1:
+    found = verify_meta_properties(metas, None, node_id)
+    if found is None:
         raise InconsistentMetaPropertiesError(
-            f"Invalid cluster.id in log dirs: found {sorted(cluster_ids)} in {', '.join(log_dirs)}"
+            f"Error: cluster ID not found in {next(d for d, m in metas.items() if m)}"
         )
-    cluster_id = cluster_ids.pop()
     for d, m in metas.items():
         if m is None:
-            write_meta_properties(d, cluster_id, node_id)
-            continue
-        stored = int(m.get("node.id", m.get("broker.id", "-1")))
-        if stored != node_id:
-            raise InconsistentMetaPropertiesError(
-                f"Stored node id {stored} doesn't match previous node id {node_id} in "
-                f"{os.path.join(d, META_PROPERTIES)}. "
-                "If you moved your data, make sure your configured node id matches."
-            )
-    return cluster_id, False
+            if not allow_auto_format:
+                raise MetaPropertiesError(_not_formatted(d))
+            write_meta_properties(d, found, node_id)
+        elif not m.get("directory.id"):
+            log.info(f"Rewriting {os.path.join(d, META_PROPERTIES)}")
+            write_meta_properties(d, found, node_id)
+    return found, False
+
+
+def _not_formatted(log_dir: str) -> str:
+    return f"No `meta.properties` found in {log_dir} (have you run `kafka-storage.sh` to format the directory?)"

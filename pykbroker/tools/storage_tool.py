@@ -1,23 +1,44 @@
-"""kafka-storage: format storage directories the KRaft way (``org.apache.kafka.tools.StorageTool``).
+"""kafka-storage: format storage directories the KRaft way (``kafka.tools.StorageTool`` and
+``org.apache.kafka.metadata.storage.Formatter``).
 
     bin/kafka-storage random-uuid
     bin/kafka-storage format -t <cluster-id> -c server.properties [--ignore-formatted]
+        [--standalone | --initial-controllers LIST | --no-initial-controllers]
     bin/kafka-storage info -c server.properties
 
-``format`` writes ``meta.properties`` (version 1, cluster.id, node.id, directory.id) into every
-``log.dirs`` entry and the ``metadata.log.dir``; a directory already formatted makes it fail
-(exit 1) unless ``--ignore-formatted``. Relative data directories are taken from the properties file's
-directory, as the broker takes them. The broker also formats empty directories itself on first start.
+``format`` writes ``meta.properties`` (version 1, cluster.id, node.id, a new directory.id) into every
+``log.dirs`` entry and the ``metadata.log.dir`` (in sorted order, printing Kafka's ``Formatting data
+directory|metadata directory <dir> with metadata.version 4.0-IV3.``). Every node of a cluster (each voter
+and each broker) is formatted with the same ``-t``; only pykbroker's single-node default formats itself on
+first start. A directory already formatted fails the command (exit 1) unless ``--ignore-formatted``; one
+formatted for another cluster or node always does (``MetaPropertiesEnsemble.verify``'s messages). No
+bootstrap checkpoint is written: pykbroker's controller writes ``metadata.version`` when it first leads.
+
+Quorums are static (``controller.quorum.voters``); dynamic quorums (KIP-853) are not supported. As in
+Kafka, a controller with no ``controller.quorum.voters`` needs one of ``--standalone``,
+``--initial-controllers`` or ``--no-initial-controllers``; ``--standalone`` there formats the node as the
+single voter of its own static quorum. With ``controller.quorum.voters`` set, ``--standalone`` and
+``--initial-controllers`` print a note and the static voters are used; ``--initial-controllers`` without
+it is an error. Relative data directories are taken from the properties file's directory, as the broker
+takes them.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 from pykbroker.config.config_def import ConfigException
 from pykbroker.config.kafka_config import KafkaConfig
 from pykbroker.config.properties import PropertiesError
-from pykbroker.server.meta_properties import random_uuid, read_meta_properties, uuid_from_string, write_meta_properties
+from pykbroker.server.meta_properties import (
+    InconsistentMetaPropertiesError,
+    random_uuid,
+    read_meta_properties,
+    uuid_from_string,
+    verify_meta_properties,
+    write_meta_properties,
+)
 from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
 
 
@@ -28,11 +49,60 @@ def _config(path: str) -> KafkaConfig:
     return KafkaConfig(load_server_properties(path))
 
 
+RELEASE_VERSION = "4.0-IV3"
+
+
 def _dirs(config: KafkaConfig) -> list[str]:
-    return list(dict.fromkeys(config.log_dirs + [config.metadata_log_dir]))
+    """The log dirs and the metadata log dir, sorted (Kafka's ``configToLogDirectories``: a TreeSet)."""
+    return sorted(set(config.log_dirs + [config.metadata_log_dir]))
+
+
+class TerseFailure(Exception):
+    """Kafka's TerseFailure/FormatterException: the message alone goes to stderr, exit status 1."""
+
+
+DYNAMIC_FLAGS = ("standalone", "initial_controllers")
+
+
+def _voter_ids(config: KafkaConfig) -> list[int]:
+    return [int(v.split("@", 1)[0]) for v in config["controller.quorum.voters"] or [] if v]
+
+
+def check_quorum_flags(
+    config: KafkaConfig, standalone: bool, initial_controllers: str | None, no_initial: bool
+) -> str | None:
+    """Kafka's checks of the KIP-853 flags, for a static-only quorum; returns a note to print, or None."""
+    is_controller = "controller" in config.process_roles
+    voters = _voter_ids(config)
+    if standalone and not is_controller:
+        raise TerseFailure("You can only use --standalone on a controller.")
+    if not (standalone or initial_controllers or no_initial) and is_controller and not voters:
+        raise TerseFailure(
+            "Because controller.quorum.voters is not set on this controller, you must specify one of the "
+            "following: --standalone, --initial-controllers, or --no-initial-controllers."
+        )
+    flag = "--standalone" if standalone else "--initial-controllers" if initial_controllers else None
+    if flag is None:
+        return None
+    if voters:
+        return (
+            f"Dynamic quorums (KIP-853) are not supported: {flag} is ignored and this node is formatted for the "
+            f"static quorum of controller.quorum.voters ({','.join(config['controller.quorum.voters'])})."
+        )
+    if standalone:
+        return (
+            "Dynamic quorums (KIP-853) are not supported: --standalone formats this node as the single voter "
+            "of a static quorum."
+        )
+    raise TerseFailure(
+        "Dynamic quorums (KIP-853) are not supported: --initial-controllers needs controller.quorum.voters "
+        "(a static quorum) to be set in the configuration file."
+    )
 
 
 def format_storage(config: KafkaConfig, cluster_id: str, ignore_formatted: bool, out=sys.stdout) -> int:
+    """Format every directory of ``config`` for ``cluster_id`` (a Kafka Uuid string); 0, or 1 with the
+    reason on stderr."""
     try:
         if len(uuid_from_string(cluster_id).bytes) != 16:
             raise ValueError
@@ -43,7 +113,14 @@ def format_storage(config: KafkaConfig, cluster_id: str, ignore_formatted: bool,
             file=sys.stderr,
         )
         return 1
-    formatted = [d for d in _dirs(config) if read_meta_properties(d) is not None]
+    dirs = _dirs(config)
+    metas = {d: read_meta_properties(d) for d in dirs}
+    try:
+        verify_meta_properties(metas, cluster_id, config.node_id)
+    except InconsistentMetaPropertiesError as e:
+        print(e, file=sys.stderr)
+        return 1
+    formatted = [d for d in dirs if metas[d] is not None]
     if formatted and not ignore_formatted:
         print(
             f"Log directory {formatted[0]} is already formatted. Use --ignore-formatted to ignore this "
@@ -51,11 +128,57 @@ def format_storage(config: KafkaConfig, cluster_id: str, ignore_formatted: bool,
             file=sys.stderr,
         )
         return 1
-    for d in _dirs(config):
+    if len(formatted) == len(dirs):
+        print("All of the log directories are already formatted.", file=out)
+        return 0
+    for d in dirs:
         if d in formatted:
             continue
+        kind = "metadata directory" if d == config.metadata_log_dir else "data directory"
+        print(f"Formatting {kind} {d} with metadata.version {RELEASE_VERSION}.", file=out)
         write_meta_properties(d, cluster_id, config.node_id)
-        print(f"Formatting {d} with metadata.version 4.0-IV3.", file=out)
+    return 0
+
+
+def info(config: KafkaConfig, out=sys.stdout) -> int:
+    """Kafka's ``StorageTool.infoCommand``: the directories found, the metadata of the first formatted one,
+    and the problems (exit status 1 when there are any)."""
+    problems: list[str] = []
+    found: list[str] = []
+    first: dict[str, str] | None = None
+    for d in _dirs(config):
+        if not os.path.isdir(d):
+            problems.append(f"{d} does not exist" if not os.path.exists(d) else f"{d} is not a directory")
+            continue
+        found.append(d)
+        meta = read_meta_properties(d)
+        if meta is None:
+            problems.append(f"{d} is not formatted.")
+        elif first is None:
+            first = meta
+        elif first.get("cluster.id") != meta.get("cluster.id"):
+            problems.append("Mismatched cluster IDs between storage directories.")
+        elif first.get("node.id") != meta.get("node.id"):
+            problems.append("Mismatched node IDs between storage directories.")
+    if first is not None and first.get("version", "0") == "0":
+        problems.append(
+            "The kafka configuration file appears to be for a cluster in KRaft mode, but the directories are "
+            "formatted for legacy mode."
+        )
+    if found:
+        print("Found log directory:" if len(found) == 1 else "Found log directories:", file=out)
+        for d in found:
+            print(f"  {d}", file=out)
+        print("", file=out)
+    if first is not None:
+        print("Found metadata: {" + ", ".join(f"{k}={v}" for k, v in sorted(first.items())) + "}", file=out)
+        print("", file=out)
+    if problems:
+        print("Found problem:" if len(problems) == 1 else "Found problems:", file=out)
+        for p in problems:
+            print(f"  {p}", file=out)
+        print("", file=out)
+        return 1
     return 0
 
 
@@ -76,9 +199,27 @@ def main(argv: list[str] | None = None) -> int:
         "rather than failing.",
     )
     fmt.add_argument("--release-version", "-r", help="Accepted for compatibility; metadata.version is 4.0-IV3.")
-    fmt.add_argument("--standalone", "-s", action="store_true", help="Accepted for compatibility (single voter).")
-    info = sub.add_parser("info", help="Get information about the Kafka log directories on this node.")
-    info.add_argument("--config", "-c", required=True)
+    quorum = fmt.add_mutually_exclusive_group()
+    quorum.add_argument(
+        "--standalone",
+        "-s",
+        action="store_true",
+        help="Used to initialize a controller as a single-node dynamic quorum.",
+    )
+    quorum.add_argument(
+        "--no-initial-controllers",
+        "-N",
+        action="store_true",
+        help="Used to initialize a server without a dynamic quorum topology.",
+    )
+    quorum.add_argument(
+        "--initial-controllers",
+        "-I",
+        help="Used to initialize a server with a specific dynamic quorum topology. The argument is a "
+        "comma-separated list of id@hostname:port:directory. The same values must be used to format all nodes.",
+    )
+    info_parser = sub.add_parser("info", help="Get information about the Kafka log directories on this node.")
+    info_parser.add_argument("--config", "-c", required=True, help="The Kafka configuration file to use.")
     args = parser.parse_args(argv)
     if args.command == "random-uuid":
         print(random_uuid())
@@ -89,18 +230,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ERROR: {e}", file=sys.stderr)
         return 1
     if args.command == "format":
+        try:
+            note = check_quorum_flags(config, args.standalone, args.initial_controllers, args.no_initial_controllers)
+        except TerseFailure as e:
+            print(e, file=sys.stderr)
+            return 1
+        if note:
+            print(note, file=sys.stderr)
         return format_storage(config, args.cluster_id, args.ignore_formatted)
-    for d in _dirs(config):
-        meta = read_meta_properties(d)
-        if meta is None:
-            print(f"Found problem:\n  {d} is not formatted.")
-        else:
-            print(
-                f"Found log directory:\n  {d}\n\nFound metadata: {{cluster.id={meta.get('cluster.id')}, "
-                f"node.id={meta.get('node.id')}, directory.id={meta.get('directory.id')}, "
-                f"version={meta.get('version')}}}"
-            )
-    return 0
+    return info(config)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -125,6 +126,11 @@ class KRaftCluster:
     def bootstrap(self) -> str:
         return ",".join(b.bootstrap for b in self.brokers.values() if b.proc and b.proc.poll() is None)
 
+    @property
+    def voters_csv(self) -> str:
+        """Every controller's host:port, comma-separated (``--bootstrap-controller``)."""
+        return ",".join(self.controller_address(i) for i in self.controller_ports)
+
     def controller_address(self, node_id: int) -> str:
         return f"127.0.0.1:{self.controller_ports[node_id]}"
 
@@ -150,3 +156,13 @@ class KRaftCluster:
             if p["error_code"] == 0 and p["leader_id"] >= 0:
                 return p["leader_id"]
         return -1
+
+    def await_leader(self, timeout: float = 15.0, not_: int | None = None) -> int:
+        """Wait (bounded) until the live controllers report an active controller (other than ``not_``)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            leader = self.leader_id()
+            if leader >= 0 and leader != not_:
+                return leader
+            time.sleep(0.05)
+        raise AssertionError(f"no active controller within {timeout}s")

@@ -43,6 +43,7 @@ COMMANDS = (
     "kafka-verifiable-producer",
     "kafka-verifiable-consumer",
     "kafka-log-dirs",
+    "kafka-metadata-quorum",
 )
 
 
