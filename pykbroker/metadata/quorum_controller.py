@@ -217,8 +217,8 @@ class QuorumController:
 
     def process_broker_heartbeat(self, request: dict[str, Any]) -> Future:
         """BrokerHeartbeat ``{broker_id, broker_epoch, current_metadata_offset, want_fence,
-        want_shut_down}`` -> ``{error_code, error_message, is_caught_up, is_fenced,
-        in_controlled_shutdown, should_shut_down}``, completed once the records it caused are committed
+        want_shut_down}`` -> ``{error_code, is_caught_up, is_fenced, should_shut_down}`` (the
+        BrokerHeartbeatResponse fields but ``throttle_time_ms``), completed once the records it caused are committed
         (Kafka's ``processBrokerHeartbeat``). ``is_caught_up``: ``current_metadata_offset`` reached the
         broker's RegisterBrokerRecord offset; a caught-up fenced broker not asking to stay fenced is
         unfenced (and leads its leaderless partitions again); ``want_fence`` fences; ``want_shut_down``
@@ -239,10 +239,15 @@ class QuorumController:
                     )
                 result = self.managers.replication.process_broker_heartbeat(request, offset)
             except KafkaError as e:
+                self._log.info("Heartbeat refused", broker=broker_id, error=e.message)
                 return ControllerResult([], _heartbeat_error(e))
-            state["in_controlled_shutdown"] = result.response["in_controlled_shutdown"]
+            reply = result.response
+            state["in_controlled_shutdown"] = reply["in_controlled_shutdown"]
             self._reschedule_maybe_fence_stale_brokers()
-            return result
+            return ControllerResult(
+                result.records,
+                {k: reply[k] for k in ("error_code", "is_caught_up", "is_fenced", "should_shut_down")},
+            )
 
         def on_batch_end_offset(offset: int) -> None:
             hbm = self.managers.cluster.heartbeat_manager
@@ -456,14 +461,7 @@ class QuorumController:
 
 def _heartbeat_error(e: KafkaError) -> dict:
     """A BrokerHeartbeat response for an error, the other fields at Kafka's defaults."""
-    return {
-        "error_code": e.code,
-        "error_message": e.message,
-        "is_caught_up": False,
-        "is_fenced": True,
-        "in_controlled_shutdown": False,
-        "should_shut_down": False,
-    }
+    return {"error_code": e.code, "is_caught_up": False, "is_fenced": True, "should_shut_down": False}
 
 
 def _set_result(future: Future, value: Any) -> None:
