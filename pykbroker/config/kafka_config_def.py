@@ -146,7 +146,7 @@ BROKER_CONFIG_DEF = (
         2000,
         None,
         M,
-        "Interval in ms between a broker's heartbeats to the controller. Accepted; not used by pykbroker yet.",
+        "The length of time in milliseconds between broker heartbeats. Used when running in KRaft mode.",
     )
     .define(
         "broker.session.timeout.ms",
@@ -154,8 +154,8 @@ BROKER_CONFIG_DEF = (
         9000,
         None,
         M,
-        "Time in ms a broker's lease lasts without a heartbeat before the controller fences it. Accepted; not "
-        "used by pykbroker yet.",
+        "The length of time in milliseconds that a broker lease lasts if no heartbeats are made (the active "
+        "controller then fences the broker). Used when running in KRaft mode.",
     )
     .define(
         "initial.broker.registration.timeout.ms",

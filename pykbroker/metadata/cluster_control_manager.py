@@ -1,10 +1,21 @@
 """ClusterControlManager: broker registrations as the controller sees them (Kafka's
 ``ClusterControlManager``).
 
-``register_broker`` validates a BrokerRegistration request and produces a ``RegisterBrokerRecord`` whose
-broker epoch is the offset the record will be written at. pykbroker has no heartbeat-driven unfencing yet:
-with ``unfence_on_register`` (the default) the record says ``fenced=False``, so a single broker is usable
-as soon as its registration commits.
+``register_broker`` validates a BrokerRegistration request and produces a ``RegisterBrokerRecord``. A new
+incarnation gets a new broker epoch (the offset the record will be written at); re-registering the same
+incarnation amends the registration and keeps its epoch, fencing and controlled-shutdown state. A
+different incarnation of a broker whose session is still valid is refused with
+DUPLICATE_BROKER_REGISTRATION.
+
+Fencing (Kafka's design): brokers register fenced and are unfenced by a heartbeat once they have caught
+up with their RegisterBrokerRecord (see ``ReplicationControlManager.process_broker_heartbeat``). With
+``unfence_on_register`` (the default, for a combined node with no heartbeat sender) brokers register
+unfenced and sessions are not enforced: no DUPLICATE_BROKER_REGISTRATION, and the controller does not
+fence brokers whose session expired.
+
+Only the active controller tracks sessions: :meth:`activate` builds a
+:class:`~pykbroker.metadata.broker_heartbeat_manager.BrokerHeartbeatManager` (``heartbeat_manager``) and
+treats every registered broker as having just heartbeated; replayed registration records keep it current.
 
 Not thread-safe: used on the controller's event thread.
 """
@@ -12,9 +23,11 @@ Not thread-safe: used on the controller's event thread.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pykbroker.metadata.broker_heartbeat_manager import BrokerHeartbeatManager
 from pykbroker.metadata.controller_result import ControllerResult, api_error
 from pykbroker.metadata.records import (
     BROKER_REGISTRATION_CHANGE_RECORD,
@@ -26,8 +39,15 @@ from pykbroker.metadata.records import (
 )
 from pykbroker.metadata.replica_placer import UsableBroker
 from pykbroker.protocol import errors
+from pykbroker.utils.logging import get_logger
+from pykbroker.utils.time import SYSTEM, Time
 
 REGISTER_BROKER_RECORD_VERSION = 3
+#: metadata.version levels (Kafka's MetadataVersion IBP_3_3_IV2 / IBP_3_3_IV3)
+BROKER_REGISTRATION_CHANGE_RECORD_MIN_MV = 6
+IN_CONTROLLED_SHUTDOWN_MIN_MV = 7
+#: Kafka's broker.session.timeout.ms default
+DEFAULT_SESSION_TIMEOUT_MS = 9000
 
 
 @dataclass
@@ -44,10 +64,39 @@ class BrokerRegistrationInfo:
 
 
 class ClusterControlManager:
-    def __init__(self, cluster_id: str, unfence_on_register: bool = True):
+    def __init__(
+        self,
+        cluster_id: str,
+        unfence_on_register: bool = True,
+        time: Time = SYSTEM,
+        session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
+        metadata_version: Callable[[], int | None] = lambda: None,
+    ):
         self.cluster_id = cluster_id
         self.unfence_on_register = unfence_on_register
+        self.time = time
+        self.session_timeout_ms = session_timeout_ms
+        self.metadata_version = metadata_version
         self.brokers: dict[int, BrokerRegistrationInfo] = {}
+        #: broker id -> offset of its latest RegisterBrokerRecord (Kafka's registerBrokerRecordOffsets)
+        self.register_broker_record_offsets: dict[int, int] = {}
+        self.heartbeat_manager: BrokerHeartbeatManager | None = None
+        self._log = get_logger("ClusterControlManager")
+
+    # ---- activation --------------------------------------------------------------------------
+    def activate(self) -> None:
+        """Become active: track a session for every registered broker, as if each just heartbeated."""
+        self.heartbeat_manager = BrokerHeartbeatManager(self.time, self.session_timeout_ms)
+        for b in self.brokers.values():
+            self.heartbeat_manager.register(b.id, b.fenced)
+
+    def deactivate(self) -> None:
+        self.heartbeat_manager = None
+
+    @property
+    def sessions_enforced(self) -> bool:
+        """Whether expired sessions are fenced and live sessions block other incarnations."""
+        return not self.unfence_on_register and self.heartbeat_manager is not None
 
     # ---- operations --------------------------------------------------------------------------
     def register_broker(self, request: dict[str, Any], broker_epoch: int) -> ControllerResult[dict]:
@@ -73,6 +122,23 @@ class ClusterControlManager:
                 [], {**api_error(errors.INVALID_REQUEST, f"Invalid broker id {broker_id}"), "broker_epoch": -1}
             )
         incarnation = request.get("incarnation_id") or uuid.uuid4()
+        existing = self.brokers.get(broker_id)
+        if (
+            existing is not None
+            and existing.incarnation_id != incarnation
+            and self.sessions_enforced
+            and self.heartbeat_manager is not None
+            and self.heartbeat_manager.has_valid_session(broker_id)
+        ):
+            return ControllerResult(
+                [],
+                {
+                    **api_error(
+                        errors.DUPLICATE_BROKER_REGISTRATION, "Another broker is registered with that broker id."
+                    ),
+                    "broker_epoch": -1,
+                },
+            )
         endpoints = [
             {
                 "name": listener["name"],
@@ -106,7 +172,56 @@ class ClusterControlManager:
                 "log_dirs": list(request.get("log_dirs", [])),
             },
         )
-        return ControllerResult([record], {**api_error(errors.NONE), "broker_epoch": broker_epoch})
+        if existing is not None and existing.incarnation_id == incarnation:
+            self._log.info("Amending registration", broker=broker_id, epoch=existing.epoch)
+            record.data.update(
+                broker_epoch=existing.epoch,
+                fenced=existing.fenced,
+                in_controlled_shutdown=existing.in_controlled_shutdown,
+            )
+        else:
+            self._log.info("Registering a new incarnation", broker=broker_id, epoch=broker_epoch)
+        return ControllerResult([record], {**api_error(errors.NONE), "broker_epoch": record.data["broker_epoch"]})
+
+    def fence_record(self, broker_id: int) -> ApiMessageAndVersion:
+        """Fence ``broker_id``: a BrokerRegistrationChangeRecord (metadata.version 3.3-IV2+) or a
+        FenceBrokerRecord."""
+        return self._fencing_record(broker_id, fence=True)
+
+    def unfence_record(self, broker_id: int) -> ApiMessageAndVersion:
+        """Unfence ``broker_id``: a BrokerRegistrationChangeRecord (metadata.version 3.3-IV2+) or an
+        UnfenceBrokerRecord."""
+        return self._fencing_record(broker_id, fence=False)
+
+    def _fencing_record(self, broker_id: int, fence: bool) -> ApiMessageAndVersion:
+        epoch = self.brokers[broker_id].epoch
+        mv = self.metadata_version()
+        if mv is None or mv >= BROKER_REGISTRATION_CHANGE_RECORD_MIN_MV:
+            return ApiMessageAndVersion(
+                BROKER_REGISTRATION_CHANGE_RECORD,
+                0,
+                {"broker_id": broker_id, "broker_epoch": epoch, "fenced": 1 if fence else -1},
+            )
+        name = FENCE_BROKER_RECORD if fence else UNFENCE_BROKER_RECORD
+        return ApiMessageAndVersion(name, 0, {"id": broker_id, "epoch": epoch})
+
+    def in_controlled_shutdown_record(self, broker_id: int) -> ApiMessageAndVersion | None:
+        """The BrokerRegistrationChangeRecord putting ``broker_id`` in controlled shutdown; None if it
+        already is, or metadata.version (before 3.3-IV3) has no such state."""
+        mv = self.metadata_version()
+        b = self.brokers[broker_id]
+        if b.in_controlled_shutdown or (mv is not None and mv < IN_CONTROLLED_SHUTDOWN_MIN_MV):
+            return None
+        return ApiMessageAndVersion(
+            BROKER_REGISTRATION_CHANGE_RECORD,
+            1,
+            {"broker_id": broker_id, "broker_epoch": b.epoch, "fenced": 0, "in_controlled_shutdown": 1},
+        )
+
+    def unregister_record(self, broker_id: int) -> ApiMessageAndVersion:
+        return ApiMessageAndVersion(
+            UNREGISTER_BROKER_RECORD, 0, {"broker_id": broker_id, "broker_epoch": self.brokers[broker_id].epoch}
+        )
 
     def check_broker_epoch(self, broker_id: int, broker_epoch: int) -> None:
         """Raise StaleBrokerEpochError unless ``broker_id`` is registered with ``broker_epoch``
@@ -130,11 +245,25 @@ class ClusterControlManager:
     def is_registered(self, broker_id: int) -> bool:
         return broker_id in self.brokers
 
+    def fenced_broker_count(self) -> int:
+        return sum(1 for b in self.brokers.values() if b.fenced)
+
+    def active_broker_count(self) -> int:
+        """Registered brokers not fenced (Kafka's ActiveBrokerCount)."""
+        return sum(1 for b in self.brokers.values() if not b.fenced)
+
     # ---- replay ------------------------------------------------------------------------------
-    def replay(self, record: ApiMessageAndVersion) -> None:
+    def replay(self, record: ApiMessageAndVersion, offset: int = -1) -> None:
+        """Apply a committed (or just written) record; ``offset`` is its log offset when known (a
+        RegisterBrokerRecord's offset is what a heartbeat must catch up with; unknown, its broker epoch
+        stands in)."""
         d = record.data
+        hbm = self.heartbeat_manager
         if record.name == REGISTER_BROKER_RECORD:
-            self.brokers[d["broker_id"]] = BrokerRegistrationInfo(
+            broker_id = d["broker_id"]
+            self.register_broker_record_offsets[broker_id] = offset if offset >= 0 else d["broker_epoch"]
+            previous = self.brokers.get(broker_id)
+            self.brokers[broker_id] = BrokerRegistrationInfo(
                 d["broker_id"],
                 d["broker_epoch"],
                 d["incarnation_id"],
@@ -145,16 +274,27 @@ class ClusterControlManager:
                 bool(d.get("in_controlled_shutdown", False)),
                 list(d.get("log_dirs") or []),
             )
+            if hbm is not None:
+                if previous is not None:
+                    hbm.remove(broker_id)
+                hbm.register(broker_id, bool(d.get("fenced", True)))
         elif record.name == UNREGISTER_BROKER_RECORD:
             self.brokers.pop(d["broker_id"], None)
+            self.register_broker_record_offsets.pop(d["broker_id"], None)
+            if hbm is not None:
+                hbm.remove(d["broker_id"])
         elif record.name in (FENCE_BROKER_RECORD, UNFENCE_BROKER_RECORD):
             b = self.brokers.get(d["id"])
             if b is not None:
                 b.fenced = record.name == FENCE_BROKER_RECORD
+                if hbm is not None:
+                    hbm.register(b.id, b.fenced)
         elif record.name == BROKER_REGISTRATION_CHANGE_RECORD:
             b = self.brokers.get(d["broker_id"])
             if b is not None:
                 b.fenced, b.in_controlled_shutdown = apply_registration_change(b.fenced, b.in_controlled_shutdown, d)
+                if hbm is not None:
+                    hbm.register(b.id, b.fenced)
 
 
 def apply_registration_change(fenced: bool, in_controlled_shutdown: bool, d: dict) -> tuple[bool, bool]:

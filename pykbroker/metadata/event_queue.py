@@ -1,18 +1,29 @@
-"""A single-threaded event queue (Kafka's ``KafkaEventQueue``, without deadlines).
+"""A single-threaded event queue (Kafka's ``KafkaEventQueue``), with deferred events.
 
 Threading: one thread, named at construction, runs events one at a time in order; ``append``,
-``prepend`` and ``close`` are safe from any thread. An event is a callable plus an optional error handler
-called (on the queue thread) if it raises, or - with :class:`EventQueueClosedError` - if the queue closes
-before it runs. Everything a controller owns is therefore touched by one thread only.
+``prepend``, ``schedule_deferred``, ``cancel_deferred`` and ``close`` are safe from any thread. An event is
+a callable plus an optional error handler called (on the queue thread) if it raises, or - with
+:class:`EventQueueClosedError` - if the queue closes before it runs. Everything a controller owns is
+therefore touched by one thread only.
+
+Deferred events (Kafka's ``scheduleDeferred`` with an ``EarliestDeadlineFunction``) are keyed by a tag: a
+tag has at most one pending deferred event, and scheduling it again replaces it. A deferred event whose
+deadline (monotonic ms of the injected :class:`~pykbroker.utils.time.Time`, ``hi_res_milliseconds``) has
+passed runs before the queued events, as Kafka prepends it. The thread sleeps (real time) until the
+earliest deadline or a new event; with a ``MockTime`` a due deferred event therefore runs when the next
+event wakes the thread (or when the real wait for its deadline ends). Closing drops deferred events,
+failing them with EventQueueClosedError.
 """
 
 from __future__ import annotations
 
 import collections
+import itertools
 import threading
 from collections.abc import Callable
 
 from pykbroker.utils.logging import get_logger
+from pykbroker.utils.time import SYSTEM, Time
 
 ErrorHandler = Callable[[BaseException], None]
 
@@ -22,10 +33,14 @@ class EventQueueClosedError(RuntimeError):
 
 
 class EventQueue:
-    def __init__(self, thread_name: str):
+    def __init__(self, thread_name: str, time: Time = SYSTEM):
         self.thread_name = thread_name
+        self.time = time
         self._cond = threading.Condition()
         self._events: collections.deque[tuple[Callable[[], None], ErrorHandler | None]] = collections.deque()
+        # tag -> (deadline ms, sequence, event, error handler)
+        self._deferred: dict[str, tuple[int, int, Callable[[], None], ErrorHandler | None]] = {}
+        self._sequence = itertools.count()
         self._closing = False
         self._log = get_logger("KafkaEventQueue", name=thread_name)
         self._thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
@@ -36,6 +51,24 @@ class EventQueue:
 
     def prepend(self, event: Callable[[], None], on_error: ErrorHandler | None = None) -> None:
         self._add(event, on_error, front=True)
+
+    def schedule_deferred(
+        self, tag: str, deadline_ms: int, event: Callable[[], None], on_error: ErrorHandler | None = None
+    ) -> None:
+        """Run ``event`` once the monotonic clock reaches ``deadline_ms``, replacing any pending deferred
+        event with the same ``tag``."""
+        with self._cond:
+            if not self._closing:
+                self._deferred[tag] = (deadline_ms, next(self._sequence), event, on_error)
+                self._cond.notify()
+                return
+        if on_error is not None:
+            on_error(EventQueueClosedError(f"{self.thread_name} is closed"))
+
+    def cancel_deferred(self, tag: str) -> None:
+        """Forget the pending deferred event with ``tag``, if any (its error handler is not called)."""
+        with self._cond:
+            self._deferred.pop(tag, None)
 
     def _add(self, event, on_error, front: bool) -> None:
         with self._cond:
@@ -58,11 +91,23 @@ class EventQueue:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._events and not self._closing:
-                    self._cond.wait()
-                if not self._events:
-                    return
-                event, on_error = self._events.popleft()
+                while True:
+                    wait_s: float | None = None
+                    if self._deferred and not self._closing:
+                        tag, (deadline, _, event, on_error) = min(
+                            self._deferred.items(), key=lambda item: (item[1][0], item[1][1])
+                        )
+                        now = self.time.hi_res_milliseconds()
+                        if deadline <= now:
+                            del self._deferred[tag]
+                            break
+                        wait_s = (deadline - now) / 1000.0
+                    if self._events:
+                        event, on_error = self._events.popleft()
+                        break
+                    if self._closing:
+                        return
+                    self._cond.wait(wait_s)
             self._execute(event, on_error)
 
     def _execute(self, event, on_error) -> None:
@@ -79,12 +124,14 @@ class EventQueue:
 
     def close(self, timeout_s: float = 10.0, drain: bool = True) -> None:
         """Stop accepting events; run the queued ones (``drain``) or fail them with
-        EventQueueClosedError; then join the thread."""
+        EventQueueClosedError; drop deferred events (failing them); then join the thread."""
         with self._cond:
             self._closing = True
             dropped = [] if drain else list(self._events)
             if not drain:
                 self._events.clear()
+            dropped += [(event, on_error) for _, _, event, on_error in self._deferred.values()]
+            self._deferred.clear()
             self._cond.notify_all()
         for _, on_error in dropped:
             if on_error is not None:

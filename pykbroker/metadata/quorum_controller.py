@@ -17,6 +17,15 @@ activation of an empty log it writes the bootstrap ``metadata.version`` record. 
 failed append) fails the parked futures with NotControllerError and rebuilds state by replaying the
 committed log from offset 0 under a fresh listener registration.
 
+Broker lifecycle (Kafka's design). Brokers register fenced (unless ``unfence_on_register``, for a node with
+no heartbeat sender) and heartbeat (``process_broker_heartbeat``); the active controller tracks their
+sessions in the ClusterControlManager's BrokerHeartbeatManager, which it builds on activation treating
+every registered broker as having just heartbeated. A deferred event on the event queue
+(``maybeFenceReplicas``, Kafka's ``maybeFenceStaleBroker``), rescheduled after every registration,
+heartbeat and fencing for the earliest session expiry (``session_timeout_ms``, Kafka's
+``broker.session.timeout.ms``), fences one stale broker at a time and moves its leaderships. Without
+heartbeats (``unfence_on_register``) sessions are not enforced and nothing is fenced for silence.
+
 Threading: public methods are thread-safe and return ``concurrent.futures.Future``s, completed on the
 event thread (callbacks must be quick and must not block on other controller futures).
 """
@@ -39,7 +48,8 @@ from pykbroker.metadata.producer_id_control_manager import ProducerIdControlMana
 from pykbroker.metadata.records import ApiMessageAndVersion
 from pykbroker.metadata.replica_placer import StripedReplicaPlacer
 from pykbroker.metadata.replication_control_manager import ReplicationControlManager
-from pykbroker.protocol.errors import NotControllerError
+from pykbroker.protocol import errors
+from pykbroker.protocol.errors import KafkaError, NotControllerError
 from pykbroker.protocol.types import ZERO_UUID
 from pykbroker.raft.batch_accumulator import NotLeaderError
 from pykbroker.raft.kafka_raft_client import KafkaRaftClient
@@ -62,18 +72,24 @@ class _ControlManagers:
         default_replication_factor: int,
         delete_topic_enable: bool,
         unfence_on_register: bool,
+        time: Time,
+        session_timeout_ms: int,
     ):
-        self.cluster = ClusterControlManager(cluster_id, unfence_on_register)
+        self.features = FeatureControlManager()
+        self.cluster = ClusterControlManager(
+            cluster_id, unfence_on_register, time, session_timeout_ms, lambda: self.features.metadata_version
+        )
         self.configs = ConfigurationControlManager(schema, broker_exists=self.cluster.is_registered)
         self.replication = ReplicationControlManager(
             self.cluster, self.configs, placer, default_num_partitions, default_replication_factor, delete_topic_enable
         )
         self.configs.topic_exists = self.replication.topic_exists
         self.producer_ids = ProducerIdControlManager(self.cluster)
-        self.features = FeatureControlManager()
 
-    def replay(self, record: ApiMessageAndVersion) -> None:
-        for manager in (self.cluster, self.configs, self.replication, self.producer_ids, self.features):
+    def replay(self, record: ApiMessageAndVersion, offset: int = -1) -> None:
+        """Apply one record; ``offset`` is its log offset when known."""
+        self.cluster.replay(record, offset)
+        for manager in (self.configs, self.replication, self.producer_ids, self.features):
             manager.replay(record)
 
 
@@ -90,7 +106,14 @@ class _Listener(RaftClientListener[ApiMessageAndVersion]):
         self.controller._queue.append(lambda: self.controller._handle_leader_change(self.generation, leader))
 
 
+MAYBE_FENCE_REPLICAS = "maybeFenceReplicas"
+#: a failed deferred fencing check is retried this much later (Kafka: one minute)
+DEFERRED_RETRY_MS = 60_000
+
+
 class QuorumController:
+    """See the module docstring. ``session_timeout_ms``: Kafka's ``broker.session.timeout.ms``."""
+
     def __init__(
         self,
         node_id: int,
@@ -104,6 +127,7 @@ class QuorumController:
         bootstrap_metadata_version: int = LATEST_PRODUCTION_METADATA_VERSION,
         delete_topic_enable: bool = True,
         unfence_on_register: bool = True,
+        session_timeout_ms: int = 9000,
     ):
         self.node_id = node_id
         self.cluster_id = cluster_id
@@ -118,6 +142,8 @@ class QuorumController:
             default_replication_factor,
             delete_topic_enable,
             unfence_on_register,
+            time,
+            session_timeout_ms,
         )
         self.managers = _ControlManagers(*self._manager_args)
         self.bootstrap_metadata_version = bootstrap_metadata_version
@@ -126,10 +152,11 @@ class QuorumController:
         self._active_epoch = -1
         self._deferred: collections.deque[tuple[int, Future, Any]] = collections.deque()
         self._last_committed_offset = -1
+        self._last_reserved_offset = -1
         self._generation = 0
         self._active_event = threading.Event()
         self._closed = False
-        self._queue = EventQueue(f"quorum-controller-{node_id}-event-handler")
+        self._queue = EventQueue(f"quorum-controller-{node_id}-event-handler", time)
         self._listener = _Listener(self, 0)
         raft_client.register(self._listener)
 
@@ -174,11 +201,75 @@ class QuorumController:
         )
 
     def register_broker(self, request: dict[str, Any]) -> Future:
-        """BrokerRegistration -> ``{error_code, error_message, broker_epoch}``; the broker epoch is the
-        offset of its RegisterBrokerRecord. The broker is registered unfenced (no heartbeats yet)."""
-        return self._write(
-            "registerBroker", lambda: self.managers.cluster.register_broker(request, self._raft.log_end_offset())
-        )
+        """BrokerRegistration (``broker_id``, ``cluster_id``, ``incarnation_id``, ``listeners``,
+        ``features``, ``rack``, ``log_dirs``) -> ``{error_code, error_message, broker_epoch}``. A new
+        incarnation's broker epoch is the offset of its RegisterBrokerRecord; re-registering the same
+        incarnation keeps the epoch. The broker is registered fenced (unfenced with
+        ``unfence_on_register``). Errors: INCONSISTENT_CLUSTER_ID, INVALID_REQUEST,
+        DUPLICATE_BROKER_REGISTRATION (another incarnation holds a live session)."""
+
+        def op() -> ControllerResult:
+            result = self.managers.cluster.register_broker(request, self._next_write_offset())
+            self._reschedule_maybe_fence_stale_brokers()
+            return result
+
+        return self._write("registerBroker", op)
+
+    def process_broker_heartbeat(self, request: dict[str, Any]) -> Future:
+        """BrokerHeartbeat ``{broker_id, broker_epoch, current_metadata_offset, want_fence,
+        want_shut_down}`` -> ``{error_code, is_caught_up, is_fenced, should_shut_down}`` (the
+        BrokerHeartbeatResponse fields but ``throttle_time_ms``), completed once the records it caused are committed
+        (Kafka's ``processBrokerHeartbeat``). ``is_caught_up``: ``current_metadata_offset`` reached the
+        broker's RegisterBrokerRecord offset; a caught-up fenced broker not asking to stay fenced is
+        unfenced (and leads its leaderless partitions again); ``want_fence`` fences; ``want_shut_down``
+        starts a controlled shutdown (leaderships move away) and ``should_shut_down`` turns true once it
+        leads nothing and the active brokers have caught up. Errors (in ``error_code``, other fields
+        Kafka's defaults): STALE_BROKER_EPOCH for an unknown broker or another broker epoch (as Kafka,
+        which never answers BROKER_ID_NOT_REGISTERED here). NotControllerError fails the future."""
+        broker_id = int(request["broker_id"])
+        state = {"in_controlled_shutdown": False}
+
+        def op() -> ControllerResult:
+            cluster = self.managers.cluster
+            try:
+                offset = cluster.register_broker_record_offsets.get(broker_id)
+                if offset is None:
+                    raise errors.StaleBrokerEpochError(
+                        f"Receive a heartbeat from broker {broker_id} before registration"
+                    )
+                result = self.managers.replication.process_broker_heartbeat(request, offset)
+            except KafkaError as e:
+                self._log.info("Heartbeat refused", broker=broker_id, error=e.message)
+                return ControllerResult([], _heartbeat_error(e))
+            reply = result.response
+            state["in_controlled_shutdown"] = reply["in_controlled_shutdown"]
+            self._reschedule_maybe_fence_stale_brokers()
+            return ControllerResult(
+                result.records,
+                {k: reply[k] for k in ("error_code", "is_caught_up", "is_fenced", "should_shut_down")},
+            )
+
+        def on_batch_end_offset(offset: int) -> None:
+            hbm = self.managers.cluster.heartbeat_manager
+            if state["in_controlled_shutdown"] and hbm is not None:
+                hbm.maybe_update_controlled_shutdown_offset(broker_id, offset)
+
+        return self._write("processBrokerHeartbeat", op, on_batch_end_offset)
+
+    def unregister_broker(self, broker_id: int) -> Future:
+        """UnregisterBroker -> ``{error_code, error_message}``: BROKER_ID_NOT_REGISTERED for an unknown
+        broker; else the broker leaves every ISR (its leaderships move) and is unregistered."""
+        return self._write("unregisterBroker", lambda: self.managers.replication.unregister_broker(int(broker_id)))
+
+    @property
+    def fenced_broker_count(self) -> int:
+        """Registered fenced brokers (Kafka's FencedBrokerCount); a racy read from any thread."""
+        return self.managers.cluster.fenced_broker_count()
+
+    @property
+    def active_broker_count(self) -> int:
+        """Registered unfenced brokers (Kafka's ActiveBrokerCount); a racy read from any thread."""
+        return self.managers.cluster.active_broker_count()
 
     def find_topic_ids(self, names: list[str]) -> Future:
         """Read: ``{name: topic id or None}`` as of the committed state."""
@@ -214,8 +305,46 @@ class QuorumController:
         self._queue.close(timeout_s, drain=True)
         self._active_event.clear()
 
+    # ---- broker sessions (event thread) ------------------------------------------------------
+    def _reschedule_maybe_fence_stale_brokers(self) -> None:
+        """Schedule the stale-broker check for the earliest session expiry (Kafka's
+        ``rescheduleMaybeFenceStaleBrokers``), or cancel it when no session can expire."""
+        cluster = self.managers.cluster
+        hbm = cluster.heartbeat_manager
+        deadline = hbm.next_check_time_ms() if hbm is not None and cluster.sessions_enforced else None
+        if deadline is None:
+            self._queue.cancel_deferred(MAYBE_FENCE_REPLICAS)
+        else:
+            self._schedule_maybe_fence(deadline)
+
+    def _schedule_maybe_fence(self, deadline_ms: int) -> None:
+        def run() -> None:
+            if self._active_epoch < 0:
+                return
+            result = self.managers.replication.maybe_fence_one_stale_broker()
+            self._reschedule_maybe_fence_stale_brokers()
+            if result.records:
+                self._append(result.records, None, None)
+
+        def on_error(e: BaseException) -> None:
+            if isinstance(e, (EventQueueClosedError, NotControllerError)):
+                return
+            self._log.error("Unexpected error in the stale broker check; retrying later", error=repr(e))
+            self._schedule_maybe_fence(deadline_ms + DEFERRED_RETRY_MS)
+
+        self._queue.schedule_deferred(MAYBE_FENCE_REPLICAS, deadline_ms, run, on_error)
+
+    def _next_write_offset(self) -> int:
+        """The offset the next appended record will get (Kafka's ``OffsetControlManager.nextWriteOffset``)."""
+        return max(self._raft.log_end_offset(), self._last_reserved_offset + 1)
+
     # ---- event plumbing ----------------------------------------------------------------------
-    def _write(self, name: str, op: Callable[[], ControllerResult]) -> Future:
+    def _write(
+        self,
+        name: str,
+        op: Callable[[], ControllerResult],
+        on_batch_end_offset: Callable[[int], None] | None = None,
+    ) -> Future:
         future: Future = Future()
 
         def run() -> None:
@@ -226,7 +355,9 @@ class QuorumController:
             if not result.records:
                 self._complete_after_pending(future, result.response)
                 return
-            self._append(result.records, future, result.response)
+            offset = self._append(result.records, future, result.response)
+            if on_batch_end_offset is not None:
+                on_batch_end_offset(offset)
 
         self._queue.append(run, on_error=lambda e: self._fail(name, future, e))
         return future
@@ -238,20 +369,24 @@ class QuorumController:
         )
         return future
 
-    def _append(self, records: list[ApiMessageAndVersion], future: Future | None, response: Any) -> None:
+    def _append(self, records: list[ApiMessageAndVersion], future: Future | None, response: Any) -> int:
+        """Reserve, replay and schedule ``records`` as one batch; returns the batch's last offset."""
         try:
             offset = self._raft.prepare_append(self._active_epoch, records)
         except NotLeaderError as e:
             self._renounce(f"append failed: {e}")
             raise NotControllerError(str(e)) from e
+        self._last_reserved_offset = offset
         try:
-            for record in records:
-                self.managers.replay(record)
+            base = offset - len(records) + 1
+            for i, record in enumerate(records):
+                self.managers.replay(record, base + i)
         except Exception:
             self._renounce("replay of a generated record failed")
             raise
         self._raft.schedule_prepared_append()
         self._deferred.append((offset, future, response))
+        return offset
 
     def _complete_after_pending(self, future: Future, response: Any) -> None:
         if self._deferred:
@@ -285,8 +420,8 @@ class QuorumController:
         if self._active_epoch >= 0:
             self._complete_up_to(batch.last_offset)  # our own records, replayed when written
         else:
-            for record in batch.records:
-                self.managers.replay(record)
+            for i, record in enumerate(batch.records):
+                self.managers.replay(record, batch.base_offset + i)
         self._last_committed_offset = batch.last_offset
 
     def _handle_leader_change(self, generation: int, leader: LeaderAndEpoch) -> None:
@@ -299,9 +434,12 @@ class QuorumController:
             self._log.info(
                 "Becoming the active controller", epoch=leader.epoch, committed_offset=self._last_committed_offset
             )
+            self._last_reserved_offset = -1
+            self.managers.cluster.activate()
             bootstrap = self.managers.features.bootstrap_records(self.bootstrap_metadata_version)
             if bootstrap:
                 self._append(bootstrap, None, None)
+            self._reschedule_maybe_fence_stale_brokers()
             self._active_event.set()
         elif self._active_epoch >= 0:
             self._renounce(f"new leader {leader}")
@@ -311,6 +449,7 @@ class QuorumController:
         self._log.warning("Renouncing the leadership", reason=reason, epoch=self._active_epoch)
         self._active_epoch = -1
         self._active_event.clear()
+        self._queue.cancel_deferred(MAYBE_FENCE_REPLICAS)
         self._fail_deferred(NotControllerError(f"The controller renounced leadership: {reason}"))
         self.managers = _ControlManagers(*self._manager_args)
         self._last_committed_offset = -1
@@ -318,6 +457,11 @@ class QuorumController:
         self._generation += 1
         self._listener = _Listener(self, self._generation)
         self._raft.register(self._listener)
+
+
+def _heartbeat_error(e: KafkaError) -> dict:
+    """A BrokerHeartbeat response for an error, the other fields at Kafka's defaults."""
+    return {"error_code": e.code, "is_caught_up": False, "is_fenced": True, "should_shut_down": False}
 
 
 def _set_result(future: Future, value: Any) -> None:

@@ -16,6 +16,14 @@ broker can pass decoded requests straight through:
 - ``create_partitions``: ``{topics: [{name, count, assignments: [{broker_ids}] | None}], validate_only}``
   -> ``{results: [{name, error_code, error_message}]}``; new ``PartitionRecord``s.
 
+Broker lifecycle (Kafka's ``handleBrokerFenced`` / ``handleBrokerUnfenced`` /
+``handleBrokerInControlledShutdown`` / ``handleBrokerUnregistered``, ``processBrokerHeartbeat``,
+``maybeFenceOneStaleBroker``, ``unregisterBroker``): fencing, controlled shutdown and unregistration take
+the broker out of every ISR it is in and elect new leaders (``generate_leader_and_isr_updates`` with
+:mod:`~pykbroker.metadata.partition_change_builder`); unfencing gives leaderless partitions whose ISR holds
+the broker a leader again. These run on the active controller, whose ClusterControlManager has a
+heartbeat manager.
+
 Bounded work: an operation that would write more than ``MAX_RECORDS_PER_USER_OP`` (10,000) records
 fails whole, every topic answering POLICY_VIOLATION "Unable to perform excessively large batch
 operation." (Kafka's ``QuorumController.MAX_RECORDS_PER_USER_OP`` / ``BoundedList``; also with
@@ -32,12 +40,15 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from pykbroker.metadata import topic_names
+from pykbroker.metadata import partition_change_builder, topic_names
+from pykbroker.metadata.broker_heartbeat_manager import BrokerControlState
+from pykbroker.metadata.brokers_to_isrs import BrokersToIsrs
 from pykbroker.metadata.cluster_control_manager import ClusterControlManager
 from pykbroker.metadata.configuration_control_manager import SET, ConfigurationControlManager
 from pykbroker.metadata.controller_result import ControllerResult
 from pykbroker.metadata.partition_registration import PartitionRegistration
 from pykbroker.metadata.records import (
+    NO_LEADER,
     PARTITION_CHANGE_RECORD,
     PARTITION_RECORD,
     REMOVE_TOPIC_RECORD,
@@ -51,6 +62,7 @@ from pykbroker.metadata.replica_placer import StripedReplicaPlacer
 from pykbroker.protocol import errors
 from pykbroker.protocol.errors import KafkaError
 from pykbroker.protocol.types import ZERO_UUID
+from pykbroker.utils.logging import get_logger
 
 #: The most records one user operation may generate (Kafka's QuorumController.MAX_RECORDS_PER_USER_OP).
 MAX_RECORDS_PER_USER_OP = 10_000
@@ -89,6 +101,8 @@ class ReplicationControlManager:
         self.topics: dict[uuid.UUID, TopicControlInfo] = {}
         self.topics_by_name: dict[str, uuid.UUID] = {}
         self.topics_with_collision_chars: dict[str, set[str]] = {}
+        self.brokers_to_isrs = BrokersToIsrs()
+        self._log = get_logger("ReplicationControlManager")
 
     # ---- queries -----------------------------------------------------------------------------
     def topic_exists(self, name: str) -> bool:
@@ -422,6 +436,159 @@ class ReplicationControlManager:
             parts = self._place(current, additional, rf)
         return [p.to_record(info.id, i) for i, p in sorted(parts.items())]
 
+    # ---- broker lifecycle ---------------------------------------------------------------------
+    def process_broker_heartbeat(
+        self, request: dict[str, Any], register_broker_record_offset: int
+    ) -> ControllerResult[dict]:
+        """BrokerHeartbeat ``{broker_id, broker_epoch, current_metadata_offset, want_fence,
+        want_shut_down}`` -> ``{error_code, error_message, is_caught_up, is_fenced,
+        in_controlled_shutdown, should_shut_down}`` (Kafka's ``processBrokerHeartbeat``). Raises
+        StaleBrokerEpochError (STALE_BROKER_EPOCH) for an unknown broker or another epoch. Records: the
+        state transition's (fence / unfence / controlled shutdown, with partition changes); the
+        heartbeat also refreshes the broker's session."""
+        broker_id = int(request["broker_id"])
+        broker_epoch = int(request.get("broker_epoch", -1))
+        self.check_broker_epoch(broker_id, broker_epoch)
+        hbm = self.cluster.heartbeat_manager
+        if hbm is None:
+            raise RuntimeError("ClusterControlManager is not active.")
+        current, nxt = hbm.calculate_next_broker_state(
+            broker_id, request, register_broker_record_offset, lambda: self.has_leaderships(broker_id)
+        )
+        records: list[ApiMessageAndVersion] = []
+        if current is not nxt:
+            if nxt in (BrokerControlState.FENCED, BrokerControlState.SHUTDOWN_NOW):
+                self.handle_broker_fenced(broker_id, records)
+            elif nxt is BrokerControlState.UNFENCED:
+                self.handle_broker_unfenced(broker_id, records)
+            elif nxt is BrokerControlState.CONTROLLED_SHUTDOWN:
+                self.handle_broker_in_controlled_shutdown(broker_id, records)
+        offset = int(request["current_metadata_offset"])
+        hbm.touch(broker_id, nxt.fenced, offset)
+        return ControllerResult(
+            records,
+            {
+                "error_code": errors.NONE,
+                "error_message": None,
+                "is_caught_up": offset >= register_broker_record_offset,
+                "is_fenced": nxt.fenced,
+                "in_controlled_shutdown": nxt.in_controlled_shutdown,
+                "should_shut_down": nxt.should_shut_down,
+            },
+        )
+
+    def check_broker_epoch(self, broker_id: int, broker_epoch: int) -> None:
+        """Kafka's ``ClusterControlManager.checkBrokerEpoch``: STALE_BROKER_EPOCH unless registered with
+        exactly ``broker_epoch``."""
+        reg = self.cluster.brokers.get(broker_id)
+        if reg is None:
+            raise errors.StaleBrokerEpochError(f"No broker registration found for broker id {broker_id}")
+        if reg.epoch != broker_epoch:
+            raise errors.StaleBrokerEpochError(
+                f"Expected broker epoch {reg.epoch}, but got broker epoch {broker_epoch}"
+            )
+
+    def unregister_broker(self, broker_id: int) -> ControllerResult[dict]:
+        """UnregisterBroker -> ``{error_code, error_message}``: BROKER_ID_NOT_REGISTERED for an unknown
+        broker; else the broker leaves every ISR (new leaders elected) and an UnregisterBrokerRecord."""
+        if broker_id not in self.cluster.brokers:
+            return ControllerResult(
+                [],
+                {
+                    "error_code": errors.BROKER_ID_NOT_REGISTERED,
+                    "error_message": f"Broker ID {broker_id} is not currently registered",
+                },
+            )
+        records: list[ApiMessageAndVersion] = []
+        self.generate_leader_and_isr_updates(
+            "handleBrokerUnregistered",
+            broker_id,
+            NO_LEADER,
+            records,
+            self.brokers_to_isrs.partitions_with_broker_in_isr(broker_id),
+        )
+        records.append(self.cluster.unregister_record(broker_id))
+        return ControllerResult(records, {"error_code": errors.NONE, "error_message": None})
+
+    def maybe_fence_one_stale_broker(self) -> ControllerResult[None]:
+        """Fence the broker whose session expired longest ago, if any (one per call, so each fencing's
+        leader changes are visible before the next)."""
+        records: list[ApiMessageAndVersion] = []
+        hbm = self.cluster.heartbeat_manager
+        broker_id = hbm.find_one_stale_broker() if hbm is not None else None
+        if broker_id is not None and hbm is not None:
+            self._log.info("Fencing broker because its session has timed out", broker=broker_id)
+            self.handle_broker_fenced(broker_id, records)
+            hbm.fence(broker_id)
+        return ControllerResult(records, None)
+
+    def has_leaderships(self, broker_id: int) -> bool:
+        return any(
+            self.topics[t].parts[p].leader == broker_id
+            for t, p in self.brokers_to_isrs.partitions_with_broker_in_isr(broker_id)
+        )
+
+    def handle_broker_fenced(self, broker_id: int, records: list[ApiMessageAndVersion]) -> None:
+        """Take ``broker_id`` out of every ISR (electing new leaders), then fence it."""
+        if broker_id not in self.cluster.brokers:
+            raise RuntimeError(f"Can't find broker registration for broker {broker_id}")
+        self.generate_leader_and_isr_updates(
+            "handleBrokerFenced",
+            broker_id,
+            NO_LEADER,
+            records,
+            self.brokers_to_isrs.partitions_with_broker_in_isr(broker_id),
+        )
+        records.append(self.cluster.fence_record(broker_id))
+
+    def handle_broker_unfenced(self, broker_id: int, records: list[ApiMessageAndVersion]) -> None:
+        """Unfence ``broker_id``, then give leaderless partitions a leader (it may lead although its
+        registration still says fenced)."""
+        records.append(self.cluster.unfence_record(broker_id))
+        self.generate_leader_and_isr_updates(
+            "handleBrokerUnfenced", NO_LEADER, broker_id, records, self.brokers_to_isrs.partitions_with_no_leader()
+        )
+
+    def handle_broker_in_controlled_shutdown(self, broker_id: int, records: list[ApiMessageAndVersion]) -> None:
+        """Put ``broker_id`` in controlled shutdown and take it out of every ISR (moving its leaderships)."""
+        record = self.cluster.in_controlled_shutdown_record(broker_id)
+        if record is not None:
+            records.append(record)
+        self.generate_leader_and_isr_updates(
+            f"enterControlledShutdown[{broker_id}]",
+            broker_id,
+            NO_LEADER,
+            records,
+            self.brokers_to_isrs.partitions_with_broker_in_isr(broker_id),
+        )
+
+    def generate_leader_and_isr_updates(
+        self,
+        context: str,
+        broker_to_remove: int,
+        broker_to_add: int,
+        records: list[ApiMessageAndVersion],
+        partitions: list[tuple[uuid.UUID, int]],
+    ) -> None:
+        """PartitionChangeRecords for ``partitions``: ``broker_to_remove`` (or NO_LEADER) leaves the ISR
+        and may not lead; ``broker_to_add`` (or NO_LEADER) may lead although not yet active."""
+
+        def acceptable(r: int) -> bool:
+            return r != broker_to_remove and (r == broker_to_add or self.cluster.is_active(r))
+
+        before = len(records)
+        for topic_id, partition_id in partitions:
+            topic = self.topics.get(topic_id)
+            if topic is None or partition_id not in topic.parts:
+                raise RuntimeError(f"Partition {topic_id}-{partition_id} is indexed but not in the topics map")
+            part = topic.parts[partition_id]
+            target_isr = [b for b in part.isr if b != broker_to_remove]
+            record = partition_change_builder.build(topic_id, partition_id, part, target_isr, acceptable)
+            if record is not None:
+                records.append(record)
+        if len(records) != before:
+            self._log.info(f"{context}: changing {len(records) - before} partition(s)")
+
     # ---- replay ------------------------------------------------------------------------------
     def replay(self, record: ApiMessageAndVersion) -> None:
         d = record.data
@@ -435,16 +602,25 @@ class ReplicationControlManager:
             info = self.topics.get(d["topic_id"])
             if info is None:
                 raise ValueError(f"PartitionRecord for unknown topic id {d['topic_id']}")
-            info.parts[d["partition_id"]] = PartitionRegistration.from_record(d)
+            tp = (d["topic_id"], d["partition_id"])
+            new = PartitionRegistration.from_record(d)
+            self.brokers_to_isrs.update(tp, info.parts.get(tp[1]), new)
+            info.parts[tp[1]] = new
         elif record.name == PARTITION_CHANGE_RECORD:
             info = self.topics.get(d["topic_id"])
             if info is None or d["partition_id"] not in info.parts:
                 raise ValueError(f"PartitionChangeRecord for unknown partition {d['topic_id']}-{d['partition_id']}")
-            info.parts[d["partition_id"]] = info.parts[d["partition_id"]].merge(d)
+            tp = (d["topic_id"], d["partition_id"])
+            old = info.parts[tp[1]]
+            new = old.merge(d)
+            self.brokers_to_isrs.update(tp, old, new)
+            info.parts[tp[1]] = new
         elif record.name == REMOVE_TOPIC_RECORD:
             info = self.topics.pop(d["topic_id"], None)
             if info is None:
                 raise ValueError(f"RemoveTopicRecord for unknown topic id {d['topic_id']}")
+            for p, reg in info.parts.items():
+                self.brokers_to_isrs.update((info.id, p), reg, None)
             del self.topics_by_name[info.name]
             key = topic_names.unify_collision_chars(info.name)
             colliding = self.topics_with_collision_chars.get(key)
