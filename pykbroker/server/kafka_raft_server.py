@@ -356,6 +356,9 @@ class KafkaRaftServer:
             default_replication_factor=config["default.replication.factor"],
             config_schema=LogConfigSchema(defaults, GroupConfigDefaults.from_broker_config(config)),
             delete_topic_enable=config["delete.topic.enable"],
+            # The single-node mode has no heartbeats: its broker is unfenced at registration.
+            unfence_on_register=self.single_node,
+            session_timeout_ms=config["broker.session.timeout.ms"],
         )
         ControllerMetadataMetrics(
             self.metrics, self.controller, lambda: self.metadata_cache.image if self.is_broker else self.loader.image
@@ -435,7 +438,10 @@ class KafkaRaftServer:
         if not config.control_plane_listener_name:
             return
         helper = getattr(self, "data_helper", None) or RequestHelper(self._channel_for)
-        families: list = [ControllerApis(helper, self.controller, config, self.controller_log_defaults())]
+        cluster_info = None
+        if not self.is_broker:
+            cluster_info = lambda: (self.cluster_id, self.raft.leader_and_epoch.leader_id, self.voters)  # noqa: E731
+        families: list = [ControllerApis(helper, self.controller, config, self.controller_log_defaults(), cluster_info)]
         if self.raft_channel is not None:
             families.append(RaftHandlers(helper, self.raft_channel))
         if self.is_broker:

@@ -92,6 +92,14 @@ class GroupMetadataManager:
             if partition in self.loaded:
                 return
             log = self.log_manager.get_log(GROUP_METADATA_TOPIC_NAME, partition)
+            cache = getattr(self.replica_manager, "metadata_cache", None)
+            registration = cache.partition(GROUP_METADATA_TOPIC_NAME, partition) if cache is not None else None
+            if registration is not None and registration.leader != self.replica_manager.node_id:
+                # Another broker leads this partition: it is the group's coordinator (clients re-run
+                # FindCoordinator on NOT_COORDINATOR).
+                raise errors.NotCoordinatorError(
+                    f"This broker is not the coordinator of {GROUP_METADATA_TOPIC_NAME}-{partition}"
+                )
             if log is None or self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, partition) is None:
                 raise errors.CoordinatorNotAvailableError(
                     f"{GROUP_METADATA_TOPIC_NAME}-{partition} is not available on this broker yet"

@@ -19,9 +19,13 @@ from pykbroker.server.handlers.admin import AdminHandler
 
 
 class ControllerApis:
-    def __init__(self, helper, controller, broker_config, log_defaults):
+    def __init__(self, helper, controller, broker_config, log_defaults, cluster_info=None):
+        """``cluster_info()`` -> ``(cluster_id, active controller id, {node id: (host, port)})`` answers
+        DescribeCluster with ``endpoint_type`` 2 (KIP-919, ``--bootstrap-controller``); without it the
+        listener leaves DescribeCluster to another handler family (a combined node's MetadataHandler)."""
         self.helper = helper
         self.controller = controller
+        self.cluster_info = cluster_info
         self.admin = AdminHandler(helper, controller, None, broker_config, log_defaults)
 
     def handlers(self) -> dict:
@@ -36,7 +40,36 @@ class ControllerApis:
         }
         if hasattr(self.controller, "process_broker_heartbeat"):
             result[ApiKeys.BROKER_HEARTBEAT] = self.handle_broker_heartbeat_request
+        if self.cluster_info is not None:
+            result[ApiKeys.DESCRIBE_CLUSTER] = self.handle_describe_cluster_request
         return result
+
+    def handle_describe_cluster_request(self, request) -> None:
+        """KIP-919: a controller describes the controllers (endpoint_type 2); asked for brokers
+        (endpoint_type 1) it answers MISMATCHED_ENDPOINT_TYPE, as Kafka's ControllerApis does."""
+        cluster_id, controller_id, controllers = self.cluster_info()
+        endpoint_type = request.body.get("endpoint_type", 1)
+        body = {
+            "throttle_time_ms": 0,
+            "error_code": errors.NONE,
+            "error_message": None,
+            "endpoint_type": endpoint_type,
+            "cluster_id": cluster_id,
+            "controller_id": controller_id,
+            "brokers": [],
+            "cluster_authorized_operations": -2147483648,
+        }
+        if endpoint_type != 2:
+            body["error_code"] = errors.MISMATCHED_ENDPOINT_TYPE
+            body["error_message"] = (
+                "The request was sent to an endpoint of type CONTROLLER, but we wanted an endpoint of type BROKER"
+            )
+        else:
+            body["brokers"] = [
+                {"broker_id": node, "host": host, "port": port, "rack": None}
+                for node, (host, port) in sorted(controllers.items())
+            ]
+        self.helper.send_response(request, body)
 
     def _reply(self, request, future, error_body) -> None:
         """Send the future's body, or ``error_body(code, message)`` when it failed. Only the fields of

@@ -14,6 +14,7 @@ not know, before the coordinator sees the rest (``KafkaApis``).
 from __future__ import annotations
 
 from pykbroker.coordinator.group.group_metadata import OffsetAndMetadata
+from pykbroker.coordinator.group.record_codec import partition_for as group_partition_for
 from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
@@ -106,7 +107,12 @@ class GroupHandlers:
                 "host": "",
                 "port": -1,
             }
-        me = [(n, ep) for n, ep, _ in self.cache.alive_brokers(listener) if n == self.coordinator.node_id]
+        # The coordinator is the leader of the group's __consumer_offsets partition (Kafka's
+        # GroupCoordinator.partitionFor + the partition's leader in the metadata cache).
+        topic = self.cache.topic(GROUP_METADATA_TOPIC_NAME)
+        registration = self.cache.partition(GROUP_METADATA_TOPIC_NAME, group_partition_for(key, len(topic.partitions)))
+        leader = registration.leader if registration is not None else -1
+        me = [(n, ep) for n, ep, _ in self.cache.alive_brokers(listener) if n == leader]
         if not me:
             return {
                 "error_code": errors.COORDINATOR_NOT_AVAILABLE,
