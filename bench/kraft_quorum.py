@@ -37,9 +37,7 @@ from tests.helpers.cluster import KRaftCluster  # noqa: E402
 
 def create_topic(bootstrap: str, name: str, timeout_ms: int = 5000) -> int:
     body = {
-        "topics": [
-            {"name": name, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
-        ],
+        "topics": [{"name": name, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}],
         "timeout_ms": timeout_ms,
         "validate_only": False,
     }
@@ -109,11 +107,11 @@ def elections(root: Path, rounds: int, overrides: dict[str, str]) -> None:
     )
 
 
-def commit_latency(bootstrap: str, n: int, label: str) -> None:
+def commit_latency(bootstrap: str, n: int, label: str, prefix: str) -> None:
     times = []
     for i in range(n):
         t0 = time.perf_counter()
-        code = create_topic(bootstrap, f"lat-{label}-{i}")
+        code = create_topic(bootstrap, f"lat-{prefix}-{i}")
         times.append((time.perf_counter() - t0) * 1000)
         assert code == 0, code
     print(
@@ -138,12 +136,14 @@ def main() -> None:
         root = Path(tmp)
         single = BrokerProcess(root / "single").start()
         try:
-            commit_latency(single.bootstrap, args.topics, "1 voter (combined node)")
+            commit_latency(single.bootstrap, args.topics, "1 voter (combined node)", "single")
         finally:
             single.stop()
         cluster = KRaftCluster(root / "cluster", controllers=3, brokers=1, **overrides).start()
         try:
-            commit_latency(cluster.bootstrap, args.topics, "3 voters (broker forwards to the active controller)")
+            commit_latency(
+                cluster.bootstrap, args.topics, "3 voters (broker forwards to the active controller)", "quorum"
+            )
         finally:
             cluster.kill_all()
         if args.elections:

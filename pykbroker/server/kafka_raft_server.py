@@ -91,13 +91,13 @@ class StartupError(RuntimeError):
 
 def _describe_quorum_handler(server: KafkaRaftServer, helper: RequestHelper) -> DescribeQuorumHandler:
     """DescribeQuorum answered from ``server``'s Raft client (its voter endpoints for v2 ``nodes``); both are
-    looked up per request. A node that is not the Raft leader (a broker, a standby controller) asks the
-    leader, as Kafka's brokers forward DescribeQuorum to the controller."""
+    looked up per request. A controller answers from its own Raft client (NOT_LEADER_OR_FOLLOWER unless it
+    leads); a broker of a cluster asks the active controller, as Kafka's brokers forward DescribeQuorum."""
 
     def describe() -> dict:
         partition = describe_quorum(server.raft, server.time.milliseconds())
         channel = getattr(server, "controller_channel", None)
-        if partition["error_code"] != errors.NOT_LEADER_OR_FOLLOWER or channel is None:
+        if partition["error_code"] != errors.NOT_LEADER_OR_FOLLOWER or channel is None or server.is_controller:
             return partition
         body = {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]}
         # Blocks this handler thread for one round trip to the leader (an operator's request, not a hot path).

@@ -91,14 +91,32 @@ def describe_quorum(conn: BrokerConnection) -> tuple[dict, dict[int, list[dict]]
     return partition, {n["node_id"]: n["listeners"] for n in response.get("nodes", [])}
 
 
-def cluster_id(conn: BrokerConnection, controller: bool) -> str:
+def describe_cluster(conn: BrokerConnection, controller: bool) -> dict:
+    """DescribeCluster: endpoint_type 2 (the controllers, KIP-919) with ``--bootstrap-controller``; a
+    combined node's controller listener that answers only endpoint_type 1 is asked that instead."""
     body = {"include_cluster_authorized_operations": False, "endpoint_type": 2 if controller else 1}
     response = conn.request(ApiKeys.DESCRIBE_CLUSTER, DESCRIBE_CLUSTER_VERSION, body)
     if controller and response["error_code"] in (errors.MISMATCHED_ENDPOINT_TYPE, errors.UNSUPPORTED_VERSION):
         response = conn.request(ApiKeys.DESCRIBE_CLUSTER, DESCRIBE_CLUSTER_VERSION, dict(body, endpoint_type=1))
     if response["error_code"] != errors.NONE:
         raise QuorumError(response["error_code"], response.get("error_message"))
-    return response["cluster_id"]
+    return response
+
+
+def cluster_id(conn: BrokerConnection, controller: bool) -> str:
+    return describe_cluster(conn, controller)["cluster_id"]
+
+
+def active_controller_address(conn: BrokerConnection) -> str | None:
+    """``host:port`` of the active controller as a controller reports it (DescribeCluster endpoint_type 2:
+    Kafka's admin client sends DescribeQuorum there), or None when it does not say."""
+    response = describe_cluster(conn, True)
+    if response.get("endpoint_type", 1) != 2:
+        return None
+    for node in response["brokers"]:
+        if node["broker_id"] == response["controller_id"]:
+            return f"{node['host']}:{node['port']}"
+    return None
 
 
 # -- the output ----------------------------------------------------------------------------------------------
@@ -218,6 +236,9 @@ def execute(args: Any, out) -> None:
         raise TerseError("One of --status or --replication must be specified with describe sub-command")
     if args.status and args.human_readable:
         raise TerseError("The option --human-readable is only supported along with --replication")
+    if controller:
+        with BrokerConnection.to(bootstrap, client_id="kafka-metadata-quorum") as conn:
+            bootstrap = active_controller_address(conn) or bootstrap
     with BrokerConnection.to(bootstrap, client_id="kafka-metadata-quorum") as conn:
         if args.status:
             cid = cluster_id(conn, controller)

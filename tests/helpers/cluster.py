@@ -142,6 +142,8 @@ class KRaftCluster:
                 2,
                 {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]},
             )
+        if not r["topics"]:  # a top-level error
+            return {"error_code": r["error_code"], "leader_id": -1, "leader_epoch": -1}
         return r["topics"][0]["partitions"][0]
 
     def leader_id(self) -> int:
