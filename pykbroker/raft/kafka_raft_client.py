@@ -480,7 +480,8 @@ class KafkaRaftClient(Generic[T]):
                     self._log.info("No fetch from the leader in time; standing", epoch=state.epoch, leader=state.leader)
                     self._transition_to_candidate()
                     return 0
-                if not q.is_voter() and self._fetching_snapshot is None:
+                if not q.is_voter():
+                    self._abandon_snapshot_fetch()  # the leader may be gone: look for the current one
                     self._maybe_send_fetch(self._random_voter(), now)  # observer: look for the leader
                     return self._next_retry_ms(now)
             if self._fetching_snapshot is not None:
