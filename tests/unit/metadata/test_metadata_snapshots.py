@@ -150,7 +150,7 @@ def test_controller_and_loader_restart_from_a_snapshot_of_a_cleaned_log(tmp_path
         image = first.loader.image
     finally:
         first.stop()
-    assert log.latest_snapshot_id() is not None and log.start_offset() == log.latest_snapshot_id().end_offset
+    assert 0 < log.start_offset() <= log.latest_snapshot_id().end_offset  # (the last one may be uncleaned)
     second = Node(log, tmp_path)
     try:
         restored = second.wait_image(lambda i: i.topics.get_topic("persist") is not None)
