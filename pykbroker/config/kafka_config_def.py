@@ -132,6 +132,45 @@ BROKER_CONFIG_DEF = (
         "Maximum size in bytes of a segment of the cluster metadata log.",
     )
     .define(
+        "metadata.log.max.record.bytes.between.snapshots",
+        Type.LONG,
+        20 * 1024 * 1024,
+        at_least(1),
+        H,
+        "The maximum number of bytes in the log between the latest snapshot and the high-watermark needed "
+        "before generating a new snapshot.",
+    )
+    .define(
+        "metadata.log.max.snapshot.interval.ms",
+        Type.LONG,
+        60 * 60 * 1000,
+        at_least(0),
+        H,
+        "The maximum number of milliseconds to wait to generate a snapshot if there are committed records in "
+        "the log that are not included in the latest snapshot. A value of zero disables time based snapshot "
+        "generation.",
+    )
+    .define(
+        "metadata.max.retention.bytes",
+        Type.LONG,
+        100 * 1024 * 1024,
+        None,
+        H,
+        "The maximum combined size of the metadata log and snapshots before deleting old snapshots and log "
+        "files. Accepted; not enforced by pykbroker: the metadata log is cleaned up to its newest snapshot as "
+        "soon as the snapshot is written.",
+    )
+    .define(
+        "metadata.max.retention.ms",
+        Type.LONG,
+        7 * 24 * 60 * 60 * 1000,
+        None,
+        H,
+        "The number of milliseconds to keep a metadata log file or snapshot before deleting it. Accepted; not "
+        "enforced by pykbroker: the metadata log is cleaned up to its newest snapshot as soon as the snapshot "
+        "is written.",
+    )
+    .define(
         "metadata.max.idle.interval.ms",
         Type.INT,
         500,

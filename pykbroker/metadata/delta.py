@@ -93,8 +93,12 @@ class TopicsDelta:
         d = record.data
         if record.name == TOPIC_RECORD:
             topic_id = d["topic_id"]
-            self.changed_topics[topic_id] = TopicDelta(TopicImage(d["name"], topic_id, frozen({})))
-            self.created_topic_ids.add(topic_id)
+            existing = self.image.by_id.get(topic_id)
+            if existing is not None and existing.name == d["name"]:  # a snapshot restating a known topic
+                self.changed_topics.setdefault(topic_id, TopicDelta(existing))
+            else:
+                self.changed_topics[topic_id] = TopicDelta(TopicImage(d["name"], topic_id, frozen({})))
+                self.created_topic_ids.add(topic_id)
         elif record.name == PARTITION_RECORD:
             self._topic(d["topic_id"]).partition_changes[d["partition_id"]] = PartitionRegistration.from_record(d)
         elif record.name == PARTITION_CHANGE_RECORD:
@@ -115,6 +119,12 @@ class TopicsDelta:
             self.deleted_topics[topic_id] = topic
             return topic.name
         return None
+
+    def finish_snapshot(self) -> None:
+        """Every topic of the image that the snapshot did not restate is deleted."""
+        for topic_id, topic in self.image.by_id.items():
+            if topic_id not in self.changed_topics:
+                self.deleted_topics[topic_id] = topic
 
     def _topic(self, topic_id: uuid.UUID) -> TopicDelta:
         delta = self.changed_topics.get(topic_id)
@@ -194,6 +204,25 @@ class MetadataDelta:
             self.next_producer_id = d["next_producer_id"]
         elif name == NO_OP_RECORD:
             pass
+
+    def finish_snapshot(self) -> None:
+        """After replaying a whole snapshot into a delta of the current image: whatever the image has and the
+        snapshot did not restate is gone (Kafka's ``MetadataDelta.finishSnapshot``), so applying the delta
+        yields exactly the snapshot's state and the delta tells publishers what disappeared."""
+        for name in self.image.features:
+            self.features_changes.setdefault(name, None)
+        for broker_id in self.image.brokers:
+            self.broker_changes.setdefault(broker_id, None)
+        self.topics.finish_snapshot()
+        for key, values in self.image.configs.items():
+            if key not in self.config_changes:
+                self.deleted_config_resources.add(key)
+                continue
+            changes = self.config_changes[key]
+            for name in values:
+                changes.setdefault(name, None)
+        if self.next_producer_id is None and self.image.next_producer_id:
+            self.next_producer_id = 0
 
     def replay_all(self, records) -> MetadataDelta:
         for r in records:

@@ -6,6 +6,13 @@ thread. While catching up (the batch ends below the Raft high watermark, e.g. re
 start-up) it keeps accumulating into one delta; once caught up it applies the delta and hands
 ``(delta, new_image)`` to every publisher.
 
+A snapshot (``handle_load_snapshot``: at start-up when the metadata log begins with one, or when this node
+was so far behind that it fetched the leader's) replaces the image: its records are replayed into a delta
+of the current image, whatever they do not restate is removed (``MetadataDelta.finish_snapshot``), and the
+result is published at once, so publishers see topics deleted meanwhile as deletions. A
+:class:`~pykbroker.metadata.snapshot_generator.SnapshotGenerator`, if given, counts the committed bytes and
+may write a snapshot of each published image (on the loader thread).
+
 Threading: ``handle_commit``/``handle_leader_change`` (Raft thread), ``install_publishers``,
 ``remove_and_close_publisher`` and ``close`` are thread-safe; ``image`` may be read from any thread
 (reference swap of an immutable value). Publishers run on the loader thread.
@@ -21,7 +28,9 @@ from pykbroker.metadata.event_queue import EventQueue
 from pykbroker.metadata.image import EMPTY_IMAGE, MetadataImage, MetadataProvenance
 from pykbroker.metadata.publisher import MetadataPublisher
 from pykbroker.metadata.records import ApiMessageAndVersion
+from pykbroker.metadata.snapshot_generator import SnapshotGenerator
 from pykbroker.raft.raft_client import UNKNOWN_LEADER, Batch, LeaderAndEpoch, RaftClientListener
+from pykbroker.raft.records_snapshot import RecordsSnapshotReader
 from pykbroker.utils.logging import get_logger
 
 
@@ -32,8 +41,10 @@ class MetadataLoader(RaftClientListener[ApiMessageAndVersion]):
         cluster_id: str | None = None,
         high_watermark: Callable[[], int | None] = lambda: None,
         thread_name: str | None = None,
+        snapshot_generator: SnapshotGenerator | None = None,
     ):
         self.node_id = node_id
+        self.snapshot_generator = snapshot_generator
         self._high_watermark = high_watermark
         self._image = EMPTY_IMAGE if cluster_id is None else MetadataImage(cluster_id=cluster_id)
         self._delta: MetadataDelta | None = None
@@ -54,6 +65,9 @@ class MetadataLoader(RaftClientListener[ApiMessageAndVersion]):
 
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
         self._queue.append(lambda: self._leader_changed(leader), on_error=self._fault)
+
+    def handle_load_snapshot(self, reader: RecordsSnapshotReader[ApiMessageAndVersion]) -> None:
+        self._queue.append(lambda: self._load_snapshot(reader), on_error=self._fault)
 
     # ---- publishers ----------------------------------------------------------------------------
     def install_publishers(self, publishers: Iterable[MetadataPublisher]) -> Future:
@@ -105,11 +119,35 @@ class MetadataLoader(RaftClientListener[ApiMessageAndVersion]):
         for record in batch.records:
             self._delta.replay(record)
         self._last = MetadataProvenance(batch.last_offset, batch.epoch, batch.append_time_ms)
+        if self.snapshot_generator is not None:
+            self.snapshot_generator.record_committed_bytes(batch.size_in_bytes)
         hw = self._high_watermark()
         if hw is not None and batch.last_offset + 1 < hw:
             return  # more committed batches are on their way: publish once caught up
         delta, self._delta = self._delta, None
-        image = delta.apply(self._last)
+        self._publish_all(delta, delta.apply(self._last))
+        if self.snapshot_generator is not None:
+            self.snapshot_generator.maybe_generate(self._image)
+
+    def _load_snapshot(self, reader: RecordsSnapshotReader[ApiMessageAndVersion]) -> None:
+        """Replace the image with the snapshot's (Kafka's ``MetadataLoader.handleLoadSnapshot``); batches
+        accumulated but not yet published are superseded by it."""
+        delta = MetadataDelta(self._image)
+        count = 0
+        for batch in reader:
+            delta.replay_all(batch.records)
+            count += len(batch.records)
+        delta.finish_snapshot()
+        self._delta = None
+        self._last = MetadataProvenance(
+            reader.last_contained_log_offset, reader.last_contained_log_epoch, reader.last_contained_log_timestamp
+        )
+        self._log.info("Loading snapshot", snapshot_id=tuple(reader.snapshot_id), records=count)
+        self._publish_all(delta, delta.apply(self._last))
+        if self.snapshot_generator is not None:
+            self.snapshot_generator.reset(self._image)
+
+    def _publish_all(self, delta: MetadataDelta, image: MetadataImage) -> None:
         self._image = image
         for p in list(self._publishers):
             self._publish(p, delta, image)

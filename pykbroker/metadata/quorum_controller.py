@@ -54,6 +54,7 @@ from pykbroker.protocol.types import ZERO_UUID
 from pykbroker.raft.batch_accumulator import NotLeaderError
 from pykbroker.raft.kafka_raft_client import KafkaRaftClient
 from pykbroker.raft.raft_client import Batch, LeaderAndEpoch, RaftClientListener
+from pykbroker.raft.records_snapshot import RecordsSnapshotReader
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM, Time
 
@@ -104,6 +105,9 @@ class _Listener(RaftClientListener[ApiMessageAndVersion]):
 
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
         self.controller._queue.append(lambda: self.controller._handle_leader_change(self.generation, leader))
+
+    def handle_load_snapshot(self, reader: RecordsSnapshotReader[ApiMessageAndVersion]) -> None:
+        self.controller._queue.append(lambda: self.controller._handle_load_snapshot(self.generation, reader))
 
 
 MAYBE_FENCE_REPLICAS = "maybeFenceReplicas"
@@ -423,6 +427,21 @@ class QuorumController:
             for i, record in enumerate(batch.records):
                 self.managers.replay(record, batch.base_offset + i)
         self._last_committed_offset = batch.last_offset
+
+    def _handle_load_snapshot(self, generation: int, reader: RecordsSnapshotReader[ApiMessageAndVersion]) -> None:
+        """Kafka's ``QuorumMetaLogListener.handleLoadSnapshot``: a standby controller's state becomes the
+        snapshot's. The active controller never gets one (its listener is ahead of every snapshot)."""
+        if generation != self._generation:
+            return
+        if self._active_epoch >= 0:
+            raise RuntimeError(f"Active controller asked to load snapshot {reader.snapshot_id}")
+        self._log.info("Loading snapshot", snapshot_id=tuple(reader.snapshot_id))
+        managers = _ControlManagers(*self._manager_args)
+        for batch in reader:
+            for record in batch.records:
+                managers.replay(record)
+        self.managers = managers
+        self._last_committed_offset = reader.last_contained_log_offset
 
     def _handle_leader_change(self, generation: int, leader: LeaderAndEpoch) -> None:
         if generation != self._generation:

@@ -1,5 +1,6 @@
 """Raft control records: the record key and the LeaderChange message written at each epoch start.
 
+Snapshots begin with a SnapshotHeader and end with a SnapshotFooter control record (types 3 and 4).
 Control records live in batches with the control attribute set. Their key is ``int16 version (0),
 int16 type`` (``ControlRecordType``); the LeaderChange value is Kafka's ``LeaderChangeMessage`` (flexible
 version 0): ``int16 version, int32 leader_id, voters[], granting_voters[]`` where each voter is
@@ -69,6 +70,42 @@ class LeaderChangeMessage:
                 pos = _skip_tags(buf, pos + 4)
             arrays.append(tuple(ids))
         return cls(leader_id, arrays[0], arrays[1], version)
+
+
+_HEADER = struct.Struct(">hq")
+_VERSION = struct.Struct(">h")
+
+
+@dataclass(frozen=True)
+class SnapshotHeaderRecord:
+    """The first record of a snapshot (Kafka's ``SnapshotHeaderRecord``, flexible version 0):
+    ``int16 version, int64 last_contained_log_timestamp`` (ms), empty tagged fields."""
+
+    last_contained_log_timestamp: int
+    version: int = 0
+
+    def encode(self) -> bytes:
+        return _HEADER.pack(self.version, self.last_contained_log_timestamp) + b"\x00"
+
+    @classmethod
+    def decode(cls, buf: bytes) -> SnapshotHeaderRecord:
+        version, timestamp = _HEADER.unpack_from(buf, 0)
+        return cls(timestamp, version)
+
+
+@dataclass(frozen=True)
+class SnapshotFooterRecord:
+    """The last record of a snapshot (Kafka's ``SnapshotFooterRecord``, flexible version 0): ``int16
+    version``, empty tagged fields."""
+
+    version: int = 0
+
+    def encode(self) -> bytes:
+        return _VERSION.pack(self.version) + b"\x00"
+
+    @classmethod
+    def decode(cls, buf: bytes) -> SnapshotFooterRecord:
+        return cls(_VERSION.unpack_from(buf, 0)[0])
 
 
 def _skip_tags(buf: bytes, pos: int) -> int:

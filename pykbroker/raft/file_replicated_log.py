@@ -5,17 +5,24 @@ An adapter from :class:`~pykbroker.raft.replicated_log.ReplicatedLog` to
 :class:`~pykbroker.log.unified_log.UnifiedLog`: each :class:`LogBatch` is one record batch v2 (no
 compression) with ``partitionLeaderEpoch`` = the Raft epoch and the control attribute for control batches,
 so the metadata log is byte-compatible with Kafka's and readable with ``kafka-dump-log``. The metadata log
-never expires data by time or size (``retention.ms``/``retention.bytes`` = -1); snapshots, which would allow
-cleaning it, are not implemented yet.
+never expires data by time or size (``retention.ms``/``retention.bytes`` = -1); it is cleaned up to its
+newest snapshot instead (``maybe_clean``: the log start offset moves to the snapshot's end offset, whole
+segments below it are deleted, older ``.checkpoint`` files too).
+
+Snapshots live next to the segments as ``<end offset>-<epoch>.checkpoint`` files
+(:mod:`pykbroker.raft.snapshots`). ``open`` deletes leftover ``.checkpoint.part`` files of interrupted
+writes, loads the snapshots, starts the log at the newest snapshot's end offset and, if that snapshot is
+ahead of the log (a crash between storing a fetched snapshot and truncating), empties the log to start
+there (Kafka's ``KafkaMetadataLog.apply``/``recoverSnapshots``).
 
 Threading: as ReplicatedLog - the Raft IO thread writes; ``end_offset``/``high_watermark`` may be read from
-any thread (UnifiedLog publishes them without locks).
+any thread (UnifiedLog publishes them without locks); the snapshot registry as in ReplicatedLog.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +30,9 @@ from pykbroker.log.fetch_data_info import FetchIsolation
 from pykbroker.log.log_config import LogConfig
 from pykbroker.log.producer_state_entry import AppendOrigin
 from pykbroker.log.unified_log import UnifiedLog
+from pykbroker.raft.log_batch_codec import decode_log_batches as decode_log_batches  # re-exported
+from pykbroker.raft.log_batch_codec import encode_log_batches as encode_log_batches  # re-exported
+from pykbroker.raft.log_batch_codec import fill_builder
 from pykbroker.raft.replicated_log import (
     METADATA_PARTITION,
     METADATA_TOPIC,
@@ -32,9 +42,20 @@ from pykbroker.raft.replicated_log import (
     OffsetAndEpoch,
     ReplicatedLog,
 )
-from pykbroker.record.control_record import ControlRecordType
-from pykbroker.record.memory_records import MemoryRecords
+from pykbroker.raft.snapshots import (
+    DELETED_SUFFIX,
+    PARTIAL_SUFFIX,
+    SUFFIX,
+    FileRawSnapshotReader,
+    FileRawSnapshotWriter,
+    RawSnapshotReader,
+    RawSnapshotWriter,
+    SnapshotId,
+    parse_snapshot_filename,
+    snapshot_filename,
+)
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
+from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM, Time
 
 READ_CHUNK_BYTES = 1 << 20
@@ -55,8 +76,10 @@ class _Built:
 
 class FileReplicatedLog(ReplicatedLog):
     def __init__(self, log: UnifiedLog, time: Time = SYSTEM):
+        super().__init__()
         self.log = log
         self.time = time
+        self._logger = get_logger("KafkaMetadataLog", dir=log.dir)
 
     @classmethod
     def open(
@@ -67,10 +90,25 @@ class FileReplicatedLog(ReplicatedLog):
         if segment_bytes is not None:
             overrides["segment.bytes"] = segment_bytes
         directory = os.path.join(metadata_log_dir, f"{METADATA_TOPIC}-{METADATA_PARTITION}")
+        os.makedirs(directory, exist_ok=True)
+        snapshots = _recover_snapshots(directory)
+        latest = max(snapshots, default=None)
         log = UnifiedLog.create(
-            directory, LogConfig(overrides), scheduler, time, topic_partition=(METADATA_TOPIC, METADATA_PARTITION)
+            directory,
+            LogConfig(overrides),
+            scheduler,
+            time,
+            log_start_offset=latest.end_offset if latest is not None else 0,
+            topic_partition=(METADATA_TOPIC, METADATA_PARTITION),
         )
-        return cls(log, time)
+        replicated = cls(log, time)
+        for snapshot_id in snapshots:
+            path = os.path.join(directory, snapshot_filename(snapshot_id))
+            replicated._on_snapshot_frozen(FileRawSnapshotReader(snapshot_id, path))
+        replicated.truncate_to_latest_snapshot()
+        if latest is not None:
+            replicated._forget_snapshots_before(latest)
+        return replicated
 
     # ---- writes ------------------------------------------------------------------------------
     def append_as_leader(
@@ -84,7 +122,7 @@ class FileReplicatedLog(ReplicatedLog):
             builder = MemoryRecordsBuilder(
                 base_offset=next_offset, is_control_batch=control, partition_leader_epoch=epoch
             )
-            _fill(builder, records, control, timestamp)
+            fill_builder(builder, records, control, timestamp)
             last = next_offset + len(records) - 1
             return _Built(builder.build(), next_offset, last, timestamp, last, len(records))
 
@@ -125,16 +163,20 @@ class FileReplicatedLog(ReplicatedLog):
     def start_offset(self) -> int:
         return self.log.log_start_offset
 
-    def last_fetched_epoch(self) -> int:
+    def _last_batch_epoch(self) -> int:
         epoch = self.log.latest_epoch
         return epoch if epoch is not None and epoch >= 0 else 0
 
+    def last_fetched_epoch(self) -> int:
+        epoch = self.log.latest_epoch
+        if epoch is not None and epoch >= 0:
+            return epoch
+        latest = self.latest_snapshot_id()
+        return latest.epoch if latest is not None else 0
+
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
         found = self.log.end_offset_for_epoch(epoch)
-        if found is None:
-            return OffsetAndEpoch(self.log.log_start_offset, 0)
-        offset, found_epoch = found
-        return OffsetAndEpoch(offset, found_epoch)
+        return self._snapshot_end_for_epoch(None if found is None else OffsetAndEpoch(*found), epoch)
 
     def truncate_to(self, offset: int) -> None:
         self.log.truncate_to(offset)
@@ -151,33 +193,37 @@ class FileReplicatedLog(ReplicatedLog):
     def close(self) -> None:
         self.log.close()
 
+    # ---- snapshot storage ----------------------------------------------------------------------
+    def _new_snapshot_writer(self, snapshot_id: SnapshotId) -> RawSnapshotWriter:
+        return FileRawSnapshotWriter(self.log.dir, snapshot_id, self._on_snapshot_frozen)
 
-def encode_log_batches(batches: Sequence[LogBatch], default_time_ms: int) -> bytes:
-    """``batches`` as record batches v2 (uncompressed; ``partitionLeaderEpoch`` = the Raft epoch, the
-    control attribute for control batches; ``default_time_ms`` for batches without an append time)."""
-    buf = bytearray()
-    for b in batches:
-        builder = MemoryRecordsBuilder(
-            base_offset=b.base_offset, is_control_batch=b.control, partition_leader_epoch=b.epoch
-        )
-        _fill(builder, b.records, b.control, b.append_time_ms if b.append_time_ms >= 0 else default_time_ms)
-        buf += builder.build()
-    return bytes(buf)
+    def _delete_snapshot(self, reader: RawSnapshotReader) -> None:
+        assert isinstance(reader, FileRawSnapshotReader)
+        try:
+            os.unlink(reader.path)
+        except FileNotFoundError:
+            pass
+        self._logger.info("Deleted snapshot", snapshot_id=reader.snapshot_id)
 
+    def _delete_before(self, offset: int) -> None:
+        self.log.maybe_increment_log_start_offset(offset, "snapshot generated")
+        self.log.delete_old_segments()
 
-def decode_log_batches(raw: bytes) -> Iterator[LogBatch]:
-    """The whole record batches in ``raw`` (CRC-checked as they are reached) as :class:`LogBatch` values."""
-    for batch in MemoryRecords(raw).batches():
-        records = tuple(LogRecord(r.key, r.value) for r in batch.records(verify_crc=True))
-        yield LogBatch(
-            batch.base_offset, batch.partition_leader_epoch, records, batch.is_control_batch, batch.max_timestamp
-        )
+    def _truncate_fully_and_start_at(self, offset: int) -> None:
+        self.log.truncate_fully_and_start_at(offset)
 
 
-def _fill(builder: MemoryRecordsBuilder, records: Sequence[LogRecord], control: bool, timestamp: int) -> None:
-    """Append ``records`` at consecutive offsets (control records keep their type from the key)."""
-    for r in records:
-        if control:
-            builder.append_control_record(timestamp, ControlRecordType.parse(r.key), r.value)
-        else:
-            builder.append(timestamp, r.key, r.value)
+def _recover_snapshots(directory: str) -> list[SnapshotId]:
+    """The ids of the frozen snapshots in ``directory``; leftover ``.part`` and ``.deleted`` files (an
+    interrupted write or deletion) are removed (Kafka's ``KafkaMetadataLog.recoverSnapshots``)."""
+    found: list[SnapshotId] = []
+    for name in sorted(os.listdir(directory)):
+        parsed = parse_snapshot_filename(name)
+        if parsed is None:
+            continue
+        snapshot_id, suffix = parsed
+        if suffix in (PARTIAL_SUFFIX, DELETED_SUFFIX):
+            os.unlink(os.path.join(directory, name))
+        elif suffix == SUFFIX:
+            found.append(snapshot_id)
+    return found

@@ -34,13 +34,23 @@ One request is in flight per destination; one not answered within ``request_time
 retried after ``retry_backoff_ms``; responses that do not answer the in-flight request are ignored, so
 lost, late, duplicated and reordered messages are harmless.
 
-Not implemented: snapshots (FetchSnapshot is answered SNAPSHOT_NOT_FOUND), pre-vote (KIP-996), dynamic
-voters (KIP-853). The network wiring (controller listener) is the owner's job and not done.
+Snapshots (KIP-630). A state machine writes one with ``create_snapshot`` (at most at the high watermark);
+each poll the log is cleaned up to its newest snapshot (``ReplicatedLog.maybe_clean``). A Fetch below the
+leader's log start offset (or in an epoch older than its oldest snapshot) is answered with the latest
+``snapshot_id``; the follower then downloads it with FetchSnapshot requests (one in flight, chunks of at
+most ``fetch_snapshot_max_bytes``, each answered with the bytes at ``position``), freezes it, empties its
+log to start at the snapshot's end offset, takes that offset as its high watermark and resumes fetching
+from there. Losing the leader or the leader losing the snapshot (SNAPSHOT_NOT_FOUND) discards the partial
+download. Listeners get ``handle_load_snapshot`` first when they register and a snapshot exists, and
+whenever their position falls below the log start offset (Kafka's ``updateListenersProgress``).
+
+Not implemented: pre-vote (KIP-996), dynamic voters (KIP-853). The network wiring (controller listener)
+is the owner's job and not done.
 
 Threading: the IO thread owns the quorum state, the log and listener delivery. ``handle``,
 ``drain_outbound``, ``prepare_append``, ``schedule_prepared_append``, ``schedule_append``, ``register``,
-``unregister``, ``resign``, ``leader_and_epoch``, ``high_watermark``, ``log_end_offset``, ``wakeup`` and
-``begin_shutdown`` are safe from any thread.
+``unregister``, ``resign``, ``leader_and_epoch``, ``high_watermark``, ``log_end_offset``, ``wakeup``,
+``create_snapshot``, ``latest_snapshot_id`` and ``begin_shutdown`` are safe from any thread.
 """
 
 from __future__ import annotations
@@ -72,6 +82,7 @@ from pykbroker.raft.raft_messages import (
     INVALID_REQUEST,
     NONE,
     NOT_LEADER_OR_FOLLOWER,
+    POSITION_OUT_OF_RANGE,
     SNAPSHOT_NOT_FOUND,
     UNKNOWN_LEADER_EPOCH,
     BeginQuorumEpochRequestData,
@@ -89,10 +100,13 @@ from pykbroker.raft.raft_messages import (
     RaftResponse,
     RequestData,
     ResponseData,
+    SnapshotId,
     VoteRequestData,
     VoteResponseData,
 )
-from pykbroker.raft.replicated_log import LogBatch, LogRecord, ReplicatedLog
+from pykbroker.raft.records_snapshot import RecordsSnapshotReader, RecordsSnapshotWriter
+from pykbroker.raft.replicated_log import LogBatch, LogRecord, ReplicatedLog, ValidKind
+from pykbroker.raft.snapshots import RawSnapshotWriter
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM, Time
 
@@ -101,6 +115,10 @@ T = TypeVar("T")
 MAX_POLL_WAIT_MS = 500
 RETRY_BACKOFF_BASE_MS = 100
 """Unit of the election backoffs (Kafka's ``KafkaRaftClient.RETRY_BACKOFF_BASE_MS``)."""
+FETCH_SNAPSHOT_MAX_BYTES = 8 << 20
+"""Chunk size asked for by FetchSnapshot (Kafka's ``KafkaRaftClient.MAX_FETCH_SIZE_BYTES``)."""
+STARTING_NEXT_OFFSET = -1
+"""A new listener's position: it gets the latest snapshot, if any, before any batch."""
 
 
 class RaftInvariantError(RuntimeError):
@@ -115,7 +133,7 @@ class _ListenerContext:
 
     def __init__(self, listener: RaftClientListener):
         self.listener = listener
-        self.next_offset = 0
+        self.next_offset = STARTING_NEXT_OFFSET
         self.last_fired: LeaderAndEpoch | None = None
 
 
@@ -159,8 +177,10 @@ class KafkaRaftClient(Generic[T]):
         retry_backoff_ms: int = 20,
         fetch_max_wait_ms: int = 500,
         cluster_id: str | None = None,
+        fetch_snapshot_max_bytes: int = FETCH_SNAPSHOT_MAX_BYTES,
     ):
         self.node_id = node_id
+        self.fetch_snapshot_max_bytes = fetch_snapshot_max_bytes
         self.log = log
         self.serde = serde
         self.time = time
@@ -200,6 +220,7 @@ class KafkaRaftClient(Generic[T]):
         self._in_flight: dict[int, _InFlight] = {}  # destination -> request
         self._backoff_until: dict[int, int] = {}  # destination -> ms
         self._parked_fetches: list[_ParkedFetch] = []
+        self._fetching_snapshot: RawSnapshotWriter | None = None  # a follower's download in progress
         self._shutting_down = False
         self._initialized = False
 
@@ -251,6 +272,20 @@ class KafkaRaftClient(Generic[T]):
         return self.prepare_append(epoch, records)
 
     schedule_atomic_append = schedule_append
+
+    def create_snapshot(
+        self, snapshot_id: SnapshotId, last_contained_log_time_ms: int
+    ) -> RecordsSnapshotWriter[T] | None:
+        """A writer for a snapshot of the state after every record below ``snapshot_id.end_offset``, whose
+        ``epoch`` is that of the record at ``end_offset - 1`` (Kafka's ``RaftClient.createSnapshot``).
+        None when it exists already or is below the log start offset; ValueError above the high watermark
+        or for a wrong epoch. The caller appends its records, then ``freeze()``s (or ``close()``s to give
+        up); the log is cleaned up to it on a later poll."""
+        raw = self.log.create_new_snapshot(snapshot_id)
+        return None if raw is None else RecordsSnapshotWriter(raw, self.serde, last_contained_log_time_ms)
+
+    def latest_snapshot_id(self) -> SnapshotId | None:
+        return self.log.latest_snapshot_id()
 
     def wakeup(self) -> None:
         with self._cond:
@@ -305,6 +340,7 @@ class KafkaRaftClient(Generic[T]):
         self._expire_requests(now)
         self._maybe_resign()
         wait_ms = self._poll_state()
+        self.log.maybe_clean()
         if self.quorum.is_leader():
             self._drain_appends(force=self._shutting_down)
             wait_ms = min(wait_ms, self._complete_parked_fetches(self._now()))
@@ -337,6 +373,7 @@ class KafkaRaftClient(Generic[T]):
         after = self.quorum.state
         self._in_flight.clear()
         self._backoff_until.clear()
+        self._abandon_snapshot_fetch()
         if not isinstance(after, LeaderState):
             with self._state_lock:
                 acc, self._accumulator = self._accumulator, None
@@ -444,9 +481,13 @@ class KafkaRaftClient(Generic[T]):
                     self._transition_to_candidate()
                     return 0
                 if not q.is_voter():
+                    self._abandon_snapshot_fetch()  # the leader may be gone: look for the current one
                     self._maybe_send_fetch(self._random_voter(), now)  # observer: look for the leader
                     return self._next_retry_ms(now)
-            self._maybe_send_fetch(state.leader, now)
+            if self._fetching_snapshot is not None:
+                self._maybe_send_fetch_snapshot(state.leader, now)
+            else:
+                self._maybe_send_fetch(state.leader, now)
             return min(max(0, state.fetch_deadline_ms - now), self._next_retry_ms(now))
         if isinstance(state, UnattachedState):
             if q.is_voter():
@@ -575,6 +616,20 @@ class KafkaRaftClient(Generic[T]):
             ),
         )
 
+    def _maybe_send_fetch_snapshot(self, destination: int, now: int) -> None:
+        writer = self._fetching_snapshot
+        if writer is None or destination == self.node_id or not self._can_send(destination, now):
+            return
+        request = FetchSnapshotRequestData(
+            self.node_id,
+            self.quorum.epoch,
+            writer.snapshot_id,
+            writer.size_in_bytes(),
+            self.fetch_snapshot_max_bytes,
+            self.cluster_id,
+        )
+        self._send_request(destination, request)
+
     # ---- inbound -----------------------------------------------------------------------------
     def _handle_inbound(self) -> None:
         with self._io_lock:
@@ -675,9 +730,13 @@ class KafkaRaftClient(Generic[T]):
         if data.fetch_offset < 0 or data.last_fetched_epoch < 0 or data.last_fetched_epoch > leader.epoch:
             return FetchResponseData(INVALID_REQUEST, current)
         leader.record_voter_fetch(data.replica_id, self._now())  # check-quorum: this voter is reachable
-        diverging = self._validate_offset_and_epoch(data.fetch_offset, data.last_fetched_epoch)
-        if diverging is not None:
-            return FetchResponseData(NONE, current, _hw(leader.high_watermark), (), diverging)
+        valid = self.log.validate_offset_and_epoch(data.fetch_offset, data.last_fetched_epoch)
+        hw = _hw(leader.high_watermark)
+        if valid.kind is ValidKind.DIVERGING:
+            diverging = EpochEndOffset(valid.offset_and_epoch.epoch, valid.offset_and_epoch.offset)
+            return FetchResponseData(NONE, current, hw, (), diverging)
+        if valid.kind is ValidKind.SNAPSHOT:
+            return FetchResponseData(NONE, current, hw, snapshot_id=SnapshotId(*valid.offset_and_epoch))
         leader.add_acknowledgement(data.replica_id)
         hw_before = leader.high_watermark
         if leader.update_replica_end_offset(data.replica_id, data.fetch_offset, self.time.milliseconds()):
@@ -686,16 +745,6 @@ class KafkaRaftClient(Generic[T]):
         if data.fetch_offset < self.log.end_offset() or data.max_wait_ms <= 0 or hw_before != leader.high_watermark:
             return self._fetch_response(data)  # data, or news of the high watermark, at once
         self._parked_fetches.append(_ParkedFetch(request, leader.high_watermark, self._now() + data.max_wait_ms))
-        return None
-
-    def _validate_offset_and_epoch(self, fetch_offset: int, last_fetched_epoch: int) -> EpochEndOffset | None:
-        """None when the fetcher's log agrees with ours up to ``fetch_offset``; else where it diverges
-        (Kafka's ``ReplicatedLog.validateOffsetAndEpoch``)."""
-        if fetch_offset == 0 and last_fetched_epoch == 0:
-            return None
-        end = self.log.end_offset_for_epoch(last_fetched_epoch)
-        if end.epoch != last_fetched_epoch or end.offset < fetch_offset:
-            return EpochEndOffset(end.epoch, end.offset)
         return None
 
     def _fetch_response(self, data: FetchRequestData) -> FetchResponseData:
@@ -738,8 +787,23 @@ class KafkaRaftClient(Generic[T]):
         return LeaderIdAndEpoch(self.quorum.leader_id, self.quorum.epoch)
 
     def _handle_fetch_snapshot_request(self, data: FetchSnapshotRequestData) -> FetchSnapshotResponseData:
+        """The bytes of snapshot ``data.snapshot_id`` from ``data.position``, at most ``data.max_bytes``
+        (Kafka's ``handleFetchSnapshotRequest``)."""
         error = self._validate_leader_only(data.current_leader_epoch)
-        return FetchSnapshotResponseData(error if error != NONE else SNAPSHOT_NOT_FOUND, self._current_leader())
+        current = self._current_leader()
+        if error != NONE:
+            return FetchSnapshotResponseData(error, current)
+        snapshot = self.log.read_snapshot(data.snapshot_id)
+        if snapshot is None:
+            return FetchSnapshotResponseData(SNAPSHOT_NOT_FOUND, current)
+        size = snapshot.size_in_bytes()
+        if not 0 <= data.position < size:
+            return FetchSnapshotResponseData(POSITION_OUT_OF_RANGE, current)
+        leader = self.quorum.state
+        assert isinstance(leader, LeaderState)
+        leader.record_voter_fetch(data.replica_id, self._now())
+        chunk = snapshot.read(data.position, max(1, min(data.max_bytes, size)))
+        return FetchSnapshotResponseData(NONE, current, data.snapshot_id, size, data.position, chunk)
 
     # ---- responses ---------------------------------------------------------------------------
     def _handle_response(self, response: RaftResponse) -> None:
@@ -767,6 +831,8 @@ class KafkaRaftClient(Generic[T]):
             request = pending.data
             assert isinstance(request, FetchRequestData)
             self._handle_fetch_response(source, request, data)
+        elif isinstance(data, FetchSnapshotResponseData):
+            self._handle_fetch_snapshot_response(source, data)
 
     def _handle_epoch_info(self, source: int, error: int, leader_id: int, epoch: int) -> bool:
         """Kafka's ``maybeHandleCommonResponse``: a newer epoch (or the leader of ours) moves us on;
@@ -812,6 +878,9 @@ class KafkaRaftClient(Generic[T]):
         if data.diverging_epoch is not None:
             self._truncate_to_end_offset(data.diverging_epoch)
             return
+        if data.snapshot_id is not None:
+            self._start_snapshot_fetch(state, data.snapshot_id)
+            return
         if data.records:
             if data.records[0].base_offset != self.log.end_offset():
                 return
@@ -821,6 +890,57 @@ class KafkaRaftClient(Generic[T]):
             hw = min(data.high_watermark, self.log.end_offset())
             state.update_high_watermark(hw)
             self._set_high_watermark(hw)
+
+    def _start_snapshot_fetch(self, state: FollowerState, snapshot_id: SnapshotId) -> None:
+        if snapshot_id.end_offset < 0 or snapshot_id.epoch < 0:
+            return
+        writer = self.log.create_new_snapshot_unchecked(snapshot_id)
+        if writer is None:  # we have it already (a crash between freezing and truncating)
+            self._install_snapshot(state, snapshot_id)
+            return
+        self._log.info("Fetching a snapshot from the leader", snapshot_id=snapshot_id, leader=state.leader)
+        self._fetching_snapshot = writer
+
+    def _handle_fetch_snapshot_response(self, source: int, data: FetchSnapshotResponseData) -> None:
+        """Kafka's ``handleFetchSnapshotResponse``: append the chunk; the last one freezes the snapshot and
+        moves the log to it."""
+        leader_id, epoch = data.current_leader
+        handled = self._handle_epoch_info(source, data.error_code, leader_id, epoch)
+        state = self.quorum.state
+        writer = self._fetching_snapshot
+        if writer is None or not (isinstance(state, FollowerState) and state.leader == source and epoch == state.epoch):
+            return
+        if data.error_code in (SNAPSHOT_NOT_FOUND, POSITION_OUT_OF_RANGE) or (
+            data.error_code == NONE
+            and (data.snapshot_id != writer.snapshot_id or data.position != writer.size_in_bytes())
+        ):
+            self._log.info("Restarting the snapshot fetch", snapshot_id=writer.snapshot_id, error=data.error_code)
+            self._abandon_snapshot_fetch()
+            return
+        if handled or data.error_code != NONE:
+            return  # backing off; the same chunk is asked for again
+        state.fetch_deadline_ms = self._now() + self.fetch_timeout_ms
+        writer.append(data.unaligned_records)
+        if writer.size_in_bytes() < data.size:
+            return
+        writer.freeze()
+        self._fetching_snapshot = None
+        self._install_snapshot(state, writer.snapshot_id)
+
+    def _install_snapshot(self, state: FollowerState, snapshot_id: SnapshotId) -> None:
+        if not self.log.truncate_to_latest_snapshot():
+            raise RaftInvariantError(
+                f"Node {self.node_id}: snapshot {snapshot_id} is not ahead of the log "
+                f"(end {self.log.end_offset()}, last epoch {self.log.last_fetched_epoch()})"
+            )
+        self._log.info("Truncated the log fully to the leader's snapshot", snapshot_id=snapshot_id)
+        state.update_high_watermark(snapshot_id.end_offset)
+        self._set_high_watermark(snapshot_id.end_offset)
+
+    def _abandon_snapshot_fetch(self) -> None:
+        writer, self._fetching_snapshot = self._fetching_snapshot, None
+        if writer is not None:
+            writer.close()
 
     def _truncate_to_end_offset(self, diverging: EpochEndOffset) -> None:
         """Kafka's ``truncateToEndOffset``: cut the log back to where it agrees with the leader."""
@@ -839,6 +959,8 @@ class KafkaRaftClient(Generic[T]):
         hw = self._high_watermark
         decoded: dict[int, Batch[T]] = {}
         for ctx in list(self._contexts):
+            if hw is not None:
+                self._maybe_load_snapshot(ctx, hw)
             if hw is not None and ctx.next_offset < hw:
                 for log_batch in self.log.read(ctx.next_offset, hw):
                     batch = decoded.get(log_batch.base_offset)
@@ -847,6 +969,21 @@ class KafkaRaftClient(Generic[T]):
                     self._call(ctx.listener.handle_commit, batch)
                     ctx.next_offset = log_batch.next_offset
             self._maybe_fire_leader_change(ctx)
+
+    def _maybe_load_snapshot(self, ctx: _ListenerContext, hw: int) -> None:
+        """Kafka's ``updateListenersProgress``: a new listener, or one below the log start offset, first
+        gets the latest snapshot."""
+        start = self.log.start_offset()
+        if ctx.next_offset < hw and (ctx.next_offset == STARTING_NEXT_OFFSET or ctx.next_offset < start):
+            raw = self.log.latest_snapshot()
+            if raw is not None:
+                ctx.next_offset = raw.snapshot_id.end_offset
+                self._call(ctx.listener.handle_load_snapshot, RecordsSnapshotReader(raw, self.serde))
+                return
+        if ctx.next_offset == STARTING_NEXT_OFFSET:
+            ctx.next_offset = 0
+        elif ctx.next_offset < start:
+            raise RaftInvariantError(f"Listener at {ctx.next_offset} below the log start {start} and no snapshot")
 
     def _maybe_fire_leader_change(self, ctx: _ListenerContext) -> None:
         current = self._leader_and_epoch

@@ -7,9 +7,12 @@ Mirrors ``org.apache.kafka.raft.{RaftClient.Listener, Batch, LeaderAndEpoch}`` a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Generic, NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, NamedTuple, Protocol, TypeVar
 
 from pykbroker.raft.quorum_state_store import NO_ID
+
+if TYPE_CHECKING:
+    from pykbroker.raft.records_snapshot import RecordsSnapshotReader
 
 T = TypeVar("T")
 
@@ -61,7 +64,13 @@ class RaftClientListener(Generic[T]):
     thread-safe append methods.
 
     - ``handle_commit(batch)``: every committed batch exactly once per registration, from offset 0 on
-      registration (that is how a restarting node replays the metadata log), control batches included.
+      registration (that is how a restarting node replays the metadata log), control batches included -
+      or, when the log has a snapshot, from the snapshot's end offset after ``handle_load_snapshot``.
+    - ``handle_load_snapshot(reader)``: replace the state with the snapshot's (Kafka's
+      ``handleLoadSnapshot``): the first thing a new registration gets when there is a snapshot, and what
+      a listener gets when the log moved past its position (a follower installed the leader's snapshot).
+      The batches that follow start at ``reader.snapshot_id.end_offset``. The reader holds the bytes in
+      memory and may be kept and iterated on another thread.
     - ``handle_leader_change(leader_and_epoch)``: a new leader or epoch. When the local node becomes
       leader this fires only after the listener has seen every batch below the epoch start offset.
     - ``begin_shutdown()``: the client is closing.
@@ -69,6 +78,9 @@ class RaftClientListener(Generic[T]):
 
     def handle_commit(self, batch: Batch[T]) -> None:
         raise NotImplementedError
+
+    def handle_load_snapshot(self, reader: RecordsSnapshotReader[T]) -> None:  # noqa: B027 - optional
+        pass
 
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
         pass

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from pykbroker.raft.quorum_state_store import NO_ID
 from pykbroker.raft.replicated_log import LogBatch
+from pykbroker.raft.snapshots import SnapshotId as SnapshotId  # re-exported: Fetch/FetchSnapshot's id
 
 # Kafka error codes used by the Raft RPCs.
 NONE = 0
@@ -30,6 +31,7 @@ FENCED_LEADER_EPOCH = 74
 UNKNOWN_LEADER_EPOCH = 75
 INCONSISTENT_VOTER_SET = 94
 SNAPSHOT_NOT_FOUND = 98
+POSITION_OUT_OF_RANGE = 99
 INCONSISTENT_CLUSTER_ID = 104
 
 # ApiKeys
@@ -53,11 +55,6 @@ class LeaderIdAndEpoch(NamedTuple):
 
     leader_id: int
     leader_epoch: int
-
-
-class SnapshotId(NamedTuple):
-    end_offset: int
-    epoch: int
 
 
 # ---- Vote ---------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from pykbroker.raft.file_replicated_log import decode_log_batches, encode_log_batches
+from pykbroker.raft.log_batch_codec import decode_log_batches, encode_log_batches
 from pykbroker.raft.raft_messages import (
     BEGIN_QUORUM_EPOCH,
     END_QUORUM_EPOCH,

@@ -2,22 +2,27 @@
 
 Several :class:`KafkaRaftClient` voters and an observer talk over an in-memory network that loses,
 delays (so reorders) and duplicates messages, is partitioned (into groups, or single links cut) and
-healed, while nodes crash and restart (keeping their log and quorum-state store, losing everything in
-memory and every message in flight to or from them - a restart resets connections). The leader appends
-records and sometimes resigns. After every step the invariants are checked:
+healed, while nodes crash and restart (keeping their log, snapshots and quorum-state store, losing
+everything in memory and every message in flight to or from them - a restart resets connections). The
+leader appends records and sometimes resigns. Nodes take snapshots at their high watermark (the state: every
+data record below it, as ``offset:value``, rebuilt from the previous snapshot and the log) and clean their
+logs up to them, so lagging nodes catch up through FetchSnapshot and restarted nodes load their snapshot.
+After every step the invariants are checked:
 
 * at most one leader per epoch (over the whole run);
 * a committed record (below some node's high watermark) is on a majority of voters, is never lost or
   changed on any node that has it, and no node has anything else below its high watermark;
 * no node's high watermark goes back (across restarts too), nor beyond its log end;
-* every listener sees exactly the committed batches, in order.
+* every listener sees exactly the committed batches, in order, after the snapshot it loaded, and its state
+  (snapshot plus batches) is the committed state at its offset;
+* a snapshot a node's log starts at is at most the committed end and holds exactly the committed state.
 
 Liveness: the run alternates chaos phases with phases where a random majority of voters (plus the
 observer) is up and fully connected without loss; within a bounded simulated time a leader must be
 elected among them and a fresh append must commit and reach the observer.
 
-Two tests break the protocol on purpose (commit on fewer than a majority, vote twice in an epoch) and
-check that the simulation notices.
+Three tests break the protocol on purpose (commit on fewer than a majority, vote twice in an epoch,
+snapshot above the high watermark) and check that the simulation notices.
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ from pykbroker.raft.kafka_raft_client import KafkaRaftClient
 from pykbroker.raft.quorum_state_store import MemoryQuorumStateStore
 from pykbroker.raft.raft_client import RaftClientListener
 from pykbroker.raft.raft_messages import RaftMessage
-from pykbroker.raft.replicated_log import LogBatch, MemoryReplicatedLog
+from pykbroker.raft.records_snapshot import RecordsSnapshotReader
+from pykbroker.raft.replicated_log import LogBatch, MemoryReplicatedLog, ReplicatedLog
+from pykbroker.raft.snapshots import SnapshotId
 from pykbroker.utils import logging as pyk_logging
 from pykbroker.utils.time import MockTime
 
@@ -75,24 +82,50 @@ class TrackingLog(MemoryReplicatedLog):
         super().__init__()
         self.min_truncation: int | None = None
         self.truncations = 0
+        self.snapshot_installs = 0
 
-    def truncate_to(self, offset: int) -> None:
+    def _note_truncation(self, offset: int) -> None:
         if offset < self.end_offset():
             self.truncations += 1
             self.min_truncation = offset if self.min_truncation is None else min(self.min_truncation, offset)
+
+    def truncate_to(self, offset: int) -> None:
+        self._note_truncation(offset)
         super().truncate_to(offset)
+
+    def _truncate_fully_and_start_at(self, offset: int) -> None:
+        self._note_truncation(offset)
+        self.snapshot_installs += 1
+        super()._truncate_fully_and_start_at(offset)
+
+    def snapshot_state(self, snapshot_id: SnapshotId) -> list[str]:
+        raw = self.read_snapshot(snapshot_id)
+        assert raw is not None
+        return RecordsSnapshotReader(raw, StringSerde()).records()
 
 
 class CommitListener(RaftClientListener):
+    """The state machine: ``state`` is every committed data record as ``offset:value``."""
+
     def __init__(self) -> None:
         self.base_offsets: list[int] = []
         self.next_offset = 0
+        self.state: list[str] = []
+        self.snapshots_loaded = 0
         self.error: str | None = None
+
+    def handle_load_snapshot(self, reader) -> None:
+        if self.base_offsets and reader.snapshot_id.end_offset <= self.next_offset and self.error is None:
+            self.error = f"listener at {self.next_offset} got the older snapshot {reader.snapshot_id}"
+        self.state = reader.records()
+        self.next_offset = reader.snapshot_id.end_offset
+        self.snapshots_loaded += 1
 
     def handle_commit(self, batch) -> None:
         if batch.base_offset != self.next_offset and self.error is None:
             self.error = f"listener got batch {batch.base_offset}, expected {self.next_offset}"
         self.base_offsets.append(batch.base_offset)
+        self.state += [f"{batch.base_offset + i}:{r}" for i, r in enumerate(batch.records)]
         self.next_offset = batch.last_offset + 1
 
 
@@ -134,6 +167,7 @@ class Simulation:
         self.appended = 0
         self.steps = 0
         self.recovery_ms: list[int] = []  # per liveness phase: time to elect and commit
+        self.snapshots_taken = 0
         for i in self.nodes:
             self.start(i)
 
@@ -224,6 +258,41 @@ class Simulation:
         except NotLeaderError:
             return None
 
+    def snapshot(self, node_id: int) -> None:
+        """Snapshot ``node_id``'s state at its high watermark (previous snapshot + log) and let the client
+        clean the log on its next poll."""
+        node = self.nodes[node_id]
+        client, log = node.client, node.log
+        hw = client.high_watermark() if client is not None else None
+        latest = log.latest_snapshot_id()
+        if client is None or hw is None or hw <= log.start_offset() or (latest and hw <= latest.end_offset):
+            return
+        batches = log.read(log.start_offset(), hw)
+        if not batches or batches[-1].next_offset != hw:
+            return
+        earliest = log.earliest_snapshot_id()
+        state = (
+            log.snapshot_state(earliest) if earliest is not None and earliest.end_offset == log.start_offset() else []
+        )
+        for b in batches:
+            if not b.control:
+                state += [f"{b.base_offset + i}:{r.value.decode()}" for i, r in enumerate(b.records)]  # type: ignore[union-attr]
+        writer = client.create_snapshot(SnapshotId(hw, batches[-1].epoch), 0)
+        if writer is not None:
+            writer.append(state)
+            writer.freeze()
+            self.snapshots_taken += 1
+
+    def committed_state(self, end: int) -> list[str]:
+        out: list[str] = []
+        for base in sorted(self.committed):
+            batch = self.committed[base]
+            if base >= end:
+                break
+            if not batch.control:
+                out += [f"{base + i}:{r.value.decode()}" for i, r in enumerate(batch.records)]  # type: ignore[union-attr]
+        return out
+
     # ---- invariants --------------------------------------------------------------------------
     def fail(self, message: str) -> None:
         raise InvariantViolation(f"step {self.steps} (t={self.now()}): {message}")
@@ -261,6 +330,16 @@ class Simulation:
             if hw > log.end_offset():
                 self.fail(f"node {node.id} high watermark {hw} beyond its log end {log.end_offset()}")
             self.last_hw[node.id] = hw
+        start = log.start_offset()
+        if start > self.verified[node.id]:  # the log starts at a snapshot (taken or installed)
+            snapshot_id = log.earliest_snapshot_id()
+            if snapshot_id is None or snapshot_id.end_offset != start:
+                self.fail(f"node {node.id}: log starts at {start} without a snapshot there ({snapshot_id})")
+            if start > self.committed_end:
+                self.fail(f"node {node.id} has snapshot {snapshot_id} beyond the committed end {self.committed_end}")
+            if log.snapshot_state(snapshot_id) != self.committed_state(start):
+                self.fail(f"node {node.id}: snapshot {snapshot_id} is not the committed state")
+            self.verified[node.id] = start
         limit = max(self.committed_end, hw or 0)
         if self.verified[node.id] >= limit:
             return
@@ -288,6 +367,8 @@ class Simulation:
             for base in node.listener.base_offsets:
                 if base not in self.committed:
                     self.fail(f"node {node.id} delivered uncommitted batch {base}")
+            if node.listener.state != self.committed_state(node.listener.next_offset):
+                self.fail(f"node {node.id}: listener state at {node.listener.next_offset} is not the committed one")
 
     # ---- phases ------------------------------------------------------------------------------
     def chaos(self, steps: int) -> None:
@@ -320,6 +401,8 @@ class Simulation:
                     leader.client.resign(leader.client.quorum.epoch)
             elif r < 0.13:
                 self.append()
+            elif r < 0.145 and alive:
+                self.snapshot(self.rng.choice(alive))
             self.step()
 
     def liveness(self) -> None:
@@ -387,6 +470,8 @@ def test_simulation(voters, first_seed):
         assert len(sim.leader_of_epoch) >= ROUNDS  # and there were elections
     assert sum(sim.steps for sim in sims) >= 25_000
     assert sum(n.log.truncations for sim in sims for n in sim.nodes.values()) > 0  # divergent suffixes were cut
+    assert sum(sim.snapshots_taken for sim in sims) > 50
+    assert sum(n.log.snapshot_installs for sim in sims for n in sim.nodes.values()) > 5  # FetchSnapshot happened
 
 
 def first_violation(voters: int, first_seed: int) -> str:
@@ -415,3 +500,24 @@ def test_simulation_catches_voting_twice_in_an_epoch(monkeypatch):
     monkeypatch.setattr(epoch_state.UnattachedState, "can_grant_vote", lambda self, candidate_id: True)
     for voters, first_seed in [(3, 0), (5, 1000)]:
         assert "two leaders in epoch" in first_violation(voters, first_seed)
+
+
+def test_simulation_catches_a_snapshot_above_the_high_watermark(monkeypatch):
+    """Let nodes snapshot (and so clean to, and serve) their log end instead of their high watermark: the
+    checker must see a snapshot holding records that are not committed."""
+    monkeypatch.setattr(ReplicatedLog, "create_new_snapshot", lambda self, sid: self.create_new_snapshot_unchecked(sid))
+    snapshot = Simulation.snapshot
+
+    def snapshot_at_log_end(self, node_id):
+        node = self.nodes[node_id]
+        if node.client is None:
+            return
+        node.client.high_watermark = node.log.end_offset  # an instance attribute shadows the method
+        try:
+            snapshot(self, node_id)
+        finally:
+            del node.client.high_watermark
+
+    monkeypatch.setattr(Simulation, "snapshot", snapshot_at_log_end)
+    for voters, first_seed in [(3, 0), (5, 1000)]:
+        assert "beyond the committed end" in first_violation(voters, first_seed)
