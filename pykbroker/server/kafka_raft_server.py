@@ -40,6 +40,7 @@ from pykbroker.metadata.log_config_schema import LogConfigSchema
 from pykbroker.metadata.metadata_loader import MetadataLoader
 from pykbroker.metadata.quorum_controller import QuorumController
 from pykbroker.metadata.records import MetadataRecordSerde
+from pykbroker.metadata.snapshot_generator import SnapshotGenerator
 from pykbroker.metrics.reporter import MetricsReporter, create_reporters
 from pykbroker.network.socket_server import CONTROL_PLANE, DATA_PLANE, SocketServer, SocketServerConfig
 from pykbroker.protocol import errors, request_schema
@@ -335,7 +336,17 @@ class KafkaRaftServer:
 
     def _start_loader(self, timeout: float) -> None:
         """MetadataLoader: committed metadata records -> image -> publishers (the broker's, on a broker)."""
-        self.loader = MetadataLoader(self.node_id, self.cluster_id, self.raft.high_watermark)
+        config = self.config
+        self.snapshot_generator = SnapshotGenerator(
+            self.node_id,
+            self.raft.create_snapshot,
+            self.time,
+            max_bytes_since_last_snapshot=config["metadata.log.max.record.bytes.between.snapshots"],
+            max_time_since_last_snapshot_ms=config["metadata.log.max.snapshot.interval.ms"],
+        )
+        self.loader = MetadataLoader(
+            self.node_id, self.cluster_id, self.raft.high_watermark, snapshot_generator=self.snapshot_generator
+        )
         publishers = [self.publisher] if self.is_broker else []
         self._await(
             self.loader.install_publishers(publishers),

@@ -23,10 +23,13 @@ from tests.helpers.wait import wait_until
 
 pytestmark = pytest.mark.integration
 
+SNAPSHOT_BYTES = "metadata.log.max.record.bytes.between.snapshots"
+
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = KRaftCluster(tmp_path_factory.mktemp("kraft"), controllers=3, brokers=2)
+    # Small snapshot interval: a few topic creations make a snapshot (and clean the metadata log behind it).
+    c = KRaftCluster(tmp_path_factory.mktemp("kraft"), controllers=3, brokers=2, **{SNAPSHOT_BYTES: "4096"})
     try:
         c.start()
         yield c
@@ -164,6 +167,40 @@ def test_no_commit_without_a_majority_of_controllers(cluster):
     assert result["majority-back"] in (0, 36), result
     wait_until(lambda: "majority-back" in topic_names(broker.bootstrap), 10, message="topic published")
     cluster.controllers[2].start()
+
+
+def snapshot_files(node: BrokerProcess) -> list[str]:
+    return sorted(p.name for p in node.data_dir.glob("logs/__cluster_metadata-0/*.checkpoint"))
+
+
+def test_a_controller_that_missed_snapshots_catches_up_by_fetch_snapshot(cluster):
+    broker = live_brokers(cluster)[0]
+    leader = cluster.await_leader()
+    lagging_id = next(i for i in cluster.controllers if i != leader)
+    lagging = cluster.controllers[lagging_id]
+    lagging.stop()
+    before = snapshot_files(cluster.controllers[leader])
+    names = [f"while-away-{i}" for i in range(60)]
+    for chunk in (names[:20], names[20:40], names[40:]):  # several snapshot intervals' worth of records
+        assert create_topics(broker.bootstrap, chunk) == {n: 0 for n in chunk}
+    taken = wait_until(
+        lambda: len(set(snapshot_files(cluster.controllers[leader])) - set(before)) >= 2 and True,
+        15,
+        message="two new snapshots on the leader",
+    )
+    assert taken
+    mark = len(lagging.lines)
+    lagging.start()
+    assert lagging.wait_for_line("Fetching a snapshot from the leader", 20, start=mark), lagging.output()[-3000:]
+    assert lagging.wait_for_line("Truncated the log fully to the leader's snapshot", 20, start=mark)
+
+    def caught_up() -> bool:
+        q = cluster.describe_quorum(cluster.controller_address(cluster.await_leader()))
+        ends = {v["replica_id"]: v["log_end_offset"] for v in q["current_voters"]}
+        return q["error_code"] == 0 and ends.get(lagging_id, -1) >= q["high_watermark"]
+
+    wait_until(caught_up, 20, message="the restarted controller caught up")
+    assert snapshot_files(lagging), "the fetched snapshot is on disk"
 
 
 def test_full_stop_and_restart_keeps_topics_and_configs(cluster):
