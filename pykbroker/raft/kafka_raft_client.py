@@ -63,7 +63,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pykbroker.raft.batch_accumulator import BatchAccumulator, NotLeaderError
-from pykbroker.raft.control_records import LEADER_CHANGE, LeaderChangeMessage, control_key, parse_control_type
+from pykbroker.raft.control_records import LEADER_CHANGE, LeaderChangeMessage, control_key
 from pykbroker.raft.epoch_state import (
     CandidateState,
     FollowerState,
@@ -72,9 +72,10 @@ from pykbroker.raft.epoch_state import (
     StateKind,
     UnattachedState,
 )
+from pykbroker.raft.listener_delivery import ListenerDelivery
 from pykbroker.raft.quorum_state import QuorumState
 from pykbroker.raft.quorum_state_store import NO_ID, QuorumStateStore
-from pykbroker.raft.raft_client import UNKNOWN_LEADER, Batch, LeaderAndEpoch, RaftClientListener, RecordSerde
+from pykbroker.raft.raft_client import UNKNOWN_LEADER, LeaderAndEpoch, RaftClientListener, RecordSerde
 from pykbroker.raft.raft_messages import (
     FENCED_LEADER_EPOCH,
     INCONSISTENT_CLUSTER_ID,
@@ -104,7 +105,7 @@ from pykbroker.raft.raft_messages import (
     VoteRequestData,
     VoteResponseData,
 )
-from pykbroker.raft.records_snapshot import RecordsSnapshotReader, RecordsSnapshotWriter
+from pykbroker.raft.records_snapshot import RecordsSnapshotWriter
 from pykbroker.raft.replicated_log import LogBatch, LogRecord, ReplicatedLog, ValidKind
 from pykbroker.raft.snapshots import RawSnapshotWriter
 from pykbroker.utils.logging import get_logger
@@ -117,24 +118,12 @@ RETRY_BACKOFF_BASE_MS = 100
 """Unit of the election backoffs (Kafka's ``KafkaRaftClient.RETRY_BACKOFF_BASE_MS``)."""
 FETCH_SNAPSHOT_MAX_BYTES = 8 << 20
 """Chunk size asked for by FetchSnapshot (Kafka's ``KafkaRaftClient.MAX_FETCH_SIZE_BYTES``)."""
-STARTING_NEXT_OFFSET = -1
 """A new listener's position: it gets the latest snapshot, if any, before any batch."""
 
 
 class RaftInvariantError(RuntimeError):
     """A Raft safety rule would be broken (Kafka throws IllegalStateException): e.g. truncating
     committed records."""
-
-
-class _ListenerContext:
-    """Delivery cursor of one registered listener. IO thread only."""
-
-    __slots__ = ("listener", "next_offset", "last_fired")
-
-    def __init__(self, listener: RaftClientListener):
-        self.listener = listener
-        self.next_offset = STARTING_NEXT_OFFSET
-        self.last_fired: LeaderAndEpoch | None = None
 
 
 @dataclass
@@ -209,9 +198,7 @@ class KafkaRaftClient(Generic[T]):
         self._accumulator: BatchAccumulator | None = None
         self._leader_and_epoch: LeaderAndEpoch = UNKNOWN_LEADER
         self._high_watermark: int | None = None
-        self._reg_lock = threading.Lock()
-        self._pending_registrations: list[tuple[bool, RaftClientListener]] = []  # (register?, listener)
-        self._contexts: list[_ListenerContext] = []
+        self._listeners: ListenerDelivery[T] = ListenerDelivery(node_id, log, serde, self._log)
         self._io_lock = threading.Lock()  # guards _inbound, _outbound, _resign_requested
         self._inbound: list[RaftMessage] = []
         self._outbound: list[RaftMessage] = []
@@ -227,13 +214,11 @@ class KafkaRaftClient(Generic[T]):
     # ---- thread-safe API ---------------------------------------------------------------------
     def register(self, listener: RaftClientListener[T]) -> None:
         """Start delivering to ``listener`` from offset 0 on the next poll."""
-        with self._reg_lock:
-            self._pending_registrations.append((True, listener))
+        self._listeners.register(listener)
         self.wakeup()
 
     def unregister(self, listener: RaftClientListener[T]) -> None:
-        with self._reg_lock:
-            self._pending_registrations.append((False, listener))
+        self._listeners.unregister(listener)
         self.wakeup()
 
     @property
@@ -355,13 +340,7 @@ class KafkaRaftClient(Generic[T]):
         return self.time.hi_res_milliseconds()
 
     def _apply_registrations(self) -> None:
-        with self._reg_lock:
-            pending, self._pending_registrations = self._pending_registrations, []
-        for register, listener in pending:
-            if register:
-                self._contexts.append(_ListenerContext(listener))
-            else:
-                self._contexts = [c for c in self._contexts if c.listener is not listener]
+        self._listeners.apply_registrations()
 
     # ---- transitions -------------------------------------------------------------------------
     def _transition(self, move: Callable[[], Any]) -> None:
@@ -956,72 +935,9 @@ class KafkaRaftClient(Generic[T]):
         self.log.truncate_to(offset)
 
     def _poll_listeners(self) -> None:
-        hw = self._high_watermark
-        decoded: dict[int, Batch[T]] = {}
-        for ctx in list(self._contexts):
-            if hw is not None:
-                self._maybe_load_snapshot(ctx, hw)
-            if hw is not None and ctx.next_offset < hw:
-                for log_batch in self.log.read(ctx.next_offset, hw):
-                    batch = decoded.get(log_batch.base_offset)
-                    if batch is None:
-                        batch = decoded[log_batch.base_offset] = self._to_batch(log_batch)
-                    self._call(ctx.listener.handle_commit, batch)
-                    ctx.next_offset = log_batch.next_offset
-            self._maybe_fire_leader_change(ctx)
-
-    def _maybe_load_snapshot(self, ctx: _ListenerContext, hw: int) -> None:
-        """Kafka's ``updateListenersProgress``: a new listener, or one below the log start offset, first
-        gets the latest snapshot."""
-        start = self.log.start_offset()
-        if ctx.next_offset < hw and (ctx.next_offset == STARTING_NEXT_OFFSET or ctx.next_offset < start):
-            raw = self.log.latest_snapshot()
-            if raw is not None:
-                ctx.next_offset = raw.snapshot_id.end_offset
-                self._call(ctx.listener.handle_load_snapshot, RecordsSnapshotReader(raw, self.serde))
-                return
-        if ctx.next_offset == STARTING_NEXT_OFFSET:
-            ctx.next_offset = 0
-        elif ctx.next_offset < start:
-            raise RaftInvariantError(f"Listener at {ctx.next_offset} below the log start {start} and no snapshot")
-
-    def _maybe_fire_leader_change(self, ctx: _ListenerContext) -> None:
-        current = self._leader_and_epoch
-        if ctx.last_fired == current or current.epoch == 0 and current.leader_id == NO_ID:
-            return
         state = self.quorum.state
-        if (
-            current.is_leader(self.node_id)
-            and isinstance(state, LeaderState)
-            and ctx.next_offset < state.epoch_start_offset
-        ):
-            return  # the listener must see everything before our epoch before it may act as leader
-        ctx.last_fired = current
-        self._call(ctx.listener.handle_leader_change, current)
-
-    def _to_batch(self, log_batch: LogBatch) -> Batch[T]:
-        size = sum(len(r.value or b"") for r in log_batch.records)
-        if log_batch.control:
-            control = [(parse_control_type(r.key), r.value or b"") for r in log_batch.records]
-            return Batch(
-                log_batch.base_offset,
-                log_batch.epoch,
-                log_batch.last_offset,
-                [],
-                control,
-                log_batch.append_time_ms,
-                size,
-            )
-        records = [self.serde.read(r.value or b"") for r in log_batch.records]
-        return Batch(
-            log_batch.base_offset, log_batch.epoch, log_batch.last_offset, records, [], log_batch.append_time_ms, size
-        )
-
-    def _call(self, fn, arg) -> None:
-        try:
-            fn(arg)
-        except Exception:  # noqa: BLE001 - a listener must not stop the IO thread
-            self._log.exception("Listener callback failed", callback=getattr(fn, "__qualname__", fn))
+        epoch_start = state.epoch_start_offset if isinstance(state, LeaderState) else None
+        self._listeners.poll(self._high_watermark, self._leader_and_epoch, epoch_start)
 
     # ---- shutdown ----------------------------------------------------------------------------
     def begin_shutdown(self) -> None:
@@ -1047,8 +963,7 @@ class KafkaRaftClient(Generic[T]):
             dropped = acc.close()
             if dropped:
                 self._log.warning("Dropped queued records at shutdown", records=dropped)
-        for ctx in self._contexts:
-            self._call(lambda _, ctx=ctx: ctx.listener.begin_shutdown(), None)
+        self._listeners.begin_shutdown()
         self.log.flush()
 
 
