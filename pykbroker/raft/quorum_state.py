@@ -141,7 +141,16 @@ class QuorumState:
             raise IllegalRaftStateTransition(f"Cannot move from {self.state} to Unattached in epoch {epoch}")
         if epoch == self.epoch and self.state.kind is U:
             raise IllegalRaftStateTransition(f"Already Unattached in epoch {epoch}")
-        deadline = self.time.hi_res_milliseconds() + self.random_election_timeout_ms()
+        # Kafka's QuorumState.transitionToUnattached: an Unattached voter or a Candidate keeps the time it
+        # had left. Otherwise a candidate that cannot win (its log is behind) would push every other voter's
+        # election back with each of its epochs, and nobody would ever be elected.
+        state = self.state
+        if isinstance(state, UnattachedState) and state.election_deadline_ms:
+            deadline = state.election_deadline_ms
+        elif isinstance(state, CandidateState) and state.election_deadline_ms:
+            deadline = state.election_deadline_ms
+        else:
+            deadline = self.time.hi_res_milliseconds() + self.random_election_timeout_ms()
         self._durable_transition(UnattachedState(epoch, self.voters, election_deadline_ms=deadline))
 
     def transition_to_unattached_voted(self, epoch: int, candidate_id: int) -> None:

@@ -50,6 +50,27 @@ def test_illegal_transitions_raise():
         q.transition_to_unattached(0)  # smaller epoch
 
 
+def test_a_higher_epoch_keeps_an_unattached_or_candidate_voters_election_deadline():
+    """Kafka's transitionToUnattached: a voter that learns of a higher epoch without a leader (a Vote it
+    rejects) keeps the time it had left, so a candidate that cannot win cannot postpone the others'
+    elections epoch after epoch (found with a restarted controller whose log was behind)."""
+    q = quorum()
+    q.transition_to_unattached(1)
+    deadline = q.state.election_deadline_ms
+    q.time.sleep(100)
+    q.transition_to_unattached(2)
+    q.transition_to_unattached(3)
+    assert q.state.election_deadline_ms == deadline
+    q.transition_to_candidate()
+    candidate_deadline = q.state.election_deadline_ms
+    q.transition_to_unattached(9)
+    assert q.state.election_deadline_ms == candidate_deadline
+    q.transition_to_follower(9, 2)
+    q.time.sleep(5000)
+    q.transition_to_unattached(10)  # from a follower: a fresh timeout, counted from now
+    assert q.state.election_deadline_ms > q.time.hi_res_milliseconds() > candidate_deadline
+
+
 def test_vote_once_per_epoch():
     q = quorum()
     q.transition_to_unattached_voted(5, 2)
