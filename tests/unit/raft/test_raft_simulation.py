@@ -18,11 +18,13 @@ After every step the invariants are checked:
 * a snapshot a node's log starts at is at most the committed end and holds exactly the committed state.
 
 Liveness: the run alternates chaos phases with phases where a random majority of voters (plus the
-observer) is up and fully connected without loss; within a bounded simulated time a leader must be
-elected among them and a fresh append must commit and reach the observer.
+observer), or every node, is up and fully connected without loss; within a bounded simulated time a
+leader must be elected and a fresh append must commit and reach every connected node. (With every node
+connected, a voter whose log is behind keeps standing and losing: the others must still elect.)
 
-Three tests break the protocol on purpose (commit on fewer than a majority, vote twice in an epoch,
-snapshot above the high watermark) and check that the simulation notices.
+Four tests break the protocol on purpose (commit on fewer than a majority, vote twice in an epoch,
+snapshot above the high watermark, a fresh election timeout on every higher epoch) and check that the
+simulation notices.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import pytest
 from pykbroker.raft import epoch_state
 from pykbroker.raft.batch_accumulator import NotLeaderError
 from pykbroker.raft.kafka_raft_client import KafkaRaftClient
+from pykbroker.raft.quorum_state import QuorumState
 from pykbroker.raft.quorum_state_store import MemoryQuorumStateStore
 from pykbroker.raft.raft_client import RaftClientListener
 from pykbroker.raft.raft_messages import RaftMessage
@@ -57,7 +60,7 @@ def quiet_logs():
 TICK_MS = 5
 ELECTION_TIMEOUT_MS = 100
 FETCH_TIMEOUT_MS = 200
-ELECTION_BACKOFF_MAX_MS = 100
+ELECTION_BACKOFF_MAX_MS = 60
 REQUEST_TIMEOUT_MS = 150
 FETCH_MAX_WAIT_MS = 50
 LIVENESS_BOUND_MS = 4000
@@ -410,6 +413,9 @@ class Simulation:
         crashed or cut off. A leader must emerge and commit a new record within the bound."""
         majority = set(self.rng.sample(self.voters, self.majority))
         connected = majority | set(self.observers)
+        if self.rng.random() < 0.5:  # or everyone: voters whose logs are behind must not hold up the others
+            majority = set(self.voters)
+            connected |= majority
         self.loss = self.duplicate = 0.0
         self.cut_links.clear()
         for i in self.nodes:
@@ -526,3 +532,17 @@ def test_simulation_catches_a_snapshot_above_the_high_watermark(monkeypatch):
     monkeypatch.setattr(Simulation, "snapshot", snapshot_at_log_end)
     for voters, first_seed in [(3, 0), (5, 1000)]:
         assert "beyond the committed end" in first_violation(voters, first_seed)
+
+
+def test_simulation_catches_a_stale_candidate_postponing_elections(monkeypatch):
+    """Give every voter a fresh election timeout whenever a higher epoch reaches it (instead of keeping the
+    time it had left): a voter whose log is behind keeps standing, losing and bumping the epoch, and with
+    every node connected nobody else ever stands - the liveness check must fail."""
+
+    def fresh_timeout(self, epoch):
+        deadline = self.time.hi_res_milliseconds() + self.random_election_timeout_ms()
+        self._durable_transition(epoch_state.UnattachedState(epoch, self.voters, election_deadline_ms=deadline))
+
+    monkeypatch.setattr(QuorumState, "transition_to_unattached", fresh_timeout)
+    for voters, first_seed in [(3, 0), (5, 1000)]:
+        assert "no commit within" in first_violation(voters, first_seed)
