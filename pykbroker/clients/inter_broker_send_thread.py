@@ -8,7 +8,8 @@ entries into sends once the node's connection is ready (connected and past ApiVe
 
 * :meth:`send` queues a request for ``node_id``, whose address comes from :meth:`set_address`. The
   request goes out at the version ``min(ours, the node's newest)``.
-* A request waits at most ``request_timeout_ms`` for its connection. Once sent, the NetworkClient's own
+* A request waits at most ``request_timeout_ms`` for its connection; a node whose last connection
+  attempt failed (still in its reconnect back-off) fails it at once. Once sent, the NetworkClient's own
   ``request.timeout.ms`` applies. When either expires the callback gets :class:`RequestTimeoutError`; a
   dropped connection gives :class:`~pykbroker.clients.network_client.DisconnectError`.
 * Callbacks ``callback(response_dict | None, error | None)`` run on this thread. They must be quick and
@@ -185,6 +186,15 @@ class InterBrokerSendThread:
                     client.send(node_id, p.api_key, version, p.body, lambda r, e, cb=p.callback: self._call(cb, r, e))
                 except Exception as e:  # noqa: BLE001 - unsupported version, encoding error
                     self._call(p.callback, None, e)
+            if queue and node_id not in client.conns and client.connection_delay(node_id, now) > 0:
+                # The last connection attempt failed and the next waits for its back-off: fail fast, so the
+                # caller can go elsewhere (another controller) or back off itself.
+                while queue:
+                    self._call(
+                        queue.popleft().callback,
+                        None,
+                        DisconnectError(f"node {node_id} is not reachable (reconnect back-off)"),
+                    )
             while queue and queue[0].deadline <= now:
                 p = queue.popleft()
                 self._call(

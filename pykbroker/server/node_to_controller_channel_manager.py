@@ -3,10 +3,12 @@
 Mirrors Kafka's ``NodeToControllerChannelManagerImpl`` together with ``RaftControllerNodeProvider``. The
 active controller is the leader of the metadata quorum, as this node's Raft client knows it (a broker is
 a Raft observer). Its address is its entry in ``controller.quorum.voters``: the controller listener.
-A request goes to that node. If the leader is not known yet, the connection fails, or the answer says
-NOT_CONTROLLER, the request is sent again after ``retry_backoff_ms`` to the leader known by then. So a
-request "finds the new leader when the active controller changes". This continues until the request's
-own deadline. At the deadline the future fails with
+A request goes to that node. If the connection fails or the answer says NOT_CONTROLLER, it goes at once to
+the next controller that has not failed it yet. This node's Raft client may not have heard of a new leader
+yet, and a controller that is not active answers NOT_CONTROLLER at once. When every controller has
+failed it, or no leader is known, the request is sent again after ``retry_backoff_ms``. So a request
+"finds the new leader when the active controller changes", as soon as that leader is elected. This
+continues until the request's own deadline. At the deadline the future fails with
 :class:`~pykbroker.protocol.errors.KafkaTimeoutError` (REQUEST_TIMED_OUT): with no majority of
 controllers there is no leader, and no write can commit.
 
@@ -61,6 +63,7 @@ class NodeToControllerChannelManager:
             request_timeout_ms=request_timeout_ms,
             time=time,
         )
+        self.controller_ids = frozenset(controller_addresses)
         for cid, (host, port) in controller_addresses.items():
             self.send_thread.set_address(cid, host, port)
 
@@ -72,13 +75,29 @@ class NodeToControllerChannelManager:
 
     def send_request(self, api_key: int, version: int, body: dict, timeout_ms: int) -> Future:
         """Send ``body`` to the active controller; the future gets the response dict, or
-        RequestTimedOutError once ``timeout_ms`` passed without an answer from an active controller."""
+        KafkaTimeoutError once ``timeout_ms`` passed without an answer from an active controller."""
         future: Future = Future()
         deadline = self.time.hi_res_milliseconds() + timeout_ms
-        self._attempt(api_key, version, body, future, deadline, None)
+        self._attempt(api_key, version, body, future, deadline, None, frozenset())
         return future
 
-    def _attempt(self, api_key: int, version: int, body: dict, future: Future, deadline: float, last) -> None:
+    def _pick(self, failed: frozenset[int]) -> int:
+        """The Raft leader as this node knows it; when that one just failed this request (it died, or is
+        no longer active and this node has not heard of the new leader yet), the next controller that has
+        not, so a new active controller is found as soon as it is elected. -1 when none is left."""
+        leader = self.controller_id()
+        if leader >= 0 and leader not in failed:
+            return leader
+        ids = sorted(self.controller_ids)
+        start = ids.index(leader) + 1 if leader in ids else 0
+        for node in ids[start:] + ids[:start]:
+            if node not in failed:
+                return node
+        return -1
+
+    def _attempt(
+        self, api_key: int, version: int, body: dict, future: Future, deadline: float, last, failed: frozenset[int]
+    ) -> None:
         if future.done():
             return
         now = self.time.hi_res_milliseconds()
@@ -86,25 +105,35 @@ class NodeToControllerChannelManager:
             why = f" (last: {last})" if last else ""
             _set_exception(future, errors.KafkaTimeoutError(f"No answer from an active controller in time{why}"))
             return
-        controller = self.controller_id()
-        if controller < 0:
-            self._retry(api_key, version, body, future, deadline, "no active controller known")
+        controller = self._pick(failed)
+        if controller < 0:  # every controller failed this round: back off, then start over
+            self._retry(api_key, version, body, future, deadline, last or "no active controller known", frozenset())
             return
 
         def on_response(response: dict | None, error: Exception | None) -> None:
             if error is not None or response is None:
-                self._retry(api_key, version, body, future, deadline, f"controller {controller}: {error}")
+                why = f"controller {controller}: {error}"
             elif has_not_controller(response):
-                self._retry(api_key, version, body, future, deadline, f"node {controller} is not the controller")
+                why = f"node {controller} is not the controller"
             else:
                 _set_result(future, response)
+                return
+            tried = failed | {controller}
+            if len(tried) < len(self.controller_ids):  # try the next controller at once
+                self.send_thread.schedule(
+                    0, lambda: self._attempt(api_key, version, body, future, deadline, why, tried)
+                )
+            else:
+                self._retry(api_key, version, body, future, deadline, why, frozenset())
 
         self.send_thread.send(controller, api_key, version, body, on_response)
 
-    def _retry(self, api_key: int, version: int, body: dict, future: Future, deadline: float, why: str) -> None:
+    def _retry(
+        self, api_key: int, version: int, body: dict, future: Future, deadline: float, why: str, failed: frozenset[int]
+    ) -> None:
         self._log.debug("Retrying a request to the controller", api_key=api_key, reason=why)
         delay = min(self.retry_backoff_ms, max(0.0, deadline - self.time.hi_res_milliseconds()))
-        self.send_thread.schedule(delay, lambda: self._attempt(api_key, version, body, future, deadline, why))
+        self.send_thread.schedule(delay, lambda: self._attempt(api_key, version, body, future, deadline, why, failed))
 
 
 def _set_result(future: Future, value) -> None:
