@@ -178,3 +178,33 @@ def test_unknown_metric_reporter_stops_start_up_with_a_config_error(broker_facto
     assert "Invalid value com.example.NoSuchReporter for configuration metric.reporters" in str(e.value)
     assert "Class com.example.NoSuchReporter cannot be found" in str(e.value)
     assert "Traceback" not in str(e.value)
+
+
+def metrics_url(broker) -> str:
+    line = broker.wait_for_line(r"Prometheus metrics endpoint listening on \S+:\d+")
+    assert line is not None, broker.output()
+    host, port = re.search(r"listening on (\S+):(\d+)", line).groups()
+    return f"http://{host}:{port}/metrics"
+
+
+def test_errors_per_sec_counts_each_response_error_code(broker_factory):
+    from tests.helpers.topics import produce_raw, record_batch
+
+    broker = broker_factory(**REPORTER)
+    url = metrics_url(broker)
+    create_topic(broker.bootstrap, "errors-t", 1)
+    assert produce_raw(broker.bootstrap, "errors-t", record_batch(3))["error_code"] == 0
+    for _ in range(2):
+        assert produce_raw(broker.bootstrap, "no-such-topic", record_batch(3))["error_code"] == 3
+
+    def counted():
+        samples = scrape(url)
+        produce = by_label(samples, "kafka_network_requestmetrics_errors_total", "error", request="Produce")
+        return produce if produce.get("UNKNOWN_TOPIC_OR_PARTITION") == 2 else None
+
+    produce = wait_until(counted, timeout=10, message="Produce errors counted")
+    assert produce == {"NONE": 1, "UNKNOWN_TOPIC_OR_PARTITION": 2}
+    samples = scrape(url)
+    # Every API answered counts its response's codes, NONE included (ApiVersions, Metadata, CreateTopics...).
+    assert value(samples, "kafka_network_requestmetrics_errors_total", request="ApiVersions", error="NONE") >= 1
+    assert value(samples, "kafka_network_requestmetrics_errors_total", request="CreateTopics", error="NONE") >= 1
