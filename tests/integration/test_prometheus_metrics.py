@@ -208,3 +208,30 @@ def test_errors_per_sec_counts_each_response_error_code(broker_factory):
     # Every API answered counts its response's codes, NONE included (ApiVersions, Metadata, CreateTopics...).
     assert value(samples, "kafka_network_requestmetrics_errors_total", request="ApiVersions", error="NONE") >= 1
     assert value(samples, "kafka_network_requestmetrics_errors_total", request="CreateTopics", error="NONE") >= 1
+
+
+def test_raft_metrics_of_a_single_node(broker_factory):
+    broker = broker_factory(**REPORTER)
+    url = metrics_url(broker)
+    create_topic(broker.bootstrap, "raft-t", 1)  # metadata records: commits on the Raft log
+
+    def led():
+        samples = scrape(url)
+        if samples.get(("kafka_server_raft_metrics_high_watermark", ()), 0) > 0:
+            return samples
+        return None
+
+    samples = wait_until(led, timeout=10, message="raft-metrics with a high watermark")
+    node = 1  # node.id of tests/helpers/broker.py
+    assert value(samples, "kafka_server_raft_metrics_current_leader") == node
+    assert value(samples, "kafka_server_raft_metrics_current_vote") == node
+    assert value(samples, "kafka_server_raft_metrics_current_epoch") >= 1
+    assert value(samples, "kafka_server_raft_metrics_current_state_info", state="leader") == 1
+    assert value(samples, "kafka_server_raft_metrics_log_end_offset") >= value(
+        samples, "kafka_server_raft_metrics_high_watermark"
+    )
+    assert value(samples, "kafka_server_raft_metrics_log_end_epoch") >= 1
+    assert value(samples, "kafka_server_raft_metrics_append_records_rate") > 0
+    assert value(samples, "kafka_server_raft_metrics_commit_latency_max") >= 0
+    assert value(samples, "kafka_server_raft_metrics_commit_latency_avg") >= 0
+    assert value(samples, "kafka_server_raft_metrics_election_latency_max") >= 0
