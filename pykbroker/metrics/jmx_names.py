@@ -11,6 +11,12 @@ The rules are those of the JMX exporter's example Kafka configurations (Kafka 2.
   99th and 999th percentiles plus ``kafka_<d>_<t>_<n>_count`` (exposed as a Prometheus summary, which
   also carries ``_sum``).
 
+* a Kafka Metrics attribute (``org.apache.kafka.common.metrics``, JMX ``kafka.server:type=<group>`` attribute
+  ``<attribute>``), registered as ``kafka.server:type=<group>,name=<attribute>`` with ``<group>`` ending in
+  ``-metrics`` -> gauge ``kafka_server_<group>_<attribute>`` with ``-`` made ``_`` (the exporter's KRaft rules:
+  ``kafka_server_raft_metrics_current_leader``); ``raft-metrics`` ``current-state`` -> ``..._current_state_info``
+  (value 1, the state as label ``state``).
+
 Names are lower-cased, label names are the MBean keys as they are (``delayedOperation``), in the order
 of the MBean name. Gauges named ``...Percent`` also get the ``_percent`` name of the exporter's later
 "Percent" rules (``kafka_network_socketserver_networkprocessoravgidle_percent``), which other
@@ -39,6 +45,7 @@ QUANTILES: tuple[tuple[str, float], ...] = (
 _PER_SEC = re.compile(r"^(.+)PerSec\w*$")
 _PERCENT = re.compile(r"^(.+)Percent\w*$")
 _WORD = re.compile(r"^\w+$")
+_INVALID = re.compile(r"[^a-zA-Z0-9_:]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +90,13 @@ def to_prometheus(mbean: str, kind: str) -> PrometheusName | None:
     type_, name = keys[0][1], keys[1][1]
     labels = tuple(keys[2:])
     help_ = f"{domain}:type={type_},name={name}"
+    if type_.endswith("-metrics"):  # a Kafka Metrics group: the exporter's KRaft rules
+        if kind != "gauge":
+            return None
+        base = _INVALID.sub("_", f"kafka_{sub}_{type_}_{name}").lower()
+        if type_ == "raft-metrics" and name == "current-state":
+            base += "_info"
+        return PrometheusName(base, GAUGE, labels, help=f"{domain}:type={type_} {name}")
     if kind == "meter":
         m = _PER_SEC.match(name)
         if m is None:  # the exporter's generic "Count" rule: kafka_<d>_<t>_<n>_count

@@ -11,7 +11,8 @@ Mirrors ``kafka.network.RequestChannel``:
   :data:`SHUTDOWN_REQUEST` stops one handler thread;
 * request metrics (RequestQueueTimeMs, LocalTimeMs, RemoteTimeMs, ResponseQueueTimeMs,
   ResponseSendTimeMs, TotalTimeMs per API) are recorded when the response is done, from the
-  nanosecond timestamps the Request carries, exactly at Kafka's points.
+  nanosecond timestamps the Request carries, exactly at Kafka's points; ErrorsPerSec (per API and error
+  code, NONE included) when a response is sent, from the error counts its sender gives.
 
 Thread-safe: queues are thread-safe; a Request's timestamps are written by one thread at a time as it
 moves Processor -> handler -> (purgatory) -> Processor.
@@ -26,7 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pykbroker.network.channel import NetworkSend
-from pykbroker.utils.metrics import MetricsRegistry, request_metric_name
+from pykbroker.protocol import errors
+from pykbroker.utils.metrics import Meter, MetricsRegistry, request_metric_name
 from pykbroker.utils.time import SYSTEM, Time
 
 
@@ -245,6 +247,7 @@ class RequestChannel:
         self.processors: dict[int, Any] = {}
         self._request_metrics: dict[str, tuple] = {}  # api name -> its six histograms (update_request_metrics)
         self._requests_per_sec: dict[tuple[str, int], object] = {}  # (api name, version) -> RequestsPerSec meter
+        self._errors_per_sec: dict[tuple[str, int], Meter] = {}  # (api name, error code) -> ErrorsPerSec meter
         self.metrics.gauge(
             f"kafka.network:type=RequestChannel,name={metric_prefix}RequestQueueSize", self.request_queue.qsize
         )
@@ -346,6 +349,17 @@ class RequestChannel:
                     f"kafka.network:type=RequestMetrics,name=RequestsPerSec,request={api},version={version}"
                 )
             meter.mark()
+
+    def update_error_metrics(self, api: str, error_counts: dict[int, int]) -> None:
+        """Kafka's updateErrorMetrics: mark ``ErrorsPerSec`` under ``request=<api>,error=<ERROR_NAME>`` by the
+        count of each error code of a response (NONE included)."""
+        for code, count in error_counts.items():
+            meter = self._errors_per_sec.get((api, code))
+            if meter is None:
+                meter = self._errors_per_sec[(api, code)] = self.metrics.meter(
+                    f"kafka.network:type=RequestMetrics,name=ErrorsPerSec,request={api},error={errors.name_of(code)}"
+                )
+            meter.mark(count)
 
     def _register_request_metrics(self, api: str) -> tuple:
         """The six histograms of ``api``, looked up by name once."""

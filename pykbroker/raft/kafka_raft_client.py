@@ -60,7 +60,7 @@ import random as _random
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pykbroker.raft.batch_accumulator import BatchAccumulator, NotLeaderError
 from pykbroker.raft.control_records import LEADER_CHANGE, LeaderChangeMessage, control_key
@@ -110,6 +110,9 @@ from pykbroker.raft.replicated_log import LogBatch, LogRecord, ReplicatedLog, Va
 from pykbroker.raft.snapshots import RawSnapshotWriter
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM, Time
+
+if TYPE_CHECKING:
+    from pykbroker.raft.kafka_raft_metrics import KafkaRaftMetrics
 
 T = TypeVar("T")
 
@@ -210,6 +213,8 @@ class KafkaRaftClient(Generic[T]):
         self._fetching_snapshot: RawSnapshotWriter | None = None  # a follower's download in progress
         self._shutting_down = False
         self._initialized = False
+        self.metrics: KafkaRaftMetrics | None = None  # set by KafkaRaftMetrics; recorded on the Raft thread
+        self._uncommitted: list[tuple[int, int]] = []  # leader: (next offset, append ms) of batches not committed
 
     # ---- thread-safe API ---------------------------------------------------------------------
     def register(self, listener: RaftClientListener[T]) -> None:
@@ -350,6 +355,13 @@ class KafkaRaftClient(Generic[T]):
         before = self.quorum.state
         move()
         after = self.quorum.state
+        self._uncommitted.clear()
+        metrics = self.metrics
+        if metrics is not None:  # Kafka: an election runs from standing to knowing a leader
+            if after.kind is StateKind.CANDIDATE and before.kind is not StateKind.CANDIDATE:
+                metrics.update_election_start_ms(self.time.milliseconds())
+            elif after.kind in (StateKind.LEADER, StateKind.FOLLOWER):
+                metrics.maybe_update_election_latency(self.time.milliseconds())
         self._in_flight.clear()
         self._backoff_until.clear()
         self._abandon_snapshot_fetch()
@@ -537,6 +549,9 @@ class KafkaRaftClient(Generic[T]):
         now = self.time.milliseconds()
         for records in batches:
             self.log.append_as_leader(records, state.epoch, control=False, append_time_ms=now)
+        if self.metrics is not None:
+            self.metrics.update_append_records(sum(len(records) for records in batches))
+            self._uncommitted.append((self.log.end_offset(), now))
         self._flush_and_update_hw(state)
 
     def _flush_and_update_hw(self, leader: LeaderState) -> None:
@@ -552,6 +567,10 @@ class KafkaRaftClient(Generic[T]):
         self.log.update_high_watermark(hw)
         with self._state_lock:
             self._high_watermark = hw
+        if self._uncommitted and self.metrics is not None:  # Kafka's commit latency: append to commit
+            now = self.time.milliseconds()
+            while self._uncommitted and self._uncommitted[0][0] <= hw:
+                self.metrics.update_commit_latency(max(0, now - self._uncommitted.pop(0)[1]))
 
     # ---- outbound requests -------------------------------------------------------------------
     def _can_send(self, destination: int, now: int) -> bool:
@@ -865,6 +884,8 @@ class KafkaRaftClient(Generic[T]):
                 return
             self.log.append_as_follower(list(data.records))
             self.log.flush()
+            if self.metrics is not None:
+                self.metrics.update_fetched_records(sum(len(b.records) for b in data.records))
         if data.high_watermark >= 0:
             hw = min(data.high_watermark, self.log.end_offset())
             state.update_high_watermark(hw)

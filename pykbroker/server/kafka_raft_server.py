@@ -50,6 +50,7 @@ from pykbroker.raft.file_replicated_log import FileReplicatedLog
 from pykbroker.raft.kafka_network_channel import KafkaNetworkChannel, parse_voters
 from pykbroker.raft.kafka_raft_client import KafkaRaftClient
 from pykbroker.raft.kafka_raft_client_driver import KafkaRaftClientDriver
+from pykbroker.raft.kafka_raft_metrics import KafkaRaftMetrics
 from pykbroker.raft.quorum_state_store import FileQuorumStateStore
 from pykbroker.server.api_version_manager import ApiVersionManager
 from pykbroker.server.broker_lifecycle_manager import BrokerLifecycleManager, BrokerRegistrationError
@@ -298,6 +299,7 @@ class KafkaRaftServer:
             fetch_max_wait_ms=min(500, config["controller.quorum.request.timeout.ms"] // 2),
             cluster_id=self.cluster_id,
         )
+        KafkaRaftMetrics(self.metrics, self.raft, self.time)  # kafka.server:type=raft-metrics
         self.raft_channel: KafkaNetworkChannel | None = None
         if not self.single_node:
             self.raft_channel = KafkaNetworkChannel(

@@ -2,7 +2,9 @@
 
 ``send_response`` encodes a response body (a dict per the API's response schema) at the request's
 version on the calling handler thread and hands the resulting send to the request's Processor.
-Error responses come from :mod:`pykbroker.server.error_responses`.
+Error responses come from :mod:`pykbroker.server.error_responses`. Each response's error codes are counted
+(:func:`error_counts`) into the RequestChannel's ErrorsPerSec meters, as Kafka's ``RequestChannel.sendResponse``
+does with ``AbstractResponse.errorCounts``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,35 @@ from pykbroker.server.error_responses import build_error_response
 from pykbroker.utils.logging import get_logger
 
 _log = get_logger("RequestHelper")
+
+
+def error_counts(body: dict) -> dict[int, int]:
+    """The ``error_code`` fields of a response body counted by code: the top level's, its entries' (topics,
+    groups, results...) and theirs (partitions), the levels where Kafka's ``errorCounts`` finds them. Only
+    lists of dicts are walked, two levels deep, so records and other leaves are never looked at."""
+    counts: dict[int, int] = {}
+    code = body.get("error_code")
+    if code is not None:
+        counts[code] = 1
+    for value in body.values():
+        if type(value) is not list:
+            continue
+        for entry in value:
+            if type(entry) is not dict:
+                break
+            code = entry.get("error_code")
+            if code is not None:
+                counts[code] = counts.get(code, 0) + 1
+            for inner in entry.values():
+                if type(inner) is not list:
+                    continue
+                for leaf in inner:
+                    if type(leaf) is not dict:
+                        break
+                    code = leaf.get("error_code")
+                    if code is not None:
+                        counts[code] = counts.get(code, 0) + 1
+    return counts
 
 
 class RequestHelper:
@@ -30,13 +61,16 @@ class RequestHelper:
         version = h.api_version if version is None else version
         try:
             parts = encode_response_parts(h.api_key, version, h.correlation_id, body)
+            counts = error_counts(body)
         except Exception as e:  # noqa: BLE001 - any encoding failure must still answer the request
             _log.error(f"Cannot encode the response to {request!r}; answering UNKNOWN_SERVER_ERROR", error=repr(e))
             parts = self._error_parts(request, version)
             if parts is None:
                 self.close_connection(request)
                 return
+            counts = {errors.UNKNOWN_SERVER_ERROR: 1}
         channel: RequestChannel = self.request_channel_for(request)
+        channel.update_error_metrics(request.api_name, counts)
         channel.send_response(SendResponse(request, NetworkSend(request.context.connection_id, parts), on_complete))
 
     @staticmethod

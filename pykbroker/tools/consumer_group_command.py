@@ -5,27 +5,36 @@
     bin/kafka-consumer-groups --bootstrap-server HOST:PORT --describe (--group G | --all-groups) [--members | --state]
     bin/kafka-consumer-groups --bootstrap-server HOST:PORT --delete (--group G | --all-groups)
     bin/kafka-consumer-groups --bootstrap-server HOST:PORT --reset-offsets --group G (--topic T | --all-topics)
-        (--to-earliest | --to-latest | --to-offset N | --shift-by N) (--dry-run | --execute)
+        (--to-earliest | --to-latest | --to-offset N | --shift-by N | --to-datetime YYYY-MM-DDTHH:mm:SS.sss
+         | --by-duration PnDTnHnMnS | --to-current) [--dry-run | --execute]
 
 ``--describe`` prints Kafka's columns GROUP, TOPIC, PARTITION, CURRENT-OFFSET, LOG-END-OFFSET, LAG,
 CONSUMER-ID, HOST, CLIENT-ID (``-`` where unknown), one row per assigned or committed partition;
 ``--members`` prints GROUP, CONSUMER-ID, HOST, CLIENT-ID, #PARTITIONS; ``--state`` prints GROUP,
 COORDINATOR (ID), ASSIGNMENT-STRATEGY, STATE, #MEMBERS. ``--list --state`` prints GROUP and STATE columns, only
 the groups in the given states when a list follows. ``--all-groups``: every group. Offsets are reset only for an
-inactive (Empty) group, as in Kafka. Requests go to the group's coordinator (FindCoordinator).
+inactive (Empty) group, as in Kafka; without ``--execute`` the new offsets are only printed (a dry run).
+``--to-datetime`` and ``--by-duration`` find offsets by timestamp (ListOffsets), falling back to the log end where
+no record is that recent. Requests go to the group's coordinator (FindCoordinator).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import logging
+import re
 import struct
 import sys
+import time
 import uuid
 
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
+
+log = logging.getLogger(__name__)
 
 
 class CommandError(Exception):
@@ -78,8 +87,15 @@ class Admin:
         self.conn.close()
 
     def find_coordinator(self, group: str) -> tuple[int, str, int]:
-        """``(node id, host, port)`` of ``group``'s coordinator."""
-        r = self.conn.request(ApiKeys.FIND_COORDINATOR, 3, {"key": group, "key_type": 0})
+        """``(node id, host, port)`` of ``group``'s coordinator; retriable errors (the offsets topic being created
+        or loaded) are retried for up to 30 s, as the admin client retries within default.api.timeout.ms."""
+        deadline = time.monotonic() + 30
+        while True:
+            r = self.conn.request(ApiKeys.FIND_COORDINATOR, 3, {"key": group, "key_type": 0})
+            code = r["error_code"]
+            if code == errors.NONE or not errors.for_code(code).retriable or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         if r["error_code"] != errors.NONE:
             raise CommandError(f"FindCoordinator for group {group} failed: {errors.name_of(r['error_code'])}")
         return r["node_id"], r["host"], r["port"]
@@ -291,18 +307,7 @@ def reset_offsets(admin: Admin, args, out) -> None:
                     if parts
                     else [(topic, p) for p in admin.partitions(topic)]
                 )
-        earliest, latest = admin.list_offsets(tps, -2), admin.list_offsets(tps, -1)
-        new = {}
-        for tp in tps:
-            if args.to_earliest:
-                target = earliest[tp]
-            elif args.to_latest:
-                target = latest[tp]
-            elif args.to_offset is not None:
-                target = args.to_offset
-            else:
-                target = committed.get(tp, latest[tp]) + args.shift_by
-            new[tp] = min(max(target, earliest[tp]), latest[tp])
+        new = prepare_offsets_to_reset(admin, args, tps, committed, out)
         if args.execute:
             r = conn.request(
                 ApiKeys.OFFSET_COMMIT,
@@ -339,10 +344,114 @@ def reset_offsets(admin: Admin, args, out) -> None:
                         )
     finally:
         conn.close()
-    print("", file=out)
-    rows = [[args.group, t, str(p), str(o)] for (t, p), o in sorted(new.items())]
-    for line in _table(rows, ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], {}):
-        print(line, file=out)
+    print_offsets_to_reset(args.group, new, out)
+
+
+def print_offsets_to_reset(group: str, new: dict[tuple[str, int], int], out) -> None:
+    """Kafka's printOffsetsToReset: each line led by a newline, fixed-width columns, a newline at the end."""
+    fmt = "\n%-30s %-30s %-10s %-15s"
+    text = fmt % ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET") if new else ""
+    text += "".join(fmt % (group, t, p, o) for (t, p), o in sorted(new.items()))
+    print(text, file=out)
+
+
+def prepare_offsets_to_reset(admin: Admin, args, tps, committed: dict[tuple[str, int], int], out) -> dict:
+    """Kafka's prepareOffsetsToReset: the new offset of each of ``tps`` for the scenario chosen."""
+    if args.to_earliest:
+        return admin.list_offsets(tps, -2)
+    if args.to_latest:
+        return admin.list_offsets(tps, -1)
+    if args.to_offset is not None:
+        return check_offsets_range(admin, {tp: args.to_offset for tp in tps})
+    if args.shift_by is not None:
+        for tp in tps:
+            if tp not in committed:
+                raise ValueError(
+                    f"Cannot shift offset for partition {tp[0]}-{tp[1]} since there is no current committed offset"
+                )
+        return check_offsets_range(admin, {tp: committed[tp] + args.shift_by for tp in tps})
+    if args.to_datetime is not None or args.by_duration is not None:
+        if args.to_datetime is not None:
+            timestamp = get_date_time(args.to_datetime)
+        else:
+            timestamp = int(time.time() * 1000) - parse_duration_ms(args.by_duration)
+        found = admin.list_offsets(tps, timestamp)
+        missing = [tp for tp in tps if found.get(tp, -1) == -1]
+        for t, p in missing:
+            print(f"\nWarn: Partition {p} from topic {t} is empty. Falling back to latest known offset.", file=out)
+        found.update(admin.list_offsets(missing, -1))
+        return found
+    # --to-current: the committed offset, or the log end where none is committed
+    latest = admin.list_offsets([tp for tp in tps if tp not in committed], -1)
+    return {tp: committed[tp] if tp in committed else latest[tp] for tp in tps}
+
+
+def check_offsets_range(admin: Admin, requested: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+    """Kafka's checkOffsetsRange: offsets past the log end go to the log end, before the log start to the start."""
+    earliest, latest = admin.list_offsets(list(requested), -2), admin.list_offsets(list(requested), -1)
+    out = {}
+    for tp, offset in requested.items():
+        if offset > latest[tp]:
+            log.warning(
+                "New offset (%d) is higher than latest offset for topic partition %s-%d. Value will be set to %d",
+                offset,
+                tp[0],
+                tp[1],
+                latest[tp],
+            )
+            offset = latest[tp]
+        elif offset < earliest[tp]:
+            log.warning(
+                "New offset (%d) is lower than earliest offset for topic partition %s-%d. Value will be set to %d",
+                offset,
+                tp[0],
+                tp[1],
+                earliest[tp],
+            )
+            offset = earliest[tp]
+        out[tp] = offset
+    return out
+
+
+_DATE_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.(\d{3})(Z|[+-]\d{2}(?::?\d{2})?)?")
+_DURATION = re.compile(
+    r"([-+]?)P(?:([-+]?\d+)D)?(T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+)(?:[.,](\d{0,9}))?S)?)?", re.IGNORECASE
+)
+
+
+def get_date_time(text: str) -> int:
+    """Kafka's Utils.getDateTime: ``yyyy-MM-dd'T'HH:mm:ss.SSS`` with an optional zone (``Z``, ``+08``, ``+0800``,
+    ``+08:00``; UTC when none) to epoch milliseconds."""
+    m = _DATE_TIME.fullmatch(text)
+    if "T" not in text:
+        raise ValueError("Error parsing timestamp. It does not contain a 'T' according to ISO8601 format")
+    if m is None:
+        raise ValueError(f'Unparseable date: "{text}"')
+    zone = m.group(8) or "Z"
+    if zone == "Z":
+        tz = datetime.UTC
+    else:
+        digits = zone[1:].replace(":", "")
+        minutes = int(digits[:2]) * 60 + int(digits[2:] or 0)
+        tz = datetime.timezone(datetime.timedelta(minutes=-minutes if zone[0] == "-" else minutes))
+    try:
+        y, mo, d, h, mi, sec, ms = (int(m.group(i)) for i in range(1, 8))
+        when = datetime.datetime(y, mo, d, h, mi, sec, ms * 1000, tzinfo=tz)
+    except ValueError:
+        raise ValueError(f'Unparseable date: "{text}"') from None
+    return int(when.timestamp() * 1000)
+
+
+def parse_duration_ms(text: str) -> int:
+    """Java's Duration.parse (``PnDTnHnMn.nS``, each part signed, a leading sign negating all) in milliseconds."""
+    m = _DURATION.fullmatch(text)
+    if m is None or m.group(3) == "T" or not any(m.group(i) for i in (2, 4, 5, 6)):
+        raise ValueError(f"Text cannot be parsed to a Duration: {text}")
+    days, hours, minutes, seconds = (int(m.group(i) or 0) for i in (2, 4, 5, 6))
+    fraction = int(((m.group(7) or "") + "000")[:3])
+    ms = ((days * 24 + hours) * 60 + minutes) * 60_000 + seconds * 1000
+    ms += -fraction if m.group(6) and m.group(6).startswith("-") else fraction
+    return -ms if m.group(1) == "-" else ms
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -368,13 +477,28 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--topic", action="append", default=[])
     p.add_argument("--all-topics", action="store_true")
     target = p.add_mutually_exclusive_group()
-    target.add_argument("--to-earliest", action="store_true")
-    target.add_argument("--to-latest", action="store_true")
-    target.add_argument("--to-offset", type=int)
-    target.add_argument("--shift-by", type=int)
+    target.add_argument("--to-earliest", action="store_true", help="Reset offsets to earliest offset.")
+    target.add_argument("--to-latest", action="store_true", help="Reset offsets to latest offset.")
+    target.add_argument("--to-offset", type=int, help="Reset offsets to a specific offset.")
+    target.add_argument(
+        "--shift-by",
+        type=int,
+        help="Reset offsets shifting current offset by 'n', where 'n' can be positive or negative.",
+    )
+    target.add_argument(
+        "--to-datetime", help="Reset offsets to offset from datetime. Format: 'YYYY-MM-DDTHH:mm:SS.sss'"
+    )
+    target.add_argument(
+        "--by-duration", help="Reset offsets to offset by duration from current timestamp. Format: 'PnDTnHnMnS'"
+    )
+    target.add_argument("--to-current", action="store_true", help="Reset offsets to current offset.")
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--dry-run", action="store_true")
-    mode.add_argument("--execute", action="store_true")
+    mode.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="Only show results without executing changes on Consumer Groups. Supported operations: reset-offsets.",
+    )
+    mode.add_argument("--execute", action="store_true", help="Execute operation. Supported operations: reset-offsets.")
     return p
 
 
@@ -447,15 +571,25 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
             if len(ok) != len(results):
                 return 1
         else:
-            if not (args.to_earliest or args.to_latest or args.to_offset is not None or args.shift_by is not None):
+            scenarios = (args.to_offset, args.shift_by, args.to_datetime, args.by_duration)
+            if not (args.to_earliest or args.to_latest or args.to_current or any(a is not None for a in scenarios)):
                 print(
-                    "Option [reset-offsets] takes one of [to-earliest], [to-latest], [to-offset], [shift-by]",
+                    "Option [reset-offsets] takes one of [to-earliest], [to-latest], [to-offset], [shift-by], "
+                    "[to-datetime], [by-duration], [to-current]",
                     file=sys.stderr,
                 )
                 return 1
             if not args.topic and not args.all_topics:
                 print("Option [reset-offsets] takes one of these options: [all-topics], [topic]", file=sys.stderr)
                 return 1
+            if not args.dry_run and not args.execute:
+                print(
+                    "WARN: No action will be performed as the --execute option is missing.In a future major release, "
+                    "the default behavior of this command will be to prompt the user before executing the reset rather "
+                    "than doing a dry run. You should add the --dry-run option explicitly if you are scripting this "
+                    "command and want to keep the current default behavior without prompting.",
+                    file=sys.stderr,
+                )
             for group in list(args.group):
                 args.group = group
                 reset_offsets(admin, args, out)

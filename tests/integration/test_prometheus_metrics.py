@@ -178,3 +178,60 @@ def test_unknown_metric_reporter_stops_start_up_with_a_config_error(broker_facto
     assert "Invalid value com.example.NoSuchReporter for configuration metric.reporters" in str(e.value)
     assert "Class com.example.NoSuchReporter cannot be found" in str(e.value)
     assert "Traceback" not in str(e.value)
+
+
+def metrics_url(broker) -> str:
+    line = broker.wait_for_line(r"Prometheus metrics endpoint listening on \S+:\d+")
+    assert line is not None, broker.output()
+    host, port = re.search(r"listening on (\S+):(\d+)", line).groups()
+    return f"http://{host}:{port}/metrics"
+
+
+def test_errors_per_sec_counts_each_response_error_code(broker_factory):
+    from tests.helpers.topics import produce_raw, record_batch
+
+    broker = broker_factory(**REPORTER)
+    url = metrics_url(broker)
+    create_topic(broker.bootstrap, "errors-t", 1)
+    assert produce_raw(broker.bootstrap, "errors-t", record_batch(3))["error_code"] == 0
+    for _ in range(2):
+        assert produce_raw(broker.bootstrap, "no-such-topic", record_batch(3))["error_code"] == 3
+
+    def counted():
+        samples = scrape(url)
+        produce = by_label(samples, "kafka_network_requestmetrics_errors_total", "error", request="Produce")
+        return produce if produce.get("UNKNOWN_TOPIC_OR_PARTITION") == 2 else None
+
+    produce = wait_until(counted, timeout=10, message="Produce errors counted")
+    assert produce == {"NONE": 1, "UNKNOWN_TOPIC_OR_PARTITION": 2}
+    samples = scrape(url)
+    # Every API answered counts its response's codes, NONE included (ApiVersions, Metadata, CreateTopics...).
+    assert value(samples, "kafka_network_requestmetrics_errors_total", request="ApiVersions", error="NONE") >= 1
+    assert value(samples, "kafka_network_requestmetrics_errors_total", request="CreateTopics", error="NONE") >= 1
+
+
+def test_raft_metrics_of_a_single_node(broker_factory):
+    broker = broker_factory(**REPORTER)
+    url = metrics_url(broker)
+    create_topic(broker.bootstrap, "raft-t", 1)  # metadata records: commits on the Raft log
+
+    def led():
+        samples = scrape(url)
+        if samples.get(("kafka_server_raft_metrics_high_watermark", ()), 0) > 0:
+            return samples
+        return None
+
+    samples = wait_until(led, timeout=10, message="raft-metrics with a high watermark")
+    node = 1  # node.id of tests/helpers/broker.py
+    assert value(samples, "kafka_server_raft_metrics_current_leader") == node
+    assert value(samples, "kafka_server_raft_metrics_current_vote") == node
+    assert value(samples, "kafka_server_raft_metrics_current_epoch") >= 1
+    assert value(samples, "kafka_server_raft_metrics_current_state_info", state="leader") == 1
+    assert value(samples, "kafka_server_raft_metrics_log_end_offset") >= value(
+        samples, "kafka_server_raft_metrics_high_watermark"
+    )
+    assert value(samples, "kafka_server_raft_metrics_log_end_epoch") >= 1
+    assert value(samples, "kafka_server_raft_metrics_append_records_rate") > 0
+    assert value(samples, "kafka_server_raft_metrics_commit_latency_max") >= 0
+    assert value(samples, "kafka_server_raft_metrics_commit_latency_avg") >= 0
+    assert value(samples, "kafka_server_raft_metrics_election_latency_max") >= 0

@@ -31,6 +31,10 @@ class RecordingChannel:
 
     def __init__(self):
         self.responses: list = []
+        self.errors: list[tuple[str, dict[int, int]]] = []  # (api name, error counts) per response sent
+
+    def update_error_metrics(self, api: str, error_counts: dict[int, int]) -> None:
+        self.errors.append((api, error_counts))
 
     def send_response(self, response) -> None:
         self.responses.append(response)

@@ -12,12 +12,16 @@ from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.protocol.header import RequestHeader
 from pykbroker.server import error_responses
 from pykbroker.server.handlers import metadata as _metadata_handlers  # noqa: F401 (registers its builder)
-from pykbroker.server.request_helper import RequestHelper
+from pykbroker.server.request_helper import RequestHelper, error_counts
 
 
 class RecordingChannel:
     def __init__(self):
         self.responses = []
+        self.errors = []
+
+    def update_error_metrics(self, api, error_counts):
+        self.errors.append((api, error_counts))
 
     def send_response(self, response):
         self.responses.append(response)
@@ -56,6 +60,7 @@ def test_unencodable_body_is_answered_with_the_apis_error_response():
     assert isinstance(response, SendResponse)
     body = response_body(response, ApiKeys.METADATA, 10)
     assert [t["error_code"] for t in body["topics"]] == [errors.UNKNOWN_SERVER_ERROR]
+    assert channel.errors == [("test", {errors.UNKNOWN_SERVER_ERROR: 1})]
 
 
 def test_unencodable_body_and_error_response_closes_the_connection(monkeypatch):
@@ -68,3 +73,18 @@ def test_unencodable_body_and_error_response_closes_the_connection(monkeypatch):
     helper.send_response(request, {"topics": [{"name": None}]})
     (response,) = channel.responses
     assert isinstance(response, CloseConnectionResponse)
+
+
+def test_error_counts_walks_top_level_entries_and_partitions():
+    body = {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "responses": [
+            {"topic": "a", "partitions": [{"partition_index": 0, "error_code": 0, "records": b"x"}] * 3},
+            {"topic": "b", "partitions": [{"partition_index": 0, "error_code": 3}]},
+        ],
+    }
+    assert error_counts(body) == {0: 4, 3: 1}
+    metadata = {"brokers": [{"node_id": 1}], "topics": [{"name": "x", "error_code": 17, "partitions": []}]}
+    assert error_counts(metadata) == {17: 1}
+    assert error_counts({"throttle_time_ms": 0}) == {}
