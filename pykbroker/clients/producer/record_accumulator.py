@@ -19,11 +19,13 @@ from __future__ import annotations
 import collections
 import threading
 
-from pykbroker.clients.producer.producer_batch import ProducerBatch
+from pykbroker.clients.producer.producer_batch import FutureRecordMetadata, ProducerBatch
 from pykbroker.record.default_record import size_in_bytes
 from pykbroker.record.default_record_batch import RECORD_BATCH_OVERHEAD
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
 from pykbroker.utils.time import SYSTEM, Time
+
+_new_tuple = tuple.__new__
 
 
 class RecordAccumulator:
@@ -49,6 +51,7 @@ class RecordAccumulator:
         self._lock = threading.Lock()
         self._free = threading.Condition(self._lock)
         self._used = 0
+        self._waiters = 0  # threads blocked in _allocate (deallocate notifies only when there are some)
         self.batches: dict[tuple[str, int], collections.deque[ProducerBatch]] = {}
         self.incomplete: set[ProducerBatch] = set()
         self._drain_index = 0
@@ -60,23 +63,40 @@ class RecordAccumulator:
         """Returns ``(future, batch_is_full, new_batch_created)``. Raises TimeoutError when
         ``buffer.memory`` stays exhausted for ``max_block_s``."""
         tp = (topic, partition)
-        now = self.time.nanoseconds() / 1e9
         with self._lock:
             dq = self.batches.get(tp)
-            if dq is None:
-                dq = self.batches[tp] = collections.deque()
             if dq:
+                # ProducerBatch.try_append inlined (the per-record hot path)
                 last = dq[-1]
-                future = last.try_append(timestamp, key, value, headers, callback, now)
-                if future is not None:
-                    return future, len(dq) > 1 or last.is_full(), False
+                builder = last.builder
+                n = builder.try_append(timestamp, key, value, headers)
+                if n >= 0:
+                    future = _new_tuple(
+                        FutureRecordMetadata,
+                        (
+                            last.result,
+                            n,
+                            topic,
+                            partition,
+                            timestamp,
+                            -1 if key is None else len(key),
+                            -1 if value is None else len(value),
+                        ),
+                    )
+                    last.record_count = n + 1
+                    if callback is not None:
+                        last.callbacks += (callback, future)
+                    return future, len(dq) > 1 or builder.is_full(), False
                 last.close()
+            elif dq is None:
+                dq = self.batches[tp] = collections.deque()
+            now = self.time.nanoseconds() / 1e9
             size = max(self.batch_size, RECORD_BATCH_OVERHEAD + size_in_bytes(0, 0, key, value, headers))
             self._allocate(size, max_block_s)
             builder = MemoryRecordsBuilder(compression=self.compression, write_limit=size)
             batch = ProducerBatch(topic, partition, builder, now)
             batch.size_hint = size
-            future = batch.try_append(timestamp, key, value, headers, callback, now)
+            future = batch.try_append(timestamp, key, value, headers, callback)
             dq.append(batch)
             self.incomplete.add(batch)
             return future, len(dq) > 1 or batch.is_full(), True
@@ -96,7 +116,11 @@ class RecordAccumulator:
                     f"{int(max_block_s * 1000)} ms. Total memory: {self.total_memory} bytes. "
                     f"Available memory: {self.total_memory - self._used} bytes."
                 )
-            self._free.wait(remaining)
+            self._waiters += 1
+            try:
+                self._free.wait(remaining)
+            finally:
+                self._waiters -= 1
         self._used += size
 
     def deallocate(self, batch: ProducerBatch) -> None:
@@ -104,7 +128,8 @@ class RecordAccumulator:
             self.incomplete.discard(batch)
             self._used -= batch.size_hint
             batch.size_hint = 0
-            self._free.notify_all()
+            if self._waiters:
+                self._free.notify_all()
 
     # -- Sender thread -----------------------------------------------------------------------------
     def ready(self, leader_for, now: float):
@@ -164,13 +189,17 @@ class RecordAccumulator:
                 if size and size + batch_size > max_size:
                     continue
                 dq.popleft()
-                batch.close()
+                batch.close()  # no more appends: the batch is built below, outside the lock
                 if self.idempotent and batch.base_sequence < 0:
                     assign_sequence(batch)
-                batch.records()
                 batch.drained = now
                 sizes[leader] = size + batch_size
                 out.setdefault(leader, []).append(batch)
+        # Build (join + CRC) outside the lock: application threads append meanwhile. A drained batch
+        # is out of its deque and closed, so only this thread touches it.
+        for node_batches in out.values():
+            for batch in node_batches:
+                batch.records()
         return out
 
     def reenqueue(self, batch: ProducerBatch, now: float) -> None:
