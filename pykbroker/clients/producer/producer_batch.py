@@ -152,7 +152,7 @@ class ProducerBatch:
         self.partition = partition
         self.builder = builder
         self.result = ProduceRequestResult()
-        self.callbacks: list = []  # flat: callback, future, callback, future, ...
+        self.callbacks: list = []  # flat: callback, relative offset, timestamp, key size, value size, ...
         self.record_count = 0
         self.created = now
         self.last_attempt = now
@@ -164,25 +164,18 @@ class ProducerBatch:
         self.size_hint = 0
 
     def try_append(self, timestamp: int, key, value, headers, callback) -> FutureRecordMetadata | None:
+        """Append one record; None when the batch has no room. RecordAccumulator.append inlines this."""
         n = self.builder.try_append(timestamp, key, value, headers)
         if n < 0:
             return None
-        future = _new_tuple(
-            FutureRecordMetadata,
-            (
-                self.result,
-                n,
-                self.topic,
-                self.partition,
-                timestamp,
-                -1 if key is None else len(key),
-                -1 if value is None else len(value),
-            ),
-        )
+        key_size = -1 if key is None else len(key)
+        value_size = -1 if value is None else len(value)
         self.record_count = n + 1
         if callback is not None:
-            self.callbacks += (callback, future)  # flat [callback, future, callback, future, ...]
-        return future
+            self.callbacks += (callback, n, timestamp, key_size, value_size)
+        return _new_tuple(
+            FutureRecordMetadata, (self.result, n, self.topic, self.partition, timestamp, key_size, value_size)
+        )
 
     def is_full(self) -> bool:
         return self.builder.is_full()
@@ -218,7 +211,7 @@ class ProducerBatch:
         if not callbacks:
             return
         if error is not None:
-            for callback in callbacks[::2]:
+            for callback in callbacks[::5]:
                 try:
                     callback(None, error)
                 except Exception as e:  # noqa: BLE001 - a user callback must not break the Sender
@@ -226,18 +219,20 @@ class ProducerBatch:
             return
         topic, partition = self.topic, self.partition
         new, md = _new_tuple, RecordMetadata
-        known_offset = base_offset >= 0
+        known_offset = base_offset >= 0  # not with acks=0
         append_time = log_append_time >= 0
-        for callback, future in zip(callbacks[::2], callbacks[1::2], strict=True):
+        for callback, n, timestamp, key_size, value_size in zip(
+            callbacks[::5], callbacks[1::5], callbacks[2::5], callbacks[3::5], callbacks[4::5], strict=True
+        ):
             metadata = new(
                 md,
                 (
                     topic,
                     partition,
-                    base_offset + future[1] if known_offset else -1,
-                    log_append_time if append_time else future[4],
-                    future[5],
-                    future[6],
+                    base_offset + n if known_offset else -1,
+                    log_append_time if append_time else timestamp,
+                    key_size,
+                    value_size,
                 ),
             )
             try:

@@ -71,21 +71,14 @@ class RecordAccumulator:
                 builder = last.builder
                 n = builder.try_append(timestamp, key, value, headers)
                 if n >= 0:
-                    future = _new_tuple(
-                        FutureRecordMetadata,
-                        (
-                            last.result,
-                            n,
-                            topic,
-                            partition,
-                            timestamp,
-                            -1 if key is None else len(key),
-                            -1 if value is None else len(value),
-                        ),
-                    )
+                    key_size = -1 if key is None else len(key)
+                    value_size = -1 if value is None else len(value)
                     last.record_count = n + 1
                     if callback is not None:
-                        last.callbacks += (callback, future)
+                        last.callbacks += (callback, n, timestamp, key_size, value_size)
+                    future = _new_tuple(
+                        FutureRecordMetadata, (last.result, n, topic, partition, timestamp, key_size, value_size)
+                    )
                     return future, len(dq) > 1 or builder.is_full(), False
                 last.close()
             elif dq is None:
