@@ -50,6 +50,7 @@ class RecordAccumulator:
         self.idempotent = idempotent
         self._lock = threading.Lock()
         self._free = threading.Condition(self._lock)
+        self._acquire, self._release = self._lock.acquire, self._lock.release
         self._used = 0
         self._waiters = 0  # threads blocked in _allocate (deallocate notifies only when there are some)
         self.batches: dict[tuple[str, int], collections.deque[ProducerBatch]] = {}
@@ -63,7 +64,8 @@ class RecordAccumulator:
         """Returns ``(future, batch_is_full, new_batch_created)``. Raises TimeoutError when
         ``buffer.memory`` stays exhausted for ``max_block_s``."""
         tp = (topic, partition)
-        with self._lock:
+        self._acquire()  # not ``with``: half the cost on this per-record path
+        try:
             dq = self.batches.get(tp)
             if dq:
                 # ProducerBatch.try_append inlined (the per-record hot path)
@@ -93,6 +95,8 @@ class RecordAccumulator:
             dq.append(batch)
             self.incomplete.add(batch)
             return future, len(dq) > 1 or batch.is_full(), True
+        finally:
+            self._release()
 
     def _allocate(self, size: int, max_block_s: float) -> None:
         if size > self.total_memory:
