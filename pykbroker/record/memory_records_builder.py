@@ -344,6 +344,12 @@ class MemoryRecordsBuilder:
         record_size = size_in_bytes(next_delta, timestamp_delta, key, value, headers)
         return self._write_limit >= self.estimated_bytes_written() + record_size
 
+    def full_after_append(self) -> bool:
+        """:meth:`is_full` right after a successful :meth:`try_append` (appends open, a record in)."""
+        if self._uncompressed:
+            return self._write_limit <= RECORD_BATCH_OVERHEAD + self._records_size
+        return self._write_limit <= self.estimated_bytes_written()
+
     def is_full(self) -> bool:
         if self._appends_closed:
             return True

@@ -53,6 +53,8 @@ class KafkaProducer:
         self._value_serializer = _serializer(self.config["value.serializer"])
         self._max_block_s = self.config["max.block.ms"] / 1000.0
         self._max_request_size = self.config["max.request.size"]
+        # up to this many key + value bytes (+16) a record without headers fits max.request.size surely
+        self._max_plain_size = self._max_request_size - RECORD_BATCH_OVERHEAD - 64
         self._ignore_keys = self.config["partitioner.ignore.keys"]
         self._time = time
         self.metadata = ClusterMetadata(self.config["bootstrap.servers"], self.config["metadata.max.age.ms"], time)
@@ -100,7 +102,7 @@ class KafkaProducer:
         if not num_partitions:
             num_partitions = metadata.await_topic(topic, self._max_block_s, sender.wakeup)
         size = (len(key) if key is not None else 0) + (len(value) if value is not None else 0) + 16
-        if headers or size > self._max_request_size - RECORD_BATCH_OVERHEAD - 64:
+        if headers or size > self._max_plain_size:
             size = RECORD_BATCH_OVERHEAD + size_in_bytes(0, 0, key, value, headers)
             if size > self._max_request_size:
                 raise errors.RecordTooLargeError(

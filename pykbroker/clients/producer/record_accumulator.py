@@ -62,7 +62,12 @@ class RecordAccumulator:
     # -- application threads ------------------------------------------------------------------------
     def append(self, topic: str, partition: int, timestamp: int, key, value, headers, callback, max_block_s: float):
         """Returns ``(future, batch_is_full, new_batch_created)``. Raises TimeoutError when
-        ``buffer.memory`` stays exhausted for ``max_block_s``."""
+        ``buffer.memory`` stays exhausted for ``max_block_s``.
+
+        ``batch_is_full`` stays True while a full batch waits in the partition's deque, so ``send``
+        wakes a sleeping Sender on every such append. Measured: reporting only the moment a batch
+        fills cut the wakeups ~100x but *lowered* throughput and raised latency (the wakeup's
+        syscall is also where the application thread lets the Sender have the GIL; one 3-round A/B)."""
         tp = (topic, partition)
         self._acquire()  # not ``with``: half the cost on this per-record path
         try:
@@ -81,7 +86,7 @@ class RecordAccumulator:
                     future = _new_tuple(
                         FutureRecordMetadata, (last.result, n, topic, partition, timestamp, key_size, value_size)
                     )
-                    return future, len(dq) > 1 or builder.is_full(), False
+                    return future, len(dq) > 1 or builder.full_after_append(), False
                 last.close()
             elif dq is None:
                 dq = self.batches[tp] = collections.deque()
