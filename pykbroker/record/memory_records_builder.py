@@ -44,12 +44,13 @@ from pykbroker.record.default_record_batch import (
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG_MASK,
 )
-from pykbroker.record.varint import encode_varint
+from pykbroker.record.varint import ENCODE_TABLE_LIMIT, ZIGZAG_ENCODED, encode_varint
 
 COMPRESSION_RATE_ESTIMATION_FACTOR = 1.05
 MAX_WRITE_LIMIT = 2**31 - 1
 _INT32_MAX = 2**31 - 1
 _U32 = struct.Struct(">I")
+_TABLE_HALF = ENCODE_TABLE_LIMIT // 2  # non-negative values below this have their varint in ZIGZAG_ENCODED
 
 
 class RecordsInfo(NamedTuple):
@@ -99,6 +100,7 @@ class MemoryRecordsBuilder:
         "_built",
         "_estimated_ratio",
         "_actual_ratio",
+        "_uncompressed",
     )
 
     def __init__(
@@ -120,6 +122,7 @@ class MemoryRecordsBuilder:
             raise ValueError(f"Timestamp type must be CREATE_TIME or LOG_APPEND_TIME, not {timestamp_type}")
         self._base_offset = base_offset
         self._compression = _compression.of(compression)
+        self._uncompressed = self._compression.id == _compression.NONE
         self._timestamp_type = timestamp_type
         self._log_append_time = log_append_time
         self._producer_id = producer_id
@@ -217,30 +220,41 @@ class MemoryRecordsBuilder:
             self._max_timestamp = timestamp
             self._offset_of_max_timestamp = offset
 
-    def try_append(self, timestamp: int, key, value, headers=None, _enc=encode_varint) -> int:
+    def try_append(
+        self, timestamp: int, key, value, headers=None, _enc=encode_varint, _zz=ZIGZAG_ENCODED, _lim=_TABLE_HALF
+    ) -> int:
         """The producer's hot path: append a record at the next offset if it fits under the write
         limit (the first record always fits); returns its offset delta, or -1 when there is no room.
-        Encodes each varint once (``has_room_for`` + ``append`` would size the record twice)."""
+        Encodes each varint once (``has_room_for`` + ``append`` would size the record twice); small
+        non-negative values (all but huge records' lengths) come straight from the varint table."""
         if self._appends_closed or self._is_control_batch:
             return -1
         n = self._num_records
-        if timestamp < 0 and timestamp != NO_TIMESTAMP:
-            raise ValueError(f"Invalid negative timestamp {timestamp}")
         base_timestamp = self._base_timestamp
         if base_timestamp is None:
+            if timestamp < 0 and timestamp != NO_TIMESTAMP:
+                raise ValueError(f"Invalid negative timestamp {timestamp}")
             base_timestamp = self._base_timestamp = timestamp
-        timestamp_delta = _enc(timestamp - base_timestamp)
-        offset_delta = _enc(n)
+        delta = timestamp - base_timestamp
+        if 0 <= delta < _lim:  # base >= -1 and timestamp >= base: a valid timestamp
+            timestamp_delta = _zz[delta << 1]
+        else:
+            if timestamp < 0 and timestamp != NO_TIMESTAMP:
+                raise ValueError(f"Invalid negative timestamp {timestamp}")
+            timestamp_delta = _enc(delta)
+        offset_delta = _zz[n << 1] if n < _lim else _enc(n)
         if key is None:
             key_length = b"\x01"
             key = b""
         else:
-            key_length = _enc(len(key))
+            k = len(key)
+            key_length = _zz[k << 1] if k < _lim else _enc(k)
         if value is None:
             value_length = b"\x01"
             value = b""
         else:
-            value_length = _enc(len(value))
+            v = len(value)
+            value_length = _zz[v << 1] if v < _lim else _enc(v)
         header_bytes = b"\x00" if not headers else encode_headers(headers)
         body = (
             1
@@ -252,10 +266,14 @@ class MemoryRecordsBuilder:
             + len(value)
             + len(header_bytes)
         )
-        length = _enc(body)
+        length = _zz[body << 1] if body < _lim else _enc(body)
         size = len(length) + body
-        if n and self.estimated_bytes_written() + size > self._write_limit:
-            return -1
+        if n:
+            if self._uncompressed:
+                if RECORD_BATCH_OVERHEAD + self._records_size + size > self._write_limit:
+                    return -1
+            elif self.estimated_bytes_written() + size > self._write_limit:
+                return -1
         self._parts += (
             length,
             b"\x00",
@@ -326,8 +344,18 @@ class MemoryRecordsBuilder:
         record_size = size_in_bytes(next_delta, timestamp_delta, key, value, headers)
         return self._write_limit >= self.estimated_bytes_written() + record_size
 
+    def full_after_append(self) -> bool:
+        """:meth:`is_full` right after a successful :meth:`try_append` (appends open, a record in)."""
+        if self._uncompressed:
+            return self._write_limit <= RECORD_BATCH_OVERHEAD + self._records_size
+        return self._write_limit <= self.estimated_bytes_written()
+
     def is_full(self) -> bool:
-        return self._appends_closed or (self._num_records > 0 and self._write_limit <= self.estimated_bytes_written())
+        if self._appends_closed:
+            return True
+        if self._uncompressed:
+            return self._num_records > 0 and self._write_limit <= RECORD_BATCH_OVERHEAD + self._records_size
+        return self._num_records > 0 and self._write_limit <= self.estimated_bytes_written()
 
     # -- producer state --------------------------------------------------------------------------
     def set_producer_state(

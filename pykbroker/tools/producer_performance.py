@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import random
 import sys
+import time as _time
 
 from pykbroker.clients.producer import KafkaProducer
 from pykbroker.config.properties import load_properties
@@ -34,7 +35,11 @@ REPORTING_INTERVAL_MS = 5000
 
 
 class Stats:
-    """Kafka's ProducerPerformance.Stats: totals, a 5 s window, and sampled latencies (ms)."""
+    """Kafka's ProducerPerformance.Stats: totals, a 5 s window, and sampled latencies (ms).
+
+    :meth:`on_completion` is the per-record delivery callback (it runs on the producer's Sender
+    thread only, so no lock): it updates the current window only; totals are the closed windows'
+    sums plus the current one (the same figures, one set of counters per record)."""
 
     def __init__(self, num_records: int, reporting_interval_ms: int = REPORTING_INTERVAL_MS, out=sys.stdout):
         self.start = SYSTEM.milliseconds()
@@ -42,26 +47,63 @@ class Stats:
         self.sampling = max(1, num_records // max(1, min(num_records, 500000)))
         self.latencies: list[int] = []
         self.iteration = 0
-        self.count = self.bytes = self.total_latency = self.max_latency = 0
+        self.closed_count = self.closed_bytes = self.closed_total_latency = self.closed_max_latency = 0
         self.window_count = self.window_bytes = self.window_total_latency = self.window_max_latency = 0
         self.reporting_interval = reporting_interval_ms
         self.out = out
+        self.errors: list[BaseException] = []
+
+    @property
+    def count(self) -> int:
+        return self.closed_count + self.window_count
+
+    @property
+    def bytes(self) -> int:
+        return self.closed_bytes + self.window_bytes
+
+    @property
+    def total_latency(self) -> int:
+        return self.closed_total_latency + self.window_total_latency
+
+    @property
+    def max_latency(self) -> int:
+        return max(self.closed_max_latency, self.window_max_latency)
+
+    def on_completion(self, metadata, exception, _time_ns=_time.time_ns) -> None:
+        """The delivery callback shared by every record (Kafka allocates a PerfCallback per record):
+        the record's CreateTime timestamp, taken just before send(), is its send start in ms.
+        :meth:`record` inlined, and the wall clock read as ``SYSTEM.milliseconds`` does."""
+        now = _time_ns() // 1_000_000
+        if exception is not None:
+            if len(self.errors) < 5:
+                self.errors.append(exception)
+                print(f"Error when sending message: {exception!r}", file=sys.stderr)
+            return
+        latency = now - metadata[3]  # RecordMetadata.timestamp
+        self.window_count += 1
+        self.window_bytes += metadata[5]  # serialized_value_size
+        self.window_total_latency += latency
+        if latency > self.window_max_latency:
+            self.window_max_latency = latency
+        iteration = self.iteration
+        if iteration % self.sampling == 0:
+            self.latencies.append(latency)
+        self.iteration = iteration + 1
+        if now - self.window_start >= self.reporting_interval:
+            self.print_window(now)
+            self.new_window(now)
 
     def record(self, latency: int, size: int, now_ms: float) -> None:
-        """Called from the producer's Sender thread only (callbacks run there): no lock needed."""
-        self.count += 1
-        self.bytes += size
-        self.total_latency += latency
-        if latency > self.max_latency:
-            self.max_latency = latency
+        """One completed record of ``size`` bytes (what on_completion does inline)."""
         self.window_count += 1
         self.window_bytes += size
         self.window_total_latency += latency
         if latency > self.window_max_latency:
             self.window_max_latency = latency
-        if self.iteration % self.sampling == 0:
+        iteration = self.iteration
+        if iteration % self.sampling == 0:
             self.latencies.append(latency)
-        self.iteration += 1
+        self.iteration = iteration + 1
         if now_ms - self.window_start >= self.reporting_interval:
             self.print_window(now_ms)
             self.new_window(now_ms)
@@ -79,6 +121,10 @@ class Stats:
         )
 
     def new_window(self, now_ms: float) -> None:
+        self.closed_count += self.window_count
+        self.closed_bytes += self.window_bytes
+        self.closed_total_latency += self.window_total_latency
+        self.closed_max_latency = max(self.closed_max_latency, self.window_max_latency)
         self.window_start = now_ms
         self.window_count = self.window_bytes = self.window_total_latency = self.window_max_latency = 0
 
@@ -215,27 +261,16 @@ def _run(args, producer: KafkaProducer, payload, payload_list, out) -> int:
     rng = random.Random()
     start_ms = SYSTEM.milliseconds()
     throttler = ThroughputThrottler(args.throughput, start_ms)
-    errors: list[BaseException] = []
-    record = stats.record
-    clock = SYSTEM.milliseconds  # wall clock: latencies are measured against record timestamps
-
-    def on_completion(metadata, exception):
-        # One shared callback (Kafka allocates a PerfCallback per record): the record's CreateTime
-        # timestamp, taken by send(), is its send start in ms.
-        now = clock()
-        if exception is None:
-            record(int(now - metadata.timestamp), metadata.serialized_value_size, now)
-        elif len(errors) < 5:
-            errors.append(exception)
-            print(f"Error when sending message: {exception!r}", file=sys.stderr)
-
+    on_completion = stats.on_completion
     topic = args.topic
     send = producer.send
+    throttled = args.throughput >= 0
+    time_ns = _time.time_ns
     for i in range(args.num_records):
         value = payload if payload is not None else payload_list[rng.randrange(len(payload_list))]
-        send_start = clock()
+        send_start = time_ns() // 1_000_000  # SYSTEM.milliseconds(): the wall clock record timestamps use
         send(topic, value, timestamp_ms=send_start, callback=on_completion)
-        if throttler.should_throttle(i, send_start):
+        if throttled and throttler.should_throttle(i, send_start):
             throttler.throttle()
     producer.flush()
     stats.print_total()

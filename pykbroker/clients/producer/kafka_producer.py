@@ -53,6 +53,8 @@ class KafkaProducer:
         self._value_serializer = _serializer(self.config["value.serializer"])
         self._max_block_s = self.config["max.block.ms"] / 1000.0
         self._max_request_size = self.config["max.request.size"]
+        # up to this many key + value bytes (+16) a record without headers fits max.request.size surely
+        self._max_plain_size = self._max_request_size - RECORD_BATCH_OVERHEAD - 64
         self._ignore_keys = self.config["partitioner.ignore.keys"]
         self._time = time
         self.metadata = ClusterMetadata(self.config["bootstrap.servers"], self.config["metadata.max.age.ms"], time)
@@ -67,6 +69,9 @@ class KafkaProducer:
             time,
         )
         self.partitioner = BuiltInPartitioner(self.config["batch.size"])
+        self._sticky = self.partitioner.sticky_state
+        self._sticky_batch_size = self.partitioner.batch_size
+        self._linger_s = self.config["linger.ms"] / 1000.0
         self.sender = Sender(self.config, self.metadata, self.accumulator, self.client_id, time)
         self.sender.start()
         self._closed = False
@@ -85,8 +90,9 @@ class KafkaProducer:
         """Queue one record; returns its future at once. ``headers``: sequence of ``(str, bytes | None)``."""
         if self._closed:
             raise RuntimeError("Cannot perform operation after producer has been closed")
-        if self.sender.fatal_error is not None:
-            raise self.sender.fatal_error
+        sender = self.sender
+        if sender.fatal_error is not None:
+            raise sender.fatal_error
         if key is not None and self._key_serializer is not None:
             key = self._key_serializer(topic, key)
         if value is not None and self._value_serializer is not None:
@@ -94,22 +100,25 @@ class KafkaProducer:
         metadata = self.metadata
         num_partitions = metadata.num_partitions.get(topic)
         if not num_partitions:
-            num_partitions = metadata.await_topic(topic, self._max_block_s, self.sender.wakeup)
+            num_partitions = metadata.await_topic(topic, self._max_block_s, sender.wakeup)
         size = (len(key) if key is not None else 0) + (len(value) if value is not None else 0) + 16
-        if headers or size > self._max_request_size - RECORD_BATCH_OVERHEAD - 64:
+        if headers or size > self._max_plain_size:
             size = RECORD_BATCH_OVERHEAD + size_in_bytes(0, 0, key, value, headers)
             if size > self._max_request_size:
                 raise errors.RecordTooLargeError(
                     f"The message is {size} bytes when serialized which is larger than {self._max_request_size}, "
                     "which is the value of the max.request.size configuration."
                 )
-        sticky = False
+        sticky = None
         if partition is None:
             if key is not None and not self._ignore_keys:
                 partition = partition_for_key(key, num_partitions)
             else:
-                sticky = True
-                partition = self.partitioner.partition(topic, metadata.available.get(topic, []), num_partitions)
+                sticky = self._sticky.get(topic)  # [partition, bytes produced to it]
+                if sticky is None or sticky[0] >= num_partitions:
+                    self.partitioner.partition(topic, metadata.available.get(topic, []), num_partitions)
+                    sticky = self._sticky[topic]
+                partition = sticky[0]
         elif not 0 <= partition < num_partitions:
             raise errors.UnknownTopicOrPartitionError(
                 f"Partition {partition} of topic {topic} with partition count {num_partitions} is not present in "
@@ -120,10 +129,17 @@ class KafkaProducer:
         future, full, new_batch = self.accumulator.append(
             topic, partition, timestamp_ms, key, value, headers, callback, self._max_block_s
         )
-        if sticky:
-            self.partitioner.update_partition_info(topic, size, metadata.available.get(topic, []), num_partitions)
-        if (full or new_batch) and self.sender.sleeping:
-            self.sender.wakeup()  # only when the Sender would otherwise sleep on: a syscall here costs the GIL
+        if sticky is not None:
+            sticky[1] += size
+            if sticky[1] >= self._sticky_batch_size:  # switch partitions (BuiltInPartitioner.updatePartitionInfo)
+                self.partitioner.update_partition_info(topic, 0, metadata.available.get(topic, []), num_partitions)
+        if full or new_batch:
+            # Wake the Sender only when it would otherwise sleep past the moment the batch becomes
+            # sendable: now for a full batch, linger.ms from now for a new one (the Sender never
+            # sleeps longer than linger.ms while batches linger). A wakeup is a syscall and a GIL handoff.
+            sleep = sender.sleep_timeout
+            if sleep > 0.002 and (full or sleep > self._linger_s):
+                sender.wakeup()
         return future
 
     def flush(self, timeout: float | None = None) -> None:

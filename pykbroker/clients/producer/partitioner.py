@@ -61,6 +61,7 @@ class BuiltInPartitioner:
         self.batch_size = max(1, batch_size)
         self._rng = rng or random.Random()
         self._sticky: dict[str, list[int]] = {}  # topic -> [partition, bytes produced to it]
+        self.sticky_state = self._sticky  # KafkaProducer.send reads and counts it inline (hot path)
 
     def partition(self, topic: str, available: list[int], num_partitions: int) -> int:
         """The topic's current sticky partition (choosing one if none)."""

@@ -11,8 +11,7 @@ completed (``done``) once, by the Sender thread; futures may be waited on from a
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
+from _thread import allocate_lock as _allocate_lock
 from typing import NamedTuple
 
 from pykbroker.utils.logging import get_logger
@@ -30,12 +29,17 @@ class RecordMetadata(NamedTuple):
 
 
 class ProduceRequestResult:
-    """The outcome of one batch: base offset, log append time, or the error."""
+    """The outcome of one batch: base offset, log append time, or the error.
 
-    __slots__ = ("_event", "base_offset", "log_append_time", "error")
+    Completion is a latch made of one lock, held from creation until :meth:`done` (cheaper to make
+    than a ``threading.Event``, one per batch); a waiter acquires and at once releases it."""
+
+    __slots__ = ("_latch", "_completed", "base_offset", "log_append_time", "error")
 
     def __init__(self):
-        self._event = threading.Event()
+        self._latch = _allocate_lock()
+        self._latch.acquire()
+        self._completed = False
         self.base_offset = -1
         self.log_append_time = -1
         self.error: BaseException | None = None
@@ -44,23 +48,43 @@ class ProduceRequestResult:
         self.base_offset, self.log_append_time, self.error = base_offset, log_append_time, error
 
     def done(self) -> None:
-        self._event.set()
+        """Once per result (ProducerBatch.complete guards it)."""
+        self._completed = True
+        self._latch.release()
 
     def wait(self, timeout: float | None) -> bool:
-        return self._event.wait(timeout)
+        if self._completed:
+            return True
+        if timeout is None:
+            acquired = self._latch.acquire()
+        elif timeout <= 0:
+            acquired = self._latch.acquire(False)
+        else:
+            acquired = self._latch.acquire(True, timeout)
+        if acquired:
+            self._latch.release()
+            return True
+        return self._completed
 
     @property
     def completed(self) -> bool:
-        return self._event.is_set()
+        return self._completed
 
 
-class FutureRecordMetadata:
-    """``send``'s future: ``get(timeout)`` returns RecordMetadata or raises the batch's error."""
+_new_tuple = tuple.__new__
 
-    __slots__ = ("_result", "_relative_offset", "_topic", "_partition", "_timestamp", "_key_size", "_value_size")
 
-    def __init__(
-        self,
+class FutureRecordMetadata(tuple):
+    """``send``'s future: ``get(timeout)`` returns RecordMetadata or raises the batch's error.
+
+    A tuple underneath ``(result, relative_offset, topic, partition, timestamp, key_size, value_size)``:
+    ``send`` builds one per record, and a tuple is the cheapest object CPython can make (one C call,
+    no ``__init__``). Only the methods below are its interface."""
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
         result: ProduceRequestResult,
         relative_offset: int,
         topic: str,
@@ -69,32 +93,38 @@ class FutureRecordMetadata:
         key_size: int,
         value_size: int,
     ):
-        self._result = result
-        self._relative_offset = relative_offset
-        self._topic = topic
-        self._partition = partition
-        self._timestamp = timestamp
-        self._key_size = key_size
-        self._value_size = value_size
+        return _new_tuple(cls, (result, relative_offset, topic, partition, timestamp, key_size, value_size))
 
     def done(self) -> bool:
-        return self._result.completed
+        return self[0].completed
 
     def get(self, timeout: float | None = None) -> RecordMetadata:
         """Raises TimeoutError if not complete within ``timeout`` seconds, else the send's error."""
-        if not self._result.wait(timeout):
+        if not self[0].wait(timeout):
             raise TimeoutError(f"Timeout after waiting for {timeout} s.")
         return self.value()
 
     result = get  # concurrent.futures spelling
 
     def value(self) -> RecordMetadata:
-        r = self._result
+        r, relative_offset, topic, partition, timestamp, key_size, value_size = self
         if r.error is not None:
             raise r.error
-        offset = r.base_offset + self._relative_offset if r.base_offset >= 0 else -1
-        ts = r.log_append_time if r.log_append_time >= 0 else self._timestamp
-        return RecordMetadata(self._topic, self._partition, offset, ts, self._key_size, self._value_size)
+        offset = r.base_offset + relative_offset if r.base_offset >= 0 else -1
+        ts = r.log_append_time if r.log_append_time >= 0 else timestamp
+        return _new_tuple(RecordMetadata, (topic, partition, offset, ts, key_size, value_size))
+
+    def __repr__(self) -> str:
+        return f"FutureRecordMetadata({self[2]}-{self[3]}, relative_offset={self[1]}, done={self.done()})"
+
+    def __eq__(self, other) -> bool:
+        return self is other
+
+    def __ne__(self, other) -> bool:
+        return self is not other
+
+    def __hash__(self) -> int:
+        return id(self)
 
 
 class ProducerBatch:
@@ -122,7 +152,7 @@ class ProducerBatch:
         self.partition = partition
         self.builder = builder
         self.result = ProduceRequestResult()
-        self.callbacks: list[tuple[Callable, FutureRecordMetadata]] = []
+        self.callbacks: list = []  # flat: callback, relative offset, timestamp, key size, value size, ...
         self.record_count = 0
         self.created = now
         self.last_attempt = now
@@ -133,22 +163,19 @@ class ProducerBatch:
         self.final_state: str | None = None
         self.size_hint = 0
 
-    def try_append(self, timestamp: int, key, value, headers, callback, now: float) -> FutureRecordMetadata | None:
-        if self.builder.try_append(timestamp, key, value, headers) < 0:
+    def try_append(self, timestamp: int, key, value, headers, callback) -> FutureRecordMetadata | None:
+        """Append one record; None when the batch has no room. RecordAccumulator.append inlines this."""
+        n = self.builder.try_append(timestamp, key, value, headers)
+        if n < 0:
             return None
-        future = FutureRecordMetadata(
-            self.result,
-            self.record_count,
-            self.topic,
-            self.partition,
-            timestamp,
-            -1 if key is None else len(key),
-            -1 if value is None else len(value),
-        )
-        self.record_count += 1
+        key_size = -1 if key is None else len(key)
+        value_size = -1 if value is None else len(value)
+        self.record_count = n + 1
         if callback is not None:
-            self.callbacks.append((callback, future))
-        return future
+            self.callbacks += (callback, n, timestamp, key_size, value_size)
+        return _new_tuple(
+            FutureRecordMetadata, (self.result, n, self.topic, self.partition, timestamp, key_size, value_size)
+        )
 
     def is_full(self) -> bool:
         return self.builder.is_full()
@@ -180,25 +207,33 @@ class ProducerBatch:
         return True
 
     def _fire_callbacks(self, base_offset: int, log_append_time: int, error: BaseException | None) -> None:
-        if not self.callbacks:
+        callbacks = self.callbacks
+        if not callbacks:
             return
         if error is not None:
-            for callback, _ in self.callbacks:
+            for callback in callbacks[::5]:
                 try:
                     callback(None, error)
                 except Exception as e:  # noqa: BLE001 - a user callback must not break the Sender
                     self._callback_failed(e)
             return
         topic, partition = self.topic, self.partition
-        for callback, future in self.callbacks:
-            offset = base_offset + future._relative_offset if base_offset >= 0 else -1
-            metadata = RecordMetadata(
-                topic,
-                partition,
-                offset,
-                log_append_time if log_append_time >= 0 else future._timestamp,
-                future._key_size,
-                future._value_size,
+        new, md = _new_tuple, RecordMetadata
+        known_offset = base_offset >= 0  # not with acks=0
+        append_time = log_append_time >= 0
+        for callback, n, timestamp, key_size, value_size in zip(
+            callbacks[::5], callbacks[1::5], callbacks[2::5], callbacks[3::5], callbacks[4::5], strict=True
+        ):
+            metadata = new(
+                md,
+                (
+                    topic,
+                    partition,
+                    base_offset + n if known_offset else -1,
+                    log_append_time if append_time else timestamp,
+                    key_size,
+                    value_size,
+                ),
             )
             try:
                 callback(metadata, None)

@@ -72,7 +72,7 @@ class Sender(threading.Thread):
         self.init_pid_in_flight = False
         self.log = get_logger("Producer", clientId=client_id)
         self.fatal_error: BaseException | None = None
-        self.sleeping = False  # True while polling with a timeout longer than 2 ms
+        self.sleep_timeout = 0.0  # seconds of the poll in progress (0 when not polling): see KafkaProducer.send
 
     # -- cross-thread --------------------------------------------------------------------------------
     def wakeup(self) -> None:
@@ -147,9 +147,9 @@ class Sender(threading.Thread):
             timeout = min(timeout, 0.05)
         timeout = min(timeout, 0.1)
         # Application threads wake us only when we would sleep past a short tick (see KafkaProducer.send).
-        self.sleeping = timeout > 0.002
+        self.sleep_timeout = timeout
         self.client.poll(timeout)
-        self.sleeping = False
+        self.sleep_timeout = 0.0
 
     def _sync_addresses(self) -> None:
         for node, address in self.metadata.brokers.items():
