@@ -21,26 +21,31 @@ _log = get_logger("RequestHelper")
 def error_counts(body: dict) -> dict[int, int]:
     """The ``error_code`` fields of a response body counted by code: the top level's, its entries' (topics,
     groups, results...) and theirs (partitions), the levels where Kafka's ``errorCounts`` finds them. Only
-    lists of dicts are walked, two levels deep, so records and other leaves are never looked at."""
+    lists of dicts are walked, two levels deep, so records and other leaves are never looked at. The entries
+    of one list share their schema, so the first entry says whether a list has error codes or nested lists
+    at all: a list with neither (ApiVersions' ``api_keys``, Metadata's ``brokers``) costs one look."""
     counts: dict[int, int] = {}
     code = body.get("error_code")
     if code is not None:
         counts[code] = 1
     for value in body.values():
-        if type(value) is not list:
+        if type(value) is not list or not value or type(value[0]) is not dict:
+            continue
+        first = value[0]
+        has_code = "error_code" in first
+        nested = [k for k, v in first.items() if type(v) is list]
+        if not has_code and not nested:
             continue
         for entry in value:
-            if type(entry) is not dict:
-                break
-            code = entry.get("error_code")
-            if code is not None:
-                counts[code] = counts.get(code, 0) + 1
-            for inner in entry.values():
-                if type(inner) is not list:
+            if has_code:
+                code = entry.get("error_code")
+                if code is not None:
+                    counts[code] = counts.get(code, 0) + 1
+            for key in nested:
+                inner = entry.get(key)
+                if type(inner) is not list or not inner or type(inner[0]) is not dict or "error_code" not in inner[0]:
                     continue
                 for leaf in inner:
-                    if type(leaf) is not dict:
-                        break
                     code = leaf.get("error_code")
                     if code is not None:
                         counts[code] = counts.get(code, 0) + 1
