@@ -45,20 +45,6 @@ def create_topic(bootstrap: str, name: str, timeout_ms: int = 5000) -> int:
         return c.request(ApiKeys.CREATE_TOPICS, 7, body)["topics"][0]["error_code"]
 
 
-def quorum_of(cluster: KRaftCluster) -> tuple[int, int]:
-    """(leader id, epoch) as the first live controller that knows a leader reports it; (-1, -1) if none."""
-    for i, node in cluster.controllers.items():
-        if node.proc is None or node.proc.poll() is not None:
-            continue
-        try:
-            p = cluster.describe_quorum(cluster.controller_address(i))
-        except OSError:
-            continue
-        if p["error_code"] == 0 and p["leader_id"] >= 0:
-            return p["leader_id"], p["leader_epoch"]
-    return -1, -1
-
-
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))]
@@ -71,14 +57,14 @@ def elections(root: Path, rounds: int, overrides: dict[str, str]) -> None:
     elected, writable = [], []
     try:
         for r in range(rounds):
-            leader, epoch = quorum_of(cluster)
+            leader, epoch = cluster.leader_and_epoch()
             while leader < 0:
                 time.sleep(0.05)
-                leader, epoch = quorum_of(cluster)
+                leader, epoch = cluster.leader_and_epoch()
             t0 = time.monotonic()
             cluster.controllers[leader].kill()
             while True:
-                new_leader, new_epoch = quorum_of(cluster)
+                new_leader, new_epoch = cluster.leader_and_epoch()
                 if new_leader >= 0 and new_epoch > epoch:
                     break
                 time.sleep(0.01)

@@ -55,6 +55,7 @@ from pykbroker.raft.batch_accumulator import NotLeaderError
 from pykbroker.raft.kafka_raft_client import KafkaRaftClient
 from pykbroker.raft.raft_client import Batch, LeaderAndEpoch, RaftClientListener
 from pykbroker.raft.records_snapshot import RecordsSnapshotReader
+from pykbroker.utils.futures import set_exception_if_pending, set_result_if_pending
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM, Time
 
@@ -396,26 +397,26 @@ class QuorumController:
         if self._deferred:
             self._deferred.append((self._deferred[-1][0], future, response))
         else:
-            _set_result(future, response)
+            set_result_if_pending(future, response)
 
     def _complete_up_to(self, offset: int) -> None:
         while self._deferred and self._deferred[0][0] <= offset:
             _, future, response = self._deferred.popleft()
             if future is not None:
-                _set_result(future, response)
+                set_result_if_pending(future, response)
 
     def _fail_deferred(self, error: BaseException) -> None:
         while self._deferred:
             _, future, _ = self._deferred.popleft()
             if future is not None:
-                _set_exception(future, error)
+                set_exception_if_pending(future, error)
 
     def _fail(self, name: str, future: Future, error: BaseException) -> None:
         if isinstance(error, EventQueueClosedError):
             error = NotControllerError("The controller is shutting down.")
         elif not isinstance(error, NotControllerError):
             self._log.warning("Operation failed", operation=name, error=repr(error))
-        _set_exception(future, error)
+        set_exception_if_pending(future, error)
 
     # ---- Raft callbacks (event thread) -------------------------------------------------------
     def _handle_commit(self, generation: int, batch: Batch[ApiMessageAndVersion]) -> None:
@@ -481,19 +482,3 @@ class QuorumController:
 def _heartbeat_error(e: KafkaError) -> dict:
     """A BrokerHeartbeat response for an error, the other fields at Kafka's defaults."""
     return {"error_code": e.code, "is_caught_up": False, "is_fenced": True, "should_shut_down": False}
-
-
-def _set_result(future: Future, value: Any) -> None:
-    if not future.done():
-        try:
-            future.set_result(value)
-        except Exception:  # noqa: BLE001 - cancelled meanwhile
-            pass
-
-
-def _set_exception(future: Future, error: BaseException) -> None:
-    if not future.done():
-        try:
-            future.set_exception(error)
-        except Exception:  # noqa: BLE001
-            pass

@@ -34,17 +34,12 @@ from pykbroker.raft.raft_messages import (
     INCONSISTENT_CLUSTER_ID,
     NONE,
     VOTE,
-    BeginQuorumEpochResponseData,
-    EndQuorumEpochResponseData,
-    FetchResponseData,
-    FetchSnapshotResponseData,
-    LeaderIdAndEpoch,
     RaftMessage,
     RaftRequest,
     RaftResponse,
     RequestData,
     ResponseData,
-    VoteResponseData,
+    error_response,
 )
 from pykbroker.raft.raft_wire import request_to_wire, response_from_wire, response_to_wire
 from pykbroker.utils.logging import get_logger
@@ -70,20 +65,6 @@ def parse_voters(voters: list[str] | None) -> dict[int, tuple[str, int]]:
             raise ValueError(f"Unable to parse '{entry}': expected id@host:port")
         result[int(node)] = (host.strip("[]"), int(port))
     return result
-
-
-def error_response(data: RequestData, error: int) -> ResponseData:
-    """A response carrying only ``error`` (the node could not be reached or did not answer)."""
-    unknown = LeaderIdAndEpoch(-1, -1)
-    if data.api_key == VOTE:
-        return VoteResponseData(error, -1, -1, False)
-    if data.api_key == BEGIN_QUORUM_EPOCH:
-        return BeginQuorumEpochResponseData(error, -1, -1)
-    if data.api_key == END_QUORUM_EPOCH:
-        return EndQuorumEpochResponseData(error, -1, -1)
-    if data.api_key == FETCH:
-        return FetchResponseData(error, unknown)
-    return FetchSnapshotResponseData(error, unknown)
 
 
 class KafkaNetworkChannel(NetworkChannel):

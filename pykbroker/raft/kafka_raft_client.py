@@ -104,6 +104,7 @@ from pykbroker.raft.raft_messages import (
     SnapshotId,
     VoteRequestData,
     VoteResponseData,
+    error_response,
 )
 from pykbroker.raft.records_snapshot import RecordsSnapshotWriter
 from pykbroker.raft.replicated_log import LogBatch, LogRecord, ReplicatedLog, ValidKind
@@ -644,7 +645,7 @@ class KafkaRaftClient(Generic[T]):
         data = request.data
         response: ResponseData | None
         if self.cluster_id is not None and data.cluster_id is not None and data.cluster_id != self.cluster_id:
-            response = self._error_response(data, INCONSISTENT_CLUSTER_ID)
+            response = error_response(data, INCONSISTENT_CLUSTER_ID, self.quorum.leader_id, self.quorum.epoch)
         elif isinstance(data, VoteRequestData):
             response = self._handle_vote_request(data)
         elif isinstance(data, BeginQuorumEpochRequestData):
@@ -657,18 +658,6 @@ class KafkaRaftClient(Generic[T]):
             response = self._handle_fetch_snapshot_request(data)
         if response is not None:
             self._send_response(request, response)
-
-    def _error_response(self, data: RequestData, error: int) -> ResponseData:
-        leader, epoch = self.quorum.leader_id, self.quorum.epoch
-        if isinstance(data, VoteRequestData):
-            return VoteResponseData(error, leader, epoch, False)
-        if isinstance(data, BeginQuorumEpochRequestData):
-            return BeginQuorumEpochResponseData(error, leader, epoch)
-        if isinstance(data, EndQuorumEpochRequestData):
-            return EndQuorumEpochResponseData(error, leader, epoch)
-        if isinstance(data, FetchRequestData):
-            return FetchResponseData(error, LeaderIdAndEpoch(leader, epoch))
-        return FetchSnapshotResponseData(error, LeaderIdAndEpoch(leader, epoch))
 
     def _handle_vote_request(self, data: VoteRequestData) -> VoteResponseData:
         q = self.quorum

@@ -200,3 +200,17 @@ class RaftResponse:
 
 
 RaftMessage = RaftRequest | RaftResponse
+
+
+def error_response(data: RequestData, error: int, leader_id: int = NO_ID, leader_epoch: int = -1) -> ResponseData:
+    """The response to ``data`` that carries only ``error`` and the leader as the answering node knows it
+    (unknown by default: the request never reached a node that could answer)."""
+    if isinstance(data, VoteRequestData):
+        return VoteResponseData(error, leader_id, leader_epoch, False)
+    if isinstance(data, BeginQuorumEpochRequestData):
+        return BeginQuorumEpochResponseData(error, leader_id, leader_epoch)
+    if isinstance(data, EndQuorumEpochRequestData):
+        return EndQuorumEpochResponseData(error, leader_id, leader_epoch)
+    if isinstance(data, FetchRequestData):
+        return FetchResponseData(error, LeaderIdAndEpoch(leader_id, leader_epoch))
+    return FetchSnapshotResponseData(error, LeaderIdAndEpoch(leader_id, leader_epoch))

@@ -28,6 +28,7 @@ from concurrent.futures import Future
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.server.node_to_controller_channel_manager import NodeToControllerChannelManager
+from pykbroker.utils.futures import set_exception_if_pending, set_result_if_pending
 from pykbroker.utils.logging import get_logger
 
 FENCED_HEARTBEAT_INTERVAL_MS = 100
@@ -104,13 +105,11 @@ class BrokerLifecycleManager:
                 return
             error = BrokerRegistrationError(code, response.get("error_message"))
             self._log.error(f"Unable to register broker {self.node_id}: {error}")
-            if not self.registered.done():
-                self.registered.set_exception(error)
+            set_exception_if_pending(self.registered, error)
             return
         self.broker_epoch = response["broker_epoch"]
         self._log.info(f"Successfully registered broker {self.node_id} with broker epoch {self.broker_epoch}")
-        if not self.registered.done():
-            self.registered.set_result(self.broker_epoch)
+        set_result_if_pending(self.registered, self.broker_epoch)
         self._send_heartbeat()
 
     def _send_heartbeat(self) -> None:

@@ -173,9 +173,7 @@ class KafkaRaftServer:
         except LogDirLockError as e:
             raise StartupError(str(e)) from e
         try:
-            self.cluster_id, _ = ensure_formatted(
-                dirs, self.node_id, self.log, allow_auto_format=self._is_single_node_default()
-            )
+            self.cluster_id, _ = ensure_formatted(dirs, self.node_id, self.log, allow_auto_format=self.single_node)
         except MetaPropertiesError as e:
             raise StartupError(str(e)) from e
 
@@ -231,7 +229,9 @@ class KafkaRaftServer:
 
     def _check_voters(self) -> None:
         """``controller.quorum.voters`` against the roles (Kafka's ``KafkaConfig.validateValues``). A node
-        that is both broker and the only voter is the single-node mode: no network between its parts."""
+        that is both broker and the only voter is the single-node mode: no network between its parts, and
+        the one setup whose empty storage is formatted on first start (every other node needs
+        ``kafka-storage format``)."""
         config = self.config
         try:
             self.voters = parse_voters(config["controller.quorum.voters"])
@@ -494,13 +494,6 @@ class KafkaRaftServer:
             self.metrics.gauge(f"{prefix}PurgatorySize,{tag}", lambda p=purgatory: p.purgatory_size)
             self.metrics.gauge(f"{prefix}NumDelayedOperations,{tag}", lambda p=purgatory: p.num_delayed)
 
-    def _is_single_node_default(self) -> bool:
-        """A combined node (process.roles=broker,controller) that is its quorum's only voter: the one setup
-        whose empty storage is formatted on first start; every other node needs ``kafka-storage format``."""
-        voters = self.config["controller.quorum.voters"] or []
-        ids = {int(v.split("@", 1)[0]) for v in voters if v}
-        return set(self.config.process_roles) == {"broker", "controller"} and ids <= {self.node_id}
-
     def _broker_families(self) -> list:
         helper, cache, rm = self.data_helper, self.metadata_cache, self.replica_manager
         return [
@@ -532,16 +525,13 @@ class KafkaRaftServer:
         """``controller.quorum.voters`` as ``{id: [(first controller listener, host, port)]}`` (Kafka's static
         voters' endpoints); this node's own entry with its bound port when configured as port 0."""
         names = self.config.controller_listener_names
-        if not names:
+        if not names or not self.config["controller.quorum.voters"]:
             return {}
         result = {}
-        for voter in self.config["controller.quorum.voters"] or []:
-            node, _, address = voter.partition("@")
-            host, _, port = address.rpartition(":")
-            node_id, port_number = int(node), int(port)
-            if node_id == self.node_id and port_number == 0:
-                port_number = self.socket_server.bound_port(names[0])
-            result[node_id] = [(names[0], host.strip("[]"), port_number)]
+        for node_id, (host, port) in self.voters.items():
+            if node_id == self.node_id and port == 0:
+                port = self.socket_server.bound_port(names[0])
+            result[node_id] = [(names[0], host, port)]
         return result
 
     def _auto_create_topics(self, names: list[str]) -> dict[str, int]:

@@ -23,6 +23,7 @@ from concurrent.futures import Future
 
 from pykbroker.clients.inter_broker_send_thread import InterBrokerSendThread
 from pykbroker.protocol import errors
+from pykbroker.utils.futures import set_exception_if_pending, set_result_if_pending
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM, Time
 
@@ -103,7 +104,9 @@ class NodeToControllerChannelManager:
         now = self.time.hi_res_milliseconds()
         if now >= deadline:
             why = f" (last: {last})" if last else ""
-            _set_exception(future, errors.KafkaTimeoutError(f"No answer from an active controller in time{why}"))
+            set_exception_if_pending(
+                future, errors.KafkaTimeoutError(f"No answer from an active controller in time{why}")
+            )
             return
         controller = self._pick(failed)
         if controller < 0:  # every controller failed this round: back off, then start over
@@ -116,7 +119,7 @@ class NodeToControllerChannelManager:
             elif has_not_controller(response):
                 why = f"node {controller} is not the controller"
             else:
-                _set_result(future, response)
+                set_result_if_pending(future, response)
                 return
             tried = failed | {controller}
             if len(tried) < len(self.controller_ids):  # try the next controller at once
@@ -134,19 +137,3 @@ class NodeToControllerChannelManager:
         self._log.debug("Retrying a request to the controller", api_key=api_key, reason=why)
         delay = min(self.retry_backoff_ms, max(0.0, deadline - self.time.hi_res_milliseconds()))
         self.send_thread.schedule(delay, lambda: self._attempt(api_key, version, body, future, deadline, why, failed))
-
-
-def _set_result(future: Future, value) -> None:
-    if not future.done():
-        try:
-            future.set_result(value)
-        except Exception:  # noqa: BLE001 - cancelled meanwhile
-            pass
-
-
-def _set_exception(future: Future, error: BaseException) -> None:
-    if not future.done():
-        try:
-            future.set_exception(error)
-        except Exception:  # noqa: BLE001
-            pass

@@ -71,8 +71,8 @@ class Stats:
 
     def on_completion(self, metadata, exception, _time_ns=_time.time_ns) -> None:
         """The delivery callback shared by every record (Kafka allocates a PerfCallback per record):
-        the record's CreateTime timestamp, taken just before send(), is its send start in ms.
-        :meth:`record` inlined, and the wall clock read as ``SYSTEM.milliseconds`` does."""
+        the record's CreateTime timestamp, taken just before send(), is its send start in ms. The window
+        update is inline (one call per record), and the wall clock is read as ``SYSTEM.milliseconds`` does."""
         now = _time_ns() // 1_000_000
         if exception is not None:
             if len(self.errors) < 5:
@@ -92,21 +92,6 @@ class Stats:
         if now - self.window_start >= self.reporting_interval:
             self.print_window(now)
             self.new_window(now)
-
-    def record(self, latency: int, size: int, now_ms: float) -> None:
-        """One completed record of ``size`` bytes (what on_completion does inline)."""
-        self.window_count += 1
-        self.window_bytes += size
-        self.window_total_latency += latency
-        if latency > self.window_max_latency:
-            self.window_max_latency = latency
-        iteration = self.iteration
-        if iteration % self.sampling == 0:
-            self.latencies.append(latency)
-        self.iteration = iteration + 1
-        if now_ms - self.window_start >= self.reporting_interval:
-            self.print_window(now_ms)
-            self.new_window(now_ms)
 
     def print_window(self, now_ms: float) -> None:
         elapsed = max(1.0, now_ms - self.window_start)

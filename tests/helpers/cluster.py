@@ -146,8 +146,9 @@ class KRaftCluster:
             return {"error_code": r["error_code"], "leader_id": -1, "leader_epoch": -1}
         return r["topics"][0]["partitions"][0]
 
-    def leader_id(self) -> int:
-        """The active controller as the live controllers see it (DescribeQuorum), or -1."""
+    def leader_and_epoch(self) -> tuple[int, int]:
+        """(active controller, epoch) as the first live controller that knows a leader reports it
+        (DescribeQuorum); (-1, -1) when none does."""
         for i, node in self.controllers.items():
             if node.proc is None or node.proc.poll() is not None:
                 continue
@@ -156,8 +157,12 @@ class KRaftCluster:
             except OSError:
                 continue
             if p["error_code"] == 0 and p["leader_id"] >= 0:
-                return p["leader_id"]
-        return -1
+                return p["leader_id"], p["leader_epoch"]
+        return -1, -1
+
+    def leader_id(self) -> int:
+        """The active controller as the live controllers see it, or -1."""
+        return self.leader_and_epoch()[0]
 
     def await_leader(self, timeout: float = 15.0, not_: int | None = None) -> int:
         """Wait (bounded) until the live controllers report an active controller (other than ``not_``)."""

@@ -31,6 +31,7 @@ class ControllerApis:
     def handlers(self) -> dict:
         result = {
             ApiKeys.BROKER_REGISTRATION: self.handle_broker_registration_request,
+            ApiKeys.BROKER_HEARTBEAT: self.handle_broker_heartbeat_request,
             ApiKeys.UNREGISTER_BROKER: self.handle_unregister_broker_request,
             ApiKeys.ALLOCATE_PRODUCER_IDS: self.handle_allocate_producer_ids_request,
             ApiKeys.CREATE_TOPICS: self.admin.handle_create_topics_request,
@@ -38,8 +39,6 @@ class ControllerApis:
             ApiKeys.CREATE_PARTITIONS: self.admin.handle_create_partitions_request,
             ApiKeys.INCREMENTAL_ALTER_CONFIGS: self.admin.handle_incremental_alter_configs_request,
         }
-        if hasattr(self.controller, "process_broker_heartbeat"):
-            result[ApiKeys.BROKER_HEARTBEAT] = self.handle_broker_heartbeat_request
         if self.cluster_info is not None:
             result[ApiKeys.DESCRIBE_CLUSTER] = self.handle_describe_cluster_request
         return result
@@ -100,11 +99,6 @@ class ControllerApis:
         )
 
     def handle_unregister_broker_request(self, request) -> None:
-        if not hasattr(self.controller, "unregister_broker"):
-            self.helper.send_response(
-                request, {"throttle_time_ms": 0, "error_code": errors.UNSUPPORTED_VERSION, "error_message": None}
-            )
-            return
         self._reply(
             request,
             self.controller.unregister_broker(request.body["broker_id"]),
