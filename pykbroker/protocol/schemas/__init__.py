@@ -23,6 +23,7 @@ _MODULES = (
     "group_offsets",
     "transactions",
     "raft",
+    "replication",
 )
 
 REQUESTS: dict[int, MessageSchema] = {}
