@@ -327,8 +327,71 @@ BROKER_CONFIG_DEF = (
         30000,
         None,
         H,
-        "Time in ms after which a follower that has not caught up with the leader leaves the ISR. Accepted; not "
-        "used by pykbroker yet.",
+        "Time in ms after which a follower that has not caught up with the leader (or not fetched) leaves the ISR.",
+    )
+    .define(
+        "num.replica.fetchers",
+        Type.INT,
+        1,
+        at_least(1),
+        H,
+        "Number of ReplicaFetcherThreads per source broker; partitions are spread over them by hash.",
+    )
+    .define(
+        "replica.fetch.max.bytes",
+        Type.INT,
+        1048576,
+        at_least(0),
+        M,
+        "Bytes of messages a follower tries to fetch per partition (at least one batch is always returned).",
+    )
+    .define(
+        "replica.fetch.response.max.bytes",
+        Type.INT,
+        10485760,
+        at_least(0),
+        M,
+        "Maximum bytes of a whole follower fetch response (at least one batch is always returned).",
+    )
+    .define(
+        "replica.fetch.wait.max.ms",
+        Type.INT,
+        500,
+        None,
+        M,
+        "Maximum wait in ms of a follower's fetch at the leader; keep it below replica.lag.time.max.ms.",
+    )
+    .define(
+        "replica.fetch.min.bytes",
+        Type.INT,
+        1,
+        None,
+        M,
+        "Minimum bytes a follower's fetch waits for, up to replica.fetch.wait.max.ms.",
+    )
+    .define(
+        "replica.fetch.backoff.ms",
+        Type.INT,
+        1000,
+        at_least(0),
+        M,
+        "Time in ms a ReplicaFetcherThread sleeps after a fetch error before it retries.",
+    )
+    .define(
+        "replica.socket.timeout.ms",
+        Type.INT,
+        30000,
+        None,
+        H,
+        "Socket timeout in ms of follower fetch requests; at least replica.fetch.wait.max.ms.",
+    )
+    .define(
+        "replica.socket.receive.buffer.bytes",
+        Type.INT,
+        65536,
+        None,
+        H,
+        "SO_RCVBUF of the follower's connection to the leader (-1: the OS default).",
     )
     .define(
         "unclean.leader.election.enable",
@@ -344,7 +407,23 @@ BROKER_CONFIG_DEF = (
         True,
         None,
         H,
-        "Whether leadership is moved back to the preferred replicas periodically. Accepted; not used by pykbroker yet.",
+        "Whether the controller moves leadership back to the preferred replicas periodically.",
+    )
+    .define(
+        "leader.imbalance.check.interval.seconds",
+        Type.LONG,
+        300,
+        at_least(1),
+        H,
+        "Frequency in seconds of the controller's partition-rebalance check.",
+    )
+    .define(
+        "leader.imbalance.per.broker.percentage",
+        Type.INT,
+        10,
+        None,
+        H,
+        "Leader imbalance allowed per broker, in percent, before a preferred-leader rebalance is triggered.",
     )
     .define(
         "replica.high.watermark.checkpoint.interval.ms",
@@ -894,8 +973,15 @@ BROKER_CONFIG_DEF = (
         5000,
         at_least(1),
         H,
-        "Maximum time in ms an offset commit waits for the offsets topic's replicas to acknowledge it. Accepted; "
-        "not used by pykbroker yet.",
+        "Maximum time in ms an offset commit waits for the offsets topic's replicas to acknowledge it.",
+    )
+    .define(
+        "offsets.commit.required.acks",
+        Type.SHORT,
+        -1,
+        None,
+        H,
+        "Acks required before an offset commit (or group metadata write) is accepted; -1: the whole ISR.",
     )
     .define(
         "offsets.load.buffer.size",
