@@ -52,6 +52,7 @@ from pykbroker.raft.kafka_raft_client import KafkaRaftClient
 from pykbroker.raft.kafka_raft_client_driver import KafkaRaftClientDriver
 from pykbroker.raft.kafka_raft_metrics import KafkaRaftMetrics
 from pykbroker.raft.quorum_state_store import FileQuorumStateStore
+from pykbroker.server.alter_partition_manager import AlterPartitionManager
 from pykbroker.server.api_version_manager import ApiVersionManager
 from pykbroker.server.broker_lifecycle_manager import BrokerLifecycleManager, BrokerRegistrationError
 from pykbroker.server.broker_metadata_publisher import BrokerMetadataPublisher
@@ -331,7 +332,8 @@ class KafkaRaftServer:
         self.replica_manager = ReplicaManager(
             self.node_id, config, self.log_manager, self.metadata_cache, self.time, metrics=self.metrics
         )
-        self.replica_manager.startup()
+        self.replica_manager.broker_epoch = lambda: getattr(self, "broker_epoch", -1)
+        self.replica_manager.startup(self.scheduler)
         self.publisher = BrokerMetadataPublisher(
             self.node_id, self.metadata_cache, self.replica_manager, self.log_manager
         )
@@ -431,6 +433,15 @@ class KafkaRaftServer:
             config["offsets.retention.check.interval.ms"],
         )
         self.controller_handle = self.controller if self.single_node else self.forwarding_manager
+        self.replica_manager.set_alter_partition_manager(
+            AlterPartitionManager(
+                self.node_id,
+                lambda: self.controller_handle,
+                lambda: getattr(self, "broker_epoch", -1),
+                self.replica_manager.broker_epoch_of,
+                self.scheduler,
+            )
+        )
         self.producer_id_manager = ProducerIdManager(self.node_id, self.controller_handle, lambda: self.broker_epoch)
         self.data_plane_apis, self.data_version_manager = self._build_apis(self.data_helper, self._broker_families())
         self.data_plane_apis.after_handle.append(self.replica_manager.try_complete_actions)

@@ -1,65 +1,173 @@
-"""Partition: one topic-partition hosted by this broker — its log and its leader/ISR state.
+"""Partition: one topic-partition hosted by this broker — its log, its leader/ISR state and, on the
+leader, what it knows of each follower.
 
-Mirrors ``kafka.cluster.Partition``: ``make_leader``/``make_follower`` apply a PartitionRegistration
-from the metadata log; ``append_records_to_leader`` validates (LogValidator) and appends under the
-log's lock, then advances the high watermark: HW = the smallest LEO of the ISR, which for an ISR made
-only of this broker is its own LEO; it is never advanced while the ISR is below
-``min.insync.replicas``. Reads go through the log, bounded by the HW for consumers.
+Mirrors ``kafka.cluster.Partition``:
 
-Threading: ``_state_lock`` guards leader epoch, ISR and replica set (changed by the metadata publisher,
-read by handler threads); appends and reads are serialised by the UnifiedLog's own lock.
+* ``make_leader`` / ``make_follower`` apply a PartitionRegistration from the metadata log (a registration
+  older than the partition epoch already known, e.g. from an AlterPartition response, is skipped).
+  A new leader epoch starts at the leader's LEO in the leader-epoch cache and resets the followers'
+  state (ISR members count as caught up now).
+* Leader: ``append_records_to_leader`` validates (LogValidator) and appends under the log's lock;
+  acks=-1 with fewer than ``min.insync.replicas`` in the (committed) ISR is refused before the append
+  with NOT_ENOUGH_REPLICAS. Each follower Fetch updates that follower's :class:`Replica`
+  (``update_follower_fetch_state``), which may move the high watermark and may add the follower to the
+  ISR. HW = the smallest LEO over the leader and the replicas of the *maximal* ISR (the committed ISR
+  plus a pending expansion; during a pending shrink the removed replica still counts) and over caught-up
+  ISR-eligible replicas about to join, as Kafka's ``maybeIncrementLeaderHW``.
+* ISR changes go to the controller as AlterPartition (``AlterPartitionManager``), one in flight per
+  partition: expand when a follower reaches the HW and the current leader epoch's start offset; shrink
+  (``maybe_shrink_isr``, called periodically) when a follower has not caught up for
+  ``replica.lag.time.max.ms``. The committed ISR changes only with the controller's answer (or the
+  metadata log), never on the leader's word alone (KIP-497).
+* Follower: ``append_records_as_follower`` keeps the leader's batches and offsets byte for byte; the
+  follower's HW is the leader's, capped by its own LEO; ``truncate_to`` removes a divergent tail.
+* ``check_enough_replicas_reach_offset`` is DelayedProduce's test: done once HW >= the offset, with
+  NOT_ENOUGH_REPLICAS_AFTER_APPEND when the maximal ISR is then below ``min.insync.replicas``.
+
+Threading: ``_state_lock`` guards leader epoch, ISR, pending AlterPartition and the Replica states
+(metadata publisher, request handler threads, the AlterPartition callback thread, the ISR-expiration
+task). Log appends and reads are serialised by the UnifiedLog's own lock; the lock order is state lock
+then log lock, never the reverse. ``on_high_watermark_increment`` (set by the ReplicaManager) is
+called outside the state lock when an AlterPartition answer moved the HW.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from pykbroker.log.fetch_data_info import FetchIsolation
 from pykbroker.log.log_validator import LogValidator
 from pykbroker.protocol import errors
 from pykbroker.record.default_record_batch import CREATE_TIME, LOG_APPEND_TIME
+from pykbroker.server.replica import Replica
+from pykbroker.utils.logging import get_logger
+
+_log = get_logger("Partition")
+
+# AlterPartition errors after which the leader goes back to its committed ISR at once (Kafka's
+# handleAlterPartitionError); for the others the metadata log brings the partition's new state.
+_REVERT_ON = frozenset({errors.OPERATION_NOT_ATTEMPTED, errors.INELIGIBLE_REPLICA})
+
+
+class PendingIsrChange:
+    """An AlterPartition in flight: ``kind`` "expand" or "shrink", the proposed ISR, and the leader and
+    partition epochs it was based on (Kafka's PendingExpandIsr / PendingShrinkIsr)."""
+
+    __slots__ = ("kind", "new_isr", "leader_epoch", "partition_epoch")
+
+    def __init__(self, kind: str, new_isr: tuple[int, ...], leader_epoch: int, partition_epoch: int):
+        self.kind = kind
+        self.new_isr = new_isr
+        self.leader_epoch = leader_epoch
+        self.partition_epoch = partition_epoch
+
+
+class IsrChangeListener:
+    """Counts ISR changes (the ReplicaManager's IsrExpandsPerSec / IsrShrinksPerSec /
+    FailedIsrUpdatesPerSec meters)."""
+
+    def mark_expand(self) -> None:
+        pass
+
+    def mark_shrink(self) -> None:
+        pass
+
+    def mark_failed(self) -> None:
+        pass
 
 
 class Partition:
-    def __init__(self, topic: str, partition: int, topic_id, log, local_broker_id: int, time):
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        topic_id,
+        log,
+        local_broker_id: int,
+        time,
+        replica_lag_time_max_ms: int = 30000,
+        alter_partition_manager=None,
+        is_replica_isr_eligible: Callable[[int], bool] | None = None,
+        isr_listener: IsrChangeListener | None = None,
+    ):
         self.topic = topic
         self.partition = partition
         self.topic_id = topic_id
         self.log = log
         self.local_broker_id = local_broker_id
         self.time = time
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.alter_partition_manager = alter_partition_manager
+        self.is_replica_isr_eligible = is_replica_isr_eligible or (lambda broker_id: True)
+        self.isr_listener = isr_listener or IsrChangeListener()
+        self.on_high_watermark_increment: Callable[[], None] = lambda: None
         self._state_lock = threading.Lock()
         self.leader_id = -1
         self.leader_epoch = -1
         self.partition_epoch = -1
+        self.leader_epoch_start_offset = -1
         self.replicas: tuple[int, ...] = ()
         self.isr: tuple[int, ...] = ()
+        self.maximal_isr: tuple[int, ...] = ()
+        self.pending_isr_change: PendingIsrChange | None = None
+        self.remote_replicas: dict[int, Replica] = {}
         self.name = f"{topic}-{partition}"
 
     # -- state from metadata -------------------------------------------------------------------
     def make_leader(self, registration) -> bool:
-        """Become (or stay) leader per ``registration``; returns True if this is a new leadership."""
+        """Become (or stay) leader per ``registration``; True if this is a new leadership or leader
+        epoch (Kafka's ``makeLeader``). A registration with an older partition epoch is skipped."""
         with self._state_lock:
+            if registration.partition_epoch < self.partition_epoch:
+                _log.info(
+                    f"Skipped the become-leader state change for {self.name} since it is already at partition "
+                    f"epoch {self.partition_epoch} (registration has {registration.partition_epoch})"
+                )
+                return False
             new = self.leader_id != self.local_broker_id or self.leader_epoch != registration.leader_epoch
             self.leader_id = self.local_broker_id
             self.leader_epoch = registration.leader_epoch
             self.partition_epoch = registration.partition_epoch
-            self.replicas = tuple(registration.replicas)
-            self.isr = tuple(registration.isr)
-        if new:  # Kafka's maybeAssignEpochStartOffset: the new epoch starts at the current LEO
-            self.log.leader_epoch_cache.assign(registration.leader_epoch, self.log.log_end_offset)
-        self.maybe_increment_leader_hw()
+            self._update_assignment_and_isr(registration)
+            if new:  # Kafka's maybeAssignEpochStartOffset: the new epoch starts at the current LEO
+                leo = self.log.log_end_offset
+                self.log.maybe_assign_epoch_start_offset(registration.leader_epoch, leo)
+                self.leader_epoch_start_offset = leo
+                now = self.time.milliseconds()
+                for r in self.remote_replicas.values():
+                    r.reset(now, leo, r.broker_id in self.isr)
+            hw_incremented = self._maybe_increment_leader_hw_locked()
+        if hw_incremented:
+            self.on_high_watermark_increment()
         return new
 
     def make_follower(self, registration) -> bool:
+        """Follow ``registration.leader``; True if the leader or leader epoch changed (the fetcher must
+        then (re)start from a truncation). A registration with an older partition epoch is skipped."""
         with self._state_lock:
+            if registration.partition_epoch < self.partition_epoch:
+                _log.info(
+                    f"Skipped the become-follower state change for {self.name} since it is already at partition "
+                    f"epoch {self.partition_epoch} (registration has {registration.partition_epoch})"
+                )
+                return False
             new = self.leader_id != registration.leader or self.leader_epoch != registration.leader_epoch
             self.leader_id = registration.leader
             self.leader_epoch = registration.leader_epoch
             self.partition_epoch = registration.partition_epoch
-            self.replicas = tuple(registration.replicas)
-            self.isr = tuple(registration.isr)
+            self.leader_epoch_start_offset = -1
+            self._update_assignment_and_isr(registration)
+            self.remote_replicas = {}
         return new
+
+    def _update_assignment_and_isr(self, registration) -> None:
+        self.replicas = tuple(registration.replicas)
+        self.isr = self.maximal_isr = tuple(registration.isr)
+        self.pending_isr_change = None
+        if self.leader_id == self.local_broker_id:
+            old = self.remote_replicas
+            self.remote_replicas = {b: old.get(b) or Replica(b) for b in self.replicas if b != self.local_broker_id}
 
     @property
     def is_leader(self) -> bool:
@@ -138,26 +246,179 @@ class Partition:
 
         kwargs = {"origin": origin} if origin is not None else {}
         info = self.log.append_as_leader(records, epoch, validate, **kwargs)
-        return info, self.maybe_increment_leader_hw()
+        return info, (not info.duplicate and self.maybe_increment_leader_hw())
 
     def maybe_increment_leader_hw(self) -> bool:
-        """HW = min LEO over the ISR; only this broker's LEO is known (single-node ISR)."""
+        """Recompute the leader's HW (after an append); True if it moved."""
         with self._state_lock:
-            if not self.is_leader or len(self.isr) < 1 or self.isr != (self.local_broker_id,):
-                return False
-        if len(self.isr) < self.log.config.min_insync_replicas:
+            return self._maybe_increment_leader_hw_locked()
+
+    def _maybe_increment_leader_hw_locked(self) -> bool:
+        if self.leader_id != self.local_broker_id:
             return False
-        return self.log.maybe_increment_high_watermark(self.log.log_end_offset_metadata) is not None
+        leo = self.log.log_end_offset
+        new_hw = leo
+        now = None
+        for r in self.remote_replicas.values():
+            if r.log_end_offset >= new_hw:
+                continue
+            if r.broker_id in self.maximal_isr:
+                new_hw = r.log_end_offset
+                continue
+            if now is None:
+                now = self.time.milliseconds()
+            # Kafka's shouldWaitForReplicaToJoinIsr: a caught-up, eligible replica is about to join.
+            if r.is_caught_up(leo, now, self.replica_lag_time_max_ms) and self.is_replica_isr_eligible(r.broker_id):
+                new_hw = r.log_end_offset
+        if new_hw < 0:
+            return False
+        return self.log.maybe_increment_high_watermark(new_hw) is not None
 
     def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, int]:
-        """DelayedProduce's check: ``(done, error code)``."""
+        """DelayedProduce's check (Kafka's ``checkEnoughReplicasReachOffset``): ``(done, error code)``."""
         if not self.is_leader:
             return True, errors.NOT_LEADER_OR_FOLLOWER
         if self.log.high_watermark >= required_offset:
-            if len(self.isr) < self.log.config.min_insync_replicas:
+            if len(self.maximal_isr) < self.log.config.min_insync_replicas:
                 return True, errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
             return True, errors.NONE
         return False, errors.NONE
+
+    # -- followers, seen from the leader -------------------------------------------------------
+    def update_follower_fetch_state(
+        self, replica_id: int, fetch_offset: int, log_start_offset: int, fetch_time_ms: int, leader_end_offset: int
+    ) -> bool:
+        """A Fetch from follower ``replica_id`` at ``fetch_offset`` read when the leader's LEO was
+        ``leader_end_offset``: update its Replica, maybe expand the ISR, maybe move the HW. True if the
+        HW moved (the caller completes delayed produces and fetches). Raises NotLeaderOrFollowerError
+        when this broker does not lead or ``replica_id`` is not an assigned follower."""
+        alter = None
+        with self._state_lock:
+            replica = self.remote_replicas.get(replica_id)
+            if replica is None or self.leader_id != self.local_broker_id:
+                raise errors.NotLeaderOrFollowerError(
+                    f"Replica {replica_id} is not recognized as a valid replica of {self.name} led by "
+                    f"{self.leader_id} (this broker is {self.local_broker_id})"
+                )
+            previous = replica.log_end_offset
+            replica.update_fetch_state(fetch_offset, log_start_offset, fetch_time_ms, leader_end_offset)
+            alter = self._maybe_prepare_expand(replica)
+            hw_incremented = previous != fetch_offset and self._maybe_increment_leader_hw_locked()
+        if alter is not None:
+            self._submit(alter)
+        return hw_incremented
+
+    def _maybe_prepare_expand(self, replica: Replica) -> PendingIsrChange | None:
+        """Kafka's ``maybeExpandIsr`` / ``isFollowerInSync``: a follower outside the ISR that reached the
+        HW and the current epoch's start offset joins (one AlterPartition in flight at a time)."""
+        if (
+            self.pending_isr_change is not None
+            or replica.broker_id in self.isr
+            or self.alter_partition_manager is None
+            or replica.log_end_offset < self.log.high_watermark
+            or replica.log_end_offset < self.leader_epoch_start_offset
+            or not self.is_replica_isr_eligible(replica.broker_id)
+        ):
+            return None
+        new_isr = (*self.isr, replica.broker_id)
+        pending = PendingIsrChange("expand", new_isr, self.leader_epoch, self.partition_epoch)
+        self.pending_isr_change = pending
+        self.maximal_isr = new_isr
+        _log.info(f"ISR updated for {self.name}: expanding from {list(self.isr)} to {list(new_isr)} (pending)")
+        return pending
+
+    def maybe_shrink_isr(self) -> bool:
+        """Kafka's ``maybeShrinkIsr`` (the ``isr-expiration`` task): ISR followers that have not caught up
+        within ``replica.lag.time.max.ms`` leave through an AlterPartition. True if one was sent."""
+        with self._state_lock:
+            if (
+                self.leader_id != self.local_broker_id
+                or self.pending_isr_change is not None
+                or self.alter_partition_manager is None
+            ):
+                return False
+            now = self.time.milliseconds()
+            leo = self.log.log_end_offset
+            out = [
+                b
+                for b in self.isr
+                if b != self.local_broker_id
+                and (r := self.remote_replicas.get(b)) is not None
+                and not r.is_caught_up(leo, now, self.replica_lag_time_max_ms)
+            ]
+            if not out:
+                return False
+            new_isr = tuple(b for b in self.isr if b not in out)
+            pending = PendingIsrChange("shrink", new_isr, self.leader_epoch, self.partition_epoch)
+            self.pending_isr_change = pending  # the maximal ISR stays the current one until committed
+            lags = {b: (now - self.remote_replicas[b].last_caught_up_time_ms) for b in out}
+            _log.info(
+                f"Shrinking ISR of {self.name} from {list(self.isr)} to {list(new_isr)}: out-of-sync replicas "
+                f"{out}, ms since caught up {lags}, leader LEO {leo}, HW {self.log.high_watermark}"
+            )
+        self._submit(pending)
+        return True
+
+    def _submit(self, pending: PendingIsrChange) -> None:
+        self.alter_partition_manager.submit(
+            self.topic_id,
+            self.partition,
+            pending.leader_epoch,
+            pending.new_isr,
+            pending.partition_epoch,
+            lambda code, result: self._handle_alter_partition_response(pending, code, result),
+        )
+
+    def _handle_alter_partition_response(self, pending: PendingIsrChange, code: int, result: dict | None) -> None:
+        """The controller's answer to ``pending`` (Kafka's ``handleAlterPartitionUpdate`` /
+        ``handleAlterPartitionError``). ``result``: ``{leader_id, leader_epoch, isr, partition_epoch}``."""
+        hw_incremented = False
+        with self._state_lock:
+            if self.pending_isr_change is not pending:
+                return  # superseded by the metadata log
+            if code != errors.NONE:
+                self.isr_listener.mark_failed()
+                if code in _REVERT_ON:
+                    self.pending_isr_change = None
+                    self.maximal_isr = self.isr
+                _log.info(
+                    f"Failed to {pending.kind} the ISR of {self.name} to {list(pending.new_isr)}: "
+                    f"{errors.for_code(code).name}"
+                    + ("; back to the committed ISR" if code in _REVERT_ON else "; waiting for the metadata log")
+                )
+                return
+            assert result is not None
+            if result["leader_epoch"] != self.leader_epoch or result["partition_epoch"] < self.partition_epoch:
+                return  # stale: the partition moved on
+            self.isr = self.maximal_isr = tuple(result["isr"])
+            self.partition_epoch = result["partition_epoch"]
+            self.pending_isr_change = None
+            (self.isr_listener.mark_expand if pending.kind == "expand" else self.isr_listener.mark_shrink)()
+            _log.info(
+                f"ISR updated to {list(self.isr)} and partition epoch updated to {self.partition_epoch} for {self.name}"
+            )
+            hw_incremented = self._maybe_increment_leader_hw_locked()
+        if hw_incremented:
+            self.on_high_watermark_increment()
+
+    # -- follower ------------------------------------------------------------------------------
+    def append_records_as_follower(self, records, leader_high_watermark: int, leader_log_start_offset: int):
+        """Append the leader's batches as they are (offsets, epochs, producer state), then take the
+        leader's HW (capped by this LEO) and log start offset. Returns the LogAppendInfo."""
+        info = None
+        if len(records):
+            info = self.log.append_as_follower(records)
+        self.log.update_high_watermark(min(leader_high_watermark, self.log.log_end_offset))
+        if 0 <= leader_log_start_offset <= self.log.high_watermark:
+            self.log.maybe_increment_log_start_offset(leader_log_start_offset, "leader offset increment")
+        return info
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove this follower's log from ``offset`` on (a divergent tail)."""
+        return self.log.truncate_to(offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        self.log.truncate_fully_and_start_at(offset)
 
     # -- record deletion -----------------------------------------------------------------------
     def delete_records_on_leader(self, offset: int) -> int:

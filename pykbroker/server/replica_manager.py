@@ -42,10 +42,32 @@ from pykbroker.record.file_records import EMPTY_RECORDS
 from pykbroker.server.broker_topic_stats import BrokerTopicStats
 from pykbroker.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from pykbroker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
-from pykbroker.server.partition import Partition
+from pykbroker.server.partition import IsrChangeListener, Partition
+from pykbroker.server.replica_fetcher_manager import ReplicaFetcherManager
+from pykbroker.server.replica_fetcher_thread import BrokerEndPoint, PartitionFetchState
 from pykbroker.utils.delayed_operation import DelayedOperationPurgatory, TopicPartitionOperationKey
 from pykbroker.utils.logging import get_logger, state_change_logger
 from pykbroker.utils.metrics import MetricsRegistry
+
+
+class _IsrMeters(IsrChangeListener):
+    """IsrExpandsPerSec, IsrShrinksPerSec and FailedIsrUpdatesPerSec (``kafka.server:type=ReplicaManager``)."""
+
+    def __init__(self, metrics: MetricsRegistry):
+        prefix = "kafka.server:type=ReplicaManager,name="
+        self._expands = metrics.meter(prefix + "IsrExpandsPerSec")
+        self._shrinks = metrics.meter(prefix + "IsrShrinksPerSec")
+        self._failed = metrics.meter(prefix + "FailedIsrUpdatesPerSec")
+
+    def mark_expand(self) -> None:
+        self._expands.mark()
+
+    def mark_shrink(self) -> None:
+        self._shrinks.mark()
+
+    def mark_failed(self) -> None:
+        self._failed.mark()
+
 
 # Produce errors that are the client's or the partition's state, not a broker failure: Kafka does not
 # count them in FailedProduceRequestsPerSec.
@@ -86,6 +108,8 @@ class PartitionFetch:
     fetch_offset: int
     partition_max_bytes: int
     current_leader_epoch: int = -1
+    last_fetched_epoch: int = -1
+    log_start_offset: int = -1
 
 
 @dataclass(slots=True)
@@ -98,6 +122,7 @@ class FetchPartitionResult:
     log_start_offset: int = -1
     records: object = EMPTY_RECORDS
     fetch_offset_metadata: object = None
+    diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset), KIP-320
 
 
 def produce_partition_error(index: int, code: int, message: str | None = None) -> dict:
@@ -144,6 +169,14 @@ class ReplicaManager:
         self.log_dir_failure_channel = getattr(log_manager, "log_dir_failure_channel", None)
         self.metrics = metrics if metrics is not None else MetricsRegistry()
         self.broker_topic_stats = BrokerTopicStats(self.metrics)
+        self.replica_lag_time_max_ms = config["replica.lag.time.max.ms"]
+        self.inter_broker_listener = getattr(config, "inter_broker_listener_name", "PLAINTEXT")
+        #: AlterPartitionManager, set by the server once the controller can be reached (None: the ISR
+        #: never changes, as on a single node where every partition has one replica)
+        self.alter_partition_manager = None
+        self.broker_epoch = lambda: -1  # set by the server once registered
+        self.replica_fetcher_manager = ReplicaFetcherManager(self, config, time)
+        self.isr_listener = _IsrMeters(self.metrics)
         self._register_metrics()
 
     def _register_metrics(self) -> None:
@@ -161,8 +194,14 @@ class ReplicaManager:
         for name, fn in gauges.items():
             self.metrics.gauge(prefix + name, fn)
 
-    def startup(self) -> None:
-        """Start the LogDirFailureHandler thread."""
+    def startup(self, scheduler=None) -> None:
+        """Start the LogDirFailureHandler thread and, with a ``scheduler``, Kafka's ``isr-expiration``
+        task (every ``replica.lag.time.max.ms / 2``) and the idle-fetcher clean-up."""
+        if scheduler is not None:
+            period = max(1, self.replica_lag_time_max_ms // 2)
+            scheduler.schedule("isr-expiration", self.maybe_shrink_isr, period, period)
+            idle = self.replica_fetcher_manager.shutdown_idle_fetcher_threads
+            scheduler.schedule("shutdown-idle-replica-fetchers", idle, 10000, 10000)
         if self.log_dir_failure_channel is not None and self._failure_handler is None:
             self._failure_handler = threading.Thread(
                 target=self._handle_log_dir_failures, name="LogDirFailureHandler", daemon=True
@@ -253,6 +292,8 @@ class ReplicaManager:
             if self._shutting_down.is_set():
                 return
             parts = dict(self._partitions)
+            start_fetching: dict = {}
+            self.replica_fetcher_manager.remove_fetcher_for_partitions(changes.deletes)
             for topic, index in sorted(changes.deletes):
                 p = parts.pop((topic, index), None)
                 if p is not None:
@@ -283,14 +324,23 @@ class ReplicaManager:
                                 self.log.error(f"Unable to create the log of {topic}-{index}: {e}")
                                 offline.add((topic, index))
                                 continue
-                            p = Partition(topic, index, topic_id, log, self.node_id, self.time)
+                            p = self._new_partition(topic, index, topic_id, log)
                             parts[(topic, index)] = p
                         try:
-                            if (p.make_leader if kind == "leader" else p.make_follower)(reg):
+                            if kind == "leader":
+                                # No fetcher may append to it once it leads (Kafka removes them first).
+                                self.replica_fetcher_manager.remove_fetcher_for_partitions([(topic, index)])
+                                changed = p.make_leader(reg)
+                            else:
+                                changed = p.make_follower(reg)
+                                if changed:
+                                    self._start_following((topic, index), p, reg, image, start_fetching)
+                            if changed:
                                 self.state_change_log.info(
                                     f"{kind.capitalize()} {topic}-{index} with topic id {topic_id} starts at "
-                                    f"leader epoch {reg.leader_epoch} with partition epoch {reg.partition_epoch}, "
-                                    f"high watermark {p.log.high_watermark}, ISR [{','.join(map(str, reg.isr))}]"
+                                    f"leader epoch {reg.leader_epoch} (leader {reg.leader}) with partition epoch "
+                                    f"{reg.partition_epoch}, high watermark {p.log.high_watermark}, "
+                                    f"ISR [{','.join(map(str, reg.isr))}]"
                                 )
                         except OSError as e:  # e.g. the leader epoch checkpoint on a full disk
                             log_dir = self.log_manager.log_dir_of(topic, index)
@@ -306,11 +356,73 @@ class ReplicaManager:
             finally:
                 self._partitions = parts
                 self._offline = frozenset(offline)
+                if start_fetching:
+                    self.replica_fetcher_manager.add_fetcher_for_partitions(start_fetching)
         for topic in {t for t, _ in changes.deletes}:
             if not any(t == topic for t, _ in self._partitions):
                 self.broker_topic_stats.remove_metrics(topic)
         for tp in touched:
             self._complete_delayed(tp, produce=True)
+
+    def _new_partition(self, topic: str, index: int, topic_id, log) -> Partition:
+        p = Partition(
+            topic,
+            index,
+            topic_id,
+            log,
+            self.node_id,
+            self.time,
+            self.replica_lag_time_max_ms,
+            self.alter_partition_manager,
+            self._is_replica_isr_eligible,
+            self.isr_listener,
+        )
+        p.on_high_watermark_increment = lambda tp=(topic, index): self._complete_delayed(tp, produce=True)
+        return p
+
+    def _is_replica_isr_eligible(self, broker_id: int) -> bool:
+        """Kafka's ``isReplicaIsrEligible``: registered, not fenced, not in controlled shutdown."""
+        b = self.metadata_cache.image.brokers.get(broker_id)
+        return b is not None and not b.fenced and not b.in_controlled_shutdown
+
+    def broker_epoch_of(self, broker_id: int) -> int:
+        b = self.metadata_cache.image.brokers.get(broker_id)
+        return b.epoch if b is not None else -1
+
+    def set_alter_partition_manager(self, manager) -> None:
+        """Partitions created from now on, and those already here, send their ISR changes to ``manager``."""
+        self.alter_partition_manager = manager
+        for p in self.partitions():
+            p.alter_partition_manager = manager
+
+    def _start_following(self, tp, partition: Partition, reg, image, start_fetching: dict) -> None:
+        """Kafka's ``applyLocalFollowersDelta`` for one partition whose leader or epoch changed: stop its
+        fetcher, and start one against the new leader (when it has an inter-broker endpoint) from a
+        truncation at the current leader epoch."""
+        self.replica_fetcher_manager.remove_fetcher_for_partitions([tp])
+        start_fetching.pop(tp, None)
+        brokers = (image if image is not None else self.metadata_cache.image).brokers
+        leader = brokers.get(reg.leader) if reg.leader >= 0 else None
+        endpoint = leader.listeners.get(self.inter_broker_listener) if leader is not None else None
+        if endpoint is None:
+            if reg.leader >= 0:
+                self.log.warning(
+                    f"No endpoint on listener {self.inter_broker_listener} for leader {reg.leader} of "
+                    f"{tp[0]}-{tp[1]}: not fetching until the metadata has one"
+                )
+            return
+        start_fetching[tp] = (
+            BrokerEndPoint(reg.leader, endpoint.host or "127.0.0.1", endpoint.port),
+            PartitionFetchState(partition.topic_id, partition.log.high_watermark, reg.leader_epoch),
+        )
+
+    def maybe_shrink_isr(self) -> None:
+        """The ``isr-expiration`` task: every led partition drops followers that lag too long."""
+        for p in self.partitions():
+            try:
+                p.maybe_shrink_isr()
+            except Exception as e:  # noqa: BLE001 - one partition must not stop the others
+                self.log.error(f"Error checking the ISR of {p.name}", error=repr(e))
 
     def update_topic_config(self, topic: str, overrides) -> None:
         config = self.log_manager.update_topic_config(topic, overrides)
@@ -440,7 +552,7 @@ class ReplicaManager:
             statuses,
             self.get_partition,
             self._end_offset_metadata_fn(params.isolation),
-            lambda: response_callback(self.read_from_log(params, fetches)),
+            lambda: response_callback(self.read_from_log(params, fetches, update_fetch_state=False)),
         )
         self.fetch_purgatory.try_complete_else_watch(
             op, [TopicPartitionOperationKey(f.topic, f.partition) for f in fetches]
@@ -452,15 +564,27 @@ class ReplicaManager:
             return lambda log: log.log_end_offset_metadata
         return lambda log: log._fetch_high_watermark_metadata()  # TODO: public accessor in UnifiedLog
 
-    def read_from_log(self, params: FetchParams, fetches: list[PartitionFetch]):
+    def read_from_log(self, params: FetchParams, fetches: list[PartitionFetch], update_fetch_state: bool = True):
+        """Read each partition (Kafka's ``readFromLog``). A follower's first read of a fetch
+        (``update_fetch_state``; not the re-read of a DelayedFetch) also records its fetch offset and
+        log start offset on the leader (``Partition.update_follower_fetch_state``); a moved HW is queued
+        as a purgatory action. A ``last_fetched_epoch`` that does not match this leader's epoch history
+        is answered with a diverging epoch and no records (KIP-320)."""
         limit = min(params.max_bytes, self.fetch_max_bytes)
         min_one_message = True
         out = []
+        follower = params.replica_id >= 0
         for f in fetches:
             try:
                 partition = self.get_partition_or_error(f.topic, f.partition)
                 log = partition.leader_log_or_raise(f.current_leader_epoch)
+                leader_end_offset = log.log_end_offset
                 hw, lso, lstart = log.high_watermark, log.last_stable_offset, log.log_start_offset
+                if f.last_fetched_epoch >= 0:
+                    diverging = self._diverging_epoch(log, f)
+                    if diverging is not None:
+                        out.append((f, FetchPartitionResult(errors.NONE, hw, lso, lstart, diverging_epoch=diverging)))
+                        continue
                 max_bytes = min(f.partition_max_bytes, limit)
                 if max_bytes < 0:  # Kafka's LogSegment.read rejects it: UNKNOWN_SERVER_ERROR for the partition
                     self.log.warning(
@@ -470,6 +594,13 @@ class ReplicaManager:
                     out.append((f, FetchPartitionResult(errors.UNKNOWN_SERVER_ERROR, hw, lso, lstart)))
                     continue
                 info = log.read(f.fetch_offset, max_bytes, params.isolation, min_one_message)
+                if follower and update_fetch_state:
+                    now = self.time.milliseconds()
+                    if partition.update_follower_fetch_state(
+                        params.replica_id, f.fetch_offset, f.log_start_offset, now, leader_end_offset
+                    ):
+                        self._actions.append(((f.topic, f.partition), True))
+                        hw = log.high_watermark
                 size = info.records.size_in_bytes
                 if size > 0:
                     min_one_message = False
@@ -489,6 +620,21 @@ class ReplicaManager:
                 out.append((f, FetchPartitionResult(errors.UNKNOWN_SERVER_ERROR)))
         return out
 
+    @staticmethod
+    def _diverging_epoch(log, f: PartitionFetch) -> tuple[int, int] | None:
+        """Kafka's ``validateFetchOffsetAndMaybeGetDivergingEpoch``: ``(epoch, end offset)`` when the
+        fetcher's ``last_fetched_epoch`` ends here before its fetch offset (or is unknown here), else
+        None. Raises OffsetOutOfRangeError when this log has no epoch at or below it."""
+        found = log.end_offset_for_epoch(f.last_fetched_epoch)
+        if found is None:
+            raise errors.OffsetOutOfRangeError(
+                f"No epoch at or below {f.last_fetched_epoch} in {f.topic}-{f.partition}"
+            )
+        end_offset, epoch = found
+        if end_offset < f.fetch_offset or epoch < f.last_fetched_epoch:
+            return epoch, end_offset
+        return None
+
     # -- lifecycle -----------------------------------------------------------------------------
     def shutdown(self) -> None:
         """Stop applying metadata (an apply_delta in progress stops at its next partition and is
@@ -496,6 +642,9 @@ class ReplicaManager:
         self._shutting_down.set()
         with self._lock:
             pass
+        self.replica_fetcher_manager.shutdown()
+        if self.alter_partition_manager is not None:
+            self.alter_partition_manager.close()
         if self._failure_handler is not None:
             self._failure_handler.join(5)
         self.produce_purgatory.shutdown()

@@ -44,7 +44,15 @@ class FetchHandler:
         # Partitions in the session's read order; unknown topic ids are answered without a read.
         wanted = context.partitions()
         fetches = [
-            PartitionFetch(p.topic, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch)
+            PartitionFetch(
+                p.topic,
+                p.partition,
+                p.fetch_offset,
+                p.partition_max_bytes,
+                p.current_leader_epoch,
+                p.last_fetched_epoch,
+                p.log_start_offset,
+            )
             for p in wanted
             if p.topic is not None
         ]
@@ -84,6 +92,9 @@ class FetchHandler:
                         "preferred_read_replica": -1,
                         "records": r.records,
                     }
+                    if r.diverging_epoch is not None:
+                        epoch, end_offset = r.diverging_epoch
+                        partition_results[p.key]["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
             response = context.update_and_generate_response_data(partition_results)
             self.helper.send_response(request, response.to_body())
 

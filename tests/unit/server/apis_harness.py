@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from types import SimpleNamespace
 
+from pykbroker.config.kafka_config_def import BROKER_CONFIG_DEF
 from pykbroker.network.request_channel import (
     CloseConnectionResponse,
     NoOpResponse,
@@ -200,6 +201,7 @@ class LocalBroker:
     test's back except the purgatories' reapers (which only expire operations when MockTime moves)."""
 
     CONFIG = {
+        **BROKER_CONFIG_DEF.parse({}),
         "producer.purgatory.purge.interval.requests": 1000,
         "fetch.purgatory.purge.interval.requests": 1000,
         "fetch.max.bytes": 1 << 20,

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from pykbroker.config.kafka_config_def import BROKER_CONFIG_DEF
 from pykbroker.log.fetch_data_info import FetchIsolation
 from pykbroker.log.log_manager import LogManager
 from pykbroker.metadata.partition_registration import PartitionRegistration
@@ -24,6 +25,7 @@ from tests.helpers.wait import wait_until
 from tests.unit.log.log_test_utils import inject_enospc
 
 CONFIG = {
+    **BROKER_CONFIG_DEF.parse({}),
     "producer.purgatory.purge.interval.requests": 1000,
     "fetch.purgatory.purge.interval.requests": 1000,
     "fetch.max.bytes": 1 << 20,

@@ -1,0 +1,119 @@
+"""ReplicaFetcherManager: which ReplicaFetcherThread fetches which follower partition.
+
+Mirrors ``kafka.server.AbstractFetcherManager`` / ``ReplicaFetcherManager``: a partition goes to the
+thread keyed by (leader broker id, fetcher id), where the fetcher id is
+``abs(31 * hash(topic) + partition) % num.replica.fetchers`` (Kafka's ``getFetcherId``, with Java's
+String.hashCode so the spread matches Kafka's). A thread is created on first use, replaced when the
+leader's endpoint changed, and shut down once it has no partitions left
+(``shutdown_idle_fetcher_threads``).
+
+Threading: ``_lock`` guards the thread map; called by the metadata publisher (through the
+ReplicaManager) and at shutdown.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from pykbroker.server.replica_fetcher_thread import BrokerEndPoint, PartitionFetchState, ReplicaFetcherThread
+from pykbroker.utils.logging import get_logger
+
+
+def _utf16_units(s: str):
+    data = s.encode("utf-16-be")
+    return (int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2))
+
+
+def java_string_hash(s: str) -> int:
+    """Java's ``String.hashCode`` (over UTF-16 code units, as a signed 32-bit int)."""
+    h = 0
+    for unit in _utf16_units(s):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def fetcher_id(topic: str, partition: int, num_fetchers: int) -> int:
+    value = (31 * java_string_hash(topic) + partition) & 0xFFFFFFFF
+    value = value - (1 << 32) if value >= 1 << 31 else value
+    return (abs(value) if value != -(1 << 31) else 0) % num_fetchers
+
+
+class ReplicaFetcherManager:
+    def __init__(self, replica_manager, config, time):
+        self.replica_manager = replica_manager
+        self.config = config
+        self.time = time
+        self.num_fetchers = config["num.replica.fetchers"]
+        self.node_id = replica_manager.node_id
+        self._threads: dict[tuple[int, int], ReplicaFetcherThread] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        self.log = get_logger("ReplicaFetcherManager", broker=self.node_id)
+
+    def add_fetcher_for_partitions(
+        self, partitions: dict[tuple[str, int], tuple[BrokerEndPoint, PartitionFetchState]]
+    ) -> None:
+        """Start fetching each partition from its leader (``(leader endpoint, initial state)``)."""
+        with self._lock:
+            if self._closed:
+                return
+            by_thread: dict[tuple[int, int], dict] = {}
+            endpoints: dict[tuple[int, int], BrokerEndPoint] = {}
+            for tp, (leader, state) in partitions.items():
+                key = (leader.id, fetcher_id(tp[0], tp[1], self.num_fetchers))
+                by_thread.setdefault(key, {})[tp] = state
+                endpoints[key] = leader
+            for key, states in by_thread.items():
+                thread = self._threads.get(key)
+                if thread is not None and thread.source != endpoints[key]:
+                    thread.shutdown()
+                    thread = None
+                if thread is None:
+                    thread = ReplicaFetcherThread(
+                        f"ReplicaFetcherThread-{key[1]}-{key[0]}",
+                        key[1],
+                        endpoints[key],
+                        self.replica_manager,
+                        self.config,
+                        self.time,
+                    )
+                    self._threads[key] = thread
+                    thread.start()
+                # A partition fetches from one leader only.
+                for other_key, other in self._threads.items():
+                    if other_key != key:
+                        other.remove_partitions(states)
+                thread.add_partitions(states)
+                added = ", ".join(
+                    f"{t}-{p} (offset {st.fetch_offset}, epoch {st.current_leader_epoch})"
+                    for (t, p), st in states.items()
+                )
+                self.log.info(f"Added fetcher to broker {key[0]} for partitions {added}")
+
+    def remove_fetcher_for_partitions(self, partitions) -> None:
+        """Stop fetching ``partitions``; when this returns no fetcher appends to them any more."""
+        partitions = list(partitions)
+        if not partitions:
+            return
+        with self._lock:
+            for thread in self._threads.values():
+                thread.remove_partitions(partitions)
+
+    def shutdown_idle_fetcher_threads(self) -> None:
+        with self._lock:
+            for key, thread in list(self._threads.items()):
+                if thread.partition_count() == 0:
+                    thread.shutdown()
+                    del self._threads[key]
+
+    def fetcher_count(self) -> int:
+        with self._lock:
+            return len(self._threads)
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._closed = True
+            threads = list(self._threads.values())
+            self._threads.clear()
+        for thread in threads:
+            thread.shutdown()

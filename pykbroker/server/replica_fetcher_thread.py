@@ -1,0 +1,430 @@
+"""ReplicaFetcherThread: a follower's fetch loop against one leader broker.
+
+Mirrors ``kafka.server.AbstractFetcherThread`` + ``ReplicaFetcherThread``. The thread owns a blocking
+connection to the leader's inter-broker listener and a map of partitions, each in one of two states:
+
+* **truncating** (every partition starts here after a leader change, Kafka's pre-KIP-595 path):
+  OffsetForLeaderEpoch (v4, ``replica_id`` = this broker) asks the leader where this replica's latest
+  epoch ends; the log is truncated there (KIP-101/KIP-279: a leader answering with an older epoch makes
+  the follower truncate to that epoch's end on its own side and ask again). A replica without epochs
+  truncates to its high watermark. The partition then goes to fetching at its LEO.
+* **fetching**: one Fetch (v15: topic ids, ``replica_state`` with this broker's id and epoch, no
+  fetch session) for all fetching partitions at their LEO, waiting up to ``replica.fetch.wait.max.ms``
+  for ``replica.fetch.min.bytes``, at most ``replica.fetch.max.bytes`` per partition and
+  ``replica.fetch.response.max.bytes`` in all. Records are appended as they are
+  (``Partition.append_records_as_follower``), then the leader's HW and log start offset are taken. A
+  ``diverging_epoch`` in the answer sends the partition back to truncating. OFFSET_OUT_OF_RANGE resets
+  the fetch offset from the leader's earliest/latest offsets (Kafka's ``fetchOffsetAndTruncate``).
+  Partition errors (NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_*) delay that
+  partition by ``replica.fetch.backoff.ms`` until the metadata log moves it; a connection error delays
+  them all and reconnects.
+
+Threading: one thread per (leader broker, fetcher id). ``_lock`` (Kafka's partitionMapLock) guards the
+partition map and is held while a response is applied, so once ``remove_partitions`` returns no
+append for those partitions happens any more (the ReplicaManager relies on it before making a replica
+leader or deleting it). Network waits happen outside the lock.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from dataclasses import dataclass
+
+from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.protocol import errors
+from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.utils.logging import get_logger
+
+FETCH_VERSION = 15
+OFFSET_FOR_LEADER_EPOCH_VERSION = 4
+LIST_OFFSETS_VERSION = 7
+TRUNCATING, FETCHING = "truncating", "fetching"
+
+# Errors after which the partition waits replica.fetch.backoff.ms (the metadata log will move it).
+_BACK_OFF = frozenset(
+    {
+        errors.NOT_LEADER_OR_FOLLOWER,
+        errors.FENCED_LEADER_EPOCH,
+        errors.UNKNOWN_LEADER_EPOCH,
+        errors.UNKNOWN_TOPIC_OR_PARTITION,
+        errors.UNKNOWN_TOPIC_ID,
+        errors.REPLICA_NOT_AVAILABLE,
+        errors.KAFKA_STORAGE_ERROR,
+        errors.OFFSET_NOT_AVAILABLE,
+    }
+)
+
+
+@dataclass(frozen=True)
+class BrokerEndPoint:
+    id: int
+    host: str
+    port: int
+
+
+@dataclass
+class PartitionFetchState:
+    """One partition's place in the fetcher: ``fetch_offset`` (the follower's LEO once fetching),
+    ``current_leader_epoch`` (sent for fencing), ``state`` TRUNCATING/FETCHING, ``delay_until_ms``."""
+
+    topic_id: object
+    fetch_offset: int
+    current_leader_epoch: int
+    state: str = TRUNCATING
+    delay_until_ms: float = 0.0
+
+
+class ReplicaFetcherThread(threading.Thread):
+    def __init__(self, name: str, fetcher_id: int, source: BrokerEndPoint, replica_manager, config, time):
+        super().__init__(name=name, daemon=True)
+        self.fetcher_id = fetcher_id
+        self.source = source
+        self.replica_manager = replica_manager
+        self.node_id = replica_manager.node_id
+        self.time = time
+        self.max_wait_ms = config["replica.fetch.wait.max.ms"]
+        self.min_bytes = config["replica.fetch.min.bytes"]
+        self.max_bytes = config["replica.fetch.response.max.bytes"]
+        self.partition_max_bytes = config["replica.fetch.max.bytes"]
+        self.backoff_ms = config["replica.fetch.backoff.ms"]
+        self.socket_timeout_s = max(config["replica.socket.timeout.ms"], self.max_wait_ms + 1000) / 1000
+        self.partitions: dict[tuple[str, int], PartitionFetchState] = {}
+        self._lock = threading.RLock()  # re-entered by _send's back-off while a response is applied
+        self._wakeup = threading.Condition(self._lock)
+        self._running = True
+        self._conn: BrokerConnection | None = None
+        self.log = get_logger("ReplicaFetcherThread", broker=self.node_id, leader=source.id, fetcher=fetcher_id)
+
+    # -- partition map (other threads) ---------------------------------------------------------
+    def add_partitions(self, states: dict[tuple[str, int], PartitionFetchState]) -> None:
+        with self._lock:
+            self.partitions.update(states)
+            self._wakeup.notify()
+
+    def remove_partitions(self, tps) -> None:
+        with self._lock:
+            for tp in tps:
+                self.partitions.pop(tp, None)
+
+    def partition_count(self) -> int:
+        with self._lock:
+            return len(self.partitions)
+
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        """Stop the loop (a blocked read is woken by shutting the socket down) and wait for it."""
+        with self._lock:
+            self._running = False
+            self._wakeup.notify()
+        conn = self._conn
+        if conn is not None:
+            try:
+                conn.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(timeout_s)
+
+    # -- loop ------------------------------------------------------------------------------------
+    def run(self) -> None:
+        self.log.info("Starting")
+        try:
+            while self._running:
+                try:
+                    self.do_work()
+                except Exception as e:  # noqa: BLE001 - keep fetching; back off
+                    if not self._running:
+                        break
+                    self.log.warning(f"Error in fetcher loop: {e!r}", exc_info=True)
+                    self._close_connection()
+                    self._delay_all()
+        finally:
+            self._close_connection()
+            self.log.info("Stopped")
+
+    def do_work(self) -> None:
+        self._maybe_truncate()
+        self._maybe_fetch()
+
+    def _ready(self, state: str) -> dict[tuple[str, int], PartitionFetchState]:
+        now = self.time.milliseconds()
+        return {tp: st for tp, st in self.partitions.items() if st.state == state and st.delay_until_ms <= now}
+
+    def _wait_for_work(self) -> None:
+        """Nothing to do: sleep until a partition is added or the nearest back-off ends."""
+        with self._lock:
+            if not self._running:
+                return
+            now = self.time.milliseconds()
+            delays = [st.delay_until_ms - now for st in self.partitions.values()]
+            timeout = min([d for d in delays if d > 0], default=self.backoff_ms)
+            if not self._ready(FETCHING) and not self._ready(TRUNCATING):
+                self._wakeup.wait(max(1, min(timeout, self.backoff_ms)) / 1000)
+
+    def _connection(self) -> BrokerConnection:
+        if self._conn is None:
+            self._conn = BrokerConnection(
+                self.source.host,
+                self.source.port,
+                client_id=f"broker-{self.node_id}-fetcher-{self.fetcher_id}",
+                timeout=self.socket_timeout_s,
+            )
+        return self._conn
+
+    def _close_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def _delay_all(self) -> None:
+        """Every partition waits ``replica.fetch.backoff.ms`` (the loop sleeps in ``_wait_for_work``)."""
+        until = self.time.milliseconds() + self.backoff_ms
+        with self._lock:
+            for st in self.partitions.values():
+                st.delay_until_ms = until
+
+    def _send(self, api_key: int, version: int, body: dict) -> dict | None:
+        try:
+            return self._connection().request(api_key, version, body)
+        except (OSError, ConnectionError, TimeoutError) as e:
+            if self._running:
+                self.log.warning(
+                    f"Error sending {ApiKeys(api_key).name} to broker {self.source.id} at "
+                    f"{self.source.host}:{self.source.port}: {e!r}"
+                )
+            self._close_connection()
+            self._delay_all()
+            return None
+
+    # -- truncation ------------------------------------------------------------------------------
+    def _maybe_truncate(self) -> None:
+        with self._lock:
+            ready = self._ready(TRUNCATING)
+            if not ready:
+                return
+            ask: dict[tuple[str, int], tuple[PartitionFetchState, int]] = {}
+            for tp, st in ready.items():
+                partition = self.replica_manager.get_partition(*tp)
+                if partition is None:
+                    continue
+                epoch = partition.log.latest_epoch
+                if epoch is None:  # no epochs: Kafka truncates to the high watermark
+                    self._truncate(tp, partition, st, st.fetch_offset)
+                else:
+                    ask[tp] = (st, epoch)
+        if not ask:
+            return
+        topics: dict[str, list[dict]] = {}
+        for (topic, index), (st, epoch) in ask.items():
+            topics.setdefault(topic, []).append(
+                {"partition": index, "current_leader_epoch": st.current_leader_epoch, "leader_epoch": epoch}
+            )
+        response = self._send(
+            ApiKeys.OFFSET_FOR_LEADER_EPOCH,
+            OFFSET_FOR_LEADER_EPOCH_VERSION,
+            {
+                "replica_id": self.node_id,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+            },
+        )
+        if response is None:
+            return
+        with self._lock:
+            for t in response["topics"]:
+                for p in t["partitions"]:
+                    tp = (t["topic"], p["partition"])
+                    asked = ask.get(tp)
+                    st = self.partitions.get(tp)
+                    if asked is None or st is not asked[0]:
+                        continue  # removed or replaced meanwhile
+                    partition = self.replica_manager.get_partition(*tp)
+                    if partition is None:
+                        continue
+                    if p["error_code"] != errors.NONE:
+                        self._partition_error(tp, st, p["error_code"], "OffsetForLeaderEpoch")
+                        continue
+                    self._apply_epoch_end_offset(tp, partition, st, p["leader_epoch"], p["end_offset"])
+
+    def _apply_epoch_end_offset(self, tp, partition, st: PartitionFetchState, leader_epoch: int, end_offset: int):
+        """Kafka's ``getOffsetTruncationState`` for the leader's answer ``(leader_epoch, end_offset)``."""
+        log = partition.log
+        leo = log.log_end_offset
+        if end_offset < 0:
+            self._truncate(tp, partition, st, st.fetch_offset)
+            return
+        if leader_epoch < 0:
+            self._truncate(tp, partition, st, min(end_offset, leo))
+            return
+        ours = log.end_offset_for_epoch(leader_epoch)
+        if ours is None:
+            self._truncate(tp, partition, st, min(end_offset, leo))
+            return
+        follower_end, follower_epoch = ours
+        if follower_epoch != leader_epoch:
+            # The leader's epoch is unknown here: truncate to our end of the largest smaller epoch, ask again.
+            target = min(follower_end, leo)
+            self.log.info(
+                f"Leader replied with epoch {leader_epoch} unknown to the replica for {tp[0]}-{tp[1]}; "
+                f"truncating to {target} and asking again"
+            )
+            partition.truncate_to(target)
+            return
+        self._truncate(tp, partition, st, min(follower_end, end_offset, leo))
+
+    def _truncate(self, tp, partition, st: PartitionFetchState, offset: int) -> None:
+        offset = max(offset, 0)
+        if partition.truncate_to(offset):
+            self.log.info(f"Truncated {tp[0]}-{tp[1]} to offset {offset} (leader epoch {st.current_leader_epoch})")
+        st.fetch_offset = partition.log.log_end_offset
+        st.state = FETCHING
+
+    # -- fetch -----------------------------------------------------------------------------------
+    def _maybe_fetch(self) -> None:
+        with self._lock:
+            ready = self._ready(FETCHING)
+            sent: dict[tuple[str, int], tuple[PartitionFetchState, int]] = {}
+            topics: dict[object, list[dict]] = {}
+            for tp, st in ready.items():
+                partition = self.replica_manager.get_partition(*tp)
+                if partition is None:
+                    continue
+                log = partition.log
+                st.fetch_offset = log.log_end_offset
+                latest = log.latest_epoch
+                topics.setdefault(st.topic_id, []).append(
+                    {
+                        "partition": tp[1],
+                        "current_leader_epoch": st.current_leader_epoch,
+                        "fetch_offset": st.fetch_offset,
+                        "last_fetched_epoch": latest if latest is not None else -1,
+                        "log_start_offset": log.log_start_offset,
+                        "partition_max_bytes": self.partition_max_bytes,
+                    }
+                )
+                sent[tp] = (st, st.fetch_offset)
+        if not sent:
+            self._wait_for_work()
+            return
+        names = {st.topic_id: tp[0] for tp, (st, _) in sent.items()}
+        response = self._send(
+            ApiKeys.FETCH,
+            FETCH_VERSION,
+            {
+                "replica_state": {"replica_id": self.node_id, "replica_epoch": self.replica_manager.broker_epoch()},
+                "max_wait_ms": self.max_wait_ms,
+                "min_bytes": self.min_bytes,
+                "max_bytes": self.max_bytes,
+                "isolation_level": 0,
+                "session_id": 0,
+                "session_epoch": -1,
+                "topics": [{"topic_id": t, "partitions": ps} for t, ps in topics.items()],
+                "forgotten_topics_data": [],
+                "rack_id": "",
+            },
+        )
+        if response is None:
+            return
+        if response.get("error_code", errors.NONE) != errors.NONE:
+            name = errors.for_code(response["error_code"]).name
+            self.log.warning(f"Fetch from broker {self.source.id} failed: {name}")
+            self._delay_all()
+            return
+        with self._lock:
+            for t in response["responses"]:
+                topic = names.get(t["topic_id"])
+                if topic is None:
+                    continue
+                for p in t["partitions"]:
+                    tp = (topic, p["partition_index"])
+                    entry = sent.get(tp)
+                    st = self.partitions.get(tp)
+                    if entry is None or st is not entry[0] or st.fetch_offset != entry[1] or st.state != FETCHING:
+                        continue  # removed, replaced or truncated meanwhile
+                    self._process_partition(tp, st, p)
+
+    def _process_partition(self, tp, st: PartitionFetchState, p: dict) -> None:
+        partition = self.replica_manager.get_partition(*tp)
+        if partition is None:
+            return
+        code = p["error_code"]
+        if code == errors.NONE:
+            diverging = p.get("diverging_epoch") or {}
+            if diverging.get("epoch", -1) >= 0 or diverging.get("end_offset", -1) >= 0:
+                self.log.info(
+                    f"Leader reported a diverging epoch for {tp[0]}-{tp[1]} at fetch offset {st.fetch_offset}: "
+                    f"{diverging}; truncating"
+                )
+                st.state = TRUNCATING
+                return
+            records = p.get("records")
+            data = records if records is not None else b""
+            try:
+                partition.append_records_as_follower(data, p["high_watermark"], p["log_start_offset"])
+            except errors.KafkaStorageError as e:
+                self.log.error(f"Storage error appending to {tp[0]}-{tp[1]} as follower: {e}")
+                self.partitions.pop(tp, None)
+                return
+            except Exception as e:  # noqa: BLE001 - e.g. an unexpected offset: truncate and retry
+                self.log.warning(f"Error appending to {tp[0]}-{tp[1]} as follower: {e!r}; truncating")
+                st.state = TRUNCATING
+                st.delay_until_ms = self.time.milliseconds() + self.backoff_ms
+                return
+            st.fetch_offset = partition.log.log_end_offset
+        elif code == errors.OFFSET_OUT_OF_RANGE:
+            self._handle_out_of_range(tp, partition, st)
+        else:
+            self._partition_error(tp, st, code, "Fetch")
+
+    def _partition_error(self, tp, st: PartitionFetchState, code: int, what: str) -> None:
+        name = errors.for_code(code).name
+        if code not in _BACK_OFF:
+            self.log.warning(f"{what} of {tp[0]}-{tp[1]} from broker {self.source.id} failed: {name}")
+        st.delay_until_ms = self.time.milliseconds() + self.backoff_ms
+
+    def _handle_out_of_range(self, tp, partition, st: PartitionFetchState) -> None:
+        """Kafka's ``fetchOffsetAndTruncate``: below the leader's end, resume from max(our LEO, the
+        leader's log start offset); past it (after an unclean election), truncate to the leader's end."""
+        latest = self._list_offset(tp, st, -1)
+        earliest = self._list_offset(tp, st, -2) if latest is not None else None
+        if latest is None or earliest is None:
+            st.delay_until_ms = self.time.milliseconds() + self.backoff_ms
+            return
+        leo = partition.log.log_end_offset
+        if latest < leo:
+            self.log.warning(f"Reset fetch offset for {tp[0]}-{tp[1]} from {leo} to the leader's latest {latest}")
+            partition.truncate_to(latest)
+        elif earliest > leo:
+            self.log.warning(
+                f"Truncate fully and reset fetch offset for {tp[0]}-{tp[1]} from {leo} to the leader's start offset "
+                f"{earliest}"
+            )
+            partition.truncate_fully_and_start_at(earliest)
+        st.fetch_offset = partition.log.log_end_offset
+
+    def _list_offset(self, tp, st: PartitionFetchState, timestamp: int) -> int | None:
+        # Called with _lock held (Kafka does this under the partition map lock too); the wait is bounded
+        # by the socket timeout.
+        response = self._send(
+            ApiKeys.LIST_OFFSETS,
+            LIST_OFFSETS_VERSION,
+            {
+                "replica_id": self.node_id,
+                "isolation_level": 0,
+                "topics": [
+                    {
+                        "name": tp[0],
+                        "partitions": [
+                            {
+                                "partition_index": tp[1],
+                                "current_leader_epoch": st.current_leader_epoch,
+                                "timestamp": timestamp,
+                            }
+                        ],
+                    }
+                ],
+            },
+        )
+        if response is None:
+            return None
+        p = response["topics"][0]["partitions"][0]
+        return p["offset"] if p["error_code"] == errors.NONE else None
