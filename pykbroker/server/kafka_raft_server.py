@@ -328,9 +328,17 @@ class KafkaRaftServer:
     def _start_metadata_cache(self) -> None:
         config = self.config
         self.metadata_cache = MetadataCache(self.node_id)
-        # No halt on the loss of every log dir: a single node has no other replica to hand leadership to.
+        # A broker of a cluster halts when no log dir is left (Kafka's Exit.halt), so that its leaderships
+        # move to replicas on other brokers; a single node has no other replica and keeps answering
+        # KAFKA_STORAGE_ERROR instead.
         self.replica_manager = ReplicaManager(
-            self.node_id, config, self.log_manager, self.metadata_cache, self.time, metrics=self.metrics
+            self.node_id,
+            config,
+            self.log_manager,
+            self.metadata_cache,
+            self.time,
+            halt=None if self.single_node else os._exit,
+            metrics=self.metrics,
         )
         self.replica_manager.broker_epoch = lambda: getattr(self, "broker_epoch", -1)
         self.replica_manager.startup(self.scheduler)

@@ -1,0 +1,252 @@
+"""Partition replication state on a real UnifiedLog: the leader's view of its followers (Replica),
+high watermark over the maximal ISR, ISR expand/shrink through AlterPartition, min.insync.replicas,
+stale registrations, and the follower side (append as follower, truncation)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from pykbroker.log.log_config import LogConfig
+from pykbroker.log.unified_log import UnifiedLog
+from pykbroker.metadata.partition_registration import PartitionRegistration
+from pykbroker.protocol import errors
+from pykbroker.server.partition import IsrChangeListener, Partition
+from pykbroker.server.replica import Replica
+from pykbroker.server.replica_fetcher_manager import fetcher_id, java_string_hash
+from pykbroker.utils.time import MockTime
+from tests.unit.log.log_test_utils import make_batch
+
+LAG_MS = 10_000
+TOPIC_ID = uuid.uuid4()
+
+
+class RecordingAlterPartitionManager:
+    def __init__(self):
+        self.submitted = []
+
+    def submit(self, topic_id, partition, leader_epoch, new_isr, partition_epoch, callback):
+        self.submitted.append((tuple(new_isr), leader_epoch, partition_epoch, callback))
+        return True
+
+    def answer(self, code=errors.NONE, isr=None, partition_epoch=None, leader_epoch=None):
+        new_isr, le, pe, callback = self.submitted.pop(0)
+        result = None
+        if code == errors.NONE:
+            result = {
+                "leader_id": 1,
+                "leader_epoch": le if leader_epoch is None else leader_epoch,
+                "isr": list(new_isr if isr is None else isr),
+                "partition_epoch": pe + 1 if partition_epoch is None else partition_epoch,
+            }
+        callback(code, result)
+
+
+class CountingListener(IsrChangeListener):
+    def __init__(self):
+        self.counts = {"expand": 0, "shrink": 0, "failed": 0}
+
+    def mark_expand(self):
+        self.counts["expand"] += 1
+
+    def mark_shrink(self):
+        self.counts["shrink"] += 1
+
+    def mark_failed(self):
+        self.counts["failed"] += 1
+
+
+@pytest.fixture
+def time():
+    return MockTime(current_ms=1_000_000)
+
+
+def make_partition(tmp_path, time, min_isr=1, eligible=lambda b: True):
+    config = LogConfig({"min.insync.replicas": min_isr, "file.delete.delay.ms": 0})
+    log = UnifiedLog.create(str(tmp_path / "t-0"), config, None, time)
+    apm = RecordingAlterPartitionManager()
+    listener = CountingListener()
+    p = Partition("t", 0, TOPIC_ID, log, 1, time, LAG_MS, apm, eligible, listener)
+    hw_moves = []
+    p.on_high_watermark_increment = lambda: hw_moves.append(p.log.high_watermark)
+    return p, apm, listener, hw_moves
+
+
+def reg(isr, leader=1, leader_epoch=0, partition_epoch=0, replicas=(1, 2, 3)):
+    return PartitionRegistration(
+        replicas=tuple(replicas),
+        isr=tuple(isr),
+        leader=leader,
+        leader_epoch=leader_epoch,
+        partition_epoch=partition_epoch,
+    )
+
+
+def append(p, count=2, acks=-1):
+    info, _ = p.append_records_to_leader(memoryview(make_batch(0, count, 10)), acks)
+    return info
+
+
+def fetch(p, replica, offset, time):
+    return p.update_follower_fetch_state(replica, offset, 0, time.milliseconds(), p.log.log_end_offset)
+
+
+def test_high_watermark_waits_for_every_isr_member(tmp_path, time):
+    p, apm, _, _ = make_partition(tmp_path, time)
+    assert p.make_leader(reg((1, 2, 3)))
+    append(p)
+    assert p.log.log_end_offset == 2 and p.log.high_watermark == 0
+    assert p.check_enough_replicas_reach_offset(2) == (False, errors.NONE)
+    assert not fetch(p, 2, 2, time)  # replica 3's LEO is still unknown
+    assert p.log.high_watermark == 0
+    assert fetch(p, 3, 1, time)  # the smallest LEO of the ISR
+    assert p.log.high_watermark == 1
+    assert fetch(p, 3, 2, time)
+    assert p.log.high_watermark == 2
+    assert p.check_enough_replicas_reach_offset(2) == (True, errors.NONE)
+    assert apm.submitted == []  # nothing to change in the ISR
+
+
+def test_lagging_follower_is_shrunk_out_and_the_high_watermark_moves_on_commit(tmp_path, time):
+    p, apm, listener, hw_moves = make_partition(tmp_path, time)
+    p.make_leader(reg((1, 2, 3)))
+    append(p)
+    fetch(p, 2, 2, time)
+    time.sleep(LAG_MS // 2)
+    assert not p.maybe_shrink_isr()  # within replica.lag.time.max.ms
+    time.sleep(LAG_MS)
+    fetch(p, 2, 2, time)  # replica 2 keeps fetching at the LEO: caught up
+    assert p.maybe_shrink_isr()
+    assert [s[0] for s in apm.submitted] == [(1, 2)]
+    assert not p.maybe_shrink_isr()  # one change in flight at a time
+    # Until the controller commits, the removed replica still holds the HW (the maximal ISR).
+    assert p.log.high_watermark == 0 and p.isr == (1, 2, 3)
+    apm.answer()
+    assert p.isr == (1, 2) and p.partition_epoch == 1 and p.pending_isr_change is None
+    assert p.log.high_watermark == 2 and hw_moves == [2]
+    assert listener.counts == {"expand": 0, "shrink": 1, "failed": 0}
+
+
+def test_caught_up_follower_joins_the_isr(tmp_path, time):
+    p, apm, listener, _ = make_partition(tmp_path, time)
+    p.make_leader(reg((1, 2), partition_epoch=3))
+    append(p)
+    fetch(p, 2, 2, time)
+    assert p.log.high_watermark == 2
+    fetch(p, 3, 1, time)  # below the HW: not in sync yet
+    assert apm.submitted == []
+    fetch(p, 3, 2, time)
+    assert [(s[0], s[2]) for s in apm.submitted] == [((1, 2, 3), 3)]
+    assert p.maximal_isr == (1, 2, 3) and p.isr == (1, 2)
+    apm.answer()
+    assert p.isr == (1, 2, 3) and p.partition_epoch == 4
+    assert listener.counts["expand"] == 1
+
+
+def test_ineligible_replica_does_not_join_and_rejected_expansion_reverts(tmp_path, time):
+    eligible = {2: True, 3: False}
+    p, apm, listener, _ = make_partition(tmp_path, time, eligible=lambda b: eligible[b])
+    p.make_leader(reg((1, 2)))
+    append(p)
+    fetch(p, 2, 2, time)
+    fetch(p, 3, 2, time)
+    assert apm.submitted == []  # fenced or shutting down: Kafka's isReplicaIsrEligible
+    eligible[3] = True
+    fetch(p, 3, 2, time)
+    apm.answer(errors.INELIGIBLE_REPLICA)
+    assert p.isr == p.maximal_isr == (1, 2) and p.pending_isr_change is None
+    assert listener.counts["failed"] == 1
+
+
+def test_fenced_alter_partition_waits_for_the_metadata_log(tmp_path, time):
+    p, apm, _, _ = make_partition(tmp_path, time)
+    p.make_leader(reg((1, 2)))
+    append(p)
+    fetch(p, 2, 2, time)
+    fetch(p, 3, 2, time)
+    apm.answer(errors.FENCED_LEADER_EPOCH)
+    assert p.pending_isr_change is not None  # no new change until the metadata log moves the partition
+    fetch(p, 3, 2, time)
+    assert apm.submitted == []
+    p.make_leader(reg((1, 2, 3), leader_epoch=0, partition_epoch=1))
+    assert p.pending_isr_change is None and p.isr == (1, 2, 3)
+
+
+def test_min_insync_replicas(tmp_path, time):
+    p, apm, _, _ = make_partition(tmp_path, time, min_isr=2)
+    p.make_leader(reg((1,)))
+    with pytest.raises(errors.NotEnoughReplicasError):
+        append(p, acks=-1)
+    append(p, acks=1)  # acks=1 ignores min.insync.replicas
+    assert p.log.log_end_offset == 2
+    p.make_leader(reg((1, 2), partition_epoch=1))
+    append(p, acks=-1)
+    fetch(p, 2, 4, time)
+    assert p.log.high_watermark == 4
+    time.sleep(LAG_MS + 1)
+    assert not p.maybe_shrink_isr()  # a follower at the leader's LEO stays in sync (Kafka's isCaughtUp)
+    append(p, acks=-1)  # offsets 4-5: replica 2 no longer fetches
+    time.sleep(LAG_MS + 1)
+    assert p.maybe_shrink_isr()
+    apm.answer()
+    assert p.log.high_watermark == 6
+    assert p.check_enough_replicas_reach_offset(6) == (True, errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+
+
+def test_stale_registration_and_stale_answer_are_ignored(tmp_path, time):
+    p, apm, _, _ = make_partition(tmp_path, time)
+    p.make_leader(reg((1, 2, 3), partition_epoch=5))
+    assert not p.make_leader(reg((1, 2), partition_epoch=4))
+    assert p.isr == (1, 2, 3)
+    time.sleep(LAG_MS + 1)
+    p.maybe_shrink_isr()
+    apm.answer(partition_epoch=4)  # older than what the partition knows
+    assert p.isr == (1, 2, 3)
+
+
+def test_new_leader_epoch_starts_at_leo_and_resets_followers(tmp_path, time):
+    p, _, _, _ = make_partition(tmp_path, time)
+    p.make_leader(reg((1, 2, 3)))
+    append(p)
+    fetch(p, 2, 2, time)
+    fetch(p, 3, 2, time)
+    assert p.make_follower(reg((1, 2, 3), leader=2, leader_epoch=1, partition_epoch=1))
+    assert not p.is_leader and p.remote_replicas == {}
+    with pytest.raises(errors.NotLeaderOrFollowerError):
+        fetch(p, 3, 2, time)
+    assert p.make_leader(reg((1, 2, 3), leader_epoch=2, partition_epoch=2))
+    assert p.leader_epoch_start_offset == 2
+    assert p.log.end_offset_for_epoch(2) == (2, 2)
+    assert all(r.log_end_offset == -1 for r in p.remote_replicas.values())
+    with pytest.raises(errors.NotLeaderOrFollowerError):
+        fetch(p, 7, 0, time)  # not an assigned replica
+
+
+def test_follower_appends_leader_batches_and_truncates(tmp_path, time):
+    p, _, _, _ = make_partition(tmp_path, time)
+    p.make_follower(reg((1, 2), leader=2, leader_epoch=3))
+    batches = make_batch(0, 2, 10, leader_epoch=3) + make_batch(2, 3, 10, leader_epoch=3)
+    p.append_records_as_follower(memoryview(batches), leader_high_watermark=4, leader_log_start_offset=0)
+    assert p.log.log_end_offset == 5 and p.log.high_watermark == 4
+    assert p.log.latest_epoch == 3
+    assert p.truncate_to(2)
+    assert p.log.log_end_offset == 2 and p.log.high_watermark == 2
+
+
+def test_replica_caught_up_time_follows_kafka_rules():
+    r = Replica(2)
+    r.update_fetch_state(fetch_offset=5, log_start_offset=0, fetch_time_ms=100, leader_end_offset=10)
+    assert r.last_caught_up_time_ms == 0  # behind the leader, and no earlier fetch
+    r.update_fetch_state(fetch_offset=10, log_start_offset=0, fetch_time_ms=200, leader_end_offset=15)
+    assert r.last_caught_up_time_ms == 100  # it has what the leader had at the previous fetch
+    r.update_fetch_state(fetch_offset=15, log_start_offset=0, fetch_time_ms=300, leader_end_offset=15)
+    assert r.last_caught_up_time_ms == 300
+    assert r.is_caught_up(20, 300 + LAG_MS, LAG_MS) and not r.is_caught_up(20, 301 + LAG_MS, LAG_MS)
+
+
+def test_fetcher_id_uses_java_string_hash():
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("") == 0
+    assert {fetcher_id("topic", p, 3) for p in range(30)} == {0, 1, 2}
+    assert fetcher_id("t", 0, 1) == 0
