@@ -9,6 +9,7 @@ from pathlib import Path
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.protocol.errors import CorruptRecordError
+from pykbroker.protocol.types import ZERO_UUID
 from pykbroker.record.file_records import iter_batch_headers
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
 
@@ -31,7 +32,7 @@ def partitions(bootstrap: str, topic: str) -> dict[int, dict]:
         r = c.request(
             ApiKeys.METADATA,
             12,
-            {"topics": [{"topic_id": None, "name": topic}], "allow_auto_topic_creation": False},
+            {"topics": [{"topic_id": ZERO_UUID, "name": topic}], "allow_auto_topic_creation": False},
         )
     t = r["topics"][0]
     if t["error_code"]:
