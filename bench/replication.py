@@ -1,0 +1,135 @@
+"""Replication figures on 3 local brokers (+1 controller), as separate processes (tests/helpers/cluster.py):
+
+(a) produce throughput of a confluent-kafka producer, 1 KB records, acks=all, on a topic with
+    replication factor 3 (min.insync.replicas=2) vs replication factor 1, alternating in the same run;
+(b) leader failover time: kill -9 of the leader of the partition an acks=all idempotent producer writes
+    to, until the next record it writes is acknowledged (median of ``--failovers``), with the killed
+    broker restarted and back in the ISR between rounds. The time includes the controller's
+    ``broker.session.timeout.ms`` (the broker is fenced when its heartbeats stop).
+
+    .venv/bin/python bench/replication.py                     # 3 rounds x 100,000 records, 10 failovers
+    .venv/bin/python bench/replication.py --records 200000 --rounds 3 --failovers 10 --session-timeout-ms 3000
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from confluent_kafka import Producer  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from tests.helpers.cluster import KRaftCluster  # noqa: E402
+from tests.helpers.replication import REPLICATION_TIMEOUTS, partitions, wait_for_full_isr  # noqa: E402
+
+
+def produce_rate(bootstrap: str, topic: str, records: int, size: int) -> tuple[float, float]:
+    """(records/s, MB/s) of one producer sending ``records`` of ``size`` bytes with acks=all."""
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "linger.ms": 5,
+            "batch.size": 1 << 20,
+            "queue.buffering.max.kbytes": 1 << 20,
+        }
+    )
+    payload = b"x" * size
+    errors = []
+    start = time.perf_counter()
+    for _ in range(records):
+        while True:
+            try:
+                p.produce(topic, payload, on_delivery=lambda e, m: e and errors.append(e))
+                break
+            except BufferError:
+                p.poll(0.01)
+    p.flush(300)
+    elapsed = time.perf_counter() - start
+    if errors:
+        raise RuntimeError(f"{len(errors)} delivery errors, first: {errors[0]}")
+    return records / elapsed, records * size / elapsed / 1e6
+
+
+def failover_ms(cluster: KRaftCluster, topic: str) -> float:
+    acked: list[float] = []
+    stop = threading.Event()
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 0})
+
+    def run() -> None:
+        while not stop.is_set():
+            p.produce(topic, b"x", partition=0, on_delivery=lambda e, m: e is None and acked.append(time.monotonic()))
+            p.poll(0.002)
+        p.flush(60)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    try:
+        while not acked:
+            time.sleep(0.01)
+        victim = partitions(cluster.bootstrap, topic)[0]["leader_id"]
+        cluster.brokers[victim].kill()
+        killed = time.monotonic()
+        deadline = killed + 60
+        while not (acked and acked[-1] > killed) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        first = next(a for a in acked if a > killed)
+    finally:
+        stop.set()
+        t.join(90)
+    cluster.brokers[victim].start(60)
+    wait_for_full_isr(lambda: cluster.bootstrap, topic, timeout=60)
+    return (first - killed) * 1000
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=100000)
+    ap.add_argument("--record-size", type=int, default=1024)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--failovers", type=int, default=10)
+    ap.add_argument("--session-timeout-ms", type=int, default=3000)
+    args = ap.parse_args()
+    overrides = {**REPLICATION_TIMEOUTS, "broker.session.timeout.ms": str(args.session_timeout_ms)}
+    with tempfile.TemporaryDirectory() as tmp:
+        cluster = KRaftCluster(Path(tmp), controllers=1, brokers=3, **overrides)
+        cluster.start()
+        try:
+            admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+            for name, rf in (("rf3", 3), ("rf1", 1), ("failover", 3)):
+                admin.create_topics([NewTopic(name, 1, rf, config={"min.insync.replicas": str(min(rf, 2))})])[
+                    name
+                ].result(30)
+                wait_for_full_isr(lambda: cluster.bootstrap, name, replicas=rf)
+            results: dict[str, list[float]] = {"rf3": [], "rf1": []}
+            for r in range(args.rounds):
+                for name in ("rf3", "rf1"):
+                    rate, mbps = produce_rate(cluster.bootstrap, name, args.records, args.record_size)
+                    results[name].append(mbps)
+                    print(f"round {r}: {name} acks=all {rate:,.0f} records/s {mbps:.1f} MB/s", flush=True)
+            for name, values in results.items():
+                print(f"{name}: median {statistics.median(values):.1f} MB/s over {len(values)} rounds")
+            print(f"RF3/RF1: {statistics.median(results['rf3']) / statistics.median(results['rf1']):.2f}")
+            times = []
+            for i in range(args.failovers):
+                ms = failover_ms(cluster, "failover")
+                times.append(ms)
+                print(f"failover {i}: {ms:.0f} ms", flush=True)
+            if times:
+                print(
+                    f"failover (kill -9 -> next acknowledged produce): median {statistics.median(times):.0f} ms, "
+                    f"min {min(times):.0f}, max {max(times):.0f} (broker.session.timeout.ms={args.session_timeout_ms})"
+                )
+        finally:
+            cluster.kill_all()
+
+
+if __name__ == "__main__":
+    main()
