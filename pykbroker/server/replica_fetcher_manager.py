@@ -50,6 +50,20 @@ class ReplicaFetcherManager:
         self._closed = False
         self.log = get_logger("ReplicaFetcherManager", broker=self.node_id)
 
+    def register_metrics(self, metrics) -> None:
+        """Kafka's ``kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica`` (messages the
+        most lagging followed partition is behind its leader's HW) and ``DeadThreadCount``."""
+        prefix = "kafka.server:type=ReplicaFetcherManager,name="
+
+        def threads() -> list[ReplicaFetcherThread]:
+            with self._lock:
+                return list(self._threads.values())
+
+        metrics.gauge(prefix + "MaxLag,clientId=Replica", lambda: max((t.max_lag() for t in threads()), default=0))
+        metrics.gauge(
+            prefix + "DeadThreadCount,clientId=Replica", lambda: sum(1 for t in threads() if not t.is_alive())
+        )
+
     def add_fetcher_for_partitions(
         self, partitions: dict[tuple[str, int], tuple[BrokerEndPoint, PartitionFetchState]]
     ) -> None:

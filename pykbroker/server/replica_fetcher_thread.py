@@ -73,6 +73,7 @@ class PartitionFetchState:
     current_leader_epoch: int
     state: str = TRUNCATING
     delay_until_ms: float = 0.0
+    lag: int = 0  # the leader's HW minus the fetch offset, from the last answer (Kafka's FetcherLagStats)
 
 
 class ReplicaFetcherThread(threading.Thread):
@@ -110,6 +111,10 @@ class ReplicaFetcherThread(threading.Thread):
     def partition_count(self) -> int:
         with self._lock:
             return len(self.partitions)
+
+    def max_lag(self) -> int:
+        with self._lock:
+            return max((st.lag for st in self.partitions.values()), default=0)
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
         """Stop the loop (a blocked read is woken by shutting the socket down) and wait for it."""
@@ -370,6 +375,7 @@ class ReplicaFetcherThread(threading.Thread):
                 st.delay_until_ms = self.time.milliseconds() + self.backoff_ms
                 return
             st.fetch_offset = partition.log.log_end_offset
+            st.lag = max(0, p["high_watermark"] - st.fetch_offset)
         elif code == errors.OFFSET_OUT_OF_RANGE:
             self._handle_out_of_range(tp, partition, st)
         else:

@@ -176,6 +176,7 @@ class ReplicaManager:
         self.alter_partition_manager = None
         self.broker_epoch = lambda: -1  # set by the server once registered
         self.replica_fetcher_manager = ReplicaFetcherManager(self, config, time)
+        self.replica_fetcher_manager.register_metrics(self.metrics)
         self.isr_listener = _IsrMeters(self.metrics)
         self._register_metrics()
 
