@@ -39,6 +39,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from pykbroker.metadata.alter_partition import alter_partition
 from pykbroker.metadata.cluster_control_manager import ClusterControlManager
 from pykbroker.metadata.configuration_control_manager import ConfigSchema, ConfigurationControlManager
 from pykbroker.metadata.controller_result import ControllerResult
@@ -204,6 +205,12 @@ class QuorumController:
                 int(request["broker_id"]), int(request.get("broker_epoch", -1))
             ),
         )
+
+    def alter_partition(self, request: dict[str, Any], version: int = 3) -> Future:
+        """AlterPartition (a leader's ISR change) -> the AlterPartition response body, completed once the
+        PartitionChangeRecords commit (see :mod:`pykbroker.metadata.alter_partition`). A stale broker
+        epoch fails the future with StaleBrokerEpochError."""
+        return self._write("alterPartition", lambda: alter_partition(self.managers.replication, request, version))
 
     def register_broker(self, request: dict[str, Any]) -> Future:
         """BrokerRegistration (``broker_id``, ``cluster_id``, ``incarnation_id``, ``listeners``,

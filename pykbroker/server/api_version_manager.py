@@ -53,6 +53,7 @@ CONTROLLER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.BROKER_HEARTBEAT: (0, 1),
     ApiKeys.UNREGISTER_BROKER: (0, 0),
     ApiKeys.ALLOCATE_PRODUCER_IDS: (0, 0),
+    ApiKeys.ALTER_PARTITION: (2, 3),
 }
 
 

@@ -31,6 +31,7 @@ VERSIONS = {
     ApiKeys.CREATE_PARTITIONS: 3,
     ApiKeys.INCREMENTAL_ALTER_CONFIGS: 1,
     ApiKeys.ALLOCATE_PRODUCER_IDS: 0,
+    ApiKeys.ALTER_PARTITION: 3,
 }
 
 
@@ -61,3 +62,7 @@ class ForwardingManager:
 
     def allocate_producer_ids(self, request: dict[str, Any]) -> Future:
         return self._forward(ApiKeys.ALLOCATE_PRODUCER_IDS, request)
+
+    def alter_partition(self, request: dict[str, Any]) -> Future:
+        """AlterPartition (v3) from this broker's partition leaders (AlterPartitionManager)."""
+        return self._forward(ApiKeys.ALTER_PARTITION, request)

@@ -41,15 +41,18 @@ def partitions(bootstrap: str, topic: str) -> dict[int, dict]:
 
 
 def wait_for_full_isr(bootstrap_fn, topic: str, replicas: int = 3, timeout: float = 30.0) -> dict[int, dict]:
-    """Wait (bounded) until every partition of ``topic`` has a leader and ``replicas`` in-sync replicas."""
+    """Wait (bounded) until every live broker (``bootstrap_fn()``: comma-separated addresses) reports
+    every partition of ``topic`` with a leader and ``replicas`` in-sync replicas. A broker's metadata
+    cache is updated after its partitions, so the leader then acts on that ISR too."""
     deadline = time.monotonic() + timeout
     last: dict = {}
     while time.monotonic() < deadline:
         try:
-            last = partitions(bootstrap_fn(), topic)
+            views = [partitions(addr, topic) for addr in bootstrap_fn().split(",")]
         except OSError:
-            last = {}
-        if last and all(p["leader_id"] >= 0 and len(p["isr_nodes"]) == replicas for p in last.values()):
+            views = [{}]
+        last = views[0]
+        if all(v and all(p["leader_id"] >= 0 and len(p["isr_nodes"]) == replicas for p in v.values()) for v in views):
             return last
         time.sleep(0.1)
     raise AssertionError(f"ISR of {topic} not full within {timeout}s: {last}")

@@ -34,6 +34,7 @@ class ControllerApis:
             ApiKeys.BROKER_HEARTBEAT: self.handle_broker_heartbeat_request,
             ApiKeys.UNREGISTER_BROKER: self.handle_unregister_broker_request,
             ApiKeys.ALLOCATE_PRODUCER_IDS: self.handle_allocate_producer_ids_request,
+            ApiKeys.ALTER_PARTITION: self.handle_alter_partition_request,
             ApiKeys.CREATE_TOPICS: self.admin.handle_create_topics_request,
             ApiKeys.DELETE_TOPICS: self.admin.handle_delete_topics_request,
             ApiKeys.CREATE_PARTITIONS: self.admin.handle_create_partitions_request,
@@ -103,6 +104,13 @@ class ControllerApis:
             request,
             self.controller.unregister_broker(request.body["broker_id"]),
             lambda code, msg: {"error_code": code, "error_message": msg},
+        )
+
+    def handle_alter_partition_request(self, request) -> None:
+        self._reply(
+            request,
+            self.controller.alter_partition(request.body, request.context.api_version),
+            lambda code, msg: {"error_code": code, "topics": []},
         )
 
     def handle_allocate_producer_ids_request(self, request) -> None:
