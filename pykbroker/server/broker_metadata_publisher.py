@@ -2,8 +2,9 @@
 
 Mirrors ``kafka.server.metadata.BrokerMetadataPublisher``: called by the MetadataLoader thread with each
 published (delta, image): applies topic config changes to the logs, hands the local replica changes
-(deletes, leaders, followers) to the ReplicaManager, and then swaps the MetadataCache image, so clients
-see a topic only once its partitions can serve it (its log exists). Once the ReplicaManager is shut
+(deletes, leaders, followers) to the ReplicaManager, then swaps the MetadataCache image, so clients
+see a topic only once its partitions can serve it (its log exists), and then tells the group
+coordinator which ``__consumer_offsets`` partitions it now leads or no longer leads. Once the ReplicaManager is shut
 down no replica change is applied any more (no log is created during broker shutdown). Runs only on
 the loader's thread.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import threading
 
 from pykbroker.metadata.publisher import MetadataPublisher
+from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from pykbroker.utils.logging import get_logger
 
 TOPIC_RESOURCE = 2
@@ -26,6 +28,8 @@ class BrokerMetadataPublisher(MetadataPublisher):
         self.log_manager = log_manager
         self.log = get_logger("BrokerMetadataPublisher", id=node_id)
         self.first_publish = threading.Event()
+        #: the GroupCoordinator, set by the server once it exists (it loads lazily what it leads before)
+        self.group_coordinator = None
 
     def name(self) -> str:
         return "BrokerMetadataPublisher"
@@ -47,4 +51,21 @@ class BrokerMetadataPublisher(MetadataPublisher):
             self.replica_manager.apply_delta(changes, new_image)
         # Publish to readers last, so a topic is visible to clients only once its partitions are ready.
         self.metadata_cache.set_image(new_image)
+        self._update_coordinator(changes)
         self.first_publish.set()
+
+    def _update_coordinator(self, changes) -> None:
+        """The group coordinator follows the leadership of ``__consumer_offsets`` partitions (Kafka's
+        ``groupCoordinator.onElection`` / ``onResignation`` from the local changes)."""
+        coordinator = self.group_coordinator
+        if coordinator is None:
+            return
+        for (topic, index), (_, reg) in changes.leaders.items():
+            if topic == GROUP_METADATA_TOPIC_NAME:
+                coordinator.on_election(index, reg.leader_epoch)
+        for (topic, index), (_, reg) in changes.followers.items():
+            if topic == GROUP_METADATA_TOPIC_NAME:
+                coordinator.on_resignation(index, reg.leader_epoch)
+        for topic, index in changes.deletes:
+            if topic == GROUP_METADATA_TOPIC_NAME:
+                coordinator.on_resignation(index, None)

@@ -431,8 +431,11 @@ class KafkaRaftServer:
             config["offsets.topic.num.partitions"],
             self.time,
             config["offsets.retention.minutes"] * 60 * 1000,
+            required_acks=config["offsets.commit.required.acks"],
+            commit_timeout_ms=config["offsets.commit.timeout.ms"],
         )
         self.group_coordinator = GroupCoordinator(self.node_id, config, self.group_metadata_manager, self.time)
+        self.publisher.group_coordinator = self.group_coordinator
         self._register_metrics()
         self.scheduler.schedule(
             "delete-expired-group-metadata",

@@ -50,6 +50,41 @@ class GroupCoordinator:
         self.join_purgatory.shutdown()
         self.heartbeat_purgatory.shutdown()
 
+    # -- leadership of __consumer_offsets partitions (BrokerMetadataPublisher thread) -----------------
+    def on_election(self, partition: int, leader_epoch: int) -> None:
+        """This broker now leads ``__consumer_offsets-<partition>`` (Kafka's ``onElection``)."""
+        self.manager.on_election(partition, leader_epoch)
+
+    def on_resignation(self, partition: int, leader_epoch: int | None) -> None:
+        """This broker no longer leads ``__consumer_offsets-<partition>`` (Kafka's ``onResignation``):
+        its groups are unloaded and their waiting members answered NOT_COORDINATOR."""
+        self.manager.on_resignation(partition, leader_epoch, self._on_group_unloaded)
+
+    def _on_group_unloaded(self, group: GroupMetadata) -> None:
+        """Kafka's ``onGroupUnloaded``: the group is Dead here; pending joins and syncs get NOT_COORDINATOR
+        (the clients find the new coordinator and rejoin there)."""
+        with group.lock:
+            previous = group.state
+            group.transition_to(_S.DEAD, self.time.milliseconds())
+            for m in group.members.values():
+                if previous is _S.PREPARING_REBALANCE and m.awaiting_join is not None:
+                    cb, m.awaiting_join = m.awaiting_join, None
+                    cb(
+                        {
+                            "error_code": errors.NOT_COORDINATOR,
+                            "generation_id": -1,
+                            "protocol_type": None,
+                            "protocol_name": None,
+                            "leader": "",
+                            "member_id": m.member_id,
+                            "members": [],
+                        }
+                    )
+                if m.awaiting_sync is not None:
+                    cb, m.awaiting_sync = m.awaiting_sync, None
+                    cb({"error_code": errors.NOT_COORDINATOR, "assignment": b""})
+        self.join_purgatory.check_and_complete(("join", group.group_id))
+
     # -- JoinGroup ------------------------------------------------------------------------------------
     def handle_join_group(
         self,
@@ -557,6 +592,8 @@ class GroupCoordinator:
 
     def on_expire_heartbeat(self, group: GroupMetadata, member_id: str, heartbeat_generation: int) -> None:
         with group.lock:
+            if group.state is _S.DEAD:
+                return  # unloaded or deleted: nothing to expire here
             if member_id in group.pending_members and member_id not in group.members:
                 group.pending_members.discard(member_id)
                 self.join_purgatory.check_and_complete(("join", group.group_id))

@@ -3,13 +3,19 @@
 Mirrors ``kafka.coordinator.group.GroupMetadataManager`` (classic groups): a group lives in partition
 ``abs(hash(group id)) % offsets.topic.num.partitions`` of the internal compacted topic; offset commits
 and group metadata are written there as records (keys/values in :mod:`record_codec`) through the
-ReplicaManager (acks=1, internal topic writes allowed) and read back when the coordinator first
-touches the partition after a start (its "load"). Expired offsets (``offsets.retention.minutes``
-after the commit, only while the group is Empty) are removed with tombstones by a scheduled task
-(``offsets.retention.check.interval.ms``).
+ReplicaManager with ``offsets.commit.required.acks`` (default -1: the whole ISR has them before the
+commit is answered, so a commit survives the coordinator's broker) and ``offsets.commit.timeout.ms``.
+In-memory offsets change only once the append succeeded. The coordinator of a group is the leader of
+its partition: the metadata publisher calls ``on_election`` / ``on_resignation`` as leadership moves;
+a led partition is loaded on first use from the log start offset to the log end offset (a new leader's
+log is the partition's history), a resigned one is unloaded and answers NOT_COORDINATOR. Expired
+offsets (``offsets.retention.minutes`` after the commit, only while the group is Empty) are removed with
+tombstones by a scheduled task (``offsets.retention.check.interval.ms``).
 
-Threading: ``_lock`` guards the group map and the loaded-partition set; each group's own state is
-guarded by its lock. Appends run on the calling handler thread.
+Threading: ``_lock`` guards the group map, the loaded-partition set and the partition epochs; each
+group's own state is guarded by its lock. Appends run on the calling handler thread; their callbacks
+run on the thread that completes the append (at once with a single replica, else the thread whose
+follower fetch moved the high watermark, or the purgatory's reaper on timeout).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import threading
 
 from pykbroker.coordinator.group import record_codec as codec
 from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState, OffsetAndMetadata
+from pykbroker.log.fetch_data_info import FetchIsolation
 from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from pykbroker.protocol import errors
 from pykbroker.record.default_record_batch import iter_batches
@@ -26,16 +33,45 @@ from pykbroker.utils.logging import get_logger
 
 _log = get_logger("GroupMetadataManager")
 
+# Append errors as the coordinator answers them (Kafka's GroupMetadataManager.storeOffsets/storeGroup):
+# the partition is not ready or its ISR too small -> retry later; it moved -> find the coordinator again.
+_APPEND_ERRORS = {
+    errors.UNKNOWN_TOPIC_OR_PARTITION: errors.COORDINATOR_NOT_AVAILABLE,
+    errors.NOT_ENOUGH_REPLICAS: errors.COORDINATOR_NOT_AVAILABLE,
+    errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND: errors.COORDINATOR_NOT_AVAILABLE,
+    errors.REQUEST_TIMED_OUT: errors.COORDINATOR_NOT_AVAILABLE,
+    errors.NOT_LEADER_OR_FOLLOWER: errors.NOT_COORDINATOR,
+    errors.KAFKA_STORAGE_ERROR: errors.NOT_COORDINATOR,
+    errors.MESSAGE_TOO_LARGE: errors.INVALID_COMMIT_OFFSET_SIZE,
+    errors.RECORD_LIST_TOO_LARGE: errors.INVALID_COMMIT_OFFSET_SIZE,
+    errors.INVALID_FETCH_SIZE: errors.INVALID_COMMIT_OFFSET_SIZE,
+}
+
 
 class GroupMetadataManager:
-    def __init__(self, replica_manager, log_manager, num_partitions: int, time, offsets_retention_ms: int):
+    def __init__(
+        self,
+        replica_manager,
+        log_manager,
+        num_partitions: int,
+        time,
+        offsets_retention_ms: int,
+        required_acks: int = -1,
+        commit_timeout_ms: int = 5000,
+    ):
+        """``required_acks`` / ``commit_timeout_ms``: ``offsets.commit.required.acks`` and
+        ``offsets.commit.timeout.ms``, used for every append (offsets and group metadata)."""
         self.replica_manager = replica_manager
         self.log_manager = log_manager
         self.num_partitions = num_partitions
         self.time = time
         self.offsets_retention_ms = offsets_retention_ms
+        self.required_acks = required_acks
+        self.commit_timeout_ms = commit_timeout_ms
         self.groups: dict[str, GroupMetadata] = {}
         self.loaded: set[int] = set()
+        #: partition -> leader epoch of its latest election or resignation (Kafka's epochForPartitionId)
+        self.epochs: dict[int, int] = {}
         self._lock = threading.RLock()
 
     def register_metrics(self, metrics) -> None:
@@ -86,21 +122,58 @@ class GroupMetadataManager:
         with self._lock:
             return list(self.groups.values())
 
+    # -- leadership ------------------------------------------------------------------------------------
+    def on_election(self, partition: int, leader_epoch: int) -> None:
+        """This broker leads ``partition`` at ``leader_epoch`` (Kafka's ``onElection``): its groups are
+        loaded on first use, from the log as this leader has it (up to its log end offset)."""
+        with self._lock:
+            if self.epochs.get(partition, -1) > leader_epoch:
+                return  # a stale notification
+            self.epochs[partition] = leader_epoch
+
+    def on_resignation(self, partition: int, leader_epoch: int | None, on_unloaded) -> None:
+        """This broker no longer leads ``partition`` (Kafka's ``onResignation`` ->
+        ``removeGroupsForPartition``): its groups leave memory, ``on_unloaded(group)`` is called for each
+        (the coordinator answers their waiting members NOT_COORDINATOR), and requests for them get
+        NOT_COORDINATOR until this broker leads the partition again."""
+        with self._lock:
+            if leader_epoch is not None:
+                if self.epochs.get(partition, -1) > leader_epoch:
+                    return
+                self.epochs[partition] = leader_epoch
+            self.loaded.discard(partition)
+            removed = [g for gid, g in self.groups.items() if self.partition_for(gid) == partition]
+            for g in removed:
+                del self.groups[g.group_id]
+        if removed:
+            _log.info(
+                "Unloaded group metadata",
+                partition=f"{GROUP_METADATA_TOPIC_NAME}-{partition}",
+                groups=len(removed),
+            )
+        for g in removed:
+            on_unloaded(g)
+
     # -- load ------------------------------------------------------------------------------------------
     def ensure_loaded(self, partition: int) -> None:
+        """Load ``partition``'s groups if this broker leads it. Raises NotCoordinatorError when another
+        broker leads it, CoordinatorNotAvailableError when it does not exist here yet."""
         with self._lock:
             if partition in self.loaded:
                 return
             log = self.log_manager.get_log(GROUP_METADATA_TOPIC_NAME, partition)
             cache = getattr(self.replica_manager, "metadata_cache", None)
             registration = cache.partition(GROUP_METADATA_TOPIC_NAME, partition) if cache is not None else None
-            if registration is not None and registration.leader != self.replica_manager.node_id:
+            local = self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, partition)
+            if (registration is not None and registration.leader != self.replica_manager.node_id) or (
+                local is not None and not getattr(local, "is_leader", True)
+            ):
                 # Another broker leads this partition: it is the group's coordinator (clients re-run
                 # FindCoordinator on NOT_COORDINATOR).
                 raise errors.NotCoordinatorError(
                     f"This broker is not the coordinator of {GROUP_METADATA_TOPIC_NAME}-{partition}"
                 )
-            if log is None or self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, partition) is None:
+            if log is None or local is None:
                 raise errors.CoordinatorNotAvailableError(
                     f"{GROUP_METADATA_TOPIC_NAME}-{partition} is not available on this broker yet"
                 )
@@ -114,9 +187,11 @@ class GroupMetadataManager:
                 )
 
     def _load(self, log) -> int:
-        offset, end, count = log.log_start_offset, log.high_watermark, 0
+        # Up to the log end offset, as Kafka's doLoadGroupsAndOffsets: a new leader's whole log is the
+        # partition's history from now on (its HW catches up as the followers fetch).
+        offset, end, count = log.log_start_offset, log.log_end_offset, 0
         while offset < end:
-            info = log.read(offset, 1 << 20)
+            info = log.read(offset, 1 << 20, FetchIsolation.LOG_END)
             data = info.records.read_bytes()
             if not data:
                 break
@@ -170,14 +245,11 @@ class GroupMetadataManager:
         tp = (GROUP_METADATA_TOPIC_NAME, self.partition_for(group_id))
 
         def done(responses: dict) -> None:
-            code = responses[tp]["error_code"]
-            if code in (errors.UNKNOWN_TOPIC_OR_PARTITION, errors.NOT_LEADER_OR_FOLLOWER):
-                code = errors.NOT_COORDINATOR
-            elif code in (errors.MESSAGE_TOO_LARGE, errors.RECORD_LIST_TOO_LARGE, errors.INVALID_FETCH_SIZE):
-                code = errors.INVALID_COMMIT_OFFSET_SIZE
-            callback(code)
+            callback(_APPEND_ERRORS.get(responses[tp]["error_code"], responses[tp]["error_code"]))
 
-        self.replica_manager.append_records(5000, 1, True, {tp: memoryview(batch)}, done)
+        self.replica_manager.append_records(
+            self.commit_timeout_ms, self.required_acks, True, {tp: memoryview(batch)}, done
+        )
 
     def store_group(self, group: GroupMetadata, callback) -> None:
         members = [

@@ -21,6 +21,7 @@ CONFIG = {
 class _Log:
     log_start_offset = 0
     high_watermark = 0
+    log_end_offset = 0
 
 
 class FakeLogManager:
