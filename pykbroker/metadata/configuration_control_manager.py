@@ -49,6 +49,11 @@ class ConfigSchema:
     def validate(self, resource_type: int, resource_name: str, configs: dict[str, str]) -> None:
         """Raise a KafkaError if ``configs`` (the complete overrides after the change) are invalid."""
 
+    def unclean_leader_election_enabled(self, overrides: dict[str, str]) -> bool:
+        """``unclean.leader.election.enable`` for a topic with ``overrides`` (the default schema: the
+        override, else Kafka's default false)."""
+        return overrides.get("unclean.leader.election.enable", "false").strip().lower() == "true"
+
     def effective_topic_configs(self, overrides: dict[str, str]) -> list[dict]:
         """CreateTopics ``configs`` entries ``{name, value, read_only, config_source, is_sensitive}``
         for a new topic with ``overrides``; the default lists the overrides only."""
@@ -72,6 +77,10 @@ class ConfigurationControlManager:
 
     def get(self, resource_type: int, resource_name: str) -> dict[str, str]:
         return dict(self.configs.get((resource_type, resource_name), {}))
+
+    def unclean_leader_election_enabled_for_topic(self, topic: str) -> bool:
+        """Kafka's ``uncleanLeaderElectionEnabledForTopic``: the topic override, else the broker default."""
+        return self.schema.unclean_leader_election_enabled(self.configs.get((RESOURCE_TOPIC, topic), {}))
 
     # ---- operations --------------------------------------------------------------------------
     def incremental_alter_configs(self, request: dict[str, Any]) -> ControllerResult[dict]:

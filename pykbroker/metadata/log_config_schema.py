@@ -48,6 +48,9 @@ class LogConfigSchema(ConfigSchema):
         elif resource_type == RESOURCE_GROUP:
             group_config.validate(configs, self.group_defaults)
 
+    def unclean_leader_election_enabled(self, overrides: dict[str, str]) -> bool:
+        return bool(self.broker_defaults.with_overrides(overrides).unclean_leader_election_enable)
+
     def effective_topic_configs(self, overrides: dict[str, str]) -> list[dict]:
         config = self.broker_defaults.with_overrides(overrides)
         out = []

@@ -45,6 +45,7 @@ from pykbroker.metadata.configuration_control_manager import ConfigSchema, Confi
 from pykbroker.metadata.controller_result import ControllerResult
 from pykbroker.metadata.event_queue import EventQueue, EventQueueClosedError
 from pykbroker.metadata.feature_control_manager import LATEST_PRODUCTION_METADATA_VERSION, FeatureControlManager
+from pykbroker.metadata.leader_election import balance_partition_leaders, elect_leaders
 from pykbroker.metadata.producer_id_control_manager import ProducerIdControlManager
 from pykbroker.metadata.records import ApiMessageAndVersion
 from pykbroker.metadata.replica_placer import StripedReplicaPlacer
@@ -113,6 +114,7 @@ class _Listener(RaftClientListener[ApiMessageAndVersion]):
 
 
 MAYBE_FENCE_REPLICAS = "maybeFenceReplicas"
+MAYBE_BALANCE_PARTITION_LEADERS = "maybeBalancePartitionLeaders"
 #: a failed deferred fencing check is retried this much later (Kafka: one minute)
 DEFERRED_RETRY_MS = 60_000
 
@@ -134,8 +136,12 @@ class QuorumController:
         delete_topic_enable: bool = True,
         unfence_on_register: bool = True,
         session_timeout_ms: int = 9000,
+        leader_imbalance_check_interval_ms: int | None = None,
     ):
+        """``leader_imbalance_check_interval_ms``: with ``auto.leader.rebalance.enable``, how often the
+        active controller moves leadership back to preferred replicas (None: never)."""
         self.node_id = node_id
+        self.leader_imbalance_check_interval_ms = leader_imbalance_check_interval_ms
         self.cluster_id = cluster_id
         self.time = time
         self._raft = raft_client
@@ -211,6 +217,11 @@ class QuorumController:
         PartitionChangeRecords commit (see :mod:`pykbroker.metadata.alter_partition`). A stale broker
         epoch fails the future with StaleBrokerEpochError."""
         return self._write("alterPartition", lambda: alter_partition(self.managers.replication, request, version))
+
+    def elect_leaders(self, request: dict[str, Any]) -> Future:
+        """ElectLeaders ``{election_type, topic_partitions}`` -> ``{error_code, replica_election_results}``
+        (see :mod:`pykbroker.metadata.leader_election`), completed once the leader changes commit."""
+        return self._write("electLeaders", lambda: elect_leaders(self.managers.replication, request))
 
     def register_broker(self, request: dict[str, Any]) -> Future:
         """BrokerRegistration (``broker_id``, ``cluster_id``, ``incarnation_id``, ``listeners``,
@@ -346,6 +357,30 @@ class QuorumController:
 
         self._queue.schedule_deferred(MAYBE_FENCE_REPLICAS, deadline_ms, run, on_error)
 
+    def _schedule_leader_rebalance(self) -> None:
+        """Kafka's ``maybeScheduleNextBalancePartitionLeaders``: every leader imbalance check interval,
+        preferred-leader elections for partitions whose preferred replica can lead again."""
+        interval = self.leader_imbalance_check_interval_ms
+        if interval is None:
+            return
+
+        def run() -> None:
+            if self._active_epoch < 0:
+                return
+            result = balance_partition_leaders(self.managers.replication)
+            if result.records:
+                self._log.info(f"Moving leadership back to the preferred replica of {len(result.records)} partition(s)")
+                self._append(result.records, None, None)
+            self._schedule_leader_rebalance()
+
+        def on_error(e: BaseException) -> None:
+            if not isinstance(e, (EventQueueClosedError, NotControllerError)):
+                self._log.error("Unexpected error in the partition leader rebalance", error=repr(e))
+                self._schedule_leader_rebalance()
+
+        deadline = self.time.milliseconds() + interval
+        self._queue.schedule_deferred(MAYBE_BALANCE_PARTITION_LEADERS, deadline, run, on_error)
+
     def _next_write_offset(self) -> int:
         """The offset the next appended record will get (Kafka's ``OffsetControlManager.nextWriteOffset``)."""
         return max(self._raft.log_end_offset(), self._last_reserved_offset + 1)
@@ -467,6 +502,7 @@ class QuorumController:
             if bootstrap:
                 self._append(bootstrap, None, None)
             self._reschedule_maybe_fence_stale_brokers()
+            self._schedule_leader_rebalance()
             self._active_event.set()
         elif self._active_epoch >= 0:
             self._renounce(f"new leader {leader}")
@@ -477,6 +513,7 @@ class QuorumController:
         self._active_epoch = -1
         self._active_event.clear()
         self._queue.cancel_deferred(MAYBE_FENCE_REPLICAS)
+        self._queue.cancel_deferred(MAYBE_BALANCE_PARTITION_LEADERS)
         self._fail_deferred(NotControllerError(f"The controller renounced leadership: {reason}"))
         self.managers = _ControlManagers(*self._manager_args)
         self._last_committed_offset = -1

@@ -583,7 +583,14 @@ class ReplicationControlManager:
                 raise RuntimeError(f"Partition {topic_id}-{partition_id} is indexed but not in the topics map")
             part = topic.parts[partition_id]
             target_isr = [b for b in part.isr if b != broker_to_remove]
-            record = partition_change_builder.build(topic_id, partition_id, part, target_isr, acceptable)
+            record = partition_change_builder.build(
+                topic_id,
+                partition_id,
+                part,
+                target_isr,
+                acceptable,
+                unclean=self.configs.unclean_leader_election_enabled_for_topic(topic.name),
+            )
             if record is not None:
                 records.append(record)
         if len(records) != before:

@@ -40,6 +40,7 @@ BROKER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.OFFSET_DELETE: (0, 0),
     ApiKeys.DESCRIBE_CLUSTER: (0, 1),
     ApiKeys.DESCRIBE_QUORUM: (0, 2),
+    ApiKeys.ELECT_LEADERS: (0, 2),
 }
 
 # api key -> (min, max) of the APIs only the controller listener serves (ControllerApis, the Raft RPCs).

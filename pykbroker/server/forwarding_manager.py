@@ -32,6 +32,7 @@ VERSIONS = {
     ApiKeys.INCREMENTAL_ALTER_CONFIGS: 1,
     ApiKeys.ALLOCATE_PRODUCER_IDS: 0,
     ApiKeys.ALTER_PARTITION: 3,
+    ApiKeys.ELECT_LEADERS: 2,
 }
 
 
@@ -62,6 +63,9 @@ class ForwardingManager:
 
     def allocate_producer_ids(self, request: dict[str, Any]) -> Future:
         return self._forward(ApiKeys.ALLOCATE_PRODUCER_IDS, request)
+
+    def elect_leaders(self, request: dict[str, Any]) -> Future:
+        return self._forward(ApiKeys.ELECT_LEADERS, request)
 
     def alter_partition(self, request: dict[str, Any]) -> Future:
         """AlterPartition (v3) from this broker's partition leaders (AlterPartitionManager)."""

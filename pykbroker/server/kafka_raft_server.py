@@ -382,6 +382,11 @@ class KafkaRaftServer:
             # The single-node mode has no heartbeats: its broker is unfenced at registration.
             unfence_on_register=self.single_node,
             session_timeout_ms=config["broker.session.timeout.ms"],
+            leader_imbalance_check_interval_ms=(
+                config["leader.imbalance.check.interval.seconds"] * 1000
+                if config["auto.leader.rebalance.enable"]
+                else None
+            ),
         )
         ControllerMetadataMetrics(
             self.metrics, self.controller, lambda: self.metadata_cache.image if self.is_broker else self.loader.image

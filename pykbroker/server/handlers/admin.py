@@ -58,6 +58,7 @@ class AdminHandler:
             ApiKeys.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs_request,
             ApiKeys.ALTER_CONFIGS: self.handle_alter_configs_request,
             ApiKeys.DESCRIBE_CONFIGS: self.handle_describe_configs_request,
+            ApiKeys.ELECT_LEADERS: self.handle_elect_leaders_request,
         }
 
     def _reply_when_done(self, request, future, shape=lambda r: r) -> None:
@@ -83,6 +84,11 @@ class AdminHandler:
 
     def handle_create_partitions_request(self, request) -> None:
         self._reply_when_done(request, self.controller.create_partitions(request.body))
+
+    def handle_elect_leaders_request(self, request) -> None:
+        """ElectLeaders (key 43): preferred or unclean elections, done by the controller (see
+        :mod:`pykbroker.metadata.leader_election`)."""
+        self._reply_when_done(request, self.controller.elect_leaders(request.body))
 
     def handle_incremental_alter_configs_request(self, request) -> None:
         self._reply_when_done(request, self.controller.incremental_alter_configs(request.body))
@@ -332,5 +338,22 @@ def _dc_error(version, body, code, message):
                 "configs": [],
             }
             for r in body["resources"]
+        ],
+    }
+
+
+@error_responses.register(ApiKeys.ELECT_LEADERS)
+def _elect_leaders_error(version, body, code, message):
+    return {
+        "throttle_time_ms": 0,
+        "error_code": code,
+        "replica_election_results": [
+            {
+                "topic": t["topic"],
+                "partition_result": [
+                    {"partition_id": p, "error_code": code, "error_message": message} for p in t["partitions"]
+                ],
+            }
+            for t in body.get("topic_partitions") or []
         ],
     }

@@ -39,6 +39,7 @@ class ControllerApis:
             ApiKeys.DELETE_TOPICS: self.admin.handle_delete_topics_request,
             ApiKeys.CREATE_PARTITIONS: self.admin.handle_create_partitions_request,
             ApiKeys.INCREMENTAL_ALTER_CONFIGS: self.admin.handle_incremental_alter_configs_request,
+            ApiKeys.ELECT_LEADERS: self.admin.handle_elect_leaders_request,
         }
         if self.cluster_info is not None:
             result[ApiKeys.DESCRIBE_CLUSTER] = self.handle_describe_cluster_request

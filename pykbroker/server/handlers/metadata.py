@@ -49,7 +49,7 @@ class MetadataHandler:
         )
         if all_topics:
             for name in self.cache.topic_names():
-                topics_out.append(self._topic_metadata(self.cache.topic(name)))
+                topics_out.append(self._topic_metadata(self.cache.topic(name), request.context.listener_name))
         elif version < 12 and any(
             t.get("name") is None or (t.get("topic_id") or ZERO_UUID) != ZERO_UUID for t in requested
         ):
@@ -65,11 +65,11 @@ class MetadataHandler:
                     if info is None:
                         topics_out.append(self._error_topic(None, errors.UNKNOWN_TOPIC_ID, topic_id))
                     else:
-                        topics_out.append(self._topic_metadata(info))
+                        topics_out.append(self._topic_metadata(info, request.context.listener_name))
                     continue
                 info = self.cache.topic(name)
                 if info is not None:
-                    topics_out.append(self._topic_metadata(info))
+                    topics_out.append(self._topic_metadata(info, request.context.listener_name))
                 else:
                     missing.append(name)
             allow_auto = body.get("allow_auto_topic_creation", True) if version >= 4 else True
@@ -108,10 +108,16 @@ class MetadataHandler:
             "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
         }
 
-    @staticmethod
-    def _topic_metadata(info) -> dict:
+    def _topic_metadata(self, info, listener: str) -> dict:
+        """One topic's partitions (Kafka's ``KRaftMetadataCache.partitionMetadata``): offline replicas are
+        those whose broker is not registered or is fenced (``listener``: the request's, kept for the
+        endpoint checks of a multi-listener setup)."""
+        brokers = self.cache.image.brokers
         partitions = []
         for index, p in sorted(info.partitions.items()):
+            offline = [
+                r for r in p.replicas if (b := brokers.get(r)) is None or b.fenced or listener not in b.listeners
+            ]
             partitions.append(
                 {
                     "error_code": errors.NONE if p.leader >= 0 else errors.LEADER_NOT_AVAILABLE,
@@ -120,7 +126,7 @@ class MetadataHandler:
                     "leader_epoch": p.leader_epoch,
                     "replica_nodes": list(p.replicas),
                     "isr_nodes": list(p.isr),
-                    "offline_replicas": [],
+                    "offline_replicas": offline,
                 }
             )
         return {
