@@ -20,7 +20,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
+from pykbroker.protocol.api_keys import ApiKeys
 from tests.helpers.cluster import KRaftCluster
 from tests.helpers.replication import (
     REPLICATION_TIMEOUTS,
@@ -29,6 +31,7 @@ from tests.helpers.replication import (
     raw_produce,
     wait_for_full_isr,
 )
+from tests.helpers.tools import run_tool
 from tests.helpers.wait import wait_until
 
 pytestmark = pytest.mark.integration
@@ -408,3 +411,81 @@ def test_kafka_python_and_aiokafka_ride_through_a_leader_kill(cluster):
     kc.close()
     assert values == expected
     restart(cluster, second, topic)
+
+
+def test_preferred_leader_election_with_the_tool(cluster):
+    topic = "preferred"
+    create_topic(cluster, topic, 1)
+    state = partitions(cluster.bootstrap, topic)[0]
+    preferred = state["replica_nodes"][0]
+    assert state["leader_id"] == preferred
+    cluster.brokers[preferred].kill()
+    wait_until(
+        lambda: partitions(cluster.bootstrap, topic)[0]["leader_id"] not in (-1, preferred), 30, message="failover"
+    )
+    assert preferred in partitions(cluster.bootstrap, topic)[0]["offline_replicas"]
+    restart(cluster, preferred, topic)
+    assert partitions(cluster.bootstrap, topic)[0]["leader_id"] != preferred  # no automatic move back here
+    run = run_tool(
+        "leader_election_command", "--bootstrap-server", cluster.bootstrap,
+        "--election-type", "PREFERRED", "--all-topic-partitions",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert f"Successfully completed leader election (PREFERRED) for partitions {topic}-0" in run.stdout
+    wait_until(lambda: partitions(cluster.bootstrap, topic)[0]["leader_id"] == preferred, 10, message="preferred leads")
+    again = run_tool(
+        "leader_election_command", "--bootstrap-server", cluster.bootstrap,
+        "--election-type", "preferred", "--topic", topic, "--partition", "0",
+    )  # fmt: skip
+    assert again.returncode == 0 and f"Valid replica already elected for partitions {topic}-0" in again.stdout
+
+
+def test_unclean_election_only_where_enabled(cluster):
+    """The last ISR member dies; an out-of-sync replica comes back: it leads at once where
+    unclean.leader.election.enable=true, and elsewhere only when an operator asks (ElectLeaders UNCLEAN)."""
+    # Both topics on the same three brokers in the same order, so one sequence of kills serves both.
+    order = sorted(cluster.brokers)
+    topics = {"unclean-on": "true", "unclean-off": "false"}
+    body = {
+        "topics": [
+            {
+                "name": name,
+                "num_partitions": -1,
+                "replication_factor": -1,
+                "assignments": [{"partition_index": 0, "broker_ids": order}],
+                "configs": [{"name": "unclean.leader.election.enable", "value": v}],
+            }
+            for name, v in topics.items()
+        ],
+        "timeout_ms": 10000,
+        "validate_only": False,
+    }
+    with BrokerConnection.to(cluster.bootstrap, timeout=20) as c:
+        created = c.request(ApiKeys.CREATE_TOPICS, 7, body)
+    assert [t["error_code"] for t in created["topics"]] == [0, 0], created
+    for name in topics:
+        wait_for_full_isr(lambda: cluster.bootstrap, name)
+    last, first_back, other = order[0], order[1], order[2]
+    cluster.brokers[first_back].kill()
+    cluster.brokers[other].kill()
+    wait_until(
+        lambda: all(partitions(cluster.brokers[last].bootstrap, n)[0]["isr_nodes"] == [last] for n in topics),
+        30,
+        message="ISR shrunk to the last broker",
+    )
+    cluster.brokers[last].kill()
+    cluster.brokers[first_back].start(60)
+    addr = cluster.brokers[first_back].bootstrap
+    wait_until(lambda: partitions(addr, "unclean-on")[0]["leader_id"] == first_back, 30, message="unclean leader")
+    assert partitions(addr, "unclean-on")[0]["isr_nodes"] == [first_back]
+    assert partitions(addr, "unclean-off")[0]["leader_id"] == -1
+    run = run_tool(
+        "leader_election_command", "--bootstrap-server", addr,
+        "--election-type", "UNCLEAN", "--topic", "unclean-off", "--partition", "0",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "Successfully completed leader election (UNCLEAN) for partitions unclean-off-0" in run.stdout
+    assert partitions(addr, "unclean-off")[0]["leader_id"] == first_back
+    KRaftCluster.start_nodes([cluster.brokers[last], cluster.brokers[other]])
+    for name in topics:
+        wait_for_full_isr(lambda: cluster.bootstrap, name, timeout=60)
