@@ -2,8 +2,9 @@
 ``BrokerLifecycleManager``).
 
 1. ``start(registration)`` sends BrokerRegistration (62) to the active controller, retrying until it is
-   accepted. ``registered`` then completes with the broker epoch. A non-retriable refusal completes it
-   with the error: INCONSISTENT_CLUSTER_ID, DUPLICATE_BROKER_REGISTRATION, and so on.
+   accepted. ``registered`` then completes with the broker epoch. DUPLICATE_BROKER_REGISTRATION (the
+   previous incarnation's session is still live after a kill -9) is retried until that session expires;
+   another non-retriable refusal (INCONSISTENT_CLUSTER_ID, ...) completes it with the error.
 2. From then on it sends BrokerHeartbeat (63) with the offset of the metadata this broker has applied.
    A broker starts fenced. The controller says when it has caught up (``caught_up`` is set) and then
    unfences it (``unfenced`` is set; cleared again if the controller fences it). Heartbeats go every
@@ -100,7 +101,10 @@ class BrokerLifecycleManager:
             return
         code = response["error_code"]
         if code != errors.NONE:
-            if errors.for_code(code).retriable or code == errors.NOT_CONTROLLER:
+            if errors.for_code(code).retriable or code in (errors.NOT_CONTROLLER, errors.DUPLICATE_BROKER_REGISTRATION):
+                # DUPLICATE_BROKER_REGISTRATION: the previous incarnation's session (a kill -9 and a quick
+                # restart) is still live; it expires within broker.session.timeout.ms (Kafka retries all).
+                self._log.info(f"Unable to register broker {self.node_id}: {errors.name_of(code)}; retrying")
                 self.channel.send_thread.schedule(REGISTRATION_RETRY_MS, self._send_registration)
                 return
             error = BrokerRegistrationError(code, response.get("error_message"))
