@@ -72,3 +72,19 @@ class MetadataCache:
 
     def topic_configs(self, topic: str):
         return self.image.topic_configs(topic)
+
+    def current_leader(self, topic: str, partition: int) -> dict | None:
+        """KIP-951 ``current_leader`` of a partition: ``{leader_id, leader_epoch}`` as this broker knows
+        it, or None for an unknown partition."""
+        reg = self.partition(topic, partition)
+        return None if reg is None else {"leader_id": reg.leader, "leader_epoch": reg.leader_epoch}
+
+    def node_endpoints(self, node_ids, listener: str) -> list[dict]:
+        """KIP-951 ``node_endpoints``: ``[{node_id, host, port, rack}]`` of the given brokers on ``listener``."""
+        out = []
+        for node_id in sorted(set(node_ids)):
+            b = self.image.brokers.get(node_id)
+            ep = b.listeners.get(listener) if b is not None else None
+            if ep is not None:
+                out.append({"node_id": node_id, "host": ep.host, "port": ep.port, "rack": b.rack})
+        return out

@@ -23,6 +23,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.types import ZERO_UUID
+from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
 from tests.helpers.cluster import KRaftCluster
 from tests.helpers.replication import (
     REPLICATION_TIMEOUTS,
@@ -491,3 +493,68 @@ def test_unclean_election_only_where_enabled(cluster):
     KRaftCluster.start_nodes([cluster.brokers[last], cluster.brokers[other]])
     for name in topics:
         wait_for_full_isr(lambda: cluster.bootstrap, name, timeout=60)
+
+
+def test_non_leader_names_the_leader_kip_951(cluster):
+    topic = "kip951"
+    create_topic(cluster, topic, 1)
+    state = partitions(cluster.bootstrap, topic)[0]
+    leader = state["leader_id"]
+    follower = next(b for b in state["replica_nodes"] if b != leader)
+    leader_port = cluster.brokers[leader].port
+    builder = MemoryRecordsBuilder()
+    builder.append(int(time.time() * 1000), None, b"v")
+    produce = {
+        "transactional_id": None,
+        "acks": -1,
+        "timeout_ms": 3000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": builder.build()}]}],
+    }
+    topic_id = partitions_topic_id(cluster.bootstrap, topic)
+    fetch = {
+        "replica_id": -1,
+        "max_wait_ms": 0,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic_id": topic_id,
+                "partitions": [
+                    {
+                        "partition": 0,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": 0,
+                        "last_fetched_epoch": -1,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": 1 << 20,
+                    }
+                ],
+            }
+        ],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
+    with BrokerConnection.to(cluster.brokers[follower].bootstrap, timeout=10) as c:
+        p = c.request(ApiKeys.PRODUCE, 10, produce)
+        f = c.request(ApiKeys.FETCH, 16, fetch)
+    pr = p["responses"][0]["partition_responses"][0]
+    assert pr["error_code"] == errors.NOT_LEADER_OR_FOLLOWER
+    assert pr["current_leader"] == {"leader_id": leader, "leader_epoch": state["leader_epoch"]}
+    assert [(e["node_id"], e["port"]) for e in p["node_endpoints"]] == [(leader, leader_port)]
+    fr = f["responses"][0]["partitions"][0]
+    assert fr["error_code"] == errors.NOT_LEADER_OR_FOLLOWER
+    assert fr["current_leader"] == {"leader_id": leader, "leader_epoch": state["leader_epoch"]}
+    assert [(e["node_id"], e["port"]) for e in f["node_endpoints"]] == [(leader, leader_port)]
+
+
+def partitions_topic_id(bootstrap: str, topic: str):
+    with BrokerConnection.to(bootstrap, timeout=10) as c:
+        r = c.request(
+            ApiKeys.METADATA,
+            12,
+            {"topics": [{"topic_id": ZERO_UUID, "name": topic}], "allow_auto_topic_creation": False},
+        )
+    return r["topics"][0]["topic_id"]

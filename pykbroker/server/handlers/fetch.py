@@ -95,8 +95,10 @@ class FetchHandler:
                     if r.diverging_epoch is not None:
                         epoch, end_offset = r.diverging_epoch
                         partition_results[p.key]["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
+            leaders = _add_current_leaders(self.cache, partition_results, wanted) if version >= 12 else []
             response = context.update_and_generate_response_data(partition_results)
-            self.helper.send_response(request, response.to_body())
+            endpoints = self.cache.node_endpoints(leaders, request.context.listener_name) if version >= 16 else None
+            self.helper.send_response(request, response.to_body(node_endpoints=endpoints))
 
         self.replica_manager.fetch_messages(params, fetches, respond)
 
@@ -115,6 +117,24 @@ _EXPECTED_FETCH_ERRORS = frozenset(
         errors.REPLICA_NOT_AVAILABLE,
     }
 )
+
+
+_LEADER_MOVED = frozenset({errors.NOT_LEADER_OR_FOLLOWER, errors.FENCED_LEADER_EPOCH})
+
+
+def _add_current_leaders(cache, partition_results: dict, wanted) -> list[int]:
+    """KIP-951 (Fetch v12+ ``current_leader``, v16+ ``node_endpoints``): partitions whose leader moved
+    name the leader this broker knows. Returns the leaders' ids."""
+    leaders = []
+    for p in wanted:
+        result = partition_results.get(p.key)
+        if result is None or result["error_code"] not in _LEADER_MOVED or p.topic is None:
+            continue
+        current = cache.current_leader(p.topic, p.partition)
+        if current is not None:
+            result["current_leader"] = current
+            leaders.append(current["leader_id"])
+    return leaders
 
 
 class _TopicNames:

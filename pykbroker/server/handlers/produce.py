@@ -69,27 +69,17 @@ class ProduceHandler:
         """KIP-951: a NOT_LEADER_OR_FOLLOWER partition names the leader this broker knows (with its
         epoch), and ``node_endpoints`` gives that leader's address on the request's listener, so the
         client can retry without a Metadata round trip."""
-        leaders: set[int] = set()
+        leaders: list[int] = []
         for topic in response["responses"]:
             for p in topic["partition_responses"]:
                 if p["error_code"] != errors.NOT_LEADER_OR_FOLLOWER:
                     continue
-                reg = self.cache.partition(topic["name"], p["index"])
-                if reg is None:
-                    continue
-                p["current_leader"] = {"leader_id": reg.leader, "leader_epoch": reg.leader_epoch}
-                if reg.leader >= 0:
-                    leaders.add(reg.leader)
-        if not leaders:
-            return
-        brokers = self.cache.image.brokers
-        endpoints = []
-        for node_id in sorted(leaders):
-            b = brokers.get(node_id)
-            ep = b.listeners.get(listener) if b is not None else None
-            if ep is not None:
-                endpoints.append({"node_id": node_id, "host": ep.host, "port": ep.port, "rack": b.rack})
-        response["node_endpoints"] = endpoints
+                current = self.cache.current_leader(topic["name"], p["index"])
+                if current is not None:
+                    p["current_leader"] = current
+                    leaders.append(current["leader_id"])
+        if leaders:
+            response["node_endpoints"] = self.cache.node_endpoints(leaders, listener)
 
 
 def _response(body: dict, results: dict) -> dict:
