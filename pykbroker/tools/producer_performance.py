@@ -4,7 +4,8 @@
         --producer-props bootstrap.servers=127.0.0.1:9092 acks=1 linger.ms=5
 
 Kafka's flags: ``--topic``, ``--num-records``, ``--record-size`` | ``--payload-file`` (records split by
-``--payload-delimiter``, default newline), ``--throughput`` (records/s, -1 = unthrottled),
+``--payload-delimiter``, default newline) | ``--payload-monotonic`` (record i's payload is ``str(i)``),
+``--throughput`` (records/s, -1 = unthrottled),
 ``--producer-props k=v ...``, ``--producer.config FILE``, ``--print-metrics``; also
 ``--bootstrap-server`` (Kafka 3.9+). Output, as Kafka prints it: every 5 s a window line
 ``N records sent, X records/sec (Y MB/sec), A ms avg latency, M ms max latency.`` and at the end
@@ -171,6 +172,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--num-records", type=int, required=True, help="number of messages to produce")
     payload.add_argument("--record-size", type=int, help="message size in bytes.")
     payload.add_argument("--payload-file", help="file to read the message payloads from.")
+    payload.add_argument(
+        "--payload-monotonic",
+        action="store_true",
+        help="payload is monotonically increasing integer. Note that you must provide exactly one of --record-size "
+        "or --payload-file or --payload-monotonic.",
+    )
     p.add_argument(
         "--payload-delimiter",
         default="\\n",
@@ -215,7 +222,9 @@ def producer_props(args) -> dict:
 
 
 def payloads(args) -> tuple[bytes | None, list[bytes]]:
-    if args.record_size is not None:
+    """``(fixed payload, payload list)``; both empty for ``--payload-monotonic`` (the record's number)."""
+    if args.payload_monotonic:
+        return None, []
         rng = random.Random()
         return bytes(rng.randrange(26) + 65 for _ in range(args.record_size)), []
     delimiter = args.payload_delimiter.encode().decode("unicode_escape")
@@ -252,7 +261,12 @@ def _run(args, producer: KafkaProducer, payload, payload_list, out) -> int:
     throttled = args.throughput >= 0
     time_ns = _time.time_ns
     for i in range(args.num_records):
-        value = payload if payload is not None else payload_list[rng.randrange(len(payload_list))]
+        if payload is not None:
+            value = payload
+        elif payload_list:
+            value = payload_list[rng.randrange(len(payload_list))]
+        else:  # --payload-monotonic: the record number, as Kafka's Long.toString(i)
+            value = str(i).encode()
         send_start = time_ns() // 1_000_000  # SYSTEM.milliseconds(): the wall clock record timestamps use
         send(topic, value, timestamp_ms=send_start, callback=on_completion)
         if throttled and throttler.should_throttle(i, send_start):

@@ -51,6 +51,32 @@ def test_perf_test_counts_every_record(broker):
         assert re.match(r"^1000 records sent, ", run.stdout.splitlines()[-1]), run.stdout
 
 
+def test_perf_test_payload_monotonic_sends_record_numbers(broker):
+    """``--payload-monotonic``: record i's value is ``str(i)`` (Kafka's ProducerPerformance); only one
+    payload option is allowed."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    create_topic(broker.bootstrap, "monotonic", 1)
+    common = ["--topic", "monotonic", "--num-records", "300", "--throughput", "-1"]
+    props = ["--producer-props", f"bootstrap.servers={broker.bootstrap}", "acks=1"]
+    run = perf_test(*common, "--payload-monotonic", *props)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[-1].startswith("300 records sent, ")
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "monotonic", "enable.auto.commit": False})
+    c.assign([TopicPartition("monotonic", 0, 0)])
+    values = []
+    try:
+        while len(values) < 300:
+            msgs = c.consume(300, 10)
+            assert msgs, f"only {len(values)} records read back"
+            values.extend(m.value() for m in msgs if m.error() is None)
+    finally:
+        c.close()
+    assert values == [str(i).encode() for i in range(300)]
+    both = perf_test(*common, "--payload-monotonic", "--record-size", "10", *props)
+    assert both.returncode == 1 and "not allowed with argument" in both.stderr
+
+
 def _start_piped(
     config: Path, cwd: Path, *extra: str, keep_reading: bool = False
 ) -> tuple[subprocess.Popen, list[str]]:
