@@ -6,7 +6,7 @@
     bin/kafka-consumer-groups --bootstrap-server HOST:PORT --delete (--group G | --all-groups)
     bin/kafka-consumer-groups --bootstrap-server HOST:PORT --reset-offsets --group G (--topic T | --all-topics)
         (--to-earliest | --to-latest | --to-offset N | --shift-by N | --to-datetime YYYY-MM-DDTHH:mm:SS.sss
-         | --by-duration PnDTnHnMnS | --to-current) [--dry-run | --execute]
+         | --by-duration PnDTnHnMnS | --to-current | --from-file plan.csv) [--dry-run | --execute] [--export]
 
 ``--describe`` prints Kafka's columns GROUP, TOPIC, PARTITION, CURRENT-OFFSET, LOG-END-OFFSET, LAG,
 CONSUMER-ID, HOST, CLIENT-ID (``-`` where unknown), one row per assigned or committed partition;
@@ -15,7 +15,10 @@ COORDINATOR (ID), ASSIGNMENT-STRATEGY, STATE, #MEMBERS. ``--list --state`` print
 the groups in the given states when a list follows. ``--all-groups``: every group. Offsets are reset only for an
 inactive (Empty) group, as in Kafka; without ``--execute`` the new offsets are only printed (a dry run).
 ``--to-datetime`` and ``--by-duration`` find offsets by timestamp (ListOffsets), falling back to the log end where
-no record is that recent. Requests go to the group's coordinator (FindCoordinator).
+no record is that recent. ``--export`` prints the new offsets as Kafka's CSV (``topic,partition,offset`` for
+one group, ``group,topic,partition,offset`` for several) instead of the table; ``--from-file`` reads such a
+file back as the reset plan (the partitions come from the file). Requests go to the group's coordinator
+(FindCoordinator).
 """
 
 from __future__ import annotations
@@ -286,7 +289,8 @@ def parse_states(text: str) -> list[str]:
     return [s for s in states if s is not None]
 
 
-def reset_offsets(admin: Admin, args, out) -> None:
+def reset_offsets(admin: Admin, args, out) -> dict[tuple[str, int], int]:
+    """Reset ``args.group``'s offsets per the scenario; returns the new offsets (executed with ``--execute``)."""
     conn = admin.coordinator(args.group)
     try:
         g = admin.describe(conn, args.group)
@@ -296,7 +300,9 @@ def reset_offsets(admin: Admin, args, out) -> None:
                 f"current state is {g['group_state']}."
             )
         committed = admin.committed(conn, args.group)
-        if args.all_topics:
+        if args.from_file is not None:
+            tps = sorted(args.reset_plan.get(args.group, {}))
+        elif args.all_topics:
             tps = sorted(committed)
         else:
             tps = []
@@ -344,7 +350,35 @@ def reset_offsets(admin: Admin, args, out) -> None:
                         )
     finally:
         conn.close()
-    print_offsets_to_reset(args.group, new, out)
+    return new
+
+
+def parse_reset_plan(text: str, groups: list[str]) -> dict[str, dict[tuple[str, int], int]]:
+    """Kafka's parseResetPlan: ``topic,partition,offset`` lines for a single ``--group``, else
+    ``group,topic,partition,offset`` lines. Raises ValueError for a malformed line."""
+    lines = [line.strip() for line in text.split("\n") if line.strip()]
+    plan: dict[str, dict[tuple[str, int], int]] = {}
+    single = len(groups) == 1 and bool(lines) and len(lines[0].split(",")) == 3
+    for line in lines:
+        fields = line.split(",")
+        try:
+            if single:
+                group, (topic, partition, offset) = groups[0], fields
+            else:
+                group, topic, partition, offset = fields
+            plan.setdefault(group, {})[(topic, int(partition))] = int(offset)
+        except ValueError:
+            raise ValueError(f"Invalid line in the reset plan: {line!r}") from None
+    return plan
+
+
+def export_offsets_to_csv(results: dict[str, dict[tuple[str, int], int]], single_group: bool) -> str:
+    """Kafka's exportOffsetsToCsv: ``topic,partition,offset`` lines for one group, else with the group first."""
+    return "".join(
+        (f"{t},{p},{o}\n" if single_group else f"{group},{t},{p},{o}\n")
+        for group, new in results.items()
+        for (t, p), o in sorted(new.items())
+    )
 
 
 def print_offsets_to_reset(group: str, new: dict[tuple[str, int], int], out) -> None:
@@ -370,6 +404,8 @@ def prepare_offsets_to_reset(admin: Admin, args, tps, committed: dict[tuple[str,
                     f"Cannot shift offset for partition {tp[0]}-{tp[1]} since there is no current committed offset"
                 )
         return check_offsets_range(admin, {tp: committed[tp] + args.shift_by for tp in tps})
+    if args.from_file is not None:
+        return check_offsets_range(admin, {tp: args.reset_plan[args.group][tp] for tp in tps})
     if args.to_datetime is not None or args.by_duration is not None:
         if args.to_datetime is not None:
             timestamp = get_date_time(args.to_datetime)
@@ -492,6 +528,12 @@ def _parser() -> argparse.ArgumentParser:
         "--by-duration", help="Reset offsets to offset by duration from current timestamp. Format: 'PnDTnHnMnS'"
     )
     target.add_argument("--to-current", action="store_true", help="Reset offsets to current offset.")
+    target.add_argument("--from-file", help="Reset offsets to values defined in CSV file.")
+    p.add_argument(
+        "--export",
+        action="store_true",
+        help="Export operation execution to a CSV file. Supported operations: reset-offsets.",
+    )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument(
         "--dry-run",
@@ -571,15 +613,15 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
             if len(ok) != len(results):
                 return 1
         else:
-            scenarios = (args.to_offset, args.shift_by, args.to_datetime, args.by_duration)
+            scenarios = (args.to_offset, args.shift_by, args.to_datetime, args.by_duration, args.from_file)
             if not (args.to_earliest or args.to_latest or args.to_current or any(a is not None for a in scenarios)):
                 print(
                     "Option [reset-offsets] takes one of [to-earliest], [to-latest], [to-offset], [shift-by], "
-                    "[to-datetime], [by-duration], [to-current]",
+                    "[to-datetime], [by-duration], [to-current], [from-file]",
                     file=sys.stderr,
                 )
                 return 1
-            if not args.topic and not args.all_topics:
+            if not args.topic and not args.all_topics and args.from_file is None:
                 print("Option [reset-offsets] takes one of these options: [all-topics], [topic]", file=sys.stderr)
                 return 1
             if not args.dry_run and not args.execute:
@@ -590,9 +632,18 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
                     "command and want to keep the current default behavior without prompting.",
                     file=sys.stderr,
                 )
-            for group in list(args.group):
+            groups = list(args.group)
+            if args.from_file is not None:
+                with open(args.from_file, encoding="utf-8") as f:
+                    args.reset_plan = parse_reset_plan(f.read(), groups)
+            results: dict[str, dict[tuple[str, int], int]] = {}
+            for group in groups:
                 args.group = group
-                reset_offsets(admin, args, out)
+                results[group] = reset_offsets(admin, args, out)
+                if not args.export:
+                    print_offsets_to_reset(group, results[group], out)
+            if args.export:
+                print(export_offsets_to_csv(results, len(groups) == 1), file=out)
     except UsageError as e:
         print(e, file=sys.stderr)
         return 1

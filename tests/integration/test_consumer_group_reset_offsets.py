@@ -99,3 +99,30 @@ def test_dry_run_is_the_default_and_to_current_shift_by_to_offset_commit(stamped
     assert new_offset(reset(broker.bootstrap, "cur", "--to-offset", "1000")) == 30  # clamped to the log end
     assert new_offset(reset(broker.bootstrap, "cur", "--by-duration", "PT45M", "--dry-run", execute=False)) == 10
     assert describe_offset(broker.bootstrap, "cur") == "30"
+
+
+def test_export_then_from_file_round_trips_the_plan(stamped, tmp_path):
+    """``--export`` prints Kafka's CSV instead of the table; ``--from-file`` takes such a file as the plan
+    (one group: ``topic,partition,offset``; several: ``group,topic,partition,offset``)."""
+    broker, _ = stamped
+    run = reset(broker.bootstrap, "exp", "--to-offset", "12", "--export", execute=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "stamped,0,12\n\n"
+    plan = tmp_path / "plan.csv"
+    plan.write_text(run.stdout)
+    applied = run_tool(
+        "consumer_group_command", "--bootstrap-server", broker.bootstrap, "--reset-offsets",
+        "--group", "exp", "--from-file", str(plan), "--execute",
+    )  # fmt: skip
+    assert applied.returncode == 0, applied.stderr
+    assert new_offset(applied) == 12
+    assert describe_offset(broker.bootstrap, "exp") == "12"
+    # Several groups: the group column; offsets past the log end go to the log end (Kafka's range check).
+    multi = tmp_path / "multi.csv"
+    multi.write_text("exp,stamped,0,5\nexp2,stamped,0,999\n")
+    both = run_tool(
+        "consumer_group_command", "--bootstrap-server", broker.bootstrap, "--reset-offsets",
+        "--group", "exp", "--group", "exp2", "--from-file", str(multi), "--execute", "--export",
+    )  # fmt: skip
+    assert both.returncode == 0, both.stderr
+    assert both.stdout == "exp,stamped,0,5\nexp2,stamped,0,30\n\n"
