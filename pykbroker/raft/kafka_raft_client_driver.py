@@ -47,7 +47,12 @@ class KafkaRaftClientDriver:
             while self._running.is_set():
                 wait_ms = self.client.poll_once()
                 self._send_outbound()
+                metrics = self.client.metrics
+                if metrics is not None:
+                    metrics.update_poll_start(self.client.time.milliseconds())
                 self.client.await_wakeup(wait_ms)
+                if metrics is not None:
+                    metrics.update_poll_end(self.client.time.milliseconds())
         except Exception:  # noqa: BLE001
             self._log.exception("Unexpected error in the Raft IO thread; it stops")
             raise

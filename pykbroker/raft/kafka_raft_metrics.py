@@ -6,7 +6,9 @@ observer, unattached), ``current-leader`` (-1 unknown), ``current-vote`` (-1 non
 ``high-watermark`` (-1 unknown), ``log-end-offset``, ``log-end-epoch``. Sensors are recorded by the client on its
 Raft thread: ``commit-latency-avg/max`` (ms from a leader's append of a batch to its commit),
 ``election-latency-avg/max`` (ms from becoming a candidate to knowing a leader), ``append-records-rate`` (records
-appended per second as leader) and ``fetch-records-rate`` (records fetched per second from the leader); like
+appended per second as leader), ``fetch-records-rate`` (records fetched per second from the leader) and
+``poll-idle-ratio-avg`` (the share of each Raft-thread cycle spent waiting for work, recorded by the
+driver around its wait); like
 Kafka's Avg, Max and Rate they cover the last two 30 s samples (``metrics.sample.window.ms`` and
 ``metrics.num.samples`` defaults).
 
@@ -91,6 +93,9 @@ class KafkaRaftMetrics:
         self._election = SampledStat(time)
         self._append = SampledStat(time)
         self._fetch = SampledStat(time)
+        self._poll_idle = SampledStat(time)
+        self._poll_start_ms: int | None = None
+        self._poll_end_ms: int | None = None
         self._election_start_ms: int | None = None
         self.names: list[str] = []
         self._gauge("current-leader", lambda: client.leader_and_epoch.leader_id)
@@ -105,6 +110,7 @@ class KafkaRaftMetrics:
         self._gauge("election-latency-max", lambda: self._read(self._election.max))
         self._gauge("append-records-rate", lambda: self._read(self._append.rate))
         self._gauge("fetch-records-rate", lambda: self._read(self._fetch.rate))
+        self._gauge("poll-idle-ratio-avg", lambda: self._read(self._poll_idle.avg))
         name = f"{GROUP},name=current-state"
         registry.gauge_family(name, ("state",), lambda: [((self.current_state(),), 1.0)])
         self.names.append(name)
@@ -153,6 +159,21 @@ class KafkaRaftMetrics:
     def update_fetched_records(self, records: int) -> None:
         with self._lock:
             self._fetch.record(records)
+
+    def update_poll_start(self, now_ms: int) -> None:
+        """The Raft thread starts waiting for work (Kafka's ``updatePollStart``): the previous cycle's idle
+        share (its wait over the time since that wait began) is recorded for ``poll-idle-ratio-avg``."""
+        start, end = self._poll_start_ms, self._poll_end_ms
+        if start is not None and end is not None:
+            idle = max(end - start, 0)
+            total = max(now_ms - start, 1)
+            with self._lock:
+                self._poll_idle.record(idle / total)
+        self._poll_start_ms, self._poll_end_ms = now_ms, None
+
+    def update_poll_end(self, now_ms: int) -> None:
+        """The Raft thread woke up (Kafka's ``updatePollEnd``)."""
+        self._poll_end_ms = now_ms
 
     def update_election_start_ms(self, now_ms: int) -> None:
         self._election_start_ms = now_ms

@@ -67,3 +67,17 @@ def test_prometheus_names_are_the_exporters_kraft_rules():
     assert state is not None and state.name == "kafka_server_raft_metrics_current_state_info"
     rate = to_prometheus("kafka.server:type=raft-metrics,name=append-records-rate", "gauge")
     assert rate is not None and rate.name == "kafka_server_raft_metrics_append_records_rate"
+
+
+def test_poll_idle_ratio_is_the_waiting_share_of_each_cycle():
+    time, registry = MockTime(), MetricsRegistry()
+    client = new_client(MemoryReplicatedLog(), MemoryQuorumStateStore(), time)
+    metrics = KafkaRaftMetrics(registry, client, time)
+    assert math.isnan(read(registry, "poll-idle-ratio-avg"))
+    metrics.update_poll_start(1000)  # waits 800 ms, then works 200 ms
+    metrics.update_poll_end(1800)
+    metrics.update_poll_start(2000)
+    assert read(registry, "poll-idle-ratio-avg") == 0.8
+    metrics.update_poll_end(2100)  # waits 100 ms, works 300 ms
+    metrics.update_poll_start(2400)
+    assert read(registry, "poll-idle-ratio-avg") == (0.8 + 0.25) / 2
