@@ -225,6 +225,7 @@ def payloads(args) -> tuple[bytes | None, list[bytes]]:
     """``(fixed payload, payload list)``; both empty for ``--payload-monotonic`` (the record's number)."""
     if args.payload_monotonic:
         return None, []
+    if args.record_size is not None:
         rng = random.Random()
         return bytes(rng.randrange(26) + 65 for _ in range(args.record_size)), []
     delimiter = args.payload_delimiter.encode().decode("unicode_escape")
