@@ -1091,7 +1091,8 @@ BROKER_CONFIG_DEF = (
         50,
         at_least(1),
         H,
-        "Number of partitions of the transaction topic (__transaction_state). Accepted; not used by pykbroker yet.",
+        "Number of partitions of the transaction topic (__transaction_state), created on the first transactional "
+        "FindCoordinator.",
     )
     .define(
         "transaction.state.log.replication.factor",
@@ -1099,7 +1100,7 @@ BROKER_CONFIG_DEF = (
         3,
         at_least(1),
         H,
-        "Replication factor of the transaction topic. Accepted; not used by pykbroker yet.",
+        "Replication factor of the transaction topic (capped at the live brokers).",
     )
     .define(
         "transaction.state.log.min.isr",
@@ -1107,7 +1108,7 @@ BROKER_CONFIG_DEF = (
         2,
         at_least(1),
         H,
-        "min.insync.replicas of the transaction topic. Accepted; not used by pykbroker yet.",
+        "min.insync.replicas of the transaction topic (capped at its replication factor).",
     )
     .define(
         "transaction.state.log.segment.bytes",
@@ -1115,7 +1116,7 @@ BROKER_CONFIG_DEF = (
         104857600,
         at_least(1),
         H,
-        "Segment size in bytes of the transaction topic. Accepted; not used by pykbroker yet.",
+        "Segment size in bytes of the transaction topic.",
     )
     .define(
         "transaction.max.timeout.ms",
@@ -1123,7 +1124,7 @@ BROKER_CONFIG_DEF = (
         900000,
         at_least(1),
         H,
-        "Maximum transaction timeout in ms a producer may ask for. Accepted; not used by pykbroker yet.",
+        "Maximum transaction timeout in ms a producer may ask for (larger: INVALID_TRANSACTION_TIMEOUT).",
     )
     .define(
         "transactional.id.expiration.ms",
@@ -1131,8 +1132,23 @@ BROKER_CONFIG_DEF = (
         604800000,
         at_least(1),
         H,
-        "Time in ms the coordinator keeps a transactional ID that receives no transaction status updates. "
-        "Accepted; not used by pykbroker yet.",
+        "Time in ms the coordinator keeps a transactional ID that receives no transaction status updates.",
+    )
+    .define(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        Type.INT,
+        10000,
+        at_least(1),
+        L,
+        "Interval in ms at which the coordinator aborts transactions that exceeded their timeout.",
+    )
+    .define(
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        Type.INT,
+        3600000,
+        at_least(1),
+        L,
+        "Interval in ms at which the coordinator removes transactional IDs expired by transactional.id.expiration.ms.",
     )
     # -- misc ------------------------------------------------------------------------------------
     .define(

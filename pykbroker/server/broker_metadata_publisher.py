@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 
 from pykbroker.metadata.publisher import MetadataPublisher
-from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
+from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from pykbroker.utils.logging import get_logger
 
 TOPIC_RESOURCE = 2
@@ -30,6 +30,8 @@ class BrokerMetadataPublisher(MetadataPublisher):
         self.first_publish = threading.Event()
         #: the GroupCoordinator, set by the server once it exists (it loads lazily what it leads before)
         self.group_coordinator = None
+        #: the TransactionCoordinator, set by the server (which elects it for what it leads already)
+        self.txn_coordinator = None
 
     def name(self) -> str:
         return "BrokerMetadataPublisher"
@@ -55,8 +57,20 @@ class BrokerMetadataPublisher(MetadataPublisher):
         self.first_publish.set()
 
     def _update_coordinator(self, changes) -> None:
-        """The group coordinator follows the leadership of ``__consumer_offsets`` partitions (Kafka's
-        ``groupCoordinator.onElection`` / ``onResignation`` from the local changes)."""
+        """The group and transaction coordinators follow the leadership of ``__consumer_offsets`` and
+        ``__transaction_state`` partitions (Kafka's ``onElection`` / ``onResignation`` from the local
+        changes)."""
+        txn = self.txn_coordinator
+        if txn is not None:
+            for (topic, index), (_, reg) in changes.leaders.items():
+                if topic == TRANSACTION_STATE_TOPIC_NAME:
+                    txn.on_election(index, reg.leader_epoch)
+            for (topic, index), (_, reg) in changes.followers.items():
+                if topic == TRANSACTION_STATE_TOPIC_NAME:
+                    txn.on_resignation(index, reg.leader_epoch)
+            for topic, index in changes.deletes:
+                if topic == TRANSACTION_STATE_TOPIC_NAME:
+                    txn.on_resignation(index, None)
         coordinator = self.group_coordinator
         if coordinator is None:
             return

@@ -32,6 +32,9 @@ from pykbroker.config.group_config import GroupConfigDefaults
 from pykbroker.config.kafka_config import KafkaConfig
 from pykbroker.coordinator.group.group_coordinator import GroupCoordinator
 from pykbroker.coordinator.group.group_metadata_manager import GroupMetadataManager
+from pykbroker.coordinator.transaction.transaction_coordinator import TransactionCoordinator
+from pykbroker.coordinator.transaction.transaction_marker_channel_manager import TransactionMarkerChannelManager
+from pykbroker.coordinator.transaction.transaction_state_manager import TransactionStateManager
 from pykbroker.log.log_cleaner import LogCleaner
 from pykbroker.log.log_config import LogConfig
 from pykbroker.log.log_manager import LogDirLockError, LogManager, lock_log_dirs
@@ -41,6 +44,7 @@ from pykbroker.metadata.metadata_loader import MetadataLoader
 from pykbroker.metadata.quorum_controller import QuorumController
 from pykbroker.metadata.records import MetadataRecordSerde
 from pykbroker.metadata.snapshot_generator import SnapshotGenerator
+from pykbroker.metadata.topic_names import TRANSACTION_STATE_TOPIC_NAME
 from pykbroker.metrics.reporter import MetricsReporter, create_reporters
 from pykbroker.network.socket_server import CONTROL_PLANE, DATA_PLANE, SocketServer, SocketServerConfig
 from pykbroker.protocol import errors, request_schema
@@ -71,6 +75,7 @@ from pykbroker.server.handlers.metadata import MetadataHandler
 from pykbroker.server.handlers.produce import ProduceHandler
 from pykbroker.server.handlers.producer_id import InitProducerIdHandler, ProducerIdManager
 from pykbroker.server.handlers.raft import RaftHandlers
+from pykbroker.server.handlers.transactions import TransactionHandlers
 from pykbroker.server.kafka_apis import KafkaApis
 from pykbroker.server.kafka_request_handler import KafkaRequestHandlerPool
 from pykbroker.server.meta_properties import MetaPropertiesError, ensure_formatted
@@ -459,6 +464,7 @@ class KafkaRaftServer:
             )
         )
         self.producer_id_manager = ProducerIdManager(self.node_id, self.controller_handle, lambda: self.broker_epoch)
+        self._start_transaction_coordinator()
         self.data_plane_apis, self.data_version_manager = self._build_apis(self.data_helper, self._broker_families())
         self.data_plane_apis.after_handle.append(self.replica_manager.try_complete_actions)
         self.data_plane_pool = KafkaRequestHandlerPool(
@@ -470,6 +476,32 @@ class KafkaRaftServer:
             self.metrics,
             self.time,
         )
+
+    def _start_transaction_coordinator(self) -> None:
+        """The TransactionCoordinator: its state manager over ``__transaction_state``, the marker channel
+        (to partition leaders over the inter-broker listener), and the partitions this broker leads
+        already (the publisher reports later changes)."""
+        config = self.config
+        state_manager = TransactionStateManager(
+            self.node_id, self.replica_manager, self.log_manager, config, self.time, self.scheduler
+        )
+        channel = TransactionMarkerChannelManager(
+            self.node_id,
+            self.metadata_cache,
+            config.inter_broker_listener_name,
+            state_manager,
+            self.time,
+            config["request.timeout.ms"],
+            100,
+        )
+        self.txn_coordinator = TransactionCoordinator(
+            self.node_id, config, state_manager, channel, self.producer_id_manager, self.scheduler, self.time
+        )
+        self.txn_coordinator.startup()
+        self.publisher.txn_coordinator = self.txn_coordinator
+        for (topic, index), partition in list(self.replica_manager.partitions_snapshot().items()):
+            if topic == TRANSACTION_STATE_TOPIC_NAME and partition.is_leader:
+                self.txn_coordinator.on_election(index, partition.leader_epoch)
 
     def _start_controller_apis(self) -> None:
         """The controller listener: the Raft RPCs (when there are other voters), ControllerApis, and on
@@ -543,10 +575,18 @@ class KafkaRaftServer:
             DeleteRecordsHandler(helper, rm),
             DescribeLogDirsHandler(helper, self.log_manager),
             AdminHandler(helper, self.controller_handle, cache, self.config, self.log_manager.default_config),
-            InitProducerIdHandler(helper, self.producer_id_manager),
-            GroupHandlers(helper, self.group_coordinator, cache, self.controller_handle, self.config, self.time),
+            InitProducerIdHandler(helper, self.producer_id_manager, self.txn_coordinator),
+            self._group_handlers(helper, cache),
+            TransactionHandlers(
+                helper, self.txn_coordinator, self.group_coordinator, rm, cache, self.config, self.time
+            ),
             _describe_quorum_handler(self, helper),
         ]
+
+    def _group_handlers(self, helper, cache) -> GroupHandlers:
+        handlers = GroupHandlers(helper, self.group_coordinator, cache, self.controller_handle, self.config, self.time)
+        handlers.txn_coordinator = self.txn_coordinator
+        return handlers
 
     def _voter_endpoints(self) -> dict[int, list[tuple[str, str, int]]]:
         """``controller.quorum.voters`` as ``{id: [(first controller listener, host, port)]}`` (Kafka's static
@@ -692,6 +732,7 @@ class KafkaRaftServer:
                 ("data-plane request handlers", lambda: self.data_plane_pool.shutdown()),
                 ("control-plane request handlers", lambda: self.control_plane_pool.shutdown()),
                 ("group coordinator", lambda: self.group_coordinator.shutdown()),
+                ("transaction coordinator", lambda: self.txn_coordinator.shutdown()),
                 ("replica manager", lambda: self.replica_manager.shutdown()),
                 ("controller", lambda: self.controller.close()),
                 ("broker lifecycle manager", lambda: self.lifecycle_manager.close()),

@@ -262,6 +262,10 @@ class ReplicaManager:
         return (topic, partition) in self._offline
 
     # -- partitions ----------------------------------------------------------------------------
+    def partitions_snapshot(self) -> dict[tuple[str, int], Partition]:
+        """A copy of the hosted partitions map (for start-up scans of leadership)."""
+        return dict(self._partitions)
+
     def get_partition(self, topic: str, partition: int) -> Partition | None:
         return self._partitions.get((topic, partition))
 

@@ -657,6 +657,55 @@ class GroupCoordinator:
         self.manager.store_offsets(group, valid, stored)
         return None
 
+    def handle_txn_commit_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        member_id: str,
+        instance_id: str | None,
+        generation_id: int,
+        offsets: dict[tuple[str, int], OffsetAndMetadata],
+        respond,
+    ) -> None:
+        """TxnOffsetCommit (``GroupCoordinator.handleTxnCommitOffsets``): the offsets are written in the
+        producer's transaction and applied by its COMMIT marker. ``respond({(topic, partition): error})``.
+        Errors: INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE, FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID,
+        ILLEGAL_GENERATION (KIP-447 member checks when the client sends them), OFFSET_METADATA_TOO_LARGE."""
+
+        def all_error(code: int) -> None:
+            respond({tp: code for tp in offsets})
+
+        if not group_id:
+            return all_error(errors.INVALID_GROUP_ID)
+        group = self.manager.get_group(group_id, create=True)
+        assert group is not None
+        with group.lock:
+            if group.state is _S.DEAD:
+                return all_error(errors.COORDINATOR_NOT_AVAILABLE)
+            if instance_id is not None and group.static_members.get(instance_id) not in (None, member_id):
+                return all_error(errors.FENCED_INSTANCE_ID)
+            if member_id and member_id not in group.members:
+                return all_error(errors.UNKNOWN_MEMBER_ID)
+            if generation_id >= 0 and generation_id != group.generation_id:
+                return all_error(errors.ILLEGAL_GENERATION)
+        too_large = {tp for tp, o in offsets.items() if len((o.metadata or "").encode()) > self.max_metadata_bytes}
+        valid = {tp: o for tp, o in offsets.items() if tp not in too_large}
+        result = {tp: errors.OFFSET_METADATA_TOO_LARGE for tp in too_large}
+        if not valid:
+            return respond(result)
+
+        def stored(code: int) -> None:
+            result.update({tp: code for tp in valid})
+            respond(result)
+
+        self.manager.store_transactional_offsets(group, producer_id, producer_epoch, valid, stored)
+        return None
+
+    def schedule_handle_txn_completion(self, producer_id: int, partitions: set[int], commit: bool) -> None:
+        """Markers of ``producer_id`` reached these ``__consumer_offsets`` partitions."""
+        self.manager.handle_txn_completion(producer_id, partitions, commit)
+
     def handle_fetch_offsets(self, group_id: str, tps: list[tuple[str, int]] | None) -> dict:
         """``{(topic, partition): OffsetAndMetadata or None}``; ``tps`` None = every committed offset."""
         group = self.manager.get_group(group_id)
@@ -666,6 +715,17 @@ class GroupCoordinator:
             if tps is None:
                 return dict(group.offsets)
             return {tp: group.offsets.get(tp) for tp in tps}
+
+    def unstable_partitions(self, group_id: str, tps) -> set[tuple[str, int]]:
+        """The partitions of ``tps`` for which an open transaction holds an offset: OffsetFetch with
+        ``require_stable`` answers them UNSTABLE_OFFSET_COMMIT (KIP-447; the client retries)."""
+        group = self.manager.get_group(group_id)
+        if group is None:
+            return set()
+        with group.lock:
+            if not group.pending_transactional_offsets:
+                return set()
+            return {tp for tp in tps if group.has_pending_offset_commits(tp)}
 
     def handle_delete_offsets(self, group_id: str, tps: list[tuple[str, int]], respond) -> None:
         """OffsetDelete (``GroupCoordinator.handleDeleteOffsets``): ``respond(group error, {(topic,

@@ -101,9 +101,22 @@ class GroupMetadata:
         self.static_members: dict[str, str] = {}  # group.instance.id -> member id
         self.pending_members: set[str] = set()  # KIP-394: ids handed out, first join pending
         self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        #: TxnOffsetCommit offsets appended but not yet committed or aborted, per producer id (KIP-98):
+        #: they become ``offsets`` when the COMMIT marker reaches the group's partition.
+        self.pending_transactional_offsets: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = {}
         self.lock = threading.RLock()
         self.new_member_added = False
         self.state_timestamp = -1
+
+    def has_pending_offset_commits(self, tp: tuple[str, int]) -> bool:
+        """Whether an open transaction holds an offset for ``tp`` (OffsetFetch require_stable)."""
+        return any(tp in offsets for offsets in self.pending_transactional_offsets.values())
+
+    def complete_pending_txn_offset_commit(self, producer_id: int, commit: bool) -> None:
+        """The transaction of ``producer_id`` ended: apply (COMMIT) or drop (ABORT) its offsets."""
+        pending = self.pending_transactional_offsets.pop(producer_id, None)
+        if pending and commit:
+            self.offsets.update(pending)
 
     def transition_to(self, target: GroupState, now_ms: int = -1) -> None:
         if self.state not in VALID_PREVIOUS[target]:

@@ -25,8 +25,10 @@ import threading
 from pykbroker.coordinator.group import record_codec as codec
 from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState, OffsetAndMetadata
 from pykbroker.log.fetch_data_info import FetchIsolation
+from pykbroker.log.producer_state_entry import AppendOrigin
 from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from pykbroker.protocol import errors
+from pykbroker.record.control_record import ControlRecordType
 from pykbroker.record.default_record_batch import iter_batches
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
 from pykbroker.utils.logging import get_logger
@@ -188,8 +190,10 @@ class GroupMetadataManager:
 
     def _load(self, log) -> int:
         # Up to the log end offset, as Kafka's doLoadGroupsAndOffsets: a new leader's whole log is the
-        # partition's history from now on (its HW catches up as the followers fetch).
+        # partition's history from now on (its HW catches up as the followers fetch). Offsets of
+        # transactional batches wait per producer id for their COMMIT/ABORT marker.
         offset, end, count = log.log_start_offset, log.log_end_offset, 0
+        pending: dict[int, list[tuple[bytes, bytes | None]]] = {}
         while offset < end:
             info = log.read(offset, 1 << 20, FetchIsolation.LOG_END)
             data = info.records.read_bytes()
@@ -198,12 +202,39 @@ class GroupMetadataManager:
             for _, batch in iter_batches(memoryview(data)):
                 if batch.last_offset < offset:
                     continue
-                if not batch.is_control_batch:
+                if batch.is_control_batch:
+                    if batch.producer_id in pending:
+                        commit = any(
+                            r.key is not None and ControlRecordType.parse(r.key) is ControlRecordType.COMMIT
+                            for r in batch.records()
+                        )
+                        for key, value in pending.pop(batch.producer_id):
+                            if commit:
+                                self._replay(key, value)
+                elif batch.is_transactional:
+                    for r in batch.records():
+                        if r.offset >= offset and r.key is not None:
+                            pending.setdefault(batch.producer_id, []).append((r.key, r.value))
+                            count += 1
+                else:
                     for r in batch.records():
                         if r.offset >= offset and r.key is not None:
                             self._replay(r.key, r.value)
                             count += 1
                 offset = batch.next_offset
+        # Transactions still open at the log end: their offsets stay pending until the marker arrives.
+        for producer_id, records in pending.items():
+            for key, value in records:
+                kind = codec.decode_key(key)
+                if kind[0] != "offset" or value is None:
+                    continue
+                _, group_id, topic, partition = kind
+                group = self.groups.get(group_id)
+                if group is None:
+                    group = self.groups[group_id] = GroupMetadata(group_id)
+                group.pending_transactional_offsets.setdefault(producer_id, {})[(topic, partition)] = OffsetAndMetadata(
+                    *codec.decode_offset_value(value)
+                )
         return count
 
     def _replay(self, key: bytes, value: bytes | None) -> None:
@@ -235,9 +266,19 @@ class GroupMetadataManager:
             group.state = GroupState.EMPTY
 
     # -- store -----------------------------------------------------------------------------------------
-    def append(self, group_id: str, records: list[tuple[bytes, bytes | None]], callback) -> None:
-        """Append ``[(key, value or None)]`` to the group's partition; ``callback(error_code)`` once."""
-        builder = MemoryRecordsBuilder()
+    def append(
+        self,
+        group_id: str,
+        records: list[tuple[bytes, bytes | None]],
+        callback,
+        producer: tuple[int, int] | None = None,
+    ) -> None:
+        """Append ``[(key, value or None)]`` to the group's partition; ``callback(error_code)`` once.
+        ``producer``: (producer id, epoch) of a transactional offset commit (a transactional batch,
+        appended with the coordinator's origin: epoch checks, no sequence checks)."""
+        builder = MemoryRecordsBuilder(is_transactional=producer is not None)
+        if producer is not None:
+            builder.set_producer_state(producer[0], producer[1], 0, True)
         now = self.time.milliseconds()
         for key, value in records:
             builder.append(now, key, value)
@@ -248,7 +289,12 @@ class GroupMetadataManager:
             callback(_APPEND_ERRORS.get(responses[tp]["error_code"], responses[tp]["error_code"]))
 
         self.replica_manager.append_records(
-            self.commit_timeout_ms, self.required_acks, True, {tp: memoryview(batch)}, done
+            self.commit_timeout_ms,
+            self.required_acks,
+            True,
+            {tp: memoryview(batch)},
+            done,
+            AppendOrigin.COORDINATOR if producer is not None else None,
         )
 
     def store_group(self, group: GroupMetadata, callback) -> None:
@@ -291,6 +337,41 @@ class GroupMetadataManager:
             callback(code)
 
         self.append(group.group_id, records, done)
+
+    def store_transactional_offsets(
+        self,
+        group: GroupMetadata,
+        producer_id: int,
+        producer_epoch: int,
+        offsets: dict[tuple[str, int], OffsetAndMetadata],
+        callback,
+    ) -> None:
+        """TxnOffsetCommit: append the offsets in a transactional batch of the producer; once written
+        they are pending until the transaction's marker (``handle_txn_completion``)."""
+        records = [
+            (
+                codec.offset_key(group.group_id, t, p),
+                codec.offset_value(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp),
+            )
+            for (t, p), o in offsets.items()
+        ]
+
+        def done(code: int) -> None:
+            if code == errors.NONE:
+                with group.lock:
+                    group.pending_transactional_offsets.setdefault(producer_id, {}).update(offsets)
+            callback(code)
+
+        self.append(group.group_id, records, done, (producer_id, producer_epoch))
+
+    def handle_txn_completion(self, producer_id: int, partitions: set[int], commit: bool) -> None:
+        """A COMMIT/ABORT marker of ``producer_id`` was written to these ``__consumer_offsets``
+        partitions: their groups apply or drop its pending offsets (Kafka's handleTxnCompletion)."""
+        with self._lock:
+            groups = [g for gid, g in self.groups.items() if self.partition_for(gid) in partitions]
+        for group in groups:
+            with group.lock:
+                group.complete_pending_txn_offset_commit(producer_id, commit)
 
     def delete_offsets(self, group: GroupMetadata, tps: list[tuple[str, int]], callback) -> None:
         records = [(codec.offset_key(group.group_id, t, p), None) for t, p in tps]

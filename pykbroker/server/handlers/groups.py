@@ -5,8 +5,8 @@ Translates requests to :class:`~pykbroker.coordinator.group.group_coordinator.Gr
 and their results to responses of the request's version. FindCoordinator answers this broker for
 group keys once ``__consumer_offsets`` exists, creating it through the controller on first use
 (``offsets.topic.num.partitions``, ``offsets.topic.replication.factor`` capped at the live brokers,
-``cleanup.policy=compact``) and answering COORDINATOR_NOT_AVAILABLE meanwhile, as Kafka does;
-transaction coordinator keys get COORDINATOR_NOT_AVAILABLE (no transaction coordinator yet).
+``cleanup.policy=compact``) and answering COORDINATOR_NOT_AVAILABLE meanwhile, as Kafka does; transaction
+keys likewise with ``__transaction_state`` (``transaction.state.log.*``).
 OffsetCommit and OffsetDelete answer UNKNOWN_TOPIC_OR_PARTITION for partitions the metadata cache does
 not know, before the coordinator sees the rest (``KafkaApis``).
 """
@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from pykbroker.coordinator.group.group_metadata import OffsetAndMetadata
 from pykbroker.coordinator.group.record_codec import partition_for as group_partition_for
-from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
+from pykbroker.coordinator.transaction.transaction_log import partition_for as txn_partition_for
+from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.server.auth_helper import authorized_operations
@@ -31,7 +32,9 @@ class GroupHandlers:
         self.controller = controller
         self.config = config
         self.time = time
-        self._creating = False
+        self._creating: set[str] = set()
+        #: the TransactionCoordinator (FindCoordinator for transactional ids), set by the server
+        self.txn_coordinator = None
 
     def handlers(self) -> dict:
         return {
@@ -49,47 +52,68 @@ class GroupHandlers:
         }
 
     # -- FindCoordinator ----------------------------------------------------------------------------
-    def _offsets_topic_ready(self) -> bool:
-        topic = self.cache.topic(GROUP_METADATA_TOPIC_NAME)
-        if topic is not None:
+    def _internal_topic_ready(self, name: str) -> bool:
+        """Whether ``__consumer_offsets`` / ``__transaction_state`` exists; if not, ask the controller to
+        create it once (answered COORDINATOR_NOT_AVAILABLE meanwhile, as Kafka does). The replication
+        factor is capped at the live brokers and ``min.insync.replicas`` at the replication factor."""
+        if self.cache.topic(name) is not None:
             return True
-        if not self._creating:
-            self._creating = True
-            brokers = max(
-                1, len(self.cache.alive_brokers(self.config.listeners[0].listener_name)) if self.config.listeners else 1
-            )
+        if name in self._creating:
+            return False
+        self._creating.add(name)
+        brokers = max(
+            1, len(self.cache.alive_brokers(self.config.listeners[0].listener_name)) if self.config.listeners else 1
+        )
+        if name == TRANSACTION_STATE_TOPIC_NAME:
+            rf = min(self.config["transaction.state.log.replication.factor"], brokers)
+            partitions = self.config["transaction.state.log.num.partitions"]
+            configs = {
+                "cleanup.policy": "compact",
+                "compression.type": "uncompressed",
+                "min.insync.replicas": str(min(self.config["transaction.state.log.min.isr"], rf)),
+                "segment.bytes": str(self.config["transaction.state.log.segment.bytes"]),
+                "unclean.leader.election.enable": "false",
+            }
+        else:
             rf = min(self.config["offsets.topic.replication.factor"], brokers)
-            self.controller.create_topics(
-                {
-                    "topics": [
-                        {
-                            "name": GROUP_METADATA_TOPIC_NAME,
-                            "num_partitions": self.config["offsets.topic.num.partitions"],
-                            "replication_factor": rf,
-                            "assignments": [],
-                            "configs": [
-                                {"name": "cleanup.policy", "value": "compact"},
-                                {"name": "compression.type", "value": "producer"},
-                                {"name": "segment.bytes", "value": str(self.config["offsets.topic.segment.bytes"])},
-                            ],
-                        }
-                    ],
-                    "timeout_ms": 30000,
-                    "validate_only": False,
-                }
-            )
+            partitions = self.config["offsets.topic.num.partitions"]
+            configs = {
+                "cleanup.policy": "compact",
+                "compression.type": "producer",
+                "segment.bytes": str(self.config["offsets.topic.segment.bytes"]),
+            }
+
+        def created(future) -> None:
+            self._creating.discard(name)  # a failed creation is tried again by the next FindCoordinator
+
+        future = self.controller.create_topics(
+            {
+                "topics": [
+                    {
+                        "name": name,
+                        "num_partitions": partitions,
+                        "replication_factor": rf,
+                        "assignments": [],
+                        "configs": [{"name": k, "value": v} for k, v in configs.items()],
+                    }
+                ],
+                "timeout_ms": 30000,
+                "validate_only": False,
+            }
+        )
+        if hasattr(future, "add_done_callback"):
+            future.add_done_callback(created)
         return False
 
     def _coordinator_for(self, key: str, key_type: int, listener: str) -> dict:
-        if key_type == TXN_KEY:
-            return {
-                "error_code": errors.COORDINATOR_NOT_AVAILABLE,
-                "error_message": "no transaction coordinator",
-                "node_id": -1,
-                "host": "",
-                "port": -1,
-            }
-        if key_type != GROUP_KEY:
+        unavailable = {
+            "error_code": errors.COORDINATOR_NOT_AVAILABLE,
+            "error_message": None,
+            "node_id": -1,
+            "host": "",
+            "port": -1,
+        }
+        if key_type not in (GROUP_KEY, TXN_KEY):
             return {
                 "error_code": errors.INVALID_REQUEST,
                 "error_message": f"Unknown coordinator type {key_type}",
@@ -99,28 +123,23 @@ class GroupHandlers:
             }
         if not key:
             return {"error_code": errors.INVALID_REQUEST, "error_message": None, "node_id": -1, "host": "", "port": -1}
-        if not self._offsets_topic_ready():
-            return {
-                "error_code": errors.COORDINATOR_NOT_AVAILABLE,
-                "error_message": None,
-                "node_id": -1,
-                "host": "",
-                "port": -1,
-            }
-        # The coordinator is the leader of the group's __consumer_offsets partition (Kafka's
-        # GroupCoordinator.partitionFor + the partition's leader in the metadata cache).
-        topic = self.cache.topic(GROUP_METADATA_TOPIC_NAME)
-        registration = self.cache.partition(GROUP_METADATA_TOPIC_NAME, group_partition_for(key, len(topic.partitions)))
+        topic_name = TRANSACTION_STATE_TOPIC_NAME if key_type == TXN_KEY else GROUP_METADATA_TOPIC_NAME
+        if key_type == TXN_KEY and self.txn_coordinator is None:
+            return unavailable
+        if not self._internal_topic_ready(topic_name):
+            return unavailable
+        # The coordinator is the leader of the key's partition of the internal topic (Kafka's
+        # partitionFor + the partition's leader in the metadata cache).
+        topic = self.cache.topic(topic_name)
+        if key_type == TXN_KEY:
+            index = txn_partition_for(key, len(topic.partitions))
+        else:
+            index = group_partition_for(key, len(topic.partitions))
+        registration = self.cache.partition(topic_name, index)
         leader = registration.leader if registration is not None else -1
         me = [(n, ep) for n, ep, _ in self.cache.alive_brokers(listener) if n == leader]
         if not me:
-            return {
-                "error_code": errors.COORDINATOR_NOT_AVAILABLE,
-                "error_message": None,
-                "node_id": -1,
-                "host": "",
-                "port": -1,
-            }
+            return unavailable
         node, ep = me[0]
         return {"error_code": errors.NONE, "error_message": None, "node_id": node, "host": ep.host, "port": ep.port}
 
@@ -265,21 +284,26 @@ class GroupHandlers:
         (``KafkaApis`` checks OffsetCommit and OffsetDelete partitions this way before the coordinator)."""
         return {(t, p): errors.UNKNOWN_TOPIC_OR_PARTITION for t, p in tps if self.cache.partition(t, p) is None}
 
-    def _fetch_group(self, group_id: str, topics) -> tuple[int, list[dict]]:
+    def _fetch_group(self, group_id: str, topics, require_stable: bool = False) -> tuple[int, list[dict]]:
         tps = None if topics is None else [(t["name"], p) for t in topics for p in t["partition_indexes"]]
         try:
             found = self.coordinator.handle_fetch_offsets(group_id, tps)
+            unstable = self.coordinator.unstable_partitions(group_id, found) if require_stable else set()
         except errors.KafkaError as e:
             return e.code, []
         by_topic: dict[str, list] = {}
         for (topic, partition), o in sorted(found.items()):
+            if (topic, partition) in unstable:
+                o, code = None, errors.UNSTABLE_OFFSET_COMMIT
+            else:
+                code = errors.NONE
             by_topic.setdefault(topic, []).append(
                 {
                     "partition_index": partition,
                     "committed_offset": o.offset if o else -1,
                     "committed_leader_epoch": o.leader_epoch if o else -1,
                     "metadata": o.metadata if o else "",
-                    "error_code": errors.NONE,
+                    "error_code": code,
                 }
             )
         return errors.NONE, [{"name": t, "partitions": ps} for t, ps in by_topic.items()]
@@ -289,11 +313,11 @@ class GroupHandlers:
         if version >= 8:
             groups = []
             for g in body["groups"]:
-                code, topics = self._fetch_group(g["group_id"], g["topics"])
+                code, topics = self._fetch_group(g["group_id"], g["topics"], body.get("require_stable", False))
                 groups.append({"group_id": g["group_id"], "topics": topics, "error_code": code})
             self.helper.send_response(request, {"throttle_time_ms": 0, "groups": groups})
             return
-        code, topics = self._fetch_group(body["group_id"], body["topics"])
+        code, topics = self._fetch_group(body["group_id"], body["topics"], body.get("require_stable", False))
         if version < 2 and code != errors.NONE:
             topics = [
                 {

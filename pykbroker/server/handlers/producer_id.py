@@ -3,8 +3,8 @@
 Mirrors ``RPCProducerIdManager``: producer ids come from blocks of 1000 allocated by the controller
 (AllocateProducerIds -> ProducerIdsRecord in the metadata log); the next block is requested when 90%
 of the current one is used, so a request waits (asynchronously, no handler thread blocked) only when
-a block runs out. Transactional ids need a transaction coordinator, which this broker does not have:
-they get INVALID_REQUEST (non-retriable, so the client fails fast instead of retrying until timeout).
+a block runs out. Requests with a transactional id go to the TransactionCoordinator (epoch bumps,
+fencing, KIP-360 recovery with the producer id and epoch of v3+).
 """
 
 from __future__ import annotations
@@ -81,16 +81,30 @@ class ProducerIdManager:
 
 
 class InitProducerIdHandler:
-    def __init__(self, helper, producer_id_manager: ProducerIdManager):
+    def __init__(self, helper, producer_id_manager: ProducerIdManager, txn_coordinator=None):
         self.helper = helper
         self.manager = producer_id_manager
+        self.txn_coordinator = txn_coordinator
 
     def handlers(self) -> dict:
         return {ApiKeys.INIT_PRODUCER_ID: self.handle_init_producer_id_request}
 
     def handle_init_producer_id_request(self, request) -> None:
-        if request.body.get("transactional_id") is not None:
-            self.helper.send_response(request, _response(errors.INVALID_REQUEST))
+        body = request.body
+        if body.get("transactional_id") is not None:
+            if self.txn_coordinator is None:
+                self.helper.send_response(request, _response(errors.COORDINATOR_NOT_AVAILABLE))
+                return
+            pid, epoch = body.get("producer_id", -1), body.get("producer_epoch", -1)
+            if (pid == -1) != (epoch == -1):
+                self.helper.send_response(request, _response(errors.INVALID_REQUEST))
+                return
+            self.txn_coordinator.handle_init_producer_id(
+                body["transactional_id"],
+                body["transaction_timeout_ms"],
+                None if pid == -1 else (pid, epoch),
+                lambda code, p, e: self.helper.send_response(request, _response(code, p, e)),
+            )
             return
         self.manager.generate_producer_id(
             lambda code, pid: self.helper.send_response(request, _response(code, pid, 0 if code == errors.NONE else -1))

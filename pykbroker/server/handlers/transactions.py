@@ -1,0 +1,275 @@
+"""Transaction APIs (KIP-98): AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
+WriteTxnMarkers, DescribeTransactions, ListTransactions (``KafkaApis.handle*`` for transactions).
+
+Translates requests to :class:`~pykbroker.coordinator.transaction.transaction_coordinator.TransactionCoordinator`
+and :class:`~pykbroker.coordinator.group.group_coordinator.GroupCoordinator` calls. WriteTxnMarkers is the
+partition-leader side (sent by a transaction coordinator, this broker's included): each marker becomes a
+control batch ``(producer id, epoch, COMMIT|ABORT, coordinator epoch)`` appended with acks=-1 and the
+coordinator's origin; a marker that reaches ``__consumer_offsets`` also applies or drops the
+transaction's pending offsets in the group coordinator (Kafka's ``handleWriteTxnMarkersRequest``).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from pykbroker.coordinator.group.group_metadata import OffsetAndMetadata
+from pykbroker.log.producer_state_entry import AppendOrigin
+from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
+from pykbroker.protocol import errors
+from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.record.control_record import ControlRecordType, EndTransactionMarker
+from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
+
+
+def _by_topic(codes: dict[tuple[str, int], int], partitions_key: str = "results_by_partition") -> list[dict]:
+    topics: dict[str, list[dict]] = {}
+    for (topic, partition), code in sorted(codes.items()):
+        topics.setdefault(topic, []).append({"partition_index": partition, "partition_error_code": code})
+    return [{"name": t, partitions_key: ps} for t, ps in topics.items()]
+
+
+class TransactionHandlers:
+    def __init__(self, helper, txn_coordinator, group_coordinator, replica_manager, metadata_cache, config, time):
+        self.helper = helper
+        self.txn = txn_coordinator
+        self.groups = group_coordinator
+        self.replica_manager = replica_manager
+        self.cache = metadata_cache
+        self.config = config
+        self.time = time
+
+    def handlers(self) -> dict:
+        return {
+            ApiKeys.ADD_PARTITIONS_TO_TXN: self.handle_add_partitions_to_txn_request,
+            ApiKeys.ADD_OFFSETS_TO_TXN: self.handle_add_offsets_to_txn_request,
+            ApiKeys.END_TXN: self.handle_end_txn_request,
+            ApiKeys.TXN_OFFSET_COMMIT: self.handle_txn_offset_commit_request,
+            ApiKeys.WRITE_TXN_MARKERS: self.handle_write_txn_markers_request,
+            ApiKeys.DESCRIBE_TRANSACTIONS: self.handle_describe_transactions_request,
+            ApiKeys.LIST_TRANSACTIONS: self.handle_list_transactions_request,
+        }
+
+    # -- AddPartitionsToTxn -------------------------------------------------------------------
+    def _add_partitions(self, tid: str, pid: int, epoch: int, topics: list[dict], verify_only: bool, respond) -> None:
+        """``respond({(topic, partition): error})`` for one transaction (Kafka's per-transaction path:
+        unknown partitions UNKNOWN_TOPIC_OR_PARTITION and the rest OPERATION_NOT_ATTEMPTED)."""
+        tps = {(t["name"], p) for t in topics for p in t["partitions"]}
+        unknown = {tp for tp in tps if self.cache.partition(*tp) is None}
+        if unknown:
+            codes = {
+                tp: errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else errors.OPERATION_NOT_ATTEMPTED for tp in tps
+            }
+            respond(codes)
+            return
+        if verify_only:
+            respond(self.txn.handle_verify_partitions_in_transaction(tid, pid, epoch, tps))
+            return
+        self.txn.handle_add_partitions_to_transaction(
+            tid, pid, epoch, tps, lambda code: respond(dict.fromkeys(tps, code))
+        )
+
+    def handle_add_partitions_to_txn_request(self, request) -> None:
+        body, version = request.body, request.context.api_version
+        if version < 4:
+            topics = [{"name": t["name"], "partitions": t["partitions"]} for t in body["v3_and_below_topics"]]
+
+            def respond(codes: dict) -> None:
+                self.helper.send_response(
+                    request, {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _by_topic(codes)}
+                )
+
+            self._add_partitions(
+                body["v3_and_below_transactional_id"],
+                body["v3_and_below_producer_id"],
+                body["v3_and_below_producer_epoch"],
+                topics,
+                False,
+                respond,
+            )
+            return
+        transactions = body["transactions"]
+        if not transactions:
+            self.helper.send_response(
+                request, {"throttle_time_ms": 0, "error_code": errors.NONE, "results_by_transaction": []}
+            )
+            return
+        results: dict[str, list] = {}
+        lock = threading.Lock()
+        remaining = [len(transactions)]
+
+        def one_done(tid: str, codes: dict) -> None:
+            with lock:
+                results[tid] = _by_topic(codes)
+                remaining[0] -= 1
+                last = remaining[0] == 0
+            if last:
+                self.helper.send_response(
+                    request,
+                    {
+                        "throttle_time_ms": 0,
+                        "error_code": errors.NONE,
+                        "results_by_transaction": [
+                            {"transactional_id": t["transactional_id"], "topic_results": results[t["transactional_id"]]}
+                            for t in transactions
+                        ],
+                    },
+                )
+
+        for t in transactions:
+            topics = [{"name": x["name"], "partitions": x["partitions"]} for x in t["topics"]]
+            self._add_partitions(
+                t["transactional_id"],
+                t["producer_id"],
+                t["producer_epoch"],
+                topics,
+                t["verify_only"],
+                lambda codes, tid=t["transactional_id"]: one_done(tid, codes),
+            )
+
+    # -- AddOffsetsToTxn ----------------------------------------------------------------------
+    def handle_add_offsets_to_txn_request(self, request) -> None:
+        body = request.body
+        offsets_topic = self.cache.topic(GROUP_METADATA_TOPIC_NAME)
+        if offsets_topic is None:
+            self.helper.send_response(request, {"throttle_time_ms": 0, "error_code": errors.COORDINATOR_NOT_AVAILABLE})
+            return
+        from pykbroker.coordinator.group.record_codec import partition_for as group_partition_for
+
+        tp = (GROUP_METADATA_TOPIC_NAME, group_partition_for(body["group_id"], len(offsets_topic.partitions)))
+        self.txn.handle_add_partitions_to_transaction(
+            body["transactional_id"],
+            body["producer_id"],
+            body["producer_epoch"],
+            {tp},
+            lambda code: self.helper.send_response(request, {"throttle_time_ms": 0, "error_code": code}),
+        )
+
+    # -- EndTxn -------------------------------------------------------------------------------
+    def handle_end_txn_request(self, request) -> None:
+        body = request.body
+
+        def respond(code: int, pid: int, epoch: int) -> None:
+            self.helper.send_response(
+                request, {"throttle_time_ms": 0, "error_code": code, "producer_id": pid, "producer_epoch": epoch}
+            )
+
+        self.txn.handle_end_transaction(
+            body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"], respond
+        )
+
+    # -- TxnOffsetCommit ----------------------------------------------------------------------
+    def handle_txn_offset_commit_request(self, request) -> None:
+        body = request.body
+        now = self.time.milliseconds()
+        offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        early: dict[tuple[str, int], int] = {}
+        for t in body["topics"]:
+            for p in t["partitions"]:
+                tp = (t["name"], p["partition_index"])
+                if self.cache.partition(*tp) is None:
+                    early[tp] = errors.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    offsets[tp] = OffsetAndMetadata(
+                        p["committed_offset"], p.get("committed_leader_epoch", -1), p["committed_metadata"] or "", now
+                    )
+
+        def respond(codes: dict) -> None:
+            topics: dict[str, list] = {}
+            for (topic, partition), code in sorted({**early, **codes}.items()):
+                topics.setdefault(topic, []).append({"partition_index": partition, "error_code": code})
+            self.helper.send_response(
+                request,
+                {"throttle_time_ms": 0, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]},
+            )
+
+        if not offsets:
+            respond({})
+            return
+        try:
+            self.groups.handle_txn_commit_offsets(
+                body["group_id"],
+                body["producer_id"],
+                body["producer_epoch"],
+                body.get("member_id", ""),
+                body.get("group_instance_id"),
+                body.get("generation_id", -1),
+                offsets,
+                respond,
+            )
+        except errors.KafkaError as e:
+            respond(dict.fromkeys(offsets, e.code))
+
+    # -- WriteTxnMarkers ----------------------------------------------------------------------
+    def handle_write_txn_markers_request(self, request) -> None:
+        markers = request.body["markers"]
+        results: list[dict | None] = [None] * len(markers)
+        lock = threading.Lock()
+        remaining = [len(markers)]
+
+        def marker_done(i: int, codes: dict) -> None:
+            topics: dict[str, list] = {}
+            for (topic, partition), code in sorted(codes.items()):
+                topics.setdefault(topic, []).append({"partition_index": partition, "error_code": code})
+            with lock:
+                results[i] = {
+                    "producer_id": markers[i]["producer_id"],
+                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+                }
+                remaining[0] -= 1
+                last = remaining[0] == 0
+            if last:
+                self.helper.send_response(request, {"markers": results})
+
+        if not markers:
+            self.helper.send_response(request, {"markers": []})
+            return
+        for i, marker in enumerate(markers):
+            self._write_marker(marker, lambda codes, i=i: marker_done(i, codes))
+
+    def _write_marker(self, marker: dict, done) -> None:
+        pid, epoch, commit = marker["producer_id"], marker["producer_epoch"], marker["transaction_result"]
+        control = EndTransactionMarker(
+            ControlRecordType.COMMIT if commit else ControlRecordType.ABORT, marker["coordinator_epoch"]
+        )
+        codes: dict[tuple[str, int], int] = {}
+        entries: dict[tuple[str, int], memoryview] = {}
+        for t in marker["topics"]:
+            for p in t["partition_indexes"]:
+                tp = (t["name"], p)
+                if self.replica_manager.get_partition(*tp) is None:
+                    codes[tp] = errors.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                builder = MemoryRecordsBuilder(is_transactional=True, is_control_batch=True)
+                builder.set_producer_state(pid, epoch, -1, True)
+                builder.append_end_txn_marker(self.time.milliseconds(), control)
+                entries[tp] = memoryview(builder.build())
+        if not entries:
+            done(codes)
+            return
+
+        def appended(responses: dict) -> None:
+            offsets_partitions = set()
+            for tp, r in responses.items():
+                codes[tp] = r["error_code"]
+                if r["error_code"] == errors.NONE and tp[0] == GROUP_METADATA_TOPIC_NAME:
+                    offsets_partitions.add(tp[1])
+            if offsets_partitions and self.groups is not None:
+                self.groups.schedule_handle_txn_completion(pid, offsets_partitions, commit)
+            done(codes)
+
+        self.replica_manager.append_records(
+            self.config["request.timeout.ms"], -1, True, entries, appended, AppendOrigin.COORDINATOR
+        )
+
+    # -- DescribeTransactions / ListTransactions ----------------------------------------------
+    def handle_describe_transactions_request(self, request) -> None:
+        states = [self.txn.handle_describe_transactions(tid) for tid in request.body["transactional_ids"]]
+        self.helper.send_response(request, {"throttle_time_ms": 0, "transaction_states": states})
+
+    def handle_list_transactions_request(self, request) -> None:
+        body = request.body
+        result = self.txn.handle_list_transactions(
+            set(body["producer_id_filters"]), set(body["state_filters"]), body.get("duration_filter", -1)
+        )
+        self.helper.send_response(request, dict(result, throttle_time_ms=0))
