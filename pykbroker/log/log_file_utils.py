@@ -46,6 +46,10 @@ def time_index_file(directory: str, offset: int, suffix: str = "") -> str:
     return os.path.join(directory, filename_prefix_from_offset(offset) + TIME_INDEX_FILE_SUFFIX + suffix)
 
 
+def transaction_index_file(directory: str, offset: int, suffix: str = "") -> str:
+    return os.path.join(directory, filename_prefix_from_offset(offset) + TXN_INDEX_FILE_SUFFIX + suffix)
+
+
 def producer_snapshot_file(directory: str, offset: int) -> str:
     return os.path.join(directory, filename_prefix_from_offset(offset) + PRODUCER_SNAPSHOT_FILE_SUFFIX)
 

@@ -15,9 +15,17 @@ from typing import NamedTuple
 
 from pykbroker.log.fetch_data_info import FetchDataInfo, LogOffsetMetadata
 from pykbroker.log.lazy_index import LazyIndex
-from pykbroker.log.log_file_utils import log_file, offset_index_file, time_index_file, too_many_open_files
+from pykbroker.log.log_file_utils import (
+    LOG_FILE_SUFFIX,
+    TXN_INDEX_FILE_SUFFIX,
+    log_file,
+    offset_index_file,
+    time_index_file,
+    too_many_open_files,
+)
 from pykbroker.log.offset_index import OffsetIndex
 from pykbroker.log.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
+from pykbroker.log.transaction_index import AbortedTxn, TransactionIndex
 from pykbroker.protocol.errors import CorruptRecordError
 from pykbroker.record.file_records import (
     EMPTY_RECORDS,
@@ -79,6 +87,15 @@ class LogSegment:
         self._max_timestamp_and_offset_so_far: TimestampOffset | None = None  # None = not read yet
         self._bytes_since_last_index_entry = 0
         self._max_index_size = -1
+        name = os.path.basename(log.path)
+        at = name.index(LOG_FILE_SUFFIX)
+        #: the aborted transactions of this segment (``.txnindex``, created on the first entry)
+        self.txn_index = TransactionIndex(
+            base_offset,
+            os.path.join(
+                os.path.dirname(log.path), name[:at] + TXN_INDEX_FILE_SUFFIX + name[at + len(LOG_FILE_SUFFIX) :]
+            ),
+        )
 
     @classmethod
     def open(
@@ -311,6 +328,13 @@ class LogSegment:
         time_index.trim_to_valid_size()
         return truncated
 
+    def update_txn_index(self, producer_id: int, first_offset: int, last_offset: int, last_stable_offset: int) -> None:
+        """Record an aborted transaction whose ABORT marker (``last_offset``) is in this segment."""
+        self.txn_index.append(AbortedTxn(producer_id, first_offset, last_offset, last_stable_offset))
+
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int) -> tuple[list[AbortedTxn], bool]:
+        return self.txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset)
+
     def sanity_check(self, unload: bool = False) -> None:
         """Raise CorruptIndexError (or FileNotFoundError) if an index is missing or inconsistent.
         With ``unload``, unmap the indexes afterwards (they are mapped again on first use)."""
@@ -332,6 +356,7 @@ class LogSegment:
         offset_index, time_index = self.offset_index, self.time_index
         offset_index.truncate_to(offset)
         time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         offset_index.resize(offset_index.max_index_size)
         time_index.resize(time_index.max_index_size)
         truncated = 0 if mapping is None else self.log.truncate_to(mapping.position)
@@ -411,6 +436,7 @@ class LogSegment:
             self.offset_index.flush()
         if self._lazy_time_index.is_loaded:
             self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         """Record the final max timestamp, trim and close the indexes, flush and close the log."""
@@ -422,6 +448,7 @@ class LogSegment:
                 _log.warning("Failed to append the final time index entry", segment=self.log.path, error=str(e))
         self._lazy_offset_index.close()
         self._lazy_time_index.close()
+        self.txn_index.close()
         self.log.close()
 
     def close_handlers(self) -> None:
@@ -436,6 +463,7 @@ class LogSegment:
         self.log.delete_if_exists()
         self._lazy_offset_index.delete_if_exists()
         self._lazy_time_index.delete_if_exists()
+        self.txn_index.delete_if_exists()
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
         """Rename the three files from ``...old_suffix`` to ``...new_suffix`` (e.g. "" -> ".deleted")."""
@@ -448,6 +476,7 @@ class LogSegment:
         self.log.rename_to(replace(self.log.path))
         self._lazy_offset_index.rename_to(replace(self._lazy_offset_index.path))
         self._lazy_time_index.rename_to(replace(self._lazy_time_index.path))
+        self.txn_index.rename_to(replace(self.txn_index.path))
 
     def has_suffix(self, suffix: str) -> bool:
         return self.log.path.endswith(suffix)
@@ -456,6 +485,7 @@ class LogSegment:
         self.log.update_parent_dir(parent)
         self._lazy_offset_index.update_parent_dir(parent)
         self._lazy_time_index.update_parent_dir(parent)
+        self.txn_index.update_parent_dir(parent)
 
     def __repr__(self) -> str:
         ts = self._max_timestamp_and_offset_so_far

@@ -19,7 +19,15 @@ import enum
 from collections import deque
 from typing import NamedTuple
 
-from pykbroker.protocol.errors import InvalidProducerEpochError, InvalidTxnStateError, OutOfOrderSequenceError
+from pykbroker.protocol.errors import (
+    InvalidProducerEpochError,
+    InvalidRecordError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceError,
+    TransactionCoordinatorFencedError,
+)
+from pykbroker.record.control_record import ControlRecordType, EndTransactionMarker
+from pykbroker.record.default_record_batch import iter_batches
 from pykbroker.record.file_records import BatchHeader
 
 NUM_BATCHES_TO_RETAIN = 5
@@ -156,9 +164,21 @@ class ProducerStateEntry:
 
 
 class CompletedTxn(NamedTuple):
+    """A transaction ended by a marker at ``last_offset`` (``is_aborted``: an ABORT marker)."""
+
     producer_id: int
     first_offset: int
     last_offset: int
+    is_aborted: bool = False
+
+
+def read_end_txn_marker(batch_bytes) -> EndTransactionMarker:
+    """The COMMIT/ABORT marker of a control batch (its one record). Raises InvalidRecordError for a
+    control batch that holds no end-transaction marker."""
+    for _, batch in iter_batches(memoryview(batch_bytes)):
+        for record in batch.records():
+            return EndTransactionMarker.deserialize(record.key, record.value)
+    raise InvalidRecordError("Control batch without a record")
 
 
 class ProducerAppendInfo:
@@ -217,11 +237,14 @@ class ProducerAppendInfo:
                 f"{current_last_seq} (current end sequence number)"
             )
 
-    def append(self, batch: BatchHeader) -> None:
-        """Validate ``batch`` (offsets assigned) and record it. Raises InvalidProducerEpochError,
-        OutOfOrderSequenceError or InvalidTxnStateError for client appends."""
+    def append(self, batch: BatchHeader, marker: EndTransactionMarker | None = None) -> None:
+        """Validate ``batch`` (offsets assigned) and record it; ``marker``: the end-transaction marker
+        of a control batch (None for other control batches). Raises InvalidProducerEpochError,
+        OutOfOrderSequenceError or InvalidTxnStateError for client appends, and
+        TransactionCoordinatorFencedError for a marker of an older coordinator epoch."""
         if batch.is_control_batch:
-            self._append_end_txn_marker(batch)
+            if marker is not None:
+                self._append_end_txn_marker(batch, marker)
             return
         epoch, first_offset = batch.producer_epoch, batch.base_offset
         self._check_producer_epoch(epoch, first_offset)
@@ -237,15 +260,24 @@ class ProducerAppendInfo:
             self.updated.current_txn_first_offset = first_offset
             self.started_txn_first_offsets.append(first_offset)
 
-    def _append_end_txn_marker(self, batch: BatchHeader) -> None:
-        """A COMMIT/ABORT marker ends the producer's ongoing transaction (the marker's type and
-        coordinator epoch are in its record, which the log does not decode)."""
+    def _append_end_txn_marker(self, batch: BatchHeader, marker: EndTransactionMarker) -> None:
+        """A COMMIT/ABORT marker ends the producer's ongoing transaction (Kafka's appendEndTxnMarker)."""
         self._check_producer_epoch(batch.producer_epoch, batch.base_offset)
+        if self.updated.coordinator_epoch > marker.coordinator_epoch and self.origin is not AppendOrigin.REPLICATION:
+            raise TransactionCoordinatorFencedError(
+                f"Invalid coordinator epoch for {self._where(batch.base_offset)}: {marker.coordinator_epoch} "
+                f"(zombie), {self.updated.coordinator_epoch} (current)"
+            )
         if batch.producer_epoch > self.updated.producer_epoch:
             self.updated.batch_metadata.clear()
             self.updated.producer_epoch = batch.producer_epoch
         txn_first = self.updated.current_txn_first_offset
         if txn_first is not None:
-            self.completed_txns.append(CompletedTxn(self.producer_id, txn_first, batch.last_offset))
+            self.completed_txns.append(
+                CompletedTxn(
+                    self.producer_id, txn_first, batch.last_offset, marker.control_type is ControlRecordType.ABORT
+                )
+            )
         self.updated.current_txn_first_offset = None
+        self.updated.coordinator_epoch = marker.coordinator_epoch
         self.updated.last_timestamp = batch.max_timestamp

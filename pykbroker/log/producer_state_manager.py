@@ -28,7 +28,6 @@ from pykbroker.log.producer_state_snapshot import (
     read_snapshot,
     write_snapshot,
 )
-from pykbroker.record.file_records import BatchHeader
 from pykbroker.utils.files import fsync_file
 from pykbroker.utils.logging import get_logger
 
@@ -50,6 +49,9 @@ class ProducerStateManager:
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.producers: dict[int, ProducerStateEntry] = {}
         self._ongoing_txns: dict[int, int] = {}  # first offset -> producer id
+        # Completed transactions whose marker the high watermark has not passed yet: they still hold
+        # the last stable offset back (Kafka's unreplicatedTxns). first offset -> CompletedTxn.
+        self._unreplicated_txns: dict[int, CompletedTxn] = {}
         self.map_end_offset = 0
         self._snapshots: list[int] = self._list_snapshots()
 
@@ -73,8 +75,27 @@ class ProducerStateManager:
 
     @property
     def first_unstable_offset(self) -> int | None:
-        """First offset of the oldest open transaction, or None."""
-        return min(self._ongoing_txns) if self._ongoing_txns else None
+        """First offset of the oldest transaction that is open, or completed with its marker not yet
+        below the high watermark; None if there is none."""
+        if not self._ongoing_txns and not self._unreplicated_txns:
+            return None
+        return min(min(self._ongoing_txns, default=1 << 63), min(self._unreplicated_txns, default=1 << 63))
+
+    @property
+    def has_unreplicated_txns(self) -> bool:
+        return bool(self._unreplicated_txns)
+
+    def last_stable_offset(self, completed: CompletedTxn) -> int:
+        """The LSO once ``completed`` is done: the first offset of the oldest other open transaction, else
+        the offset after its marker (Kafka's ``lastStableOffset``)."""
+        others = [o for o, pid in self._ongoing_txns.items() if pid != completed.producer_id]
+        return min(others) if others else completed.last_offset + 1
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """Completed transactions whose marker is now below the HW stop holding the LSO back."""
+        if self._unreplicated_txns:
+            for first in [o for o, t in self._unreplicated_txns.items() if t.last_offset < high_watermark]:
+                del self._unreplicated_txns[first]
 
     def snapshot_offsets(self) -> list[int]:
         return list(self._snapshots)
@@ -97,34 +118,52 @@ class ProducerStateManager:
         entry.update(info.updated)
         for first_offset in info.started_txn_first_offsets:
             self._ongoing_txns[first_offset] = info.producer_id
-        for txn in info.completed_txns:
-            self.complete_txn(txn)
 
     def complete_txn(self, txn: CompletedTxn) -> None:
-        self._ongoing_txns.pop(txn.first_offset, None)
+        """``txn`` is over (after the caller indexed it if aborted): it waits for the HW."""
+        if self._ongoing_txns.pop(txn.first_offset, None) is not None:
+            self._unreplicated_txns[txn.first_offset] = txn
 
     def update_map_end_offset(self, offset: int) -> None:
         self.map_end_offset = offset
 
-    def apply_batches(self, batches, origin: AppendOrigin = AppendOrigin.REPLICATION) -> None:
+    def apply_batches(
+        self, batches, origin: AppendOrigin = AppendOrigin.REPLICATION, marker_of=None, on_completed=None
+    ) -> None:
         """Replay batch headers (recovery/rebuild): no validation failures, state and map end offset
-        advance past each batch."""
+        advance past each batch. ``marker_of(batch)`` reads the end-transaction marker of a
+        transactional control batch (None: markers are not read and transactions stay open);
+        ``on_completed(txn, last_stable_offset)`` is called for each transaction a marker completes,
+        before it is completed (the log indexes the aborted ones)."""
         infos: dict[int, ProducerAppendInfo] = {}
         end = None
+
+        def flush() -> None:
+            for info in infos.values():
+                self.update(info)
+            infos.clear()
+
         for batch in batches:
             if batch.has_producer_id:
-                info = infos.get(batch.producer_id)
-                if info is None:
-                    info = infos[batch.producer_id] = self.prepare_update(batch.producer_id, origin)
-                info.append(batch)
+                if batch.is_control_batch:
+                    flush()  # the transaction's data must be applied before its marker completes it
+                    marker = marker_of(batch) if marker_of is not None and batch.is_transactional else None
+                    marker_info = self.prepare_update(batch.producer_id, origin)
+                    marker_info.append(batch, marker)
+                    self.update(marker_info)
+                    for txn in marker_info.completed_txns:
+                        if on_completed is not None:
+                            on_completed(txn, self.last_stable_offset(txn))
+                        self.complete_txn(txn)
+                else:
+                    data_info = infos.get(batch.producer_id)
+                    if data_info is None:
+                        data_info = infos[batch.producer_id] = self.prepare_update(batch.producer_id, origin)
+                    data_info.append(batch)
             end = batch.next_offset
-        for info in infos.values():
-            self.update(info)
+        flush()
         if end is not None:
             self.map_end_offset = end
-
-    def apply_batch(self, batch: BatchHeader) -> None:
-        self.apply_batches((batch,))
 
     # -- expiration and truncation ------------------------------------------------------------
     def remove_expired_producers(self, now_ms: int) -> int:
@@ -141,6 +180,8 @@ class ProducerStateManager:
     def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
         """Transactions wholly below the new log start can no longer be aborted or committed
         visibly; forget them. The map end offset never lags the log start offset."""
+        for first_offset in [o for o in self._unreplicated_txns if o < log_start_offset]:
+            del self._unreplicated_txns[first_offset]
         for first_offset in [o for o in self._ongoing_txns if o < log_start_offset]:
             pid = self._ongoing_txns.pop(first_offset)
             entry = self.producers.get(pid)
@@ -152,6 +193,7 @@ class ProducerStateManager:
         """Forget everything (log truncated to empty, starting at ``offset``)."""
         self.producers.clear()
         self._ongoing_txns.clear()
+        self._unreplicated_txns.clear()
         for snap in list(self._snapshots):
             self._remove_snapshot(snap)
         self.map_end_offset = offset
@@ -166,6 +208,7 @@ class ProducerStateManager:
         if log_end_offset != self.map_end_offset:
             self.producers.clear()
             self._ongoing_txns.clear()
+            self._unreplicated_txns.clear()
             self._load_from_snapshot(log_start_offset, now_ms)
         else:
             self.on_log_start_offset_incremented(log_start_offset)

@@ -51,7 +51,7 @@ from pykbroker.log.log_retention import (
 )
 from pykbroker.log.log_segment import LogSegment, RollParams
 from pykbroker.log.log_segments import LogSegments
-from pykbroker.log.producer_state_entry import AppendOrigin, ProducerAppendInfo
+from pykbroker.log.producer_state_entry import AppendOrigin, ProducerAppendInfo, read_end_txn_marker
 from pykbroker.log.producer_state_manager import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     ProducerStateManager,
@@ -474,7 +474,10 @@ class UnifiedLog:
             info = updated.get(h.producer_id)
             if info is None:
                 info = updated[h.producer_id] = psm.prepare_update(h.producer_id, origin)
-            info.append(h)
+            if h.is_control_batch and h.is_transactional:
+                info.append(h, read_end_txn_marker(buf[h.position : h.position + h.size_in_bytes]))
+            else:
+                info.append(h)
         # Leader epoch cache.
         if leader_epoch is not None:
             self._maybe_assign_epoch_start_offset(leader_epoch, first_offset)
@@ -484,8 +487,17 @@ class UnifiedLog:
         segment = self._maybe_roll(len(buf), max_timestamp, first_offset, last_offset)
         segment.append(last_offset, max_timestamp, offset_of_max_timestamp, buf)
         self._update_log_end_offset(last_offset + 1)
+        completed = []
         for info in updated.values():
             psm.update(info)
+            completed.extend(info.completed_txns)
+        for txn in sorted(completed, key=lambda t: t.last_offset):
+            # Kafka's order: the LSO is taken before the transaction completes; aborted ones are indexed.
+            if txn.is_aborted:
+                segment.update_txn_index(
+                    txn.producer_id, txn.first_offset, txn.last_offset, psm.last_stable_offset(txn)
+                )
+            psm.complete_txn(txn)
         psm.update_map_end_offset(last_offset + 1)
         self._first_unstable_offset = psm.first_unstable_offset
         if self.unflushed_messages() >= config.flush_interval_messages:
@@ -674,7 +686,28 @@ class UnifiedLog:
             max_metadata = self.fetch_last_stable_offset_metadata()
         if start_offset > max_metadata.message_offset:
             return FetchDataInfo.empty(LogOffsetMetadata(start_offset))
-        return self._read_segments(start_offset, max_length, max_metadata, min_one_message, end_metadata)
+        info = self._read_segments(start_offset, max_length, max_metadata, min_one_message, end_metadata)
+        if isolation is FetchIsolation.TXN_COMMITTED:
+            info = info._replace(
+                aborted_transactions=self.collect_aborted_transactions(start_offset, max_metadata.message_offset)
+            )
+        return info
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list:
+        """Aborted transactions (``AbortedTxn``) overlapping ``[start_offset, upper_bound_offset)``, from
+        the txn indexes of the segments from the one holding ``start_offset`` on (Kafka's
+        ``collectAbortedTransactions``). The upper bound is the read bound (the LSO): transactions past
+        the returned data are harmless to clients, which match them against the batches they get."""
+        out: list = []
+        segments = self._segments
+        segment = segments.floor_segment(start_offset)
+        while segment is not None and segment.base_offset < upper_bound_offset:
+            found, complete = segment.collect_aborted_txns(start_offset, upper_bound_offset)
+            out.extend(found)
+            if complete:
+                break
+            segment = segments.higher_segment(segment.base_offset)
+        return out
 
     def _read_segments(
         self,
@@ -762,10 +795,19 @@ class UnifiedLog:
             end = self._next_offset_metadata
             if hw >= end.message_offset:
                 self._high_watermark_metadata = end
+                self._on_high_watermark_updated(end.message_offset)
                 return end.message_offset
             hw = max(hw, self._log_start_offset)
             self._high_watermark_metadata = LogOffsetMetadata(hw)
+            self._on_high_watermark_updated(hw)
             return hw
+
+    def _on_high_watermark_updated(self, hw: int) -> None:
+        """Completed transactions below the HW stop holding the LSO back. Caller holds the lock."""
+        psm = self.producer_state_manager
+        if psm.has_unreplicated_txns:
+            psm.on_high_watermark_updated(hw)
+            self._first_unstable_offset = psm.first_unstable_offset
 
     def maybe_increment_high_watermark(self, new_hw: LogOffsetMetadata | int) -> int | None:
         """Raise the HW to ``new_hw`` (<= LEO) if that is an increase. Returns the old HW or None."""
@@ -784,6 +826,7 @@ class UnifiedLog:
                 and not new_hw.message_offset_only
             ):
                 self._high_watermark_metadata = new_hw
+                self._on_high_watermark_updated(new_hw.message_offset)
                 return old.message_offset
             return None
 
@@ -925,13 +968,29 @@ class UnifiedLog:
             return
         psm.truncate_and_reload(self._log_start_offset, last_offset, self._time.milliseconds())
         if last_offset > psm.map_end_offset:
+            replay_start = psm.map_end_offset
+            for segment in self._segments.values_between(psm.map_end_offset, last_offset):
+                # The replay rebuilds the aborted-transaction entries of what it covers.
+                segment.txn_index.truncate_to(max(replay_start, segment.base_offset))
             for segment in self._segments.values_between(psm.map_end_offset, last_offset):
                 start = max(segment.base_offset, psm.map_end_offset, self._log_start_offset)
                 psm.update_map_end_offset(start)
                 found = segment.translate_offset(start)
                 if found is None:
                     continue
-                psm.apply_batches(b for b in segment.log.batches_from(found.position) if b.base_offset < last_offset)
+
+                def marker_of(batch, log=segment.log):
+                    return read_end_txn_marker(log.slice(batch.position, batch.size_in_bytes).read_bytes())
+
+                def on_completed(txn, lso, segment=segment):
+                    if txn.is_aborted:
+                        segment.update_txn_index(txn.producer_id, txn.first_offset, txn.last_offset, lso)
+
+                psm.apply_batches(
+                    (b for b in segment.log.batches_from(found.position) if b.base_offset < last_offset),
+                    marker_of=marker_of,
+                    on_completed=on_completed,
+                )
         psm.update_map_end_offset(last_offset)
         psm.take_snapshot(sync=False)
         self._first_unstable_offset = psm.first_unstable_offset

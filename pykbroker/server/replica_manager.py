@@ -123,6 +123,7 @@ class FetchPartitionResult:
     records: object = EMPTY_RECORDS
     fetch_offset_metadata: object = None
     diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset), KIP-320
+    aborted_transactions: list | None = None  # AbortedTxn entries for read_committed, else None
 
 
 def produce_partition_error(index: int, code: int, message: str | None = None) -> dict:
@@ -611,7 +612,18 @@ class ReplicaManager:
                     min_one_message = False
                     limit = max(0, limit - size)
                 out.append(
-                    (f, FetchPartitionResult(errors.NONE, hw, lso, lstart, info.records, info.fetch_offset_metadata))
+                    (
+                        f,
+                        FetchPartitionResult(
+                            errors.NONE,
+                            hw,
+                            lso,
+                            lstart,
+                            info.records,
+                            info.fetch_offset_metadata,
+                            aborted_transactions=info.aborted_transactions,
+                        ),
+                    )
                 )
             except errors.KafkaError as e:
                 p = self._partitions.get((f.topic, f.partition))

@@ -88,7 +88,7 @@ class FetchHandler:
                         "high_watermark": r.high_watermark,
                         "last_stable_offset": r.last_stable_offset,
                         "log_start_offset": r.log_start_offset,
-                        "aborted_transactions": None if r.error_code else [],
+                        "aborted_transactions": _aborted(r),
                         "preferred_read_replica": -1,
                         "records": r.records,
                     }
@@ -189,3 +189,10 @@ def _fetch_error(version, body, code, message):
         ]
     )
     return {"throttle_time_ms": 0, "error_code": code, "session_id": body.get("session_id", 0), "responses": responses}
+
+
+def _aborted(r) -> list[dict] | None:
+    """Kafka's ``aborted_transactions``: the read_committed fetch's aborted transactions, null otherwise."""
+    if r.error_code or r.aborted_transactions is None:
+        return None
+    return [{"producer_id": t.producer_id, "first_offset": t.first_offset} for t in r.aborted_transactions]
