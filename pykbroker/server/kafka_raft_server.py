@@ -555,6 +555,8 @@ class KafkaRaftServer:
 
     def _broker_families(self) -> list:
         helper, cache, rm = self.data_helper, self.metadata_cache, self.replica_manager
+        groups = GroupHandlers(helper, self.group_coordinator, cache, self.controller_handle, self.config, self.time)
+        groups.txn_coordinator = self.txn_coordinator
         return [
             MetadataHandler(
                 helper, cache, self._auto_create_topics if self.config["auto.create.topics.enable"] else None
@@ -576,17 +578,12 @@ class KafkaRaftServer:
             DescribeLogDirsHandler(helper, self.log_manager),
             AdminHandler(helper, self.controller_handle, cache, self.config, self.log_manager.default_config),
             InitProducerIdHandler(helper, self.producer_id_manager, self.txn_coordinator),
-            self._group_handlers(helper, cache),
+            groups,
             TransactionHandlers(
                 helper, self.txn_coordinator, self.group_coordinator, rm, cache, self.config, self.time
             ),
             _describe_quorum_handler(self, helper),
         ]
-
-    def _group_handlers(self, helper, cache) -> GroupHandlers:
-        handlers = GroupHandlers(helper, self.group_coordinator, cache, self.controller_handle, self.config, self.time)
-        handlers.txn_coordinator = self.txn_coordinator
-        return handlers
 
     def _voter_endpoints(self) -> dict[int, list[tuple[str, str, int]]]:
         """``controller.quorum.voters`` as ``{id: [(first controller listener, host, port)]}`` (Kafka's static

@@ -288,14 +288,13 @@ class GroupMetadataManager:
         def done(responses: dict) -> None:
             callback(_APPEND_ERRORS.get(responses[tp]["error_code"], responses[tp]["error_code"]))
 
-        self.replica_manager.append_records(
-            self.commit_timeout_ms,
-            self.required_acks,
-            True,
-            {tp: memoryview(batch)},
-            done,
-            AppendOrigin.COORDINATOR if producer is not None else None,
-        )
+        entries = {tp: memoryview(batch)}
+        if producer is None:
+            self.replica_manager.append_records(self.commit_timeout_ms, self.required_acks, True, entries, done)
+        else:
+            self.replica_manager.append_records(
+                self.commit_timeout_ms, self.required_acks, True, entries, done, origin=AppendOrigin.COORDINATOR
+            )
 
     def store_group(self, group: GroupMetadata, callback) -> None:
         members = [

@@ -20,6 +20,7 @@ from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.record.control_record import ControlRecordType, EndTransactionMarker
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
+from pykbroker.server import error_responses
 
 
 def _by_topic(codes: dict[tuple[str, int], int], partitions_key: str = "results_by_partition") -> list[dict]:
@@ -273,3 +274,80 @@ class TransactionHandlers:
             set(body["producer_id_filters"]), set(body["state_filters"]), body.get("duration_filter", -1)
         )
         self.helper.send_response(request, dict(result, throttle_time_ms=0))
+
+
+# -- error responses built from the request (Kafka's getErrorResponse of each request) --------------------
+@error_responses.register(ApiKeys.ADD_PARTITIONS_TO_TXN)
+def _add_partitions_error(version, body, code, message):
+    if version < 4:
+        codes = {(t["name"], p): code for t in body["v3_and_below_topics"] for p in t["partitions"]}
+        return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _by_topic(codes)}
+    return {"throttle_time_ms": 0, "error_code": code, "results_by_transaction": []}
+
+
+@error_responses.register(ApiKeys.ADD_OFFSETS_TO_TXN)
+def _add_offsets_error(version, body, code, message):
+    return {"throttle_time_ms": 0, "error_code": code}
+
+
+@error_responses.register(ApiKeys.END_TXN)
+def _end_txn_error(version, body, code, message):
+    return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}
+
+
+@error_responses.register(ApiKeys.LIST_TRANSACTIONS)
+def _list_transactions_error(version, body, code, message):
+    return {"throttle_time_ms": 0, "error_code": code, "unknown_state_filters": [], "transaction_states": []}
+
+
+@error_responses.register(ApiKeys.TXN_OFFSET_COMMIT)
+def _txn_offset_commit_error(version, body, code, message):
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "name": t["name"],
+                "partitions": [{"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]],
+            }
+            for t in body["topics"]
+        ],
+    }
+
+
+@error_responses.register(ApiKeys.WRITE_TXN_MARKERS)
+def _write_txn_markers_error(version, body, code, message):
+    return {
+        "markers": [
+            {
+                "producer_id": m["producer_id"],
+                "topics": [
+                    {
+                        "name": t["name"],
+                        "partitions": [{"partition_index": p, "error_code": code} for p in t["partition_indexes"]],
+                    }
+                    for t in m["topics"]
+                ],
+            }
+            for m in body["markers"]
+        ]
+    }
+
+
+@error_responses.register(ApiKeys.DESCRIBE_TRANSACTIONS)
+def _describe_transactions_error(version, body, code, message):
+    return {
+        "throttle_time_ms": 0,
+        "transaction_states": [
+            {
+                "error_code": code,
+                "transactional_id": tid,
+                "transaction_state": "",
+                "transaction_timeout_ms": 0,
+                "transaction_start_time_ms": -1,
+                "producer_id": -1,
+                "producer_epoch": -1,
+                "topics": [],
+            }
+            for tid in body["transactional_ids"]
+        ],
+    }

@@ -13,9 +13,10 @@ from pykbroker.protocol.errors import (
     InvalidProducerEpochError,
     OutOfOrderSequenceError,
 )
+from pykbroker.record.control_record import ControlRecordType, EndTransactionMarker
+from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
 from pykbroker.utils.time import MockTime
 from tests.unit.log.log_test_utils import (
-    CONTROL,
     TRANSACTIONAL,
     assign_offsets,
     make_batch,
@@ -109,8 +110,10 @@ def test_transactions_bound_last_stable_offset(tmp_path, time):
     log.update_high_watermark(log.log_end_offset)
     assert log.first_unstable_offset == 2 and log.last_stable_offset == 2
     assert log.read(0, 10_000, FetchIsolation.TXN_COMMITTED).records.size_in_bytes == 111
-    marker = make_batch(0, 1, 10, producer_id=7, producer_epoch=0, attributes=TRANSACTIONAL | CONTROL)
-    log.append_as_leader(marker, 0, assign_offsets(), AppendOrigin.COORDINATOR)
+    builder = MemoryRecordsBuilder(is_transactional=True, is_control_batch=True)
+    builder.set_producer_state(7, 0, -1, True)
+    builder.append_end_txn_marker(10, EndTransactionMarker(ControlRecordType.COMMIT, 0))
+    log.append_as_leader(builder.build(), 0, assign_offsets(), AppendOrigin.COORDINATOR)
     log.update_high_watermark(log.log_end_offset)
     assert log.first_unstable_offset is None and log.last_stable_offset == 7
 

@@ -147,7 +147,7 @@ def _codes(fields, version: int, value: dict) -> list[int]:
     for f in fields:
         if version not in f.versions or value.get(f.name) is None:
             continue
-        if f.name == "error_code":
+        if f.name in ("error_code", "partition_error_code"):
             found.append(value[f.name])
         elif f.type == "array" and f.element == "struct":
             for entry in value[f.name]:
@@ -185,6 +185,7 @@ def broker_apis(
         log_manager=SimpleNamespace(default_config=None),
         producer_id_manager=SimpleNamespace(),
         group_coordinator=group_coordinator or SimpleNamespace(node_id=node_id),
+        txn_coordinator=None,
         config=config or {"auto.create.topics.enable": False, "max.incremental.fetch.session.cache.slots": 1000},
         metrics=None,
     )

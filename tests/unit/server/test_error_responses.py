@@ -49,7 +49,7 @@ def _answer_to_raising_handler(api_key: int, version: int, body: dict):
 
 def test_all_broker_apis_are_covered():
     keys = {k for k, _ in ADVERTISED}
-    assert len(keys) == 29  # 27 + DescribeQuorum + ElectLeaders
+    assert len(keys) == 36  # 27 + DescribeQuorum + ElectLeaders + 7 transaction APIs
     assert {
         ApiKeys.FIND_COORDINATOR,
         ApiKeys.JOIN_GROUP,
