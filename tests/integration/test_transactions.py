@@ -1,0 +1,376 @@
+"""Transactions (KIP-98) end to end with real clients: commit/abort visibility for read_committed and
+read_uncommitted consumers (confluent-kafka, kafka-python, aiokafka), the LSO holding consumers back,
+zombie fencing, the coordinator's timeout abort, recovery of the LSO and the aborted index after kill -9,
+and an exactly-once consume-transform-produce loop across a broker kill -9."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.protocol.api_keys import ApiKeys
+from tests.helpers.topics import create_topic
+from tests.helpers.wait import wait_until
+
+pytestmark = pytest.mark.integration
+
+TXN_CONFIG = {
+    "transaction.state.log.num.partitions": "3",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "200",
+}
+
+
+@pytest.fixture(scope="module")
+def txn_broker(tmp_path_factory):
+    from tests.helpers.broker import BrokerProcess
+
+    broker = BrokerProcess(tmp_path_factory.mktemp("txn-broker"), **TXN_CONFIG).start()
+    yield broker
+    broker.stop()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _producer(bootstrap: str, tid: str, **extra) -> Producer:
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, "linger.ms": 5, **extra})
+    p.init_transactions(30)
+    return p
+
+
+def _read_all(bootstrap: str, topic: str, partitions: int, isolation: str, expected: int, timeout: float = 20.0):
+    """Values per partition in offset order, read by a confluent-kafka consumer until ``expected``
+    records came and then 1 s more of nothing."""
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{uuid.uuid4()}",
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+        }
+    )
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    got: dict[int, list[bytes]] = {p: [] for p in range(partitions)}
+    deadline = time.time() + timeout
+    quiet_until = None
+    try:
+        while time.time() < deadline:
+            m = c.poll(0.2)
+            if m is None:
+                if sum(map(len, got.values())) >= expected:
+                    quiet_until = quiet_until or time.time() + 1.0
+                    if time.time() >= quiet_until:
+                        break
+                continue
+            if m.error():
+                continue
+            got[m.partition()].append(m.value())
+    finally:
+        c.close()
+    return got
+
+
+def _list_offset(bootstrap: str, topic: str, partition: int, isolation: int) -> int:
+    with BrokerConnection.to(bootstrap) as c:
+        r = c.request(
+            ApiKeys.LIST_OFFSETS,
+            7,
+            {
+                "replica_id": -1,
+                "isolation_level": isolation,
+                "topics": [
+                    {
+                        "name": topic,
+                        "partitions": [{"partition_index": partition, "current_leader_epoch": -1, "timestamp": -1}],
+                    }
+                ],
+            },
+        )
+    p = r["topics"][0]["partitions"][0]
+    assert p["error_code"] == 0, p
+    return p["offset"]
+
+
+def _fetch_committed(bootstrap: str, topic: str, partition: int) -> dict:
+    """A raw read_committed Fetch v11 of the partition from offset 0 (LSO and aborted transactions)."""
+    with BrokerConnection.to(bootstrap) as c:
+        r = c.request(
+            ApiKeys.FETCH,
+            11,
+            {
+                "replica_id": -1,
+                "max_wait_ms": 0,
+                "min_bytes": 0,
+                "max_bytes": 1 << 20,
+                "isolation_level": 1,
+                "session_id": 0,
+                "session_epoch": -1,
+                "topics": [
+                    {
+                        "topic": topic,
+                        "partitions": [
+                            {
+                                "partition": partition,
+                                "current_leader_epoch": -1,
+                                "fetch_offset": 0,
+                                "log_start_offset": -1,
+                                "partition_max_bytes": 1 << 20,
+                            }
+                        ],
+                    }
+                ],
+                "forgotten_topics_data": [],
+                "rack_id": "",
+            },
+        )
+    p = r["responses"][0]["partitions"][0]
+    assert p["error_code"] == 0, p
+    return p
+
+
+def _produce_30_transactions(bootstrap: str, topic: str):
+    """30 transactions of 9 records over 3 partitions, every third aborted (after its records were
+    written). Returns (committed, all) values per partition."""
+    p = _producer(bootstrap, f"tx-{topic}")
+    committed: dict[int, list[bytes]] = {0: [], 1: [], 2: []}
+    everything: dict[int, list[bytes]] = {0: [], 1: [], 2: []}
+    for i in range(30):
+        p.begin_transaction()
+        for j in range(9):
+            value = f"{i}-{j}".encode()
+            p.produce(topic, value, partition=j % 3)
+            everything[j % 3].append(value)
+            if i % 3 != 2:
+                committed[j % 3].append(value)
+        if i % 3 == 2:
+            p.flush(30)
+            p.abort_transaction(30)
+        else:
+            p.commit_transaction(30)
+    return committed, everything
+
+
+def test_read_committed_sees_exactly_the_committed_records_with_three_clients(txn_broker):
+    bs = txn_broker.bootstrap
+    create_topic(bs, "txn-30", 3)
+    committed, everything = _produce_30_transactions(bs, "txn-30")
+    assert _read_all(bs, "txn-30", 3, "read_committed", 180) == committed
+    assert _read_all(bs, "txn-30", 3, "read_uncommitted", 270) == everything
+    # The broker tells read_committed fetchers which transactions were aborted.
+    fetched = _fetch_committed(bs, "txn-30", 0)
+    assert len(fetched["aborted_transactions"]) == 10
+    assert fetched["last_stable_offset"] == fetched["high_watermark"]
+
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
+
+    kc = KafkaConsumer(bootstrap_servers=bs, isolation_level="read_committed", enable_auto_commit=False)
+    kc.assign([KTP("txn-30", p) for p in range(3)])
+    kc.seek_to_beginning()
+    got: dict[int, list[bytes]] = {0: [], 1: [], 2: []}
+    deadline = time.time() + 20
+    while time.time() < deadline and sum(map(len, got.values())) < 180:
+        for tp, records in kc.poll(500).items():
+            got[tp.partition].extend(r.value for r in records)
+    extra = kc.poll(1000)
+    kc.close()
+    assert got == committed and not any(extra.values())
+
+    async def aio() -> dict[int, list[bytes]]:
+        from aiokafka import AIOKafkaConsumer
+        from aiokafka import TopicPartition as ATP
+
+        ac = AIOKafkaConsumer(bootstrap_servers=bs, isolation_level="read_committed", enable_auto_commit=False)
+        await ac.start()
+        try:
+            ac.assign([ATP("txn-30", p) for p in range(3)])
+            await ac.seek_to_beginning()
+            out: dict[int, list[bytes]] = {0: [], 1: [], 2: []}
+            end = time.time() + 20
+            while time.time() < end and sum(map(len, out.values())) < 180:
+                for tp, records in (await ac.getmany(timeout_ms=500)).items():
+                    out[tp.partition].extend(r.value for r in records)
+            return out
+        finally:
+            await ac.stop()
+
+    assert asyncio.run(aio()) == committed
+
+
+def test_open_transaction_holds_read_committed_consumers_at_the_lso(txn_broker):
+    bs = txn_broker.bootstrap
+    create_topic(bs, "txn-lso", 1)
+    p = _producer(bs, "tx-lso")
+    p.begin_transaction()
+    for i in range(5):
+        p.produce("txn-lso", b"a%d" % i, partition=0)
+    p.commit_transaction(30)
+    p.begin_transaction()
+    for i in range(5):
+        p.produce("txn-lso", b"b%d" % i, partition=0)
+    p.flush(30)
+    # 5 committed records + their marker; the open transaction starts at 6.
+    assert _list_offset(bs, "txn-lso", 0, 0) == 11
+    assert _list_offset(bs, "txn-lso", 0, 1) == 6
+    assert _read_all(bs, "txn-lso", 1, "read_committed", 5, timeout=5) == {0: [b"a%d" % i for i in range(5)]}
+    p.commit_transaction(30)
+    wait_until(lambda: _list_offset(bs, "txn-lso", 0, 1) == 12, 10, message="LSO past the commit marker")
+    got = _read_all(bs, "txn-lso", 1, "read_committed", 10)
+    assert got == {0: [b"a%d" % i for i in range(5)] + [b"b%d" % i for i in range(5)]}
+
+
+def test_zombie_producer_is_fenced_and_its_transaction_aborted(txn_broker):
+    bs = txn_broker.bootstrap
+    create_topic(bs, "txn-zombie", 1)
+    old = _producer(bs, "tx-zombie")
+    old.begin_transaction()
+    old.produce("txn-zombie", b"zombie", partition=0)
+    old.flush(30)
+    new = _producer(bs, "tx-zombie")  # fences the old epoch and aborts its open transaction
+    new.begin_transaction()
+    new.produce("txn-zombie", b"fresh", partition=0)
+    new.commit_transaction(30)
+    with pytest.raises(KafkaException) as raised:
+        old.produce("txn-zombie", b"late", partition=0)
+        old.commit_transaction(10)
+    assert raised.value.args[0].fatal() or "fenced" in str(raised.value).lower()
+    assert _read_all(bs, "txn-zombie", 1, "read_committed", 1) == {0: [b"fresh"]}
+    assert _read_all(bs, "txn-zombie", 1, "read_uncommitted", 2) == {0: [b"zombie", b"fresh"]}
+
+
+def test_transaction_open_past_its_timeout_is_aborted(txn_broker):
+    bs = txn_broker.bootstrap
+    create_topic(bs, "txn-timeout", 1)
+    p = _producer(bs, "tx-timeout", **{"transaction.timeout.ms": 1000})
+    p.begin_transaction()
+    p.produce("txn-timeout", b"never committed", partition=0)
+    p.flush(30)
+    assert _list_offset(bs, "txn-timeout", 0, 1) == 0
+    # The coordinator aborts it: an ABORT marker follows the record and the LSO reaches the log end.
+    wait_until(lambda: _list_offset(bs, "txn-timeout", 0, 1) == 2, 15, message="timed-out transaction aborted")
+    assert _list_offset(bs, "txn-timeout", 0, 0) == 2
+    assert _fetch_committed(bs, "txn-timeout", 0)["aborted_transactions"][0]["first_offset"] == 0
+    with pytest.raises(KafkaException):
+        p.commit_transaction(10)
+
+
+def _fixed_broker(broker_factory, name: str):
+    port, cport = _free_port(), _free_port()
+    return broker_factory(
+        name,
+        listeners=f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}",
+        **{"controller.quorum.voters": f"1@127.0.0.1:{cport}"},
+        **TXN_CONFIG,
+    )
+
+
+def test_kill_9_with_transactions_in_flight_keeps_lso_and_aborted_index(broker_factory):
+    broker = _fixed_broker(broker_factory, "txn-recovery")
+    bs = broker.bootstrap
+    create_topic(bs, "txn-rec", 1)
+    p = _producer(bs, "tx-rec")
+    for i in range(6):
+        p.begin_transaction()
+        for j in range(4):
+            p.produce("txn-rec", f"{i}-{j}".encode(), partition=0)
+        if i % 2:
+            p.flush(30)
+            p.abort_transaction(30)
+        else:
+            p.commit_transaction(30)
+    p.begin_transaction()
+    p.produce("txn-rec", b"in flight", partition=0)
+    p.flush(30)
+    before = _fetch_committed(bs, "txn-rec", 0)
+    lso_before = _list_offset(bs, "txn-rec", 0, 1)
+    assert lso_before == 30 and len(before["aborted_transactions"]) == 3
+    broker.kill()
+    broker.start()
+    after = _fetch_committed(bs, "txn-rec", 0)
+    assert _list_offset(bs, "txn-rec", 0, 1) == lso_before
+    assert after["aborted_transactions"] == before["aborted_transactions"]
+    assert after["last_stable_offset"] == before["last_stable_offset"]
+    del p
+
+
+def test_consume_transform_produce_is_exactly_once_across_kill_9(broker_factory):
+    broker = _fixed_broker(broker_factory, "txn-ctp")
+    bs = broker.bootstrap
+    create_topic(bs, "ctp-in", 3)
+    create_topic(bs, "ctp-out", 3)
+    total = 20_000
+    src = Producer({"bootstrap.servers": bs, "linger.ms": 20, "enable.idempotence": True})
+    for i in range(total):
+        src.produce("ctp-in", str(i).encode(), partition=i % 3)
+        if i % 5000 == 0:
+            src.poll(0)
+    assert src.flush(60) == 0
+
+    def processor():
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bs,
+                "group.id": "ctp",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        consumer.subscribe(["ctp-in"])
+        producer = _producer(bs, "ctp-tx", **{"linger.ms": 20})
+        return consumer, producer
+
+    def copy_batch(consumer, producer, commit: bool = True) -> int:
+        msgs = [m for m in consumer.consume(1000, 1.0) if not m.error()]
+        if not msgs:
+            return 0
+        producer.begin_transaction()
+        for m in msgs:
+            producer.produce("ctp-out", m.value(), partition=m.partition())
+        producer.send_offsets_to_transaction(
+            consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 30
+        )
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.flush(30)
+        return len(msgs)
+
+    consumer, producer = processor()
+    copied = 0
+    deadline = time.time() + 60
+    while copied < total // 3 and time.time() < deadline:
+        copied += copy_batch(consumer, producer)
+    assert copied >= total // 3
+    copy_batch(consumer, producer, commit=False)  # a transaction in flight when the broker dies
+    broker.kill()
+    broker.start()
+    consumer.close()
+    consumer, producer = processor()  # same transactional.id: fences the old one, aborts its transaction
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        copy_batch(consumer, producer)
+        lags = [
+            _list_offset(bs, "ctp-in", p, 0) - (consumer.committed([TopicPartition("ctp-in", p)], 10)[0].offset)
+            for p in range(3)
+        ]
+        if all(lag == 0 for lag in lags):
+            break
+    consumer.close()
+    out = _read_all(bs, "ctp-out", 3, "read_committed", total, timeout=60)
+    values = [int(v) for vs in out.values() for v in vs]
+    assert len(values) == total and set(values) == set(range(total))
+    for partition, vs in out.items():
+        assert [int(v) for v in vs] == sorted(int(v) for v in vs)  # order kept per partition
+        assert all(int(v) % 3 == partition for v in vs)
