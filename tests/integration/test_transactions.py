@@ -6,6 +6,7 @@ and an exactly-once consume-transform-produce loop across a broker kill -9."""
 from __future__ import annotations
 
 import asyncio
+import io
 import socket
 import time
 import uuid
@@ -374,3 +375,33 @@ def test_consume_transform_produce_is_exactly_once_across_kill_9(broker_factory)
     for partition, vs in out.items():
         assert [int(v) for v in vs] == sorted(int(v) for v in vs)  # order kept per partition
         assert all(int(v) % 3 == partition for v in vs)
+
+
+def test_kafka_transactions_list_and_describe(txn_broker):
+    from pykbroker.tools import transactions_command
+
+    bs = txn_broker.bootstrap
+    create_topic(bs, "txn-tool", 2)
+    p = _producer(bs, "tx-tool")
+    p.begin_transaction()
+    p.produce("txn-tool", b"x", partition=1)
+    p.flush(30)
+    out, err = io.StringIO(), io.StringIO()
+    assert (
+        transactions_command.main(["--bootstrap-server", bs, "describe", "--transactional-id", "tx-tool"], out, err)
+        == 0
+    )
+    header, row = out.getvalue().splitlines()
+    assert header.split() == transactions_command.DESCRIBE_HEADERS
+    cells = [c.strip() for c in row.split("\t")]
+    assert cells[1] == "tx-tool" and cells[4] == "Ongoing" and cells[8] == "txn-tool-1"
+    out = io.StringIO()
+    assert transactions_command.main(["--bootstrap-server", bs, "list"], out, err) == 0
+    listed = {line.split()[0]: line.split() for line in out.getvalue().splitlines()[1:]}
+    assert listed["tx-tool"][1:] == ["1", cells[2], "Ongoing"]
+    p.commit_transaction(30)
+    out, err = io.StringIO(), io.StringIO()
+    assert (
+        transactions_command.main(["--bootstrap-server", bs, "describe", "--transactional-id", "nope"], out, err) == 1
+    )
+    assert err.getvalue().startswith("Failed to describe transaction state of transactional-id `nope`: ")
