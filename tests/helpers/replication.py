@@ -22,6 +22,7 @@ REPLICATION_TIMEOUTS = {
     "offsets.commit.timeout.ms": "5000",
     "default.replication.factor": "3",
     "leader.imbalance.check.interval.seconds": "3600",
+    "transaction.state.log.num.partitions": "3",
 }
 
 

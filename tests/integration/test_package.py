@@ -44,6 +44,7 @@ COMMANDS = (
     "kafka-verifiable-consumer",
     "kafka-log-dirs",
     "kafka-metadata-quorum",
+    "kafka-transactions",
 )
 
 

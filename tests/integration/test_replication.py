@@ -561,3 +561,73 @@ def partitions_topic_id(bootstrap: str, topic: str):
             {"topics": [{"topic_id": ZERO_UUID, "name": topic}], "allow_auto_topic_creation": False},
         )
     return r["topics"][0]["topic_id"]
+
+
+def _txn_commit_with_retries(p: Producer, produce, deadline: float) -> None:
+    """One transaction (``produce(p)`` inside), retried while the coordinator moves."""
+    while True:
+        try:
+            p.begin_transaction()
+            produce(p)
+            p.commit_transaction(30)
+            return
+        except KafkaException as e:
+            err = e.args[0]
+            if time.time() > deadline or not (err.retriable() or err.txn_requires_abort()):
+                raise
+            if err.txn_requires_abort():
+                p.abort_transaction(30)
+            time.sleep(0.2)
+
+
+def test_transactions_write_markers_to_every_leader_and_survive_coordinator_failover(cluster):
+    from pykbroker.tools.transactions_command import describe_transaction
+
+    create_topic(cluster, "txn-rep", 3)
+    leaders = {leader_of(cluster, "txn-rep", p) for p in range(3)}
+    assert len(leaders) >= 2  # markers go to more than one broker
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "tx-rep", "linger.ms": 5})
+    p.init_transactions(30)
+    expected: dict[int, list[bytes]] = {0: [], 1: [], 2: []}
+
+    def produce(tag: str, keep: bool):
+        def go(prod: Producer) -> None:
+            for i in range(30):
+                prod.produce("txn-rep", f"{tag}-{i}".encode(), partition=i % 3)
+            prod.flush(30)
+
+        if keep:
+            for i in range(30):
+                expected[i % 3].append(f"{tag}-{i}".encode())
+        return go
+
+    _txn_commit_with_retries(p, produce("a", True), time.time() + 30)
+    p.begin_transaction()
+    produce("aborted", False)(p)
+    p.abort_transaction(30)
+    coordinator = int(describe_transaction(cluster.bootstrap, "tx-rep")[0])
+    cluster.brokers[coordinator].kill()
+    try:
+        _txn_commit_with_retries(p, produce("after-failover", True), time.time() + 60)
+        new_coordinator = int(describe_transaction(cluster.bootstrap, "tx-rep")[0])
+        assert new_coordinator != coordinator
+        c = Consumer(
+            {
+                "bootstrap.servers": cluster.bootstrap,
+                "group.id": "txn-rep-reader",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+            }
+        )
+        c.assign([TopicPartition("txn-rep", part, 0) for part in range(3)])
+        got: dict[int, list[bytes]] = {0: [], 1: [], 2: []}
+        deadline = time.time() + 30
+        while time.time() < deadline and sum(map(len, got.values())) < 60:
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                got[m.partition()].append(m.value())
+        assert c.poll(1.0) is None
+        c.close()
+        assert got == expected
+    finally:
+        restart(cluster, coordinator, "txn-rep")
