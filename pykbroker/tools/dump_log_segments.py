@@ -7,7 +7,9 @@ Per file ``Dumping <file>``, then by suffix: ``.log`` segments (``Log starting o
 with ``--deep-iteration`` one ``| offset: ...`` line per record, ``--print-data-log`` adds ``key:``/``payload:``
 as UTF-8 strings, ``--offsets-decoder`` decodes ``__consumer_offsets`` keys and values to Kafka's JSON form),
 ``.index`` (``offset: N position: P``), ``.timeindex`` (``timestamp: T offset: N``), ``.snapshot`` producer
-state; other suffixes are ignored with a note on stderr. Reads the files only; a broker may keep running.
+state, ``.txnindex`` aborted transactions (``version: 0 producerId: P firstOffset: F lastOffset: L
+lastStableOffset: S``); other suffixes are ignored with a note on stderr. Reads the files only; a broker
+may keep running.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import sys
 
 from pykbroker.coordinator.group import record_codec
 from pykbroker.log.producer_state_snapshot import read_snapshot
+from pykbroker.log.transaction_index import TransactionIndex
 from pykbroker.record.compression import NAMES as COMPRESSION_NAMES
 from pykbroker.record.default_record_batch import iter_batches
 from pykbroker.tools.command_line_utils import ToolArgumentParser, error_line
@@ -301,6 +304,13 @@ def dump_producer_snapshot(path: str, out) -> None:
         out.write(line + "\n")
 
 
+def dump_txn_index(path: str, out) -> None:
+    """Kafka's dumpTxnIndex: one ``version: 0 producerId: P firstOffset: F lastOffset: L lastStableOffset: S``
+    line per aborted transaction."""
+    for txn in TransactionIndex(0, path).entries:
+        out.write(f"{txn}\n")
+
+
 def build_parser() -> ToolArgumentParser:
     p = ToolArgumentParser(
         prog="kafka-dump-log", description="This tool helps to parse a log file and dump its contents to the console"
@@ -337,6 +347,8 @@ def main(argv: list[str] | None = None) -> int:
                 dump_time_index(path, out)
             elif suffix == ".snapshot":
                 dump_producer_snapshot(path, out)
+            elif suffix == ".txnindex":
+                dump_txn_index(path, out)
             else:
                 out.flush()
                 print(f"Ignoring unknown file {path}", file=sys.stderr)

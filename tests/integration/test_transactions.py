@@ -276,7 +276,7 @@ def _fixed_broker(broker_factory, name: str):
     )
 
 
-def test_kill_9_with_transactions_in_flight_keeps_lso_and_aborted_index(broker_factory):
+def test_kill_9_with_transactions_in_flight_keeps_lso_and_aborted_index(broker_factory, capsys):
     broker = _fixed_broker(broker_factory, "txn-recovery")
     bs = broker.bootstrap
     create_topic(bs, "txn-rec", 1)
@@ -302,6 +302,16 @@ def test_kill_9_with_transactions_in_flight_keeps_lso_and_aborted_index(broker_f
     assert _list_offset(bs, "txn-rec", 0, 1) == lso_before
     assert after["aborted_transactions"] == before["aborted_transactions"]
     assert after["last_stable_offset"] == before["last_stable_offset"]
+    # kafka-dump-log reads the rebuilt .txnindex as Kafka's tool prints it.
+    from pykbroker.tools import dump_log_segments
+
+    index = broker.data_dir / "logs" / "txn-rec-0" / "00000000000000000000.txnindex"
+    capsys.readouterr()
+    assert dump_log_segments.main(["--files", str(index)]) == 0
+    lines = capsys.readouterr().out.splitlines()[1:]
+    firsts = [a["first_offset"] for a in after["aborted_transactions"]]
+    assert [int(line.split()[5]) for line in lines] == firsts
+    assert all(line.startswith("version: 0 producerId: ") and "lastStableOffset: " in line for line in lines)
     del p
 
 
