@@ -415,3 +415,78 @@ def test_kafka_transactions_list_and_describe(txn_broker):
         transactions_command.main(["--bootstrap-server", bs, "describe", "--transactional-id", "nope"], out, err) == 1
     )
     assert err.getvalue().startswith("Failed to describe transaction state of transactional-id `nope`: ")
+
+
+def test_pykbroker_producer_and_consumer_transactions(txn_broker):
+    from pykbroker.clients.consumer import KafkaConsumer
+    from pykbroker.clients.producer import KafkaProducer
+
+    bs = txn_broker.bootstrap
+    create_topic(bs, "txn-own", 2)
+    create_topic(bs, "txn-own-in", 1)
+    producer = KafkaProducer({"bootstrap.servers": bs, "transactional.id": "tx-own", "linger.ms": 2})
+    try:
+        producer.init_transactions(30)
+        expected: dict[int, list[bytes]] = {0: [], 1: []}
+        for i in range(6):
+            producer.begin_transaction()
+            for j in range(10):
+                producer.send("txn-own", f"{i}-{j}".encode(), partition=j % 2)
+                if i % 2 == 0:
+                    expected[j % 2].append(f"{i}-{j}".encode())
+            if i == 4:
+                producer.send_offsets_to_transaction({("txn-own-in", 0): 42}, "txn-own-group", 30)
+            if i % 2:
+                producer.abort_transaction(30)
+            else:
+                producer.commit_transaction(30)
+        with pytest.raises(RuntimeError):
+            producer.send("txn-own", b"outside a transaction", partition=0)
+    finally:
+        producer.close(10)
+    # Other clients' view, then pykbroker's own consumer in both isolation levels.
+    assert _read_all(bs, "txn-own", 2, "read_committed", 30) == expected
+    for isolation, want in (("read_committed", 30), ("read_uncommitted", 60)):
+        consumer = KafkaConsumer(
+            {"bootstrap.servers": bs, "isolation.level": isolation, "auto.offset.reset": "earliest"}
+        )
+        consumer.assign([("txn-own", 0), ("txn-own", 1)])
+        got: dict[int, list[bytes]] = {0: [], 1: []}
+        deadline = time.time() + 15
+        while time.time() < deadline and sum(map(len, got.values())) < want:
+            for r in consumer.poll(500):
+                got[r.partition].append(r.value)
+        consumer.close()
+        if isolation == "read_committed":
+            assert got == expected
+        else:
+            assert sum(map(len, got.values())) == 60
+    # The committed offset of the transaction's TxnOffsetCommit is the group's.
+    c = Consumer({"bootstrap.servers": bs, "group.id": "txn-own-group", "isolation.level": "read_committed"})
+    assert c.committed([TopicPartition("txn-own-in", 0)], 10)[0].offset == 42
+    c.close()
+
+
+def test_zombie_pykbroker_producer_is_fenced(txn_broker):
+    from pykbroker.clients.producer import KafkaProducer
+    from pykbroker.protocol.errors import ProducerFencedError
+
+    bs = txn_broker.bootstrap
+    create_topic(bs, "txn-own-zombie", 1)
+    old = KafkaProducer({"bootstrap.servers": bs, "transactional.id": "tx-own-zombie"})
+    new = KafkaProducer({"bootstrap.servers": bs, "transactional.id": "tx-own-zombie"})
+    try:
+        old.init_transactions(30)
+        old.begin_transaction()
+        old.send("txn-own-zombie", b"zombie", partition=0)
+        old.flush(10)
+        new.init_transactions(30)
+        with pytest.raises(ProducerFencedError):
+            old.commit_transaction(10)
+        new.begin_transaction()
+        new.send("txn-own-zombie", b"fresh", partition=0)
+        new.commit_transaction(30)
+    finally:
+        old.close(5)
+        new.close(5)
+    assert _read_all(bs, "txn-own-zombie", 1, "read_committed", 1) == {0: [b"fresh"]}

@@ -37,6 +37,7 @@ from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.clients.consumer.consumer_coordinator import ConsumerCoordinator
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.record.control_record import ControlRecordType
 from pykbroker.record.default_record_batch import iter_batches
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM, Time
@@ -487,9 +488,30 @@ class KafkaConsumer:
         position = self.positions[tp]
         out = []
         verify = bool(self.config["check.crcs"])
+        # read_committed: the response lists the aborted transactions overlapping it; their batches are
+        # skipped until the producer's ABORT marker (Java's CompletedFetch.nextFetchedRecord).
+        aborted = sorted(p.get("aborted_transactions") or (), key=lambda a: a["first_offset"])
+        aborted_pids: set[int] = set()
+        next_aborted = 0
         for _, batch in iter_batches(memoryview(data)):
             if batch.last_offset < position:
                 continue
+            if aborted and batch.producer_id >= 0:
+                while next_aborted < len(aborted) and aborted[next_aborted]["first_offset"] <= batch.last_offset:
+                    aborted_pids.add(aborted[next_aborted]["producer_id"])
+                    next_aborted += 1
+                if batch.producer_id in aborted_pids:
+                    if batch.is_control_batch:
+                        if any(
+                            r.key is not None and ControlRecordType.parse(r.key) is ControlRecordType.ABORT
+                            for r in batch.records()
+                        ):
+                            aborted_pids.discard(batch.producer_id)
+                        position = batch.next_offset
+                        continue
+                    if batch.is_transactional:
+                        position = batch.next_offset
+                        continue
             if batch.is_control_batch:
                 position = batch.next_offset
                 continue

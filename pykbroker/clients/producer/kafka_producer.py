@@ -16,6 +16,9 @@ Errors raised by ``send``: TimeoutError (metadata or buffer memory not available
 ``max.block.ms``), RecordTooLargeError (a record above ``max.request.size`` or ``buffer.memory``),
 RuntimeError after ``close``. Delivery errors arrive through the future / callback.
 
+Transactions (``transactional.id``): ``init_transactions``, ``begin_transaction``, ``send``...,
+``send_offsets_to_transaction``, ``commit_transaction`` / ``abort_transaction``, as in Java.
+
 Thread-safety: ``send``, ``flush`` and ``partitions_for`` may be called from any thread.
 """
 
@@ -27,6 +30,7 @@ from pykbroker.clients.producer.producer_batch import FutureRecordMetadata
 from pykbroker.clients.producer.producer_config import ProducerConfig
 from pykbroker.clients.producer.record_accumulator import RecordAccumulator
 from pykbroker.clients.producer.sender import Sender
+from pykbroker.clients.producer.transactions import IllegalStateError, TransactionalClient
 from pykbroker.protocol import errors
 from pykbroker.record.default_record import size_in_bytes
 from pykbroker.record.default_record_batch import RECORD_BATCH_OVERHEAD
@@ -73,6 +77,9 @@ class KafkaProducer:
         self._sticky_batch_size = self.partitioner.batch_size
         self._linger_s = self.config["linger.ms"] / 1000.0
         self.sender = Sender(self.config, self.metadata, self.accumulator, self.client_id, time)
+        self._transactions: TransactionalClient | None = None
+        if self.config["transactional.id"] is not None:
+            self._transactions = TransactionalClient(self.config, self.metadata, self.sender.txn, self.client_id)
         self.sender.start()
         self._closed = False
 
@@ -124,6 +131,8 @@ class KafkaProducer:
                 f"Partition {partition} of topic {topic} with partition count {num_partitions} is not present in "
                 "metadata."
             )
+        if self._transactions is not None:
+            self._transactions.maybe_add_partition((topic, partition))
         if timestamp_ms is None:
             timestamp_ms = self._time.milliseconds()
         future, full, new_batch = self.accumulator.append(
@@ -150,6 +159,38 @@ class KafkaProducer:
         if not self.accumulator.await_flush_completion(timeout):
             raise TimeoutError(f"Flush did not complete within {timeout} s")
 
+    # -- transactions (KIP-98; see pykbroker.clients.producer.transactions) ---------------------------
+    def _txn(self) -> TransactionalClient:
+        if self._transactions is None:
+            raise IllegalStateError("Cannot use transactional methods without enabling transactions by setting the "
+                                    "transactional.id configuration property")  # fmt: skip
+        return self._transactions
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Register the ``transactional.id`` with its coordinator: fences older producers with the same id
+        and completes (commits or aborts) their unfinished transaction. Raises ProducerFencedError,
+        TimeoutError (``max.block.ms`` or ``timeout`` seconds)."""
+        self._txn().init_transactions(timeout)
+
+    def begin_transaction(self) -> None:
+        self._txn().begin_transaction()
+
+    def send_offsets_to_transaction(self, offsets: dict, group, timeout: float | None = None) -> None:
+        """Commit consumer ``offsets`` (``{(topic, partition): next offset}``) as part of the transaction;
+        ``group``: the group id or the consumer's group metadata."""
+        self._txn().send_offsets_to_transaction(offsets, group, timeout)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush, then commit. Raises TransactionAbortableError if a record failed (then abort)."""
+        self._txn().end_transaction(True, self._flush_for_transaction, timeout)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Flush what was sent, then abort: read_committed consumers never see the transaction's records."""
+        self._txn().end_transaction(False, self._flush_for_transaction, timeout)
+
+    def _flush_for_transaction(self, timeout: float) -> None:
+        self.flush(timeout)
+
     def partitions_for(self, topic: str) -> list[int]:
         n = self.metadata.await_topic(topic, self._max_block_s, self.sender.wakeup)
         return list(range(n))
@@ -159,6 +200,8 @@ class KafkaProducer:
         if self._closed:
             return
         self._closed = True
+        if self._transactions is not None:
+            self._transactions.close()
         self.sender.initiate_close()
         self.sender.join(timeout)
         if self.sender.is_alive():

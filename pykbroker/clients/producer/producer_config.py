@@ -82,7 +82,13 @@ class ProducerConfig:
                 f"Invalid value {self.values['acks']} for configuration acks: String must be one of: all, -1, 0, 1"
             )
         self.acks = ACKS[acks]
-        if self.values["enable.idempotence"] and "enable.idempotence" in configs:
+        if self.values["transactional.id"] is not None:
+            if "enable.idempotence" in configs and not self.values["enable.idempotence"]:
+                raise ConfigError("Cannot set a transactional.id without also enabling idempotence.")
+            self.values["enable.idempotence"] = True
+        if self.values["enable.idempotence"] and (
+            "enable.idempotence" in configs or self.values["transactional.id"] is not None
+        ):
             if self.acks != -1:
                 raise ConfigError(
                     "Must set acks to all in order to use the idempotent producer. "

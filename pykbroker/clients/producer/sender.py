@@ -65,7 +65,7 @@ class Sender(threading.Thread):
         )
         for i, address in enumerate(metadata.bootstrap):
             self.client.set_address(-1 - i, address)
-        self.txn = TransactionManager() if config.idempotent else None
+        self.txn = TransactionManager(config["transactional.id"]) if config.idempotent else None
         self.running = True
         self.force_close = False
         self.metadata_in_flight = False
@@ -116,7 +116,7 @@ class Sender(threading.Thread):
         if self.metadata.update_due(now) and not self.metadata_in_flight:
             self._send_metadata_request(now)
         if self.txn is not None and not self.txn.has_producer_id:
-            if not self.init_pid_in_flight:
+            if not self.init_pid_in_flight and not self.txn.is_transactional:  # else init_transactions sets it
                 self._send_init_producer_id(now)
             self.client.poll(0.05)
             return
@@ -216,7 +216,7 @@ class Sender(threading.Thread):
             if self.txn is not None:
                 self.txn.add_in_flight(batch)
         body = {
-            "transactional_id": None,
+            "transactional_id": self.txn.transactional_id if self.txn is not None else None,
             "acks": self.acks,
             "timeout_ms": self.request_timeout_ms,
             "topic_data": [{"name": t, "partition_data": parts} for t, parts in topics.items()],
@@ -281,5 +281,7 @@ class Sender(threading.Thread):
     def _fail(self, batch: ProducerBatch, exc: BaseException) -> None:
         if self.txn is not None:
             self.txn.remove_in_flight(batch)
+            if self.txn.is_transactional and self.txn.abortable_error is None:
+                self.txn.abortable_error = exc  # the transaction can only be aborted now
         batch.complete(-1, -1, exc)
         self.accumulator.deallocate(batch)

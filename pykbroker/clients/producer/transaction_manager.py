@@ -1,7 +1,9 @@
 """Idempotent-producer state: producer id and epoch, per-partition sequence numbers, in-flight batches.
 
-Mirrors the idempotence half of ``org.apache.kafka.clients.producer.internals.TransactionManager``:
-the producer id/epoch come from InitProducerId (no transactional id); each drained batch takes the
+Mirrors the idempotence half of ``org.apache.kafka.clients.producer.internals.TransactionManager``
+(the transactional half, driven from the application thread, is
+:class:`~pykbroker.clients.producer.transactions.TransactionalClient`): the producer id/epoch come from
+InitProducerId (the Sender's, or ``init_transactions`` for a transactional id); each drained batch takes the
 partition's next sequence (``base_sequence``, advanced by the record count, wrapping at 2^31); the
 base sequences of batches in flight are tracked per partition so a retried batch is only re-sent
 once nothing earlier is in flight (ordering with up to 5 in-flight requests per connection).
@@ -17,11 +19,15 @@ _SEQ_MOD = 2**31
 
 
 class TransactionManager:
-    def __init__(self):
+    def __init__(self, transactional_id: str | None = None):
+        self.transactional_id = transactional_id
+        self.is_transactional = transactional_id is not None
         self.producer_id = -1
         self.producer_epoch = -1
         self.next_sequence: dict[tuple[str, int], int] = {}
         self.in_flight: dict[tuple[str, int], set[int]] = {}
+        #: the first error of a batch in the current transaction (the transaction can only be aborted)
+        self.abortable_error: BaseException | None = None
 
     @property
     def has_producer_id(self) -> bool:
@@ -36,7 +42,7 @@ class TransactionManager:
         seq = self.next_sequence.get(tp, 0)
         batch.base_sequence = seq
         self.next_sequence[tp] = (seq + batch.record_count) % _SEQ_MOD
-        batch.builder.set_producer_state(self.producer_id, self.producer_epoch, seq, False)
+        batch.builder.set_producer_state(self.producer_id, self.producer_epoch, seq, self.is_transactional)
 
     def add_in_flight(self, batch: ProducerBatch) -> None:
         self.in_flight.setdefault(batch.tp, set()).add(batch.base_sequence)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 
 from pykbroker.coordinator.group.group_metadata import OffsetAndMetadata
+from pykbroker.coordinator.group.record_codec import partition_for as group_partition_for
 from pykbroker.log.producer_state_entry import AppendOrigin
 from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from pykbroker.protocol import errors
@@ -131,13 +132,13 @@ class TransactionHandlers:
     # -- AddOffsetsToTxn ----------------------------------------------------------------------
     def handle_add_offsets_to_txn_request(self, request) -> None:
         body = request.body
+        # Kafka's groupCoordinator.partitionFor: from the topic's partition count, or the configured one
+        # while __consumer_offsets does not exist yet (the client's FindCoordinator creates it next).
         offsets_topic = self.cache.topic(GROUP_METADATA_TOPIC_NAME)
-        if offsets_topic is None:
-            self.helper.send_response(request, {"throttle_time_ms": 0, "error_code": errors.COORDINATOR_NOT_AVAILABLE})
-            return
-        from pykbroker.coordinator.group.record_codec import partition_for as group_partition_for
-
-        tp = (GROUP_METADATA_TOPIC_NAME, group_partition_for(body["group_id"], len(offsets_topic.partitions)))
+        count = (
+            len(offsets_topic.partitions) if offsets_topic is not None else self.config["offsets.topic.num.partitions"]
+        )
+        tp = (GROUP_METADATA_TOPIC_NAME, group_partition_for(body["group_id"], count))
         self.txn.handle_add_partitions_to_transaction(
             body["transactional_id"],
             body["producer_id"],
