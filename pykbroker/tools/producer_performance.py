@@ -7,7 +7,9 @@ Kafka's flags: ``--topic``, ``--num-records``, ``--record-size`` | ``--payload-f
 ``--payload-delimiter``, default newline) | ``--payload-monotonic`` (record i's payload is ``str(i)``),
 ``--throughput`` (records/s, -1 = unthrottled),
 ``--producer-props k=v ...``, ``--producer.config FILE``, ``--print-metrics``; also
-``--bootstrap-server`` (Kafka 3.9+). Output, as Kafka prints it: every 5 s a window line
+``--bootstrap-server`` (Kafka 3.9+), ``--transactional-id`` / ``--transaction-duration-ms`` (transactions
+committed every duration, default 3000 ms once a transactional id is given, as Kafka's). Output, as Kafka
+prints it: every 5 s a window line
 ``N records sent, X records/sec (Y MB/sec), A ms avg latency, M ms max latency.`` and at the end
 ``N records sent, X records/sec (Y MB/sec), A ms avg latency, M ms max latency, P50 ms 50th, P95 ms 95th,
 P99 ms 99th, P999 ms 99.9th.`` Latency is measured per record from ``send`` to its delivery callback
@@ -26,6 +28,7 @@ import argparse
 import random
 import sys
 import time as _time
+import uuid
 
 from pykbroker.clients.producer import KafkaProducer
 from pykbroker.config.properties import load_properties
@@ -200,7 +203,42 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--producer.config", dest="producer_config", help="producer config properties file.")
     p.add_argument("--bootstrap-server", help="The server(s) to connect to (overrides producer properties).")
     p.add_argument("--print-metrics", action="store_true", help="print out metrics at the end of the test.")
+    p.add_argument(
+        "--transactional-id",
+        help="The transactional id to use. This config takes precedence over the transactional.id specified via "
+        "--producer.config or --producer-props. Note that if the transactional id is not specified while "
+        "--transaction-duration-ms is provided, the default value for the transactional id will be "
+        "performance-producer- followed by a random uuid.",
+    )
+    p.add_argument(
+        "--transaction-duration-ms",
+        type=int,
+        metavar="TRANSACTION-DURATION",
+        help="The max age of each transaction. The commitTransaction will be called after this time has elapsed. "
+        "The value should be greater than 0. If the transactional id is specified via --producer-props, "
+        "--producer.config, or --transactional-id but --transaction-duration-ms is not specified, the default "
+        "value will be 3000.",
+    )
     return p
+
+
+DEFAULT_TRANSACTION_ID_PREFIX = "performance-producer-"
+DEFAULT_TRANSACTION_DURATION_MS = 3000
+
+
+def transaction_settings(args, props: dict) -> int | None:
+    """Kafka's ConfigPostProcessor: transactions are on with ``--transaction-duration-ms``,
+    ``--transactional-id`` or ``transactional.id`` in the properties; sets ``transactional.id`` in
+    ``props`` and returns the duration (ms), or None without transactions."""
+    duration = args.transaction_duration_ms
+    if duration is not None and duration <= 0:
+        raise SystemExit("--transaction-duration-ms should be greater than zero")
+    if duration is None and args.transactional_id is None and "transactional.id" not in props:
+        return None
+    props["transactional.id"] = (
+        args.transactional_id or props.get("transactional.id") or f"{DEFAULT_TRANSACTION_ID_PREFIX}{uuid.uuid4()}"
+    )
+    return duration if duration is not None else DEFAULT_TRANSACTION_DURATION_MS
 
 
 def producer_props(args) -> dict:
@@ -239,11 +277,14 @@ def payloads(args) -> tuple[bytes | None, list[bytes]]:
 
 def run(args, out=sys.stdout) -> int:
     props = producer_props(args)
+    txn_duration_ms = transaction_settings(args, props)
     payload, payload_list = payloads(args)
     producer = None
     try:
         producer = KafkaProducer(props)
-        return _run(args, producer, payload, payload_list, out)
+        if txn_duration_ms is not None:
+            producer.init_transactions()
+        return _run(args, producer, payload, payload_list, out, txn_duration_ms)
     except Exception as e:  # noqa: BLE001 - Kafka's tool dies with the exception: one line here, no traceback
         print(f"ERROR: {error_line(e)}", file=sys.stderr, flush=True)
         if producer is not None:
@@ -251,7 +292,7 @@ def run(args, out=sys.stdout) -> int:
         return 1
 
 
-def _run(args, producer: KafkaProducer, payload, payload_list, out) -> int:
+def _run(args, producer: KafkaProducer, payload, payload_list, out, txn_duration_ms: int | None = None) -> int:
     stats = Stats(args.num_records, out=out)
     rng = random.Random()
     start_ms = SYSTEM.milliseconds()
@@ -261,7 +302,13 @@ def _run(args, producer: KafkaProducer, payload, payload_list, out) -> int:
     send = producer.send
     throttled = args.throughput >= 0
     time_ns = _time.time_ns
+    transactions = txn_duration_ms is not None
+    txn_size = 0
+    txn_start = 0
     for i in range(args.num_records):
+        if transactions and txn_size == 0:
+            producer.begin_transaction()
+            txn_start = time_ns() // 1_000_000
         if payload is not None:
             value = payload
         elif payload_list:
@@ -270,8 +317,15 @@ def _run(args, producer: KafkaProducer, payload, payload_list, out) -> int:
             value = str(i).encode()
         send_start = time_ns() // 1_000_000  # SYSTEM.milliseconds(): the wall clock record timestamps use
         send(topic, value, timestamp_ms=send_start, callback=on_completion)
+        if transactions:
+            txn_size += 1
+            if txn_duration_ms <= send_start - txn_start:
+                producer.commit_transaction()
+                txn_size = 0
         if throttled and throttler.should_throttle(i, send_start):
             throttler.throttle()
+    if transactions and txn_size:
+        producer.commit_transaction()
     producer.flush()
     stats.print_total()
     if args.print_metrics:

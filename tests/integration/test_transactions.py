@@ -490,3 +490,39 @@ def test_zombie_pykbroker_producer_is_fenced(txn_broker):
         old.close(5)
         new.close(5)
     assert _read_all(bs, "txn-own-zombie", 1, "read_committed", 1) == {0: [b"fresh"]}
+
+
+def test_producer_perf_test_with_transactions(txn_broker):
+    from tests.helpers.tools import run_tool
+
+    bs = txn_broker.bootstrap
+    create_topic(bs, "txn-perf", 1)
+    r = run_tool(
+        "producer_performance",
+        "--topic",
+        "txn-perf",
+        "--num-records",
+        "3000",
+        "--record-size",
+        "100",
+        "--throughput",
+        "-1",
+        "--bootstrap-server",
+        bs,
+        "--transactional-id",
+        "perf-tx",
+        "--transaction-duration-ms",
+        "50",
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1].startswith("3000 records sent, ")
+    # Every record is committed; the transactions' markers sit between them.
+    got = _read_all(bs, "txn-perf", 1, "read_committed", 3000)
+    assert len(got[0]) == 3000
+    assert _list_offset(bs, "txn-perf", 0, 1) == _list_offset(bs, "txn-perf", 0, 0) > 3000
+    bad = run_tool(
+        "producer_performance",
+        *("--topic", "txn-perf", "--num-records", "1", "--record-size", "1", "--throughput", "-1"),
+        *("--bootstrap-server", bs, "--transaction-duration-ms", "0"),
+    )
+    assert bad.returncode != 0 and "--transaction-duration-ms should be greater than zero" in bad.stderr
