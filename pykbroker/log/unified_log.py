@@ -995,6 +995,17 @@ class UnifiedLog:
         psm.take_snapshot(sync=False)
         self._first_unstable_offset = psm.first_unstable_offset
 
+    def active_producers(self) -> list:
+        """A copy of the producer state entries (DescribeProducers)."""
+        with self._lock:
+            return [self._entry_copy(e) for e in self.producer_state_manager.producers.values()]
+
+    @staticmethod
+    def _entry_copy(entry):
+        copy = entry.copy_without_batches()
+        copy.batch_metadata.extend(entry.batch_metadata)
+        return copy
+
     def remove_expired_producers(self) -> int:
         with self._lock:
             return self.producer_state_manager.remove_expired_producers(self._time.milliseconds())

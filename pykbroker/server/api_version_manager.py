@@ -38,6 +38,7 @@ BROKER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.TXN_OFFSET_COMMIT: (0, 4),
     ApiKeys.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKeys.LIST_TRANSACTIONS: (0, 1),
+    ApiKeys.DESCRIBE_PRODUCERS: (0, 0),
     ApiKeys.OFFSET_FOR_LEADER_EPOCH: (2, 4),
     ApiKeys.DESCRIBE_CONFIGS: (1, 4),
     ApiKeys.ALTER_CONFIGS: (0, 2),

@@ -2,6 +2,10 @@
 
     bin/kafka-transactions --bootstrap-server HOST:PORT list [--duration-filter MS]
     bin/kafka-transactions --bootstrap-server HOST:PORT describe --transactional-id ID
+    bin/kafka-transactions --bootstrap-server HOST:PORT describe-producers --topic T --partition P [--broker-id B]
+    bin/kafka-transactions --bootstrap-server HOST:PORT abort --topic T --partition P --start-offset O
+    bin/kafka-transactions --bootstrap-server HOST:PORT abort --topic T --partition P --producer-id I
+        --producer-epoch E --coordinator-epoch C
 
 ``list`` sends ListTransactions to every broker (each coordinator lists its own transactional ids) and
 prints Kafka's table ``TransactionalId Coordinator ProducerId TransactionState``; ``describe`` finds the
@@ -9,7 +13,11 @@ id's coordinator (FindCoordinator, key type 1) and prints ``CoordinatorId Transa
 ProducerEpoch TransactionState TransactionTimeoutMs CurrentTransactionStartTimeMs TransactionDurationMs
 TopicPartitions``. Tables are Kafka's ``prettyPrintTable`` (left-justified cells, each followed by a tab).
 Errors print Kafka's ``Failed to ...: <message>. Enable debug logging for additional detail.`` on stderr,
-exit status 1. Not yet: ``abort``, ``find-hanging`` (say so on use).
+exit status 1. ``describe-producers`` asks the partition's leader (DescribeProducers) and prints
+``ProducerId ProducerEpoch LatestCoordinatorEpoch LastSequence LastTimestamp CurrentTransactionStartOffset``;
+``abort`` finds the producer whose open transaction starts at ``--start-offset`` (or takes its id and
+epochs) and sends an ABORT WriteTxnMarkers to the leader, as Kafka's Admin.abortTransaction does.
+Not yet: ``find-hanging`` (says so on use).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import time
 from pykbroker.clients.broker_connection import BrokerConnection, parse_bootstrap
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.types import ZERO_UUID
 from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
 from pykbroker.tools.metadata_quorum_command import pretty_print_table
 
@@ -106,6 +115,106 @@ def describe_transaction(bootstrap: str, transactional_id: str) -> list[str]:
     ]
 
 
+PRODUCER_HEADERS = [
+    "ProducerId",
+    "ProducerEpoch",
+    "LatestCoordinatorEpoch",
+    "LastSequence",
+    "LastTimestamp",
+    "CurrentTransactionStartOffset",
+]
+
+
+def _leader(bootstrap: str, topic: str, partition: int, broker_id: int | None = None) -> tuple[int, str, int]:
+    with _connect(bootstrap) as conn:
+        md = conn.request(
+            ApiKeys.METADATA, 12, {"topics": [{"topic_id": ZERO_UUID, "name": topic}], "allow_auto_topic_creation": False}
+        )
+    brokers = {b["node_id"]: (b["host"], b["port"]) for b in md["brokers"]}
+    t = md["topics"][0]
+    if t["error_code"] != errors.NONE:
+        raise CommandFailed(_error(t["error_code"]))
+    found = [p for p in t["partitions"] if p["partition_index"] == partition]
+    if not found:
+        raise CommandFailed(_error(errors.UNKNOWN_TOPIC_OR_PARTITION))
+    node = broker_id if broker_id is not None else found[0]["leader_id"]
+    if node not in brokers:
+        raise CommandFailed(_error(errors.LEADER_NOT_AVAILABLE))
+    return node, *brokers[node]
+
+
+def describe_producers(bootstrap: str, topic: str, partition: int, broker_id: int | None = None) -> list[dict]:
+    where = f"broker {broker_id}" if broker_id is not None else "leader"
+    failed = f"Failed to describe producers for partition {topic}-{partition} on {where}"
+    try:
+        _, host, port = _leader(bootstrap, topic, partition, broker_id)
+    except CommandFailed as e:
+        raise CommandFailed(f"{failed}: {e}") from None
+    with BrokerConnection(host, port, client_id="kafka-transactions", timeout=30) as conn:
+        r = conn.request(ApiKeys.DESCRIBE_PRODUCERS, 0, {"topics": [{"name": topic, "partition_indexes": [partition]}]})
+    p = r["topics"][0]["partitions"][0]
+    if p["error_code"] != errors.NONE:
+        raise CommandFailed(f"{failed}: {p['error_message'] or _error(p['error_code'])}")
+    return p["active_producers"]
+
+
+def abort_transaction(bootstrap: str, topic: str, partition: int, producer_id: int, epoch: int, coordinator_epoch: int):
+    """Kafka's Admin.abortTransaction: WriteTxnMarkers (ABORT) straight to the partition's leader."""
+    spec = (
+        f"AbortTransactionSpec(topicPartition={topic}-{partition}, producerId={producer_id}, "
+        f"producerEpoch={epoch}, coordinatorEpoch={coordinator_epoch})"
+    )
+    _, host, port = _leader(bootstrap, topic, partition)
+    with BrokerConnection(host, port, client_id="kafka-transactions", timeout=30) as conn:
+        r = conn.request(
+            ApiKeys.WRITE_TXN_MARKERS,
+            1,
+            {
+                "markers": [
+                    {
+                        "producer_id": producer_id,
+                        "producer_epoch": epoch,
+                        "transaction_result": False,
+                        "topics": [{"name": topic, "partition_indexes": [partition]}],
+                        "coordinator_epoch": coordinator_epoch,
+                    }
+                ]
+            },
+        )
+    code = r["markers"][0]["topics"][0]["partitions"][0]["error_code"]
+    if code != errors.NONE:
+        raise CommandFailed(f"Failed to abort transaction {spec}: {_error(code)}")
+
+
+def _abort(args) -> None:
+    if args.start_offset is None and args.producer_id is None:
+        raise CommandFailed(
+            "The transaction to abort must be identified either with --start-offset (for brokers on 3.0 or above) "
+            "or with --producer-id, --producer-epoch, and --coordinator-epoch (for older brokers)"
+        )
+    if args.start_offset is None:
+        if args.producer_epoch is None:
+            raise CommandFailed("Missing required argument --producer-epoch")
+        if args.coordinator_epoch is None:
+            raise CommandFailed("Missing required argument --coordinator-epoch")
+        spec = (args.producer_id, args.producer_epoch, max(args.coordinator_epoch, 0))
+    else:
+        try:
+            producers = describe_producers(args.bootstrap_server, args.topic, args.partition)
+        except CommandFailed as e:
+            message = str(e).replace("Failed to describe producers", "Failed to validate producer state", 1)
+            raise CommandFailed(message.replace(" on leader", "", 1)) from None
+        found = [p for p in producers if p["current_txn_start_offset"] == args.start_offset]
+        if not found:
+            raise CommandFailed(
+                f"Could not find any open transactions starting at offset {args.start_offset} on partition "
+                f"{args.topic}-{args.partition}"
+            )
+        p = found[0]
+        spec = (p["producer_id"], p["producer_epoch"], max(p["coordinator_epoch"], 0))
+    abort_transaction(args.bootstrap_server, args.topic, args.partition, *spec)
+
+
 def main(argv: list[str] | None = None, out=sys.stdout, err=sys.stderr) -> int:
     if out is sys.stdout:
         configure_tool_logging()
@@ -125,8 +234,21 @@ def main(argv: list[str] | None = None, out=sys.stdout, err=sys.stderr) -> int:
     )
     describer = sub.add_parser("describe", help="describe the state of an active transactional-id")
     describer.add_argument("--transactional-id", required=True, help="transactional id")
-    for name in ("abort", "find-hanging"):
-        sub.add_parser(name, help=f"{name} (not supported by pykbroker yet)")
+    aborter = sub.add_parser("abort", help="abort a hanging transaction (requires administrative privileges)")
+    aborter.add_argument("--topic", required=True, help="topic name")
+    aborter.add_argument("--partition", type=int, required=True, help="partition number")
+    aborter.add_argument("--start-offset", type=int, help="start offset of the transaction to abort")
+    aborter.add_argument("--producer-id", type=int, help="producer id")
+    aborter.add_argument("--producer-epoch", type=int, help="producer epoch")
+    aborter.add_argument("--coordinator-epoch", type=int, help="coordinator epoch")
+    producers = sub.add_parser(
+        "describe-producers", help="describe the states of active producers for a topic partition"
+    )
+    producers.add_argument("--broker-id", type=int, help="optional broker id to describe the producer state on a "
+                           "specific replica")  # fmt: skip
+    producers.add_argument("--topic", required=True, help="topic name")
+    producers.add_argument("--partition", type=int, required=True, help="partition number")
+    sub.add_parser("find-hanging", help="find hanging transactions (not supported by pykbroker yet)")
     args = parser.parse_args(argv)
     try:
         if args.command == "list":
@@ -137,6 +259,22 @@ def main(argv: list[str] | None = None, out=sys.stdout, err=sys.stderr) -> int:
         elif args.command == "describe":
             row = describe_transaction(args.bootstrap_server, args.transactional_id)
             print(pretty_print_table(DESCRIBE_HEADERS, [row]), file=out)
+        elif args.command == "describe-producers":
+            found = describe_producers(args.bootstrap_server, args.topic, args.partition, args.broker_id)
+            rows = [
+                [
+                    str(p["producer_id"]),
+                    str(p["producer_epoch"]),
+                    str(p["coordinator_epoch"]) if p["coordinator_epoch"] >= 0 else "None",
+                    str(p["last_sequence"]),
+                    str(p["last_timestamp"]),
+                    str(p["current_txn_start_offset"]) if p["current_txn_start_offset"] >= 0 else "None",
+                ]
+                for p in found
+            ]
+            print(pretty_print_table(PRODUCER_HEADERS, rows), file=out)
+        elif args.command == "abort":
+            _abort(args)
         else:
             print(f"kafka-transactions {args.command} is not supported by pykbroker yet", file=err)
             return 1

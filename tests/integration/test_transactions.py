@@ -526,3 +526,31 @@ def test_producer_perf_test_with_transactions(txn_broker):
         *("--bootstrap-server", bs, "--transaction-duration-ms", "0"),
     )
     assert bad.returncode != 0 and "--transaction-duration-ms should be greater than zero" in bad.stderr
+
+
+def test_kafka_transactions_describe_producers_and_abort_a_hanging_transaction(txn_broker):
+    from pykbroker.tools import transactions_command
+
+    bs = txn_broker.bootstrap
+    create_topic(bs, "txn-hang", 1)
+    p = _producer(bs, "tx-hang")
+    p.begin_transaction()
+    for i in range(3):
+        p.produce("txn-hang", b"h%d" % i, partition=0)
+    p.flush(30)
+    assert _list_offset(bs, "txn-hang", 0, 1) == 0
+    out, err = io.StringIO(), io.StringIO()
+    args = ["--bootstrap-server", bs, "describe-producers", "--topic", "txn-hang", "--partition", "0"]
+    assert transactions_command.main(args, out, err) == 0, err.getvalue()
+    header, row = out.getvalue().splitlines()
+    assert header.split() == transactions_command.PRODUCER_HEADERS
+    assert row.split()[5] == "0"  # CurrentTransactionStartOffset
+    out, err = io.StringIO(), io.StringIO()
+    missing = ["--bootstrap-server", bs, "abort", "--topic", "txn-hang", "--partition", "0", "--start-offset", "7"]
+    assert transactions_command.main(missing, out, err) == 1
+    assert "Could not find any open transactions starting at offset 7 on partition txn-hang-0" in err.getvalue()
+    abort = ["--bootstrap-server", bs, "abort", "--topic", "txn-hang", "--partition", "0", "--start-offset", "0"]
+    assert transactions_command.main(abort, io.StringIO(), err) == 0, err.getvalue()
+    assert _list_offset(bs, "txn-hang", 0, 1) == _list_offset(bs, "txn-hang", 0, 0) == 4
+    assert _fetch_committed(bs, "txn-hang", 0)["aborted_transactions"][0]["first_offset"] == 0
+    del p

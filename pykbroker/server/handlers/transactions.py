@@ -50,6 +50,7 @@ class TransactionHandlers:
             ApiKeys.WRITE_TXN_MARKERS: self.handle_write_txn_markers_request,
             ApiKeys.DESCRIBE_TRANSACTIONS: self.handle_describe_transactions_request,
             ApiKeys.LIST_TRANSACTIONS: self.handle_list_transactions_request,
+            ApiKeys.DESCRIBE_PRODUCERS: self.handle_describe_producers_request,
         }
 
     # -- AddPartitionsToTxn -------------------------------------------------------------------
@@ -264,6 +265,44 @@ class TransactionHandlers:
             self.config["request.timeout.ms"], -1, True, entries, appended, AppendOrigin.COORDINATOR
         )
 
+    # -- DescribeProducers -------------------------------------------------------------------
+    def handle_describe_producers_request(self, request) -> None:
+        """The active producers of each partition this broker leads (Kafka's
+        ``ReplicaManager.activeProducerState``): NOT_LEADER_OR_FOLLOWER on a follower,
+        UNKNOWN_TOPIC_OR_PARTITION for a partition it does not host."""
+        topics = []
+        for t in request.body["topics"]:
+            partitions = []
+            for index in t["partition_indexes"]:
+                entry = {
+                    "partition_index": index,
+                    "error_code": errors.NONE,
+                    "error_message": None,
+                    "active_producers": [],
+                }
+                partition = self.replica_manager.get_partition(t["name"], index)
+                if partition is None:
+                    entry["error_code"] = errors.UNKNOWN_TOPIC_OR_PARTITION
+                elif not partition.is_leader:
+                    entry["error_code"] = errors.NOT_LEADER_OR_FOLLOWER
+                else:
+                    entry["active_producers"] = [
+                        {
+                            "producer_id": e.producer_id,
+                            "producer_epoch": e.producer_epoch,
+                            "last_sequence": e.last_seq,
+                            "last_timestamp": e.last_timestamp,
+                            "coordinator_epoch": e.coordinator_epoch,
+                            "current_txn_start_offset": (
+                                -1 if e.current_txn_first_offset is None else e.current_txn_first_offset
+                            ),
+                        }
+                        for e in partition.log.active_producers()
+                    ]
+                partitions.append(entry)
+            topics.append({"name": t["name"], "partitions": partitions})
+        self.helper.send_response(request, {"throttle_time_ms": 0, "topics": topics})
+
     # -- DescribeTransactions / ListTransactions ----------------------------------------------
     def handle_describe_transactions_request(self, request) -> None:
         states = [self.txn.handle_describe_transactions(tid) for tid in request.body["transactional_ids"]]
@@ -350,5 +389,22 @@ def _describe_transactions_error(version, body, code, message):
                 "topics": [],
             }
             for tid in body["transactional_ids"]
+        ],
+    }
+
+
+@error_responses.register(ApiKeys.DESCRIBE_PRODUCERS)
+def _describe_producers_error(version, body, code, message):
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "name": t["name"],
+                "partitions": [
+                    {"partition_index": p, "error_code": code, "error_message": message, "active_producers": []}
+                    for p in t["partition_indexes"]
+                ],
+            }
+            for t in body["topics"]
         ],
     }

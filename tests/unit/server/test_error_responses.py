@@ -49,7 +49,7 @@ def _answer_to_raising_handler(api_key: int, version: int, body: dict):
 
 def test_all_broker_apis_are_covered():
     keys = {k for k, _ in ADVERTISED}
-    assert len(keys) == 36  # 27 + DescribeQuorum + ElectLeaders + 7 transaction APIs
+    assert len(keys) == 37  # 27 + DescribeQuorum + ElectLeaders + 7 transaction APIs + DescribeProducers
     assert {
         ApiKeys.FIND_COORDINATOR,
         ApiKeys.JOIN_GROUP,
@@ -204,12 +204,12 @@ def test_delete_topics_by_id_keeps_the_id():
 
 def test_schema_built_fallback_for_an_api_without_a_builder():
     """An API with no registered builder still gets Kafka's generic shape from its response schema."""
-    assert ApiKeys.DESCRIBE_PRODUCERS not in error_responses._BUILDERS
+    assert ApiKeys.DESCRIBE_TOPIC_PARTITIONS not in error_responses._BUILDERS
     body = build_error_response(
-        ApiKeys.DESCRIBE_PRODUCERS, 0, {"topics": [{"name": "t", "partition_indexes": [0]}]}, USE, "boom"
+        ApiKeys.DESCRIBE_TOPIC_PARTITIONS, 0, {"topics": [{"name": "t"}], "cursor": None}, USE, "boom"
     )
     assert body["throttle_time_ms"] == 0
-    assert [t["name"] for t in body["topics"]] == ["t"]  # mirrored by name; partitions are a different array
+    assert [(t["name"], t["error_code"]) for t in body["topics"]] == [("t", USE)]  # mirrored by name
     assert schema_error_response(ApiKeys.HEARTBEAT, 4, {"group_id": "g"}, USE) == {
         "throttle_time_ms": 0,
         "error_code": USE,
