@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 
 from pykbroker.log.log_segment import LogSegment
+from pykbroker.record.control_record import ControlRecordType
 from pykbroker.record.default_record_batch import LOG_APPEND_TIME, NO_TIMESTAMP, iter_batches
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
 from pykbroker.utils.logging import get_logger
@@ -74,11 +75,22 @@ class LogCleaner:
         segments = self._cleanable_segments(log)
         if not segments:
             return 0
+        upper = log.segments.higher_segment(segments[-1].base_offset)
+        upper_offset = upper.base_offset if upper is not None else log.log_end_offset
+        aborted = sorted(
+            log.collect_aborted_transactions(segments[0].base_offset, upper_offset), key=lambda t: t.first_offset
+        )
         latest: dict[bytes, int] = {}
         total = 0
+        txns = _CleanedTransactionMetadata(aborted)
         for segment in segments:
             for _, batch in iter_batches(memoryview(segment.log.read(0, segment.size))):
                 if batch.is_control_batch:
+                    txns.on_control_batch_read(batch)
+                    total += 1
+                    continue
+                if txns.on_batch_read(batch):
+                    total += batch.last_offset - batch.base_offset + 1  # aborted: never the latest of a key
                     continue
                 for r in batch.records():
                     total += 1
@@ -96,12 +108,21 @@ class LogCleaner:
 
         doomed = 0
         plans = []
+        txns = _CleanedTransactionMetadata(aborted)
         for segment in segments:
             data = segment.log.read(0, segment.size)
             kept_parts, removed = [], 0
             for _, batch in iter_batches(memoryview(data)):
                 if batch.is_control_batch:
-                    kept_parts.append(bytes(batch.buf))
+                    # A marker goes once no data of its transaction is left and delete.retention.ms passed
+                    # (the horizon tombstones get); an aborted transaction whose data remains keeps both.
+                    if txns.on_control_batch_read(batch) and now - batch.max_timestamp >= retention:
+                        removed += 1
+                    else:
+                        kept_parts.append(bytes(batch.buf))
+                    continue
+                if txns.on_batch_read(batch):
+                    removed += batch.last_offset - batch.base_offset + 1  # data of an aborted transaction
                     continue
                 records = batch.records()
                 kept = [r for r in records if keep(r)]
@@ -142,7 +163,62 @@ class LogCleaner:
             os.replace(cleaned, path)
             fresh = LogSegment.open(log.dir, segment.base_offset, log.config, self.time, file_already_exists=True)
             fresh.recover()
+            # The aborted-transaction entries stay only for the markers the cleaned file still holds.
+            markers = {b.last_offset for b in fresh.log.batches_from(0) if b.is_control_batch}
+            entries = segment.txn_index.entries
+            kept = [t for t in entries if t.last_offset in markers]
+            if len(kept) != len(entries):
+                fresh.txn_index.reset()
+                for t in kept:
+                    fresh.txn_index.append(t)
             log.segments.add(fresh)
+
+
+class _CleanedTransactionMetadata:
+    """Kafka's ``CleanedTransactionMetadata``: walking the cleaned range in offset order with the aborted
+    transactions of the txn indexes, which data batches belong to aborted transactions (discarded) and
+    which markers may go (no batch of their transaction was seen: it was cleaned before, or a COMMIT of a
+    transaction with no data left here)."""
+
+    def __init__(self, aborted: list):
+        self._aborted = aborted
+        self._next = 0
+        self._ongoing_aborted: dict[int, bool] = {}  # producer id -> a batch of it was seen
+        self._ongoing_committed: set[int] = set()
+
+    def _consume_up_to(self, offset: int) -> None:
+        while self._next < len(self._aborted) and self._aborted[self._next].first_offset <= offset:
+            self._ongoing_aborted[self._aborted[self._next].producer_id] = False
+            self._next += 1
+
+    def on_batch_read(self, batch) -> bool:
+        """True when ``batch`` is data of an aborted transaction (to discard)."""
+        self._consume_up_to(batch.last_offset)
+        if not batch.is_transactional:
+            return False
+        if batch.producer_id in self._ongoing_aborted:
+            self._ongoing_aborted[batch.producer_id] = True
+            return True
+        self._ongoing_committed.add(batch.producer_id)
+        return False
+
+    def on_control_batch_read(self, batch) -> bool:
+        """True when the marker ``batch`` may be discarded."""
+        self._consume_up_to(batch.last_offset)
+        records = batch.records()
+        if not records or records[0].key is None:
+            return False
+        kind = ControlRecordType.parse(records[0].key)
+        pid = batch.producer_id
+        if kind is ControlRecordType.ABORT:
+            seen = self._ongoing_aborted.pop(pid, None)
+            return not seen  # retained while this pass still saw (and dropped) data of the transaction
+        if kind is ControlRecordType.COMMIT:
+            if pid in self._ongoing_committed:
+                self._ongoing_committed.discard(pid)
+                return False
+            return True
+        return False
 
 
 def _rebuild(batch, records) -> bytes:

@@ -128,7 +128,9 @@ PRODUCER_HEADERS = [
 def _leader(bootstrap: str, topic: str, partition: int, broker_id: int | None = None) -> tuple[int, str, int]:
     with _connect(bootstrap) as conn:
         md = conn.request(
-            ApiKeys.METADATA, 12, {"topics": [{"topic_id": ZERO_UUID, "name": topic}], "allow_auto_topic_creation": False}
+            ApiKeys.METADATA,
+            12,
+            {"topics": [{"topic_id": ZERO_UUID, "name": topic}], "allow_auto_topic_creation": False},
         )
     brokers = {b["node_id"]: (b["host"], b["port"]) for b in md["brokers"]}
     t = md["topics"][0]
