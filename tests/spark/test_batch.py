@@ -120,3 +120,33 @@ def test_fail_on_data_loss(spark, spark_broker):
     with pytest.raises(Exception, match="failOnDataLoss"):
         read("true").count()
     assert sorted(r.offset for r in read("false").select("offset").collect()) == list(range(40, 100))
+
+
+def test_isolation_level_as_sparks_connector(spark, spark_broker):
+    """Spark's default reads every record; kafka.isolation.level=read_committed only committed ones, and the
+    read ends although the range ends in an abort marker."""
+    from confluent_kafka import Producer
+
+    bs = spark_broker.bootstrap
+    create_topic(bs, "stxn", 1)
+    p = Producer({"bootstrap.servers": bs, "transactional.id": "spark-txn", "linger.ms": 5})
+    p.init_transactions(30)
+    for i in range(3):
+        p.begin_transaction()
+        for j in range(10):
+            p.produce("stxn", f"{i}-{j}".encode(), partition=0)
+        if i == 2:
+            p.flush(30)
+            p.abort_transaction(30)
+        else:
+            p.commit_transaction(30)
+
+    def read(**options) -> list[str]:
+        reader = spark.read.format("pykbroker").option("kafka.bootstrap.servers", bs).option("subscribe", "stxn")
+        for k, v in options.items():
+            reader = reader.option(k, v)
+        return sorted(r.value.decode() for r in reader.load().select("value").collect())
+
+    everything = sorted(f"{i}-{j}" for i in range(3) for j in range(10))
+    assert read() == everything
+    assert read(**{"kafka.isolation.level": "read_committed"}) == everything[:20]

@@ -50,6 +50,9 @@ class KafkaClient:
 
             conf = self._base()
             conf.setdefault("group.id", f"spark-kafka-source-{uuid.uuid4()}")
+            # Spark's Kafka source reads uncommitted data unless kafka.isolation.level says read_committed
+            # (librdkafka's own default is read_committed).
+            conf.setdefault("isolation.level", "read_uncommitted")
             conf.setdefault("max.partition.fetch.bytes", 10485760)  # a task reads one partition: fetch big
             conf.setdefault("fetch.max.bytes", 52428800)
             conf.setdefault("queued.max.messages.kbytes", 262144)
