@@ -1135,6 +1135,15 @@ BROKER_CONFIG_DEF = (
         "Time in ms the coordinator keeps a transactional ID that receives no transaction status updates.",
     )
     .define(
+        "transaction.partition.verification.enable",
+        Type.BOOLEAN,
+        True,
+        None,
+        L,
+        "Whether a partition leader verifies with the transaction coordinator that the partition is in the "
+        "producer's transaction before its first transactional write (KIP-890 part 1).",
+    )
+    .define(
         "transaction.abort.timed.out.transaction.cleanup.interval.ms",
         Type.INT,
         10000,

@@ -102,6 +102,7 @@ class LogManager:
         initial_task_delay_ms: int = 30_000,
         producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         producer_id_expiration_check_ms: int = 600_000,
+        transaction_verification_enabled: bool = False,
         log_dir_failure_channel: LogDirFailureChannel | None = None,
     ):
         if not log_dirs:
@@ -118,6 +119,8 @@ class LogManager:
         self.initial_task_delay_ms = initial_task_delay_ms
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.producer_id_expiration_check_ms = producer_id_expiration_check_ms
+        #: ``transaction.partition.verification.enable`` (KIP-890 part 1), set on each log's producer state
+        self.transaction_verification_enabled = transaction_verification_enabled
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, UnifiedLog] = {}
         self._log_dir_of: dict[TopicPartition, str] = {}
@@ -161,6 +164,10 @@ class LogManager:
             initial_task_delay_ms=get("log.initial.task.delay.ms", 30_000),
             producer_id_expiration_ms=get("producer.id.expiration.ms", DEFAULT_PRODUCER_ID_EXPIRATION_MS),
             producer_id_expiration_check_ms=get("producer.id.expiration.check.interval.ms", 600_000),
+            transaction_verification_enabled=str(broker_props.get("transaction.partition.verification.enable", True))
+            .strip()
+            .lower()
+            != "false",
             log_dir_failure_channel=log_dir_failure_channel,
         )
 
@@ -279,6 +286,7 @@ class LogManager:
             topic_partition=tp,
         )
         log.log_dir_failure_channel = self.log_dir_failure_channel
+        log.producer_state_manager.transaction_verification_enabled = self.transaction_verification_enabled
         if high_watermark is not None:
             log.update_high_watermark(high_watermark)
         report = log.recovery_report
@@ -381,6 +389,7 @@ class LogManager:
                     producer_id_expiration_ms=self.producer_id_expiration_ms,
                     topic_partition=tp,
                 )
+                log.producer_state_manager.transaction_verification_enabled = self.transaction_verification_enabled
                 fsync_dir(log_dir)
             except OSError as e:
                 msg = f"Error while creating log for {topic}-{partition} in dir {log_dir}: {e}"

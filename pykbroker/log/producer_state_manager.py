@@ -34,6 +34,14 @@ from pykbroker.utils.logging import get_logger
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
 
 
+class VerificationGuard:
+    """Proof that a partition leader asked the transaction coordinator whether the partition is in the
+    producer's transaction (KIP-890 part 1, Kafka's ``VerificationGuard``): the append that starts the
+    transaction must present the guard the log handed out; a marker in between invalidates it."""
+
+    __slots__ = ()
+
+
 class ProducerStateManager:
     """Not thread-safe: every method runs under the owning log's lock (as in Kafka)."""
 
@@ -52,6 +60,10 @@ class ProducerStateManager:
         # Completed transactions whose marker the high watermark has not passed yet: they still hold
         # the last stable offset back (Kafka's unreplicatedTxns). first offset -> CompletedTxn.
         self._unreplicated_txns: dict[int, CompletedTxn] = {}
+        #: ``transaction.partition.verification.enable``: the first transactional write of a producer needs
+        #: a verification guard (set by the LogManager from the broker config)
+        self.transaction_verification_enabled = False
+        self._verification: dict[int, tuple[VerificationGuard, int]] = {}  # producer id -> (guard, epoch)
         self.map_end_offset = 0
         self._snapshots: list[int] = self._list_snapshots()
 
@@ -110,6 +122,20 @@ class ProducerStateManager:
     def prepare_update(self, producer_id: int, origin: AppendOrigin) -> ProducerAppendInfo:
         return ProducerAppendInfo(self.topic_partition, producer_id, self.producers.get(producer_id), origin)
 
+    # -- transaction verification (KIP-890 part 1) ----------------------------------------------
+    def maybe_create_verification_guard(self, producer_id: int, producer_epoch: int) -> VerificationGuard:
+        """The producer's guard (a new one unless one of this or a newer epoch is waiting)."""
+        current = self._verification.get(producer_id)
+        if current is not None and current[1] >= producer_epoch:
+            return current[0]
+        guard = VerificationGuard()
+        self._verification[producer_id] = (guard, producer_epoch)
+        return guard
+
+    def verification_guard(self, producer_id: int) -> VerificationGuard | None:
+        entry = self._verification.get(producer_id)
+        return None if entry is None else entry[0]
+
     def update(self, info: ProducerAppendInfo) -> None:
         """Apply a validated append (after its bytes were written)."""
         entry = self.producers.get(info.producer_id)
@@ -118,6 +144,9 @@ class ProducerStateManager:
         entry.update(info.updated)
         for first_offset in info.started_txn_first_offsets:
             self._ongoing_txns[first_offset] = info.producer_id
+        if info.started_txn_first_offsets or info.completed_txns:
+            # A guard serves one transaction start; a marker ends any verification in progress.
+            self._verification.pop(info.producer_id, None)
 
     def complete_txn(self, txn: CompletedTxn) -> None:
         """``txn`` is over (after the caller indexed it if aborted): it waits for the HW."""

@@ -68,6 +68,7 @@ from pykbroker.log.timestamp_search import (  # noqa: F401 - ListOffsets constan
 from pykbroker.protocol.errors import (
     CorruptRecordError,
     InconsistentTopicIdError,
+    InvalidTxnStateError,
     KafkaStorageError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
@@ -335,6 +336,7 @@ class UnifiedLog:
         leader_epoch: int,
         validate: Callable[[memoryview, int], ValidationResultLike],
         origin: AppendOrigin = AppendOrigin.CLIENT,
+        verification_guard=None,
     ) -> LogAppendInfo:
         """Validate and append client (or coordinator) records as the partition leader.
 
@@ -377,6 +379,7 @@ class UnifiedLog:
                 log_append_time,
                 origin,
                 leader_epoch if leader_epoch >= 0 else None,
+                verification_guard,
             )
 
     def append_as_follower(self, records) -> LogAppendInfo:
@@ -442,6 +445,7 @@ class UnifiedLog:
         log_append_time: int,
         origin: AppendOrigin,
         leader_epoch: int | None,
+        verification_guard=None,
     ) -> LogAppendInfo:
         config = self._config
         if len(buf) > config.segment_bytes:
@@ -477,6 +481,16 @@ class UnifiedLog:
             if h.is_control_batch and h.is_transactional:
                 info.append(h, read_end_txn_marker(buf[h.position : h.position + h.size_in_bytes]))
             else:
+                if (
+                    h.is_transactional
+                    and origin is AppendOrigin.CLIENT
+                    and psm.transaction_verification_enabled
+                    and info.updated.current_txn_first_offset is None
+                    and (verification_guard is None or psm.verification_guard(h.producer_id) is not verification_guard)
+                ):
+                    # KIP-890 part 1: a transaction starts here only after the coordinator confirmed the
+                    # partition is in it, and no marker came in between.
+                    raise InvalidTxnStateError("Record was not part of an ongoing transaction")
                 info.append(h)
         # Leader epoch cache.
         if leader_epoch is not None:
@@ -514,6 +528,17 @@ class UnifiedLog:
             len(buf),
             leader_epoch if leader_epoch is not None else (last_epoch if last_epoch >= 0 else None),
         )
+
+    def maybe_start_transaction_verification(self, producer_id: int, producer_epoch: int):
+        """A VerificationGuard when the producer has no transaction open here (the leader must ask the
+        coordinator before the first transactional write), else None (Kafka's
+        ``maybeStartTransactionVerification``)."""
+        with self._lock:
+            psm = self.producer_state_manager
+            entry = psm.last_entry(producer_id)
+            if entry is not None and entry.current_txn_first_offset is not None:
+                return None
+            return psm.maybe_create_verification_guard(producer_id, producer_epoch)
 
     def maybe_assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
         """Record that ``epoch`` starts at ``start_offset`` if it is newer than the latest known epoch

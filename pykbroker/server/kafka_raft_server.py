@@ -56,6 +56,7 @@ from pykbroker.raft.kafka_raft_client import KafkaRaftClient
 from pykbroker.raft.kafka_raft_client_driver import KafkaRaftClientDriver
 from pykbroker.raft.kafka_raft_metrics import KafkaRaftMetrics
 from pykbroker.raft.quorum_state_store import FileQuorumStateStore
+from pykbroker.server.add_partitions_to_txn_manager import AddPartitionsToTxnManager
 from pykbroker.server.alter_partition_manager import AlterPartitionManager
 from pykbroker.server.api_version_manager import ApiVersionManager
 from pykbroker.server.broker_lifecycle_manager import BrokerLifecycleManager, BrokerRegistrationError
@@ -498,6 +499,16 @@ class KafkaRaftServer:
             self.node_id, config, state_manager, channel, self.producer_id_manager, self.scheduler, self.time
         )
         self.txn_coordinator.startup()
+        if config["transaction.partition.verification.enable"]:
+            verifier = AddPartitionsToTxnManager(
+                self.node_id,
+                self.metadata_cache,
+                config.inter_broker_listener_name,
+                self.time,
+                config["request.timeout.ms"],
+            )
+            verifier.start()
+            self.replica_manager.add_partitions_to_txn_manager = verifier
         self.publisher.txn_coordinator = self.txn_coordinator
         for (topic, index), partition in list(self.replica_manager.partitions_snapshot().items()):
             if topic == TRANSACTION_STATE_TOPIC_NAME and partition.is_leader:
@@ -730,6 +741,7 @@ class KafkaRaftServer:
                 ("control-plane request handlers", lambda: self.control_plane_pool.shutdown()),
                 ("group coordinator", lambda: self.group_coordinator.shutdown()),
                 ("transaction coordinator", lambda: self.txn_coordinator.shutdown()),
+                ("transaction verifier", lambda: self.replica_manager.add_partitions_to_txn_manager.shutdown()),
                 ("replica manager", lambda: self.replica_manager.shutdown()),
                 ("controller", lambda: self.controller.close()),
                 ("broker lifecycle manager", lambda: self.lifecycle_manager.close()),

@@ -210,7 +210,7 @@ class Partition:
         return self.log
 
     # -- appends -------------------------------------------------------------------------------
-    def append_records_to_leader(self, records: memoryview, required_acks: int, origin=None):
+    def append_records_to_leader(self, records: memoryview, required_acks: int, origin=None, verification_guard=None):
         """Validate and append; returns ``(LogAppendInfo, hw_incremented)``.
         Raises NotLeaderOrFollowerError, NotEnoughReplicasError (acks=-1 below min ISR), or the
         validator's errors (CorruptRecordError, InvalidRecordError, RecordTooLargeError, ...)."""
@@ -244,7 +244,9 @@ class Partition:
             )
             return validator.validate_messages_and_assign_offsets(next_offset)
 
-        kwargs = {"origin": origin} if origin is not None else {}
+        kwargs: dict = {"origin": origin} if origin is not None else {}
+        if verification_guard is not None:
+            kwargs["verification_guard"] = verification_guard
         info = self.log.append_as_leader(records, epoch, validate, **kwargs)
         return info, (not info.duplicate and self.maybe_increment_leader_hw())
 

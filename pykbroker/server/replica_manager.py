@@ -38,7 +38,7 @@ from pykbroker.log.fetch_data_info import FetchIsolation
 from pykbroker.log.log_validator import RecordValidationError
 from pykbroker.metadata.topic_names import is_internal as is_internal_topic
 from pykbroker.protocol import errors
-from pykbroker.record.file_records import EMPTY_RECORDS
+from pykbroker.record.file_records import EMPTY_RECORDS, BatchHeader
 from pykbroker.server.broker_topic_stats import BrokerTopicStats
 from pykbroker.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from pykbroker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
@@ -71,6 +71,15 @@ class _IsrMeters(IsrChangeListener):
 
 # Produce errors that are the client's or the partition's state, not a broker failure: Kafka does not
 # count them in FailedProduceRequestsPerSec.
+_VERIFY_RETRIABLE = frozenset(
+    {
+        errors.CONCURRENT_TRANSACTIONS,
+        errors.NETWORK_EXCEPTION,
+        errors.COORDINATOR_LOAD_IN_PROGRESS,
+        errors.COORDINATOR_NOT_AVAILABLE,
+        errors.NOT_COORDINATOR,
+    }
+)
 _EXPECTED_PRODUCE_ERRORS = frozenset(
     {
         errors.UNKNOWN_TOPIC_OR_PARTITION,
@@ -445,8 +454,10 @@ class ReplicaManager:
         entries: dict[tuple[str, int], memoryview],
         response_callback,
         origin=None,
+        verification_guards: dict | None = None,
     ) -> None:
-        """``response_callback({(topic, partition): partition response dict})``, exactly once."""
+        """``response_callback({(topic, partition): partition response dict})``, exactly once.
+        ``verification_guards``: per partition, the VerificationGuard of a verified transaction start."""
         if required_acks not in (-1, 0, 1):
             response_callback({tp: produce_partition_error(tp[1], errors.INVALID_REQUIRED_ACKS) for tp in entries})
             return
@@ -460,7 +471,11 @@ class ReplicaManager:
                 if is_internal_topic(topic) and not internal_topics_allowed:
                     raise errors.InvalidTopicError(f"Cannot append to internal topic {topic}")
                 partition = self.get_partition_or_error(topic, index)
-                info, hw_incremented = partition.append_records_to_leader(records, required_acks, origin)
+                guard = verification_guards.get(tp) if verification_guards else None
+                if guard is not None:
+                    info, hw_incremented = partition.append_records_to_leader(records, required_acks, origin, guard)
+                else:
+                    info, hw_incremented = partition.append_records_to_leader(records, required_acks, origin)
                 topic_stats = stats.get(topic)
                 if topic_stats is None:
                     topic_stats = stats[topic] = [0, 0, 0, 0]
@@ -522,6 +537,91 @@ class ReplicaManager:
         for status, code in codes:
             status.response["error_code"] = code
         return True
+
+    # -- transaction verification (KIP-890 part 1) ------------------------------------------------
+    #: the AddPartitionsToTxnManager (set by the server when ``transaction.partition.verification.enable``)
+    add_partitions_to_txn_manager = None
+
+    def handle_produce_append(
+        self,
+        timeout_ms: int,
+        required_acks: int,
+        internal_topics_allowed: bool,
+        transactional_id: str | None,
+        entries: dict[tuple[str, int], memoryview],
+        response_callback,
+    ) -> None:
+        """Kafka's ``handleProduceAppend``: a transactional producer's first write to a partition waits
+        until the coordinator confirmed the partition is in its transaction (the append then presents
+        the log's VerificationGuard). Verification errors answer the partition: INVALID_TXN_STATE
+        ("Partition was not added to the transaction"), retriable coordinator errors as
+        NOT_ENOUGH_REPLICAS (clients retry it without a metadata refresh)."""
+        manager = self.add_partitions_to_txn_manager
+        if transactional_id is None or manager is None:
+            return self.append_records(timeout_ms, required_acks, internal_topics_allowed, entries, response_callback)
+        producers: set[tuple[int, int]] = set()
+        guards: dict[tuple[str, int], object] = {}
+        for tp, records in entries.items():
+            if len(records) < 61:
+                continue
+            header = BatchHeader.parse(records, 0, 0)
+            if not (header.has_producer_id and header.is_transactional) or header.is_control_batch:
+                continue
+            producers.add((header.producer_id, header.producer_epoch))
+            partition = self._partitions.get(tp)
+            if partition is None or partition.log is None:
+                continue
+            guard = partition.log.maybe_start_transaction_verification(header.producer_id, header.producer_epoch)
+            if guard is not None:
+                guards[tp] = guard
+        if len(producers) > 1:
+            response_callback(
+                {
+                    tp: produce_partition_error(
+                        tp[1],
+                        errors.INVALID_PRODUCER_ID_MAPPING,
+                        "Transactional records contained more than one producer ID",
+                    )  # fmt: skip
+                    for tp in entries
+                }
+            )
+            return None
+        if not guards:
+            return self.append_records(timeout_ms, required_acks, internal_topics_allowed, entries, response_callback)
+        producer_id, producer_epoch = next(iter(producers))
+
+        def verified(codes: dict) -> None:
+            early = {}
+            for tp, code in codes.items():
+                if code == errors.NONE:
+                    continue
+                if code == errors.INVALID_TXN_STATE:
+                    message = "Partition was not added to the transaction"
+                elif code in _VERIFY_RETRIABLE:
+                    message = (
+                        "Unable to verify the partition has been added to the transaction. Underlying error: "
+                        f"{errors.name_of(code)}"
+                    )
+                    code = errors.NOT_ENOUGH_REPLICAS
+                else:
+                    message = None
+                early[tp] = produce_partition_error(tp[1], code, message)
+            rest = {tp: r for tp, r in entries.items() if tp not in early}
+            if not rest:
+                response_callback(early)
+                return
+            self.append_records(
+                timeout_ms,
+                required_acks,
+                internal_topics_allowed,
+                rest,
+                lambda results: response_callback({**early, **results}),
+                verification_guards=guards,
+            )
+            self.try_complete_actions()  # this runs on the verifier's thread, not a request handler
+
+        manager.verify_transaction(transactional_id, producer_id, producer_epoch, list(guards), verified)
+        return None
 
     def try_complete_actions(self) -> None:
         """Run queued purgatory pokes (end of KafkaApis.handle, outside any partition lock)."""

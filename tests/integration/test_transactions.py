@@ -554,3 +554,71 @@ def test_kafka_transactions_describe_producers_and_abort_a_hanging_transaction(t
     assert _list_offset(bs, "txn-hang", 0, 1) == _list_offset(bs, "txn-hang", 0, 0) == 4
     assert _fetch_committed(bs, "txn-hang", 0)["aborted_transactions"][0]["first_offset"] == 0
     del p
+
+
+def test_partition_leader_verifies_the_partition_is_in_the_transaction(txn_broker):
+    """KIP-890 part 1: a transactional write to a partition the coordinator does not have in the producer's
+    transaction is refused with INVALID_TXN_STATE and leaves no open transaction behind."""
+    from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
+
+    bs = txn_broker.bootstrap
+    create_topic(bs, "txn-verify", 1)
+    with BrokerConnection.to(bs) as c:
+        wait_until(
+            lambda: (
+                c.request(ApiKeys.FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": ["tx-verify"]})[
+                    "coordinators"
+                ][0]["error_code"]
+                == 0
+            ),
+            15,
+            message="transaction coordinator",
+        )
+
+        def init():
+            return c.request(
+                ApiKeys.INIT_PRODUCER_ID,
+                4,
+                {
+                    "transactional_id": "tx-verify",
+                    "transaction_timeout_ms": 60000,
+                    "producer_id": -1,
+                    "producer_epoch": -1,
+                },
+            )
+
+        wait_until(lambda: init()["error_code"] == 0, 15, message="InitProducerId")
+        r = init()
+        pid, epoch = r["producer_id"], r["producer_epoch"]
+
+        def produce(seq: int) -> int:
+            b = MemoryRecordsBuilder(is_transactional=True)
+            b.set_producer_state(pid, epoch, seq, True)
+            b.append(int(time.time() * 1000), None, b"v")
+            resp = c.request(
+                ApiKeys.PRODUCE,
+                9,
+                {
+                    "transactional_id": "tx-verify",
+                    "acks": -1,
+                    "timeout_ms": 5000,
+                    "topic_data": [{"name": "txn-verify", "partition_data": [{"index": 0, "records": b.build()}]}],
+                },
+            )
+            return resp["responses"][0]["partition_responses"][0]["error_code"]
+
+        assert produce(0) == 48  # INVALID_TXN_STATE: never added to the transaction
+        assert _list_offset(bs, "txn-verify", 0, 1) == 0 and _list_offset(bs, "txn-verify", 0, 0) == 0
+        added = c.request(
+            ApiKeys.ADD_PARTITIONS_TO_TXN,
+            3,
+            {
+                "v3_and_below_transactional_id": "tx-verify",
+                "v3_and_below_producer_id": pid,
+                "v3_and_below_producer_epoch": epoch,
+                "v3_and_below_topics": [{"name": "txn-verify", "partitions": [0]}],
+            },
+        )
+        assert added["results_by_topic_v3_and_below"][0]["results_by_partition"][0]["partition_error_code"] == 0
+        assert produce(0) == 0
+        assert _list_offset(bs, "txn-verify", 0, 1) == 0 and _list_offset(bs, "txn-verify", 0, 0) == 1

@@ -59,9 +59,13 @@ class ProduceHandler:
             self.helper.send_response(request, response)
 
         if entries:
-            self.replica_manager.append_records(
-                body["timeout_ms"], acks, request.context.client_id == ADMIN_CLIENT_ID, entries, respond
-            )
+            internal = request.context.client_id == ADMIN_CLIENT_ID
+            if body.get("transactional_id") is not None:
+                self.replica_manager.handle_produce_append(
+                    body["timeout_ms"], acks, internal, body["transactional_id"], entries, respond
+                )
+            else:
+                self.replica_manager.append_records(body["timeout_ms"], acks, internal, entries, respond)
         else:
             respond({})
 
