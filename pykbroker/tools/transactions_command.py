@@ -17,7 +17,8 @@ exit status 1. ``describe-producers`` asks the partition's leader (DescribeProdu
 ``ProducerId ProducerEpoch LatestCoordinatorEpoch LastSequence LastTimestamp CurrentTransactionStartOffset``;
 ``abort`` finds the producer whose open transaction starts at ``--start-offset`` (or takes its id and
 epochs) and sends an ABORT WriteTxnMarkers to the leader, as Kafka's Admin.abortTransaction does.
-Not yet: ``find-hanging`` (says so on use).
+``find-hanging`` lists open transactions older than ``--max-transaction-timeout`` minutes that their
+producer's coordinator does not count the partition in (Kafka's hanging transactions), with Kafka's table.
 """
 
 from __future__ import annotations
@@ -188,6 +189,96 @@ def abort_transaction(bootstrap: str, topic: str, partition: int, producer_id: i
         raise CommandFailed(f"Failed to abort transaction {spec}: {_error(code)}")
 
 
+HANGING_HEADERS = [
+    "Topic",
+    "Partition",
+    "ProducerId",
+    "ProducerEpoch",
+    "CoordinatorEpoch",
+    "StartOffset",
+    "LastTimestamp",
+    "Duration(min)",
+]
+
+
+def find_hanging(
+    bootstrap: str, topic: str | None, partition: int | None, broker_id: int | None, max_timeout_min: int
+) -> list[list[str]]:
+    """Kafka's FindHangingTransactionsCommand: open transactions older than the maximum transaction
+    timeout on the partitions searched, whose producer's transaction (found with ListTransactions and
+    DescribeTransactions) does not include the partition -- or which no coordinator knows."""
+    if topic is None and broker_id is None:
+        raise CommandFailed(
+            "The `find-hanging` command requires either --topic or --broker-id to limit the scope of the search"
+        )
+    if partition is not None and topic is None:
+        raise CommandFailed("The --partition argument requires --topic to be provided")
+    with _connect(bootstrap) as conn:
+        topics = None if topic is None else [{"topic_id": ZERO_UUID, "name": topic}]
+        md = conn.request(ApiKeys.METADATA, 12, {"topics": topics, "allow_auto_topic_creation": False})
+    brokers = {b["node_id"]: (b["host"], b["port"]) for b in md["brokers"]}
+    searched: list[tuple[str, int, int]] = []  # (topic, partition, node to ask)
+    for t in md["topics"]:
+        if t["error_code"] != errors.NONE or (topic is None and t["is_internal"]):
+            continue
+        for p in t["partitions"]:
+            if partition is not None and p["partition_index"] != partition:
+                continue
+            if broker_id is not None and broker_id not in p["replica_nodes"]:
+                continue
+            searched.append((t["name"], p["partition_index"], broker_id if broker_id is not None else p["leader_id"]))
+    now = int(time.time() * 1000)
+    max_ms = max_timeout_min * 60_000
+    candidates: list[tuple[str, int, dict]] = []
+    for name, index, node in searched:
+        if node not in brokers:
+            continue
+        with BrokerConnection(*brokers[node], client_id="kafka-transactions", timeout=30) as conn:
+            r = conn.request(ApiKeys.DESCRIBE_PRODUCERS, 0, {"topics": [{"name": name, "partition_indexes": [index]}]})
+        p = r["topics"][0]["partitions"][0]
+        if p["error_code"] != errors.NONE:
+            raise CommandFailed(f"Failed to describe producers for partition {name}-{index}: {_error(p['error_code'])}")
+        for producer in p["active_producers"]:
+            if producer["current_txn_start_offset"] >= 0 and now - producer["last_timestamp"] > max_ms:
+                candidates.append((name, index, producer))
+    if not candidates:
+        return []
+    pids = sorted({c[2]["producer_id"] for c in candidates})
+    transactional_ids: dict[int, str] = {}
+    for host, port in brokers.values():
+        with BrokerConnection(host, port, client_id="kafka-transactions", timeout=30) as conn:
+            r = conn.request(
+                ApiKeys.LIST_TRANSACTIONS, 1, {"state_filters": [], "producer_id_filters": pids, "duration_filter": -1}
+            )
+        for t in r["transaction_states"]:
+            transactional_ids[t["producer_id"]] = t["transactional_id"]
+    in_transaction: dict[int, set[tuple[str, int]]] = {}
+    for pid, tid in transactional_ids.items():
+        try:
+            row = describe_transaction(bootstrap, tid)
+        except CommandFailed:
+            continue  # unknown to its coordinator: every open transaction of the producer hangs
+        in_transaction[pid] = {(tp.rsplit("-", 1)[0], int(tp.rsplit("-", 1)[1])) for tp in row[8].split(",") if tp}
+    rows = []
+    for name, index, producer in candidates:
+        known = in_transaction.get(producer["producer_id"])
+        if known is not None and (name, index) in known:
+            continue
+        rows.append(
+            [
+                name,
+                str(index),
+                str(producer["producer_id"]),
+                str(producer["producer_epoch"]),
+                str(producer["coordinator_epoch"]),
+                str(producer["current_txn_start_offset"]),
+                str(producer["last_timestamp"]),
+                str((now - producer["last_timestamp"]) // 60_000),
+            ]
+        )
+    return rows
+
+
 def _abort(args) -> None:
     if args.start_offset is None and args.producer_id is None:
         raise CommandFailed(
@@ -250,7 +341,16 @@ def main(argv: list[str] | None = None, out=sys.stdout, err=sys.stderr) -> int:
                            "specific replica")  # fmt: skip
     producers.add_argument("--topic", required=True, help="topic name")
     producers.add_argument("--partition", type=int, required=True, help="partition number")
-    sub.add_parser("find-hanging", help="find hanging transactions (not supported by pykbroker yet)")
+    hanging = sub.add_parser("find-hanging", help="find hanging transactions")
+    hanging.add_argument("--broker-id", type=int, help="broker id to search for hanging transactions")
+    hanging.add_argument(
+        "--max-transaction-timeout",
+        type=int,
+        default=15,
+        help="maximum transaction timeout in minutes to limit the scope of the search (15 minutes by default)",
+    )
+    hanging.add_argument("--topic", help="topic name to limit search to (required if --partition is specified)")
+    hanging.add_argument("--partition", type=int, help="partition number")
     args = parser.parse_args(argv)
     try:
         if args.command == "list":
@@ -277,6 +377,11 @@ def main(argv: list[str] | None = None, out=sys.stdout, err=sys.stderr) -> int:
             print(pretty_print_table(PRODUCER_HEADERS, rows), file=out)
         elif args.command == "abort":
             _abort(args)
+        elif args.command == "find-hanging":
+            rows = find_hanging(
+                args.bootstrap_server, args.topic, args.partition, args.broker_id, args.max_transaction_timeout
+            )
+            print(pretty_print_table(HANGING_HEADERS, rows), file=out)
         else:
             print(f"kafka-transactions {args.command} is not supported by pykbroker yet", file=err)
             return 1

@@ -622,3 +622,55 @@ def test_partition_leader_verifies_the_partition_is_in_the_transaction(txn_broke
         assert added["results_by_topic_v3_and_below"][0]["results_by_partition"][0]["partition_error_code"] == 0
         assert produce(0) == 0
         assert _list_offset(bs, "txn-verify", 0, 1) == 0 and _list_offset(bs, "txn-verify", 0, 0) == 1
+
+
+def test_find_hanging_lists_a_transaction_its_coordinator_does_not_know(broker_factory):
+    """Without partition verification a producer can open a transaction the coordinator never heard of:
+    kafka-transactions find-hanging lists it and abort closes it. Transactional records without a
+    transactional id are refused (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as Kafka does."""
+    from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
+    from pykbroker.tools import transactions_command
+
+    broker = broker_factory("txn-hanging", **{**TXN_CONFIG, "transaction.partition.verification.enable": "false"})
+    bs = broker.bootstrap
+    create_topic(bs, "hang", 1)
+    proper = _producer(bs, "tx-proper")  # an open transaction its coordinator knows: not hanging
+    proper.begin_transaction()
+    proper.produce("hang", b"proper", partition=0)
+    proper.flush(30)
+    with BrokerConnection.to(bs) as c:
+        r = c.request(
+            ApiKeys.INIT_PRODUCER_ID,
+            4,
+            {"transactional_id": "tx-rogue", "transaction_timeout_ms": 60000, "producer_id": -1, "producer_epoch": -1},
+        )
+        assert r["error_code"] == 0
+        b = MemoryRecordsBuilder(is_transactional=True)
+        b.set_producer_state(r["producer_id"], r["producer_epoch"], 0, True)
+        b.append(int(time.time() * 1000) - 120_000, None, b"rogue")
+
+        def produce(tid):
+            body = {
+                "transactional_id": tid,
+                "acks": -1,
+                "timeout_ms": 5000,
+                "topic_data": [{"name": "hang", "partition_data": [{"index": 0, "records": b.build()}]}],
+            }
+            return c.request(ApiKeys.PRODUCE, 9, body)["responses"][0]["partition_responses"][0]["error_code"]
+
+        assert produce(None) == 53  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        assert produce("tx-rogue") == 0  # never added to its transaction: hanging
+    out, err = io.StringIO(), io.StringIO()
+    args = ["--bootstrap-server", bs, "find-hanging", "--topic", "hang", "--max-transaction-timeout", "0"]
+    assert transactions_command.main(args, out, err) == 0, err.getvalue()
+    lines = out.getvalue().splitlines()
+    assert lines[0].split() == transactions_command.HANGING_HEADERS
+    assert len(lines) == 2 and lines[1].split()[:3] == ["hang", "0", str(r["producer_id"])]
+    start = lines[1].split()[5]
+    abort = ["--bootstrap-server", bs, "abort", "--topic", "hang", "--partition", "0", "--start-offset", start]
+    assert transactions_command.main(abort, io.StringIO(), err) == 0, err.getvalue()
+    out = io.StringIO()
+    assert transactions_command.main(args, out, err) == 0
+    assert len(out.getvalue().splitlines()) == 1
+    proper.commit_transaction(30)
+    assert _read_all(bs, "hang", 1, "read_committed", 1) == {0: [b"proper"]}

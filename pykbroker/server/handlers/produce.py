@@ -8,6 +8,8 @@ otherwise a ProduceResponse (possibly after the DelayedProduce for acks=-1).
 
 from __future__ import annotations
 
+import struct
+
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.server import error_responses
@@ -28,6 +30,17 @@ class ProduceHandler:
     def handle_produce_request(self, request) -> None:
         body = request.body
         acks = body["acks"]
+        if body.get("transactional_id") is None and any(
+            _has_transactional_batch(p["records"]) for t in body["topic_data"] for p in t["partition_data"]
+        ):
+            # Kafka: transactional records need a transactional id (WRITE on it with an authorizer).
+            code = errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            response = _produce_error_response(request.context.api_version, body, code, None)
+            if response is None:
+                self.helper.close_connection(request)
+            else:
+                self.helper.send_response(request, response)
+            return
         entries: dict[tuple[str, int], memoryview] = {}
         early: dict[tuple[str, int], dict] = {}
         for topic in body["topic_data"]:
@@ -84,6 +97,23 @@ class ProduceHandler:
                     leaders.append(current["leader_id"])
         if leaders:
             response["node_endpoints"] = self.cache.node_endpoints(leaders, listener)
+
+
+_LENGTH = struct.Struct(">i")
+_ATTRIBUTES = struct.Struct(">h")
+_TRANSACTIONAL = 0x10
+
+
+def _has_transactional_batch(records) -> bool:
+    """Whether any batch of ``records`` has the transactional attribute (a header walk, no parsing)."""
+    if not records:
+        return False
+    position, size = 0, len(records)
+    while position + 23 <= size:
+        if _ATTRIBUTES.unpack_from(records, position + 21)[0] & _TRANSACTIONAL:
+            return True
+        position += 12 + _LENGTH.unpack_from(records, position + 8)[0]
+    return False
 
 
 def _response(body: dict, results: dict) -> dict:
