@@ -5,7 +5,10 @@
 Topic overrides are checked with ``LogConfig.validate`` (unknown names and bad values -> INVALID_CONFIG);
 CreateTopics responses list every topic config with its effective value and source (TOPIC_CONFIG,
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG). Group overrides are checked with ``group_config.validate``
-(INVALID_CONFIG). Broker resources are accepted as they are (no dynamic broker config validation yet).
+(INVALID_CONFIG). Broker resources (dynamic broker configs, per broker or the cluster default) accept only
+the keys the broker reconfigures while running (:func:`dynamic_broker_keys`, Kafka's
+``DynamicBrokerConfig.AllDynamicConfigs`` as far as pykbroker applies them): others get Kafka's
+INVALID_REQUEST ``Cannot update these configs dynamically: Set(...)``, bad values INVALID_CONFIG.
 Immutable, thread-safe.
 """
 
@@ -20,13 +23,45 @@ from pykbroker.metadata.configuration_control_manager import (
     SOURCE_TOPIC_CONFIG,
     ConfigSchema,
 )
-from pykbroker.metadata.records import RESOURCE_GROUP, RESOURCE_TOPIC
+from pykbroker.metadata.records import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
 
 _SOURCE_IDS = {
     "TOPIC_CONFIG": SOURCE_TOPIC_CONFIG,
     "STATIC_BROKER_CONFIG": SOURCE_STATIC_BROKER_CONFIG,
     "DEFAULT_CONFIG": SOURCE_DEFAULT_CONFIG,
 }
+
+
+#: Broker keys reconfigurable at run time besides the topic-default synonyms (DynamicThreadPool and
+#: DynamicConnectionQuota in Kafka).
+DYNAMIC_BROKER_RUNTIME_KEYS = frozenset({"num.io.threads", "max.connections", "max.connections.per.ip"})
+
+
+def dynamic_broker_keys() -> frozenset[str]:
+    """Every broker key a dynamic broker config may set: the broker synonyms of the topic configs
+    (DynamicLogConfig: ``log.retention.ms``, ``message.max.bytes``, ...) and the run-time keys."""
+    synonyms = {s.name for key in TOPIC_CONFIG_KEYS.values() for s in key.synonyms}
+    return frozenset(synonyms - {"log.message.format.version"}) | DYNAMIC_BROKER_RUNTIME_KEYS
+
+
+def validate_dynamic_broker_configs(configs: dict[str, str]) -> None:
+    """Raise InvalidRequestError for keys that cannot change at run time, InvalidConfigurationError for
+    bad values."""
+    from pykbroker.protocol import errors
+
+    bad = sorted(set(configs) - dynamic_broker_keys())
+    if bad:
+        raise errors.InvalidRequestError(f"Cannot update these configs dynamically: Set({', '.join(bad)})")
+    LogConfig.from_broker_config({k: v for k, v in configs.items() if k not in DYNAMIC_BROKER_RUNTIME_KEYS})
+    for key in DYNAMIC_BROKER_RUNTIME_KEYS & set(configs):
+        try:
+            value = int(str(configs[key]).strip())
+        except ValueError:
+            raise errors.InvalidConfigurationError(
+                f"Invalid value {configs[key]} for configuration {key}: Not a number of type INT"
+            ) from None
+        if value < (1 if key == "num.io.threads" else 0):
+            raise errors.InvalidConfigurationError(f"Invalid value {value} for configuration {key}")
 
 
 class LogConfigSchema(ConfigSchema):
@@ -47,6 +82,8 @@ class LogConfigSchema(ConfigSchema):
             LogConfig.validate(configs)
         elif resource_type == RESOURCE_GROUP:
             group_config.validate(configs, self.group_defaults)
+        elif resource_type == RESOURCE_BROKER:
+            validate_dynamic_broker_configs(configs)
 
     def unclean_leader_election_enabled(self, overrides: dict[str, str]) -> bool:
         return bool(self.broker_defaults.with_overrides(overrides).unclean_leader_election_enable)

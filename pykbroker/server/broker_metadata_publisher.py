@@ -18,6 +18,7 @@ from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME, TRANSACTIO
 from pykbroker.utils.logging import get_logger
 
 TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
 
 
 class BrokerMetadataPublisher(MetadataPublisher):
@@ -32,6 +33,8 @@ class BrokerMetadataPublisher(MetadataPublisher):
         self.group_coordinator = None
         #: the TransactionCoordinator, set by the server (which elects it for what it leads already)
         self.txn_coordinator = None
+        #: the DynamicBrokerConfig, set by the server once the broker's parts exist
+        self.dynamic_config = None
 
     def name(self) -> str:
         return "BrokerMetadataPublisher"
@@ -51,6 +54,10 @@ class BrokerMetadataPublisher(MetadataPublisher):
         changes = delta.topics.local_changes(self.node_id)
         if changes.deletes or changes.leaders or changes.followers:
             self.replica_manager.apply_delta(changes, new_image)
+        dynamic = self.dynamic_config
+        changed_resources = list(delta.config_changes) + list(delta.deleted_config_resources)
+        if dynamic is not None and any(rtype == BROKER_RESOURCE for (rtype, _) in changed_resources):
+            dynamic.update(new_image)
         # Publish to readers last, so a topic is visible to clients only once its partitions are ready.
         self.metadata_cache.set_image(new_image)
         self._update_coordinator(changes)

@@ -61,6 +61,7 @@ from pykbroker.server.alter_partition_manager import AlterPartitionManager
 from pykbroker.server.api_version_manager import ApiVersionManager
 from pykbroker.server.broker_lifecycle_manager import BrokerLifecycleManager, BrokerRegistrationError
 from pykbroker.server.broker_metadata_publisher import BrokerMetadataPublisher
+from pykbroker.server.dynamic_broker_config import DynamicBrokerConfig
 from pykbroker.server.fetch_session import FetchManager, FetchSessionCache
 from pykbroker.server.forwarding_manager import ForwardingManager
 from pykbroker.server.handlers.admin import AdminHandler
@@ -477,6 +478,12 @@ class KafkaRaftServer:
             self.metrics,
             self.time,
         )
+        # Dynamic broker configs: applied now (what the metadata log holds already) and on every change.
+        self.dynamic_config = DynamicBrokerConfig(
+            self.node_id, config, self.log_manager, self.data_plane_pool, self.socket_server.connection_quotas
+        )
+        self.dynamic_config.update(self.metadata_cache.image)
+        self.publisher.dynamic_config = self.dynamic_config
 
     def _start_transaction_coordinator(self) -> None:
         """The TransactionCoordinator: its state manager over ``__transaction_state``, the marker channel

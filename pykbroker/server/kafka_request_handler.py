@@ -17,6 +17,8 @@ feeds the pool's idle metric; a ShutdownRequest stops one thread. Any exception 
 from __future__ import annotations
 
 import threading
+from time import monotonic as _monotonic
+from time import sleep as _sleep
 
 from pykbroker.network.request_channel import SHUTDOWN_REQUEST, Request, RequestChannel
 from pykbroker.network.socket_server import CONTROL_PLANE, DATA_PLANE
@@ -102,6 +104,25 @@ class KafkaRequestHandlerPool:
         self.handlers = [KafkaRequestHandler(i, node_id, self) for i in range(num_threads)]
         for h in self.handlers:
             h.start()
+
+    def resize(self, num_threads: int) -> None:
+        """Kafka's ``resizeThreadPool`` (dynamic ``num.io.threads``): start more handlers, or stop some
+        (each stop request ends whichever handler takes it, after its current request)."""
+        current = len(self.handlers)
+        if num_threads > current:
+            next_id = max((h.handler_id for h in self.handlers), default=-1) + 1
+            for i in range(num_threads - current):
+                handler = KafkaRequestHandler(next_id + i, self.node_id, self)
+                self.handlers.append(handler)
+                handler.start()
+        elif num_threads < current:
+            for _ in range(current - num_threads):
+                self.request_channel.send_shutdown_request()
+            deadline = _monotonic() + 10
+            while _monotonic() < deadline and sum(h.stopped.is_set() for h in self.handlers) < current - num_threads:
+                _sleep(0.01)
+            self.handlers = [h for h in self.handlers if not h.stopped.is_set()]
+        self.log.info("Resized the request handler pool", threads=len(self.handlers))
 
     def shutdown(self, timeout: float = 10.0) -> None:
         self.log.info("shutting down")

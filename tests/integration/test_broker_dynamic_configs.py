@@ -64,34 +64,34 @@ def synonyms(entry: dict) -> list[tuple[int, str | None]]:
 
 
 def test_per_broker_and_default_dynamic_configs(kafka):
-    key = "log.cleaner.threads"
+    key = "log.cleaner.min.cleanable.ratio"
     before = describe(kafka, "1", key)
-    assert before["config_source"] == DEFAULT_CONFIG and before["value"] == "1"
+    assert before["config_source"] == DEFAULT_CONFIG and before["value"] == "0.5"
     assert describe(kafka, "", key) is None
 
-    alter(kafka, "", (key, SET, "3"))
+    alter(kafka, "", (key, SET, "0.3"))
     wait_until(lambda: describe(kafka, "1", key)["config_source"] == DYNAMIC_DEFAULT_BROKER_CONFIG)
     default = describe(kafka, "", key)
     assert (default["value"], default["config_source"], synonyms(default)) == (
-        "3",
+        "0.3",
         DYNAMIC_DEFAULT_BROKER_CONFIG,
-        [(DYNAMIC_DEFAULT_BROKER_CONFIG, "3")],
+        [(DYNAMIC_DEFAULT_BROKER_CONFIG, "0.3")],
     )
 
-    alter(kafka, "1", (key, SET, "2"))
+    alter(kafka, "1", (key, SET, "0.2"))
     wait_until(lambda: describe(kafka, "1", key)["config_source"] == DYNAMIC_BROKER_CONFIG)
     entry = describe(kafka, "1", key)
-    assert entry["value"] == "2" and entry["is_default"] is False and entry["read_only"] is False
+    assert entry["value"] == "0.2" and entry["is_default"] is False and entry["read_only"] is False
     # Kafka's precedence order: per-broker, cluster default, static, default
     assert synonyms(entry) == [
-        (DYNAMIC_BROKER_CONFIG, "2"),
-        (DYNAMIC_DEFAULT_BROKER_CONFIG, "3"),
-        (DEFAULT_CONFIG, "1"),
+        (DYNAMIC_BROKER_CONFIG, "0.2"),
+        (DYNAMIC_DEFAULT_BROKER_CONFIG, "0.3"),
+        (DEFAULT_CONFIG, "0.5"),
     ]
 
     alter(kafka, "1", (key, DELETE, None))
     wait_until(lambda: describe(kafka, "1", key)["config_source"] == DYNAMIC_DEFAULT_BROKER_CONFIG)
-    assert synonyms(describe(kafka, "1", key)) == [(DYNAMIC_DEFAULT_BROKER_CONFIG, "3"), (DEFAULT_CONFIG, "1")]
+    assert synonyms(describe(kafka, "1", key)) == [(DYNAMIC_DEFAULT_BROKER_CONFIG, "0.3"), (DEFAULT_CONFIG, "0.5")]
     alter(kafka, "", (key, DELETE, None))
     wait_until(lambda: describe(kafka, "1", key)["config_source"] == DEFAULT_CONFIG)
     assert describe(kafka, "", key) is None
@@ -127,3 +127,59 @@ def test_kafka_configs_describe_and_delete_broker_config(kafka):
     )
     assert delete.returncode == 0, delete.stderr
     wait_until(lambda: dynamic() == ["Dynamic configs for broker 1 are:"])
+
+
+def test_dynamic_broker_configs_are_applied_to_the_running_broker(kafka):
+    """message.max.bytes set as a cluster default takes effect at once for topics without their own
+    max.message.bytes, and deleting it restores the static value (Kafka's DynamicLogConfig)."""
+    from confluent_kafka import KafkaException, Producer
+
+    from tests.helpers.topics import create_topic
+
+    create_topic(kafka.bootstrap, "dyn-max-bytes", 1)
+
+    def produce(size: int) -> None:
+        p = Producer({"bootstrap.servers": kafka.bootstrap, "message.max.bytes": 1_000_000, "retries": 0})
+        result = {}
+        p.produce("dyn-max-bytes", b"x" * size, partition=0, on_delivery=lambda e, m: result.update(error=e))
+        p.flush(15)
+        if result.get("error") is not None:
+            raise KafkaException(result["error"])
+
+    produce(5000)
+    alter(kafka, "", ("message.max.bytes", SET, "2000"))
+    wait_until(lambda: describe(kafka, "1", "message.max.bytes")["value"] == "2000")
+
+    def rejected() -> bool:
+        try:
+            produce(5000)
+        except KafkaException as e:
+            return e.args[0].code() == 10  # MSG_SIZE_TOO_LARGE from the broker
+        return False
+
+    wait_until(rejected, 10, message="the dynamic message.max.bytes applied")
+    alter(kafka, "", ("message.max.bytes", DELETE, None))
+    wait_until(lambda: not rejected(), 10, message="the static message.max.bytes back")
+
+
+def test_configs_that_cannot_change_at_run_time_are_refused(kafka):
+    with BrokerConnection.to(kafka.bootstrap, client_id="t") as conn:
+        response = conn.request(
+            ApiKeys.INCREMENTAL_ALTER_CONFIGS,
+            1,
+            {
+                "resources": [
+                    {
+                        "resource_type": 4,
+                        "resource_name": "",
+                        "configs": [{"name": "log.dirs", "config_operation": SET, "value": "/elsewhere"}],
+                    }
+                ],
+                "validate_only": False,
+            },
+        )
+    [r] = response["responses"]
+    assert r["error_code"] == errors.INVALID_REQUEST
+    assert r["error_message"] == "Cannot update these configs dynamically: Set(log.dirs)"
+    assert describe(kafka, "1", "num.io.threads")["read_only"] is False
+    assert describe(kafka, "1", "log.dirs")["read_only"] is True

@@ -196,15 +196,16 @@ class AdminHandler:
         the cluster default (name ``""``) only its dynamic default configs. Errors: INVALID_REQUEST for
         another broker's id.
 
-        Only describing is done here: dynamic broker configs are stored and reported, not applied to the
-        running broker (Kafka's DynamicBrokerConfig reconfiguration is not implemented), so a broker's
-        behaviour still follows its static configuration."""
+        ``read_only`` is false for the keys that can be updated dynamically (``dynamic_broker_keys``); the
+        DynamicBrokerConfig applies them to the running broker."""
         if name not in ("", str(self.broker_config.node_id)):
             raise errors.InvalidRequestError(
                 f"Unexpected broker id, expected {self.broker_config.node_id} but received {name}"
             )
         from pykbroker.config.kafka_config_def import BROKER_CONFIG_DEF
+        from pykbroker.metadata.log_config_schema import dynamic_broker_keys
 
+        dynamic_keys = dynamic_broker_keys()
         image_configs = self.cache.image.configs
         cluster_default = dict(image_configs.get((RESOURCE_BROKER, ""), {}))
         per_broker = dict(image_configs.get((RESOURCE_BROKER, str(self.broker_config.node_id)), {}))
@@ -235,7 +236,7 @@ class AdminHandler:
                 {
                     "name": key,
                     "value": None if sensitive else text,
-                    "read_only": source not in (SOURCE_DYNAMIC_BROKER_CONFIG, SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG),
+                    "read_only": key not in dynamic_keys,
                     "is_default": source == SOURCE_DEFAULT_CONFIG,
                     "config_source": source,
                     "is_sensitive": sensitive,

@@ -1,0 +1,64 @@
+"""Dynamic broker configs applied to a running broker (in-process EmbeddedKafka): the request handler
+pool resized by num.io.threads, the topic defaults, connection quotas; and the keys the controller accepts."""
+
+from __future__ import annotations
+
+import pytest
+
+from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.metadata.log_config_schema import dynamic_broker_keys, validate_dynamic_broker_configs
+from pykbroker.protocol import errors
+from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.testing import EmbeddedKafka
+from tests.helpers.wait import wait_until
+
+
+def _alter(bootstrap: str, name: str, key: str, value: str | None) -> None:
+    with BrokerConnection.to(bootstrap) as c:
+        r = c.request(
+            ApiKeys.INCREMENTAL_ALTER_CONFIGS,
+            1,
+            {
+                "resources": [
+                    {
+                        "resource_type": 4,
+                        "resource_name": name,
+                        "configs": [{"name": key, "config_operation": 0 if value is not None else 1, "value": value}],
+                    }
+                ],
+                "validate_only": False,
+            },
+        )
+    assert r["responses"][0]["error_code"] == errors.NONE, r
+
+
+def test_keys_the_controller_accepts():
+    keys = dynamic_broker_keys()
+    assert {"log.retention.ms", "message.max.bytes", "log.cleanup.policy", "num.io.threads"} <= keys
+    assert "log.dirs" not in keys and "node.id" not in keys
+    validate_dynamic_broker_configs({"log.retention.ms": "1000", "num.io.threads": "4"})
+    with pytest.raises(errors.InvalidRequestError, match=r"Set\(listeners, log.dirs\)"):
+        validate_dynamic_broker_configs({"log.dirs": "/x", "listeners": "PLAINTEXT://:1"})
+    with pytest.raises(errors.InvalidConfigurationError):
+        validate_dynamic_broker_configs({"log.segment.bytes": "3"})
+    with pytest.raises(errors.InvalidConfigurationError):
+        validate_dynamic_broker_configs({"num.io.threads": "zero"})
+
+
+def test_running_broker_follows_its_dynamic_configs(tmp_path):
+    with EmbeddedKafka(str(tmp_path), config={"num.io.threads": "4"}) as kafka:
+        server = kafka._server
+        assert len(server.data_plane_pool.handlers) == 4
+        _alter(kafka.bootstrap_servers, "1", "num.io.threads", "6")
+        wait_until(lambda: len(server.data_plane_pool.handlers) == 6, 10, message="pool grown")
+        _alter(kafka.bootstrap_servers, "", "num.io.threads", "3")  # the per-broker value still wins
+        _alter(kafka.bootstrap_servers, "1", "num.io.threads", None)  # now the cluster default: 3
+        wait_until(lambda: len(server.data_plane_pool.handlers) == 3, 10, message="pool shrunk")
+        assert sum(h.is_alive() for h in server.data_plane_pool.handlers) == 3
+        kafka.create_topic("dyn", partitions=1)
+        log = server.log_manager.get_log("dyn", 0)
+        assert log.config.retention_ms == 604_800_000
+        _alter(kafka.bootstrap_servers, "", "log.retention.ms", "60000")
+        wait_until(lambda: log.config.retention_ms == 60000, 10, message="topic default applied")
+        _alter(kafka.bootstrap_servers, "", "max.connections.per.ip", "50")
+        wait_until(lambda: server.socket_server.connection_quotas.default_max_per_ip == 50, 10, message="quota")
