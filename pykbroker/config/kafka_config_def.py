@@ -1185,7 +1185,16 @@ BROKER_CONFIG_DEF = (
         "GSSAPI",
         None,
         M,
-        "SASL mechanisms enabled on the server. Accepted; not used by pykbroker yet.",
+        "SASL mechanisms enabled on the server's SASL listeners (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 are "
+        "supported; per listener: listener.name.<listener>.sasl.enabled.mechanisms).",
+    )
+    .define(
+        "sasl.server.max.receive.size",
+        Type.INT,
+        524288,
+        at_least(1),
+        L,
+        "Largest SASL frame in bytes accepted before a connection is authenticated.",
     )
     .define(
         "group.coordinator.new.enable",

@@ -36,10 +36,12 @@ from pykbroker.metadata.records import (
     PRODUCER_IDS_RECORD,
     REGISTER_BROKER_RECORD,
     REMOVE_TOPIC_RECORD,
+    REMOVE_USER_SCRAM_CREDENTIAL_RECORD,
     RESOURCE_TOPIC,
     TOPIC_RECORD,
     UNFENCE_BROKER_RECORD,
     UNREGISTER_BROKER_RECORD,
+    USER_SCRAM_CREDENTIAL_RECORD,
     ApiMessageAndVersion,
 )
 
@@ -173,6 +175,7 @@ class MetadataDelta:
         self.config_changes: dict[tuple[int, str], dict[str, str | None]] = {}
         self.deleted_config_resources: set[tuple[int, str]] = set()
         self.next_producer_id: int | None = None
+        self.scram_changes: dict[tuple[str, int], tuple[bytes, bytes, bytes, int] | None] = {}
 
     def replay(self, record: ApiMessageAndVersion) -> None:
         name, d = record.name, record.data
@@ -202,6 +205,15 @@ class MetadataDelta:
                 self.broker_changes[d["broker_id"]] = replace(current, fenced=fenced, in_controlled_shutdown=shutdown)
         elif name == PRODUCER_IDS_RECORD:
             self.next_producer_id = d["next_producer_id"]
+        elif name == USER_SCRAM_CREDENTIAL_RECORD:
+            self.scram_changes[(d["name"], d["mechanism"])] = (
+                bytes(d["salt"]),
+                bytes(d["stored_key"]),
+                bytes(d["server_key"]),
+                d["iterations"],
+            )
+        elif name == REMOVE_USER_SCRAM_CREDENTIAL_RECORD:
+            self.scram_changes[(d["name"], d["mechanism"])] = None
         elif name == NO_OP_RECORD:
             pass
 
@@ -223,6 +235,8 @@ class MetadataDelta:
                 changes.setdefault(name, None)
         if self.next_producer_id is None and self.image.next_producer_id:
             self.next_producer_id = 0
+        for key in self.image.scram:
+            self.scram_changes.setdefault(key, None)
 
     def replay_all(self, records) -> MetadataDelta:
         for r in records:
@@ -270,4 +284,12 @@ class MetadataDelta:
             changes["configs"] = frozen({k: frozen(v) for k, v in configs.items()})
         if self.next_producer_id is not None:
             changes["next_producer_id"] = self.next_producer_id
+        if self.scram_changes:
+            scram = dict(image.scram)
+            for key, value in self.scram_changes.items():
+                if value is None:
+                    scram.pop(key, None)
+                else:
+                    scram[key] = value
+            changes["scram"] = frozen(scram)
         return replace(image, **changes)

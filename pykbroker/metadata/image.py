@@ -25,6 +25,7 @@ from pykbroker.metadata.records import (
     feature_level_record,
     producer_ids_record,
     topic_record,
+    user_scram_credential_record,
 )
 
 _EMPTY: Mapping = MappingProxyType({})
@@ -139,6 +140,8 @@ class MetadataImage:
     topics: TopicsImage = field(default_factory=TopicsImage)
     configs: Mapping[tuple[int, str], Mapping[str, str]] = field(default_factory=lambda: _EMPTY)
     next_producer_id: int = 0
+    #: SCRAM credentials: (user, mechanism type 1|2) -> (salt, stored key, server key, iterations)
+    scram: Mapping[tuple[str, int], tuple[bytes, bytes, bytes, int]] = field(default_factory=lambda: _EMPTY)
 
     @property
     def offset(self) -> int:
@@ -149,7 +152,9 @@ class MetadataImage:
         return self.features.get(METADATA_VERSION)
 
     def is_empty(self) -> bool:
-        return not (self.features or self.brokers or self.topics.by_id or self.configs or self.next_producer_id)
+        return not (
+            self.features or self.brokers or self.topics.by_id or self.configs or self.next_producer_id or self.scram
+        )
 
     def topic_configs(self, topic: str) -> Mapping[str, str]:
         return self.configs.get((2, topic), _EMPTY)
@@ -165,6 +170,8 @@ class MetadataImage:
             out += [config_record(rtype, rname, k, v) for k, v in sorted(values.items())]
         if self.next_producer_id:
             out.append(producer_ids_record(-1, -1, self.next_producer_id))
+        for (user, mechanism), (salt, stored, server, iterations) in sorted(self.scram.items()):
+            out.append(user_scram_credential_record(user, mechanism, salt, stored, server, iterations))
         return out
 
 

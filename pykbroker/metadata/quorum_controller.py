@@ -50,6 +50,7 @@ from pykbroker.metadata.producer_id_control_manager import ProducerIdControlMana
 from pykbroker.metadata.records import ApiMessageAndVersion
 from pykbroker.metadata.replica_placer import StripedReplicaPlacer
 from pykbroker.metadata.replication_control_manager import ReplicationControlManager
+from pykbroker.metadata.scram_control_manager import ScramControlManager
 from pykbroker.protocol import errors
 from pykbroker.protocol.errors import KafkaError, NotControllerError
 from pykbroker.protocol.types import ZERO_UUID
@@ -89,11 +90,12 @@ class _ControlManagers:
         )
         self.configs.topic_exists = self.replication.topic_exists
         self.producer_ids = ProducerIdControlManager(self.cluster)
+        self.scram = ScramControlManager()
 
     def replay(self, record: ApiMessageAndVersion, offset: int = -1) -> None:
         """Apply one record; ``offset`` is its log offset when known."""
         self.cluster.replay(record, offset)
-        for manager in (self.configs, self.replication, self.producer_ids, self.features):
+        for manager in (self.configs, self.replication, self.producer_ids, self.features, self.scram):
             manager.replay(record)
 
 
@@ -201,6 +203,10 @@ class QuorumController:
         """IncrementalAlterConfigs -> ``{responses: [{error_code, error_message, resource_type,
         resource_name}]}``."""
         return self._write("incrementalAlterConfigs", lambda: self.managers.configs.incremental_alter_configs(request))
+
+    def alter_user_scram_credentials(self, request: dict[str, Any]) -> Future:
+        """AlterUserScramCredentials -> ``{throttle_time_ms, results: [{user, error_code, error_message}]}``."""
+        return self._write("alterUserScramCredentials", lambda: self.managers.scram.alter_credentials(request))
 
     def allocate_producer_ids(self, request: dict[str, Any]) -> Future:
         """AllocateProducerIds ``{broker_id, broker_epoch}`` -> ``{error_code, error_message,

@@ -27,6 +27,8 @@ BROKER_REGISTRATION_CHANGE_RECORD = "BrokerRegistrationChangeRecord"
 FEATURE_LEVEL_RECORD = "FeatureLevelRecord"
 PRODUCER_IDS_RECORD = "ProducerIdsRecord"
 NO_OP_RECORD = "NoOpRecord"
+USER_SCRAM_CREDENTIAL_RECORD = "UserScramCredentialRecord"
+REMOVE_USER_SCRAM_CREDENTIAL_RECORD = "RemoveUserScramCredentialRecord"
 
 
 # ConfigResource.Type ids (protocol facts)
@@ -100,6 +102,27 @@ def producer_ids_record(broker_id: int, broker_epoch: int, next_producer_id: int
         0,
         {"broker_id": broker_id, "broker_epoch": broker_epoch, "next_producer_id": next_producer_id},
     )
+
+
+def user_scram_credential_record(
+    name: str, mechanism: int, salt: bytes, stored_key: bytes, server_key: bytes, iterations: int
+) -> ApiMessageAndVersion:
+    return ApiMessageAndVersion(
+        USER_SCRAM_CREDENTIAL_RECORD,
+        0,
+        {
+            "name": name,
+            "mechanism": mechanism,
+            "salt": salt,
+            "stored_key": stored_key,
+            "server_key": server_key,
+            "iterations": iterations,
+        },
+    )
+
+
+def remove_user_scram_credential_record(name: str, mechanism: int) -> ApiMessageAndVersion:
+    return ApiMessageAndVersion(REMOVE_USER_SCRAM_CREDENTIAL_RECORD, 0, {"name": name, "mechanism": mechanism})
 
 
 def no_op_record() -> ApiMessageAndVersion:

@@ -257,6 +257,8 @@ class KafkaChannel:
         "read_ready",
         "buffered",
         "peer_closed",
+        "authenticator",
+        "principal",
     )
 
     def __init__(
@@ -278,6 +280,9 @@ class KafkaChannel:
         self.read_ready = True
         self.buffered: memoryview | None = None  # bytes read past the end of the previous frame
         self.peer_closed = False  # the poller saw the peer's FIN/HUP: read on until EOF, short reads or not
+        #: SASL listeners: the connection's authenticator until it completes (then None)
+        self.authenticator = None
+        self.principal = "User:ANONYMOUS"
 
     def read(self, scratch: bytearray | None = None) -> NetworkReceive | None:
         """Read; return the completed receive (and reset) or None if more bytes are needed. When the

@@ -34,7 +34,7 @@ from collections.abc import Callable
 
 from pykbroker.config.endpoint import EndPoint
 from pykbroker.network.accept import accept_batch
-from pykbroker.network.channel import ChannelMuteEvent, InvalidReceiveError, TruncatedReceiveError
+from pykbroker.network.channel import ChannelMuteEvent, InvalidReceiveError, NetworkSend, TruncatedReceiveError
 from pykbroker.network.connection_quotas import ConnectionQuotas, TooManyConnectionsError
 from pykbroker.network.memory_pool import NONE as UNBOUNDED_POOL
 from pykbroker.network.memory_pool import MemoryPool, SimpleMemoryPool
@@ -123,6 +123,8 @@ class Processor(threading.Thread):
         time: Time = SYSTEM,
         selector_factory: Callable[..., KSelector] = KSelector,
         memory_pool: MemoryPool = UNBOUNDED_POOL,
+        authenticator_factory: Callable[[], object] | None = None,
+        sasl_max_receive_size: int = 524288,
     ):
         super().__init__(
             name=f"{plane}-kafka-network-thread-{config.node_id}-{endpoint.listener_name}-"
@@ -149,6 +151,11 @@ class Processor(threading.Thread):
         self.new_connections: queue.Queue = queue.Queue(maxsize=CONNECTION_QUEUE_SIZE)
         self.response_queue: queue.SimpleQueue = queue.SimpleQueue()
         self.inflight_responses: dict[str, SendResponse] = {}
+        #: SASL listeners: a new authenticator per connection (the network layer only runs its frames)
+        self.authenticator_factory = authenticator_factory
+        self.sasl_max_receive_size = sasl_max_receive_size
+        self.socket_request_max_bytes = config.socket_request_max_bytes
+        self.auth_sends: dict[str, bool] = {}  # connection id -> close once the SASL answer is sent
         self.next_connection_index = 0
         self.should_run = True
         self.idle = metrics.idle_ratio(
@@ -229,6 +236,10 @@ class Processor(threading.Thread):
                     0 if self.next_connection_index == INT_MAX else self.next_connection_index + 1
                 )
                 self.selector.register(connection_id, sock)
+                if self.authenticator_factory is not None:
+                    channel = self.selector.channel(connection_id)
+                    channel.authenticator = self.authenticator_factory()
+                    channel.max_receive_size = self.sasl_max_receive_size  # bounded until authenticated
             except Exception as e:
                 if isinstance(e, ConnectionError) or getattr(e, "errno", None) == errno.ENOTCONN:
                     self.log.debug("Connection closed by the client before its registration.", error=repr(e))
@@ -304,6 +315,8 @@ class Processor(threading.Thread):
             if channel is None:
                 receive.release()
                 continue
+            if channel.authenticator is not None and not self._authenticate(connection_id, channel, receive):
+                continue
             try:
                 request = self._parse_request(connection_id, channel, receive)
             except Exception as e:
@@ -316,6 +329,34 @@ class Processor(threading.Thread):
             self.request_channel.send_request(request)
             self.selector.mute(connection_id)
             channel.handle_mute_event(ChannelMuteEvent.REQUEST_RECEIVED)
+
+    def _authenticate(self, connection_id: str, channel, receive) -> bool:
+        """Run a frame of an unauthenticated SASL connection through its authenticator. True when the
+        frame is a request to dispatch as usual (ApiVersions during the handshake)."""
+        authenticator = channel.authenticator
+        try:
+            action, result, close_after = authenticator.handle(memoryview(receive.payload))
+        except Exception as e:  # noqa: BLE001 - a malformed frame closes its own connection only
+            action, result, close_after = "CLOSE", f"invalid SASL request: {e}", False
+        if action == "PASS":
+            return True
+        receive.release()
+        host = connection_id.split("-")[1].rpartition(":")[0]
+        if action == "CLOSE":
+            self.log.info(f"Failed authentication with /{host} (channelId={connection_id}) ({result})")
+            self._close(connection_id)
+            return False
+        if close_after:
+            self.log.info(f"Failed authentication with /{host} (channelId={connection_id}) ({authenticator.failure})")
+        elif authenticator.complete:
+            channel.principal = authenticator.principal
+            channel.authenticator = None
+            channel.max_receive_size = self.socket_request_max_bytes
+        self.selector.mute(connection_id)
+        channel.handle_mute_event(ChannelMuteEvent.REQUEST_RECEIVED)
+        self.auth_sends[connection_id] = close_after
+        self.selector.send(NetworkSend(connection_id, [result]))
+        return False
 
     def _parse_request(self, connection_id: str, channel, receive) -> Request:
         now = self.time.nanoseconds()
@@ -367,6 +408,12 @@ class Processor(threading.Thread):
         for send in self.selector.completed_sends:
             response = self.inflight_responses.pop(send.destination, None)
             if response is None:
+                close_after = self.auth_sends.pop(send.destination, None)
+                if close_after:
+                    self._close(send.destination)
+                elif close_after is not None and self.selector.channel(send.destination) is not None:
+                    self.selector.channel(send.destination).handle_mute_event(ChannelMuteEvent.RESPONSE_SENT)
+                    self.selector.unmute(send.destination)
                 continue
             if response.on_complete is not None:
                 try:
@@ -386,6 +433,7 @@ class Processor(threading.Thread):
             response = self.inflight_responses.pop(connection_id, None)
             if response is not None:
                 self.request_channel.update_request_metrics(response.request, self.time.nanoseconds())
+            self.auth_sends.pop(connection_id, None)
             self.connection_quotas.dec(self.listener_name, remote_host)
         self.selector.clear_disconnected()
 
@@ -402,6 +450,7 @@ class Processor(threading.Thread):
             remote_host = connection_id.split("-")[1].rpartition(":")[0]
             self.connection_quotas.dec(self.listener_name, remote_host)
         self.inflight_responses.pop(connection_id, None)
+        self.auth_sends.pop(connection_id, None)
 
     def _on_close_error(self, connection_id: str, exc: BaseException) -> None:
         if isinstance(exc, InvalidReceiveError):
@@ -598,9 +647,15 @@ class SocketServer:
         is_api_allowed: Callable[[str, int, int], bool],
         time: Time = SYSTEM,
         selector_factory: Callable[..., KSelector] = KSelector,
+        authenticator_factories: dict[str, Callable[[], object]] | None = None,
+        sasl_max_receive_size: int = 524288,
     ):
+        """``authenticator_factories``: listener name -> a new SASL authenticator per connection (SASL
+        listeners; see :mod:`pykbroker.security.sasl_server_authenticator`)."""
         self.config = config
         self.selector_factory = selector_factory
+        self.authenticator_factories = authenticator_factories or {}
+        self.sasl_max_receive_size = sasl_max_receive_size
         self.data_plane_memory_pool: MemoryPool = (
             SimpleMemoryPool(config.queued_max_request_bytes, config.socket_request_max_bytes)
             if config.queued_max_request_bytes > 0
@@ -650,6 +705,8 @@ class SocketServer:
                 self.time,
                 self.selector_factory,
                 self.data_plane_memory_pool if plane == DATA_PLANE else UNBOUNDED_POOL,
+                self.authenticator_factories.get(listener),
+                self.sasl_max_receive_size,
             )
             self.next_processor_id += 1
             request_channel.add_processor(p)

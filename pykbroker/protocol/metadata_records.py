@@ -110,6 +110,18 @@ metadata BrokerRegistrationChangeRecord 17 0-2 flex=0+
 
 metadata NoOpRecord 20 0 flex=0+
 
+metadata UserScramCredentialRecord 11 0 flex=0+
+  name string 0+
+  mechanism int8 0+
+  salt bytes 0+
+  stored_key bytes 0+
+  server_key bytes 0+
+  iterations int32 0+
+
+metadata RemoveUserScramCredentialRecord 22 0 flex=0+
+  name string 0+
+  mechanism int8 0+
+
 """
 
 METADATA_RECORDS: dict[int, MessageSchema] = {s.api_key: s for s in parse_schemas(SCHEMAS)}

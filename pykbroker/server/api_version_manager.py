@@ -26,6 +26,10 @@ BROKER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.DESCRIBE_GROUPS: (0, 5),
     ApiKeys.LIST_GROUPS: (0, 5),
     ApiKeys.API_VERSIONS: (0, 4),
+    ApiKeys.SASL_HANDSHAKE: (0, 1),
+    ApiKeys.SASL_AUTHENTICATE: (0, 2),
+    ApiKeys.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKeys.CREATE_TOPICS: (2, 7),
     ApiKeys.DELETE_TOPICS: (1, 6),
     ApiKeys.DELETE_RECORDS: (0, 2),
@@ -63,6 +67,7 @@ CONTROLLER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.UNREGISTER_BROKER: (0, 0),
     ApiKeys.ALLOCATE_PRODUCER_IDS: (0, 0),
     ApiKeys.ALTER_PARTITION: (2, 3),
+    ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 }
 
 

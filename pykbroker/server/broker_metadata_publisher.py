@@ -35,6 +35,8 @@ class BrokerMetadataPublisher(MetadataPublisher):
         self.txn_coordinator = None
         #: the DynamicBrokerConfig, set by the server once the broker's parts exist
         self.dynamic_config = None
+        #: the broker's ScramCredentialCache (set by the server), refreshed when credentials change
+        self.scram_credentials = None
 
     def name(self) -> str:
         return "BrokerMetadataPublisher"
@@ -54,6 +56,8 @@ class BrokerMetadataPublisher(MetadataPublisher):
         changes = delta.topics.local_changes(self.node_id)
         if changes.deletes or changes.leaders or changes.followers:
             self.replica_manager.apply_delta(changes, new_image)
+        if self.scram_credentials is not None and (delta.scram_changes or not self.first_publish.is_set()):
+            self.scram_credentials.update_from_image(new_image)
         dynamic = self.dynamic_config
         changed_resources = list(delta.config_changes) + list(delta.deleted_config_resources)
         if dynamic is not None and any(rtype == BROKER_RESOURCE for (rtype, _) in changed_resources):

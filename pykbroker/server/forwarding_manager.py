@@ -33,6 +33,7 @@ VERSIONS = {
     ApiKeys.ALLOCATE_PRODUCER_IDS: 0,
     ApiKeys.ALTER_PARTITION: 3,
     ApiKeys.ELECT_LEADERS: 2,
+    ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: 0,
 }
 
 
@@ -60,6 +61,9 @@ class ForwardingManager:
 
     def incremental_alter_configs(self, request: dict[str, Any]) -> Future:
         return self._forward(ApiKeys.INCREMENTAL_ALTER_CONFIGS, request)
+
+    def alter_user_scram_credentials(self, request: dict[str, Any]) -> Future:
+        return self._forward(ApiKeys.ALTER_USER_SCRAM_CREDENTIALS, request)
 
     def allocate_producer_ids(self, request: dict[str, Any]) -> Future:
         return self._forward(ApiKeys.ALLOCATE_PRODUCER_IDS, request)

@@ -56,6 +56,8 @@ from pykbroker.raft.kafka_raft_client import KafkaRaftClient
 from pykbroker.raft.kafka_raft_client_driver import KafkaRaftClientDriver
 from pykbroker.raft.kafka_raft_metrics import KafkaRaftMetrics
 from pykbroker.raft.quorum_state_store import FileQuorumStateStore
+from pykbroker.security.channel_builders import authenticator_factories
+from pykbroker.security.credential_cache import ScramCredentialCache
 from pykbroker.server.add_partitions_to_txn_manager import AddPartitionsToTxnManager
 from pykbroker.server.alter_partition_manager import AlterPartitionManager
 from pykbroker.server.api_version_manager import ApiVersionManager
@@ -77,6 +79,7 @@ from pykbroker.server.handlers.metadata import MetadataHandler
 from pykbroker.server.handlers.produce import ProduceHandler
 from pykbroker.server.handlers.producer_id import InitProducerIdHandler, ProducerIdManager
 from pykbroker.server.handlers.raft import RaftHandlers
+from pykbroker.server.handlers.sasl import SaslHandlers
 from pykbroker.server.handlers.transactions import TransactionHandlers
 from pykbroker.server.kafka_apis import KafkaApis
 from pykbroker.server.kafka_request_handler import KafkaRequestHandlerPool
@@ -159,8 +162,19 @@ class KafkaRaftServer:
 
         # Listeners first: a port in use stops start-up before anything touches the data directories.
         sconfig = SocketServerConfig.from_kafka_config(config)
+        self.scram_credentials = ScramCredentialCache()
+        authenticators = authenticator_factories(
+            sconfig.data_plane_listeners, config.originals, self.scram_credentials.lookup
+        )
         try:
-            self.socket_server = SocketServer(sconfig, self.metrics, self._is_api_allowed, self.time)
+            self.socket_server = SocketServer(
+                sconfig,
+                self.metrics,
+                self._is_api_allowed,
+                self.time,
+                authenticator_factories=authenticators,
+                sasl_max_receive_size=config["sasl.server.max.receive.size"],
+            )
             for acceptor in self.socket_server.acceptors:
                 acceptor.open_server_socket()
         except OSError as e:  # "Socket server failed to bind to host:port: <reason>."
@@ -484,6 +498,8 @@ class KafkaRaftServer:
         )
         self.dynamic_config.update(self.metadata_cache.image)
         self.publisher.dynamic_config = self.dynamic_config
+        self.scram_credentials.update_from_image(self.metadata_cache.image)
+        self.publisher.scram_credentials = self.scram_credentials
 
     def _start_transaction_coordinator(self) -> None:
         """The TransactionCoordinator: its state manager over ``__transaction_state``, the marker channel
@@ -596,6 +612,7 @@ class KafkaRaftServer:
             DescribeLogDirsHandler(helper, self.log_manager),
             AdminHandler(helper, self.controller_handle, cache, self.config, self.log_manager.default_config),
             InitProducerIdHandler(helper, self.producer_id_manager, self.txn_coordinator),
+            SaslHandlers(helper),
             groups,
             TransactionHandlers(
                 helper, self.txn_coordinator, self.group_coordinator, rm, cache, self.config, self.time

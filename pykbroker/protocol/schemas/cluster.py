@@ -92,4 +92,38 @@ response SaslAuthenticate 36 0-2 flex=2+
   error_message string 0+ null=0+
   auth_bytes bytes 0+
   session_lifetime_ms int64 1+ =0
+
+request DescribeUserScramCredentials 50 0 flex=0+
+  users [] 0+ null=0+
+    name string 0+
+
+response DescribeUserScramCredentials 50 0 flex=0+
+  throttle_time_ms int32 0+
+  error_code int16 0+
+  error_message string 0+ null=0+
+  results [] 0+
+    user string 0+
+    error_code int16 0+
+    error_message string 0+ null=0+
+    credential_infos [] 0+
+      mechanism int8 0+
+      iterations int32 0+
+
+request AlterUserScramCredentials 51 0 flex=0+
+  deletions [] 0+
+    name string 0+
+    mechanism int8 0+
+  upsertions [] 0+
+    name string 0+
+    mechanism int8 0+
+    iterations int32 0+
+    salt bytes 0+
+    salted_password bytes 0+
+
+response AlterUserScramCredentials 51 0 flex=0+
+  throttle_time_ms int32 0+
+  results [] 0+
+    user string 0+
+    error_code int16 0+
+    error_message string 0+ null=0+
 """

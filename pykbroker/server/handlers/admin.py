@@ -59,7 +59,52 @@ class AdminHandler:
             ApiKeys.ALTER_CONFIGS: self.handle_alter_configs_request,
             ApiKeys.DESCRIBE_CONFIGS: self.handle_describe_configs_request,
             ApiKeys.ELECT_LEADERS: self.handle_elect_leaders_request,
+            ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: self.handle_alter_user_scram_credentials_request,
+            ApiKeys.DESCRIBE_USER_SCRAM_CREDENTIALS: self.handle_describe_user_scram_credentials_request,
         }
+
+    # -- SCRAM credentials (KIP-554) -----------------------------------------------------------
+    def handle_alter_user_scram_credentials_request(self, request) -> None:
+        self._reply_when_done(request, self.controller.alter_user_scram_credentials(request.body))
+
+    def handle_describe_user_scram_credentials_request(self, request) -> None:
+        """The users' mechanisms and iterations from the metadata image (never salts or keys); an unknown
+        user gets RESOURCE_NOT_FOUND, a user named twice DUPLICATE_RESOURCE (Kafka's messages)."""
+        scram = self.cache.image.scram
+        by_user: dict[str, list[dict]] = {}
+        for (user, mechanism), (_, _, _, iterations) in sorted(scram.items()):
+            by_user.setdefault(user, []).append({"mechanism": mechanism, "iterations": iterations})
+        wanted = request.body.get("users")
+        names = sorted(by_user) if not wanted else [u["name"] for u in wanted]
+        results = []
+        for name in dict.fromkeys(names):
+            if names.count(name) > 1:
+                results.append(
+                    {
+                        "user": name,
+                        "error_code": errors.DUPLICATE_RESOURCE,
+                        "error_message": (
+                            "Cannot describe SCRAM credentials for the same user twice in a single request"
+                        ),
+                        "credential_infos": [],
+                    }
+                )
+            elif name not in by_user:
+                results.append(
+                    {
+                        "user": name,
+                        "error_code": errors.RESOURCE_NOT_FOUND,
+                        "error_message": "Attempt to describe a user credential that does not exist",
+                        "credential_infos": [],
+                    }
+                )
+            else:
+                results.append(
+                    {"user": name, "error_code": errors.NONE, "error_message": None, "credential_infos": by_user[name]}
+                )
+        self.helper.send_response(
+            request, {"throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None, "results": results}
+        )
 
     def _reply_when_done(self, request, future, shape=lambda r: r) -> None:
         def done(f):
