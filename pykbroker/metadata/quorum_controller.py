@@ -161,6 +161,9 @@ class QuorumController:
         )
         self.managers = _ControlManagers(*self._manager_args)
         self.bootstrap_metadata_version = bootstrap_metadata_version
+        #: records of ``bootstrap.checkpoint`` (``kafka-storage format --add-scram``), written with
+        #: ``metadata.version`` when the controller first leads an empty log
+        self.bootstrap_records: list[ApiMessageAndVersion] = []
         self._log = get_logger("QuorumController", id=node_id)
         # event-thread state
         self._active_epoch = -1
@@ -506,7 +509,7 @@ class QuorumController:
             self.managers.cluster.activate()
             bootstrap = self.managers.features.bootstrap_records(self.bootstrap_metadata_version)
             if bootstrap:
-                self._append(bootstrap, None, None)
+                self._append(bootstrap + list(self.bootstrap_records), None, None)
             self._reschedule_maybe_fence_stale_brokers()
             self._schedule_leader_rebalance()
             self._active_event.set()

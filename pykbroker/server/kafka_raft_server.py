@@ -38,6 +38,7 @@ from pykbroker.coordinator.transaction.transaction_state_manager import Transact
 from pykbroker.log.log_cleaner import LogCleaner
 from pykbroker.log.log_config import LogConfig
 from pykbroker.log.log_manager import LogDirLockError, LogManager, lock_log_dirs
+from pykbroker.metadata.bootstrap import read_bootstrap_records
 from pykbroker.metadata.controller_metadata_metrics import ControllerMetadataMetrics
 from pykbroker.metadata.log_config_schema import LogConfigSchema
 from pykbroker.metadata.metadata_loader import MetadataLoader
@@ -409,6 +410,7 @@ class KafkaRaftServer:
                 else None
             ),
         )
+        self.controller.bootstrap_records = read_bootstrap_records(config.metadata_log_dir)
         ControllerMetadataMetrics(
             self.metrics, self.controller, lambda: self.metadata_cache.image if self.is_broker else self.loader.image
         )

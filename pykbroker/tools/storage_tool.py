@@ -3,6 +3,7 @@
 
     bin/kafka-storage random-uuid
     bin/kafka-storage format -t <cluster-id> -c server.properties [--ignore-formatted]
+        [--add-scram 'SCRAM-SHA-256=[name=alice,password=alice-secret]' ...]
         [--standalone | --initial-controllers LIST | --no-initial-controllers]
     bin/kafka-storage info -c server.properties
 
@@ -11,8 +12,9 @@
 directory|metadata directory <dir> with metadata.version 4.0-IV3.``). Every node of a cluster (each voter
 and each broker) is formatted with the same ``-t``; only pykbroker's single-node default formats itself on
 first start. A directory already formatted fails the command (exit 1) unless ``--ignore-formatted``; one
-formatted for another cluster or node always does (``MetaPropertiesEnsemble.verify``'s messages). No
-bootstrap checkpoint is written: pykbroker's controller writes ``metadata.version`` when it first leads.
+formatted for another cluster or node always does (``MetaPropertiesEnsemble.verify``'s messages).
+``--add-scram`` writes the SCRAM credentials to ``<metadata.log.dir>/bootstrap.checkpoint``, which the
+controller appends to the metadata log (with ``metadata.version``) when it first leads.
 
 Quorums are static (``controller.quorum.voters``); dynamic quorums (KIP-853) are not supported. As in
 Kafka, a controller with no ``controller.quorum.voters`` needs one of ``--standalone``,
@@ -25,12 +27,18 @@ takes them.
 
 from __future__ import annotations
 
+import base64
 import os
 import sys
 
 from pykbroker.config.config_def import ConfigException
 from pykbroker.config.kafka_config import KafkaConfig
 from pykbroker.config.properties import PropertiesError
+from pykbroker.metadata.bootstrap import write_bootstrap_records
+from pykbroker.metadata.records import ApiMessageAndVersion, user_scram_credential_record
+from pykbroker.metadata.scram_control_manager import keys_from_salted_password
+from pykbroker.security.scram import DEFAULT_ITERATIONS, MIN_ITERATIONS, credential_for
+from pykbroker.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from pykbroker.server.meta_properties import (
     InconsistentMetaPropertiesError,
     random_uuid,
@@ -100,7 +108,46 @@ def check_quorum_flags(
     )
 
 
-def format_storage(config: KafkaConfig, cluster_id: str, ignore_formatted: bool, out=sys.stdout) -> int:
+def parse_scram(value: str) -> ApiMessageAndVersion:
+    """Kafka's ``--add-scram`` argument: ``SCRAM-SHA-256=[name=alice,password=alice-secret]`` or with
+    ``iterations=N``, ``salt=<base64>``, ``saltedpassword=<base64>``. Raises TerseFailure with Kafka's
+    messages."""
+    mechanism, sep, rest = value.partition("=")
+    if not sep or mechanism not in SCRAM_MECHANISMS:
+        raise TerseFailure(f"The add-scram mechanism {mechanism} is not supported.")
+    if not (rest.startswith("[") and rest.endswith("]")):
+        raise TerseFailure(f"Expected configuration string to start with [ and end with ], but got {rest}")
+    fields: dict[str, str] = {}
+    for part in rest[1:-1].split(","):
+        key, eq, val = part.partition("=")
+        if not eq:
+            raise TerseFailure(f"Unable to parse {part} in {value}: expected key=value")
+        fields[key.strip().lower()] = val.strip().strip('"')
+    name = fields.get("name")
+    if not name:
+        raise TerseFailure("You must supply 'name' to add-scram")
+    iterations = int(fields.get("iterations", DEFAULT_ITERATIONS))
+    if not MIN_ITERATIONS <= iterations <= 16384:
+        raise TerseFailure(f"The 'iterations' value must be >= {MIN_ITERATIONS} and <= 16384 for add-scram")
+    mech_type = SCRAM_MECHANISMS[mechanism][1]
+    if "saltedpassword" in fields:
+        if "password" in fields:
+            raise TerseFailure("You must only supply one of 'password' or 'saltedpassword' to add-scram")
+        if "salt" not in fields:
+            raise TerseFailure("You must supply 'salt' with 'saltedpassword' to add-scram")
+        salt = base64.b64decode(fields["salt"])
+        stored, server = keys_from_salted_password(mech_type, base64.b64decode(fields["saltedpassword"]))
+        return user_scram_credential_record(name, mech_type, salt, stored, server, iterations)
+    if "password" not in fields:
+        raise TerseFailure("You must supply one of 'password' or 'saltedpassword' to add-scram")
+    salt = base64.b64decode(fields["salt"]) if "salt" in fields else None
+    cred = credential_for(fields["password"], mechanism, iterations, salt)
+    return user_scram_credential_record(name, mech_type, cred.salt, cred.stored_key, cred.server_key, iterations)
+
+
+def format_storage(
+    config: KafkaConfig, cluster_id: str, ignore_formatted: bool, out=sys.stdout, bootstrap_records=()
+) -> int:
     """Format every directory of ``config`` for ``cluster_id`` (a Kafka Uuid string); 0, or 1 with the
     reason on stderr."""
     try:
@@ -137,6 +184,8 @@ def format_storage(config: KafkaConfig, cluster_id: str, ignore_formatted: bool,
         kind = "metadata directory" if d == config.metadata_log_dir else "data directory"
         print(f"Formatting {kind} {d} with metadata.version {RELEASE_VERSION}.", file=out)
         write_meta_properties(d, cluster_id, config.node_id)
+        if d == config.metadata_log_dir and bootstrap_records:
+            write_bootstrap_records(d, list(bootstrap_records))
     return 0
 
 
@@ -218,6 +267,15 @@ def main(argv: list[str] | None = None) -> int:
         help="Used to initialize a server with a specific dynamic quorum topology. The argument is a "
         "comma-separated list of id@hostname:port:directory. The same values must be used to format all nodes.",
     )
+    fmt.add_argument(
+        "--add-scram",
+        "-S",
+        action="append",
+        default=[],
+        help="A SCRAM_CREDENTIAL to add to the __cluster_metadata log e.g. "
+        "'SCRAM-SHA-256=[name=alice,password=alice-secret]' or "
+        '\'SCRAM-SHA-512=[name=alice,iterations=8192,salt="N3E=",saltedpassword="YCE="]\'',
+    )
     info_parser = sub.add_parser("info", help="Get information about the Kafka log directories on this node.")
     info_parser.add_argument("--config", "-c", required=True, help="The Kafka configuration file to use.")
     args = parser.parse_args(argv)
@@ -237,7 +295,12 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         if note:
             print(note, file=sys.stderr)
-        return format_storage(config, args.cluster_id, args.ignore_formatted)
+        try:
+            records = [parse_scram(v) for v in args.add_scram]
+        except (TerseFailure, ValueError) as e:
+            print(e, file=sys.stderr)
+            return 1
+        return format_storage(config, args.cluster_id, args.ignore_formatted, bootstrap_records=records)
     return info(config)
 
 
