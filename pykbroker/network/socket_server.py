@@ -156,6 +156,10 @@ class Processor(threading.Thread):
         self.sasl_max_receive_size = sasl_max_receive_size
         self.socket_request_max_bytes = config.socket_request_max_bytes
         self.auth_sends: dict[str, bool] = {}  # connection id -> close once the SASL answer is sent
+        #: failed authentications are closed connection.failed.authentication.delay.ms (100) after the
+        #: answer went out, so the client reads it (Kafka's delayed close); connection id -> deadline (ns)
+        self.delayed_closes: dict[str, int] = {}
+        self.failed_authentication_delay_ns = 100_000_000
         self.next_connection_index = 0
         self.should_run = True
         self.idle = metrics.idle_ratio(
@@ -211,6 +215,8 @@ class Processor(threading.Thread):
                     self._process_completed_sends()
                     self._process_disconnected()
                     self._close_excess_connections()
+                    if self.delayed_closes:
+                        self._close_delayed()
                 except Exception as e:  # never let one failure kill the network thread
                     self.log.error("Processor got uncaught exception.", error=repr(e), exc_info=True)
                 now = self.time.nanoseconds()
@@ -297,7 +303,7 @@ class Processor(threading.Thread):
             or sel.disconnected
             or not self.should_run
         )
-        timeout = 0 if busy else 300
+        timeout = 0 if busy else (50 if self.delayed_closes else 300)
         try:
             self.selector.poll(timeout)
         except OSError as e:
@@ -410,7 +416,9 @@ class Processor(threading.Thread):
             if response is None:
                 close_after = self.auth_sends.pop(send.destination, None)
                 if close_after:
-                    self._close(send.destination)
+                    self.delayed_closes[send.destination] = (
+                        self.time.nanoseconds() + self.failed_authentication_delay_ns
+                    )
                 elif close_after is not None and self.selector.channel(send.destination) is not None:
                     self.selector.channel(send.destination).handle_mute_event(ChannelMuteEvent.RESPONSE_SENT)
                     self.selector.unmute(send.destination)
@@ -434,8 +442,15 @@ class Processor(threading.Thread):
             if response is not None:
                 self.request_channel.update_request_metrics(response.request, self.time.nanoseconds())
             self.auth_sends.pop(connection_id, None)
+            self.delayed_closes.pop(connection_id, None)
             self.connection_quotas.dec(self.listener_name, remote_host)
         self.selector.clear_disconnected()
+
+    def _close_delayed(self) -> None:
+        now = self.time.nanoseconds()
+        for connection_id in [c for c, deadline in self.delayed_closes.items() if deadline <= now]:
+            del self.delayed_closes[connection_id]
+            self._close(connection_id)
 
     def _close_excess_connections(self) -> None:
         if self.connection_quotas.max_connections_exceeded(self.listener_name):
@@ -451,6 +466,7 @@ class Processor(threading.Thread):
             self.connection_quotas.dec(self.listener_name, remote_host)
         self.inflight_responses.pop(connection_id, None)
         self.auth_sends.pop(connection_id, None)
+        self.delayed_closes.pop(connection_id, None)
 
     def _on_close_error(self, connection_id: str, exc: BaseException) -> None:
         if isinstance(exc, InvalidReceiveError):

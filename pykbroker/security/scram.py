@@ -114,7 +114,7 @@ class ScramSaslServer:
             raise self._invalid()
         self._username = username
         self._credential = credential
-        self._nonce = attrs["r"] + base64.b64encode(os.urandom(18)).decode()
+        self._nonce = attrs["r"] + os.urandom(16).hex()  # alphanumeric, as Kafka's secureRandomString
         self._server_first = f"r={self._nonce},s={base64.b64encode(credential.salt).decode()},i={credential.iterations}"
         self._state = "RECEIVE_CLIENT_FINAL"
         return self._server_first.encode()
@@ -125,7 +125,7 @@ class ScramSaslServer:
         if len(attrs) < 3 or keys[0] != "c" or keys[1] != "r" or keys[-1] != "p":
             raise SaslAuthenticationError("Invalid SCRAM client final message")
         values = dict(attrs)
-        if values["r"] != self._nonce:
+        if not values["r"].endswith(self._nonce):  # Kafka's check (older librdkafka repeats its client nonce)
             raise SaslAuthenticationError("Invalid client nonce in the final client message.")
         try:
             binding = base64.b64decode(values["c"], validate=True)
