@@ -49,45 +49,54 @@ class ScramControlManager:
             self.credentials.pop((d["name"], d["mechanism"]), None)
 
     def alter_credentials(self, request: dict[str, Any]) -> ControllerResult[dict]:
-        deletions, upsertions = request.get("deletions") or [], request.get("upsertions") or []
-        users = [d["name"] for d in deletions] + [u["name"] for u in upsertions]
-        duplicates = {u for u in users if users.count(u) > 1}
-        results: dict[str, tuple[int, str | None]] = {}
-        records: list[ApiMessageAndVersion] = []
-        for user in duplicates:
-            results[user] = (errors.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
-        for d in deletions:
-            user, mech = d["name"], d["mechanism"]
-            if user in results:
+        """Kafka's rules: a user may appear once per request (DUPLICATE_RESOURCE otherwise)."""
+        to_delete: dict[str, dict] = {}
+        to_upsert: dict[str, dict] = {}
+        user_errors: dict[str, tuple[int, str]] = {}
+        duplicate = (errors.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
+        for d in request.get("deletions") or []:
+            user = d["name"]
+            if user in user_errors:
                 continue
-            if mech not in HASHES:
-                results[user] = (errors.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
-            elif (user, mech) not in self.credentials:
-                results[user] = (errors.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist")
+            if to_delete.pop(user, None) is not None:
+                user_errors[user] = duplicate
+            elif d["mechanism"] not in HASHES:
+                user_errors[user] = (errors.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
+            elif (user, d["mechanism"]) not in self.credentials:
+                user_errors[user] = (
+                    errors.RESOURCE_NOT_FOUND,
+                    "Attempt to delete a user credential that does not exist",
+                )
             else:
-                records.append(remove_user_scram_credential_record(user, mech))
-                results[user] = (errors.NONE, None)
-        for u in upsertions:
-            user, mech = u["name"], u["mechanism"]
-            if user in results:
+                to_delete[user] = d
+        for u in request.get("upsertions") or []:
+            user = u["name"]
+            if user in user_errors:
                 continue
-            if mech not in HASHES:
-                results[user] = (errors.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
+            if to_delete.pop(user, None) is not None or to_upsert.pop(user, None) is not None:
+                user_errors[user] = duplicate
+            elif u["mechanism"] not in HASHES:
+                user_errors[user] = (errors.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
             elif not user:
-                results[user] = (errors.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
+                user_errors[user] = (errors.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
             elif not MIN_ITERATIONS <= u["iterations"] <= MAX_ITERATIONS:
                 message = "Too few iterations" if u["iterations"] < MIN_ITERATIONS else "Too many iterations"
-                results[user] = (errors.UNACCEPTABLE_CREDENTIAL, message)
+                user_errors[user] = (errors.UNACCEPTABLE_CREDENTIAL, message)
             elif not u["salt"] or not u["salted_password"]:
-                results[user] = (errors.UNACCEPTABLE_CREDENTIAL, "Salt and salted password must not be empty")
+                user_errors[user] = (errors.UNACCEPTABLE_CREDENTIAL, "Salt and salted password must not be empty")
             else:
-                stored, server = keys_from_salted_password(mech, bytes(u["salted_password"]))
-                records.append(
-                    user_scram_credential_record(user, mech, bytes(u["salt"]), stored, server, u["iterations"])
-                )
-                results[user] = (errors.NONE, None)
-        response = {
-            "throttle_time_ms": 0,
-            "results": [{"user": user, "error_code": c, "error_message": m} for user, (c, m) in results.items()],
-        }
-        return ControllerResult(records, response)
+                to_upsert[user] = u
+        records: list[ApiMessageAndVersion] = []
+        results = []
+        for user, d in to_delete.items():
+            records.append(remove_user_scram_credential_record(user, d["mechanism"]))
+            results.append({"user": user, "error_code": errors.NONE, "error_message": None})
+        for user, u in to_upsert.items():
+            stored, server = keys_from_salted_password(u["mechanism"], bytes(u["salted_password"]))
+            records.append(
+                user_scram_credential_record(user, u["mechanism"], bytes(u["salt"]), stored, server, u["iterations"])
+            )
+            results.append({"user": user, "error_code": errors.NONE, "error_message": None})
+        for user, (code, message) in user_errors.items():
+            results.append({"user": user, "error_code": code, "error_message": message})
+        return ControllerResult(records, {"throttle_time_ms": 0, "results": results})

@@ -19,6 +19,9 @@ Requests: DescribeConfigs v4, IncrementalAlterConfigs v1, Metadata v12, ListGrou
 from __future__ import annotations
 
 import argparse
+import hashlib
+import os
+import re
 import sys
 
 from pykbroker.clients.broker_connection import BrokerConnection
@@ -39,7 +42,9 @@ CONFIG_SOURCES = {
     7: "DYNAMIC_CLIENT_METRICS_CONFIG",
     8: "DYNAMIC_GROUP_CONFIG",
 }
-UNSUPPORTED_TYPES = ("users", "clients", "ips", "broker-loggers", "client-metrics")
+UNSUPPORTED_TYPES = ("clients", "ips", "broker-loggers", "client-metrics")
+SCRAM_MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
+_SCRAM_VALUE = re.compile(r"(?:iterations=(-?[0-9]*),)?password=(.*)")
 SET, DELETE = 0, 1  # AlterConfigOp.OpType ids
 BROKER_DEFAULT = ""
 
@@ -118,6 +123,83 @@ def _entities(conn: BrokerConnection, entity_type: str, name: str | None) -> lis
 
 def _value(v: str | None) -> str:
     return "null" if v is None else v
+
+
+def describe_users(conn: BrokerConnection, args, out) -> None:
+    """Kafka's describeClientQuotaAndUserScramCredentialConfigs (SCRAM part; quotas are not supported)."""
+    users = None if args.entity_name is None else [{"name": args.entity_name}]
+    r = conn.request(ApiKeys.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"users": users})
+    if r["error_code"] != errors.NONE:
+        raise errors.for_code(r["error_code"])(r.get("error_message") or "")
+    names = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+    for result in r["results"]:
+        user = result["user"]
+        if result["error_code"] != errors.NONE:
+            exc = errors.for_code(result["error_code"])
+            name = exc.__name__.replace("Error", "Exception")
+            print(
+                f"Error retrieving SCRAM credential configs for user-principal '{user}': {name}: "
+                f"{result['error_message'] or exc.default_message}",
+                file=out,
+            )
+            continue
+        text = ", ".join(
+            f"{names.get(c['mechanism'], c['mechanism'])}=iterations={c['iterations']}"
+            for c in result["credential_infos"]
+        )
+        print(f"SCRAM credential configs for user-principal '{user}' are {text}", file=out)
+
+
+def alter_users(conn: BrokerConnection, args, out) -> None:
+    """SCRAM credentials of a user (Kafka's alterUserScramCredentialConfigs): ``--add-config
+    'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'`` (salted here with PBKDF2, as Kafka's admin
+    client does), ``--delete-config SCRAM-SHA-512``."""
+    if args.entity_name is None:
+        raise ConfigCommandError("--entity-name or --entity-default must be specified with --alter")
+    add = _parse_add(args.add_config or [])
+    delete = _parse_delete(args.delete_config or [])
+    if not add and not delete:
+        raise ConfigCommandError("At least one of --add-config or --delete-config must be specified with --alter")
+    for keys, verb in ((list(add), "added"), (delete, "deleted")):
+        unknown = [k for k in keys if k not in SCRAM_MECHANISM_TYPES]
+        if unknown:
+            raise ConfigCommandError(
+                f"Only quota and SCRAM credential configs can be {verb} for 'users' using --bootstrap-server. "
+                f"Unexpected config names: {','.join(unknown)}"
+            )
+    upsertions = []
+    for mechanism, value in add.items():
+        m = _SCRAM_VALUE.fullmatch(value)
+        if m is None:
+            raise ConfigCommandError(
+                f"Invalid credential property {mechanism}={value}: expected [iterations=N,]password=P"
+            )
+        iterations = int(m.group(1)) if m.group(1) not in (None, "", "-1") else 4096
+        salt = os.urandom(32)
+        hash_name = "sha256" if mechanism == "SCRAM-SHA-256" else "sha512"
+        salted = hashlib.pbkdf2_hmac(hash_name, m.group(2).encode(), salt, max(iterations, 1))
+        upsertions.append(
+            {
+                "name": args.entity_name,
+                "mechanism": SCRAM_MECHANISM_TYPES[mechanism],
+                "iterations": iterations,
+                "salt": salt,
+                "salted_password": salted,
+            }
+        )
+    deletions = [{"name": args.entity_name, "mechanism": SCRAM_MECHANISM_TYPES[m]} for m in delete]
+    # One request per mechanism: the KRaft controller refuses a user twice in one request (DUPLICATE_RESOURCE),
+    # while this command may name both mechanisms.
+    requests = [{"deletions": [d], "upsertions": []} for d in deletions]
+    requests += [{"deletions": [], "upsertions": [u]} for u in upsertions]
+    for body in requests:
+        r = conn.request(ApiKeys.ALTER_USER_SCRAM_CREDENTIALS, 0, body)
+        for result in r["results"]:
+            if result["error_code"] != errors.NONE:
+                raise errors.for_code(result["error_code"])(
+                    result.get("error_message") or errors.for_code(result["error_code"]).default_message
+                )
+    print(f"Completed updating config for user {args.entity_name}.", file=out)
 
 
 def describe(conn: BrokerConnection, args, out) -> None:
@@ -245,6 +327,8 @@ def _resolve_entity(args) -> None:
     ):
         if getattr(args, flag) is not None:
             types.append(etype)
+            if flag == "user":
+                names.append(args.user)
     if args.broker_defaults:
         types.append("brokers")
         args.entity_default = True
@@ -257,7 +341,7 @@ def _resolve_entity(args) -> None:
         raise ConfigCommandError(
             f"Entity type {etype} is not supported by this broker (supported: topics, brokers, groups)"
         )
-    if etype not in RESOURCE_TYPES:
+    if etype not in RESOURCE_TYPES and etype != "users":
         raise ConfigCommandError(f"Invalid entity type {etype}, the entity type must be one of topics, brokers, groups")
     if args.entity_default:
         if etype != "brokers":
@@ -284,7 +368,10 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
         return 1
     try:
         with BrokerConnection.to(args.bootstrap_server, client_id="kafka-configs") as conn:
-            (describe if args.describe else alter)(conn, args, out)
+            if args.entity_type == "users":
+                (describe_users if args.describe else alter_users)(conn, args, out)
+            else:
+                (describe if args.describe else alter)(conn, args, out)
     except ConfigCommandError as e:
         print(e, file=sys.stderr)
         return 1

@@ -297,3 +297,56 @@ def test_fuzzed_tokens_fail_their_connection_only(sasl_broker):
     test = Producer({"bootstrap.servers": sasl_bootstrap(sasl_broker), **_confluent(*CLIENTS[0])})
     test.produce("sasl-after-fuzz", b"x")
     assert test.flush(20) == 0
+
+
+def test_kafka_configs_manages_scram_users(sasl_broker):
+    from confluent_kafka import KafkaError
+
+    def configs(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pykbroker.tools.config_command",
+                "--bootstrap-server",
+                sasl_broker.bootstrap,
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )
+
+    add = configs(
+        "--alter", "--entity-type", "users", "--entity-name", "carol",
+        "--add-config", "SCRAM-SHA-256=[iterations=8192,password=carol-secret],SCRAM-SHA-512=[password=carol-512]",
+    )  # fmt: skip
+    assert add.returncode == 0 and add.stdout == "Completed updating config for user carol.\n", add.stderr
+    described = configs("--describe", "--entity-type", "users", "--entity-name", "carol")
+    assert described.stdout == (
+        "SCRAM credential configs for user-principal 'carol' are SCRAM-SHA-256=iterations=8192, "
+        "SCRAM-SHA-512=iterations=4096\n"
+    )
+    everyone = configs("--describe", "--entity-type", "users").stdout
+    assert "user-principal 'bob' are SCRAM-SHA-512=iterations=4096" in everyone
+
+    def authenticates(mechanism: str, password: str) -> bool:
+        seen: list = []
+        p = Producer({"bootstrap.servers": sasl_bootstrap(sasl_broker), **_confluent(mechanism, "carol", password),
+                      "error_cb": seen.append})  # fmt: skip
+        p.produce("sasl-carol", b"x")
+        return p.flush(10) == 0 and not any(e.code() == KafkaError._AUTHENTICATION for e in seen)
+
+    wait_until(lambda: authenticates("SCRAM-SHA-256", "carol-secret"), 15, message="carol authenticates")
+    assert authenticates("SCRAM-SHA-512", "carol-512")
+    delete = configs("--alter", "--user", "carol", "--delete-config", "SCRAM-SHA-512")
+    assert delete.returncode == 0, delete.stderr
+    wait_until(lambda: "SCRAM-SHA-512" not in configs("--describe", "--user", "carol").stdout, 10)
+    missing = configs("--describe", "--entity-type", "users", "--entity-name", "nobody")
+    assert missing.stdout == (
+        "Error retrieving SCRAM credential configs for user-principal 'nobody': ResourceNotFoundException: "
+        "Attempt to describe a user credential that does not exist\n"
+    )
+    bad = configs("--alter", "--user", "carol", "--add-config", "producer_byte_rate=1024")
+    assert bad.returncode == 1 and "Only quota and SCRAM credential configs can be added" in bad.stderr
