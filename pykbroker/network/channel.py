@@ -196,6 +196,10 @@ class NetworkSend:
                     if n < remaining:
                         return False
             else:
+                if getattr(sock, "tls", False):
+                    # TLS: no sendfile; the region is read into memory and sent encrypted (as Kafka does).
+                    parts[self.index] = memoryview(part.read_bytes())
+                    continue
                 remaining = part.size_in_bytes - self.offset
                 while remaining > 0:
                     n = part.write_to(sock, self.offset, remaining)

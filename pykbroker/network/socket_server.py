@@ -47,6 +47,7 @@ from pykbroker.network.request_channel import (
     SendResponse,
 )
 from pykbroker.network.selector import KSelector
+from pykbroker.network.ssl_transport import TlsHandshakeError
 from pykbroker.protocol import api_keys as _api_keys
 from pykbroker.protocol import decode_request
 from pykbroker.protocol.header import RequestHeader, parse_request_header, peek_api_key_version
@@ -54,6 +55,7 @@ from pykbroker.utils.logging import get_logger
 from pykbroker.utils.metrics import MetricsRegistry
 from pykbroker.utils.time import SYSTEM, Time
 
+ANONYMOUS = "User:ANONYMOUS"
 DATA_PLANE = "data-plane"
 CONTROL_PLANE = "control-plane"
 CONNECTION_QUEUE_SIZE = 20
@@ -125,6 +127,8 @@ class Processor(threading.Thread):
         memory_pool: MemoryPool = UNBOUNDED_POOL,
         authenticator_factory: Callable[[], object] | None = None,
         sasl_max_receive_size: int = 524288,
+        transport_factory: Callable[[socket.socket], object] | None = None,
+        principal_builder: Callable[[dict | None], str] | None = None,
     ):
         super().__init__(
             name=f"{plane}-kafka-network-thread-{config.node_id}-{endpoint.listener_name}-"
@@ -153,6 +157,10 @@ class Processor(threading.Thread):
         self.inflight_responses: dict[str, SendResponse] = {}
         #: SASL listeners: a new authenticator per connection (the network layer only runs its frames)
         self.authenticator_factory = authenticator_factory
+        #: SSL / SASL_SSL listeners: wraps each accepted socket (SslTransportLayer); the principal of a
+        #: TLS connection without SASL comes from its client certificate (principal_builder)
+        self.transport_factory = transport_factory
+        self.principal_builder = principal_builder
         self.sasl_max_receive_size = sasl_max_receive_size
         self.socket_request_max_bytes = config.socket_request_max_bytes
         self.auth_sends: dict[str, bool] = {}  # connection id -> close once the SASL answer is sent
@@ -238,6 +246,8 @@ class Processor(threading.Thread):
                 local = sock.getsockname()
                 remote = sock.getpeername()
                 connection_id = f"{local[0]}:{local[1]}-{remote[0]}:{remote[1]}-{self.id}-{self.next_connection_index}"
+                if self.transport_factory is not None:
+                    sock = self.transport_factory(sock)
                 self.next_connection_index = (
                     0 if self.next_connection_index == INT_MAX else self.next_connection_index + 1
                 )
@@ -323,6 +333,8 @@ class Processor(threading.Thread):
                 continue
             if channel.authenticator is not None and not self._authenticate(connection_id, channel, receive):
                 continue
+            if self.principal_builder is not None and channel.principal == ANONYMOUS:
+                channel.principal = self.principal_builder(getattr(channel.sock, "peer_certificate", None))
             try:
                 request = self._parse_request(connection_id, channel, receive)
             except Exception as e:
@@ -469,7 +481,10 @@ class Processor(threading.Thread):
         self.delayed_closes.pop(connection_id, None)
 
     def _on_close_error(self, connection_id: str, exc: BaseException) -> None:
-        if isinstance(exc, InvalidReceiveError):
+        if isinstance(exc, TlsHandshakeError):
+            host = connection_id.split("-")[1].rpartition(":")[0]
+            self.log.info(f"Failed authentication with /{host} (channelId={connection_id}) ({exc})")
+        elif isinstance(exc, InvalidReceiveError):
             self.log.warning(f"Closing connection {connection_id}: {exc}")
         elif isinstance(exc, TruncatedReceiveError):
             self.log.warning(f"Closing connection {connection_id}: truncated frame, {exc}")
@@ -665,12 +680,15 @@ class SocketServer:
         selector_factory: Callable[..., KSelector] = KSelector,
         authenticator_factories: dict[str, Callable[[], object]] | None = None,
         sasl_max_receive_size: int = 524288,
+        transport_factories: dict[str, tuple[Callable, Callable]] | None = None,
     ):
         """``authenticator_factories``: listener name -> a new SASL authenticator per connection (SASL
         listeners; see :mod:`pykbroker.security.sasl_server_authenticator`)."""
         self.config = config
         self.selector_factory = selector_factory
         self.authenticator_factories = authenticator_factories or {}
+        #: listener name -> (transport factory, principal builder) of TLS listeners
+        self.transport_factories = transport_factories or {}
         self.sasl_max_receive_size = sasl_max_receive_size
         self.data_plane_memory_pool: MemoryPool = (
             SimpleMemoryPool(config.queued_max_request_bytes, config.socket_request_max_bytes)
@@ -723,6 +741,7 @@ class SocketServer:
                 self.data_plane_memory_pool if plane == DATA_PLANE else UNBOUNDED_POOL,
                 self.authenticator_factories.get(listener),
                 self.sasl_max_receive_size,
+                *(self.transport_factories.get(listener) or (None, None)),
             )
             self.next_processor_id += 1
             request_channel.add_processor(p)

@@ -1,7 +1,7 @@
 """Per-listener security set-up from the broker config (Kafka's ``ChannelBuilders`` / ``SaslChannelBuilder``).
 
-For each listener whose security protocol (``listener.security.protocol.map``) is SASL_PLAINTEXT, a factory of
-:class:`~pykbroker.security.sasl_server_authenticator.SaslServerAuthenticator` with:
+For each listener whose security protocol (``listener.security.protocol.map``) is SASL_PLAINTEXT or SASL_SSL,
+a factory of :class:`~pykbroker.security.sasl_server_authenticator.SaslServerAuthenticator` with:
 
 * the mechanisms of ``listener.name.<listener>.sasl.enabled.mechanisms``, else ``sasl.enabled.mechanisms``
   (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; GSSAPI and OAUTHBEARER are not supported: they are dropped with a
@@ -11,8 +11,9 @@ For each listener whose security protocol (``listener.security.protocol.map``) i
 * SCRAM credentials looked up at each authentication through ``scram_credentials(user, mechanism)`` (the
   broker's cache of the metadata log's UserScramCredentialRecords).
 
-SSL and SASL_SSL listeners are refused (ConfigException): TLS is not implemented yet. The security protocol
-of a listener name comes from the map, so a listener named ``SASL_PLAINTEXT`` without a map entry works too.
+:func:`transport_factories` gives SSL and SASL_SSL listeners their TLS transport (``ssl_factory``). The
+security protocol of a listener name comes from the map, so a listener named ``SASL_PLAINTEXT`` without a
+map entry works too.
 """
 
 from __future__ import annotations
@@ -39,11 +40,7 @@ def authenticator_factories(endpoints, originals: dict, scram_credentials) -> di
     out = {}
     for ep in endpoints:
         protocol = ep.security_protocol
-        if protocol in ("SSL", "SASL_SSL"):
-            raise ConfigException(
-                f"Listener {ep.listener_name} uses {protocol}: TLS listeners are not supported by pykbroker yet"
-            )
-        if protocol != "SASL_PLAINTEXT":
+        if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
             continue
         listener = ep.listener_name
         raw = _listener_value(originals, listener, "sasl.enabled.mechanisms", "GSSAPI")
@@ -76,4 +73,23 @@ def authenticator_factories(endpoints, originals: dict, scram_credentials) -> di
             return ScramSaslServer(mechanism, scram_credentials)
 
         out[listener] = lambda _m=tuple(mechanisms), _f=server_factory: SaslServerAuthenticator(list(_m), _f)
+    return out
+
+
+def transport_factories(endpoints, originals: dict) -> dict:
+    """``{listener name: (transport factory, principal builder)}`` for SSL and SASL_SSL listeners: each
+    accepted socket is wrapped in an SslTransportLayer with the listener's context; without SASL the
+    principal comes from the client certificate (``ssl.principal.mapping.rules``)."""
+    from pykbroker.network.ssl_transport import SslTransportLayer
+    from pykbroker.security.ssl_factory import SslPrincipalMapper, server_context
+
+    out = {}
+    for ep in endpoints:
+        if ep.security_protocol not in ("SSL", "SASL_SSL"):
+            continue
+        context = server_context(originals, ep.listener_name)
+        rules = _listener_value(originals, ep.listener_name, "ssl.principal.mapping.rules", "DEFAULT")
+        mapper = SslPrincipalMapper(str(rules))
+        builder = mapper.principal if ep.security_protocol == "SSL" else None
+        out[ep.listener_name] = (lambda sock, _c=context: SslTransportLayer(sock, _c), builder)
     return out

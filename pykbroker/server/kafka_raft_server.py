@@ -57,7 +57,7 @@ from pykbroker.raft.kafka_raft_client import KafkaRaftClient
 from pykbroker.raft.kafka_raft_client_driver import KafkaRaftClientDriver
 from pykbroker.raft.kafka_raft_metrics import KafkaRaftMetrics
 from pykbroker.raft.quorum_state_store import FileQuorumStateStore
-from pykbroker.security.channel_builders import authenticator_factories
+from pykbroker.security.channel_builders import authenticator_factories, transport_factories
 from pykbroker.security.credential_cache import ScramCredentialCache
 from pykbroker.server.add_partitions_to_txn_manager import AddPartitionsToTxnManager
 from pykbroker.server.alter_partition_manager import AlterPartitionManager
@@ -174,6 +174,7 @@ class KafkaRaftServer:
                 self._is_api_allowed,
                 self.time,
                 authenticator_factories=authenticators,
+                transport_factories=transport_factories(sconfig.data_plane_listeners, config.originals),
                 sasl_max_receive_size=config["sasl.server.max.receive.size"],
             )
             for acceptor in self.socket_server.acceptors:

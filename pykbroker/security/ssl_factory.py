@@ -1,0 +1,162 @@
+"""TLS contexts and certificate principals from the broker config (Kafka's ``DefaultSslEngineFactory`` and
+``SslPrincipalMapper``).
+
+Keys, each also per listener as ``listener.name.<listener>.<key>`` (the prefixed one wins):
+
+* ``ssl.keystore.type`` must be PEM here (JKS/PKCS12 keystores are not supported yet: ConfigException);
+  the key and certificate chain come from ``ssl.keystore.location`` (one PEM file holding both) or inline
+  ``ssl.keystore.key`` + ``ssl.keystore.certificate.chain``; ``ssl.key.password`` decrypts the key;
+* ``ssl.truststore.type`` PEM with ``ssl.truststore.location`` or inline ``ssl.truststore.certificates``;
+* ``ssl.client.auth`` none | requested | required;
+* ``ssl.enabled.protocols`` (TLSv1.2,TLSv1.3 by default) and ``ssl.cipher.suites`` (OpenSSL names);
+* ``ssl.principal.mapping.rules``: ``DEFAULT`` (the certificate's RFC 2253 distinguished name) or
+  ``RULE:<regex>/<replacement>/[LU]`` rules, first match wins, as Kafka's SslPrincipalMapper.
+
+The principal of a TLS connection is ``User:<mapped name>``, or ``User:ANONYMOUS`` without a client
+certificate. Inline PEM material is written to a private temporary directory (``ssl`` loads files only).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import ssl
+import tempfile
+
+from pykbroker.config.config_def import ConfigException
+
+_PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+# RFC 2253 short names of the attributes Python reports
+_DN_NAMES = {
+    "commonName": "CN",
+    "organizationalUnitName": "OU",
+    "organizationName": "O",
+    "localityName": "L",
+    "stateOrProvinceName": "ST",
+    "countryName": "C",
+    "streetAddress": "STREET",
+    "domainComponent": "DC",
+    "userId": "UID",
+}
+
+
+def _get(originals: dict, listener: str, key: str, default=None):
+    value = originals.get(f"listener.name.{listener.lower()}.{key}")
+    return value if value is not None else originals.get(key, default)
+
+
+def _materialize(text: str, name: str) -> str:
+    directory = tempfile.mkdtemp(prefix="pykbroker-ssl-")
+    path = os.path.join(directory, name)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return path
+
+
+def server_context(originals: dict, listener: str) -> ssl.SSLContext:
+    """The SSLContext of a TLS listener; ConfigException for missing or unsupported material."""
+    keystore_type = str(_get(originals, listener, "ssl.keystore.type", "PEM")).upper()
+    if keystore_type != "PEM":
+        raise ConfigException(
+            f"ssl.keystore.type {keystore_type} of listener {listener} is not supported by pykbroker yet (use PEM)"
+        )
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    protocols = [
+        p.strip() for p in str(_get(originals, listener, "ssl.enabled.protocols", "TLSv1.2,TLSv1.3")).split(",")
+    ]
+    versions = [_PROTOCOLS[p] for p in protocols if p in _PROTOCOLS]
+    if not versions:
+        raise ConfigException(f"ssl.enabled.protocols of listener {listener} has no supported protocol: {protocols}")
+    ctx.minimum_version, ctx.maximum_version = min(versions), max(versions)
+    ciphers = _get(originals, listener, "ssl.cipher.suites")
+    if ciphers:
+        try:
+            ctx.set_ciphers(":".join(c.strip() for c in str(ciphers).split(",")))
+        except ssl.SSLError as e:
+            raise ConfigException(f"Invalid ssl.cipher.suites of listener {listener}: {e}") from None
+    password = _get(originals, listener, "ssl.key.password") or _get(originals, listener, "ssl.keystore.password")
+    location = _get(originals, listener, "ssl.keystore.location")
+    if location is None:
+        key, chain = (
+            _get(originals, listener, "ssl.keystore.key"),
+            _get(originals, listener, "ssl.keystore.certificate.chain"),
+        )
+        if key is None or chain is None:
+            raise ConfigException(
+                f"Listener {listener} needs ssl.keystore.location, or ssl.keystore.key and "
+                "ssl.keystore.certificate.chain"
+            )
+        location = _materialize(str(chain).strip() + "\n" + str(key).strip() + "\n", "keystore.pem")
+    try:
+        ctx.load_cert_chain(str(location), password=str(password) if password else None)
+    except (OSError, ssl.SSLError) as e:
+        raise ConfigException(f"Failed to load the SSL keystore of listener {listener}: {e}") from None
+    truststore = _get(originals, listener, "ssl.truststore.location")
+    certificates = _get(originals, listener, "ssl.truststore.certificates")
+    try:
+        if truststore is not None:
+            ctx.load_verify_locations(cafile=str(truststore))
+        elif certificates is not None:
+            ctx.load_verify_locations(cadata=str(certificates))
+    except (OSError, ssl.SSLError) as e:
+        raise ConfigException(f"Failed to load the SSL truststore of listener {listener}: {e}") from None
+    client_auth = str(_get(originals, listener, "ssl.client.auth", "none")).lower()
+    if client_auth not in ("none", "requested", "required"):
+        raise ConfigException(f"Invalid value {client_auth} for configuration ssl.client.auth")
+    ctx.verify_mode = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}[
+        client_auth
+    ]
+    return ctx
+
+
+def distinguished_name(certificate: dict) -> str:
+    """The subject of a ``getpeercert()`` dict in RFC 2253 order (most specific RDN first), as Java's
+    ``X500Principal.getName()``: ``CN=alice,OU=eng,O=example,C=US``."""
+    rdns = []
+    for rdn in certificate.get("subject", ()):
+        parts = []
+        for name, value in rdn:
+            escaped = re.sub(r'([,+"\\<>;])', r"\\\1", value)
+            parts.append(f"{_DN_NAMES.get(name, name)}={escaped}")
+        rdns.append("+".join(parts))
+    return ",".join(reversed(rdns))
+
+
+class SslPrincipalMapper:
+    """``ssl.principal.mapping.rules`` (Kafka's syntax)."""
+
+    _RULE = re.compile(r"RULE:((\\.|[^\\/])*)/((\\.|[^\\/])*)/([LU]?)")
+
+    def __init__(self, rules: str = "DEFAULT"):
+        self.rules: list[tuple[re.Pattern, str, str] | None] = []
+        text = rules.strip()
+        while text:
+            text = text.lstrip(", \n")
+            if not text:
+                break
+            if text.startswith("DEFAULT"):
+                self.rules.append(None)
+                text = text[len("DEFAULT") :]
+                continue
+            m = self._RULE.match(text)
+            if m is None:
+                raise ConfigException(f"Invalid rule: {text}")
+            replacement = re.sub(r"\$(\d)", r"\\\1", m.group(3))
+            self.rules.append((re.compile(m.group(1)), replacement, m.group(5)))
+            text = text[m.end() :]
+
+    def name(self, dn: str) -> str:
+        for rule in self.rules:
+            if rule is None:
+                return dn
+            pattern, replacement, case = rule
+            if pattern.fullmatch(dn):
+                result = pattern.sub(replacement, dn, count=1)
+                return result.lower() if case == "L" else result.upper() if case == "U" else result
+        raise ConfigException(f"No rules apply to {dn}, rules {self.rules}")
+
+    def principal(self, certificate: dict | None) -> str:
+        if not certificate:
+            return "User:ANONYMOUS"
+        return f"User:{self.name(distinguished_name(certificate))}"
