@@ -44,6 +44,8 @@ class RequestContext:
     security_protocol: str
     client_software_name: str = "unknown"
     client_software_version: str = "unknown"
+    #: the authenticated principal (``User:<name>`` from SASL or the client certificate; ANONYMOUS else)
+    principal: str = "User:ANONYMOUS"
 
     @property
     def api_key(self) -> int:

@@ -409,6 +409,7 @@ class Processor(threading.Thread):
             self.endpoint.security_protocol,
             channel.client_software_name,
             channel.client_software_version,
+            channel.principal,
         )
         return Request(
             self.id,
