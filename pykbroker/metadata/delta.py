@@ -26,6 +26,7 @@ from pykbroker.metadata.image import (
 )
 from pykbroker.metadata.partition_registration import PartitionRegistration
 from pykbroker.metadata.records import (
+    ACCESS_CONTROL_ENTRY_RECORD,
     BROKER_REGISTRATION_CHANGE_RECORD,
     CONFIG_RECORD,
     FEATURE_LEVEL_RECORD,
@@ -35,6 +36,7 @@ from pykbroker.metadata.records import (
     PARTITION_RECORD,
     PRODUCER_IDS_RECORD,
     REGISTER_BROKER_RECORD,
+    REMOVE_ACCESS_CONTROL_ENTRY_RECORD,
     REMOVE_TOPIC_RECORD,
     REMOVE_USER_SCRAM_CREDENTIAL_RECORD,
     RESOURCE_TOPIC,
@@ -176,6 +178,7 @@ class MetadataDelta:
         self.deleted_config_resources: set[tuple[int, str]] = set()
         self.next_producer_id: int | None = None
         self.scram_changes: dict[tuple[str, int], tuple[bytes, bytes, bytes, int] | None] = {}
+        self.acl_changes: dict[Any, tuple | None] = {}
 
     def replay(self, record: ApiMessageAndVersion) -> None:
         name, d = record.name, record.data
@@ -214,6 +217,18 @@ class MetadataDelta:
             )
         elif name == REMOVE_USER_SCRAM_CREDENTIAL_RECORD:
             self.scram_changes[(d["name"], d["mechanism"])] = None
+        elif name == ACCESS_CONTROL_ENTRY_RECORD:
+            self.acl_changes[d["id"]] = (
+                d["resource_type"],
+                d["resource_name"],
+                d["pattern_type"],
+                d["principal"],
+                d["host"],
+                d["operation"],
+                d["permission_type"],
+            )
+        elif name == REMOVE_ACCESS_CONTROL_ENTRY_RECORD:
+            self.acl_changes[d["id"]] = None
         elif name == NO_OP_RECORD:
             pass
 
@@ -237,6 +252,8 @@ class MetadataDelta:
             self.next_producer_id = 0
         for key in self.image.scram:
             self.scram_changes.setdefault(key, None)
+        for acl_id in self.image.acls:
+            self.acl_changes.setdefault(acl_id, None)
 
     def replay_all(self, records) -> MetadataDelta:
         for r in records:
@@ -292,4 +309,12 @@ class MetadataDelta:
                 else:
                     scram[key] = value
             changes["scram"] = frozen(scram)
+        if self.acl_changes:
+            acls = dict(image.acls)
+            for acl_id, binding in self.acl_changes.items():
+                if binding is None:
+                    acls.pop(acl_id, None)
+                else:
+                    acls[acl_id] = binding
+            changes["acls"] = frozen(acls)
         return replace(image, **changes)

@@ -14,13 +14,14 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pykbroker.metadata.feature_control_manager import METADATA_VERSION
 from pykbroker.metadata.partition_registration import PartitionRegistration
 from pykbroker.metadata.records import (
     REGISTER_BROKER_RECORD,
     ApiMessageAndVersion,
+    access_control_entry_record,
     config_record,
     feature_level_record,
     producer_ids_record,
@@ -142,6 +143,8 @@ class MetadataImage:
     next_producer_id: int = 0
     #: SCRAM credentials: (user, mechanism type 1|2) -> (salt, stored key, server key, iterations)
     scram: Mapping[tuple[str, int], tuple[bytes, bytes, bytes, int]] = field(default_factory=lambda: _EMPTY)
+    #: ACLs: id (uuid) -> (resource type, name, pattern type, principal, host, operation, permission type)
+    acls: Mapping[Any, tuple] = field(default_factory=lambda: _EMPTY)
 
     @property
     def offset(self) -> int:
@@ -153,7 +156,13 @@ class MetadataImage:
 
     def is_empty(self) -> bool:
         return not (
-            self.features or self.brokers or self.topics.by_id or self.configs or self.next_producer_id or self.scram
+            self.features
+            or self.brokers
+            or self.topics.by_id
+            or self.configs
+            or self.next_producer_id
+            or self.scram
+            or self.acls
         )
 
     def topic_configs(self, topic: str) -> Mapping[str, str]:
@@ -172,6 +181,8 @@ class MetadataImage:
             out.append(producer_ids_record(-1, -1, self.next_producer_id))
         for (user, mechanism), (salt, stored, server, iterations) in sorted(self.scram.items()):
             out.append(user_scram_credential_record(user, mechanism, salt, stored, server, iterations))
+        for acl_id, binding in self.acls.items():
+            out.append(access_control_entry_record(acl_id, binding))
         return out
 
 

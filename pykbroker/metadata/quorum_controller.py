@@ -39,6 +39,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from pykbroker.metadata.acls import AclControlManager
 from pykbroker.metadata.alter_partition import alter_partition
 from pykbroker.metadata.cluster_control_manager import ClusterControlManager
 from pykbroker.metadata.configuration_control_manager import ConfigSchema, ConfigurationControlManager
@@ -91,11 +92,12 @@ class _ControlManagers:
         self.configs.topic_exists = self.replication.topic_exists
         self.producer_ids = ProducerIdControlManager(self.cluster)
         self.scram = ScramControlManager()
+        self.acls = AclControlManager()
 
     def replay(self, record: ApiMessageAndVersion, offset: int = -1) -> None:
         """Apply one record; ``offset`` is its log offset when known."""
         self.cluster.replay(record, offset)
-        for manager in (self.configs, self.replication, self.producer_ids, self.features, self.scram):
+        for manager in (self.configs, self.replication, self.producer_ids, self.features, self.scram, self.acls):
             manager.replay(record)
 
 
@@ -206,6 +208,14 @@ class QuorumController:
         """IncrementalAlterConfigs -> ``{responses: [{error_code, error_message, resource_type,
         resource_name}]}``."""
         return self._write("incrementalAlterConfigs", lambda: self.managers.configs.incremental_alter_configs(request))
+
+    def create_acls(self, request: dict[str, Any]) -> Future:
+        """CreateAcls -> ``{throttle_time_ms, results: [{error_code, error_message}]}``."""
+        return self._write("createAcls", lambda: self.managers.acls.create_acls(request))
+
+    def delete_acls(self, request: dict[str, Any]) -> Future:
+        """DeleteAcls -> ``{throttle_time_ms, filter_results: [...]}``."""
+        return self._write("deleteAcls", lambda: self.managers.acls.delete_acls(request))
 
     def alter_user_scram_credentials(self, request: dict[str, Any]) -> Future:
         """AlterUserScramCredentials -> ``{throttle_time_ms, results: [{user, error_code, error_message}]}``."""

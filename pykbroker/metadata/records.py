@@ -28,6 +28,8 @@ FEATURE_LEVEL_RECORD = "FeatureLevelRecord"
 PRODUCER_IDS_RECORD = "ProducerIdsRecord"
 NO_OP_RECORD = "NoOpRecord"
 USER_SCRAM_CREDENTIAL_RECORD = "UserScramCredentialRecord"
+ACCESS_CONTROL_ENTRY_RECORD = "AccessControlEntryRecord"
+REMOVE_ACCESS_CONTROL_ENTRY_RECORD = "RemoveAccessControlEntryRecord"
 REMOVE_USER_SCRAM_CREDENTIAL_RECORD = "RemoveUserScramCredentialRecord"
 
 
@@ -123,6 +125,29 @@ def user_scram_credential_record(
 
 def remove_user_scram_credential_record(name: str, mechanism: int) -> ApiMessageAndVersion:
     return ApiMessageAndVersion(REMOVE_USER_SCRAM_CREDENTIAL_RECORD, 0, {"name": name, "mechanism": mechanism})
+
+
+def access_control_entry_record(acl_id, binding: tuple) -> ApiMessageAndVersion:
+    """``binding``: (resource type, resource name, pattern type, principal, host, operation, permission type)."""
+    rtype, name, pattern, principal, host, operation, permission = binding
+    return ApiMessageAndVersion(
+        ACCESS_CONTROL_ENTRY_RECORD,
+        0,
+        {
+            "id": acl_id,
+            "resource_type": rtype,
+            "resource_name": name,
+            "pattern_type": pattern,
+            "principal": principal,
+            "host": host,
+            "operation": operation,
+            "permission_type": permission,
+        },
+    )
+
+
+def remove_access_control_entry_record(acl_id) -> ApiMessageAndVersion:
+    return ApiMessageAndVersion(REMOVE_ACCESS_CONTROL_ENTRY_RECORD, 0, {"id": acl_id})
 
 
 def no_op_record() -> ApiMessageAndVersion:

@@ -118,6 +118,19 @@ metadata UserScramCredentialRecord 11 0 flex=0+
   server_key bytes 0+
   iterations int32 0+
 
+metadata AccessControlEntryRecord 18 0 flex=0+
+  id uuid 0+
+  resource_type int8 0+
+  resource_name string 0+
+  pattern_type int8 0+
+  principal string 0+
+  host string 0+
+  operation int8 0+
+  permission_type int8 0+
+
+metadata RemoveAccessControlEntryRecord 19 0 flex=0+
+  id uuid 0+
+
 metadata RemoveUserScramCredentialRecord 22 0 flex=0+
   name string 0+
   mechanism int8 0+

@@ -30,6 +30,9 @@ BROKER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.SASL_AUTHENTICATE: (0, 2),
     ApiKeys.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKeys.DESCRIBE_ACLS: (1, 3),
+    ApiKeys.CREATE_ACLS: (1, 3),
+    ApiKeys.DELETE_ACLS: (1, 3),
     ApiKeys.CREATE_TOPICS: (2, 7),
     ApiKeys.DELETE_TOPICS: (1, 6),
     ApiKeys.DELETE_RECORDS: (0, 2),
@@ -68,6 +71,8 @@ CONTROLLER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.ALLOCATE_PRODUCER_IDS: (0, 0),
     ApiKeys.ALTER_PARTITION: (2, 3),
     ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKeys.CREATE_ACLS: (1, 3),
+    ApiKeys.DELETE_ACLS: (1, 3),
 }
 
 

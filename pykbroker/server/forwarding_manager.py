@@ -34,6 +34,8 @@ VERSIONS = {
     ApiKeys.ALTER_PARTITION: 3,
     ApiKeys.ELECT_LEADERS: 2,
     ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: 0,
+    ApiKeys.CREATE_ACLS: 3,
+    ApiKeys.DELETE_ACLS: 3,
 }
 
 
@@ -61,6 +63,12 @@ class ForwardingManager:
 
     def incremental_alter_configs(self, request: dict[str, Any]) -> Future:
         return self._forward(ApiKeys.INCREMENTAL_ALTER_CONFIGS, request)
+
+    def create_acls(self, request: dict[str, Any]) -> Future:
+        return self._forward(ApiKeys.CREATE_ACLS, request)
+
+    def delete_acls(self, request: dict[str, Any]) -> Future:
+        return self._forward(ApiKeys.DELETE_ACLS, request)
 
     def alter_user_scram_credentials(self, request: dict[str, Any]) -> Future:
         return self._forward(ApiKeys.ALTER_USER_SCRAM_CREDENTIALS, request)

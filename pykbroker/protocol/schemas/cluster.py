@@ -126,4 +126,69 @@ response AlterUserScramCredentials 51 0 flex=0+
     user string 0+
     error_code int16 0+
     error_message string 0+ null=0+
+
+request DescribeAcls 29 1-3 flex=2+
+  resource_type_filter int8 0+
+  resource_name_filter string 0+ null=0+
+  pattern_type_filter int8 1+ =3
+  principal_filter string 0+ null=0+
+  host_filter string 0+ null=0+
+  operation int8 0+
+  permission_type int8 0+
+
+response DescribeAcls 29 1-3 flex=2+
+  throttle_time_ms int32 0+
+  error_code int16 0+
+  error_message string 0+ null=0+
+  resources [] 0+
+    resource_type int8 0+
+    resource_name string 0+
+    pattern_type int8 1+ =3
+    acls [] 0+
+      principal string 0+
+      host string 0+
+      operation int8 0+
+      permission_type int8 0+
+
+request CreateAcls 30 1-3 flex=2+
+  creations [] 0+
+    resource_type int8 0+
+    resource_name string 0+
+    resource_pattern_type int8 1+ =3
+    principal string 0+
+    host string 0+
+    operation int8 0+
+    permission_type int8 0+
+
+response CreateAcls 30 1-3 flex=2+
+  throttle_time_ms int32 0+
+  results [] 0+
+    error_code int16 0+
+    error_message string 0+ null=0+
+
+request DeleteAcls 31 1-3 flex=2+
+  filters [] 0+
+    resource_type_filter int8 0+
+    resource_name_filter string 0+ null=0+
+    pattern_type_filter int8 1+ =3
+    principal_filter string 0+ null=0+
+    host_filter string 0+ null=0+
+    operation int8 0+
+    permission_type int8 0+
+
+response DeleteAcls 31 1-3 flex=2+
+  throttle_time_ms int32 0+
+  filter_results [] 0+
+    error_code int16 0+
+    error_message string 0+ null=0+
+    matching_acls [] 0+
+      error_code int16 0+
+      error_message string 0+ null=0+
+      resource_type int8 0+
+      resource_name string 0+
+      pattern_type int8 1+ =3
+      principal string 0+
+      host string 0+
+      operation int8 0+
+      permission_type int8 0+
 """

@@ -61,7 +61,22 @@ class AdminHandler:
             ApiKeys.ELECT_LEADERS: self.handle_elect_leaders_request,
             ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: self.handle_alter_user_scram_credentials_request,
             ApiKeys.DESCRIBE_USER_SCRAM_CREDENTIALS: self.handle_describe_user_scram_credentials_request,
+            ApiKeys.CREATE_ACLS: self.handle_create_acls_request,
+            ApiKeys.DELETE_ACLS: self.handle_delete_acls_request,
+            ApiKeys.DESCRIBE_ACLS: self.handle_describe_acls_request,
         }
+
+    # -- ACLs (stored in the metadata log as AccessControlEntryRecords) --------------------------
+    def handle_create_acls_request(self, request) -> None:
+        self._reply_when_done(request, self.controller.create_acls(request.body))
+
+    def handle_delete_acls_request(self, request) -> None:
+        self._reply_when_done(request, self.controller.delete_acls(request.body))
+
+    def handle_describe_acls_request(self, request) -> None:
+        from pykbroker.metadata.acls import describe_acls
+
+        self.helper.send_response(request, describe_acls(self.cache.image.acls, request.body))
 
     # -- SCRAM credentials (KIP-554) -----------------------------------------------------------
     def handle_alter_user_scram_credentials_request(self, request) -> None:

@@ -41,6 +41,8 @@ class ControllerApis:
             ApiKeys.INCREMENTAL_ALTER_CONFIGS: self.admin.handle_incremental_alter_configs_request,
             ApiKeys.ELECT_LEADERS: self.admin.handle_elect_leaders_request,
             ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: self.admin.handle_alter_user_scram_credentials_request,
+            ApiKeys.CREATE_ACLS: self.admin.handle_create_acls_request,
+            ApiKeys.DELETE_ACLS: self.admin.handle_delete_acls_request,
         }
         if self.cluster_info is not None:
             result[ApiKeys.DESCRIBE_CLUSTER] = self.handle_describe_cluster_request

@@ -1,4 +1,5 @@
-"""SaslHandshake (17) and SaslAuthenticate (36) reaching KafkaApis: on a SASL listener the network thread's
+"""SaslHandshake (17) and SaslAuthenticate (36) reaching KafkaApis, and the error responses of the security
+APIs. On a SASL listener the network thread's
 SaslServerAuthenticator answers them before authentication, so here they come on a PLAINTEXT listener or an
 already authenticated connection; Kafka answers ILLEGAL_SASL_STATE ("Handshake request not expected at this
 point" / "SaslAuthenticate request received after successful authentication")."""
@@ -56,4 +57,27 @@ def _alter_scram_error(version, body, code, message):
     return {
         "throttle_time_ms": 0,
         "results": [{"user": u, "error_code": code, "error_message": message} for u in users],
+    }
+
+
+@error_responses.register(ApiKeys.DESCRIBE_ACLS)
+def _describe_acls_error(version, body, code, message):
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "resources": []}
+
+
+@error_responses.register(ApiKeys.CREATE_ACLS)
+def _create_acls_error(version, body, code, message):
+    return {
+        "throttle_time_ms": 0,
+        "results": [{"error_code": code, "error_message": message} for _ in body["creations"]],
+    }
+
+
+@error_responses.register(ApiKeys.DELETE_ACLS)
+def _delete_acls_error(version, body, code, message):
+    return {
+        "throttle_time_ms": 0,
+        "filter_results": [
+            {"error_code": code, "error_message": message, "matching_acls": []} for _ in body["filters"]
+        ],
     }

@@ -1,0 +1,231 @@
+"""ACL bindings and filters (Kafka's ``AclBinding`` / ``AclBindingFilter`` / ``ResourcePattern`` and the
+controller's ``AclControlManager``).
+
+A binding is ``(resource type, resource name, pattern type, principal, host, operation, permission type)``
+with Kafka's ids: resource types UNKNOWN 0, ANY 1, TOPIC 2, GROUP 3, CLUSTER 4, TRANSACTIONAL_ID 5,
+DELEGATION_TOKEN 6, USER 7; pattern types UNKNOWN 0, ANY 1, MATCH 2, LITERAL 3, PREFIXED 4; operations
+UNKNOWN 0, ANY 1, ALL 2, READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
+DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12, CREATE_TOKENS 13, DESCRIBE_TOKENS 14;
+permissions UNKNOWN 0, ANY 1, DENY 2, ALLOW 3. Pure functions.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pykbroker.metadata.controller_result import ControllerResult
+from pykbroker.metadata.records import (
+    ACCESS_CONTROL_ENTRY_RECORD,
+    REMOVE_ACCESS_CONTROL_ENTRY_RECORD,
+    ApiMessageAndVersion,
+    access_control_entry_record,
+    remove_access_control_entry_record,
+)
+from pykbroker.protocol import errors
+
+ANY, MATCH, LITERAL, PREFIXED = 1, 2, 3, 4
+TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN, USER = 2, 3, 4, 5, 6, 7
+DENY, ALLOW = 2, 3
+WILDCARD = "*"
+CLUSTER_NAME = "kafka-cluster"
+RESOURCE_TYPE_NAMES = {
+    TOPIC: "TOPIC",
+    GROUP: "GROUP",
+    CLUSTER: "CLUSTER",
+    TRANSACTIONAL_ID: "TRANSACTIONAL_ID",
+    DELEGATION_TOKEN: "DELEGATION_TOKEN",
+    USER: "USER",
+}
+OPERATION_NAMES = {
+    2: "ALL",
+    3: "READ",
+    4: "WRITE",
+    5: "CREATE",
+    6: "DELETE",
+    7: "ALTER",
+    8: "DESCRIBE",
+    9: "CLUSTER_ACTION",
+    10: "DESCRIBE_CONFIGS",
+    11: "ALTER_CONFIGS",
+    12: "IDEMPOTENT_WRITE",
+    13: "CREATE_TOKENS",
+    14: "DESCRIBE_TOKENS",
+}
+PATTERN_NAMES = {LITERAL: "LITERAL", PREFIXED: "PREFIXED"}
+PERMISSION_NAMES = {DENY: "DENY", ALLOW: "ALLOW"}
+
+
+def validate_binding(binding: tuple) -> str | None:
+    """Kafka's AclControlManager.validateNewAcl: the problem (INVALID_REQUEST message) or None."""
+    rtype, name, pattern, principal, host, operation, permission = binding
+    if rtype not in RESOURCE_TYPE_NAMES:
+        return "Invalid resourceType " + str(rtype)
+    if pattern not in (LITERAL, PREFIXED):
+        return "Invalid patternType " + str(pattern)
+    if operation not in OPERATION_NAMES:
+        return "Invalid operation " + str(operation)
+    if permission not in (ALLOW, DENY):
+        return "Invalid permissionType " + str(permission)
+    if not name:
+        return "Resource name should not be empty"
+    if rtype == CLUSTER and name != CLUSTER_NAME:
+        return "The only valid name for the CLUSTER resource is " + CLUSTER_NAME
+    if not principal or ":" not in principal:
+        return f"Could not parse principal from `{principal}` (no colon is present separating the principal type)"
+    if host is None:
+        return "Invalid null host"
+    return None
+
+
+def filter_of(d: dict) -> tuple:
+    """A DescribeAcls / DeleteAcls filter as a tuple like a binding (None = match anything)."""
+    return (
+        d["resource_type_filter"],
+        d.get("resource_name_filter"),
+        d.get("pattern_type_filter", LITERAL),
+        d.get("principal_filter"),
+        d.get("host_filter"),
+        d["operation"],
+        d["permission_type"],
+    )
+
+
+def validate_filter(f: tuple) -> str | None:
+    rtype, _, pattern, _, _, operation, permission = f
+    if rtype == 0 or pattern == 0 or operation == 0 or permission == 0:
+        return "Filter contain UNKNOWN elements"
+    return None
+
+
+def matches(f: tuple, binding: tuple) -> bool:
+    """Kafka's AclBindingFilter.matches."""
+    frtype, fname, fpattern, fprincipal, fhost, foperation, fpermission = f
+    rtype, name, pattern, principal, host, operation, permission = binding
+    if frtype != ANY and frtype != rtype:
+        return False
+    if fpattern == MATCH:
+        if fname is not None:
+            if pattern == LITERAL and name not in (fname, WILDCARD):
+                return False
+            if pattern == PREFIXED and not fname.startswith(name):
+                return False
+    else:
+        if fpattern != ANY and fpattern != pattern:
+            return False
+        if fname is not None and fname != name:
+            return False
+    if fprincipal is not None and fprincipal != principal:
+        return False
+    if fhost is not None and fhost != host:
+        return False
+    if foperation != ANY and foperation != operation:
+        return False
+    return fpermission == ANY or fpermission == permission
+
+
+class AclControlManager:
+    """The controller's ACLs (id -> binding). Not thread-safe: the controller's event thread."""
+
+    def __init__(self) -> None:
+        self.acls: dict[Any, tuple] = {}
+
+    def replay(self, record: ApiMessageAndVersion) -> None:
+        d = record.data
+        if record.name == ACCESS_CONTROL_ENTRY_RECORD:
+            self.acls[d["id"]] = (
+                d["resource_type"],
+                d["resource_name"],
+                d["pattern_type"],
+                d["principal"],
+                d["host"],
+                d["operation"],
+                d["permission_type"],
+            )
+        elif record.name == REMOVE_ACCESS_CONTROL_ENTRY_RECORD:
+            self.acls.pop(d["id"], None)
+
+    def create_acls(self, request: dict) -> ControllerResult[dict]:
+        existing = set(self.acls.values())
+        records, results = [], []
+        for c in request["creations"]:
+            binding = (
+                c["resource_type"],
+                c["resource_name"],
+                c.get("resource_pattern_type", LITERAL),
+                c["principal"],
+                c["host"],
+                c["operation"],
+                c["permission_type"],
+            )
+            problem = validate_binding(binding)
+            if problem is not None:
+                results.append({"error_code": errors.INVALID_REQUEST, "error_message": problem})
+                continue
+            if binding not in existing:
+                existing.add(binding)
+                records.append(access_control_entry_record(uuid.uuid4(), binding))
+            results.append({"error_code": errors.NONE, "error_message": None})
+        return ControllerResult(records, {"throttle_time_ms": 0, "results": results}, atomic=False)
+
+    def delete_acls(self, request: dict) -> ControllerResult[dict]:
+        records, results = [], []
+        deleted: set = set()
+        for d in request["filters"]:
+            f = filter_of(d)
+            problem = validate_filter(f)
+            if problem is not None:
+                results.append({"error_code": errors.INVALID_REQUEST, "error_message": problem, "matching_acls": []})
+                continue
+            matching = []
+            for acl_id, binding in self.acls.items():
+                if acl_id in deleted or not matches(f, binding):
+                    continue
+                deleted.add(acl_id)
+                records.append(remove_access_control_entry_record(acl_id))
+                rtype, name, pattern, principal, host, operation, permission = binding
+                matching.append(
+                    {
+                        "error_code": errors.NONE,
+                        "error_message": None,
+                        "resource_type": rtype,
+                        "resource_name": name,
+                        "pattern_type": pattern,
+                        "principal": principal,
+                        "host": host,
+                        "operation": operation,
+                        "permission_type": permission,
+                    }
+                )
+            results.append({"error_code": errors.NONE, "error_message": None, "matching_acls": matching})
+        return ControllerResult(records, {"throttle_time_ms": 0, "filter_results": results}, atomic=False)
+
+
+def describe_acls(acls: dict, d: dict) -> dict:
+    """The DescribeAcls response body over the image's ACLs."""
+    f = filter_of(d)
+    problem = validate_filter(f)
+    if problem is not None:
+        return {"throttle_time_ms": 0, "error_code": errors.INVALID_REQUEST, "error_message": problem, "resources": []}
+    by_resource: dict[tuple, list[dict]] = {}
+    for binding in acls.values():
+        if not matches(f, binding):
+            continue
+        rtype, name, pattern, principal, host, operation, permission = binding
+        by_resource.setdefault((rtype, name, pattern), []).append(
+            {"principal": principal, "host": host, "operation": operation, "permission_type": permission}
+        )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": errors.NONE,
+        "error_message": None,
+        "resources": [
+            {
+                "resource_type": r,
+                "resource_name": n,
+                "pattern_type": p,
+                "acls": sorted(a, key=lambda x: tuple(x.values())),
+            }
+            for (r, n, p), a in sorted(by_resource.items())
+        ],
+    }
