@@ -1177,7 +1177,24 @@ BROKER_CONFIG_DEF = (
         "",
         None,
         L,
-        "Class of the authorizer of requests (empty: no authorization). Accepted; not used by pykbroker yet.",
+        "Class of the authorizer of requests (empty: no authorization): "
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer (ACLs in the metadata log).",
+    )
+    .define(
+        "super.users",
+        Type.STRING,
+        "",
+        None,
+        L,
+        "Principals allowed everything by the StandardAuthorizer, separated by semicolons (User:admin;User:ops).",
+    )
+    .define(
+        "allow.everyone.if.no.acl.found",
+        Type.BOOLEAN,
+        False,
+        None,
+        L,
+        "Whether the StandardAuthorizer allows access to resources no ACL applies to.",
     )
     .define(
         "sasl.enabled.mechanisms",

@@ -16,9 +16,67 @@ from collections.abc import Callable
 
 from pykbroker.network.request_channel import Request
 from pykbroker.protocol import errors
+from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.server.error_responses import build_error_response
 from pykbroker.server.request_helper import RequestHelper
 from pykbroker.utils.logging import get_logger
+
+# API -> (operation, resource type, body key of the resource name, error) of the checks Kafka makes on the
+# request's one group, transactional id or the cluster before anything else (AuthHelper.authorize in each
+# KafkaApis handler); per-topic checks are in the handlers (Produce, Fetch, Metadata, OffsetCommit...).
+_READ, _WRITE, _CREATE, _DELETE, _ALTER, _DESCRIBE = 3, 4, 5, 6, 7, 8
+_TOPIC, _GROUP, _CLUSTER, _TXN = 2, 3, 4, 5
+_RESOURCE_CHECKS: dict[int, tuple[int, int, str | None, type[errors.KafkaError]]] = {
+    ApiKeys.JOIN_GROUP: (_READ, _GROUP, "group_id", errors.GroupAuthorizationError),
+    ApiKeys.SYNC_GROUP: (_READ, _GROUP, "group_id", errors.GroupAuthorizationError),
+    ApiKeys.HEARTBEAT: (_READ, _GROUP, "group_id", errors.GroupAuthorizationError),
+    ApiKeys.LEAVE_GROUP: (_READ, _GROUP, "group_id", errors.GroupAuthorizationError),
+    ApiKeys.OFFSET_COMMIT: (_READ, _GROUP, "group_id", errors.GroupAuthorizationError),
+    ApiKeys.OFFSET_DELETE: (_DELETE, _GROUP, "group_id", errors.GroupAuthorizationError),
+    ApiKeys.TXN_OFFSET_COMMIT: (_READ, _GROUP, "group_id", errors.GroupAuthorizationError),
+    ApiKeys.ADD_OFFSETS_TO_TXN: (_WRITE, _TXN, "transactional_id", errors.TransactionalIdAuthorizationError),
+    ApiKeys.END_TXN: (_WRITE, _TXN, "transactional_id", errors.TransactionalIdAuthorizationError),
+    ApiKeys.CREATE_ACLS: (_ALTER, _CLUSTER, None, errors.ClusterAuthorizationError),
+    ApiKeys.DELETE_ACLS: (_ALTER, _CLUSTER, None, errors.ClusterAuthorizationError),
+    ApiKeys.DESCRIBE_ACLS: (_DESCRIBE, _CLUSTER, None, errors.ClusterAuthorizationError),
+    ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: (_ALTER, _CLUSTER, None, errors.ClusterAuthorizationError),
+    ApiKeys.DESCRIBE_USER_SCRAM_CREDENTIALS: (_DESCRIBE, _CLUSTER, None, errors.ClusterAuthorizationError),
+}
+
+
+def check_resource_authorization(helper: RequestHelper, request: Request) -> None:
+    """Raise the API's authorization error when its principal may not act on the request's resource."""
+    check = _RESOURCE_CHECKS.get(request.context.api_key)
+    if check is None:
+        if request.context.api_key == ApiKeys.FIND_COORDINATOR:
+            _check_find_coordinator(helper, request)
+        elif request.context.api_key == ApiKeys.INIT_PRODUCER_ID:
+            tid = request.body.get("transactional_id")
+            if tid is not None and not helper.authorize(request, _WRITE, _TXN, tid):
+                raise errors.TransactionalIdAuthorizationError("Transactional Id authorization failed.")
+        elif request.context.api_key == ApiKeys.CREATE_TOPICS:
+            names = [t["name"] for t in request.body["topics"]]
+            if not helper.authorize(request, _CREATE, _CLUSTER, "kafka-cluster") and not all(
+                helper.authorize(request, _CREATE, _TOPIC, n) for n in names
+            ):
+                raise errors.TopicAuthorizationError("Topic authorization failed.")
+        return
+    operation, resource_type, key, error = check
+    name = "kafka-cluster" if key is None else request.body.get(key)
+    if name is not None and not helper.authorize(request, operation, resource_type, name):
+        raise error(error.default_message)
+
+
+def _check_find_coordinator(helper: RequestHelper, request: Request) -> None:
+    body = request.body
+    key_type = body.get("key_type", 0)
+    keys = body["coordinator_keys"] if request.context.api_version >= 4 else [body["key"]]
+    resource_type = _TXN if key_type == 1 else _GROUP
+    for key in keys:
+        if not helper.authorize(request, _DESCRIBE, resource_type, key):
+            if key_type == 1:
+                raise errors.TransactionalIdAuthorizationError("Transactional Id authorization failed.")
+            raise errors.GroupAuthorizationError("Group authorization failed.")
 
 
 class KafkaApis:
@@ -43,6 +101,8 @@ class KafkaApis:
             handler = self.handlers.get(request.context.api_key)
             if handler is None:
                 raise errors.InvalidRequestError(f"Unhandled request API key {request.context.api_key}")
+            if self.helper.authorizer is not None:
+                check_resource_authorization(self.helper, request)
             handler(request)
         except Exception as e:
             self.handle_error(request, e)

@@ -45,6 +45,8 @@ from pykbroker.metadata.metadata_loader import MetadataLoader
 from pykbroker.metadata.quorum_controller import QuorumController
 from pykbroker.metadata.records import MetadataRecordSerde
 from pykbroker.metadata.snapshot_generator import SnapshotGenerator
+from pykbroker.metadata.standard_authorizer import CLASS_NAMES as AUTHORIZER_CLASS_NAMES
+from pykbroker.metadata.standard_authorizer import StandardAuthorizer
 from pykbroker.metadata.topic_names import TRANSACTION_STATE_TOPIC_NAME
 from pykbroker.metrics.reporter import MetricsReporter, create_reporters
 from pykbroker.network.socket_server import CONTROL_PLANE, DATA_PLANE, SocketServer, SocketServerConfig
@@ -454,6 +456,16 @@ class KafkaRaftServer:
     def _start_broker_apis(self) -> None:
         config = self.config
         self.data_helper = RequestHelper(self._channel_for)
+        authorizer_class = (config["authorizer.class.name"] or "").strip()
+        if authorizer_class:
+            if authorizer_class not in AUTHORIZER_CLASS_NAMES:
+                raise StartupError(
+                    f"authorizer.class.name {authorizer_class} is not supported: use "
+                    "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+                )
+            self.data_helper.authorizer = StandardAuthorizer(
+                lambda: self.metadata_cache.image, config["super.users"], config["allow.everyone.if.no.acl.found"]
+            )
         self.group_metadata_manager = GroupMetadataManager(
             self.replica_manager,
             self.log_manager,

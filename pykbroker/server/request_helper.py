@@ -56,6 +56,16 @@ class RequestHelper:
     def __init__(self, request_channel_for):
         """``request_channel_for(request)`` returns the RequestChannel of the request's plane."""
         self.request_channel_for = request_channel_for
+        #: the StandardAuthorizer when ``authorizer.class.name`` names it (None: everything is allowed)
+        self.authorizer = None
+
+    def authorize(self, request: Request, operation: int, resource_type: int, name: str) -> bool:
+        """Kafka's AuthHelper.authorize: may the request's principal do ``operation`` on the resource?"""
+        authorizer = self.authorizer
+        if authorizer is None:
+            return True
+        ctx = request.context
+        return authorizer.authorize(ctx.principal, ctx.client_address, operation, resource_type, name)
 
     def send_response(self, request: Request, body: dict, on_complete=None, version: int | None = None) -> None:
         """Encode ``body`` and queue it for the request's Processor. A body that cannot be encoded at the

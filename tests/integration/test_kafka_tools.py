@@ -88,11 +88,11 @@ def test_configs_groups_brokers_and_errors(kafka):
     # Kafka lists every synonym in precedence order, the definition default last
     assert "  node.id=1 sensitive=false synonyms={STATIC_BROKER_CONFIG:node.id=1, DEFAULT_CONFIG:node.id=-1}" in every
     default = configs(kafka, "--alter", "--entity-type", "brokers", "--entity-default", "--add-config",
-                      "log.cleaner.threads=1")  # fmt: skip
+                      "log.cleaner.min.cleanable.ratio=0.5")  # fmt: skip
     assert default.returncode == 0, default.stderr
     assert default.stdout == "Completed updating default config for brokers in the cluster.\n"
     for argv, message in [
-        (["--describe", "--entity-type", "users", "--entity-name", "u"], "Entity type users is not supported"),
+        (["--describe", "--entity-type", "clients", "--entity-name", "u"], "Entity type clients is not supported"),
         (["--describe", "--entity-type", "brokers", "--entity-name", "x"], "must be a valid integer broker id"),
         (["--describe", "--entity-type", "topics", "--entity-name", "missing"], "UnknownTopicOrPartitionError"),
         (["--alter", "--topic", "cfg"], "At least one of --add-config or --delete-config"),

@@ -45,6 +45,7 @@ COMMANDS = (
     "kafka-log-dirs",
     "kafka-metadata-quorum",
     "kafka-transactions",
+    "kafka-acls",
 )
 
 

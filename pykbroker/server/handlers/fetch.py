@@ -9,6 +9,8 @@ the response send is header bytes followed by ``os.sendfile`` regions, as Kafka'
 from __future__ import annotations
 
 from pykbroker.log.fetch_data_info import FetchIsolation
+from pykbroker.metadata.acls import CLUSTER, CLUSTER_NAME, TOPIC
+from pykbroker.metadata.standard_authorizer import CLUSTER_ACTION, READ
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.record.file_records import EMPTY_RECORDS
@@ -56,6 +58,14 @@ class FetchHandler:
             for p in wanted
             if p.topic is not None
         ]
+        denied: set[str] = set()
+        if self.helper.authorizer is not None:
+            if replica_id >= 0:
+                if not self.helper.authorize(request, CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
+                    denied = {f.topic for f in fetches}
+            else:
+                denied = {t for t in {f.topic for f in fetches} if not self.helper.authorize(request, READ, TOPIC, t)}
+            fetches = [f for f in fetches if f.topic not in denied]
         params = FetchParams(replica_id, body["max_wait_ms"], body["min_bytes"], body["max_bytes"], isolation)
 
         stats = self.replica_manager.broker_topic_stats
@@ -79,7 +89,9 @@ class FetchHandler:
             partition_results = {}
             for p in wanted:
                 r = by_tp.get((p.topic, p.partition)) if p.topic is not None else None
-                if r is None:
+                if p.topic in denied:
+                    partition_results[p.key] = _partition_error(p.partition, errors.TOPIC_AUTHORIZATION_FAILED)
+                elif r is None:
                     partition_results[p.key] = _partition_error(p.partition, errors.UNKNOWN_TOPIC_ID)
                 else:
                     partition_results[p.key] = {

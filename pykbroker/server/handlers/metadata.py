@@ -11,6 +11,8 @@ UNKNOWN_TOPIC_ID); before v12 a topic without a name, or with an id, gets INVALI
 
 from __future__ import annotations
 
+from pykbroker.metadata.acls import CLUSTER, CLUSTER_NAME, TOPIC
+from pykbroker.metadata.standard_authorizer import CREATE, DESCRIBE
 from pykbroker.metadata.topic_names import INTERNAL_TOPICS
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
@@ -47,8 +49,11 @@ class MetadataHandler:
         topic_ops = authorized_operations(
             "TOPIC", version >= 8 and body.get("include_topic_authorized_operations", False)
         )
+        authorize = self.helper.authorize
         if all_topics:
             for name in self.cache.topic_names():
+                if not authorize(request, DESCRIBE, TOPIC, name):
+                    continue  # Kafka hides the topics a principal may not describe
                 topics_out.append(self._topic_metadata(self.cache.topic(name), request.context.listener_name))
         elif version < 12 and any(
             t.get("name") is None or (t.get("topic_id") or ZERO_UUID) != ZERO_UUID for t in requested
@@ -67,11 +72,16 @@ class MetadataHandler:
                     else:
                         topics_out.append(self._topic_metadata(info, request.context.listener_name))
                     continue
+                if not authorize(request, DESCRIBE, TOPIC, name):
+                    topics_out.append(self._error_topic(name, errors.TOPIC_AUTHORIZATION_FAILED))
+                    continue
                 info = self.cache.topic(name)
                 if info is not None:
                     topics_out.append(self._topic_metadata(info, request.context.listener_name))
-                else:
+                elif authorize(request, CREATE, CLUSTER, CLUSTER_NAME) or authorize(request, CREATE, TOPIC, name):
                     missing.append(name)
+                else:
+                    topics_out.append(self._error_topic(name, errors.UNKNOWN_TOPIC_OR_PARTITION))
             allow_auto = body.get("allow_auto_topic_creation", True) if version >= 4 else True
             if missing and allow_auto and self.auto_create_topics is not None:
                 codes = self.auto_create_topics(missing)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import struct
 
+from pykbroker.metadata.acls import TOPIC
+from pykbroker.metadata.standard_authorizer import WRITE
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.server import error_responses
@@ -43,13 +45,17 @@ class ProduceHandler:
             return
         entries: dict[tuple[str, int], memoryview] = {}
         early: dict[tuple[str, int], dict] = {}
+        authorizer = self.helper.authorizer
         for topic in body["topic_data"]:
             name = topic["name"]
             known = self.cache.contains_topic(name)
+            allowed = authorizer is None or self.helper.authorize(request, WRITE, TOPIC, name)
             for p in topic["partition_data"]:
                 tp = (name, p["index"])
                 records = p["records"]
-                if not known:
+                if not allowed:
+                    early[tp] = produce_partition_error(p["index"], errors.TOPIC_AUTHORIZATION_FAILED)
+                elif not known:
                     early[tp] = produce_partition_error(p["index"], errors.UNKNOWN_TOPIC_OR_PARTITION)
                 elif records is None or len(records) == 0:
                     early[tp] = produce_partition_error(

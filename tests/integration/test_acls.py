@@ -1,0 +1,158 @@
+"""ACLs with the StandardAuthorizer: a SASL user gets TOPIC_AUTHORIZATION_FAILED on produce and
+GROUP_AUTHORIZATION_FAILED on a group until kafka-acls (or the Admin API) allows it; the ACLs live in the
+metadata log and survive a restart; super.users bypass them."""
+
+from __future__ import annotations
+
+import io
+import socket
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from pykbroker.tools import acl_command
+from tests.helpers.broker import BrokerProcess
+from tests.helpers.topics import create_topic
+from tests.helpers.wait import wait_until
+
+pytestmark = pytest.mark.integration
+
+JAAS = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    'user_admin="admin-secret" user_alice="alice-secret";'
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory):
+    plain, sasl, controller = _free_port(), _free_port(), _free_port()
+    broker = BrokerProcess(
+        tmp_path_factory.mktemp("acls"),
+        listeners=f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl},CONTROLLER://127.0.0.1:{controller}",
+    )
+    broker.props.update(
+        {
+            "controller.quorum.voters": f"1@127.0.0.1:{controller}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            # The PLAINTEXT listener (inter-broker traffic, this test's admin) is ANONYMOUS.
+            "super.users": "User:admin;User:ANONYMOUS",
+            "allow.everyone.if.no.acl.found": "false",
+        }
+    )
+    broker.start()
+    yield broker
+    broker.stop()
+
+
+def _alice(broker) -> dict:
+    return {
+        "bootstrap.servers": f"127.0.0.1:{broker.ports['SASL_PLAINTEXT']}",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "alice",
+        "sasl.password": "alice-secret",
+    }
+
+
+def _produce(conf: dict, topic: str) -> KafkaError | None:
+    result: dict = {}
+    p = Producer({**conf, "retries": 0, "message.timeout.ms": 8000})
+    p.produce(topic, b"v", partition=0, on_delivery=lambda e, m: result.update(error=e))
+    p.flush(10)
+    return result.get("error")
+
+
+def _consume_with_group(conf: dict, topic: str, group: str) -> tuple[int, list]:
+    errs: list = []
+    c = Consumer({**conf, "group.id": group, "auto.offset.reset": "earliest", "error_cb": errs.append})
+    c.subscribe([topic])
+    got = 0
+    deadline = time.time() + 15
+    while time.time() < deadline and not got:
+        m = c.poll(0.5)
+        if m is None:
+            continue
+        if m.error():
+            errs.append(m.error())
+            if m.error().code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                break
+            continue
+        got += 1
+    c.close()
+    return got, errs
+
+
+def _acls(broker, *args: str) -> str:
+    out = io.StringIO()
+    assert acl_command.main(["--bootstrap-server", broker.bootstrap, *args], out) == 0
+    return out.getvalue()
+
+
+def test_alice_needs_acls_and_they_survive_a_restart(secured):
+    create_topic(secured.bootstrap, "acl-t", 1)
+    assert _produce(_alice(secured), "acl-t").code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    _, errs = _consume_with_group(_alice(secured), "acl-t", "acl-g")
+    assert any(
+        e.code() in (KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED) for e in errs
+    ), errs
+
+    added = _acls(secured, "--add", "--allow-principal", "User:alice", "--operation", "Write", "--operation", "Read",
+                  "--topic", "acl-t")  # fmt: skip
+    assert added.startswith(
+        "Adding ACLs for resource `ResourcePattern(resourceType=TOPIC, name=acl-t, patternType=LITERAL)`:"
+    )
+    assert "\t(principal=User:alice, host=*, operation=WRITE, permissionType=ALLOW)" in added
+    wait_until(lambda: _produce(_alice(secured), "acl-t") is None, 15, message="alice may write")
+    got, errs = _consume_with_group(_alice(secured), "acl-t", "acl-g")
+    assert not got and any(e.code() == KafkaError.GROUP_AUTHORIZATION_FAILED for e in errs), errs
+    # The group ACL through the Admin API this time.
+    admin = AdminClient({"bootstrap.servers": secured.bootstrap})
+    binding = AclBinding(ResourceType.GROUP, "acl-", ResourcePatternType.PREFIXED, "User:alice", "*",
+                         AclOperation.READ, AclPermissionType.ALLOW)  # fmt: skip
+    admin.create_acls([binding])[binding].result(15)
+    wait_until(
+        lambda: _consume_with_group(_alice(secured), "acl-t", f"acl-{uuid.uuid4()}")[0] == 1, 20, message="reads"
+    )
+
+    listed = _acls(secured, "--list", "--topic", "acl-t")
+    assert "Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=acl-t, patternType=LITERAL)`:" in listed
+    secured.stop()
+    secured.start()
+    assert _acls(secured, "--list", "--topic", "acl-t") == listed
+    assert _produce(_alice(secured), "acl-t") is None
+    # A DENY wins over the ALLOW; removing it gives the access back.
+    _acls(secured, "--add", "--deny-principal", "User:alice", "--operation", "Write", "--topic", "acl-t")
+    wait_until(
+        lambda: (_produce(_alice(secured), "acl-t") or KafkaError(0)).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        15,
+    )
+    _acls(secured, "--remove", "--force", "--deny-principal", "User:alice", "--operation", "Write", "--topic", "acl-t")
+    wait_until(lambda: _produce(_alice(secured), "acl-t") is None, 15, message="deny removed")
+
+
+def test_metadata_hides_topics_alice_may_not_describe(secured):
+    create_topic(secured.bootstrap, "acl-secret", 1)
+    admin = AdminClient(_alice(secured))
+    topics = admin.list_topics(timeout=10).topics
+    assert "acl-secret" not in topics
+    su = AdminClient({**_alice(secured), "sasl.username": "admin", "sasl.password": "admin-secret"})
+    assert "acl-secret" in su.list_topics(timeout=10).topics
