@@ -44,6 +44,23 @@ class StandardAuthorizer:
             self._by_type, self._indexed_for = by_type, acls
         return self._by_type
 
+    def authorize_any(self, principal: str, host: str, operation: int, resource_type: int) -> bool:
+        """Kafka's authorizeByResourceType (simplified): some ALLOW ACL of ``resource_type`` grants the
+        operation to the principal (super users always), or no ACL of that type exists and everyone is allowed."""
+        if principal in self.super_users:
+            return True
+        acls = self._index().get(resource_type, ())
+        if not acls:
+            return self.allow_if_no_acl
+        wanted = (operation, ALL, *_IMPLIES.get(operation, ()))
+        return any(
+            permission == ALLOW
+            and acl_op in wanted
+            and acl_principal in (principal, "User:*")
+            and acl_host in (host, WILDCARD)
+            for _, _, _, acl_principal, acl_host, acl_op, permission in acls
+        )
+
     def authorize(self, principal: str, host: str, operation: int, resource_type: int, name: str) -> bool:
         if principal in self.super_users:
             return True

@@ -25,6 +25,7 @@ from pykbroker.utils.logging import get_logger
 # request's one group, transactional id or the cluster before anything else (AuthHelper.authorize in each
 # KafkaApis handler); per-topic checks are in the handlers (Produce, Fetch, Metadata, OffsetCommit...).
 _READ, _WRITE, _CREATE, _DELETE, _ALTER, _DESCRIBE = 3, 4, 5, 6, 7, 8
+_CLUSTER_ACTION, _DESCRIBE_CONFIGS, _ALTER_CONFIGS, _IDEMPOTENT_WRITE = 9, 10, 11, 12
 _TOPIC, _GROUP, _CLUSTER, _TXN = 2, 3, 4, 5
 _RESOURCE_CHECKS: dict[int, tuple[int, int, str | None, type[errors.KafkaError]]] = {
     ApiKeys.JOIN_GROUP: (_READ, _GROUP, "group_id", errors.GroupAuthorizationError),
@@ -41,12 +42,57 @@ _RESOURCE_CHECKS: dict[int, tuple[int, int, str | None, type[errors.KafkaError]]
     ApiKeys.DESCRIBE_ACLS: (_DESCRIBE, _CLUSTER, None, errors.ClusterAuthorizationError),
     ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: (_ALTER, _CLUSTER, None, errors.ClusterAuthorizationError),
     ApiKeys.DESCRIBE_USER_SCRAM_CREDENTIALS: (_DESCRIBE, _CLUSTER, None, errors.ClusterAuthorizationError),
+    ApiKeys.ELECT_LEADERS: (_ALTER, _CLUSTER, None, errors.ClusterAuthorizationError),
+    ApiKeys.WRITE_TXN_MARKERS: (_CLUSTER_ACTION, _CLUSTER, None, errors.ClusterAuthorizationError),
+    ApiKeys.ADD_PARTITIONS_TO_TXN: (
+        _WRITE,
+        _TXN,
+        "v3_and_below_transactional_id",
+        errors.TransactionalIdAuthorizationError,
+    ),
+}
+_CONFIG_RESOURCES = {2: (_TOPIC, errors.TopicAuthorizationError), 4: (_CLUSTER, errors.ClusterAuthorizationError)}
+
+
+def _topic_names(request: Request) -> list[str]:
+    """The topics a DeleteTopics, CreatePartitions or DeleteRecords request names."""
+    key = request.context.api_key
+    body = request.body
+    if key == ApiKeys.DELETE_TOPICS:
+        # A topic named by id only is checked under its id (only a wildcard or prefix ACL covers it).
+        by_name = [t.get("name") or str(t.get("topic_id")) for t in body.get("topics") or []]
+        return by_name + list(body.get("topic_names") or [])
+    return [t["name"] for t in body["topics"]]
+
+
+_TOPIC_CHECKS = {ApiKeys.DELETE_TOPICS: _DELETE, ApiKeys.CREATE_PARTITIONS: _ALTER, ApiKeys.DELETE_RECORDS: _DELETE}
+_CONFIG_CHECKS = {
+    ApiKeys.DESCRIBE_CONFIGS: _DESCRIBE_CONFIGS,
+    ApiKeys.ALTER_CONFIGS: _ALTER_CONFIGS,
+    ApiKeys.INCREMENTAL_ALTER_CONFIGS: _ALTER_CONFIGS,
 }
 
 
 def check_resource_authorization(helper: RequestHelper, request: Request) -> None:
     """Raise the API's authorization error when its principal may not act on the request's resource."""
-    check = _RESOURCE_CHECKS.get(request.context.api_key)
+    key = request.context.api_key
+    if key in _TOPIC_CHECKS:
+        if not all(helper.authorize(request, _TOPIC_CHECKS[key], _TOPIC, t) for t in _topic_names(request)):
+            raise errors.TopicAuthorizationError("Topic authorization failed.")
+        return
+    if key in _CONFIG_CHECKS:
+        for r in request.body["resources"]:
+            rtype, error = _CONFIG_RESOURCES.get(r["resource_type"], (_GROUP, errors.GroupAuthorizationError))
+            name = "kafka-cluster" if rtype == _CLUSTER else r["resource_name"]
+            if not helper.authorize(request, _CONFIG_CHECKS[key], rtype, name):
+                raise error(error.default_message)
+        return
+    if key == ApiKeys.ADD_PARTITIONS_TO_TXN and request.context.api_version >= 4:
+        # the broker-to-broker (verification) form: CLUSTER_ACTION
+        if not helper.authorize(request, _CLUSTER_ACTION, _CLUSTER, "kafka-cluster"):
+            raise errors.ClusterAuthorizationError("Cluster authorization failed.")
+        return
+    check = _RESOURCE_CHECKS.get(key)
     if check is None:
         if request.context.api_key == ApiKeys.FIND_COORDINATOR:
             _check_find_coordinator(helper, request)
@@ -54,6 +100,14 @@ def check_resource_authorization(helper: RequestHelper, request: Request) -> Non
             tid = request.body.get("transactional_id")
             if tid is not None and not helper.authorize(request, _WRITE, _TXN, tid):
                 raise errors.TransactionalIdAuthorizationError("Transactional Id authorization failed.")
+            if tid is None and not (
+                helper.authorize(request, _IDEMPOTENT_WRITE, _CLUSTER, "kafka-cluster")
+                or helper.authorizer.authorize_any(
+                    request.context.principal, request.context.client_address, _WRITE, _TOPIC
+                )
+            ):
+                # KIP-679: an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+                raise errors.ClusterAuthorizationError("Cluster authorization failed.")
         elif request.context.api_key == ApiKeys.CREATE_TOPICS:
             names = [t["name"] for t in request.body["topics"]]
             if not helper.authorize(request, _CREATE, _CLUSTER, "kafka-cluster") and not all(

@@ -156,3 +156,51 @@ def test_metadata_hides_topics_alice_may_not_describe(secured):
     assert "acl-secret" not in topics
     su = AdminClient({**_alice(secured), "sasl.username": "admin", "sasl.password": "admin-secret"})
     assert "acl-secret" in su.list_topics(timeout=10).topics
+
+
+def test_group_and_config_apis_follow_the_acls(secured):
+    from pykbroker.clients.broker_connection import BrokerConnection
+    from pykbroker.protocol.api_keys import ApiKeys
+
+    create_topic(secured.bootstrap, "acl-cfg", 1)
+    alice = AdminClient(_alice(secured))
+    # DescribeConfigs of a topic without DESCRIBE_CONFIGS, DescribeGroups, DeleteGroups: refused for alice.
+    from confluent_kafka.admin import ConfigResource
+
+    with pytest.raises(Exception) as raised:
+        alice.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, "acl-cfg")])[
+            ConfigResource(ConfigResource.Type.TOPIC, "acl-cfg")
+        ].result(10)
+    assert "TOPIC_AUTHORIZATION_FAILED" in str(raised.value) or "authorization" in str(raised.value).lower()
+    described = alice.describe_consumer_groups(["no-acl-group"])["no-acl-group"]
+    with pytest.raises(Exception) as raised:
+        described.result(10)
+    assert "GROUP_AUTHORIZATION_FAILED" in str(raised.value) or "authorization" in str(raised.value).lower()
+    # The super user (ANONYMOUS on PLAINTEXT) sees every group; ListOffsets needs DESCRIBE on the topic.
+    with BrokerConnection.to(secured.bootstrap) as c:
+        r = c.request(
+            ApiKeys.LIST_OFFSETS,
+            7,
+            {
+                "replica_id": -1,
+                "isolation_level": 0,
+                "topics": [
+                    {
+                        "name": "acl-cfg",
+                        "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}],
+                    }
+                ],
+            },
+        )
+        assert r["topics"][0]["partitions"][0]["error_code"] == 0
+    _acls(secured, "--add", "--allow-principal", "User:alice", "--operation", "DescribeConfigs", "--topic", "acl-cfg")
+    wait_until(
+        lambda: (
+            alice.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, "acl-cfg")])[
+                ConfigResource(ConfigResource.Type.TOPIC, "acl-cfg")
+            ].exception(10)
+            is None
+        ),
+        15,
+        message="DescribeConfigs allowed",
+    )

@@ -22,6 +22,8 @@ from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.server.auth_helper import authorized_operations
 
 GROUP_KEY, TXN_KEY = 0, 1
+_DELETE, _DESCRIBE = 6, 8  # ACL operations
+_TOPIC, _GROUP, _CLUSTER = 2, 3, 4  # ACL resource types
 
 
 class GroupHandlers:
@@ -284,7 +286,9 @@ class GroupHandlers:
         (``KafkaApis`` checks OffsetCommit and OffsetDelete partitions this way before the coordinator)."""
         return {(t, p): errors.UNKNOWN_TOPIC_OR_PARTITION for t, p in tps if self.cache.partition(t, p) is None}
 
-    def _fetch_group(self, group_id: str, topics, require_stable: bool = False) -> tuple[int, list[dict]]:
+    def _fetch_group(self, group_id: str, topics, require_stable: bool = False, request=None) -> tuple[int, list[dict]]:
+        if request is not None and not self.helper.authorize(request, _DESCRIBE, _GROUP, group_id):
+            return errors.GROUP_AUTHORIZATION_FAILED, []
         tps = None if topics is None else [(t["name"], p) for t in topics for p in t["partition_indexes"]]
         try:
             found = self.coordinator.handle_fetch_offsets(group_id, tps)
@@ -292,8 +296,15 @@ class GroupHandlers:
         except errors.KafkaError as e:
             return e.code, []
         by_topic: dict[str, list] = {}
+        denied: set[str] = set()
+        if request is not None and self.helper.authorizer is not None:
+            denied = {t for t, _ in found if not self.helper.authorize(request, _DESCRIBE, _TOPIC, t)}
         for (topic, partition), o in sorted(found.items()):
-            if (topic, partition) in unstable:
+            if topic in denied:
+                if tps is None:
+                    continue  # listing all offsets: Kafka leaves out the topics the principal may not describe
+                o, code = None, errors.TOPIC_AUTHORIZATION_FAILED
+            elif (topic, partition) in unstable:
                 o, code = None, errors.UNSTABLE_OFFSET_COMMIT
             else:
                 code = errors.NONE
@@ -313,11 +324,11 @@ class GroupHandlers:
         if version >= 8:
             groups = []
             for g in body["groups"]:
-                code, topics = self._fetch_group(g["group_id"], g["topics"], body.get("require_stable", False))
+                code, topics = self._fetch_group(g["group_id"], g["topics"], body.get("require_stable", False), request)
                 groups.append({"group_id": g["group_id"], "topics": topics, "error_code": code})
             self.helper.send_response(request, {"throttle_time_ms": 0, "groups": groups})
             return
-        code, topics = self._fetch_group(body["group_id"], body["topics"], body.get("require_stable", False))
+        code, topics = self._fetch_group(body["group_id"], body["topics"], body.get("require_stable", False), request)
         if version < 2 and code != errors.NONE:
             topics = [
                 {
@@ -361,6 +372,8 @@ class GroupHandlers:
         ops = authorized_operations("GROUP", request.body.get("include_authorized_operations", False))
         for group_id in request.body["groups"]:
             try:
+                if not self.helper.authorize(request, _DESCRIBE, _GROUP, group_id):
+                    raise errors.GroupAuthorizationError("Group authorization failed.")
                 groups.append({**self.coordinator.describe_group(group_id), "authorized_operations": ops})
             except errors.KafkaError as e:
                 groups.append(
@@ -377,6 +390,10 @@ class GroupHandlers:
 
     def handle_list_groups_request(self, request) -> None:
         groups = self.coordinator.list_groups(request.body.get("states_filter") or [])
+        if self.helper.authorizer is not None and not self.helper.authorize(
+            request, _DESCRIBE, _CLUSTER, "kafka-cluster"
+        ):
+            groups = [g for g in groups if self.helper.authorize(request, _DESCRIBE, _GROUP, g["group_id"])]
         types = {t.lower() for t in request.body.get("types_filter") or []}
         if types:
             groups = [g for g in groups if g["group_type"] in types]
@@ -397,6 +414,9 @@ class GroupHandlers:
         if not names:
             self.helper.send_response(request, {"throttle_time_ms": 0, "results": []})
         for name in names:
+            if not self.helper.authorize(request, _DELETE, _GROUP, name):
+                done(name, errors.GROUP_AUTHORIZATION_FAILED)
+                continue
             try:
                 self.coordinator.delete_group(name, lambda code, n=name: done(n, code))
             except errors.KafkaError as e:

@@ -46,6 +46,17 @@ class ListOffsetsHandler:
         topics = []
         for t in body["topics"]:
             parts = []
+            if not self.helper.authorize(request, 8, 2, t["name"]):  # DESCRIBE on the topic
+                topics.append(
+                    {
+                        "name": t["name"],
+                        "partitions": [
+                            _list_error(p["partition_index"], errors.TOPIC_AUTHORIZATION_FAILED)
+                            for p in t["partitions"]
+                        ],
+                    }
+                )
+                continue
             for p in t["partitions"]:
                 try:
                     parts.append(self._list_offset(t["name"], p, read_committed, body["replica_id"]))
