@@ -4,8 +4,7 @@ Mirrors ``kafka.server.AuthHelper.authorizedOperations`` and ``AclEntry.supporte
 response carries a bit field with bit ``1 << op`` set for every ACL operation (Kafka's ``AclOperation``
 codes) the principal may perform on the resource, or ``AUTHORIZED_OPERATIONS_OMITTED``
 (-2147483648) when the request did not ask for it. With no authorizer configured every operation the
-resource type supports is allowed. (The StandardAuthorizer of the security work will narrow this to
-what the principal may do.)
+resource type supports is allowed; with the StandardAuthorizer, what the request's principal may do.
 """
 
 from __future__ import annotations
@@ -63,9 +62,19 @@ def to_bit_field(operations) -> int:
     return bits
 
 
-def authorized_operations(resource_type: str, requested: bool) -> int:
-    """The bit field for a resource of ``resource_type`` ("TOPIC", "GROUP", "CLUSTER"), or
-    ``AUTHORIZED_OPERATIONS_OMITTED`` when the request did not ask for it (``requested`` False)."""
+_RESOURCE_TYPE_IDS = {"TOPIC": 2, "GROUP": 3, "CLUSTER": 4}
+
+
+def authorized_operations(
+    resource_type: str, requested: bool, helper=None, request=None, name: str = "kafka-cluster"
+) -> int:
+    """The bit field for a resource of ``resource_type`` ("TOPIC", "GROUP", "CLUSTER") named ``name``, or
+    ``AUTHORIZED_OPERATIONS_OMITTED`` when the request did not ask for it (``requested`` False). With an
+    authorizer (``helper.authorizer``) only the operations the request's principal may perform are set."""
     if not requested:
         return AUTHORIZED_OPERATIONS_OMITTED
-    return to_bit_field(SUPPORTED_OPERATIONS[resource_type])
+    operations = SUPPORTED_OPERATIONS[resource_type]
+    if helper is not None and request is not None and helper.authorizer is not None:
+        rtype = _RESOURCE_TYPE_IDS[resource_type]
+        operations = frozenset(op for op in operations if helper.authorize(request, int(op), rtype, name))
+    return to_bit_field(operations)

@@ -43,6 +43,7 @@ _RESOURCE_CHECKS: dict[int, tuple[int, int, str | None, type[errors.KafkaError]]
     ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: (_ALTER, _CLUSTER, None, errors.ClusterAuthorizationError),
     ApiKeys.DESCRIBE_USER_SCRAM_CREDENTIALS: (_DESCRIBE, _CLUSTER, None, errors.ClusterAuthorizationError),
     ApiKeys.ELECT_LEADERS: (_ALTER, _CLUSTER, None, errors.ClusterAuthorizationError),
+    ApiKeys.DESCRIBE_LOG_DIRS: (_DESCRIBE, _CLUSTER, None, errors.ClusterAuthorizationError),
     ApiKeys.WRITE_TXN_MARKERS: (_CLUSTER_ACTION, _CLUSTER, None, errors.ClusterAuthorizationError),
     ApiKeys.ADD_PARTITIONS_TO_TXN: (
         _WRITE,

@@ -22,7 +22,7 @@ from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.server.auth_helper import authorized_operations
 
 GROUP_KEY, TXN_KEY = 0, 1
-_DELETE, _DESCRIBE = 6, 8  # ACL operations
+_READ, _DELETE, _DESCRIBE = 3, 6, 8  # ACL operations
 _TOPIC, _GROUP, _CLUSTER = 2, 3, 4  # ACL resource types
 
 
@@ -257,6 +257,9 @@ class GroupHandlers:
                 )
 
         unknown = self._unknown_partitions(offsets)
+        if self.helper.authorizer is not None:  # Kafka: READ on each topic (after READ on the group)
+            denied = {t for t, _ in offsets if not self.helper.authorize(request, _READ, _TOPIC, t)}
+            unknown.update({tp: errors.TOPIC_AUTHORIZATION_FAILED for tp in offsets if tp[0] in denied})
         offsets = {tp: o for tp, o in offsets.items() if tp not in unknown}
 
         def respond(codes: dict) -> None:
@@ -369,11 +372,12 @@ class GroupHandlers:
     # -- admin ---------------------------------------------------------------------------------------
     def handle_describe_groups_request(self, request) -> None:
         groups = []
-        ops = authorized_operations("GROUP", request.body.get("include_authorized_operations", False))
+        include = request.body.get("include_authorized_operations", False)
         for group_id in request.body["groups"]:
             try:
                 if not self.helper.authorize(request, _DESCRIBE, _GROUP, group_id):
                     raise errors.GroupAuthorizationError("Group authorization failed.")
+                ops = authorized_operations("GROUP", include, self.helper, request, group_id)
                 groups.append({**self.coordinator.describe_group(group_id), "authorized_operations": ops})
             except errors.KafkaError as e:
                 groups.append(

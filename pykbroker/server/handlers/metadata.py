@@ -46,9 +46,7 @@ class MetadataHandler:
         requested = body.get("topics")
         all_topics = requested is None or (version == 0 and not requested)
         topics_out: list[dict] = []
-        topic_ops = authorized_operations(
-            "TOPIC", version >= 8 and body.get("include_topic_authorized_operations", False)
-        )
+        include_topic_ops = version >= 8 and body.get("include_topic_authorized_operations", False)
         authorize = self.helper.authorize
         if all_topics:
             for name in self.cache.topic_names():
@@ -98,11 +96,21 @@ class MetadataHandler:
                 "cluster_id": self.cache.cluster_id,
                 "controller_id": self.cache.random_alive_broker_id(),
                 "topics": [
-                    t if t["error_code"] != errors.NONE else {**t, "topic_authorized_operations": topic_ops}
+                    t
+                    if t["error_code"] != errors.NONE
+                    else {
+                        **t,
+                        "topic_authorized_operations": authorized_operations(
+                            "TOPIC", include_topic_ops, self.helper, request, t["name"]
+                        ),
+                    }
                     for t in topics_out
                 ],
                 "cluster_authorized_operations": authorized_operations(
-                    "CLUSTER", 8 <= version <= 10 and body.get("include_cluster_authorized_operations", False)
+                    "CLUSTER",
+                    8 <= version <= 10 and body.get("include_cluster_authorized_operations", False),
+                    self.helper,
+                    request,
                 ),
             },
         )
@@ -182,7 +190,7 @@ class MetadataHandler:
                 "controller_id": self.cache.random_alive_broker_id(),
                 "brokers": brokers,
                 "cluster_authorized_operations": authorized_operations(
-                    "CLUSTER", body.get("include_cluster_authorized_operations", False)
+                    "CLUSTER", body.get("include_cluster_authorized_operations", False), self.helper, request
                 ),
             },
         )

@@ -281,7 +281,9 @@ class TransactionHandlers:
                     "active_producers": [],
                 }
                 partition = self.replica_manager.get_partition(t["name"], index)
-                if partition is None:
+                if not self.helper.authorize(request, 3, 2, t["name"]):  # READ on the topic
+                    entry["error_code"] = errors.TOPIC_AUTHORIZATION_FAILED
+                elif partition is None:
                     entry["error_code"] = errors.UNKNOWN_TOPIC_OR_PARTITION
                 elif not partition.is_leader:
                     entry["error_code"] = errors.NOT_LEADER_OR_FOLLOWER
@@ -305,7 +307,16 @@ class TransactionHandlers:
 
     # -- DescribeTransactions / ListTransactions ----------------------------------------------
     def handle_describe_transactions_request(self, request) -> None:
-        states = [self.txn.handle_describe_transactions(tid) for tid in request.body["transactional_ids"]]
+        states = []
+        for tid in request.body["transactional_ids"]:
+            if not self.helper.authorize(request, 8, 5, tid):  # DESCRIBE on the transactional id
+                states.append(
+                    _describe_transactions_error(
+                        0, {"transactional_ids": [tid]}, errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
+                    )["transaction_states"][0]
+                )
+            else:
+                states.append(self.txn.handle_describe_transactions(tid))
         self.helper.send_response(request, {"throttle_time_ms": 0, "transaction_states": states})
 
     def handle_list_transactions_request(self, request) -> None:
@@ -313,6 +324,10 @@ class TransactionHandlers:
         result = self.txn.handle_list_transactions(
             set(body["producer_id_filters"]), set(body["state_filters"]), body.get("duration_filter", -1)
         )
+        if self.helper.authorizer is not None:  # only the transactional ids the principal may describe
+            result["transaction_states"] = [
+                t for t in result["transaction_states"] if self.helper.authorize(request, 8, 5, t["transactional_id"])
+            ]
         self.helper.send_response(request, dict(result, throttle_time_ms=0))
 
 
