@@ -204,3 +204,26 @@ def test_group_and_config_apis_follow_the_acls(secured):
         15,
         message="DescribeConfigs allowed",
     )
+
+
+def test_authorized_operations_come_from_the_acls(secured):
+    from confluent_kafka import TopicCollection
+
+    create_topic(secured.bootstrap, "acl-ops", 1)
+    alice = AdminClient(_alice(secured))
+    _acls(secured, "--add", "--allow-principal", "User:alice", "--operation", "Read", "--topic", "acl-ops")
+    _acls(secured, "--add", "--allow-principal", "User:alice", "--operation", "Describe", "--group", "ops-only-g")
+
+    def topic_ops():
+        desc = alice.describe_topics(TopicCollection(["acl-ops"]), include_authorized_operations=True)["acl-ops"]
+        return set(desc.result(10).authorized_operations or [])
+
+    # READ implies DESCRIBE (Kafka's implied operations); nothing else is granted.
+    wait_until(lambda: topic_ops() == {AclOperation.READ, AclOperation.DESCRIBE}, 15, message="topic ops")
+    cluster = alice.describe_cluster(include_authorized_operations=True).result(10)
+    assert not cluster.authorized_operations
+    su = AdminClient({**_alice(secured), "sasl.username": "admin", "sasl.password": "admin-secret"})
+    everything = su.describe_cluster(include_authorized_operations=True).result(10).authorized_operations
+    assert AclOperation.ALTER in everything and AclOperation.DESCRIBE in everything
+    group = alice.describe_consumer_groups(["ops-only-g"], include_authorized_operations=True)["ops-only-g"]
+    assert set(group.result(10).authorized_operations or []) == {AclOperation.DESCRIBE}
