@@ -5,7 +5,10 @@ Used by pykbroker's command-line tools, benchmarks and tests. Encoding and decod
 derived from the request's API and version (ApiVersions always uses header v0). Frames are read and
 written with the broker's own :class:`~pykbroker.network.channel.NetworkReceive` /
 :class:`~pykbroker.network.channel.NetworkSend` (as Kafka's clients share ``org.apache.kafka.common.network``),
-here over a blocking socket bounded by ``timeout``.
+here over a blocking socket bounded by ``timeout``. With a
+:class:`~pykbroker.security.client_security.ClientSecurity` the connection does the TLS handshake and the
+SASL exchange (SaslHandshake v1, SaslAuthenticate v2) before it is returned; a failed authentication
+raises :class:`~pykbroker.protocol.errors.SaslAuthenticationError` with the broker's message.
 Not thread-safe: one connection per thread.
 """
 
@@ -15,8 +18,10 @@ import socket
 import struct
 
 from pykbroker.network.channel import UNLIMITED, NetworkReceive, NetworkSend
-from pykbroker.protocol import decode_response, encode_request
+from pykbroker.protocol import decode_response, encode_request, errors
+from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.protocol.header import response_header_version
+from pykbroker.security.client_security import PLAINTEXT, ClientSecurity
 
 _CORR = struct.Struct(">i")
 
@@ -43,13 +48,52 @@ def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
 
 
 class BrokerConnection:
-    def __init__(self, host: str, port: int, client_id: str = "pykbroker", timeout: float = 30.0):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        client_id: str = "pykbroker",
+        timeout: float = 30.0,
+        security: ClientSecurity = PLAINTEXT,
+    ):
+        sock = socket.create_connection((host, port), timeout=timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.sock = security.wrap_blocking(sock, host)
+        except BaseException:
+            sock.close()
+            raise
         self.client_id = client_id
         self.node = f"{host}:{port}"
         self.next_correlation_id = 0
         self.pending: list[tuple[int, int, int]] = []  # (correlation id, api key, version)
+        if security.sasl_mechanism is not None:
+            try:
+                self._authenticate(security)
+            except BaseException:
+                self.close()
+                raise
+
+    def _authenticate(self, security: ClientSecurity) -> None:
+        handshake = self.request(ApiKeys.SASL_HANDSHAKE, 1, {"mechanism": security.sasl_mechanism})
+        if handshake["error_code"] != errors.NONE:
+            raise errors.SaslAuthenticationError(
+                f"SaslHandshake: {errors.name_of(handshake['error_code'])}, the broker enables "
+                f"{handshake.get('mechanisms')}"
+            )
+        sasl = security.new_sasl_client()
+        token: bytes | None = sasl.initial_response()
+        for _ in range(10):
+            assert token is not None
+            response = self.request(ApiKeys.SASL_AUTHENTICATE, 2, {"auth_bytes": token})
+            if response["error_code"] != errors.NONE:
+                raise errors.SaslAuthenticationError(
+                    response.get("error_message") or errors.name_of(response["error_code"])
+                )
+            token = sasl.evaluate_challenge(response["auth_bytes"])
+            if token is None:
+                return
+        raise errors.SaslAuthenticationError(f"SASL {security.sasl_mechanism} exchange did not complete")
 
     @classmethod
     def to(cls, bootstrap: str, **kw) -> BrokerConnection:

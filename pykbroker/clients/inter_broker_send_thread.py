@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from pykbroker.clients.network_client import DisconnectError, NetworkClient, RequestTimeoutError
 from pykbroker.protocol import errors
+from pykbroker.security.client_security import PLAINTEXT, ClientSecurity
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM, Time
 
@@ -56,7 +57,9 @@ class InterBrokerSendThread:
         reconnect_backoff_max_ms: int = 1000,
         max_in_flight: int = 5,
         time: Time = SYSTEM,
+        security: ClientSecurity = PLAINTEXT,
     ):
+        """``security``: how to reach the other nodes' listener (TLS, SASL), see ClientSecurity."""
         self.name = name
         self.time = time
         self.request_timeout_ms = request_timeout_ms
@@ -69,6 +72,7 @@ class InterBrokerSendThread:
             max_in_flight=max_in_flight,
             log=self._log,
             time=time,
+            security=security,
         )
         self._lock = threading.Lock()
         self._queued: list[_Pending] = []  # guarded by _lock

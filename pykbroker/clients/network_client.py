@@ -5,6 +5,9 @@ layer: a :class:`~pykbroker.network.selector.ClientSelector` does the connecting
 (``NetworkSend`` / ``NetworkReceive``). On top: one connection per node (the bootstrap addresses get
 negative ids), connect with exponential back-off (``reconnect.backoff.ms`` .. ``reconnect.backoff.max.ms``),
 an ApiVersions exchange before a connection is ready (versions are then picked as ``min(ours, broker's)``),
+with a :class:`~pykbroker.security.client_security.ClientSecurity` a TLS handshake before it (done by the
+selector) and SASL after it (SaslHandshake v1, then SaslAuthenticate rounds until the mechanism is complete,
+as Kafka's ``SaslClientAuthenticator``; a failure closes the connection with its error message),
 ``InFlightRequests`` capped per connection, responses matched to requests in order by correlation id,
 ``request.timeout.ms`` per request, and every in-flight request failed with :class:`DisconnectError` when
 its connection drops. A connection that cannot be established logs Kafka's WARN
@@ -23,20 +26,28 @@ import struct
 from collections.abc import Callable
 
 from pykbroker.network.channel import NetworkReceive, NetworkSend
-from pykbroker.network.selector import FAILED_SEND, NOT_CONNECTED, ClientSelector
+from pykbroker.network.selector import AUTHENTICATION_FAILED, FAILED_SEND, NOT_CONNECTED, ClientSelector
 from pykbroker.protocol import decode_response, encode_request, errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.protocol.header import response_header_version
+from pykbroker.security.client_security import PLAINTEXT, ClientSecurity
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM, Time
 
 _CORR = struct.Struct(">i")
 API_VERSIONS_VERSION = 3
 CONNECTING, CHECKING_API_VERSIONS, READY = "CONNECTING", "CHECKING_API_VERSIONS", "READY"
+AUTHENTICATING = "AUTHENTICATING"
+SASL_AUTHENTICATE_VERSION = 2
+_MAX_SASL_ROUNDS = 10
 
 
 class DisconnectError(ConnectionError):
     """The connection to a node dropped (or never came up) with the request in flight."""
+
+
+class AuthenticationFailedError(DisconnectError):
+    """SASL authentication with a node failed (SASL_AUTHENTICATION_FAILED, unsupported mechanism...)."""
 
 
 class RequestTimeoutError(TimeoutError):
@@ -77,8 +88,10 @@ class NetworkClient:
         receive_buffer_bytes: int = 32768,
         log=None,
         time: Time = SYSTEM,
+        security: ClientSecurity = PLAINTEXT,
     ):
         self.client_id = client_id
+        self.security = security
         self.log = log or get_logger("NetworkClient", clientId=client_id)
         self.time = time
         self.request_timeout = request_timeout_ms / 1000.0
@@ -134,7 +147,13 @@ class NetworkClient:
             return
         conn = _Connection(node_id)
         try:
-            self.selector.connect(conn.channel_id, address, self.send_buffer_bytes, self.receive_buffer_bytes)
+            self.selector.connect(
+                conn.channel_id,
+                address,
+                self.send_buffer_bytes,
+                self.receive_buffer_bytes,
+                self.security.transport_factory(address[0]),
+            )
         except OSError as e:
             self._connect_failed(node_id, address)
             self._record_failure(node_id)
@@ -246,6 +265,9 @@ class NetworkClient:
                 if reason == NOT_CONNECTED:
                     self._connect_failed(node_id, self.addresses.get(node_id))
                     cause = DisconnectError(f"connect to node {node_id} failed: {error}")
+                elif reason == AUTHENTICATION_FAILED:
+                    self.log.error(f"Failed authentication with node {node_id}: {error}")
+                    cause = AuthenticationFailedError(f"TLS handshake with node {node_id} failed: {error}")
                 elif reason == FAILED_SEND:
                     cause = DisconnectError(f"send to node {node_id} failed: {error}")
                 elif error is None:
@@ -256,7 +278,6 @@ class NetworkClient:
 
     def _handle_connected(self, conn: _Connection) -> None:
         conn.state = CHECKING_API_VERSIONS
-        self.failures.pop(conn.node_id, None)
         self._enqueue(
             conn,
             ApiKeys.API_VERSIONS,
@@ -272,7 +293,72 @@ class NetworkClient:
             self.close(conn.node_id, DisconnectError(f"ApiVersions failed: {errors.name_of(response['error_code'])}"))
             return
         conn.versions = {k["api_key"]: (k["min_version"], k["max_version"]) for k in response["api_keys"]}
+        if self.security.sasl_mechanism is None:
+            self._ready(conn)
+            return
+        conn.state = AUTHENTICATING
+        self._enqueue(
+            conn,
+            ApiKeys.SASL_HANDSHAKE,
+            1,
+            {"mechanism": self.security.sasl_mechanism},
+            lambda resp, err, c=conn: self._on_sasl_handshake(c, resp, err),
+        )
+
+    def _ready(self, conn: _Connection) -> None:
         conn.state = READY
+        self.failures.pop(conn.node_id, None)  # the back-off restarts only once a connection was usable
+
+    # -- SASL (Kafka's SaslClientAuthenticator) ------------------------------------------------------
+    def _auth_failed(self, conn: _Connection, message: str) -> None:
+        self.log.error(f"Failed authentication with node {conn.node_id}: {message}")
+        self.close(conn.node_id, AuthenticationFailedError(message))
+
+    def _on_sasl_handshake(self, conn: _Connection, response, error) -> None:
+        if error is not None or self.conns.get(conn.node_id) is not conn:
+            return
+        if response["error_code"] != errors.NONE:
+            self._auth_failed(
+                conn,
+                f"SaslHandshake: {errors.name_of(response['error_code'])}, "
+                f"the node enables {response.get('mechanisms')}",
+            )
+            return
+        try:
+            sasl = self.security.new_sasl_client()
+            token = sasl.initial_response()
+        except Exception as e:  # noqa: BLE001 - a client-side SASL error fails only this connection
+            self._auth_failed(conn, str(e))
+            return
+        self._sasl_authenticate(conn, sasl, token, 1)
+
+    def _sasl_authenticate(self, conn: _Connection, sasl, token: bytes, round_: int) -> None:
+        version = self.version_for(conn.node_id, ApiKeys.SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION)
+        self._enqueue(
+            conn,
+            ApiKeys.SASL_AUTHENTICATE,
+            version,
+            {"auth_bytes": token},
+            lambda resp, err: self._on_sasl_authenticate(conn, sasl, round_, resp, err),
+        )
+
+    def _on_sasl_authenticate(self, conn: _Connection, sasl, round_: int, response, error) -> None:
+        if error is not None or self.conns.get(conn.node_id) is not conn:
+            return
+        if response["error_code"] != errors.NONE:
+            self._auth_failed(conn, response.get("error_message") or errors.name_of(response["error_code"]))
+            return
+        try:
+            token = sasl.evaluate_challenge(response["auth_bytes"])
+        except Exception as e:  # noqa: BLE001 - e.g. a SCRAM server signature that does not match
+            self._auth_failed(conn, str(e))
+            return
+        if token is None and sasl.complete:
+            self._ready(conn)
+        elif token is None or round_ >= _MAX_SASL_ROUNDS:
+            self._auth_failed(conn, f"SASL {self.security.sasl_mechanism} exchange did not complete")
+        else:
+            self._sasl_authenticate(conn, sasl, token, round_ + 1)
 
     def _handle_response(self, conn: _Connection, receive: NetworkReceive) -> None:
         if self.conns.get(conn.node_id) is not conn:

@@ -1214,6 +1214,26 @@ BROKER_CONFIG_DEF = (
         "Largest SASL frame in bytes accepted before a connection is authenticated.",
     )
     .define(
+        "sasl.mechanism.inter.broker.protocol",
+        Type.STRING,
+        "GSSAPI",
+        None,
+        M,
+        "SASL mechanism of this broker's connections to other brokers when the inter-broker listener is "
+        "SASL_PLAINTEXT or SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; credentials from the username and "
+        "password of listener.name.<listener>.<mechanism>.sasl.jaas.config).",
+    )
+    .define(
+        "sasl.mechanism.controller.protocol",
+        Type.STRING,
+        "GSSAPI",
+        None,
+        M,
+        "SASL mechanism of this node's connections to the controllers when the controller listener is "
+        "SASL_PLAINTEXT or SASL_SSL (use PLAIN: SCRAM credentials live in the metadata log the controllers "
+        "serve; credentials from listener.name.<listener>.<mechanism>.sasl.jaas.config).",
+    )
+    .define(
         "group.coordinator.new.enable",
         Type.BOOLEAN,
         False,

@@ -125,7 +125,9 @@ def matches(f: tuple, binding: tuple) -> bool:
 
 
 class AclControlManager:
-    """The controller's ACLs (id -> binding). Not thread-safe: the controller's event thread."""
+    """The controller's ACLs (id -> binding). Written by the controller's event thread only; ``acls`` is
+    replaced (copy on write), never changed in place, so another thread (the controller's authorizer) may
+    read the current dict at any time."""
 
     def __init__(self) -> None:
         self.acls: dict[Any, tuple] = {}
@@ -133,17 +135,20 @@ class AclControlManager:
     def replay(self, record: ApiMessageAndVersion) -> None:
         d = record.data
         if record.name == ACCESS_CONTROL_ENTRY_RECORD:
-            self.acls[d["id"]] = (
-                d["resource_type"],
-                d["resource_name"],
-                d["pattern_type"],
-                d["principal"],
-                d["host"],
-                d["operation"],
-                d["permission_type"],
-            )
-        elif record.name == REMOVE_ACCESS_CONTROL_ENTRY_RECORD:
-            self.acls.pop(d["id"], None)
+            self.acls = {
+                **self.acls,
+                d["id"]: (
+                    d["resource_type"],
+                    d["resource_name"],
+                    d["pattern_type"],
+                    d["principal"],
+                    d["host"],
+                    d["operation"],
+                    d["permission_type"],
+                ),
+            }
+        elif record.name == REMOVE_ACCESS_CONTROL_ENTRY_RECORD and d["id"] in self.acls:
+            self.acls = {k: v for k, v in self.acls.items() if k != d["id"]}
 
     def create_acls(self, request: dict) -> ControllerResult[dict]:
         existing = set(self.acls.values())

@@ -63,6 +63,7 @@ FAILED_SEND = "FAILED_SEND"
 LOCAL_CLOSE = "LOCAL_CLOSE"
 READY = "READY"  # remote close / error after the channel was ready
 NOT_CONNECTED = "NOT_CONNECTED"  # a client connection that could not be established
+AUTHENTICATION_FAILED = "AUTHENTICATION_FAILED"  # a client connection whose TLS handshake failed
 
 
 class KSelector:
@@ -367,18 +368,28 @@ class ClientSelector(KSelector):
       reason ``NOT_CONNECTED`` in ``disconnected`` (the error goes to ``on_close_error``);
     * ``send`` on a connection still writing an earlier send queues it; ``poll`` starts it once the
       earlier one is written (requests go out in order);
-    * receives have no size limit but the int32 prefix, and there is no idle expiry.
+    * receives have no size limit but the int32 prefix, and there is no idle expiry;
+    * with a ``transport_factory`` (TLS), the established socket is wrapped and its handshake is driven
+      here, step by step on each readiness event; the id is listed in ``connected`` only once the handshake
+      is complete, and a failed handshake closes it with reason ``AUTHENTICATION_FAILED``.
     The owner clears ``connected`` (``clear_connected``) after handling it, as the other results.
     """
 
     def __init__(self, time: Time = SYSTEM, on_close_error=None, max_receive_size: int = UNLIMITED):
         super().__init__(max_receive_size, -1, time, on_close_error)
         self.connecting: set[str] = set()
+        self.handshaking: set[str] = set()
+        self.transport_factories: dict[str, object] = {}
         self.connected: list[str] = []
         self.queued_sends: dict[str, deque[NetworkSend]] = {}
 
     def connect(
-        self, channel_id: str, address: tuple[str, int], send_buffer_size: int, receive_buffer_size: int
+        self,
+        channel_id: str,
+        address: tuple[str, int],
+        send_buffer_size: int,
+        receive_buffer_size: int,
+        transport_factory=None,
     ) -> None:
         """Start connecting. Raises OSError when the connection fails at once (e.g. unknown host)."""
         if channel_id in self.channels:
@@ -400,6 +411,8 @@ class ClientSelector(KSelector):
         channel = KafkaChannel(channel_id, sock, self.max_receive_size, self.memory_pool)
         self.channels[channel_id] = channel
         self.connecting.add(channel_id)
+        if transport_factory is not None:
+            self.transport_factories[channel_id] = transport_factory
         self._set_interest(channel, WRITE)  # writable = connected (or failed): see _finish_connect
 
     def clear_connected(self) -> None:
@@ -428,13 +441,15 @@ class ClientSelector(KSelector):
 
     def _select(self, timeout_s: float):
         ready = super()._select(timeout_s)
-        if not self.connecting:
+        if not self.connecting and not self.handshaking:
             return ready
         rest = []
         for fd, events in ready:
             channel = self.fd_channels.get(fd)
             if channel is not None and channel.id in self.connecting:
                 self._finish_connect(channel)
+            elif channel is not None and channel.id in self.handshaking:
+                self._continue_handshake(channel)
             else:
                 rest.append((fd, events))
         return rest
@@ -445,6 +460,31 @@ class ClientSelector(KSelector):
         if err:
             self._close_channel(channel, NOT_CONNECTED, OSError(err, os.strerror(err)))
             return
+        factory = self.transport_factories.pop(channel.id, None)
+        if factory is not None:
+            try:
+                channel.sock = factory(channel.sock)  # same file descriptor, now behind TLS
+            except OSError as e:
+                self._close_channel(channel, AUTHENTICATION_FAILED, e)
+                return
+            self.handshaking.add(channel.id)
+            self._continue_handshake(channel)
+            return
+        self._connected(channel)
+
+    def _continue_handshake(self, channel: KafkaChannel) -> None:
+        try:
+            wants = channel.sock.handshake()
+        except OSError as e:  # TlsHandshakeError included
+            self._close_channel(channel, AUTHENTICATION_FAILED, e)
+            return
+        if wants is None:
+            self.handshaking.discard(channel.id)
+            self._connected(channel)
+        else:  # an epoll MOD re-arms the edge: readiness that is already there is reported
+            self._set_interest(channel, _READ_INTEREST | WRITE if wants == "write" else _READ_INTEREST)
+
+    def _connected(self, channel: KafkaChannel) -> None:
         self._update_interest(channel)  # edge-triggered READ from now on (+ WRITE while a send is pending)
         channel.read_ready = True  # bytes may already be there: the first read finds out (as register does)
         self.ready_reads[channel.id] = channel
@@ -452,5 +492,7 @@ class ClientSelector(KSelector):
 
     def _drop(self, channel: KafkaChannel) -> None:
         self.connecting.discard(channel.id)
+        self.handshaking.discard(channel.id)
+        self.transport_factories.pop(channel.id, None)
         self.queued_sends.pop(channel.id, None)
         super()._drop(channel)

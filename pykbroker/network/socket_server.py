@@ -60,6 +60,8 @@ DATA_PLANE = "data-plane"
 CONTROL_PLANE = "control-plane"
 CONNECTION_QUEUE_SIZE = 20
 INT_MAX = 2**31 - 1
+#: Upper bound on a TLS handshake plus SASL authentication (ms), see Processor.authentication_deadlines
+AUTHENTICATION_TIMEOUT_MS = 30_000
 ACCEPT_BATCH_SIZE = 64  # connections taken per accept batch (the Acceptor loops until none is pending)
 ACCEPT_BACKOFF_MS = 100  # pause after EMFILE/ENFILE so a full fd table does not spin the Acceptor
 
@@ -168,6 +170,15 @@ class Processor(threading.Thread):
         #: answer went out, so the client reads it (Kafka's delayed close); connection id -> deadline (ns)
         self.delayed_closes: dict[str, int] = {}
         self.failed_authentication_delay_ns = 100_000_000
+        #: TLS and SASL connections must finish their handshake and authentication within
+        #: min(connections.max.idle.ms, 30 s) of being accepted (30 s: the clients' own
+        #: socket.connection.setup.timeout.max.ms); bytes trickled in do not extend it, unlike the idle
+        #: expiry. Connection id -> deadline (ns), in accept order, so in deadline order.
+        self.authentication_deadlines: dict[str, int] = {}
+        idle_ms = config.connections_max_idle_ms
+        self.authentication_timeout_ns = (
+            min(idle_ms, AUTHENTICATION_TIMEOUT_MS) if idle_ms >= 0 else AUTHENTICATION_TIMEOUT_MS
+        ) * 1_000_000
         self.next_connection_index = 0
         self.should_run = True
         self.idle = metrics.idle_ratio(
@@ -225,6 +236,8 @@ class Processor(threading.Thread):
                     self._close_excess_connections()
                     if self.delayed_closes:
                         self._close_delayed()
+                    if self.authentication_deadlines:
+                        self._expire_unauthenticated()
                 except Exception as e:  # never let one failure kill the network thread
                     self.log.error("Processor got uncaught exception.", error=repr(e), exc_info=True)
                 now = self.time.nanoseconds()
@@ -256,6 +269,10 @@ class Processor(threading.Thread):
                     channel = self.selector.channel(connection_id)
                     channel.authenticator = self.authenticator_factory()
                     channel.max_receive_size = self.sasl_max_receive_size  # bounded until authenticated
+                if self.authenticator_factory is not None or self.transport_factory is not None:
+                    self.authentication_deadlines[connection_id] = (
+                        self.time.nanoseconds() + self.authentication_timeout_ns
+                    )
             except Exception as e:
                 if isinstance(e, ConnectionError) or getattr(e, "errno", None) == errno.ENOTCONN:
                     self.log.debug("Connection closed by the client before its registration.", error=repr(e))
@@ -456,6 +473,7 @@ class Processor(threading.Thread):
                 self.request_channel.update_request_metrics(response.request, self.time.nanoseconds())
             self.auth_sends.pop(connection_id, None)
             self.delayed_closes.pop(connection_id, None)
+            self.authentication_deadlines.pop(connection_id, None)
             self.connection_quotas.dec(self.listener_name, remote_host)
         self.selector.clear_disconnected()
 
@@ -464,6 +482,29 @@ class Processor(threading.Thread):
         for connection_id in [c for c, deadline in self.delayed_closes.items() if deadline <= now]:
             del self.delayed_closes[connection_id]
             self._close(connection_id)
+
+    def _expire_unauthenticated(self) -> None:
+        """Close the connections whose TLS handshake or SASL authentication is still not complete at their
+        deadline; drop the entries of those that completed (checked lazily, here)."""
+        now = self.time.nanoseconds()
+        deadlines = self.authentication_deadlines
+        while deadlines:
+            connection_id, deadline = next(iter(deadlines.items()))
+            if deadline > now:
+                return
+            del deadlines[connection_id]
+            channel = self.selector.channel(connection_id)
+            if channel is None:
+                continue
+            tls_pending = getattr(channel.sock, "tls", False) and not channel.sock.handshake_complete
+            if channel.authenticator is not None or tls_pending:
+                host = connection_id.split("-")[1].rpartition(":")[0]
+                what = "TLS handshake" if tls_pending else "SASL authentication"
+                self.log.info(
+                    f"Failed authentication with /{host} (channelId={connection_id}) "
+                    f"({what} not complete within {self.authentication_timeout_ns // 1_000_000} ms)"
+                )
+                self._close(connection_id)
 
     def _close_excess_connections(self) -> None:
         if self.connection_quotas.max_connections_exceeded(self.listener_name):
@@ -480,6 +521,7 @@ class Processor(threading.Thread):
         self.inflight_responses.pop(connection_id, None)
         self.auth_sends.pop(connection_id, None)
         self.delayed_closes.pop(connection_id, None)
+        self.authentication_deadlines.pop(connection_id, None)
 
     def _on_close_error(self, connection_id: str, exc: BaseException) -> None:
         if isinstance(exc, TlsHandshakeError):

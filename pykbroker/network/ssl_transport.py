@@ -1,6 +1,7 @@
 """SslTransportLayer: TLS under a KafkaChannel (Kafka's ``SslTransportLayer``).
 
-Wraps a non-blocking server-side ``ssl.SSLSocket`` and presents the plain socket calls the channel uses
+Wraps a non-blocking ``ssl.SSLSocket`` (server side for listeners; client side, verifying
+``server_hostname``, for this node's connections to other nodes) and presents the plain socket calls the channel uses
 (``recv_into``, ``send``, ``fileno``, ``close``...): the handshake is driven from the first read (a
 ``do_handshake`` that wants more bytes or room is a would-block, ``BlockingIOError``, and the next read
 event resumes it); TLS "want read/write" become ``BlockingIOError``; a TLS close or EOF reads as 0 bytes.
@@ -9,6 +10,10 @@ still means "nothing more until the next edge" for the edge-triggered selector. 
 ``NetworkSend`` that zero-copy ``sendfile`` is impossible here: file regions are read into memory first,
 as Kafka does for SSL. After the handshake ``peer_certificate`` holds the client's certificate (DER dict
 of ``getpeercert``) when the listener asked for one.
+
+A client-side transport does not wait for a read to start: the client's selector drives
+:meth:`handshake` step by step (it answers which readiness it waits for) before the connection counts as
+connected, as Kafka's ``SslTransportLayer.handshake`` under ``Selector.pollSelectionKeys``.
 
 Threading: owned by the connection's Processor thread.
 """
@@ -26,9 +31,16 @@ class TlsHandshakeError(ConnectionError):
 class SslTransportLayer:
     tls = True
 
-    def __init__(self, sock: socket.socket, context: ssl.SSLContext):
+    def __init__(
+        self, sock: socket.socket, context: ssl.SSLContext, server_side: bool = True, server_hostname: str | None = None
+    ):
         self._raw = sock
-        self.sock = context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        self.sock = context.wrap_socket(
+            sock,
+            server_side=server_side,
+            do_handshake_on_connect=False,
+            server_hostname=None if server_side else server_hostname,
+        )
         self.handshake_complete = False
         self.peer_certificate: dict | None = None
 
@@ -64,6 +76,24 @@ class SslTransportLayer:
             raise TlsHandshakeError(f"TLS handshake failed: {e.reason or e}") from None
         self.handshake_complete = True
         self.peer_certificate = self.sock.getpeercert() or None
+
+    def handshake(self) -> str | None:
+        """One step of the handshake: None once it is complete, else ``"read"`` or ``"write"`` (what the
+        handshake waits for). Raises TlsHandshakeError (certificate not trusted, host name mismatch, reset)."""
+        try:
+            self.sock.do_handshake()
+        except ssl.SSLWantReadError:
+            return "read"
+        except ssl.SSLWantWriteError:
+            return "write"
+        except ssl.SSLError as e:
+            detail = getattr(e, "verify_message", None) or e.reason or e
+            raise TlsHandshakeError(f"TLS handshake failed: {detail}") from None
+        except OSError as e:
+            raise TlsHandshakeError(f"TLS handshake failed: {e.strerror or e}") from None
+        self.handshake_complete = True
+        self.peer_certificate = self.sock.getpeercert() or None
+        return None
 
     def recv_into(self, buffer, nbytes: int = 0) -> int:
         if not self.handshake_complete:

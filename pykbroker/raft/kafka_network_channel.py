@@ -42,6 +42,7 @@ from pykbroker.raft.raft_messages import (
     error_response,
 )
 from pykbroker.raft.raft_wire import request_to_wire, response_from_wire, response_to_wire
+from pykbroker.security.client_security import PLAINTEXT, ClientSecurity
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM, Time
 
@@ -75,7 +76,9 @@ class KafkaNetworkChannel(NetworkChannel):
         request_timeout_ms: int,
         time: Time = SYSTEM,
         on_inconsistent_cluster_id: Callable[[str], None] | None = None,
+        security: ClientSecurity = PLAINTEXT,
     ):
+        """``security``: how to reach the voters' controller listener (ClientSecurity)."""
         self.node_id = node_id
         self.voters = dict(voters)
         self.on_inconsistent_cluster_id = on_inconsistent_cluster_id
@@ -90,6 +93,7 @@ class KafkaNetworkChannel(NetworkChannel):
             request_timeout_ms=request_timeout_ms,
             max_in_flight=1,
             time=time,
+            security=security,
         )
         for voter_id, (host, port) in voters.items():
             self.send_thread.set_address(voter_id, host, port)

@@ -54,14 +54,7 @@ def _materialize(text: str, name: str) -> str:
     return path
 
 
-def server_context(originals: dict, listener: str) -> ssl.SSLContext:
-    """The SSLContext of a TLS listener; ConfigException for missing or unsupported material."""
-    keystore_type = str(_get(originals, listener, "ssl.keystore.type", "PEM")).upper()
-    if keystore_type != "PEM":
-        raise ConfigException(
-            f"ssl.keystore.type {keystore_type} of listener {listener} is not supported by pykbroker yet (use PEM)"
-        )
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+def _protocols_and_ciphers(ctx: ssl.SSLContext, originals: dict, listener: str) -> None:
     protocols = [
         p.strip() for p in str(_get(originals, listener, "ssl.enabled.protocols", "TLSv1.2,TLSv1.3")).split(",")
     ]
@@ -75,6 +68,17 @@ def server_context(originals: dict, listener: str) -> ssl.SSLContext:
             ctx.set_ciphers(":".join(c.strip() for c in str(ciphers).split(",")))
         except ssl.SSLError as e:
             raise ConfigException(f"Invalid ssl.cipher.suites of listener {listener}: {e}") from None
+
+
+def _check_keystore_type(originals: dict, listener: str) -> None:
+    keystore_type = str(_get(originals, listener, "ssl.keystore.type", "PEM")).upper()
+    if keystore_type != "PEM":
+        raise ConfigException(
+            f"ssl.keystore.type {keystore_type} of listener {listener} is not supported by pykbroker yet (use PEM)"
+        )
+
+
+def _load_keystore(ctx: ssl.SSLContext, originals: dict, listener: str, required: bool) -> None:
     password = _get(originals, listener, "ssl.key.password") or _get(originals, listener, "ssl.keystore.password")
     location = _get(originals, listener, "ssl.keystore.location")
     if location is None:
@@ -83,6 +87,8 @@ def server_context(originals: dict, listener: str) -> ssl.SSLContext:
             _get(originals, listener, "ssl.keystore.certificate.chain"),
         )
         if key is None or chain is None:
+            if not required:
+                return
             raise ConfigException(
                 f"Listener {listener} needs ssl.keystore.location, or ssl.keystore.key and "
                 "ssl.keystore.certificate.chain"
@@ -92,6 +98,10 @@ def server_context(originals: dict, listener: str) -> ssl.SSLContext:
         ctx.load_cert_chain(str(location), password=str(password) if password else None)
     except (OSError, ssl.SSLError) as e:
         raise ConfigException(f"Failed to load the SSL keystore of listener {listener}: {e}") from None
+
+
+def _load_truststore(ctx: ssl.SSLContext, originals: dict, listener: str) -> bool:
+    """Loads the listener's PEM truststore; False when none is configured."""
     truststore = _get(originals, listener, "ssl.truststore.location")
     certificates = _get(originals, listener, "ssl.truststore.certificates")
     try:
@@ -99,14 +109,44 @@ def server_context(originals: dict, listener: str) -> ssl.SSLContext:
             ctx.load_verify_locations(cafile=str(truststore))
         elif certificates is not None:
             ctx.load_verify_locations(cadata=str(certificates))
+        else:
+            return False
     except (OSError, ssl.SSLError) as e:
         raise ConfigException(f"Failed to load the SSL truststore of listener {listener}: {e}") from None
+    return True
+
+
+def server_context(originals: dict, listener: str) -> ssl.SSLContext:
+    """The SSLContext of a TLS listener; ConfigException for missing or unsupported material."""
+    _check_keystore_type(originals, listener)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    _protocols_and_ciphers(ctx, originals, listener)
+    _load_keystore(ctx, originals, listener, required=True)
+    _load_truststore(ctx, originals, listener)
     client_auth = str(_get(originals, listener, "ssl.client.auth", "none")).lower()
     if client_auth not in ("none", "requested", "required"):
         raise ConfigException(f"Invalid value {client_auth} for configuration ssl.client.auth")
     ctx.verify_mode = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}[
         client_auth
     ]
+    return ctx
+
+
+def client_context(originals: dict, listener: str) -> ssl.SSLContext:
+    """The SSLContext this node uses to connect to ``listener`` of other nodes (Kafka builds the inter-broker
+    and controller clients from the same listener's ``ssl.*`` keys): the listener's truststore verifies the
+    peer (the system's CAs when none is set), the keystore, when there is one, is presented as the client
+    certificate, and ``ssl.endpoint.identification.algorithm`` (``https`` by default, empty to disable)
+    checks the peer's host name."""
+    _check_keystore_type(originals, listener)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    _protocols_and_ciphers(ctx, originals, listener)
+    _load_keystore(ctx, originals, listener, required=False)
+    if not _load_truststore(ctx, originals, listener):
+        ctx.load_default_certs()
+    algorithm = str(_get(originals, listener, "ssl.endpoint.identification.algorithm", "https") or "").strip()
+    ctx.check_hostname = algorithm.lower() == "https"
+    ctx.verify_mode = ssl.CERT_REQUIRED
     return ctx
 
 

@@ -20,6 +20,7 @@ from pykbroker.coordinator.transaction.transaction_log import partition_for
 from pykbroker.metadata.topic_names import TRANSACTION_STATE_TOPIC_NAME
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.security.client_security import PLAINTEXT, ClientSecurity
 
 _TRANSLATED = {
     errors.TRANSACTION_ABORTABLE: errors.INVALID_TXN_STATE,
@@ -28,11 +29,23 @@ _TRANSLATED = {
 
 
 class AddPartitionsToTxnManager:
-    def __init__(self, node_id: int, metadata_cache, listener_name: str, time, request_timeout_ms: int = 30000):
+    def __init__(
+        self,
+        node_id: int,
+        metadata_cache,
+        listener_name: str,
+        time,
+        request_timeout_ms: int = 30000,
+        security: ClientSecurity = PLAINTEXT,
+    ):
         self.cache = metadata_cache
         self.listener_name = listener_name
         self.send_thread = InterBrokerSendThread(
-            f"AddPartitionsToTxnSenderThread-{node_id}", f"broker-{node_id}-txn-verifier", request_timeout_ms, time=time
+            f"AddPartitionsToTxnSenderThread-{node_id}",
+            f"broker-{node_id}-txn-verifier",
+            request_timeout_ms,
+            time=time,
+            security=security,
         )
 
     def start(self) -> None:

@@ -45,6 +45,7 @@ _RESOURCE_CHECKS: dict[int, tuple[int, int, str | None, type[errors.KafkaError]]
     ApiKeys.ELECT_LEADERS: (_ALTER, _CLUSTER, None, errors.ClusterAuthorizationError),
     ApiKeys.DESCRIBE_LOG_DIRS: (_DESCRIBE, _CLUSTER, None, errors.ClusterAuthorizationError),
     ApiKeys.WRITE_TXN_MARKERS: (_CLUSTER_ACTION, _CLUSTER, None, errors.ClusterAuthorizationError),
+    ApiKeys.DESCRIBE_QUORUM: (_DESCRIBE, _CLUSTER, None, errors.ClusterAuthorizationError),
     ApiKeys.ADD_PARTITIONS_TO_TXN: (
         _WRITE,
         _TXN,
@@ -52,17 +53,40 @@ _RESOURCE_CHECKS: dict[int, tuple[int, int, str | None, type[errors.KafkaError]]
         errors.TransactionalIdAuthorizationError,
     ),
 }
+# The controller listener's APIs (Kafka's ControllerApis): node-to-node traffic needs CLUSTER_ACTION on the
+# cluster (Fetch there is Raft's); UnregisterBroker ALTER; DescribeQuorum DESCRIBE.
+_CONTROLLER_CHECKS: dict[int, int] = {
+    ApiKeys.VOTE: _CLUSTER_ACTION,
+    ApiKeys.BEGIN_QUORUM_EPOCH: _CLUSTER_ACTION,
+    ApiKeys.END_QUORUM_EPOCH: _CLUSTER_ACTION,
+    ApiKeys.FETCH: _CLUSTER_ACTION,
+    ApiKeys.FETCH_SNAPSHOT: _CLUSTER_ACTION,
+    ApiKeys.BROKER_REGISTRATION: _CLUSTER_ACTION,
+    ApiKeys.BROKER_HEARTBEAT: _CLUSTER_ACTION,
+    ApiKeys.ALLOCATE_PRODUCER_IDS: _CLUSTER_ACTION,
+    ApiKeys.ALTER_PARTITION: _CLUSTER_ACTION,
+    ApiKeys.UNREGISTER_BROKER: _ALTER,
+    ApiKeys.DESCRIBE_QUORUM: _DESCRIBE,
+}
 _CONFIG_RESOURCES = {2: (_TOPIC, errors.TopicAuthorizationError), 4: (_CLUSTER, errors.ClusterAuthorizationError)}
 
 
-def _topic_names(request: Request) -> list[str]:
+def _topic_names(helper: RequestHelper, request: Request) -> list[str]:
     """The topics a DeleteTopics, CreatePartitions or DeleteRecords request names."""
     key = request.context.api_key
     body = request.body
     if key == ApiKeys.DELETE_TOPICS:
-        # A topic named by id only is checked under its id (only a wildcard or prefix ACL covers it).
-        by_name = [t.get("name") or str(t.get("topic_id")) for t in body.get("topics") or []]
-        return by_name + list(body.get("topic_names") or [])
+        # A topic named by id only is checked under its name from the broker's metadata (an unknown id is left
+        # to the handler, which answers UNKNOWN_TOPIC_ID as Kafka does).
+        names = []
+        for t in body.get("topics") or []:
+            name = t.get("name")
+            if name is None:  # a controller without the metadata cache checks under the id (wildcard ACLs)
+                topic_id = t.get("topic_id")
+                name = helper.topic_name(topic_id) if helper.topic_name is not None else str(topic_id)
+            if name is not None:
+                names.append(name)
+        return names + list(body.get("topic_names") or [])
     return [t["name"] for t in body["topics"]]
 
 
@@ -74,11 +98,16 @@ _CONFIG_CHECKS = {
 }
 
 
-def check_resource_authorization(helper: RequestHelper, request: Request) -> None:
-    """Raise the API's authorization error when its principal may not act on the request's resource."""
+def check_resource_authorization(helper: RequestHelper, request: Request, controller_plane: bool = False) -> None:
+    """Raise the API's authorization error when its principal may not act on the request's resource.
+    ``controller_plane``: the request came in on the controller listener (ControllerApis' checks first)."""
     key = request.context.api_key
+    if controller_plane and key in _CONTROLLER_CHECKS:
+        if not helper.authorize(request, _CONTROLLER_CHECKS[key], _CLUSTER, "kafka-cluster"):
+            raise errors.ClusterAuthorizationError("Cluster authorization failed.")
+        return
     if key in _TOPIC_CHECKS:
-        if not all(helper.authorize(request, _TOPIC_CHECKS[key], _TOPIC, t) for t in _topic_names(request)):
+        if not all(helper.authorize(request, _TOPIC_CHECKS[key], _TOPIC, t) for t in _topic_names(helper, request)):
             raise errors.TopicAuthorizationError("Topic authorization failed.")
         return
     if key in _CONFIG_CHECKS:
@@ -135,8 +164,10 @@ def _check_find_coordinator(helper: RequestHelper, request: Request) -> None:
 
 
 class KafkaApis:
-    def __init__(self, node_id: int, request_helper: RequestHelper, time):
+    def __init__(self, node_id: int, request_helper: RequestHelper, time, controller_plane: bool = False):
+        """``controller_plane``: this instance serves the controller listener (ControllerApis' checks)."""
         self.node_id = node_id
+        self.controller_plane = controller_plane
         self.helper = request_helper
         self.time = time
         self.handlers: dict[int, Callable[[Request], None]] = {}
@@ -157,7 +188,7 @@ class KafkaApis:
             if handler is None:
                 raise errors.InvalidRequestError(f"Unhandled request API key {request.context.api_key}")
             if self.helper.authorizer is not None:
-                check_resource_authorization(self.helper, request)
+                check_resource_authorization(self.helper, request, self.controller_plane)
             handler(request)
         except Exception as e:
             self.handle_error(request, e)

@@ -60,6 +60,7 @@ from pykbroker.raft.kafka_raft_client_driver import KafkaRaftClientDriver
 from pykbroker.raft.kafka_raft_metrics import KafkaRaftMetrics
 from pykbroker.raft.quorum_state_store import FileQuorumStateStore
 from pykbroker.security.channel_builders import authenticator_factories, transport_factories
+from pykbroker.security.client_security import PLAINTEXT, ClientSecurity, client_security
 from pykbroker.security.credential_cache import ScramCredentialCache
 from pykbroker.server.add_partitions_to_txn_manager import AddPartitionsToTxnManager
 from pykbroker.server.alter_partition_manager import AlterPartitionManager
@@ -166,9 +167,9 @@ class KafkaRaftServer:
         # Listeners first: a port in use stops start-up before anything touches the data directories.
         sconfig = SocketServerConfig.from_kafka_config(config)
         self.scram_credentials = ScramCredentialCache()
-        authenticators = authenticator_factories(
-            sconfig.data_plane_listeners, config.originals, self.scram_credentials.lookup
-        )
+        endpoints = [*sconfig.data_plane_listeners, *filter(None, [sconfig.control_plane_listener])]
+        authenticators = authenticator_factories(endpoints, config.originals, self.scram_credentials.lookup)
+        self.inter_broker_security, self.controller_security = self._client_securities()
         try:
             self.socket_server = SocketServer(
                 sconfig,
@@ -176,7 +177,7 @@ class KafkaRaftServer:
                 self._is_api_allowed,
                 self.time,
                 authenticator_factories=authenticators,
-                transport_factories=transport_factories(sconfig.data_plane_listeners, config.originals),
+                transport_factories=transport_factories(endpoints, config.originals),
                 sasl_max_receive_size=config["sasl.server.max.receive.size"],
             )
             for acceptor in self.socket_server.acceptors:
@@ -334,6 +335,7 @@ class KafkaRaftServer:
                 config["controller.quorum.request.timeout.ms"],
                 self.time,
                 on_inconsistent_cluster_id=self._on_fatal_error,
+                security=self.controller_security,
             )
             self.raft_channel.start(self.raft)
             # Requests to the active controller (the Raft leader): a broker's registration, heartbeats and
@@ -346,6 +348,7 @@ class KafkaRaftServer:
                 request_timeout_ms=config["controller.quorum.request.timeout.ms"],
                 retry_backoff_ms=config["controller.quorum.retry.backoff.ms"],
                 time=self.time,
+                security=self.controller_security,
             )
             self.controller_channel.start()
         self.raft_driver = KafkaRaftClientDriver(self.raft, channel=self.raft_channel)
@@ -366,6 +369,7 @@ class KafkaRaftServer:
             metrics=self.metrics,
         )
         self.replica_manager.broker_epoch = lambda: getattr(self, "broker_epoch", -1)
+        self.replica_manager.inter_broker_security = self.inter_broker_security
         self.replica_manager.startup(self.scheduler)
         self.publisher = BrokerMetadataPublisher(
             self.node_id, self.metadata_cache, self.replica_manager, self.log_manager
@@ -456,16 +460,8 @@ class KafkaRaftServer:
     def _start_broker_apis(self) -> None:
         config = self.config
         self.data_helper = RequestHelper(self._channel_for)
-        authorizer_class = (config["authorizer.class.name"] or "").strip()
-        if authorizer_class:
-            if authorizer_class not in AUTHORIZER_CLASS_NAMES:
-                raise StartupError(
-                    f"authorizer.class.name {authorizer_class} is not supported: use "
-                    "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-                )
-            self.data_helper.authorizer = StandardAuthorizer(
-                lambda: self.metadata_cache.image, config["super.users"], config["allow.everyone.if.no.acl.found"]
-            )
+        self.data_helper.authorizer = self._create_authorizer(lambda: self.metadata_cache.image)
+        self.data_helper.topic_name = self.metadata_cache.topic_name
         self.group_metadata_manager = GroupMetadataManager(
             self.replica_manager,
             self.log_manager,
@@ -532,6 +528,7 @@ class KafkaRaftServer:
             self.time,
             config["request.timeout.ms"],
             100,
+            security=self.inter_broker_security,
         )
         self.txn_coordinator = TransactionCoordinator(
             self.node_id, config, state_manager, channel, self.producer_id_manager, self.scheduler, self.time
@@ -544,6 +541,7 @@ class KafkaRaftServer:
                 config.inter_broker_listener_name,
                 self.time,
                 config["request.timeout.ms"],
+                security=self.inter_broker_security,
             )
             verifier.start()
             self.replica_manager.add_partitions_to_txn_manager = verifier
@@ -552,13 +550,29 @@ class KafkaRaftServer:
             if topic == TRANSACTION_STATE_TOPIC_NAME and partition.is_leader:
                 self.txn_coordinator.on_election(index, partition.leader_epoch)
 
+    def _create_authorizer(self, image_fn) -> StandardAuthorizer | None:
+        """``authorizer.class.name``'s authorizer over ``image_fn()`` (an object with ``acls``), or None."""
+        config = self.config
+        authorizer_class = (config["authorizer.class.name"] or "").strip()
+        if not authorizer_class:
+            return None
+        if authorizer_class not in AUTHORIZER_CLASS_NAMES:
+            raise StartupError(
+                f"authorizer.class.name {authorizer_class} is not supported: use "
+                "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+            )
+        return StandardAuthorizer(image_fn, config["super.users"], config["allow.everyone.if.no.acl.found"])
+
     def _start_controller_apis(self) -> None:
         """The controller listener: the Raft RPCs (when there are other voters), ControllerApis, and on
         a combined node Metadata (kept from the single-node mode, where tools may ask the controller)."""
         config = self.config
         if not config.control_plane_listener_name:
             return
-        helper = getattr(self, "data_helper", None) or RequestHelper(self._channel_for)
+        helper = getattr(self, "data_helper", None)
+        if helper is None:  # a controller-only node authorizes with the ACLs the controller replays
+            helper = RequestHelper(self._channel_for)
+            helper.authorizer = self._create_authorizer(lambda: self.controller.acl_view())
         cluster_info = None
         if not self.is_broker:
             cluster_info = lambda: (self.cluster_id, self.raft.leader_and_epoch.leader_id, self.voters)  # noqa: E731
@@ -568,7 +582,7 @@ class KafkaRaftServer:
         if self.is_broker:
             families.append(MetadataHandler(helper, self.metadata_cache))
         families.append(_describe_quorum_handler(self, helper))
-        self.control_plane_apis, self.control_version_manager = self._build_apis(helper, families)
+        self.control_plane_apis, self.control_version_manager = self._build_apis(helper, families, True)
         self.control_plane_pool = KafkaRequestHandlerPool(
             self.node_id,
             self.socket_server.control_plane_request_channel,
@@ -634,6 +648,29 @@ class KafkaRaftServer:
             ),
             _describe_quorum_handler(self, helper),
         ]
+
+    def _client_securities(self) -> tuple[ClientSecurity, ClientSecurity]:
+        """How this node connects to the other brokers' inter-broker listener and to the controllers'
+        listener (TLS and SASL settings of those listeners; ConfigException when unsupported)."""
+        config = self.config
+
+        def protocol_of(listener: str) -> str:
+            known = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+            return config.protocol_map.get(listener) or (listener if listener in known else "PLAINTEXT")
+
+        inter = PLAINTEXT
+        if self.is_broker:
+            listener = config.inter_broker_listener_name
+            inter = client_security(
+                config.originals, listener, protocol_of(listener), "sasl.mechanism.inter.broker.protocol"
+            )
+        controller = PLAINTEXT
+        if config.controller_listener_names:
+            listener = config.controller_listener_names[0]
+            controller = client_security(
+                config.originals, listener, protocol_of(listener), "sasl.mechanism.controller.protocol"
+            )
+        return inter, controller
 
     def _voter_endpoints(self) -> dict[int, list[tuple[str, str, int]]]:
         """``controller.quorum.voters`` as ``{id: [(first controller listener, host, port)]}`` (Kafka's static
@@ -732,9 +769,11 @@ class KafkaRaftServer:
         if self.started:
             threading.Thread(target=self.shutdown, name="kafka-fatal-shutdown", daemon=True).start()
 
-    def _build_apis(self, helper: RequestHelper, families: list) -> tuple[KafkaApis, ApiVersionManager]:
+    def _build_apis(
+        self, helper: RequestHelper, families: list, controller_plane: bool = False
+    ) -> tuple[KafkaApis, ApiVersionManager]:
         """KafkaApis with the given handler families plus ApiVersions, which advertises what they implement."""
-        apis = KafkaApis(self.node_id, helper, self.time)
+        apis = KafkaApis(self.node_id, helper, self.time, controller_plane)
         for family in families:
             apis.register(family.handlers())
         api_versions = ApiVersionsHandler(helper)

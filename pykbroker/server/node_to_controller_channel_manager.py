@@ -23,6 +23,7 @@ from concurrent.futures import Future
 
 from pykbroker.clients.inter_broker_send_thread import InterBrokerSendThread
 from pykbroker.protocol import errors
+from pykbroker.security.client_security import PLAINTEXT, ClientSecurity
 from pykbroker.utils.futures import set_exception_if_pending, set_result_if_pending
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM, Time
@@ -51,8 +52,10 @@ class NodeToControllerChannelManager:
         request_timeout_ms: int = 30000,
         retry_backoff_ms: int = 100,
         time: Time = SYSTEM,
+        security: ClientSecurity = PLAINTEXT,
     ):
-        """``controller_id()`` returns the active controller's node id, or -1 when none is known."""
+        """``controller_id()`` returns the active controller's node id, or -1 when none is known;
+        ``security``: how to reach the controller listener (ClientSecurity)."""
         self.node_id = node_id
         self.controller_id = controller_id
         self.time = time
@@ -63,6 +66,7 @@ class NodeToControllerChannelManager:
             f"{name}-{node_id}",
             request_timeout_ms=request_timeout_ms,
             time=time,
+            security=security,
         )
         self.controller_ids = frozenset(controller_addresses)
         for cid, (host, port) in controller_addresses.items():

@@ -173,6 +173,7 @@ class ReplicaFetcherThread(threading.Thread):
                 self.source.port,
                 client_id=f"broker-{self.node_id}-fetcher-{self.fetcher_id}",
                 timeout=self.socket_timeout_s,
+                security=self.replica_manager.inter_broker_security,
             )
         return self._conn
 

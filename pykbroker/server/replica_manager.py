@@ -39,6 +39,7 @@ from pykbroker.log.log_validator import RecordValidationError
 from pykbroker.metadata.topic_names import is_internal as is_internal_topic
 from pykbroker.protocol import errors
 from pykbroker.record.file_records import EMPTY_RECORDS, BatchHeader
+from pykbroker.security.client_security import PLAINTEXT
 from pykbroker.server.broker_topic_stats import BrokerTopicStats
 from pykbroker.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from pykbroker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
@@ -181,6 +182,8 @@ class ReplicaManager:
         self.broker_topic_stats = BrokerTopicStats(self.metrics)
         self.replica_lag_time_max_ms = config["replica.lag.time.max.ms"]
         self.inter_broker_listener = getattr(config, "inter_broker_listener_name", "PLAINTEXT")
+        #: ClientSecurity of the replica fetchers' connections (set by the server from the inter-broker listener)
+        self.inter_broker_security = PLAINTEXT
         #: AlterPartitionManager, set by the server once the controller can be reached (None: the ISR
         #: never changes, as on a single node where every partition has one replica)
         self.alter_partition_manager = None

@@ -58,6 +58,9 @@ class RequestHelper:
         self.request_channel_for = request_channel_for
         #: the StandardAuthorizer when ``authorizer.class.name`` names it (None: everything is allowed)
         self.authorizer = None
+        #: ``topic_name(topic id) -> name | None`` from the broker's metadata (authorizing requests that name
+        #: topics by id, e.g. DeleteTopics v6+); None on a controller-only node
+        self.topic_name = None
 
     def authorize(self, request: Request, operation: int, resource_type: int, name: str) -> bool:
         """Kafka's AuthHelper.authorize: may the request's principal do ``operation`` on the resource?"""

@@ -227,3 +227,46 @@ def test_authorized_operations_come_from_the_acls(secured):
     assert AclOperation.ALTER in everything and AclOperation.DESCRIBE in everything
     group = alice.describe_consumer_groups(["ops-only-g"], include_authorized_operations=True)["ops-only-g"]
     assert set(group.result(10).authorized_operations or []) == {AclOperation.DESCRIBE}
+
+
+def test_offset_for_leader_epoch_and_delete_topics_by_id(secured):
+    from pykbroker.clients.broker_connection import BrokerConnection
+    from pykbroker.protocol import errors
+    from pykbroker.protocol.api_keys import ApiKeys
+    from pykbroker.security.client_security import ClientSecurity
+
+    create_topic(secured.bootstrap, "acl-epoch", 1)
+    create_topic(secured.bootstrap, "acl-del", 1)
+    alice = ClientSecurity("SASL_PLAINTEXT", None, "PLAIN", "alice", "alice-secret")
+
+    def ofle(conn, replica_id: int) -> dict:
+        body = {
+            "replica_id": replica_id,
+            "topics": [{"topic": "acl-epoch", "partitions": [
+                {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}],
+        }  # fmt: skip
+        return conn.request(ApiKeys.OFFSET_FOR_LEADER_EPOCH, 4, body)
+
+    def delete_by_id(conn, topic_id) -> int:
+        body = {"topics": [{"name": None, "topic_id": topic_id}], "timeout_ms": 10000}
+        return conn.request(ApiKeys.DELETE_TOPICS, 6, body)["responses"][0]["error_code"]
+
+    port = secured.ports["SASL_PLAINTEXT"]
+    with BrokerConnection("127.0.0.1", port, security=alice, timeout=10) as conn:
+        part = ofle(conn, -1)["topics"][0]["partitions"][0]
+        assert part["error_code"] == errors.TOPIC_AUTHORIZATION_FAILED
+        assert ofle(conn, 5)["topics"][0]["partitions"][0]["error_code"] == errors.CLUSTER_AUTHORIZATION_FAILED
+    with BrokerConnection.to(secured.bootstrap) as admin:  # super user: CLUSTER_ACTION covers it
+        assert ofle(admin, -1)["topics"][0]["partitions"][0]["error_code"] == errors.NONE
+        metadata = admin.request(ApiKeys.METADATA, 12, {"topics": [{"name": "acl-del", "topic_id": uuid.UUID(int=0)}],
+                                                        "allow_auto_topic_creation": False,
+                                                        "include_topic_authorized_operations": False})  # fmt: skip
+        topic_id = metadata["topics"][0]["topic_id"]
+    _acls(secured, "--add", "--allow-principal", "User:alice", "--operation", "Describe", "--topic", "acl-epoch")
+    with BrokerConnection("127.0.0.1", port, security=alice, timeout=10) as conn:
+        wait_until(lambda: ofle(conn, -1)["topics"][0]["partitions"][0]["error_code"] == errors.NONE, 15)
+        # DeleteTopics by id is checked under the topic's name.
+        assert delete_by_id(conn, topic_id) == errors.TOPIC_AUTHORIZATION_FAILED
+    _acls(secured, "--add", "--allow-principal", "User:alice", "--operation", "Delete", "--topic", "acl-del")
+    with BrokerConnection("127.0.0.1", port, security=alice, timeout=10) as conn:
+        wait_until(lambda: delete_by_id(conn, topic_id) in (errors.NONE, errors.UNKNOWN_TOPIC_ID), 15)

@@ -198,3 +198,65 @@ def test_kafka_python_aiokafka_and_kcat_over_tls(tls):
             got += [r.value.decode() for r in records]
     kc.close()
     assert got == want
+
+
+_SOFTWARE = {"client_software_name": "test", "client_software_version": "1"}
+
+
+def test_handshake_and_authentication_are_bounded_in_time(tmp_path):
+    """A client that trickles a TLS ClientHello, or that never finishes SASL, is closed at
+    min(connections.max.idle.ms, 30 s) after it connected, even though its bytes keep it from being idle."""
+    import socket
+
+    from pykbroker.clients.broker_connection import BrokerConnection
+    from pykbroker.protocol.api_keys import ApiKeys
+
+    ca = trustme.CA()
+    ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "server.pem"))
+    broker = BrokerProcess(
+        tmp_path / "broker",
+        listeners="PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+    )
+    broker.props.update(
+        {
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+            "CONTROLLER:PLAINTEXT",
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(tmp_path / "server.pem"),
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+            "connections.max.idle.ms": "1500",
+        }
+    )
+    broker.start()
+    try:
+        tls = socket.create_connection(("127.0.0.1", broker.ports["SSL"]), timeout=10)
+        tls.sendall(b"\x16\x03\x01\x02\x00")  # a TLS record header announcing 512 bytes that never all come
+        sasl = BrokerConnection("127.0.0.1", broker.ports["SASL_PLAINTEXT"], timeout=10)
+        start = time.monotonic()
+        closed: dict[str, float] = {}
+        while len(closed) < 2 and time.monotonic() - start < 8:
+            if "tls" not in closed:
+                try:
+                    tls.sendall(b"\x01")
+                except OSError:
+                    closed["tls"] = time.monotonic() - start
+            if "sasl" not in closed:
+                try:  # ApiVersions is allowed before authentication: the connection is busy, never idle
+                    assert sasl.request(ApiKeys.API_VERSIONS, 3, _SOFTWARE)["error_code"] == 0
+                except (ConnectionError, OSError):
+                    closed["sasl"] = time.monotonic() - start
+            time.sleep(0.2)
+        assert set(closed) == {"tls", "sasl"}, closed
+        assert all(t < 5 for t in closed.values()), closed
+        assert broker.wait_for_line(r"TLS handshake not complete within 1500 ms", 5)
+        assert broker.wait_for_line(r"SASL authentication not complete within 1500 ms", 5)
+        # An authenticated connection stays (it only has the idle expiry, refreshed by its requests).
+        with BrokerConnection("127.0.0.1", broker.ports["PLAINTEXT"], timeout=10) as plain:
+            for _ in range(12):
+                assert plain.request(ApiKeys.API_VERSIONS, 3, _SOFTWARE)["error_code"] == 0
+                time.sleep(0.2)
+        tls.close()
+        sasl.close()
+    finally:
+        broker.stop()

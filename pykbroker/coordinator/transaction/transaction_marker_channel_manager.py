@@ -33,6 +33,7 @@ from pykbroker.coordinator.transaction.transaction_metadata import (
 )
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.security.client_security import PLAINTEXT, ClientSecurity
 from pykbroker.utils.logging import get_logger
 
 _log = get_logger("TransactionMarkerChannelManager")
@@ -77,6 +78,7 @@ class TransactionMarkerChannelManager:
         time,
         request_timeout_ms: int = 30000,
         retry_backoff_ms: int = 100,
+        security: ClientSecurity = PLAINTEXT,
     ):
         self.node_id = node_id
         self.cache = metadata_cache
@@ -85,7 +87,11 @@ class TransactionMarkerChannelManager:
         self.time = time
         self.retry_backoff_ms = retry_backoff_ms
         self.send_thread = InterBrokerSendThread(
-            f"TxnMarkerSenderThread-{node_id}", f"broker-{node_id}-txn-marker-sender", request_timeout_ms, time=time
+            f"TxnMarkerSenderThread-{node_id}",
+            f"broker-{node_id}-txn-marker-sender",
+            request_timeout_ms,
+            time=time,
+            security=security,
         )
         self._lock = threading.Lock()
         self._pending: dict[str, _PendingCompletion] = {}  # transactional id -> markers in flight

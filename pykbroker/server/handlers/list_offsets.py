@@ -98,9 +98,24 @@ class ListOffsetsHandler:
         }
 
     def handle_offset_for_leader_epoch_request(self, request) -> None:
+        """Authorization as Kafka: CLUSTER_ACTION on the cluster covers every topic; else a follower's
+        request (``replica_id`` >= 0) is CLUSTER_AUTHORIZATION_FAILED and a consumer's needs DESCRIBE on
+        each topic (TOPIC_AUTHORIZATION_FAILED per partition)."""
+        helper = self.helper
+        cluster_action = helper.authorizer is None or helper.authorize(request, 9, 4, "kafka-cluster")
+        if not cluster_action and request.body.get("replica_id", -1) != -1:
+            raise errors.ClusterAuthorizationError("Cluster authorization failed.")
         topics = []
         for t in request.body["topics"]:
             parts = []
+            if not cluster_action and not helper.authorize(request, 8, 2, t["topic"]):  # DESCRIBE on the topic
+                code = errors.TOPIC_AUTHORIZATION_FAILED
+                parts = [
+                    {"error_code": code, "partition": p["partition"], "leader_epoch": -1, "end_offset": -1}
+                    for p in t["partitions"]
+                ]
+                topics.append({"topic": t["topic"], "partitions": parts})
+                continue
             for p in t["partitions"]:
                 index = p["partition"]
                 try:

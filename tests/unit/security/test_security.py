@@ -127,3 +127,45 @@ def test_certificate_principals():
     assert mapper.principal(cert) == "User:ALICE"
     assert mapper.name("CN=bob,OU=Other") == "CN=bob,OU=Other"
     assert SslPrincipalMapper().principal(None) == "User:ANONYMOUS"
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_scram_client_against_the_server(mechanism):
+    from pykbroker.security.sasl_client import ScramSaslClient
+
+    creds = {("admin", mechanism): credential_for("s3cret", mechanism, iterations=4096)}
+    server = ScramSaslServer(mechanism, lambda u, m: creds.get((u, m)))
+    client = ScramSaslClient(mechanism, "admin", "s3cret")
+    final = server.evaluate_response(client.evaluate_challenge(server.evaluate_response(client.initial_response())))
+    assert client.evaluate_challenge(final) is None and client.complete and server.authorization_id == "admin"
+    # A server that does not know the password cannot fake the final signature.
+    impostor = ScramSaslServer(mechanism, lambda u, m: credential_for("other", m, iterations=4096))
+    client = ScramSaslClient(mechanism, "admin", "s3cret")
+    client.evaluate_challenge(impostor.evaluate_response(client.initial_response()))
+    with pytest.raises(errors.SaslAuthenticationError):
+        client.evaluate_challenge(b"v=" + base64.b64encode(b"x" * 32))
+    # A wrong password fails on the server.
+    client = ScramSaslClient(mechanism, "admin", "wrong")
+    server = ScramSaslServer(mechanism, lambda u, m: creds.get((u, m)))
+    with pytest.raises(errors.SaslAuthenticationError):
+        server.evaluate_response(client.evaluate_challenge(server.evaluate_response(client.initial_response())))
+
+
+def test_plain_client_and_client_security_from_the_config():
+    from pykbroker.config.config_def import ConfigException
+    from pykbroker.security.client_security import PLAINTEXT, client_security
+    from pykbroker.security.sasl_client import PlainSaslClient
+
+    client = PlainSaslClient("admin", "pw")
+    assert PlainSaslServer({"admin": "pw"}).evaluate_response(client.initial_response()) == b""
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="pw";'
+    conf = {"listener.name.internal.plain.sasl.jaas.config": jaas, "sasl.mechanism.inter.broker.protocol": "PLAIN"}
+    security = client_security(conf, "INTERNAL", "SASL_PLAINTEXT", "sasl.mechanism.inter.broker.protocol")
+    assert (security.sasl_mechanism, security.username, security.password) == ("PLAIN", "admin", "pw")
+    assert security.ssl_context is None and "pw" not in repr(security)
+    assert client_security(conf, "INTERNAL", "PLAINTEXT", "sasl.mechanism.inter.broker.protocol") is PLAINTEXT
+    with pytest.raises(ConfigException, match="GSSAPI is not supported"):  # Kafka's default mechanism
+        client_security({}, "INTERNAL", "SASL_PLAINTEXT", "sasl.mechanism.inter.broker.protocol")
+    no_password = {**conf, "listener.name.internal.plain.sasl.jaas.config": jaas.replace(' password="pw"', "")}
+    with pytest.raises(ConfigException, match="username and password"):
+        client_security(no_password, "INTERNAL", "SASL_PLAINTEXT", "sasl.mechanism.inter.broker.protocol")
