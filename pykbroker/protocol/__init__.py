@@ -108,6 +108,18 @@ def encode_response_parts(api_key: int, version: int, correlation_id: int, body:
     return codec.encode_parts(response_schema(api_key), version, body, header=header, size_prefix=True)
 
 
+def encode_response_body(api_key: int, version: int, body: dict) -> bytes:
+    """The response body alone (no size prefix, no header), e.g. to cache a response that never changes;
+    frame it per request with :func:`response_frame`."""
+    return codec.encode(response_schema(api_key), version, body)
+
+
+def response_frame(api_key: int, version: int, correlation_id: int, encoded_body: bytes) -> list[Any]:
+    """The parts of a complete response frame around an already encoded body (see encode_response_body)."""
+    header = encode_response_header(correlation_id, response_header_version(api_key, version))
+    return [(len(header) + len(encoded_body)).to_bytes(4, "big") + header, encoded_body]
+
+
 def encode_response(api_key: int, version: int, correlation_id: int, body: dict) -> bytes:
     """Like :func:`encode_response_parts` as one ``bytes``; ProtocolEncodeError if a deferred region is present."""
     header = encode_response_header(correlation_id, response_header_version(api_key, version))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pykbroker.network.channel import NetworkSend
 from pykbroker.network.request_channel import Request, RequestChannel, SendResponse
-from pykbroker.protocol import encode_response_parts, errors
+from pykbroker.protocol import encode_response_parts, errors, response_frame
 from pykbroker.server.error_responses import build_error_response
 from pykbroker.utils.logging import get_logger
 
@@ -90,6 +90,15 @@ class RequestHelper:
         channel: RequestChannel = self.request_channel_for(request)
         channel.update_error_metrics(request.api_name, counts)
         channel.send_response(SendResponse(request, NetworkSend(request.context.connection_id, parts), on_complete))
+
+    def send_encoded_response(self, request: Request, encoded_body: bytes, error_code: int = 0) -> None:
+        """Queue a response whose body is already encoded for the request's version (a cached response);
+        ``error_code`` is what ErrorsPerSec counts."""
+        h = request.context.header
+        parts = response_frame(h.api_key, h.api_version, h.correlation_id, encoded_body)
+        channel: RequestChannel = self.request_channel_for(request)
+        channel.update_error_metrics(request.api_name, {error_code: 1})
+        channel.send_response(SendResponse(request, NetworkSend(request.context.connection_id, parts), None))
 
     @staticmethod
     def _error_parts(request: Request, version: int):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from pykbroker.protocol import errors
+from pykbroker.protocol import encode_response_body, errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.server import error_responses
 
@@ -21,12 +21,18 @@ class ApiVersionsHandler:
     def __init__(self, helper, api_version_manager=None):
         self.helper = helper
         self.manager = api_version_manager  # set once every other handler family is registered
+        # The manager is read-only once set: its list, and the successful response per version, are built once
+        # (a plain dict: two handler threads racing to fill an entry store equal bytes).
+        self._api_keys: list[dict] | None = None
+        self._encoded: dict[int, bytes] = {}
 
     def handlers(self) -> dict:
         return {ApiKeys.API_VERSIONS: self.handle_api_versions_request}
 
     def handle_api_versions_request(self, request) -> None:
-        api_keys = self.manager.api_versions()
+        api_keys = self._api_keys
+        if api_keys is None:
+            api_keys = self._api_keys = self.manager.api_versions()
         if request.unsupported_version:
             self.helper.send_response(
                 request,
@@ -43,9 +49,9 @@ class ApiVersionsHandler:
                     request, {"error_code": errors.INVALID_REQUEST, "api_keys": api_keys, "throttle_time_ms": 0}
                 )
                 return
-        self.helper.send_response(
-            request,
-            {
+        encoded = self._encoded.get(version)
+        if encoded is None:  # the answer is the same for every request of a version: encode it once
+            body = {
                 "error_code": errors.NONE,
                 "api_keys": api_keys,
                 "throttle_time_ms": 0,
@@ -53,8 +59,9 @@ class ApiVersionsHandler:
                 "finalized_features_epoch": -1,
                 "finalized_features": [],
                 "zk_migration_ready": False,
-            },
-        )
+            }
+            encoded = self._encoded[version] = encode_response_body(ApiKeys.API_VERSIONS, version, body)
+        self.helper.send_encoded_response(request, encoded)
 
 
 @error_responses.register(ApiKeys.API_VERSIONS)

@@ -4,6 +4,8 @@ answer."""
 
 from __future__ import annotations
 
+import pytest
+
 from pykbroker.network.request_channel import CloseConnectionResponse, SendResponse
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
@@ -17,6 +19,7 @@ from tests.unit.server.apis_harness import (
     minimal_body,
     only_response,
     recording_helper,
+    response_bytes,
 )
 
 HEARTBEAT = {"group_id": "g", "generation_id": 1, "member_id": "m", "group_instance_id": None}
@@ -134,6 +137,28 @@ def test_api_versions_advertises_every_handled_api():
     advertised = {a["api_key"]: (a["min_version"], a["max_version"]) for a in body["api_keys"]}
     assert set(advertised) == apis.implemented_apis == set(BROKER_VERSIONS)
     assert all(BROKER_VERSIONS[k][0] <= lo <= hi <= BROKER_VERSIONS[k][1] for k, (lo, hi) in advertised.items())
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+def test_api_versions_cached_answer_is_the_encoded_response(version):
+    """The successful answer is encoded once per version; each request still gets its own correlation id
+    and the same bytes the generic encoder produces."""
+    from pykbroker.protocol import encode_response_parts
+
+    helper, channel = recording_helper()
+    apis, _ = broker_apis(helper)
+    body = {"client_software_name": "pyk", "client_software_version": "1"} if version >= 3 else {}
+    responses = []
+    for correlation_id in (7, 8):
+        apis.handle(make_request(ApiKeys.API_VERSIONS, version, body, correlation_id=correlation_id))
+        responses.append(only_response(channel))
+    frames = [response_bytes(r) for r in responses]
+    decoded_id, decoded = decode_sent(responses[1], ApiKeys.API_VERSIONS, version)
+    assert decoded_id == 8 and decoded["error_code"] == errors.NONE
+    assert channel.errors[-1] == ("api18", {errors.NONE: 1})
+    expected = encode_response_parts(ApiKeys.API_VERSIONS, version, 8, decoded)
+    assert frames[1] == b"".join(bytes(p) for p in expected)
+    assert frames[0][8:] == frames[1][8:] and frames[0][:8] != frames[1][:8]
 
 
 def test_api_versions_unsupported_version_answers_v0_with_unsupported_version():
