@@ -94,6 +94,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, nargs="+", default=[1, 6])
     ap.add_argument("--acks", default="1")
     ap.add_argument("--prometheus-scrape", type=float, default=0, help="seconds between scrapes; 0: no reporter")
+    ap.add_argument("--num-network-threads", type=int, help="the broker num.network.threads (default 2)")
     args = ap.parse_args()
     broker = None
     stop_scraping = threading.Event()
@@ -107,7 +108,8 @@ def main() -> None:
                 "metric_reporters": "pykbroker.metrics.prometheus.PrometheusReporter",
                 "prometheus_metrics_listener": "127.0.0.1:0",
             }
-        broker = BrokerProcess(Path(tempfile.mkdtemp(prefix="bench-")), **reporter).start()
+        threads = {"num_network_threads": str(args.num_network_threads)} if args.num_network_threads else {}
+        broker = BrokerProcess(Path(tempfile.mkdtemp(prefix="bench-")), **reporter, **threads).start()
         args.bootstrap_server = broker.bootstrap
         if reporter:
             line = broker.wait_for_line(r"Prometheus metrics endpoint listening on \S+:\d+")
