@@ -223,19 +223,35 @@ def response_to_wire(data: ResponseData, time_ms: int = 0) -> Body:
 
 
 def response_from_wire(api_key: int, body: Body) -> ResponseData:
-    """A decoded response body -> the message; a top-level error (e.g. INCONSISTENT_CLUSTER_ID) wins."""
+    """A decoded response body -> the message; a top-level error (e.g. INCONSISTENT_CLUSTER_ID, or
+    CLUSTER_AUTHORIZATION_FAILED, whose responses carry no partition) wins."""
     top_error = body.get("error_code", NONE)
+
+    def single(container: str, topic_key: str, partition_key: str) -> Body:
+        if top_error != NONE and not body.get(container):
+            return {"error_code": top_error}
+        return _single(body, container, topic_key, partition_key)
+
     if api_key == VOTE:
-        p = _single(body, "topics", "topic_name", "partition_index")
-        return VoteResponseData(top_error or p["error_code"], p["leader_id"], p["leader_epoch"], p["vote_granted"])
+        p = single("topics", "topic_name", "partition_index")
+        return VoteResponseData(
+            top_error or p["error_code"],
+            p.get("leader_id", -1),
+            p.get("leader_epoch", -1),
+            p.get("vote_granted", False),
+        )
     if api_key == BEGIN_QUORUM_EPOCH:
-        p = _single(body, "topics", "topic_name", "partition_index")
-        return BeginQuorumEpochResponseData(top_error or p["error_code"], p["leader_id"], p["leader_epoch"])
+        p = single("topics", "topic_name", "partition_index")
+        return BeginQuorumEpochResponseData(
+            top_error or p["error_code"], p.get("leader_id", -1), p.get("leader_epoch", -1)
+        )
     if api_key == END_QUORUM_EPOCH:
-        p = _single(body, "topics", "topic_name", "partition_index")
-        return EndQuorumEpochResponseData(top_error or p["error_code"], p["leader_id"], p["leader_epoch"])
+        p = single("topics", "topic_name", "partition_index")
+        return EndQuorumEpochResponseData(
+            top_error or p["error_code"], p.get("leader_id", -1), p.get("leader_epoch", -1)
+        )
     if api_key == FETCH:
-        p = _single(body, "responses", "topic", "partition_index")
+        p = single("responses", "topic", "partition_index")
         diverging = p.get("diverging_epoch") or {}
         leader = p.get("current_leader") or {}
         snapshot = p.get("snapshot_id") or {}
@@ -250,7 +266,7 @@ def response_from_wire(api_key: int, body: Body) -> ResponseData:
             SnapshotId(snapshot["end_offset"], snapshot["epoch"]) if snapshot.get("end_offset", -1) >= 0 else None,
         )
     if api_key == FETCH_SNAPSHOT:
-        p = _single(body, "topics", "name", "index")
+        p = single("topics", "name", "index")
         leader = p.get("current_leader") or {}
         snapshot = p.get("snapshot_id") or {}
         return FetchSnapshotResponseData(

@@ -113,6 +113,15 @@ def test_top_level_error_wins():
     assert response_from_wire(52, body).error_code == INCONSISTENT_CLUSTER_ID
 
 
+@pytest.mark.parametrize("api_key", [52, 53, 54, 1, 59])
+def test_a_top_level_error_without_partitions_is_that_error(api_key):
+    """The generic error response (e.g. CLUSTER_AUTHORIZATION_FAILED from a controller's authorizer) carries
+    no partition: the message is the error, not a malformed response."""
+    container = {1: "responses"}.get(api_key, "topics")
+    data = response_from_wire(api_key, {"error_code": 31, container: []})
+    assert data.error_code == 31
+
+
 def test_other_partitions_refused():
     _, body = request_to_wire(VoteRequestData(4, 1, 3, 17))
     body["topics"][0]["partitions"][0]["partition_index"] = 1
