@@ -183,3 +183,50 @@ def test_controller_apis_need_cluster_action(secured_cluster):
     admin = ClientSecurity("SASL_PLAINTEXT", None, "PLAIN", "admin", "admin-secret")
     with BrokerConnection("127.0.0.1", port, security=admin, timeout=10) as conn:
         assert conn.request(ApiKeys.DESCRIBE_QUORUM, 1, quorum)["error_code"] == errors.NONE
+
+
+def test_mutual_tls_between_nodes(tmp_path):
+    """SSL controller and inter-broker listeners with ``ssl.client.auth=required``: every node presents its
+    keystore's certificate, mapped by ``ssl.principal.mapping.rules`` to the super user ``User:node``."""
+    ca = trustme.CA()
+    ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "node.pem"))
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    security = {
+        "listener.security.protocol.map": "CONTROLLER:SSL,INTERNAL:SSL,CLIENT:PLAINTEXT",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(tmp_path / "node.pem"),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(tmp_path / "ca.pem"),
+        "ssl.client.auth": "required",
+        "ssl.principal.mapping.rules": "RULE:^OU=[^,]*,O=trustme.*$/node/,DEFAULT",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:node;User:ANONYMOUS",  # ANONYMOUS: this test's PLAINTEXT client listener
+    }
+    cluster = KRaftCluster(tmp_path, controllers=1, brokers=2)
+    for node in cluster.nodes:
+        node.props.update(security)
+    for broker in cluster.brokers.values():
+        broker.props.update(
+            {"listeners": "INTERNAL://127.0.0.1:0,CLIENT://127.0.0.1:0", "inter.broker.listener.name": "INTERNAL"}
+        )
+    cluster.start(60)
+    try:
+        bootstrap = ",".join(f"127.0.0.1:{b.ports['CLIENT']}" for b in cluster.brokers.values())
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic("mtls", 2, 2, config={"min.insync.replicas": "2"})])["mtls"].result(30)
+
+        def isr_complete() -> bool:
+            parts = admin.list_topics("mtls", timeout=10).topics["mtls"].partitions
+            return len(parts) == 2 and all(len(p.isrs) == 2 for p in parts.values())
+
+        wait_until(isr_complete, 30, message="both replicas in every ISR")
+        delivered: list = []
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+        for i in range(100):
+            producer.produce("mtls", b"x", partition=i % 2, on_delivery=lambda e, m: delivered.append(e))
+        producer.flush(30)
+        assert len(delivered) == 100 and not any(delivered)
+    finally:
+        cluster.stop()
+    for node in cluster.nodes:
+        assert not [line for line in node.lines if "Failed authentication" in line], node.props["node.id"]
