@@ -13,11 +13,12 @@ counts num.network.threads=3, num.io.threads=8 unless overridden) and measures:
     is its own request when the broker keeps up (librdkafka batches what queued while a request was in
     flight, so ``records/request`` above 1.0 means the broker fell behind). Reported: Produce requests
     sent (librdkafka statistics ``req.Produce``), broker CPU (utime+stime of all its threads from
-    /proc/<pid>/stat) per request in microseconds, and p50/p99/max latency from ``produce`` to the
-    delivery callback.
+    /proc/<pid>/stat) per request in microseconds, the broker's context switches per request (all its
+    threads, /proc/<pid>/task/*/status: thread and GIL hand-offs), and p50/p99/max latency from
+    ``produce`` to the delivery callback.
 (b) ApiVersions v3 and Metadata v12 (no topics) request/s over ``--connections`` lock-step
     connections (one request in flight per connection, as bench/api_versions.py), with broker CPU
-    per request.
+    and context switches per request.
 
 ``--rounds N`` repeats everything N times on the same broker. ``--pythonpath A B`` runs one broker
 from each source tree (e.g. ``git archive <base> pykbroker | tar -x -C /tmp/base``) and alternates every
@@ -101,8 +102,23 @@ def _api_worker(bootstrap: str, api: str, n_conns: int, seconds: float, start_at
         s.close()
 
 
+def context_switches(pid: int) -> int:
+    """Voluntary + involuntary context switches of every live thread of ``pid`` (/proc/<pid>/task/*/status):
+    each hand-off of a request between threads (and of the GIL between them) shows up here."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/status") as f:
+                for line in f:
+                    if "ctxt_switches" in line:  # voluntary_ctxt_switches, nonvoluntary_ctxt_switches
+                        total += int(line.split()[-1])
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a thread that ended meanwhile
+    return total
+
+
 def api_rate(bootstrap: str, pid: int, api: str, connections: int, seconds: float, processes: int):
-    """Returns (requests/s, broker CPU µs/request)."""
+    """Returns (requests/s, broker CPU µs/request, broker context switches/request)."""
     procs = min(processes, connections)
     per = [connections // procs + (1 if i < connections % procs else 0) for i in range(procs)]
     q: mp.Queue = mp.Queue()
@@ -111,12 +127,12 @@ def api_rate(bootstrap: str, pid: int, api: str, connections: int, seconds: floa
     for p in ps:
         p.start()
     time.sleep(max(0.0, start_at - time.time()))
-    cpu0 = cpu_seconds(pid)
+    cpu0, cs0 = cpu_seconds(pid), context_switches(pid)
     total = sum(q.get(timeout=seconds + 60) for _ in ps)
-    cpu1 = cpu_seconds(pid)
+    cpu1, cs1 = cpu_seconds(pid), context_switches(pid)
     for p in ps:
         p.join()
-    return total / seconds, 1e6 * (cpu1 - cpu0) / max(total, 1)
+    return total / seconds, 1e6 * (cpu1 - cpu0) / max(total, 1), (cs1 - cs0) / max(total, 1)
 
 
 def produce_at_rate(bootstrap: str, pid: int, topic: str, rate: float, seconds: float, size: int):
@@ -162,7 +178,7 @@ def produce_at_rate(bootstrap: str, pid: int, topic: str, rate: float, seconds: 
     req_before = produce_requests[0]
     n = int(rate * seconds)
     interval = 1.0 / rate
-    cpu0 = cpu_seconds(pid)
+    cpu0, cs0 = cpu_seconds(pid), context_switches(pid)
     start = time.perf_counter()
     for i in range(n):
         target = start + i * interval
@@ -177,7 +193,7 @@ def produce_at_rate(bootstrap: str, pid: int, topic: str, rate: float, seconds: 
         p.poll(0)
     p.flush(60)
     elapsed = time.perf_counter() - start
-    cpu1 = cpu_seconds(pid)
+    cpu1, cs1 = cpu_seconds(pid), context_switches(pid)
     _settle_stats(p)
     requests = produce_requests[0] - req_before
     if failures:
@@ -188,6 +204,7 @@ def produce_at_rate(bootstrap: str, pid: int, topic: str, rate: float, seconds: 
         "elapsed": elapsed,
         "requests": requests,
         "cpu_us": 1e6 * (cpu1 - cpu0) / max(requests, 1),
+        "cs": (cs1 - cs0) / max(requests, 1),
         "p50": 1000 * latencies[len(latencies) // 2],
         "p99": 1000 * latencies[int(len(latencies) * 0.99)],
         "max": 1000 * latencies[-1],
@@ -257,7 +274,7 @@ def main() -> None:
                         f"round={r} {str(tree):<{label_width}s} produce {args.rate:.0f}/s acks=all "
                         f"{args.record_size}B: achieved {res['sent'] / res['elapsed']:5.0f}/s  "
                         f"requests={res['requests']} ({res['sent'] / max(res['requests'], 1):.2f} records/request)  "
-                        f"broker CPU {res['cpu_us']:6.1f} us/request  "
+                        f"broker CPU {res['cpu_us']:6.1f} us/request  {res['cs']:5.2f} cs/request  "
                         f"p50 {res['p50']:7.2f} ms  p99 {res['p99']:7.2f} ms  max {res['max']:7.2f} ms",
                         flush=True,
                     )
@@ -265,12 +282,12 @@ def main() -> None:
                 for api in args.apis:
                     for c in args.connections:
                         for tree, broker in zip(trees, brokers, strict=True):
-                            rate, cpu = api_rate(
+                            rate, cpu, cs = api_rate(
                                 broker.bootstrap, broker.proc.pid, api, c, args.api_seconds, args.client_processes
                             )
                             print(
                                 f"round={r} {str(tree):<{label_width}s} {api:<11s} connections={c:<4d} "
-                                f"{rate:9.0f} requests/s  broker CPU {cpu:6.1f} us/request",
+                                f"{rate:9.0f} requests/s  broker CPU {cpu:6.1f} us/request  {cs:5.2f} cs/request",
                                 flush=True,
                             )
     finally:
