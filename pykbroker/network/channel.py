@@ -263,6 +263,7 @@ class KafkaChannel:
         "peer_closed",
         "authenticator",
         "principal",
+        "client_address",
     )
 
     def __init__(
@@ -278,6 +279,7 @@ class KafkaChannel:
         self.mute_state = ChannelMuteState.NOT_MUTED
         self.registered_events = 0
         self.client_software_name = "unknown"
+        self.client_address: tuple[str, int] | None = None  # (host, port) of the peer, parsed once
         self.client_software_version = "unknown"
         # The socket may hold unread bytes: cleared only when a read comes back short (so an
         # edge-triggered poller knows when it must wait for the next edge), set again by the poller.

@@ -144,6 +144,7 @@ class Processor(threading.Thread):
         self.request_channel = request_channel
         self.connection_quotas = connection_quotas
         self.is_api_allowed = is_api_allowed
+        self.allowed_apis: set[tuple[int, int]] = set()  # (api key, version) found allowed (_api_allowed)
         self.time = time
         self.metrics = metrics
         self.log = get_logger("SocketServer", listenerType="BROKER", nodeId=config.node_id, processor=processor_id)
@@ -397,16 +398,20 @@ class Processor(threading.Thread):
         now = self.time.nanoseconds()
         payload = memoryview(receive.payload)
         api_key, api_version, correlation_id = peek_api_key_version(payload)
-        remote = connection_id.split("-")[1]
-        host, _, port = remote.rpartition(":")
-        if api_key == _api_keys.ApiKeys.API_VERSIONS and not self.is_api_allowed(api_key, api_version):
+        address = channel.client_address
+        if address is None:
+            remote = connection_id.split("-")[1]
+            host, _, port = remote.rpartition(":")
+            address = channel.client_address = (host, int(port or 0))
+        allowed = (api_key, api_version) in self.allowed_apis or self._api_allowed(api_key, api_version)
+        if api_key == _api_keys.ApiKeys.API_VERSIONS and not allowed:
             # KIP-511: any ApiVersions version is accepted; a too-new one is answered as v0.
             header = RequestHeader(
                 api_key=api_key, api_version=api_version, correlation_id=correlation_id, client_id="", header_version=1
             )
             body, unsupported = None, True
         else:
-            if not self.is_api_allowed(api_key, api_version):
+            if not allowed:
                 raise ValueError(
                     f"API key {api_key} version {api_version} is not enabled on listener "
                     f"{self.listener_name} (correlation id {correlation_id})"
@@ -420,8 +425,8 @@ class Processor(threading.Thread):
         context = RequestContext(
             header,
             connection_id,
-            host,
-            int(port or 0),
+            address[0],
+            address[1],
             self.listener_name,
             self.endpoint.security_protocol,
             channel.client_software_name,
@@ -439,6 +444,14 @@ class Processor(threading.Thread):
             unsupported,
             receive.release,
         )
+
+    def _api_allowed(self, api_key: int, api_version: int) -> bool:
+        """``is_api_allowed``, remembering the allowed pairs (a bounded set: the listener's ApiVersions
+        ranges never change while it runs); refused pairs are not kept, so bad input cannot grow it."""
+        if self.is_api_allowed(api_key, api_version):
+            self.allowed_apis.add((api_key, api_version))
+            return True
+        return False
 
     def _process_completed_sends(self) -> None:
         for send in self.selector.completed_sends:

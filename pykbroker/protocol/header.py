@@ -58,9 +58,21 @@ def _flexible(api_key: int, api_version: int) -> bool:
 
 def request_header_version(api_key: int, api_version: int) -> int:
     """0 for ControlledShutdown v0, 2 for flexible versions, else 1. Unknown api key: InvalidRequestError."""
+    version = _REQUEST_HEADER_VERSIONS.get((api_key, api_version))
+    if version is not None:
+        return version
     if api_key == ApiKeys.CONTROLLED_SHUTDOWN and api_version == 0:
-        return 0
-    return 2 if _flexible(api_key, api_version) else 1
+        version = 0
+    else:
+        version = 2 if _flexible(api_key, api_version) else 1
+    schema = REQUESTS.get(api_key)
+    if schema is not None and api_version in schema.versions and len(_REQUEST_HEADER_VERSIONS) < 4096:
+        _REQUEST_HEADER_VERSIONS[(api_key, api_version)] = version
+    return version
+
+
+#: (api key, version) -> request header version, filled by request_header_version
+_REQUEST_HEADER_VERSIONS: dict[tuple[int, int], int] = {}
 
 
 def response_header_version(api_key: int, api_version: int) -> int:
@@ -89,7 +101,7 @@ def parse_request_header(buf: Any) -> tuple[RequestHeader, int]:
         end = pos + length
         if end > len(buf):
             raise t.truncated("client_id", pos, length, len(buf))
-        client_id = bytes(buf[pos:end]).decode("utf-8", errors="replace")  # only logged: be lenient, as Java is
+        client_id = str(buf[pos:end], "utf-8", "replace")  # only logged: be lenient, as Java is
         pos = end
     if version == 2:
         pos = t.skip_tagged_fields(buf, pos)

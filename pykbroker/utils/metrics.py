@@ -40,7 +40,7 @@ class Histogram:
             if len(self._samples) < self.RESERVOIR:
                 self._samples.append(value)
             else:
-                i = self._rand.randrange(self.count)
+                i = int(self._rand.random() * self.count)  # uniform in [0, count): random() is one C call
                 if i < self.RESERVOIR:
                     self._samples[i] = value
 
