@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from time import monotonic
 from typing import Any
 
 from pykbroker.network.channel import NetworkSend
@@ -183,58 +185,135 @@ REQUEST_METRICS = (
 
 class BoundedRequestQueue:
     """The request queue: FIFO, at most ``maxsize`` items, ``put`` blocks while full (Kafka's
-    ArrayBlockingQueue). Built on ``queue.SimpleQueue`` (C: a get that waits costs one lock wait, a put
-    that wakes a waiter one lock release) instead of ``queue.Queue`` (Python Condition objects: a lock
-    allocated per wait, two lock round trips per put/get). The bound is kept by serialising puts under
-    ``_put_lock``: a put waits on ``_not_full`` only while the queue is full, and a get signals it only
-    when a put is waiting (``_put_waiters``, counted under the lock before the size is checked again, so a
-    get that finds no waiter has already made room the waiting put will see)."""
+    ArrayBlockingQueue).
+
+    Items live in a ``deque``. A handler that finds it empty *parks*: it pushes its own lock (one per
+    thread, made once, held while the thread is not parked) on ``_parked`` and blocks acquiring it.
+    Wake-ups are progressive and exact:
+
+    * a put wakes the most recently parked handler (LIFO: the thread whose state is warmest), unless a
+      woken handler has not yet come for its item (``_waking``): one wake-up in flight at a time;
+    * the woken handler, having taken its item, wakes the next parked one if items are still queued
+      (busy handlers take queued items themselves, without parking);
+    * a get that finds an item makes no system call.
+
+    ``queue.SimpleQueue`` (used before) shares one lock among all its waiters, so a woken getter that
+    has taken its item releases the lock once more and wakes a second waiter whether or not anything is
+    left for it: that one takes the GIL only to park again. Measured with ``bench/request_cost.py``
+    (one connection, 2,500 produce requests/s): 10.7-10.9 context switches per request with it, 4.3 with
+    this queue.
+
+    The bound is kept by serialising puts under ``_put_lock``: a put waits on ``_not_full`` only while
+    the queue is full, and a get signals it only when a put is waiting (``_put_waiters``, counted under
+    the lock before the size is checked again, so a get that finds no waiter has already made room the
+    waiting put will see)."""
 
     def __init__(self, maxsize: int):
         if maxsize <= 0:
             raise ValueError(f"queue size must be positive, got {maxsize}")
         self.maxsize = maxsize
-        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self._items: deque = deque()
+        self._mutex = threading.Lock()  # guards _items' emptiness check against _parked and _waking
+        self._parked: list = []  # the held locks of parked getters, most recent last
+        self._waking = False  # a parked getter was released and has not yet looked at _items
+        self._waiter = threading.local()
         self._put_lock = threading.Lock()
         self._not_full = threading.Condition(self._put_lock)
         self._put_waiters = 0
 
     def put(self, item) -> None:
         with self._put_lock:
-            q = self._q
-            while q.qsize() >= self.maxsize:
+            items = self._items
+            while len(items) >= self.maxsize:
                 self._put_waiters += 1
                 try:
-                    if q.qsize() >= self.maxsize:
+                    if len(items) >= self.maxsize:
                         self._not_full.wait(0.1)  # the timeout only bounds a missed notify; the loop re-checks
                 finally:
                     self._put_waiters -= 1
-            q.put(item)
+            with self._mutex:
+                items.append(item)
+                waiter = None
+                if self._parked and not self._waking:
+                    waiter = self._parked.pop()
+                    self._waking = True
+        if waiter is not None:
+            waiter.release()
 
     def _taken(self) -> None:
         if self._put_waiters:
             with self._put_lock:
                 self._not_full.notify()
 
+    def _own_waiter(self):
+        waiter = getattr(self._waiter, "lock", None)
+        if waiter is None:
+            waiter = self._waiter.lock = threading.Lock()
+            waiter.acquire()  # held while not parked: parking blocks acquiring it until a waker releases it
+        return waiter
+
     def get(self, timeout: float | None = None):
         """Raises queue.Empty after ``timeout`` seconds (None: wait forever)."""
-        item = self._q.get(timeout=timeout)
+        deadline = None if timeout is None else monotonic() + timeout
+        mutex, items, parked = self._mutex, self._items, self._parked
+        woke = False
+        next_waiter = None
+        while True:
+            with mutex:
+                if woke:  # this thread was the released one: the next put may wake another
+                    self._waking = False
+                    woke = False
+                if items:
+                    item = items.popleft()
+                    if items and parked and not self._waking:
+                        next_waiter = parked.pop()
+                        self._waking = True
+                    break
+                waiter = self._own_waiter()
+                parked.append(waiter)
+            if deadline is None:
+                waiter.acquire()
+                woke = True
+                continue
+            if waiter.acquire(timeout=max(0.0, deadline - monotonic())):
+                woke = True
+                continue
+            with mutex:
+                try:
+                    parked.remove(waiter)
+                except ValueError:  # a waker popped it and is releasing it: take that release below
+                    pass
+                else:
+                    if not items:
+                        raise queue.Empty
+                    item = items.popleft()
+                    if items and parked and not self._waking:
+                        next_waiter = parked.pop()
+                        self._waking = True
+                    break
+            waiter.acquire()
+            woke = True
+        if next_waiter is not None:
+            next_waiter.release()
         self._taken()
         return item
 
     def get_nowait(self):
-        item = self._q.get_nowait()
+        with self._mutex:
+            if not self._items:
+                raise queue.Empty
+            item = self._items.popleft()
         self._taken()
         return item
 
     def qsize(self) -> int:
-        return self._q.qsize()
+        return len(self._items)
 
     def empty(self) -> bool:
-        return self._q.empty()
+        return not self._items
 
     def full(self) -> bool:
-        return self._q.qsize() >= self.maxsize
+        return len(self._items) >= self.maxsize
 
 
 class RequestChannel:

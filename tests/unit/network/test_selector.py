@@ -8,6 +8,7 @@ import queue
 import socket
 import struct
 import threading
+import time
 
 import pytest
 
@@ -218,3 +219,91 @@ def test_responses_sent_by_a_handler_wake_their_processor_once_the_handler_is_do
     assert processor.calls[2:] == [("wakeup",)]
     channel.send_response(response())  # deferral ended with the flush
     assert processor.calls[3:] == [("enqueue", True)]
+
+
+def _park(q: BoundedRequestQueue, n: int, got: list, lock: threading.Lock) -> list[threading.Thread]:
+    """Start ``n`` getters one after another, each parked before the next starts (parking order 0..n-1)."""
+
+    def getter(i: int) -> None:
+        item = q.get(10)
+        with lock:
+            got.append((i, item))
+
+    threads = []
+    for i in range(n):
+        t = threading.Thread(target=getter, args=(i,), daemon=True)
+        t.start()
+        threads.append(t)
+        deadline = time.monotonic() + 5
+        while len(q._parked) < i + 1 and time.monotonic() < deadline:
+            time.sleep(0.001)
+    assert len(q._parked) == n
+    return threads
+
+
+def test_bounded_request_queue_wakes_one_parked_getter_per_item_most_recent_first():
+    q = BoundedRequestQueue(10)
+    got: list = []
+    threads = _park(q, 3, got, threading.Lock())
+    q.put("a")
+    threads[2].join(5)
+    assert got == [(2, "a")]  # the most recently parked getter, and only it:
+    assert len(q._parked) == 2  # queue.SimpleQueue wakes a second waiter here, for nothing
+    q.put("b")
+    threads[1].join(5)
+    q.put("c")
+    threads[0].join(5)
+    assert got == [(2, "a"), (1, "b"), (0, "c")] and not q._parked and not q._waking
+
+
+def test_bounded_request_queue_hands_a_backlog_on_from_getter_to_getter():
+    q = BoundedRequestQueue(10)
+    got: list = []
+    threads = _park(q, 3, got, threading.Lock())
+    q.put("a")  # wakes getter 2; it needs the GIL, which this thread keeps until it blocks:
+    q.put("b")  # so "b" is queued while a wake-up is in flight and wakes nobody; getter 2 passes it on
+    deadline = time.monotonic() + 5
+    while len(got) < 2 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert sorted(item for _, item in got) == ["a", "b"]
+    assert len(q._parked) == 1  # two items woke two getters; the third was left parked
+    q.put("c")
+    for t in threads:
+        t.join(5)
+    assert sorted(item for _, item in got) == ["a", "b", "c"] and not q._waking
+
+
+def test_bounded_request_queue_times_out_and_loses_nothing_under_concurrent_puts():
+    q = BoundedRequestQueue(8)
+    started = time.monotonic()
+    with pytest.raises(queue.Empty):
+        q.get(0.05)
+    assert time.monotonic() - started >= 0.04 and not q._parked  # a timed-out getter unparks itself
+    n_items, received = 4000, []
+    lock = threading.Lock()
+    done = threading.Event()
+
+    def consumer() -> None:
+        while not done.is_set():
+            try:
+                item = q.get(0.001)  # short timeouts race the puts' wake-ups
+            except queue.Empty:
+                continue
+            with lock:
+                received.append(item)
+                if len(received) == n_items:
+                    done.set()
+
+    def producer(start: int) -> None:
+        for i in range(start, start + n_items // 2):
+            q.put(i)
+
+    consumers = [threading.Thread(target=consumer, daemon=True) for _ in range(4)]
+    producers = [threading.Thread(target=producer, args=(s,), daemon=True) for s in (0, n_items // 2)]
+    for t in consumers + producers:
+        t.start()
+    assert done.wait(30)
+    for t in consumers + producers:
+        t.join(5)
+    assert sorted(received) == list(range(n_items))
+    assert not q._waking and q.empty()
