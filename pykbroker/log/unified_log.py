@@ -146,6 +146,7 @@ class UnifiedLog:
     ):
         self._lock = threading.RLock()
         self._dir = directory
+        self._parent_dir = os.path.dirname(directory)  # read on every append (_IOErrors)
         self._config = config
         self._segments = segments
         self._log_start_offset = log_start_offset
@@ -246,7 +247,7 @@ class UnifiedLog:
     @property
     def parent_dir(self) -> str:
         """The log directory holding this partition's directory."""
-        return os.path.dirname(self._dir)
+        return self._parent_dir
 
     @property
     def dir(self) -> str:
@@ -1061,6 +1062,7 @@ class UnifiedLog:
             new_dir = os.path.join(os.path.dirname(self._dir), name)
             os.replace(self._dir, new_dir)
             self._dir = new_dir
+            self._parent_dir = os.path.dirname(new_dir)
             for segment in self._segments.values():
                 segment.update_parent_dir(new_dir)
             self.producer_state_manager.update_parent_dir(new_dir)
