@@ -252,22 +252,28 @@ class BoundedRequestQueue:
             waiter.acquire()  # held while not parked: parking blocks acquiring it until a waker releases it
         return waiter
 
+    def _take_locked(self):
+        """Under ``_mutex``, with an item queued: pop it, and pick the next parked getter to wake (released
+        by the caller once the mutex is dropped) if more items wait and no wake-up is in flight."""
+        item = self._items.popleft()
+        next_waiter = None
+        if self._items and self._parked and not self._waking:
+            next_waiter = self._parked.pop()
+            self._waking = True
+        return item, next_waiter
+
     def get(self, timeout: float | None = None):
         """Raises queue.Empty after ``timeout`` seconds (None: wait forever)."""
         deadline = None if timeout is None else monotonic() + timeout
         mutex, items, parked = self._mutex, self._items, self._parked
         woke = False
-        next_waiter = None
         while True:
             with mutex:
                 if woke:  # this thread was the released one: the next put may wake another
                     self._waking = False
                     woke = False
                 if items:
-                    item = items.popleft()
-                    if items and parked and not self._waking:
-                        next_waiter = parked.pop()
-                        self._waking = True
+                    item, next_waiter = self._take_locked()
                     break
                 waiter = self._own_waiter()
                 parked.append(waiter)
@@ -286,10 +292,7 @@ class BoundedRequestQueue:
                 else:
                     if not items:
                         raise queue.Empty
-                    item = items.popleft()
-                    if items and parked and not self._waking:
-                        next_waiter = parked.pop()
-                        self._waking = True
+                    item, next_waiter = self._take_locked()
                     break
             waiter.acquire()
             woke = True
