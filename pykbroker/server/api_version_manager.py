@@ -4,6 +4,12 @@ Mirrors ``kafka.server.ApiVersionManager``. Only APIs that KafkaApis has a handl
 ("advertise only what is implemented"); ranges start at the floor that magic-v2-only record batches and
 Kafka 4.0 (KIP-896) dictate and end at the newest version our schemas implement.
 Controller-only APIs are accepted on the controller (control-plane) listener only.
+
+One exception to "advertise what is served", as Kafka 4.0 makes it (KAFKA-18659): Produce is advertised from
+version 0 although only v3+ are served (a v0-v2 request is refused like any disabled version, closing its
+connection). librdkafka releases before 2.10 compress a batch only when the broker advertises Produce v0-v2
+(librdkafka issue 4956: a Kafka 4 broker otherwise receives every batch of, e.g., Debian's kcat 1.7.1
+uncompressed); clients pick the highest common version, so none sends v0-v2.
 """
 
 from __future__ import annotations
@@ -58,6 +64,9 @@ BROKER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.ELECT_LEADERS: (0, 2),
 }
 
+# api key -> the min version the ApiVersions response advertises below the served range (KAFKA-18659).
+ADVERTISED_MIN_VERSIONS: dict[int, int] = {ApiKeys.PRODUCE: 0}
+
 # api key -> (min, max) of the APIs only the controller listener serves (ControllerApis, the Raft RPCs).
 CONTROLLER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.VOTE: (0, 1),
@@ -92,8 +101,12 @@ class ApiVersionManager:
                 self.versions[int(key)] = (lo, hi)
 
     def api_versions(self) -> list[dict]:
-        """The ApiVersions response's ``api_keys`` list."""
-        return [{"api_key": k, "min_version": lo, "max_version": hi} for k, (lo, hi) in sorted(self.versions.items())]
+        """The ApiVersions response's ``api_keys`` list: the served ranges, with Produce's advertised from v0
+        (``ADVERTISED_MIN_VERSIONS``, KAFKA-18659)."""
+        return [
+            {"api_key": k, "min_version": min(lo, ADVERTISED_MIN_VERSIONS.get(k, lo)), "max_version": hi}
+            for k, (lo, hi) in sorted(self.versions.items())
+        ]
 
     def is_api_allowed(self, listener: str, api_key: int, version: int) -> bool:
         rng = self.versions.get(api_key)
