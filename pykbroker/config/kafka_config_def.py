@@ -279,6 +279,14 @@ BROKER_CONFIG_DEF = (
         "Maximum number of incremental fetch sessions cached by the broker.",
     )
     .define(
+        "max.request.partition.size.limit",
+        Type.INT,
+        2000,
+        at_least(1),
+        M,
+        "The maximum number of partitions can be served in one request (DescribeTopicPartitions).",
+    )
+    .define(
         "fetch.purgatory.purge.interval.requests",
         Type.INT,
         1000,

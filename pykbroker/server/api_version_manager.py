@@ -62,6 +62,7 @@ BROKER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.DESCRIBE_CLUSTER: (0, 1),
     ApiKeys.DESCRIBE_QUORUM: (0, 2),
     ApiKeys.ELECT_LEADERS: (0, 2),
+    ApiKeys.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
 }
 
 # api key -> the min version the ApiVersions response advertises below the served range (KAFKA-18659).

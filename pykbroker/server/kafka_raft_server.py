@@ -75,6 +75,7 @@ from pykbroker.server.handlers.api_versions import ApiVersionsHandler
 from pykbroker.server.handlers.controller_apis import ControllerApis
 from pykbroker.server.handlers.delete_records import DeleteRecordsHandler
 from pykbroker.server.handlers.describe_quorum import DescribeQuorumHandler
+from pykbroker.server.handlers.describe_topic_partitions import DescribeTopicPartitionsHandler
 from pykbroker.server.handlers.fetch import FetchHandler
 from pykbroker.server.handlers.groups import GroupHandlers
 from pykbroker.server.handlers.list_offsets import ListOffsetsHandler
@@ -624,6 +625,7 @@ class KafkaRaftServer:
             MetadataHandler(
                 helper, cache, self._auto_create_topics if self.config["auto.create.topics.enable"] else None
             ),
+            DescribeTopicPartitionsHandler(helper, cache, self.config["max.request.partition.size.limit"]),
             ProduceHandler(helper, rm, cache),
             FetchHandler(
                 helper,

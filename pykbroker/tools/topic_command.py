@@ -19,7 +19,8 @@ than replicas, fewer than / exactly ``min.insync.replicas``, a leader that is mi
 ``--topics-with-overrides`` prints only the topic lines of topics with dynamic configs. ``--alter`` adds partitions
 (CreatePartitions) and prints nothing.
 Errors: ``Error while executing topic command : <message>`` on stderr, exit status 1.
-Requests (CreateTopics v7, DeleteTopics v6, CreatePartitions v3, Metadata v12, DescribeConfigs v4) go to the
+Requests (CreateTopics v7, DeleteTopics v6, CreatePartitions v3, Metadata v12, DescribeConfigs v4; for
+``--describe`` DescribeTopicPartitions v0 page by page where the broker offers it, else Metadata) go to the
 bootstrap broker.
 """
 
@@ -141,14 +142,50 @@ def _partition_reported(args, p: dict, min_isr: int, live: set[int]) -> bool:
     )
 
 
+def _supports(conn: BrokerConnection, api_key: int) -> bool:
+    """Does the broker advertise ``api_key`` (ApiVersions)?"""
+    response = conn.request(
+        ApiKeys.API_VERSIONS, 3, {"client_software_name": "kafka-topics", "client_software_version": "1"}
+    )
+    return any(k["api_key"] == api_key for k in response["api_keys"])
+
+
+def _describe_topic_partitions(conn: BrokerConnection, names: list[str]) -> dict[str, dict]:
+    """``{name: topic}`` from DescribeTopicPartitions (KIP-966), following ``next_cursor`` page by page as
+    Kafka's Admin.describeTopics does (2,000 partitions a page, its ``partitionSizeLimitPerResponse``)."""
+    topics: dict[str, dict] = {}
+    cursor = None
+    while True:
+        response = conn.request(
+            ApiKeys.DESCRIBE_TOPIC_PARTITIONS,
+            0,
+            {"topics": [{"name": n} for n in names], "response_partition_limit": 2000, "cursor": cursor},
+        )
+        for t in response["topics"]:
+            if t["error_code"] != errors.NONE:
+                raise TopicCommandError(errors.for_code(t["error_code"]).default_message)
+            if t["name"] in topics:
+                topics[t["name"]]["partitions"].extend(t["partitions"])
+            else:
+                topics[t["name"]] = t
+        cursor = response["next_cursor"]
+        if cursor is None:
+            return topics
+        names = [n for n in names if n >= cursor["topic_name"]]
+
+
 def describe(conn, args, out) -> None:
     names = _matching(conn, args.topic, args.exclude_internal)
     if args.topic is not None and not names and not args.if_exists:
         raise TopicCommandError(f"Topic '{args.topic}' does not exist as expected")
     if not names:
         return
-    meta = _metadata(conn, names)
-    metadata = {t["name"]: t for t in meta["topics"]}
+    if _supports(conn, ApiKeys.DESCRIBE_TOPIC_PARTITIONS):
+        meta = _metadata(conn, [])
+        metadata = _describe_topic_partitions(conn, names)
+    else:
+        meta = _metadata(conn, names)
+        metadata = {t["name"]: t for t in meta["topics"]}
     live = {b["node_id"] for b in meta["brokers"]}
     configs = conn.request(
         ApiKeys.DESCRIBE_CONFIGS,

@@ -206,6 +206,36 @@ def test_group_and_config_apis_follow_the_acls(secured):
     )
 
 
+def test_describe_topic_partitions_follows_the_acls(secured):
+    from pykbroker.clients.broker_connection import BrokerConnection
+    from pykbroker.protocol import errors
+    from pykbroker.protocol.api_keys import ApiKeys
+    from pykbroker.security.client_security import client_security
+
+    create_topic(secured.bootstrap, "acl-dtp-open", 1)
+    create_topic(secured.bootstrap, "acl-dtp-hidden", 1)
+    _acls(secured, "--add", "--allow-principal", "User:alice", "--operation", "Describe", "--topic", "acl-dtp-open")
+    originals = {
+        "sasl.mechanism": "PLAIN",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" '
+        'password="alice-secret";',
+    }
+    alice = client_security(originals, "SASL_PLAINTEXT", "SASL_PLAINTEXT", "sasl.mechanism")
+
+    def describe(names):
+        with BrokerConnection.to(f"127.0.0.1:{secured.ports['SASL_PLAINTEXT']}", security=alice) as conn:
+            body = {"topics": [{"name": n} for n in names], "response_partition_limit": 2000, "cursor": None}
+            return conn.request(ApiKeys.DESCRIBE_TOPIC_PARTITIONS, 0, body)["topics"]
+
+    wait_until(lambda: [t["name"] for t in describe([])] == ["acl-dtp-open"], 15, message="alice sees one topic")
+    named = describe(["acl-dtp-hidden", "acl-dtp-open"])
+    assert [(t["name"], t["error_code"]) for t in named] == [
+        ("acl-dtp-open", errors.NONE),
+        ("acl-dtp-hidden", errors.TOPIC_AUTHORIZATION_FAILED),  # refused topics last, without their id
+    ]
+    assert named[1]["topic_id"].int == 0 and named[0]["topic_authorized_operations"] == 1 << 8  # DESCRIBE only
+
+
 def test_authorized_operations_come_from_the_acls(secured):
     from confluent_kafka import TopicCollection
 

@@ -186,7 +186,12 @@ def broker_apis(
         producer_id_manager=SimpleNamespace(),
         group_coordinator=group_coordinator or SimpleNamespace(node_id=node_id),
         txn_coordinator=None,
-        config=config or {"auto.create.topics.enable": False, "max.incremental.fetch.session.cache.slots": 1000},
+        config=config
+        or {
+            "auto.create.topics.enable": False,
+            "max.incremental.fetch.session.cache.slots": 1000,
+            "max.request.partition.size.limit": 2000,
+        },
         metrics=None,
     )
     families = KafkaRaftServer._broker_families(server)

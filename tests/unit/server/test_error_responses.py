@@ -49,7 +49,7 @@ def _answer_to_raising_handler(api_key: int, version: int, body: dict):
 
 def test_all_broker_apis_are_covered():
     keys = {k for k, _ in ADVERTISED}
-    assert len(keys) == 44  # 27 + DescribeQuorum + ElectLeaders + 8 transactions + 2 SASL + 2 SCRAM + 3 ACLs
+    assert len(keys) == 45  # 27 + DescribeQuorum + ElectLeaders + 8 transactions + 2 SASL + 2 SCRAM + 3 ACLs + DTP
     assert {
         ApiKeys.FIND_COORDINATOR,
         ApiKeys.JOIN_GROUP,
@@ -204,8 +204,10 @@ def test_delete_topics_by_id_keeps_the_id():
 
 def test_schema_built_fallback_for_an_api_without_a_builder():
     """An API with no registered builder still gets Kafka's generic shape from its response schema."""
-    assert ApiKeys.DESCRIBE_TOPIC_PARTITIONS not in error_responses._BUILDERS
-    body = build_error_response(
+    assert ApiKeys.UNREGISTER_BROKER not in error_responses._BUILDERS
+    body = build_error_response(ApiKeys.UNREGISTER_BROKER, 0, {"broker_id": 3}, USE, "boom")
+    assert (body["throttle_time_ms"], body["error_code"]) == (0, USE)
+    body = schema_error_response(
         ApiKeys.DESCRIBE_TOPIC_PARTITIONS, 0, {"topics": [{"name": "t"}], "cursor": None}, USE, "boom"
     )
     assert body["throttle_time_ms"] == 0
