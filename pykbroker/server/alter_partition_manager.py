@@ -1,13 +1,17 @@
 """AlterPartitionManager: partition leaders' ISR changes, batched to the active controller.
 
 Mirrors ``kafka.server.DefaultAlterPartitionManager`` (KIP-497): a leader ``submit``s the ISR it wants
-for one partition (leader epoch, partition epoch, new ISR); pending items are batched into one
-AlterPartition request (version 3: topic ids, ISR members with their broker epochs) with at most one
-request in flight. Each partition's callback runs exactly once with ``(error code, result)``, where
-``result`` is ``{leader_id, leader_epoch, isr, partition_epoch}`` on success. An item stays queued until
-the controller answers for it: a top-level error (NOT_CONTROLLER, STALE_BROKER_EPOCH, a timeout or a
-lost connection) re-sends the queued items after 50 ms, as Kafka does. A second submit for a
-partition whose item is still queued is refused (returns False; Kafka's OperationNotAttempted).
+for one partition (leader epoch, partition epoch, new ISR with each member's broker epoch, KIP-903:
+the Partition takes them from the members' Fetches). Items are keyed by partition, at most one per
+partition, and every item not answered yet goes into the next AlterPartition request (version 3: topic
+ids, ``new_isr_with_epochs``), with at most one request in flight: items submitted while one is in
+flight are batched into the next. Each partition's callback runs exactly once with
+``(error code, result)``, where ``result`` is ``{leader_id, leader_epoch, isr, partition_epoch}`` on
+success. An item stays queued until the controller answers for it: a top-level error (NOT_CONTROLLER,
+STALE_BROKER_EPOCH, a timeout or a lost connection) or a partition missing from the answer re-sends
+the queued items after 50 ms, as Kafka does for top-level errors. A second submit for a partition whose
+item is still queued or in flight is refused (returns False; Kafka's OperationNotAttempted);
+``is_pending`` lets a Partition avoid that.
 
 The controller is reached through ``controller_supplier()``: the in-process QuorumController on a
 single node, else the ForwardingManager; both return a Future of the response body.
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pykbroker.protocol import errors
@@ -31,13 +35,13 @@ RETRY_BACKOFF_MS = 50
 
 
 class _Item:
-    __slots__ = ("topic_id", "partition", "leader_epoch", "new_isr", "partition_epoch", "callback")
+    __slots__ = ("topic_id", "partition", "leader_epoch", "new_isr_with_epochs", "partition_epoch", "callback")
 
-    def __init__(self, topic_id, partition, leader_epoch, new_isr, partition_epoch, callback):
+    def __init__(self, topic_id, partition, leader_epoch, new_isr_with_epochs, partition_epoch, callback):
         self.topic_id = topic_id
         self.partition = partition
         self.leader_epoch = leader_epoch
-        self.new_isr = new_isr
+        self.new_isr_with_epochs = new_isr_with_epochs
         self.partition_epoch = partition_epoch
         self.callback = callback
 
@@ -48,15 +52,13 @@ class AlterPartitionManager:
         node_id: int,
         controller_supplier: Callable[[], Any],
         broker_epoch_supplier: Callable[[], int],
-        broker_epoch_of: Callable[[int], int],
         scheduler,
     ):
-        """``broker_epoch_of(broker_id)``: that broker's registered epoch from the metadata image (-1 if
-        unknown), sent with each ISR member (KIP-903). ``scheduler``: runs the retries."""
+        """``broker_epoch_supplier()``: this broker's epoch, sent as the request's ``broker_epoch``.
+        ``scheduler``: runs the retries."""
         self.node_id = node_id
         self.controller_supplier = controller_supplier
         self.broker_epoch_supplier = broker_epoch_supplier
-        self.broker_epoch_of = broker_epoch_of
         self.scheduler = scheduler
         self._lock = threading.Lock()
         self._unsent: dict[tuple[uuid.UUID, int], _Item] = {}
@@ -69,22 +71,30 @@ class AlterPartitionManager:
         topic_id: uuid.UUID,
         partition: int,
         leader_epoch: int,
-        new_isr: tuple[int, ...],
+        new_isr_with_epochs: Sequence[tuple[int, int]],
         partition_epoch: int,
         callback: Callable[[int, dict | None], None],
     ) -> bool:
-        """Queue an ISR change; False (and the callback gets OPERATION_NOT_ATTEMPTED) when one for this
-        partition is still queued or in flight."""
+        """Queue an ISR change, ``new_isr_with_epochs`` as ``[(broker id, broker epoch or -1)]``; False
+        (and the callback gets OPERATION_NOT_ATTEMPTED) when one for this partition is still queued or
+        in flight, or the manager is closed."""
         key = (topic_id, partition)
         with self._lock:
             refused = key in self._unsent or self._closed
             if not refused:
-                self._unsent[key] = _Item(topic_id, partition, leader_epoch, tuple(new_isr), partition_epoch, callback)
+                self._unsent[key] = _Item(
+                    topic_id, partition, leader_epoch, tuple(new_isr_with_epochs), partition_epoch, callback
+                )
         if refused:
             callback(errors.OPERATION_NOT_ATTEMPTED, None)
             return False
         self._maybe_propagate()
         return True
+
+    def is_pending(self, topic_id: uuid.UUID, partition: int) -> bool:
+        """True while a change for this partition is queued or in flight (a submit would be refused)."""
+        with self._lock:
+            return (topic_id, partition) in self._unsent
 
     def close(self) -> None:
         with self._lock:
@@ -112,9 +122,9 @@ class AlterPartitionManager:
                 {
                     "partition_index": item.partition,
                     "leader_epoch": item.leader_epoch,
-                    "new_isr": list(item.new_isr),
+                    "new_isr": [b for b, _ in item.new_isr_with_epochs],
                     "new_isr_with_epochs": [
-                        {"broker_id": b, "broker_epoch": self.broker_epoch_of(b)} for b in item.new_isr
+                        {"broker_id": b, "broker_epoch": epoch} for b, epoch in item.new_isr_with_epochs
                     ],
                     "leader_recovery_state": 0,
                     "partition_epoch": item.partition_epoch,

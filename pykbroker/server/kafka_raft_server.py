@@ -487,7 +487,6 @@ class KafkaRaftServer:
                 self.node_id,
                 lambda: self.controller_handle,
                 lambda: getattr(self, "broker_epoch", -1),
-                self.replica_manager.broker_epoch_of,
                 self.scheduler,
             )
         )

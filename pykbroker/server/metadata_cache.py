@@ -41,6 +41,22 @@ class MetadataCache:
         b = self.image.brokers.get(node_id)
         return b is not None and not b.fenced
 
+    def is_broker_fenced(self, node_id: int) -> bool:
+        """Registered and fenced (Kafka's ``isBrokerFenced``); an unknown broker is not fenced."""
+        b = self.image.brokers.get(node_id)
+        return b is not None and b.fenced
+
+    def is_broker_shutting_down(self, node_id: int) -> bool:
+        """Registered and in controlled shutdown (Kafka's ``isBrokerShuttingDown``)."""
+        b = self.image.brokers.get(node_id)
+        return b is not None and b.in_controlled_shutdown
+
+    def get_alive_broker_epoch(self, node_id: int) -> int | None:
+        """The broker epoch of ``node_id``'s registration if it is registered and not fenced, else None
+        (Kafka's ``getAliveBrokerEpoch``)."""
+        b = self.image.brokers.get(node_id)
+        return b.epoch if b is not None and not b.fenced else None
+
     def random_alive_broker_id(self) -> int:
         """KRaft answers ``controller_id`` with a random alive broker (clients never talk to the controller)."""
         ids = [i for i, b in self.image.brokers.items() if not b.fenced]

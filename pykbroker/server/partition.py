@@ -14,10 +14,21 @@ Mirrors ``kafka.cluster.Partition``:
   ISR. HW = the smallest LEO over the leader and the replicas of the *maximal* ISR (the committed ISR
   plus a pending expansion; during a pending shrink the removed replica still counts) and over caught-up
   ISR-eligible replicas about to join, as Kafka's ``maybeIncrementLeaderHW``.
+* Broker epochs (KIP-903): each follower Fetch carries the follower's broker epoch, kept in its
+  :class:`Replica`. A Fetch with an epoch older than the follower's live (unfenced) registration in the
+  metadata is refused with NOT_LEADER_OR_FOLLOWER (Kafka's ``updateFetchStateOrThrow``). A follower is
+  ISR-eligible only if it is not fenced, not in controlled shutdown, and its last Fetch's epoch is its
+  registered one (-1, a Fetch without an epoch, skips that check), as Kafka's ``isReplicaIsrEligible``;
+  so a restarted incarnation does not join under its predecessor's registration. The AlterPartition
+  names each ISR member with the epoch of its last Fetch (the leader: its own; -1 if unknown), as
+  Kafka's ``addBrokerEpochToIsr``, and the controller checks them (INELIGIBLE_REPLICA).
 * ISR changes go to the controller as AlterPartition (``AlterPartitionManager``), one in flight per
   partition: expand when a follower reaches the HW and the current leader epoch's start offset; shrink
   (``maybe_shrink_isr``, called periodically) when a follower has not caught up for
-  ``replica.lag.time.max.ms``. The committed ISR changes only with the controller's answer (or the
+  ``replica.lag.time.max.ms``. No change is proposed while one is pending, neither the partition's own
+  (Kafka's PendingExpandIsr / PendingShrinkIsr) nor one the AlterPartitionManager still holds for this
+  partition after the metadata log replaced the pending state (it would be refused with
+  OPERATION_NOT_ATTEMPTED). The committed ISR changes only with the controller's answer (or the
   metadata log), never on the leader's word alone (KIP-497).
 * Follower: ``append_records_as_follower`` keeps the leader's batches and offsets byte for byte; the
   follower's HW is the leader's, capped by its own LEO; ``truncate_to`` removes a divergent tail.
@@ -51,16 +62,23 @@ _REVERT_ON = frozenset({errors.OPERATION_NOT_ATTEMPTED, errors.INELIGIBLE_REPLIC
 
 
 class PendingIsrChange:
-    """An AlterPartition in flight: ``kind`` "expand" or "shrink", the proposed ISR, and the leader and
-    partition epochs it was based on (Kafka's PendingExpandIsr / PendingShrinkIsr)."""
+    """An AlterPartition in flight: ``kind`` "expand" or "shrink", the proposed ISR as
+    ``((broker id, broker epoch), ...)``, and the leader and partition epochs it was based on (Kafka's
+    PendingExpandIsr / PendingShrinkIsr with its ``sentLeaderAndIsr``)."""
 
-    __slots__ = ("kind", "new_isr", "leader_epoch", "partition_epoch")
+    __slots__ = ("kind", "new_isr_with_epochs", "leader_epoch", "partition_epoch")
 
-    def __init__(self, kind: str, new_isr: tuple[int, ...], leader_epoch: int, partition_epoch: int):
+    def __init__(
+        self, kind: str, new_isr_with_epochs: tuple[tuple[int, int], ...], leader_epoch: int, partition_epoch: int
+    ):
         self.kind = kind
-        self.new_isr = new_isr
+        self.new_isr_with_epochs = new_isr_with_epochs
         self.leader_epoch = leader_epoch
         self.partition_epoch = partition_epoch
+
+    @property
+    def new_isr(self) -> tuple[int, ...]:
+        return tuple(b for b, _ in self.new_isr_with_epochs)
 
 
 class IsrChangeListener:
@@ -78,6 +96,12 @@ class IsrChangeListener:
 
 
 class Partition:
+    """One hosted topic-partition. ``metadata_cache``: the broker's view of the brokers' registrations
+    (``is_broker_fenced``, ``is_broker_shutting_down``, ``get_alive_broker_epoch``, as Kafka's
+    KRaftMetadataCache); None makes every follower ISR-eligible and skips the broker epoch checks.
+    ``local_broker_epoch()``: this broker's registered epoch (-1 before registration), sent for itself
+    in AlterPartition."""
+
     def __init__(
         self,
         topic: str,
@@ -88,8 +112,9 @@ class Partition:
         time,
         replica_lag_time_max_ms: int = 30000,
         alter_partition_manager=None,
-        is_replica_isr_eligible: Callable[[int], bool] | None = None,
+        metadata_cache=None,
         isr_listener: IsrChangeListener | None = None,
+        local_broker_epoch: Callable[[], int] | None = None,
     ):
         self.topic = topic
         self.partition = partition
@@ -99,7 +124,8 @@ class Partition:
         self.time = time
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.alter_partition_manager = alter_partition_manager
-        self.is_replica_isr_eligible = is_replica_isr_eligible or (lambda broker_id: True)
+        self.metadata_cache = metadata_cache
+        self.local_broker_epoch = local_broker_epoch or (lambda: -1)
         self.isr_listener = isr_listener or IsrChangeListener()
         self.on_high_watermark_increment: Callable[[], None] = lambda: None
         self._state_lock = threading.Lock()
@@ -125,7 +151,8 @@ class Partition:
                     f"epoch {self.partition_epoch} (registration has {registration.partition_epoch})"
                 )
                 return False
-            new = self.leader_id != self.local_broker_id or self.leader_epoch != registration.leader_epoch
+            new_leader = self.leader_id != self.local_broker_id
+            new = new_leader or self.leader_epoch != registration.leader_epoch
             self.leader_id = self.local_broker_id
             self.leader_epoch = registration.leader_epoch
             self.partition_epoch = registration.partition_epoch
@@ -136,7 +163,7 @@ class Partition:
                 self.leader_epoch_start_offset = leo
                 now = self.time.milliseconds()
                 for r in self.remote_replicas.values():
-                    r.reset(now, leo, r.broker_id in self.isr)
+                    r.reset(now, leo, r.broker_id in self.isr, new_leader)
             hw_incremented = self._maybe_increment_leader_hw_locked()
         if hw_incremented:
             self.on_high_watermark_increment()
@@ -270,7 +297,7 @@ class Partition:
             if now is None:
                 now = self.time.milliseconds()
             # Kafka's shouldWaitForReplicaToJoinIsr: a caught-up, eligible replica is about to join.
-            if r.is_caught_up(leo, now, self.replica_lag_time_max_ms) and self.is_replica_isr_eligible(r.broker_id):
+            if r.is_caught_up(leo, now, self.replica_lag_time_max_ms) and self._is_replica_isr_eligible(r):
                 new_hw = r.log_end_offset
         if new_hw < 0:
             return False
@@ -288,12 +315,20 @@ class Partition:
 
     # -- followers, seen from the leader -------------------------------------------------------
     def update_follower_fetch_state(
-        self, replica_id: int, fetch_offset: int, log_start_offset: int, fetch_time_ms: int, leader_end_offset: int
+        self,
+        replica_id: int,
+        fetch_offset: int,
+        log_start_offset: int,
+        fetch_time_ms: int,
+        leader_end_offset: int,
+        broker_epoch: int = -1,
     ) -> bool:
-        """A Fetch from follower ``replica_id`` at ``fetch_offset`` read when the leader's LEO was
-        ``leader_end_offset``: update its Replica, maybe expand the ISR, maybe move the HW. True if the
-        HW moved (the caller completes delayed produces and fetches). Raises NotLeaderOrFollowerError
-        when this broker does not lead or ``replica_id`` is not an assigned follower."""
+        """A Fetch from follower ``replica_id`` (its incarnation ``broker_epoch``; -1: not sent) at
+        ``fetch_offset`` read when the leader's LEO was ``leader_end_offset``: update its Replica, maybe
+        expand the ISR, maybe move the HW. True if the HW moved (the caller completes delayed produces
+        and fetches). Raises NotLeaderOrFollowerError when this broker does not lead, ``replica_id`` is
+        not an assigned follower, or ``broker_epoch`` is older than the follower's live registration
+        (a previous incarnation's Fetch; Kafka's ``Replica.updateFetchStateOrThrow``)."""
         alter = None
         with self._state_lock:
             replica = self.remote_replicas.get(replica_id)
@@ -302,8 +337,15 @@ class Partition:
                     f"Replica {replica_id} is not recognized as a valid replica of {self.name} led by "
                     f"{self.leader_id} (this broker is {self.local_broker_id})"
                 )
+            if broker_epoch != -1 and self.metadata_cache is not None:
+                registered = self.metadata_cache.get_alive_broker_epoch(replica_id)
+                if registered is not None and registered > broker_epoch:
+                    raise errors.NotLeaderOrFollowerError(
+                        f"Received stale fetch state update for {self.name} from replica {replica_id}: broker "
+                        f"epoch {broker_epoch} vs expected {registered}"
+                    )
             previous = replica.log_end_offset
-            replica.update_fetch_state(fetch_offset, log_start_offset, fetch_time_ms, leader_end_offset)
+            replica.update_fetch_state(fetch_offset, log_start_offset, fetch_time_ms, leader_end_offset, broker_epoch)
             alter = self._maybe_prepare_expand(replica)
             hw_incremented = previous != fetch_offset and self._maybe_increment_leader_hw_locked()
         if alter is not None:
@@ -311,33 +353,72 @@ class Partition:
         return hw_incremented
 
     def _maybe_prepare_expand(self, replica: Replica) -> PendingIsrChange | None:
-        """Kafka's ``maybeExpandIsr`` / ``isFollowerInSync``: a follower outside the ISR that reached the
-        HW and the current epoch's start offset joins (one AlterPartition in flight at a time)."""
+        """Kafka's ``maybeExpandIsr`` / ``isFollowerInSync``: an ISR-eligible follower outside the ISR
+        that reached the HW and the current epoch's start offset joins (one AlterPartition in flight at
+        a time)."""
         if (
-            self.pending_isr_change is not None
-            or replica.broker_id in self.isr
-            or self.alter_partition_manager is None
+            replica.broker_id in self.isr
             or replica.log_end_offset < self.log.high_watermark
             or replica.log_end_offset < self.leader_epoch_start_offset
-            or not self.is_replica_isr_eligible(replica.broker_id)
+            or self._alter_partition_in_flight()
+            or not self._is_replica_isr_eligible(replica)
         ):
             return None
         new_isr = (*self.isr, replica.broker_id)
-        pending = PendingIsrChange("expand", new_isr, self.leader_epoch, self.partition_epoch)
+        pending = PendingIsrChange(
+            "expand", self._isr_with_broker_epochs(new_isr), self.leader_epoch, self.partition_epoch
+        )
         self.pending_isr_change = pending
         self.maximal_isr = new_isr
-        _log.info(f"ISR updated for {self.name}: expanding from {list(self.isr)} to {list(new_isr)} (pending)")
+        _log.info(
+            f"ISR updated for {self.name}: expanding from {list(self.isr)} to {list(new_isr)} (pending; broker "
+            f"epochs {dict(pending.new_isr_with_epochs)})"
+        )
         return pending
+
+    def _alter_partition_in_flight(self) -> bool:
+        """An ISR change is pending: this partition's own (Kafka's ``partitionState.isInflight``), or one
+        the AlterPartitionManager still holds for this partition although the metadata log replaced the
+        pending state since (a new one would be refused with OPERATION_NOT_ATTEMPTED). True without an
+        AlterPartitionManager: no change can be proposed."""
+        manager = self.alter_partition_manager
+        return (
+            self.pending_isr_change is not None or manager is None or manager.is_pending(self.topic_id, self.partition)
+        )
+
+    def _is_replica_isr_eligible(self, replica: Replica) -> bool:
+        """Kafka's ``isReplicaIsrEligible`` (KRaft): the follower is neither fenced nor in controlled
+        shutdown, and the broker epoch of its last Fetch is its live registration's (a Fetch without an
+        epoch, -1, skips that check; no Fetch yet, or no live registration: not eligible)."""
+        cache = self.metadata_cache
+        if cache is None:
+            return True
+        broker_id = replica.broker_id
+        if cache.is_broker_fenced(broker_id) or cache.is_broker_shutting_down(broker_id):
+            return False
+        registered = cache.get_alive_broker_epoch(broker_id)
+        fetched = replica.broker_epoch
+        return fetched is not None and registered is not None and (fetched == -1 or fetched == registered)
+
+    def _isr_with_broker_epochs(self, isr: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+        """Kafka's ``addBrokerEpochToIsr``: this broker with its own epoch, each follower with the epoch
+        of its last Fetch, or -1 when none was seen in this leadership (safe: a replica that crashed
+        meanwhile leaves the ISR on the controller, whose new partition epoch then refuses the change)."""
+        out = []
+        for b in isr:
+            if b == self.local_broker_id:
+                out.append((b, self.local_broker_epoch()))
+                continue
+            replica = self.remote_replicas.get(b)
+            epoch = replica.broker_epoch if replica is not None else None
+            out.append((b, -1 if epoch is None else epoch))
+        return tuple(out)
 
     def maybe_shrink_isr(self) -> bool:
         """Kafka's ``maybeShrinkIsr`` (the ``isr-expiration`` task): ISR followers that have not caught up
         within ``replica.lag.time.max.ms`` leave through an AlterPartition. True if one was sent."""
         with self._state_lock:
-            if (
-                self.leader_id != self.local_broker_id
-                or self.pending_isr_change is not None
-                or self.alter_partition_manager is None
-            ):
+            if self.leader_id != self.local_broker_id or self._alter_partition_in_flight():
                 return False
             now = self.time.milliseconds()
             leo = self.log.log_end_offset
@@ -351,7 +432,9 @@ class Partition:
             if not out:
                 return False
             new_isr = tuple(b for b in self.isr if b not in out)
-            pending = PendingIsrChange("shrink", new_isr, self.leader_epoch, self.partition_epoch)
+            pending = PendingIsrChange(
+                "shrink", self._isr_with_broker_epochs(new_isr), self.leader_epoch, self.partition_epoch
+            )
             self.pending_isr_change = pending  # the maximal ISR stays the current one until committed
             lags = {b: (now - self.remote_replicas[b].last_caught_up_time_ms) for b in out}
             _log.info(
@@ -366,7 +449,7 @@ class Partition:
             self.topic_id,
             self.partition,
             pending.leader_epoch,
-            pending.new_isr,
+            pending.new_isr_with_epochs,
             pending.partition_epoch,
             lambda code, result: self._handle_alter_partition_response(pending, code, result),
         )

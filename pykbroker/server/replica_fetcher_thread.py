@@ -19,6 +19,12 @@ connection to the leader's inter-broker listener and a map of partitions, each i
   partition by ``replica.fetch.backoff.ms`` until the metadata log moves it; a connection error delays
   them all and reconnects.
 
+No Fetch is sent before this broker has registered (its broker epoch is -1): the metadata publisher
+starts fetchers as soon as the local metadata is loaded, which after a restart can be long before the
+registration (refused with DUPLICATE_BROKER_REGISTRATION while the previous incarnation's session
+lasts), and a Fetch without an epoch would let the leader count this incarnation as in sync under its
+predecessor's registration (KIP-903 skips the epoch check for -1). Truncation may go ahead meanwhile.
+
 Threading: one thread per (leader broker, fetcher id). ``_lock`` (Kafka's partitionMapLock) guards the
 partition map and is held while a response is applied, so once ``remove_partitions`` returns no
 append for those partitions happens any more (the ReplicaManager relies on it before making a replica
@@ -94,6 +100,7 @@ class ReplicaFetcherThread(threading.Thread):
         self._lock = threading.RLock()  # re-entered by _send's back-off while a response is applied
         self._wakeup = threading.Condition(self._lock)
         self._running = True
+        self._logged_unregistered = False
         self._conn: BrokerConnection | None = None
         self.log = get_logger("ReplicaFetcherThread", broker=self.node_id, leader=source.id, fetcher=fetcher_id)
 
@@ -165,6 +172,15 @@ class ReplicaFetcherThread(threading.Thread):
             timeout = min([d for d in delays if d > 0], default=self.backoff_ms)
             if not self._ready(FETCHING) and not self._ready(TRUNCATING):
                 self._wakeup.wait(max(1, min(timeout, self.backoff_ms)) / 1000)
+
+    def _await_registration(self) -> None:
+        """This broker has no broker epoch yet: wait ``replica.fetch.backoff.ms`` (or until shut down)."""
+        with self._lock:
+            if not self._logged_unregistered:
+                self._logged_unregistered = True
+                self.log.info("Waiting for this broker's registration (its broker epoch) before fetching")
+            if self._running:
+                self._wakeup.wait(self.backoff_ms / 1000)
 
     def _connection(self) -> BrokerConnection:
         if self._conn is None:
@@ -286,6 +302,10 @@ class ReplicaFetcherThread(threading.Thread):
 
     # -- fetch -----------------------------------------------------------------------------------
     def _maybe_fetch(self) -> None:
+        broker_epoch = self.replica_manager.broker_epoch()
+        if broker_epoch < 0:
+            self._await_registration()
+            return
         with self._lock:
             ready = self._ready(FETCHING)
             sent: dict[tuple[str, int], tuple[PartitionFetchState, int]] = {}
@@ -316,7 +336,7 @@ class ReplicaFetcherThread(threading.Thread):
             ApiKeys.FETCH,
             FETCH_VERSION,
             {
-                "replica_state": {"replica_id": self.node_id, "replica_epoch": self.replica_manager.broker_epoch()},
+                "replica_state": {"replica_id": self.node_id, "replica_epoch": broker_epoch},
                 "max_wait_ms": self.max_wait_ms,
                 "min_bytes": self.min_bytes,
                 "max_bytes": self.max_bytes,

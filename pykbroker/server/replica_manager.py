@@ -104,11 +104,15 @@ def _count_produce_failure(stats: dict[str, list[int]], topic: str, code: int) -
 
 @dataclass(slots=True)
 class FetchParams:
+    """A Fetch request's common part. ``replica_epoch``: a follower's broker epoch (Fetch v15+
+    ``replica_state.replica_epoch``, KIP-903), -1 when not sent."""
+
     replica_id: int
     max_wait_ms: int
     min_bytes: int
     max_bytes: int
     isolation: FetchIsolation
+    replica_epoch: int = -1
 
 
 @dataclass(slots=True)
@@ -392,20 +396,12 @@ class ReplicaManager:
             self.time,
             self.replica_lag_time_max_ms,
             self.alter_partition_manager,
-            self._is_replica_isr_eligible,
+            self.metadata_cache,
             self.isr_listener,
+            lambda: self.broker_epoch(),
         )
         p.on_high_watermark_increment = lambda tp=(topic, index): self._complete_delayed(tp, produce=True)
         return p
-
-    def _is_replica_isr_eligible(self, broker_id: int) -> bool:
-        """Kafka's ``isReplicaIsrEligible``: registered, not fenced, not in controlled shutdown."""
-        b = self.metadata_cache.image.brokers.get(broker_id)
-        return b is not None and not b.fenced and not b.in_controlled_shutdown
-
-    def broker_epoch_of(self, broker_id: int) -> int:
-        b = self.metadata_cache.image.brokers.get(broker_id)
-        return b.epoch if b is not None else -1
 
     def set_alter_partition_manager(self, manager) -> None:
         """Partitions created from now on, and those already here, send their ISR changes to ``manager``."""
@@ -677,8 +673,10 @@ class ReplicaManager:
         """Read each partition (Kafka's ``readFromLog``). A follower's first read of a fetch
         (``update_fetch_state``; not the re-read of a DelayedFetch) also records its fetch offset and
         log start offset on the leader (``Partition.update_follower_fetch_state``); a moved HW is queued
-        as a purgatory action. A ``last_fetched_epoch`` that does not match this leader's epoch history
-        is answered with a diverging epoch and no records (KIP-320)."""
+        as a purgatory action; a follower whose ``replica_epoch`` is older than its live registration
+        (a previous incarnation) gets NOT_LEADER_OR_FOLLOWER for the partition and no records (KIP-903).
+        A ``last_fetched_epoch`` that does not match this leader's epoch history is answered with a
+        diverging epoch and no records (KIP-320)."""
         limit = min(params.max_bytes, self.fetch_max_bytes)
         min_one_message = True
         out = []
@@ -706,7 +704,12 @@ class ReplicaManager:
                 if follower and update_fetch_state:
                     now = self.time.milliseconds()
                     if partition.update_follower_fetch_state(
-                        params.replica_id, f.fetch_offset, f.log_start_offset, now, leader_end_offset
+                        params.replica_id,
+                        f.fetch_offset,
+                        f.log_start_offset,
+                        now,
+                        leader_end_offset,
+                        params.replica_epoch,
                     ):
                         self._actions.append(((f.topic, f.partition), True))
                         hw = log.high_watermark

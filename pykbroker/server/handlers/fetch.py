@@ -33,6 +33,7 @@ class FetchHandler:
         body = request.body
         version = request.context.api_version
         replica_id = body["replica_id"] if version < 15 else body["replica_state"]["replica_id"]
+        replica_epoch = -1 if version < 15 else body["replica_state"]["replica_epoch"]
         if replica_id >= 0:
             isolation = FetchIsolation.LOG_END
         elif body["isolation_level"] == 1:
@@ -66,7 +67,9 @@ class FetchHandler:
             else:
                 denied = {t for t in {f.topic for f in fetches} if not self.helper.authorize(request, READ, TOPIC, t)}
             fetches = [f for f in fetches if f.topic not in denied]
-        params = FetchParams(replica_id, body["max_wait_ms"], body["min_bytes"], body["max_bytes"], isolation)
+        params = FetchParams(
+            replica_id, body["max_wait_ms"], body["min_bytes"], body["max_bytes"], isolation, replica_epoch
+        )
 
         stats = self.replica_manager.broker_topic_stats
         from_consumer = replica_id < 0

@@ -35,20 +35,25 @@ def partition_ok(index, isr, epoch=1):
     }
 
 
+def isr(*broker_ids):
+    """An ISR with each member's broker epoch (100 + id), as a Partition submits it."""
+    return tuple((b, 100 + b) for b in broker_ids)
+
+
 def setup():
     time = MockTime(current_ms=1000)
     scheduler = MockScheduler(time)
     controller = FakeController()
-    apm = AlterPartitionManager(1, lambda: controller, lambda: 42, lambda b: 100 + b, scheduler)
+    apm = AlterPartitionManager(1, lambda: controller, lambda: 42, scheduler)
     return time, scheduler, controller, apm
 
 
 def test_changes_are_batched_with_one_request_in_flight():
     time, scheduler, controller, apm = setup()
     results = []
-    assert apm.submit(T1, 0, 0, (1, 2), 5, lambda c, r: results.append(("t1-0", c, r)))
-    assert apm.submit(T1, 1, 0, (1, 3), 7, lambda c, r: results.append(("t1-1", c, r)))
-    assert apm.submit(T2, 0, 2, (1,), 1, lambda c, r: results.append(("t2-0", c, r)))
+    assert apm.submit(T1, 0, 0, isr(1, 2), 5, lambda c, r: results.append(("t1-0", c, r)))
+    assert apm.submit(T1, 1, 0, isr(1, 3), 7, lambda c, r: results.append(("t1-1", c, r)))
+    assert apm.submit(T2, 0, 2, isr(1), 1, lambda c, r: results.append(("t2-0", c, r)))
     assert len(controller.requests) == 1  # the first went out alone; the others wait for its answer
     request, future = controller.requests[0]
     assert request["broker_id"] == 1 and request["broker_epoch"] == 42
@@ -76,19 +81,19 @@ def test_changes_are_batched_with_one_request_in_flight():
 
 def test_second_change_for_a_queued_partition_is_refused():
     _, _, controller, apm = setup()
-    apm.submit(T1, 0, 0, (1, 2), 5, lambda c, r: None)
+    apm.submit(T1, 0, 0, isr(1, 2), 5, lambda c, r: None)
     refused = []
-    assert not apm.submit(T1, 0, 0, (1,), 5, lambda c, r: refused.append(c))
+    assert not apm.submit(T1, 0, 0, isr(1), 5, lambda c, r: refused.append(c))
     assert refused == [errors.OPERATION_NOT_ATTEMPTED]
 
 
 def test_top_level_error_and_failure_are_retried_after_backoff():
     time, scheduler, controller, apm = setup()
     results = []
-    apm.submit(T1, 0, 0, (1, 2), 5, lambda c, r: results.append(c))
+    apm.submit(T1, 0, 0, isr(1, 2), 5, lambda c, r: results.append(c))
     controller.requests[0][1].set_result({"error_code": errors.NOT_CONTROLLER, "topics": []})
     assert len(controller.requests) == 1 and results == []
-    apm.submit(T1, 1, 0, (1, 2), 5, lambda c, r: results.append(c))  # queued behind the retry
+    apm.submit(T1, 1, 0, isr(1, 2), 5, lambda c, r: results.append(c))  # queued behind the retry
     assert len(controller.requests) == 1
     time.sleep(RETRY_BACKOFF_MS)
     scheduler.tick()
@@ -110,9 +115,21 @@ def test_top_level_error_and_failure_are_retried_after_backoff():
 def test_partition_missing_from_the_answer_is_sent_again():
     time, scheduler, controller, apm = setup()
     results = []
-    apm.submit(T1, 0, 0, (1, 2), 5, lambda c, r: results.append(c))
+    apm.submit(T1, 0, 0, isr(1, 2), 5, lambda c, r: results.append(c))
     controller.requests[0][1].set_result({"error_code": 0, "topics": []})
     assert results == []
     time.sleep(RETRY_BACKOFF_MS)
     scheduler.tick()
     assert len(controller.requests) == 2
+
+
+def test_is_pending_while_queued_or_in_flight():
+    _, _, controller, apm = setup()
+    assert not apm.is_pending(T1, 0)
+    apm.submit(T1, 0, 0, isr(1, 2), 5, lambda c, r: None)  # in flight
+    apm.submit(T1, 1, 0, isr(1, 2), 5, lambda c, r: None)  # queued behind it
+    assert apm.is_pending(T1, 0) and apm.is_pending(T1, 1) and not apm.is_pending(T2, 0)
+    controller.requests[0][1].set_result(
+        {"error_code": 0, "topics": [{"topic_id": T1, "partitions": [partition_ok(0, [1, 2])]}]}
+    )
+    assert not apm.is_pending(T1, 0) and apm.is_pending(T1, 1)

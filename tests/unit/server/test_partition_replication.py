@@ -1,6 +1,7 @@
 """Partition replication state on a real UnifiedLog: the leader's view of its followers (Replica),
-high watermark over the maximal ISR, ISR expand/shrink through AlterPartition, min.insync.replicas,
-stale registrations, and the follower side (append as follower, truncation)."""
+high watermark over the maximal ISR, ISR expand/shrink through AlterPartition, ISR eligibility by the
+followers' broker epochs (KIP-903), no proposal while one is pending, min.insync.replicas, stale
+registrations, and the follower side (append as follower, truncation)."""
 
 from __future__ import annotations
 
@@ -12,26 +13,35 @@ from pykbroker.log.log_config import LogConfig
 from pykbroker.log.unified_log import UnifiedLog
 from pykbroker.metadata.partition_registration import PartitionRegistration
 from pykbroker.protocol import errors
+from pykbroker.server.alter_partition_manager import AlterPartitionManager
 from pykbroker.server.partition import IsrChangeListener, Partition
 from pykbroker.server.replica import Replica
 from pykbroker.server.replica_fetcher_manager import fetcher_id, java_string_hash
+from pykbroker.utils.scheduler import MockScheduler
 from pykbroker.utils.time import MockTime
 from tests.unit.log.log_test_utils import make_batch
+from tests.unit.server.test_alter_partition_manager import FakeController, partition_ok
 
 LAG_MS = 10_000
 TOPIC_ID = uuid.uuid4()
 
 
 class RecordingAlterPartitionManager:
+    """Records submits as ``(new ISR ids, leader epoch, partition epoch, callback, broker epochs)``."""
+
     def __init__(self):
         self.submitted = []
 
-    def submit(self, topic_id, partition, leader_epoch, new_isr, partition_epoch, callback):
-        self.submitted.append((tuple(new_isr), leader_epoch, partition_epoch, callback))
+    def submit(self, topic_id, partition, leader_epoch, new_isr_with_epochs, partition_epoch, callback):
+        ids = tuple(b for b, _ in new_isr_with_epochs)
+        self.submitted.append((ids, leader_epoch, partition_epoch, callback, dict(new_isr_with_epochs)))
         return True
 
+    def is_pending(self, topic_id, partition):
+        return bool(self.submitted)
+
     def answer(self, code=errors.NONE, isr=None, partition_epoch=None, leader_epoch=None):
-        new_isr, le, pe, callback = self.submitted.pop(0)
+        new_isr, le, pe, callback, _ = self.submitted.pop(0)
         result = None
         if code == errors.NONE:
             result = {
@@ -41,6 +51,26 @@ class RecordingAlterPartitionManager:
                 "partition_epoch": pe + 1 if partition_epoch is None else partition_epoch,
             }
         callback(code, result)
+
+
+class FakeMetadata:
+    """The brokers' registrations as the leader's metadata cache sees them:
+    ``{broker id: (broker epoch, fenced, in controlled shutdown)}`` (Kafka's KRaftMetadataCache calls)."""
+
+    def __init__(self, brokers):
+        self.brokers = dict(brokers)
+
+    def is_broker_fenced(self, broker_id):
+        b = self.brokers.get(broker_id)
+        return b is not None and b[1]
+
+    def is_broker_shutting_down(self, broker_id):
+        b = self.brokers.get(broker_id)
+        return b is not None and b[2]
+
+    def get_alive_broker_epoch(self, broker_id):
+        b = self.brokers.get(broker_id)
+        return b[0] if b is not None and not b[1] else None
 
 
 class CountingListener(IsrChangeListener):
@@ -62,12 +92,12 @@ def time():
     return MockTime(current_ms=1_000_000)
 
 
-def make_partition(tmp_path, time, min_isr=1, eligible=lambda b: True):
+def make_partition(tmp_path, time, min_isr=1, metadata=None, apm=None):
     config = LogConfig({"min.insync.replicas": min_isr, "file.delete.delay.ms": 0})
     log = UnifiedLog.create(str(tmp_path / "t-0"), config, None, time)
-    apm = RecordingAlterPartitionManager()
+    apm = apm if apm is not None else RecordingAlterPartitionManager()
     listener = CountingListener()
-    p = Partition("t", 0, TOPIC_ID, log, 1, time, LAG_MS, apm, eligible, listener)
+    p = Partition("t", 0, TOPIC_ID, log, 1, time, LAG_MS, apm, metadata, listener, lambda: 11)
     hw_moves = []
     p.on_high_watermark_increment = lambda: hw_moves.append(p.log.high_watermark)
     return p, apm, listener, hw_moves
@@ -88,8 +118,8 @@ def append(p, count=2, acks=-1):
     return info
 
 
-def fetch(p, replica, offset, time):
-    return p.update_follower_fetch_state(replica, offset, 0, time.milliseconds(), p.log.log_end_offset)
+def fetch(p, replica, offset, time, broker_epoch=-1):
+    return p.update_follower_fetch_state(replica, offset, 0, time.milliseconds(), p.log.log_end_offset, broker_epoch)
 
 
 def test_high_watermark_waits_for_every_isr_member(tmp_path, time):
@@ -145,18 +175,102 @@ def test_caught_up_follower_joins_the_isr(tmp_path, time):
 
 
 def test_ineligible_replica_does_not_join_and_rejected_expansion_reverts(tmp_path, time):
-    eligible = {2: True, 3: False}
-    p, apm, listener, _ = make_partition(tmp_path, time, eligible=lambda b: eligible[b])
+    metadata = FakeMetadata({1: (11, False, False), 2: (12, False, False), 3: (13, True, False)})
+    p, apm, listener, _ = make_partition(tmp_path, time, metadata=metadata)
     p.make_leader(reg((1, 2)))
     append(p)
-    fetch(p, 2, 2, time)
-    fetch(p, 3, 2, time)
-    assert apm.submitted == []  # fenced or shutting down: Kafka's isReplicaIsrEligible
-    eligible[3] = True
-    fetch(p, 3, 2, time)
+    fetch(p, 2, 2, time, 12)
+    fetch(p, 3, 2, time, 13)
+    assert apm.submitted == []  # fenced: Kafka's isReplicaIsrEligible
+    metadata.brokers[3] = (13, False, True)
+    fetch(p, 3, 2, time, 13)
+    assert apm.submitted == []  # in controlled shutdown
+    metadata.brokers[3] = (13, False, False)
+    fetch(p, 3, 2, time, 13)
+    assert apm.submitted[0][4] == {1: 11, 2: 12, 3: 13}
     apm.answer(errors.INELIGIBLE_REPLICA)
     assert p.isr == p.maximal_isr == (1, 2) and p.pending_isr_change is None
     assert listener.counts["failed"] == 1
+
+
+def test_follower_joins_the_isr_only_under_its_registered_broker_epoch(tmp_path, time):
+    # Broker 3 restarted: its new incarnation (epoch 14) fetches while this leader's metadata still has
+    # the previous registration (13, not fenced), then the new one (fenced until it has caught up).
+    metadata = FakeMetadata({1: (11, False, False), 2: (12, False, False), 3: (13, False, False)})
+    p, apm, _, _ = make_partition(tmp_path, time, metadata=metadata)
+    p.make_leader(reg((1, 2)))
+    append(p)
+    fetch(p, 2, 2, time, 12)
+    assert p.log.high_watermark == 2
+    fetch(p, 3, 2, time, 14)
+    assert apm.submitted == []  # the predecessor's registration does not make the new incarnation eligible
+    metadata.brokers[3] = (14, True, False)
+    fetch(p, 3, 2, time, 14)
+    assert apm.submitted == []  # registered, but fenced
+    del metadata.brokers[3]
+    fetch(p, 3, 2, time, 14)
+    assert apm.submitted == []  # not registered at all
+    metadata.brokers[3] = (14, False, False)
+    fetch(p, 3, 2, time, 14)
+    # The AlterPartition names each member with the epoch of its Fetch (the leader: its own).
+    assert [(s[0], s[4]) for s in apm.submitted] == [((1, 2, 3), {1: 11, 2: 12, 3: 14})]
+
+
+def test_fetch_with_a_stale_broker_epoch_is_refused(tmp_path, time):
+    metadata = FakeMetadata({1: (11, False, False), 2: (12, False, False), 3: (14, False, False)})
+    p, apm, _, _ = make_partition(tmp_path, time, metadata=metadata)
+    p.make_leader(reg((1, 2)))
+    append(p)
+    fetch(p, 2, 2, time, 12)
+    with pytest.raises(errors.NotLeaderOrFollowerError):
+        fetch(p, 3, 2, time, 13)  # a previous incarnation's Fetch (Kafka's updateFetchStateOrThrow)
+    assert p.remote_replicas[3].log_end_offset == -1 and p.remote_replicas[3].broker_epoch is None
+    assert apm.submitted == []
+    metadata.brokers[3] = (14, True, False)
+    fetch(p, 3, 2, time, 13)  # no live registration to compare with: recorded, but not eligible
+    assert p.remote_replicas[3].log_end_offset == 2 and apm.submitted == []
+    metadata.brokers[3] = (14, False, False)
+    fetch(p, 3, 2, time)  # a Fetch without an epoch (-1) skips the epoch checks, as in Kafka
+    assert [(s[0], s[4]) for s in apm.submitted] == [((1, 2, 3), {1: 11, 2: 12, 3: -1})]
+
+
+class CountingAlterPartitionManager(AlterPartitionManager):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.submits = 0
+
+    def submit(self, *args):
+        self.submits += 1
+        return super().submit(*args)
+
+
+def test_no_isr_change_is_proposed_while_the_manager_still_holds_one(tmp_path, time):
+    controller = FakeController()
+    apm = CountingAlterPartitionManager(1, lambda: controller, lambda: 11, MockScheduler(time))
+    p, _, listener, _ = make_partition(tmp_path, time, apm=apm)
+    p.make_leader(reg((1, 2, 3)))
+    append(p)
+    fetch(p, 2, 2, time)
+    fetch(p, 3, 2, time)
+    append(p)
+    time.sleep(LAG_MS + 1)
+    fetch(p, 2, 4, time)  # replica 3 lags
+    assert p.maybe_shrink_isr()
+    assert apm.submits == 1 and len(controller.requests) == 1
+    # The controller committed the shrink; its record reaches this leader before the answer does.
+    p.make_leader(reg((1, 2), partition_epoch=1))
+    assert p.pending_isr_change is None and p.log.high_watermark == 4
+    for _ in range(5):
+        fetch(p, 3, 4, time)  # replica 3 is back at the HW, but the shrink is still in flight
+    assert not p.maybe_shrink_isr()
+    assert apm.submits == 1 and listener.counts["failed"] == 0 and p.maximal_isr == (1, 2)
+    controller.requests[0][1].set_result(
+        {"error_code": 0, "topics": [{"topic_id": TOPIC_ID, "partitions": [partition_ok(0, [1, 2], 1)]}]}
+    )
+    fetch(p, 3, 4, time)
+    assert apm.submits == 2 and len(controller.requests) == 2
+    part = controller.requests[1][0]["topics"][0]["partitions"][0]
+    assert (part["new_isr"], part["partition_epoch"]) == ([1, 2, 3], 1)
 
 
 def test_fenced_alter_partition_waits_for_the_metadata_log(tmp_path, time):
@@ -250,3 +364,12 @@ def test_fetcher_id_uses_java_string_hash():
     assert java_string_hash("") == 0
     assert {fetcher_id("topic", p, 3) for p in range(30)} == {0, 1, 2}
     assert fetcher_id("t", 0, 1) == 0
+
+
+def test_replica_keeps_its_broker_epoch_across_a_new_epoch_of_the_same_leader():
+    r = Replica(2)
+    r.update_fetch_state(fetch_offset=5, log_start_offset=0, fetch_time_ms=100, leader_end_offset=5, broker_epoch=7)
+    r.reset(200, 5, in_sync=True, new_leader=False)
+    assert r.broker_epoch == 7  # Kafka's resetReplicaState(isNewLeader = false)
+    r.reset(300, 5, in_sync=True, new_leader=True)
+    assert r.broker_epoch is None  # unknown until the follower fetches from the new leader
