@@ -38,7 +38,9 @@ Mirrors ``kafka.cluster.Partition``:
 Threading: ``_state_lock`` guards leader epoch, ISR, pending AlterPartition and the Replica states
 (metadata publisher, request handler threads, the AlterPartition callback thread, the ISR-expiration
 task). Log appends and reads are serialised by the UnifiedLog's own lock; the lock order is state lock
-then log lock, never the reverse. ``on_high_watermark_increment`` (set by the ReplicaManager) is
+then log lock, never the reverse. ``AlterPartitionManager.is_pending`` takes the manager's lock under
+the state lock; ``submit`` is called outside it, and the manager runs callbacks (which take the state
+lock) outside its own lock. ``on_high_watermark_increment`` (set by the ReplicaManager) is
 called outside the state lock when an AlterPartition answer moved the HW.
 """
 
