@@ -5,10 +5,10 @@
 Topic overrides are checked with ``LogConfig.validate`` (unknown names and bad values -> INVALID_CONFIG);
 CreateTopics responses list every topic config with its effective value and source (TOPIC_CONFIG,
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG). Group overrides are checked with ``group_config.validate``
-(INVALID_CONFIG). Broker resources (dynamic broker configs, per broker or the cluster default) accept only
-the keys the broker reconfigures while running (:func:`dynamic_broker_keys`, Kafka's
-``DynamicBrokerConfig.AllDynamicConfigs`` as far as pykbroker applies them): others get Kafka's
-INVALID_REQUEST ``Cannot update these configs dynamically: Set(...)``, bad values INVALID_CONFIG.
+(INVALID_CONFIG). Broker resources (dynamic broker configs, per broker or the cluster default) accept the keys Kafka
+reconfigures while running (:func:`dynamic_broker_keys`, Kafka's ``DynamicBrokerConfig.AllDynamicConfigs``,
+per broker or per listener as ``listener.name.<listener>.<key>``) and custom keys Kafka does not know, with
+Kafka's rules (:func:`validate_dynamic_broker_configs`): refusals are INVALID_REQUEST with Kafka's message.
 Immutable, thread-safe.
 """
 
@@ -16,6 +16,12 @@ from __future__ import annotations
 
 from pykbroker.config import group_config
 from pykbroker.config.config_def import Type
+from pykbroker.config.dynamic_broker_config_def import (
+    RUNTIME_KEYS,
+    check_names_and_types,
+    config_key,
+    listener_base_name,
+)
 from pykbroker.log.log_config import TOPIC_CONFIG_KEYS, LogConfig
 from pykbroker.metadata.configuration_control_manager import (
     SOURCE_DEFAULT_CONFIG,
@@ -32,36 +38,38 @@ _SOURCE_IDS = {
 }
 
 
-#: Broker keys reconfigurable at run time besides the topic-default synonyms (DynamicThreadPool and
-#: DynamicConnectionQuota in Kafka).
-DYNAMIC_BROKER_RUNTIME_KEYS = frozenset({"num.io.threads", "max.connections", "max.connections.per.ip"})
+#: Broker keys reconfigurable at run time besides the topic-default synonyms (Kafka's AllDynamicConfigs
+#: without DynamicLogConfig's keys; see :mod:`pykbroker.config.dynamic_broker_config_def`).
+DYNAMIC_BROKER_RUNTIME_KEYS = RUNTIME_KEYS
+
+
+def log_default_keys() -> frozenset[str]:
+    """DynamicLogConfig.ReconfigurableConfigs: the broker synonyms of the topic configs (``log.retention.ms``,
+    ``message.max.bytes``, ...) but ``log.message.format.version``."""
+    synonyms = {s.name for key in TOPIC_CONFIG_KEYS.values() for s in key.synonyms}
+    return frozenset(synonyms - {"log.message.format.version"})
 
 
 def dynamic_broker_keys() -> frozenset[str]:
     """Every broker key a dynamic broker config may set: the broker synonyms of the topic configs
     (DynamicLogConfig: ``log.retention.ms``, ``message.max.bytes``, ...) and the run-time keys."""
-    synonyms = {s.name for key in TOPIC_CONFIG_KEYS.values() for s in key.synonyms}
-    return frozenset(synonyms - {"log.message.format.version"}) | DYNAMIC_BROKER_RUNTIME_KEYS
+    return log_default_keys() | DYNAMIC_BROKER_RUNTIME_KEYS
 
 
-def validate_dynamic_broker_configs(configs: dict[str, str]) -> None:
-    """Raise InvalidRequestError for keys that cannot change at run time, InvalidConfigurationError for
-    bad values."""
+def validate_dynamic_broker_configs(configs: dict[str, str], per_broker: bool = True) -> None:
+    """Kafka's ``DynamicBrokerConfig.validateConfigs`` for one broker resource's complete overrides
+    (``per_broker``: resource ``<id>``, else the cluster default): InvalidRequestError with Kafka's message
+    for keys that cannot change at run time, security keys without the listener prefix, bad values
+    (KAFKA-13609: Kafka answers INVALID_REQUEST, not INVALID_CONFIG) and per-broker keys at the cluster
+    default level."""
     from pykbroker.protocol import errors
 
-    bad = sorted(set(configs) - dynamic_broker_keys())
-    if bad:
-        raise errors.InvalidRequestError(f"Cannot update these configs dynamically: Set({', '.join(bad)})")
-    LogConfig.from_broker_config({k: v for k, v in configs.items() if k not in DYNAMIC_BROKER_RUNTIME_KEYS})
-    for key in DYNAMIC_BROKER_RUNTIME_KEYS & set(configs):
-        try:
-            value = int(str(configs[key]).strip())
-        except ValueError:
-            raise errors.InvalidConfigurationError(
-                f"Invalid value {configs[key]} for configuration {key}: Not a number of type INT"
-            ) from None
-        if value < (1 if key == "num.io.threads" else 0):
-            raise errors.InvalidConfigurationError(f"Invalid value {value} for configuration {key}")
+    keys = dynamic_broker_keys()
+    try:
+        check_names_and_types(configs, per_broker, keys)
+        LogConfig.from_broker_config({k: v for k, v in configs.items() if k in log_default_keys()})
+    except ValueError as e:  # ConfigException included
+        raise errors.InvalidRequestError(str(e)) from None
 
 
 class LogConfigSchema(ConfigSchema):
@@ -74,6 +82,9 @@ class LogConfigSchema(ConfigSchema):
         self.group_defaults = group_defaults or group_config.GroupConfigDefaults.from_broker_config()
 
     def is_list(self, resource_type: int, name: str) -> bool:
+        if resource_type == RESOURCE_BROKER:  # APPEND/SUBTRACT on list-typed broker keys (per listener too)
+            broker_key = config_key(listener_base_name(name) or name)
+            return broker_key is not None and broker_key.type == Type.LIST
         key = TOPIC_CONFIG_KEYS.get(name)
         return resource_type == RESOURCE_TOPIC and key is not None and key.type == Type.LIST
 
@@ -83,7 +94,7 @@ class LogConfigSchema(ConfigSchema):
         elif resource_type == RESOURCE_GROUP:
             group_config.validate(configs, self.group_defaults)
         elif resource_type == RESOURCE_BROKER:
-            validate_dynamic_broker_configs(configs)
+            validate_dynamic_broker_configs(configs, per_broker=resource_name != "")
 
     def unclean_leader_election_enabled(self, overrides: dict[str, str]) -> bool:
         return bool(self.broker_defaults.with_overrides(overrides).unclean_leader_election_enable)

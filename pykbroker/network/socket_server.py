@@ -186,6 +186,10 @@ class Processor(threading.Thread):
             "kafka.network:type=SocketServer,name="
             f"{'ControlPlane' if plane == CONTROL_PLANE else ''}NetworkProcessorAvgIdlePercent"
         )
+        #: Kafka's per-Processor ``kafka.network:type=Processor,name=IdlePercent,networkProcessor=<id>``
+        #: (removed with the Processor, see :meth:`remove_metrics`)
+        self.idle_metric_name = f"kafka.network:type=Processor,name=IdlePercent,networkProcessor={processor_id}"
+        self.own_idle = metrics.idle_ratio(self.idle_metric_name)
         self.started = threading.Event()
 
     # -- cross-thread entry points -------------------------------------------------------------
@@ -245,6 +249,7 @@ class Processor(threading.Thread):
                 if now - loop_start > 100_000_000:
                     idle = self.selector.select_time_ns - select_before
                     self.idle.record(idle, now - loop_start)
+                    self.own_idle.record(idle, now - loop_start)
                     select_before, loop_start = self.selector.select_time_ns, now
         finally:
             self._close_all()
@@ -563,9 +568,16 @@ class Processor(threading.Thread):
     def connection_count(self) -> int:
         return len(self.selector.channels)
 
+    def remove_metrics(self) -> None:
+        self.metrics.remove(self.idle_metric_name)
+
 
 class Acceptor(threading.Thread):
-    """Accepts connections on one listener and hands them round-robin to its Processors."""
+    """Accepts connections on one listener and hands them round-robin to its Processors.
+
+    The Processor list can change while the Acceptor runs (dynamic ``num.network.threads``, Kafka's
+    ``addProcessors``/``removeProcessors``): ``_lock`` guards it, and a connection is chosen a Processor
+    and handed to it under the lock, so a Processor taken out of the list never receives another one."""
 
     def __init__(
         self,
@@ -585,6 +597,7 @@ class Acceptor(threading.Thread):
         self.connection_quotas = connection_quotas
         self.time = time
         self.processors: list[Processor] = []
+        self._lock = threading.Lock()
         self.current_processor_index = 0
         self.should_run = True
         self.log = get_logger("SocketServer", listenerType="BROKER", nodeId=config.node_id)
@@ -614,7 +627,29 @@ class Acceptor(threading.Thread):
         self.log.info(f"Awaiting socket connections on {host}:{self.bound_port}.", listener=self.endpoint.listener_name)
 
     def add_processors(self, processors: list[Processor]) -> None:
-        self.processors.extend(processors)
+        """Add ``processors`` (started here if the Acceptor runs already, Kafka's ``addProcessors``)."""
+        if self.ident is not None:
+            for p in processors:
+                p.start()
+        with self._lock:
+            self.processors = [*self.processors, *processors]
+
+    def remove_processors(self, count: int, timeout: float = 5.0) -> list[Processor]:
+        """Kafka's ``removeProcessors``: take the last ``count`` Processors out of the rotation, then stop
+        them; each closes its connections (and those still queued for it) on its own thread, and the
+        clients reconnect. Waits up to ``timeout`` seconds for each to stop; returns them."""
+        with self._lock:
+            removed = self.processors[len(self.processors) - count :]
+            self.processors = self.processors[: len(self.processors) - count]
+        for p in removed:
+            p.begin_shutdown()
+        for p in removed:
+            if p.is_alive():
+                p.join(timeout)
+            elif p.ident is None:  # never started: close what was queued for it here
+                p._close_all()
+            p.remove_metrics()
+        return removed
 
     def start(self) -> None:
         self.open_server_socket()
@@ -693,13 +728,15 @@ class Acceptor(threading.Thread):
     def _assign_new_connection(self, sock: socket.socket) -> Processor:
         """Offer ``sock`` to the Processors round-robin (non-blocking offers, a blocking put on the last
         try); returns the Processor that took it. The caller wakes it."""
-        retries_left = len(self.processors)
-        while True:
-            retries_left -= 1
-            processor = self.processors[self.current_processor_index % len(self.processors)]
-            self.current_processor_index += 1
-            if processor.accept(sock, may_block=retries_left == 0):
-                return processor
+        with self._lock:
+            processors = self.processors
+            retries_left = len(processors)
+            while True:
+                retries_left -= 1
+                processor = processors[self.current_processor_index % len(processors)]
+                self.current_processor_index += 1
+                if processor.accept(sock, may_block=retries_left == 0):
+                    return processor
 
     def begin_shutdown(self) -> None:
         self.should_run = False
@@ -765,7 +802,9 @@ class SocketServer:
         self.control_plane_request_channel = (
             RequestChannel(20, "ControlPlane", time, metrics) if config.control_plane_listener else None
         )
+        self.is_api_allowed = is_api_allowed
         self.next_processor_id = 0
+        self._resize_lock = threading.Lock()  # one num.network.threads change at a time
         self.data_plane_acceptors: dict[str, Acceptor] = {}
         self.control_plane_acceptor: Acceptor | None = None
         for endpoint in config.data_plane_listeners:
@@ -780,30 +819,56 @@ class SocketServer:
 
     def _create_acceptor(self, plane, endpoint, n, request_channel, is_api_allowed) -> Acceptor:
         acceptor = Acceptor(plane, endpoint, self.config, self.connection_quotas, self.time)
-        listener = endpoint.listener_name
-        processors = []
-        for _ in range(n):
-            p = Processor(
-                self.next_processor_id,
-                plane,
-                endpoint,
-                self.config,
-                request_channel,
-                self.connection_quotas,
-                lambda k, v, _l=listener: is_api_allowed(_l, k, v),
-                self.metrics,
-                self.time,
-                self.selector_factory,
-                self.data_plane_memory_pool if plane == DATA_PLANE else UNBOUNDED_POOL,
-                self.authenticator_factories.get(listener),
-                self.sasl_max_receive_size,
-                *(self.transport_factories.get(listener) or (None, None)),
-            )
-            self.next_processor_id += 1
-            request_channel.add_processor(p)
-            processors.append(p)
-        acceptor.add_processors(processors)
+        acceptor.add_processors([self._new_processor(plane, endpoint, request_channel) for _ in range(n)])
         return acceptor
+
+    def _new_processor(self, plane: str, endpoint: EndPoint, request_channel: RequestChannel) -> Processor:
+        """A Processor with the next id (ids are never reused, as Kafka's ``nextProcessorId``), registered
+        with ``request_channel``."""
+        listener = endpoint.listener_name
+        p = Processor(
+            self.next_processor_id,
+            plane,
+            endpoint,
+            self.config,
+            request_channel,
+            self.connection_quotas,
+            lambda k, v, _l=listener: self.is_api_allowed(_l, k, v),
+            self.metrics,
+            self.time,
+            self.selector_factory,
+            self.data_plane_memory_pool if plane == DATA_PLANE else UNBOUNDED_POOL,
+            self.authenticator_factories.get(listener),
+            self.sasl_max_receive_size,
+            *(self.transport_factories.get(listener) or (None, None)),
+        )
+        self.next_processor_id += 1
+        request_channel.add_processor(p)
+        return p
+
+    def processor_count(self, listener_name: str) -> int:
+        """The number of Processors of data-plane listener ``listener_name`` (KeyError if none)."""
+        return len(self.data_plane_acceptors[listener_name].processors)
+
+    def resize_processors(self, listener_name: str, count: int) -> None:
+        """Kafka's ``DataPlaneAcceptor.reconfigure`` for dynamic ``num.network.threads``: add Processors to
+        data-plane listener ``listener_name`` (started at once on a running broker), or remove the newest
+        ones (their connections are closed, the clients reconnect; responses still due to them are
+        dropped by the RequestChannel). ``count`` >= 1; the caller validated the bounds."""
+        with self._resize_lock:
+            acceptor = self.data_plane_acceptors[listener_name]
+            current = len(acceptor.processors)
+            if count == current or self.stopped:
+                return
+            self.log.info(f"Resizing network thread pool size for {listener_name} listener from {current} to {count}")
+            channel = self.data_plane_request_channel
+            if count > current:
+                acceptor.add_processors(
+                    [self._new_processor(DATA_PLANE, acceptor.endpoint, channel) for _ in range(count - current)]
+                )
+            else:
+                for p in acceptor.remove_processors(current - count):
+                    channel.remove_processor(p.id)
 
     @property
     def acceptors(self) -> list[Acceptor]:

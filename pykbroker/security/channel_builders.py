@@ -76,20 +76,46 @@ def authenticator_factories(endpoints, originals: dict, scram_credentials) -> di
     return out
 
 
+class ListenerSslFactory:
+    """The server side of one TLS listener (Kafka's ``SslFactory`` in ``SERVER`` mode): called with each
+    accepted socket, it wraps it in an SslTransportLayer with the listener's current SSLContext.
+    :meth:`reconfigure` swaps the context (dynamic keystore/truststore update): new connections get the new
+    certificate, connections already made keep theirs. ``certificate`` is the listener's own certificate
+    (``keystore_certificate``), for the compatibility check of the next update.
+
+    Threading: called on Processor threads; ``reconfigure`` on the metadata publisher's thread replaces
+    one attribute (a single reference assignment, which a Processor sees whole)."""
+
+    def __init__(self, listener: str, originals: dict):
+        from pykbroker.security.ssl_factory import keystore_certificate, server_context
+
+        self.listener = listener
+        self.context = server_context(originals, listener)
+        self.certificate = keystore_certificate(originals, listener)
+
+    def __call__(self, sock):
+        from pykbroker.network.ssl_transport import SslTransportLayer
+
+        return SslTransportLayer(sock, self.context)
+
+    def reconfigure(self, context, certificate) -> None:
+        self.context, self.certificate = context, certificate
+
+
 def transport_factories(endpoints, originals: dict) -> dict:
     """``{listener name: (transport factory, principal builder)}`` for SSL and SASL_SSL listeners: each
-    accepted socket is wrapped in an SslTransportLayer with the listener's context; without SASL the
-    principal comes from the client certificate (``ssl.principal.mapping.rules``)."""
-    from pykbroker.network.ssl_transport import SslTransportLayer
-    from pykbroker.security.ssl_factory import SslPrincipalMapper, server_context
+    accepted socket is wrapped in an SslTransportLayer with the listener's context (the factory is a
+    :class:`ListenerSslFactory`); without SASL the principal comes from the client certificate
+    (``ssl.principal.mapping.rules``)."""
+    from pykbroker.security.ssl_factory import SslPrincipalMapper
 
     out = {}
     for ep in endpoints:
         if ep.security_protocol not in ("SSL", "SASL_SSL"):
             continue
-        context = server_context(originals, ep.listener_name)
+        factory = ListenerSslFactory(ep.listener_name, originals)
         rules = _listener_value(originals, ep.listener_name, "ssl.principal.mapping.rules", "DEFAULT")
         mapper = SslPrincipalMapper(str(rules))
         builder = mapper.principal if ep.security_protocol == "SSL" else None
-        out[ep.listener_name] = (lambda sock, _c=context: SslTransportLayer(sock, _c), builder)
+        out[ep.listener_name] = (factory, builder)
     return out

@@ -78,6 +78,21 @@ def _check_keystore_type(originals: dict, listener: str) -> None:
         )
 
 
+def _keystore_location(originals: dict, listener: str) -> str | None:
+    """The PEM file holding the listener's key and certificate chain (inline PEM is written to a private
+    temporary file first), or None when the listener has no keystore."""
+    location = _get(originals, listener, "ssl.keystore.location")
+    if location is None:
+        key, chain = (
+            _get(originals, listener, "ssl.keystore.key"),
+            _get(originals, listener, "ssl.keystore.certificate.chain"),
+        )
+        if key is None or chain is None:
+            return None
+        location = _materialize(str(chain).strip() + "\n" + str(key).strip() + "\n", "keystore.pem")
+    return str(location)
+
+
 def _load_keystore(ctx: ssl.SSLContext, originals: dict, listener: str, required: bool) -> None:
     password = _get(originals, listener, "ssl.key.password") or _get(originals, listener, "ssl.keystore.password")
     location = _get(originals, listener, "ssl.keystore.location")
@@ -148,6 +163,43 @@ def client_context(originals: dict, listener: str) -> ssl.SSLContext:
     ctx.check_hostname = algorithm.lower() == "https"
     ctx.verify_mode = ssl.CERT_REQUIRED
     return ctx
+
+
+def keystore_certificate(originals: dict, listener: str) -> dict | None:
+    """The listener's own (first) certificate as a ``getpeercert()``-style dict (``subject``,
+    ``subjectAltName``, ``serialNumber``...), or None without a keystore. ConfigException when the file
+    cannot be read. Uses the ssl module's certificate decoder (``_ssl._test_decode_cert``, the only
+    standard-library way to read a PEM certificate's fields)."""
+    location = _keystore_location(originals, listener)
+    if location is None:
+        return None
+    decode = getattr(getattr(ssl, "_ssl", None), "_test_decode_cert", None)
+    if decode is None:
+        return {}
+    try:
+        return dict(decode(location))
+    except (OSError, ssl.SSLError) as e:
+        raise ConfigException(f"Failed to load the SSL keystore of listener {listener}: {e}") from None
+
+
+def check_compatible_keystores(new: dict | None, old: dict | None, allow_dn_changes: bool, allow_san_changes: bool):
+    """Kafka's ``SslFactory.CertificateEntries.ensureCompatible`` for a keystore replaced at run time: the new
+    certificate keeps the subject (unless ``ssl.allow.dn.changes``) and every subject alternative name
+    (unless ``ssl.allow.san.changes``) of the old one. ``new``/``old``: :func:`keystore_certificate` results.
+    Raises ConfigException with Kafka's message."""
+    if not new or not old:
+        return
+    if not allow_dn_changes and distinguished_name(new).lower() != distinguished_name(old).lower():
+        raise ConfigException(
+            f"Keystore DistinguishedName does not match:  existing={{alias=mykey, DN={distinguished_name(old)}}}, "
+            f"new={{alias=mykey, DN={distinguished_name(new)}}}"
+        )
+    if not allow_san_changes and not set(old.get("subjectAltName", ())) <= set(new.get("subjectAltName", ())):
+        raise ConfigException(
+            "Keystore SubjectAltNames do not match:  "
+            f"existing={{alias=mykey, SAN={sorted(old.get('subjectAltName', ()))}}}, "
+            f"new={{alias=mykey, SAN={sorted(new.get('subjectAltName', ()))}}}"
+        )
 
 
 def distinguished_name(certificate: dict) -> str:

@@ -505,7 +505,13 @@ class KafkaRaftServer:
         )
         # Dynamic broker configs: applied now (what the metadata log holds already) and on every change.
         self.dynamic_config = DynamicBrokerConfig(
-            self.node_id, config, self.log_manager, self.data_plane_pool, self.socket_server.connection_quotas
+            self.node_id,
+            config,
+            self.log_manager,
+            self.data_plane_pool,
+            self.socket_server.connection_quotas,
+            socket_server=self.socket_server,
+            replica_fetcher_manager=self.replica_manager.replica_fetcher_manager,
         )
         self.dynamic_config.update(self.metadata_cache.image)
         self.publisher.dynamic_config = self.dynamic_config
@@ -640,7 +646,14 @@ class KafkaRaftServer:
             ListOffsetsHandler(helper, rm),
             DeleteRecordsHandler(helper, rm),
             DescribeLogDirsHandler(helper, self.log_manager),
-            AdminHandler(helper, self.controller_handle, cache, self.config, self.log_manager.default_config),
+            AdminHandler(
+                helper,
+                self.controller_handle,
+                cache,
+                self.config,
+                self.log_manager.default_config,
+                dynamic_config=lambda: getattr(self, "dynamic_config", None),
+            ),
             InitProducerIdHandler(helper, self.producer_id_manager, self.txn_coordinator),
             SaslHandlers(helper),
             groups,

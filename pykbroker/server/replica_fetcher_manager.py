@@ -5,10 +5,13 @@ thread keyed by (leader broker id, fetcher id), where the fetcher id is
 ``abs(31 * hash(topic) + partition) % num.replica.fetchers`` (Kafka's ``getFetcherId``, with Java's
 String.hashCode so the spread matches Kafka's). A thread is created on first use, replaced when the
 leader's endpoint changed, and shut down once it has no partitions left
-(``shutdown_idle_fetcher_threads``).
+(``shutdown_idle_fetcher_threads``). ``resize_thread_pool`` (dynamic ``num.replica.fetchers``) reassigns
+every partition by the new count, as Kafka's ``resizeThreadPool``. Each thread has Kafka's meter
+``kafka.server:type=FetcherStats,name=RequestsPerSec,clientId=<thread name>,brokerHost=<h>,brokerPort=<p>``
+while it exists.
 
-Threading: ``_lock`` guards the thread map; called by the metadata publisher (through the
-ReplicaManager) and at shutdown.
+Threading: ``_lock`` guards the thread map and the fetcher count; called by the metadata publisher
+(through the ReplicaManager and the DynamicBrokerConfig) and at shutdown.
 """
 
 from __future__ import annotations
@@ -48,11 +51,13 @@ class ReplicaFetcherManager:
         self._threads: dict[tuple[int, int], ReplicaFetcherThread] = {}
         self._lock = threading.Lock()
         self._closed = False
+        self.metrics = None
         self.log = get_logger("ReplicaFetcherManager", broker=self.node_id)
 
     def register_metrics(self, metrics) -> None:
         """Kafka's ``kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica`` (messages the
         most lagging followed partition is behind its leader's HW) and ``DeadThreadCount``."""
+        self.metrics = metrics
         prefix = "kafka.server:type=ReplicaFetcherManager,name="
 
         def threads() -> list[ReplicaFetcherThread]:
@@ -69,40 +74,43 @@ class ReplicaFetcherManager:
     ) -> None:
         """Start fetching each partition from its leader (``(leader endpoint, initial state)``)."""
         with self._lock:
-            if self._closed:
-                return
-            by_thread: dict[tuple[int, int], dict] = {}
-            endpoints: dict[tuple[int, int], BrokerEndPoint] = {}
-            for tp, (leader, state) in partitions.items():
-                key = (leader.id, fetcher_id(tp[0], tp[1], self.num_fetchers))
-                by_thread.setdefault(key, {})[tp] = state
-                endpoints[key] = leader
-            for key, states in by_thread.items():
-                thread = self._threads.get(key)
-                if thread is not None and thread.source != endpoints[key]:
-                    thread.shutdown()
-                    thread = None
-                if thread is None:
-                    thread = ReplicaFetcherThread(
-                        f"ReplicaFetcherThread-{key[1]}-{key[0]}",
-                        key[1],
-                        endpoints[key],
-                        self.replica_manager,
-                        self.config,
-                        self.time,
-                    )
-                    self._threads[key] = thread
-                    thread.start()
-                # A partition fetches from one leader only.
-                for other_key, other in self._threads.items():
-                    if other_key != key:
-                        other.remove_partitions(states)
-                thread.add_partitions(states)
-                added = ", ".join(
-                    f"{t}-{p} (offset {st.fetch_offset}, epoch {st.current_leader_epoch})"
-                    for (t, p), st in states.items()
+            if not self._closed:
+                self._add_locked(partitions)
+
+    def _add_locked(self, partitions: dict[tuple[str, int], tuple[BrokerEndPoint, PartitionFetchState]]) -> None:
+        by_thread: dict[tuple[int, int], dict] = {}
+        endpoints: dict[tuple[int, int], BrokerEndPoint] = {}
+        for tp, (leader, state) in partitions.items():
+            key = (leader.id, fetcher_id(tp[0], tp[1], self.num_fetchers))
+            by_thread.setdefault(key, {})[tp] = state
+            endpoints[key] = leader
+        for key, states in by_thread.items():
+            thread = self._threads.get(key)
+            if thread is not None and thread.source != endpoints[key]:
+                self._shutdown_thread(thread)
+                thread = None
+            if thread is None:
+                thread = ReplicaFetcherThread(
+                    f"ReplicaFetcherThread-{key[1]}-{key[0]}",
+                    key[1],
+                    endpoints[key],
+                    self.replica_manager,
+                    self.config,
+                    self.time,
                 )
-                self.log.info(f"Added fetcher to broker {key[0]} for partitions {added}")
+                if self.metrics is not None:
+                    thread.requests_meter = self.metrics.meter(self._stats_name(thread))
+                self._threads[key] = thread
+                thread.start()
+            # A partition fetches from one leader only.
+            for other_key, other in self._threads.items():
+                if other_key != key:
+                    other.remove_partitions(states)
+            thread.add_partitions(states)
+            added = ", ".join(
+                f"{t}-{p} (offset {st.fetch_offset}, epoch {st.current_leader_epoch})" for (t, p), st in states.items()
+            )
+            self.log.info(f"Added fetcher to broker {key[0]} for partitions {added}")
 
     def remove_fetcher_for_partitions(self, partitions) -> None:
         """Stop fetching ``partitions``; when this returns no fetcher appends to them any more."""
@@ -113,12 +121,54 @@ class ReplicaFetcherManager:
             for thread in self._threads.values():
                 thread.remove_partitions(partitions)
 
+    @staticmethod
+    def _stats_name(thread: ReplicaFetcherThread) -> str:
+        source = thread.source
+        return (
+            f"kafka.server:type=FetcherStats,name=RequestsPerSec,clientId={thread.name},"
+            f"brokerHost={source.host},brokerPort={source.port}"
+        )
+
+    def _shutdown_thread(self, thread: ReplicaFetcherThread) -> None:
+        thread.shutdown()
+        if self.metrics is not None:
+            self.metrics.remove(self._stats_name(thread))
+
     def shutdown_idle_fetcher_threads(self) -> None:
         with self._lock:
-            for key, thread in list(self._threads.items()):
-                if thread.partition_count() == 0:
-                    thread.shutdown()
-                    del self._threads[key]
+            self._shutdown_idle_locked()
+
+    def _shutdown_idle_locked(self) -> None:
+        for key, thread in list(self._threads.items()):
+            if thread.partition_count() == 0:
+                self._shutdown_thread(thread)
+                del self._threads[key]
+
+    def resize_thread_pool(self, new_size: int) -> None:
+        """Kafka's ``AbstractFetcherManager.resizeThreadPool``: fetcher threads per source broker become
+        ``new_size`` (>= 1): every partition is taken out of its thread, threads whose fetcher id is no
+        longer below ``new_size`` stop, and the partitions are spread again by the new count (each
+        truncating first, from its fetch offset and leader epoch, as a newly added partition); idle
+        threads stop."""
+        with self._lock:
+            if self._closed:
+                return
+            current, self.num_fetchers = self.num_fetchers, new_size
+            self.log.info(f"Resizing fetcher thread pool size from {current} to {new_size}")
+            if new_size != current:
+                moved: dict[tuple[str, int], tuple[BrokerEndPoint, PartitionFetchState]] = {}
+                for key, thread in list(self._threads.items()):
+                    states = thread.remove_all_partitions()
+                    if key[1] >= new_size:
+                        self._shutdown_thread(thread)
+                        del self._threads[key]
+                    for tp, st in states.items():
+                        moved[tp] = (
+                            thread.source,
+                            PartitionFetchState(st.topic_id, st.fetch_offset, st.current_leader_epoch),
+                        )
+                self._add_locked(moved)
+            self._shutdown_idle_locked()
 
     def fetcher_count(self) -> int:
         with self._lock:
@@ -130,4 +180,4 @@ class ReplicaFetcherManager:
             threads = list(self._threads.values())
             self._threads.clear()
         for thread in threads:
-            thread.shutdown()
+            self._shutdown_thread(thread)

@@ -102,6 +102,8 @@ class ReplicaFetcherThread(threading.Thread):
         self._running = True
         self._logged_unregistered = False
         self._conn: BrokerConnection | None = None
+        #: Kafka's FetcherStats ``RequestsPerSec`` meter of this thread (set by the ReplicaFetcherManager)
+        self.requests_meter = None
         self.log = get_logger("ReplicaFetcherThread", broker=self.node_id, leader=source.id, fetcher=fetcher_id)
 
     # -- partition map (other threads) ---------------------------------------------------------
@@ -114,6 +116,13 @@ class ReplicaFetcherThread(threading.Thread):
         with self._lock:
             for tp in tps:
                 self.partitions.pop(tp, None)
+
+    def remove_all_partitions(self) -> dict[tuple[str, int], PartitionFetchState]:
+        """Take every partition out of this thread (Kafka's ``removeAllPartitions``); returns their states.
+        A fetch answer that arrives afterwards is not applied to them."""
+        with self._lock:
+            states, self.partitions = self.partitions, {}
+            return states
 
     def partition_count(self) -> int:
         with self._lock:
@@ -332,6 +341,8 @@ class ReplicaFetcherThread(threading.Thread):
             self._wait_for_work()
             return
         names = {st.topic_id: tp[0] for tp, (st, _) in sent.items()}
+        if self.requests_meter is not None:
+            self.requests_meter.mark()
         response = self._send(
             ApiKeys.FETCH,
             FETCH_VERSION,

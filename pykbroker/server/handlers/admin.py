@@ -43,12 +43,16 @@ _CONFIG_TYPES = {
 
 
 class AdminHandler:
-    def __init__(self, helper, controller, metadata_cache, broker_config, log_defaults: LogConfig):
+    def __init__(self, helper, controller, metadata_cache, broker_config, log_defaults: LogConfig, dynamic_config=None):
+        """``dynamic_config``: a callable returning the broker's DynamicBrokerConfig (None on a controller, or
+        before the broker has one): BROKER resources of AlterConfigs/IncrementalAlterConfigs are validated
+        with it before they are forwarded, as Kafka's ``ConfigAdminManager.preprocess``."""
         self.helper = helper
         self.controller = controller
         self.cache = metadata_cache
         self.broker_config = broker_config
         self.log_defaults = log_defaults
+        self.dynamic_config = dynamic_config or (lambda: None)
 
     def handlers(self) -> dict:
         return {
@@ -151,11 +155,13 @@ class AdminHandler:
         self._reply_when_done(request, self.controller.elect_leaders(request.body))
 
     def handle_incremental_alter_configs_request(self, request) -> None:
-        self._reply_when_done(request, self.controller.incremental_alter_configs(request.body))
+        refused = self._preprocess_broker_resources(request.body["resources"], incremental=True)
+        self._forward_alter_configs(request, request.body["resources"], refused)
 
     def handle_alter_configs_request(self, request) -> None:
         """Legacy AlterConfigs replaces a resource's whole override set: expressed as DELETE of every
         current override followed by SET of the given ones."""
+        refused = self._preprocess_broker_resources(request.body["resources"], incremental=False)
         resources = []
         for r in request.body["resources"]:
             current = dict(self.cache.image.configs.get((r["resource_type"], r["resource_name"]), {}))
@@ -163,10 +169,100 @@ class AdminHandler:
             ops = [{"name": n, "config_operation": 1, "value": None} for n in current if n not in given]
             ops += [{"name": n, "config_operation": 0, "value": v} for n, v in given.items()]
             resources.append({"resource_type": r["resource_type"], "resource_name": r["resource_name"], "configs": ops})
+        self._forward_alter_configs(request, resources, refused)
+
+    def _forward_alter_configs(self, request, resources: list[dict], refused: dict[int, dict]) -> None:
+        """Forward the resources not refused by the broker's preprocessing to the controller; answer every
+        resource in request order."""
+        kept = [r for i, r in enumerate(resources) if i not in refused]
+        if not kept:
+            self.helper.send_response(
+                request, {"throttle_time_ms": 0, "responses": [refused[i] for i in range(len(resources))]}
+            )
+            return
         future = self.controller.incremental_alter_configs(
-            {"resources": resources, "validate_only": request.body["validate_only"]}
+            {"resources": kept, "validate_only": request.body["validate_only"]}
         )
-        self._reply_when_done(request, future)
+
+        def merge(body: dict) -> dict:
+            answers = iter(body["responses"])
+            return {**body, "responses": [refused[i] if i in refused else next(answers) for i in range(len(resources))]}
+
+        self._reply_when_done(request, future, merge)
+
+    def _preprocess_broker_resources(self, resources: list[dict], incremental: bool) -> dict[int, dict]:
+        """Kafka's ``ConfigAdminManager.preprocess`` for BROKER resources on a broker: the resource must be the
+        cluster default or this broker, the keys unique and set to values, and the resulting dynamic configs
+        valid for this running broker (``DynamicBrokerConfig.validate``). Returns ``{resource index:
+        response entry}`` for the refused ones (INVALID_REQUEST with Kafka's messages)."""
+        dynamic_config = self.dynamic_config()
+        refused: dict[int, dict] = {}
+        if dynamic_config is None:
+            return refused
+        for i, r in enumerate(resources):
+            if r["resource_type"] != RESOURCE_BROKER:
+                continue
+            name = r["resource_name"]
+            try:
+                self._check_broker_resource(name)
+                props = self._new_broker_configs(name, r["configs"], incremental)
+                dynamic_config.validate(props, per_broker=name != "")
+            except errors.KafkaError as e:
+                refused[i] = {
+                    "error_code": e.code,
+                    "error_message": e.message,
+                    "resource_type": RESOURCE_BROKER,
+                    "resource_name": name,
+                }
+        return refused
+
+    def _check_broker_resource(self, name: str) -> None:
+        if name == "":
+            return
+        try:
+            node_id = int(name)
+        except ValueError:
+            raise errors.InvalidRequestError(f"Node id must be an integer, but it is: {name}") from None
+        if node_id != self.broker_config.node_id:
+            raise errors.InvalidRequestError(
+                f"Unexpected broker id, expected {self.broker_config.node_id}, but received {name}"
+            )
+
+    def _new_broker_configs(self, name: str, configs: list[dict], incremental: bool) -> dict[str, str]:
+        """The broker resource's dynamic configs after the request (legacy AlterConfigs: exactly those given)."""
+        from pykbroker.config.dynamic_broker_config_def import config_key, listener_base_name
+
+        names = [c["name"] for c in configs]
+        if len(set(names)) != len(names):
+            raise errors.InvalidRequestError("Error due to duplicate config keys")
+        ops = [(c["name"], int(c.get("config_operation", 0)) if incremental else 0, c["value"]) for c in configs]
+        nulls = [n for n, op, v in ops if op != 1 and v is None]
+        if nulls:
+            raise errors.InvalidRequestError("Null value not supported for : " + ", ".join(nulls))
+        if not incremental:
+            return {n: v for n, _, v in ops}
+        props = dict(self.cache.image.configs.get((RESOURCE_BROKER, name), {}))
+        for n, op, value in ops:
+            if op == 0:
+                props[n] = value
+            elif op == 1:
+                props.pop(n, None)
+            elif op in (2, 3):
+                key = config_key(listener_base_name(n) or n)
+                if key is None or key.type != "list":
+                    verb = "APPEND" if op == 2 else "SUBTRACT"
+                    raise errors.InvalidConfigurationError(f"Can't {verb} to key {n} because its type is not LIST.")
+                items = [v for v in (props.get(n) or "").split(",") if v]
+                changes = [v.strip() for v in value.split(",") if v.strip()]
+                items = (
+                    items + [v for v in changes if v not in items]
+                    if op == 2
+                    else [v for v in items if v not in changes]
+                )
+                props[n] = ",".join(items)
+            else:
+                raise errors.InvalidRequestError(f"Unknown operations type {op}")
+        return props
 
     # -- DescribeConfigs -----------------------------------------------------------------------
     def handle_describe_configs_request(self, request) -> None:
@@ -257,11 +353,20 @@ class AdminHandler:
         another broker's id.
 
         ``read_only`` is false for the keys that can be updated dynamically (``dynamic_broker_keys``); the
-        DynamicBrokerConfig applies them to the running broker."""
+        DynamicBrokerConfig applies them to the running broker. A listener key ``listener.name.<l>.<key>``
+        has its base ``<key>`` as further synonyms (Kafka's ``brokerConfigSynonyms``); PASSWORD keys are
+        sensitive (no value)."""
         if name not in ("", str(self.broker_config.node_id)):
             raise errors.InvalidRequestError(
                 f"Unexpected broker id, expected {self.broker_config.node_id} but received {name}"
             )
+        from pykbroker.config.dynamic_broker_config_def import (
+            DYNAMIC_ONLY_CONFIG_DEF,
+            QUOTA_KEYS,
+            config_key,
+            is_password,
+            listener_base_name,
+        )
         from pykbroker.config.kafka_config_def import BROKER_CONFIG_DEF
         from pykbroker.metadata.log_config_schema import dynamic_broker_keys
 
@@ -273,35 +378,39 @@ class AdminHandler:
             keys = sorted(cluster_default)
             per_broker = {}
         else:
-            keys = list(BROKER_CONFIG_DEF.keys) + sorted(
-                k for k in {**cluster_default, **per_broker} if k not in BROKER_CONFIG_DEF.keys
-            )
+            listed = [*BROKER_CONFIG_DEF.keys, *(k for k in DYNAMIC_ONLY_CONFIG_DEF.keys if k not in QUOTA_KEYS)]
+            extra = {*cluster_default, *per_broker, *(k for k in self.broker_config.originals if listener_base_name(k))}
+            keys = listed + sorted(extra - set(listed))
         out = []
+        originals = self.broker_config.originals
         for key in keys:
-            definition = BROKER_CONFIG_DEF.keys.get(key)
+            base = listener_base_name(key)
+            definition = config_key(base or key)
             config_type = getattr(definition, "type", "string")
-            found: list[tuple[int, str | None]] = []
-            if key in per_broker:
-                found.append((SOURCE_DYNAMIC_BROKER_CONFIG, per_broker[key]))
-            if key in cluster_default:
-                found.append((SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG, cluster_default[key]))
-            if name != "" and definition is not None:
-                if key in self.broker_config.originals:
-                    found.append((SOURCE_STATIC_BROKER_CONFIG, _broker_value_text(self.broker_config.values.get(key))))
-                if definition.has_default:
-                    found.append((SOURCE_DEFAULT_CONFIG, _broker_value_text(definition.default)))
-            source, text = found[0] if found else (SOURCE_DEFAULT_CONFIG, None)
-            sensitive = config_type == "password"
+            found: list[tuple[str, int, str | None]] = []
+            for synonym in (key, base) if base else (key,):
+                if synonym in per_broker:
+                    found.append((synonym, SOURCE_DYNAMIC_BROKER_CONFIG, per_broker[synonym]))
+                if synonym in cluster_default:
+                    found.append((synonym, SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG, cluster_default[synonym]))
+                if name != "" and synonym in originals:
+                    value = self.broker_config.values.get(synonym, originals[synonym])
+                    found.append((synonym, SOURCE_STATIC_BROKER_CONFIG, _broker_value_text(value)))
+            if name != "" and definition is not None and definition.has_default:
+                found.append((base or key, SOURCE_DEFAULT_CONFIG, _broker_value_text(definition.default)))
+            _, source, text = found[0] if found else (key, SOURCE_DEFAULT_CONFIG, None)
+            sensitive = config_type == "password" or is_password(key)
+            read_only = (base or key) not in dynamic_keys if base else key not in dynamic_keys
             out.append(
                 {
                     "name": key,
                     "value": None if sensitive else text,
-                    "read_only": key not in dynamic_keys,
+                    "read_only": read_only,
                     "is_default": source == SOURCE_DEFAULT_CONFIG,
                     "config_source": source,
                     "is_sensitive": sensitive,
                     "synonyms": (
-                        [{"name": key, "value": None if sensitive else v, "source": s} for s, v in found]
+                        [{"name": n, "value": None if sensitive else v, "source": s} for n, s, v in found]
                         if synonyms
                         else []
                     ),

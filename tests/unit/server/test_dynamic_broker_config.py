@@ -35,14 +35,35 @@ def _alter(bootstrap: str, name: str, key: str, value: str | None) -> None:
 def test_keys_the_controller_accepts():
     keys = dynamic_broker_keys()
     assert {"log.retention.ms", "message.max.bytes", "log.cleanup.policy", "num.io.threads"} <= keys
+    assert {"sasl.kerberos.min.time.before.relogin", "num.network.threads", "num.replica.fetchers"} <= keys
     assert "log.dirs" not in keys and "node.id" not in keys
     validate_dynamic_broker_configs({"log.retention.ms": "1000", "num.io.threads": "4"})
-    with pytest.raises(errors.InvalidRequestError, match=r"Set\(listeners, log.dirs\)"):
+    validate_dynamic_broker_configs({"custom.key": "x", "listener.name.plaintext.max.connections": "9"}, False)
+    # listeners is one of Kafka's dynamic keys (DynamicListenerConfig): only log.dirs is refused here
+    with pytest.raises(errors.InvalidRequestError, match=r"^Cannot update these configs dynamically: Set\(log.dirs\)$"):
         validate_dynamic_broker_configs({"log.dirs": "/x", "listeners": "PLAINTEXT://:1"})
-    with pytest.raises(errors.InvalidConfigurationError):
+    # bad values are INVALID_REQUEST in Kafka (ConfigAdminManager, KAFKA-13609)
+    with pytest.raises(errors.InvalidRequestError, match="Value must be at least 14"):
         validate_dynamic_broker_configs({"log.segment.bytes": "3"})
-    with pytest.raises(errors.InvalidConfigurationError):
+    with pytest.raises(errors.InvalidRequestError, match="Not a number of type INT"):
         validate_dynamic_broker_configs({"num.io.threads": "zero"})
+    with pytest.raises(errors.InvalidRequestError, match="Not a number of type LONG"):
+        validate_dynamic_broker_configs({"listener.name.plaintext.sasl.kerberos.min.time.before.relogin": "soon"})
+    with pytest.raises(errors.InvalidRequestError, match=r"only per-listener .*: Set\(ssl.keystore.location\)$"):
+        validate_dynamic_broker_configs({"ssl.keystore.location": "/x"})
+    with pytest.raises(
+        errors.InvalidRequestError,
+        match=r"^Cannot update these configs at default cluster level, broker id must be specified: "
+        r"Set\(listener.name.plaintext.ssl.keystore.location, sasl.kerberos.min.time.before.relogin\)$",
+    ):
+        validate_dynamic_broker_configs(
+            {
+                "sasl.kerberos.min.time.before.relogin": "1",
+                "listener.name.plaintext.ssl.keystore.location": "/x",
+                "num.network.threads": "4",
+            },
+            per_broker=False,
+        )
 
 
 def test_running_broker_follows_its_dynamic_configs(tmp_path):
