@@ -183,3 +183,115 @@ def test_configs_that_cannot_change_at_run_time_are_refused(kafka):
     assert r["error_message"] == "Cannot update these configs dynamically: Set(log.dirs)"
     assert describe(kafka, "1", "num.io.threads")["read_only"] is False
     assert describe(kafka, "1", "log.dirs")["read_only"] is True
+
+
+def alter_result(kafka, name: str, *ops: tuple[str, int, str | None]) -> tuple[int, str | None]:
+    with BrokerConnection.to(kafka.bootstrap, client_id="t") as conn:
+        response = conn.request(
+            ApiKeys.INCREMENTAL_ALTER_CONFIGS,
+            1,
+            {
+                "resources": [
+                    {
+                        "resource_type": 4,
+                        "resource_name": name,
+                        "configs": [{"name": k, "config_operation": op, "value": v} for k, op, v in ops],
+                    }
+                ],
+                "validate_only": False,
+            },
+        )
+    [r] = response["responses"]
+    return r["error_code"], r["error_message"]
+
+
+def test_kafka_dynamic_broker_keys_per_broker_default_and_listener(kafka):
+    """librdkafka's admin test sets sasl.kerberos.min.time.before.relogin on a broker with AlterConfigs: a key
+    of Kafka's DynamicListenerConfig, accepted at run time (stored, described, no effect without Kerberos)."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    relogin = "sasl.kerberos.min.time.before.relogin"
+    per_listener = f"listener.name.plaintext.{relogin}"
+    # legacy AlterConfigs, as librdkafka's 0081-admin test
+    legacy = ConfigResource(ResourceType.BROKER, "1", set_config={relogin: "58000"})
+    admin.alter_configs([legacy])[legacy].result(30)
+    wait_until(lambda: describe(kafka, "1", relogin)["config_source"] == DYNAMIC_BROKER_CONFIG)
+    entry = describe(kafka, "1", relogin)
+    assert (entry["value"], entry["read_only"], synonyms(entry)) == (
+        "58000",
+        False,
+        [(DYNAMIC_BROKER_CONFIG, "58000"), (DEFAULT_CONFIG, "60000")],
+    )
+
+    # IncrementalAlterConfigs: per listener (per broker), and Kafka keys at the cluster default
+    listener_res = ConfigResource(
+        ResourceType.BROKER,
+        "1",
+        incremental_configs=[ConfigEntry(per_listener, "59000", incremental_operation=AlterConfigOpType.SET)],
+    )
+    admin.incremental_alter_configs([listener_res])[listener_res].result(30)
+    # (confluent-kafka's client refuses the empty broker name of the cluster default: sent as is here)
+    alter(
+        kafka,
+        "",
+        ("log.cleaner.io.max.bytes.per.second", SET, "1000000.0"),
+        ("listener.name.plaintext.max.connection.creation.rate", SET, "500"),
+    )
+    wait_until(lambda: describe(kafka, "1", per_listener) is not None)
+    entry = describe(kafka, "1", per_listener)
+    assert (entry["value"], entry["config_source"]) == ("59000", DYNAMIC_BROKER_CONFIG)
+    # Kafka's brokerConfigSynonyms: the listener key, then its base key, in precedence order
+    assert [(s["name"], s["source"], s["value"]) for s in entry["synonyms"]] == [
+        (per_listener, DYNAMIC_BROKER_CONFIG, "59000"),
+        (relogin, DYNAMIC_BROKER_CONFIG, "58000"),
+        (relogin, DEFAULT_CONFIG, "60000"),
+    ]
+    wait_until(lambda: describe(kafka, "", "log.cleaner.io.max.bytes.per.second") is not None)
+    default = describe(kafka, "", "log.cleaner.io.max.bytes.per.second")
+    assert (default["value"], default["config_source"]) == ("1000000.0", DYNAMIC_DEFAULT_BROKER_CONFIG)
+    rate = describe(kafka, "1", "listener.name.plaintext.max.connection.creation.rate")
+    assert (rate["value"], rate["config_source"]) == ("500", DYNAMIC_DEFAULT_BROKER_CONFIG)
+
+    # Kafka's refusals, INVALID_REQUEST with Kafka's messages
+    assert alter_result(kafka, "1", ("broker.id", SET, "7")) == (
+        errors.INVALID_REQUEST,
+        "Cannot update these configs dynamically: Set(broker.id)",
+    )
+    assert alter_result(kafka, "", (relogin, SET, "1000")) == (
+        errors.INVALID_REQUEST,
+        f"Cannot update these configs at default cluster level, broker id must be specified: Set({relogin})",
+    )
+    assert alter_result(kafka, "1", ("ssl.keystore.location", SET, "/x.pem")) == (
+        errors.INVALID_REQUEST,
+        "These security configs can be dynamically updated only per-listener using the listener prefix: "
+        "Set(ssl.keystore.location)",
+    )
+    assert alter_result(kafka, "1", (per_listener, SET, "soon")) == (
+        errors.INVALID_REQUEST,
+        f"Invalid value soon for configuration {relogin}: Not a number of type LONG",
+    )
+    assert alter_result(kafka, "1", ("num.io.threads", SET, "100")) == (
+        errors.INVALID_REQUEST,
+        "Invalid value org.apache.kafka.common.config.ConfigException: Dynamic thread count update validation "
+        "failed for num.io.threads=100, value should not be greater than double the current value 4 for "
+        "configuration Invalid dynamic configuration",
+    )
+    assert alter_result(kafka, "2", (relogin, SET, "1000")) == (
+        errors.INVALID_REQUEST,
+        "Unexpected broker id, expected 1, but received 2",
+    )
+    assert describe(kafka, "1", "broker.id")["read_only"] is True
+    assert describe(kafka, "1", relogin)["value"] == "58000"  # nothing refused was stored
+
+    # legacy AlterConfigs with no config clears the broker's own set; then the cluster default's
+    cleared = ConfigResource(ResourceType.BROKER, "1", set_config={})
+    admin.alter_configs([cleared])[cleared].result(30)
+    alter(
+        kafka,
+        "",
+        ("log.cleaner.io.max.bytes.per.second", DELETE, None),
+        ("listener.name.plaintext.max.connection.creation.rate", DELETE, None),
+    )
+    wait_until(lambda: describe(kafka, "1", relogin)["config_source"] == DEFAULT_CONFIG)
+    wait_until(lambda: describe(kafka, "", "log.cleaner.io.max.bytes.per.second") is None)

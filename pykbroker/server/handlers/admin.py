@@ -387,17 +387,21 @@ class AdminHandler:
             base = listener_base_name(key)
             definition = config_key(base or key)
             config_type = getattr(definition, "type", "string")
+            # Kafka's ConfigHelper.configSynonyms: by source first, then by synonym; null defaults left out
+            names = (key, base) if base else (key,)
             found: list[tuple[str, int, str | None]] = []
-            for synonym in (key, base) if base else (key,):
-                if synonym in per_broker:
-                    found.append((synonym, SOURCE_DYNAMIC_BROKER_CONFIG, per_broker[synonym]))
-                if synonym in cluster_default:
-                    found.append((synonym, SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG, cluster_default[synonym]))
-                if name != "" and synonym in originals:
-                    value = self.broker_config.values.get(synonym, originals[synonym])
-                    found.append((synonym, SOURCE_STATIC_BROKER_CONFIG, _broker_value_text(value)))
-            if name != "" and definition is not None and definition.has_default:
-                found.append((base or key, SOURCE_DEFAULT_CONFIG, _broker_value_text(definition.default)))
+            found += [(n, SOURCE_DYNAMIC_BROKER_CONFIG, per_broker[n]) for n in names if n in per_broker]
+            found += [
+                (n, SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG, cluster_default[n]) for n in names if n in cluster_default
+            ]
+            if name != "":
+                found += [
+                    (n, SOURCE_STATIC_BROKER_CONFIG, _broker_value_text(self.broker_config.values.get(n, originals[n])))
+                    for n in names
+                    if n in originals
+                ]
+                if definition is not None and definition.has_default and definition.default is not None:
+                    found.append((base or key, SOURCE_DEFAULT_CONFIG, _broker_value_text(definition.default)))
             _, source, text = found[0] if found else (key, SOURCE_DEFAULT_CONFIG, None)
             sensitive = config_type == "password" or is_password(key)
             read_only = (base or key) not in dynamic_keys if base else key not in dynamic_keys
