@@ -183,7 +183,7 @@ class DynamicBrokerConfig:
             if threads != self._value(old, "num.network.threads", listener):
                 self._check_thread_count("num.network.threads", current, threads)
         if changed & LISTENER_KEYS:  # DynamicListenerConfig.validateReconfiguration
-            self._check_listeners(new)
+            self._check_listeners(old, new)
         contexts = {}
         for endpoint in self._data_plane_listeners():  # SslFactory.validateReconfiguration
             listener = endpoint.listener_name
@@ -205,18 +205,18 @@ class DynamicBrokerConfig:
         if value > current * 2:
             raise ConfigException(f"{message}, value should not be greater than double the current value {current}")
 
-    def _check_listeners(self, new: dict[str, str]) -> None:
+    def _check_listeners(self, old: dict[str, str], new: dict[str, str]) -> None:
         """pykbroker runs in KRaft mode, where Kafka refuses to change the advertised listeners; it cannot add
         or remove listeners at run time either, nor change a listener's security protocol."""
-        old_config = self.config
+        old_config = KafkaConfig({**self.static_originals, **old})
         new_config = KafkaConfig({**self.static_originals, **new})
-        if [str(e) for e in new_config.advertised_listeners] != [str(e) for e in old_config.advertised_listeners]:
-            raise ConfigException("Advertised listeners cannot be altered when using a Raft-based metadata quorum.")
         old_listeners = {e.listener_name: e for e in old_config.listeners}
         new_listeners = {e.listener_name: e for e in new_config.listeners}
-        for name in set(old_listeners) & set(new_listeners):
+        for name in sorted(set(old_listeners) & set(new_listeners)):
             if old_listeners[name].security_protocol != new_listeners[name].security_protocol:
                 raise ConfigException(f"Security protocol cannot be updated for existing listener {name}")
+        if [str(e) for e in new_config.advertised_listeners] != [str(e) for e in old_config.advertised_listeners]:
+            raise ConfigException("Advertised listeners cannot be altered when using a Raft-based metadata quorum.")
         if [str(e) for e in new_config.listeners] != [str(e) for e in old_config.listeners]:
             raise ConfigException("Listeners cannot be added, removed or moved at run time by pykbroker")
 

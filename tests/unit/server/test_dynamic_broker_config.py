@@ -83,3 +83,51 @@ def test_running_broker_follows_its_dynamic_configs(tmp_path):
         wait_until(lambda: log.config.retention_ms == 60000, 10, message="topic default applied")
         _alter(kafka.bootstrap_servers, "", "max.connections.per.ip", "50")
         wait_until(lambda: server.socket_server.connection_quotas.default_max_per_ip == 50, 10, message="quota")
+
+
+def test_running_broker_checks_of_a_change():
+    """DynamicBrokerConfig.validate (ConfigAdminManager.preprocess on the receiving broker): Kafka's thread count
+    bounds and listener rules, refused with Kafka's wrapped message."""
+    from pykbroker.config.kafka_config import KafkaConfig
+    from pykbroker.server.dynamic_broker_config import DynamicBrokerConfig
+
+    config = KafkaConfig(
+        {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": "1@127.0.0.1:9093",
+            "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": "/nonexistent",
+        }
+    )
+    dynamic = DynamicBrokerConfig(1, config)
+    wrapped = (
+        "Invalid value org.apache.kafka.common.config.ConfigException: {} "
+        "for configuration Invalid dynamic configuration"
+    )
+    dynamic.validate({"num.io.threads": "4", "sasl.kerberos.min.time.before.relogin": "1"}, True)  # 8 -> 4: half
+    for props, reason in [
+        (
+            {"num.io.threads": "3"},
+            "Dynamic thread count update validation failed for num.io.threads=3, value should "
+            "be at least half the current value 8",
+        ),
+        (
+            {"num.replica.fetchers": "3"},
+            "Dynamic thread count update validation failed for num.replica.fetchers=3, "
+            "value should not be greater than double the current value 1",
+        ),
+        (
+            {"advertised.listeners": "PLAINTEXT://example:9092"},
+            "Advertised listeners cannot be altered when using a Raft-based metadata quorum.",
+        ),
+        (
+            {"listener.security.protocol.map": "PLAINTEXT:SSL,CONTROLLER:PLAINTEXT"},
+            "Security protocol cannot be updated for existing listener PLAINTEXT",
+        ),
+    ]:
+        with pytest.raises(errors.InvalidRequestError) as refused:
+            dynamic.validate(props, True)
+        assert refused.value.message == wrapped.format(reason)
