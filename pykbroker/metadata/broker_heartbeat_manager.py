@@ -14,13 +14,18 @@ and not shutting down.
   :meth:`find_one_stale_broker` the oldest broker whose session expired.
 - :meth:`calculate_next_broker_state` is Kafka's heartbeat state machine over
   :class:`BrokerControlState` (FENCED, UNFENCED, CONTROLLED_SHUTDOWN, SHUTDOWN_NOW).
+- Time the controller itself did not run does not count against a session: :meth:`credit_stall` moves
+  every last contact forward by the stall (to now at most; a stall of a whole session timeout or more
+  resets every session to now), and :meth:`note_contact` takes a heartbeat that was received (see
+  :class:`BrokerHeartbeatTracker`) but is still waiting in the controller's queue.
 
-Not thread-safe: used on the controller's event thread.
+Not thread-safe: used on the controller's event thread. :class:`BrokerHeartbeatTracker` is thread-safe.
 """
 
 from __future__ import annotations
 
 import enum
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -65,6 +70,29 @@ class BrokerHeartbeatState:
         return self.controlled_shutdown_offset >= 0
 
 
+class BrokerHeartbeatTracker:
+    """When each broker's latest heartbeat was *received* (before the controller's event thread gets to
+    it), as Kafka's ``BrokerHeartbeatTracker`` records contact times outside the event queue: a heartbeat
+    stuck behind a slow event still proves the broker alive. Keyed by broker id, with the broker epoch the
+    heartbeat carried (a heartbeat of another registration proves nothing). Times: monotonic ms of the
+    controller's ``Time``. Thread-safe: :meth:`record` is called on request handler threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._received: dict[int, tuple[int, int]] = {}  # broker id -> (broker epoch, received ms)
+
+    def record(self, broker_id: int, broker_epoch: int, received_ms: int) -> None:
+        with self._lock:
+            self._received[broker_id] = (broker_epoch, received_ms)
+
+    def last_received_ms(self, broker_id: int, broker_epoch: int) -> int | None:
+        """When the latest heartbeat of ``broker_id`` with ``broker_epoch`` was received; None if the
+        latest one carried another epoch or none was received."""
+        with self._lock:
+            entry = self._received.get(broker_id)
+        return entry[1] if entry is not None and entry[0] == broker_epoch else None
+
+
 class BrokerHeartbeatManager:
     def __init__(self, time: Time, session_timeout_ms: int):
         self.time = time
@@ -102,6 +130,28 @@ class BrokerHeartbeatManager:
         if broker is not None:
             self._unfenced.pop(broker_id, None)
             broker.fenced = True
+
+    def note_contact(self, broker_id: int, at_ms: int) -> bool:
+        """A heartbeat from unfenced ``broker_id`` was received at ``at_ms`` (monotonic ms) and is not
+        processed yet: its session runs from then, if that is later than its last contact. True if that
+        moved the session."""
+        broker = self._unfenced.get(broker_id)
+        if broker is None or at_ms <= broker.last_contact_ms:
+            return False
+        broker.last_contact_ms = at_ms
+        self._unfenced = dict(sorted(self._unfenced.items(), key=lambda item: item[1].last_contact_ms))
+        return True
+
+    def credit_stall(self, stalled_ms: int) -> None:
+        """The controller did not run for ``stalled_ms`` (ms): no heartbeat could be processed then, so
+        every last contact moves forward by that much, to now at most; a stall of a whole session
+        timeout or more resets every session to now (a grace period). Order by last contact is kept."""
+        now = self.time.hi_res_milliseconds()
+        for broker in self.brokers.values():
+            if stalled_ms >= self.session_timeout_ms:
+                broker.last_contact_ms = now
+            else:
+                broker.last_contact_ms = min(now, broker.last_contact_ms + stalled_ms)
 
     def remove(self, broker_id: int) -> None:
         self.brokers.pop(broker_id, None)

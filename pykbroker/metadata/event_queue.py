@@ -13,6 +13,12 @@ passed runs before the queued events, as Kafka prepends it. The thread sleeps (r
 earliest deadline or a new event; with a ``MockTime`` a due deferred event therefore runs when the next
 event wakes the thread (or when the real wait for its deadline ends). Closing drops deferred events,
 failing them with EventQueueClosedError.
+
+Stall detection (for the controller's broker sessions; Kafka's queue has none). With ``on_stall`` and
+``stall_threshold_ms``, the thread notes the monotonic time each time it looks for work and never sleeps
+longer than half the threshold. When it finds that ``stall_threshold_ms`` or more passed since it last
+looked - the process was stopped (SIGSTOP) or starved, or one event ran that long - it calls
+``on_stall(stalled_ms)`` on the queue thread before running anything else, due deferred events included.
 """
 
 from __future__ import annotations
@@ -33,9 +39,21 @@ class EventQueueClosedError(RuntimeError):
 
 
 class EventQueue:
-    def __init__(self, thread_name: str, time: Time = SYSTEM):
+    def __init__(
+        self,
+        thread_name: str,
+        time: Time = SYSTEM,
+        on_stall: Callable[[int], None] | None = None,
+        stall_threshold_ms: int | None = None,
+    ):
+        """``on_stall(stalled_ms)`` / ``stall_threshold_ms`` (ms, > 0): see the module docstring."""
+        if on_stall is not None and (stall_threshold_ms is None or stall_threshold_ms <= 0):
+            raise ValueError("a stall listener needs a positive stall_threshold_ms")
         self.thread_name = thread_name
         self.time = time
+        self._on_stall = on_stall
+        self._stall_threshold_ms = stall_threshold_ms or 0
+        self._last_looked_ms = time.hi_res_milliseconds()
         self._cond = threading.Condition()
         self._events: collections.deque[tuple[Callable[[], None], ErrorHandler | None]] = collections.deque()
         # tag -> (deadline ms, sequence, event, error handler)
@@ -90,25 +108,49 @@ class EventQueue:
 
     def _run(self) -> None:
         while True:
+            self._check_stall()
             with self._cond:
-                while True:
-                    wait_s: float | None = None
-                    if self._deferred and not self._closing:
-                        tag, (deadline, _, event, on_error) = min(
-                            self._deferred.items(), key=lambda item: (item[1][0], item[1][1])
-                        )
-                        now = self.time.hi_res_milliseconds()
-                        if deadline <= now:
-                            del self._deferred[tag]
-                            break
-                        wait_s = (deadline - now) / 1000.0
-                    if self._events:
-                        event, on_error = self._events.popleft()
-                        break
-                    if self._closing:
-                        return
-                    self._cond.wait(wait_s)
-            self._execute(event, on_error)
+                if self._closing and not self._events:
+                    return
+                item = self._take_locked()
+                if item is None:
+                    self._cond.wait(self._wait_s_locked())
+                    continue
+            self._execute(*item)
+
+    def _check_stall(self) -> None:
+        """Note that the thread looks for work now; report a stall since it last did (queue thread)."""
+        now = self.time.hi_res_milliseconds()
+        stalled_ms = now - self._last_looked_ms
+        self._last_looked_ms = now
+        if self._on_stall is not None and stalled_ms >= self._stall_threshold_ms:
+            try:
+                self._on_stall(stalled_ms)
+            except Exception:  # noqa: BLE001 - the listener's failure must not stop the queue
+                self._log.exception("Stall listener failed")
+
+    def _take_locked(self) -> tuple[Callable[[], None], ErrorHandler | None] | None:
+        """The next thing to run: a due deferred event (earliest deadline first), else the oldest event."""
+        if self._deferred and not self._closing:
+            tag, (deadline, _, event, on_error) = min(self._deferred.items(), key=lambda item: (item[1][0], item[1][1]))
+            if deadline <= self.time.hi_res_milliseconds():
+                del self._deferred[tag]
+                return event, on_error
+        if self._events:
+            return self._events.popleft()
+        return None
+
+    def _wait_s_locked(self) -> float | None:
+        """How long to sleep (seconds; None: until notified): until the earliest deferred deadline, and at
+        most half the stall threshold when stalls are watched."""
+        wait_ms: float | None = None
+        if self._deferred and not self._closing:
+            deadline = min(d for d, _, _, _ in self._deferred.values())
+            wait_ms = max(0, deadline - self.time.hi_res_milliseconds())
+        if self._on_stall is not None and not self._closing:
+            half = self._stall_threshold_ms / 2
+            wait_ms = half if wait_ms is None else min(wait_ms, half)
+        return None if wait_ms is None else wait_ms / 1000.0
 
     def _execute(self, event, on_error) -> None:
         try:

@@ -26,6 +26,18 @@ heartbeat and fencing for the earliest session expiry (``session_timeout_ms``, K
 ``broker.session.timeout.ms``), fences one stale broker at a time and moves its leaderships. Without
 heartbeats (``unfence_on_register``) sessions are not enforced and nothing is fenced for silence.
 
+A broker is fenced for the controller's own silence never (issue: a controller stopped for longer than a
+session fenced every broker at once when it resumed, while their heartbeats were still queued):
+
+* a heartbeat counts from when it is *received* (``BrokerHeartbeatTracker``, recorded on the handler
+  thread before the event is queued), so heartbeats waiting behind a slow event keep their sessions;
+* the event queue reports a stall of its own thread (``stall_threshold_ms``, a quarter of the session
+  timeout: the process was stopped or starved, or an event ran that long) before it runs anything else,
+  and the stall is credited to every session (``BrokerHeartbeatManager.credit_stall``: a stall of a whole
+  session timeout or more resets every session to now);
+* fencing is paced: after a fencing the next one waits ``fence_interval_ms`` (a twentieth of the session
+  timeout), so heartbeats that arrive meanwhile are processed first.
+
 Threading: public methods are thread-safe and return ``concurrent.futures.Future``s, completed on the
 event thread (callbacks must be quick and must not block on other controller futures).
 """
@@ -41,6 +53,7 @@ from typing import Any, TypeVar
 
 from pykbroker.metadata.acls import AclControlManager
 from pykbroker.metadata.alter_partition import alter_partition
+from pykbroker.metadata.broker_heartbeat_manager import BrokerHeartbeatTracker
 from pykbroker.metadata.cluster_control_manager import ClusterControlManager
 from pykbroker.metadata.configuration_control_manager import ConfigSchema, ConfigurationControlManager
 from pykbroker.metadata.controller_result import ControllerResult
@@ -169,6 +182,11 @@ class QuorumController:
             session_timeout_ms,
         )
         self.managers = _ControlManagers(*self._manager_args)
+        #: a stall of the event thread this long (ms) is credited to every broker session
+        self.stall_threshold_ms = max(1, session_timeout_ms // 4)
+        #: after fencing a broker for silence, the next such fencing waits this long (ms)
+        self.fence_interval_ms = max(1, session_timeout_ms // 20)
+        self._heartbeat_tracker = BrokerHeartbeatTracker()
         self.bootstrap_metadata_version = bootstrap_metadata_version
         #: records of ``bootstrap.checkpoint`` (``kafka-storage format --add-scram``), written with
         #: ``metadata.version`` when the controller first leads an empty log
@@ -182,7 +200,10 @@ class QuorumController:
         self._generation = 0
         self._active_event = threading.Event()
         self._closed = False
-        self._queue = EventQueue(f"quorum-controller-{node_id}-event-handler", time)
+        self._next_fence_ms = 0  # no fencing for silence before this (monotonic ms): the pacing
+        self._queue = EventQueue(
+            f"quorum-controller-{node_id}-event-handler", time, self._on_stall, self.stall_threshold_ms
+        )
         self._listener = _Listener(self, 0)
         raft_client.register(self._listener)
 
@@ -281,6 +302,7 @@ class QuorumController:
         Kafka's defaults): STALE_BROKER_EPOCH for an unknown broker or another broker epoch (as Kafka,
         which never answers BROKER_ID_NOT_REGISTERED here). NotControllerError fails the future."""
         broker_id = int(request["broker_id"])
+        self._heartbeat_tracker.record(broker_id, int(request.get("broker_epoch", -1)), self.time.hi_res_milliseconds())
         state = {"in_controlled_shutdown": False}
 
         def op() -> ControllerResult:
@@ -361,21 +383,23 @@ class QuorumController:
 
     # ---- broker sessions (event thread) ------------------------------------------------------
     def _reschedule_maybe_fence_stale_brokers(self) -> None:
-        """Schedule the stale-broker check for the earliest session expiry (Kafka's
-        ``rescheduleMaybeFenceStaleBrokers``), or cancel it when no session can expire."""
+        """Schedule the stale-broker check for the earliest session expiry, not before the pacing allows
+        (Kafka's ``rescheduleMaybeFenceStaleBrokers``), or cancel it when no session can expire."""
         cluster = self.managers.cluster
         hbm = cluster.heartbeat_manager
         deadline = hbm.next_check_time_ms() if hbm is not None and cluster.sessions_enforced else None
         if deadline is None:
             self._queue.cancel_deferred(MAYBE_FENCE_REPLICAS)
         else:
-            self._schedule_maybe_fence(deadline)
+            self._schedule_maybe_fence(max(deadline, self._next_fence_ms))
 
     def _schedule_maybe_fence(self, deadline_ms: int) -> None:
         def run() -> None:
             if self._active_epoch < 0:
                 return
-            result = self.managers.replication.maybe_fence_one_stale_broker()
+            result = self.managers.replication.maybe_fence_one_stale_broker(self._heartbeat_tracker.last_received_ms)
+            if result.response:
+                self._next_fence_ms = self.time.hi_res_milliseconds() + self.fence_interval_ms
             self._reschedule_maybe_fence_stale_brokers()
             if result.records:
                 self._append(result.records, None, None)
@@ -387,6 +411,20 @@ class QuorumController:
             self._schedule_maybe_fence(deadline_ms + DEFERRED_RETRY_MS)
 
         self._queue.schedule_deferred(MAYBE_FENCE_REPLICAS, deadline_ms, run, on_error)
+
+    def _on_stall(self, stalled_ms: int) -> None:
+        """The event thread did not run for ``stalled_ms`` (ms): heartbeats could not be processed
+        meanwhile, so the time does not count against any broker's session (event thread)."""
+        hbm = self.managers.cluster.heartbeat_manager
+        if self._active_epoch < 0 or hbm is None or not self.managers.cluster.sessions_enforced:
+            return
+        self._log.warning(
+            f"The controller did not run for {stalled_ms} ms; broker sessions are extended by that time "
+            f"instead of expiring"
+            + (" (reset: it is at least the session timeout)" if stalled_ms >= hbm.session_timeout_ms else "")
+        )
+        hbm.credit_stall(stalled_ms)
+        self._reschedule_maybe_fence_stale_brokers()
 
     def _schedule_leader_rebalance(self) -> None:
         """Kafka's ``maybeScheduleNextBalancePartitionLeaders``: every leader imbalance check interval,

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import collections
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -510,17 +511,29 @@ class ReplicationControlManager:
         records.append(self.cluster.unregister_record(broker_id))
         return ControllerResult(records, {"error_code": errors.NONE, "error_message": None})
 
-    def maybe_fence_one_stale_broker(self) -> ControllerResult[None]:
-        """Fence the broker whose session expired longest ago, if any (one per call, so each fencing's
-        leader changes are visible before the next)."""
+    def maybe_fence_one_stale_broker(
+        self, last_received_ms: Callable[[int, int], int | None] = lambda broker_id, epoch: None
+    ) -> ControllerResult[bool]:
+        """Fence the broker whose session expired longest ago, if any (Kafka's
+        ``maybeFenceOneStaleBroker``): one per call, so each fencing's leader changes are visible before
+        the next. ``last_received_ms(broker_id, broker_epoch)``: when that broker's latest heartbeat was
+        received (monotonic ms, None if unknown); a stale broker with a heartbeat received but not yet
+        processed is not fenced, its session runs from the receipt. Response: whether a broker was
+        fenced."""
         records: list[ApiMessageAndVersion] = []
         hbm = self.cluster.heartbeat_manager
-        broker_id = hbm.find_one_stale_broker() if hbm is not None else None
-        if broker_id is not None and hbm is not None:
+        if hbm is None:
+            return ControllerResult(records, False)
+        while (broker_id := hbm.find_one_stale_broker()) is not None:
+            reg = self.cluster.brokers.get(broker_id)
+            received = last_received_ms(broker_id, reg.epoch) if reg is not None else None
+            if received is not None and hbm.note_contact(broker_id, received):
+                continue  # its session runs from the queued heartbeat; look at the next oldest
             self._log.info("Fencing broker because its session has timed out", broker=broker_id)
             self.handle_broker_fenced(broker_id, records)
             hbm.fence(broker_id)
-        return ControllerResult(records, None)
+            return ControllerResult(records, True)
+        return ControllerResult(records, False)
 
     def has_leaderships(self, broker_id: int) -> bool:
         return any(

@@ -5,7 +5,9 @@ know each other's address before any starts). Brokers listen on ephemeral ports.
 with ``kafka-storage format -t <one cluster id> -c <its server.properties>``, as an operator does, and
 is then started with ``python -m pykbroker.kafka`` (tests.helpers.broker.BrokerProcess). Timeouts are set
 short by config so elections and fencing take about a second. Node ids: controllers 1..n, brokers
-from 101. Only processes this object started are ever signalled.
+from 101. ``combined=True`` makes the controllers combined nodes (``process.roles=broker,controller``,
+a PLAINTEXT listener beside the controller one): each is then in ``brokers`` too, under its controller
+id. Only processes this object started are ever signalled.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def free_ports(n: int) -> list[int]:
 
 
 class KRaftCluster:
-    def __init__(self, root: Path, controllers: int = 3, brokers: int = 2, **overrides: str):
+    def __init__(self, root: Path, controllers: int = 3, brokers: int = 2, combined: bool = False, **overrides: str):
         self.root = Path(root)
         self.cluster_id = random_uuid()
         self.controller_ports = dict(zip(range(1, controllers + 1), free_ports(controllers), strict=True))
@@ -61,13 +63,18 @@ class KRaftCluster:
             **{k.replace("_", "."): str(v) for k, v in overrides.items()},
         }
         self.controllers: dict[int, BrokerProcess] = {}
+        self.brokers: dict[int, BrokerProcess] = {}
         for i, port in self.controller_ports.items():
+            roles, listeners = "controller", f"CONTROLLER://127.0.0.1:{port}"
+            if combined:
+                roles, listeners = "broker,controller", f"PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:{port}"
             self.controllers[i] = BrokerProcess(
                 self.root / f"controller-{i}",
-                **{**common, "process.roles": "controller", "node.id": str(i)},
-                listeners=f"CONTROLLER://127.0.0.1:{port}",
+                **{**common, "process.roles": roles, "node.id": str(i)},
+                listeners=listeners,
             )
-        self.brokers: dict[int, BrokerProcess] = {}
+            if combined:
+                self.brokers[i] = self.controllers[i]
         for j in range(brokers):
             node = 101 + j
             self.brokers[node] = BrokerProcess(
@@ -78,7 +85,7 @@ class KRaftCluster:
 
     @property
     def nodes(self) -> list[BrokerProcess]:
-        return [*self.controllers.values(), *self.brokers.values()]
+        return list({id(n): n for n in [*self.controllers.values(), *self.brokers.values()]}.values())
 
     def format(self, node: BrokerProcess, cluster_id: str | None = None) -> None:
         node.write_config()
@@ -115,7 +122,9 @@ class KRaftCluster:
 
     def stop(self) -> None:
         with ThreadPoolExecutor(len(self.nodes)) as pool:
-            list(pool.map(lambda n: n.stop(30), self.brokers.values()))
+            list(
+                pool.map(lambda n: n.stop(30), [b for b in self.brokers.values() if b not in self.controllers.values()])
+            )
             list(pool.map(lambda n: n.stop(30), self.controllers.values()))
 
     def kill_all(self) -> None:

@@ -1,9 +1,11 @@
 """Broker lifecycle on the QuorumController (Kafka's BrokerHeartbeat / fencing / controlled shutdown /
 UnregisterBroker) over the single-voter KafkaRaftClient, with a MockTime driving broker sessions.
 
-Sessions expire only when the MockTime moves; ``Node.tick(ms)`` advances it and then runs a controller
-read as a barrier: the read wakes the event thread, which first runs the due stale-broker check, and
-completes once everything written before it is committed."""
+Sessions expire only when the MockTime moves; ``Node.tick(ms)`` advances it in steps shorter than the
+controller's stall threshold (a longer jump is a stall of the controller itself, credited to every
+session), each followed by a controller read as a barrier: the read wakes the event thread, which first
+runs the due stale-broker check, and completes once everything written before it is committed.
+``Node.jump(ms)`` moves the clock in one step, as a stopped controller process sees it."""
 
 from __future__ import annotations
 
@@ -117,8 +119,17 @@ class Node:
         assert self.heartbeat(broker_id)["is_fenced"] is False
 
     def tick(self, ms):
+        step = self.controller.stall_threshold_ms - 1
+        while ms > 0:
+            self.jump(min(ms, step))
+            ms -= step
+
+    def jump(self, ms):
         self.time.sleep(ms)
         self.controller.find_topic_ids([]).result(TIMEOUT)
+
+    def fenced(self):
+        return sorted(b for b, reg in self.controller.managers.cluster.brokers.items() if reg.fenced)
 
     def create(self, name, assignments=None, num_partitions=1, rf=1):
         topic = {"name": name, "num_partitions": num_partitions, "replication_factor": rf, "configs": []}
@@ -227,9 +238,18 @@ def test_session_expiry_moves_leadership_to_another_isr_member(node):
     # broker 1 comes back: unfenced, but not in the ISR, so leadership stays (no AlterPartition yet)
     assert node.heartbeat(1)["is_fenced"] is False
     assert node.partition("three").leader == 2
-    # all stale at once: fenced one at a time, each rescheduling the next check
+    # all stale at once: fenced one at a time, each paced fence_interval_ms after the one before
+    interval = node.controller.fence_interval_ms
+    for b in (2, 3):
+        node.heartbeat(b)
     node.tick(SESSION_MS + 1)
-    assert all(cluster.brokers[b].fenced for b in (1, 2, 3))
+    assert len(node.fenced()) == 1
+    node.tick(interval - 1)
+    assert len(node.fenced()) == 1
+    node.tick(1)
+    assert len(node.fenced()) == 2
+    node.tick(interval)
+    assert node.fenced() == [1, 2, 3]
     part = node.partition("three")
     assert part.leader == NO_LEADER and len(part.isr) == 1
 
@@ -335,6 +355,69 @@ def test_without_heartbeats_brokers_register_unfenced_and_are_never_fenced(tmp_p
         n.stop()
 
 
+# -- the controller's own stalls and queued heartbeats (issue 23) ---------------------------------------
+
+
+def test_a_stalled_controller_fences_no_broker_but_silence_after_it_still_counts(node):
+    for b in (1, 2, 3):
+        node.live_broker(b)
+    assert node.create("three", assignments=[[1, 2, 3]])["error_code"] == errors.NONE
+    # the controller process stopped for longer than a session (SIGSTOP): no heartbeat could be processed
+    node.jump(SESSION_MS + 5000)
+    assert node.fenced() == [] and node.partition("three").leader == 1
+    # the stall reset every session to now: a broker silent for a whole session after it is fenced
+    node.heartbeat(1)
+    node.heartbeat(2)
+    node.tick(SESSION_MS - 1)
+    assert node.fenced() == []
+    node.tick(2)
+    assert node.fenced() == [3]
+
+
+def test_a_short_stall_is_credited_to_the_sessions(node):
+    node.live_broker(1)
+    node.tick(4000)
+    node.jump(6000)  # silent 10 s, but the controller did not run for 6 s of them
+    assert node.fenced() == []
+    node.tick(SESSION_MS - 4000 - 1)
+    assert node.fenced() == []
+    node.tick(2)
+    assert node.fenced() == [1]
+
+
+def test_a_received_heartbeat_waiting_in_the_queue_keeps_the_session(node):
+    node.live_broker(1)
+    node.live_broker(2)
+    # a slow event holds the event thread; heartbeats received meanwhile are recorded as they arrive
+    release = threading.Event()
+    node.controller._queue.append(lambda: release.wait(TIMEOUT))
+    node.time.sleep(1000)
+    queued = node.controller.process_broker_heartbeat(
+        {
+            "broker_id": 1,
+            "broker_epoch": node.epochs[1],
+            "current_metadata_offset": node.raft.high_watermark(),
+            "want_fence": False,
+            "want_shut_down": False,
+        }
+    )
+    tracker = node.controller._heartbeat_tracker
+    assert tracker.last_received_ms(1, node.epochs[1]) == node.time.hi_res_milliseconds()
+    assert tracker.last_received_ms(1, node.epochs[1] + 1) is None  # another registration's epoch
+    release.set()
+    assert queued.result(TIMEOUT)["is_fenced"] is False
+    # a heartbeat received but not yet processed (as if still queued): broker 2's session runs from it
+    node.tick(SESSION_MS - 2000)
+    tracker.record(2, node.epochs[2], node.time.hi_res_milliseconds())
+    tracker.record(1, node.epochs[1] + 7, node.time.hi_res_milliseconds())  # proves nothing for broker 1
+    node.tick(2001)
+    assert node.fenced() == [1]
+    node.tick(SESSION_MS - 2002)
+    assert node.fenced() == [1]
+    node.tick(node.controller.fence_interval_ms + 2)
+    assert node.fenced() == [1, 2]
+
+
 # -- BrokerHeartbeatManager and ClusterControlManager activation --------------------------------------
 
 
@@ -381,6 +464,31 @@ def test_activation_treats_registered_brokers_as_just_heartbeated():
     assert cluster.heartbeat_manager is None
 
 
+def test_heartbeat_manager_stall_credit_and_received_contacts():
+    time = MockTime(current_ns=0)
+    hbm = BrokerHeartbeatManager(time, 100)
+    hbm.register(1, fenced=False)
+    time.sleep(30)
+    hbm.register(2, fenced=False)
+    time.sleep(50)  # now 80: contacts 0 and 30
+    hbm.credit_stall(40)
+    assert [hbm.brokers[b].last_contact_ms for b in (1, 2)] == [40, 70]
+    hbm.credit_stall(20)
+    assert [hbm.brokers[b].last_contact_ms for b in (1, 2)] == [60, 80]  # never past now
+    time.sleep(100)  # now 180
+    assert hbm.find_one_stale_broker() == 1
+    hbm.credit_stall(100)  # a whole session: every session starts again now
+    assert [hbm.brokers[b].last_contact_ms for b in (1, 2)] == [180, 180] and hbm.find_one_stale_broker() is None
+    time.sleep(101)  # now 281
+    hbm.touch(2, False, 0)
+    assert hbm.find_one_stale_broker() == 1
+    assert hbm.note_contact(1, 200) and hbm.find_one_stale_broker() is None
+    assert hbm.next_check_time_ms() == 300  # broker 1 is the oldest again, from its received heartbeat
+    assert not hbm.note_contact(1, 150) and not hbm.note_contact(7, 300)  # older than known; unknown
+    hbm.fence(1)
+    assert not hbm.note_contact(1, 290)  # a fenced broker has no session to keep
+
+
 # -- EventQueue deferred events -----------------------------------------------------------------------
 
 
@@ -406,3 +514,27 @@ def test_event_queue_deferred_events_follow_the_injected_time():
         queue.schedule_deferred("d", 10**9, lambda: None, errors_seen.append)
         queue.close()
     assert ran == ["a", "event"] and len(errors_seen) == 1
+
+
+def test_event_queue_reports_its_own_stall_before_anything_runs():
+    time = MockTime(current_ns=0)
+    ran: list[object] = []
+    queue = EventQueue("stall-test", time, on_stall=ran.append, stall_threshold_ms=100)
+    try:
+        done = threading.Event()
+        queue.append(done.set)
+        assert done.wait(TIMEOUT)
+        time.sleep(99)
+        done.clear()
+        queue.append(lambda: (ran.append("event"), done.set()))
+        assert done.wait(TIMEOUT) and ran == ["event"]  # 99 ms is no stall
+        queue.schedule_deferred("due", time.hi_res_milliseconds() + 50, lambda: ran.append("deferred"))
+        time.sleep(250)
+        done.clear()
+        queue.append(lambda: (ran.append("event"), done.set()))
+        assert done.wait(TIMEOUT)
+        assert ran == ["event", 250, "deferred", "event"]
+    finally:
+        queue.close()
+    with pytest.raises(ValueError):
+        EventQueue("bad", time, on_stall=ran.append)
