@@ -5,6 +5,12 @@ called on it. ``start``/``shutdown`` are called by the owner (the server's start
 After each poll the thread hands the client's outbound RPCs to the :class:`NetworkChannel` (Kafka's
 ``NetworkChannel``), whose owner delivers the answers back with ``client.handle``. A single voter sends
 nothing and needs no channel.
+
+Any error out of a poll - an append or flush of the metadata log that failed (a full disk: ENOSPC), a
+quorum-state file that cannot be written - goes to the ``fatal_fault_handler`` as "Unexpected error in
+raft IO thread" (Kafka's ``KafkaRaftClientDriver.doWork``); a server's halts the process with exit code 1,
+so no controller goes on accepting writes it cannot persist and the other voters elect a leader. Without
+a handler (a test) the thread logs the error and stops.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from abc import ABC, abstractmethod
 
 from pykbroker.raft.kafka_raft_client import KafkaRaftClient
 from pykbroker.raft.raft_messages import RaftMessage
+from pykbroker.utils.fault_handler import FaultHandler
 from pykbroker.utils.logging import get_logger
 
 
@@ -26,9 +33,16 @@ class NetworkChannel(ABC):
 
 
 class KafkaRaftClientDriver:
-    def __init__(self, client: KafkaRaftClient, thread_name: str | None = None, channel: NetworkChannel | None = None):
+    def __init__(
+        self,
+        client: KafkaRaftClient,
+        thread_name: str | None = None,
+        channel: NetworkChannel | None = None,
+        fatal_fault_handler: FaultHandler | None = None,
+    ):
         self.client = client
         self.channel = channel
+        self.fatal_fault_handler = fatal_fault_handler
         self.thread_name = thread_name or f"kafka-{client.node_id}-raft-io-thread"
         self._running = threading.Event()
         self._thread: threading.Thread | None = None
@@ -43,6 +57,7 @@ class KafkaRaftClientDriver:
         self._thread.start()
 
     def _run(self) -> None:
+        failed = False
         try:
             while self._running.is_set():
                 wait_ms = self.client.poll_once()
@@ -53,12 +68,20 @@ class KafkaRaftClientDriver:
                 self.client.await_wakeup(wait_ms)
                 if metrics is not None:
                     metrics.update_poll_end(self.client.time.milliseconds())
-        except Exception:  # noqa: BLE001
-            self._log.exception("Unexpected error in the Raft IO thread; it stops")
-            raise
+        except Exception as e:  # noqa: BLE001
+            failed = True
+            if self.fatal_fault_handler is None:
+                self._log.exception("Unexpected error in the Raft IO thread; it stops")
+                raise
+            self.fatal_fault_handler.handle_fault("Unexpected error in raft IO thread", e)
         finally:
-            self.client.close()
-            self._send_outbound()  # a resigning leader's EndQuorumEpoch
+            try:
+                self.client.close()
+                self._send_outbound()  # a resigning leader's EndQuorumEpoch
+            except Exception:  # noqa: BLE001
+                if not failed:
+                    raise
+                self._log.exception("Closing the Raft client after a fatal fault failed")
 
     def _send_outbound(self) -> None:
         messages = self.client.drain_outbound()

@@ -93,6 +93,7 @@ from pykbroker.server.metadata_cache import MetadataCache
 from pykbroker.server.node_to_controller_channel_manager import NodeToControllerChannelManager
 from pykbroker.server.replica_manager import ReplicaManager
 from pykbroker.server.request_helper import RequestHelper
+from pykbroker.utils.fault_handler import ProcessTerminatingFaultHandler
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.metrics import MetricsRegistry
 from pykbroker.utils.scheduler import KafkaScheduler
@@ -131,9 +132,16 @@ def _schema_range(api_key: int) -> tuple[int, int]:
 
 
 class KafkaRaftServer:
-    def __init__(self, config: KafkaConfig, time: Time = SYSTEM):
+    def __init__(self, config: KafkaConfig, time: Time = SYSTEM, halt_on_fatal_fault: bool = True):
+        """``halt_on_fatal_fault``: a fatal fault (the Raft IO thread failed, e.g. the metadata log dir is
+        full) halts the process with exit code 1, as Kafka's ``ProcessTerminatingFaultHandler``; False (a
+        broker embedded in another program) shuts this server down instead."""
         self.config = config
         self.time = time
+        #: Kafka's fatal fault handler (SharedServer's ``fatalFaultHandler``): the Raft IO thread's failures
+        self.fatal_fault_handler = ProcessTerminatingFaultHandler(
+            halt=os._exit if halt_on_fatal_fault else self._stop_on_fatal_fault
+        )
         self.node_id = config.node_id
         self.log = get_logger("KafkaRaftServer", nodeId=self.node_id)
         self.metrics = MetricsRegistry()
@@ -352,7 +360,9 @@ class KafkaRaftServer:
                 security=self.controller_security,
             )
             self.controller_channel.start()
-        self.raft_driver = KafkaRaftClientDriver(self.raft, channel=self.raft_channel)
+        self.raft_driver = KafkaRaftClientDriver(
+            self.raft, channel=self.raft_channel, fatal_fault_handler=self.fatal_fault_handler
+        )
 
     def _start_metadata_cache(self) -> None:
         config = self.config
@@ -773,6 +783,9 @@ class KafkaRaftServer:
             except concurrent.futures.TimeoutError as e:
                 if left <= 0.1:
                     raise StartupError(f"Timed out after {int(timeout * 1000)} ms waiting for {what}") from e
+
+    def _stop_on_fatal_fault(self, exit_code: int) -> None:
+        self._on_fatal_error(f"A fatal fault stopped the server (exit code {exit_code}); see the log")
 
     def _on_fatal_error(self, message: str) -> None:
         """A condition this node cannot recover from (its cluster id differs from the quorum's): fail

@@ -130,7 +130,7 @@ class EmbeddedKafka:
             return self
         config = self._config()
         _acquire_logging()
-        server = KafkaRaftServer(config)
+        server = KafkaRaftServer(config, halt_on_fatal_fault=False)
         try:
             server.startup()
         except BaseException:

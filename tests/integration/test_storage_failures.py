@@ -1,18 +1,25 @@
 """A full disk under a real broker (a small tmpfs; root only, skipped elsewhere): the partition on the
 full log directory answers KAFKA_STORAGE_ERROR, the directory goes offline, the broker keeps serving
 the other directory (no SIGBUS from an index written through mmap), and after space is freed a restart
-recovers every acknowledged record."""
+recovers every acknowledged record. A full *metadata* log directory halts the node (exit code 1, as
+Kafka's fatal fault handler), and the other voters of its quorum elect a leader and keep committing."""
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
+import time
 
 import pytest
 
+from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
 from tests.helpers.broker import BrokerProcess
+from tests.helpers.cluster import KRaftCluster
 from tests.helpers.topics import create_topic, produce_raw
+from tests.helpers.wait import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -28,6 +35,60 @@ def small_tmpfs(tmp_path):
         yield mnt
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+@pytest.fixture
+def tmpfs_factory(tmp_path):
+    """``mount(name, size)``: a tmpfs of ``size`` (e.g. "4m") at ``tmp_path/name``, unmounted afterwards."""
+    mounts = []
+
+    def mount(name: str, size: str):
+        mnt = tmp_path / name
+        mnt.mkdir()
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], capture_output=True)
+        if r.returncode != 0:
+            pytest.skip("cannot mount a tmpfs here (needs root)")
+        mounts.append(mnt)
+        return mnt
+
+    try:
+        yield mount
+    finally:
+        for mnt in mounts:
+            subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def _fill(directory) -> None:
+    """Write a file in ``directory`` until its file system is full (ENOSPC)."""
+    fd = os.open(os.path.join(directory, "filler"), os.O_WRONLY | os.O_CREAT)
+    try:
+        chunk = b"\0" * 65536
+        while True:
+            try:
+                os.write(fd, chunk)
+            except OSError as e:
+                if e.errno != errno.ENOSPC:
+                    raise
+                if len(chunk) == 1:
+                    return
+                chunk = chunk[: len(chunk) // 2]
+    finally:
+        os.close(fd)
+
+
+def _create_topic_code(bootstrap: str, name: str, partitions: int = 1) -> int:
+    body = {
+        "topics": [
+            {"name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [], "configs": []}
+        ],
+        "timeout_ms": 3000,
+        "validate_only": False,
+    }
+    try:
+        with BrokerConnection.to(bootstrap, timeout=8) as c:
+            return c.request(ApiKeys.CREATE_TOPICS, 7, body)["topics"][0]["error_code"]
+    except OSError:
+        return -1
 
 
 def _batch(n: int, size: int) -> bytearray:
@@ -123,3 +184,39 @@ def test_single_full_log_dir_keeps_the_broker_up_answering_storage_errors(tmp_pa
         assert "Traceback" not in b.output()
     finally:
         b.kill() if b.proc and b.proc.poll() is None else None
+
+
+def test_a_full_metadata_log_dir_halts_the_active_controller_and_the_quorum_goes_on(tmp_path, tmpfs_factory):
+    """Three combined nodes, each with its metadata log on a small tmpfs. The active controller's fills up:
+    the next metadata write fails with ENOSPC and that node halts with exit code 1 and one fatal line
+    (Kafka: the Raft IO thread's fault handler halts), instead of staying the active controller with a log
+    it cannot write; the other two elect a leader and commit the write."""
+    cluster = KRaftCluster(tmp_path / "cluster", controllers=3, brokers=0, combined=True)
+    mounts = {}
+    for i, node in cluster.controllers.items():
+        mounts[i] = tmpfs_factory(f"meta-{i}", "4m")
+        node.props["metadata.log.dir"] = str(mounts[i])
+    cluster.start()
+    try:
+        leader = cluster.await_leader()
+        victim = cluster.controllers[leader]
+        assert victim.proc is not None
+        survivor = next(n for i, n in cluster.brokers.items() if i != leader)
+        _fill(mounts[leader])
+        started = time.monotonic()
+        code = wait_until(
+            # 64 PartitionRecords: more than the page left in the full log's last block
+            lambda: _create_topic_code(survivor.bootstrap, "after-full", 64) in (0, 36) or None,
+            30,
+            message="CreateTopics committed by the remaining controllers",
+        )
+        assert code
+        wait_until(lambda: victim.proc.poll() is not None, 10, message=f"halt:\n{victim.output()[-5000:]}")
+        assert victim.proc.returncode == 1
+        fatal = victim.wait_for_line(r"Encountered fatal fault: Unexpected error in raft IO thread", 1)
+        assert fatal is not None and "No space left on device" in fatal, victim.output()[-3000:]
+        new_leader = cluster.await_leader(not_=leader)
+        assert new_leader != leader and time.monotonic() - started < 30
+        assert _create_topic_code(survivor.bootstrap, "after-full-2") == 0  # and it keeps committing
+    finally:
+        cluster.kill_all()

@@ -8,15 +8,19 @@ import time as _time
 
 import pytest
 
+from pykbroker.protocol.errors import KafkaStorageError
 from pykbroker.raft.batch_accumulator import NotLeaderError
 from pykbroker.raft.control_records import LEADER_CHANGE, LeaderChangeMessage
 from pykbroker.raft.epoch_state import StateKind
+from pykbroker.raft.file_replicated_log import FileReplicatedLog
 from pykbroker.raft.kafka_raft_client import KafkaRaftClient
 from pykbroker.raft.kafka_raft_client_driver import KafkaRaftClientDriver
 from pykbroker.raft.quorum_state_store import FileQuorumStateStore, MemoryQuorumStateStore
 from pykbroker.raft.raft_client import LeaderAndEpoch, RaftClientListener
 from pykbroker.raft.replicated_log import MemoryReplicatedLog
+from pykbroker.utils.fault_handler import ProcessTerminatingFaultHandler
 from pykbroker.utils.time import MockTime
+from tests.unit.log.log_test_utils import inject_enospc
 
 
 class StringSerde:
@@ -207,3 +211,50 @@ def test_driver_thread_commits_and_shuts_down():
     assert not driver.is_alive
     assert listener.shutdown
     assert listener.data_records()[-1] == "last"  # queued appends written at shutdown
+
+
+class RecordingFaultHandler:
+    """A FaultHandler whose "halt" records the exit code instead of ending the test process."""
+
+    def __init__(self):
+        self.faults: list[tuple[str, BaseException | None]] = []
+        self.halted = threading.Event()
+
+    def handle_fault(self, message, cause=None):
+        ProcessTerminatingFaultHandler(halt=lambda code: self.faults.append((message, cause, code))).handle_fault(
+            message, cause
+        )
+        self.halted.set()
+
+
+def test_a_full_metadata_log_dir_is_a_fatal_fault_of_the_raft_io_thread(tmp_path, monkeypatch):
+    """Kafka: an append or flush of the metadata log that fails (ENOSPC) reaches the Raft IO thread's
+    fatal fault handler, which halts the process (exit code 1) instead of leaving a controller that
+    accepts writes it cannot persist."""
+    log = FileReplicatedLog.open(str(tmp_path / "meta"))
+    client = KafkaRaftClient(3, [3], log, FileQuorumStateStore(str(tmp_path / "meta")), StringSerde())
+    listener = RecordingListener()
+    client.register(listener)
+    handler = RecordingFaultHandler()
+    driver = KafkaRaftClientDriver(client, fatal_fault_handler=handler)
+    driver.start()
+    try:
+        deadline = _time.monotonic() + 5
+        while not listener.leaders and _time.monotonic() < deadline:
+            _time.sleep(0.005)
+        inject_enospc(monkeypatch, tmp_path / "meta")  # the disk is full from now on
+        client.prepare_append(client.leader_and_epoch.epoch, ["x" * 8192])
+        client.schedule_prepared_append()
+        assert handler.halted.wait(5)
+        ((message, cause, code),) = handler.faults
+        assert message == "Unexpected error in raft IO thread" and code == 1
+        assert isinstance(cause, KafkaStorageError) and "No space left on device" in str(cause)
+        deadline = _time.monotonic() + 5
+        while driver.is_alive and _time.monotonic() < deadline:
+            _time.sleep(0.005)
+        assert not driver.is_alive
+        assert listener.data_records() == []  # nothing was committed
+    finally:
+        monkeypatch.undo()
+        driver.shutdown()
+        log.close()
