@@ -26,8 +26,8 @@ heartbeat and fencing for the earliest session expiry (``session_timeout_ms``, K
 ``broker.session.timeout.ms``), fences one stale broker at a time and moves its leaderships. Without
 heartbeats (``unfence_on_register``) sessions are not enforced and nothing is fenced for silence.
 
-A broker is fenced for the controller's own silence never (issue: a controller stopped for longer than a
-session fenced every broker at once when it resumed, while their heartbeats were still queued):
+A broker is never fenced for the controller's own silence (a controller stopped for longer than a session
+used to fence every broker at once when it resumed, while their heartbeats were still queued):
 
 * a heartbeat counts from when it is *received* (``BrokerHeartbeatTracker``, recorded on the handler
   thread before the event is queued), so heartbeats waiting behind a slow event keep their sessions;
@@ -300,7 +300,8 @@ class QuorumController:
         starts a controlled shutdown (leaderships move away) and ``should_shut_down`` turns true once it
         leads nothing and the active brokers have caught up. Errors (in ``error_code``, other fields
         Kafka's defaults): STALE_BROKER_EPOCH for an unknown broker or another broker epoch (as Kafka,
-        which never answers BROKER_ID_NOT_REGISTERED here). NotControllerError fails the future."""
+        which never answers BROKER_ID_NOT_REGISTERED here). NotControllerError fails the future. The
+        heartbeat's receipt time is recorded at once (any thread), before it waits in the event queue."""
         broker_id = int(request["broker_id"])
         self._heartbeat_tracker.record(broker_id, int(request.get("broker_epoch", -1)), self.time.hi_res_milliseconds())
         state = {"in_controlled_shutdown": False}
