@@ -22,6 +22,7 @@ import os
 import re
 import ssl
 import tempfile
+from typing import NamedTuple
 
 from pykbroker.config.config_def import ConfigException
 
@@ -165,40 +166,55 @@ def client_context(originals: dict, listener: str) -> ssl.SSLContext:
     return ctx
 
 
-def keystore_certificate(originals: dict, listener: str) -> dict | None:
-    """The listener's own (first) certificate as a ``getpeercert()``-style dict (``subject``,
-    ``subjectAltName``, ``serialNumber``...), or None without a keystore. ConfigException when the file
-    cannot be read. Uses the ssl module's certificate decoder (``_ssl._test_decode_cert``, the only
-    standard-library way to read a PEM certificate's fields)."""
+class KeystoreCertificate(NamedTuple):
+    """The identity of a listener's own certificate that a keystore update must keep (Kafka's
+    ``SslFactory.CertificateEntries``): ``subject`` as Java's ``X500Principal.getName()`` (RFC 2253/4514,
+    most specific RDN first) and ``subject_alt_names`` as ``(type, value)`` pairs."""
+
+    subject: str
+    subject_alt_names: frozenset[tuple[str, str]]
+
+
+def keystore_certificate(originals: dict, listener: str) -> KeystoreCertificate | None:
+    """The listener's own (first) certificate, read with ``cryptography``, or None without a keystore.
+    ConfigException when the file cannot be read or holds no PEM certificate."""
+    from cryptography import x509
+
     location = _keystore_location(originals, listener)
     if location is None:
         return None
-    decode = getattr(getattr(ssl, "_ssl", None), "_test_decode_cert", None)
-    if decode is None:
-        return {}
     try:
-        return dict(decode(location))
-    except (OSError, ssl.SSLError) as e:
+        with open(location, "rb") as f:
+            certificate = x509.load_pem_x509_certificates(f.read())[0]
+    except (OSError, ValueError) as e:
         raise ConfigException(f"Failed to load the SSL keystore of listener {listener}: {e}") from None
+    try:
+        names = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        names = x509.SubjectAlternativeName([])
+    return KeystoreCertificate(
+        certificate.subject.rfc4514_string(), frozenset((type(n).__name__, str(n.value)) for n in names)
+    )
 
 
-def check_compatible_keystores(new: dict | None, old: dict | None, allow_dn_changes: bool, allow_san_changes: bool):
+def check_compatible_keystores(
+    new: KeystoreCertificate | None, old: KeystoreCertificate | None, allow_dn_changes: bool, allow_san_changes: bool
+) -> None:
     """Kafka's ``SslFactory.CertificateEntries.ensureCompatible`` for a keystore replaced at run time: the new
     certificate keeps the subject (unless ``ssl.allow.dn.changes``) and every subject alternative name
-    (unless ``ssl.allow.san.changes``) of the old one. ``new``/``old``: :func:`keystore_certificate` results.
-    Raises ConfigException with Kafka's message."""
-    if not new or not old:
+    (unless ``ssl.allow.san.changes``) of the old one. Raises ConfigException with Kafka's message."""
+    if new is None or old is None:
         return
-    if not allow_dn_changes and distinguished_name(new).lower() != distinguished_name(old).lower():
+    if not allow_dn_changes and new.subject.lower() != old.subject.lower():
         raise ConfigException(
-            f"Keystore DistinguishedName does not match:  existing={{alias=mykey, DN={distinguished_name(old)}}}, "
-            f"new={{alias=mykey, DN={distinguished_name(new)}}}"
+            f"Keystore DistinguishedName does not match:  existing={{alias=mykey, DN={old.subject}}}, "
+            f"new={{alias=mykey, DN={new.subject}}}"
         )
-    if not allow_san_changes and not set(old.get("subjectAltName", ())) <= set(new.get("subjectAltName", ())):
+    if not allow_san_changes and not old.subject_alt_names <= new.subject_alt_names:
         raise ConfigException(
             "Keystore SubjectAltNames do not match:  "
-            f"existing={{alias=mykey, SAN={sorted(old.get('subjectAltName', ()))}}}, "
-            f"new={{alias=mykey, SAN={sorted(new.get('subjectAltName', ()))}}}"
+            f"existing={{alias=mykey, SAN={sorted(old.subject_alt_names)}}}, "
+            f"new={{alias=mykey, SAN={sorted(new.subject_alt_names)}}}"
         )
 
 
