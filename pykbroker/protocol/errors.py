@@ -326,6 +326,13 @@ _TABLE: tuple[tuple[int, str, bool, str], ...] = (
     (125, "INVALID_VOTER_KEY", False, "The voter key doesn't match the receiving replica's key."),
     (126, "DUPLICATE_VOTER", False, "The voter is already part of the set of voters."),
     (127, "VOTER_NOT_FOUND", False, "The voter is not part of the set of voters."),
+    (128, "INVALID_REGULAR_EXPRESSION", False, "The regular expression is not valid."),
+    (
+        129,
+        "REBOOTSTRAP_REQUIRED",
+        False,
+        "Client metadata is stale. The client should rebootstrap to obtain new metadata.",
+    ),
 )
 
 
@@ -857,6 +864,14 @@ class DuplicateVoterError(KafkaError):
 
 class VoterNotFoundError(KafkaError):
     code = 127
+
+
+class InvalidRegularExpressionError(KafkaError):
+    code = 128
+
+
+class RebootstrapRequiredError(KafkaError):
+    code = 129
 
 
 _NAMES: dict[int, str] = {_code: _name for _code, _name, _r, _m in _TABLE}

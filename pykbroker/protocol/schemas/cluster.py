@@ -26,7 +26,7 @@ response ApiVersions 18 0-4 flex=3+
     min_version_level int16 3+
   zk_migration_ready bool 3+ tag=3 =false
 
-request Metadata 3 0-12 flex=9+
+request Metadata 3 0-13 flex=9+
   topics [] 0+ null=1+
     topic_id uuid 10+
     name string 0+ null=10+
@@ -34,7 +34,7 @@ request Metadata 3 0-12 flex=9+
   include_cluster_authorized_operations bool 8-10
   include_topic_authorized_operations bool 8+
 
-response Metadata 3 0-12 flex=9+
+response Metadata 3 0-13 flex=9+
   throttle_time_ms int32 3+
   brokers [] 0+
     node_id int32 0+
@@ -58,12 +58,14 @@ response Metadata 3 0-12 flex=9+
       offline_replicas []int32 5+
     topic_authorized_operations int32 8+ =-2147483648
   cluster_authorized_operations int32 8-10 =-2147483648
+  error_code int16 13+
 
-request DescribeCluster 60 0-1 flex=0+
+request DescribeCluster 60 0-2 flex=0+
   include_cluster_authorized_operations bool 0+
   endpoint_type int8 1+ =1
+  include_fenced_brokers bool 2+
 
-response DescribeCluster 60 0-1 flex=0+
+response DescribeCluster 60 0-2 flex=0+
   throttle_time_ms int32 0+
   error_code int16 0+
   error_message string 0+ null=0+ =null
@@ -75,6 +77,7 @@ response DescribeCluster 60 0-1 flex=0+
     host string 0+
     port int32 0+
     rack string 0+ null=0+ =null
+    is_fenced bool 2+
   cluster_authorized_operations int32 0+ =-2147483648
 
 request SaslHandshake 17 0-1 flex=none

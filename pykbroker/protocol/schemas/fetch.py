@@ -4,7 +4,7 @@ Schema DSL: see :mod:`pykbroker.protocol.schema`. Field names, types and version
 """
 
 SCHEMAS = """
-request Fetch 1 0-17 flex=12+
+request Fetch 1 0-18 flex=12+
   cluster_id string 12+ null=12+ tag=0 =null
   replica_id int32 0-14 =-1
   replica_state {} 15+ tag=1
@@ -27,13 +27,14 @@ request Fetch 1 0-17 flex=12+
       log_start_offset int64 5+ =-1
       partition_max_bytes int32 0+
       replica_directory_id uuid 17+ tag=0
+      high_watermark int64 18+ tag=1 =0x7fffffffffffffff
   forgotten_topics_data [] 7+
     topic string 7-12
     topic_id uuid 13+
     partitions []int32 7+
   rack_id string 11+ =
 
-response Fetch 1 0-17 flex=12+
+response Fetch 1 0-18 flex=12+
   throttle_time_ms int32 1+
   error_code int16 7+
   session_id int32 7+ =0

@@ -4,14 +4,15 @@ Schema DSL: see :mod:`pykbroker.protocol.schema`. Field names, types and version
 """
 
 SCHEMAS = """
-request OffsetCommit 8 0-9 flex=8+
+request OffsetCommit 8 0-10 flex=8+
   group_id string 0+
   generation_id_or_member_epoch int32 1+ =-1
   member_id string 1+
   group_instance_id string 7+ null=7+ =null
   retention_time_ms int64 2-4 =-1
   topics [] 0+
-    name string 0+
+    name string 0-9
+    topic_id uuid 10+
     partitions [] 0+
       partition_index int32 0+
       committed_offset int64 0+
@@ -19,15 +20,16 @@ request OffsetCommit 8 0-9 flex=8+
       commit_timestamp int64 1 =-1
       committed_metadata string 0+ null=0+
 
-response OffsetCommit 8 0-9 flex=8+
+response OffsetCommit 8 0-10 flex=8+
   throttle_time_ms int32 3+
   topics [] 0+
-    name string 0+
+    name string 0-9
+    topic_id uuid 10+
     partitions [] 0+
       partition_index int32 0+
       error_code int16 0+
 
-request OffsetFetch 9 0-9 flex=6+
+request OffsetFetch 9 0-10 flex=6+
   group_id string 0-7
   topics [] 0-7 null=2-7
     name string 0-7
@@ -37,11 +39,12 @@ request OffsetFetch 9 0-9 flex=6+
     member_id string 9+ null=9+ =null
     member_epoch int32 9+ =-1
     topics [] 8+ null=8+
-      name string 8+
+      name string 8-9
+      topic_id uuid 10+
       partition_indexes []int32 8+
   require_stable bool 7+ =false
 
-response OffsetFetch 9 0-9 flex=6+
+response OffsetFetch 9 0-10 flex=6+
   throttle_time_ms int32 3+
   topics [] 0-7
     name string 0-7
@@ -55,7 +58,8 @@ response OffsetFetch 9 0-9 flex=6+
   groups [] 8+
     group_id string 8+
     topics [] 8+
-      name string 8+
+      name string 8-9
+      topic_id uuid 10+
       partitions [] 8+
         partition_index int32 8+
         committed_offset int64 8+

@@ -95,14 +95,15 @@ response SyncGroup 14 0-5 flex=4+
   protocol_name string 5+ null=5+ =null
   assignment bytes 0+
 
-request DescribeGroups 15 0-5 flex=5+
+request DescribeGroups 15 0-6 flex=5+
   groups []string 0+
   include_authorized_operations bool 3+
 
-response DescribeGroups 15 0-5 flex=5+
+response DescribeGroups 15 0-6 flex=5+
   throttle_time_ms int32 1+
   groups [] 0+
     error_code int16 0+
+    error_message string 6+ null=6+ =null
     group_id string 0+
     group_state string 0+
     protocol_type string 0+

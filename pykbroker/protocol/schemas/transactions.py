@@ -152,12 +152,13 @@ response DescribeTransactions 65 0 flex=0+
       topic string 0+
       partitions []int32 0+
 
-request ListTransactions 66 0-1 flex=0+
+request ListTransactions 66 0-2 flex=0+
   state_filters []string 0+
   producer_id_filters []int64 0+
   duration_filter int64 1+ =-1
+  transactional_id_pattern string 2+ null=2+ =null
 
-response ListTransactions 66 0-1 flex=0+
+response ListTransactions 66 0-2 flex=0+
   throttle_time_ms int32 0+
   error_code int16 0+
   unknown_state_filters []string 0+

@@ -157,7 +157,7 @@ def test_metadata_v12_response():
     expected = metadata_v12_response_bytes(11)
     assert encode_response(ApiKeys.METADATA, 12, 11, body) == expected
     decoded = decode_response(ApiKeys.METADATA, 12, memoryview(expected)[9:])
-    assert decoded == dict(body, cluster_authorized_operations=-2147483648)
+    assert decoded == dict(body, cluster_authorized_operations=-2147483648, error_code=0)  # absent: defaults
 
 
 def test_metadata_request_null_topics():
@@ -339,7 +339,7 @@ def test_nullable_struct():
 
 def test_errors():
     with pytest.raises(UnsupportedVersionError):
-        decode_request(ApiKeys.METADATA, 13, b"")
+        decode_request(ApiKeys.METADATA, 14, b"")
     with pytest.raises(UnsupportedVersionError):
         encode_response(ApiKeys.METADATA, -1, 1, {})
     with pytest.raises(InvalidRequestError):
@@ -362,6 +362,7 @@ def test_encode_takes_defaults_for_missing_keys():
         "controller_id": -1,
         "topics": [],
         "cluster_authorized_operations": -2147483648,
+        "error_code": 0,
     }
 
 

@@ -120,11 +120,15 @@ def test_the_table_has_every_api_the_broker_needs_with_kafka_version_ranges():
     assert set(REQUIRED) <= set(REQUESTS) and set(REQUESTS) == set(RESPONSES)
     expected = {
         ApiKeys.PRODUCE: "0-11",
-        ApiKeys.FETCH: "0-17",
+        ApiKeys.FETCH: "0-18",
         ApiKeys.LIST_OFFSETS: "0-10",
-        ApiKeys.METADATA: "0-12",
+        ApiKeys.METADATA: "0-13",
+        ApiKeys.OFFSET_COMMIT: "0-10",
+        ApiKeys.OFFSET_FETCH: "0-10",
+        ApiKeys.DESCRIBE_GROUPS: "0-6",
+        ApiKeys.LIST_TRANSACTIONS: "0-2",
         ApiKeys.API_VERSIONS: "0-4",
-        ApiKeys.DESCRIBE_CLUSTER: "0-1",
+        ApiKeys.DESCRIBE_CLUSTER: "0-2",
         ApiKeys.SASL_HANDSHAKE: "0-1",
         ApiKeys.CREATE_TOPICS: "0-7",
         ApiKeys.OFFSET_DELETE: "0",
