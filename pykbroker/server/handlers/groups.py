@@ -9,6 +9,12 @@ group keys once ``__consumer_offsets`` exists, creating it through the controlle
 keys likewise with ``__transaction_state`` (``transaction.state.log.*``).
 OffsetCommit and OffsetDelete answer UNKNOWN_TOPIC_OR_PARTITION for partitions the metadata cache does
 not know, before the coordinator sees the rest (``KafkaApis``).
+
+OffsetCommit v10 and OffsetFetch v10 (Kafka 4.2, KIP-848) name topics by id only: this layer resolves each id
+to its name through the metadata cache before the coordinator (which keys offsets by name) sees the request,
+and answers by id. An id the cache does not know gets UNKNOWN_TOPIC_ID on each of its partitions (committed
+offset -1 in OffsetFetch); an OffsetFetch of all the group's offsets leaves out the topics that have no id
+(deleted) in v10.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from pykbroker.coordinator.transaction.transaction_log import partition_for as t
 from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.types import ZERO_UUID
 from pykbroker.server.auth_helper import authorized_operations
 
 GROUP_KEY, TXN_KEY = 0, 1
@@ -248,11 +255,25 @@ class GroupHandlers:
     # -- offsets -------------------------------------------------------------------------------------
     def handle_offset_commit_request(self, request) -> None:
         body = request.body
+        by_id = request.context.api_version >= 10
         now = self.time.milliseconds()
         offsets = {}
+        ids: dict[str, object] = {}  # v10: topic name -> the id the request named it by
+        unknown_ids: list[dict] = []  # v10: response topics for ids the metadata cache does not know
         for t in body["topics"]:
+            name = t.get("name", "")
+            if by_id:
+                name = self.cache.topic_name(t["topic_id"])
+                if name is None:
+                    code = errors.UNKNOWN_TOPIC_ID
+                    partitions = [
+                        {"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]
+                    ]
+                    unknown_ids.append({"name": "", "topic_id": t["topic_id"], "partitions": partitions})
+                    continue
+                ids[name] = t["topic_id"]
             for p in t["partitions"]:
-                offsets[(t["name"], p["partition_index"])] = OffsetAndMetadata(
+                offsets[(name, p["partition_index"])] = OffsetAndMetadata(
                     p["committed_offset"], p.get("committed_leader_epoch", -1), p.get("committed_metadata") or "", now
                 )
 
@@ -266,11 +287,10 @@ class GroupHandlers:
             topics: dict[str, list] = {}
             for (topic, partition), code in {**unknown, **codes}.items():
                 topics.setdefault(topic, []).append({"partition_index": partition, "error_code": code})
-            self.helper.send_response(
-                request, {"throttle_time_ms": 0, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
-            )
+            answered = [{"name": t, "topic_id": ids.get(t, ZERO_UUID), "partitions": ps} for t, ps in topics.items()]
+            self.helper.send_response(request, {"throttle_time_ms": 0, "topics": unknown_ids + answered})
 
-        if not offsets and unknown:
+        if not offsets and (unknown or unknown_ids):
             return respond({})
         try:
             self.coordinator.handle_commit_offsets(
@@ -324,6 +344,10 @@ class GroupHandlers:
 
     def handle_offset_fetch_request(self, request) -> None:
         body, version = request.body, request.context.api_version
+        if version >= 10:
+            groups = [self._fetch_group_by_ids(g, body.get("require_stable", False), request) for g in body["groups"]]
+            self.helper.send_response(request, {"throttle_time_ms": 0, "groups": groups})
+            return
         if version >= 8:
             groups = []
             for g in body["groups"]:
@@ -344,6 +368,44 @@ class GroupHandlers:
                 for t in body["topics"] or []
             ]
         self.helper.send_response(request, {"throttle_time_ms": 0, "topics": topics, "error_code": code})
+
+    def _fetch_group_by_ids(self, group: dict, require_stable: bool, request) -> dict:
+        """One group of an OffsetFetch v10: its topics named by id, resolved to names for the coordinator and
+        answered by id (UNKNOWN_TOPIC_ID for an id the metadata cache does not know)."""
+        requested, unresolved = group["topics"], []
+        if requested is not None:
+            named = []
+            for t in requested:
+                name = self.cache.topic_name(t["topic_id"])
+                if name is None:
+                    unresolved.append(t)
+                else:
+                    named.append({"name": name, "partition_indexes": t["partition_indexes"]})
+            requested = named
+        code, topics = self._fetch_group(group["group_id"], requested, require_stable, request)
+        if code != errors.NONE:
+            return {"group_id": group["group_id"], "topics": [], "error_code": code}
+        answered = [dict(t, topic_id=self.cache.topic_id(t["name"])) for t in topics]
+        if requested is None:  # all the group's offsets: those of topics without an id (deleted) are left out
+            answered = [t for t in answered if t["topic_id"] != ZERO_UUID]
+        for t in unresolved:
+            answered.append(
+                {
+                    "name": "",
+                    "topic_id": t["topic_id"],
+                    "partitions": [
+                        {
+                            "partition_index": p,
+                            "committed_offset": -1,
+                            "committed_leader_epoch": -1,
+                            "metadata": "",
+                            "error_code": errors.UNKNOWN_TOPIC_ID,
+                        }
+                        for p in t["partition_indexes"]
+                    ],
+                }
+            )
+        return {"group_id": group["group_id"], "topics": answered, "error_code": errors.NONE}
 
     def handle_offset_delete_request(self, request) -> None:
         body = request.body
@@ -371,25 +433,26 @@ class GroupHandlers:
 
     # -- admin ---------------------------------------------------------------------------------------
     def handle_describe_groups_request(self, request) -> None:
+        """A group the coordinator does not have is answered in state Dead with no error before v6, and
+        GROUP_ID_NOT_FOUND with the message ``Group <id> not found.`` from v6 on (KIP-1043, Kafka 4.0's
+        ``GroupMetadataManager.describeGroups``); other errors carry no message."""
         groups = []
         include = request.body.get("include_authorized_operations", False)
+        version = request.context.api_version
         for group_id in request.body["groups"]:
             try:
                 if not self.helper.authorize(request, _DESCRIBE, _GROUP, group_id):
                     raise errors.GroupAuthorizationError("Group authorization failed.")
+                described = self.coordinator.describe_group(group_id)
+                if version >= 6 and described["error_code"] == errors.NONE and described["group_state"] == "Dead":
+                    groups.append(
+                        _described_group_error(group_id, errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+                    )
+                    continue
                 ops = authorized_operations("GROUP", include, self.helper, request, group_id)
-                groups.append({**self.coordinator.describe_group(group_id), "authorized_operations": ops})
+                groups.append({**described, "authorized_operations": ops})
             except errors.KafkaError as e:
-                groups.append(
-                    {
-                        "error_code": e.code,
-                        "group_id": group_id,
-                        "group_state": "",
-                        "protocol_type": "",
-                        "protocol_data": "",
-                        "members": [],
-                    }
-                )
+                groups.append(_described_group_error(group_id, e.code))
         self.helper.send_response(request, {"throttle_time_ms": 0, "groups": groups})
 
     def handle_list_groups_request(self, request) -> None:
@@ -425,3 +488,17 @@ class GroupHandlers:
                 self.coordinator.delete_group(name, lambda code, n=name: done(n, code))
             except errors.KafkaError as e:
                 done(name, e.code)
+
+
+def _described_group_error(group_id: str, code: int, message: str | None = None) -> dict:
+    """A DescribeGroups entry for a group answered with ``code`` (Kafka's ``DescribeGroupsResponse.groupError``):
+    no state, protocol or members."""
+    return {
+        "error_code": code,
+        "error_message": message,
+        "group_id": group_id,
+        "group_state": "",
+        "protocol_type": "",
+        "protocol_data": "",
+        "members": [],
+    }

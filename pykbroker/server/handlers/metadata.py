@@ -6,7 +6,12 @@ brokers are the alive brokers' endpoints **for the listener the request arrived 
 from the MetadataCache. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION, or are auto-created
 (``auto.create.topics.enable`` and the request's ``allow_auto_topic_creation``) and reported as
 LEADER_NOT_AVAILABLE while creation completes. Topics may be named by id from v12 on (unknown ids get
-UNKNOWN_TOPIC_ID); before v12 a topic without a name, or with an id, gets INVALID_REQUEST.
+UNKNOWN_TOPIC_ID); before v12 a topic without a name, or with an id, gets INVALID_REQUEST. The top-level
+``error_code`` of v13 (KIP-1102) is always NONE: Kafka's broker never sets it (REBOOTSTRAP_REQUIRED is for
+proxies and later use; a Kafka 4 client rebootstraps on it).
+
+DescribeCluster v2 (KIP-1073): ``include_fenced_brokers`` adds the registered but fenced brokers that have
+the request's listener, each answered with ``is_fenced`` (unfenced brokers only otherwise, as before v2).
 """
 
 from __future__ import annotations
@@ -39,6 +44,17 @@ class MetadataHandler:
             {"node_id": node_id, "host": ep.host, "port": ep.port, "rack": rack}
             for node_id, ep, rack in self.cache.alive_brokers(listener)
         ]
+
+    def _cluster_brokers(self, listener: str, include_fenced: bool) -> list[dict]:
+        """DescribeCluster's brokers (``KafkaApis.handleDescribeCluster``): every registered broker with an
+        endpoint on ``listener``, by id, the fenced ones only when ``include_fenced``."""
+        out = []
+        for node_id, b in sorted(self.cache.image.brokers.items()):
+            ep = b.listeners.get(listener)
+            if ep is None or (b.fenced and not include_fenced):
+                continue
+            out.append({"broker_id": node_id, "host": ep.host, "port": ep.port, "rack": b.rack, "is_fenced": b.fenced})
+        return out
 
     def handle_topic_metadata_request(self, request) -> None:
         body = request.body
@@ -112,6 +128,7 @@ class MetadataHandler:
                     self.helper,
                     request,
                 ),
+                "error_code": errors.NONE,
             },
         )
 
@@ -175,10 +192,7 @@ class MetadataHandler:
                 },
             )
             return
-        brokers = [
-            {"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
-            for b in self._brokers(request.context.listener_name)
-        ]
+        brokers = self._cluster_brokers(request.context.listener_name, body.get("include_fenced_brokers", False))
         self.helper.send_response(
             request,
             {

@@ -11,6 +11,7 @@ transaction's pending offsets in the group coordinator (Kafka's ``handleWriteTxn
 
 from __future__ import annotations
 
+import re
 import threading
 
 from pykbroker.coordinator.group.group_metadata import OffsetAndMetadata
@@ -320,10 +321,25 @@ class TransactionHandlers:
         self.helper.send_response(request, {"throttle_time_ms": 0, "transaction_states": states})
 
     def handle_list_transactions_request(self, request) -> None:
+        """v2 (KIP-1152) filters by ``transactional_id_pattern`` as well: a regular expression the whole
+        transactional id must match (Kafka's RE2J ``matcher().matches()``; Python's ``re`` syntax here), ignored
+        when null or empty; one that does not compile is INVALID_REGULAR_EXPRESSION with nothing listed. The
+        coordinator's own errors (COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS) come first, as in
+        Kafka's ``TransactionStateManager.listTransactionStates``."""
         body = request.body
         result = self.txn.handle_list_transactions(
             set(body["producer_id_filters"]), set(body["state_filters"]), body.get("duration_filter", -1)
         )
+        pattern = body.get("transactional_id_pattern")
+        if pattern and result["error_code"] == errors.NONE:
+            try:
+                regex = re.compile(pattern)
+            except (re.error, RecursionError, OverflowError):
+                result = _list_transactions_error(2, body, errors.INVALID_REGULAR_EXPRESSION, None)
+            else:
+                result["transaction_states"] = [
+                    t for t in result["transaction_states"] if regex.fullmatch(t["transactional_id"])
+                ]
         if self.helper.authorizer is not None:  # only the transactional ids the principal may describe
             result["transaction_states"] = [
                 t for t in result["transaction_states"] if self.helper.authorize(request, 8, 5, t["transactional_id"])
