@@ -1,13 +1,14 @@
 """kafka-transactions: list and describe transactions (``org.apache.kafka.tools.TransactionsCommand``).
 
-    bin/kafka-transactions --bootstrap-server HOST:PORT list [--duration-filter MS]
+    bin/kafka-transactions --bootstrap-server HOST:PORT list [--duration-filter MS] [--transactional-id-pattern RE]
     bin/kafka-transactions --bootstrap-server HOST:PORT describe --transactional-id ID
     bin/kafka-transactions --bootstrap-server HOST:PORT describe-producers --topic T --partition P [--broker-id B]
     bin/kafka-transactions --bootstrap-server HOST:PORT abort --topic T --partition P --start-offset O
     bin/kafka-transactions --bootstrap-server HOST:PORT abort --topic T --partition P --producer-id I
         --producer-epoch E --coordinator-epoch C
 
-``list`` sends ListTransactions to every broker (each coordinator lists its own transactional ids) and
+``list`` sends ListTransactions to every broker (each coordinator lists its own transactional ids; v2 with
+``--transactional-id-pattern``, KIP-1152: only the ids the regular expression matches whole) and
 prints Kafka's table ``TransactionalId Coordinator ProducerId TransactionState``; ``describe`` finds the
 id's coordinator (FindCoordinator, key type 1) and prints ``CoordinatorId TransactionalId ProducerId
 ProducerEpoch TransactionState TransactionTimeoutMs CurrentTransactionStartTimeMs TransactionDurationMs
@@ -65,17 +66,17 @@ def _error(code: int) -> str:
     return errors.for_code(code).default_message
 
 
-def list_transactions(bootstrap: str, duration_filter: int = -1) -> list[list[str]]:
+def list_transactions(bootstrap: str, duration_filter: int = -1, pattern: str | None = None) -> list[list[str]]:
     with _connect(bootstrap) as conn:
         brokers = conn.request(ApiKeys.METADATA, 12, {"topics": [], "allow_auto_topic_creation": False})["brokers"]
     rows = []
+    body = {"state_filters": [], "producer_id_filters": [], "duration_filter": duration_filter}
     for b in sorted(brokers, key=lambda b: b["node_id"]):
         with BrokerConnection(b["host"], b["port"], client_id="kafka-transactions", timeout=30) as conn:
-            r = conn.request(
-                ApiKeys.LIST_TRANSACTIONS,
-                1,
-                {"state_filters": [], "producer_id_filters": [], "duration_filter": duration_filter},
-            )
+            if pattern is None:
+                r = conn.request(ApiKeys.LIST_TRANSACTIONS, 1, body)
+            else:
+                r = conn.request(ApiKeys.LIST_TRANSACTIONS, 2, dict(body, transactional_id_pattern=pattern))
         if r["error_code"] != errors.NONE:
             raise CommandFailed(f"Failed to list transactions: {_error(r['error_code'])}")
         for t in r["transaction_states"]:
@@ -325,6 +326,11 @@ def main(argv: list[str] | None = None, out=sys.stdout, err=sys.stderr) -> int:
         help="Duration (in millis) to filter by: if < 0, all transactions will be returned; otherwise, only "
         "transactions running longer than this duration will be returned",
     )
+    lister.add_argument(
+        "--transactional-id-pattern",
+        help="Transactional id regular expression pattern to filter by: only the transactions whose transactional "
+        "id matches it are returned",
+    )
     describer = sub.add_parser("describe", help="describe the state of an active transactional-id")
     describer.add_argument("--transactional-id", required=True, help="transactional id")
     aborter = sub.add_parser("abort", help="abort a hanging transaction (requires administrative privileges)")
@@ -355,7 +361,10 @@ def main(argv: list[str] | None = None, out=sys.stdout, err=sys.stderr) -> int:
     try:
         if args.command == "list":
             print(
-                pretty_print_table(LIST_HEADERS, list_transactions(args.bootstrap_server, args.duration_filter)),
+                pretty_print_table(
+                    LIST_HEADERS,
+                    list_transactions(args.bootstrap_server, args.duration_filter, args.transactional_id_pattern),
+                ),
                 file=out,
             )
         elif args.command == "describe":
