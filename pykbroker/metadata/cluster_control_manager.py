@@ -23,12 +23,13 @@ Not thread-safe: used on the controller's event thread.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pykbroker.metadata.broker_heartbeat_manager import BrokerHeartbeatManager
 from pykbroker.metadata.controller_result import ControllerResult, api_error
+from pykbroker.metadata.features import IBP_3_3_IV3, METADATA_VERSION, MINIMUM_VERSION, register_broker_record_version
 from pykbroker.metadata.records import (
     BROKER_REGISTRATION_CHANGE_RECORD,
     FENCE_BROKER_RECORD,
@@ -42,10 +43,10 @@ from pykbroker.protocol import errors
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM, Time
 
-REGISTER_BROKER_RECORD_VERSION = 3
 #: metadata.version levels (Kafka's MetadataVersion IBP_3_3_IV2 / IBP_3_3_IV3)
 BROKER_REGISTRATION_CHANGE_RECORD_MIN_MV = 6
-IN_CONTROLLED_SHUTDOWN_MIN_MV = 7
+IN_CONTROLLED_SHUTDOWN_MIN_MV = IBP_3_3_IV3
+
 #: Kafka's broker.session.timeout.ms default
 DEFAULT_SESSION_TIMEOUT_MS = 9000
 
@@ -71,8 +72,11 @@ class ClusterControlManager:
         time: Time = SYSTEM,
         session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
         metadata_version: Callable[[], int | None] = lambda: None,
+        finalized_features: Callable[[], Mapping[str, int]] = lambda: {},
     ):
+        """``finalized_features()``: the finalized levels a registering broker must support (KIP-584)."""
         self.cluster_id = cluster_id
+        self.finalized_features = finalized_features
         self.unfence_on_register = unfence_on_register
         self.time = time
         self.session_timeout_ms = session_timeout_ms
@@ -103,7 +107,9 @@ class ClusterControlManager:
         """``request``: BrokerRegistrationRequest fields (``broker_id``, ``cluster_id``,
         ``incarnation_id``, ``listeners`` [{name, host, port, security_protocol}], ``features``
         [{name, min_supported_version, max_supported_version}], ``rack``, ``log_dirs``). Response:
-        ``{error_code, error_message, broker_epoch}``."""
+        ``{error_code, error_message, broker_epoch}``. A broker whose ranges miss a finalized level is refused
+        with UNSUPPORTED_VERSION (Kafka's ``processRegistrationFeature``; one that names no ``metadata.version``
+        range is taken to support only the minimum, 3.3-IV3)."""
         broker_id = int(request["broker_id"])
         cluster_id = request.get("cluster_id")
         if cluster_id is not None and cluster_id != self.cluster_id:
@@ -156,9 +162,12 @@ class ClusterControlManager:
             }
             for f in request.get("features", [])
         ]
+        refusal = self._unsupported_finalized_feature(broker_id, features)
+        if refusal is not None:
+            return ControllerResult([], {**api_error(errors.UNSUPPORTED_VERSION, refusal), "broker_epoch": -1})
         record = ApiMessageAndVersion(
             REGISTER_BROKER_RECORD,
-            REGISTER_BROKER_RECORD_VERSION,
+            register_broker_record_version(self.metadata_version()),
             {
                 "broker_id": broker_id,
                 "is_migrating_zk_broker": False,
@@ -182,6 +191,31 @@ class ClusterControlManager:
         else:
             self._log.info("Registering a new incarnation", broker=broker_id, epoch=broker_epoch)
         return ControllerResult([record], {**api_error(errors.NONE), "broker_epoch": record.data["broker_epoch"]})
+
+    def _unsupported_finalized_feature(self, broker_id: int, features: list[dict]) -> str | None:
+        """Kafka's ``processRegistrationFeature`` over every finalized feature: the refusal message for the
+        first finalized level outside the broker's range (a feature it does not name: range 0-0), else None."""
+        finalized = self.finalized_features()
+        ranges = {f["name"]: (f["min_supported_version"], f["max_supported_version"]) for f in features}
+        if METADATA_VERSION not in ranges:
+            ranges[METADATA_VERSION] = (MINIMUM_VERSION, MINIMUM_VERSION)
+        for name, (lo, hi) in ranges.items():
+            level = finalized.get(name, 0)
+            if name == METADATA_VERSION and name not in finalized:
+                continue  # not bootstrapped yet
+            if not lo <= level <= hi:
+                return self._refusal(broker_id, name, level, lo, hi)
+        for name, level in finalized.items():
+            if level != 0 and name not in ranges:
+                return self._refusal(broker_id, name, level, 0, 0)
+        return None
+
+    def _refusal(self, broker_id: int, name: str, level: int, lo: int, hi: int) -> str:
+        self._log.info("Refusing a registration", broker=broker_id, feature=name, finalized=level)
+        return (
+            f"Unable to register because the broker does not support finalized version {level} of {name}. "
+            f"The broker wants a version between {lo} and {hi}, inclusive."
+        )
 
     def fence_record(self, broker_id: int) -> ApiMessageAndVersion:
         """Fence ``broker_id``: a BrokerRegistrationChangeRecord (metadata.version 3.3-IV2+) or a

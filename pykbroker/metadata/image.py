@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from pykbroker.metadata.feature_control_manager import METADATA_VERSION
+from pykbroker.metadata.features import METADATA_VERSION, register_broker_record_version
 from pykbroker.metadata.partition_registration import PartitionRegistration
 from pykbroker.metadata.records import (
     REGISTER_BROKER_RECORD,
@@ -88,10 +88,11 @@ class BrokerRegistration:
             tuple(d.get("log_dirs") or ()),
         )
 
-    def to_record(self) -> ApiMessageAndVersion:
+    def to_record(self, version: int = 3) -> ApiMessageAndVersion:
+        """The RegisterBrokerRecord at ``version`` (what the image's ``metadata.version`` allows)."""
         return ApiMessageAndVersion(
             REGISTER_BROKER_RECORD,
-            3,
+            version,
             {
                 "broker_id": self.id,
                 "is_migrating_zk_broker": False,
@@ -171,7 +172,8 @@ class MetadataImage:
     def to_records(self) -> list[ApiMessageAndVersion]:
         """This image as records that rebuild it when replayed into a delta of the empty image."""
         out = [feature_level_record(n, lvl) for n, lvl in sorted(self.features.items())]
-        out += [b.to_record() for _, b in sorted(self.brokers.items())]
+        version = register_broker_record_version(self.metadata_version)
+        out += [b.to_record(version) for _, b in sorted(self.brokers.items())]
         for topic in self.topics.by_id.values():
             out.append(topic_record(topic.name, topic.id))
             out += [p.to_record(topic.id, i) for i, p in sorted(topic.partitions.items())]

@@ -59,9 +59,10 @@ from pykbroker.metadata.configuration_control_manager import ConfigSchema, Confi
 from pykbroker.metadata.controller_result import ControllerResult
 from pykbroker.metadata.event_queue import EventQueue, EventQueueClosedError
 from pykbroker.metadata.feature_control_manager import LATEST_PRODUCTION_METADATA_VERSION, FeatureControlManager
+from pykbroker.metadata.features import METADATA_VERSION, bootstrap_levels
 from pykbroker.metadata.leader_election import balance_partition_leaders, elect_leaders
 from pykbroker.metadata.producer_id_control_manager import ProducerIdControlManager
-from pykbroker.metadata.records import ApiMessageAndVersion
+from pykbroker.metadata.records import FEATURE_LEVEL_RECORD, ApiMessageAndVersion
 from pykbroker.metadata.replica_placer import StripedReplicaPlacer
 from pykbroker.metadata.replication_control_manager import ReplicationControlManager
 from pykbroker.metadata.scram_control_manager import ScramControlManager
@@ -93,10 +94,16 @@ class _ControlManagers:
         unfence_on_register: bool,
         time: Time,
         session_timeout_ms: int,
+        node_id: int = -1,
     ):
-        self.features = FeatureControlManager()
+        self.features = FeatureControlManager(node_id, self._brokers_supported)
         self.cluster = ClusterControlManager(
-            cluster_id, unfence_on_register, time, session_timeout_ms, lambda: self.features.metadata_version
+            cluster_id,
+            unfence_on_register,
+            time,
+            session_timeout_ms,
+            lambda: self.features.metadata_version,
+            lambda: self.features.finalized,
         )
         self.configs = ConfigurationControlManager(schema, broker_exists=self.cluster.is_registered)
         self.replication = ReplicationControlManager(
@@ -104,8 +111,13 @@ class _ControlManagers:
         )
         self.configs.topic_exists = self.replication.topic_exists
         self.producer_ids = ProducerIdControlManager(self.cluster)
-        self.scram = ScramControlManager()
+        self.scram = ScramControlManager(lambda: self.features.metadata_version)
         self.acls = AclControlManager()
+
+    def _brokers_supported(self):
+        """(broker id, {feature: (min, max)}) of every registered broker (Kafka's ``brokerSupported``)."""
+        for b in self.cluster.brokers.values():
+            yield b.id, {f["name"]: (f["min_supported_version"], f["max_supported_version"]) for f in b.features}
 
     def replay(self, record: ApiMessageAndVersion, offset: int = -1) -> None:
         """Apply one record; ``offset`` is its log offset when known."""
@@ -157,13 +169,17 @@ class QuorumController:
         config_schema: ConfigSchema | None = None,
         random: _random.Random | None = None,
         bootstrap_metadata_version: int = LATEST_PRODUCTION_METADATA_VERSION,
+        bootstrap_features: dict[str, int] | None = None,
         delete_topic_enable: bool = True,
         unfence_on_register: bool = True,
         session_timeout_ms: int = 9000,
         leader_imbalance_check_interval_ms: int | None = None,
     ):
         """``leader_imbalance_check_interval_ms``: with ``auto.leader.rebalance.enable``, how often the
-        active controller moves leadership back to preferred replicas (None: never)."""
+        active controller moves leadership back to preferred replicas (None: never).
+        ``bootstrap_metadata_version`` / ``bootstrap_features``: the levels an empty log starts at when
+        ``bootstrap_records`` have no ``metadata.version`` (features None: Kafka's defaults for that
+        ``metadata.version``, capped to what pykbroker supports)."""
         self.node_id = node_id
         self.leader_imbalance_check_interval_ms = leader_imbalance_check_interval_ms
         self.cluster_id = cluster_id
@@ -180,6 +196,7 @@ class QuorumController:
             unfence_on_register,
             time,
             session_timeout_ms,
+            node_id,
         )
         self.managers = _ControlManagers(*self._manager_args)
         #: a stall of the event thread this long (ms) is credited to every broker session
@@ -188,8 +205,9 @@ class QuorumController:
         self.fence_interval_ms = max(1, session_timeout_ms // 20)
         self._heartbeat_tracker = BrokerHeartbeatTracker()
         self.bootstrap_metadata_version = bootstrap_metadata_version
-        #: records of ``bootstrap.checkpoint`` (``kafka-storage format --add-scram``), written with
-        #: ``metadata.version`` when the controller first leads an empty log
+        self.bootstrap_features = bootstrap_features
+        #: records of ``bootstrap.checkpoint`` (``kafka-storage format``: feature levels, ``--add-scram``),
+        #: written when the controller first leads an empty log
         self.bootstrap_records: list[ApiMessageAndVersion] = []
         self._log = get_logger("QuorumController", id=node_id)
         # event-thread state
@@ -274,6 +292,24 @@ class QuorumController:
         """ElectLeaders ``{election_type, topic_partitions}`` -> ``{error_code, replica_election_results}``
         (see :mod:`pykbroker.metadata.leader_election`), completed once the leader changes commit."""
         return self._write("electLeaders", lambda: elect_leaders(self.managers.replication, request))
+
+    def update_features(self, request: dict[str, Any]) -> Future:
+        """UpdateFeatures ``{feature_updates: [{feature, max_version_level, upgrade_type}], validate_only}`` ->
+        ``{error_code, error_message}`` (see FeatureControlManager.update_features), completed once the
+        FeatureLevelRecords commit."""
+        updates: dict[str, int] = {}
+        upgrade_types: dict[str, int] = {}
+        for u in request.get("feature_updates") or []:
+            updates[u["feature"]] = int(u["max_version_level"])
+            upgrade_types[u["feature"]] = int(u.get("upgrade_type", 1))
+        validate_only = bool(request.get("validate_only", False))
+        return self._write(
+            "updateFeatures", lambda: self.managers.features.update_features(updates, upgrade_types, validate_only)
+        )
+
+    def finalized_features(self) -> dict[str, int]:
+        """The finalized levels this controller has replayed (a racy read from any thread: a copy)."""
+        return dict(self.managers.features.finalized)
 
     def register_broker(self, request: dict[str, Any]) -> Future:
         """BrokerRegistration (``broker_id``, ``cluster_id``, ``incarnation_id``, ``listeners``,
@@ -568,14 +604,29 @@ class QuorumController:
             )
             self._last_reserved_offset = -1
             self.managers.cluster.activate()
-            bootstrap = self.managers.features.bootstrap_records(self.bootstrap_metadata_version)
+            bootstrap = self._bootstrap_records()
             if bootstrap:
-                self._append(bootstrap + list(self.bootstrap_records), None, None)
+                self._append(bootstrap, None, None)
             self._reschedule_maybe_fence_stale_brokers()
             self._schedule_leader_rebalance()
             self._active_event.set()
         elif self._active_epoch >= 0:
             self._renounce(f"new leader {leader}")
+
+    def _bootstrap_records(self) -> list[ApiMessageAndVersion]:
+        """What an empty log starts with (none once ``metadata.version`` is finalized): ``bootstrap_records``
+        as they are when they finalize ``metadata.version`` (Kafka's bootstrap checkpoint), else the levels of
+        ``bootstrap_metadata_version`` / ``bootstrap_features`` before them."""
+        features = self.managers.features
+        if features.metadata_version is not None:
+            return []
+        records = list(self.bootstrap_records)
+        if any(r.name == FEATURE_LEVEL_RECORD and r.data["name"] == METADATA_VERSION for r in records):
+            return records
+        levels = self.bootstrap_features
+        if levels is None:
+            levels = bootstrap_levels(self.bootstrap_metadata_version)
+        return features.bootstrap_records(self.bootstrap_metadata_version, levels) + records
 
     def _renounce(self, reason: str) -> None:
         """Give up being active: fail parked operations, forget uncommitted state, replay the log."""

@@ -5,7 +5,8 @@ iterations, salt and *salted password* (the client ran PBKDF2); the controller d
 ServerKey and writes a ``UserScramCredentialRecord``; a deletion writes a
 ``RemoveUserScramCredentialRecord``. Errors per user, with Kafka's messages: UNSUPPORTED_SASL_MECHANISM,
 UNACCEPTABLE_CREDENTIAL (empty user, iterations outside [4096, 16384], empty salt or salted password),
-DUPLICATE_RESOURCE (one user twice in a request), RESOURCE_NOT_FOUND (deleting a credential that does not exist).
+DUPLICATE_RESOURCE (one user twice in a request), RESOURCE_NOT_FOUND (deleting a credential that does not exist),
+UNSUPPORTED_VERSION while ``metadata.version`` is below 3.5-IV2 (no SCRAM records before it).
 
 Not thread-safe: used on the controller's event thread.
 """
@@ -14,9 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable
 from typing import Any
 
 from pykbroker.metadata.controller_result import ControllerResult
+from pykbroker.metadata.features import IBP_3_5_IV2
 from pykbroker.metadata.records import (
     REMOVE_USER_SCRAM_CREDENTIAL_RECORD,
     USER_SCRAM_CREDENTIAL_RECORD,
@@ -38,8 +41,14 @@ def keys_from_salted_password(mechanism: int, salted_password: bytes) -> tuple[b
 
 
 class ScramControlManager:
-    def __init__(self) -> None:
+    def __init__(self, metadata_version: Callable[[], int | None] = lambda: None) -> None:
         self.credentials: dict[tuple[str, int], int] = {}  # (user, mechanism) -> iterations
+        self.metadata_version = metadata_version
+
+    def _scram_supported(self) -> bool:
+        """Kafka's ``MetadataVersion.isScramSupported`` (3.5-IV2 and later)."""
+        mv = self.metadata_version()
+        return mv is None or mv >= IBP_3_5_IV2
 
     def replay(self, record: ApiMessageAndVersion) -> None:
         d = record.data
@@ -54,12 +63,16 @@ class ScramControlManager:
         to_upsert: dict[str, dict] = {}
         user_errors: dict[str, tuple[int, str]] = {}
         duplicate = (errors.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
+        unsupported = (errors.UNSUPPORTED_VERSION, "The current metadata.version does not support SCRAM")
+        scram_supported = self._scram_supported()
         for d in request.get("deletions") or []:
             user = d["name"]
             if user in user_errors:
                 continue
             if to_delete.pop(user, None) is not None:
                 user_errors[user] = duplicate
+            elif not scram_supported:
+                user_errors[user] = unsupported
             elif d["mechanism"] not in HASHES:
                 user_errors[user] = (errors.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
             elif (user, d["mechanism"]) not in self.credentials:
@@ -75,6 +88,8 @@ class ScramControlManager:
                 continue
             if to_delete.pop(user, None) is not None or to_upsert.pop(user, None) is not None:
                 user_errors[user] = duplicate
+            elif not scram_supported:
+                user_errors[user] = unsupported
             elif u["mechanism"] not in HASHES:
                 user_errors[user] = (errors.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
             elif not user:

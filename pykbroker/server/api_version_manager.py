@@ -63,6 +63,7 @@ BROKER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.DESCRIBE_QUORUM: (0, 2),
     ApiKeys.ELECT_LEADERS: (0, 2),
     ApiKeys.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
+    ApiKeys.UPDATE_FEATURES: (0, 2),
 }
 
 # api key -> the min version the ApiVersions response advertises below the served range (KAFKA-18659).
@@ -83,6 +84,7 @@ CONTROLLER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKeys.CREATE_ACLS: (1, 3),
     ApiKeys.DELETE_ACLS: (1, 3),
+    ApiKeys.UPDATE_FEATURES: (0, 2),
 }
 
 

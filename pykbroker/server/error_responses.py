@@ -234,3 +234,9 @@ register_schema_built(ApiKeys.HEARTBEAT)
 register_schema_built(ApiKeys.LIST_GROUPS)
 register_schema_built(ApiKeys.OFFSET_COMMIT)
 register_schema_built(ApiKeys.DELETE_RECORDS, low_watermark=INVALID_OFFSET)
+
+
+@register(ApiKeys.UPDATE_FEATURES)
+def _update_features_error(version, body, code, message):
+    """``UpdateFeaturesResponse.createWithErrors``: the top-level error, no per-feature results."""
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "results": []}

@@ -1,8 +1,8 @@
 """ForwardingManager: the broker's view of the controller when the active controller is another process.
 
 Kafka's brokers forward the controller-bound client requests (CreateTopics, DeleteTopics,
-CreatePartitions, IncrementalAlterConfigs, AlterConfigs ...) to the active controller (``ForwardingManager``,
-``AutoTopicCreationManager``) and take producer id blocks from it (``RPCProducerIdManager``:
+CreatePartitions, IncrementalAlterConfigs, AlterConfigs, UpdateFeatures ...) to the active controller
+(``ForwardingManager``, ``AutoTopicCreationManager``) and take producer id blocks from it (``RPCProducerIdManager``:
 AllocateProducerIds). This class offers the same calls as the local
 :class:`~pykbroker.metadata.quorum_controller.QuorumController` that the handlers use (each returns a
 ``concurrent.futures.Future`` of the response body). A handler therefore works the same whether the
@@ -36,6 +36,7 @@ VERSIONS = {
     ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: 0,
     ApiKeys.CREATE_ACLS: 3,
     ApiKeys.DELETE_ACLS: 3,
+    ApiKeys.UPDATE_FEATURES: 2,
 }
 
 
@@ -72,6 +73,10 @@ class ForwardingManager:
 
     def alter_user_scram_credentials(self, request: dict[str, Any]) -> Future:
         return self._forward(ApiKeys.ALTER_USER_SCRAM_CREDENTIALS, request)
+
+    def update_features(self, request: dict[str, Any]) -> Future:
+        """UpdateFeatures (v2: the top-level error only; the broker's handler adds v0-v1 results)."""
+        return self._forward(ApiKeys.UPDATE_FEATURES, request)
 
     def allocate_producer_ids(self, request: dict[str, Any]) -> Future:
         return self._forward(ApiKeys.ALLOCATE_PRODUCER_IDS, request)

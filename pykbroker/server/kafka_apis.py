@@ -43,6 +43,7 @@ _RESOURCE_CHECKS: dict[int, tuple[int, int, str | None, type[errors.KafkaError]]
     ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: (_ALTER, _CLUSTER, None, errors.ClusterAuthorizationError),
     ApiKeys.DESCRIBE_USER_SCRAM_CREDENTIALS: (_DESCRIBE, _CLUSTER, None, errors.ClusterAuthorizationError),
     ApiKeys.ELECT_LEADERS: (_ALTER, _CLUSTER, None, errors.ClusterAuthorizationError),
+    ApiKeys.UPDATE_FEATURES: (_ALTER, _CLUSTER, None, errors.ClusterAuthorizationError),
     ApiKeys.DESCRIBE_LOG_DIRS: (_DESCRIBE, _CLUSTER, None, errors.ClusterAuthorizationError),
     ApiKeys.WRITE_TXN_MARKERS: (_CLUSTER_ACTION, _CLUSTER, None, errors.ClusterAuthorizationError),
     ApiKeys.DESCRIBE_QUORUM: (_DESCRIBE, _CLUSTER, None, errors.ClusterAuthorizationError),
@@ -54,7 +55,7 @@ _RESOURCE_CHECKS: dict[int, tuple[int, int, str | None, type[errors.KafkaError]]
     ),
 }
 # The controller listener's APIs (Kafka's ControllerApis): node-to-node traffic needs CLUSTER_ACTION on the
-# cluster (Fetch there is Raft's); UnregisterBroker ALTER; DescribeQuorum DESCRIBE.
+# cluster (Fetch there is Raft's); UnregisterBroker and UpdateFeatures ALTER; DescribeQuorum DESCRIBE.
 _CONTROLLER_CHECKS: dict[int, int] = {
     ApiKeys.VOTE: _CLUSTER_ACTION,
     ApiKeys.BEGIN_QUORUM_EPOCH: _CLUSTER_ACTION,
@@ -66,6 +67,7 @@ _CONTROLLER_CHECKS: dict[int, int] = {
     ApiKeys.ALLOCATE_PRODUCER_IDS: _CLUSTER_ACTION,
     ApiKeys.ALTER_PARTITION: _CLUSTER_ACTION,
     ApiKeys.UNREGISTER_BROKER: _ALTER,
+    ApiKeys.UPDATE_FEATURES: _ALTER,
     ApiKeys.DESCRIBE_QUORUM: _DESCRIBE,
 }
 _CONFIG_RESOURCES = {2: (_TOPIC, errors.TopicAuthorizationError), 4: (_CLUSTER, errors.ClusterAuthorizationError)}

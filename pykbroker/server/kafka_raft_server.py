@@ -38,8 +38,17 @@ from pykbroker.coordinator.transaction.transaction_state_manager import Transact
 from pykbroker.log.log_cleaner import LogCleaner
 from pykbroker.log.log_config import LogConfig
 from pykbroker.log.log_manager import LogDirLockError, LogManager, lock_log_dirs
-from pykbroker.metadata.bootstrap import read_bootstrap_records
+from pykbroker.metadata.bootstrap import read_bootstrap_records, write_bootstrap_records
 from pykbroker.metadata.controller_metadata_metrics import ControllerMetadataMetrics
+from pykbroker.metadata.feature_control_manager import feature_level_bootstrap_records
+from pykbroker.metadata.features import (
+    LATEST_PRODUCTION,
+    LEGACY_BOOTSTRAP_METADATA_VERSION,
+    METADATA_VERSION,
+    bootstrap_levels,
+    supported_features_request,
+)
+from pykbroker.metadata.features_publisher import FeaturesPublisher, finalized_features_of
 from pykbroker.metadata.log_config_schema import LogConfigSchema
 from pykbroker.metadata.metadata_loader import MetadataLoader
 from pykbroker.metadata.quorum_controller import QuorumController
@@ -209,9 +218,17 @@ class KafkaRaftServer:
         except LogDirLockError as e:
             raise StartupError(str(e)) from e
         try:
-            self.cluster_id, _ = ensure_formatted(dirs, self.node_id, self.log, allow_auto_format=self.single_node)
+            self.cluster_id, formatted_now = ensure_formatted(
+                dirs, self.node_id, self.log, allow_auto_format=self.single_node
+            )
         except MetaPropertiesError as e:
             raise StartupError(str(e)) from e
+        if formatted_now and self.is_controller:
+            # as kafka-storage format does: the feature levels the cluster starts at (Kafka 4.0's latest)
+            write_bootstrap_records(
+                config.metadata_log_dir,
+                feature_level_bootstrap_records(LATEST_PRODUCTION, bootstrap_levels(LATEST_PRODUCTION)),
+            )
 
         if self.is_broker:
             self._start_storage()
@@ -399,7 +416,8 @@ class KafkaRaftServer:
         self.loader = MetadataLoader(
             self.node_id, self.cluster_id, self.raft.high_watermark, snapshot_generator=self.snapshot_generator
         )
-        publishers = [self.publisher] if self.is_broker else []
+        self.features_publisher = FeaturesPublisher()
+        publishers = [self.publisher] if self.is_broker else [self.features_publisher]
         self._await(
             self.loader.install_publishers(publishers),
             timeout,
@@ -428,7 +446,13 @@ class KafkaRaftServer:
                 else None
             ),
         )
-        self.controller.bootstrap_records = read_bootstrap_records(config.metadata_log_dir)
+        records = read_bootstrap_records(config.metadata_log_dir)
+        self.controller.bootstrap_records = records
+        if not any(r.name == "FeatureLevelRecord" and r.data["name"] == METADATA_VERSION for r in records):
+            # formatted before pykbroker had feature versions (meta.properties alone, or SCRAM records only):
+            # the levels that pykbroker wrote then
+            self.controller.bootstrap_metadata_version = LEGACY_BOOTSTRAP_METADATA_VERSION
+            self.controller.bootstrap_features = {}
         ControllerMetadataMetrics(
             self.metrics, self.controller, lambda: self.metadata_cache.image if self.is_broker else self.loader.image
         )
@@ -751,7 +775,7 @@ class KafkaRaftServer:
             "cluster_id": self.cluster_id,
             "incarnation_id": uuid.uuid4(),
             "listeners": listeners,
-            "features": [],
+            "features": supported_features_request(),
             "rack": self.config["broker.rack"],
             "log_dirs": [],
         }
@@ -803,10 +827,17 @@ class KafkaRaftServer:
         apis = KafkaApis(self.node_id, helper, self.time, controller_plane)
         for family in families:
             apis.register(family.handlers())
-        api_versions = ApiVersionsHandler(helper)
+        api_versions = ApiVersionsHandler(helper, features=self._finalized_features)
         apis.register(api_versions.handlers())
         api_versions.manager = ApiVersionManager(apis.implemented_apis, _schema_range)
         return apis, api_versions.manager
+
+    def _finalized_features(self):
+        """What ApiVersions reports as finalized: a broker's metadata image (epoch: its offset), a controller's
+        last features change (Kafka's KRaftMetadataCache.features / FeaturesPublisher)."""
+        if self.is_broker:
+            return finalized_features_of(self.metadata_cache.image)
+        return self.features_publisher.features
 
     def _channel_for(self, request):
         ss = self.socket_server

@@ -46,6 +46,7 @@ COMMANDS = (
     "kafka-metadata-quorum",
     "kafka-transactions",
     "kafka-acls",
+    "kafka-features",
 )
 
 

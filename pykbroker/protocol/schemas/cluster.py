@@ -1,4 +1,4 @@
-"""Cluster-level APIs: ApiVersions, Metadata, DescribeCluster, SASL handshake/authenticate.
+"""Cluster-level APIs: ApiVersions, Metadata, DescribeCluster, UpdateFeatures, SASL handshake/authenticate.
 
 Schema DSL: see :mod:`pykbroker.protocol.schema`. Field names, types and versions are protocol facts.
 """
@@ -79,6 +79,24 @@ response DescribeCluster 60 0-2 flex=0+
     rack string 0+ null=0+ =null
     is_fenced bool 2+
   cluster_authorized_operations int32 0+ =-2147483648
+
+request UpdateFeatures 57 0-2 flex=0+
+  timeout_ms int32 0+ =60000
+  feature_updates [] 0+
+    feature string 0+
+    max_version_level int16 0+
+    allow_downgrade bool 0
+    upgrade_type int8 1+ =1
+  validate_only bool 1+ =false
+
+response UpdateFeatures 57 0-2 flex=0+
+  throttle_time_ms int32 0+
+  error_code int16 0+
+  error_message string 0+ null=0+
+  results [] 0-1
+    feature string 0+
+    error_code int16 0+
+    error_message string 0+ null=0+
 
 request SaslHandshake 17 0-1 flex=none
   mechanism string 0+

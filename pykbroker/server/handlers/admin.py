@@ -1,5 +1,6 @@
 """Controller-backed admin APIs: CreateTopics (19), DeleteTopics (20), CreatePartitions (37),
-IncrementalAlterConfigs (44), AlterConfigs (33); DescribeConfigs (32) from the broker's metadata cache.
+IncrementalAlterConfigs (44), AlterConfigs (33), UpdateFeatures (57); DescribeConfigs (32) from the broker's
+metadata cache.
 
 Mirrors ``KafkaApis`` forwarding these mutations to the active controller (``ControllerApis``): the
 QuorumController turns them into metadata records and its future completes once they are committed;
@@ -68,7 +69,36 @@ class AdminHandler:
             ApiKeys.CREATE_ACLS: self.handle_create_acls_request,
             ApiKeys.DELETE_ACLS: self.handle_delete_acls_request,
             ApiKeys.DESCRIBE_ACLS: self.handle_describe_acls_request,
+            ApiKeys.UPDATE_FEATURES: self.handle_update_features_request,
         }
+
+    # -- UpdateFeatures (KIP-584) --------------------------------------------------------------------------
+    def handle_update_features_request(self, request) -> None:
+        """UpdateFeatures: the controller applies every update or none (see FeatureControlManager). A v0
+        ``allow_downgrade`` is a safe downgrade (upgrade type 2). The answer is a top-level error; v0-v1 add one
+        result per feature when it is NONE (Kafka's QuorumController.updateFeatures)."""
+        body, version = request.body, request.context.api_version
+        updates = [
+            {
+                "feature": u["feature"],
+                "max_version_level": u["max_version_level"],
+                "upgrade_type": u.get("upgrade_type", 1) if version >= 1 else (2 if u.get("allow_downgrade") else 1),
+            }
+            for u in body["feature_updates"]
+        ]
+        future = self.controller.update_features(
+            {"timeout_ms": body["timeout_ms"], "feature_updates": updates, "validate_only": body["validate_only"]}
+        )
+
+        def shape(result: dict) -> dict:
+            response = {"error_code": result["error_code"], "error_message": result.get("error_message")}
+            if version <= 1 and result["error_code"] == errors.NONE:
+                response["results"] = [
+                    {"feature": u["feature"], "error_code": errors.NONE, "error_message": None} for u in updates
+                ]
+            return response
+
+        self._reply_when_done(request, future, shape)
 
     # -- ACLs (stored in the metadata log as AccessControlEntryRecords) --------------------------
     def handle_create_acls_request(self, request) -> None:

@@ -1,15 +1,23 @@
-"""ApiVersions (key 18): the advertised (api key, min, max) table.
+"""ApiVersions (key 18): the advertised (api key, min, max) table and the features (KIP-584).
 
 Mirrors ``KafkaApis.handleApiVersionsRequest`` (+ KIP-511): a version above what we support is
 answered as v0 with UNSUPPORTED_VERSION (35) and the full ``api_keys`` list, with a v0 response header,
 so the client can retry with a supported version; invalid client software name/version (v3+) gets
 INVALID_REQUEST (42).
+
+v3+ carries the features (``ApiVersionsResponse.Builder``): ``supported_features``, the ranges this software
+supports (:data:`pykbroker.metadata.features.SUPPORTED_FEATURES`; below v4 those whose minimum is 0 are left
+out, KAFKA-17492), ``finalized_features`` (each level other than 0, as min and max) and
+``finalized_features_epoch`` from the node's features provider (see :mod:`pykbroker.metadata.features_publisher`).
+Responses are encoded once per (version, finalized features epoch).
 """
 
 from __future__ import annotations
 
 import re
 
+from pykbroker.metadata.features import SUPPORTED_FEATURES
+from pykbroker.metadata.features_publisher import UNKNOWN_FEATURES, FinalizedFeatures
 from pykbroker.protocol import encode_response_body, errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.server import error_responses
@@ -17,14 +25,34 @@ from pykbroker.server import error_responses
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
+def feature_keys(version: int, finalized: FinalizedFeatures) -> dict:
+    """The three feature fields of an ApiVersions response at ``version``."""
+    return {
+        "supported_features": [
+            {"name": name, "min_version": lo, "max_version": hi}
+            for name, (lo, hi) in sorted(SUPPORTED_FEATURES.items())
+            if version >= 4 or lo != 0
+        ],
+        "finalized_features_epoch": finalized.epoch,
+        "finalized_features": [
+            {"name": name, "max_version_level": level, "min_version_level": level}
+            for name, level in sorted(finalized.levels.items())
+            if level != 0
+        ],
+    }
+
+
 class ApiVersionsHandler:
-    def __init__(self, helper, api_version_manager=None):
+    """``features()`` -> the node's :class:`FinalizedFeatures` (any thread)."""
+
+    def __init__(self, helper, api_version_manager=None, features=lambda: UNKNOWN_FEATURES):
         self.helper = helper
         self.manager = api_version_manager  # set once every other handler family is registered
-        # The manager is read-only once set: its list, and the successful response per version, are built once
-        # (a plain dict: two handler threads racing to fill an entry store equal bytes).
+        self.features = features
+        # The manager is read-only once set: its list, and the successful response per version for the current
+        # features epoch, are built once (replaced whole, by reference: racing handler threads store equal bytes).
         self._api_keys: list[dict] | None = None
-        self._encoded: dict[int, bytes] = {}
+        self._encoded: tuple[int, dict[int, bytes]] = (-2, {})
 
     def handlers(self) -> dict:
         return {ApiKeys.API_VERSIONS: self.handle_api_versions_request}
@@ -49,18 +77,21 @@ class ApiVersionsHandler:
                     request, {"error_code": errors.INVALID_REQUEST, "api_keys": api_keys, "throttle_time_ms": 0}
                 )
                 return
-        encoded = self._encoded.get(version)
-        if encoded is None:  # the answer is the same for every request of a version: encode it once
+        finalized = self.features()
+        epoch, by_version = self._encoded
+        if epoch != finalized.epoch:
+            by_version = {}
+            self._encoded = (finalized.epoch, by_version)
+        encoded = by_version.get(version)
+        if encoded is None:  # the same for every request of a version until the features change: encode it once
             body = {
                 "error_code": errors.NONE,
                 "api_keys": api_keys,
                 "throttle_time_ms": 0,
-                "supported_features": [],
-                "finalized_features_epoch": -1,
-                "finalized_features": [],
+                **feature_keys(version, finalized),
                 "zk_migration_ready": False,
             }
-            encoded = self._encoded[version] = encode_response_body(ApiKeys.API_VERSIONS, version, body)
+            encoded = by_version[version] = encode_response_body(ApiKeys.API_VERSIONS, version, body)
         self.helper.send_encoded_response(request, encoded)
 
 

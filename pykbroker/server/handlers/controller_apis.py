@@ -2,8 +2,9 @@
 
 * Broker lifecycle: BrokerRegistration (62), BrokerHeartbeat (63) and UnregisterBroker (64).
 * Producer id blocks: AllocateProducerIds (67).
-* Mutations that brokers forward: CreateTopics (19), DeleteTopics (20), CreatePartitions (37) and
-  IncrementalAlterConfigs (44). These go through the same AdminHandler code as on a single node.
+* Mutations that brokers forward: CreateTopics (19), DeleteTopics (20), CreatePartitions (37),
+  IncrementalAlterConfigs (44) and UpdateFeatures (57). These go through the same AdminHandler code as on a
+  single node.
 
 Each becomes an operation of the local QuorumController, whose future completes on the controller's event
 thread once the records are committed. The response is sent from that completion, so no handler thread
@@ -43,6 +44,7 @@ class ControllerApis:
             ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: self.admin.handle_alter_user_scram_credentials_request,
             ApiKeys.CREATE_ACLS: self.admin.handle_create_acls_request,
             ApiKeys.DELETE_ACLS: self.admin.handle_delete_acls_request,
+            ApiKeys.UPDATE_FEATURES: self.admin.handle_update_features_request,
         }
         if self.cluster_info is not None:
             result[ApiKeys.DESCRIBE_CLUSTER] = self.handle_describe_cluster_request

@@ -18,6 +18,7 @@ import pytest
 from pykbroker.metadata.broker_heartbeat_manager import BrokerControlState, BrokerHeartbeatManager
 from pykbroker.metadata.cluster_control_manager import ClusterControlManager
 from pykbroker.metadata.event_queue import EventQueue
+from pykbroker.metadata.features import supported_features_request
 from pykbroker.metadata.image import MetadataImage
 from pykbroker.metadata.metadata_loader import MetadataLoader
 from pykbroker.metadata.publisher import MetadataPublisher
@@ -95,7 +96,7 @@ class Node:
                 "cluster_id": "c",
                 "incarnation_id": incarnation,
                 "listeners": [{"name": "PLAINTEXT", "host": "localhost", "port": 9092 + broker_id}],
-                "features": [],
+                "features": supported_features_request(),
                 "rack": None,
             }
         ).result(TIMEOUT)

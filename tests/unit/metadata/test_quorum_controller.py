@@ -11,6 +11,7 @@ from concurrent.futures import Future
 import pytest
 
 from pykbroker.metadata.delta import MetadataDelta
+from pykbroker.metadata.features import supported_features_request
 from pykbroker.metadata.image import MetadataImage
 from pykbroker.metadata.metadata_loader import MetadataLoader
 from pykbroker.metadata.publisher import MetadataPublisher
@@ -77,7 +78,7 @@ class Node:
                 "cluster_id": "test-cluster",
                 "incarnation_id": uuid.uuid4(),
                 "listeners": [{"name": "PLAINTEXT", "host": "localhost", "port": 9092, "security_protocol": 0}],
-                "features": [],
+                "features": supported_features_request(),
                 "rack": None,
             }
         ).result(TIMEOUT)
@@ -121,7 +122,9 @@ def test_thread_names_and_bootstrap_metadata_version(node):
         "kafka-1-metadata-loader-event-handler",
     } <= names
     image = node.wait_image(lambda i: i.metadata_version is not None)
-    assert image.metadata_version == 22 and image.cluster_id == "test-cluster"
+    # a new cluster: Kafka 4.0's latest production metadata.version, its feature defaults capped to the supported
+    assert image.metadata_version == 25 and image.cluster_id == "test-cluster"
+    assert dict(image.features) == {"metadata.version": 25, "transaction.version": 1}
 
 
 def test_create_topic_commits_then_completes_and_publishes(node):
@@ -141,8 +144,8 @@ def test_create_topic_commits_then_completes_and_publishes(node):
     assert set(delta.topics.local_changes(1).leaders) == {("foo", 0), ("foo", 1)}
     assert image.brokers[1].listeners["PLAINTEXT"].port == 9092 and not image.brokers[1].fenced
     names = [r.name for r in node.records.records]
-    assert names[:2] == ["FeatureLevelRecord", "RegisterBrokerRecord"]
-    assert names[2:] == ["TopicRecord", "PartitionRecord", "PartitionRecord"]
+    assert names[:3] == ["FeatureLevelRecord", "FeatureLevelRecord", "RegisterBrokerRecord"]
+    assert names[3:] == ["TopicRecord", "PartitionRecord", "PartitionRecord"]
 
 
 def test_errors_come_back_in_the_response(node):
@@ -234,8 +237,8 @@ def test_restart_replays_log_and_keeps_state(tmp_path):
         assert create(second, "persist").result(TIMEOUT)["topics"][0]["error_code"] == errors.TOPIC_ALREADY_EXISTS
         nxt = second.controller.allocate_producer_ids({"broker_id": 1, "broker_epoch": -1}).result(TIMEOUT)
         assert nxt["producer_id_start"] == 1000
-        # bootstrap record written once only
-        assert [r.name for r in second.records.records].count("FeatureLevelRecord") == 1
+        # bootstrap records (metadata.version, transaction.version) written once only
+        assert [r.name for r in second.records.records].count("FeatureLevelRecord") == 2
     finally:
         second.stop()
 

@@ -1,0 +1,50 @@
+"""The finalized features a node reports in ApiVersions (Kafka's ``FinalizedFeatures`` and
+``FeaturesPublisher``).
+
+A broker reports its metadata image's levels with the image's offset as ``finalized_features_epoch``
+(:func:`finalized_features_of`, Kafka's ``KRaftMetadataCache.features``); a controller-only node reports the
+levels of the last image that changed them, with that image's offset (:class:`FeaturesPublisher`). Before
+``metadata.version`` is known the epoch is -1 and nothing is finalized.
+
+Threading: a ``FinalizedFeatures`` is immutable; the publisher's ``features`` is replaced by reference on the
+metadata loader's thread and read from any thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import NamedTuple
+
+from pykbroker.metadata.delta import MetadataDelta
+from pykbroker.metadata.image import MetadataImage
+from pykbroker.metadata.publisher import MetadataPublisher
+
+
+class FinalizedFeatures(NamedTuple):
+    """``levels``: feature -> finalized level (``metadata.version`` included, no level 0); ``epoch``: the
+    metadata offset they are as of (-1: unknown)."""
+
+    levels: Mapping[str, int]
+    epoch: int
+
+
+UNKNOWN_FEATURES = FinalizedFeatures(MappingProxyType({}), -1)
+
+
+def finalized_features_of(image: MetadataImage) -> FinalizedFeatures:
+    """A broker's view: the image's levels, epoch = the image's offset."""
+    if image.metadata_version is None:
+        return UNKNOWN_FEATURES
+    return FinalizedFeatures(image.features, image.offset)
+
+
+class FeaturesPublisher(MetadataPublisher):
+    """Keeps the finalized features of the latest image that changed them."""
+
+    def __init__(self) -> None:
+        self.features = UNKNOWN_FEATURES
+
+    def on_metadata_update(self, delta: MetadataDelta, new_image: MetadataImage) -> None:
+        if delta.features_changes:
+            self.features = finalized_features_of(new_image)
