@@ -45,6 +45,7 @@ from pykbroker.metadata.features import (
     LATEST_PRODUCTION,
     LEGACY_BOOTSTRAP_METADATA_VERSION,
     METADATA_VERSION,
+    TRANSACTION_VERSION,
     bootstrap_levels,
     supported_features_request,
 )
@@ -560,6 +561,7 @@ class KafkaRaftServer:
         state_manager = TransactionStateManager(
             self.node_id, self.replica_manager, self.log_manager, config, self.time, self.scheduler
         )
+        state_manager.transaction_version = lambda: self.metadata_cache.image.features.get(TRANSACTION_VERSION, 0)
         channel = TransactionMarkerChannelManager(
             self.node_id,
             self.metadata_cache,

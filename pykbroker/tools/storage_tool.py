@@ -3,18 +3,24 @@
 
     bin/kafka-storage random-uuid
     bin/kafka-storage format -t <cluster-id> -c server.properties [--ignore-formatted]
+        [--release-version 3.9-IV0] [--feature transaction.version=1 ...]
         [--add-scram 'SCRAM-SHA-256=[name=alice,password=alice-secret]' ...]
         [--standalone | --initial-controllers LIST | --no-initial-controllers]
     bin/kafka-storage info -c server.properties
 
 ``format`` writes ``meta.properties`` (version 1, cluster.id, node.id, a new directory.id) into every
 ``log.dirs`` entry and the ``metadata.log.dir`` (in sorted order, printing Kafka's ``Formatting data
-directory|metadata directory <dir> with metadata.version 4.0-IV3.``). Every node of a cluster (each voter
+directory|metadata directory <dir> with metadata.version 4.0-IV3.``), and the feature levels the cluster starts
+at to ``<metadata.log.dir>/bootstrap.checkpoint`` (Kafka's ``Formatter``): ``metadata.version`` of
+``--release-version`` (default 4.0-IV3, Kafka 4.0's latest) or of ``--feature metadata.version=N``, and every
+other feature at ``--feature NAME=LEVEL`` or else at Kafka's default for that release, capped to what pykbroker
+supports (:mod:`pykbroker.metadata.features`). A level pykbroker does not support, an unknown feature or a
+missing dependency fails the command with Kafka's message. Every node of a cluster (each voter
 and each broker) is formatted with the same ``-t``; only pykbroker's single-node default formats itself on
 first start. A directory already formatted fails the command (exit 1) unless ``--ignore-formatted``; one
 formatted for another cluster or node always does (``MetaPropertiesEnsemble.verify``'s messages).
-``--add-scram`` writes the SCRAM credentials to ``<metadata.log.dir>/bootstrap.checkpoint``, which the
-controller appends to the metadata log (with ``metadata.version``) when it first leads.
+``--add-scram`` adds SCRAM credentials (``metadata.version`` 3.5-IV2 and later) to the bootstrap checkpoint, which
+the controller appends to the metadata log when it first leads.
 
 Quorums are static (``controller.quorum.voters``); dynamic quorums (KIP-853) are not supported. As in
 Kafka, a controller with no ``controller.quorum.voters`` needs one of ``--standalone``,
@@ -34,7 +40,9 @@ import sys
 from pykbroker.config.config_def import ConfigException
 from pykbroker.config.kafka_config import KafkaConfig
 from pykbroker.config.properties import PropertiesError
+from pykbroker.metadata import features as fv
 from pykbroker.metadata.bootstrap import write_bootstrap_records
+from pykbroker.metadata.feature_control_manager import feature_level_bootstrap_records
 from pykbroker.metadata.records import ApiMessageAndVersion, user_scram_credential_record
 from pykbroker.metadata.scram_control_manager import keys_from_salted_password
 from pykbroker.security.scram import DEFAULT_ITERATIONS, MIN_ITERATIONS, credential_for
@@ -57,7 +65,7 @@ def _config(path: str) -> KafkaConfig:
     return KafkaConfig(load_server_properties(path))
 
 
-RELEASE_VERSION = "4.0-IV3"
+RELEASE_VERSION = fv.metadata_version(fv.LATEST_PRODUCTION).version
 
 
 def _dirs(config: KafkaConfig) -> list[str]:
@@ -145,11 +153,88 @@ def parse_scram(value: str) -> ApiMessageAndVersion:
     return user_scram_credential_record(name, mech_type, cred.salt, cred.stored_key, cred.server_key, iterations)
 
 
+def _parse_feature(text: str) -> tuple[str, int]:
+    name, eq, level = text.partition("=")
+    if not eq:
+        raise TerseFailure(f"Can't parse feature=level string {text}: equals sign not found.")
+    try:
+        return name.strip(), int(level.strip())
+    except ValueError:
+        raise TerseFailure(
+            f"Can't parse feature=level string {text}: unable to parse {level.strip()} as a short."
+        ) from None
+
+
+def feature_levels(release_version: str | None, feature_args: list[str], static_quorum: bool = True) -> dict[str, int]:
+    """Kafka's ``Formatter.calculateEffectiveReleaseVersion`` and ``calculateEffectiveFeatureLevels``: every
+    feature's starting level, ``metadata.version`` included. Raises TerseFailure with Kafka's messages."""
+    given: dict[str, int] = {}
+    for text in feature_args:
+        name, level = _parse_feature(text)
+        given[name] = level
+    if fv.METADATA_VERSION in given:
+        if release_version is not None:
+            raise TerseFailure(
+                f"Use --release-version instead of --feature {fv.METADATA_VERSION}=X to avoid ambiguity."
+            )
+        try:
+            release = fv.metadata_version(given[fv.METADATA_VERSION]).level
+        except ValueError as e:
+            raise TerseFailure(str(e)) from None
+    elif release_version is not None:
+        try:
+            release = fv.parse_release_version(release_version)
+        except ValueError as e:
+            raise TerseFailure(str(e)) from None
+    else:
+        release = fv.LATEST_PRODUCTION
+    known = sorted(f.name for f in fv.FEATURES)
+    for name in given:
+        if name != fv.METADATA_VERSION and name not in known:
+            raise TerseFailure(f"Unsupported feature: {name}. Supported features are: {', '.join(known)}")
+    kraft = given.get(fv.KRAFT_VERSION)
+    if kraft is not None and kraft != 0 and static_quorum:
+        raise TerseFailure(
+            f"Cannot set kraft.version to {kraft} unless controller.quorum.voters is empty and one of the flags "
+            "--standalone, --initial-controllers, or --no-initial-controllers is used. For dynamic controllers "
+            "support, try using one of --standalone, --initial-controllers, or --no-initial-controllers and "
+            "removing controller.quorum.voters."
+        )
+    levels = fv.bootstrap_levels(release)
+    levels.update(given)
+    levels[fv.METADATA_VERSION] = release
+    for name, level in levels.items():
+        if name == fv.METADATA_VERSION:
+            continue
+        lo, hi = fv.supported_range(name)
+        try:
+            if not lo <= level <= hi:
+                raise ValueError(f"No feature:{name} with feature level {level}")
+            fv.validate_version(name, level, levels)
+        except ValueError as e:
+            raise TerseFailure(str(e)) from None
+    return levels
+
+
 def format_storage(
-    config: KafkaConfig, cluster_id: str, ignore_formatted: bool, out=sys.stdout, bootstrap_records=()
+    config: KafkaConfig,
+    cluster_id: str,
+    ignore_formatted: bool,
+    out=sys.stdout,
+    bootstrap_records=(),
+    levels: dict[str, int] | None = None,
 ) -> int:
-    """Format every directory of ``config`` for ``cluster_id`` (a Kafka Uuid string); 0, or 1 with the
-    reason on stderr."""
+    """Format every directory of ``config`` for ``cluster_id`` (a Kafka Uuid string) with the feature
+    ``levels`` (default: :func:`feature_levels` of nothing); 0, or 1 with the reason on stderr."""
+    if levels is None:
+        levels = feature_levels(None, [])
+    release = fv.metadata_version(levels[fv.METADATA_VERSION])
+    if bootstrap_records and release.level < fv.IBP_3_5_IV2:
+        print(
+            f"SCRAM is only supported in {fv.METADATA_VERSION} {fv.metadata_version(fv.IBP_3_5_IV2).version} or later.",
+            file=sys.stderr,
+        )
+        return 1
     try:
         if len(uuid_from_string(cluster_id).bytes) != 16:
             raise ValueError
@@ -182,10 +267,11 @@ def format_storage(
         if d in formatted:
             continue
         kind = "metadata directory" if d == config.metadata_log_dir else "data directory"
-        print(f"Formatting {kind} {d} with metadata.version {RELEASE_VERSION}.", file=out)
+        print(f"Formatting {kind} {d} with metadata.version {release.version}.", file=out)
         write_meta_properties(d, cluster_id, config.node_id)
-        if d == config.metadata_log_dir and bootstrap_records:
-            write_bootstrap_records(d, list(bootstrap_records))
+        if d == config.metadata_log_dir:
+            records = feature_level_bootstrap_records(release.level, levels) + list(bootstrap_records)
+            write_bootstrap_records(d, records)
     return 0
 
 
@@ -247,7 +333,19 @@ def main(argv: list[str] | None = None) -> int:
         help="When this option is passed, the format command will skip over already formatted directories "
         "rather than failing.",
     )
-    fmt.add_argument("--release-version", "-r", help="Accepted for compatibility; metadata.version is 4.0-IV3.")
+    fmt.add_argument(
+        "--release-version",
+        "-r",
+        help="The release version to use for the initial feature settings. The minimum is "
+        f"{fv.metadata_version(fv.MINIMUM_VERSION).version}; the default is {RELEASE_VERSION}",
+    )
+    fmt.add_argument(
+        "--feature",
+        "-f",
+        action="append",
+        default=[],
+        help="The setting to use for a specific feature, in feature=level format. For example: `kraft.version=1`.",
+    )
     quorum = fmt.add_mutually_exclusive_group()
     quorum.add_argument(
         "--standalone",
@@ -296,11 +394,12 @@ def main(argv: list[str] | None = None) -> int:
         if note:
             print(note, file=sys.stderr)
         try:
+            levels = feature_levels(args.release_version, args.feature, bool(_voter_ids(config)))
             records = [parse_scram(v) for v in args.add_scram]
         except (TerseFailure, ValueError) as e:
             print(e, file=sys.stderr)
             return 1
-        return format_storage(config, args.cluster_id, args.ignore_formatted, bootstrap_records=records)
+        return format_storage(config, args.cluster_id, args.ignore_formatted, bootstrap_records=records, levels=levels)
     return info(config)
 
 

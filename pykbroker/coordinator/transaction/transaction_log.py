@@ -6,8 +6,9 @@ of a transactional id.
   transaction_timeout_ms int32, transaction_status int8, transaction_partitions [topic string,
   partition_ids [int32]] (nullable), transaction_last_update_timestamp_ms int64,
   transaction_start_timestamp_ms int64``. v1 (flexible: compact strings/arrays and tagged fields, with
-  PreviousProducerId/NextProducerId/ClientTransactionVersion as tags) is read too; v0 is written, as
-  Kafka does at transaction version 0/1.
+  PreviousProducerId/NextProducerId/ClientTransactionVersion as tags) is read too. Kafka writes v0 until the
+  finalized ``transaction.version`` is 1 or more, then v1 (``TransactionVersion.transactionLogValueVersion``); so
+  does :func:`value_bytes` (v1 with the PreviousProducerId tag when there is one).
 
 A null value is a tombstone (the transactional id expired). Decoding raises ValueError on an unknown
 version or a short buffer. Pure functions, no I/O.
@@ -23,7 +24,7 @@ from pykbroker.coordinator.transaction.transaction_metadata import (
     TransactionState,
     TxnTransitMetadata,
 )
-from pykbroker.protocol.types import read_uvarint
+from pykbroker.protocol.types import read_uvarint, write_uvarint
 
 _H, _I, _Q, _B = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q"), struct.Struct(">b")
 _VALUE_HEAD = struct.Struct(">hqhib")
@@ -51,13 +52,16 @@ def key_bytes(transactional_id: str) -> bytes:
     return _H.pack(KEY_VERSION) + _H.pack(len(b)) + b
 
 
-def value_bytes(t: TxnTransitMetadata) -> bytes:
-    """The value of a transition (Kafka writes no partitions for Empty/Complete* states)."""
+def value_bytes(t: TxnTransitMetadata, version: int = VALUE_VERSION) -> bytes:
+    """The value of a transition at ``version`` (0, or 1: flexible); Kafka writes no partitions for
+    Empty/Complete* states."""
     if t.txn_state is TransactionState.DEAD:
         raise ValueError("Dead transactions are not written to the log (a tombstone is)")
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(t.topic_partitions):
         by_topic.setdefault(topic, []).append(partition)
+    if version == 1:
+        return _flexible_value_bytes(t, by_topic)
     out = [
         _VALUE_HEAD.pack(VALUE_VERSION, t.producer_id, t.producer_epoch, t.txn_timeout_ms, int(t.txn_state)),
         _I.pack(len(by_topic)),
@@ -68,6 +72,30 @@ def value_bytes(t: TxnTransitMetadata) -> bytes:
         out.extend(_I.pack(p) for p in partitions)
     out.append(_Q.pack(t.txn_last_update_timestamp) + _Q.pack(t.txn_start_timestamp))
     return b"".join(out)
+
+
+def _flexible_value_bytes(t: TxnTransitMetadata, by_topic: dict[str, list[int]]) -> bytes:
+    """TransactionLogValue v1: compact arrays and strings, tagged fields (tag 0 PreviousProducerId, written only
+    when set, as a default-valued tagged field is not written)."""
+    out = bytearray(_VALUE_HEAD.pack(1, t.producer_id, t.producer_epoch, t.txn_timeout_ms, int(t.txn_state)))
+    write_uvarint(out, len(by_topic) + 1)
+    for topic, partitions in by_topic.items():
+        b = topic.encode()
+        write_uvarint(out, len(b) + 1)
+        out += b
+        write_uvarint(out, len(partitions) + 1)
+        for p in partitions:
+            out += _I.pack(p)
+        write_uvarint(out, 0)  # no tagged fields
+    out += _Q.pack(t.txn_last_update_timestamp) + _Q.pack(t.txn_start_timestamp)
+    if t.prev_producer_id != NO_PRODUCER_ID:
+        write_uvarint(out, 1)
+        write_uvarint(out, 0)
+        write_uvarint(out, 8)
+        out += _Q.pack(t.prev_producer_id)
+    else:
+        write_uvarint(out, 0)
+    return bytes(out)
 
 
 class _Reader:

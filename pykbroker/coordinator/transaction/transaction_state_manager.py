@@ -23,6 +23,7 @@ fetch that moves the high watermark, or the purgatory's reaper on timeout).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import NamedTuple
 
 from pykbroker.coordinator.transaction import transaction_log as txn_log
@@ -78,6 +79,8 @@ class TransactionStateManager:
         self.request_timeout_ms = config["request.timeout.ms"]
         self._lock = threading.RLock()
         self._caches: dict[int, _PartitionCache] = {}
+        #: the finalized ``transaction.version`` (KIP-890): from 1 on, values are written as flexible v1
+        self.transaction_version: Callable[[], int] = lambda: 0
         self._loading: dict[int, int] = {}  # partition -> coordinator epoch being loaded
         self._epochs: dict[int, int] = {}  # partition -> latest leader epoch seen (election or resignation)
 
@@ -257,7 +260,9 @@ class TransactionStateManager:
         ``callback(error_code)`` once, after the in-memory state changed. On an error for which
         ``retry_on_error(code)`` is true the pending state stays (the caller retries)."""
         partition = self.partition_for(transactional_id)
-        value = None if transit.txn_state is TransactionState.DEAD else txn_log.value_bytes(transit)
+        value = None
+        if transit.txn_state is not TransactionState.DEAD:
+            value = txn_log.value_bytes(transit, 1 if self.transaction_version() >= 1 else 0)
         builder = MemoryRecordsBuilder()
         builder.append(self.time.milliseconds(), txn_log.key_bytes(transactional_id), value)
         tp = (TRANSACTION_STATE_TOPIC_NAME, partition)

@@ -172,6 +172,7 @@ def broker_apis(
 ):
     """``(KafkaApis, ApiVersionManager)`` as ``KafkaRaftServer`` builds them for the data plane (its own
     ``_broker_families`` and ``_build_apis``), on the given (or stand-in) components."""
+    from pykbroker.metadata.features_publisher import UNKNOWN_FEATURES
     from pykbroker.server.kafka_raft_server import KafkaRaftServer
 
     time = time or MockTime()
@@ -193,6 +194,7 @@ def broker_apis(
             "max.request.partition.size.limit": 2000,
         },
         metrics=None,
+        _finalized_features=lambda: UNKNOWN_FEATURES,
     )
     families = KafkaRaftServer._broker_families(server)
     return KafkaRaftServer._build_apis(server, helper, families)
