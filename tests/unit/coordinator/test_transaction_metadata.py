@@ -85,13 +85,41 @@ def test_fencing_bumps_the_epoch_of_an_ongoing_transaction():
     state=st.sampled_from([s for s in S if s is not S.DEAD]),
     tps=st.frozensets(st.tuples(st.text(min_size=1, max_size=10), st.integers(0, 1000)), max_size=5),
     ts=st.integers(-1, 2**50),
+    version=st.sampled_from([0, 1]),
+    previous=st.sampled_from([-1, 5]),
 )
-def test_value_round_trip(tid, pid, epoch, timeout, state, tps, ts):
-    t = TxnTransitMetadata(pid, -1, epoch, -1, timeout, state, tps, ts, ts + 1)
+def test_value_round_trip(tid, pid, epoch, timeout, state, tps, ts, version, previous):
+    t = TxnTransitMetadata(pid, previous, epoch, -1, timeout, state, tps, ts, ts + 1)
     assert txn_log.decode_key(txn_log.key_bytes(tid)) == tid
-    m = txn_log.decode_value(tid, txn_log.value_bytes(t))
+    value = txn_log.value_bytes(t, version)
+    assert value[:2] == bytes([0, version])
+    m = txn_log.decode_value(tid, value)
     assert (m.producer_id, m.producer_epoch, m.txn_timeout_ms, m.state) == (pid, epoch, timeout, state)
     assert m.topic_partitions == set(tps) and m.txn_start_timestamp == ts and m.txn_last_update_timestamp == ts + 1
+    assert m.previous_producer_id == (previous if version == 1 else -1)
+
+
+def test_flexible_value_layout():
+    """TransactionLogValue v1 as Kafka's generated code writes it: compact arrays/strings, tagged fields."""
+    t = TxnTransitMetadata(1000, 999, 3, 2, 60000, S.ONGOING, frozenset({("a", 0)}), 5, 6)
+    assert txn_log.value_bytes(t, 1).hex() == (
+        "0001"
+        "00000000000003e8"
+        "0003"
+        "0000ea60"
+        "01"  # version, producer id, epoch, timeout, state
+        "02"
+        "0261"
+        "02"
+        "00000000"
+        "00"  # [{topic "a", [0]}] with no tags
+        "0000000000000006"
+        "0000000000000005"  # last update, start
+        "01"
+        "00"
+        "08"
+        "00000000000003e7"  # tag 0 PreviousProducerId = 999
+    )
 
 
 def test_unknown_versions_are_rejected():
