@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pykbroker.metadata.cluster_control_manager import apply_registration_change
+from pykbroker.metadata.features import KRAFT_VERSION
 from pykbroker.metadata.image import (
     BrokerRegistration,
     MetadataImage,
@@ -192,7 +193,8 @@ class MetadataDelta:
             key = (d["resource_type"], d["resource_name"])
             self.config_changes.setdefault(key, {})[d["name"]] = d.get("value")
         elif name == FEATURE_LEVEL_RECORD:
-            self.features_changes[d["name"]] = d["feature_level"] or None
+            if d["name"] != KRAFT_VERSION:  # KAFKA-18979: the Raft log's, never a FeatureLevelRecord's
+                self.features_changes[d["name"]] = d["feature_level"] or None
         elif name == REGISTER_BROKER_RECORD:
             self.broker_changes[d["broker_id"]] = BrokerRegistration.from_record(d)
         elif name == UNREGISTER_BROKER_RECORD:

@@ -307,10 +307,6 @@ class QuorumController:
             "updateFeatures", lambda: self.managers.features.update_features(updates, upgrade_types, validate_only)
         )
 
-    def finalized_features(self) -> dict[str, int]:
-        """The finalized levels this controller has replayed (a racy read from any thread: a copy)."""
-        return dict(self.managers.features.finalized)
-
     def register_broker(self, request: dict[str, Any]) -> Future:
         """BrokerRegistration (``broker_id``, ``cluster_id``, ``incarnation_id``, ``listeners``,
         ``features``, ``rack``, ``log_dirs``) -> ``{error_code, error_message, broker_epoch}``. A new

@@ -290,9 +290,10 @@ def test_storage_format_release_version_and_feature_then_forwarded_upgrade(tmp_p
         wait_until(
             lambda: "FinalizedVersionLevel: 4.0-IV3" in features("--bootstrap-server", broker, "describe").stdout, 10
         )
-        # the controller checks the registered broker's range too
+        # refused by the controller, answered through the broker
         raw = update(broker, 2, [{"feature": "transaction.version", "max_version_level": 2, "upgrade_type": 1}])
         assert raw["error_code"] == errors.INVALID_UPDATE_VERSION
+        assert raw["error_message"].endswith("Local controller 1 only supports versions 0-1")
     finally:
         cluster.stop()
 
