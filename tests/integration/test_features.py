@@ -290,6 +290,12 @@ def test_storage_format_release_version_and_feature_then_forwarded_upgrade(tmp_p
         wait_until(
             lambda: "FinalizedVersionLevel: 4.0-IV3" in features("--bootstrap-server", broker, "describe").stdout, 10
         )
+        # --bootstrap-controller: sent to the active controller
+        run = features(
+            "--bootstrap-controller", cluster.controller_address(1), "upgrade", "--feature", "transaction.version=1",
+            "--dry-run",
+        )  # fmt: skip
+        assert (run.returncode, run.stdout.strip()) == (0, "transaction.version can be upgraded to 1."), run.stderr
         # refused by the controller, answered through the broker
         raw = update(broker, 2, [{"feature": "transaction.version", "max_version_level": 2, "upgrade_type": 1}])
         assert raw["error_code"] == errors.INVALID_UPDATE_VERSION
