@@ -107,9 +107,26 @@ class Admin:
         _, host, port = self.find_coordinator(group)
         return BrokerConnection(host, port, client_id="kafka-consumer-groups")
 
+    @staticmethod
+    def _request_retrying(conn, api_key: int, version: int, body: dict, code_of) -> dict:
+        """One request, again for up to 30 s while its error is COORDINATOR_LOAD_IN_PROGRESS or
+        COORDINATOR_NOT_AVAILABLE (the coordinator loads or is created), as the admin client retries
+        within default.api.timeout.ms."""
+        deadline = time.monotonic() + 30
+        while True:
+            r = conn.request(api_key, version, body)
+            code = code_of(r)
+            if code not in (errors.COORDINATOR_LOAD_IN_PROGRESS, errors.COORDINATOR_NOT_AVAILABLE):
+                return r
+            if time.monotonic() > deadline:
+                return r
+            time.sleep(0.1)
+
     def list_groups(self, states: list[str] | None = None) -> list[dict]:
         """Every group (``states``: only those in one of these states), sorted by id."""
-        r = self.conn.request(ApiKeys.LIST_GROUPS, 4, {"states_filter": states or []})
+        r = self._request_retrying(
+            self.conn, ApiKeys.LIST_GROUPS, 4, {"states_filter": states or []}, lambda r: r["error_code"]
+        )
         if r["error_code"] != errors.NONE:
             raise CommandError(f"Error listing groups: {errors.name_of(r['error_code'])}")
         wanted = {s.lower() for s in states or []}
@@ -117,15 +134,27 @@ class Admin:
         return sorted(groups, key=lambda g: g["group_id"])
 
     def describe(self, conn, group: str) -> dict:
-        (g,) = conn.request(ApiKeys.DESCRIBE_GROUPS, 5, {"groups": [group], "include_authorized_operations": False})[
-            "groups"
-        ]
+        (g,) = self._request_retrying(
+            conn,
+            ApiKeys.DESCRIBE_GROUPS,
+            5,
+            {"groups": [group], "include_authorized_operations": False},
+            lambda r: r["groups"][0]["error_code"],
+        )["groups"]
         if g["error_code"] != errors.NONE:
             raise CommandError(f"Error describing group {group}: {errors.name_of(g['error_code'])}")
         return g
 
     def committed(self, conn, group: str) -> dict[tuple[str, int], int]:
-        r = conn.request(ApiKeys.OFFSET_FETCH, 7, {"group_id": group, "topics": None, "require_stable": False})
+        r = self._request_retrying(
+            conn,
+            ApiKeys.OFFSET_FETCH,
+            7,
+            {"group_id": group, "topics": None, "require_stable": False},
+            lambda r: r["error_code"],
+        )
+        if r["error_code"] != errors.NONE:
+            raise CommandError(f"Error fetching the offsets of group {group}: {errors.name_of(r['error_code'])}")
         return {
             (t["name"], p["partition_index"]): p["committed_offset"]
             for t in r["topics"]

@@ -7,7 +7,10 @@ assignment (``RangeAssignor``: per topic, partitions split in contiguous ranges 
 member ids) that SyncGroup distributes. ``maybe_heartbeat`` sends a Heartbeat every
 ``heartbeat.interval.ms``; REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID mark the
 group for rejoining. ``commit`` / ``fetch_committed`` use OffsetCommit v8 / OffsetFetch v7. The
-subscription and assignment use ConsumerProtocol v0 bytes.
+subscription and assignment use ConsumerProtocol v0 bytes. Coordinator errors are retried for up to 30 s
+(Java's ``default.api.timeout.ms``): COORDINATOR_LOAD_IN_PROGRESS (the coordinator is loading the group's
+partition) on the same connection, NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE after looking the
+coordinator up again.
 
 Threading: used by the consumer's polling thread only (blocking requests with timeouts).
 """
@@ -21,6 +24,8 @@ from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 
 _REJOIN = {errors.REBALANCE_IN_PROGRESS, errors.ILLEGAL_GENERATION, errors.UNKNOWN_MEMBER_ID}
+_FIND_AGAIN = {errors.NOT_COORDINATOR, errors.COORDINATOR_NOT_AVAILABLE}
+_RETRY_MS, _RETRY_BACKOFF_MS = 30000, 100
 
 
 def encode_subscription(topics: list[str]) -> bytes:
@@ -134,6 +139,20 @@ class ConsumerCoordinator:
             self.close_connection()
             raise
 
+    def _request_retrying(self, api_key: int, version: int, body: dict, code_of) -> dict:
+        """``_request``, again while ``code_of(response)`` is a coordinator error (see the module doc)."""
+        deadline_ms = self.time.hi_res_milliseconds() + _RETRY_MS
+        while True:
+            r = self._request(api_key, version, body)
+            code = code_of(r)
+            if code not in _FIND_AGAIN and code != errors.COORDINATOR_LOAD_IN_PROGRESS:
+                return r
+            if self.time.hi_res_milliseconds() > deadline_ms:
+                return r
+            if code in _FIND_AGAIN:
+                self.close_connection()
+            self.time.sleep(_RETRY_BACKOFF_MS)
+
     def close_connection(self) -> None:
         if self.conn is not None:
             self.conn.close()
@@ -165,8 +184,8 @@ class ConsumerCoordinator:
             if code in (errors.UNKNOWN_MEMBER_ID, errors.ILLEGAL_GENERATION):
                 self.member_id = ""
                 continue
-            if code in (errors.NOT_COORDINATOR, errors.COORDINATOR_NOT_AVAILABLE, errors.REBALANCE_IN_PROGRESS):
-                self.close_connection() if code != errors.REBALANCE_IN_PROGRESS else None
+            if code in _FIND_AGAIN or code in (errors.REBALANCE_IN_PROGRESS, errors.COORDINATOR_LOAD_IN_PROGRESS):
+                self.close_connection() if code in _FIND_AGAIN else None
                 self.time.sleep(100)
                 continue
             if code != errors.NONE:
@@ -245,7 +264,7 @@ class ConsumerCoordinator:
             topics.setdefault(t, []).append(
                 {"partition_index": p, "committed_offset": o, "committed_leader_epoch": -1, "committed_metadata": ""}
             )
-        r = self._request(
+        r = self._request_retrying(
             ApiKeys.OFFSET_COMMIT,
             8,
             {
@@ -255,6 +274,7 @@ class ConsumerCoordinator:
                 "group_instance_id": None,
                 "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
             },
+            lambda r: next((p["error_code"] for t in r["topics"] for p in t["partitions"] if p["error_code"]), 0),
         )
         for t in r["topics"]:
             for p in t["partitions"]:
@@ -268,7 +288,7 @@ class ConsumerCoordinator:
         topics: dict[str, list[int]] = {}
         for t, p in tps:
             topics.setdefault(t, []).append(p)
-        r = self._request(
+        r = self._request_retrying(
             ApiKeys.OFFSET_FETCH,
             7,
             {
@@ -276,7 +296,10 @@ class ConsumerCoordinator:
                 "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()],
                 "require_stable": False,
             },
+            lambda r: r["error_code"],
         )
+        if r["error_code"] != errors.NONE:
+            raise errors.for_code(r["error_code"])(f"OffsetFetch {self.group_id}")
         return {
             (t["name"], p["partition_index"]): p["committed_offset"]
             for t in r["topics"]
