@@ -484,13 +484,14 @@ class UnifiedLog:
             else:
                 if (
                     h.is_transactional
-                    and origin is AppendOrigin.CLIENT
+                    and origin in (AppendOrigin.CLIENT, AppendOrigin.COORDINATOR)
                     and psm.transaction_verification_enabled
                     and info.updated.current_txn_first_offset is None
                     and (verification_guard is None or psm.verification_guard(h.producer_id) is not verification_guard)
                 ):
                     # KIP-890 part 1: a transaction starts here only after the coordinator confirmed the
-                    # partition is in it, and no marker came in between.
+                    # partition is in it, and no marker came in between (a client's produce, or a group
+                    # coordinator's TxnOffsetCommit write; control batches are exempt).
                     raise InvalidTxnStateError("Record was not part of an ongoing transaction")
                 info.append(h)
         # Leader epoch cache.

@@ -6,7 +6,8 @@ Mirrors ``kafka.server.AddPartitionsToTxnManager``: an InterBrokerSendThread
 the transactional id's ``__transaction_state`` partition (over the inter-broker listener, this broker
 included). ``callback({(topic, partition): error code})`` runs on that thread. Errors as Kafka hands them to
 the produce path: the coordinator's per-partition answers, TRANSACTION_ABORTABLE as INVALID_TXN_STATE
-(Produce up to v11 predates it), PRODUCER_FENCED as INVALID_PRODUCER_EPOCH, COORDINATOR_NOT_AVAILABLE
+(Produce up to v11 and TxnOffsetCommit up to v3 predate it; kept for a caller that says its request
+supports it, Kafka's ``genericError`` operation), PRODUCER_FENCED as INVALID_PRODUCER_EPOCH, COORDINATOR_NOT_AVAILABLE
 while the coordinator is unknown, NETWORK_EXCEPTION for a failed request.
 
 Threading: ``verify_transaction`` is thread-safe (request handler threads); callbacks run on the sender
@@ -55,8 +56,18 @@ class AddPartitionsToTxnManager:
         self.send_thread.shutdown()
 
     def verify_transaction(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, tps: list[tuple[str, int]], callback
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        tps: list[tuple[str, int]],
+        callback,
+        transaction_abortable_supported: bool = False,
     ) -> None:
+        translated = dict(_TRANSLATED)
+        if transaction_abortable_supported:
+            del translated[errors.TRANSACTION_ABORTABLE]
+
         def all_(code: int) -> None:
             callback(dict.fromkeys(tps, code))
 
@@ -91,13 +102,13 @@ class AddPartitionsToTxnManager:
             if error is not None or response is None:
                 return all_(errors.NETWORK_EXCEPTION)
             if response.get("error_code", errors.NONE) != errors.NONE:
-                return all_(_TRANSLATED.get(response["error_code"], response["error_code"]))
+                return all_(translated.get(response["error_code"], response["error_code"]))
             codes = dict.fromkeys(tps, errors.UNKNOWN_SERVER_ERROR)
             for txn in response["results_by_transaction"]:
                 for t in txn["topic_results"]:
                     for p in t["results_by_partition"]:
                         code = p["partition_error_code"]
-                        codes[(t["name"], p["partition_index"])] = _TRANSLATED.get(code, code)
+                        codes[(t["name"], p["partition_index"])] = translated.get(code, code)
             callback(codes)
             return None
 

@@ -2,11 +2,13 @@
 
 Mirrors ``kafka.server.metadata.BrokerMetadataPublisher``: called by the MetadataLoader thread with each
 published (delta, image): applies topic config changes to the logs, hands the local replica changes
-(deletes, leaders, followers) to the ReplicaManager, then swaps the MetadataCache image, so clients
-see a topic only once its partitions can serve it (its log exists), and then tells the group
-coordinator which ``__consumer_offsets`` partitions it now leads or no longer leads. Once the ReplicaManager is shut
-down no replica change is applied any more (no log is created during broker shutdown). Runs only on
-the loader's thread.
+(deletes, leaders, followers) to the ReplicaManager, tells the group coordinator which
+``__consumer_offsets`` partitions it now leads (they start loading) or no longer leads, then swaps the
+MetadataCache image, so clients see a topic only once its partitions can serve it (its log exists) and
+find this broker as a group's coordinator only once that group's partition answers
+COORDINATOR_LOAD_IN_PROGRESS or better (never NOT_COORDINATOR); the transaction coordinator is told
+last. Once the ReplicaManager is shut down no replica change is applied any more (no log is created
+during broker shutdown). Runs only on the loader's thread.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ class BrokerMetadataPublisher(MetadataPublisher):
         self.log_manager = log_manager
         self.log = get_logger("BrokerMetadataPublisher", id=node_id)
         self.first_publish = threading.Event()
-        #: the GroupCoordinator, set by the server once it exists (it loads lazily what it leads before)
+        #: the GroupCoordinator, set by the server once it exists (which elects it for what it leads already)
         self.group_coordinator = None
         #: the TransactionCoordinator, set by the server (which elects it for what it leads already)
         self.txn_coordinator = None
@@ -62,15 +64,15 @@ class BrokerMetadataPublisher(MetadataPublisher):
         changed_resources = list(delta.config_changes) + list(delta.deleted_config_resources)
         if dynamic is not None and any(rtype == BROKER_RESOURCE for (rtype, _) in changed_resources):
             dynamic.update(new_image)
+        self._update_group_coordinator(changes)
         # Publish to readers last, so a topic is visible to clients only once its partitions are ready.
         self.metadata_cache.set_image(new_image)
-        self._update_coordinator(changes)
+        self._update_txn_coordinator(changes)
         self.first_publish.set()
 
-    def _update_coordinator(self, changes) -> None:
-        """The group and transaction coordinators follow the leadership of ``__consumer_offsets`` and
-        ``__transaction_state`` partitions (Kafka's ``onElection`` / ``onResignation`` from the local
-        changes)."""
+    def _update_txn_coordinator(self, changes) -> None:
+        """The transaction coordinator follows the leadership of ``__transaction_state`` partitions
+        (Kafka's ``onElection`` / ``onResignation`` from the local changes)."""
         txn = self.txn_coordinator
         if txn is not None:
             for (topic, index), (_, reg) in changes.leaders.items():
@@ -82,6 +84,10 @@ class BrokerMetadataPublisher(MetadataPublisher):
             for topic, index in changes.deletes:
                 if topic == TRANSACTION_STATE_TOPIC_NAME:
                     txn.on_resignation(index, None)
+
+    def _update_group_coordinator(self, changes) -> None:
+        """The group coordinator follows the leadership of ``__consumer_offsets`` partitions (Kafka's
+        ``onElection`` / ``onResignation`` from the local changes)."""
         coordinator = self.group_coordinator
         if coordinator is None:
             return

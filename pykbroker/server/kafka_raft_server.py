@@ -57,7 +57,7 @@ from pykbroker.metadata.records import MetadataRecordSerde
 from pykbroker.metadata.snapshot_generator import SnapshotGenerator
 from pykbroker.metadata.standard_authorizer import CLASS_NAMES as AUTHORIZER_CLASS_NAMES
 from pykbroker.metadata.standard_authorizer import StandardAuthorizer
-from pykbroker.metadata.topic_names import TRANSACTION_STATE_TOPIC_NAME
+from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from pykbroker.metrics.reporter import MetricsReporter, create_reporters
 from pykbroker.network.socket_server import CONTROL_PLANE, DATA_PLANE, SocketServer, SocketServerConfig
 from pykbroker.protocol import errors, request_schema
@@ -508,7 +508,13 @@ class KafkaRaftServer:
             commit_timeout_ms=config["offsets.commit.timeout.ms"],
         )
         self.group_coordinator = GroupCoordinator(self.node_id, config, self.group_metadata_manager, self.time)
+        self.group_coordinator.startup()
         self.publisher.group_coordinator = self.group_coordinator
+        # The __consumer_offsets partitions led already load now (the publisher reports later changes;
+        # a stale epoch from this snapshot is ignored by the manager).
+        for (topic, index), partition in list(self.replica_manager.partitions_snapshot().items()):
+            if topic == GROUP_METADATA_TOPIC_NAME and partition.is_leader:
+                self.group_coordinator.on_election(index, partition.leader_epoch)
         self._register_metrics()
         self.scheduler.schedule(
             "delete-expired-group-metadata",

@@ -622,6 +622,50 @@ class ReplicaManager:
         manager.verify_transaction(transactional_id, producer_id, producer_epoch, list(guards), verified)
         return None
 
+    def maybe_start_transaction_verification_for_partition(
+        self,
+        tp: tuple[str, int],
+        transactional_id: str | None,
+        producer_id: int,
+        producer_epoch: int,
+        callback,
+        transaction_abortable_supported: bool = False,
+    ) -> None:
+        """Kafka's ``maybeStartTransactionVerificationForPartition`` (a coordinator's transactional write,
+        TxnOffsetCommit): ``callback(error code, VerificationGuard or None)`` exactly once. No verification
+        (NONE, None) when it is disabled, or the producer has a transaction open on ``tp`` already;
+        otherwise the partition's guard is created and the transaction coordinator asked (the callback
+        then runs on the verifier's thread, after which the purgatory pokes queued by its append are run).
+        Errors: the partition's (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, KAFKA_STORAGE_ERROR)
+        and the coordinator's answers as the AddPartitionsToTxnManager translates them (TRANSACTION_ABORTABLE
+        kept only when ``transaction_abortable_supported``)."""
+        manager = self.add_partitions_to_txn_manager
+        if transactional_id is None or manager is None:
+            callback(errors.NONE, None)
+            return
+        try:
+            log = self.get_partition_or_error(*tp).leader_log_or_raise()
+        except errors.KafkaError as e:
+            callback(e.code, None)
+            return
+        guard = log.maybe_start_transaction_verification(producer_id, producer_epoch) if log is not None else None
+        if guard is None:
+            callback(errors.NONE, None)
+            return
+
+        def verified(codes: dict) -> None:
+            callback(codes.get(tp, errors.NONE), guard)
+            self.try_complete_actions()  # the append may have run on the verifier's thread
+
+        manager.verify_transaction(
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            [tp],
+            verified,
+            transaction_abortable_supported=transaction_abortable_supported,
+        )
+
     def try_complete_actions(self) -> None:
         """Run queued purgatory pokes (end of KafkaApis.handle, outside any partition lock)."""
         actions = self._actions

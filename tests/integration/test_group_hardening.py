@@ -1,5 +1,6 @@
 """Group coordinator hardening against a real broker: offset commits for unknown partitions, JoinGroup
-timeouts, group config resources, static membership and cooperative rebalances with real clients."""
+timeouts, group config resources, static membership and cooperative rebalances with real clients, a
+member that never sends SyncGroup (removed after the rebalance timeout), groups loaded at election."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def gbroker(tmp_path_factory):
 
 
 def connect(broker) -> BrokerConnection:
-    """A connection to the broker once it is the coordinator for group keys (``__consumer_offsets`` exists)."""
+    """A connection to the broker once it is the coordinator for group keys (``__consumer_offsets`` exists)
+    and has loaded every partition of it (ListGroups answers COORDINATOR_LOAD_IN_PROGRESS until then)."""
     conn = BrokerConnection.to(broker.bootstrap, timeout=15)
     wait_until(
         lambda: (
@@ -38,6 +40,11 @@ def connect(broker) -> BrokerConnection:
         ),
         timeout=20,
         message="coordinator available",
+    )
+    wait_until(
+        lambda: conn.request(ApiKeys.LIST_GROUPS, 4, {"states_filter": []})["error_code"] == errors.NONE,
+        timeout=20,
+        message="group metadata loaded",
     )
     return conn
 
@@ -324,3 +331,137 @@ def test_group_configs_with_the_confluent_admin_client(gbroker):
         "consumer.heartbeat.interval.ms": ("6000", ConfigSource.GROUP_CONFIG.value),
         "consumer.session.timeout.ms": ("45000", ConfigSource.DEFAULT_CONFIG.value),
     }
+
+
+def _join(conn, group, member_id, rebalance_timeout_ms, session_timeout_ms=30000) -> int:
+    """Send a JoinGroup v5 (dynamic member) without waiting for its answer; returns its correlation id."""
+    return conn.send(
+        ApiKeys.JOIN_GROUP,
+        5,
+        {
+            "group_id": group,
+            "session_timeout_ms": session_timeout_ms,
+            "rebalance_timeout_ms": rebalance_timeout_ms,
+            "member_id": member_id,
+            "group_instance_id": None,
+            "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b"sub"}],
+        },
+    )
+
+
+def _joined(conn, group, rebalance_timeout_ms, session_timeout_ms=30000) -> str:
+    """The member id the broker hands out (KIP-394: the first JoinGroup answers MEMBER_ID_REQUIRED)."""
+    _join(conn, group, "", rebalance_timeout_ms, session_timeout_ms)
+    first = conn.receive()[1]
+    assert first["error_code"] == errors.MEMBER_ID_REQUIRED, first
+    return first["member_id"]
+
+
+def _sync(conn, group, generation, member_id, assignments) -> dict:
+    return conn.request(
+        ApiKeys.SYNC_GROUP,
+        3,
+        {
+            "group_id": group,
+            "generation_id": generation,
+            "member_id": member_id,
+            "group_instance_id": None,
+            "assignments": [{"member_id": m, "assignment": a} for m, a in assignments.items()],
+        },
+    )
+
+
+def _heartbeat(conn, group, generation, member_id) -> int:
+    return conn.request(
+        ApiKeys.HEARTBEAT,
+        3,
+        {"group_id": group, "generation_id": generation, "member_id": member_id, "group_instance_id": None},
+    )["error_code"]
+
+
+def test_member_that_never_sends_sync_group_is_removed_after_the_rebalance_timeout(gbroker):
+    """Kafka's pending-sync timeout (KIP-814's completion, DelayedSync): A and B join, only A sends
+    SyncGroup; after the rebalance timeout (1 s here; B's session timeout is 30 s) B is removed and the
+    group rebalances with A alone."""
+    group = "pending-sync-g"
+    with connect(gbroker) as a, connect(gbroker) as b:
+        a_id, b_id = _joined(a, group, 1000), _joined(b, group, 1000)
+        _join(a, group, a_id, 1000)  # waits for B: its id is pending
+        _join(b, group, b_id, 1000)
+        a_join, b_join = a.receive()[1], b.receive()[1]
+        assert a_join["error_code"] == b_join["error_code"] == errors.NONE, (a_join, b_join)
+        generation, leader = a_join["generation_id"], a_join["leader"]
+        assert leader == a_id and {m["member_id"] for m in a_join["members"]} == {a_id, b_id}
+        assert _sync(a, group, generation, a_id, {a_id: b"a", b_id: b"b"})["error_code"] == errors.NONE
+        # B never sends SyncGroup. A heartbeats until the group rebalances without B.
+        wait_until(
+            lambda: _heartbeat(a, group, generation, a_id) == errors.REBALANCE_IN_PROGRESS,
+            timeout=10,
+            interval=0.2,
+            message="the group rebalancing after the pending sync timeout",
+        )
+        assert _heartbeat(b, group, generation, b_id) == errors.UNKNOWN_MEMBER_ID
+        _join(a, group, a_id, 1000)
+        again = a.receive()[1]
+        assert (again["error_code"], again["generation_id"]) == (errors.NONE, generation + 1)
+        assert [m["member_id"] for m in again["members"]] == [a_id]
+        assert _sync(a, group, generation + 1, a_id, {a_id: b"a"})["error_code"] == errors.NONE
+        (described,) = a.request(
+            ApiKeys.DESCRIBE_GROUPS, 5, {"groups": [group], "include_authorized_operations": False}
+        )["groups"]
+        assert described["group_state"] == "Stable"
+        assert [m["member_id"] for m in described["members"]] == [a_id]
+    assert "Traceback" not in gbroker.output()
+
+
+def test_groups_load_at_election_without_any_request(tmp_path):
+    """On becoming leader of a ``__consumer_offsets`` partition the broker loads its groups in the
+    background (Kafka's scheduleLoadGroupAndOffsets), not on the first request: after a restart the load
+    completes with no group request sent, and the group is then listed with its offsets."""
+    from tests.helpers.broker import BrokerProcess
+
+    b = BrokerProcess(tmp_path / "broker").start()
+    try:
+        create_topic(b.bootstrap, "loaded", 1)
+        with connect(b) as conn:
+            committed = conn.request(
+                ApiKeys.OFFSET_COMMIT,
+                8,
+                {
+                    "group_id": "loaded-g",
+                    "generation_id_or_member_epoch": -1,
+                    "member_id": "",
+                    "group_instance_id": None,
+                    "topics": [{"name": "loaded", "partitions": [{"partition_index": 0, "committed_offset": 17}]}],
+                },
+            )
+            assert codes_of(committed) == {("loaded", 0): errors.NONE}
+        b.stop()
+        start = len(b.lines)
+        b.start()
+        # No group request yet: the partitions led at start-up load on their own.
+        loaded = b.wait_for_line(r"Finished loading offsets and group metadata from __consumer_offsets-\d+", 20, start)
+        assert loaded is not None, "\n".join(b.lines[start:])[-4000:]
+        with connect(b) as conn:
+            listed = conn.request(ApiKeys.LIST_GROUPS, 4, {"states_filter": []})
+            assert listed["error_code"] == errors.NONE
+            assert [(g["group_id"], g["group_state"]) for g in listed["groups"]] == [("loaded-g", "Empty")]
+            fetched = conn.request(
+                ApiKeys.OFFSET_FETCH, 7, {"group_id": "loaded-g", "topics": None, "require_stable": False}
+            )
+            assert codes_of(fetched) == {("loaded", 0): errors.NONE}
+            assert fetched["topics"][0]["partitions"][0]["committed_offset"] == 17
+    finally:
+        b.stop()
+    assert "Traceback" not in b.output()
+
+
+def test_delete_groups_with_a_repeated_name_answers_once_per_group(gbroker):
+    """Kafka answers the distinct group ids; a repeated name used to leave the request unanswered."""
+    with connect(gbroker) as conn:
+        r = conn.request(ApiKeys.DELETE_GROUPS, 2, {"groups_names": ["never-there", "", "never-there"]})
+        assert [(g["group_id"], g["error_code"]) for g in r["results"]] == [
+            ("never-there", errors.GROUP_ID_NOT_FOUND),
+            ("", errors.GROUP_ID_NOT_FOUND),
+        ]

@@ -553,6 +553,35 @@ def test_non_leader_names_the_leader_kip_951(cluster):
     assert [(e["node_id"], e["port"]) for e in f["node_endpoints"]] == [(leader, leader_port)]
 
 
+def test_write_txn_markers_on_a_follower_answers_not_leader_or_follower(cluster):
+    """WriteTxnMarkers for a partition this broker hosts but does not lead: NOT_LEADER_OR_FOLLOWER per
+    partition, UNKNOWN_TOPIC_OR_PARTITION for one it has no log of (KafkaApis.handleWriteTxnMarkersRequest)."""
+    topic = "markers-on-follower"
+    create_topic(cluster, topic, 1)
+    state = partitions(cluster.bootstrap, topic)[0]
+    follower = next(b for b in state["replica_nodes"] if b != state["leader_id"])
+    with BrokerConnection.to(cluster.brokers[follower].bootstrap, timeout=10) as c:
+        r = c.request(
+            ApiKeys.WRITE_TXN_MARKERS,
+            1,
+            {
+                "markers": [
+                    {
+                        "producer_id": 4242,
+                        "producer_epoch": 0,
+                        "transaction_result": False,
+                        "coordinator_epoch": 0,
+                        "topics": [{"name": topic, "partition_indexes": [0, 5]}],
+                    }
+                ]
+            },
+        )
+    (marker,) = r["markers"]
+    codes = {(t["name"], p["partition_index"]): p["error_code"] for t in marker["topics"] for p in t["partitions"]}
+    assert codes == {(topic, 0): errors.NOT_LEADER_OR_FOLLOWER, (topic, 5): errors.UNKNOWN_TOPIC_OR_PARTITION}
+    assert "Traceback" not in cluster.brokers[follower].output()
+
+
 def partitions_topic_id(bootstrap: str, topic: str):
     with BrokerConnection.to(bootstrap, timeout=10) as c:
         r = c.request(

@@ -1,7 +1,7 @@
-"""Purgatory operations of the group coordinator: DelayedJoin and DelayedHeartbeat.
+"""Purgatory operations of the group coordinator: DelayedJoin, DelayedSync and DelayedHeartbeat.
 
-Mirrors ``kafka.coordinator.group.{DelayedJoin,DelayedHeartbeat}``: both run their checks under the
-group's lock (passed as the operation's lock) and call back into the coordinator.
+Mirrors ``kafka.coordinator.group.{DelayedJoin,DelayedSync,DelayedHeartbeat}``: all run their checks
+under the group's lock (passed as the operation's lock) and call back into the coordinator.
 """
 
 from __future__ import annotations
@@ -34,6 +34,28 @@ class DelayedJoin(DelayedOperation):
 
     def on_expiration(self) -> None:
         pass
+
+
+class DelayedSync(DelayedOperation):
+    """Waits, after a rebalance completed its JoinGroup phase at ``generation_id``, for every member's
+    SyncGroup; after the rebalance timeout (ms) the members that sent none are removed and the group
+    rebalances (Kafka's ``DelayedSync``). Completes early once all synced, or the generation or the state
+    moved on."""
+
+    def __init__(self, coordinator, group, generation_id: int, rebalance_timeout_ms: int):
+        super().__init__(rebalance_timeout_ms, group.lock)
+        self.coordinator = coordinator
+        self.group = group
+        self.generation_id = generation_id
+
+    def try_complete(self) -> bool:
+        return self.coordinator.try_complete_pending_sync(self.group, self.generation_id, self.force_complete)
+
+    def on_complete(self) -> None:
+        pass
+
+    def on_expiration(self) -> None:
+        self.coordinator.on_expire_pending_sync(self.group, self.generation_id)
 
 
 class DelayedHeartbeat(DelayedOperation):

@@ -7,9 +7,17 @@ carries every member's assignment and the coordinator relays it.
 
 Nothing here blocks a handler thread: a JoinGroup that must wait for the other members parks its
 response callback on the member and a :class:`DelayedJoin` in the join purgatory (completed when all
-members have rejoined, or by the reaper after the rebalance timeout); session timeouts are
+members have rejoined, or by the reaper after the rebalance timeout); once the join completes, a
+:class:`DelayedSync` waits the rebalance timeout for every member's SyncGroup and removes those that sent
+none, then rebalances (KIP-814's completion, Kafka's pending sync); session timeouts are
 :class:`DelayedHeartbeat` operations in the heartbeat purgatory. ``respond(body)`` callbacks may thus
-run on any handler thread or on a purgatory reaper thread.
+run on any handler thread, on a purgatory reaper thread, or (TxnOffsetCommit) on the transaction
+verifier's thread.
+
+Every request first checks the group's partition (Kafka's ``validateGroupStatus``): while it loads
+COORDINATOR_LOAD_IN_PROGRESS (Heartbeat answers NONE and SyncGroup REBALANCE_IN_PROGRESS instead, as
+Kafka), when this broker does not lead it NOT_COORDINATOR; the manager raises them as KafkaErrors that
+the handlers answer.
 
 Timeouts and limits (ms): ``group.min.session.timeout.ms`` / ``group.max.session.timeout.ms`` bound
 session timeouts (else INVALID_SESSION_TIMEOUT); ``group.initial.rebalance.delay.ms`` delays the first
@@ -22,7 +30,7 @@ from __future__ import annotations
 
 import uuid
 
-from pykbroker.coordinator.group.delayed_ops import DelayedHeartbeat, DelayedJoin
+from pykbroker.coordinator.group.delayed_ops import DelayedHeartbeat, DelayedJoin, DelayedSync
 from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
 from pykbroker.coordinator.group.group_metadata_manager import GroupMetadataManager
 from pykbroker.protocol import errors
@@ -46,13 +54,19 @@ class GroupCoordinator:
         self.heartbeat_purgatory = DelayedOperationPurgatory("Heartbeat", node_id, time=time)
         self.log = get_logger("GroupCoordinator", id=node_id)
 
+    def startup(self) -> None:
+        """Start the manager's loader thread (Kafka's ``GroupCoordinator.startup``)."""
+        self.manager.startup()
+
     def shutdown(self) -> None:
+        self.manager.shutdown()
         self.join_purgatory.shutdown()
         self.heartbeat_purgatory.shutdown()
 
     # -- leadership of __consumer_offsets partitions (BrokerMetadataPublisher thread) -----------------
     def on_election(self, partition: int, leader_epoch: int) -> None:
-        """This broker now leads ``__consumer_offsets-<partition>`` (Kafka's ``onElection``)."""
+        """This broker now leads ``__consumer_offsets-<partition>`` (Kafka's ``onElection``): its groups
+        load in the background from now on."""
         self.manager.on_election(partition, leader_epoch)
 
     def on_resignation(self, partition: int, leader_epoch: int | None) -> None:
@@ -84,6 +98,7 @@ class GroupCoordinator:
                     cb, m.awaiting_sync = m.awaiting_sync, None
                     cb({"error_code": errors.NOT_COORDINATOR, "assignment": b""})
         self.join_purgatory.check_and_complete(("join", group.group_id))
+        self.join_purgatory.check_and_complete(("sync", group.group_id))
 
     # -- JoinGroup ------------------------------------------------------------------------------------
     def handle_join_group(
@@ -123,6 +138,7 @@ class GroupCoordinator:
 
         if not group_id:
             return error(errors.INVALID_GROUP_ID)
+        self.manager.validate_group_status(group_id)
         if not self.min_session_ms <= session_timeout_ms <= self.max_session_ms:
             return error(errors.INVALID_SESSION_TIMEOUT)
         group = self.manager.get_group(group_id, create=not member_id)
@@ -266,6 +282,9 @@ class GroupCoordinator:
         member.member_id = new_id
         group.members[new_id] = member
         group.static_members[instance_id] = new_id
+        if old_id in group.pending_sync_members:  # the new id owes the SyncGroup now
+            group.pending_sync_members.discard(old_id)
+            group.pending_sync_members.add(new_id)
         if old_leader == old_id:
             group.leader_id = new_id
         self.log.info(
@@ -357,6 +376,8 @@ class GroupCoordinator:
                     cb({"error_code": errors.REBALANCE_IN_PROGRESS, "assignment": b""})
         was_empty = group.state is _S.EMPTY
         group.transition_to(_S.PREPARING_REBALANCE, self.time.milliseconds())
+        group.pending_sync_members.clear()  # Kafka's removeSyncExpiration
+        self.join_purgatory.check_and_complete(("sync", group.group_id))
         self.log.info(
             f"Preparing to rebalance group {group.group_id} in state PreparingRebalance with old "
             f"generation {group.generation_id} (reason: {reason})"
@@ -422,6 +443,36 @@ class GroupCoordinator:
                 if cb is not None:
                     cb(self._join_response(group, m.member_id))
                 self._heartbeat(group, m)
+                group.pending_sync_members.add(m.member_id)
+            sync = DelayedSync(self, group, group.generation_id, group.rebalance_timeout_ms())
+            self.join_purgatory.try_complete_else_watch(sync, [("sync", group.group_id)])
+
+    def try_complete_pending_sync(self, group: GroupMetadata, generation_id: int, force_complete) -> bool:
+        """DelayedSync's check (Kafka's ``tryCompletePendingSync``): done once every member synced, or the
+        group left that generation or the CompletingRebalance/Stable states."""
+        with group.lock:
+            if generation_id != group.generation_id or group.state not in (_S.COMPLETING_REBALANCE, _S.STABLE):
+                return force_complete()
+            if not group.pending_sync_members:
+                return force_complete()
+            return False
+
+    def on_expire_pending_sync(self, group: GroupMetadata, generation_id: int) -> None:
+        """The rebalance timeout passed after the join (Kafka's ``onExpirePendingSync``): members of that
+        generation that sent no SyncGroup are removed and the group rebalances."""
+        with group.lock:
+            if generation_id != group.generation_id or group.state not in (_S.COMPLETING_REBALANCE, _S.STABLE):
+                return
+            pending = sorted(group.pending_sync_members)
+            if not pending:
+                return
+            for member_id in pending:
+                member = group.remove(member_id)
+                if member is not None:
+                    member.heartbeat_generation += 1
+                    self.heartbeat_purgatory.check_and_complete(("hb", group.group_id, member_id))
+            self.log.info(f"Group {group.group_id} removed members who haven't sent their sync request: {pending}")
+            self._prepare_rebalance(group, f"Removing {pending} on pending sync request expiration")
 
     # -- SyncGroup -------------------------------------------------------------------------------------
     def handle_sync_group(
@@ -442,7 +493,12 @@ class GroupCoordinator:
         def error(code: int) -> None:
             respond({"error_code": code, "protocol_type": None, "protocol_name": None, "assignment": b""})
 
-        group = self.manager.get_group(group_id)
+        try:
+            group = self.manager.get_group(group_id)
+        except errors.CoordinatorLoadInProgressError:
+            # The rebalance's state was lost with the previous coordinator: the member rejoins, without
+            # looking the coordinator up again (Kafka; older clients do not expect the loading error).
+            return error(errors.REBALANCE_IN_PROGRESS)
         if group is None:
             return error(errors.UNKNOWN_MEMBER_ID)
         with group.lock:
@@ -463,6 +519,8 @@ class GroupCoordinator:
             if group.state is _S.PREPARING_REBALANCE:
                 return error(errors.REBALANCE_IN_PROGRESS)
             self._heartbeat(group, member)
+            group.pending_sync_members.discard(member_id)
+            self.join_purgatory.check_and_complete(("sync", group_id))
             if group.state is _S.STABLE:
                 respond(self._sync_response(group, member))
                 return None
@@ -500,8 +558,12 @@ class GroupCoordinator:
     # -- Heartbeat / LeaveGroup / expiry -----------------------------------------------------------------
     def handle_heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> int:
         """Heartbeat (``GroupCoordinator.handleHeartbeat``): the error code. Errors: COORDINATOR_NOT_AVAILABLE,
-        FENCED_INSTANCE_ID (checked before) UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS."""
-        group = self.manager.get_group(group_id)
+        FENCED_INSTANCE_ID (checked before) UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS,
+        NOT_COORDINATOR; NONE while the group's partition loads (Kafka answers "blindly")."""
+        try:
+            group = self.manager.get_group(group_id)
+        except errors.CoordinatorLoadInProgressError:
+            return errors.NONE
         if group is None:
             return errors.UNKNOWN_MEMBER_ID
         with group.lock:
@@ -660,6 +722,7 @@ class GroupCoordinator:
     def handle_txn_commit_offsets(
         self,
         group_id: str,
+        transactional_id: str,
         producer_id: int,
         producer_epoch: int,
         member_id: str,
@@ -667,39 +730,80 @@ class GroupCoordinator:
         generation_id: int,
         offsets: dict[tuple[str, int], OffsetAndMetadata],
         respond,
+        transaction_abortable_supported: bool = False,
     ) -> None:
         """TxnOffsetCommit (``GroupCoordinator.handleTxnCommitOffsets``): the offsets are written in the
-        producer's transaction and applied by its COMMIT marker. ``respond({(topic, partition): error})``.
-        Errors: INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE, FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID,
-        ILLEGAL_GENERATION (KIP-447 member checks when the client sends them), OFFSET_METADATA_TOO_LARGE."""
+        producer's transaction and applied by its COMMIT marker. ``respond({(topic, partition): error})``
+        once, maybe on the transaction verifier's thread. Kafka's order: INVALID_GROUP_ID; the partition's
+        status (raised: COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR); the transaction's verification
+        when the producer has none open on the group's partition yet (KIP-890 part 1; see
+        :meth:`GroupMetadataManager.maybe_start_transaction_verification`: an unknown producer id or
+        transactional id is INVALID_PRODUCER_ID_MAPPING, a partition not added by AddOffsetsToTxn
+        INVALID_TXN_STATE, or TRANSACTION_ABORTABLE with ``transaction_abortable_supported`` (v4+));
+        then the member (KIP-447, :meth:`_validate_txn_offset_commit`); OFFSET_METADATA_TOO_LARGE per
+        partition; the append's errors (INVALID_PRODUCER_EPOCH, ...)."""
 
         def all_error(code: int) -> None:
             respond({tp: code for tp in offsets})
 
         if not group_id:
             return all_error(errors.INVALID_GROUP_ID)
-        group = self.manager.get_group(group_id, create=True)
-        assert group is not None
-        with group.lock:
-            if group.state is _S.DEAD:
+        self.manager.validate_group_status(group_id)
+
+        def verified(code: int, guard) -> None:
+            if code != errors.NONE:
+                return all_error(code)
+            try:
+                group = self.manager.get_group(group_id, create=True)  # resigned meanwhile: raises
+            except errors.KafkaError as e:
+                return all_error(e.code)
+            if group is None:
                 return all_error(errors.COORDINATOR_NOT_AVAILABLE)
-            if instance_id is not None and group.static_members.get(instance_id) not in (None, member_id):
-                return all_error(errors.FENCED_INSTANCE_ID)
-            if member_id and member_id not in group.members:
-                return all_error(errors.UNKNOWN_MEMBER_ID)
-            if generation_id >= 0 and generation_id != group.generation_id:
-                return all_error(errors.ILLEGAL_GENERATION)
-        too_large = {tp for tp, o in offsets.items() if len((o.metadata or "").encode()) > self.max_metadata_bytes}
-        valid = {tp: o for tp, o in offsets.items() if tp not in too_large}
-        result = {tp: errors.OFFSET_METADATA_TOO_LARGE for tp in too_large}
-        if not valid:
-            return respond(result)
+            with group.lock:
+                invalid = self._validate_txn_offset_commit(group, generation_id, member_id, instance_id)
+            if invalid is not None:
+                return all_error(invalid)
+            too_large = {tp for tp, o in offsets.items() if len((o.metadata or "").encode()) > self.max_metadata_bytes}
+            valid = {tp: o for tp, o in offsets.items() if tp not in too_large}
+            result = {tp: errors.OFFSET_METADATA_TOO_LARGE for tp in too_large}
+            if not valid:
+                return respond(result)
 
-        def stored(code: int) -> None:
-            result.update({tp: code for tp in valid})
-            respond(result)
+            def stored(code: int) -> None:
+                result.update({tp: code for tp in valid})
+                respond(result)
 
-        self.manager.store_transactional_offsets(group, producer_id, producer_epoch, valid, stored)
+            self.manager.store_transactional_offsets(group, producer_id, producer_epoch, valid, stored, guard)
+            return None
+
+        self.manager.maybe_start_transaction_verification(
+            group_id, transactional_id, producer_id, producer_epoch, verified, transaction_abortable_supported
+        )
+        return None
+
+    def _validate_txn_offset_commit(
+        self, group: GroupMetadata, generation_id: int, member_id: str, instance_id: str | None
+    ) -> int | None:
+        """Kafka's ``validateOffsetCommit`` for a transactional commit (group lock held): COORDINATOR_NOT_AVAILABLE
+        for a Dead group; an Empty group takes commits of generation -1; a request that names a member
+        (generation >= 0, a member id or a group instance id) must be the current member (FENCED_INSTANCE_ID,
+        UNKNOWN_MEMBER_ID) of the current generation (ILLEGAL_GENERATION); one that names none is accepted
+        (TxnOffsetCommit before v3 carries no member)."""
+        if group.state is _S.DEAD:
+            return errors.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and group.state is _S.EMPTY:
+            return None
+        if generation_id >= 0 or member_id or instance_id is not None:
+            if instance_id is not None:
+                current = group.static_members.get(instance_id)
+                if current is None:
+                    return errors.UNKNOWN_MEMBER_ID
+                if current != member_id:
+                    return errors.FENCED_INSTANCE_ID
+            elif member_id not in group.members:
+                return errors.UNKNOWN_MEMBER_ID
+            if generation_id != group.generation_id:
+                return errors.ILLEGAL_GENERATION
         return None
 
     def schedule_handle_txn_completion(self, producer_id: int, partitions: set[int], commit: bool) -> None:
@@ -810,7 +914,11 @@ class GroupCoordinator:
                 "members": members,
             }
 
-    def list_groups(self, states: list[str]) -> list[dict]:
+    def list_groups(self, states: list[str]) -> tuple[int, list[dict]]:
+        """ListGroups (``GroupCoordinator.handleListGroups``): ``(error code, groups)`` of the partitions
+        loaded here, filtered by state (case-insensitive); COORDINATOR_LOAD_IN_PROGRESS while a partition
+        loads (with the groups loaded so far)."""
+        code = errors.COORDINATOR_LOAD_IN_PROGRESS if self.manager.is_loading else errors.NONE
         wanted = {s.lower() for s in states}
         out = []
         for g in self.manager.all_groups():
@@ -825,7 +933,7 @@ class GroupCoordinator:
                         "group_type": "classic",
                     }
                 )
-        return out
+        return code, out
 
     def delete_group(self, group_id: str, respond) -> None:
         group = self.manager.get_group(group_id)

@@ -100,6 +100,9 @@ class GroupMetadata:
         self.members: dict[str, MemberMetadata] = {}
         self.static_members: dict[str, str] = {}  # group.instance.id -> member id
         self.pending_members: set[str] = set()  # KIP-394: ids handed out, first join pending
+        #: members of the current generation that have not sent their SyncGroup yet (KIP-814's completion:
+        #: removed when the rebalance timeout passes without it, Kafka's pendingSyncMembers)
+        self.pending_sync_members: set[str] = set()
         self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
         #: TxnOffsetCommit offsets appended but not yet committed or aborted, per producer id (KIP-98):
         #: they become ``offsets`` when the COMMIT marker reaches the group's partition.
@@ -144,6 +147,7 @@ class GroupMetadata:
             self.static_members.pop(member.group_instance_id, None)
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)
+        self.pending_sync_members.discard(member_id)
         return member
 
     def supports_protocols(self, protocol_type: str, protocols: list[str]) -> bool:
@@ -176,6 +180,7 @@ class GroupMetadata:
 
     def init_next_generation(self, now_ms: int) -> None:
         self.generation_id += 1
+        self.pending_sync_members.clear()
         if self.members:
             self.protocol_name = self.select_protocol()
             self.transition_to(GroupState.COMPLETING_REBALANCE, now_ms)

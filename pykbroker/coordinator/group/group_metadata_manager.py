@@ -5,21 +5,32 @@ Mirrors ``kafka.coordinator.group.GroupMetadataManager`` (classic groups): a gro
 and group metadata are written there as records (keys/values in :mod:`record_codec`) through the
 ReplicaManager with ``offsets.commit.required.acks`` (default -1: the whole ISR has them before the
 commit is answered, so a commit survives the coordinator's broker) and ``offsets.commit.timeout.ms``.
-In-memory offsets change only once the append succeeded. The coordinator of a group is the leader of
-its partition: the metadata publisher calls ``on_election`` / ``on_resignation`` as leadership moves;
-a led partition is loaded on first use from the log start offset to the log end offset (a new leader's
-log is the partition's history), a resigned one is unloaded and answers NOT_COORDINATOR. Expired
-offsets (``offsets.retention.minutes`` after the commit, only while the group is Empty) are removed with
+In-memory offsets change only once the append succeeded.
+
+Leadership (Kafka's ``scheduleLoadGroupAndOffsets`` / ``removeGroupsForPartition``): the coordinator of
+a group is the leader of its partition. The metadata publisher calls ``on_election`` when this broker
+becomes leader: the partition is *loading* at once and its log is read in the background, on this
+manager's own scheduler thread ``group-metadata-manager-0``, from the log start offset to the log end
+offset (a new leader's log is the partition's history); requests for its groups raise
+CoordinatorLoadInProgressError (COORDINATOR_LOAD_IN_PROGRESS) until the load is done, then the partition
+is *owned*. A partition neither loading nor owned raises NotCoordinatorError (NOT_COORDINATOR).
+``on_resignation`` unloads the partition at once (a load still running is discarded). Records that do
+not decode are skipped with a warning (Kafka ignores unknown key versions). Expired offsets
+(``offsets.retention.minutes`` after the commit, only while the group is Empty) are removed with
 tombstones by a scheduled task (``offsets.retention.check.interval.ms``).
 
-Threading: ``_lock`` guards the group map, the loaded-partition set and the partition epochs; each
-group's own state is guarded by its lock. Appends run on the calling handler thread; their callbacks
-run on the thread that completes the append (at once with a single replica, else the thread whose
-follower fetch moved the high watermark, or the purgatory's reaper on timeout).
+Threading: ``_lock`` guards the group map, the owned and loading partitions and the partition epochs;
+each group's own state is guarded by its lock. Loads run on the scheduler thread and publish their
+groups under ``_lock`` only if the partition is still loading at the epoch they started for.
+Appends run on the calling thread (a request handler, or the transaction verifier's thread for a
+TxnOffsetCommit); their callbacks run on the thread that completes the append (at once with a single
+replica, else the thread whose follower fetch moved the high watermark, or the purgatory's reaper on
+timeout).
 """
 
 from __future__ import annotations
 
+import struct
 import threading
 
 from pykbroker.coordinator.group import record_codec as codec
@@ -32,6 +43,7 @@ from pykbroker.record.control_record import ControlRecordType
 from pykbroker.record.default_record_batch import iter_batches
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
 from pykbroker.utils.logging import get_logger
+from pykbroker.utils.scheduler import KafkaScheduler, Scheduler
 
 _log = get_logger("GroupMetadataManager")
 
@@ -49,6 +61,13 @@ _APPEND_ERRORS = {
     errors.INVALID_FETCH_SIZE: errors.INVALID_COMMIT_OFFSET_SIZE,
 }
 
+#: what a record of ``__consumer_offsets`` that does not decode raises (unknown version, short buffer)
+_UNDECODABLE = (ValueError, struct.error, UnicodeDecodeError)
+
+
+def _skip_undecodable(e: Exception) -> None:
+    _log.warning(f"Ignoring a record of {GROUP_METADATA_TOPIC_NAME} that does not decode while loading", error=str(e))
+
 
 class GroupMetadataManager:
     def __init__(
@@ -60,9 +79,12 @@ class GroupMetadataManager:
         offsets_retention_ms: int,
         required_acks: int = -1,
         commit_timeout_ms: int = 5000,
+        scheduler: Scheduler | None = None,
     ):
         """``required_acks`` / ``commit_timeout_ms``: ``offsets.commit.required.acks`` and
-        ``offsets.commit.timeout.ms``, used for every append (offsets and group metadata)."""
+        ``offsets.commit.timeout.ms``, used for every append (offsets and group metadata).
+        ``scheduler``: where partitions load (default: a KafkaScheduler of one thread
+        ``group-metadata-manager-0``, as Kafka's)."""
         self.replica_manager = replica_manager
         self.log_manager = log_manager
         self.num_partitions = num_partitions
@@ -70,11 +92,27 @@ class GroupMetadataManager:
         self.offsets_retention_ms = offsets_retention_ms
         self.required_acks = required_acks
         self.commit_timeout_ms = commit_timeout_ms
+        self.scheduler = scheduler if scheduler is not None else KafkaScheduler(1, "group-metadata-manager-")
         self.groups: dict[str, GroupMetadata] = {}
+        #: the partitions whose groups are loaded here (Kafka's ownedPartitions)
         self.loaded: set[int] = set()
+        #: partition -> the leader epoch it is being loaded for (Kafka's loadingPartitions)
+        self.loading: dict[int, int] = {}
+        #: partition -> (producer id, commit) of transaction markers written while it loads, applied
+        #: to the loaded groups (Kafka runs handleTxnCompletion on the scheduler, after the load)
+        self._completions_while_loading: dict[int, list[tuple[int, bool]]] = {}
         #: partition -> leader epoch of its latest election or resignation (Kafka's epochForPartitionId)
         self.epochs: dict[int, int] = {}
         self._lock = threading.RLock()
+        self._shutting_down = threading.Event()
+
+    def startup(self) -> None:
+        self.scheduler.startup()
+
+    def shutdown(self) -> None:
+        """Stop loading (a load in progress stops at its next batch) and the scheduler."""
+        self._shutting_down.set()
+        self.scheduler.shutdown()
 
     def register_metrics(self, metrics) -> None:
         """Kafka's GroupMetadataManager gauges (``kafka.coordinator.group:type=GroupMetadataManager``),
@@ -100,11 +138,28 @@ class GroupMetadataManager:
         return codec.partition_for(group_id, self.num_partitions)
 
     # -- groups ----------------------------------------------------------------------------------------
-    def get_group(self, group_id: str, create: bool = False) -> GroupMetadata | None:
-        """The group (loading its partition first). Raises CoordinatorNotAvailableError while
-        ``__consumer_offsets`` does not exist here yet."""
-        self.ensure_loaded(self.partition_for(group_id))
+    def validate_group_status(self, group_id: str) -> None:
+        """Kafka's ``validateGroupStatus`` for the partition of ``group_id``: raises
+        CoordinatorLoadInProgressError while it loads, NotCoordinatorError when this broker does not lead
+        it (or its leadership was not loaded yet)."""
         with self._lock:
+            self._check_owned(self.partition_for(group_id))
+
+    def _check_owned(self, partition: int) -> None:
+        if partition in self.loading:
+            raise errors.CoordinatorLoadInProgressError(
+                f"The coordinator is loading offsets and group metadata from {GROUP_METADATA_TOPIC_NAME}-{partition}"
+            )
+        if partition not in self.loaded:
+            raise errors.NotCoordinatorError(
+                f"This broker is not the coordinator of {GROUP_METADATA_TOPIC_NAME}-{partition}"
+            )
+
+    def get_group(self, group_id: str, create: bool = False) -> GroupMetadata | None:
+        """The group, created Empty if ``create``. Raises as :meth:`validate_group_status`."""
+        partition = self.partition_for(group_id)
+        with self._lock:
+            self._check_owned(partition)
             group = self.groups.get(group_id)
             if group is None and create:
                 group = self.groups[group_id] = GroupMetadata(group_id)
@@ -116,34 +171,52 @@ class GroupMetadataManager:
                 del self.groups[group.group_id]
 
     def all_groups(self) -> list[GroupMetadata]:
-        for p in range(self.num_partitions):
-            try:
-                self.ensure_loaded(p)
-            except errors.KafkaError:
-                pass
+        """The groups of the partitions loaded here."""
         with self._lock:
             return list(self.groups.values())
 
+    @property
+    def is_loading(self) -> bool:
+        """Whether some partition is loading (ListGroups then answers COORDINATOR_LOAD_IN_PROGRESS)."""
+        with self._lock:
+            return bool(self.loading)
+
     # -- leadership ------------------------------------------------------------------------------------
     def on_election(self, partition: int, leader_epoch: int) -> None:
-        """This broker leads ``partition`` at ``leader_epoch`` (Kafka's ``onElection``): its groups are
-        loaded on first use, from the log as this leader has it (up to its log end offset)."""
+        """This broker leads ``partition`` at ``leader_epoch`` (Kafka's ``onElection`` ->
+        ``scheduleLoadGroupAndOffsets``): unless already loaded or loading, the partition is loading from
+        now on and its log is read on the scheduler. A notification older than the latest one is ignored."""
         with self._lock:
             if self.epochs.get(partition, -1) > leader_epoch:
                 return  # a stale notification
             self.epochs[partition] = leader_epoch
+            if partition in self.loaded or partition in self.loading:
+                return  # Kafka's addLoadingPartition: already loaded (or loading) here
+            self.loading[partition] = leader_epoch
+        name = f"{GROUP_METADATA_TOPIC_NAME}-{partition}"
+        _log.info(f"Scheduling loading of offsets and group metadata from {name} for epoch {leader_epoch}")
+        scheduled = self.time.milliseconds()
+        try:
+            self.scheduler.schedule(name, lambda: self._load_partition(partition, leader_epoch, scheduled))
+        except RuntimeError:  # the scheduler was shut down: the broker is stopping
+            with self._lock:
+                if self.loading.get(partition) == leader_epoch:
+                    del self.loading[partition]
 
     def on_resignation(self, partition: int, leader_epoch: int | None, on_unloaded) -> None:
         """This broker no longer leads ``partition`` (Kafka's ``onResignation`` ->
-        ``removeGroupsForPartition``): its groups leave memory, ``on_unloaded(group)`` is called for each
-        (the coordinator answers their waiting members NOT_COORDINATOR), and requests for them get
-        NOT_COORDINATOR until this broker leads the partition again."""
+        ``removeGroupsForPartition``): a load in progress is discarded, its groups leave memory,
+        ``on_unloaded(group)`` is called for each (the coordinator answers their waiting members
+        NOT_COORDINATOR), and requests for them get NOT_COORDINATOR until this broker leads the
+        partition again."""
         with self._lock:
             if leader_epoch is not None:
                 if self.epochs.get(partition, -1) > leader_epoch:
                     return
                 self.epochs[partition] = leader_epoch
             self.loaded.discard(partition)
+            self.loading.pop(partition, None)
+            self._completions_while_loading.pop(partition, None)
             removed = [g for gid, g in self.groups.items() if self.partition_for(gid) == partition]
             for g in removed:
                 del self.groups[g.group_id]
@@ -157,44 +230,66 @@ class GroupMetadataManager:
             on_unloaded(g)
 
     # -- load ------------------------------------------------------------------------------------------
-    def ensure_loaded(self, partition: int) -> None:
-        """Load ``partition``'s groups if this broker leads it. Raises NotCoordinatorError when another
-        broker leads it, CoordinatorNotAvailableError when it does not exist here yet."""
+    def _still_loading(self, partition: int, leader_epoch: int) -> bool:
         with self._lock:
-            if partition in self.loaded:
-                return
-            log = self.log_manager.get_log(GROUP_METADATA_TOPIC_NAME, partition)
-            cache = getattr(self.replica_manager, "metadata_cache", None)
-            registration = cache.partition(GROUP_METADATA_TOPIC_NAME, partition) if cache is not None else None
-            local = self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, partition)
-            if (registration is not None and registration.leader != self.replica_manager.node_id) or (
-                local is not None and not getattr(local, "is_leader", True)
-            ):
-                # Another broker leads this partition: it is the group's coordinator (clients re-run
-                # FindCoordinator on NOT_COORDINATOR).
-                raise errors.NotCoordinatorError(
-                    f"This broker is not the coordinator of {GROUP_METADATA_TOPIC_NAME}-{partition}"
-                )
-            if log is None or local is None:
-                raise errors.CoordinatorNotAvailableError(
-                    f"{GROUP_METADATA_TOPIC_NAME}-{partition} is not available on this broker yet"
-                )
-            count = self._load(log)
-            self.loaded.add(partition)
-            if count:
-                _log.info(
-                    "Loaded group metadata and offsets",
-                    partition=f"{GROUP_METADATA_TOPIC_NAME}-{partition}",
-                    records=count,
-                )
+            return self.loading.get(partition) == leader_epoch and not self._shutting_down.is_set()
 
-    def _load(self, log) -> int:
+    def _load_partition(self, partition: int, leader_epoch: int, scheduled_ms: int) -> None:
+        """The load task (Kafka's ``loadGroupsAndOffsets``), on the scheduler thread: read the log into
+        groups of its own, then, if the partition is still loading at ``leader_epoch``, publish them
+        (with the markers written meanwhile applied) and own the partition."""
+        name = f"{GROUP_METADATA_TOPIC_NAME}-{partition}"
+        started = self.time.milliseconds()
+        if not self._still_loading(partition, leader_epoch):
+            return
+        groups: dict[str, GroupMetadata] = {}
+        try:
+            log = self.log_manager.get_log(GROUP_METADATA_TOPIC_NAME, partition)
+            if log is None:
+                _log.warning(f"Attempted to load offsets and group metadata from {name}, but found no log")
+                count = 0
+            else:
+                count = self._load(log, groups, lambda: self._still_loading(partition, leader_epoch))
+        except errors.KafkaError as e:  # e.g. KAFKA_STORAGE_ERROR: the partition leaves this broker next
+            _log.error(f"Error loading offsets from {name}", error=repr(e))
+            self._abandon_load(partition, leader_epoch)
+            return
+        except Exception as e:  # noqa: BLE001 - a bug: say where, and leave the partition not coordinated
+            _log.error(f"Error loading offsets from {name}", error=repr(e), exc_info=True)
+            self._abandon_load(partition, leader_epoch)
+            return
+        with self._lock:
+            if self.loading.get(partition) != leader_epoch or self._shutting_down.is_set():
+                return  # resigned or re-elected meanwhile (a newer load publishes), or stopped part way
+            for producer_id, commit in self._completions_while_loading.pop(partition, []):
+                for group in groups.values():
+                    group.complete_pending_txn_offset_commit(producer_id, commit)
+            self.groups.update(groups)
+            del self.loading[partition]
+            self.loaded.add(partition)
+        done = self.time.milliseconds()
+        _log.info(
+            f"Finished loading offsets and group metadata from {name} in {done - scheduled_ms} milliseconds "
+            f"for epoch {leader_epoch}, of which {started - scheduled_ms} milliseconds was spent in the scheduler.",
+            groups=len(groups),
+            records=count,
+        )
+
+    def _abandon_load(self, partition: int, leader_epoch: int) -> None:
+        with self._lock:
+            if self.loading.get(partition) == leader_epoch:
+                del self.loading[partition]
+                self._completions_while_loading.pop(partition, None)
+
+    def _load(self, log, groups: dict[str, GroupMetadata], keep_going=lambda: True) -> int:
+        """Replay ``log`` into ``groups``; returns the number of records read. Stops early once
+        ``keep_going()`` is false (the partition was resigned, or the broker stops)."""
         # Up to the log end offset, as Kafka's doLoadGroupsAndOffsets: a new leader's whole log is the
         # partition's history from now on (its HW catches up as the followers fetch). Offsets of
         # transactional batches wait per producer id for their COMMIT/ABORT marker.
         offset, end, count = log.log_start_offset, log.log_end_offset, 0
         pending: dict[int, list[tuple[bytes, bytes | None]]] = {}
-        while offset < end:
+        while offset < end and keep_going():
             info = log.read(offset, 1 << 20, FetchIsolation.LOG_END)
             data = info.records.read_bytes()
             if not data:
@@ -210,7 +305,7 @@ class GroupMetadataManager:
                         )
                         for key, value in pending.pop(batch.producer_id):
                             if commit:
-                                self._replay(key, value)
+                                self._replay(groups, key, value)
                 elif batch.is_transactional:
                     for r in batch.records():
                         if r.offset >= offset and r.key is not None:
@@ -219,45 +314,58 @@ class GroupMetadataManager:
                 else:
                     for r in batch.records():
                         if r.offset >= offset and r.key is not None:
-                            self._replay(r.key, r.value)
+                            self._replay(groups, r.key, r.value)
                             count += 1
                 offset = batch.next_offset
         # Transactions still open at the log end: their offsets stay pending until the marker arrives.
         for producer_id, records in pending.items():
             for key, value in records:
-                kind = codec.decode_key(key)
-                if kind[0] != "offset" or value is None:
+                try:
+                    kind = codec.decode_key(key)
+                    if kind[0] != "offset" or value is None:
+                        continue
+                    decoded = OffsetAndMetadata(*codec.decode_offset_value(value))
+                except _UNDECODABLE as e:
+                    _skip_undecodable(e)
                     continue
                 _, group_id, topic, partition = kind
-                group = self.groups.get(group_id)
+                group = groups.get(group_id)
                 if group is None:
-                    group = self.groups[group_id] = GroupMetadata(group_id)
-                group.pending_transactional_offsets.setdefault(producer_id, {})[(topic, partition)] = OffsetAndMetadata(
-                    *codec.decode_offset_value(value)
-                )
+                    group = groups[group_id] = GroupMetadata(group_id)
+                group.pending_transactional_offsets.setdefault(producer_id, {})[(topic, partition)] = decoded
         return count
 
-    def _replay(self, key: bytes, value: bytes | None) -> None:
-        kind = codec.decode_key(key)
+    @staticmethod
+    def _replay(groups: dict[str, GroupMetadata], key: bytes, value: bytes | None) -> None:
+        try:
+            kind = codec.decode_key(key)
+            if kind[0] == "offset":
+                decoded = None if value is None else OffsetAndMetadata(*codec.decode_offset_value(value))
+                meta = None
+            else:
+                decoded = None
+                meta = None if value is None else codec.decode_group_value(value)
+        except _UNDECODABLE as e:
+            _skip_undecodable(e)
+            return
         if kind[0] == "offset":
             _, group_id, topic, partition = kind
-            group = self.groups.get(group_id)
-            if value is None:
+            group = groups.get(group_id)
+            if decoded is None:
                 if group is not None:
                     group.offsets.pop((topic, partition), None)
                 return
             if group is None:
-                group = self.groups[group_id] = GroupMetadata(group_id)
-            group.offsets[(topic, partition)] = OffsetAndMetadata(*codec.decode_offset_value(value))
+                group = groups[group_id] = GroupMetadata(group_id)
+            group.offsets[(topic, partition)] = decoded
         else:
             group_id = kind[1]
-            if value is None:
-                self.groups.pop(group_id, None)
+            if meta is None:
+                groups.pop(group_id, None)
                 return
-            group = self.groups.get(group_id)
+            group = groups.get(group_id)
             if group is None:
-                group = self.groups[group_id] = GroupMetadata(group_id)
-            meta = codec.decode_group_value(value)
+                group = groups[group_id] = GroupMetadata(group_id)
             # Members are not restored: they rejoin (their old generation is then refused), as after a
             # coordinator move. The generation and protocol survive.
             group.generation_id = meta["generation"]
@@ -272,10 +380,12 @@ class GroupMetadataManager:
         records: list[tuple[bytes, bytes | None]],
         callback,
         producer: tuple[int, int] | None = None,
+        verification_guard=None,
     ) -> None:
         """Append ``[(key, value or None)]`` to the group's partition; ``callback(error_code)`` once.
-        ``producer``: (producer id, epoch) of a transactional offset commit (a transactional batch,
-        appended with the coordinator's origin: epoch checks, no sequence checks)."""
+        ``producer``: (producer id >= 0, epoch >= 0) of a transactional offset commit (a transactional
+        batch, appended with the coordinator's origin: epoch checks, no sequence checks), with the
+        ``verification_guard`` of its verified transaction start if one was needed (KIP-890)."""
         builder = MemoryRecordsBuilder(is_transactional=producer is not None)
         if producer is not None:
             builder.set_producer_state(producer[0], producer[1], 0, True)
@@ -291,9 +401,19 @@ class GroupMetadataManager:
         entries = {tp: memoryview(batch)}
         if producer is None:
             self.replica_manager.append_records(self.commit_timeout_ms, self.required_acks, True, entries, done)
-        else:
+        elif verification_guard is None:
             self.replica_manager.append_records(
                 self.commit_timeout_ms, self.required_acks, True, entries, done, origin=AppendOrigin.COORDINATOR
+            )
+        else:
+            self.replica_manager.append_records(
+                self.commit_timeout_ms,
+                self.required_acks,
+                True,
+                entries,
+                done,
+                origin=AppendOrigin.COORDINATOR,
+                verification_guards={tp: verification_guard},
             )
 
     def store_group(self, group: GroupMetadata, callback) -> None:
@@ -337,6 +457,35 @@ class GroupMetadataManager:
 
         self.append(group.group_id, records, done)
 
+    def maybe_start_transaction_verification(
+        self,
+        group_id: str,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        callback,
+        transaction_abortable_supported: bool = False,
+    ) -> None:
+        """Before a TxnOffsetCommit's append: ``callback(error code, verification guard or None)`` once,
+        after the transaction coordinator confirmed that the group's ``__consumer_offsets`` partition is in
+        the producer's transaction if this producer has none open there yet (KIP-890 part 1, Kafka's
+        ``replicaManager.maybeStartTransactionVerificationForPartition``). The code is converted as
+        Kafka's ``maybeConvertOffsetCommitError``: INVALID_PRODUCER_ID_MAPPING (unknown transactional id,
+        or another producer id), INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE (or TRANSACTION_ABORTABLE when
+        ``transaction_abortable_supported``: the partition was not added), CONCURRENT_TRANSACTIONS,
+        INVALID_REQUEST (empty transactional id), COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
+        COORDINATOR_LOAD_IN_PROGRESS (the verification request failed)."""
+        tp = (GROUP_METADATA_TOPIC_NAME, self.partition_for(group_id))
+
+        def verified(code: int, guard) -> None:
+            if code == errors.NETWORK_EXCEPTION:
+                code = errors.COORDINATOR_LOAD_IN_PROGRESS  # clients retry it without a coordinator lookup
+            callback(_APPEND_ERRORS.get(code, code), guard)
+
+        self.replica_manager.maybe_start_transaction_verification_for_partition(
+            tp, transactional_id, producer_id, producer_epoch, verified, transaction_abortable_supported
+        )
+
     def store_transactional_offsets(
         self,
         group: GroupMetadata,
@@ -344,9 +493,17 @@ class GroupMetadataManager:
         producer_epoch: int,
         offsets: dict[tuple[str, int], OffsetAndMetadata],
         callback,
+        verification_guard=None,
     ) -> None:
         """TxnOffsetCommit: append the offsets in a transactional batch of the producer; once written
-        they are pending until the transaction's marker (``handle_txn_completion``)."""
+        they are pending until the transaction's marker (``handle_txn_completion``). A negative producer
+        id answers INVALID_PRODUCER_ID_MAPPING and a negative epoch INVALID_PRODUCER_EPOCH, without an
+        append (reached only when ``transaction.partition.verification.enable`` is false: the
+        coordinator's verification refuses them first)."""
+        if producer_id < 0:
+            return callback(errors.INVALID_PRODUCER_ID_MAPPING)
+        if producer_epoch < 0:
+            return callback(errors.INVALID_PRODUCER_EPOCH)
         records = [
             (
                 codec.offset_key(group.group_id, t, p),
@@ -361,12 +518,17 @@ class GroupMetadataManager:
                     group.pending_transactional_offsets.setdefault(producer_id, {}).update(offsets)
             callback(code)
 
-        self.append(group.group_id, records, done, (producer_id, producer_epoch))
+        self.append(group.group_id, records, done, (producer_id, producer_epoch), verification_guard)
+        return None
 
     def handle_txn_completion(self, producer_id: int, partitions: set[int], commit: bool) -> None:
         """A COMMIT/ABORT marker of ``producer_id`` was written to these ``__consumer_offsets``
-        partitions: their groups apply or drop its pending offsets (Kafka's handleTxnCompletion)."""
+        partitions: their groups apply or drop its pending offsets (Kafka's handleTxnCompletion). A
+        partition still loading applies them to its groups once loaded."""
         with self._lock:
+            for partition in partitions:
+                if partition in self.loading:
+                    self._completions_while_loading.setdefault(partition, []).append((producer_id, commit))
             groups = [g for gid, g in self.groups.items() if self.partition_for(gid) in partitions]
         for group in groups:
             with group.lock:

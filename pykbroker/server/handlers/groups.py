@@ -456,7 +456,7 @@ class GroupHandlers:
         self.helper.send_response(request, {"throttle_time_ms": 0, "groups": groups})
 
     def handle_list_groups_request(self, request) -> None:
-        groups = self.coordinator.list_groups(request.body.get("states_filter") or [])
+        code, groups = self.coordinator.list_groups(request.body.get("states_filter") or [])
         if self.helper.authorizer is not None and not self.helper.authorize(
             request, _DESCRIBE, _CLUSTER, "kafka-cluster"
         ):
@@ -464,10 +464,12 @@ class GroupHandlers:
         types = {t.lower() for t in request.body.get("types_filter") or []}
         if types:
             groups = [g for g in groups if g["group_type"] in types]
-        self.helper.send_response(request, {"throttle_time_ms": 0, "error_code": errors.NONE, "groups": groups})
+        self.helper.send_response(request, {"throttle_time_ms": 0, "error_code": code, "groups": groups})
 
     def handle_delete_groups_request(self, request) -> None:
-        names = list(request.body["groups_names"])
+        """DeleteGroups (``KafkaApis.handleDeleteGroupsRequest``): one result per distinct group id (a name
+        repeated in the request is answered once, as Kafka's ``distinct``)."""
+        names = list(dict.fromkeys(request.body["groups_names"]))
         results: dict[str, int] = {}
 
         def done(name: str, code: int) -> None:

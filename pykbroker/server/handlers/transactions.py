@@ -164,7 +164,11 @@ class TransactionHandlers:
 
     # -- TxnOffsetCommit ----------------------------------------------------------------------
     def handle_txn_offset_commit_request(self, request) -> None:
-        body = request.body
+        """TxnOffsetCommit (``KafkaApis.handleTxnOffsetCommitRequest``): partitions the metadata cache does
+        not know answer UNKNOWN_TOPIC_OR_PARTITION, the others go to the group coordinator
+        (:meth:`GroupCoordinator.handle_txn_commit_offsets`); COORDINATOR_LOAD_IN_PROGRESS is answered
+        COORDINATOR_NOT_AVAILABLE before v2, as Kafka."""
+        body, version = request.body, request.context.api_version
         now = self.time.milliseconds()
         offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
         early: dict[tuple[str, int], int] = {}
@@ -181,6 +185,8 @@ class TransactionHandlers:
         def respond(codes: dict) -> None:
             topics: dict[str, list] = {}
             for (topic, partition), code in sorted({**early, **codes}.items()):
+                if version < 2 and code == errors.COORDINATOR_LOAD_IN_PROGRESS:
+                    code = errors.COORDINATOR_NOT_AVAILABLE  # clients before 2.0 do not expect it (KAFKA-7296)
                 topics.setdefault(topic, []).append({"partition_index": partition, "error_code": code})
             self.helper.send_response(
                 request,
@@ -193,6 +199,7 @@ class TransactionHandlers:
         try:
             self.groups.handle_txn_commit_offsets(
                 body["group_id"],
+                body["transactional_id"],
                 body["producer_id"],
                 body["producer_epoch"],
                 body.get("member_id", ""),
@@ -200,6 +207,7 @@ class TransactionHandlers:
                 body.get("generation_id", -1),
                 offsets,
                 respond,
+                transaction_abortable_supported=version >= 4,
             )
         except errors.KafkaError as e:
             respond(dict.fromkeys(offsets, e.code))
@@ -232,9 +240,18 @@ class TransactionHandlers:
             self._write_marker(marker, lambda codes, i=i: marker_done(i, codes))
 
     def _write_marker(self, marker: dict, done) -> None:
+        """One marker of a WriteTxnMarkers request: ``done({(topic, partition): error})`` once. Per
+        partition, as Kafka's ``handleWriteTxnMarkersRequest``: UNKNOWN_TOPIC_OR_PARTITION when this
+        broker hosts no log of it, else the append's error (NOT_LEADER_OR_FOLLOWER on a follower,
+        INVALID_PRODUCER_EPOCH for an older epoch than the partition's, ...). A negative producer id
+        answers INVALID_PRODUCER_ID_MAPPING and a negative epoch INVALID_PRODUCER_EPOCH (no marker can
+        carry them; Kafka fails the whole request with UNKNOWN_SERVER_ERROR there)."""
         pid, epoch, commit = marker["producer_id"], marker["producer_epoch"], marker["transaction_result"]
         control = EndTransactionMarker(
             ControlRecordType.COMMIT if commit else ControlRecordType.ABORT, marker["coordinator_epoch"]
+        )
+        invalid = (
+            errors.INVALID_PRODUCER_ID_MAPPING if pid < 0 else errors.INVALID_PRODUCER_EPOCH if epoch < 0 else None
         )
         codes: dict[tuple[str, int], int] = {}
         entries: dict[tuple[str, int], memoryview] = {}
@@ -243,6 +260,9 @@ class TransactionHandlers:
                 tp = (t["name"], p)
                 if self.replica_manager.get_partition(*tp) is None:
                     codes[tp] = errors.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                if invalid is not None:
+                    codes[tp] = invalid
                     continue
                 builder = MemoryRecordsBuilder(is_transactional=True, is_control_batch=True)
                 builder.set_producer_state(pid, epoch, -1, True)

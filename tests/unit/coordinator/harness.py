@@ -1,5 +1,7 @@
 """A GroupCoordinator over a real GroupMetadataManager whose ``__consumer_offsets`` writes succeed at
-once in memory (a fake ReplicaManager/LogManager), and synchronous wrappers of the callback APIs."""
+once in memory (a fake ReplicaManager/LogManager), and synchronous wrappers of the callback APIs. The
+manager loads partitions on a MockScheduler: the harness elects and loads every partition at start;
+``elect(partition, epoch)`` / ``load()`` drive later elections."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import struct
 
 from pykbroker.coordinator.group.group_coordinator import GroupCoordinator
 from pykbroker.coordinator.group.group_metadata_manager import GroupMetadataManager
+from pykbroker.utils.scheduler import MockScheduler
 from pykbroker.utils.time import MockTime
 
 CONFIG = {
@@ -36,9 +39,12 @@ class FakeReplicaManager:
     def get_partition(self, topic, partition):
         return object()
 
-    def append_records(self, timeout, acks, internal, entries, callback):
+    def append_records(self, timeout, acks, internal, entries, callback, **kw):
         self.appended.append(entries)
         callback({tp: {"error_code": 0} for tp in entries})
+
+    def maybe_start_transaction_verification_for_partition(self, tp, tid, pid, epoch, callback, abortable=False):
+        callback(0, None)  # verification disabled
 
 
 def subscription(*topics: str) -> bytes:
@@ -53,8 +59,18 @@ class Harness:
     def __init__(self, **config):
         self.time = MockTime()
         self.replica_manager = FakeReplicaManager()
-        self.manager = GroupMetadataManager(self.replica_manager, FakeLogManager(), 5, self.time, 7 * 24 * 3600 * 1000)
+        self.scheduler = MockScheduler(self.time)
+        self.manager = GroupMetadataManager(
+            self.replica_manager, FakeLogManager(), 5, self.time, 7 * 24 * 3600 * 1000, scheduler=self.scheduler
+        )
         self.coordinator = GroupCoordinator(1, dict(CONFIG, **config), self.manager, self.time)
+        for p in range(5):
+            self.coordinator.on_election(p, 0)
+        self.load()
+
+    def load(self) -> int:
+        """Run the scheduled partition loads; returns how many ran."""
+        return self.scheduler.tick()
 
     def close(self):
         self.coordinator.shutdown()

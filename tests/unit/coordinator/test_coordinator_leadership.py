@@ -73,7 +73,10 @@ def test_resignation_unloads_groups_and_answers_not_coordinator(h):
     assert h.manager.epochs[p] == 3
     h.coordinator.on_election(p, 4)
     assert h.manager.epochs[p] == 4
-    # Loaded again from the log on first use (the fake log is empty here).
+    # Loaded again from the log in the background (the fake log is empty here).
+    with pytest.raises(errors.CoordinatorLoadInProgressError):
+        h.coordinator.handle_fetch_offsets("g", [("t", 0)])
+    assert h.load() == 1
     assert h.coordinator.handle_fetch_offsets("g", [("t", 0)]) == {("t", 0): None}
 
 
@@ -136,9 +139,9 @@ def test_append_errors_are_mapped(h, append_error, answered):
     assert out == [{("t", 0): answered}]
 
 
-def test_a_follower_partition_is_not_loaded(h):
-    rm = DeferredReplicaManager()
-    rm.leader = False
-    h.manager.replica_manager = rm
+def test_a_partition_not_led_here_is_not_coordinated(h):
+    h.coordinator.on_resignation(partition_of(h, "x"), 1)  # e.g. it became a follower
     with pytest.raises(errors.NotCoordinatorError):
         h.manager.get_group("x")
+    with pytest.raises(errors.NotCoordinatorError):
+        h.coordinator.handle_heartbeat("x", "m", None, 1)

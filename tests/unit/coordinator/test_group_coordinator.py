@@ -60,13 +60,17 @@ def test_join_with_negative_rebalance_timeout_completes_without_waiting(h):
     out = h.join("g", member_id=mid, rebalance_ms=-1)
     wait_until(lambda: out, timeout=5, message="JoinGroup with a negative rebalance timeout got no answer")
     assert (out[0]["error_code"], out[0]["generation_id"], out[0]["leader"]) == (errors.NONE, 1, mid)
+    # Its SyncGroup is due within the same (negative) timeout: without one it is removed at once and the
+    # group, left empty, completes another generation (Kafka's DelayedSync expiring).
+    group = h.manager.get_group("g")
+    wait_until(lambda: group.state is GroupState.EMPTY, timeout=5, message="member without SyncGroup removed")
+    assert group.members == {} and group.generation_id == 2
     # A second member with a negative rebalance timeout: the group's timeout is the members' maximum
-    # (here negative), so the rebalance completes at once and drops the member that did not rejoin (Kafka).
+    # (here negative), so the rebalance completes at once.
     mid2 = h.join_new("g", rebalance_ms=-1)["member_id"]
     out2 = h.join("g", member_id=mid2, rebalance_ms=-1)
     wait_until(lambda: out2, timeout=5, message="second JoinGroup got no answer")
-    assert (out2[0]["error_code"], out2[0]["generation_id"], out2[0]["leader"]) == (errors.NONE, 2, mid2)
-    assert list(h.manager.get_group("g").members) == [mid2]
+    assert (out2[0]["error_code"], out2[0]["generation_id"], out2[0]["leader"]) == (errors.NONE, 3, mid2)
 
 
 def stable_static_group(h, *instances):
@@ -239,3 +243,26 @@ def test_static_member_that_does_not_rejoin_keeps_its_place(h):
     assert h.coordinator.handle_heartbeat("g", b_id, "b", gen) == errors.ILLEGAL_GENERATION
     b_again = h.join("g", member_id=b_id, instance_id="b", version=5, rebalance_ms=5000)
     assert (b_again[0]["error_code"], b_again[0]["generation_id"]) == (errors.NONE, gen + 1)
+
+
+def test_member_that_never_sends_sync_group_is_removed_after_the_rebalance_timeout(h):
+    """KIP-814's completion (Kafka's DelayedSync): after the join phase, a member that sends no SyncGroup
+    within the rebalance timeout is removed and the group rebalances; the others stay."""
+    from tests.helpers.wait import wait_until
+
+    a = h.join_new("g", rebalance_ms=5000)["member_id"]
+    b = h.join_new("g", rebalance_ms=5000)["member_id"]
+    a_out = h.join("g", member_id=a, rebalance_ms=5000)
+    b_out = h.join("g", member_id=b, rebalance_ms=5000)
+    assert a_out and b_out and a_out[0]["leader"] == a and a_out[0]["generation_id"] == 1
+    assert h.sync("g", 1, a, {a: b"1", b: b"2"})[0]["error_code"] == errors.NONE  # b never syncs
+    group = h.manager.get_group("g")
+    assert group.state is GroupState.STABLE and group.pending_sync_members == {b}
+    h.time.sleep(5001)
+    wait_until(lambda: b not in group.members, timeout=5, message="the member without SyncGroup removed")
+    assert group.state is GroupState.PREPARING_REBALANCE and set(group.members) == {a}
+    assert h.coordinator.handle_heartbeat("g", b, None, 1) == errors.UNKNOWN_MEMBER_ID
+    assert h.coordinator.handle_heartbeat("g", a, None, 1) == errors.REBALANCE_IN_PROGRESS
+    again = h.join("g", member_id=a, rebalance_ms=5000)
+    assert (again[0]["error_code"], again[0]["generation_id"], again[0]["leader"]) == (errors.NONE, 2, a)
+    assert [m["member_id"] for m in again[0]["members"]] == [a]
