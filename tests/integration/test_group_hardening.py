@@ -381,37 +381,40 @@ def _heartbeat(conn, group, generation, member_id) -> int:
 
 
 def test_member_that_never_sends_sync_group_is_removed_after_the_rebalance_timeout(gbroker):
-    """Kafka's pending-sync timeout (KIP-814's completion, DelayedSync): A and B join, only A sends
-    SyncGroup; after the rebalance timeout (1 s here; B's session timeout is 30 s) B is removed and the
-    group rebalances with A alone."""
+    """Kafka's pending-sync timeout (KIP-814's completion, DelayedSync): two members join, only the leader
+    sends SyncGroup; after the rebalance timeout (1 s here; the other's session timeout is 30 s) the other
+    is removed and the group rebalances with the leader alone."""
     group = "pending-sync-g"
     with connect(gbroker) as a, connect(gbroker) as b:
-        a_id, b_id = _joined(a, group, 1000), _joined(b, group, 1000)
-        _join(a, group, a_id, 1000)  # waits for B: its id is pending
-        _join(b, group, b_id, 1000)
-        a_join, b_join = a.receive()[1], b.receive()[1]
-        assert a_join["error_code"] == b_join["error_code"] == errors.NONE, (a_join, b_join)
-        generation, leader = a_join["generation_id"], a_join["leader"]
-        assert leader == a_id and {m["member_id"] for m in a_join["members"]} == {a_id, b_id}
-        assert _sync(a, group, generation, a_id, {a_id: b"a", b_id: b"b"})["error_code"] == errors.NONE
-        # B never sends SyncGroup. A heartbeats until the group rebalances without B.
+        ids = {a: _joined(a, group, 1000), b: _joined(b, group, 1000)}
+        for conn, member_id in ids.items():
+            _join(conn, group, member_id, 1000)  # the first waits for the other: its id is pending
+        joins = {conn: conn.receive()[1] for conn in ids}
+        assert all(j["error_code"] == errors.NONE for j in joins.values()), joins
+        generation, leader_id = joins[a]["generation_id"], joins[a]["leader"]
+        leader = a if ids[a] == leader_id else b
+        other = b if leader is a else a
+        assert {m["member_id"] for m in joins[leader]["members"]} == set(ids.values())
+        sync = _sync(leader, group, generation, leader_id, {m: m.encode() for m in ids.values()})
+        assert sync["error_code"] == errors.NONE
+        # The other member never sends SyncGroup. The leader heartbeats until the group rebalances.
         wait_until(
-            lambda: _heartbeat(a, group, generation, a_id) == errors.REBALANCE_IN_PROGRESS,
+            lambda: _heartbeat(leader, group, generation, leader_id) == errors.REBALANCE_IN_PROGRESS,
             timeout=10,
             interval=0.2,
             message="the group rebalancing after the pending sync timeout",
         )
-        assert _heartbeat(b, group, generation, b_id) == errors.UNKNOWN_MEMBER_ID
-        _join(a, group, a_id, 1000)
-        again = a.receive()[1]
+        assert _heartbeat(other, group, generation, ids[other]) == errors.UNKNOWN_MEMBER_ID
+        _join(leader, group, leader_id, 1000)
+        again = leader.receive()[1]
         assert (again["error_code"], again["generation_id"]) == (errors.NONE, generation + 1)
-        assert [m["member_id"] for m in again["members"]] == [a_id]
-        assert _sync(a, group, generation + 1, a_id, {a_id: b"a"})["error_code"] == errors.NONE
-        (described,) = a.request(
+        assert [m["member_id"] for m in again["members"]] == [leader_id]
+        assert _sync(leader, group, generation + 1, leader_id, {leader_id: b"a"})["error_code"] == errors.NONE
+        (described,) = leader.request(
             ApiKeys.DESCRIBE_GROUPS, 5, {"groups": [group], "include_authorized_operations": False}
         )["groups"]
         assert described["group_state"] == "Stable"
-        assert [m["member_id"] for m in described["members"]] == [a_id]
+        assert [m["member_id"] for m in described["members"]] == [leader_id]
     assert "Traceback" not in gbroker.output()
 
 
