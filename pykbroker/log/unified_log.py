@@ -532,13 +532,18 @@ class UnifiedLog:
         )
 
     def maybe_start_transaction_verification(self, producer_id: int, producer_epoch: int):
-        """A VerificationGuard when the producer has no transaction open here (the leader must ask the
-        coordinator before the first transactional write), else None (Kafka's
-        ``maybeStartTransactionVerification``)."""
+        """A VerificationGuard when the producer has no transaction of this epoch open here (the leader must
+        ask the coordinator before the first transactional write), else None (Kafka's
+        ``maybeStartTransactionVerification``). A transaction open at an older epoch needs the coordinator too:
+        at transaction version 2 the next transaction's epoch may arrive before the previous one's marker."""
         with self._lock:
             psm = self.producer_state_manager
             entry = psm.last_entry(producer_id)
-            if entry is not None and entry.current_txn_first_offset is not None:
+            if (
+                entry is not None
+                and entry.current_txn_first_offset is not None
+                and entry.producer_epoch == producer_epoch
+            ):
                 return None
             return psm.maybe_create_verification_guard(producer_id, producer_epoch)
 

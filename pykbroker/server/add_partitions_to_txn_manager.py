@@ -1,13 +1,15 @@
 """AddPartitionsToTxnManager: partition leaders ask transaction coordinators whether a partition is in a
-producer's transaction before its first transactional write (KIP-890 part 1).
+producer's transaction before its first transactional write (KIP-890 part 1), or add it to the transaction
+(KIP-890 part 2: a Produce v12 of a transaction version 2 client, which sends no AddPartitionsToTxn itself).
 
 Mirrors ``kafka.server.AddPartitionsToTxnManager``: an InterBrokerSendThread
-(``AddPartitionsToTxnSenderThread-<id>``) sends AddPartitionsToTxn v4 with ``verify_only`` to the leader of
-the transactional id's ``__transaction_state`` partition (over the inter-broker listener, this broker
-included). ``callback({(topic, partition): error code})`` runs on that thread. Errors as Kafka hands them to
-the produce path: the coordinator's per-partition answers, TRANSACTION_ABORTABLE as INVALID_TXN_STATE
-(Produce up to v11 and TxnOffsetCommit up to v3 predate it; kept for a caller that says its request
-supports it, Kafka's ``genericError`` operation), PRODUCER_FENCED as INVALID_PRODUCER_EPOCH, COORDINATOR_NOT_AVAILABLE
+(``AddPartitionsToTxnSenderThread-<id>``) sends AddPartitionsToTxn v4 with ``verify_only`` (verification), or v5
+without it (the add, Kafka's ``addPartition`` operation), to the leader of the transactional id's
+``__transaction_state`` partition (over the inter-broker listener, this broker included).
+``callback({(topic, partition): error code})`` runs on that thread. Errors as Kafka hands them to the produce
+path: the coordinator's per-partition answers, TRANSACTION_ABORTABLE as INVALID_TXN_STATE (Produce up to v11 and
+TxnOffsetCommit up to v3 predate it; kept for a caller that says its request supports it, Kafka's
+``genericError`` operation), PRODUCER_FENCED as INVALID_PRODUCER_EPOCH, COORDINATOR_NOT_AVAILABLE
 while the coordinator is unknown, NETWORK_EXCEPTION for a failed request.
 
 Threading: ``verify_transaction`` is thread-safe (request handler threads); callbacks run on the sender
@@ -63,7 +65,10 @@ class AddPartitionsToTxnManager:
         tps: list[tuple[str, int]],
         callback,
         transaction_abortable_supported: bool = False,
+        add: bool = False,
     ) -> None:
+        """Verify (``add`` False) or add (``add`` True) ``tps`` in the producer's transaction; ``callback({tp: error
+        code})`` on the sender thread."""
         translated = dict(_TRANSLATED)
         if transaction_abortable_supported:
             del translated[errors.TRANSACTION_ABORTABLE]
@@ -92,7 +97,7 @@ class AddPartitionsToTxnManager:
                     "transactional_id": transactional_id,
                     "producer_id": producer_id,
                     "producer_epoch": producer_epoch,
-                    "verify_only": True,
+                    "verify_only": not add,
                     "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
                 }
             ]
@@ -112,5 +117,5 @@ class AddPartitionsToTxnManager:
             callback(codes)
             return None
 
-        self.send_thread.send(leader, ApiKeys.ADD_PARTITIONS_TO_TXN, 4, body, answered)
+        self.send_thread.send(leader, ApiKeys.ADD_PARTITIONS_TO_TXN, 5 if add else 4, body, answered)
         return None

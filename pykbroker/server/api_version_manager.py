@@ -18,7 +18,7 @@ from pykbroker.protocol.api_keys import ApiKeys
 
 # api key -> (min, max) that the broker implements.
 BROKER_VERSIONS: dict[int, tuple[int, int]] = {
-    ApiKeys.PRODUCE: (3, 11),
+    ApiKeys.PRODUCE: (3, 12),
     ApiKeys.FETCH: (4, 18),
     ApiKeys.LIST_OFFSETS: (1, 10),
     ApiKeys.METADATA: (0, 13),
@@ -44,11 +44,11 @@ BROKER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.DELETE_RECORDS: (0, 2),
     ApiKeys.DESCRIBE_LOG_DIRS: (1, 4),
     ApiKeys.INIT_PRODUCER_ID: (0, 5),
-    ApiKeys.ADD_PARTITIONS_TO_TXN: (0, 4),
+    ApiKeys.ADD_PARTITIONS_TO_TXN: (0, 5),
     ApiKeys.ADD_OFFSETS_TO_TXN: (0, 4),
-    ApiKeys.END_TXN: (0, 4),
+    ApiKeys.END_TXN: (0, 5),
     ApiKeys.WRITE_TXN_MARKERS: (1, 1),
-    ApiKeys.TXN_OFFSET_COMMIT: (0, 4),
+    ApiKeys.TXN_OFFSET_COMMIT: (0, 5),
     ApiKeys.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKeys.LIST_TRANSACTIONS: (0, 2),
     ApiKeys.DESCRIBE_PRODUCERS: (0, 0),

@@ -582,17 +582,21 @@ class KafkaRaftServer:
             self.node_id, config, state_manager, channel, self.producer_id_manager, self.scheduler, self.time
         )
         self.txn_coordinator.startup()
-        if config["transaction.partition.verification.enable"]:
-            verifier = AddPartitionsToTxnManager(
-                self.node_id,
-                self.metadata_cache,
-                config.inter_broker_listener_name,
-                self.time,
-                config["request.timeout.ms"],
-                security=self.inter_broker_security,
-            )
-            verifier.start()
-            self.replica_manager.add_partitions_to_txn_manager = verifier
+        # Always there: Produce v12 / TxnOffsetCommit v5 (KIP-890 part 2) add partitions through it; the
+        # verification of older versions follows transaction.partition.verification.enable.
+        verifier = AddPartitionsToTxnManager(
+            self.node_id,
+            self.metadata_cache,
+            config.inter_broker_listener_name,
+            self.time,
+            config["request.timeout.ms"],
+            security=self.inter_broker_security,
+        )
+        verifier.start()
+        self.replica_manager.transaction_verification_enabled = bool(
+            config["transaction.partition.verification.enable"]
+        )
+        self.replica_manager.add_partitions_to_txn_manager = verifier
         self.publisher.txn_coordinator = self.txn_coordinator
         for (topic, index), partition in list(self.replica_manager.partitions_snapshot().items()):
             if topic == TRANSACTION_STATE_TOPIC_NAME and partition.is_leader:

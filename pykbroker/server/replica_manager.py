@@ -538,8 +538,10 @@ class ReplicaManager:
         return True
 
     # -- transaction verification (KIP-890 part 1) ------------------------------------------------
-    #: the AddPartitionsToTxnManager (set by the server when ``transaction.partition.verification.enable``)
+    #: the AddPartitionsToTxnManager (set by the server)
     add_partitions_to_txn_manager = None
+    #: ``transaction.partition.verification.enable``: verify the first transactional write of Produce up to v11
+    transaction_verification_enabled = True
 
     def handle_produce_append(
         self,
@@ -549,14 +551,17 @@ class ReplicaManager:
         transactional_id: str | None,
         entries: dict[tuple[str, int], memoryview],
         response_callback,
+        add_partitions: bool = False,
     ) -> None:
         """Kafka's ``handleProduceAppend``: a transactional producer's first write to a partition waits
         until the coordinator confirmed the partition is in its transaction (the append then presents
-        the log's VerificationGuard). Verification errors answer the partition: INVALID_TXN_STATE
-        ("Partition was not added to the transaction"), retriable coordinator errors as
-        NOT_ENOUGH_REPLICAS (clients retry it without a metadata refresh)."""
+        the log's VerificationGuard), or, with ``add_partitions`` (Produce v12, transaction version 2), until
+        the coordinator added it. Errors answer the partition: INVALID_TXN_STATE ("Partition was not added
+        to the transaction"), INVALID_PRODUCER_EPOCH for an epoch the coordinator fenced (a late write of a
+        finished transaction), retriable coordinator errors as NOT_ENOUGH_REPLICAS (clients retry it without
+        a metadata refresh)."""
         manager = self.add_partitions_to_txn_manager
-        if transactional_id is None or manager is None:
+        if transactional_id is None or manager is None or not (add_partitions or self.transaction_verification_enabled):
             return self.append_records(timeout_ms, required_acks, internal_topics_allowed, entries, response_callback)
         producers: set[tuple[int, int]] = set()
         guards: dict[tuple[str, int], object] = {}
@@ -619,7 +624,9 @@ class ReplicaManager:
             )
             self.try_complete_actions()  # this runs on the verifier's thread, not a request handler
 
-        manager.verify_transaction(transactional_id, producer_id, producer_epoch, list(guards), verified)
+        manager.verify_transaction(
+            transactional_id, producer_id, producer_epoch, list(guards), verified, add=add_partitions
+        )
         return None
 
     def maybe_start_transaction_verification_for_partition(

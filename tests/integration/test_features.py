@@ -28,7 +28,7 @@ SUPPORTED = {  # pykbroker's table: name -> (min, max)
     "group.version": (0, 0),
     "kraft.version": (0, 0),
     "metadata.version": (7, 25),
-    "transaction.version": (0, 1),
+    "transaction.version": (0, 2),
 }
 
 
@@ -81,7 +81,7 @@ def test_api_versions_carry_supported_and_finalized_features(broker):
     assert supported == SUPPORTED
     finalized = {f["name"]: (f["min_version_level"], f["max_version_level"]) for f in v4["finalized_features"]}
     # a new cluster: Kafka 4.0's metadata.version and its defaults that pykbroker supports
-    assert finalized == {"metadata.version": (25, 25), "transaction.version": (1, 1)}
+    assert finalized == {"metadata.version": (25, 25), "transaction.version": (2, 2)}
     assert v4["finalized_features_epoch"] >= 0
     # below v4 the features whose minimum is 0 are left out (KAFKA-17492); the finalized ones are all there
     v3 = api_versions(broker.bootstrap, 3)
@@ -94,16 +94,16 @@ def test_kafka_features_describe_upgrade_downgrade_and_refusals(broker):
     b = broker.bootstrap
     run = features("--bootstrap-server", b, "describe")
     assert run.returncode == 0, run.stderr
-    assert describe_lines(run.stdout) == expected_describe({"metadata.version": "4.0-IV3", "transaction.version": "1"})
+    assert describe_lines(run.stdout) == expected_describe({"metadata.version": "4.0-IV3", "transaction.version": "2"})
     epoch = int(run.stdout.split("Epoch: ")[1].split("\n")[0])
 
     # above the supported range: Kafka's error, nothing changes
-    run = features("--bootstrap-server", b, "upgrade", "--feature", "transaction.version=2")
+    run = features("--bootstrap-server", b, "upgrade", "--feature", "transaction.version=3")
     assert run.returncode == 1
     assert run.stdout.strip() == (
-        "Could not upgrade transaction.version to 2. The update failed for all features since the following "
-        "feature had an error: Invalid update version 2 for feature transaction.version. Local controller 1 only "
-        "supports versions 0-1"
+        "Could not upgrade transaction.version to 3. The update failed for all features since the following "
+        "feature had an error: Invalid update version 3 for feature transaction.version. Local controller 1 only "
+        "supports versions 0-2"
     )
     assert run.stderr.strip() == "1 out of 1 operation(s) failed."
     # a downgrade needs a downgrade type
@@ -118,7 +118,7 @@ def test_kafka_features_describe_upgrade_downgrade_and_refusals(broker):
     assert (run.returncode, run.stdout.strip()) == (0, "transaction.version can be downgraded to 0."), run.stderr
     assert {f["name"]: f["max_version_level"] for f in api_versions(b, 4)["finalized_features"]} == {
         "metadata.version": 25,
-        "transaction.version": 1,
+        "transaction.version": 2,
     }
 
     run = features("--bootstrap-server", b, "downgrade", "--feature", "transaction.version=0")
@@ -128,7 +128,7 @@ def test_kafka_features_describe_upgrade_downgrade_and_refusals(broker):
     assert int(run.stdout.split("Epoch: ")[1].split("\n")[0]) > epoch
 
     # UpdateFeatures v1 answers per feature; upgrade back
-    raw = update(b, 1, [{"feature": "transaction.version", "max_version_level": 1, "upgrade_type": 1}])
+    raw = update(b, 1, [{"feature": "transaction.version", "max_version_level": 2, "upgrade_type": 1}])
     assert raw["error_code"] == errors.NONE
     assert raw["results"] == [{"feature": "transaction.version", "error_code": 0, "error_message": None}]
     wait_until(lambda: {f["name"] for f in api_versions(b, 4)["finalized_features"]} >= {"transaction.version"}, 10)
@@ -198,7 +198,7 @@ def test_clients_still_work_with_features_in_api_versions(broker):
 
 
 def test_transaction_version_chooses_the_transaction_log_value_version(broker):
-    """transaction.version 1 (a new cluster's) writes TransactionLogValue v1, 0 writes v0 (as Kafka)."""
+    """transaction.version 1 or 2 (a new cluster's) writes TransactionLogValue v1, 0 writes v0 (as Kafka)."""
     from confluent_kafka import Producer
 
     def transaction(tid: str) -> None:
@@ -297,9 +297,9 @@ def test_storage_format_release_version_and_feature_then_forwarded_upgrade(tmp_p
         )  # fmt: skip
         assert (run.returncode, run.stdout.strip()) == (0, "transaction.version can be upgraded to 1."), run.stderr
         # refused by the controller, answered through the broker
-        raw = update(broker, 2, [{"feature": "transaction.version", "max_version_level": 2, "upgrade_type": 1}])
+        raw = update(broker, 2, [{"feature": "transaction.version", "max_version_level": 3, "upgrade_type": 1}])
         assert raw["error_code"] == errors.INVALID_UPDATE_VERSION
-        assert raw["error_message"].endswith("Local controller 1 only supports versions 0-1")
+        assert raw["error_message"].endswith("Local controller 1 only supports versions 0-2")
     finally:
         cluster.stop()
 
@@ -312,8 +312,8 @@ def test_storage_format_refusals(tmp_path):
     def fmt(*args):
         return run_tool("storage_tool", "format", "-t", cid, "-c", str(node.config_path), *args)
 
-    run = fmt("--feature", "transaction.version=2")
-    assert (run.returncode, run.stderr.strip()) == (1, "No feature:transaction.version with feature level 2")
+    run = fmt("--feature", "transaction.version=3")
+    assert (run.returncode, run.stderr.strip()) == (1, "No feature:transaction.version with feature level 3")
     run = fmt("--feature", "foo.bar=1")
     assert run.stderr.strip() == (
         "Unsupported feature: foo.bar. Supported features are: eligible.leader.replicas.version, group.version, "

@@ -1,7 +1,19 @@
 """TransactionCoordinator: the transaction APIs of KIP-98 for the transactional ids this broker owns.
 
-Mirrors ``kafka.coordinator.transaction.TransactionCoordinator`` at transaction version 0/1 (the producer
-epoch is bumped by InitProducerId, KIP-360 retries included, not at every commit):
+Mirrors ``kafka.coordinator.transaction.TransactionCoordinator``, transaction versions 0/1 and 2 side by side,
+chosen per transaction by the requests' versions as Kafka does:
+
+* version 0/1 (AddPartitionsToTxn up to v4, EndTxn up to v4): the producer epoch is bumped by InitProducerId
+  (KIP-360 retries included) and by fencing, not at every commit;
+* version 2 (KIP-890 part 2: partitions added by the partition leaders' AddPartitionsToTxn v5 on a Produce v12,
+  EndTxn v5): every EndTxn bumps the epoch in PrepareCommit/PrepareAbort, the markers carry the bumped epoch
+  (so a late write of the finished transaction is fenced by the partition) and EndTxn returns it; when the
+  bumped epoch is the last one (``Short.MaxValue``), a new producer id is allocated first and returned at
+  epoch 0, and it replaces the old one once the markers are written. An EndTxn retried with the previous
+  epoch is recognised (Kafka's ``endTxnEpochBumped``). Aborts the coordinator starts itself (fencing,
+  timeouts) use the finalized ``transaction.version``.
+
+The rest, for every version:
 
 * InitProducerId(transactional id): a new id gets a producer id (from the ProducerIdManager) and epoch 0;
   a known idle one the epoch + 1 (a new producer id when the epoch is exhausted); an id with an Ongoing
@@ -32,9 +44,11 @@ from pykbroker.coordinator.transaction.transaction_marker_channel_manager import
 from pykbroker.coordinator.transaction.transaction_metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
+    SHORT_MAX,
     TransactionMetadata,
     TransactionState,
     is_epoch_exhausted,
+    supports_epoch_bump,
 )
 from pykbroker.coordinator.transaction.transaction_state_manager import TransactionStateManager
 from pykbroker.protocol import errors
@@ -149,7 +163,13 @@ class TransactionCoordinator:
                 callback(code if code != errors.NONE else errors.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, -1)
 
             return self._end_transaction(
-                transactional_id, transit.producer_id, transit.producer_epoch, False, False, fenced
+                transactional_id,
+                transit.producer_id,
+                transit.producer_epoch,
+                False,
+                False,
+                fenced,
+                self.txn_manager.transaction_version(),
             )
 
         def appended(code: int) -> None:
@@ -218,9 +238,16 @@ class TransactionCoordinator:
 
     # -- AddPartitionsToTxn -------------------------------------------------------------------
     def handle_add_partitions_to_transaction(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: set, callback
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: set,
+        callback,
+        client_transaction_version: int = 0,
     ) -> None:
-        """``callback(error_code)`` for all of ``partitions``."""
+        """``callback(error_code)`` for all of ``partitions``. ``client_transaction_version``: 2 for a partition
+        leader's implicit add (AddPartitionsToTxn v5 on a Produce v12), else 0."""
         if not transactional_id:
             return callback(errors.INVALID_REQUEST)
         try:
@@ -239,7 +266,7 @@ class TransactionCoordinator:
                 return callback(errors.CONCURRENT_TRANSACTIONS)
             if m.state is _S.ONGOING and set(partitions) <= m.topic_partitions:
                 return callback(errors.NONE)
-            transit = m.prepare_add_partitions(set(partitions), self.time.milliseconds())
+            transit = m.prepare_add_partitions(set(partitions), self.time.milliseconds(), client_transaction_version)
         self.txn_manager.append_transaction_to_log(transactional_id, coordinator_epoch, transit, callback)
         return None
 
@@ -267,13 +294,31 @@ class TransactionCoordinator:
 
     # -- EndTxn -------------------------------------------------------------------------------
     def handle_end_transaction(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool, callback
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        callback,
+        client_transaction_version: int = 0,
     ) -> None:
-        """``callback(error_code, producer_id, producer_epoch)``."""
-        self._end_transaction(transactional_id, producer_id, producer_epoch, commit, True, callback)
+        """``callback(error_code, producer_id, producer_epoch)``: on success the producer id and epoch of the
+        next transaction (at version 2 the bumped epoch, or a new producer id at epoch 0).
+        ``client_transaction_version``: 2 for EndTxn v5, else 0."""
+        self._end_transaction(
+            transactional_id, producer_id, producer_epoch, commit, True, callback, client_transaction_version
+        )
 
     def _end_transaction(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool, from_client: bool, callback
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        from_client: bool,
+        callback,
+        client_transaction_version: int,
+        next_producer_id: int = NO_PRODUCER_ID,
     ) -> None:
         if not transactional_id:
             return callback(errors.INVALID_REQUEST, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
@@ -284,9 +329,22 @@ class TransactionCoordinator:
         if entry is None:
             return callback(errors.INVALID_PRODUCER_ID_MAPPING, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
         coordinator_epoch, m = entry
+        tv = client_transaction_version
         with m.lock:
-            result = self._prepare_end(m, producer_id, producer_epoch, commit, from_client)
+            result = self._prepare_end(m, producer_id, producer_epoch, commit, from_client, tv, next_producer_id)
             current = (m.producer_id, m.producer_epoch)
+        if result is None:  # the bumped epoch is the last one: a new producer id first (Kafka's nextProducerId)
+
+            def allocated(code: int, new_producer_id: int) -> None:
+                if code != errors.NONE:
+                    return callback(code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+                self._end_transaction(
+                    transactional_id, producer_id, producer_epoch, commit, from_client, callback, tv, new_producer_id
+                )
+                return None
+
+            self.producer_id_manager.generate_producer_id(allocated)
+            return None
         if isinstance(result, int):
             if result == errors.NONE:
                 return callback(errors.NONE, *current)
@@ -309,17 +367,47 @@ class TransactionCoordinator:
                 if m.state is not transit.txn_state or m.pending_transition_in_progress:
                     return callback(errors.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
                 pre_send = m.prepare_no_transit()
-            callback(errors.NONE, m.producer_id, m.producer_epoch)
+                if supports_epoch_bump(m.client_transaction_version) and m.next_producer_id != NO_PRODUCER_ID:
+                    answer = (m.next_producer_id, 0)
+                else:
+                    answer = (m.producer_id, m.producer_epoch)
+            callback(errors.NONE, *answer)
             self.marker_channel.add_txn_markers_to_send(coordinator_epoch, commit, m, pre_send)
             return None
 
         self.txn_manager.append_transaction_to_log(transactional_id, coordinator_epoch, transit, appended)
         return None
 
-    def _prepare_end(self, m: TransactionMetadata, producer_id: int, producer_epoch: int, commit: bool, from_client):
-        if m.producer_id != producer_id:
+    def _prepare_end(
+        self,
+        m: TransactionMetadata,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        from_client: bool,
+        tv: int,
+        next_producer_id: int,
+    ):
+        """The Prepare* transit, an error code (NONE: already done), or None: a new producer id is needed."""
+        fencing = m.pending_state is _S.PREPARE_EPOCH_FENCE
+        v2 = not fencing and supports_epoch_bump(m.client_transaction_version)
+        # a version-2 EndTxn retried after its epoch bump exhausted the epoch (the new producer id is in place)
+        retry_on_overflow = (
+            v2 and m.previous_producer_id == producer_id and producer_epoch == SHORT_MAX - 1 and m.producer_epoch == 0
+        )
+        retry_on_bump = v2 and m.producer_epoch == producer_epoch + 1
+        if m.producer_id != producer_id and not retry_on_overflow:
             return errors.INVALID_PRODUCER_ID_MAPPING
-        valid_epoch = (not from_client or producer_epoch == m.producer_epoch) and producer_epoch >= m.producer_epoch
+        if v2:
+            # At version 2 the same epoch means the next EndTxn, the previous one a retry of the last.
+            if m.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
+                valid_epoch = retry_on_bump
+            elif m.state in (_S.COMPLETE_COMMIT, _S.COMPLETE_ABORT):
+                valid_epoch = retry_on_bump or retry_on_overflow
+            else:
+                valid_epoch = producer_epoch == m.producer_epoch
+        else:
+            valid_epoch = (not from_client or producer_epoch == m.producer_epoch) and producer_epoch >= m.producer_epoch
         if not valid_epoch:
             return errors.PRODUCER_FENCED
         if m.pending_transition_in_progress and m.pending_state is not _S.PREPARE_EPOCH_FENCE:
@@ -327,13 +415,20 @@ class TransactionCoordinator:
         state = m.state
         if state is _S.ONGOING:
             next_state = _S.PREPARE_COMMIT if commit else _S.PREPARE_ABORT
+            if (
+                supports_epoch_bump(tv)
+                and not fencing
+                and m.is_producer_epoch_exhausted
+                and next_producer_id == NO_PRODUCER_ID
+            ):
+                return None
             if not commit and m.pending_state is _S.PREPARE_EPOCH_FENCE:
                 # The fence's bumped epoch becomes the transaction's: the abort markers carry it, so the
                 # zombie's late writes are rejected (Kafka's isEpochFence).
                 m.pending_state = None
                 m.producer_epoch = producer_epoch
                 m.last_producer_epoch = NO_PRODUCER_EPOCH
-            return m.prepare_abort_or_commit(next_state, self.time.milliseconds())
+            return m.prepare_abort_or_commit(next_state, self.time.milliseconds(), tv, next_producer_id)
         if state is _S.COMPLETE_COMMIT:
             return errors.NONE if commit else errors.INVALID_TXN_STATE
         if state is _S.COMPLETE_ABORT:
@@ -377,7 +472,15 @@ class TransactionCoordinator:
                 ):
                     _log.warning(f"Rollback of ongoing transaction for transactionalId {tid} failed: {code}")
 
-            self._end_transaction(tid, transit.producer_id, transit.producer_epoch, False, False, done)
+            self._end_transaction(
+                tid,
+                transit.producer_id,
+                transit.producer_epoch,
+                False,
+                False,
+                done,
+                self.txn_manager.transaction_version(),
+            )
         return aborted
 
     # -- describe / list ----------------------------------------------------------------------

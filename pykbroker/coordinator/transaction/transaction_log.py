@@ -8,7 +8,8 @@ of a transactional id.
   transaction_start_timestamp_ms int64``. v1 (flexible: compact strings/arrays and tagged fields, with
   PreviousProducerId/NextProducerId/ClientTransactionVersion as tags) is read too. Kafka writes v0 until the
   finalized ``transaction.version`` is 1 or more, then v1 (``TransactionVersion.transactionLogValueVersion``); so
-  does :func:`value_bytes` (v1 with the PreviousProducerId tag when there is one).
+  does :func:`value_bytes` (v1 with each tag that is not its default). The state manager also writes v1 for a
+  version-2 transaction (KIP-890 part 2), whose next producer id and version v0 cannot hold.
 
 A null value is a tombstone (the transactional id expired). Decoding raises ValueError on an unknown
 version or a short buffer. Pure functions, no I/O.
@@ -75,8 +76,8 @@ def value_bytes(t: TxnTransitMetadata, version: int = VALUE_VERSION) -> bytes:
 
 
 def _flexible_value_bytes(t: TxnTransitMetadata, by_topic: dict[str, list[int]]) -> bytes:
-    """TransactionLogValue v1: compact arrays and strings, tagged fields (tag 0 PreviousProducerId, written only
-    when set, as a default-valued tagged field is not written)."""
+    """TransactionLogValue v1: compact arrays and strings, tagged fields (tag 0 PreviousProducerId, 1
+    NextProducerId, 2 ClientTransactionVersion), each written only when it is not its default."""
     out = bytearray(_VALUE_HEAD.pack(1, t.producer_id, t.producer_epoch, t.txn_timeout_ms, int(t.txn_state)))
     write_uvarint(out, len(by_topic) + 1)
     for topic, partitions in by_topic.items():
@@ -88,13 +89,18 @@ def _flexible_value_bytes(t: TxnTransitMetadata, by_topic: dict[str, list[int]])
             out += _I.pack(p)
         write_uvarint(out, 0)  # no tagged fields
     out += _Q.pack(t.txn_last_update_timestamp) + _Q.pack(t.txn_start_timestamp)
+    tags: list[tuple[int, bytes]] = []
     if t.prev_producer_id != NO_PRODUCER_ID:
-        write_uvarint(out, 1)
-        write_uvarint(out, 0)
-        write_uvarint(out, 8)
-        out += _Q.pack(t.prev_producer_id)
-    else:
-        write_uvarint(out, 0)
+        tags.append((0, _Q.pack(t.prev_producer_id)))
+    if t.next_producer_id != NO_PRODUCER_ID:
+        tags.append((1, _Q.pack(t.next_producer_id)))
+    if t.client_transaction_version != 0:
+        tags.append((2, _H.pack(t.client_transaction_version)))
+    write_uvarint(out, len(tags))
+    for tag, data in tags:
+        write_uvarint(out, tag)
+        write_uvarint(out, len(data))
+        out += data
     return bytes(out)
 
 
@@ -169,11 +175,16 @@ def decode_value(transactional_id: str, value) -> TransactionMetadata:
             r.skip_tags()
     last_update = r.take(_Q)
     start = r.take(_Q)
-    previous = NO_PRODUCER_ID
+    previous = following = NO_PRODUCER_ID
+    client_version = 0
     if compact:
         tags = r.skip_tags()
-        if 0 in tags and len(tags[0]) == 8:
+        if len(tags.get(0, b"")) == 8:
             previous = _Q.unpack(tags[0])[0]
+        if len(tags.get(1, b"")) == 8:
+            following = _Q.unpack(tags[1])[0]
+        if len(tags.get(2, b"")) == 2:
+            client_version = _H.unpack(tags[2])[0]
     return TransactionMetadata(
         transactional_id,
         producer_id,
@@ -184,4 +195,6 @@ def decode_value(transactional_id: str, value) -> TransactionMetadata:
         topic_partitions=tps,
         txn_start_timestamp=start,
         txn_last_update_timestamp=last_update,
+        next_producer_id=following,
+        client_transaction_version=client_version,
     )

@@ -1,8 +1,12 @@
 """Transaction state of one transactional id: the state machine and its pending transitions.
 
-Mirrors ``kafka.coordinator.transaction.TransactionMetadata`` / ``TransactionState`` / ``TxnTransitMetadata``
-(transaction version 0/1: the producer epoch is bumped by InitProducerId and by fencing, not at each
-commit). Every change is two steps: ``prepare_*`` validates against :data:`VALID_PREVIOUS_STATES` and sets
+Mirrors ``kafka.coordinator.transaction.TransactionMetadata`` / ``TransactionState`` / ``TxnTransitMetadata``.
+Each transition carries the client's transaction version (``client_transaction_version``, Kafka's
+``ClientTransactionVersion``): at 0/1 the producer epoch is bumped by InitProducerId and by fencing only; at 2
+(KIP-890 part 2) PrepareCommit/PrepareAbort also bump it (the markers carry the bumped epoch, so a late write of
+the finished transaction is fenced), and when that bump reaches ``Short.MaxValue`` the transaction's
+``next_producer_id`` (allocated by the coordinator) replaces the producer id at epoch 0 once the markers are
+written (Complete*). Every change is two steps: ``prepare_*`` validates against :data:`VALID_PREVIOUS_STATES` and sets
 ``pending_state`` (so concurrent requests get CONCURRENT_TRANSACTIONS), the new state is appended to
 ``__transaction_state``, and :meth:`TransactionMetadata.complete_transition_to` applies it once the append
 succeeded (:meth:`TransactionMetadata.abort_transition` drops it on failure).
@@ -19,6 +23,13 @@ from typing import NamedTuple
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 SHORT_MAX = 32767
+#: the first transaction version whose transactions bump the epoch at every commit/abort (Kafka's TV_2)
+TV_2 = 2
+
+
+def supports_epoch_bump(transaction_version: int) -> bool:
+    """Kafka's ``TransactionVersion.supportsEpochBump``: transaction version 2 or more (KIP-890 part 2)."""
+    return transaction_version >= TV_2
 
 
 class TransactionState(enum.IntEnum):
@@ -89,6 +100,10 @@ class TxnTransitMetadata(NamedTuple):
     topic_partitions: frozenset[tuple[str, int]]
     txn_start_timestamp: int
     txn_last_update_timestamp: int
+    #: the producer id that replaces ``producer_id`` when a version-2 transaction exhausted the epoch (-1: none)
+    next_producer_id: int = NO_PRODUCER_ID
+    #: the transaction version the client used (0, 1 or 2)
+    client_transaction_version: int = 0
 
 
 class IllegalTransitionError(RuntimeError):
@@ -110,6 +125,8 @@ class TransactionMetadata:
         topic_partitions: set[tuple[str, int]] | None = None,
         txn_start_timestamp: int = -1,
         txn_last_update_timestamp: int = -1,
+        next_producer_id: int = NO_PRODUCER_ID,
+        client_transaction_version: int = 0,
     ):
         self.transactional_id = transactional_id
         self.producer_id = producer_id
@@ -121,6 +138,8 @@ class TransactionMetadata:
         self.topic_partitions: set[tuple[str, int]] = set(topic_partitions or ())
         self.txn_start_timestamp = txn_start_timestamp
         self.txn_last_update_timestamp = txn_last_update_timestamp
+        self.next_producer_id = next_producer_id
+        self.client_transaction_version = client_transaction_version
         self.pending_state: TransactionState | None = None
         self.has_failed_epoch_fence = False
         self.lock = threading.RLock()
@@ -201,8 +220,12 @@ class TransactionMetadata:
         last = self.producer_epoch if record_last_epoch else NO_PRODUCER_EPOCH
         return self._prepare(_S.EMPTY, new_producer_id, 0, last, new_timeout_ms, (), -1, now_ms)
 
-    def prepare_add_partitions(self, added: set[tuple[str, int]], now_ms: int) -> TxnTransitMetadata:
+    def prepare_add_partitions(
+        self, added: set[tuple[str, int]], now_ms: int, client_transaction_version: int | None = None
+    ) -> TxnTransitMetadata:
+        """``client_transaction_version``: the version of the request that adds (None: unchanged)."""
         start = now_ms if self.state in (_S.EMPTY, _S.COMPLETE_ABORT, _S.COMPLETE_COMMIT) else self.txn_start_timestamp
+        tv = self.client_transaction_version if client_transaction_version is None else client_transaction_version
         return self._prepare(
             _S.ONGOING,
             self.producer_id,
@@ -212,32 +235,56 @@ class TransactionMetadata:
             self.topic_partitions | set(added),
             start,
             now_ms,
+            client_transaction_version=tv,
         )
 
-    def prepare_abort_or_commit(self, new_state: TransactionState, now_ms: int) -> TxnTransitMetadata:
+    def prepare_abort_or_commit(
+        self,
+        new_state: TransactionState,
+        now_ms: int,
+        client_transaction_version: int | None = None,
+        next_producer_id: int = NO_PRODUCER_ID,
+    ) -> TxnTransitMetadata:
+        """Ongoing -> PrepareCommit/PrepareAbort. At transaction version 2 the epoch is bumped (the previous one
+        becomes ``last_producer_epoch``); ``next_producer_id``: the producer id allocated because the bumped
+        epoch is the last one (Kafka's ``prepareAbortOrCommit``)."""
+        tv = self.client_transaction_version if client_transaction_version is None else client_transaction_version
+        if supports_epoch_bump(tv):  # the coordinator allocated next_producer_id before the last epoch
+            epoch, last_epoch = min(self.producer_epoch + 1, SHORT_MAX), self.producer_epoch
+        else:
+            epoch, last_epoch = self.producer_epoch, self.last_producer_epoch
         return self._prepare(
             new_state,
             self.producer_id,
-            self.producer_epoch,
-            self.last_producer_epoch,
+            epoch,
+            last_epoch,
             self.txn_timeout_ms,
             self.topic_partitions,
             self.txn_start_timestamp,
             now_ms,
+            next_producer_id=next_producer_id,
+            client_transaction_version=tv,
         )
 
     def prepare_complete(self, now_ms: int) -> TxnTransitMetadata:
+        """PrepareCommit/PrepareAbort -> Complete* (the markers are written). A version-2 transaction that
+        exhausted the epoch moves to its ``next_producer_id`` at epoch 0 here."""
         new_state = _S.COMPLETE_COMMIT if self.state is _S.PREPARE_COMMIT else _S.COMPLETE_ABORT
         self.has_failed_epoch_fence = False
+        if supports_epoch_bump(self.client_transaction_version) and self.next_producer_id != NO_PRODUCER_ID:
+            producer_id, epoch = self.next_producer_id, 0
+        else:
+            producer_id, epoch = self.producer_id, self.producer_epoch
         return self._prepare(
             new_state,
-            self.producer_id,
-            self.producer_epoch,
+            producer_id,
+            epoch,
             self.producer_epoch,
             self.txn_timeout_ms,
             (),
             self.txn_start_timestamp,
             now_ms,
+            next_producer_id=NO_PRODUCER_ID,
         )
 
     def prepare_dead(self) -> TxnTransitMetadata:
@@ -252,12 +299,26 @@ class TransactionMetadata:
             self.txn_last_update_timestamp,
         )
 
-    def _transit(self, state, producer_id, epoch, last_epoch, timeout_ms, tps, start, update) -> TxnTransitMetadata:
+    def _transit(
+        self, state, producer_id, epoch, last_epoch, timeout_ms, tps, start, update, **extra
+    ) -> TxnTransitMetadata:
         return TxnTransitMetadata(
-            producer_id, self.producer_id, epoch, last_epoch, timeout_ms, state, frozenset(tps), start, update
+            producer_id,
+            self.producer_id,
+            epoch,
+            last_epoch,
+            timeout_ms,
+            state,
+            frozenset(tps),
+            start,
+            update,
+            extra.get("next_producer_id", self.next_producer_id),
+            extra.get("client_transaction_version", self.client_transaction_version),
         )
 
-    def _prepare(self, state, producer_id, epoch, last_epoch, timeout_ms, tps, start, update) -> TxnTransitMetadata:
+    def _prepare(
+        self, state, producer_id, epoch, last_epoch, timeout_ms, tps, start, update, **extra
+    ) -> TxnTransitMetadata:
         if self.pending_state is not None:
             raise IllegalTransitionError(
                 f"Preparing transaction state transition to {state.state_name} while it already has a pending state "
@@ -273,7 +334,7 @@ class TransactionMetadata:
                 f"a valid next state of the current state {self.state.state_name}"
             )
         self.pending_state = state
-        return self._transit(state, producer_id, epoch, last_epoch, timeout_ms, tps, start, update)
+        return self._transit(state, producer_id, epoch, last_epoch, timeout_ms, tps, start, update, **extra)
 
     # -- complete -----------------------------------------------------------------------------
     def abort_transition(self) -> None:
@@ -288,7 +349,8 @@ class TransactionMetadata:
                 f"TransactionalId {self.transactional_id} completing transition to {t.txn_state.state_name} while "
                 f"its pending state is {to.state_name if to is not None else None}"
             )
-        valid_epoch = t.producer_epoch == self.producer_epoch and t.producer_id == self.producer_id
+        valid_epoch = self._valid_producer_epoch(t)
+        v2 = supports_epoch_bump(t.client_transaction_version)
         if to is _S.EMPTY:
             if t.topic_partitions or t.txn_start_timestamp != -1:
                 self._failure(t)
@@ -305,18 +367,43 @@ class TransactionMetadata:
         elif to in (_S.PREPARE_ABORT, _S.PREPARE_COMMIT):
             if not valid_epoch or self.topic_partitions != set(t.topic_partitions):
                 self._failure(t)
+            if v2:
+                self.producer_epoch = t.producer_epoch
+                self.last_producer_epoch = t.last_producer_epoch
+                self.next_producer_id = t.next_producer_id
         elif to in (_S.COMPLETE_ABORT, _S.COMPLETE_COMMIT):
             if not valid_epoch or t.txn_start_timestamp == -1:
                 self._failure(t)
             self.txn_start_timestamp = t.txn_start_timestamp
             self.topic_partitions.clear()
+            if v2:
+                self.producer_epoch = t.producer_epoch
+                self.last_producer_epoch = t.last_producer_epoch
+                self.previous_producer_id = t.prev_producer_id
+                self.producer_id = t.producer_id
+                self.next_producer_id = t.next_producer_id
         elif to is _S.DEAD:
             pass  # the caller removes the metadata from the cache
         else:  # PrepareEpochFence is never persisted: the abort that follows is
             self._failure(t)
+        self.client_transaction_version = t.client_transaction_version
         self.txn_last_update_timestamp = t.txn_last_update_timestamp
         self.pending_state = None
         self.state = to
+
+    def _valid_producer_epoch(self, t: TxnTransitMetadata) -> bool:
+        """Whether ``t`` continues this producer id and epoch (Kafka's ``validProducerEpoch``): a version-2
+        Prepare* carries the bumped epoch (its ``last_producer_epoch`` is the current one), a version-2
+        Complete* at epoch 0 the next producer id (its ``prev_producer_id`` is the current one)."""
+        v2 = supports_epoch_bump(t.client_transaction_version)
+        completing = t.txn_state in (_S.COMPLETE_COMMIT, _S.COMPLETE_ABORT)
+        overflow_complete = v2 and completing and t.producer_epoch == 0 and t.producer_id != self.producer_id
+        if overflow_complete or (v2 and t.txn_state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT)):
+            epoch = t.last_producer_epoch
+        else:
+            epoch = t.producer_epoch
+        producer_id = t.prev_producer_id if overflow_complete else t.producer_id
+        return epoch == self.producer_epoch and producer_id == self.producer_id
 
     def _failure(self, t: TxnTransitMetadata) -> None:
         self.pending_state = None

@@ -262,7 +262,8 @@ class TransactionStateManager:
         partition = self.partition_for(transactional_id)
         value = None
         if transit.txn_state is not TransactionState.DEAD:
-            value = txn_log.value_bytes(transit, 1 if self.transaction_version() >= 1 else 0)
+            flexible = self.transaction_version() >= 1 or transit.client_transaction_version >= 2
+            value = txn_log.value_bytes(transit, 1 if flexible else 0)
         builder = MemoryRecordsBuilder()
         builder.append(self.time.milliseconds(), txn_log.key_bytes(transactional_id), value)
         tp = (TRANSACTION_STATE_TOPIC_NAME, partition)

@@ -4,7 +4,7 @@ Schema DSL: see :mod:`pykbroker.protocol.schema`. Field names, types and version
 """
 
 SCHEMAS = """
-request Produce 0 0-11 flex=9+
+request Produce 0 0-12 flex=9+
   transactional_id string 3+ null=3+ =null
   acks int16 0+
   timeout_ms int32 0+
@@ -14,7 +14,7 @@ request Produce 0 0-11 flex=9+
       index int32 0+
       records records 0+ null=0+
 
-response Produce 0 0-11 flex=9+
+response Produce 0 0-12 flex=9+
   responses [] 0+
     name string 0+
     partition_responses [] 0+

@@ -111,7 +111,7 @@ response WriteTxnMarkers 27 0-1 flex=1+
         partition_index int32 0+
         error_code int16 0+
 
-request TxnOffsetCommit 28 0-4 flex=3+
+request TxnOffsetCommit 28 0-5 flex=3+
   transactional_id string 0+
   group_id string 0+
   producer_id int64 0+
@@ -127,7 +127,7 @@ request TxnOffsetCommit 28 0-4 flex=3+
       committed_leader_epoch int32 2+ =-1
       committed_metadata string 0+ null=0+
 
-response TxnOffsetCommit 28 0-4 flex=3+
+response TxnOffsetCommit 28 0-5 flex=3+
   throttle_time_ms int32 0+
   topics [] 0+
     name string 0+

@@ -80,8 +80,15 @@ class ProduceHandler:
         if entries:
             internal = request.context.client_id == ADMIN_CLIENT_ID
             if body.get("transactional_id") is not None:
+                # Produce v12 (KIP-890 part 2): the leader adds the partitions to the transaction itself
                 self.replica_manager.handle_produce_append(
-                    body["timeout_ms"], acks, internal, body["transactional_id"], entries, respond
+                    body["timeout_ms"],
+                    acks,
+                    internal,
+                    body["transactional_id"],
+                    entries,
+                    respond,
+                    add_partitions=request.context.api_version >= 12,
                 )
             else:
                 self.replica_manager.append_records(body["timeout_ms"], acks, internal, entries, respond)

@@ -55,9 +55,12 @@ class TransactionHandlers:
         }
 
     # -- AddPartitionsToTxn -------------------------------------------------------------------
-    def _add_partitions(self, tid: str, pid: int, epoch: int, topics: list[dict], verify_only: bool, respond) -> None:
+    def _add_partitions(
+        self, tid: str, pid: int, epoch: int, topics: list[dict], verify_only: bool, respond, tv: int = 0
+    ) -> None:
         """``respond({(topic, partition): error})`` for one transaction (Kafka's per-transaction path:
-        unknown partitions UNKNOWN_TOPIC_OR_PARTITION and the rest OPERATION_NOT_ATTEMPTED)."""
+        unknown partitions UNKNOWN_TOPIC_OR_PARTITION and the rest OPERATION_NOT_ATTEMPTED). ``tv``: the
+        transaction version of an add (2 for a partition leader's implicit add, AddPartitionsToTxn v5)."""
         tps = {(t["name"], p) for t in topics for p in t["partitions"]}
         unknown = {tp for tp in tps if self.cache.partition(*tp) is None}
         if unknown:
@@ -70,7 +73,7 @@ class TransactionHandlers:
             respond(self.txn.handle_verify_partitions_in_transaction(tid, pid, epoch, tps))
             return
         self.txn.handle_add_partitions_to_transaction(
-            tid, pid, epoch, tps, lambda code: respond(dict.fromkeys(tps, code))
+            tid, pid, epoch, tps, lambda code: respond(dict.fromkeys(tps, code)), tv
         )
 
     def handle_add_partitions_to_txn_request(self, request) -> None:
@@ -129,6 +132,7 @@ class TransactionHandlers:
                 topics,
                 t["verify_only"],
                 lambda codes, tid=t["transactional_id"]: one_done(tid, codes),
+                2 if version >= 5 else 0,
             )
 
     # -- AddOffsetsToTxn ----------------------------------------------------------------------
@@ -158,8 +162,14 @@ class TransactionHandlers:
                 request, {"throttle_time_ms": 0, "error_code": code, "producer_id": pid, "producer_epoch": epoch}
             )
 
+        # EndTxn v5: a transaction version 2 client (KIP-890 part 2), answered with the bumped epoch
         self.txn.handle_end_transaction(
-            body["transactional_id"], body["producer_id"], body["producer_epoch"], body["committed"], respond
+            body["transactional_id"],
+            body["producer_id"],
+            body["producer_epoch"],
+            body["committed"],
+            respond,
+            2 if request.context.api_version >= 5 else 0,
         )
 
     # -- TxnOffsetCommit ----------------------------------------------------------------------
@@ -196,6 +206,36 @@ class TransactionHandlers:
         if not offsets:
             respond({})
             return
+        if request.context.api_version >= 5:
+            # KIP-890 part 2: a transaction version 2 client sends no AddOffsetsToTxn; the group's
+            # __consumer_offsets partition is added to the transaction here (Kafka's addPartition operation).
+            self._add_offsets_partition_then(body, offsets, respond)
+            return
+        self._txn_commit_offsets(body, offsets, respond)
+
+    def _add_offsets_partition_then(self, body: dict, offsets: dict, respond) -> None:
+        manager = self.replica_manager.add_partitions_to_txn_manager
+        if manager is None:  # transaction.partition.verification.enable=false: nothing to add with
+            respond(dict.fromkeys(offsets, errors.UNSUPPORTED_VERSION))
+            return
+        offsets_topic = self.cache.topic(GROUP_METADATA_TOPIC_NAME)
+        if offsets_topic is None:
+            respond(dict.fromkeys(offsets, errors.COORDINATOR_NOT_AVAILABLE))
+            return
+        tp = (GROUP_METADATA_TOPIC_NAME, group_partition_for(body["group_id"], len(offsets_topic.partitions)))
+
+        def added(codes: dict) -> None:
+            code = codes.get(tp, errors.UNKNOWN_SERVER_ERROR)
+            if code != errors.NONE:
+                respond(dict.fromkeys(offsets, code))
+            else:
+                self._txn_commit_offsets(body, offsets, respond)
+
+        manager.verify_transaction(
+            body["transactional_id"], body["producer_id"], body["producer_epoch"], [tp], added, add=True
+        )
+
+    def _txn_commit_offsets(self, body: dict, offsets: dict, respond) -> None:
         try:
             self.groups.handle_txn_commit_offsets(
                 body["group_id"],

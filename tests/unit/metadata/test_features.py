@@ -72,14 +72,14 @@ def test_new_clusters_start_at_kafkas_defaults_capped_to_the_supported():
     assert fv.bootstrap_levels(25) == {
         "metadata.version": 25,
         "kraft.version": 0,
-        "transaction.version": 1,
+        "transaction.version": 2,
         "group.version": 0,
         "eligible.leader.replicas.version": 0,
     }
     records = feature_level_bootstrap_records(25, fv.bootstrap_levels(25))
     assert [(r.data["name"], r.data["feature_level"]) for r in records] == [
         ("metadata.version", 25),
-        ("transaction.version", 1),
+        ("transaction.version", 2),
     ]
 
 
@@ -123,8 +123,8 @@ def test_upgrade_downgrade_and_validate_only():
 
 def test_refused_outside_the_ranges_of_this_controller_and_of_every_broker():
     m = manager()
-    assert refusal(m.update_features({"transaction.version": 2}, {}, False)) == (
-        "Invalid update version 2 for feature transaction.version. Local controller 1 only supports versions 0-1"
+    assert refusal(m.update_features({"transaction.version": 3}, {}, False)) == (
+        "Invalid update version 3 for feature transaction.version. Local controller 1 only supports versions 0-2"
     )
     assert refusal(m.update_features({"group.version": 1}, {}, False)) == (
         "Invalid update version 1 for feature group.version. Local controller 1 does not support this feature."
@@ -140,8 +140,8 @@ def test_refused_outside_the_ranges_of_this_controller_and_of_every_broker():
     )
     # all or nothing: one bad update fails the others
     m = manager({"metadata.version": 22})
-    both = m.update_features({"metadata.version": 25, "transaction.version": 2}, {}, False)
-    assert refusal(both).startswith("Invalid update version 2 for feature transaction.version.")
+    both = m.update_features({"metadata.version": 25, "transaction.version": 3}, {}, False)
+    assert refusal(both).startswith("Invalid update version 3 for feature transaction.version.")
     # an unknown feature can only be "set" to 0, and then Kafka's Feature lookup fails
     assert refusal(m.update_features({"foo.bar": 0}, {}, False)) == (
         "Invalid update version 0 for feature foo.bar. Feature foo.bar not found."

@@ -124,7 +124,7 @@ def test_thread_names_and_bootstrap_metadata_version(node):
     image = node.wait_image(lambda i: i.metadata_version is not None)
     # a new cluster: Kafka 4.0's latest production metadata.version, its feature defaults capped to the supported
     assert image.metadata_version == 25 and image.cluster_id == "test-cluster"
-    assert dict(image.features) == {"metadata.version": 25, "transaction.version": 1}
+    assert dict(image.features) == {"metadata.version": 25, "transaction.version": 2}
 
 
 def test_create_topic_commits_then_completes_and_publishes(node):

@@ -119,7 +119,7 @@ REQUIRED = [
 def test_the_table_has_every_api_the_broker_needs_with_kafka_version_ranges():
     assert set(REQUIRED) <= set(REQUESTS) and set(REQUESTS) == set(RESPONSES)
     expected = {
-        ApiKeys.PRODUCE: "0-11",
+        ApiKeys.PRODUCE: "0-12",
         ApiKeys.FETCH: "0-18",
         ApiKeys.LIST_OFFSETS: "0-10",
         ApiKeys.METADATA: "0-13",
