@@ -209,11 +209,11 @@ class TransactionHandlers:
         if request.context.api_version >= 5:
             # KIP-890 part 2: a transaction version 2 client sends no AddOffsetsToTxn; the group's
             # __consumer_offsets partition is added to the transaction here (Kafka's addPartition operation).
-            self._add_offsets_partition_then(body, offsets, respond)
+            self._add_offsets_partition_then(body, version, offsets, respond)
             return
-        self._txn_commit_offsets(body, offsets, respond)
+        self._txn_commit_offsets(body, version, offsets, respond)
 
-    def _add_offsets_partition_then(self, body: dict, offsets: dict, respond) -> None:
+    def _add_offsets_partition_then(self, body: dict, version: int, offsets: dict, respond) -> None:
         manager = self.replica_manager.add_partitions_to_txn_manager
         if manager is None:  # transaction.partition.verification.enable=false: nothing to add with
             respond(dict.fromkeys(offsets, errors.UNSUPPORTED_VERSION))
@@ -229,13 +229,19 @@ class TransactionHandlers:
             if code != errors.NONE:
                 respond(dict.fromkeys(offsets, code))
             else:
-                self._txn_commit_offsets(body, offsets, respond)
+                self._txn_commit_offsets(body, version, offsets, respond)
 
         manager.verify_transaction(
-            body["transactional_id"], body["producer_id"], body["producer_epoch"], [tp], added, add=True
+            body["transactional_id"],
+            body["producer_id"],
+            body["producer_epoch"],
+            [tp],
+            added,
+            transaction_abortable_supported=version >= 4,
+            add=True,
         )
 
-    def _txn_commit_offsets(self, body: dict, offsets: dict, respond) -> None:
+    def _txn_commit_offsets(self, body: dict, version: int, offsets: dict, respond) -> None:
         try:
             self.groups.handle_txn_commit_offsets(
                 body["group_id"],
