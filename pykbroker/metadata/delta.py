@@ -29,6 +29,7 @@ from pykbroker.metadata.partition_registration import PartitionRegistration
 from pykbroker.metadata.records import (
     ACCESS_CONTROL_ENTRY_RECORD,
     BROKER_REGISTRATION_CHANGE_RECORD,
+    CLIENT_QUOTA_RECORD,
     CONFIG_RECORD,
     FEATURE_LEVEL_RECORD,
     FENCE_BROKER_RECORD,
@@ -180,6 +181,8 @@ class MetadataDelta:
         self.next_producer_id: int | None = None
         self.scram_changes: dict[tuple[str, int], tuple[bytes, bytes, bytes, int] | None] = {}
         self.acl_changes: dict[Any, tuple | None] = {}
+        #: client quota entity -> {key: value, None = removed}
+        self.client_quota_changes: dict[tuple, dict[str, float | None]] = {}
 
     def replay(self, record: ApiMessageAndVersion) -> None:
         name, d = record.name, record.data
@@ -231,6 +234,9 @@ class MetadataDelta:
             )
         elif name == REMOVE_ACCESS_CONTROL_ENTRY_RECORD:
             self.acl_changes[d["id"]] = None
+        elif name == CLIENT_QUOTA_RECORD:
+            entity = tuple(sorted((e["entity_type"], e["entity_name"]) for e in d["entity"]))
+            self.client_quota_changes.setdefault(entity, {})[d["key"]] = None if d["remove"] else d["value"]
         elif name == NO_OP_RECORD:
             pass
 
@@ -256,6 +262,10 @@ class MetadataDelta:
             self.scram_changes.setdefault(key, None)
         for acl_id in self.image.acls:
             self.acl_changes.setdefault(acl_id, None)
+        for entity, values in self.image.client_quotas.items():
+            changes = self.client_quota_changes.setdefault(entity, {})
+            for key in values:
+                changes.setdefault(key, None)
 
     def replay_all(self, records) -> MetadataDelta:
         for r in records:
@@ -319,4 +329,18 @@ class MetadataDelta:
                 else:
                     acls[acl_id] = binding
             changes["acls"] = frozen(acls)
+        if self.client_quota_changes:
+            quotas = dict(image.client_quotas)
+            for entity, values in self.client_quota_changes.items():
+                merged = dict(quotas.get(entity, {}))
+                for k, v in values.items():
+                    if v is None:
+                        merged.pop(k, None)
+                    else:
+                        merged[k] = v
+                if merged:
+                    quotas[entity] = frozen(merged)
+                else:
+                    quotas.pop(entity, None)
+            changes["client_quotas"] = frozen(quotas)
         return replace(image, **changes)

@@ -22,6 +22,7 @@ from pykbroker.metadata.records import (
     REGISTER_BROKER_RECORD,
     ApiMessageAndVersion,
     access_control_entry_record,
+    client_quota_record,
     config_record,
     feature_level_record,
     producer_ids_record,
@@ -146,6 +147,9 @@ class MetadataImage:
     scram: Mapping[tuple[str, int], tuple[bytes, bytes, bytes, int]] = field(default_factory=lambda: _EMPTY)
     #: ACLs: id (uuid) -> (resource type, name, pattern type, principal, host, operation, permission type)
     acls: Mapping[Any, tuple] = field(default_factory=lambda: _EMPTY)
+    #: client quotas (KIP-546): entity ``((type, name | None), ...)`` sorted by type -> {key: value}
+    #: (Kafka's ``ClientQuotasImage``; see :mod:`pykbroker.metadata.client_quotas`)
+    client_quotas: Mapping[tuple, Mapping[str, float]] = field(default_factory=lambda: _EMPTY)
 
     @property
     def offset(self) -> int:
@@ -164,6 +168,7 @@ class MetadataImage:
             or self.next_producer_id
             or self.scram
             or self.acls
+            or self.client_quotas
         )
 
     def topic_configs(self, topic: str) -> Mapping[str, str]:
@@ -185,6 +190,8 @@ class MetadataImage:
             out.append(user_scram_credential_record(user, mechanism, salt, stored, server, iterations))
         for acl_id, binding in self.acls.items():
             out.append(access_control_entry_record(acl_id, binding))
+        for entity, values in self.client_quotas.items():
+            out += [client_quota_record(entity, k, v) for k, v in sorted(values.items())]
         return out
 
 

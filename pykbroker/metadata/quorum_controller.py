@@ -54,6 +54,7 @@ from typing import Any, TypeVar
 from pykbroker.metadata.acls import AclControlManager
 from pykbroker.metadata.alter_partition import alter_partition
 from pykbroker.metadata.broker_heartbeat_manager import BrokerHeartbeatTracker
+from pykbroker.metadata.client_quota_control_manager import ClientQuotaControlManager
 from pykbroker.metadata.cluster_control_manager import ClusterControlManager
 from pykbroker.metadata.configuration_control_manager import ConfigSchema, ConfigurationControlManager
 from pykbroker.metadata.controller_result import ControllerResult
@@ -113,6 +114,7 @@ class _ControlManagers:
         self.producer_ids = ProducerIdControlManager(self.cluster)
         self.scram = ScramControlManager(lambda: self.features.metadata_version)
         self.acls = AclControlManager()
+        self.client_quotas = ClientQuotaControlManager()
 
     def _brokers_supported(self):
         """(broker id, {feature: (min, max)}) of every registered broker (Kafka's ``brokerSupported``)."""
@@ -122,7 +124,15 @@ class _ControlManagers:
     def replay(self, record: ApiMessageAndVersion, offset: int = -1) -> None:
         """Apply one record; ``offset`` is its log offset when known."""
         self.cluster.replay(record, offset)
-        for manager in (self.configs, self.replication, self.producer_ids, self.features, self.scram, self.acls):
+        for manager in (
+            self.configs,
+            self.replication,
+            self.producer_ids,
+            self.features,
+            self.scram,
+            self.acls,
+            self.client_quotas,
+        ):
             manager.replay(record)
 
 
@@ -271,6 +281,10 @@ class QuorumController:
     def alter_user_scram_credentials(self, request: dict[str, Any]) -> Future:
         """AlterUserScramCredentials -> ``{throttle_time_ms, results: [{user, error_code, error_message}]}``."""
         return self._write("alterUserScramCredentials", lambda: self.managers.scram.alter_credentials(request))
+
+    def alter_client_quotas(self, request: dict[str, Any]) -> Future:
+        """AlterClientQuotas (KIP-546) -> ``{throttle_time_ms, entries: [{error_code, error_message, entity}]}``."""
+        return self._write("alterClientQuotas", lambda: self.managers.client_quotas.alter_client_quotas(request))
 
     def allocate_producer_ids(self, request: dict[str, Any]) -> Future:
         """AllocateProducerIds ``{broker_id, broker_epoch}`` -> ``{error_code, error_message,

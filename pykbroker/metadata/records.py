@@ -31,6 +31,7 @@ USER_SCRAM_CREDENTIAL_RECORD = "UserScramCredentialRecord"
 ACCESS_CONTROL_ENTRY_RECORD = "AccessControlEntryRecord"
 REMOVE_ACCESS_CONTROL_ENTRY_RECORD = "RemoveAccessControlEntryRecord"
 REMOVE_USER_SCRAM_CREDENTIAL_RECORD = "RemoveUserScramCredentialRecord"
+CLIENT_QUOTA_RECORD = "ClientQuotaRecord"
 
 
 # ConfigResource.Type ids (protocol facts)
@@ -125,6 +126,22 @@ def user_scram_credential_record(
 
 def remove_user_scram_credential_record(name: str, mechanism: int) -> ApiMessageAndVersion:
     return ApiMessageAndVersion(REMOVE_USER_SCRAM_CREDENTIAL_RECORD, 0, {"name": name, "mechanism": mechanism})
+
+
+def client_quota_record(
+    entity: tuple[tuple[str, str | None], ...], key: str, value: float | None
+) -> ApiMessageAndVersion:
+    """``entity``: ``((type, name | None), ...)``; ``value`` None removes the key (``remove`` true)."""
+    return ApiMessageAndVersion(
+        CLIENT_QUOTA_RECORD,
+        0,
+        {
+            "entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
+            "key": key,
+            "value": 0.0 if value is None else float(value),
+            "remove": value is None,
+        },
+    )
 
 
 def access_control_entry_record(acl_id, binding: tuple) -> ApiMessageAndVersion:

@@ -118,6 +118,14 @@ metadata UserScramCredentialRecord 11 0 flex=0+
   server_key bytes 0+
   iterations int32 0+
 
+metadata ClientQuotaRecord 14 0 flex=0+
+  entity [] 0+
+    entity_type string 0+
+    entity_name string 0+ null=0+
+  key string 0+
+  value float64 0+
+  remove bool 0+
+
 metadata AccessControlEntryRecord 18 0 flex=0+
   id uuid 0+
   resource_type int8 0+

@@ -64,6 +64,8 @@ BROKER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.ELECT_LEADERS: (0, 2),
     ApiKeys.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
     ApiKeys.UPDATE_FEATURES: (0, 2),
+    ApiKeys.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    ApiKeys.ALTER_CLIENT_QUOTAS: (0, 1),
 }
 
 # api key -> the min version the ApiVersions response advertises below the served range (KAFKA-18659).
@@ -85,6 +87,7 @@ CONTROLLER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.CREATE_ACLS: (1, 3),
     ApiKeys.DELETE_ACLS: (1, 3),
     ApiKeys.UPDATE_FEATURES: (0, 2),
+    ApiKeys.ALTER_CLIENT_QUOTAS: (0, 1),
 }
 
 

@@ -37,6 +37,7 @@ VERSIONS = {
     ApiKeys.CREATE_ACLS: 3,
     ApiKeys.DELETE_ACLS: 3,
     ApiKeys.UPDATE_FEATURES: 2,
+    ApiKeys.ALTER_CLIENT_QUOTAS: 1,
 }
 
 
@@ -77,6 +78,9 @@ class ForwardingManager:
     def update_features(self, request: dict[str, Any]) -> Future:
         """UpdateFeatures (v2: the top-level error only; the broker's handler adds v0-v1 results)."""
         return self._forward(ApiKeys.UPDATE_FEATURES, request)
+
+    def alter_client_quotas(self, request: dict[str, Any]) -> Future:
+        return self._forward(ApiKeys.ALTER_CLIENT_QUOTAS, request)
 
     def allocate_producer_ids(self, request: dict[str, Any]) -> Future:
         return self._forward(ApiKeys.ALLOCATE_PRODUCER_IDS, request)

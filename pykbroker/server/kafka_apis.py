@@ -44,6 +44,8 @@ _RESOURCE_CHECKS: dict[int, tuple[int, int, str | None, type[errors.KafkaError]]
     ApiKeys.DESCRIBE_USER_SCRAM_CREDENTIALS: (_DESCRIBE, _CLUSTER, None, errors.ClusterAuthorizationError),
     ApiKeys.ELECT_LEADERS: (_ALTER, _CLUSTER, None, errors.ClusterAuthorizationError),
     ApiKeys.UPDATE_FEATURES: (_ALTER, _CLUSTER, None, errors.ClusterAuthorizationError),
+    ApiKeys.DESCRIBE_CLIENT_QUOTAS: (_DESCRIBE_CONFIGS, _CLUSTER, None, errors.ClusterAuthorizationError),
+    ApiKeys.ALTER_CLIENT_QUOTAS: (_ALTER_CONFIGS, _CLUSTER, None, errors.ClusterAuthorizationError),
     ApiKeys.DESCRIBE_LOG_DIRS: (_DESCRIBE, _CLUSTER, None, errors.ClusterAuthorizationError),
     ApiKeys.WRITE_TXN_MARKERS: (_CLUSTER_ACTION, _CLUSTER, None, errors.ClusterAuthorizationError),
     ApiKeys.DESCRIBE_QUORUM: (_DESCRIBE, _CLUSTER, None, errors.ClusterAuthorizationError),

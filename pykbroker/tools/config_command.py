@@ -11,9 +11,15 @@ in the cluster are:`` for the broker default) then per config, sorted by name,
 ``  k=v sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:k=v, ...}``; after an alter
 ``Completed updating config for topic T.``. Without an entity name, ``--describe`` covers every topic (Metadata),
 every group (ListGroups) or the bootstrap broker plus the broker default.
-Errors: one line on stderr, exit status 1. Users, clients, IPs and broker loggers are not supported by the broker
-(no SCRAM credentials or quotas yet): such an entity type is refused with a one-line message.
-Requests: DescribeConfigs v4, IncrementalAlterConfigs v1, Metadata v12, ListGroups v4.
+Client quotas (KIP-546, :mod:`pykbroker.tools.config_command_quotas`): ``--entity-type users|clients|ips``
+with ``--entity-name N`` or ``--entity-default`` (``--user``, ``--client``, ``--ip``, ``--user-defaults``,
+``--client-defaults``, ``--ip-defaults`` are the shorthands), and ``users`` + ``clients`` together for a
+(user, client-id) entity: ``--entity-type users --entity-name U --entity-type clients --entity-default``; names
+pair with types in command-line order. ``users`` also carries SCRAM credentials (``SCRAM-SHA-256=[...]``).
+Errors: one line on stderr, exit status 1. Broker loggers and client metrics are not supported by the broker:
+such an entity type is refused with a one-line message.
+Requests: DescribeConfigs v4, IncrementalAlterConfigs v1, Metadata v12, ListGroups v4, DescribeClientQuotas v1,
+AlterClientQuotas v1, DescribeUserScramCredentials v0, AlterUserScramCredentials v0.
 """
 
 from __future__ import annotations
@@ -28,6 +34,14 @@ from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
+from pykbroker.tools.config_command_quotas import (
+    IP_KEYS,
+    QUOTA_ENTITY_TYPES,
+    USER_CLIENT_KEYS,
+    QuotaCommandError,
+    alter_quotas,
+    describe_quotas,
+)
 
 # org.apache.kafka.common.config.ConfigResource.Type
 RESOURCE_TYPES = {"topics": 2, "brokers": 4, "groups": 32}
@@ -42,14 +56,14 @@ CONFIG_SOURCES = {
     7: "DYNAMIC_CLIENT_METRICS_CONFIG",
     8: "DYNAMIC_GROUP_CONFIG",
 }
-UNSUPPORTED_TYPES = ("clients", "ips", "broker-loggers", "client-metrics")
+UNSUPPORTED_TYPES = ("broker-loggers", "client-metrics")
 SCRAM_MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 _SCRAM_VALUE = re.compile(r"(?:iterations=(-?[0-9]*),)?password=(.*)")
 SET, DELETE = 0, 1  # AlterConfigOp.OpType ids
 BROKER_DEFAULT = ""
 
 
-class ConfigCommandError(Exception):
+class ConfigCommandError(QuotaCommandError):
     pass
 
 
@@ -125,8 +139,13 @@ def _value(v: str | None) -> str:
     return "null" if v is None else v
 
 
-def describe_users(conn: BrokerConnection, args, out) -> None:
-    """Kafka's describeClientQuotaAndUserScramCredentialConfigs (SCRAM part; quotas are not supported)."""
+def describe_client_entities(conn: BrokerConnection, args, out) -> None:
+    """Kafka's describeClientQuotaAndUserScramCredentialConfigs: the quotas of the matching entities, then (for
+    users alone, no default) the users' SCRAM credentials; ``ips`` only quotas."""
+    describe_quotas(conn, args.quota_entities, out)
+    types = [t for t, _ in args.quota_entities]
+    if types != ["user"] or args.quota_entities[0][1] == "":
+        return
     users = None if args.entity_name is None else [{"name": args.entity_name}]
     r = conn.request(ApiKeys.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"users": users})
     if r["error_code"] != errors.NONE:
@@ -150,23 +169,72 @@ def describe_users(conn: BrokerConnection, args, out) -> None:
         print(f"SCRAM credential configs for user-principal '{user}' are {text}", file=out)
 
 
-def alter_users(conn: BrokerConnection, args, out) -> None:
-    """SCRAM credentials of a user (Kafka's alterUserScramCredentialConfigs): ``--add-config
-    'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'`` (salted here with PBKDF2, as Kafka's admin
-    client does), ``--delete-config SCRAM-SHA-512``."""
-    if args.entity_name is None:
-        raise ConfigCommandError("--entity-name or --entity-default must be specified with --alter")
+def alter_client_entities(conn: BrokerConnection, args, out) -> None:
+    """Kafka's alterConfig for users, clients and ips: quota keys go to AlterClientQuotas; SCRAM mechanisms of
+    a single named user to AlterUserScramCredentials (not both at once, never for the default user)."""
+    if any(name is None for _, name in args.quota_entities):
+        raise ConfigCommandError(
+            "An entity-name or default entity must be specified with --alter of users, clients, brokers or ips"
+        )
     add = _parse_add(args.add_config or [])
     delete = _parse_delete(args.delete_config or [])
     if not add and not delete:
         raise ConfigCommandError("At least one of --add-config or --delete-config must be specified with --alter")
-    for keys, verb in ((list(add), "added"), (delete, "deleted")):
-        unknown = [k for k in keys if k not in SCRAM_MECHANISM_TYPES]
+    types = [t for t, _ in args.quota_entities]
+    if types == ["ip"]:
+        unknown = [k for k in [*add, *delete] if k not in IP_KEYS]
         if unknown:
             raise ConfigCommandError(
-                f"Only quota and SCRAM credential configs can be {verb} for 'users' using --bootstrap-server. "
+                "Only connection quota configs can be added for 'ip' using --bootstrap-server. "
                 f"Unexpected config names: {','.join(unknown)}"
             )
+        alter_quotas(conn, args.quota_entities, add, delete)
+    else:
+        scram_add = [k for k in add if k in SCRAM_MECHANISM_TYPES]
+        scram_delete = [k for k in delete if k in SCRAM_MECHANISM_TYPES]
+        unknown_add = [k for k in add if k not in SCRAM_MECHANISM_TYPES and k not in USER_CLIENT_KEYS]
+        unknown_delete = [k for k in delete if k not in SCRAM_MECHANISM_TYPES and k not in USER_CLIENT_KEYS]
+        quota_keys = [k for k in [*add, *delete] if k in USER_CLIENT_KEYS]
+        if types != ["user"]:
+            for keys, verb in ((unknown_add + scram_add, "added"), (unknown_delete + scram_delete, "deleted")):
+                if keys:
+                    raise ConfigCommandError(
+                        f"Only quota configs can be {verb} for 'clients' using --bootstrap-server. "
+                        f"Unexpected config names: {','.join(keys)}"
+                    )
+        else:
+            for keys, verb in ((unknown_add, "added"), (unknown_delete, "deleted")):
+                if keys:
+                    raise ConfigCommandError(
+                        f"Only quota and SCRAM credential configs can be {verb} for 'users' using --bootstrap-server. "
+                        f"Unexpected config names: {','.join(keys)}"
+                    )
+            if scram_add or scram_delete:
+                if args.quota_entities[0][1] == "":
+                    raise ConfigCommandError(
+                        "The use of --entity-default or --user-defaults is not allowed with User SCRAM Credentials "
+                        "using --bootstrap-server."
+                    )
+                if quota_keys:
+                    raise ConfigCommandError(
+                        "Cannot alter both quota and SCRAM credential configs simultaneously for 'users' using "
+                        "--bootstrap-server."
+                    )
+        if quota_keys:
+            alter_quotas(conn, args.quota_entities, add, delete)
+        else:
+            alter_user_scram(conn, args.entity_name, add, delete)
+    etype, name = args.entity_type, args.quota_entities[0][1]
+    if name:
+        print(f"Completed updating config for {etype[:-1]} {name}.", file=out)
+    else:
+        print(f"Completed updating default config for {etype} in the cluster.", file=out)
+
+
+def alter_user_scram(conn: BrokerConnection, user: str, add: dict[str, str], delete: list[str]) -> None:
+    """SCRAM credentials of a user (Kafka's alterUserScramCredentialConfigs): ``--add-config
+    'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'`` (salted here with PBKDF2, as Kafka's admin
+    client does), ``--delete-config SCRAM-SHA-512``."""
     upsertions = []
     for mechanism, value in add.items():
         m = _SCRAM_VALUE.fullmatch(value)
@@ -180,14 +248,14 @@ def alter_users(conn: BrokerConnection, args, out) -> None:
         salted = hashlib.pbkdf2_hmac(hash_name, m.group(2).encode(), salt, max(iterations, 1))
         upsertions.append(
             {
-                "name": args.entity_name,
+                "name": user,
                 "mechanism": SCRAM_MECHANISM_TYPES[mechanism],
                 "iterations": iterations,
                 "salt": salt,
                 "salted_password": salted,
             }
         )
-    deletions = [{"name": args.entity_name, "mechanism": SCRAM_MECHANISM_TYPES[m]} for m in delete]
+    deletions = [{"name": user, "mechanism": SCRAM_MECHANISM_TYPES[m]} for m in delete]
     # One request per mechanism: the KRaft controller refuses a user twice in one request (DUPLICATE_RESOURCE),
     # while this command may name both mechanisms.
     requests = [{"deletions": [d], "upsertions": []} for d in deletions]
@@ -199,7 +267,6 @@ def alter_users(conn: BrokerConnection, args, out) -> None:
                 raise errors.for_code(result["error_code"])(
                     result.get("error_message") or errors.for_code(result["error_code"]).default_message
                 )
-    print(f"Completed updating config for user {args.entity_name}.", file=out)
 
 
 def describe(conn: BrokerConnection, args, out) -> None:
@@ -286,6 +353,21 @@ def alter(conn: BrokerConnection, args, out) -> None:
         print(f"Completed updating config for {args.entity_type[:-1]} {name}.", file=out)
 
 
+class _OrderedName(argparse.Action):
+    """``--entity-name N`` / ``--entity-default``: appended to ``ordered_names`` in command-line order (``""`` for
+    the default), so each name pairs with the entity type at the same position (Kafka's ``entityNames``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        names = list(getattr(namespace, "ordered_names", None) or [])
+        if option_string == "--entity-default":
+            names.append(BROKER_DEFAULT)
+            namespace.entity_default = True
+        else:
+            names.append(values)
+            namespace.entity_name = [*(namespace.entity_name or []), values]
+        namespace.ordered_names = names
+
+
 def _parser() -> argparse.ArgumentParser:
     p = ToolArgumentParser(
         prog="kafka-configs", description="Add/Remove entity config for a topic, client, user, broker or group."
@@ -295,14 +377,28 @@ def _parser() -> argparse.ArgumentParser:
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--describe", action="store_true", help="List configs for the given entity.")
     action.add_argument("--alter", action="store_true", help="Alter the configuration for the entity.")
-    p.add_argument("--entity-type", action="append", help="Type of entity (topics/brokers/groups)")
-    p.add_argument("--entity-name", action="append", help="Name of entity (topic name/broker id/group id)")
-    p.add_argument("--entity-default", action="store_true", help="Default entity name for brokers")
+    p.add_argument("--entity-type", action="append", help="Type of entity (topics/clients/users/brokers/ips/groups)")
+    p.add_argument(
+        "--entity-name", action=_OrderedName, help="Name of entity (topic name/client id/user principal/broker id/ip)"
+    )
+    p.add_argument(
+        "--entity-default",
+        action=_OrderedName,
+        nargs=0,
+        help="Default entity name for clients/users/brokers/ips (applies to corresponding entity type)",
+    )
+    p.set_defaults(entity_default=False, entity_name=None, ordered_names=[])
     p.add_argument("--topic", help="The topic's name.")
     p.add_argument("--broker", help="The broker's ID.")
     p.add_argument("--broker-defaults", action="store_true", help="The config defaults for all brokers.")
     p.add_argument("--group", help="The group's ID.")
-    for shorthand in ("user", "client", "ip", "broker-logger", "client-metrics"):
+    p.add_argument("--user", help="The user's principal name.")
+    p.add_argument("--client", help="The client's ID.")
+    p.add_argument("--ip", help="The IP address.")
+    p.add_argument("--user-defaults", action="store_true", help="The config defaults for all users.")
+    p.add_argument("--client-defaults", action="store_true", help="The config defaults for all clients.")
+    p.add_argument("--ip-defaults", action="store_true", help="The config defaults for all IPs.")
+    for shorthand in ("broker-logger", "client-metrics"):
         p.add_argument(f"--{shorthand}", help=argparse.SUPPRESS)
     p.add_argument("--add-config", action="append", help="Key Value pairs of configs to add: k1=v1,k2=[v1,v2,v2]")
     p.add_argument("--delete-config", action="append", help="config keys to remove: k1,k2")
@@ -311,50 +407,93 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _resolve_entity(args) -> None:
-    """Fold ``--topic``/``--broker``/``--group``/``--broker-defaults`` into ``entity_type``/``entity_name``."""
+    """Fold the shorthands (``--topic``, ``--user``, ``--client-defaults`` ...) into ``entity_type`` /
+    ``entity_name``; for users/clients/ips also ``quota_entities``: [(quota entity type, name | "" | None)]."""
     types = list(args.entity_type or [])
-    names = list(args.entity_name or [])
-    for flag, etype in (("topic", "topics"), ("broker", "brokers"), ("group", "groups")):
-        if getattr(args, flag) is not None:
-            types.append(etype)
-            names.append(getattr(args, flag))
-    for flag, etype in (
-        ("user", "users"),
+    names = list(args.ordered_names or [])
+    flags = [
+        ("topic", "topics"),
         ("client", "clients"),
-        ("ip", "ips"),
+        ("user", "users"),
+        ("broker", "brokers"),
         ("broker_logger", "broker-loggers"),
+        ("ip", "ips"),
         ("client_metrics", "client-metrics"),
-    ):
-        if getattr(args, flag) is not None:
-            types.append(etype)
-            if flag == "user":
-                names.append(args.user)
-    if args.broker_defaults:
-        types.append("brokers")
-        args.entity_default = True
+        ("group", "groups"),
+    ]
+    defaults = [
+        ("client_defaults", "clients"),
+        ("user_defaults", "users"),
+        ("broker_defaults", "brokers"),
+        ("ip_defaults", "ips"),
+    ]
+    used = [(f, t) for f, t in flags if getattr(args, f) is not None] + [
+        (f, t) for f, t in defaults if getattr(args, f)
+    ]
+    if used and (args.entity_type or names):
+        raise ConfigCommandError(
+            "--entity-{type,name,default} should not be used in conjunction with specific entity flags"
+        )
+    types += [t for _, t in used]
+    names += [getattr(args, f) for f, _ in flags if getattr(args, f) is not None]
+    names += [BROKER_DEFAULT for f, _ in defaults if getattr(args, f)]
     if not types:
         raise ConfigCommandError("At least one entity type must be specified")
-    if len(set(types)) > 1 or len(names) > 1:
-        raise ConfigCommandError("Only one entity type and name may be specified with --bootstrap-server")
+    if len(types) != len(set(types)):
+        dup = sorted({t for t in types if types.count(t) > 1})
+        raise ConfigCommandError(f"Duplicate entity type(s) specified: {','.join(dup)}")
     etype = types[0]
-    if etype in UNSUPPORTED_TYPES:
-        raise ConfigCommandError(
-            f"Entity type {etype} is not supported by this broker (supported: topics, brokers, groups)"
-        )
-    if etype not in RESOURCE_TYPES and etype != "users":
-        raise ConfigCommandError(f"Invalid entity type {etype}, the entity type must be one of topics, brokers, groups")
-    if args.entity_default:
-        if etype != "brokers":
-            raise ConfigCommandError(f"--entity-default is not supported for entity type {etype}")
-        if names:
-            raise ConfigCommandError("--entity-name and --entity-default cannot both be specified")
-        names = [BROKER_DEFAULT]
+    for t in types:
+        if t in UNSUPPORTED_TYPES:
+            raise ConfigCommandError(
+                f"Entity type {t} is not supported by this broker "
+                "(supported: topics, brokers, groups, users, clients, ips)"
+            )
+        if t not in RESOURCE_TYPES and t not in QUOTA_ENTITY_TYPES:
+            raise ConfigCommandError(
+                f"Invalid entity type {t}, the entity type must be one of topics, clients, users, brokers, ips, groups"
+            )
+    if len(types) > 1 and set(types) != {"users", "clients"}:
+        raise ConfigCommandError("Only 'users' and 'clients' entity types may be specified together")
+    if len(names) > len(types):
+        raise ConfigCommandError("More entity names specified than entity types")
     if args.all and not args.describe:
         raise ConfigCommandError("--all is only supported with --describe")
     if args.describe and (args.add_config or args.delete_config):
         raise ConfigCommandError("--add-config and --delete-config are only supported with --alter")
     args.entity_type = etype
+    if etype in QUOTA_ENTITY_TYPES:
+        padded: list[str | None] = [*names, *([None] * (len(types) - len(names)))]
+        args.quota_entities = [(QUOTA_ENTITY_TYPES[t], n) for t, n in zip(types, padded, strict=True)]
+        if etype == "ips":
+            ip = padded[0]
+            if ip and not _valid_ip_entity(ip):
+                raise ConfigCommandError(
+                    f"The entity name for ips must be a valid IP or resolvable host, but it is: {ip}"
+                )
+        args.entity_name = padded[0]
+        return
+    if args.entity_default and etype != "brokers":
+        raise ConfigCommandError(f"--entity-default is not supported for entity type {etype}")
+    if len(names) > 1:
+        raise ConfigCommandError("--entity-name and --entity-default cannot both be specified")
     args.entity_name = names[0] if names else None
+
+
+def _valid_ip_entity(name: str) -> bool:
+    import ipaddress
+    import socket
+
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        pass
+    try:
+        socket.getaddrinfo(name, None)
+        return True
+    except (OSError, UnicodeError):
+        return False
 
 
 def main(argv: list[str] | None = None, out=sys.stdout) -> int:
@@ -368,11 +507,11 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
         return 1
     try:
         with BrokerConnection.to(args.bootstrap_server, client_id="kafka-configs") as conn:
-            if args.entity_type == "users":
-                (describe_users if args.describe else alter_users)(conn, args, out)
+            if args.entity_type in QUOTA_ENTITY_TYPES:
+                (describe_client_entities if args.describe else alter_client_entities)(conn, args, out)
             else:
                 (describe if args.describe else alter)(conn, args, out)
-    except ConfigCommandError as e:
+    except QuotaCommandError as e:
         print(e, file=sys.stderr)
         return 1
     except (errors.KafkaError, OSError, ValueError) as e:

@@ -92,7 +92,7 @@ def test_configs_groups_brokers_and_errors(kafka):
     assert default.returncode == 0, default.stderr
     assert default.stdout == "Completed updating default config for brokers in the cluster.\n"
     for argv, message in [
-        (["--describe", "--entity-type", "clients", "--entity-name", "u"], "Entity type clients is not supported"),
+        (["--describe", "--entity-type", "broker-loggers", "--entity-name", "1"], "broker-loggers is not supported"),
         (["--describe", "--entity-type", "brokers", "--entity-name", "x"], "must be a valid integer broker id"),
         (["--describe", "--entity-type", "topics", "--entity-name", "missing"], "UnknownTopicOrPartitionError"),
         (["--alter", "--topic", "cfg"], "At least one of --add-config or --delete-config"),

@@ -348,5 +348,5 @@ def test_kafka_configs_manages_scram_users(sasl_broker):
         "Error retrieving SCRAM credential configs for user-principal 'nobody': ResourceNotFoundException: "
         "Attempt to describe a user credential that does not exist\n"
     )
-    bad = configs("--alter", "--user", "carol", "--add-config", "producer_byte_rate=1024")
+    bad = configs("--alter", "--user", "carol", "--add-config", "bogus=1024")
     assert bad.returncode == 1 and "Only quota and SCRAM credential configs can be added" in bad.stderr

@@ -1,4 +1,5 @@
-"""Config and log-dir admin APIs: DescribeConfigs, AlterConfigs, IncrementalAlterConfigs, DescribeLogDirs.
+"""Config and log-dir admin APIs: DescribeConfigs, AlterConfigs, IncrementalAlterConfigs, DescribeLogDirs,
+DescribeClientQuotas and AlterClientQuotas (KIP-546).
 
 Schema DSL: see :mod:`pykbroker.protocol.schema`. Field names, types and versions are protocol facts.
 """
@@ -88,4 +89,43 @@ response DescribeLogDirs 35 0-4 flex=2+
         is_future_key bool 0+
     total_bytes int64 4+ =-1
     usable_bytes int64 4+ =-1
+
+request DescribeClientQuotas 48 0-1 flex=1+
+  components [] 0+
+    entity_type string 0+
+    match_type int8 0+
+    match string 0+ null=0+
+  strict bool 0+
+
+response DescribeClientQuotas 48 0-1 flex=1+
+  throttle_time_ms int32 0+
+  error_code int16 0+
+  error_message string 0+ null=0+
+  entries [] 0+ null=0+
+    entity [] 0+
+      entity_type string 0+
+      entity_name string 0+ null=0+
+    values [] 0+
+      key string 0+
+      value float64 0+
+
+request AlterClientQuotas 49 0-1 flex=1+
+  entries [] 0+
+    entity [] 0+
+      entity_type string 0+
+      entity_name string 0+ null=0+
+    ops [] 0+
+      key string 0+
+      value float64 0+
+      remove bool 0+
+  validate_only bool 0+
+
+response AlterClientQuotas 49 0-1 flex=1+
+  throttle_time_ms int32 0+
+  entries [] 0+
+    error_code int16 0+
+    error_message string 0+ null=0+
+    entity [] 0+
+      entity_type string 0+
+      entity_name string 0+ null=0+
 """

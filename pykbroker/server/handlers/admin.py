@@ -1,6 +1,6 @@
 """Controller-backed admin APIs: CreateTopics (19), DeleteTopics (20), CreatePartitions (37),
-IncrementalAlterConfigs (44), AlterConfigs (33), UpdateFeatures (57); DescribeConfigs (32) from the broker's
-metadata cache.
+IncrementalAlterConfigs (44), AlterConfigs (33), UpdateFeatures (57), AlterClientQuotas (49); DescribeConfigs (32)
+and DescribeClientQuotas (48) from the broker's metadata cache.
 
 Mirrors ``KafkaApis`` forwarding these mutations to the active controller (``ControllerApis``): the
 QuorumController turns them into metadata records and its future completes once they are committed;
@@ -70,6 +70,8 @@ class AdminHandler:
             ApiKeys.DELETE_ACLS: self.handle_delete_acls_request,
             ApiKeys.DESCRIBE_ACLS: self.handle_describe_acls_request,
             ApiKeys.UPDATE_FEATURES: self.handle_update_features_request,
+            ApiKeys.ALTER_CLIENT_QUOTAS: self.handle_alter_client_quotas_request,
+            ApiKeys.DESCRIBE_CLIENT_QUOTAS: self.handle_describe_client_quotas_request,
         }
 
     # -- UpdateFeatures (KIP-584) --------------------------------------------------------------------------
@@ -99,6 +101,18 @@ class AdminHandler:
             return response
 
         self._reply_when_done(request, future, shape)
+
+    # -- client quotas (KIP-546) ---------------------------------------------------------------
+    def handle_alter_client_quotas_request(self, request) -> None:
+        """Validated and written by the controller (ClientQuotaControlManager); per-entity errors."""
+        self._reply_when_done(request, self.controller.alter_client_quotas(request.body))
+
+    def handle_describe_client_quotas_request(self, request) -> None:
+        """From the metadata image (Kafka's ``ClientQuotasImage.describe``); a bad filter raises
+        INVALID_REQUEST / UNSUPPORTED_VERSION, which KafkaApis turns into the error response."""
+        from pykbroker.metadata.client_quotas import describe_client_quotas
+
+        self.helper.send_response(request, describe_client_quotas(self.cache.image.client_quotas, request.body))
 
     # -- ACLs (stored in the metadata log as AccessControlEntryRecords) --------------------------
     def handle_create_acls_request(self, request) -> None:
@@ -559,5 +573,20 @@ def _elect_leaders_error(version, body, code, message):
                 ],
             }
             for t in body.get("topic_partitions") or []
+        ],
+    }
+
+
+@error_responses.register(ApiKeys.DESCRIBE_CLIENT_QUOTAS)
+def _describe_client_quotas_error(version, body, code, message):
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "entries": None}
+
+
+@error_responses.register(ApiKeys.ALTER_CLIENT_QUOTAS)
+def _alter_client_quotas_error(version, body, code, message):
+    return {
+        "throttle_time_ms": 0,
+        "entries": [
+            {"error_code": code, "error_message": message, "entity": e["entity"]} for e in body.get("entries") or []
         ],
     }

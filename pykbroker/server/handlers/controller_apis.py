@@ -3,8 +3,8 @@
 * Broker lifecycle: BrokerRegistration (62), BrokerHeartbeat (63) and UnregisterBroker (64).
 * Producer id blocks: AllocateProducerIds (67).
 * Mutations that brokers forward: CreateTopics (19), DeleteTopics (20), CreatePartitions (37),
-  IncrementalAlterConfigs (44) and UpdateFeatures (57). These go through the same AdminHandler code as on a
-  single node.
+  IncrementalAlterConfigs (44), UpdateFeatures (57) and AlterClientQuotas (49). These go through the same
+  AdminHandler code as on a single node.
 
 Each becomes an operation of the local QuorumController, whose future completes on the controller's event
 thread once the records are committed. The response is sent from that completion, so no handler thread
@@ -45,6 +45,7 @@ class ControllerApis:
             ApiKeys.CREATE_ACLS: self.admin.handle_create_acls_request,
             ApiKeys.DELETE_ACLS: self.admin.handle_delete_acls_request,
             ApiKeys.UPDATE_FEATURES: self.admin.handle_update_features_request,
+            ApiKeys.ALTER_CLIENT_QUOTAS: self.admin.handle_alter_client_quotas_request,
         }
         if self.cluster_info is not None:
             result[ApiKeys.DESCRIBE_CLUSTER] = self.handle_describe_cluster_request
