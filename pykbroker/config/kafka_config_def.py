@@ -471,7 +471,7 @@ BROKER_CONFIG_DEF = (
         11,
         at_least(1),
         L,
-        "Number of samples kept in memory for client quotas. Accepted; not used by pykbroker yet.",
+        "Number of samples kept in memory for client quotas (produce and fetch byte rates).",
     )
     .define(
         "quota.window.size.seconds",
@@ -479,7 +479,7 @@ BROKER_CONFIG_DEF = (
         1,
         at_least(1),
         L,
-        "Time span in seconds of each sample of client quotas. Accepted; not used by pykbroker yet.",
+        "Time span in seconds of each sample of client quotas.",
     )
     .define(
         "producer.id.expiration.ms",

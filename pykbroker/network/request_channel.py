@@ -171,6 +171,18 @@ class CloseConnectionResponse(Response):
     __slots__ = ()
 
 
+class StartThrottlingResponse(Response):
+    """The client is over a quota: keep its channel muted after its response is sent (KIP-219)."""
+
+    __slots__ = ()
+
+
+class EndThrottlingResponse(Response):
+    """The throttle time is up: the channel may read again once its response is sent."""
+
+    __slots__ = ()
+
+
 _handler_thread = threading.local()  # deferred_wakeups: see RequestChannel.defer_wakeups
 
 REQUEST_METRICS = (
@@ -394,6 +406,20 @@ class RequestChannel:
 
     def close_connection(self, request: Request) -> None:
         self.send_response(CloseConnectionResponse(request))
+
+    def start_throttling(self, request: Request) -> None:
+        """Kafka's ``RequestChannel.startThrottling``: queued before the request's response, so the Processor
+        sees the channel throttled when the response is sent. Timings and metrics are left alone."""
+        self._enqueue(StartThrottlingResponse(request))
+
+    def end_throttling(self, request: Request) -> None:
+        """Kafka's ``RequestChannel.endThrottling`` (called by a ThrottledChannelReaper thread)."""
+        self._enqueue(EndThrottlingResponse(request))
+
+    def _enqueue(self, response: Response) -> None:
+        processor = self.processors.get(response.request.processor)
+        if processor is not None:
+            processor.enqueue_response(response)
 
     def clear(self) -> None:
         while True:

@@ -34,17 +34,25 @@ from collections.abc import Callable
 
 from pykbroker.config.endpoint import EndPoint
 from pykbroker.network.accept import accept_batch
-from pykbroker.network.channel import ChannelMuteEvent, InvalidReceiveError, NetworkSend, TruncatedReceiveError
+from pykbroker.network.channel import (
+    ChannelMuteEvent,
+    IllegalMuteTransition,
+    InvalidReceiveError,
+    NetworkSend,
+    TruncatedReceiveError,
+)
 from pykbroker.network.connection_quotas import ConnectionQuotas, TooManyConnectionsError
 from pykbroker.network.memory_pool import NONE as UNBOUNDED_POOL
 from pykbroker.network.memory_pool import MemoryPool, SimpleMemoryPool
 from pykbroker.network.request_channel import (
     CloseConnectionResponse,
+    EndThrottlingResponse,
     NoOpResponse,
     Request,
     RequestChannel,
     RequestContext,
     SendResponse,
+    StartThrottlingResponse,
 )
 from pykbroker.network.selector import KSelector
 from pykbroker.network.ssl_transport import TlsHandshakeError
@@ -319,8 +327,26 @@ class Processor(threading.Thread):
             elif isinstance(response, CloseConnectionResponse):
                 self.request_channel.update_request_metrics(request, self.time.nanoseconds())
                 self._close(connection_id)
+            elif isinstance(response, StartThrottlingResponse):
+                self._throttle_event(channel, ChannelMuteEvent.THROTTLE_STARTED)
+            elif isinstance(response, EndThrottlingResponse):
+                # unmuted only if the response has been sent already (else when it is)
+                if self._throttle_event(channel, ChannelMuteEvent.THROTTLE_ENDED):
+                    self.selector.unmute(connection_id)
             else:
                 raise ValueError(f"Unknown response type {type(response)}")
+
+    def _throttle_event(self, channel, event: ChannelMuteEvent) -> bool:
+        """A quota throttle starts or ends on ``channel`` (KIP-219 mute states); False when the channel is gone
+        or not in a state for it (closed and reused ids, a NoOp response that already unmuted it)."""
+        if channel is None:
+            return False
+        try:
+            channel.handle_mute_event(event)
+        except IllegalMuteTransition as e:
+            self.log.debug("Ignoring a throttle event.", error=str(e))
+            return False
+        return True
 
     def _poll(self) -> None:
         sel = self.selector

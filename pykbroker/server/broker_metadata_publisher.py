@@ -39,6 +39,8 @@ class BrokerMetadataPublisher(MetadataPublisher):
         self.dynamic_config = None
         #: the broker's ScramCredentialCache (set by the server), refreshed when credentials change
         self.scram_credentials = None
+        #: the broker's QuotaManagers (set by the server), given the client quotas when they change
+        self.quota_managers = None
 
     def name(self) -> str:
         return "BrokerMetadataPublisher"
@@ -60,6 +62,8 @@ class BrokerMetadataPublisher(MetadataPublisher):
             self.replica_manager.apply_delta(changes, new_image)
         if self.scram_credentials is not None and (delta.scram_changes or not self.first_publish.is_set()):
             self.scram_credentials.update_from_image(new_image)
+        if self.quota_managers is not None and delta.client_quota_changes:
+            self.quota_managers.update_quotas(new_image.client_quotas)
         dynamic = self.dynamic_config
         changed_resources = list(delta.config_changes) + list(delta.deleted_config_resources)
         if dynamic is not None and any(rtype == BROKER_RESOURCE for (rtype, _) in changed_resources):

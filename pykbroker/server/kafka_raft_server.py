@@ -101,6 +101,7 @@ from pykbroker.server.kafka_request_handler import KafkaRequestHandlerPool
 from pykbroker.server.meta_properties import MetaPropertiesError, ensure_formatted
 from pykbroker.server.metadata_cache import MetadataCache
 from pykbroker.server.node_to_controller_channel_manager import NodeToControllerChannelManager
+from pykbroker.server.quotas.client_quota_manager import QuotaManagers
 from pykbroker.server.replica_manager import ReplicaManager
 from pykbroker.server.request_helper import RequestHelper
 from pykbroker.utils.fault_handler import ProcessTerminatingFaultHandler
@@ -498,6 +499,12 @@ class KafkaRaftServer:
         self.data_helper = RequestHelper(self._channel_for)
         self.data_helper.authorizer = self._create_authorizer(lambda: self.metadata_cache.image)
         self.data_helper.topic_name = self.metadata_cache.topic_name
+        # Client quotas (server/quotas): limits from the metadata image now and on every change.
+        self.quota_managers = QuotaManagers(config["quota.window.num"], config["quota.window.size.seconds"], self.time)
+        self.publisher.quota_managers = self.quota_managers
+        self.quota_managers.update_quotas(self.metadata_cache.image.client_quotas)
+        self.quota_managers.start()
+        self.data_helper.quotas = self.quota_managers
         self.group_metadata_manager = GroupMetadataManager(
             self.replica_manager,
             self.log_manager,
@@ -891,6 +898,7 @@ class KafkaRaftServer:
                 ("transaction coordinator", lambda: self.txn_coordinator.shutdown()),
                 ("transaction verifier", lambda: self.replica_manager.add_partitions_to_txn_manager.shutdown()),
                 ("replica manager", lambda: self.replica_manager.shutdown()),
+                ("quota managers", lambda: self.quota_managers.shutdown()),
                 ("controller", lambda: self.controller.close()),
                 ("broker lifecycle manager", lambda: self.lifecycle_manager.close()),
                 ("controller channel", lambda: self.controller_channel.shutdown()),

@@ -58,6 +58,8 @@ class RequestHelper:
         self.request_channel_for = request_channel_for
         #: the StandardAuthorizer when ``authorizer.class.name`` names it (None: everything is allowed)
         self.authorizer = None
+        #: the broker's QuotaManagers (server/quotas), None on a controller-only listener
+        self.quotas = None
         #: ``topic_name(topic id) -> name | None`` from the broker's metadata (authorizing requests that name
         #: topics by id, e.g. DeleteTopics v6+); None on a controller-only node
         self.topic_name = None
@@ -109,6 +111,14 @@ class RequestHelper:
         except Exception as e:  # noqa: BLE001
             _log.error(f"Cannot encode an error response to {request!r}; closing the connection", error=repr(e))
             return None
+
+    def throttle(self, quota_manager, request: Request, throttle_time_ms: int) -> None:
+        """Kafka's ``RequestHandlerHelper.throttle``: mute the request's channel for ``throttle_time_ms`` after
+        its response (call before sending the response)."""
+        channel: RequestChannel = self.request_channel_for(request)
+        quota_manager.throttle(
+            lambda: channel.start_throttling(request), lambda: channel.end_throttling(request), throttle_time_ms
+        )
 
     def send_no_op_response(self, request: Request) -> None:
         self.request_channel_for(request).send_no_op_response(request)

@@ -5,14 +5,19 @@ client-quota admin call), errors, and quotas surviving a restart (ClientQuotaRec
 from __future__ import annotations
 
 import io
+import time
 
 import pytest
 
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.types import ZERO_UUID
+from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
 from pykbroker.tools import config_command
 from tests.helpers.broker import BrokerProcess
+from tests.helpers.topics import create_topic
+from tests.helpers.wait import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -155,3 +160,112 @@ def test_quotas_survive_restart(tmp_path):
         )
     finally:
         b.stop()
+
+
+# -- enforcement (KIP-219) ------------------------------------------------------------------------------------
+
+
+def _big_batch(n: int, size: int) -> bytearray:
+    b = MemoryRecordsBuilder()
+    now = int(time.time() * 1000)
+    for i in range(n):
+        b.append(now, b"k%d" % i, b"x" * size)
+    return bytearray(b.build())
+
+
+def _produce(conn: BrokerConnection, topic: str, records) -> dict:
+    return conn.request(
+        ApiKeys.PRODUCE,
+        9,
+        {
+            "transactional_id": None,
+            "acks": 1,
+            "timeout_ms": 5000,
+            "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}],
+        },
+    )
+
+
+@pytest.fixture(scope="module")
+def quota_broker(tmp_path_factory):
+    b = BrokerProcess(tmp_path_factory.mktemp("quota-enforce"), quota_window_num="2").start()
+    yield b
+    b.stop()
+
+
+def test_client_ignoring_throttle_time_gains_nothing(quota_broker):
+    """A raw client over its producer_byte_rate gets throttle_time_ms and its channel stays muted that long:
+    its next request (even an ApiVersions) is answered only after the throttle."""
+    create_topic(quota_broker.bootstrap, "raw-quota", partitions=1)
+    assert configs(quota_broker, "--alter", "--client", "raw", "--add-config", "producer_byte_rate=100000")[0] == 0
+    with BrokerConnection.to(quota_broker.bootstrap, client_id="raw") as conn:
+        wait_until(
+            lambda: _produce(conn, "raw-quota", _big_batch(1, 10))["throttle_time_ms"] == 0, 10, message="quota seen"
+        )
+
+        def throttled_once() -> int:
+            return _produce(conn, "raw-quota", _big_batch(30, 10_000))["throttle_time_ms"]
+
+        throttle_ms = 0
+        deadline = time.monotonic() + 15
+        while throttle_ms == 0 and time.monotonic() < deadline:
+            throttle_ms = throttled_once()
+        # 300 KB in one window of at least 1 s against 100 KB/s: about 2 s
+        assert 1000 <= throttle_ms <= 4000
+        started = time.monotonic()
+        versions = conn.request(ApiKeys.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
+        waited_ms = (time.monotonic() - started) * 1000
+        assert versions["error_code"] == 0
+        assert waited_ms >= throttle_ms * 0.8, (waited_ms, throttle_ms)
+    # an unlimited client on the same broker is answered at once
+    with BrokerConnection.to(quota_broker.bootstrap, client_id="free") as conn:
+        assert _produce(conn, "raw-quota", _big_batch(30, 10_000))["throttle_time_ms"] == 0
+
+
+def test_fetch_over_quota_is_throttled(quota_broker):
+    create_topic(quota_broker.bootstrap, "fetch-quota", partitions=1)
+    with BrokerConnection.to(quota_broker.bootstrap, client_id="filler") as conn:
+        for _ in range(3):
+            _produce(conn, "fetch-quota", _big_batch(10, 10_000))
+    assert configs(quota_broker, "--alter", "--client", "reader", "--add-config", "consumer_byte_rate=50000")[0] == 0
+    topic_id = None
+    with BrokerConnection.to(quota_broker.bootstrap, client_id="reader") as conn:
+        md = conn.request(
+            ApiKeys.METADATA, 12, {"topics": [{"name": "fetch-quota", "topic_id": ZERO_UUID}],
+                                   "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
+        )  # fmt: skip
+        topic_id = md["topics"][0]["topic_id"]
+
+        def fetch(offset: int) -> dict:
+            return conn.request(
+                ApiKeys.FETCH, 13,
+                {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 10_000_000, "isolation_level": 0,
+                 "session_id": 0, "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [],
+                 "topics": [{"topic_id": topic_id, "partitions": [
+                     {"partition": 0, "current_leader_epoch": -1, "fetch_offset": offset, "last_fetched_epoch": -1,
+                      "log_start_offset": -1, "partition_max_bytes": 10_000_000}]}]},
+            )  # fmt: skip
+
+        throttles = []
+        deadline = time.monotonic() + 15
+        while not any(throttles) and time.monotonic() < deadline:
+            r = fetch(0)
+            throttles.append(r["throttle_time_ms"])
+        assert any(throttles), throttles
+        assert r["responses"] == []  # a throttled fetch is answered empty
+
+
+def test_limited_producer_keeps_its_rate_and_the_other_is_not_starved(tmp_path):
+    """Two confluent-kafka producers flood one broker; ``producer_byte_rate`` = 1 MiB/s on one client id: over
+    10 s of steady state it delivers 1 MiB/s within 20% and sees throttle times, the other runs far faster."""
+    from bench.quota_fairness import measure
+
+    b = BrokerProcess(tmp_path, quota_window_num="3").start()
+    try:
+        figures = measure(b.bootstrap, 1048576, seconds=10, warmup=3)
+    finally:
+        b.stop()
+    limited, free = figures["limited"], figures["free"]
+    assert 0.8 * 1048576 <= limited["bytes_per_s"] <= 1.2 * 1048576, figures
+    assert limited["throttle_events"] > 0 and limited["max_throttle_s"] > 0, figures
+    assert free["throttle_events"] == 0 and free["bytes_per_s"] > 2 * 1048576, figures

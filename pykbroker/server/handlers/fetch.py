@@ -16,6 +16,7 @@ from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.record.file_records import EMPTY_RECORDS
 from pykbroker.server import error_responses
 from pykbroker.server.fetch_session import SessionErrorContext
+from pykbroker.server.quotas.client_quota_manager import user_of
 from pykbroker.server.replica_manager import FetchParams, PartitionFetch
 
 
@@ -67,12 +68,16 @@ class FetchHandler:
             else:
                 denied = {t for t in {f.topic for f in fetches} if not self.helper.authorize(request, READ, TOPIC, t)}
             fetches = [f for f in fetches if f.topic not in denied]
-        params = FetchParams(
-            replica_id, body["max_wait_ms"], body["min_bytes"], body["max_bytes"], isolation, replica_epoch
-        )
-
         stats = self.replica_manager.broker_topic_stats
         from_consumer = replica_id < 0
+        quotas = self.helper.quotas
+        if not (from_consumer and quotas is not None and quotas.fetch.quotas_enabled):
+            quotas = None
+        max_bytes = body["max_bytes"]
+        user, client_id = user_of(request.context.principal), request.context.client_id or ""
+        if quotas is not None:  # no more than one quota window's worth (Kafka's getMaxValueInQuotaWindow)
+            max_bytes = int(min(max_bytes, max(1.0, quotas.fetch.max_value_in_quota_window(user, client_id))))
+        params = FetchParams(replica_id, body["max_wait_ms"], body["min_bytes"], max_bytes, isolation, replica_epoch)
 
         def respond(results) -> None:
             by_tp = {(f.topic, f.partition): r for f, r in results}
@@ -110,6 +115,16 @@ class FetchHandler:
                     if r.diverging_epoch is not None:
                         epoch, end_offset = r.diverging_epoch
                         partition_results[p.key]["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
+            if quotas is not None:
+                # KIP-219: the bytes this response would carry count against the consumer's quota; over it, the
+                # fetcher gets an empty response (its session does not move) and its channel is muted.
+                size = context.get_response_size(partition_results, version)
+                throttle_ms = quotas.fetch.record_and_get_throttle_time_ms(user, client_id, size)
+                if throttle_ms > 0:
+                    quotas.fetch.unrecord(user, client_id, size)
+                    self.helper.throttle(quotas.fetch, request, throttle_ms)
+                    self.helper.send_response(request, context.get_throttled_response(throttle_ms))
+                    return
             leaders = _add_current_leaders(self.cache, partition_results, wanted) if version >= 12 else []
             response = context.update_and_generate_response_data(partition_results)
             endpoints = self.cache.node_endpoints(leaders, request.context.listener_name) if version >= 16 else None

@@ -15,6 +15,7 @@ from pykbroker.metadata.standard_authorizer import WRITE
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.server import error_responses
+from pykbroker.server.quotas.client_quota_manager import user_of
 from pykbroker.server.replica_manager import produce_partition_error
 
 ADMIN_CLIENT_ID = "__admin_client"
@@ -66,6 +67,15 @@ class ProduceHandler:
 
         def respond(results: dict) -> None:
             results = {**early, **results}
+            throttle_ms = 0
+            quotas = self.helper.quotas
+            if quotas is not None and quotas.produce.quotas_enabled:  # KIP-219: answer now, mute the channel
+                ctx = request.context
+                throttle_ms = quotas.produce.record_and_get_throttle_time_ms(
+                    user_of(ctx.principal), ctx.client_id or "", request.size
+                )
+                if throttle_ms > 0:
+                    self.helper.throttle(quotas.produce, request, throttle_ms)
             if acks == 0:
                 if any(r["error_code"] != errors.NONE for r in results.values()):
                     self.helper.close_connection(request)
@@ -73,6 +83,7 @@ class ProduceHandler:
                     self.helper.send_no_op_response(request)
                 return
             response = _response(body, results)
+            response["throttle_time_ms"] = throttle_ms
             if request.context.api_version >= 10:
                 self._add_current_leaders(response, request.context.listener_name)
             self.helper.send_response(request, response)

@@ -1,0 +1,114 @@
+"""Produce quota fairness: two confluent-kafka producers send as fast as they can to one broker; one client id
+has ``producer_byte_rate`` set. Prints each producer's delivered rate over a steady-state window and the
+throttle times the limited one saw (throttle_cb).
+
+    PYTHONPATH=. python bench/quota_fairness.py [--rate 1048576] [--seconds 10] [--warmup 3]
+
+Starts its own broker (quota.window.num=3, quota.window.size.seconds=1) in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from confluent_kafka import Producer  # noqa: E402
+
+from pykbroker.tools import config_command  # noqa: E402
+from tests.helpers.broker import BrokerProcess  # noqa: E402
+from tests.helpers.topics import create_topic  # noqa: E402
+
+
+def measure(bootstrap: str, rate: int, seconds: float, warmup: float, value_size: int = 1000) -> dict:
+    """Run both producers for ``warmup + seconds``; bytes (values) delivered per second in the last ``seconds``."""
+    create_topic(bootstrap, "quota-fairness", partitions=1)
+    out = io.StringIO()
+    rc = config_command.main(
+        [
+            "--bootstrap-server",
+            bootstrap,
+            "--alter",
+            "--client",
+            "limited",
+            "--add-config",
+            f"producer_byte_rate={rate}",
+        ],
+        out=out,
+    )
+    assert rc == 0
+    time.sleep(0.5)  # the broker applies the quota from its metadata image
+    start = time.monotonic()
+    window = (start + warmup, start + warmup + seconds)
+    results: dict[str, dict] = {}
+
+    def run(client_id: str) -> None:
+        stats = {"bytes": 0, "throttles": []}
+        results[client_id] = stats
+
+        def delivered(err, msg) -> None:
+            if err is None and window[0] <= time.monotonic() < window[1]:
+                stats["bytes"] += len(msg.value())
+
+        p = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "client.id": client_id,
+                "linger.ms": 5,
+                "acks": 1,
+                "queue.buffering.max.kbytes": 4096,
+                "throttle_cb": lambda ev: stats["throttles"].append(ev.throttle_time),
+            }
+        )
+        value = b"x" * value_size
+        while time.monotonic() < window[1]:
+            try:
+                p.produce("quota-fairness", value, on_delivery=delivered)
+            except BufferError:
+                p.poll(0.01)
+            p.poll(0)
+        p.flush(30)
+
+    threads = [threading.Thread(target=run, args=(c,)) for c in ("limited", "free")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return {
+        c: {
+            "bytes_per_s": s["bytes"] / seconds,
+            "throttle_events": len(s["throttles"]),
+            "max_throttle_s": max(s["throttles"], default=0.0),
+        }
+        for c, s in results.items()
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rate", type=int, default=1048576)
+    ap.add_argument("--seconds", type=float, default=10)
+    ap.add_argument("--warmup", type=float, default=3)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        broker = BrokerProcess(Path(d), quota_window_num="3").start()
+        try:
+            figures = measure(broker.bootstrap, args.rate, args.seconds, args.warmup)
+        finally:
+            broker.stop()
+    for client, f in figures.items():
+        print(
+            f"{client}: {f['bytes_per_s'] / 1048576:.3f} MiB/s delivered, {f['throttle_events']} throttle events, "
+            f"max throttle {f['max_throttle_s']:.3f} s"
+        )
+    print(f"limited / quota = {figures['limited']['bytes_per_s'] / args.rate:.3f}")
+
+
+if __name__ == "__main__":
+    main()
