@@ -63,7 +63,8 @@ class ProducerStateManager:
         #: ``transaction.partition.verification.enable``: the first transactional write of a producer needs
         #: a verification guard (set by the LogManager from the broker config)
         self.transaction_verification_enabled = False
-        self._verification: dict[int, tuple[VerificationGuard, int]] = {}  # producer id -> (guard, epoch)
+        #: producer id -> (guard, epoch, supports epoch bump: a transaction version 2 write asked for it)
+        self._verification: dict[int, tuple[VerificationGuard, int, bool]] = {}
         self.map_end_offset = 0
         self._snapshots: list[int] = self._list_snapshots()
 
@@ -123,13 +124,19 @@ class ProducerStateManager:
         return ProducerAppendInfo(self.topic_partition, producer_id, self.producers.get(producer_id), origin)
 
     # -- transaction verification (KIP-890 part 1) ----------------------------------------------
-    def maybe_create_verification_guard(self, producer_id: int, producer_epoch: int) -> VerificationGuard:
-        """The producer's guard (a new one unless one of this or a newer epoch is waiting)."""
+    def maybe_create_verification_guard(
+        self, producer_id: int, producer_epoch: int, supports_epoch_bump: bool = False
+    ) -> VerificationGuard:
+        """The producer's guard (a new one unless one of this or a newer epoch is waiting).
+        ``supports_epoch_bump``: the write is of a transaction version 2 client (Produce v12), whose next
+        transaction's epoch may arrive before the previous transaction's marker (which carries that epoch)."""
         current = self._verification.get(producer_id)
         if current is not None and current[1] >= producer_epoch:
+            if current[1] == producer_epoch and supports_epoch_bump and not current[2]:
+                self._verification[producer_id] = (current[0], current[1], True)
             return current[0]
         guard = VerificationGuard()
-        self._verification[producer_id] = (guard, producer_epoch)
+        self._verification[producer_id] = (guard, producer_epoch, supports_epoch_bump)
         return guard
 
     def verification_guard(self, producer_id: int) -> VerificationGuard | None:
@@ -144,9 +151,15 @@ class ProducerStateManager:
         entry.update(info.updated)
         for first_offset in info.started_txn_first_offsets:
             self._ongoing_txns[first_offset] = info.producer_id
-        if info.started_txn_first_offsets or info.completed_txns:
-            # A guard serves one transaction start; a marker ends any verification in progress.
-            self._verification.pop(info.producer_id, None)
+        if info.started_txn_first_offsets:
+            self._verification.pop(info.producer_id, None)  # a guard serves one transaction start
+        elif info.completed_txns:
+            # A marker ends any verification in progress, except (Kafka 4.0's UnifiedLog.updateProducers) one a
+            # transaction version 2 write of the next transaction started: the marker of the previous one carries
+            # the bumped epoch that write has, and the coordinator adds the partition once the markers are written.
+            current = self._verification.get(info.producer_id)
+            if current is None or not (current[2] and current[1] == info.updated.producer_epoch):
+                self._verification.pop(info.producer_id, None)
 
     def complete_txn(self, txn: CompletedTxn) -> None:
         """``txn`` is over (after the caller indexed it if aborted): it waits for the HW."""

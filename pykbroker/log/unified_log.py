@@ -531,11 +531,15 @@ class UnifiedLog:
             leader_epoch if leader_epoch is not None else (last_epoch if last_epoch >= 0 else None),
         )
 
-    def maybe_start_transaction_verification(self, producer_id: int, producer_epoch: int):
+    def maybe_start_transaction_verification(
+        self, producer_id: int, producer_epoch: int, supports_epoch_bump: bool = False
+    ):
         """A VerificationGuard when the producer has no transaction of this epoch open here (the leader must
         ask the coordinator before the first transactional write), else None (Kafka's
         ``maybeStartTransactionVerification``). A transaction open at an older epoch needs the coordinator too:
-        at transaction version 2 the next transaction's epoch may arrive before the previous one's marker."""
+        at transaction version 2 the next transaction's epoch may arrive before the previous one's marker.
+        ``supports_epoch_bump`` (a Produce v12 write): that marker, which carries the write's epoch, leaves the
+        guard in place (Kafka 4.0); any other marker ends the verification."""
         with self._lock:
             psm = self.producer_state_manager
             entry = psm.last_entry(producer_id)
@@ -545,7 +549,7 @@ class UnifiedLog:
                 and entry.producer_epoch == producer_epoch
             ):
                 return None
-            return psm.maybe_create_verification_guard(producer_id, producer_epoch)
+            return psm.maybe_create_verification_guard(producer_id, producer_epoch, supports_epoch_bump)
 
     def maybe_assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
         """Record that ``epoch`` starts at ``start_offset`` if it is newer than the latest known epoch

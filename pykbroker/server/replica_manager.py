@@ -575,7 +575,9 @@ class ReplicaManager:
             partition = self._partitions.get(tp)
             if partition is None or partition.log is None:
                 continue
-            guard = partition.log.maybe_start_transaction_verification(header.producer_id, header.producer_epoch)
+            guard = partition.log.maybe_start_transaction_verification(
+                header.producer_id, header.producer_epoch, add_partitions
+            )
             if guard is not None:
                 guards[tp] = guard
         if len(producers) > 1:

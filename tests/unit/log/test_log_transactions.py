@@ -12,7 +12,7 @@ from pykbroker.log.log_cleaner import LogCleaner
 from pykbroker.log.log_config import LogConfig
 from pykbroker.log.producer_state_entry import AppendOrigin
 from pykbroker.log.unified_log import UnifiedLog
-from pykbroker.protocol.errors import TransactionCoordinatorFencedError
+from pykbroker.protocol.errors import InvalidTxnStateError, TransactionCoordinatorFencedError
 from pykbroker.record.control_record import ControlRecordType, EndTransactionMarker
 from pykbroker.record.default_record_batch import iter_batches
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
@@ -122,3 +122,31 @@ def test_cleaner_drops_aborted_data_then_its_markers(tmp_path, time):
         b for _, b in iter_batches(memoryview(log.segments.values()[0].log.read(0, 1 << 20))) if b.is_control_batch
     ]
     assert [b.producer_id for b in markers] == [1]  # the COMMIT stays while its data does
+
+
+@pytest.mark.parametrize("version_2", [True, False])
+def test_the_previous_transactions_marker_keeps_a_version_2_verification(tmp_path, time, version_2):
+    """Transaction version 2: the next transaction's first write (epoch + 1) may reach the leader before the
+    previous transaction's marker, which carries epoch + 1 too; the verification it started survives that
+    marker (Kafka 4.0's UnifiedLog.updateProducers), so the write succeeds once the coordinator added the
+    partition. A version 1 verification (any other marker) still ends there."""
+    log = new_log(tmp_path, time)
+    log.producer_state_manager.transaction_verification_enabled = True
+
+    def write(epoch: int, seq: int, guard) -> None:
+        b = MemoryRecordsBuilder(is_transactional=True)
+        b.set_producer_state(1, epoch, seq, True)
+        b.append(NOW, None, f"e{epoch}".encode())
+        log.append_as_leader(b.build(), 0, assign_offsets(), AppendOrigin.CLIENT, verification_guard=guard)
+
+    write(0, 0, log.maybe_start_transaction_verification(1, 0, version_2))
+    next_guard = log.maybe_start_transaction_verification(1, 1, version_2)  # the next transaction's write
+    assert next_guard is not None
+    Producer(log, 1, epoch=1).end(commit=True)  # the previous transaction's marker, at the bumped epoch
+    if version_2:
+        write(1, 0, next_guard)
+        log.update_high_watermark(log.log_end_offset)
+        assert values(log) == [b"e0", b"e1"] and log.last_stable_offset == 2  # e1's transaction is open
+    else:
+        with pytest.raises(InvalidTxnStateError):
+            write(1, 0, next_guard)
