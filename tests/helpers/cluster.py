@@ -4,7 +4,8 @@
 know each other's address before any starts). Brokers listen on ephemeral ports. Every node is formatted
 with ``kafka-storage format -t <one cluster id> -c <its server.properties>``, as an operator does, and
 is then started with ``python -m pykbroker.kafka`` (tests.helpers.broker.BrokerProcess). Timeouts are set
-short by config so elections and fencing take about a second. Node ids: controllers 1..n, brokers
+short by config so elections and fencing take about a second. ``format_args`` are added to every format
+(e.g. ``("--feature", "transaction.version=1")``). Node ids: controllers 1..n, brokers
 from 101. ``combined=True`` makes the controllers combined nodes (``process.roles=broker,controller``,
 a PLAINTEXT listener beside the controller one): each is then in ``brokers`` too, under its controller
 id. Only processes this object started are ever signalled.
@@ -51,8 +52,17 @@ def free_ports(n: int) -> list[int]:
 
 
 class KRaftCluster:
-    def __init__(self, root: Path, controllers: int = 3, brokers: int = 2, combined: bool = False, **overrides: str):
+    def __init__(
+        self,
+        root: Path,
+        controllers: int = 3,
+        brokers: int = 2,
+        combined: bool = False,
+        format_args: tuple[str, ...] = (),
+        **overrides: str,
+    ):
         self.root = Path(root)
+        self.format_args = format_args
         self.cluster_id = random_uuid()
         self.controller_ports = dict(zip(range(1, controllers + 1), free_ports(controllers), strict=True))
         self.voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in self.controller_ports.items())
@@ -99,6 +109,7 @@ class KRaftCluster:
                 cluster_id or self.cluster_id,
                 "-c",
                 str(node.config_path),
+                *self.format_args,
             ],
             check=True,
             capture_output=True,
