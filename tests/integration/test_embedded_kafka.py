@@ -39,16 +39,14 @@ def _consume_all(bootstrap: str, topic: str, n: int) -> list[bytes]:
     return values
 
 
-def test_start_fast_produce_consume_restart_keeps_data_and_port(tmp_path):
+def test_start_produce_consume_restart_keeps_data_and_port(tmp_path):
+    """How fast it starts is measured by bench/embedded_start.py, not here (a loaded machine is no clock)."""
     from confluent_kafka import Producer
 
     before = set(threading.enumerate())
     kafka = EmbeddedKafka()
-    started = time.perf_counter()
     kafka.start()
-    elapsed = time.perf_counter() - started
     try:
-        assert elapsed < 1.0, f"EmbeddedKafka took {elapsed:.3f}s to start"
         kafka.create_topic("orders", partitions=3, config={"cleanup.policy": "delete"})
         p = Producer({"bootstrap.servers": kafka.bootstrap_servers})
         for i in range(3):
