@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 
 from pykbroker.log.log_segment import LogSegment
+from pykbroker.protocol.errors import KafkaStorageError
 from pykbroker.record.control_record import ControlRecordType
 from pykbroker.record.default_record_batch import LOG_APPEND_TIME, NO_TIMESTAMP, iter_batches
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
@@ -52,6 +53,16 @@ class LogCleaner:
             if log.config.compact:
                 try:
                     removed += self.clean(log)
+                except OSError as e:  # Kafka: an IOException takes the log's directory offline
+                    parent = log.parent_dir
+                    msg = f"Failed to clean up log for {log.name} in dir {parent} due to IOException: {e}"
+                    channel = getattr(log, "log_dir_failure_channel", None)
+                    if channel is not None:
+                        channel.maybe_add_offline_log_dir(parent, msg, e)
+                    else:
+                        _log.error(msg)
+                except KafkaStorageError as e:  # already reported (one ERROR line), or the log closed meanwhile
+                    _log.warning("Cleaning skipped", partition=log.name, error=str(e))
                 except Exception as e:  # noqa: BLE001 - one bad log must not stop the cleaner
                     _log.error("Error cleaning log", partition=log.name, error=repr(e), exc_info=True)
         return removed

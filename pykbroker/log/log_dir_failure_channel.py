@@ -7,6 +7,11 @@ Mirrors ``org.apache.kafka.storage.internals.log.LogDirFailureChannel``: whoever
 partitions in it (they answer KAFKA_STORAGE_ERROR, code 56, retriable) while the other directories
 keep working.
 
+Scheduled work of the log layer (the ``flush-log`` task of a roll, retention and its ``delete-file`` task,
+the checkpoint tasks, the cleaner) reports its I/O errors the same way, and runs under
+:func:`storage_task`, so a failing directory costs one ERROR line (this channel's), never the
+scheduler's traceback.
+
 Threading: any thread may report; ``_lock`` guards the set of offline directories.
 """
 
@@ -14,8 +19,30 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable
 
+from pykbroker.protocol.errors import KafkaStorageError
 from pykbroker.utils.logging import get_logger
+
+_log = get_logger("LogDirFailureChannel")
+
+
+def storage_task(name: str, fn: Callable[[], object], log=None) -> Callable[[], None]:
+    """``fn`` as a scheduled task of the log layer (Kafka runs such work under ``maybeHandleIOException``).
+
+    A ``KafkaStorageError`` ends the run with one WARN line on ``log`` (default: this module's) instead of
+    the scheduler's "Uncaught exception" traceback: the error was reported to the LogDirFailureChannel
+    (which logged it once, as ERROR, and takes the directory offline), or the directory was already
+    offline, or the log was closed meanwhile (deleted, or dropped with its offline directory). Any other
+    exception is a bug and still reaches the scheduler, traceback included."""
+
+    def run() -> None:
+        try:
+            fn()
+        except KafkaStorageError as e:
+            (log or _log).warning(f"Scheduled task {name} skipped: {e}")
+
+    return run
 
 
 class LogDirFailureChannel:

@@ -27,7 +27,7 @@ from pykbroker.log.checkpoints import (
 )
 from pykbroker.log.file_lock import FileLock
 from pykbroker.log.log_config import LONG_MAX, LogConfig
-from pykbroker.log.log_dir_failure_channel import LogDirFailureChannel
+from pykbroker.log.log_dir_failure_channel import LogDirFailureChannel, storage_task
 from pykbroker.log.log_file_utils import (
     DELETE_DIR_SUFFIX,
     FUTURE_DIR_SUFFIX,
@@ -316,7 +316,7 @@ class LogManager:
 
         def periodic(name: str, fn, period: int) -> None:
             if 0 < period < LONG_MAX // 2:
-                self._tasks.append(s.schedule(name, fn, delay, period))
+                self._tasks.append(s.schedule(name, storage_task(name, fn, _log), delay, period))
 
         periodic("kafka-log-retention", self.cleanup_logs, self.retention_check_ms)
         periodic("kafka-log-flusher", self.flush_dirty_logs, self.flush_check_ms)
@@ -492,6 +492,8 @@ class LogManager:
         for log in self.all_logs():
             try:
                 total += log.delete_old_segments()
+            except KafkaStorageError as e:  # reported to the LogDirFailureChannel (one ERROR line there)
+                _log.warning("Retention skipped", partition=log.name, error=str(e))
             except Exception as e:  # noqa: BLE001 - one bad log must not stop retention for the rest
                 _log.error("Retention failed", partition=log.name, error=repr(e))
         if total:
@@ -505,6 +507,8 @@ class LogManager:
             try:
                 if now - log.last_flush_time_ms >= log.config.flush_ms:
                     log.flush()
+            except KafkaStorageError as e:  # reported to the LogDirFailureChannel (one ERROR line there)
+                _log.warning("Flush skipped", partition=log.name, error=str(e))
             except Exception as e:  # noqa: BLE001
                 _log.error("Error flushing log", partition=log.name, error=repr(e))
 
@@ -517,16 +521,23 @@ class LogManager:
             return {tp: log for tp, log in self._logs.items() if self._log_dir_of.get(tp) == log_dir}
 
     def checkpoint_log_recovery_offsets(self) -> None:
-        for d in self.live_log_dirs:
-            self._checkpoint_recovery_points(d)
+        self._for_each_live_dir(self._checkpoint_recovery_points)
 
     def checkpoint_log_start_offsets(self) -> None:
-        for d in self.live_log_dirs:
-            self._checkpoint_start_offsets(d)
+        self._for_each_live_dir(self._checkpoint_start_offsets)
 
     def checkpoint_high_watermarks(self) -> None:
+        self._for_each_live_dir(self._checkpoint_high_watermarks)
+
+    def _for_each_live_dir(self, checkpoint) -> None:
+        """Run ``checkpoint(dir)`` on every live directory: one failing (KafkaStorageError, already reported
+        to the LogDirFailureChannel by ``_write_checkpoint``) does not stop the others (Kafka's
+        ``checkpointLogRecoveryOffsetsInDir`` catches it per directory)."""
         for d in self.live_log_dirs:
-            self._checkpoint_high_watermarks(d)
+            try:
+                checkpoint(d)
+            except KafkaStorageError:
+                continue
 
     def _checkpoint_high_watermarks(self, log_dir: str) -> None:
         logs = self._logs_in_dir(log_dir)

@@ -34,7 +34,7 @@ from pykbroker.log.log_append_info import (
     ValidatedFields,
     ValidationResultLike,
 )
-from pykbroker.log.log_dir_failure_channel import LogDirFailureChannel
+from pykbroker.log.log_dir_failure_channel import LogDirFailureChannel, storage_task
 from pykbroker.log.log_file_utils import (
     DELETED_FILE_SUFFIX,
     log_file,
@@ -647,7 +647,10 @@ class UnifiedLog:
             psm.update_map_end_offset(new_offset)
             psm.take_snapshot(sync=False)
             if self._scheduler is not None:
-                self._scheduler.schedule_once("flush-log", lambda: self.flush_up_to_offset_exclusive(new_offset))
+                self._scheduler.schedule_once(
+                    "flush-log",
+                    storage_task("flush-log", lambda: self.flush_up_to_offset_exclusive(new_offset), self._log),
+                )
             self._log.info("Rolled new log segment", base_offset=new_offset)
             return segment
 
@@ -932,12 +935,13 @@ class UnifiedLog:
                 self._log.warning("Failed to rename segment for deletion", segment=segment.log.path, error=str(e))
 
         def delete_files() -> None:
-            for s in segments:
-                s.delete_if_exists()
+            with self._io("deleting segment files of"):
+                for s in segments:
+                    s.delete_if_exists()
 
         delay = self._config.file_delete_delay_ms
         if async_delete and self._scheduler is not None:
-            self._scheduler.schedule_once("delete-file", delete_files, delay)
+            self._scheduler.schedule_once("delete-file", storage_task("delete-file", delete_files, self._log), delay)
         else:
             delete_files()
 
