@@ -9,13 +9,17 @@ here over a blocking socket bounded by ``timeout``. With a
 :class:`~pykbroker.security.client_security.ClientSecurity` the connection does the TLS handshake and the
 SASL exchange (SaslHandshake v1, SaslAuthenticate v2) before it is returned; a failed authentication
 raises :class:`~pykbroker.protocol.errors.SaslAuthenticationError` with the broker's message.
-Not thread-safe: one connection per thread.
+Not thread-safe: one connection per thread. Another thread can still interrupt a blocked connect, read
+or write: ``on_socket`` hands it the socket before the connect starts, and a ``shutdown(SHUT_RDWR)``
+of that socket (or of a ``dup`` of it) makes the blocked call fail at once (the broker's
+ReplicaFetcherThread does so to abandon a request in flight).
 """
 
 from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Callable
 
 from pykbroker.network.channel import UNLIMITED, NetworkReceive, NetworkSend
 from pykbroker.protocol import decode_response, encode_request, errors
@@ -24,6 +28,23 @@ from pykbroker.protocol.header import response_header_version
 from pykbroker.security.client_security import PLAINTEXT, ClientSecurity
 
 _CORR = struct.Struct(">i")
+
+
+def _connect(host: str, port: int, timeout: float, on_socket: Callable[[socket.socket], None] | None):
+    """``socket.create_connection`` that shows each socket to ``on_socket`` before connecting it."""
+    error: OSError | None = None
+    for family, kind, proto, _, address in socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM):
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(timeout)
+            if on_socket is not None:
+                on_socket(sock)
+            sock.connect(address)
+            return sock
+        except OSError as e:
+            sock.close()
+            error = e
+    raise error if error is not None else OSError(f"getaddrinfo returns an empty list for {host}:{port}")
 
 
 class ConnectionClosedError(ConnectionError):
@@ -55,8 +76,13 @@ class BrokerConnection:
         client_id: str = "pykbroker",
         timeout: float = 30.0,
         security: ClientSecurity = PLAINTEXT,
+        on_socket: Callable[[socket.socket], None] | None = None,
     ):
-        sock = socket.create_connection((host, port), timeout=timeout)
+        """Connect to ``host:port`` (TLS handshake and SASL included), every blocking call bounded by
+        ``timeout`` seconds. ``on_socket(sock)`` is called with each socket before its connect (see the
+        module docstring). Raises OSError (the connect's, ``TimeoutError``, ``ssl.SSLError``) or
+        SaslAuthenticationError."""
+        sock = _connect(host, port, timeout, on_socket)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.sock = security.wrap_blocking(sock, host)

@@ -175,6 +175,9 @@ class MetadataDelta:
         self.image = image
         self.features_changes: dict[str, int | None] = {}
         self.broker_changes: dict[int, BrokerRegistration | None] = {}
+        #: brokers a record of this delta fenced (registered fenced, FenceBroker, a fencing registration
+        #: change), even if a later record unfenced them again
+        self.fenced_brokers: set[int] = set()
         self.topics = TopicsDelta(image.topics)
         self.config_changes: dict[tuple[int, str], dict[str, str | None]] = {}
         self.deleted_config_resources: set[tuple[int, str]] = set()
@@ -199,18 +202,25 @@ class MetadataDelta:
             if d["name"] != KRAFT_VERSION:  # KAFKA-18979: the Raft log's, never a FeatureLevelRecord's
                 self.features_changes[d["name"]] = d["feature_level"] or None
         elif name == REGISTER_BROKER_RECORD:
-            self.broker_changes[d["broker_id"]] = BrokerRegistration.from_record(d)
+            registration = BrokerRegistration.from_record(d)
+            self.broker_changes[d["broker_id"]] = registration
+            if registration.fenced:
+                self.fenced_brokers.add(registration.id)
         elif name == UNREGISTER_BROKER_RECORD:
             self.broker_changes[d["broker_id"]] = None
         elif name in (FENCE_BROKER_RECORD, UNFENCE_BROKER_RECORD):
             current = self._broker(d["id"])
             if current is not None:
                 self.broker_changes[d["id"]] = replace(current, fenced=name == FENCE_BROKER_RECORD)
+                if name == FENCE_BROKER_RECORD:
+                    self.fenced_brokers.add(d["id"])
         elif name == BROKER_REGISTRATION_CHANGE_RECORD:
             current = self._broker(d["broker_id"])
             if current is not None:
                 fenced, shutdown = apply_registration_change(current.fenced, current.in_controlled_shutdown, d)
                 self.broker_changes[d["broker_id"]] = replace(current, fenced=fenced, in_controlled_shutdown=shutdown)
+                if fenced and not current.fenced:
+                    self.fenced_brokers.add(d["broker_id"])
         elif name == PRODUCER_IDS_RECORD:
             self.next_producer_id = d["next_producer_id"]
         elif name == USER_SCRAM_CREDENTIAL_RECORD:

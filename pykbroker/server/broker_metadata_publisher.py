@@ -1,14 +1,14 @@
 """BrokerMetadataPublisher: applies committed metadata to this broker's cache, logs and partitions.
 
 Mirrors ``kafka.server.metadata.BrokerMetadataPublisher``: called by the MetadataLoader thread with each
-published (delta, image): applies topic config changes to the logs, hands the local replica changes
-(deletes, leaders, followers) to the ReplicaManager, tells the group coordinator which
-``__consumer_offsets`` partitions it now leads (they start loading) or no longer leads, then swaps the
-MetadataCache image, so clients see a topic only once its partitions can serve it (its log exists) and
-find this broker as a group's coordinator only once that group's partition answers
-COORDINATOR_LOAD_IN_PROGRESS or better (never NOT_COORDINATOR); the transaction coordinator is told
-last. Once the ReplicaManager is shut down no replica change is applied any more (no log is created
-during broker shutdown). Runs only on the loader's thread.
+published (delta, image): applies topic config changes to the logs, tells the ReplicaManager which
+brokers' registrations changed (its fetchers reconnect to a leader that came back), hands it the local
+replica changes (deletes, leaders, followers), tells the group coordinator which ``__consumer_offsets``
+partitions it now leads (they start loading) or no longer leads, then swaps the MetadataCache image, so
+clients see a topic only once its partitions can serve it (its log exists) and find this broker as a
+group's coordinator only once that group's partition answers COORDINATOR_LOAD_IN_PROGRESS or better (never
+NOT_COORDINATOR); the transaction coordinator is told last. Once the ReplicaManager is shut down no replica
+change is applied any more (no log is created during broker shutdown). Runs only on the loader's thread.
 """
 
 from __future__ import annotations
@@ -57,6 +57,8 @@ class BrokerMetadataPublisher(MetadataPublisher):
         for topic in sorted(changed_configs):
             overrides = dict(new_image.topic_configs(topic))
             self.replica_manager.update_topic_config(topic, overrides)
+        if getattr(delta, "broker_changes", None):
+            self.replica_manager.apply_broker_changes(delta, new_image)
         changes = delta.topics.local_changes(self.node_id)
         if changes.deletes or changes.leaders or changes.followers:
             self.replica_manager.apply_delta(changes, new_image)

@@ -5,13 +5,21 @@ thread keyed by (leader broker id, fetcher id), where the fetcher id is
 ``abs(31 * hash(topic) + partition) % num.replica.fetchers`` (Kafka's ``getFetcherId``, with Java's
 String.hashCode so the spread matches Kafka's). A thread is created on first use, replaced when the
 leader's endpoint changed, and shut down once it has no partitions left
-(``shutdown_idle_fetcher_threads``). ``resize_thread_pool`` (dynamic ``num.replica.fetchers``) reassigns
+(``shutdown_idle_fetcher_threads``: after each metadata delta that moved partitions, as Kafka's
+``ReplicaManager.applyDelta`` does, so a thread left fetching from a leader that lost its partitions
+closes its connection -- and abandons the request in flight there -- at once; and every 10 s).
+``resize_thread_pool`` (dynamic ``num.replica.fetchers``) reassigns
 every partition by the new count, as Kafka's ``resizeThreadPool``. Each thread has Kafka's meter
 ``kafka.server:type=FetcherStats,name=RequestsPerSec,clientId=<thread name>,brokerHost=<h>,brokerPort=<p>``
 while it exists.
 
+When the metadata shows that a leader came back after losing its session, re-registered, or moved to a
+new endpoint, or that this broker itself came back after losing its session, the threads fetching over
+those links reset their connections (:meth:`ReplicaFetcherManager.reset_connections`): a request lost in
+a network partition is abandoned at once instead of being waited for up to ``replica.socket.timeout.ms``.
+
 Threading: ``_lock`` guards the thread map and the fetcher count; called by the metadata publisher
-(through the ReplicaManager and the DynamicBrokerConfig) and at shutdown.
+(through the ReplicaManager and the DynamicBrokerConfig), the scheduler (idle threads) and at shutdown.
 """
 
 from __future__ import annotations
@@ -52,6 +60,10 @@ class ReplicaFetcherManager:
         self._lock = threading.Lock()
         self._closed = False
         self.metrics = None
+        # This broker's session as its metadata shows it: unfenced at least once, then lost (fenced or
+        # re-registered) and not yet back. Written by the metadata publisher's thread only.
+        self._was_unfenced = False
+        self._lost_session = False
         self.log = get_logger("ReplicaFetcherManager", broker=self.node_id)
 
     def register_metrics(self, metrics) -> None:
@@ -90,18 +102,7 @@ class ReplicaFetcherManager:
                 self._shutdown_thread(thread)
                 thread = None
             if thread is None:
-                thread = ReplicaFetcherThread(
-                    f"ReplicaFetcherThread-{key[1]}-{key[0]}",
-                    key[1],
-                    endpoints[key],
-                    self.replica_manager,
-                    self.config,
-                    self.time,
-                )
-                if self.metrics is not None:
-                    thread.requests_meter = self.metrics.meter(self._stats_name(thread))
-                self._threads[key] = thread
-                thread.start()
+                thread = self._new_thread(key, endpoints[key])
             # A partition fetches from one leader only.
             for other_key, other in self._threads.items():
                 if other_key != key:
@@ -135,14 +136,98 @@ class ReplicaFetcherManager:
             self.metrics.remove(self._stats_name(thread))
 
     def shutdown_idle_fetcher_threads(self) -> None:
+        """Stop the threads without partitions (their connections are interrupted first, so the wait for
+        them is short)."""
         with self._lock:
             self._shutdown_idle_locked()
 
     def _shutdown_idle_locked(self) -> None:
-        for key, thread in list(self._threads.items()):
-            if thread.partition_count() == 0:
-                self._shutdown_thread(thread)
-                del self._threads[key]
+        idle = [(key, t) for key, t in self._threads.items() if t.partition_count() == 0]
+        for key, thread in idle:
+            del self._threads[key]
+            thread.initiate_shutdown()
+        for _, thread in idle:
+            self._shutdown_thread(thread)
+
+    def on_broker_changes(self, old_brokers, new_brokers, changed, fenced_meanwhile=frozenset()) -> None:
+        """Registrations of ``changed`` broker ids moved from ``old_brokers`` to ``new_brokers`` (one metadata
+        delta; ``fenced_meanwhile``: ids a record of the delta fenced, even if unfenced again by its end).
+        Reset the connections whose either end came back:
+
+        * a leader re-registered (new broker epoch: a restart, or the same process after losing its
+          session), or unfenced after being fenced, or with a new inter-broker endpoint: the threads
+          fetching from it reconnect (to the new endpoint);
+        * this broker unfenced again after losing its session (it was fenced, or re-registered, after
+          having been unfenced under its current registration -- the history of earlier incarnations
+          replayed at start-up does not count): every thread reconnects, since a broker cut off long
+          enough to be fenced has its requests of that time lost, not merely late.
+        """
+        listener = self.replica_manager.inter_broker_listener
+        for broker_id in sorted(changed):
+            old, new = old_brokers.get(broker_id), new_brokers.get(broker_id)
+            if broker_id == self.node_id:
+                if self._was_unfenced and (
+                    new is None
+                    or new.fenced
+                    or broker_id in fenced_meanwhile
+                    or (old is not None and old.epoch != new.epoch)
+                ):
+                    self._lost_session = True
+                if new is not None and not new.fenced and new.epoch == self.replica_manager.broker_epoch():
+                    if self._lost_session:
+                        self.log.info("This broker is back after losing its session: every fetcher reconnects")
+                        self.reset_connections(None, f"broker {broker_id} (this broker) came back")
+                    self._lost_session = False
+                    self._was_unfenced = True
+                continue
+            if old is None or new is None or new.fenced:
+                continue
+            old_ep, new_ep = old.listeners.get(listener), new.listeners.get(listener)
+            if new.epoch != old.epoch:
+                reason = f"broker {broker_id} re-registered with broker epoch {new.epoch}"
+            elif old.fenced or broker_id in fenced_meanwhile:
+                reason = f"broker {broker_id} unfenced after being fenced"
+            elif old_ep != new_ep:
+                reason = f"broker {broker_id} has a new endpoint"
+            else:
+                continue
+            endpoint = None if new_ep is None else BrokerEndPoint(broker_id, new_ep.host or "127.0.0.1", new_ep.port)
+            self.reset_connections(broker_id, reason, endpoint)
+
+    def reset_connections(self, broker_id: int | None, reason: str, endpoint: BrokerEndPoint | None = None) -> None:
+        """The threads fetching from ``broker_id`` (every thread with None) abandon their request in flight
+        and reconnect. With the broker's current inter-broker ``endpoint``, a thread still pointed at an
+        older one is replaced by a thread to the new endpoint that takes over its partitions."""
+        with self._lock:
+            if self._closed:
+                return
+            for key, thread in list(self._threads.items()):
+                if broker_id is not None and key[0] != broker_id:
+                    continue
+                if endpoint is not None and thread.source != endpoint:
+                    self._replace_thread(key, thread, endpoint, reason)
+                else:
+                    thread.reset_connection(reason)
+
+    def _replace_thread(self, key, thread: ReplicaFetcherThread, endpoint: BrokerEndPoint, reason: str) -> None:
+        states = thread.remove_all_partitions()
+        self._shutdown_thread(thread)
+        replacement = self._new_thread(key, endpoint)
+        replacement.add_partitions(states)
+        self.log.info(
+            f"Moved the fetcher to broker {key[0]} from {thread.source.host}:{thread.source.port} to "
+            f"{endpoint.host}:{endpoint.port} ({reason}) with {len(states)} partitions"
+        )
+
+    def _new_thread(self, key: tuple[int, int], endpoint: BrokerEndPoint) -> ReplicaFetcherThread:
+        thread = ReplicaFetcherThread(
+            f"ReplicaFetcherThread-{key[1]}-{key[0]}", key[1], endpoint, self.replica_manager, self.config, self.time
+        )
+        if self.metrics is not None:
+            thread.requests_meter = self.metrics.meter(self._stats_name(thread))
+        self._threads[key] = thread
+        thread.start()
+        return thread
 
     def resize_thread_pool(self, new_size: int) -> None:
         """Kafka's ``AbstractFetcherManager.resizeThreadPool``: fetcher threads per source broker become

@@ -25,10 +25,23 @@ registration (refused with DUPLICATE_BROKER_REGISTRATION while the previous inca
 lasts), and a Fetch without an epoch would let the leader count this incarnation as in sync under its
 predecessor's registration (KIP-903 skips the epoch check for -1). Truncation may go ahead meanwhile.
 
+The connection is blocking (``replica.socket.timeout.ms`` bounds each wait), but never stuck: any
+thread can abandon the request in flight with :meth:`ReplicaFetcherThread.reset_connection` (the
+ReplicaFetcherManager does when the metadata shows the leader or this broker came back after losing its
+session, or the leader moved to a new endpoint), and :meth:`~ReplicaFetcherThread.shutdown` the same way.
+Both shut the socket down, which makes a blocked connect, TLS handshake, send or receive fail at once;
+the fetcher thread then closes it, and after a reset sends its next request on a new connection at once,
+without the back-off of a connection error. (Kafka's fetcher is non-blocking through NetworkClient and
+is woken by ``initiateClose``; a network partition that lost the request otherwise costs the whole socket
+timeout, or the TCP retransmission back-off after the network heals.)
+
 Threading: one thread per (leader broker, fetcher id). ``_lock`` (Kafka's partitionMapLock) guards the
 partition map and is held while a response is applied, so once ``remove_partitions`` returns no
 append for those partitions happens any more (the ReplicaManager relies on it before making a replica
-leader or deleting it). Network waits happen outside the lock.
+leader or deleting it). Network waits happen outside the lock (except the ListOffsets of an
+out-of-range reset, as in Kafka). ``_conn_lock`` guards the interrupt handle (a ``dup`` of the socket,
+owned by this object) and the pending reset: a handle is shut down and closed only under it, so an
+interrupt can never reach a reused descriptor. Only the fetcher thread opens and closes the connection.
 """
 
 from __future__ import annotations
@@ -98,19 +111,22 @@ class ReplicaFetcherThread(threading.Thread):
         self.socket_timeout_s = max(config["replica.socket.timeout.ms"], self.max_wait_ms + 1000) / 1000
         self.partitions: dict[tuple[str, int], PartitionFetchState] = {}
         self._lock = threading.RLock()  # re-entered by _send's back-off while a response is applied
-        self._wakeup = threading.Condition(self._lock)
+        self._work = threading.Event()  # set when partitions are added or the thread must stop
         self._running = True
         self._logged_unregistered = False
         self._conn: BrokerConnection | None = None
         #: Kafka's FetcherStats ``RequestsPerSec`` meter of this thread (set by the ReplicaFetcherManager)
         self.requests_meter = None
+        self._conn_lock = threading.Lock()
+        self._interrupt_handle: socket.socket | None = None  # a dup of the connection's socket
+        self._reset_reason: str | None = None
         self.log = get_logger("ReplicaFetcherThread", broker=self.node_id, leader=source.id, fetcher=fetcher_id)
 
     # -- partition map (other threads) ---------------------------------------------------------
     def add_partitions(self, states: dict[tuple[str, int], PartitionFetchState]) -> None:
         with self._lock:
             self.partitions.update(states)
-            self._wakeup.notify()
+        self._work.set()
 
     def remove_partitions(self, tps) -> None:
         with self._lock:
@@ -125,26 +141,40 @@ class ReplicaFetcherThread(threading.Thread):
             return states
 
     def partition_count(self) -> int:
-        with self._lock:
-            return len(self.partitions)
+        return len(self.partitions)  # no lock: never waits behind a ListOffsets sent under it
 
     def max_lag(self) -> int:
         with self._lock:
             return max((st.lag for st in self.partitions.values()), default=0)
 
+    def reset_connection(self, reason: str) -> None:
+        """Abandon the request in flight, if any, and send the next one on a new connection (any thread;
+        returns at once). ``reason`` is logged by the fetcher thread."""
+        with self._conn_lock:
+            self._reset_reason = reason
+            self._interrupt_locked()
+
+    def initiate_shutdown(self) -> None:
+        """Ask the loop to stop and interrupt its network wait; returns at once (Kafka's
+        ``initiateShutdown``, which closes the fetcher's network client)."""
+        self._running = False
+        with self._conn_lock:
+            self._interrupt_locked()
+        self._work.set()
+
     def shutdown(self, timeout_s: float = 5.0) -> None:
-        """Stop the loop (a blocked read is woken by shutting the socket down) and wait for it."""
-        with self._lock:
-            self._running = False
-            self._wakeup.notify()
-        conn = self._conn
-        if conn is not None:
-            try:
-                conn.sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        """Stop the loop (a blocked network call is interrupted) and wait for it."""
+        self.initiate_shutdown()
         if self.is_alive() and threading.current_thread() is not self:
             self.join(timeout_s)
+
+    def _interrupt_locked(self) -> None:
+        handle = self._interrupt_handle
+        if handle is not None:
+            try:
+                handle.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # not connected yet (the connect fails on its own) or already closed by the peer
 
     # -- loop ------------------------------------------------------------------------------------
     def run(self) -> None:
@@ -172,15 +202,16 @@ class ReplicaFetcherThread(threading.Thread):
         return {tp: st for tp, st in self.partitions.items() if st.state == state and st.delay_until_ms <= now}
 
     def _wait_for_work(self) -> None:
-        """Nothing to do: sleep until a partition is added or the nearest back-off ends."""
+        """Nothing to do: sleep until a partition is added, the thread must stop or the nearest back-off
+        ends. (The event is cleared before the checks, so a wake-up between them is not lost.)"""
+        self._work.clear()
         with self._lock:
-            if not self._running:
+            if not self._running or self._ready(FETCHING) or self._ready(TRUNCATING):
                 return
             now = self.time.milliseconds()
             delays = [st.delay_until_ms - now for st in self.partitions.values()]
             timeout = min([d for d in delays if d > 0], default=self.backoff_ms)
-            if not self._ready(FETCHING) and not self._ready(TRUNCATING):
-                self._wakeup.wait(max(1, min(timeout, self.backoff_ms)) / 1000)
+        self._work.wait(max(1, min(timeout, self.backoff_ms)) / 1000)
 
     def _await_registration(self) -> None:
         """This broker has no broker epoch yet: wait ``replica.fetch.backoff.ms`` (or until shut down)."""
@@ -192,18 +223,51 @@ class ReplicaFetcherThread(threading.Thread):
                 self._wakeup.wait(self.backoff_ms / 1000)
 
     def _connection(self) -> BrokerConnection:
+        if self._conn is not None and self._reset_reason is not None:
+            reason = self._take_reset_reason()
+            self.log.info(f"Reconnecting to broker {self.source.id}: {reason}")
+            self._close_connection()
         if self._conn is None:
-            self._conn = BrokerConnection(
-                self.source.host,
-                self.source.port,
-                client_id=f"broker-{self.node_id}-fetcher-{self.fetcher_id}",
-                timeout=self.socket_timeout_s,
-                security=self.replica_manager.inter_broker_security,
-            )
+            with self._conn_lock:
+                self._reset_reason = None  # the connection about to be made is the new one
+            try:
+                self._conn = BrokerConnection(
+                    self.source.host,
+                    self.source.port,
+                    client_id=f"broker-{self.node_id}-fetcher-{self.fetcher_id}",
+                    timeout=self.socket_timeout_s,
+                    security=self.replica_manager.inter_broker_security,
+                    on_socket=self._register_socket,
+                )
+            except BaseException:
+                self._release_interrupt_handle()
+                raise
         return self._conn
+
+    def _register_socket(self, sock: socket.socket) -> None:
+        """The new connection's socket, before its connect: keep a dup to interrupt it with."""
+        handle = sock.dup()
+        with self._conn_lock:
+            previous, self._interrupt_handle = self._interrupt_handle, handle
+            if previous is not None:
+                previous.close()
+            if not self._running:
+                self._interrupt_locked()
+
+    def _release_interrupt_handle(self) -> None:
+        with self._conn_lock:
+            handle, self._interrupt_handle = self._interrupt_handle, None
+            if handle is not None:
+                handle.close()
+
+    def _take_reset_reason(self) -> str | None:
+        with self._conn_lock:
+            reason, self._reset_reason = self._reset_reason, None
+            return reason
 
     def _close_connection(self) -> None:
         conn, self._conn = self._conn, None
+        self._release_interrupt_handle()
         if conn is not None:
             conn.close()
 
@@ -215,15 +279,25 @@ class ReplicaFetcherThread(threading.Thread):
                 st.delay_until_ms = until
 
     def _send(self, api_key: int, version: int, body: dict) -> dict | None:
+        """One request and its answer; None after a connection error (every partition then backs off
+        ``replica.fetch.backoff.ms``) or a reset (no back-off: the caller's next request reconnects)."""
         try:
             return self._connection().request(api_key, version, body)
         except (OSError, ConnectionError, TimeoutError) as e:
-            if self._running:
-                self.log.warning(
-                    f"Error sending {ApiKeys(api_key).name} to broker {self.source.id} at "
-                    f"{self.source.host}:{self.source.port}: {e!r}"
-                )
             self._close_connection()
+            if not self._running:
+                return None
+            reason = self._take_reset_reason()
+            if reason is not None:
+                self.log.info(
+                    f"Abandoned {ApiKeys(api_key).name} to broker {self.source.id} at "
+                    f"{self.source.host}:{self.source.port} ({reason}); reconnecting"
+                )
+                return None
+            self.log.warning(
+                f"Error sending {ApiKeys(api_key).name} to broker {self.source.id} at "
+                f"{self.source.host}:{self.source.port}: {e!r}"
+            )
             self._delay_all()
             return None
 

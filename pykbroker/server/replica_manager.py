@@ -380,11 +380,24 @@ class ReplicaManager:
                 self._offline = frozenset(offline)
                 if start_fetching:
                     self.replica_fetcher_manager.add_fetcher_for_partitions(start_fetching)
+            # Kafka's applyDelta: a thread left without partitions (its leader lost them) stops now,
+            # closing its connection and abandoning the request in flight there.
+            self.replica_fetcher_manager.shutdown_idle_fetcher_threads()
         for topic in {t for t, _ in changes.deletes}:
             if not any(t == topic for t, _ in self._partitions):
                 self.broker_topic_stats.remove_metrics(topic)
         for tp in touched:
             self._complete_delayed(tp, produce=True)
+
+    def apply_broker_changes(self, delta, image) -> None:
+        """Broker registrations changed in a metadata delta (BrokerMetadataPublisher thread, before
+        ``apply_delta``): fetchers whose leader, or this broker, came back reconnect at once
+        (``ReplicaFetcherManager.on_broker_changes``)."""
+        if self._shutting_down.is_set():
+            return
+        self.replica_fetcher_manager.on_broker_changes(
+            delta.image.brokers, image.brokers, delta.broker_changes, getattr(delta, "fenced_brokers", frozenset())
+        )
 
     def _new_partition(self, topic: str, index: int, topic_id, log) -> Partition:
         p = Partition(
