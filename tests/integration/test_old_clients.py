@@ -15,6 +15,7 @@ import pytest
 
 from pykbroker.clients.broker_connection import BrokerConnection, ConnectionClosedError
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.server.api_version_manager import BROKER_VERSIONS
 from tests.helpers.tools import create_topic_with_tool, run_tool
 
 pytestmark = pytest.mark.integration
@@ -42,7 +43,7 @@ def test_produce_is_advertised_from_v0_but_v0_to_v2_are_not_served(kafka):
     with BrokerConnection.to(kafka.bootstrap) as conn:
         resp = conn.request(ApiKeys.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
         produce = next(k for k in resp["api_keys"] if k["api_key"] == ApiKeys.PRODUCE)
-        assert (produce["min_version"], produce["max_version"]) == (0, 11)
+        assert (produce["min_version"], produce["max_version"]) == (0, BROKER_VERSIONS[ApiKeys.PRODUCE][1])
     for version in (0, 2):
         with BrokerConnection.to(kafka.bootstrap) as bad, BrokerConnection.to(kafka.bootstrap) as good:
             # A Produce v<3 request (header v1: key, version, correlation id, client id; then acks, timeout, []).
