@@ -38,7 +38,7 @@ from pykbroker.protocol import errors
 _LIMITS = {"int": (2**31 - 1, "an INT"), "long": (2**63 - 1, "a LONG")}
 
 
-def _valid_ip_entity(name: str | None) -> bool:
+def valid_ip_entity(name: str | None) -> bool:
     """Kafka's ``isValidIpEntity`` (``InetAddress.getByName``): an address literal or a resolvable host."""
     if name is None:
         return True
@@ -73,7 +73,7 @@ def validate_entity(pairs: list[dict]) -> tuple[QuotaEntity | None, str | None, 
     if IP in seen:
         if USER in seen or CLIENT_ID in seen:
             return None, "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId", {}
-        if not _valid_ip_entity(seen[IP]):
+        if not valid_ip_entity(seen[IP]):
             return None, f"{seen[IP]} is not a valid IP or resolvable host.", {}
         return entity, None, IP_KEYS
     return entity, None, USER_CLIENT_KEYS

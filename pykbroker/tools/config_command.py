@@ -31,6 +31,7 @@ import re
 import sys
 
 from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.metadata.client_quota_control_manager import valid_ip_entity
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
@@ -467,7 +468,7 @@ def _resolve_entity(args) -> None:
         args.quota_entities = [(QUOTA_ENTITY_TYPES[t], n) for t, n in zip(types, padded, strict=True)]
         if etype == "ips":
             ip = padded[0]
-            if ip and not _valid_ip_entity(ip):
+            if ip and not valid_ip_entity(ip):
                 raise ConfigCommandError(
                     f"The entity name for ips must be a valid IP or resolvable host, but it is: {ip}"
                 )
@@ -478,22 +479,6 @@ def _resolve_entity(args) -> None:
     if len(names) > 1:
         raise ConfigCommandError("--entity-name and --entity-default cannot both be specified")
     args.entity_name = names[0] if names else None
-
-
-def _valid_ip_entity(name: str) -> bool:
-    import ipaddress
-    import socket
-
-    try:
-        ipaddress.ip_address(name)
-        return True
-    except ValueError:
-        pass
-    try:
-        socket.getaddrinfo(name, None)
-        return True
-    except (OSError, UnicodeError):
-        return False
 
 
 def main(argv: list[str] | None = None, out=sys.stdout) -> int:
