@@ -669,6 +669,13 @@ class GroupCoordinator:
             self._remove_member(group, member_id)
 
     # -- offsets ----------------------------------------------------------------------------------------
+    def _split_oversized_metadata(self, offsets: dict) -> tuple[dict, dict]:
+        """(offsets to store, {tp: OFFSET_METADATA_TOO_LARGE}): metadata longer than ``offset.metadata.max.bytes``
+        (UTF-8 bytes) is refused per partition, as Kafka's ``validateOffsetMetadataLength``."""
+        too_large = {tp for tp, o in offsets.items() if len((o.metadata or "").encode()) > self.max_metadata_bytes}
+        valid = {tp: o for tp, o in offsets.items() if tp not in too_large}
+        return valid, {tp: errors.OFFSET_METADATA_TOO_LARGE for tp in too_large}
+
     def handle_commit_offsets(
         self,
         group_id: str,
@@ -706,9 +713,7 @@ class GroupCoordinator:
                 if group.state is _S.COMPLETING_REBALANCE:
                     return all_error(errors.REBALANCE_IN_PROGRESS)
                 self._heartbeat(group, group.members[member_id])
-        too_large = {tp for tp, o in offsets.items() if len((o.metadata or "").encode()) > self.max_metadata_bytes}
-        valid = {tp: o for tp, o in offsets.items() if tp not in too_large}
-        result = {tp: errors.OFFSET_METADATA_TOO_LARGE for tp in too_large}
+        valid, result = self._split_oversized_metadata(offsets)
         if not valid:
             return respond(result)
 
@@ -763,9 +768,7 @@ class GroupCoordinator:
                 invalid = self._validate_txn_offset_commit(group, generation_id, member_id, instance_id)
             if invalid is not None:
                 return all_error(invalid)
-            too_large = {tp for tp, o in offsets.items() if len((o.metadata or "").encode()) > self.max_metadata_bytes}
-            valid = {tp: o for tp, o in offsets.items() if tp not in too_large}
-            result = {tp: errors.OFFSET_METADATA_TOO_LARGE for tp in too_large}
+            valid, result = self._split_oversized_metadata(offsets)
             if not valid:
                 return respond(result)
 
