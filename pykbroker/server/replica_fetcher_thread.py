@@ -214,13 +214,14 @@ class ReplicaFetcherThread(threading.Thread):
         self._work.wait(max(1, min(timeout, self.backoff_ms)) / 1000)
 
     def _await_registration(self) -> None:
-        """This broker has no broker epoch yet: wait ``replica.fetch.backoff.ms`` (or until shut down)."""
-        with self._lock:
-            if not self._logged_unregistered:
-                self._logged_unregistered = True
-                self.log.info("Waiting for this broker's registration (its broker epoch) before fetching")
-            if self._running:
-                self._wakeup.wait(self.backoff_ms / 1000)
+        """This broker has no broker epoch yet: wait ``replica.fetch.backoff.ms`` (or until shut down: shutdown
+        sets ``_work``)."""
+        if not self._logged_unregistered:
+            self._logged_unregistered = True
+            self.log.info("Waiting for this broker's registration (its broker epoch) before fetching")
+        self._work.clear()
+        if self._running:
+            self._work.wait(self.backoff_ms / 1000)
 
     def _connection(self) -> BrokerConnection:
         if self._conn is not None and self._reset_reason is not None:

@@ -209,3 +209,22 @@ def test_unrelated_registration_changes_leave_the_connection_alone(follower, lea
     while time.monotonic() < deadline:
         assert leader.waiting_request(0) and len(leader.connections) == 1
         time.sleep(0.02)
+
+
+def test_an_unregistered_broker_waits_for_its_epoch_then_fetches(follower, leaders, caplog):
+    """Before this broker has a broker epoch (KIP-903) its fetcher sends no Fetch, waits quietly (no error in
+    the fetcher loop) and fetches as soon as the epoch is there; a shutdown meanwhile ends the wait at once."""
+    leader = leaders()
+    epoch = [-1]
+    follower.rm.broker_epoch = lambda: epoch[0]
+    follower.publish(
+        register(2, leader.port, 7),
+        topic_record("t", TOPIC_ID),
+        partition_record(TOPIC_ID, 0, [2, 1], [2, 1], 2, leader_epoch=1),
+    )
+    time.sleep(0.3)  # several replica.fetch.backoff.ms rounds: nothing may be sent meanwhile
+    assert not leader.waiting_request(0)
+    assert not [r for r in caplog.records if "Error in fetcher loop" in r.getMessage()]
+    epoch[0] = 1
+    wait_until(lambda: leader.waiting_request(0), 5, message="a Fetch once the broker has its epoch")
+    assert not [r for r in caplog.records if "Error in fetcher loop" in r.getMessage()]
