@@ -11,6 +11,7 @@ import pytest
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
+from tests.helpers.broker_configs import alter_broker_configs
 from tests.helpers.wait import wait_until
 
 pytestmark = pytest.mark.integration
@@ -25,22 +26,8 @@ def kafka(module_broker):
 
 
 def alter(kafka, name: str, *ops: tuple[str, int, str | None]) -> None:
-    with BrokerConnection.to(kafka.bootstrap, client_id="t") as conn:
-        response = conn.request(
-            ApiKeys.INCREMENTAL_ALTER_CONFIGS,
-            1,
-            {
-                "resources": [
-                    {
-                        "resource_type": 4,
-                        "resource_name": name,
-                        "configs": [{"name": k, "config_operation": op, "value": v} for k, op, v in ops],
-                    }
-                ],
-                "validate_only": False,
-            },
-        )
-    assert [r["error_code"] for r in response["responses"]] == [errors.NONE], response
+    code, message = alter_broker_configs(kafka.bootstrap, name, *ops)
+    assert code == errors.NONE, message
 
 
 def describe(kafka, name: str, key: str) -> dict | None:
@@ -186,23 +173,7 @@ def test_configs_that_cannot_change_at_run_time_are_refused(kafka):
 
 
 def alter_result(kafka, name: str, *ops: tuple[str, int, str | None]) -> tuple[int, str | None]:
-    with BrokerConnection.to(kafka.bootstrap, client_id="t") as conn:
-        response = conn.request(
-            ApiKeys.INCREMENTAL_ALTER_CONFIGS,
-            1,
-            {
-                "resources": [
-                    {
-                        "resource_type": 4,
-                        "resource_name": name,
-                        "configs": [{"name": k, "config_operation": op, "value": v} for k, op, v in ops],
-                    }
-                ],
-                "validate_only": False,
-            },
-        )
-    [r] = response["responses"]
-    return r["error_code"], r["error_message"]
+    return alter_broker_configs(kafka.bootstrap, name, *ops)
 
 
 def test_kafka_dynamic_broker_keys_per_broker_default_and_listener(kafka):

@@ -19,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
+from tests.helpers.broker_configs import alter_broker_configs
 from tests.helpers.wait import wait_until
 
 pytestmark = pytest.mark.integration
@@ -47,27 +48,7 @@ def labels_of(url: str, name: str, label: str) -> dict[str, float]:
     }
 
 
-def alter(bootstrap: str, name: str, *ops: tuple[str, int, str | None], conn=None) -> tuple[int, str | None]:
-    """IncrementalAlterConfigs of one BROKER resource (on ``conn`` if given, else a new connection)."""
-    if conn is None:
-        with BrokerConnection.to(bootstrap, client_id="t") as new:
-            return alter(bootstrap, name, *ops, conn=new)
-    response = conn.request(
-        ApiKeys.INCREMENTAL_ALTER_CONFIGS,
-        1,
-        {
-            "resources": [
-                {
-                    "resource_type": 4,
-                    "resource_name": name,
-                    "configs": [{"name": k, "config_operation": op, "value": v} for k, op, v in ops],
-                }
-            ],
-            "validate_only": False,
-        },
-    )
-    [r] = response["responses"]
-    return r["error_code"], r["error_message"]
+alter = alter_broker_configs
 
 
 def api_versions_ok(conn: BrokerConnection) -> bool:
