@@ -28,6 +28,12 @@ import uuid
 from typing import Any
 
 from pykbroker.protocol import errors
+from pykbroker.protocol.messages.raft import (
+    DescribeQuorumResponseTopicsPartitions as PartitionData,
+)
+from pykbroker.protocol.messages.raft import (
+    DescribeQuorumResponseTopicsPartitionsCurrentVoters as ReplicaStateData,
+)
 from pykbroker.raft.epoch_state import OBSERVER_SESSION_TIMEOUT_MS, LeaderState, ReplicaState
 from pykbroker.raft.raft_messages import NONE, NOT_LEADER_OR_FOLLOWER
 
@@ -36,7 +42,7 @@ METADATA_PARTITION = 0
 NO_DIRECTORY_ID = uuid.UUID(int=0)  # Kafka's ReplicaKey.NO_DIRECTORY_ID (Uuid.ZERO_UUID)
 
 
-def partition_error(partition_index: int, error_code: int) -> dict[str, Any]:
+def partition_error(partition_index: int, error_code: int) -> PartitionData:
     """A partition entry carrying only ``error_code`` and its message (leader id, epoch and high
     watermark 0, no replicas: Kafka's defaults in ``singletonErrorResponse``)."""
     return {
@@ -51,7 +57,7 @@ def partition_error(partition_index: int, error_code: int) -> dict[str, Any]:
     }
 
 
-def describe_quorum(client: Any, now_ms: int) -> dict[str, Any]:
+def describe_quorum(client: Any, now_ms: int) -> PartitionData:
     """The DescribeQuorum partition entry of ``client`` (a
     :class:`~pykbroker.raft.kafka_raft_client.KafkaRaftClient`) at ``now_ms`` (wall-clock ms,
     ``client.time.milliseconds()``: the fetch times are recorded on that clock). Not the leader: the
@@ -84,7 +90,7 @@ def voter_ids(client: Any) -> list[int]:
     return sorted(client.quorum.voters)
 
 
-def _replica(state: ReplicaState, leader_id: int, now_ms: int) -> dict[str, Any]:
+def _replica(state: ReplicaState, leader_id: int, now_ms: int) -> ReplicaStateData:
     leader = state.replica_id == leader_id
     return {
         "replica_id": state.replica_id,
