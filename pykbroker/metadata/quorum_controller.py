@@ -253,17 +253,18 @@ class QuorumController:
         StandardAuthorizer on a controller-only node (any thread: the dict is replaced, never changed)."""
         return _AclView(self.managers.acls.acls)
 
-    def create_topics(self, request: dict[str, Any], describable: set[str] | None = None) -> Future:
-        """CreateTopics -> ``{topics: [CreatableTopicResult dict]}`` (see ReplicationControlManager)."""
-        return self._write("createTopics", lambda: self.managers.replication.create_topics(request, describable))
+    def create_topics(self, request: dict[str, Any], describable: set[str] | None = None, quota=None) -> Future:
+        """CreateTopics -> ``{topics: [CreatableTopicResult dict]}`` (see ReplicationControlManager). ``quota``:
+        the request's controller mutation quota (KIP-599), recorded per topic on the event thread."""
+        return self._write("createTopics", lambda: self.managers.replication.create_topics(request, describable, quota))
 
-    def delete_topics(self, request: dict[str, Any]) -> Future:
+    def delete_topics(self, request: dict[str, Any], quota=None) -> Future:
         """DeleteTopics -> ``{responses: [{name, topic_id, error_code, error_message}]}``."""
-        return self._write("deleteTopics", lambda: self.managers.replication.delete_topics(request))
+        return self._write("deleteTopics", lambda: self.managers.replication.delete_topics(request, quota))
 
-    def create_partitions(self, request: dict[str, Any]) -> Future:
+    def create_partitions(self, request: dict[str, Any], quota=None) -> Future:
         """CreatePartitions -> ``{results: [{name, error_code, error_message}]}``."""
-        return self._write("createPartitions", lambda: self.managers.replication.create_partitions(request))
+        return self._write("createPartitions", lambda: self.managers.replication.create_partitions(request, quota))
 
     def incremental_alter_configs(self, request: dict[str, Any]) -> Future:
         """IncrementalAlterConfigs -> ``{responses: [{error_code, error_message, resource_type,

@@ -114,9 +114,14 @@ class ReplicationControlManager:
         return self.topics[topic_id] if topic_id is not None else None
 
     # ---- CreateTopics ------------------------------------------------------------------------
-    def create_topics(self, request: dict[str, Any], describable: set[str] | None = None) -> ControllerResult[dict]:
+    def create_topics(
+        self, request: dict[str, Any], describable: set[str] | None = None, quota=None
+    ) -> ControllerResult[dict]:
         """See the module docstring. ``describable``: topics whose configs the caller may see in the
-        response (None = all)."""
+        response (None = all). ``quota``: the request's controller mutation quota (KIP-599; an object with
+        ``record(partitions)``, Kafka's ``ControllerRequestContext.applyPartitionChangeQuota``): each topic's
+        partitions are recorded before its records are built; a topic it refuses (THROTTLING_QUOTA_EXCEEDED)
+        is not created."""
         topics = list(request.get("topics", []))
         names = [t["name"] for t in topics]
         duplicates = {n for n, c in collections.Counter(names).items() if c > 1}
@@ -140,7 +145,9 @@ class ReplicationControlManager:
             try:
                 if name in duplicates:
                     raise _Rejected(errors.INVALID_REQUEST, "Duplicate topic name.")
-                result, topic_records = self._create_topic(topic, describable is None or name in describable, records)
+                result, topic_records = self._create_topic(
+                    topic, describable is None or name in describable, records, quota
+                )
                 records.extend(topic_records)
                 results.append(result)
             except _Rejected as e:
@@ -165,7 +172,7 @@ class ReplicationControlManager:
         return total
 
     def _create_topic(
-        self, topic: dict, show_configs: bool, earlier: list[ApiMessageAndVersion]
+        self, topic: dict, show_configs: bool, earlier: list[ApiMessageAndVersion], quota=None
     ) -> tuple[dict, list[ApiMessageAndVersion]]:
         name = topic["name"]
         topic_names.validate(name)
@@ -199,6 +206,8 @@ class ReplicationControlManager:
             if result.response["error_code"] != errors.NONE:
                 raise _Rejected(result.response["error_code"], result.response["error_message"])
             config_records = result.records
+        if quota is not None:
+            quota.record(len(parts))  # ThrottlingQuotaExceededError: this topic is refused
         topic_id = uuid.uuid4()
         out = [topic_record(name, topic_id), *config_records]
         out += [parts[i].to_record(topic_id, i) for i in range(len(parts))]
@@ -318,7 +327,8 @@ class ReplicationControlManager:
             )
 
     # ---- DeleteTopics ------------------------------------------------------------------------
-    def delete_topics(self, request: dict[str, Any]) -> ControllerResult[dict]:
+    def delete_topics(self, request: dict[str, Any], quota=None) -> ControllerResult[dict]:
+        """DeleteTopics by name or id; ``quota`` as in :meth:`create_topics` (a topic's partitions count)."""
         wanted: list[tuple[str | None, uuid.UUID | None]] = [(n, None) for n in request.get("topic_names") or []]
         for t in request.get("topics") or []:
             tid = t.get("topic_id")
@@ -353,6 +363,11 @@ class ReplicationControlManager:
                     raise _Rejected(errors.INVALID_REQUEST, "Neither topic name nor id was given.")
                 if info.id in (r.data["topic_id"] for r in records):
                     raise _Rejected(errors.INVALID_REQUEST, "Duplicate topic name.")
+                if quota is not None:
+                    try:
+                        quota.record(len(info.parts))
+                    except KafkaError as e:
+                        raise _Rejected(e.code, e.message) from e
                 records.append(remove_topic_record(info.id))
                 responses.append(
                     {"name": info.name, "topic_id": info.id, "error_code": errors.NONE, "error_message": None}
@@ -364,7 +379,8 @@ class ReplicationControlManager:
         return ControllerResult(records, {"responses": responses}, atomic=False)
 
     # ---- CreatePartitions --------------------------------------------------------------------
-    def create_partitions(self, request: dict[str, Any]) -> ControllerResult[dict]:
+    def create_partitions(self, request: dict[str, Any], quota=None) -> ControllerResult[dict]:
+        """CreatePartitions; ``quota`` as in :meth:`create_topics` (the partitions added count)."""
         topics = list(request.get("topics", []))
         names = collections.Counter(t["name"] for t in topics)
         additional = 0
@@ -389,7 +405,7 @@ class ReplicationControlManager:
             try:
                 if names[name] > 1:
                     raise _Rejected(errors.INVALID_REQUEST, "Duplicate topic name.")
-                records.extend(self._create_partitions(topic))
+                records.extend(self._create_partitions(topic, quota))
                 results.append({"name": name, "error_code": errors.NONE, "error_message": None})
             except _Rejected as e:
                 results.append({"name": name, "error_code": e.code, "error_message": e.message})
@@ -397,7 +413,7 @@ class ReplicationControlManager:
             records = []
         return ControllerResult(records, {"results": results}, atomic=False)
 
-    def _create_partitions(self, topic: dict) -> list[ApiMessageAndVersion]:
+    def _create_partitions(self, topic: dict, quota=None) -> list[ApiMessageAndVersion]:
         name, count = topic["name"], int(topic["count"])
         info = self.get_topic(name)
         if info is None:
@@ -413,13 +429,18 @@ class ReplicationControlManager:
         additional = count - current
         assignments = topic.get("assignments")
         rf = len(info.parts[0].replicas) if info.parts else self.default_replication_factor
+        if assignments is not None and len(assignments) != additional:
+            raise _Rejected(
+                errors.INVALID_REPLICA_ASSIGNMENT,
+                f"Attempted to add {additional} additional "
+                f"partition(s), but only {len(assignments)} assignment(s) were specified.",
+            )
+        if quota is not None:
+            try:
+                quota.record(additional)
+            except KafkaError as e:
+                raise _Rejected(e.code, e.message) from e
         if assignments is not None:
-            if len(assignments) != additional:
-                raise _Rejected(
-                    errors.INVALID_REPLICA_ASSIGNMENT,
-                    f"Attempted to add {additional} additional "
-                    f"partition(s), but only {len(assignments)} assignment(s) were specified.",
-                )
             parts = {}
             for i, a in enumerate(assignments):
                 replicas = list(a["broker_ids"])

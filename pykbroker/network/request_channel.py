@@ -85,6 +85,7 @@ class Request:
         "size",
         "unsupported_version",
         "memory_release",
+        "pending_throttle",
     )
 
     def __init__(
@@ -112,6 +113,8 @@ class Request:
         self.size = size
         self.unsupported_version = unsupported_version
         self.memory_release = memory_release  # gives the frame's bytes back to the memory pool
+        #: (quota manager, ms) a handler's quota asked for, applied when the response is sent (server/quotas)
+        self.pending_throttle: tuple[Any, int] | None = None
 
     @property
     def header(self):

@@ -52,15 +52,17 @@ class ForwardingManager:
             timeout = self.default_timeout_ms
         return self.channel.send_request(api_key, VERSIONS[api_key], body, timeout)
 
-    def create_topics(self, request: dict[str, Any], describable: set[str] | None = None) -> Future:
+    def create_topics(self, request: dict[str, Any], describable: set[str] | None = None, quota=None) -> Future:
         """CreateTopics; the controller's answer has every result (``describable`` is only honoured by a
-        local controller)."""
+        local controller). ``quota`` (here and in DeleteTopics/CreatePartitions) is not used: in KRaft the
+        controller applies the controller mutation quota, and without Envelope forwarding it sees this
+        broker's identity, not the client's (see docs/ARCHITECTURE.md, client quotas)."""
         return self._forward(ApiKeys.CREATE_TOPICS, request)
 
-    def delete_topics(self, request: dict[str, Any]) -> Future:
+    def delete_topics(self, request: dict[str, Any], quota=None) -> Future:
         return self._forward(ApiKeys.DELETE_TOPICS, request)
 
-    def create_partitions(self, request: dict[str, Any]) -> Future:
+    def create_partitions(self, request: dict[str, Any], quota=None) -> Future:
         return self._forward(ApiKeys.CREATE_PARTITIONS, request)
 
     def incremental_alter_configs(self, request: dict[str, Any]) -> Future:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from pykbroker.network.channel import NetworkSend
 from pykbroker.network.request_channel import Request, RequestChannel, SendResponse
-from pykbroker.protocol import encode_response_parts, errors, response_frame
+from pykbroker.protocol import encode_response_body, encode_response_parts, errors, response_frame
 from pykbroker.server.error_responses import build_error_response
+from pykbroker.server.quotas import request_throttle
 from pykbroker.utils.logging import get_logger
 
 _log = get_logger("RequestHelper")
@@ -79,6 +80,9 @@ class RequestHelper:
         answered or its connection closed: a client never waits for a response that will not come."""
         h = request.context.header
         version = h.api_version if version is None else version
+        quotas = self.quotas
+        if quotas is not None and (quotas.request.quotas_enabled or request.pending_throttle is not None):
+            body = request_throttle.apply(quotas, request, body, self.request_channel_for(request))
         try:
             parts = encode_response_parts(h.api_key, version, h.correlation_id, body)
             counts = error_counts(body)
@@ -93,10 +97,19 @@ class RequestHelper:
         channel.update_error_metrics(request.api_name, counts)
         channel.send_response(SendResponse(request, NetworkSend(request.context.connection_id, parts), on_complete))
 
-    def send_encoded_response(self, request: Request, encoded_body: bytes, error_code: int = 0) -> None:
+    def send_encoded_response(
+        self, request: Request, encoded_body: bytes, error_code: int = 0, body: dict | None = None
+    ) -> None:
         """Queue a response whose body is already encoded for the request's version (a cached response);
-        ``error_code`` is what ErrorsPerSec counts."""
+        ``error_code`` is what ErrorsPerSec counts. ``body``: the dict it was encoded from, sent instead (encoded
+        again) when a quota throttles the request, so that the response carries its ``throttle_time_ms``."""
         h = request.context.header
+        quotas = self.quotas
+        if quotas is not None and (quotas.request.quotas_enabled or request.pending_throttle is not None):
+            given = body if body is not None else {"error_code": error_code}
+            throttled = request_throttle.apply(quotas, request, given, self.request_channel_for(request))
+            if body is not None and throttled is not body:
+                encoded_body = encode_response_body(h.api_key, h.api_version, throttled)
         parts = response_frame(h.api_key, h.api_version, h.correlation_id, encoded_body)
         channel: RequestChannel = self.request_channel_for(request)
         channel.update_error_metrics(request.api_name, {error_code: 1})
@@ -114,13 +127,25 @@ class RequestHelper:
 
     def throttle(self, quota_manager, request: Request, throttle_time_ms: int) -> None:
         """Kafka's ``RequestHandlerHelper.throttle``: mute the request's channel for ``throttle_time_ms`` after
-        its response (call before sending the response)."""
-        channel: RequestChannel = self.request_channel_for(request)
-        quota_manager.throttle(
-            lambda: channel.start_throttling(request), lambda: channel.end_throttling(request), throttle_time_ms
-        )
+        its response (call before sending the response). The mute starts when the response is sent, for the
+        larger of this and the request quota's throttle (:mod:`pykbroker.server.quotas.request_throttle`)."""
+        if throttle_time_ms <= 0:
+            return
+        if self.quotas is None:  # a listener without the broker's quota managers: mute now
+            channel: RequestChannel = self.request_channel_for(request)
+            quota_manager.throttle(
+                lambda: channel.start_throttling(request), lambda: channel.end_throttling(request), throttle_time_ms
+            )
+            return
+        pending = request.pending_throttle
+        if pending is None or pending[1] < throttle_time_ms:
+            request.pending_throttle = (quota_manager, throttle_time_ms)
 
     def send_no_op_response(self, request: Request) -> None:
+        """No response (acks=0 produce): exempt from the request quota; a byte-rate throttle still mutes."""
+        quotas = self.quotas
+        if quotas is not None and (quotas.request.quotas_enabled or request.pending_throttle is not None):
+            request_throttle.apply(quotas, request, None, self.request_channel_for(request))
         self.request_channel_for(request).send_no_op_response(request)
 
     def close_connection(self, request: Request) -> None:

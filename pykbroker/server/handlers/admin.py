@@ -19,6 +19,7 @@ from pykbroker.metadata.configuration_control_manager import (
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.server import error_responses
+from pykbroker.server.quotas.client_quota_manager import user_of
 
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP = 2, 4, 32
 SOURCE_GROUP_CONFIG = 8  # DescribeConfigsResponse.ConfigSource.GROUP_CONFIG
@@ -54,6 +55,8 @@ class AdminHandler:
         self.broker_config = broker_config
         self.log_defaults = log_defaults
         self.dynamic_config = dynamic_config or (lambda: None)
+        #: apply the controller mutation quota (KIP-599) to CreateTopics/DeleteTopics/CreatePartitions
+        self.apply_mutation_quota = True
 
     def handlers(self) -> dict:
         return {
@@ -169,7 +172,11 @@ class AdminHandler:
             request, {"throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None, "results": results}
         )
 
-    def _reply_when_done(self, request, future, shape=lambda r: r) -> None:
+    def _reply_when_done(self, request, future, shape=lambda r: r, quota=None) -> None:
+        """Send the future's body (through ``shape``) or the API's error response. ``quota``: the request's
+        controller mutation quota, whose throttle time the response carries and the channel is muted for
+        (Kafka's ``sendResponseMaybeThrottleWithControllerQuota``)."""
+
         def done(f):
             try:
                 body = shape(f.result())
@@ -180,18 +187,40 @@ class AdminHandler:
                 if body is None:
                     self.helper.close_connection(request)
                     return
-            self.helper.send_response(request, {"throttle_time_ms": 0, **body})
+            throttle_ms = max(body.get("throttle_time_ms") or 0, 0)
+            if quota is not None and quota.throttle_time > 0:
+                throttle_ms = max(throttle_ms, quota.throttle_time)
+                self.helper.throttle(self.helper.quotas.controller_mutation, request, quota.throttle_time)
+            self.helper.send_response(request, {**body, "throttle_time_ms": throttle_ms})
 
         future.add_done_callback(done)
 
+    def _mutation_quota(self, request, strict_since_version: int):
+        """The request's controller mutation quota (KIP-599; Kafka's ``newQuotaFor``), None when not applied:
+        no quota managers here, or :attr:`apply_mutation_quota` off (the controller listener, whose requests
+        are forwarded by brokers without the client's identity)."""
+        quotas = self.helper.quotas
+        if quotas is None or not self.apply_mutation_quota or not quotas.controller_mutation.quotas_enabled:
+            return None
+        ctx = request.context
+        return quotas.controller_mutation.new_quota_for(
+            user_of(ctx.principal), ctx.client_id or "", ctx.api_version, strict_since_version
+        )
+
     def handle_create_topics_request(self, request) -> None:
-        self._reply_when_done(request, self.controller.create_topics(request.body))
+        quota = self._mutation_quota(request, 6)
+        kw = {} if quota is None else {"quota": quota}
+        self._reply_when_done(request, self.controller.create_topics(request.body, **kw), quota=quota)
 
     def handle_delete_topics_request(self, request) -> None:
-        self._reply_when_done(request, self.controller.delete_topics(request.body))
+        quota = self._mutation_quota(request, 5)
+        kw = {} if quota is None else {"quota": quota}
+        self._reply_when_done(request, self.controller.delete_topics(request.body, **kw), quota=quota)
 
     def handle_create_partitions_request(self, request) -> None:
-        self._reply_when_done(request, self.controller.create_partitions(request.body))
+        quota = self._mutation_quota(request, 3)
+        kw = {} if quota is None else {"quota": quota}
+        self._reply_when_done(request, self.controller.create_partitions(request.body, **kw), quota=quota)
 
     def handle_elect_leaders_request(self, request) -> None:
         """ElectLeaders (key 43): preferred or unclean elections, done by the controller (see

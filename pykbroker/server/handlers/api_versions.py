@@ -52,7 +52,7 @@ class ApiVersionsHandler:
         # The manager is read-only once set: its list, and the successful response per version for the current
         # features epoch, are built once (replaced whole, by reference: racing handler threads store equal bytes).
         self._api_keys: list[dict] | None = None
-        self._encoded: tuple[int, dict[int, bytes]] = (-2, {})
+        self._encoded: tuple[int, dict[int, tuple[bytes, dict]]] = (-2, {})
 
     def handlers(self) -> dict:
         return {ApiKeys.API_VERSIONS: self.handle_api_versions_request}
@@ -82,8 +82,8 @@ class ApiVersionsHandler:
         if epoch != finalized.epoch:
             by_version = {}
             self._encoded = (finalized.epoch, by_version)
-        encoded = by_version.get(version)
-        if encoded is None:  # the same for every request of a version until the features change: encode it once
+        cached = by_version.get(version)
+        if cached is None:  # the same for every request of a version until the features change: encode it once
             body = {
                 "error_code": errors.NONE,
                 "api_keys": api_keys,
@@ -91,8 +91,9 @@ class ApiVersionsHandler:
                 **feature_keys(version, finalized),
                 "zk_migration_ready": False,
             }
-            encoded = by_version[version] = encode_response_body(ApiKeys.API_VERSIONS, version, body)
-        self.helper.send_encoded_response(request, encoded)
+            cached = by_version[version] = (encode_response_body(ApiKeys.API_VERSIONS, version, body), body)
+        # the body goes along for a request quota's throttle_time_ms (then encoded again)
+        self.helper.send_encoded_response(request, cached[0], body=cached[1])
 
 
 @error_responses.register(ApiKeys.API_VERSIONS)

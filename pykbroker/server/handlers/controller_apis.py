@@ -28,6 +28,9 @@ class ControllerApis:
         self.controller = controller
         self.cluster_info = cluster_info
         self.admin = AdminHandler(helper, controller, None, broker_config, log_defaults)
+        # Brokers forward CreateTopics/DeleteTopics/CreatePartitions without Envelope: the client's identity is
+        # lost here, so the controller mutation quota is applied by the broker's handler on a single node only.
+        self.admin.apply_mutation_quota = False
 
     def handlers(self) -> dict:
         result = {

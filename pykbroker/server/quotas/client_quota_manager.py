@@ -229,15 +229,21 @@ def user_of(principal: str | None) -> str:
 
 
 class QuotaManagers:
-    """Kafka's ``QuotaFactory.QuotaManagers``: the broker's produce and fetch managers, from ``quota.window.num``
-    and ``quota.window.size.seconds``."""
+    """Kafka's ``QuotaFactory.QuotaManagers``: the broker's produce, fetch, request (``request_percentage``) and
+    controller mutation (``controller_mutation_rate``) managers, from ``quota.window.num`` and
+    ``quota.window.size.seconds``."""
 
     def __init__(self, samples: int, window_seconds: int, time: Time = SYSTEM):
+        from pykbroker.server.quotas.client_request_quota_manager import ClientRequestQuotaManager
+        from pykbroker.server.quotas.controller_mutation_quota_manager import ControllerMutationQuotaManager
+
         self.produce = ClientQuotaManager("Produce", "producer_byte_rate", samples, window_seconds, time)
         self.fetch = ClientQuotaManager("Fetch", "consumer_byte_rate", samples, window_seconds, time)
+        self.request = ClientRequestQuotaManager(samples, window_seconds, time)
+        self.controller_mutation = ControllerMutationQuotaManager(samples, window_seconds, time)
 
     def all(self) -> tuple[ClientQuotaManager, ...]:
-        return (self.produce, self.fetch)
+        return (self.produce, self.fetch, self.request, self.controller_mutation)
 
     def update_quotas(self, client_quotas: Mapping[tuple, Mapping[str, float]]) -> None:
         for m in self.all():

@@ -1,0 +1,149 @@
+"""ClientRequestQuotaManager: the ``request_percentage`` quota (KIP-124), Kafka's ``ClientRequestQuotaManager``.
+
+**What is measured**: the time a request handler thread spent on each request (Kafka's
+``requestThreadTimeNanos``: from the request's dequeue to the handler's local completion, or to now when the
+response is sent from the handler), per user/client-id, as a percentage of one thread: a request taking
+``t`` ns records ``t * 100 / 1e9`` and the quota window's rate of these values is the percentage of one
+thread the client used (``request_percentage=200`` allows two threads' worth). Network thread time is not
+recorded (Kafka adds the Processor's time for the request through ``recordNetworkThreadTimeCallback``;
+pykbroker's Processors do not time requests individually).
+
+**Limits**, precedence and sharing are those of :class:`ClientQuotaManager` with the quota key
+``request_percentage``. A client over its quota gets Kafka's throttle time ``(rate - limit) / limit * window``
+bounded by one quota window (``quota.window.size.seconds``, Kafka's ``QuotaUtils.boundedThrottleTime``); the
+:class:`~pykbroker.server.request_helper.RequestHelper` puts it in the response's ``throttle_time_ms`` and mutes
+the channel for that time (KIP-219).
+
+**Exempt requests** (Kafka's ``sendResponseExemptThrottle``: inter-broker and cluster actions, follower fetches,
+acks=0 produce requests) are never throttled; their time is recorded in one broker-wide ``exempt-request-time``
+rate (:meth:`record_exempt`). A cluster action refused with CLUSTER_AUTHORIZATION_FAILED is not exempt
+(Kafka's ``RequestHandlerHelper.handleError``): only an authorized principal's cluster actions are.
+
+No quota of this kind configured anywhere: :meth:`record_request_time` and :meth:`record_exempt` return at once
+(Kafka's ``quotasEnabled``); the RequestHelper does not even call them (one attribute read per response).
+
+Threading: called from request handler threads; the base class's lock guards the rates, a second lock the
+exempt rate and the throttle-time averages.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.server.quotas.client_quota_manager import ClientQuotaManager
+from pykbroker.server.quotas.sampled_rate import SampledRate
+from pykbroker.utils.time import SYSTEM, Time
+
+#: Kafka's ``ClientRequestQuotaManager.NanosToPercentagePerSecond``
+NANOS_TO_PERCENTAGE_PER_SECOND = 100.0 / 1e9
+
+#: APIs whose responses Kafka sends with ``sendResponseExemptThrottle`` (the cluster actions: LeaderAndIsr,
+#: StopReplica, UpdateMetadata, ControlledShutdown, WriteTxnMarkers, AlterPartition, and the controller's
+#: node-to-node APIs). UpdateFeatures and DescribeQuorum are cluster actions that Kafka does throttle.
+EXEMPT_APIS = frozenset(
+    {
+        ApiKeys.LEADER_AND_ISR,
+        ApiKeys.STOP_REPLICA,
+        ApiKeys.UPDATE_METADATA,
+        ApiKeys.CONTROLLED_SHUTDOWN,
+        ApiKeys.WRITE_TXN_MARKERS,
+        ApiKeys.VOTE,
+        ApiKeys.BEGIN_QUORUM_EPOCH,
+        ApiKeys.END_QUORUM_EPOCH,
+        ApiKeys.ALTER_PARTITION,
+        ApiKeys.ENVELOPE,
+        ApiKeys.BROKER_REGISTRATION,
+        ApiKeys.BROKER_HEARTBEAT,
+        ApiKeys.ALLOCATE_PRODUCER_IDS,
+    }
+)
+
+
+class SampledAvg:
+    """Kafka's ``Avg`` over a ``SampledStat``: the mean of the values recorded in the retained windows
+    (0.0 when there are none). Not thread-safe."""
+
+    __slots__ = ("sums", "counts")
+
+    def __init__(self, samples: int, window_ms: int, now_ms: int):
+        self.sums = SampledRate(samples, window_ms, now_ms)
+        self.counts = SampledRate(samples, window_ms, now_ms)
+
+    def record(self, value: float, now_ms: int) -> None:
+        self.sums.record(value, now_ms)
+        self.counts.record(1.0, now_ms)
+
+    def measure(self, now_ms: int) -> float:
+        self.sums.window_size_ms(now_ms)  # purges expired windows
+        self.counts.window_size_ms(now_ms)
+        count = sum(self.counts.values)
+        return sum(self.sums.values) / count if count else 0.0
+
+
+class ClientRequestQuotaManager(ClientQuotaManager):
+    """See the module docstring. ``samples``/``window_seconds``: ``quota.window.num`` and
+    ``quota.window.size.seconds``."""
+
+    def __init__(self, samples: int, window_seconds: int, time: Time = SYSTEM):
+        super().__init__("Request", "request_percentage", samples, window_seconds, time)
+        self.max_throttle_time_ms = window_seconds * 1000
+        self._metrics_lock = threading.Lock()
+        self.exempt_rate = SampledRate(samples, self.window_ms, time.milliseconds())
+        self._throttle_avgs: dict[tuple[str, str], SampledAvg] = {}
+
+    def record_request_time(self, user: str, client_id: str, thread_time_ns: int) -> int:
+        """Record ``thread_time_ns`` of handler time for the client; the throttle time in ms, at most one
+        quota window (0 within its quota or without one). Kafka's ``maybeRecordAndGetThrottleTimeMs``."""
+        value = thread_time_ns * NANOS_TO_PERCENTAGE_PER_SECOND
+        throttle = min(self.record_and_get_throttle_time_ms(user, client_id, value), self.max_throttle_time_ms)
+        if throttle > 0:
+            self._record_throttle(user, client_id, throttle)
+        return throttle
+
+    def record_exempt(self, thread_time_ns: int) -> None:
+        """Record an exempt request's handler time in the broker-wide ``exempt-request-time`` rate (Kafka's
+        ``maybeRecordExempt``); nothing when no request quota is configured."""
+        if not self.quotas_enabled:
+            return
+        now = self.time.milliseconds()
+        with self._metrics_lock:
+            self.exempt_rate.record(thread_time_ns * NANOS_TO_PERCENTAGE_PER_SECOND, now)
+
+    def exempt_request_time(self) -> float:
+        """``exempt-request-time``: the exempt requests' percentage of one thread over the quota window."""
+        with self._metrics_lock:
+            return self.exempt_rate.measure(self.time.milliseconds())
+
+    def _record_throttle(self, user: str, client_id: str, throttle_ms: int) -> None:
+        found = self._lookup_quietly(user, client_id)
+        if found is None:
+            return
+        now = self.time.milliseconds()
+        with self._metrics_lock:
+            avg = self._throttle_avgs.get(found)
+            if avg is None:
+                avg = self._throttle_avgs[found] = SampledAvg(self.samples, self.window_ms, now)
+            avg.record(float(throttle_ms), now)
+
+    def _lookup_quietly(self, user: str, client_id: str) -> tuple[str, str] | None:
+        with self._lock:
+            found = self._lookup(user, client_id)
+        return None if found is None else found[0]
+
+    # -- metrics (read at scrape time) ----------------------------------------------------------------
+    def request_times(self) -> Iterable[tuple[tuple[str, str], float]]:
+        """``((user, client-id), request-time)`` per sharing key: the percentage of one thread used over the
+        quota window (Kafka's ``request-time`` Rate, tagged as its quota level: an empty tag is not part of
+        the quota's entity)."""
+        now = self.time.milliseconds()
+        with self._lock:
+            return [(key, rate.measure(now)) for key, rate in self._rates.items()]
+
+    def throttle_times(self) -> Iterable[tuple[tuple[str, str], float]]:
+        """``((user, client-id), throttle-time)``: the mean throttle time (ms) answered over the quota window
+        (Kafka's ``throttle-time`` Avg)."""
+        now = self.time.milliseconds()
+        with self._metrics_lock:
+            return [(key, avg.measure(now)) for key, avg in self._throttle_avgs.items()]
