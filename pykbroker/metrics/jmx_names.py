@@ -107,5 +107,6 @@ def to_prometheus(mbean: str, kind: str) -> PrometheusName | None:
     if kind == "gauge":
         m = _PERCENT.match(name)
         aliases = (f"kafka_{sub}_{type_}_{m.group(1)}_percent".lower(),) if m else ()
-        return PrometheusName(f"kafka_{sub}_{type_}_{name}".lower(), GAUGE, labels, aliases, help_)
+        base = _INVALID.sub("_", f"kafka_{sub}_{type_}_{name}").lower()  # Kafka Metrics' request-time...
+        return PrometheusName(base, GAUGE, labels, aliases, help_)
     raise ValueError(f"Unknown metric kind {kind!r}")

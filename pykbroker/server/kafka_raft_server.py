@@ -504,6 +504,8 @@ class KafkaRaftServer:
         self.publisher.quota_managers = self.quota_managers
         self.quota_managers.update_quotas(self.metadata_cache.image.client_quotas)
         self.quota_managers.start()
+        self.quota_managers.request.register_metrics(self.metrics)
+        self.quota_managers.controller_mutation.register_metrics(self.metrics)
         self.data_helper.quotas = self.quota_managers
         self.group_metadata_manager = GroupMetadataManager(
             self.replica_manager,

@@ -19,12 +19,18 @@ from pykbroker.protocol.types import ZERO_UUID
 from pykbroker.tools import config_command
 from tests.helpers.broker import BrokerProcess
 from tests.helpers.wait import wait_until
+from tests.integration.test_prometheus_metrics import metrics_url, scrape
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     # quota.window.num=2 x 1 s windows: a controller_mutation_rate of 5 allows a burst of 10 partitions
-    b = BrokerProcess(tmp_path_factory.mktemp("req-mut-quotas"), quota_window_num="2").start()
+    b = BrokerProcess(
+        tmp_path_factory.mktemp("req-mut-quotas"),
+        quota_window_num="2",
+        metric_reporters="pykbroker.metrics.prometheus.PrometheusReporter",
+        prometheus_metrics_listener="127.0.0.1:0",
+    ).start()
     yield b
     b.stop()
 
@@ -99,6 +105,12 @@ def test_strict_create_topics_refuses_over_quota_and_what_it_created_exists(brok
     # every topic it was told was created exists (once the broker's metadata caught up), no refused one does
     wait_until(lambda: _existing_topics(broker, created) == set(created), 10, message="created topics in Metadata")
     assert _existing_topics(broker, refused) == set()
+    # ControllerMutation metrics for the client (Kafka's mutation-rate, tokens, throttle-time)
+    samples = scrape(metrics_url(broker))
+    labels = (("client_id", "mutator"), ("user", ""))
+    assert samples[("kafka_server_controllermutation_mutation_rate", labels)] > 0
+    assert samples[("kafka_server_controllermutation_throttle_time", labels)] > 0
+    assert ("kafka_server_controllermutation_tokens", labels) in samples
 
 
 def test_permissive_versions_are_accepted_and_throttled(broker):
@@ -167,3 +179,10 @@ def test_request_percentage_throttles_and_mutes_a_spamming_client(broker):
         stop.set()
         other.join(10)
     assert free_throttles and not any(free_throttles), free_throttles[:20]
+    # Request quota metrics: the limited client's request-time and throttle-time; the free client has no series
+    samples = scrape(metrics_url(broker))
+    labels = (("client_id", "spammer"), ("user", ""))
+    assert samples[("kafka_server_request_request_time", labels)] > 0
+    assert samples[("kafka_server_request_throttle_time", labels)] > 0
+    assert ("kafka_server_request_request_time", (("client_id", "free-client"), ("user", ""))) not in samples
+    assert ("kafka_server_request_exempt_request_time", ()) in samples

@@ -133,6 +133,18 @@ class ClientRequestQuotaManager(ClientQuotaManager):
         return None if found is None else found[0]
 
     # -- metrics (read at scrape time) ----------------------------------------------------------------
+    def register_metrics(self, registry) -> None:
+        """Kafka's ``Request`` quota metrics (JMX ``kafka.server:type=Request,user=<u>,client-id=<c>`` attributes
+        ``request-time`` and ``throttle-time``; ``kafka.server:type=Request`` ``exempt-request-time`` and
+        ``queue-size``), read at scrape time: Prometheus ``kafka_server_request_request_time{user,client_id}``,
+        ``kafka_server_request_throttle_time{user,client_id}``, ``kafka_server_request_exempt_request_time``,
+        ``kafka_server_request_queue_size``."""
+        keys = ("user", "client_id")
+        registry.gauge_family("kafka.server:type=Request,name=request-time", keys, self.request_times)
+        registry.gauge_family("kafka.server:type=Request,name=throttle-time", keys, self.throttle_times)
+        registry.gauge("kafka.server:type=Request,name=exempt-request-time", self.exempt_request_time)
+        registry.gauge("kafka.server:type=Request,name=queue-size", lambda: self.reaper.size)
+
     def request_times(self) -> Iterable[tuple[tuple[str, str], float]]:
         """``((user, client-id), request-time)`` per sharing key: the percentage of one thread used over the
         quota window (Kafka's ``request-time`` Rate, tagged as its quota level: an empty tag is not part of

@@ -194,6 +194,18 @@ class ControllerMutationQuotaManager(ClientQuotaManager):
             self._throttles[key] = (total + throttle_ms, count + 1)
 
     # -- metrics (read at scrape time) ----------------------------------------------------------------
+    def register_metrics(self, registry) -> None:
+        """Kafka's ``ControllerMutation`` quota metrics (JMX ``kafka.server:type=ControllerMutation,user=<u>,
+        client-id=<c>`` attributes ``mutation-rate``, ``tokens``, ``throttle-time``; ``queue-size``), read at
+        scrape time: Prometheus ``kafka_server_controllermutation_mutation_rate{user,client_id}``, ``..._tokens``,
+        ``..._throttle_time`` and ``kafka_server_controllermutation_queue_size``."""
+        keys = ("user", "client_id")
+        prefix = "kafka.server:type=ControllerMutation,name="
+        registry.gauge_family(prefix + "mutation-rate", keys, self.mutation_rates)
+        registry.gauge_family(prefix + "tokens", keys, self.tokens)
+        registry.gauge_family(prefix + "throttle-time", keys, self.throttle_times)
+        registry.gauge(prefix + "queue-size", lambda: self.reaper.size)
+
     def mutation_rates(self) -> Iterable[tuple[tuple[str, str], float]]:
         """``((user, client-id), mutation-rate)``: partitions mutated per second over the quota window."""
         now = self.time.milliseconds()

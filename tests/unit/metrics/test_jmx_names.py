@@ -70,6 +70,14 @@ from pykbroker.metrics.jmx_names import COUNTER, GAUGE, QUANTILES, SUMMARY, pars
             GAUGE,
             (),
         ),
+        # A Kafka Metrics quota attribute (kafka.server:type=Request attribute request-time): '-' made '_'.
+        (
+            "kafka.server:type=Request,name=request-time",
+            "gauge",
+            "kafka_server_request_request_time",
+            GAUGE,
+            (),
+        ),
     ],
 )
 def test_conversion(mbean, kind, name, type_, labels):
