@@ -113,8 +113,8 @@ class Request:
         self.size = size
         self.unsupported_version = unsupported_version
         self.memory_release = memory_release  # gives the frame's bytes back to the memory pool
-        #: (quota manager, ms) a handler's quota asked for, applied when the response is sent (server/quotas)
-        self.pending_throttle: tuple[Any, int] | None = None
+        #: the quota throttle a handler asked for, applied when the response is sent (server/quotas/request_throttle)
+        self.pending_throttle: Any = None
 
     @property
     def header(self):

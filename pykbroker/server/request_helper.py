@@ -137,9 +137,16 @@ class RequestHelper:
                 lambda: channel.start_throttling(request), lambda: channel.end_throttling(request), throttle_time_ms
             )
             return
-        pending = request.pending_throttle
-        if pending is None or pending[1] < throttle_time_ms:
-            request.pending_throttle = (quota_manager, throttle_time_ms)
+        request_throttle.note(request, quota_manager, throttle_time_ms)
+
+    def record_request_quota(self, request: Request) -> int:
+        """Record the request's handler time with the ``request_percentage`` quota now (it is recorded once: not
+        again when the response is sent); the throttle time it asks for (0: none, exempt, or no request quota).
+        The Fetch handler uses it to answer a throttled fetch empty (Kafka's handleFetchRequest)."""
+        quotas = self.quotas
+        if quotas is None or not quotas.request.quotas_enabled:
+            return 0
+        return request_throttle.record(quotas, request, {})
 
     def send_no_op_response(self, request: Request) -> None:
         """No response (acks=0 produce): exempt from the request quota; a byte-rate throttle still mutes."""

@@ -186,3 +186,33 @@ def test_request_percentage_throttles_and_mutes_a_spamming_client(broker):
     assert samples[("kafka_server_request_throttle_time", labels)] > 0
     assert ("kafka_server_request_request_time", (("client_id", "free-client"), ("user", ""))) not in samples
     assert ("kafka_server_request_exempt_request_time", ()) in samples
+
+
+def test_fetch_over_request_quota_is_answered_empty(broker):
+    """Kafka's handleFetchRequest: a consumer fetch over its request_percentage gets an empty response with
+    throttle_time_ms (even without any byte-rate quota), and its channel is muted."""
+    with BrokerConnection.to(broker.bootstrap, client_id="filler") as conn:
+        r = _create_topic(conn, 7, "fetch-spam")
+        assert r["topics"][0]["error_code"] == errors.NONE
+        topic_id = r["topics"][0]["topic_id"]
+    _set_client_quota(broker, "fetch-spammer", "request_percentage=1")
+    with BrokerConnection.to(broker.bootstrap, client_id="fetch-spammer") as conn:
+
+        def fetch() -> dict:
+            return conn.request(
+                ApiKeys.FETCH, 13,
+                {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1_000_000, "isolation_level": 0,
+                 "session_id": 0, "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [],
+                 "topics": [{"topic_id": topic_id, "partitions": [
+                     {"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0, "last_fetched_epoch": -1,
+                      "log_start_offset": -1, "partition_max_bytes": 1_000_000}]}]},
+            )  # fmt: skip
+
+        wait_until(lambda: fetch()["responses"] != [], 10, message="the topic is fetchable")
+        r = fetch()
+        deadline = time.monotonic() + 15
+        while r["throttle_time_ms"] == 0 and time.monotonic() < deadline:
+            assert r["responses"] != []  # not throttled: answered in full
+            r = fetch()
+        assert r["throttle_time_ms"] > 0
+        assert r["responses"] == []  # throttled: answered empty

@@ -115,15 +115,21 @@ class FetchHandler:
                     if r.diverging_epoch is not None:
                         epoch, end_offset = r.diverging_epoch
                         partition_results[p.key]["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
-            if quotas is not None:
-                # KIP-219: the bytes this response would carry count against the consumer's quota; over it, the
-                # fetcher gets an empty response (its session does not move) and its channel is muted.
-                size = context.get_response_size(partition_results, version)
-                throttle_ms = quotas.fetch.record_and_get_throttle_time_ms(user, client_id, size)
-                if throttle_ms > 0:
-                    quotas.fetch.unrecord(user, client_id, size)
-                    self.helper.throttle(quotas.fetch, request, throttle_ms)
-                    self.helper.send_response(request, context.get_throttled_response(throttle_ms))
+            # request_percentage (a consumer's fetch only; a follower's is exempt): over it, answered empty too
+            request_ms = self.helper.record_request_quota(request) if from_consumer else 0
+            if quotas is not None or request_ms > 0:
+                # KIP-219: the bytes this response would carry count against the consumer's quota; over it (or over
+                # its request quota), the fetcher gets an empty response (its session does not move) and its channel
+                # is muted for the larger throttle.
+                throttle_ms = 0
+                if quotas is not None:
+                    size = context.get_response_size(partition_results, version)
+                    throttle_ms = quotas.fetch.record_and_get_throttle_time_ms(user, client_id, size)
+                    if max(throttle_ms, request_ms) > 0:
+                        quotas.fetch.unrecord(user, client_id, size)
+                        self.helper.throttle(quotas.fetch, request, throttle_ms)
+                if max(throttle_ms, request_ms) > 0:
+                    self.helper.send_response(request, context.get_throttled_response(max(throttle_ms, request_ms)))
                     return
             leaders = _add_current_leaders(self.cache, partition_results, wanted) if version >= 12 else []
             response = context.update_and_generate_response_data(partition_results)

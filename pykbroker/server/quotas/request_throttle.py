@@ -59,25 +59,65 @@ def thread_time_ns(request, now_ns: int) -> int:
     return max(request.api_local_complete_time_ns - dequeue, 0)
 
 
+class PendingThrottle:
+    """What a request's response will be throttled by: the larger throttle asked so far (``manager``, ``ms``),
+    and whether the request quota has recorded the request already (it records once)."""
+
+    __slots__ = ("manager", "ms", "recorded")
+
+    def __init__(self) -> None:
+        self.manager = None
+        self.ms = 0
+        self.recorded = False
+
+    def offer(self, manager, ms: int) -> None:
+        if ms > self.ms:
+            self.manager, self.ms = manager, ms
+
+
+def _pending(request) -> PendingThrottle:
+    pending = request.pending_throttle
+    if pending is None:
+        pending = request.pending_throttle = PendingThrottle()
+    return pending
+
+
+def note(request, manager, ms: int) -> None:
+    """A handler's quota asks to throttle the response by ``ms`` (the larger ask wins)."""
+    _pending(request).offer(manager, ms)
+
+
+def record(quotas, request, body: dict | None) -> int:
+    """Record the request's handler time with the request quota, once (exempt requests in the exempt rate); the
+    request quota's throttle time (0 when exempt, within quota, without request quota, or recorded before)."""
+    rq = quotas.request
+    if not rq.quotas_enabled:
+        return 0
+    pending = _pending(request)
+    if pending.recorded:
+        return 0
+    pending.recorded = True
+    spent = thread_time_ns(request, rq.time.nanoseconds())
+    if is_exempt(request, body):
+        rq.record_exempt(spent)
+        return 0
+    ctx = request.context
+    ms = rq.record_request_time(user_of(ctx.principal), ctx.client_id or "", spent)
+    pending.offer(rq, ms)
+    return ms
+
+
 def apply(quotas, request, body: dict | None, channel) -> dict | None:
-    """Record the request quota and throttle the channel for the larger throttle; the body to send (a copy with
-    ``throttle_time_ms`` raised when it changes). ``body`` None: a no-op response (nothing is sent)."""
+    """Record the request quota (unless done already) and throttle the channel for the larger throttle; the body
+    to send (a copy with ``throttle_time_ms`` raised when it changes). ``body`` None: a no-op response (nothing is
+    sent)."""
+    record(quotas, request, body)
     pending = request.pending_throttle
     request.pending_throttle = None
-    manager, ms = pending if pending is not None else (None, 0)
-    rq = quotas.request
-    if rq.quotas_enabled:
-        spent = thread_time_ns(request, rq.time.nanoseconds())
-        if is_exempt(request, body):
-            rq.record_exempt(spent)
-        else:
-            ctx = request.context
-            request_ms = rq.record_request_time(user_of(ctx.principal), ctx.client_id or "", spent)
-            if request_ms > ms:
-                manager, ms = rq, request_ms
-    if ms <= 0 or manager is None:
+    if pending is None or pending.ms <= 0:
         return body
-    manager.throttle(lambda: channel.start_throttling(request), lambda: channel.end_throttling(request), ms)
+    ms = pending.ms
+    pending.manager.throttle(lambda: channel.start_throttling(request), lambda: channel.end_throttling(request), ms)
     if body is not None and body.get("throttle_time_ms", 0) < ms and has_throttle_field(request.context.api_key):
         body = {**body, "throttle_time_ms": ms}
     return body

@@ -111,7 +111,7 @@ def test_apply_throttles_once_with_the_larger_throttle_and_exempts_cluster_actio
     assert channel.events == ["start"] and q.request.reaper.size == 1
     # a byte-rate throttle larger than the request's wins and mutes the channel once, through its manager
     req = _Req(ApiKeys.PRODUCE, spent_ms=100)
-    req.pending_throttle = (q.produce, 5000)
+    request_throttle.note(req, q.produce, 5000)
     body = request_throttle.apply(q, req, {"throttle_time_ms": 5000, "responses": []}, channel)
     assert body["throttle_time_ms"] == 5000
     assert channel.events == ["start", "start"] and q.produce.reaper.size == 1 and q.request.reaper.size == 1
@@ -130,12 +130,26 @@ def test_apply_throttles_once_with_the_larger_throttle_and_exempts_cluster_actio
     assert channel.events == ["start", "start", "start"]
 
 
+def test_a_request_recorded_early_is_not_recorded_again():
+    """The Fetch handler records the request quota before building its response (to answer it empty); sending
+    the response does not record it a second time, and applies the throttle once."""
+    t = FakeTime()
+    q = QuotaManagers(2, 1, t)
+    q.update_quotas(_quotas("request_percentage", {(("client-id", "c"),): 1.0}))
+    channel = _Channel()
+    req = _Req(ApiKeys.FETCH, {"replica_id": -1}, spent_ms=5)  # 0.5 % of a thread: within quota
+    assert request_throttle.record(q, req, {}) == 0
+    before = dict(q.request.request_times())
+    assert request_throttle.apply(q, req, {"throttle_time_ms": 0}, channel) == {"throttle_time_ms": 0}
+    assert dict(q.request.request_times()) == before and channel.events == []
+
+
 def test_apply_without_request_quota_only_applies_the_pending_throttle():
     t = FakeTime()
     q = QuotaManagers(2, 1, t)
     channel = _Channel()
     req = _Req(ApiKeys.PRODUCE, spent_ms=10_000)
-    req.pending_throttle = (q.produce, 700)
+    request_throttle.note(req, q.produce, 700)
     body = request_throttle.apply(q, req, {"throttle_time_ms": 700}, channel)
     assert body == {"throttle_time_ms": 700} and channel.events == ["start"] and req.pending_throttle is None
 
