@@ -32,7 +32,7 @@ import threading
 from collections.abc import Iterable
 
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.server.quotas.client_quota_manager import ClientQuotaManager
+from pykbroker.server.quotas.client_quota_manager import _MAX_SENSORS, ClientQuotaManager
 from pykbroker.server.quotas.sampled_rate import SampledRate
 from pykbroker.utils.time import SYSTEM, Time
 
@@ -97,8 +97,10 @@ class ClientRequestQuotaManager(ClientQuotaManager):
         """Record ``thread_time_ns`` of handler time for the client; the throttle time in ms, at most one
         quota window (0 within its quota or without one). Kafka's ``maybeRecordAndGetThrottleTimeMs``."""
         value = thread_time_ns * NANOS_TO_PERCENTAGE_PER_SECOND
-        throttle = min(self.record_and_get_throttle_time_ms(user, client_id, value), self.max_throttle_time_ms)
+        raw = self.record_and_get_throttle_time_ms(user, client_id, value)
+        throttle = min(raw, self.max_throttle_time_ms)
         if throttle > 0:
+            self.throttle_time_total_ms -= raw - throttle  # the base class counted the unbounded time
             self._record_throttle(user, client_id, throttle)
         return throttle
 
@@ -124,6 +126,8 @@ class ClientRequestQuotaManager(ClientQuotaManager):
         with self._metrics_lock:
             avg = self._throttle_avgs.get(found)
             if avg is None:
+                if len(self._throttle_avgs) > _MAX_SENSORS:  # bounded, as the base class's rates
+                    self._throttle_avgs.clear()
                 avg = self._throttle_avgs[found] = SampledAvg(self.samples, self.window_ms, now)
             avg.record(float(throttle_ms), now)
 

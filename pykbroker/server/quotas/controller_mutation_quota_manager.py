@@ -30,7 +30,7 @@ import threading
 from collections.abc import Iterable
 
 from pykbroker.protocol import errors
-from pykbroker.server.quotas.client_quota_manager import ClientQuotaManager
+from pykbroker.server.quotas.client_quota_manager import _MAX_SENSORS, ClientQuotaManager
 from pykbroker.utils.time import SYSTEM, Time
 
 #: ``Errors.THROTTLING_QUOTA_EXCEEDED.message``
@@ -165,6 +165,11 @@ class ControllerMutationQuotaManager(ClientQuotaManager):
         with self._lock:
             bucket = self._buckets.get(key)
             if bucket is None:
+                if len(self._buckets) > _MAX_SENSORS:  # bounded: forget the buckets refilled since (full again)
+                    full_after = self.samples * self.window_ms
+                    self._buckets = {
+                        k: b for k, b in self._buckets.items() if b.tokens < 0 or now - b.last_update_ms < full_after
+                    }
                 bucket = self._buckets[key] = TokenBucket(burst, now)
             if strict:
                 tokens = bucket.refill(limit, burst, now)
@@ -190,6 +195,8 @@ class ControllerMutationQuotaManager(ClientQuotaManager):
         self.throttle_count += 1
         self.throttle_time_total_ms += throttle_ms
         with self._metrics_lock:
+            if len(self._throttles) > _MAX_SENSORS:
+                self._throttles.clear()
             total, count = self._throttles.get(key, (0.0, 0))
             self._throttles[key] = (total + throttle_ms, count + 1)
 
