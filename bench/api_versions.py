@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.request_cost import _api_worker  # noqa: E402
+from bench.request_cost import _api_worker
 
 
 def run(bootstrap: str, connections: int, seconds: float, processes: int) -> float:

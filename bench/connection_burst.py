@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.helpers.broker import BrokerProcess  # noqa: E402
+from tests.helpers.broker import BrokerProcess
 
 
 def listen_overflows() -> int:

@@ -32,9 +32,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pykbroker.metadata.records import MetadataRecordSerde  # noqa: E402
-from pykbroker.raft.log_batch_codec import decode_log_batches  # noqa: E402
-from tests.helpers.cluster import KRaftCluster  # noqa: E402
+from pykbroker.metadata.records import MetadataRecordSerde
+from pykbroker.raft.log_batch_codec import decode_log_batches
+from tests.helpers.cluster import KRaftCluster
 
 _STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\]")
 _FENCING = re.compile(r"Fencing broker because its session has timed out.*broker=(\d+)")

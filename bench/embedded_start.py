@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pykbroker.testing import EmbeddedKafka  # noqa: E402
+from pykbroker.testing import EmbeddedKafka
 
 
 def main() -> None:

@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.request_cost import cpu_seconds  # noqa: E402
-from tests.helpers.broker import BrokerProcess  # noqa: E402
+from bench.request_cost import cpu_seconds
+from tests.helpers.broker import BrokerProcess
 
 
 def rss_mib(pid: int) -> float:

@@ -29,10 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pykbroker.clients.broker_connection import BrokerConnection  # noqa: E402
-from pykbroker.protocol.api_keys import ApiKeys  # noqa: E402
-from tests.helpers.broker import BrokerProcess  # noqa: E402
-from tests.helpers.cluster import KRaftCluster  # noqa: E402
+from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.protocol.api_keys import ApiKeys
+from tests.helpers.broker import BrokerProcess
+from tests.helpers.cluster import KRaftCluster
 
 
 def create_topic(bootstrap: str, name: str, timeout_ms: int = 5000) -> int:

@@ -19,11 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from confluent_kafka import Producer  # noqa: E402
+from confluent_kafka import Producer
 
-from pykbroker.tools import config_command  # noqa: E402
-from tests.helpers.broker import BrokerProcess  # noqa: E402
-from tests.helpers.topics import create_topic  # noqa: E402
+from pykbroker.tools import config_command
+from tests.helpers.broker import BrokerProcess
+from tests.helpers.topics import create_topic
 
 
 def measure(bootstrap: str, rate: int, seconds: float, warmup: float, value_size: int = 1000) -> dict:

@@ -26,10 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pykbroker.log.log_validator import LogValidator  # noqa: E402
-from pykbroker.record.default_record_batch import RecordBatch  # noqa: E402
-from pykbroker.record.memory_records_builder import MemoryRecordsBuilder  # noqa: E402
-from pykbroker.utils.time import MockTime  # noqa: E402
+from pykbroker.log.log_validator import LogValidator
+from pykbroker.record.default_record_batch import RecordBatch
+from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
+from pykbroker.utils.time import MockTime
 
 NOW = 1_700_000_000_000
 

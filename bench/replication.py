@@ -23,11 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from confluent_kafka import Producer  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.helpers.cluster import KRaftCluster  # noqa: E402
-from tests.helpers.replication import REPLICATION_TIMEOUTS, partitions, wait_for_full_isr  # noqa: E402
+from tests.helpers.cluster import KRaftCluster
+from tests.helpers.replication import REPLICATION_TIMEOUTS, partitions, wait_for_full_isr
 
 
 def produce_rate(bootstrap: str, topic: str, records: int, size: int) -> tuple[float, float]:

@@ -39,8 +39,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pykbroker.protocol import encode_request  # noqa: E402
-from pykbroker.protocol.api_keys import ApiKeys  # noqa: E402
+from pykbroker.protocol import encode_request
+from pykbroker.protocol.api_keys import ApiKeys
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 

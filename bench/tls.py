@@ -23,12 +23,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import trustme  # noqa: E402
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+import trustme
+from confluent_kafka import Consumer, Producer, TopicPartition
 
-from pykbroker.protocol import encode_request  # noqa: E402
-from tests.helpers.broker import BrokerProcess  # noqa: E402
-from tests.helpers.topics import create_topic  # noqa: E402
+from pykbroker.protocol import encode_request
+from tests.helpers.broker import BrokerProcess
+from tests.helpers.topics import create_topic
 
 VALUE = b"x" * 1024
 

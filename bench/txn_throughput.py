@@ -29,11 +29,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from confluent_kafka import Producer  # noqa: E402
+from confluent_kafka import Producer
 
-from tests.helpers.broker import BrokerProcess  # noqa: E402
-from tests.helpers.raw_txn import RawTxnProducer  # noqa: E402
-from tests.helpers.topics import create_topic  # noqa: E402
+from tests.helpers.broker import BrokerProcess
+from tests.helpers.raw_txn import RawTxnProducer
+from tests.helpers.topics import create_topic
 
 TOPIC = "bench-txn-v"
 

@@ -4,9 +4,9 @@ import os
 # Set before pykbroker is imported; brokers started by the tests inherit it.
 os.environ.setdefault("PYKBROKER_STRICT_CODEC", "1")
 
-import pytest  # noqa: E402
+import pytest
 
-from tests.helpers.broker import BrokerProcess  # noqa: E402
+from tests.helpers.broker import BrokerProcess
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def _stop_and_check(started: list[BrokerProcess]) -> None:
     for b in started:
         try:
             b.stop()
-        except Exception:
+        except Exception:  # noqa: BLE001 - a broker that does not stop is killed
             b.kill()
     # A strict-codec violation inside a broker becomes an error response and a log line, which a test may not
     # notice: fail on it here (a response dict with a key that is no field of the message is a bug).

@@ -132,7 +132,7 @@ class InterBrokerSendThread:
                 timeout = min(timeout, self._send_ready(client.now()))
                 client.poll(timeout)
             self._drain(client.now() + self._drain_ms / 1000.0)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - the thread's top level: log, then fail what is pending
             self._log.exception("Unexpected error; the send thread stops")
         finally:
             self._fail_all(DisconnectError(f"{self.name} is shutting down"))
@@ -159,7 +159,7 @@ class InterBrokerSendThread:
         for fn in due:
             try:
                 fn()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - a failing task must not stop the send thread
                 self._log.exception("Scheduled task failed")
         return max(0.0, min(wait, 0.5))
 
@@ -224,5 +224,5 @@ class InterBrokerSendThread:
     def _call(self, callback: Callback, response: dict | None, error: Exception | None) -> None:
         try:
             callback(response, error)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a failing callback must not stop the send thread
             self._log.exception("Request callback failed")

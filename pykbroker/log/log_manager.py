@@ -509,7 +509,7 @@ class LogManager:
                     log.flush()
             except KafkaStorageError as e:  # reported to the LogDirFailureChannel (one ERROR line there)
                 _log.warning("Flush skipped", partition=log.name, error=str(e))
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - one bad log must not stop flushing the rest
                 _log.error("Error flushing log", partition=log.name, error=repr(e))
 
     def remove_expired_producers(self) -> None:

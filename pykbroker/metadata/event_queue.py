@@ -159,7 +159,7 @@ class EventQueue:
             if on_error is not None:
                 try:
                     on_error(e)
-                except Exception:  # noqa: BLE001
+                except Exception:  # noqa: BLE001 - a failing error handler must not stop the queue
                     self._log.exception("Error handler failed")
             else:
                 self._log.exception("Unhandled error in event")

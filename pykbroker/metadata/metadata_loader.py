@@ -105,7 +105,7 @@ class MetadataLoader(RaftClientListener[ApiMessageAndVersion]):
             for p in self._publishers:
                 try:
                     p.close()
-                except Exception:  # noqa: BLE001
+                except Exception:  # noqa: BLE001 - close the other publishers
                     self._log.exception("Publisher close failed", publisher=p.name())
             self._publishers.clear()
 
@@ -163,7 +163,7 @@ class MetadataLoader(RaftClientListener[ApiMessageAndVersion]):
         for p in list(self._publishers):
             try:
                 p.on_controller_change(leader)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - one publisher must not starve the others
                 self._log.exception("Publisher failed on controller change", publisher=p.name())
 
     def _fault(self, error: BaseException) -> None:

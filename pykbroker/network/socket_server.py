@@ -287,7 +287,7 @@ class Processor(threading.Thread):
                     self.authentication_deadlines[connection_id] = (
                         self.time.nanoseconds() + self.authentication_timeout_ns
                     )
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - a failed registration closes only this socket
                 if isinstance(e, ConnectionError) or getattr(e, "errno", None) == errno.ENOTCONN:
                     self.log.debug("Connection closed by the client before its registration.", error=repr(e))
                 else:
@@ -386,7 +386,7 @@ class Processor(threading.Thread):
                 channel.principal = self.principal_builder(getattr(channel.sock, "peer_certificate", None))
             try:
                 request = self._parse_request(connection_id, channel, receive)
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - a request that cannot be parsed closes only its connection
                 self.log.warning(
                     f"Closing connection {connection_id}: cannot parse request: {e}", error=type(e).__name__
                 )
@@ -500,7 +500,7 @@ class Processor(threading.Thread):
             if response.on_complete is not None:
                 try:
                     response.on_complete()
-                except Exception as e:
+                except Exception as e:  # noqa: BLE001 - a failing callback must not stop the processor
                     self.log.error("Response on_complete callback failed.", error=repr(e))
             self.request_channel.update_request_metrics(response.request, self.time.nanoseconds())
             channel = self.selector.channel(send.destination)
@@ -690,7 +690,7 @@ class Acceptor(threading.Thread):
             while self.should_run:
                 try:
                     self._accept_new_connections()
-                except Exception as e:
+                except Exception as e:  # noqa: BLE001 - the acceptor's loop logs and goes on, as Kafka's
                     self.log.error("Error occurred in acceptor", error=repr(e))
         finally:
             try:

@@ -68,7 +68,7 @@ class KafkaRaftClientDriver:
                 self.client.await_wakeup(wait_ms)
                 if metrics is not None:
                     metrics.update_poll_end(self.client.time.milliseconds())
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             failed = True
             if self.fatal_fault_handler is None:
                 self._log.exception("Unexpected error in the Raft IO thread; it stops")
@@ -78,7 +78,7 @@ class KafkaRaftClientDriver:
             try:
                 self.client.close()
                 self._send_outbound()  # a resigning leader's EndQuorumEpoch
-            except Exception:  # noqa: BLE001
+            except Exception:
                 if not failed:
                     raise
                 self._log.exception("Closing the Raft client after a fatal fault failed")

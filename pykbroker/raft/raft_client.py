@@ -79,7 +79,7 @@ class RaftClientListener(Generic[T]):
     def handle_commit(self, batch: Batch[T]) -> None:
         raise NotImplementedError
 
-    def handle_load_snapshot(self, reader: RecordsSnapshotReader[T]) -> None:  # noqa: B027 - optional
+    def handle_load_snapshot(self, reader: RecordsSnapshotReader[T]) -> None:  # optional
         pass
 
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None:

@@ -96,7 +96,7 @@ class RecordsSnapshotReader(Generic[T]):
         self.serde = serde
         try:
             batches = list(decode_log_batches(raw.read_all()))
-        except Exception as e:  # noqa: BLE001 - any decode failure is a corrupt snapshot
+        except Exception as e:  # any decode failure is a corrupt snapshot
             raise CorruptSnapshotError(f"Snapshot {self.snapshot_id}: {e}") from e
         if not batches or _control_type(batches[0]) != SNAPSHOT_HEADER:
             raise CorruptSnapshotError(f"Snapshot {self.snapshot_id} does not start with a SnapshotHeader")

@@ -134,7 +134,7 @@ class BrokerLifecycleManager:
     def _on_heartbeat(self, future: Future) -> None:
         try:
             response = future.result()
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - timeouts, lost connection: heartbeat again
             self._log.debug("Broker heartbeat not answered", error=str(e))
             self._schedule_heartbeat()
             return

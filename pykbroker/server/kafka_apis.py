@@ -194,13 +194,13 @@ class KafkaApis:
             if self.helper.authorizer is not None:
                 check_resource_authorization(self.helper, request, self.controller_plane)
             handler(request)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - every failure is answered with its Kafka error code
             self.handle_error(request, e)
         finally:
             for action in self.after_handle:
                 try:
                     action()
-                except Exception as e:
+                except Exception as e:  # noqa: BLE001 - one failing action must not skip the others
                     self.log.error("Error in post-handle action", error=repr(e))
             if request.api_local_complete_time_ns < 0:
                 request.api_local_complete_time_ns = self.time.nanoseconds()

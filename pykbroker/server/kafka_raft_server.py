@@ -919,7 +919,7 @@ class KafkaRaftServer:
                     step()
                 except AttributeError:
                     pass  # never started
-                except Exception as e:
+                except Exception as e:  # noqa: BLE001 - shutdown goes on with the next step
                     self.log.error(f"Error shutting down {what}", error=repr(e))
             self._shutdown_done.set()
             self.log.info(f"[BrokerServer id={self.node_id}] shut down completed")

@@ -183,7 +183,7 @@ class ReplicaFetcherThread(threading.Thread):
             while self._running:
                 try:
                     self.do_work()
-                except Exception as e:  # noqa: BLE001 - keep fetching; back off
+                except Exception as e:  # keep fetching; back off
                     if not self._running:
                         break
                     self.log.warning(f"Error in fetcher loop: {e!r}", exc_info=True)

@@ -232,7 +232,7 @@ class ReplicaManager:
             if log_dir is not None:
                 try:
                     self.handle_log_dir_failure(log_dir)
-                except Exception as e:  # noqa: BLE001 - keep handling later failures
+                except Exception as e:  # keep handling later failures
                     self.log.error(f"Error handling the failure of log dir {log_dir}", error=repr(e), exc_info=True)
 
     def handle_log_dir_failure(self, log_dir: str) -> None:

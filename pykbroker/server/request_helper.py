@@ -121,7 +121,7 @@ class RequestHelper:
         try:
             body = build_error_response(h.api_key, version, request.body, errors.UNKNOWN_SERVER_ERROR, None)
             return None if body is None else encode_response_parts(h.api_key, version, h.correlation_id, body)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - no error response can be encoded: close the connection
             _log.error(f"Cannot encode an error response to {request!r}; closing the connection", error=repr(e))
             return None
 

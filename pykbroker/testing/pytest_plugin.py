@@ -43,5 +43,5 @@ def kafka_topic(kafka_broker, request) -> str:
     if kafka_broker.running:
         try:
             kafka_broker.delete_topic(name)
-        except Exception:  # the broker went away with the test: nothing left to clean
+        except Exception:  # noqa: BLE001 - the broker went away with the test: nothing left to clean
             pass

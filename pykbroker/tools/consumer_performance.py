@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         if consumer is not None:
             try:
                 consumer.close()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - closing is best effort after the report
                 pass
     return 0
 

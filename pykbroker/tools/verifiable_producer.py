@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     emit = EventPrinter()
     try:
         producer = KafkaProducer(props)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:  # noqa: BLE001 - Kafka's tool exits 1 on it: one line, no traceback
         print(f"ERROR: {error_line(e)}", file=sys.stderr)
         return 1
     tool = VerifiableProducer(args, producer, emit)

@@ -161,7 +161,7 @@ class _Sink:
         if self._stdlib is not None:
             try:
                 self._stdlib.log(levelno, body)
-            except Exception:  # a handler of the host program failed: not the broker's problem
+            except Exception:  # noqa: BLE001 - a handler of the host program failed: not the broker's problem
                 pass
 
     debug = info = warning = warn = error = err = critical = fatal = exception = failure = log = msg

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("pyspark")
-from pyspark_pykbroker import offsets as off  # noqa: E402
-from pyspark_pykbroker.options import SourceOptions  # noqa: E402
+from pyspark_pykbroker import offsets as off
+from pyspark_pykbroker.options import SourceOptions
 
 pytestmark = pytest.mark.spark
 

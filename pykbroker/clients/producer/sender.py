@@ -94,7 +94,7 @@ class Sender(threading.Thread):
                 error = RuntimeError("Producer is closed forcefully.")
                 for batch in self.accumulator.abort_undrained(error):
                     self._fail(batch, error)
-        except Exception as e:  # noqa: BLE001 - record it; send() then raises it
+        except Exception as e:  # record it; send() then raises it
             self.fatal_error = e
             self.log.error("Uncaught error in kafka producer I/O thread", error=repr(e), exc_info=True)
         finally:

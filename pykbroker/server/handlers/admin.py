@@ -180,7 +180,7 @@ class AdminHandler:
         def done(f):
             try:
                 body = shape(f.result())
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - any failure is the request's error response
                 body = error_responses.build_error_response(
                     request.context.api_key, request.context.api_version, request.body, errors.for_exception(e), str(e)
                 )

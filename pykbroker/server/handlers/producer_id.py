@@ -62,7 +62,7 @@ class ProducerIdManager:
         try:
             result = future.result()
             code = result["error_code"]
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - any failure of the block request is its error code
             result, code = None, errors.for_exception(e)
         with self._lock:
             self._pending = None

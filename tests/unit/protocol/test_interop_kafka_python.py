@@ -32,7 +32,7 @@ def _their_classes() -> dict[tuple[int, str], type]:
     for info in pkgutil.walk_packages(kp.__path__, "kafka.protocol."):
         try:
             module = importlib.import_module(info.name)
-        except Exception:  # noqa: BLE001, S112 - optional modules of theirs
+        except Exception:  # noqa: BLE001 - optional modules of theirs
             continue
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if issubclass(cls, ApiMessage) and cls is not ApiMessage and getattr(cls, "_json", None):
