@@ -121,7 +121,7 @@ def matches(f: tuple, binding: tuple) -> bool:
         return False
     if foperation != ANY and foperation != operation:
         return False
-    return fpermission == ANY or fpermission == permission
+    return fpermission in (ANY, permission)
 
 
 class AclControlManager:

@@ -98,12 +98,11 @@ def _parse_filter(components) -> tuple[dict[str, str | None], set[str]]:
             typed.add(etype)
         else:
             raise errors.InvalidRequestError(f"Unknown match type {match_type}")
-    if IP in exact or IP in typed:
-        if USER in exact or USER in typed or CLIENT_ID in exact or CLIENT_ID in typed:
-            raise errors.InvalidRequestError(
-                "Invalid entity filter component combination. IP filter component should not be used with "
-                "user or clientId filter component."
-            )
+    if (IP in exact or IP in typed) and (USER in exact or USER in typed or CLIENT_ID in exact or CLIENT_ID in typed):
+        raise errors.InvalidRequestError(
+            "Invalid entity filter component combination. IP filter component should not be used with "
+            "user or clientId filter component."
+        )
     return exact, typed
 
 

@@ -145,9 +145,7 @@ class QuorumState:
         # had left. Otherwise a candidate that cannot win (its log is behind) would push every other voter's
         # election back with each of its epochs, and nobody would ever be elected.
         state = self.state
-        if isinstance(state, UnattachedState) and state.election_deadline_ms:
-            deadline = state.election_deadline_ms
-        elif isinstance(state, CandidateState) and state.election_deadline_ms:
+        if isinstance(state, UnattachedState | CandidateState) and state.election_deadline_ms:
             deadline = state.election_deadline_ms
         else:
             deadline = self.time.hi_res_milliseconds() + self.random_election_timeout_ms()
@@ -157,9 +155,8 @@ class QuorumState:
         """Grant our vote to ``candidate_id`` in ``epoch`` (durably, before answering)."""
         self._check(U, epoch)
         state = self.state
-        if epoch == self.epoch:
-            if not (state.kind is U and state.can_grant_vote(candidate_id)):
-                raise IllegalRaftStateTransition(f"Cannot vote for {candidate_id} in {state}")
+        if epoch == self.epoch and not (state.kind is U and state.can_grant_vote(candidate_id)):
+            raise IllegalRaftStateTransition(f"Cannot vote for {candidate_id} in {state}")
         if candidate_id not in self.voters:
             raise IllegalRaftStateTransition(f"Cannot vote for non-voter {candidate_id}")
         deadline = self.time.hi_res_milliseconds() + self.random_election_timeout_ms()

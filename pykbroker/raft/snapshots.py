@@ -166,7 +166,7 @@ class FileRawSnapshotWriter(RawSnapshotWriter):
         self.directory = directory
         self.path = os.path.join(directory, snapshot_filename(snapshot_id))
         self.partial_path = os.path.join(directory, snapshot_filename(snapshot_id, PARTIAL_SUFFIX))
-        self._file = open(self.partial_path, "wb")  # closed by freeze/close
+        self._file = open(self.partial_path, "wb")  # noqa: SIM115 - closed by freeze/close
         self._size = 0
         self._on_frozen = on_frozen
         self._state = "open"

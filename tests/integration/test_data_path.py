@@ -199,7 +199,7 @@ def test_kill_9_during_acks_1_produce_loses_nothing_acknowledged(broker_factory,
     create_topic(b.bootstrap, "crash", 6)
     script = tmp_path / "producer.py"
     script.write_text(PRODUCER_SCRIPT)
-    out = open(tmp_path / "acked.txt", "w")
+    out = open(tmp_path / "acked.txt", "w")  # noqa: SIM115 - the producer subprocess writes it; closed below
     producer = subprocess.Popen(
         [sys.executable, str(script), b.bootstrap, "crash", "300000"], stdout=out, stderr=subprocess.DEVNULL
     )

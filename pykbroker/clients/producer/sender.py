@@ -105,9 +105,10 @@ class Sender(threading.Thread):
         nodes = list(self.metadata.brokers) or [-1 - i for i in range(len(self.metadata.bootstrap))]
         best = None
         for node in nodes:
-            if self.client.is_ready(node, now):
-                if best is None or self.client.in_flight_count(node) < self.client.in_flight_count(best):
-                    best = node
+            if self.client.is_ready(node, now) and (
+                best is None or self.client.in_flight_count(node) < self.client.in_flight_count(best)
+            ):
+                best = node
         return best
 
     def run_once(self) -> None:
