@@ -19,7 +19,7 @@ COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"
 
 
 def _host_port(key: str, value) -> None:
-    host, sep, port = (value or "").rpartition(":")
+    _host, sep, port = (value or "").rpartition(":")
     if value is not None and (not sep or not port.isdigit() or int(port) > 65535):
         raise ConfigException(key, value, "Expected host:port (an empty host: every interface; port 0: ephemeral)")
 

@@ -110,7 +110,7 @@ class ListenerDelivery(Generic[T]):
     def _maybe_fire_leader_change(
         self, ctx: _ListenerContext, current: LeaderAndEpoch, leader_epoch_start: int | None
     ) -> None:
-        if ctx.last_fired == current or current.epoch == 0 and current.leader_id == NO_ID:
+        if ctx.last_fired == current or (current.epoch == 0 and current.leader_id == NO_ID):
             return
         if current.is_leader(self.node_id) and leader_epoch_start is not None and ctx.next_offset < leader_epoch_start:
             return  # the listener must see everything before our epoch before it may act as leader

@@ -32,7 +32,7 @@ def parse_jaas_config(text: str) -> JaasEntry:
         m = _TOKEN.match(text, pos)
         if m is None or m.end() == pos:
             raise ValueError(f"Value not specified for key in JAAS config: {text[pos : pos + 20]!r}")
-        quoted, word, eq, semi = m.groups()
+        quoted, word, eq, _semi = m.groups()
         if quoted is not None:
             tokens.append(("value", re.sub(r"\\(.)", r"\1", quoted)))
         elif word is not None:

@@ -600,7 +600,7 @@ class ReplicaManager:
                         tp[1],
                         errors.INVALID_PRODUCER_ID_MAPPING,
                         "Transactional records contained more than one producer ID",
-                    )  # fmt: skip
+                    )
                     for tp in entries
                 }
             )

@@ -217,7 +217,7 @@ def test_kill_9_during_acks_1_produce_loses_nothing_acknowledged(broker_factory,
         out.close()
     acked = set()
     for line in (tmp_path / "acked.txt").read_text().splitlines():
-        part, i = line.split()
+        _part, i = line.split()
         acked.add(int(i))
     assert len(acked) > 100_000
     from confluent_kafka import Consumer, TopicPartition

@@ -178,10 +178,8 @@ class GroupCoordinator:
                     return error(code)
                 member = group.members[member_id]
                 unchanged = member.protocols == protocols
-                if (
-                    group.state is _S.COMPLETING_REBALANCE
-                    and unchanged
-                    or (group.state is _S.STABLE and unchanged and member_id != group.leader_id)
+                if (group.state is _S.COMPLETING_REBALANCE and unchanged) or (
+                    group.state is _S.STABLE and unchanged and member_id != group.leader_id
                 ):
                     respond(self._join_response(group, member_id))  # e.g. a lost JoinGroup response
                     return None

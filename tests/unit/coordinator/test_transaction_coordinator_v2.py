@@ -134,7 +134,7 @@ def test_end_txn_v5_bumps_the_epoch_and_the_markers_carry_it(commit):
 
 
 def test_end_txn_v5_retried_with_the_previous_epoch_is_answered_with_the_bumped_one():
-    c, sm, markers = _coordinator()
+    c, _sm, markers = _coordinator()
     pid, epoch = _init(c)
     _add(c, pid, epoch, 2)
     assert _end(c, pid, epoch, True, 2) == (errors.NONE, pid, epoch + 1)
@@ -163,7 +163,7 @@ def test_epoch_overflow_moves_the_transaction_to_a_new_producer_id():
 
 
 def test_version_1_transactions_keep_their_epoch_beside_version_2():
-    c, sm, markers = _coordinator()
+    c, _sm, markers = _coordinator()
     pid, epoch = _init(c, "v1")
     assert _add(c, pid, epoch, 0, "v1") == errors.NONE
     assert _end(c, pid, epoch, True, 0, "v1") == (errors.NONE, pid, epoch)
@@ -176,7 +176,7 @@ def test_version_1_transactions_keep_their_epoch_beside_version_2():
 
 
 def test_the_log_value_keeps_the_next_producer_id_and_the_client_version():
-    c, sm, markers = _coordinator()
+    c, sm, _markers = _coordinator()
     pid, _ = _init(c)
     sm.entries["tx"].metadata.producer_epoch = SHORT_MAX - 1
     _add(c, pid, SHORT_MAX - 1, 2)

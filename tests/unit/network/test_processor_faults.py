@@ -9,6 +9,7 @@ the Processor thread carry on.
 from __future__ import annotations
 
 import socket
+from typing import ClassVar
 
 import pytest
 
@@ -22,7 +23,7 @@ class TestableKSelector(KSelector):
     socket under the real write path (EPIPE), ``poll`` makes the epoll wait raise."""
 
     __test__ = False
-    instances: list[TestableKSelector] = []
+    instances: ClassVar[list[TestableKSelector]] = []
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

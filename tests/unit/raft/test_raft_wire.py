@@ -80,7 +80,7 @@ CASES = [
 
 
 def _wire(schema, version, body):
-    decoded, end = decode(schema, version, encode(schema, version, body))
+    decoded, _end = decode(schema, version, encode(schema, version, body))
     return decoded
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from types import SimpleNamespace
+from typing import ClassVar
 
 from pykbroker.config.kafka_config_def import BROKER_CONFIG_DEF
 from pykbroker.network.request_channel import (
@@ -208,7 +209,7 @@ class LocalBroker:
     leader, with its logs under ``log_dir``; MockTime and MockScheduler, so nothing runs behind the
     test's back except the purgatories' reapers (which only expire operations when MockTime moves)."""
 
-    CONFIG = {
+    CONFIG: ClassVar[dict] = {
         **BROKER_CONFIG_DEF.parse({}),
         "producer.purgatory.purge.interval.requests": 1000,
         "fetch.purgatory.purge.interval.requests": 1000,

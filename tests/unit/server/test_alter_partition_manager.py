@@ -49,7 +49,7 @@ def setup():
 
 
 def test_changes_are_batched_with_one_request_in_flight():
-    time, scheduler, controller, apm = setup()
+    _time, _scheduler, controller, apm = setup()
     results = []
     assert apm.submit(T1, 0, 0, isr(1, 2), 5, lambda c, r: results.append(("t1-0", c, r)))
     assert apm.submit(T1, 1, 0, isr(1, 3), 7, lambda c, r: results.append(("t1-1", c, r)))
@@ -80,7 +80,7 @@ def test_changes_are_batched_with_one_request_in_flight():
 
 
 def test_second_change_for_a_queued_partition_is_refused():
-    _, _, controller, apm = setup()
+    _, _, _controller, apm = setup()
     apm.submit(T1, 0, 0, isr(1, 2), 5, lambda c, r: None)
     refused = []
     assert not apm.submit(T1, 0, 0, isr(1), 5, lambda c, r: refused.append(c))

@@ -7,6 +7,7 @@ import random
 import uuid
 from concurrent.futures import Future
 from types import SimpleNamespace
+from typing import ClassVar
 
 import pytest
 
@@ -415,7 +416,7 @@ def test_controller_failure_becomes_the_error_of_every_topic(broker):
 
 
 class GroupConfig(dict):
-    listeners = [SimpleNamespace(listener_name="PLAINTEXT")]
+    listeners: ClassVar[list] = [SimpleNamespace(listener_name="PLAINTEXT")]
 
 
 def group_apis(broker, coordinator, controller=None):

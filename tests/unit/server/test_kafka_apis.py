@@ -130,7 +130,7 @@ def test_error_without_a_body_closes_the_connection():
 
 def test_api_versions_advertises_every_handled_api():
     helper, channel = recording_helper()
-    apis, manager = broker_apis(helper)
+    apis, _manager = broker_apis(helper)
     apis.handle(make_request(ApiKeys.API_VERSIONS, 3, {"client_software_name": "pyk", "client_software_version": "1"}))
     _, body = decode_sent(only_response(channel), ApiKeys.API_VERSIONS, 3)
     assert body["error_code"] == errors.NONE

@@ -111,7 +111,7 @@ def test_no_log_dir_left_on_a_single_node_keeps_answering_storage_errors(tmp_pat
 
 
 def test_no_log_dir_left_halts_when_given_halt(tmp_path, monkeypatch):
-    lm, rm, halts = _broker([tmp_path / "only"])
+    _lm, rm, halts = _broker([tmp_path / "only"])
     inject_enospc(monkeypatch, tmp_path)
     assert _produce(rm, 0)["error_code"] == errors.KAFKA_STORAGE_ERROR
     wait_until(lambda: halts == [1], 5, message="halt(1)")

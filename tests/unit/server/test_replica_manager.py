@@ -146,7 +146,7 @@ def test_delayed_produce_expires_with_request_timed_out(broker):
 def test_fetch_reads_up_to_the_high_watermark(broker):
     rm = broker.replica_manager
     append(rm, {("t", 0): records(3)})
-    ((f, r),) = fetch(rm, [PartitionFetch("t", 0, 0, 1 << 20)])[0]
+    ((_f, r),) = fetch(rm, [PartitionFetch("t", 0, 0, 1 << 20)])[0]
     assert (r.error_code, r.high_watermark, r.log_start_offset) == (errors.NONE, 3, 0)
     assert record_count(r.records) == 3
     ((_, r),) = fetch(rm, [PartitionFetch("t", 0, 3, 1 << 20)])[0]
