@@ -62,10 +62,6 @@ class ClusterMetadata:
                 wakeup()
                 self._cond.wait(min(remaining, 0.1))
 
-    def partition_info(self, topic: str) -> tuple[int, list[int]]:
-        with self._cond:
-            return self.num_partitions.get(topic, 0), self.available.get(topic, [])
-
     # -- I/O thread -------------------------------------------------------------------------------
     def request_update(self) -> None:
         with self._cond:
@@ -76,9 +72,6 @@ class ClusterMetadata:
 
     def leader_for(self, topic: str, partition: int) -> int | None:
         return self.leaders.get((topic, partition))
-
-    def node_address(self, node_id: int) -> tuple[str, int] | None:
-        return self.brokers.get(node_id)
 
     def update(self, response: dict, now: float) -> None:
         with self._cond:

@@ -127,10 +127,6 @@ class NetworkClient:
             return False
         return conn.state == READY and len(conn.in_flight) < self.max_in_flight
 
-    def is_connected(self, node_id: int) -> bool:
-        conn = self.conns.get(node_id)
-        return conn is not None and conn.state == READY
-
     def connection_delay(self, node_id: int, now: float) -> float:
         failures = self.failures.get(node_id)
         return 0.0 if failures is None else max(0.0, failures[1] - now)

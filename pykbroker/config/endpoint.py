@@ -22,14 +22,6 @@ class EndPoint:
     host: str
     port: int
 
-    @property
-    def connection_string(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.listener_name}://{host}:{self.port}"
-
-    def with_port(self, port: int) -> EndPoint:
-        return EndPoint(self.listener_name, self.security_protocol, self.host, port)
-
 
 def parse_security_protocol_map(value: str, key: str = "listener.security.protocol.map") -> dict[str, str]:
     """``"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"`` -> ``{listener: protocol}``."""

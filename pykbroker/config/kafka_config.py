@@ -107,18 +107,6 @@ class KafkaConfig:
         return v["log.retention.hours"] * 3_600_000
 
     @cached_property
-    def log_roll_ms(self) -> int:
-        v = self.values
-        return v["log.roll.ms"] if v["log.roll.ms"] is not None else v["log.roll.hours"] * 3_600_000
-
-    @cached_property
-    def log_roll_jitter_ms(self) -> int:
-        v = self.values
-        return (
-            v["log.roll.jitter.ms"] if v["log.roll.jitter.ms"] is not None else v["log.roll.jitter.hours"] * 3_600_000
-        )
-
-    @cached_property
     def max_connections_per_ip_overrides(self) -> dict[str, int]:
         raw = self.values["max.connections.per.ip.overrides"]
         result: dict[str, int] = {}
@@ -197,7 +185,3 @@ class KafkaConfig:
             )
         if v["message.max.bytes"] < 0:
             raise ConfigException("message.max.bytes", v["message.max.bytes"], "must be >= 0")
-
-    @classmethod
-    def from_props(cls, props: dict[str, Any]) -> KafkaConfig:
-        return cls(props)

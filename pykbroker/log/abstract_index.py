@@ -164,9 +164,6 @@ class AbstractIndex:
             raise IndexError(f"Offset {offset} is not representable relative to base offset {self.base_offset}")
         return rel
 
-    def can_append_offset(self, offset: int) -> bool:
-        return 0 <= offset - self.base_offset <= 0x7FFFFFFF
-
     # -- subclass hooks -----------------------------------------------------------------------
     def _slot_is_zero(self, mm, slot: int) -> bool:
         start = slot * self.ENTRY_SIZE

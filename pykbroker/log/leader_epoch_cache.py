@@ -70,14 +70,6 @@ class LeaderEpochFileCache:
         with self._lock:
             return self._entries[-1].epoch if self._entries else None
 
-    def latest_entry(self) -> EpochEntry | None:
-        with self._lock:
-            return self._entries[-1] if self._entries else None
-
-    def earliest_entry(self) -> EpochEntry | None:
-        with self._lock:
-            return self._entries[0] if self._entries else None
-
     def epoch_entries(self) -> list[EpochEntry]:
         with self._lock:
             return list(self._entries)

@@ -511,10 +511,6 @@ class LogConfig:
         """Every topic key -> effective value (read-only)."""
         return self._values
 
-    @property
-    def overridden_keys(self) -> frozenset[str]:
-        return self._overridden
-
     def source_of(self, name: str) -> tuple[str, str | None]:
         """``(source, synonym)``: ``("TOPIC_CONFIG", None)`` for an override,
         ``("STATIC_BROKER_CONFIG", "log.roll.hours")`` for a broker-supplied default, else

@@ -46,10 +46,6 @@ def time_index_file(directory: str, offset: int, suffix: str = "") -> str:
     return os.path.join(directory, filename_prefix_from_offset(offset) + TIME_INDEX_FILE_SUFFIX + suffix)
 
 
-def transaction_index_file(directory: str, offset: int, suffix: str = "") -> str:
-    return os.path.join(directory, filename_prefix_from_offset(offset) + TXN_INDEX_FILE_SUFFIX + suffix)
-
-
 def producer_snapshot_file(directory: str, offset: int) -> str:
     return os.path.join(directory, filename_prefix_from_offset(offset) + PRODUCER_SNAPSHOT_FILE_SUFFIX)
 
@@ -84,14 +80,6 @@ def parse_topic_partition_name(dir_name: str) -> tuple[str, int]:
     if not topic or not partition.isdigit():
         raise ValueError(f"Found directory {dir_name!r}, which is not in the form topic-partition")
     return topic, int(partition)
-
-
-def is_index_file(name: str) -> bool:
-    return name.endswith((INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX))
-
-
-def is_log_file(name: str) -> bool:
-    return name.endswith(LOG_FILE_SUFFIX)
 
 
 class TooManyOpenFilesError(OSError):

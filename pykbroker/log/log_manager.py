@@ -357,10 +357,6 @@ class LogManager:
                 lambda read=read: [(log.topic_partition, read(log)) for log in self.all_logs()],
             )
 
-    def logs_by_topic(self, topic: str) -> list[UnifiedLog]:
-        with self._lock:
-            return [log for (t, _), log in self._logs.items() if t == topic]
-
     def log_dir_of(self, topic: str, partition: int) -> str | None:
         return self._log_dir_of.get((topic, partition))
 

@@ -409,11 +409,6 @@ class LogSegment:
             return message_timestamp - ts
         return now - self._created
 
-    def first_batch_timestamp(self) -> int | None:
-        self._load_first_batch_timestamp()
-        ts = self._rolling_based_timestamp
-        return ts if ts is not None and ts >= 0 else None
-
     def resize_indexes(self, size: int) -> None:
         for lazy in (self._lazy_offset_index, self._lazy_time_index):
             if not (lazy.is_fresh and size == self._max_index_size):  # a fresh file has that size already
@@ -477,9 +472,6 @@ class LogSegment:
         self._lazy_offset_index.rename_to(replace(self._lazy_offset_index.path))
         self._lazy_time_index.rename_to(replace(self._lazy_time_index.path))
         self.txn_index.rename_to(replace(self.txn_index.path))
-
-    def has_suffix(self, suffix: str) -> bool:
-        return self.log.path.endswith(suffix)
 
     def update_parent_dir(self, parent: str) -> None:
         self.log.update_parent_dir(parent)

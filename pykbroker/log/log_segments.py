@@ -115,15 +115,5 @@ class LogSegments:
         i = bisect.bisect_right(bases, offset)
         return segs[i] if i < len(segs) else None
 
-    def lower_segment(self, offset: int) -> LogSegment | None:
-        """The segment with the largest base offset < ``offset``."""
-        bases, segs = self._state
-        i = bisect.bisect_left(bases, offset) - 1
-        return segs[i] if i >= 0 else None
-
-    def higher_segments(self, offset: int) -> tuple[LogSegment, ...]:
-        bases, segs = self._state
-        return segs[bisect.bisect_right(bases, offset) :]
-
     def size_in_bytes(self) -> int:
         return sum(s.size for s in self._state[1])

@@ -111,10 +111,6 @@ class ProducerStateEntry:
         return self.batch_metadata[-1].last_seq if self.batch_metadata else NO_SEQUENCE
 
     @property
-    def first_data_offset(self) -> int:
-        return self.batch_metadata[0].first_offset if self.batch_metadata else -1
-
-    @property
     def last_data_offset(self) -> int:
         return self.batch_metadata[-1].last_offset if self.batch_metadata else -1
 

@@ -116,9 +116,6 @@ class ProducerStateManager:
     def latest_snapshot_offset(self) -> int | None:
         return self._snapshots[-1] if self._snapshots else None
 
-    def oldest_snapshot_offset(self) -> int | None:
-        return self._snapshots[0] if self._snapshots else None
-
     # -- appends ------------------------------------------------------------------------------
     def prepare_update(self, producer_id: int, origin: AppendOrigin) -> ProducerAppendInfo:
         return ProducerAppendInfo(self.topic_partition, producer_id, self.producers.get(producer_id), origin)
@@ -301,10 +298,6 @@ class ProducerStateManager:
         """Delete the snapshot at ``offset`` if there is one (its segment was deleted)."""
         if offset in self._snapshots:
             self._remove_snapshot(offset)
-
-    def delete_snapshots_before(self, offset: int) -> None:
-        for snap in [s for s in self._snapshots if s < offset]:
-            self._remove_snapshot(snap)
 
     def _remove_snapshot(self, offset: int) -> None:
         try:

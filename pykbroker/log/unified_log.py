@@ -774,10 +774,6 @@ class UnifiedLog:
         info = self._read_segments(offset, 1, self._next_offset_metadata, False, self._next_offset_metadata)
         return info.fetch_offset_metadata
 
-    @property
-    def high_watermark_metadata(self) -> LogOffsetMetadata:
-        return self.fetch_high_watermark_metadata()
-
     def fetch_high_watermark_metadata(self) -> LogOffsetMetadata:
         """The HW with its segment and position (resolved from the offset and cached if needed);
         DelayedFetch compares positions with it."""

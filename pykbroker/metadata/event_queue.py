@@ -1,7 +1,7 @@
 """A single-threaded event queue (Kafka's ``KafkaEventQueue``), with deferred events.
 
 Threading: one thread, named at construction, runs events one at a time in order; ``append``,
-``prepend``, ``schedule_deferred``, ``cancel_deferred`` and ``close`` are safe from any thread. An event is
+``schedule_deferred``, ``cancel_deferred`` and ``close`` are safe from any thread. An event is
 a callable plus an optional error handler called (on the queue thread) if it raises, or - with
 :class:`EventQueueClosedError` - if the queue closes before it runs. Everything a controller owns is
 therefore touched by one thread only.
@@ -65,10 +65,7 @@ class EventQueue:
         self._thread.start()
 
     def append(self, event: Callable[[], None], on_error: ErrorHandler | None = None) -> None:
-        self._add(event, on_error, front=False)
-
-    def prepend(self, event: Callable[[], None], on_error: ErrorHandler | None = None) -> None:
-        self._add(event, on_error, front=True)
+        self._add(event, on_error)
 
     def schedule_deferred(
         self, tag: str, deadline_ms: int, event: Callable[[], None], on_error: ErrorHandler | None = None
@@ -88,13 +85,13 @@ class EventQueue:
         with self._cond:
             self._deferred.pop(tag, None)
 
-    def _add(self, event, on_error, front: bool) -> None:
+    def _add(self, event, on_error) -> None:
         with self._cond:
             if self._closing:
                 rejected = True
             else:
                 rejected = False
-                (self._events.appendleft if front else self._events.append)((event, on_error))
+                self._events.append((event, on_error))
                 self._cond.notify()
         if rejected and on_error is not None:
             on_error(EventQueueClosedError(f"{self.thread_name} is closed"))

@@ -200,10 +200,6 @@ class FeatureControlManager:
         records.append(feature_level_record(METADATA_VERSION, level))
         return None
 
-    def finalized_levels(self) -> dict[str, int]:
-        """Every finalized feature's level (``metadata.version`` included when known)."""
-        return dict(self.finalized)
-
     def replay(self, record: ApiMessageAndVersion) -> None:
         if record.name != FEATURE_LEVEL_RECORD:
             return

@@ -13,8 +13,8 @@ result is published at once, so publishers see topics deleted meanwhile as delet
 :class:`~pykbroker.metadata.snapshot_generator.SnapshotGenerator`, if given, counts the committed bytes and
 may write a snapshot of each published image (on the loader thread).
 
-Threading: ``handle_commit``/``handle_leader_change`` (Raft thread), ``install_publishers``,
-``remove_and_close_publisher`` and ``close`` are thread-safe; ``image`` may be read from any thread
+Threading: ``handle_commit``/``handle_leader_change`` (Raft thread), ``install_publishers``
+and ``close`` are thread-safe; ``image`` may be read from any thread
 (reference swap of an immutable value). Publishers run on the loader thread.
 """
 
@@ -86,18 +86,6 @@ class MetadataLoader(RaftClientListener[ApiMessageAndVersion]):
             future.set_result(None)
 
         self._queue.append(install, on_error=future.set_exception)
-        return future
-
-    def remove_and_close_publisher(self, publisher: MetadataPublisher) -> Future:
-        future: Future = Future()
-
-        def remove() -> None:
-            if publisher in self._publishers:
-                self._publishers.remove(publisher)
-                publisher.close()
-            future.set_result(None)
-
-        self._queue.append(remove, on_error=future.set_exception)
         return future
 
     def close(self, timeout_s: float = 10.0) -> None:

@@ -336,9 +336,6 @@ class KafkaChannel:
                 if not receive.complete() and not receive.memory_pending and (n == 0 or not self.peer_closed):
                     self.read_ready = False  # read_from stops short only when the socket has nothing more
 
-    def has_partial_receive(self) -> bool:
-        return self.receive is not None and (self.receive.size_read > 0)
-
     def set_send(self, send: NetworkSend) -> None:
         if self.send is not None:
             raise RuntimeError(

@@ -88,7 +88,6 @@ class KSelector:
         self.completed_receives: dict[str, NetworkReceive] = {}
         self.completed_sends: list[NetworkSend] = []
         self.disconnected: dict[str, str] = {}
-        self.close_reasons: dict[str, str] = {}
         self.failed_sends: list[str] = []
         self.on_close_error = on_close_error  # callable(id, exc) for logging
         self.idle_ns = connections_max_idle_ms * 1_000_000 if connections_max_idle_ms >= 0 else -1

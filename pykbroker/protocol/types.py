@@ -222,11 +222,6 @@ def read_array_length(buf: Any, pos: int, compact: bool, nullable: bool) -> tupl
     return _read_length(buf, pos, compact, True, nullable, "array")
 
 
-def write_array_length(out: bytearray, n: int, compact: bool) -> None:
-    """An array count prefix; ``n`` = -1 for null."""
-    _write_length(out, n, compact, True)
-
-
 # ---------------------------------------------------------------------------------------------------- strings / bytes
 
 
@@ -314,11 +309,6 @@ def read_nullable_string(buf: Any, pos: int) -> tuple[str | None, int]:
 def read_compact_string(buf: Any, pos: int) -> tuple[str, int]:
     """uvarint(length + 1) UTF-8 string (non-nullable)."""
     return _READ_COMPACT_STRING(buf, pos)
-
-
-def read_compact_nullable_string(buf: Any, pos: int) -> tuple[str | None, int]:
-    """uvarint(length + 1) UTF-8 string, 0 = ``None``."""
-    return _READ_COMPACT_NULLABLE_STRING(buf, pos)
 
 
 _READ_STRING = string_reader(False, False)

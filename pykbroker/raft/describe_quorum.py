@@ -85,11 +85,6 @@ def describe_quorum(client: Any, now_ms: int) -> PartitionData:
     }
 
 
-def voter_ids(client: Any) -> list[int]:
-    """The static voter set of ``client``, sorted (for the v2 ``nodes`` list)."""
-    return sorted(client.quorum.voters)
-
-
 def _replica(state: ReplicaState, leader_id: int, now_ms: int) -> ReplicaStateData:
     leader = state.replica_id == leader_id
     return {

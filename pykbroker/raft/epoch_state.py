@@ -136,9 +136,6 @@ class CandidateState(EpochState):
         """Voters that have neither granted nor rejected (the ones to ask)."""
         return set(self.voters) - self.granted - self.rejected
 
-    def is_backing_off(self) -> bool:
-        return self.backoff_deadline_ms is not None
-
     def start_backing_off(self, now_ms: int, backoff_ms: int) -> None:
         """The election failed (timed out or a majority rejected): wait ``backoff_ms`` before the next."""
         self.backoff_deadline_ms = now_ms + backoff_ms

@@ -169,8 +169,3 @@ class KafkaNetworkChannel(NetworkChannel):
         with self._lock:
             self._inbound[correlation_id] = respond
         self.client.handle(RaftRequest(correlation_id, source_id, self.node_id, data, self.time.hi_res_milliseconds()))
-
-    def abandon_inbound(self) -> None:
-        """Forget the inbound requests still waiting for an answer (at shutdown)."""
-        with self._lock:
-            self._inbound.clear()

@@ -87,9 +87,6 @@ class QuorumState:
     def is_leader(self) -> bool:
         return self.state.kind is L
 
-    def is_candidate(self) -> bool:
-        return self.state.kind is C
-
     def random_election_timeout_ms(self) -> int:
         return self.election_timeout_ms + self.random.randint(0, self.election_timeout_ms)
 

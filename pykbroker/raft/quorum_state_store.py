@@ -58,14 +58,12 @@ class QuorumStateStore(ABC):
 class MemoryQuorumStateStore(QuorumStateStore):
     def __init__(self) -> None:
         self.state: ElectionState | None = None
-        self.writes = 0
 
     def read_election_state(self) -> ElectionState | None:
         return self.state
 
     def write_election_state(self, state: ElectionState) -> None:
         self.state = state
-        self.writes += 1
 
     def clear(self) -> None:
         self.state = None

@@ -314,7 +314,6 @@ class MemoryReplicatedLog(ReplicatedLog):
         self._batches: list[LogBatch] = []
         self._base_offsets: list[int] = []  # parallel to _batches, for bisect
         self._high_watermark = 0
-        self.flush_count = 0
 
     def append_as_leader(self, records, epoch, control=False, append_time_ms=-1) -> LogAppendInfo:
         if not records:
@@ -420,7 +419,7 @@ class MemoryReplicatedLog(ReplicatedLog):
         return self._high_watermark
 
     def flush(self) -> None:
-        self.flush_count += 1
+        """Nothing to flush: the log lives in memory."""
 
     def __len__(self) -> int:
         return len(self._batches)

@@ -90,10 +90,6 @@ class RawSnapshotWriter(ABC):
     def close(self) -> None:
         """Release resources; a snapshot that was not frozen is deleted. Idempotent."""
 
-    @property
-    @abstractmethod
-    def is_frozen(self) -> bool: ...
-
 
 OnFrozen = Callable[[RawSnapshotReader], None]
 
@@ -132,10 +128,6 @@ class MemoryRawSnapshotWriter(RawSnapshotWriter):
     def close(self) -> None:
         if self._state == "open":
             self._state = "closed"
-
-    @property
-    def is_frozen(self) -> bool:
-        return self._state == "frozen"
 
 
 class FileRawSnapshotReader(RawSnapshotReader):
@@ -198,10 +190,6 @@ class FileRawSnapshotWriter(RawSnapshotWriter):
             os.unlink(self.partial_path)
         except FileNotFoundError:
             pass
-
-    @property
-    def is_frozen(self) -> bool:
-        return self._state == "frozen"
 
 
 def _check_open(state: str, snapshot_id: SnapshotId) -> None:

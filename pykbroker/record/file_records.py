@@ -404,9 +404,6 @@ class FileRecords:
     def last_modified_ms(self) -> int:
         return os.stat(self._path).st_mtime_ns // 1_000_000
 
-    def set_last_modified_ms(self, ms: int) -> None:
-        os.utime(self._path, ns=(ms * 1_000_000, ms * 1_000_000))
-
     # -- writes ------------------------------------------------------------------------------
     def append(self, data) -> int:
         """Write ``data`` (bytes-like, whole batches) at the end of the file. Returns the bytes

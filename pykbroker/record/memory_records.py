@@ -27,10 +27,6 @@ class MemoryRecords:
     def __init__(self, buf=b""):
         self.buf = buf if isinstance(buf, memoryview) else memoryview(buf)
 
-    @classmethod
-    def readable_records(cls, buf) -> MemoryRecords:
-        return cls(buf)
-
     @property
     def size_in_bytes(self) -> int:
         return len(self.buf)

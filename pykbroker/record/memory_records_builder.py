@@ -94,7 +94,6 @@ class MemoryRecordsBuilder:
         "_last_offset",
         "_base_timestamp",
         "_max_timestamp",
-        "_offset_of_max_timestamp",
         "_appends_closed",
         "_aborted",
         "_built",
@@ -140,7 +139,6 @@ class MemoryRecordsBuilder:
         # With a delete horizon, baseTimestamp holds it and record deltas are relative to it.
         self._base_timestamp: int | None = delete_horizon_ms if delete_horizon_ms >= 0 else None
         self._max_timestamp = NO_TIMESTAMP
-        self._offset_of_max_timestamp = -1
         self._appends_closed = False
         self._aborted = False
         self._built: bytes | None = None
@@ -218,7 +216,6 @@ class MemoryRecordsBuilder:
         self._last_offset = offset
         if timestamp > self._max_timestamp:
             self._max_timestamp = timestamp
-            self._offset_of_max_timestamp = offset
 
     def try_append(
         self, timestamp: int, key, value, headers=None, _enc=encode_varint, _zz=ZIGZAG_ENCODED, _lim=_TABLE_HALF
@@ -291,15 +288,7 @@ class MemoryRecordsBuilder:
         self._last_offset = offset
         if timestamp > self._max_timestamp:
             self._max_timestamp = timestamp
-            self._offset_of_max_timestamp = offset
         return n
-
-    def append_record(self, record) -> None:
-        """Append a decoded :class:`~pykbroker.record.default_record.Record` keeping its offset
-        (``MemoryRecordsBuilder.append(Record)``)."""
-        self.append_with_offset(
-            record.offset, record.timestamp, record.key, record.value, record.headers, self._is_control_batch
-        )
 
     def append_control_record(self, timestamp: int, control_type: ControlRecordType, value) -> int:
         """Append a control record of ``control_type`` at the next offset (control batches only)."""
@@ -497,9 +486,6 @@ class MemoryRecordsBuilder:
 
     def uncompressed_bytes_written(self) -> int:
         return self._records_size + RECORD_BATCH_OVERHEAD
-
-    def max_allowed_bytes(self) -> int:
-        return self._write_limit - RECORD_BATCH_OVERHEAD
 
 
 def encode_batch(

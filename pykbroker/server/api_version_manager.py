@@ -117,6 +117,3 @@ class ApiVersionManager:
     def is_api_allowed(self, listener: str, api_key: int, version: int) -> bool:
         rng = self.versions.get(api_key)
         return rng is not None and rng[0] <= version <= rng[1]
-
-    def max_version(self, api_key: int) -> int:
-        return self.versions[api_key][1]

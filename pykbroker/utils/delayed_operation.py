@@ -38,10 +38,6 @@ class TopicPartitionOperationKey(NamedTuple):
     topic: str
     partition: int
 
-    @property
-    def key_label(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
 
 class DelayedOperation(TimerTask, metaclass=ABCMeta):
     """An operation that completes when ``try_complete`` says so, or after ``delay_ms`` (ms) at the latest.

@@ -121,10 +121,6 @@ class KafkaScheduler(Scheduler):
             self._workers.append(t)
             t.start()
 
-    @property
-    def is_started(self) -> bool:
-        return self._running
-
     def schedule(self, name: str, fn: Callable[[], object], delay_ms: int = 0, period_ms: int = -1) -> ScheduledTask:
         """Run ``fn`` after ``delay_ms`` ms, then every ``period_ms`` ms if ``period_ms > 0``."""
         with self._lock:

@@ -152,7 +152,6 @@ class _GroupConsumer(threading.Thread):
         self.committed: dict[int, list[tuple[int, bytes]]] = {}
         self.committed_keys: set[tuple[int, int]] = set()
         self.reread: list[tuple[int, int]] = []
-        self.commit_failures = 0
         self.stop = threading.Event()
 
     def count(self) -> int:
@@ -168,7 +167,6 @@ class _GroupConsumer(threading.Thread):
                 try:
                     self.consumer.commit(asynchronous=False)
                 except KafkaException:
-                    self.commit_failures += 1
                     continue  # these may be delivered again: not counted
                 for m in msgs:
                     key = (m.partition(), m.offset())

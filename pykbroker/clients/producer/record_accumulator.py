@@ -231,10 +231,6 @@ class RecordAccumulator:
         with self._lock:
             return any(self.batches.values())
 
-    def has_incomplete(self) -> bool:
-        with self._lock:
-            return bool(self.incomplete)
-
     def abort_undrained(self, error: BaseException) -> list[ProducerBatch]:
         with self._lock:
             batches = [b for dq in self.batches.values() for b in dq]

@@ -203,7 +203,6 @@ class GroupCoordinator:
                 protocols,
             )
             member.awaiting_join = respond
-            member.is_new = True
             if group.state is _S.PREPARING_REBALANCE and group.generation_id == 0:
                 group.new_member_added = True  # lets the initial delay extend (InitialDelayedJoin)
             group.add(member)
@@ -437,7 +436,6 @@ class GroupCoordinator:
             )
             for m in group.members.values():
                 cb, m.awaiting_join = m.awaiting_join, None
-                m.is_new = False
                 if cb is not None:
                     cb(self._join_response(group, m.member_id))
                 self._heartbeat(group, m)

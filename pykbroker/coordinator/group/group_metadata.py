@@ -75,7 +75,6 @@ class MemberMetadata:
         self.assignment = b""
         self.awaiting_join: Callable[[dict], None] | None = None
         self.awaiting_sync: Callable[[dict], None] | None = None
-        self.is_new = False
         self.heartbeat_generation = 0  # bumped on every heartbeat; a DelayedHeartbeat checks it
 
     def metadata_for(self, protocol: str) -> bytes:

@@ -102,11 +102,6 @@ class TransactionMarkerChannelManager:
     def shutdown(self) -> None:
         self.send_thread.shutdown()
 
-    @property
-    def num_pending(self) -> int:
-        with self._lock:
-            return len(self._pending)
-
     # -- entry points ---------------------------------------------------------------------------
     def add_txn_markers_to_send(
         self, coordinator_epoch: int, commit: bool, metadata: TransactionMetadata, transit: TxnTransitMetadata

@@ -13,8 +13,8 @@ fetch_session.partitions.partition_key`) to its response dict (the Fetch respons
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Iterator, Mapping
+from typing import NamedTuple
 
 from pykbroker.protocol import errors
 from pykbroker.protocol.codec import Output, encode_into
@@ -111,10 +111,6 @@ class FetchContext:
 
     def __iter__(self) -> Iterator[FetchPartition]:
         return iter(self.partitions())
-
-    def foreach_partition(self, fn: Callable[[FetchPartition], Any]) -> None:
-        for p in self.partitions():
-            fn(p)
 
     def get_fetch_offset(self, key: PartitionKey) -> int | None:
         return None

@@ -64,10 +64,6 @@ class FetchPartition(NamedTuple):
     def key(self) -> PartitionKey:
         return partition_key(self.topic_id, self.topic, self.partition)
 
-    @property
-    def topic_id_partition(self) -> TopicIdPartition:
-        return TopicIdPartition(self.topic_id, self.topic, self.partition)
-
 
 # ------------------------------------------------------------------------------------------- request decoding
 

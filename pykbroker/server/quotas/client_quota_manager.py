@@ -111,9 +111,6 @@ class ClientQuotaManager:
         self._resolved: dict[tuple[str, str], tuple[tuple[str, str], float] | None] = {}
         self._rates: dict[tuple[str, str], SampledRate] = {}
         self.reaper = ThrottledChannelReaper(name, time)
-        #: throttle times answered (ms), for the ``<name>ThrottleTime`` metrics
-        self.throttle_count = 0
-        self.throttle_time_total_ms = 0
 
     @property
     def quotas_enabled(self) -> bool:
@@ -189,8 +186,6 @@ class ClientQuotaManager:
             if measured <= limit:
                 return 0
             throttle = round((measured - limit) / limit * rate.window_size_ms(now))
-        self.throttle_count += 1
-        self.throttle_time_total_ms += throttle
         return int(throttle)
 
     def unrecord(self, user: str, client_id: str, value: float) -> None:

@@ -114,7 +114,6 @@ class CommitListener(RaftClientListener):
         self.base_offsets: list[int] = []
         self.next_offset = 0
         self.state: list[str] = []
-        self.snapshots_loaded = 0
         self.error: str | None = None
 
     def handle_load_snapshot(self, reader) -> None:
@@ -122,7 +121,6 @@ class CommitListener(RaftClientListener):
             self.error = f"listener at {self.next_offset} got the older snapshot {reader.snapshot_id}"
         self.state = reader.records()
         self.next_offset = reader.snapshot_id.end_offset
-        self.snapshots_loaded += 1
 
     def handle_commit(self, batch) -> None:
         if batch.base_offset != self.next_offset and self.error is None:
