@@ -44,8 +44,9 @@ from there. Losing the leader or the leader losing the snapshot (SNAPSHOT_NOT_FO
 download. Listeners get ``handle_load_snapshot`` first when they register and a snapshot exists, and
 whenever their position falls below the log start offset (Kafka's ``updateListenersProgress``).
 
-Not implemented: pre-vote (KIP-996), dynamic voters (KIP-853). The network wiring (controller listener)
-is the owner's job and not done.
+Not implemented: pre-vote (KIP-996), dynamic voters (KIP-853). The client speaks to the other voters
+through a ``NetworkChannel``: :mod:`pykbroker.raft.kafka_network_channel` over the controller listener, which
+the server wires in (``KafkaRaftServer``).
 
 Threading: the IO thread owns the quorum state, the log and listener delivery. ``handle``,
 ``drain_outbound``, ``prepare_append``, ``schedule_prepared_append``, ``schedule_append``, ``register``,

@@ -5,8 +5,8 @@ and responses carry a ``topics[].partitions[]`` nest; the Raft client only ever 
 ``__cluster_metadata-0`` partition, so each message here is that nest flattened to the partition's fields,
 with the field names of the schemas in ``pykbroker/protocol/schemas/raft.py`` and ``fetch.py``
 (``candidate_epoch``, ``last_offset_epoch``, ``vote_granted``, ``last_fetched_epoch``,
-``diverging_epoch``, ``current_leader`` ...). Translating them to and from the wire structs is the
-network layer's job (not wired yet); records travel as :class:`~pykbroker.raft.replicated_log.LogBatch`.
+``diverging_epoch``, ``current_leader`` ...). :mod:`~pykbroker.raft.raft_wire` translates them to and from
+the wire structs; records travel as :class:`~pykbroker.raft.replicated_log.LogBatch`.
 
 Envelopes: :class:`RaftRequest` / :class:`RaftResponse` add who sends to whom and the correlation id
 that pairs a response with its request. Error codes are Kafka's numeric codes (the raft layer does not

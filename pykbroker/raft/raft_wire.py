@@ -8,7 +8,8 @@ have are simply not written, so one body serves every version (e.g. Fetch carrie
 ``replica_id`` and the v15+ ``replica_state``). Listener endpoints (``leader_endpoints``,
 ``node_endpoints``) are left empty: static voters (``controller.quorum.voters``) know each other's address.
 
-Not wired to a listener yet; pure functions, no I/O.
+Pure functions, no I/O: :mod:`~pykbroker.raft.kafka_network_channel` uses them for what it sends and the answers
+it gets, the server's Raft handlers (``server/handlers/raft.py``) for what the controller listener receives.
 """
 
 from __future__ import annotations
