@@ -100,7 +100,6 @@ class ClientRequestQuotaManager(ClientQuotaManager):
         raw = self.record_and_get_throttle_time_ms(user, client_id, value)
         throttle = min(raw, self.max_throttle_time_ms)
         if throttle > 0:
-            self.throttle_time_total_ms -= raw - throttle  # the base class counted the unbounded time
             self._record_throttle(user, client_id, throttle)
         return throttle
 

@@ -192,8 +192,6 @@ class ControllerMutationQuotaManager(ClientQuotaManager):
         return 0
 
     def _record_throttle(self, key: tuple[str, str], throttle_ms: int, now_ms: int) -> None:
-        self.throttle_count += 1
-        self.throttle_time_total_ms += throttle_ms
         with self._metrics_lock:
             if len(self._throttles) > _MAX_SENSORS:
                 self._throttles.clear()
