@@ -2,11 +2,9 @@
 controller's ``AclControlManager``).
 
 A binding is ``(resource type, resource name, pattern type, principal, host, operation, permission type)``
-with Kafka's ids: resource types UNKNOWN 0, ANY 1, TOPIC 2, GROUP 3, CLUSTER 4, TRANSACTIONAL_ID 5,
-DELEGATION_TOKEN 6, USER 7; pattern types UNKNOWN 0, ANY 1, MATCH 2, LITERAL 3, PREFIXED 4; operations
-UNKNOWN 0, ANY 1, ALL 2, READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
-DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12, CREATE_TOKENS 13, DESCRIBE_TOKENS 14;
-permissions UNKNOWN 0, ANY 1, DENY 2, ALLOW 3. Pure functions.
+with Kafka's codes: :class:`~pykbroker.protocol.resource.ResourceType`,
+:class:`~pykbroker.protocol.resource.PatternType`, :class:`~pykbroker.protocol.acl.AclOperation`,
+:class:`~pykbroker.protocol.acl.AclPermissionType`. Pure functions.
 """
 
 from __future__ import annotations
@@ -23,53 +21,30 @@ from pykbroker.metadata.records import (
     remove_access_control_entry_record,
 )
 from pykbroker.protocol import errors
+from pykbroker.protocol.acl import AclOperation, AclPermissionType
+from pykbroker.protocol.resource import CLUSTER_NAME, PatternType, ResourceType
 
-ANY, MATCH, LITERAL, PREFIXED = 1, 2, 3, 4
-TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN, USER = 2, 3, 4, 5, 6, 7
-DENY, ALLOW = 2, 3
 WILDCARD = "*"
-CLUSTER_NAME = "kafka-cluster"
-RESOURCE_TYPE_NAMES = {
-    TOPIC: "TOPIC",
-    GROUP: "GROUP",
-    CLUSTER: "CLUSTER",
-    TRANSACTIONAL_ID: "TRANSACTIONAL_ID",
-    DELEGATION_TOKEN: "DELEGATION_TOKEN",
-    USER: "USER",
-}
-OPERATION_NAMES = {
-    2: "ALL",
-    3: "READ",
-    4: "WRITE",
-    5: "CREATE",
-    6: "DELETE",
-    7: "ALTER",
-    8: "DESCRIBE",
-    9: "CLUSTER_ACTION",
-    10: "DESCRIBE_CONFIGS",
-    11: "ALTER_CONFIGS",
-    12: "IDEMPOTENT_WRITE",
-    13: "CREATE_TOKENS",
-    14: "DESCRIBE_TOKENS",
-}
-PATTERN_NAMES = {LITERAL: "LITERAL", PREFIXED: "PREFIXED"}
-PERMISSION_NAMES = {DENY: "DENY", ALLOW: "ALLOW"}
+# The codes a binding (not a filter) may carry: Kafka's AclControlManager.validateNewAcl refuses UNKNOWN and ANY.
+_BINDING_RESOURCE_TYPES = frozenset(ResourceType) - {ResourceType.UNKNOWN, ResourceType.ANY}
+_BINDING_OPERATIONS = frozenset(AclOperation) - {AclOperation.UNKNOWN, AclOperation.ANY}
+_BINDING_PERMISSIONS = frozenset({AclPermissionType.ALLOW, AclPermissionType.DENY})
 
 
 def validate_binding(binding: tuple) -> str | None:
     """Kafka's AclControlManager.validateNewAcl: the problem (INVALID_REQUEST message) or None."""
     rtype, name, pattern, principal, host, operation, permission = binding
-    if rtype not in RESOURCE_TYPE_NAMES:
+    if rtype not in _BINDING_RESOURCE_TYPES:
         return "Invalid resourceType " + str(rtype)
-    if pattern not in (LITERAL, PREFIXED):
+    if pattern not in (PatternType.LITERAL, PatternType.PREFIXED):
         return "Invalid patternType " + str(pattern)
-    if operation not in OPERATION_NAMES:
+    if operation not in _BINDING_OPERATIONS:
         return "Invalid operation " + str(operation)
-    if permission not in (ALLOW, DENY):
+    if permission not in _BINDING_PERMISSIONS:
         return "Invalid permissionType " + str(permission)
     if not name:
         return "Resource name should not be empty"
-    if rtype == CLUSTER and name != CLUSTER_NAME:
+    if rtype == ResourceType.CLUSTER and name != CLUSTER_NAME:
         return "The only valid name for the CLUSTER resource is " + CLUSTER_NAME
     if not principal or ":" not in principal:
         return f"Could not parse principal from `{principal}` (no colon is present separating the principal type)"
@@ -83,7 +58,7 @@ def filter_of(d: dict) -> tuple:
     return (
         d["resource_type_filter"],
         d.get("resource_name_filter"),
-        d.get("pattern_type_filter", LITERAL),
+        d.get("pattern_type_filter", PatternType.LITERAL),
         d.get("principal_filter"),
         d.get("host_filter"),
         d["operation"],
@@ -93,7 +68,12 @@ def filter_of(d: dict) -> tuple:
 
 def validate_filter(f: tuple) -> str | None:
     rtype, _, pattern, _, _, operation, permission = f
-    if rtype == 0 or pattern == 0 or operation == 0 or permission == 0:
+    if (
+        rtype == ResourceType.UNKNOWN
+        or pattern == PatternType.UNKNOWN
+        or operation == AclOperation.UNKNOWN
+        or permission == AclPermissionType.UNKNOWN
+    ):
         return "Filter contain UNKNOWN elements"
     return None
 
@@ -102,16 +82,16 @@ def matches(f: tuple, binding: tuple) -> bool:
     """Kafka's AclBindingFilter.matches."""
     frtype, fname, fpattern, fprincipal, fhost, foperation, fpermission = f
     rtype, name, pattern, principal, host, operation, permission = binding
-    if frtype != ANY and frtype != rtype:
+    if frtype != ResourceType.ANY and frtype != rtype:
         return False
-    if fpattern == MATCH:
+    if fpattern == PatternType.MATCH:
         if fname is not None:
-            if pattern == LITERAL and name not in (fname, WILDCARD):
+            if pattern == PatternType.LITERAL and name not in (fname, WILDCARD):
                 return False
-            if pattern == PREFIXED and not fname.startswith(name):
+            if pattern == PatternType.PREFIXED and not fname.startswith(name):
                 return False
     else:
-        if fpattern != ANY and fpattern != pattern:
+        if fpattern != PatternType.ANY and fpattern != pattern:
             return False
         if fname is not None and fname != name:
             return False
@@ -119,9 +99,9 @@ def matches(f: tuple, binding: tuple) -> bool:
         return False
     if fhost is not None and fhost != host:
         return False
-    if foperation != ANY and foperation != operation:
+    if foperation != AclOperation.ANY and foperation != operation:
         return False
-    return fpermission in (ANY, permission)
+    return fpermission in (AclPermissionType.ANY, permission)
 
 
 class AclControlManager:
@@ -157,7 +137,7 @@ class AclControlManager:
             binding = (
                 c["resource_type"],
                 c["resource_name"],
-                c.get("resource_pattern_type", LITERAL),
+                c.get("resource_pattern_type", PatternType.LITERAL),
                 c["principal"],
                 c["host"],
                 c["operation"],

@@ -18,13 +18,11 @@ from typing import Any
 from pykbroker.metadata.controller_result import ControllerResult, api_error
 from pykbroker.metadata.records import (
     CONFIG_RECORD,
-    RESOURCE_BROKER,
-    RESOURCE_GROUP,
-    RESOURCE_TOPIC,
     ApiMessageAndVersion,
     config_record,
 )
 from pykbroker.protocol import errors
+from pykbroker.protocol.config_resource import ConfigResourceType
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
@@ -44,7 +42,7 @@ class ConfigSchema:
     configs; a broker subclass plugs in its ``LogConfig``/``KafkaConfig`` definitions."""
 
     def is_list(self, resource_type: int, name: str) -> bool:
-        return resource_type == RESOURCE_TOPIC and name in TOPIC_LIST_CONFIGS
+        return resource_type == ConfigResourceType.TOPIC and name in TOPIC_LIST_CONFIGS
 
     def validate(self, resource_type: int, resource_name: str, configs: dict[str, str]) -> None:
         """Raise a KafkaError if ``configs`` (the complete overrides after the change) are invalid."""
@@ -80,7 +78,7 @@ class ConfigurationControlManager:
 
     def unclean_leader_election_enabled_for_topic(self, topic: str) -> bool:
         """Kafka's ``uncleanLeaderElectionEnabledForTopic``: the topic override, else the broker default."""
-        return self.schema.unclean_leader_election_enabled(self.configs.get((RESOURCE_TOPIC, topic), {}))
+        return self.schema.unclean_leader_election_enabled(self.configs.get((ConfigResourceType.TOPIC, topic), {}))
 
     # ---- operations --------------------------------------------------------------------------
     def incremental_alter_configs(self, request: dict[str, Any]) -> ControllerResult[dict]:
@@ -160,11 +158,11 @@ class ConfigurationControlManager:
         return ControllerResult(records, api_error(errors.NONE))
 
     def _check_resource(self, rtype: int, rname: str, new_resource: bool) -> dict | None:
-        if rtype == RESOURCE_TOPIC:
+        if rtype == ConfigResourceType.TOPIC:
             if not new_resource and not self.topic_exists(rname):
                 return api_error(errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{rname}' does not exist.")
             return None
-        if rtype == RESOURCE_BROKER:
+        if rtype == ConfigResourceType.BROKER:
             if rname == "":
                 return None  # cluster-wide default
             try:
@@ -174,7 +172,7 @@ class ConfigurationControlManager:
             if not self.broker_exists(broker_id):
                 return api_error(errors.INVALID_REQUEST, f"Unknown broker {broker_id}")
             return None
-        if rtype == RESOURCE_GROUP:  # any group name: configs may precede the group
+        if rtype == ConfigResourceType.GROUP:  # any group name: configs may precede the group
             if rname == "":
                 return api_error(errors.INVALID_REQUEST, "Default group resources are not allowed.")
             return None
@@ -197,4 +195,4 @@ class ConfigurationControlManager:
             self.configs.setdefault(key, {})[d["name"]] = value
 
     def delete_topic_configs(self, topic_name: str) -> None:
-        self.configs.pop((RESOURCE_TOPIC, topic_name), None)
+        self.configs.pop((ConfigResourceType.TOPIC, topic_name), None)

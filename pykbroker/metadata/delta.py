@@ -41,13 +41,13 @@ from pykbroker.metadata.records import (
     REMOVE_ACCESS_CONTROL_ENTRY_RECORD,
     REMOVE_TOPIC_RECORD,
     REMOVE_USER_SCRAM_CREDENTIAL_RECORD,
-    RESOURCE_TOPIC,
     TOPIC_RECORD,
     UNFENCE_BROKER_RECORD,
     UNREGISTER_BROKER_RECORD,
     USER_SCRAM_CREDENTIAL_RECORD,
     ApiMessageAndVersion,
 )
+from pykbroker.protocol.config_resource import ConfigResourceType
 
 
 @dataclass
@@ -192,7 +192,7 @@ class MetadataDelta:
         if name in (TOPIC_RECORD, PARTITION_RECORD, PARTITION_CHANGE_RECORD, REMOVE_TOPIC_RECORD):
             removed = self.topics.replay(record)
             if removed is not None:
-                key = (RESOURCE_TOPIC, removed)
+                key = (ConfigResourceType.TOPIC, removed)
                 self.config_changes.pop(key, None)
                 self.deleted_config_resources.add(key)
         elif name == CONFIG_RECORD:

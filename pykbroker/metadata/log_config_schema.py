@@ -29,7 +29,7 @@ from pykbroker.metadata.configuration_control_manager import (
     SOURCE_TOPIC_CONFIG,
     ConfigSchema,
 )
-from pykbroker.metadata.records import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
+from pykbroker.protocol.config_resource import ConfigResourceType
 
 _SOURCE_IDS = {
     "TOPIC_CONFIG": SOURCE_TOPIC_CONFIG,
@@ -82,18 +82,18 @@ class LogConfigSchema(ConfigSchema):
         self.group_defaults = group_defaults or group_config.GroupConfigDefaults.from_broker_config()
 
     def is_list(self, resource_type: int, name: str) -> bool:
-        if resource_type == RESOURCE_BROKER:  # APPEND/SUBTRACT on list-typed broker keys (per listener too)
+        if resource_type == ConfigResourceType.BROKER:  # APPEND/SUBTRACT on list-typed broker keys (per listener too)
             broker_key = config_key(listener_base_name(name) or name)
             return broker_key is not None and broker_key.type == Type.LIST
         key = TOPIC_CONFIG_KEYS.get(name)
-        return resource_type == RESOURCE_TOPIC and key is not None and key.type == Type.LIST
+        return resource_type == ConfigResourceType.TOPIC and key is not None and key.type == Type.LIST
 
     def validate(self, resource_type: int, resource_name: str, configs: dict[str, str]) -> None:
-        if resource_type == RESOURCE_TOPIC:
+        if resource_type == ConfigResourceType.TOPIC:
             LogConfig.validate(configs)
-        elif resource_type == RESOURCE_GROUP:
+        elif resource_type == ConfigResourceType.GROUP:
             group_config.validate(configs, self.group_defaults)
-        elif resource_type == RESOURCE_BROKER:
+        elif resource_type == ConfigResourceType.BROKER:
             validate_dynamic_broker_configs(configs, per_broker=resource_name != "")
 
     def unclean_leader_election_enabled(self, overrides: dict[str, str]) -> bool:

@@ -34,13 +34,6 @@ REMOVE_USER_SCRAM_CREDENTIAL_RECORD = "RemoveUserScramCredentialRecord"
 CLIENT_QUOTA_RECORD = "ClientQuotaRecord"
 
 
-# ConfigResource.Type ids (protocol facts)
-RESOURCE_UNKNOWN = 0
-RESOURCE_TOPIC = 2
-RESOURCE_BROKER = 4
-RESOURCE_BROKER_LOGGER = 8
-RESOURCE_GROUP = 32
-
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader default
 LEADER_RECOVERED = 0

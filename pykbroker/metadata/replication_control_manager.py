@@ -53,7 +53,6 @@ from pykbroker.metadata.records import (
     PARTITION_CHANGE_RECORD,
     PARTITION_RECORD,
     REMOVE_TOPIC_RECORD,
-    RESOURCE_TOPIC,
     TOPIC_RECORD,
     ApiMessageAndVersion,
     remove_topic_record,
@@ -61,6 +60,7 @@ from pykbroker.metadata.records import (
 )
 from pykbroker.metadata.replica_placer import StripedReplicaPlacer
 from pykbroker.protocol import errors
+from pykbroker.protocol.config_resource import ConfigResourceType
 from pykbroker.protocol.errors import KafkaError
 from pykbroker.protocol.types import ZERO_UUID
 from pykbroker.utils.logging import get_logger
@@ -201,7 +201,7 @@ class ReplicationControlManager:
         config_records: list[ApiMessageAndVersion] = []
         if configs:
             result = self.configs.incremental_alter_config(
-                RESOURCE_TOPIC, name, [(k, SET, v) for k, v in configs.items()], new_resource=True
+                ConfigResourceType.TOPIC, name, [(k, SET, v) for k, v in configs.items()], new_resource=True
             )
             if result.response["error_code"] != errors.NONE:
                 raise _Rejected(result.response["error_code"], result.response["error_message"])

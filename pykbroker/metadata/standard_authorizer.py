@@ -17,14 +17,17 @@ from request handler threads; the index is swapped whole.
 
 from __future__ import annotations
 
-from pykbroker.metadata.acls import ALLOW, DENY, LITERAL, PREFIXED, WILDCARD
+from pykbroker.metadata.acls import WILDCARD
+from pykbroker.protocol.acl import AclOperation, AclPermissionType
+from pykbroker.protocol.resource import PatternType
 
 CLASS_NAMES = frozenset(
     {"org.apache.kafka.metadata.authorizer.StandardAuthorizer", "kafka.security.authorizer.AclAuthorizer"}
 )
-ALL, READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE = 2, 3, 4, 5, 6, 7, 8
-CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE = 9, 10, 11, 12
-_IMPLIES = {DESCRIBE: (READ, WRITE, DELETE, ALTER), DESCRIBE_CONFIGS: (ALTER_CONFIGS,)}
+_O = AclOperation
+_ALL, _ALLOW, _DENY = AclOperation.ALL, AclPermissionType.ALLOW, AclPermissionType.DENY
+_LITERAL, _PREFIXED = PatternType.LITERAL, PatternType.PREFIXED
+_IMPLIES = {_O.DESCRIBE: (_O.READ, _O.WRITE, _O.DELETE, _O.ALTER), _O.DESCRIBE_CONFIGS: (_O.ALTER_CONFIGS,)}
 
 
 class StandardAuthorizer:
@@ -52,9 +55,9 @@ class StandardAuthorizer:
         acls = self._index().get(resource_type, ())
         if not acls:
             return self.allow_if_no_acl
-        wanted = (operation, ALL, *_IMPLIES.get(operation, ()))
+        wanted = (operation, _ALL, *_IMPLIES.get(operation, ()))
         return any(
-            permission == ALLOW
+            permission == _ALLOW
             and acl_op in wanted
             and acl_principal in (principal, "User:*")
             and acl_host in (host, WILDCARD)
@@ -66,12 +69,12 @@ class StandardAuthorizer:
             return True
         applicable_resource = False
         allowed = False
-        wanted = (operation, ALL, *_IMPLIES.get(operation, ()))
+        wanted = (operation, _ALL, *_IMPLIES.get(operation, ()))
         for _, acl_name, pattern, acl_principal, acl_host, acl_op, permission in self._index().get(resource_type, ()):
-            if pattern == LITERAL:
+            if pattern == _LITERAL:
                 if acl_name != name and acl_name != WILDCARD:
                     continue
-            elif pattern == PREFIXED:
+            elif pattern == _PREFIXED:
                 if not name.startswith(acl_name):
                     continue
             else:
@@ -81,9 +84,9 @@ class StandardAuthorizer:
                 continue
             if acl_host != host and acl_host != WILDCARD:
                 continue
-            if permission == DENY and acl_op in (operation, ALL):
+            if permission == _DENY and acl_op in (operation, _ALL):
                 return False
-            if permission == ALLOW and acl_op in wanted:
+            if permission == _ALLOW and acl_op in wanted:
                 allowed = True
         if not applicable_resource:
             return self.allow_if_no_acl

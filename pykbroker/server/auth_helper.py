@@ -9,28 +9,8 @@ resource type supports is allowed; with the StandardAuthorizer, what the request
 
 from __future__ import annotations
 
-import enum
-
-
-class AclOperation(enum.IntEnum):
-    """Kafka's ``org.apache.kafka.common.acl.AclOperation`` codes."""
-
-    UNKNOWN = 0
-    ANY = 1
-    ALL = 2
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-    CREATE_TOKENS = 13
-    DESCRIBE_TOKENS = 14
-
+from pykbroker.protocol.acl import AclOperation
+from pykbroker.protocol.resource import ResourceType
 
 _O = AclOperation
 #: Operations each resource type supports (Kafka's ``AclEntry.supportedOperations``).
@@ -62,9 +42,6 @@ def to_bit_field(operations) -> int:
     return bits
 
 
-_RESOURCE_TYPE_IDS = {"TOPIC": 2, "GROUP": 3, "CLUSTER": 4}
-
-
 def authorized_operations(
     resource_type: str, requested: bool, helper=None, request=None, name: str = "kafka-cluster"
 ) -> int:
@@ -75,6 +52,6 @@ def authorized_operations(
         return AUTHORIZED_OPERATIONS_OMITTED
     operations = SUPPORTED_OPERATIONS[resource_type]
     if helper is not None and request is not None and helper.authorizer is not None:
-        rtype = _RESOURCE_TYPE_IDS[resource_type]
-        operations = frozenset(op for op in operations if helper.authorize(request, int(op), rtype, name))
+        rtype = ResourceType[resource_type]
+        operations = frozenset(op for op in operations if helper.authorize(request, op, rtype, name))
     return to_bit_field(operations)

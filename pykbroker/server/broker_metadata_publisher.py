@@ -17,10 +17,8 @@ import threading
 
 from pykbroker.metadata.publisher import MetadataPublisher
 from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
+from pykbroker.protocol.config_resource import ConfigResourceType
 from pykbroker.utils.logging import get_logger
-
-TOPIC_RESOURCE = 2
-BROKER_RESOURCE = 4
 
 
 class BrokerMetadataPublisher(MetadataPublisher):
@@ -49,11 +47,11 @@ class BrokerMetadataPublisher(MetadataPublisher):
         changed_configs = {
             name
             for (rtype, name) in list(delta.config_changes) + list(delta.deleted_config_resources)
-            if rtype == TOPIC_RESOURCE
+            if rtype == ConfigResourceType.TOPIC
         }
         if not self.first_publish.is_set():
             # Start-up: every topic's overrides, before partitions open their logs.
-            changed_configs |= {name for (rtype, name) in new_image.configs if rtype == TOPIC_RESOURCE}
+            changed_configs |= {name for (rtype, name) in new_image.configs if rtype == ConfigResourceType.TOPIC}
         for topic in sorted(changed_configs):
             overrides = dict(new_image.topic_configs(topic))
             self.replica_manager.update_topic_config(topic, overrides)
@@ -68,7 +66,7 @@ class BrokerMetadataPublisher(MetadataPublisher):
             self.quota_managers.update_quotas(new_image.client_quotas)
         dynamic = self.dynamic_config
         changed_resources = list(delta.config_changes) + list(delta.deleted_config_resources)
-        if dynamic is not None and any(rtype == BROKER_RESOURCE for (rtype, _) in changed_resources):
+        if dynamic is not None and any(rtype == ConfigResourceType.BROKER for (rtype, _) in changed_resources):
             dynamic.update(new_image)
         self._update_group_coordinator(changes)
         # Publish to readers last, so a topic is visible to clients only once its partitions are ready.

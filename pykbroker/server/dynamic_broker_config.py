@@ -53,8 +53,8 @@ from pykbroker.config.dynamic_broker_config_def import (
 from pykbroker.config.kafka_config import KafkaConfig
 from pykbroker.log.log_config import LogConfig
 from pykbroker.metadata.log_config_schema import log_default_keys, validate_dynamic_broker_configs
-from pykbroker.metadata.records import RESOURCE_BROKER
 from pykbroker.protocol import errors
+from pykbroker.protocol.config_resource import ConfigResourceType
 from pykbroker.utils.logging import get_logger
 
 _log = get_logger("DynamicBrokerConfig")
@@ -100,8 +100,8 @@ class DynamicBrokerConfig:
 
     # -- effective values ------------------------------------------------------------------------
     def dynamic_configs(self, image) -> dict[str, str]:
-        configs = dict(image.configs.get((RESOURCE_BROKER, ""), {}))
-        configs.update(image.configs.get((RESOURCE_BROKER, str(self.node_id)), {}))
+        configs = dict(image.configs.get((ConfigResourceType.BROKER, ""), {}))
+        configs.update(image.configs.get((ConfigResourceType.BROKER, str(self.node_id)), {}))
         return configs
 
     def _value(self, dynamic: dict[str, str], key: str, listener: str | None = None):
@@ -249,8 +249,8 @@ class DynamicBrokerConfig:
         ``updateDefaultConfig``). A change that the running broker refuses (validated elsewhere against
         another state) is logged and not applied, as Kafka's ``updateCurrentConfig``."""
         with self._lock:
-            self.default_configs = dict(image.configs.get((RESOURCE_BROKER, ""), {}))
-            self.broker_configs = dict(image.configs.get((RESOURCE_BROKER, str(self.node_id)), {}))
+            self.default_configs = dict(image.configs.get((ConfigResourceType.BROKER, ""), {}))
+            self.broker_configs = dict(image.configs.get((ConfigResourceType.BROKER, str(self.node_id)), {}))
             dynamic = self.dynamic_configs(image)
             if dynamic == self.seen:
                 return

@@ -16,7 +16,10 @@ from collections.abc import Callable
 
 from pykbroker.network.request_channel import Request
 from pykbroker.protocol import errors
+from pykbroker.protocol.acl import AclOperation
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.config_resource import ConfigResourceType
+from pykbroker.protocol.resource import CLUSTER_NAME, ResourceType
 from pykbroker.server.error_responses import build_error_response
 from pykbroker.server.request_helper import RequestHelper
 from pykbroker.utils.logging import get_logger
@@ -24,34 +27,66 @@ from pykbroker.utils.logging import get_logger
 # API -> (operation, resource type, body key of the resource name, error) of the checks Kafka makes on the
 # request's one group, transactional id or the cluster before anything else (AuthHelper.authorize in each
 # KafkaApis handler); per-topic checks are in the handlers (Produce, Fetch, Metadata, OffsetCommit...).
-_READ, _WRITE, _CREATE, _DELETE, _ALTER, _DESCRIBE = 3, 4, 5, 6, 7, 8
-_CLUSTER_ACTION, _DESCRIBE_CONFIGS, _ALTER_CONFIGS, _IDEMPOTENT_WRITE = 9, 10, 11, 12
-_TOPIC, _GROUP, _CLUSTER, _TXN = 2, 3, 4, 5
 _RESOURCE_CHECKS: dict[int, tuple[int, int, str | None, type[errors.KafkaError]]] = {
-    ApiKeys.JOIN_GROUP: (_READ, _GROUP, "group_id", errors.GroupAuthorizationError),
-    ApiKeys.SYNC_GROUP: (_READ, _GROUP, "group_id", errors.GroupAuthorizationError),
-    ApiKeys.HEARTBEAT: (_READ, _GROUP, "group_id", errors.GroupAuthorizationError),
-    ApiKeys.LEAVE_GROUP: (_READ, _GROUP, "group_id", errors.GroupAuthorizationError),
-    ApiKeys.OFFSET_COMMIT: (_READ, _GROUP, "group_id", errors.GroupAuthorizationError),
-    ApiKeys.OFFSET_DELETE: (_DELETE, _GROUP, "group_id", errors.GroupAuthorizationError),
-    ApiKeys.TXN_OFFSET_COMMIT: (_READ, _GROUP, "group_id", errors.GroupAuthorizationError),
-    ApiKeys.ADD_OFFSETS_TO_TXN: (_WRITE, _TXN, "transactional_id", errors.TransactionalIdAuthorizationError),
-    ApiKeys.END_TXN: (_WRITE, _TXN, "transactional_id", errors.TransactionalIdAuthorizationError),
-    ApiKeys.CREATE_ACLS: (_ALTER, _CLUSTER, None, errors.ClusterAuthorizationError),
-    ApiKeys.DELETE_ACLS: (_ALTER, _CLUSTER, None, errors.ClusterAuthorizationError),
-    ApiKeys.DESCRIBE_ACLS: (_DESCRIBE, _CLUSTER, None, errors.ClusterAuthorizationError),
-    ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: (_ALTER, _CLUSTER, None, errors.ClusterAuthorizationError),
-    ApiKeys.DESCRIBE_USER_SCRAM_CREDENTIALS: (_DESCRIBE, _CLUSTER, None, errors.ClusterAuthorizationError),
-    ApiKeys.ELECT_LEADERS: (_ALTER, _CLUSTER, None, errors.ClusterAuthorizationError),
-    ApiKeys.UPDATE_FEATURES: (_ALTER, _CLUSTER, None, errors.ClusterAuthorizationError),
-    ApiKeys.DESCRIBE_CLIENT_QUOTAS: (_DESCRIBE_CONFIGS, _CLUSTER, None, errors.ClusterAuthorizationError),
-    ApiKeys.ALTER_CLIENT_QUOTAS: (_ALTER_CONFIGS, _CLUSTER, None, errors.ClusterAuthorizationError),
-    ApiKeys.DESCRIBE_LOG_DIRS: (_DESCRIBE, _CLUSTER, None, errors.ClusterAuthorizationError),
-    ApiKeys.WRITE_TXN_MARKERS: (_CLUSTER_ACTION, _CLUSTER, None, errors.ClusterAuthorizationError),
-    ApiKeys.DESCRIBE_QUORUM: (_DESCRIBE, _CLUSTER, None, errors.ClusterAuthorizationError),
+    ApiKeys.JOIN_GROUP: (AclOperation.READ, ResourceType.GROUP, "group_id", errors.GroupAuthorizationError),
+    ApiKeys.SYNC_GROUP: (AclOperation.READ, ResourceType.GROUP, "group_id", errors.GroupAuthorizationError),
+    ApiKeys.HEARTBEAT: (AclOperation.READ, ResourceType.GROUP, "group_id", errors.GroupAuthorizationError),
+    ApiKeys.LEAVE_GROUP: (AclOperation.READ, ResourceType.GROUP, "group_id", errors.GroupAuthorizationError),
+    ApiKeys.OFFSET_COMMIT: (AclOperation.READ, ResourceType.GROUP, "group_id", errors.GroupAuthorizationError),
+    ApiKeys.OFFSET_DELETE: (AclOperation.DELETE, ResourceType.GROUP, "group_id", errors.GroupAuthorizationError),
+    ApiKeys.TXN_OFFSET_COMMIT: (AclOperation.READ, ResourceType.GROUP, "group_id", errors.GroupAuthorizationError),
+    ApiKeys.ADD_OFFSETS_TO_TXN: (
+        AclOperation.WRITE,
+        ResourceType.TRANSACTIONAL_ID,
+        "transactional_id",
+        errors.TransactionalIdAuthorizationError,
+    ),
+    ApiKeys.END_TXN: (
+        AclOperation.WRITE,
+        ResourceType.TRANSACTIONAL_ID,
+        "transactional_id",
+        errors.TransactionalIdAuthorizationError,
+    ),
+    ApiKeys.CREATE_ACLS: (AclOperation.ALTER, ResourceType.CLUSTER, None, errors.ClusterAuthorizationError),
+    ApiKeys.DELETE_ACLS: (AclOperation.ALTER, ResourceType.CLUSTER, None, errors.ClusterAuthorizationError),
+    ApiKeys.DESCRIBE_ACLS: (AclOperation.DESCRIBE, ResourceType.CLUSTER, None, errors.ClusterAuthorizationError),
+    ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: (
+        AclOperation.ALTER,
+        ResourceType.CLUSTER,
+        None,
+        errors.ClusterAuthorizationError,
+    ),
+    ApiKeys.DESCRIBE_USER_SCRAM_CREDENTIALS: (
+        AclOperation.DESCRIBE,
+        ResourceType.CLUSTER,
+        None,
+        errors.ClusterAuthorizationError,
+    ),
+    ApiKeys.ELECT_LEADERS: (AclOperation.ALTER, ResourceType.CLUSTER, None, errors.ClusterAuthorizationError),
+    ApiKeys.UPDATE_FEATURES: (AclOperation.ALTER, ResourceType.CLUSTER, None, errors.ClusterAuthorizationError),
+    ApiKeys.DESCRIBE_CLIENT_QUOTAS: (
+        AclOperation.DESCRIBE_CONFIGS,
+        ResourceType.CLUSTER,
+        None,
+        errors.ClusterAuthorizationError,
+    ),
+    ApiKeys.ALTER_CLIENT_QUOTAS: (
+        AclOperation.ALTER_CONFIGS,
+        ResourceType.CLUSTER,
+        None,
+        errors.ClusterAuthorizationError,
+    ),
+    ApiKeys.DESCRIBE_LOG_DIRS: (AclOperation.DESCRIBE, ResourceType.CLUSTER, None, errors.ClusterAuthorizationError),
+    ApiKeys.WRITE_TXN_MARKERS: (
+        AclOperation.CLUSTER_ACTION,
+        ResourceType.CLUSTER,
+        None,
+        errors.ClusterAuthorizationError,
+    ),
+    ApiKeys.DESCRIBE_QUORUM: (AclOperation.DESCRIBE, ResourceType.CLUSTER, None, errors.ClusterAuthorizationError),
     ApiKeys.ADD_PARTITIONS_TO_TXN: (
-        _WRITE,
-        _TXN,
+        AclOperation.WRITE,
+        ResourceType.TRANSACTIONAL_ID,
         "v3_and_below_transactional_id",
         errors.TransactionalIdAuthorizationError,
     ),
@@ -59,20 +94,23 @@ _RESOURCE_CHECKS: dict[int, tuple[int, int, str | None, type[errors.KafkaError]]
 # The controller listener's APIs (Kafka's ControllerApis): node-to-node traffic needs CLUSTER_ACTION on the
 # cluster (Fetch there is Raft's); UnregisterBroker and UpdateFeatures ALTER; DescribeQuorum DESCRIBE.
 _CONTROLLER_CHECKS: dict[int, int] = {
-    ApiKeys.VOTE: _CLUSTER_ACTION,
-    ApiKeys.BEGIN_QUORUM_EPOCH: _CLUSTER_ACTION,
-    ApiKeys.END_QUORUM_EPOCH: _CLUSTER_ACTION,
-    ApiKeys.FETCH: _CLUSTER_ACTION,
-    ApiKeys.FETCH_SNAPSHOT: _CLUSTER_ACTION,
-    ApiKeys.BROKER_REGISTRATION: _CLUSTER_ACTION,
-    ApiKeys.BROKER_HEARTBEAT: _CLUSTER_ACTION,
-    ApiKeys.ALLOCATE_PRODUCER_IDS: _CLUSTER_ACTION,
-    ApiKeys.ALTER_PARTITION: _CLUSTER_ACTION,
-    ApiKeys.UNREGISTER_BROKER: _ALTER,
-    ApiKeys.UPDATE_FEATURES: _ALTER,
-    ApiKeys.DESCRIBE_QUORUM: _DESCRIBE,
+    ApiKeys.VOTE: AclOperation.CLUSTER_ACTION,
+    ApiKeys.BEGIN_QUORUM_EPOCH: AclOperation.CLUSTER_ACTION,
+    ApiKeys.END_QUORUM_EPOCH: AclOperation.CLUSTER_ACTION,
+    ApiKeys.FETCH: AclOperation.CLUSTER_ACTION,
+    ApiKeys.FETCH_SNAPSHOT: AclOperation.CLUSTER_ACTION,
+    ApiKeys.BROKER_REGISTRATION: AclOperation.CLUSTER_ACTION,
+    ApiKeys.BROKER_HEARTBEAT: AclOperation.CLUSTER_ACTION,
+    ApiKeys.ALLOCATE_PRODUCER_IDS: AclOperation.CLUSTER_ACTION,
+    ApiKeys.ALTER_PARTITION: AclOperation.CLUSTER_ACTION,
+    ApiKeys.UNREGISTER_BROKER: AclOperation.ALTER,
+    ApiKeys.UPDATE_FEATURES: AclOperation.ALTER,
+    ApiKeys.DESCRIBE_QUORUM: AclOperation.DESCRIBE,
 }
-_CONFIG_RESOURCES = {2: (_TOPIC, errors.TopicAuthorizationError), 4: (_CLUSTER, errors.ClusterAuthorizationError)}
+_CONFIG_RESOURCES = {
+    ConfigResourceType.TOPIC: (ResourceType.TOPIC, errors.TopicAuthorizationError),
+    ConfigResourceType.BROKER: (ResourceType.CLUSTER, errors.ClusterAuthorizationError),
+}
 
 
 def _topic_names(helper: RequestHelper, request: Request) -> list[str]:
@@ -94,11 +132,15 @@ def _topic_names(helper: RequestHelper, request: Request) -> list[str]:
     return [t["name"] for t in body["topics"]]
 
 
-_TOPIC_CHECKS = {ApiKeys.DELETE_TOPICS: _DELETE, ApiKeys.CREATE_PARTITIONS: _ALTER, ApiKeys.DELETE_RECORDS: _DELETE}
+_TOPIC_CHECKS = {
+    ApiKeys.DELETE_TOPICS: AclOperation.DELETE,
+    ApiKeys.CREATE_PARTITIONS: AclOperation.ALTER,
+    ApiKeys.DELETE_RECORDS: AclOperation.DELETE,
+}
 _CONFIG_CHECKS = {
-    ApiKeys.DESCRIBE_CONFIGS: _DESCRIBE_CONFIGS,
-    ApiKeys.ALTER_CONFIGS: _ALTER_CONFIGS,
-    ApiKeys.INCREMENTAL_ALTER_CONFIGS: _ALTER_CONFIGS,
+    ApiKeys.DESCRIBE_CONFIGS: AclOperation.DESCRIBE_CONFIGS,
+    ApiKeys.ALTER_CONFIGS: AclOperation.ALTER_CONFIGS,
+    ApiKeys.INCREMENTAL_ALTER_CONFIGS: AclOperation.ALTER_CONFIGS,
 }
 
 
@@ -107,23 +149,27 @@ def check_resource_authorization(helper: RequestHelper, request: Request, contro
     ``controller_plane``: the request came in on the controller listener (ControllerApis' checks first)."""
     key = request.context.api_key
     if controller_plane and key in _CONTROLLER_CHECKS:
-        if not helper.authorize(request, _CONTROLLER_CHECKS[key], _CLUSTER, "kafka-cluster"):
+        if not helper.authorize(request, _CONTROLLER_CHECKS[key], ResourceType.CLUSTER, CLUSTER_NAME):
             raise errors.ClusterAuthorizationError("Cluster authorization failed.")
         return
     if key in _TOPIC_CHECKS:
-        if not all(helper.authorize(request, _TOPIC_CHECKS[key], _TOPIC, t) for t in _topic_names(helper, request)):
+        if not all(
+            helper.authorize(request, _TOPIC_CHECKS[key], ResourceType.TOPIC, t) for t in _topic_names(helper, request)
+        ):
             raise errors.TopicAuthorizationError("Topic authorization failed.")
         return
     if key in _CONFIG_CHECKS:
         for r in request.body["resources"]:
-            rtype, error = _CONFIG_RESOURCES.get(r["resource_type"], (_GROUP, errors.GroupAuthorizationError))
-            name = "kafka-cluster" if rtype == _CLUSTER else r["resource_name"]
+            rtype, error = _CONFIG_RESOURCES.get(
+                r["resource_type"], (ResourceType.GROUP, errors.GroupAuthorizationError)
+            )
+            name = CLUSTER_NAME if rtype == ResourceType.CLUSTER else r["resource_name"]
             if not helper.authorize(request, _CONFIG_CHECKS[key], rtype, name):
                 raise error(error.default_message)
         return
     if key == ApiKeys.ADD_PARTITIONS_TO_TXN and request.context.api_version >= 4:
         # the broker-to-broker (verification) form: CLUSTER_ACTION
-        if not helper.authorize(request, _CLUSTER_ACTION, _CLUSTER, "kafka-cluster"):
+        if not helper.authorize(request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
             raise errors.ClusterAuthorizationError("Cluster authorization failed.")
         return
     check = _RESOURCE_CHECKS.get(key)
@@ -132,25 +178,27 @@ def check_resource_authorization(helper: RequestHelper, request: Request, contro
             _check_find_coordinator(helper, request)
         elif request.context.api_key == ApiKeys.INIT_PRODUCER_ID:
             tid = request.body.get("transactional_id")
-            if tid is not None and not helper.authorize(request, _WRITE, _TXN, tid):
+            if tid is not None and not helper.authorize(
+                request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid
+            ):
                 raise errors.TransactionalIdAuthorizationError("Transactional Id authorization failed.")
             if tid is None and not (
-                helper.authorize(request, _IDEMPOTENT_WRITE, _CLUSTER, "kafka-cluster")
+                helper.authorize(request, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME)
                 or helper.authorizer.authorize_any(
-                    request.context.principal, request.context.client_address, _WRITE, _TOPIC
+                    request.context.principal, request.context.client_address, AclOperation.WRITE, ResourceType.TOPIC
                 )
             ):
                 # KIP-679: an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic
                 raise errors.ClusterAuthorizationError("Cluster authorization failed.")
         elif request.context.api_key == ApiKeys.CREATE_TOPICS:
             names = [t["name"] for t in request.body["topics"]]
-            if not helper.authorize(request, _CREATE, _CLUSTER, "kafka-cluster") and not all(
-                helper.authorize(request, _CREATE, _TOPIC, n) for n in names
+            if not helper.authorize(request, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME) and not all(
+                helper.authorize(request, AclOperation.CREATE, ResourceType.TOPIC, n) for n in names
             ):
                 raise errors.TopicAuthorizationError("Topic authorization failed.")
         return
     operation, resource_type, key, error = check
-    name = "kafka-cluster" if key is None else request.body.get(key)
+    name = CLUSTER_NAME if key is None else request.body.get(key)
     if name is not None and not helper.authorize(request, operation, resource_type, name):
         raise error(error.default_message)
 
@@ -159,9 +207,9 @@ def _check_find_coordinator(helper: RequestHelper, request: Request) -> None:
     body = request.body
     key_type = body.get("key_type", 0)
     keys = body["coordinator_keys"] if request.context.api_version >= 4 else [body["key"]]
-    resource_type = _TXN if key_type == 1 else _GROUP
+    resource_type = ResourceType.TRANSACTIONAL_ID if key_type == 1 else ResourceType.GROUP
     for key in keys:
-        if not helper.authorize(request, _DESCRIBE, resource_type, key):
+        if not helper.authorize(request, AclOperation.DESCRIBE, resource_type, key):
             if key_type == 1:
                 raise errors.TransactionalIdAuthorizationError("Transactional Id authorization failed.")
             raise errors.GroupAuthorizationError("Group authorization failed.")

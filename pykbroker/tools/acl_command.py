@@ -5,11 +5,12 @@
     bin/kafka-acls --bootstrap-server HOST:PORT --list [--topic t] [--principal User:alice]
     bin/kafka-acls --bootstrap-server HOST:PORT --remove --force --allow-principal User:alice --operation Read --topic t
 
-Resources: ``--topic``, ``--group``, ``--cluster``, ``--transactional-id`` (each may repeat), with
-``--resource-pattern-type literal|prefixed`` (``any|match`` too for --list/--remove); principals
+Resources: ``--topic``, ``--group``, ``--cluster``, ``--transactional-id``, ``--user-principal`` (each may
+repeat), with ``--resource-pattern-type literal|prefixed`` (``any|match`` too for --list/--remove); principals
 ``--allow-principal`` / ``--deny-principal`` with ``--allow-host`` / ``--deny-host`` (default ``*``);
 ``--operation`` (Read, Write, Create, Delete, Alter, Describe, ClusterAction, DescribeConfigs,
-AlterConfigs, IdempotentWrite, All). Output is Kafka's: ``Adding ACLs for resource `ResourcePattern(...)`:``
+AlterConfigs, IdempotentWrite, CreateTokens, DescribeTokens, All: Kafka's ``AclOperation``, from
+:mod:`pykbroker.protocol.acl`). Output is Kafka's: ``Adding ACLs for resource `ResourcePattern(...)`:``
 then one tab-indented ``(principal=..., host=..., operation=..., permissionType=...)`` per ACL, and
 ``Current ACLs for resource ...`` for --list. ``--remove`` without ``--force`` asks Kafka's y/n question.
 Errors: ``Error while executing ACL command: <message>`` and exit status 1.
@@ -21,40 +22,18 @@ import sys
 
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
+from pykbroker.protocol.acl import AclOperation, AclPermissionType
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.resource import CLUSTER_NAME, PatternType, ResourceType
 from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
 
-RESOURCE_TYPES = {"TOPIC": 2, "GROUP": 3, "CLUSTER": 4, "TRANSACTIONAL_ID": 5}
-TYPE_NAMES = {v: k for k, v in RESOURCE_TYPES.items()}
-PATTERNS = {"ANY": 1, "MATCH": 2, "LITERAL": 3, "PREFIXED": 4}
-PATTERN_NAMES = {v: k for k, v in PATTERNS.items()}
-OPERATIONS = {
-    "ALL": 2,
-    "READ": 3,
-    "WRITE": 4,
-    "CREATE": 5,
-    "DELETE": 6,
-    "ALTER": 7,
-    "DESCRIBE": 8,
-    "CLUSTERACTION": 9,
-    "DESCRIBECONFIGS": 10,
-    "ALTERCONFIGS": 11,
-    "IDEMPOTENTWRITE": 12,
-}
-OPERATION_NAMES = {
-    2: "ALL",
-    3: "READ",
-    4: "WRITE",
-    5: "CREATE",
-    6: "DELETE",
-    7: "ALTER",
-    8: "DESCRIBE",
-    9: "CLUSTER_ACTION",
-    10: "DESCRIBE_CONFIGS",
-    11: "ALTER_CONFIGS",
-    12: "IDEMPOTENT_WRITE",
-}
-PERMISSIONS = {2: "DENY", 3: "ALLOW"}
+# --resource-pattern-type values (UNKNOWN is not one).
+_PATTERNS = frozenset(p.name for p in PatternType if p != PatternType.UNKNOWN)
+# --operation: Kafka's SecurityUtils.operation accepts the PascalCase name in any case (ClusterAction,
+# CLUSTERACTION); underscores are tolerated too. UNKNOWN and ANY are filter values, not operations to grant.
+OPERATIONS = {op.name.replace("_", ""): op for op in AclOperation if op not in (AclOperation.UNKNOWN, AclOperation.ANY)}
+# A filter's operation and permission matching every ACL.
+_ANY_ENTRY = {"operation": AclOperation.ANY, "permission_type": AclPermissionType.ANY}
 NL = "\n"
 
 
@@ -62,24 +41,33 @@ class AclCommandError(Exception):
     pass
 
 
+def _name(enum_type, code: int) -> str | int:
+    """Kafka's name of ``code`` in ``enum_type`` (an IntEnum of protocol/), or the code itself if unknown."""
+    try:
+        return enum_type(code).name
+    except ValueError:
+        return code
+
+
 def resource_text(rtype: int, name: str, pattern: int) -> str:
-    kind, patt = TYPE_NAMES.get(rtype, rtype), PATTERN_NAMES.get(pattern, pattern)
+    kind, patt = _name(ResourceType, rtype), _name(PatternType, pattern)
     return f"ResourcePattern(resourceType={kind}, name={name}, patternType={patt})"
 
 
 def entry_text(principal: str, host: str, operation: int, permission: int) -> str:
     return (
-        f"(principal={principal}, host={host}, operation={OPERATION_NAMES.get(operation, operation)}, "
-        f"permissionType={PERMISSIONS.get(permission, permission)})"
+        f"(principal={principal}, host={host}, operation={_name(AclOperation, operation)}, "
+        f"permissionType={_name(AclPermissionType, permission)})"
     )
 
 
 def _resources(args, pattern: int) -> list[tuple[int, str, int]]:
-    out = [(2, t, pattern) for t in args.topic or []]
-    out += [(3, g, pattern) for g in args.group or []]
-    out += [(5, t, pattern) for t in args.transactional_id or []]
+    out = [(ResourceType.TOPIC, t, pattern) for t in args.topic or []]
+    out += [(ResourceType.GROUP, g, pattern) for g in args.group or []]
+    out += [(ResourceType.TRANSACTIONAL_ID, t, pattern) for t in args.transactional_id or []]
+    out += [(ResourceType.USER, u.strip(), pattern) for u in args.user_principal or []]
     if args.cluster:
-        out.append((4, "kafka-cluster", pattern))
+        out.append((ResourceType.CLUSTER, CLUSTER_NAME, pattern))
     return out
 
 
@@ -87,8 +75,8 @@ def _entries(args) -> list[tuple[str, str, int, int]]:
     operations = [OPERATIONS[o.upper().replace("_", "")] for o in (args.operation or [])]
     out = []
     for principals, hosts, permission in (
-        (args.allow_principal or [], args.allow_host or ["*"], 3),
-        (args.deny_principal or [], args.deny_host or ["*"], 2),
+        (args.allow_principal or [], args.allow_host or ["*"], AclPermissionType.ALLOW),
+        (args.deny_principal or [], args.deny_host or ["*"], AclPermissionType.DENY),
     ):
         for principal in principals:
             for host in hosts:
@@ -116,6 +104,12 @@ def main(argv: list[str] | None = None, out=sys.stdout, stdin=sys.stdin) -> int:
     p.add_argument("--group", action="append", help="Consumer Group to which the ACLs should be added or removed.")
     p.add_argument("--cluster", action="store_true", help="Add/Remove cluster ACLs.")
     p.add_argument("--transactional-id", action="append", help="The transactionalId to which ACLs should be added.")
+    p.add_argument(
+        "--user-principal",
+        action="append",
+        help="Specifies a user principal as a resource in relation with the operation. For instance one could grant "
+        "CreateTokens or DescribeTokens permission on a given user principal.",
+    )
     p.add_argument("--resource-pattern-type", default=None, help="literal, prefixed (any, match for --list/--remove)")
     p.add_argument("--allow-principal", action="append", help="principal in PrincipalType:name format")
     p.add_argument("--deny-principal", action="append", help="principal in PrincipalType:name format")
@@ -127,9 +121,9 @@ def main(argv: list[str] | None = None, out=sys.stdout, stdin=sys.stdin) -> int:
     args = p.parse_args(argv)
     try:
         pattern_name = (args.resource_pattern_type or ("ANY" if args.list else "LITERAL")).upper()
-        if pattern_name not in PATTERNS or (args.add and pattern_name not in ("LITERAL", "PREFIXED")):
+        if pattern_name not in _PATTERNS or (args.add and pattern_name not in ("LITERAL", "PREFIXED")):
             raise AclCommandError(f"A '--resource-pattern-type' value of '{pattern_name.lower()}' is not valid here")
-        pattern = PATTERNS[pattern_name]
+        pattern = PatternType[pattern_name]
         resources = _resources(args, pattern)
         with BrokerConnection.to(args.bootstrap_server, client_id="kafka-acls") as conn:
             if args.add:
@@ -170,20 +164,20 @@ def main(argv: list[str] | None = None, out=sys.stdout, stdin=sys.stdin) -> int:
                         for e in entries
                     ] or [
                         {"resource_type_filter": rtype, "resource_name_filter": name, "pattern_type_filter": pat,
-                         "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1}
+                         "principal_filter": None, "host_filter": None, **_ANY_ENTRY}
                     ]  # fmt: skip
                     r = conn.request(ApiKeys.DELETE_ACLS, 3, {"filters": filters})
                     for res in r["filter_results"]:
                         _check(res["error_code"], res["error_message"])
             else:
-                filters = resources or [(1, None, pattern)]
+                filters = resources or [(ResourceType.ANY, None, pattern)]
                 principals = args.principal or [None]
                 for rtype, name, pat in filters:
                     r = conn.request(
                         ApiKeys.DESCRIBE_ACLS,
                         3,
                         {"resource_type_filter": rtype, "resource_name_filter": name, "pattern_type_filter": pat,
-                         "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1},
+                         "principal_filter": None, "host_filter": None, **_ANY_ENTRY},
                     )  # fmt: skip
                     _check(r["error_code"], r["error_message"])
                     for principal in principals:

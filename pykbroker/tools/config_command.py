@@ -34,6 +34,7 @@ from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.metadata.client_quota_control_manager import valid_ip_entity
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.config_resource import ConfigResourceType
 from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
 from pykbroker.tools.config_command_quotas import (
     IP_KEYS,
@@ -44,8 +45,12 @@ from pykbroker.tools.config_command_quotas import (
     describe_quotas,
 )
 
-# org.apache.kafka.common.config.ConfigResource.Type
-RESOURCE_TYPES = {"topics": 2, "brokers": 4, "groups": 32}
+# --entity-type -> org.apache.kafka.common.config.ConfigResource.Type
+RESOURCE_TYPES = {
+    "topics": ConfigResourceType.TOPIC,
+    "brokers": ConfigResourceType.BROKER,
+    "groups": ConfigResourceType.GROUP,
+}
 # org.apache.kafka.clients.admin.ConfigEntry.ConfigSource, by DescribeConfigs config_source id
 CONFIG_SOURCES = {
     1: "DYNAMIC_TOPIC_CONFIG",

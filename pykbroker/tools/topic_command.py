@@ -36,9 +36,9 @@ from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.metadata.topic_names import INTERNAL_TOPICS
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.config_resource import ConfigResourceType
 from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging, parse_key_values
 
-TOPIC_RESOURCE = 2
 DYNAMIC_TOPIC_CONFIG = 1
 
 
@@ -192,7 +192,8 @@ def describe(conn, args, out) -> None:
         4,
         {
             "resources": [
-                {"resource_type": TOPIC_RESOURCE, "resource_name": n, "configuration_keys": None} for n in names
+                {"resource_type": ConfigResourceType.TOPIC, "resource_name": n, "configuration_keys": None}
+                for n in names
             ],
             "include_synonyms": False,
             "include_documentation": False,

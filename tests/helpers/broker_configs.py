@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol.api_keys import ApiKeys
-
-BROKER_RESOURCE = 4
+from pykbroker.protocol.config_resource import ConfigResourceType
 
 
 def alter_broker_configs(
@@ -22,7 +21,7 @@ def alter_broker_configs(
         {
             "resources": [
                 {
-                    "resource_type": BROKER_RESOURCE,
+                    "resource_type": ConfigResourceType.BROKER,
                     "resource_name": name,
                     "configs": [{"name": k, "config_operation": op, "value": v} for k, op, v in ops],
                 }

@@ -305,3 +305,29 @@ def test_offset_for_leader_epoch_and_delete_topics_by_id(secured):
     _acls(secured, "--add", "--allow-principal", "User:alice", "--operation", "Delete", "--topic", "acl-del")
     with BrokerConnection("127.0.0.1", port, security=alice, timeout=10) as conn:
         wait_until(lambda: delete_by_id(conn, topic_id) in (errors.NONE, errors.UNKNOWN_TOPIC_ID), 15)
+
+
+def test_kafka_acls_grants_token_operations_on_a_user_principal(secured):
+    # Kafka's AclOperation CREATE_TOKENS (13) / DESCRIBE_TOKENS (14) on a USER resource (kafka-acls --user-principal).
+    added = _acls(secured, "--add", "--allow-principal", "User:alice", "--operation", "CreateTokens",
+                  "--operation", "DescribeTokens", "--user-principal", "User:bob")  # fmt: skip
+    assert added.startswith(
+        "Adding ACLs for resource `ResourcePattern(resourceType=USER, name=User:bob, patternType=LITERAL)`:"
+    )
+    for operation in ("CREATE_TOKENS", "DESCRIBE_TOKENS"):
+        assert f"\t(principal=User:alice, host=*, operation={operation}, permissionType=ALLOW)" in added
+    # The broker stored them under Kafka's codes: listing them shows them back by name.
+    wait_until(lambda: "User:bob" in _acls(secured, "--list", "--user-principal", "User:bob"), 15, message="listed")
+    listed = _acls(secured, "--list", "--user-principal", "User:bob")
+    assert "ResourcePattern(resourceType=USER, name=User:bob, patternType=LITERAL)" in listed
+    assert "operation=CREATE_TOKENS" in listed and "operation=DESCRIBE_TOKENS" in listed
+    admin = AdminClient({"bootstrap.servers": secured.bootstrap})
+    from confluent_kafka.admin import AclBindingFilter
+
+    everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                                  AclPermissionType.ANY)  # fmt: skip
+    stored = [b for b in admin.describe_acls(everything).result(15) if b.name == "User:bob"]
+    assert len(stored) == 2, stored
+    _acls(secured, "--remove", "--force", "--allow-principal", "User:alice", "--operation", "CreateTokens",
+          "--operation", "DescribeTokens", "--user-principal", "User:bob")  # fmt: skip
+    wait_until(lambda: "User:bob" not in _acls(secured, "--list"), 15, message="removed")

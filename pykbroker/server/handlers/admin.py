@@ -18,10 +18,10 @@ from pykbroker.metadata.configuration_control_manager import (
 )
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.config_resource import ConfigResourceType
 from pykbroker.server import error_responses
 from pykbroker.server.quotas.client_quota_manager import user_of
 
-RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP = 2, 4, 32
 SOURCE_GROUP_CONFIG = 8  # DescribeConfigsResponse.ConfigSource.GROUP_CONFIG
 SOURCE_DYNAMIC_BROKER_CONFIG = 2  # DescribeConfigsResponse.ConfigSource.DYNAMIC_BROKER_CONFIG
 SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG = 3  # DescribeConfigsResponse.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
@@ -273,7 +273,7 @@ class AdminHandler:
         if dynamic_config is None:
             return refused
         for i, r in enumerate(resources):
-            if r["resource_type"] != RESOURCE_BROKER:
+            if r["resource_type"] != ConfigResourceType.BROKER:
                 continue
             name = r["resource_name"]
             try:
@@ -284,7 +284,7 @@ class AdminHandler:
                 refused[i] = {
                     "error_code": e.code,
                     "error_message": e.message,
-                    "resource_type": RESOURCE_BROKER,
+                    "resource_type": ConfigResourceType.BROKER,
                     "resource_name": name,
                 }
         return refused
@@ -314,7 +314,7 @@ class AdminHandler:
             raise errors.InvalidRequestError("Null value not supported for : " + ", ".join(nulls))
         if not incremental:
             return {n: v for n, _, v in ops}
-        props = dict(self.cache.image.configs.get((RESOURCE_BROKER, name), {}))
+        props = dict(self.cache.image.configs.get((ConfigResourceType.BROKER, name), {}))
         for n, op, value in ops:
             if op == 0:
                 props[n] = value
@@ -344,11 +344,11 @@ class AdminHandler:
         for r in body["resources"]:
             rtype, name, keys = r["resource_type"], r["resource_name"], r["configuration_keys"]
             try:
-                if rtype == RESOURCE_TOPIC:
+                if rtype == ConfigResourceType.TOPIC:
                     configs = self._topic_configs(name, body["include_synonyms"], body["include_documentation"])
-                elif rtype == RESOURCE_BROKER:
+                elif rtype == ConfigResourceType.BROKER:
                     configs = self._broker_configs(name, body["include_synonyms"])
-                elif rtype == RESOURCE_GROUP:
+                elif rtype == ConfigResourceType.GROUP:
                     configs = self._group_configs(name, body["include_synonyms"], body["include_documentation"])
                 else:
                     raise errors.InvalidRequestError(f"Unsupported resource type {rtype}")
@@ -405,7 +405,7 @@ class AdminHandler:
         exist. Errors: INVALID_REQUEST for an empty group name."""
         if not group:
             raise errors.InvalidRequestError("Group name must not be empty")
-        overrides = dict(self.cache.image.configs.get((RESOURCE_GROUP, group), {}))
+        overrides = dict(self.cache.image.configs.get((ConfigResourceType.GROUP, group), {}))
         defaults = group_config.GroupConfigDefaults.from_broker_config(self.broker_config)
         return group_config.describe(
             overrides,
@@ -445,8 +445,8 @@ class AdminHandler:
 
         dynamic_keys = dynamic_broker_keys()
         image_configs = self.cache.image.configs
-        cluster_default = dict(image_configs.get((RESOURCE_BROKER, ""), {}))
-        per_broker = dict(image_configs.get((RESOURCE_BROKER, str(self.broker_config.node_id)), {}))
+        cluster_default = dict(image_configs.get((ConfigResourceType.BROKER, ""), {}))
+        per_broker = dict(image_configs.get((ConfigResourceType.BROKER, str(self.broker_config.node_id)), {}))
         if name == "":
             keys = sorted(cluster_default)
             per_broker = {}

@@ -25,11 +25,11 @@ Runs on request handler threads; reads one metadata image per request.
 
 from __future__ import annotations
 
-from pykbroker.metadata.acls import TOPIC
-from pykbroker.metadata.standard_authorizer import DESCRIBE
 from pykbroker.metadata.topic_names import INTERNAL_TOPICS, validate
 from pykbroker.protocol import errors
+from pykbroker.protocol.acl import AclOperation
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.resource import ResourceType
 from pykbroker.protocol.types import ZERO_UUID
 from pykbroker.server import error_responses
 from pykbroker.server.auth_helper import authorized_operations
@@ -65,7 +65,7 @@ class DescribeTopicPartitionsHandler:
             )
         authorized, refused = [], []
         for name in sorted(names):
-            if self.helper.authorize(request, DESCRIBE, TOPIC, name):
+            if self.helper.authorize(request, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
                 authorized.append(name)
             elif not fetch_all:
                 refused.append(_error_topic(name, errors.TOPIC_AUTHORIZATION_FAILED))

@@ -9,10 +9,10 @@ the response send is header bytes followed by ``os.sendfile`` regions, as Kafka'
 from __future__ import annotations
 
 from pykbroker.log.fetch_data_info import FetchIsolation
-from pykbroker.metadata.acls import CLUSTER, CLUSTER_NAME, TOPIC
-from pykbroker.metadata.standard_authorizer import CLUSTER_ACTION, READ
 from pykbroker.protocol import errors
+from pykbroker.protocol.acl import AclOperation
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.resource import CLUSTER_NAME, ResourceType
 from pykbroker.record.file_records import EMPTY_RECORDS
 from pykbroker.server import error_responses
 from pykbroker.server.fetch_session import SessionErrorContext
@@ -63,10 +63,14 @@ class FetchHandler:
         denied: set[str] = set()
         if self.helper.authorizer is not None:
             if replica_id >= 0:
-                if not self.helper.authorize(request, CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
+                if not self.helper.authorize(request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
                     denied = {f.topic for f in fetches}
             else:
-                denied = {t for t in {f.topic for f in fetches} if not self.helper.authorize(request, READ, TOPIC, t)}
+                denied = {
+                    t
+                    for t in {f.topic for f in fetches}
+                    if not self.helper.authorize(request, AclOperation.READ, ResourceType.TOPIC, t)
+                }
             fetches = [f for f in fetches if f.topic not in denied]
         stats = self.replica_manager.broker_topic_stats
         from_consumer = replica_id < 0

@@ -24,13 +24,13 @@ from pykbroker.coordinator.group.record_codec import partition_for as group_part
 from pykbroker.coordinator.transaction.transaction_log import partition_for as txn_partition_for
 from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from pykbroker.protocol import errors
+from pykbroker.protocol.acl import AclOperation
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.resource import CLUSTER_NAME, ResourceType
 from pykbroker.protocol.types import ZERO_UUID
 from pykbroker.server.auth_helper import authorized_operations
 
 GROUP_KEY, TXN_KEY = 0, 1
-_READ, _DELETE, _DESCRIBE = 3, 6, 8  # ACL operations
-_TOPIC, _GROUP, _CLUSTER = 2, 3, 4  # ACL resource types
 
 
 class GroupHandlers:
@@ -279,7 +279,9 @@ class GroupHandlers:
 
         unknown = self._unknown_partitions(offsets)
         if self.helper.authorizer is not None:  # Kafka: READ on each topic (after READ on the group)
-            denied = {t for t, _ in offsets if not self.helper.authorize(request, _READ, _TOPIC, t)}
+            denied = {
+                t for t, _ in offsets if not self.helper.authorize(request, AclOperation.READ, ResourceType.TOPIC, t)
+            }
             unknown.update({tp: errors.TOPIC_AUTHORIZATION_FAILED for tp in offsets if tp[0] in denied})
         offsets = {tp: o for tp, o in offsets.items() if tp not in unknown}
 
@@ -310,7 +312,9 @@ class GroupHandlers:
         return {(t, p): errors.UNKNOWN_TOPIC_OR_PARTITION for t, p in tps if self.cache.partition(t, p) is None}
 
     def _fetch_group(self, group_id: str, topics, require_stable: bool = False, request=None) -> tuple[int, list[dict]]:
-        if request is not None and not self.helper.authorize(request, _DESCRIBE, _GROUP, group_id):
+        if request is not None and not self.helper.authorize(
+            request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id
+        ):
             return errors.GROUP_AUTHORIZATION_FAILED, []
         tps = None if topics is None else [(t["name"], p) for t in topics for p in t["partition_indexes"]]
         try:
@@ -321,7 +325,9 @@ class GroupHandlers:
         by_topic: dict[str, list] = {}
         denied: set[str] = set()
         if request is not None and self.helper.authorizer is not None:
-            denied = {t for t, _ in found if not self.helper.authorize(request, _DESCRIBE, _TOPIC, t)}
+            denied = {
+                t for t, _ in found if not self.helper.authorize(request, AclOperation.DESCRIBE, ResourceType.TOPIC, t)
+            }
         for (topic, partition), o in sorted(found.items()):
             if topic in denied:
                 if tps is None:
@@ -441,7 +447,7 @@ class GroupHandlers:
         version = request.context.api_version
         for group_id in request.body["groups"]:
             try:
-                if not self.helper.authorize(request, _DESCRIBE, _GROUP, group_id):
+                if not self.helper.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
                     raise errors.GroupAuthorizationError("Group authorization failed.")
                 described = self.coordinator.describe_group(group_id)
                 if version >= 6 and described["error_code"] == errors.NONE and described["group_state"] == "Dead":
@@ -458,9 +464,13 @@ class GroupHandlers:
     def handle_list_groups_request(self, request) -> None:
         code, groups = self.coordinator.list_groups(request.body.get("states_filter") or [])
         if self.helper.authorizer is not None and not self.helper.authorize(
-            request, _DESCRIBE, _CLUSTER, "kafka-cluster"
+            request, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME
         ):
-            groups = [g for g in groups if self.helper.authorize(request, _DESCRIBE, _GROUP, g["group_id"])]
+            groups = [
+                g
+                for g in groups
+                if self.helper.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, g["group_id"])
+            ]
         types = {t.lower() for t in request.body.get("types_filter") or []}
         if types:
             groups = [g for g in groups if g["group_type"] in types]
@@ -483,7 +493,7 @@ class GroupHandlers:
         if not names:
             self.helper.send_response(request, {"throttle_time_ms": 0, "results": []})
         for name in names:
-            if not self.helper.authorize(request, _DELETE, _GROUP, name):
+            if not self.helper.authorize(request, AclOperation.DELETE, ResourceType.GROUP, name):
                 done(name, errors.GROUP_AUTHORIZATION_FAILED)
                 continue
             try:

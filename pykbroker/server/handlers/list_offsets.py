@@ -11,7 +11,9 @@ OffsetForLeaderEpoch answers from the leader epoch cache.
 from __future__ import annotations
 
 from pykbroker.protocol import errors
+from pykbroker.protocol.acl import AclOperation
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.resource import CLUSTER_NAME, ResourceType
 from pykbroker.record.default_record_batch import iter_batches
 from pykbroker.record.file_records import TimestampAndOffset
 from pykbroker.server import error_responses
@@ -46,7 +48,7 @@ class ListOffsetsHandler:
         topics = []
         for t in body["topics"]:
             parts = []
-            if not self.helper.authorize(request, 8, 2, t["name"]):  # DESCRIBE on the topic
+            if not self.helper.authorize(request, AclOperation.DESCRIBE, ResourceType.TOPIC, t["name"]):
                 topics.append(
                     {
                         "name": t["name"],
@@ -102,13 +104,17 @@ class ListOffsetsHandler:
         request (``replica_id`` >= 0) is CLUSTER_AUTHORIZATION_FAILED and a consumer's needs DESCRIBE on
         each topic (TOPIC_AUTHORIZATION_FAILED per partition)."""
         helper = self.helper
-        cluster_action = helper.authorizer is None or helper.authorize(request, 9, 4, "kafka-cluster")
+        cluster_action = helper.authorizer is None or helper.authorize(
+            request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME
+        )
         if not cluster_action and request.body.get("replica_id", -1) != -1:
             raise errors.ClusterAuthorizationError("Cluster authorization failed.")
         topics = []
         for t in request.body["topics"]:
             parts = []
-            if not cluster_action and not helper.authorize(request, 8, 2, t["topic"]):  # DESCRIBE on the topic
+            if not cluster_action and not helper.authorize(
+                request, AclOperation.DESCRIBE, ResourceType.TOPIC, t["topic"]
+            ):
                 code = errors.TOPIC_AUTHORIZATION_FAILED
                 parts = [
                     {"error_code": code, "partition": p["partition"], "leader_epoch": -1, "end_offset": -1}

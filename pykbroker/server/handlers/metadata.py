@@ -16,11 +16,11 @@ the request's listener, each answered with ``is_fenced`` (unfenced brokers only 
 
 from __future__ import annotations
 
-from pykbroker.metadata.acls import CLUSTER, CLUSTER_NAME, TOPIC
-from pykbroker.metadata.standard_authorizer import CREATE, DESCRIBE
 from pykbroker.metadata.topic_names import INTERNAL_TOPICS
 from pykbroker.protocol import errors
+from pykbroker.protocol.acl import AclOperation
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.resource import CLUSTER_NAME, ResourceType
 from pykbroker.protocol.types import ZERO_UUID
 from pykbroker.server import error_responses
 from pykbroker.server.auth_helper import AUTHORIZED_OPERATIONS_OMITTED, authorized_operations
@@ -66,7 +66,7 @@ class MetadataHandler:
         authorize = self.helper.authorize
         if all_topics:
             for name in self.cache.topic_names():
-                if not authorize(request, DESCRIBE, TOPIC, name):
+                if not authorize(request, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
                     continue  # Kafka hides the topics a principal may not describe
                 topics_out.append(self._topic_metadata(self.cache.topic(name), request.context.listener_name))
         elif version < 12 and any(
@@ -86,13 +86,15 @@ class MetadataHandler:
                     else:
                         topics_out.append(self._topic_metadata(info, request.context.listener_name))
                     continue
-                if not authorize(request, DESCRIBE, TOPIC, name):
+                if not authorize(request, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
                     topics_out.append(self._error_topic(name, errors.TOPIC_AUTHORIZATION_FAILED))
                     continue
                 info = self.cache.topic(name)
                 if info is not None:
                     topics_out.append(self._topic_metadata(info, request.context.listener_name))
-                elif authorize(request, CREATE, CLUSTER, CLUSTER_NAME) or authorize(request, CREATE, TOPIC, name):
+                elif authorize(request, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME) or authorize(
+                    request, AclOperation.CREATE, ResourceType.TOPIC, name
+                ):
                     missing.append(name)
                 else:
                     topics_out.append(self._error_topic(name, errors.UNKNOWN_TOPIC_OR_PARTITION))

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import struct
 
-from pykbroker.metadata.acls import TOPIC
-from pykbroker.metadata.standard_authorizer import WRITE
 from pykbroker.protocol import errors
+from pykbroker.protocol.acl import AclOperation
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.resource import ResourceType
 from pykbroker.server import error_responses
 from pykbroker.server.quotas.client_quota_manager import user_of
 from pykbroker.server.replica_manager import produce_partition_error
@@ -50,7 +50,7 @@ class ProduceHandler:
         for topic in body["topic_data"]:
             name = topic["name"]
             known = self.cache.contains_topic(name)
-            allowed = authorizer is None or self.helper.authorize(request, WRITE, TOPIC, name)
+            allowed = authorizer is None or self.helper.authorize(request, AclOperation.WRITE, ResourceType.TOPIC, name)
             for p in topic["partition_data"]:
                 tp = (name, p["index"])
                 records = p["records"]

@@ -19,7 +19,9 @@ from pykbroker.coordinator.group.record_codec import partition_for as group_part
 from pykbroker.log.producer_state_entry import AppendOrigin
 from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from pykbroker.protocol import errors
+from pykbroker.protocol.acl import AclOperation
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.resource import ResourceType
 from pykbroker.record.control_record import ControlRecordType, EndTransactionMarker
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
 from pykbroker.server import error_responses
@@ -348,7 +350,7 @@ class TransactionHandlers:
                     "active_producers": [],
                 }
                 partition = self.replica_manager.get_partition(t["name"], index)
-                if not self.helper.authorize(request, 3, 2, t["name"]):  # READ on the topic
+                if not self.helper.authorize(request, AclOperation.READ, ResourceType.TOPIC, t["name"]):
                     entry["error_code"] = errors.TOPIC_AUTHORIZATION_FAILED
                 elif partition is None:
                     entry["error_code"] = errors.UNKNOWN_TOPIC_OR_PARTITION
@@ -376,7 +378,7 @@ class TransactionHandlers:
     def handle_describe_transactions_request(self, request) -> None:
         states = []
         for tid in request.body["transactional_ids"]:
-            if not self.helper.authorize(request, 8, 5, tid):  # DESCRIBE on the transactional id
+            if not self.helper.authorize(request, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, tid):
                 states.append(
                     _describe_transactions_error(
                         0, {"transactional_ids": [tid]}, errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
@@ -408,7 +410,11 @@ class TransactionHandlers:
                 ]
         if self.helper.authorizer is not None:  # only the transactional ids the principal may describe
             result["transaction_states"] = [
-                t for t in result["transaction_states"] if self.helper.authorize(request, 8, 5, t["transactional_id"])
+                t
+                for t in result["transaction_states"]
+                if self.helper.authorize(
+                    request, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, t["transactional_id"]
+                )
             ]
         self.helper.send_response(request, dict(result, throttle_time_ms=0))
 

@@ -17,8 +17,9 @@ from pykbroker.metadata.configuration_control_manager import (
 )
 from pykbroker.metadata.feature_control_manager import METADATA_VERSION, FeatureControlManager
 from pykbroker.metadata.producer_id_control_manager import BLOCK_SIZE, ProducerIdControlManager
-from pykbroker.metadata.records import RESOURCE_BROKER, RESOURCE_TOPIC, config_record
+from pykbroker.metadata.records import config_record
 from pykbroker.protocol import errors
+from pykbroker.protocol.config_resource import ConfigResourceType
 
 
 def alter(mgr, rtype, rname, *ops, validate_only=False):
@@ -48,9 +49,9 @@ def configs():
 
 
 def test_set_delete_records_only_changes(configs):
-    result = alter(configs, RESOURCE_TOPIC, "t", ("retention.ms", SET, "100"), ("segment.bytes", SET, "1000"))
+    result = alter(configs, ConfigResourceType.TOPIC, "t", ("retention.ms", SET, "100"), ("segment.bytes", SET, "1000"))
     assert result.response["responses"] == [
-        {"error_code": 0, "error_message": None, "resource_type": RESOURCE_TOPIC, "resource_name": "t"}
+        {"error_code": 0, "error_message": None, "resource_type": ConfigResourceType.TOPIC, "resource_name": "t"}
     ]
     assert [(r.data["name"], r.data["value"]) for r in result.records] == [
         ("retention.ms", "100"),
@@ -59,7 +60,7 @@ def test_set_delete_records_only_changes(configs):
     replay_all(configs, result.records)
     result = alter(
         configs,
-        RESOURCE_TOPIC,
+        ConfigResourceType.TOPIC,
         "t",
         ("retention.ms", SET, "100"),
         ("segment.bytes", DELETE, None),
@@ -67,16 +68,18 @@ def test_set_delete_records_only_changes(configs):
     )
     assert [(r.data["name"], r.data["value"]) for r in result.records] == [("segment.bytes", None)]
     replay_all(configs, result.records)
-    assert configs.get(RESOURCE_TOPIC, "t") == {"retention.ms": "100"}
+    assert configs.get(ConfigResourceType.TOPIC, "t") == {"retention.ms": "100"}
 
 
 def test_append_subtract_on_list_configs(configs):
-    replay_all(configs, alter(configs, RESOURCE_TOPIC, "t", ("cleanup.policy", APPEND, "delete")).records)
-    replay_all(configs, alter(configs, RESOURCE_TOPIC, "t", ("cleanup.policy", APPEND, "compact,delete")).records)
-    assert configs.get(RESOURCE_TOPIC, "t") == {"cleanup.policy": "delete,compact"}
-    replay_all(configs, alter(configs, RESOURCE_TOPIC, "t", ("cleanup.policy", SUBTRACT, "delete")).records)
-    assert configs.get(RESOURCE_TOPIC, "t") == {"cleanup.policy": "compact"}
-    result = alter(configs, RESOURCE_TOPIC, "t", ("retention.ms", APPEND, "1"))
+    replay_all(configs, alter(configs, ConfigResourceType.TOPIC, "t", ("cleanup.policy", APPEND, "delete")).records)
+    replay_all(
+        configs, alter(configs, ConfigResourceType.TOPIC, "t", ("cleanup.policy", APPEND, "compact,delete")).records
+    )
+    assert configs.get(ConfigResourceType.TOPIC, "t") == {"cleanup.policy": "delete,compact"}
+    replay_all(configs, alter(configs, ConfigResourceType.TOPIC, "t", ("cleanup.policy", SUBTRACT, "delete")).records)
+    assert configs.get(ConfigResourceType.TOPIC, "t") == {"cleanup.policy": "compact"}
+    result = alter(configs, ConfigResourceType.TOPIC, "t", ("retention.ms", APPEND, "1"))
     err = result.response["responses"][0]
     assert err["error_code"] == errors.INVALID_CONFIG and "not LIST" in err["error_message"]
     assert result.records == []
@@ -84,23 +87,25 @@ def test_append_subtract_on_list_configs(configs):
 
 def test_errors(configs):
     assert (
-        alter(configs, RESOURCE_TOPIC, "missing", ("a", SET, "1")).response["responses"][0]["error_code"]
+        alter(configs, ConfigResourceType.TOPIC, "missing", ("a", SET, "1")).response["responses"][0]["error_code"]
         == errors.UNKNOWN_TOPIC_OR_PARTITION
     )
     assert (
-        alter(configs, RESOURCE_TOPIC, "t", ("a", SET, "1"), ("a", DELETE, None)).response["responses"][0]["error_code"]
+        alter(configs, ConfigResourceType.TOPIC, "t", ("a", SET, "1"), ("a", DELETE, None)).response["responses"][0][
+            "error_code"
+        ]
         == errors.INVALID_REQUEST
     )
     assert (
-        alter(configs, RESOURCE_TOPIC, "t", ("a", 9, "1")).response["responses"][0]["error_code"]
+        alter(configs, ConfigResourceType.TOPIC, "t", ("a", 9, "1")).response["responses"][0]["error_code"]
         == errors.INVALID_REQUEST
     )
     assert alter(configs, 99, "x", ("a", SET, "1")).response["responses"][0]["error_code"] == errors.INVALID_REQUEST
     assert (
-        alter(configs, RESOURCE_BROKER, "abc", ("a", SET, "1")).response["responses"][0]["error_code"]
+        alter(configs, ConfigResourceType.BROKER, "abc", ("a", SET, "1")).response["responses"][0]["error_code"]
         == errors.INVALID_REQUEST
     )
-    assert alter(configs, RESOURCE_BROKER, "", ("log.cleaner.threads", SET, "2")).records
+    assert alter(configs, ConfigResourceType.BROKER, "", ("log.cleaner.threads", SET, "2")).records
 
 
 def test_validation_callback_and_validate_only():
@@ -115,24 +120,24 @@ def test_validation_callback_and_validate_only():
                 raise errors.PolicyViolationError("nope")
 
     mgr = ConfigurationControlManager(Schema(), topic_exists=lambda n: True)
-    bad = alter(mgr, RESOURCE_TOPIC, "t", ("retention.ms", SET, "-5")).response["responses"][0]
+    bad = alter(mgr, ConfigResourceType.TOPIC, "t", ("retention.ms", SET, "-5")).response["responses"][0]
     assert bad["error_code"] == errors.INVALID_CONFIG and "-5" in bad["error_message"]
     assert (
-        alter(mgr, RESOURCE_TOPIC, "t", ("x", SET, "policy")).response["responses"][0]["error_code"]
+        alter(mgr, ConfigResourceType.TOPIC, "t", ("x", SET, "policy")).response["responses"][0]["error_code"]
         == errors.POLICY_VIOLATION
     )
-    ok = alter(mgr, RESOURCE_TOPIC, "t", ("retention.ms", SET, "5"), validate_only=True)
+    ok = alter(mgr, ConfigResourceType.TOPIC, "t", ("retention.ms", SET, "5"), validate_only=True)
     assert ok.response["responses"][0]["error_code"] == errors.NONE and ok.records == []
     assert seen[-1] == {"retention.ms": "5"}
 
 
 def test_config_replay_delete_and_topic_removal(configs):
-    configs.replay(config_record(RESOURCE_TOPIC, "t", "a", "1"))
-    configs.replay(config_record(RESOURCE_TOPIC, "t", "a", None))
-    assert (RESOURCE_TOPIC, "t") not in configs.configs
-    configs.replay(config_record(RESOURCE_TOPIC, "t", "a", "1"))
+    configs.replay(config_record(ConfigResourceType.TOPIC, "t", "a", "1"))
+    configs.replay(config_record(ConfigResourceType.TOPIC, "t", "a", None))
+    assert (ConfigResourceType.TOPIC, "t") not in configs.configs
+    configs.replay(config_record(ConfigResourceType.TOPIC, "t", "a", "1"))
     configs.delete_topic_configs("t")
-    assert configs.get(RESOURCE_TOPIC, "t") == {}
+    assert configs.get(ConfigResourceType.TOPIC, "t") == {}
 
 
 def registered_cluster():
@@ -195,13 +200,13 @@ def test_log_config_schema_validates_and_lists_effective_configs():
 
     schema = LogConfigSchema(LogConfig.from_broker_config({"log.retention.hours": "1"}))
     mgr = ConfigurationControlManager(schema, topic_exists=lambda n: True)
-    bad = alter(mgr, RESOURCE_TOPIC, "t", ("no.such.config", SET, "1")).response["responses"][0]
+    bad = alter(mgr, ConfigResourceType.TOPIC, "t", ("no.such.config", SET, "1")).response["responses"][0]
     assert bad["error_code"] == errors.INVALID_CONFIG and "Unknown topic config name" in bad["error_message"]
     assert (
-        alter(mgr, RESOURCE_TOPIC, "t", ("retention.ms", SET, "abc")).response["responses"][0]["error_code"]
+        alter(mgr, ConfigResourceType.TOPIC, "t", ("retention.ms", SET, "abc")).response["responses"][0]["error_code"]
         == errors.INVALID_CONFIG
     )
-    assert alter(mgr, RESOURCE_TOPIC, "t", ("cleanup.policy", APPEND, "compact")).records
+    assert alter(mgr, ConfigResourceType.TOPIC, "t", ("cleanup.policy", APPEND, "compact")).records
     configs = {c["name"]: c for c in schema.effective_topic_configs({"segment.bytes": "1048576"})}
     assert configs["segment.bytes"]["value"] == "1048576" and configs["segment.bytes"]["config_source"] == 1
     assert configs["retention.ms"]["value"] == "3600000" and configs["retention.ms"]["config_source"] == 4

@@ -10,7 +10,6 @@ import pytest
 from pykbroker.metadata.delta import MetadataDelta
 from pykbroker.metadata.image import EMPTY_IMAGE, MetadataProvenance
 from pykbroker.metadata.records import (
-    RESOURCE_TOPIC,
     ApiMessageAndVersion,
     MetadataRecordSerde,
     config_record,
@@ -21,6 +20,7 @@ from pykbroker.metadata.records import (
     remove_topic_record,
     topic_record,
 )
+from pykbroker.protocol.config_resource import ConfigResourceType
 
 T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
 
@@ -56,7 +56,7 @@ def base_records():
         register(1),
         register(2),
         topic_record("foo", T1),
-        config_record(RESOURCE_TOPIC, "foo", "retention.ms", "1000"),
+        config_record(ConfigResourceType.TOPIC, "foo", "retention.ms", "1000"),
         partition_record(T1, 0, [1, 2], [1, 2], 1),
         partition_record(T1, 1, [2, 1], [2, 1], 2),
         producer_ids_record(1, 11, 1000),
@@ -123,7 +123,7 @@ def test_create_then_delete_in_one_delta_and_recreate():
     delta = MetadataDelta(build())
     delta.replay(remove_topic_record(T1))
     delta.replay(topic_record("foo", new_id))
-    delta.replay(config_record(RESOURCE_TOPIC, "foo", "cleanup.policy", "compact"))
+    delta.replay(config_record(ConfigResourceType.TOPIC, "foo", "cleanup.policy", "compact"))
     new = delta.apply()
     assert new.topics.get_topic("foo").id == new_id
     assert new.topic_configs("foo") == {"cleanup.policy": "compact"}
@@ -184,7 +184,7 @@ def test_records_survive_the_metadata_record_codec():
             remove_topic_record(T1),
             change(T1, 0, leader=2, isr=[2]),
             ApiMessageAndVersion("FenceBrokerRecord", 0, {"id": 2, "epoch": 12}),
-            config_record(RESOURCE_TOPIC, "foo", "retention.ms", None),
+            config_record(ConfigResourceType.TOPIC, "foo", "retention.ms", None),
         ]
     )
     for r in records:

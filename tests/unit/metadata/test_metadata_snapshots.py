@@ -17,6 +17,7 @@ from pykbroker.metadata.records import (
 )
 from pykbroker.metadata.snapshot_generator import SnapshotGenerator
 from pykbroker.protocol import errors
+from pykbroker.protocol.config_resource import ConfigResourceType
 from pykbroker.raft.raft_client import Batch
 from pykbroker.raft.records_snapshot import RecordsSnapshotReader, RecordsSnapshotWriter
 from pykbroker.raft.replicated_log import MemoryReplicatedLog
@@ -27,14 +28,13 @@ from tests.unit.metadata.test_image_delta import T1, T2, base_records, change, r
 from tests.unit.metadata.test_quorum_controller import TIMEOUT, Node, RecordingPublisher, create
 
 T3 = uuid.UUID(int=3)
-RESOURCE_BROKER = 4
 
 
 def rich_image() -> MetadataImage:
     records = base_records() + [
         register(3, fenced=True),
         change(T1, 0, leader=2, isr=[2]),
-        config_record(RESOURCE_BROKER, "1", "log.retention.ms", "5"),
+        config_record(ConfigResourceType.BROKER, "1", "log.retention.ms", "5"),
         topic_record("bar", T2),
         partition_record(T2, 0, [3], [3], 3),
     ]
@@ -49,7 +49,7 @@ def test_image_round_trips_through_its_records_and_the_codec():
     assert again == image
     assert again.brokers[3].fenced and not again.brokers[1].fenced
     assert again.topics.get_topic("foo").partitions[0].leader == 2
-    assert again.configs[(RESOURCE_BROKER, "1")] == {"log.retention.ms": "5"}
+    assert again.configs[(ConfigResourceType.BROKER, "1")] == {"log.retention.ms": "5"}
 
 
 def test_snapshot_replaces_the_image_and_reports_what_disappeared():

@@ -16,8 +16,9 @@ from pykbroker.metadata.image import MetadataImage
 from pykbroker.metadata.metadata_loader import MetadataLoader
 from pykbroker.metadata.publisher import MetadataPublisher
 from pykbroker.metadata.quorum_controller import QuorumController
-from pykbroker.metadata.records import RESOURCE_TOPIC, MetadataRecordSerde
+from pykbroker.metadata.records import MetadataRecordSerde
 from pykbroker.protocol import errors
+from pykbroker.protocol.config_resource import ConfigResourceType
 from pykbroker.protocol.errors import NotControllerError
 from pykbroker.raft.kafka_raft_client import KafkaRaftClient
 from pykbroker.raft.kafka_raft_client_driver import KafkaRaftClientDriver
@@ -170,7 +171,7 @@ def test_delete_create_partitions_alter_configs_and_reads(node):
         {
             "resources": [
                 {
-                    "resource_type": RESOURCE_TOPIC,
+                    "resource_type": ConfigResourceType.TOPIC,
                     "resource_name": "a",
                     "configs": [{"name": "retention.ms", "config_operation": 0, "value": "60000"}],
                 }
@@ -178,7 +179,7 @@ def test_delete_create_partitions_alter_configs_and_reads(node):
         }
     )
     assert alter.result(TIMEOUT)["responses"][0]["error_code"] == errors.NONE
-    assert node.controller.describe_configs(RESOURCE_TOPIC, "a").result(TIMEOUT) == {"retention.ms": "60000"}
+    assert node.controller.describe_configs(ConfigResourceType.TOPIC, "a").result(TIMEOUT) == {"retention.ms": "60000"}
     image = node.wait_image(lambda i: len(i.topics.get_topic("a").partitions) == 4 and i.topic_configs("a"))
     assert image.topic_configs("a") == {"retention.ms": "60000"}
 

@@ -13,13 +13,13 @@ from pykbroker.metadata.records import (
     CONFIG_RECORD,
     PARTITION_RECORD,
     REMOVE_TOPIC_RECORD,
-    RESOURCE_TOPIC,
     TOPIC_RECORD,
     ApiMessageAndVersion,
 )
 from pykbroker.metadata.replica_placer import StripedReplicaPlacer
 from pykbroker.metadata.replication_control_manager import ReplicationControlManager
 from pykbroker.protocol import errors
+from pykbroker.protocol.config_resource import ConfigResourceType
 from pykbroker.protocol.types import ZERO_UUID
 
 
@@ -74,7 +74,7 @@ def test_create_topic_records_and_result():
         assert d["partition_id"] == i and len(d["replicas"]) == 2 and d["isr"] == d["replicas"]
         assert d["leader"] == d["isr"][0] and d["leader_epoch"] == 0 and d["partition_epoch"] == 0
     assert ctx.repl.get_topic("foo").parts[2].replicas == tuple(result.records[4].data["replicas"])
-    assert ctx.configs.get(RESOURCE_TOPIC, "foo") == {"cleanup.policy": "compact"}
+    assert ctx.configs.get(ConfigResourceType.TOPIC, "foo") == {"cleanup.policy": "compact"}
 
 
 def test_defaults_for_minus_one():
@@ -217,7 +217,7 @@ def test_delete_topics_by_name_and_id():
     assert [r.name for r in result.records] == [REMOVE_TOPIC_RECORD] * 2
     ctx.replay(result.records)
     assert not ctx.repl.topics and not ctx.repl.topics_by_name
-    assert ctx.configs.get(RESOURCE_TOPIC, "a") == {}
+    assert ctx.configs.get(ConfigResourceType.TOPIC, "a") == {}
     ctx.create(t("a_b"))  # collision bookkeeping cleared with the deletion of a.b-like names
     assert codes(ctx.create(t("a_b")))["a_b"] == errors.TOPIC_ALREADY_EXISTS
 
