@@ -10,7 +10,7 @@ def test_one_explicit_class_per_code_named_after_kafkas_exception():
     # Every class is written out in the module's source (visible to grep and type checkers).
     tree = ast.parse(Path(errors.__file__).read_text())
     declared = {n.name for n in tree.body if isinstance(n, ast.ClassDef)} - {"KafkaError"}
-    codes = [code for code, *_ in errors._TABLE if code != errors.NONE]
+    codes = [code for code in errors._NAMES if code != errors.NONE]
     assert len(declared) == len(codes)
     assert {errors.for_code(c).__name__ for c in codes} == declared
     assert errors.for_code(56) is errors.KafkaStorageError
@@ -21,14 +21,27 @@ def test_one_explicit_class_per_code_named_after_kafkas_exception():
     assert errors.for_code(7) is errors.KafkaTimeoutError
 
 
-def test_class_attributes_come_from_the_table():
-    for code, name, retriable, message in errors._TABLE:
-        if code == errors.NONE:
-            continue
-        cls = errors.for_code(code)
-        assert (cls.code, cls.name, cls.retriable, cls.default_message) == (code, name, retriable, message)
-        assert issubclass(cls, errors.KafkaError)
+def test_each_error_is_declared_once_where_type_checkers_see_it():
+    # Each class body declares its code, NAME and default message; each NAME is a module-level assignment
+    # (not published through globals()), so that mypy and editors resolve ``errors.X``.
+    tree = ast.parse(Path(errors.__file__).read_text())
+    assigned = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    assert set(errors._NAMES.values()) <= assigned
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name != "KafkaError":
+            declared = {
+                t.id for n in node.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)
+            }
+            assert {"code", "name", "default_message"} <= declared, node.name
+    for code, name in errors._NAMES.items():
+        assert getattr(errors, name) == code
+        if code != errors.NONE:
+            cls = errors.for_code(code)
+            assert cls.name == name and issubclass(cls, errors.KafkaError)
+            assert cls.__doc__.startswith(f"Kafka error {code} {name}")
     assert errors.NotLeaderOrFollowerError.retriable and not errors.InvalidRecordError.retriable
+    assert errors.CORRUPT_MESSAGE == 2 and errors.UNKNOWN_TOPIC_OR_PARTITION == 3 and errors.NONE == 0
+    assert errors.CorruptRecordError.default_message.startswith("This message has failed its CRC checksum")
 
 
 def test_messages_codes_and_lookups():
