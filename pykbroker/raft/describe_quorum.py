@@ -28,6 +28,7 @@ import uuid
 from typing import Any
 
 from pykbroker.protocol import errors
+from pykbroker.protocol.errors import NONE, NOT_LEADER_OR_FOLLOWER
 from pykbroker.protocol.messages.raft import (
     DescribeQuorumResponseTopicsPartitions as PartitionData,
 )
@@ -35,7 +36,6 @@ from pykbroker.protocol.messages.raft import (
     DescribeQuorumResponseTopicsPartitionsCurrentVoters as ReplicaStateData,
 )
 from pykbroker.raft.epoch_state import OBSERVER_SESSION_TIMEOUT_MS, LeaderState, ReplicaState
-from pykbroker.raft.raft_messages import NONE, NOT_LEADER_OR_FOLLOWER
 
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_PARTITION = 0

@@ -23,17 +23,11 @@ import threading
 from collections.abc import Callable
 
 from pykbroker.clients.inter_broker_send_thread import InterBrokerSendThread
+from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.errors import BROKER_NOT_AVAILABLE, INCONSISTENT_CLUSTER_ID, NONE
 from pykbroker.raft.kafka_raft_client import KafkaRaftClient
 from pykbroker.raft.kafka_raft_client_driver import NetworkChannel
 from pykbroker.raft.raft_messages import (
-    BEGIN_QUORUM_EPOCH,
-    BROKER_NOT_AVAILABLE,
-    END_QUORUM_EPOCH,
-    FETCH,
-    FETCH_SNAPSHOT,
-    INCONSISTENT_CLUSTER_ID,
-    NONE,
-    VOTE,
     RaftMessage,
     RaftRequest,
     RaftResponse,
@@ -47,7 +41,13 @@ from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM, Time
 
 #: The newest version of each Raft RPC this channel sends (lowered to what the peer supports).
-API_VERSIONS = {VOTE: 1, BEGIN_QUORUM_EPOCH: 1, END_QUORUM_EPOCH: 1, FETCH: 17, FETCH_SNAPSHOT: 1}
+API_VERSIONS: dict[int, int] = {
+    ApiKeys.VOTE: 1,
+    ApiKeys.BEGIN_QUORUM_EPOCH: 1,
+    ApiKeys.END_QUORUM_EPOCH: 1,
+    ApiKeys.FETCH: 17,
+    ApiKeys.FETCH_SNAPSHOT: 1,
+}
 
 Respond = Callable[[dict], None]
 

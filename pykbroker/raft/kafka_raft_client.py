@@ -63,6 +63,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from pykbroker.protocol.errors import (
+    FENCED_LEADER_EPOCH,
+    INCONSISTENT_CLUSTER_ID,
+    INCONSISTENT_VOTER_SET,
+    INVALID_REQUEST,
+    NONE,
+    NOT_LEADER_OR_FOLLOWER,
+    POSITION_OUT_OF_RANGE,
+    SNAPSHOT_NOT_FOUND,
+    UNKNOWN_LEADER_EPOCH,
+)
 from pykbroker.raft.batch_accumulator import BatchAccumulator, NotLeaderError
 from pykbroker.raft.control_records import LEADER_CHANGE, LeaderChangeMessage, control_key
 from pykbroker.raft.epoch_state import (
@@ -78,15 +89,6 @@ from pykbroker.raft.quorum_state import QuorumState
 from pykbroker.raft.quorum_state_store import NO_ID, QuorumStateStore
 from pykbroker.raft.raft_client import UNKNOWN_LEADER, LeaderAndEpoch, RaftClientListener, RecordSerde
 from pykbroker.raft.raft_messages import (
-    FENCED_LEADER_EPOCH,
-    INCONSISTENT_CLUSTER_ID,
-    INCONSISTENT_VOTER_SET,
-    INVALID_REQUEST,
-    NONE,
-    NOT_LEADER_OR_FOLLOWER,
-    POSITION_OUT_OF_RANGE,
-    SNAPSHOT_NOT_FOUND,
-    UNKNOWN_LEADER_EPOCH,
     BeginQuorumEpochRequestData,
     BeginQuorumEpochResponseData,
     EndQuorumEpochRequestData,

@@ -9,8 +9,8 @@ with the field names of the schemas in ``pykbroker/protocol/schemas/raft.py`` an
 the wire structs; records travel as :class:`~pykbroker.raft.replicated_log.LogBatch`.
 
 Envelopes: :class:`RaftRequest` / :class:`RaftResponse` add who sends to whom and the correlation id
-that pairs a response with its request. Error codes are Kafka's numeric codes (the raft layer does not
-import the protocol package).
+that pairs a response with its request. Error codes are Kafka's numeric codes
+(:mod:`pykbroker.protocol.errors`) and ``api_key`` is :class:`~pykbroker.protocol.api_keys.ApiKeys`.
 """
 
 from __future__ import annotations
@@ -18,28 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.raft.quorum_state_store import NO_ID
 from pykbroker.raft.replicated_log import LogBatch
 from pykbroker.raft.snapshots import SnapshotId as SnapshotId  # re-exported: Fetch/FetchSnapshot's id
-
-# Kafka error codes used by the Raft RPCs.
-NONE = 0
-NOT_LEADER_OR_FOLLOWER = 6
-BROKER_NOT_AVAILABLE = 8
-INVALID_REQUEST = 42
-FENCED_LEADER_EPOCH = 74
-UNKNOWN_LEADER_EPOCH = 75
-INCONSISTENT_VOTER_SET = 94
-SNAPSHOT_NOT_FOUND = 98
-POSITION_OUT_OF_RANGE = 99
-INCONSISTENT_CLUSTER_ID = 104
-
-# ApiKeys
-FETCH = 1
-VOTE = 52
-BEGIN_QUORUM_EPOCH = 53
-END_QUORUM_EPOCH = 54
-FETCH_SNAPSHOT = 59
 
 
 class EpochEndOffset(NamedTuple):
@@ -66,7 +48,7 @@ class VoteRequestData:
     last_offset: int
     cluster_id: str | None = None
     voter_id: int = NO_ID
-    api_key: int = field(default=VOTE, init=False, repr=False)
+    api_key: int = field(default=ApiKeys.VOTE, init=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -75,7 +57,7 @@ class VoteResponseData:
     leader_id: int
     leader_epoch: int
     vote_granted: bool
-    api_key: int = field(default=VOTE, init=False, repr=False)
+    api_key: int = field(default=ApiKeys.VOTE, init=False, repr=False)
 
 
 # ---- BeginQuorumEpoch ---------------------------------------------------------------------------
@@ -85,7 +67,7 @@ class BeginQuorumEpochRequestData:
     leader_epoch: int
     cluster_id: str | None = None
     voter_id: int = NO_ID
-    api_key: int = field(default=BEGIN_QUORUM_EPOCH, init=False, repr=False)
+    api_key: int = field(default=ApiKeys.BEGIN_QUORUM_EPOCH, init=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -93,7 +75,7 @@ class BeginQuorumEpochResponseData:
     error_code: int
     leader_id: int
     leader_epoch: int
-    api_key: int = field(default=BEGIN_QUORUM_EPOCH, init=False, repr=False)
+    api_key: int = field(default=ApiKeys.BEGIN_QUORUM_EPOCH, init=False, repr=False)
 
 
 # ---- EndQuorumEpoch -----------------------------------------------------------------------------
@@ -103,7 +85,7 @@ class EndQuorumEpochRequestData:
     leader_epoch: int
     preferred_successors: tuple[int, ...] = ()
     cluster_id: str | None = None
-    api_key: int = field(default=END_QUORUM_EPOCH, init=False, repr=False)
+    api_key: int = field(default=ApiKeys.END_QUORUM_EPOCH, init=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -111,7 +93,7 @@ class EndQuorumEpochResponseData:
     error_code: int
     leader_id: int
     leader_epoch: int
-    api_key: int = field(default=END_QUORUM_EPOCH, init=False, repr=False)
+    api_key: int = field(default=ApiKeys.END_QUORUM_EPOCH, init=False, repr=False)
 
 
 # ---- Fetch --------------------------------------------------------------------------------------
@@ -127,7 +109,7 @@ class FetchRequestData:
     max_wait_ms: int = 0
     partition_max_bytes: int = 1 << 20
     cluster_id: str | None = None
-    api_key: int = field(default=FETCH, init=False, repr=False)
+    api_key: int = field(default=ApiKeys.FETCH, init=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -138,7 +120,7 @@ class FetchResponseData:
     records: tuple[LogBatch, ...] = ()
     diverging_epoch: EpochEndOffset | None = None
     snapshot_id: SnapshotId | None = None
-    api_key: int = field(default=FETCH, init=False, repr=False)
+    api_key: int = field(default=ApiKeys.FETCH, init=False, repr=False)
 
 
 # ---- FetchSnapshot ------------------------------------------------------------------------------
@@ -150,7 +132,7 @@ class FetchSnapshotRequestData:
     position: int = 0
     max_bytes: int = 0x7FFFFFFF
     cluster_id: str | None = None
-    api_key: int = field(default=FETCH_SNAPSHOT, init=False, repr=False)
+    api_key: int = field(default=ApiKeys.FETCH_SNAPSHOT, init=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -161,7 +143,7 @@ class FetchSnapshotResponseData:
     size: int = 0
     position: int = 0
     unaligned_records: bytes = b""
-    api_key: int = field(default=FETCH_SNAPSHOT, init=False, repr=False)
+    api_key: int = field(default=ApiKeys.FETCH_SNAPSHOT, init=False, repr=False)
 
 
 RequestData = (

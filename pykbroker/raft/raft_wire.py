@@ -17,14 +17,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.errors import NONE
 from pykbroker.raft.log_batch_codec import decode_log_batches, encode_log_batches
 from pykbroker.raft.raft_messages import (
-    BEGIN_QUORUM_EPOCH,
-    END_QUORUM_EPOCH,
-    FETCH,
-    FETCH_SNAPSHOT,
-    NONE,
-    VOTE,
     BeginQuorumEpochRequestData,
     BeginQuorumEpochResponseData,
     EndQuorumEpochRequestData,
@@ -80,11 +76,11 @@ def request_to_wire(data: RequestData) -> tuple[int, Body]:
             "last_offset_epoch": data.last_offset_epoch,
             "last_offset": data.last_offset,
         }
-        return VOTE, {"cluster_id": data.cluster_id, "voter_id": data.voter_id, "topics": _nest(partition)}
+        return ApiKeys.VOTE, {"cluster_id": data.cluster_id, "voter_id": data.voter_id, "topics": _nest(partition)}
     if isinstance(data, BeginQuorumEpochRequestData):
         partition = {"leader_id": data.leader_id, "leader_epoch": data.leader_epoch}
         body = {"cluster_id": data.cluster_id, "voter_id": data.voter_id, "topics": _nest(partition)}
-        return BEGIN_QUORUM_EPOCH, {**body, "leader_endpoints": []}
+        return ApiKeys.BEGIN_QUORUM_EPOCH, {**body, "leader_endpoints": []}
     if isinstance(data, EndQuorumEpochRequestData):
         partition = {
             "leader_id": data.leader_id,
@@ -92,7 +88,11 @@ def request_to_wire(data: RequestData) -> tuple[int, Body]:
             "preferred_successors": list(data.preferred_successors),
             "preferred_candidates": [{"candidate_id": c} for c in data.preferred_successors],
         }
-        return END_QUORUM_EPOCH, {"cluster_id": data.cluster_id, "topics": _nest(partition), "leader_endpoints": []}
+        return ApiKeys.END_QUORUM_EPOCH, {
+            "cluster_id": data.cluster_id,
+            "topics": _nest(partition),
+            "leader_endpoints": [],
+        }
     if isinstance(data, FetchRequestData):
         partition = {
             "partition": METADATA_PARTITION,
@@ -102,7 +102,7 @@ def request_to_wire(data: RequestData) -> tuple[int, Body]:
             "partition_max_bytes": data.partition_max_bytes,
         }
         topic = {"topic": METADATA_TOPIC, "topic_id": METADATA_TOPIC_ID, "partitions": [partition]}
-        return FETCH, {
+        return ApiKeys.FETCH, {
             "cluster_id": data.cluster_id,
             "replica_id": data.replica_id,
             "replica_state": {"replica_id": data.replica_id, "replica_epoch": -1},
@@ -117,7 +117,7 @@ def request_to_wire(data: RequestData) -> tuple[int, Body]:
         "snapshot_id": {"end_offset": data.snapshot_id.end_offset, "epoch": data.snapshot_id.epoch},
         "position": data.position,
     }
-    return FETCH_SNAPSHOT, {
+    return ApiKeys.FETCH_SNAPSHOT, {
         "cluster_id": data.cluster_id,
         "replica_id": data.replica_id,
         "max_bytes": data.max_bytes,
@@ -128,7 +128,7 @@ def request_to_wire(data: RequestData) -> tuple[int, Body]:
 def request_from_wire(api_key: int, body: Body) -> RequestData:
     """A decoded request body -> the message (raises RaftWireError for another partition)."""
     cluster_id = body.get("cluster_id")
-    if api_key == VOTE:
+    if api_key == ApiKeys.VOTE:
         p = _single(body, "topics", "topic_name", "partition_index")
         return VoteRequestData(
             p["candidate_epoch"],
@@ -138,15 +138,15 @@ def request_from_wire(api_key: int, body: Body) -> RequestData:
             cluster_id,
             body.get("voter_id", -1),
         )
-    if api_key == BEGIN_QUORUM_EPOCH:
+    if api_key == ApiKeys.BEGIN_QUORUM_EPOCH:
         p = _single(body, "topics", "topic_name", "partition_index")
         return BeginQuorumEpochRequestData(p["leader_id"], p["leader_epoch"], cluster_id, body.get("voter_id", -1))
-    if api_key == END_QUORUM_EPOCH:
+    if api_key == ApiKeys.END_QUORUM_EPOCH:
         p = _single(body, "topics", "topic_name", "partition_index")
         candidates = [c["candidate_id"] for c in p.get("preferred_candidates") or []]
         successors = tuple(candidates or p.get("preferred_successors") or [])
         return EndQuorumEpochRequestData(p["leader_id"], p["leader_epoch"], successors, cluster_id)
-    if api_key == FETCH:
+    if api_key == ApiKeys.FETCH:
         p = _single(body, "topics", "topic", "partition")
         state = body.get("replica_state") or {}
         replica_id = state.get("replica_id", -1)
@@ -161,7 +161,7 @@ def request_from_wire(api_key: int, body: Body) -> RequestData:
             p.get("partition_max_bytes", 1 << 20),
             cluster_id,
         )
-    if api_key == FETCH_SNAPSHOT:
+    if api_key == ApiKeys.FETCH_SNAPSHOT:
         p = _single(body, "topics", "name", "partition")
         sid = p["snapshot_id"]
         return FetchSnapshotRequestData(
@@ -233,7 +233,7 @@ def response_from_wire(api_key: int, body: Body) -> ResponseData:
             return {"error_code": top_error}
         return _single(body, container, topic_key, partition_key)
 
-    if api_key == VOTE:
+    if api_key == ApiKeys.VOTE:
         p = single("topics", "topic_name", "partition_index")
         return VoteResponseData(
             top_error or p["error_code"],
@@ -241,17 +241,17 @@ def response_from_wire(api_key: int, body: Body) -> ResponseData:
             p.get("leader_epoch", -1),
             p.get("vote_granted", False),
         )
-    if api_key == BEGIN_QUORUM_EPOCH:
+    if api_key == ApiKeys.BEGIN_QUORUM_EPOCH:
         p = single("topics", "topic_name", "partition_index")
         return BeginQuorumEpochResponseData(
             top_error or p["error_code"], p.get("leader_id", -1), p.get("leader_epoch", -1)
         )
-    if api_key == END_QUORUM_EPOCH:
+    if api_key == ApiKeys.END_QUORUM_EPOCH:
         p = single("topics", "topic_name", "partition_index")
         return EndQuorumEpochResponseData(
             top_error or p["error_code"], p.get("leader_id", -1), p.get("leader_epoch", -1)
         )
-    if api_key == FETCH:
+    if api_key == ApiKeys.FETCH:
         p = single("responses", "topic", "partition_index")
         diverging = p.get("diverging_epoch") or {}
         leader = p.get("current_leader") or {}
@@ -266,7 +266,7 @@ def response_from_wire(api_key: int, body: Body) -> ResponseData:
             EpochEndOffset(diverging["epoch"], diverging["end_offset"]) if diverging.get("epoch", -1) >= 0 else None,
             SnapshotId(snapshot["end_offset"], snapshot["epoch"]) if snapshot.get("end_offset", -1) >= 0 else None,
         )
-    if api_key == FETCH_SNAPSHOT:
+    if api_key == ApiKeys.FETCH_SNAPSHOT:
         p = single("topics", "name", "index")
         leader = p.get("current_leader") or {}
         snapshot = p.get("snapshot_id") or {}

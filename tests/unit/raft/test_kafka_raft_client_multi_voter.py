@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import random
 
+from pykbroker.protocol.errors import FENCED_LEADER_EPOCH, INCONSISTENT_VOTER_SET, NONE
 from pykbroker.raft.control_records import LEADER_CHANGE, LeaderChangeMessage, parse_control_type
 from pykbroker.raft.epoch_state import StateKind
 from pykbroker.raft.kafka_raft_client import KafkaRaftClient
 from pykbroker.raft.quorum_state_store import ElectionState, MemoryQuorumStateStore
 from pykbroker.raft.raft_messages import (
-    FENCED_LEADER_EPOCH,
-    INCONSISTENT_VOTER_SET,
-    NONE,
     BeginQuorumEpochRequestData,
     EndQuorumEpochRequestData,
     EpochEndOffset,

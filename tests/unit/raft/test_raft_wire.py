@@ -6,13 +6,10 @@ from __future__ import annotations
 import pytest
 
 from pykbroker.protocol.codec import decode, encode
+from pykbroker.protocol.errors import FENCED_LEADER_EPOCH, INCONSISTENT_CLUSTER_ID, NONE, SNAPSHOT_NOT_FOUND
 from pykbroker.protocol.schemas import REQUESTS, RESPONSES
 from pykbroker.raft.control_records import LEADER_CHANGE, LeaderChangeMessage, control_key
 from pykbroker.raft.raft_messages import (
-    FENCED_LEADER_EPOCH,
-    INCONSISTENT_CLUSTER_ID,
-    NONE,
-    SNAPSHOT_NOT_FOUND,
     BeginQuorumEpochRequestData,
     BeginQuorumEpochResponseData,
     EndQuorumEpochRequestData,
