@@ -161,6 +161,18 @@ class ConfigDef:
         self.keys[name] = ConfigKey(name, type_, default, validator, importance, doc, tuple(synonyms))
         return self
 
+    @classmethod
+    def merge(cls, *config_defs: ConfigDef) -> ConfigDef:
+        """One ConfigDef with the keys of ``config_defs``, in their order (Kafka's ``Utils.mergeConfigs``);
+        ValueError if two of them define the same key."""
+        merged = cls()
+        for config_def in config_defs:
+            for name, key in config_def.keys.items():
+                if name in merged.keys:
+                    raise ValueError(f"Configuration {name} is defined twice.")
+                merged.keys[name] = key
+        return merged
+
     def parse_value(self, name: str, value: Any) -> Any:
         """One key's typed, validated value (Kafka's ``parseValue``); ConfigException if it is bad.
         KeyError for an undefined ``name``."""
