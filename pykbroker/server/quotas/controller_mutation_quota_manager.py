@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from typing import ClassVar
 
 from pykbroker.protocol import errors
 from pykbroker.server.quotas.client_quota_manager import _MAX_SENSORS, ClientQuotaManager
@@ -133,7 +134,7 @@ class ControllerMutationQuotaManager(ClientQuotaManager):
     """See the module docstring."""
 
     #: the first strict version of each API (Kafka's ``strictSinceVersion`` in ControllerApis)
-    STRICT_SINCE = {"CreateTopics": 6, "DeleteTopics": 5, "CreatePartitions": 3}
+    STRICT_SINCE: ClassVar[dict[str, int]] = {"CreateTopics": 6, "DeleteTopics": 5, "CreatePartitions": 3}
 
     def __init__(self, samples: int, window_seconds: int, time: Time = SYSTEM):
         super().__init__("ControllerMutation", "controller_mutation_rate", samples, window_seconds, time)

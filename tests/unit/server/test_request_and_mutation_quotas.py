@@ -207,7 +207,7 @@ def test_permissive_quota_accepts_and_throttles():
 def test_replication_control_refuses_throttled_mutations():
     """The controller records each topic's partitions and refuses those a strict quota does not allow, with
     Kafka's code and message; the topics before are mutated. DeleteTopics and CreatePartitions alike."""
-    from tests.unit.metadata.test_replication_control_manager import Ctx, t  # noqa: PLC0415
+    from tests.unit.metadata.test_replication_control_manager import Ctx, t
 
     ctx = Ctx()
     m = _mutation_manager(1.0)  # burst 2 tokens
