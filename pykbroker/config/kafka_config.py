@@ -124,6 +124,24 @@ class KafkaConfig:
                 ) from None
         return result
 
+    @cached_property
+    def listener_connection_creation_rates(self) -> dict[str, int]:
+        """Listener name -> its ``listener.name.<l>.max.connection.creation.rate`` (listeners that set one; the
+        others follow ``max.connection.creation.rate``, as Kafka's ``valuesWithPrefixOverride``)."""
+        result: dict[str, int] = {}
+        for endpoint in self.listeners:
+            name = f"listener.name.{endpoint.listener_name.lower()}.max.connection.creation.rate"
+            raw = self.originals.get(name)
+            if raw is None:
+                continue
+            try:
+                result[endpoint.listener_name] = int(str(raw).strip())
+                if result[endpoint.listener_name] < 0:
+                    raise ValueError
+            except ValueError:
+                raise ConfigException(name, raw, "Value must be at least 0") from None
+        return result
+
     # -- validation (mirrors KafkaConfig.validateValues) ---------------------------------------
     def _validate(self) -> None:
         v = self.values

@@ -25,6 +25,7 @@ queue) and ``enqueue_response`` (response queue), both of which wake its selecto
 from __future__ import annotations
 
 import errno
+import heapq
 import queue
 import resource
 import selectors
@@ -41,7 +42,7 @@ from pykbroker.network.channel import (
     NetworkSend,
     TruncatedReceiveError,
 )
-from pykbroker.network.connection_quotas import ConnectionQuotas, TooManyConnectionsError
+from pykbroker.network.connection_quotas import ConnectionQuotas, ConnectionThrottledError, TooManyConnectionsError
 from pykbroker.network.memory_pool import NONE as UNBOUNDED_POOL
 from pykbroker.network.memory_pool import MemoryPool, SimpleMemoryPool
 from pykbroker.network.request_channel import (
@@ -94,7 +95,13 @@ class SocketServerConfig:
         control_plane_listener: EndPoint | None,
         inter_broker_listener_name: str | None = None,
         queued_max_request_bytes: int = -1,
+        max_connection_creation_rate: int = INT_MAX,
+        listener_connection_creation_rates: dict[str, int] | None = None,
+        quota_window_num: int = 11,
+        quota_window_size_seconds: int = 1,
     ):
+        """``listener_connection_creation_rates``: listener name -> its
+        ``listener.name.<l>.max.connection.creation.rate`` (the others follow ``max_connection_creation_rate``)."""
         self.__dict__.update(locals())
         del self.__dict__["self"]
 
@@ -116,6 +123,10 @@ class SocketServerConfig:
             control_plane_listener=config.control_plane_listener,
             inter_broker_listener_name=config.inter_broker_listener_name,
             queued_max_request_bytes=config["queued.max.request.bytes"],
+            max_connection_creation_rate=config["max.connection.creation.rate"],
+            listener_connection_creation_rates=config.listener_connection_creation_rates,
+            quota_window_num=config["quota.window.num"],
+            quota_window_size_seconds=config["quota.window.size.seconds"],
         )
 
 
@@ -629,6 +640,10 @@ class Acceptor(threading.Thread):
         self.log = get_logger("SocketServer", listenerType="BROKER", nodeId=config.node_id)
         self.server_socket: socket.socket | None = None
         self.selector = selectors.DefaultSelector()
+        #: sockets of IPs over their connection creation rate, closed when their throttle ends
+        #: (Kafka's ``throttledSockets``): a heap of (end ms, sequence, socket)
+        self.throttled_sockets: list[tuple[int, int, socket.socket]] = []
+        self._throttled_seq = 0
         if endpoint.port == 0:  # ephemeral ports are bound early so the real port is known
             self.open_server_socket()
 
@@ -690,6 +705,8 @@ class Acceptor(threading.Thread):
             while self.should_run:
                 try:
                     self._accept_new_connections()
+                    if self.throttled_sockets:
+                        self._close_throttled_connections()
                 except Exception as e:  # noqa: BLE001 - the acceptor's loop logs and goes on, as Kafka's
                     self.log.error("Error occurred in acceptor", error=repr(e))
         finally:
@@ -697,12 +714,25 @@ class Acceptor(threading.Thread):
                 self.selector.close()
             finally:
                 self.server_socket.close()
+                for _, _, sock in self.throttled_sockets:
+                    sock.close()
+                self.throttled_sockets.clear()
+
+    def _close_throttled_connections(self) -> None:
+        """Close the sockets whose IP throttle is over (Kafka's ``closeThrottledConnections``)."""
+        now = self.time.milliseconds()
+        heap = self.throttled_sockets
+        while heap and heap[0][0] <= now:
+            heapq.heappop(heap)[2].close()
 
     def _accept_new_connections(self) -> None:
         """One wake-up: drain every pending connection (in batches, see :mod:`.accept`), count each in
         ConnectionQuotas, set its socket options and hand it round-robin to a Processor; each Processor
         that received connections is woken once per batch."""
-        if not self.selector.select(0.5):
+        timeout = 0.5
+        if self.throttled_sockets:
+            timeout = min(timeout, max(0.0, (self.throttled_sockets[0][0] - self.time.milliseconds()) / 1000.0))
+        if not self.selector.select(timeout):
             return
         while self.should_run:
             try:
@@ -737,6 +767,11 @@ class Acceptor(threading.Thread):
                 )
                 sock.close()
                 self.connection_quotas.dec(self.endpoint.listener_name, ip)
+                continue
+            except ConnectionThrottledError as e:
+                self.log.debug(f"Delaying closing of connection from {ip} for {e.throttle_ms} ms")
+                self._throttled_seq += 1
+                heapq.heappush(self.throttled_sockets, (e.start_ms + e.throttle_ms, self._throttled_seq, sock))
                 continue
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -821,8 +856,21 @@ class SocketServer:
         self.time = time
         self.log = get_logger("SocketServer", listenerType="BROKER", nodeId=config.node_id)
         protected = config.inter_broker_listener_name if len(config.data_plane_listeners) > 1 else None
+        listeners = [
+            e.listener_name for e in [*config.data_plane_listeners, *filter(None, [config.control_plane_listener])]
+        ]
         self.connection_quotas = ConnectionQuotas(
-            config.max_connections_per_ip, config.max_connections_per_ip_overrides, config.max_connections, protected
+            config.max_connections_per_ip,
+            config.max_connections_per_ip_overrides,
+            config.max_connections,
+            protected,
+            max_connection_creation_rate=config.max_connection_creation_rate,
+            listener_connection_creation_rates=config.listener_connection_creation_rates,
+            listeners=listeners,
+            quota_window_num=config.quota_window_num,
+            quota_window_size_seconds=config.quota_window_size_seconds,
+            metrics=metrics,
+            time=time,
         )
         self.data_plane_request_channel = RequestChannel(config.queued_max_requests, "", time, metrics)
         self.control_plane_request_channel = (

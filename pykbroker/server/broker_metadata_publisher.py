@@ -39,6 +39,8 @@ class BrokerMetadataPublisher(MetadataPublisher):
         self.scram_credentials = None
         #: the broker's QuotaManagers (set by the server), given the client quotas when they change
         self.quota_managers = None
+        #: the SocketServer's ConnectionQuotas (set by the server), given the IP connection rates when they change
+        self.connection_quotas = None
 
     def name(self) -> str:
         return "BrokerMetadataPublisher"
@@ -64,6 +66,8 @@ class BrokerMetadataPublisher(MetadataPublisher):
             self.scram_credentials.update_from_image(new_image)
         if self.quota_managers is not None and delta.client_quota_changes:
             self.quota_managers.update_quotas(new_image.client_quotas)
+        if self.connection_quotas is not None and delta.client_quota_changes:
+            self.connection_quotas.update_ip_connection_rates(new_image.client_quotas)
         dynamic = self.dynamic_config
         changed_resources = list(delta.config_changes) + list(delta.deleted_config_resources)
         if dynamic is not None and any(rtype == ConfigResourceType.BROKER for (rtype, _) in changed_resources):

@@ -17,7 +17,8 @@ feature, e.g. Kerberos or remote storage, is not enabled):
 * **SslFactory** of each SSL/SASL_SSL listener: ``listener.name.<l>.ssl.keystore.*`` /
   ``ssl.truststore.*`` build a new SSLContext used by new connections; connections already made keep
   theirs (certificate rotation without a restart);
-* **SocketServer** connection quotas: ``max.connections``, ``max.connections.per.ip`` (and overrides).
+* **SocketServer** connection quotas: ``max.connections``, ``max.connections.per.ip`` (and overrides),
+  ``max.connection.creation.rate`` (broker-wide and ``listener.name.<l>.max.connection.creation.rate``, KIP-612).
 
 Validation (:meth:`validate`, Kafka's ``DynamicBrokerConfig.validate`` run by ``ConfigAdminManager`` on the
 broker that receives the AlterConfigs/IncrementalAlterConfigs): the names-and-types rules
@@ -293,6 +294,12 @@ class DynamicBrokerConfig:
                 max_connections_per_ip=self._value(new, "max.connections.per.ip"),
                 overrides=overrides,
                 max_connections=self._value(new, "max.connections"),
+            )
+        rate_key = "max.connection.creation.rate"
+        if self.connection_quotas is not None and any(k == rate_key or k.endswith("." + rate_key) for k in changed):
+            listeners = [a.endpoint.listener_name for a in self.socket_server.acceptors] if self.socket_server else []
+            self.connection_quotas.update_connection_creation_rates(
+                self._value(new, rate_key), {listener: self._value(new, rate_key, listener) for listener in listeners}
             )
         for endpoint in self._data_plane_listeners():
             listener = endpoint.listener_name

@@ -503,6 +503,8 @@ class KafkaRaftServer:
         self.quota_managers = QuotaManagers(config["quota.window.num"], config["quota.window.size.seconds"], self.time)
         self.publisher.quota_managers = self.quota_managers
         self.quota_managers.update_quotas(self.metadata_cache.image.client_quotas)
+        self.publisher.connection_quotas = self.socket_server.connection_quotas  # ip connection_creation_rate
+        self.socket_server.connection_quotas.update_ip_connection_rates(self.metadata_cache.image.client_quotas)
         self.quota_managers.start()
         self.quota_managers.request.register_metrics(self.metrics)
         self.quota_managers.controller_mutation.register_metrics(self.metrics)

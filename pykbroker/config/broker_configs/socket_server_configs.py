@@ -124,8 +124,8 @@ SOCKET_SERVER_CONFIG_DEF = (
         INT_MAX,
         at_least(0),
         M,
-        "Maximum rate of new connections the broker accepts, in connections per second. Accepted; not used by "
-        "pykbroker yet.",
+        "Maximum rate of new connections the broker accepts, in connections per second (KIP-612; the inter-broker "
+        "listener is exempt when there are several listeners).",
     )
     .define(
         "connections.max.idle.ms",

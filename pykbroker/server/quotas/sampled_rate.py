@@ -1,61 +1,6 @@
-"""SampledRate: Kafka's ``Rate`` over a ``SampledStat`` (``org.apache.kafka.common.metrics.stats``), reduced to
-what quotas need.
+"""SampledRate: Kafka's ``Rate`` over a ``SampledStat``; it lives in :mod:`pykbroker.utils.windowed_stats` (the
+network layer's connection quotas use it too) and is re-exported here for the client quota managers."""
 
-``samples`` windows of ``window_ms`` each form a ring; a record lands in the current window, or starts the next
-one (at the record's time) once the current is ``window_ms`` old. Windows older than ``samples * window_ms`` are
-reset when measured. :meth:`measure` is the recorded sum divided by the elapsed time since the oldest window
-began, counted as at least ``samples - 1`` full windows (so one burst right after start is not a huge rate), in
-units per second. :meth:`window_size_ms` is that elapsed time, which Kafka's ``QuotaUtils.throttleTime`` uses.
+from pykbroker.utils.windowed_stats import SampledRate
 
-Not thread-safe: the ClientQuotaManager serializes access with its lock.
-"""
-
-from __future__ import annotations
-
-
-class SampledRate:
-    __slots__ = ("samples", "window_ms", "starts", "values", "current")
-
-    def __init__(self, samples: int, window_ms: int, now_ms: int):
-        self.samples = max(1, samples)
-        self.window_ms = max(1, window_ms)
-        self.starts = [now_ms]
-        self.values = [0.0]
-        self.current = 0
-
-    def record(self, value: float, now_ms: int) -> None:
-        i = self.current
-        if now_ms - self.starts[i] >= self.window_ms:
-            i = (i + 1) % self.samples
-            if i >= len(self.starts):
-                self.starts.append(now_ms)
-                self.values.append(0.0)
-            else:
-                self.starts[i] = now_ms
-                self.values[i] = 0.0
-            self.current = i
-        self.values[i] += value
-
-    def _purge(self, now_ms: int) -> None:
-        expire = self.samples * self.window_ms
-        for i, start in enumerate(self.starts):
-            if now_ms - start >= expire:
-                self.starts[i] = now_ms
-                self.values[i] = 0.0
-
-    def window_size_ms(self, now_ms: int) -> float:
-        self._purge(now_ms)
-        elapsed = now_ms - min(self.starts)
-        full = elapsed // self.window_ms
-        if full < self.samples - 1:
-            elapsed += (self.samples - 1 - full) * self.window_ms
-        return float(elapsed)
-
-    def measure(self, now_ms: int) -> float:
-        """Units per second over the retained windows."""
-        size = self.window_size_ms(now_ms)
-        return sum(self.values) * 1000.0 / size if size > 0 else 0.0
-
-    def unrecord(self, value: float) -> None:
-        """Take back ``value`` from the current window (Kafka's ``unrecordQuotaSensor`` records a negative)."""
-        self.values[self.current] -= value
+__all__ = ["SampledRate"]
