@@ -17,6 +17,11 @@ The rules are those of the JMX exporter's example Kafka configurations (Kafka 2.
   ``kafka_server_raft_metrics_current_leader``); ``raft-metrics`` ``current-state`` -> ``..._current_state_info``
   (value 1, the state as label ``state``).
 
+* a client quota sensor's attribute (JMX ``kafka.server:type=<Produce|Fetch|Request|...>,user=<u>,client-id=<c>``
+  attribute ``<attribute>``, lower-case with dashes), registered as ``kafka.server:type=<T>,name=<attribute>`` ->
+  gauge ``kafka_server_quota_<attribute>`` with ``-`` made ``_`` and label ``resource="<T>"`` (the exporter's
+  "Quota specific rules": ``kafka_server_quota_throttle_time{resource="Produce",user="",clientId="c1"}``).
+
 Names are lower-cased, label names are the MBean keys as they are (``delayedOperation``), in the order
 of the MBean name. Gauges named ``...Percent`` also get the ``_percent`` name of the exporter's later
 "Percent" rules (``kafka_network_socketserver_networkprocessoravgidle_percent``), which other
@@ -46,6 +51,7 @@ _PER_SEC = re.compile(r"^(.+)PerSec\w*$")
 _PERCENT = re.compile(r"^(.+)Percent\w*$")
 _WORD = re.compile(r"^\w+$")
 _INVALID = re.compile(r"[^a-zA-Z0-9_:]")
+_ATTRIBUTE = re.compile(r"^[a-z][a-z-]*$")  # a Kafka Metrics attribute (byte-rate), not a Yammer name (BytesInPerSec)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +103,11 @@ def to_prometheus(mbean: str, kind: str) -> PrometheusName | None:
         if type_ == "raft-metrics" and name == "current-state":
             base += "_info"
         return PrometheusName(base, GAUGE, labels, help=f"{domain}:type={type_} {name}")
+    if sub == "server" and _ATTRIBUTE.match(name):  # a client quota sensor: the exporter's quota rules
+        if kind != "gauge":
+            return None
+        base = "kafka_server_quota_" + name.replace("-", "_")
+        return PrometheusName(base, GAUGE, (("resource", type_), *labels), help=f"{domain}:type={type_} {name}")
     if kind == "meter":
         m = _PER_SEC.match(name)
         if m is None:  # the exporter's generic "Count" rule: kafka_<d>_<t>_<n>_count

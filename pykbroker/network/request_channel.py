@@ -10,7 +10,8 @@ Mirrors ``kafka.network.RequestChannel``:
 * response kinds :class:`SendResponse`, :class:`NoOpResponse`, :class:`CloseConnectionResponse`;
   :data:`SHUTDOWN_REQUEST` stops one handler thread;
 * request metrics (RequestQueueTimeMs, LocalTimeMs, RemoteTimeMs, ResponseQueueTimeMs,
-  ResponseSendTimeMs, TotalTimeMs per API) are recorded when the response is done, from the
+  ResponseSendTimeMs, TotalTimeMs per API; ThrottleTimeMs: the quota throttle time answered) are recorded
+  when the response is done, from the
   nanosecond timestamps the Request carries, exactly at Kafka's points; ErrorsPerSec (per API and error
   code, NONE included) when a response is sent, from the error counts its sender gives.
 
@@ -86,6 +87,7 @@ class Request:
         "unsupported_version",
         "memory_release",
         "pending_throttle",
+        "api_throttle_time_ms",
     )
 
     def __init__(
@@ -115,6 +117,8 @@ class Request:
         self.memory_release = memory_release  # gives the frame's bytes back to the memory pool
         #: the quota throttle a handler asked for, applied when the response is sent (server/quotas/request_throttle)
         self.pending_throttle: Any = None
+        #: the quota throttle time answered to this request (ms; Kafka's ``apiThrottleTimeMs``), for ThrottleTimeMs
+        self.api_throttle_time_ms = 0
 
     @property
     def header(self):
@@ -195,6 +199,7 @@ REQUEST_METRICS = (
     "ResponseQueueTimeMs",
     "ResponseSendTimeMs",
     "TotalTimeMs",
+    "ThrottleTimeMs",  # not a phase: the request's quota throttle time (ms), 0 when not throttled
 )
 
 
@@ -433,7 +438,8 @@ class RequestChannel:
 
     # -- metrics -------------------------------------------------------------------------------
     def update_request_metrics(self, request: Request, end_ns: int) -> None:
-        """Record the six timing histograms (ms as floats) under ``request=<ApiName>``."""
+        """Record the six timing histograms (ms as floats) and ``ThrottleTimeMs`` (the quota throttle time
+        answered, as Kafka records for every request) under ``request=<ApiName>``."""
         start = request.start_time_ns
         dequeue = request.request_dequeue_time_ns if request.request_dequeue_time_ns >= 0 else start
         local = request.api_local_complete_time_ns if request.api_local_complete_time_ns >= 0 else dequeue
@@ -446,6 +452,7 @@ class RequestChannel:
             rdequeue - complete,
             end_ns - rdequeue,
             end_ns - start,
+            request.api_throttle_time_ms * 1_000_000,
         )
         names = [request.api_name]
         version = request.context.header.api_version

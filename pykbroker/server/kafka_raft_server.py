@@ -500,7 +500,9 @@ class KafkaRaftServer:
         self.data_helper.authorizer = self._create_authorizer(lambda: self.metadata_cache.image)
         self.data_helper.topic_name = self.metadata_cache.topic_name
         # Client quotas (server/quotas): limits from the metadata image now and on every change.
-        self.quota_managers = QuotaManagers(config["quota.window.num"], config["quota.window.size.seconds"], self.time)
+        self.quota_managers = QuotaManagers(
+            config["quota.window.num"], config["quota.window.size.seconds"], self.time, self.metrics
+        )
         self.publisher.quota_managers = self.quota_managers
         self.quota_managers.update_quotas(self.metadata_cache.image.client_quotas)
         self.publisher.connection_quotas = self.socket_server.connection_quotas  # ip connection_creation_rate

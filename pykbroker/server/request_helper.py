@@ -132,6 +132,7 @@ class RequestHelper:
         if throttle_time_ms <= 0:
             return
         if self.quotas is None:  # a listener without the broker's quota managers: mute now
+            request.api_throttle_time_ms = max(request.api_throttle_time_ms, throttle_time_ms)
             channel: RequestChannel = self.request_channel_for(request)
             quota_manager.throttle(
                 lambda: channel.start_throttling(request), lambda: channel.end_throttling(request), throttle_time_ms

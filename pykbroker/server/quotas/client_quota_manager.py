@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping
 from pykbroker.server.quotas.sampled_rate import SampledRate
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM, Time
+from pykbroker.utils.windowed_stats import SampledAvg
 
 _ABSENT = False  # an entity without this component (None is the default entity)
 _MAX_SENSORS = 100_000
@@ -98,8 +99,16 @@ class ThrottledChannelReaper:
 
 
 class ClientQuotaManager:
-    def __init__(self, name: str, quota_key: str, samples: int, window_seconds: int, time: Time = SYSTEM):
-        """``name`` ``Produce`` or ``Fetch``; ``quota_key`` ``producer_byte_rate`` or ``consumer_byte_rate``."""
+    """Metrics (Kafka's per-client quota sensors, JMX ``kafka.server:type=<name>,user=<u>,client-id=<c>``), one
+    series per sharing key that recorded bytes (user ``""`` for a client-id level quota, client id ``""`` for a
+    user level one): ``byte-rate`` (bytes/s over the quota windows) and ``throttle-time`` (average of the non-zero
+    throttle times answered, ms, over two 30 s windows as Kafka's ``Avg``; NaN when none). Registered as gauge
+    families ``kafka.server:type=<name>,name=byte-rate`` / ``name=throttle-time`` with keys ``user``,
+    ``clientId`` (the Prometheus JMX exporter's quota labels)."""
+
+    def __init__(self, name: str, quota_key: str, samples: int, window_seconds: int, time: Time = SYSTEM, metrics=None):
+        """``name`` ``Produce`` or ``Fetch``; ``quota_key`` ``producer_byte_rate`` or ``consumer_byte_rate``;
+        ``metrics``: the broker's MetricsRegistry (optional)."""
         self.name = name
         self.quota_key = quota_key
         self.samples = samples
@@ -110,7 +119,25 @@ class ClientQuotaManager:
         self._lock = threading.Lock()
         self._resolved: dict[tuple[str, str], tuple[tuple[str, str], float] | None] = {}
         self._rates: dict[tuple[str, str], SampledRate] = {}
+        self._throttle_avgs: dict[tuple[str, str], SampledAvg] = {}
         self.reaper = ThrottledChannelReaper(name, time)
+        if metrics is not None:
+            keys = ("user", "clientId")
+            metrics.gauge_family(f"kafka.server:type={name},name=byte-rate", keys, self._byte_rates)
+            metrics.gauge_family(f"kafka.server:type={name},name=throttle-time", keys, self._throttle_times)
+
+    def _byte_rates(self) -> list[tuple[tuple, float]]:
+        now = self.time.milliseconds()
+        with self._lock:
+            return [(key, rate.measure(now)) for key, rate in self._rates.items()]
+
+    def _throttle_times(self) -> list[tuple[tuple, float]]:
+        now = self.time.milliseconds()
+        with self._lock:
+            return [
+                (key, avg.measure(now) if (avg := self._throttle_avgs.get(key)) is not None else float("nan"))
+                for key in self._rates
+            ]
 
     @property
     def quotas_enabled(self) -> bool:
@@ -166,6 +193,7 @@ class ClientQuotaManager:
             if len(self._rates) > _MAX_SENSORS:  # bounded: forget the idle ones (Kafka expires sensors)
                 horizon = now_ms - self.samples * self.window_ms
                 self._rates = {k: r for k, r in self._rates.items() if max(r.starts) > horizon}
+                self._throttle_avgs = {k: a for k, a in self._throttle_avgs.items() if k in self._rates}
             rate = self._rates[key] = SampledRate(self.samples, self.window_ms, now_ms)
         return rate
 
@@ -186,6 +214,11 @@ class ClientQuotaManager:
             if measured <= limit:
                 return 0
             throttle = round((measured - limit) / limit * rate.window_size_ms(now))
+            if throttle > 0:
+                avg = self._throttle_avgs.get(key)
+                if avg is None:
+                    avg = self._throttle_avgs[key] = SampledAvg(2, 30_000, now)
+                avg.record(throttle, now)
         return int(throttle)
 
     def unrecord(self, user: str, client_id: str, value: float) -> None:
@@ -228,12 +261,12 @@ class QuotaManagers:
     controller mutation (``controller_mutation_rate``) managers, from ``quota.window.num`` and
     ``quota.window.size.seconds``."""
 
-    def __init__(self, samples: int, window_seconds: int, time: Time = SYSTEM):
+    def __init__(self, samples: int, window_seconds: int, time: Time = SYSTEM, metrics=None):
         from pykbroker.server.quotas.client_request_quota_manager import ClientRequestQuotaManager
         from pykbroker.server.quotas.controller_mutation_quota_manager import ControllerMutationQuotaManager
 
-        self.produce = ClientQuotaManager("Produce", "producer_byte_rate", samples, window_seconds, time)
-        self.fetch = ClientQuotaManager("Fetch", "consumer_byte_rate", samples, window_seconds, time)
+        self.produce = ClientQuotaManager("Produce", "producer_byte_rate", samples, window_seconds, time, metrics)
+        self.fetch = ClientQuotaManager("Fetch", "consumer_byte_rate", samples, window_seconds, time, metrics)
         self.request = ClientRequestQuotaManager(samples, window_seconds, time)
         self.controller_mutation = ControllerMutationQuotaManager(samples, window_seconds, time)
 

@@ -117,6 +117,7 @@ def apply(quotas, request, body: dict | None, channel) -> dict | None:
     if pending is None or pending.ms <= 0:
         return body
     ms = pending.ms
+    request.api_throttle_time_ms = max(request.api_throttle_time_ms, ms)  # RequestMetrics' ThrottleTimeMs
     pending.manager.throttle(lambda: channel.start_throttling(request), lambda: channel.end_throttling(request), ms)
     if body is not None and body.get("throttle_time_ms", 0) < ms and has_throttle_field(request.context.api_key):
         body = {**body, "throttle_time_ms": ms}

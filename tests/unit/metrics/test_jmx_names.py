@@ -32,6 +32,29 @@ from pykbroker.metrics.jmx_names import COUNTER, GAUGE, QUANTILES, SUMMARY, pars
             COUNTER,
             (("request", "Produce"), ("version", "9")),
         ),
+        # Client quota sensors: the exporter's quota rules (resource label; user/clientId from the gauge family).
+        (
+            "kafka.server:type=Produce,name=throttle-time",
+            "gauge",
+            "kafka_server_quota_throttle_time",
+            GAUGE,
+            (("resource", "Produce"),),
+        ),
+        (
+            "kafka.server:type=Fetch,name=byte-rate",
+            "gauge",
+            "kafka_server_quota_byte_rate",
+            GAUGE,
+            (("resource", "Fetch"),),
+        ),
+        # socket-server-metrics (KIP-612 connection rates): the KRaft rule of Kafka Metrics groups
+        (
+            "kafka.server:type=socket-server-metrics,name=connection-accept-throttle-time,listener=PLAINTEXT",
+            "gauge",
+            "kafka_server_socket_server_metrics_connection_accept_throttle_time",
+            GAUGE,
+            (("listener", "PLAINTEXT"),),
+        ),
         # Histograms: the base name, quantiles added by the collector.
         (
             "kafka.network:type=RequestMetrics,name=TotalTimeMs,request=FetchConsumer",
