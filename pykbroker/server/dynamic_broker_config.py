@@ -183,6 +183,13 @@ class DynamicBrokerConfig:
             current = self.socket_server.processor_count(listener)
             if threads != self._value(old, "num.network.threads", listener):
                 self._check_thread_count("num.network.threads", current, threads)
+        for endpoint in self.config.listeners:  # ListenerConnectionQuota.validateReconfiguration
+            listener = endpoint.listener_name
+            keys = ("max.connections", "max.connection.creation.rate")
+            if any(self._value(old, k, listener) != self._value(new, k, listener) for k in keys):
+                for key in keys:
+                    if (value := self._value(new, key, listener)) <= 0:
+                        raise ConfigException(f"Invalid {key} {value}")
         if changed & LISTENER_KEYS:  # DynamicListenerConfig.validateReconfiguration
             self._check_listeners(old, new)
         contexts = {}

@@ -83,6 +83,14 @@ def test_running_broker_follows_its_dynamic_configs(tmp_path):
         wait_until(lambda: log.config.retention_ms == 60000, 10, message="topic default applied")
         _alter(kafka.bootstrap_servers, "", "max.connections.per.ip", "50")
         wait_until(lambda: server.socket_server.connection_quotas.default_max_per_ip == 50, 10, message="quota")
+        # KIP-612 creation rates: broker-wide, and a listener's own beating it for that listener
+        quotas = server.socket_server.connection_quotas
+        _alter(kafka.bootstrap_servers, "", "max.connection.creation.rate", "500")
+        wait_until(lambda: quotas.broker_rate.limit == 500, 10, message="broker rate")
+        assert quotas.listener_rates["PLAINTEXT"].limit == 500  # the listener follows the broker-wide value
+        _alter(kafka.bootstrap_servers, "", "listener.name.plaintext.max.connection.creation.rate", "300")
+        wait_until(lambda: quotas.listener_rates["PLAINTEXT"].limit == 300, 10, message="listener rate")
+        assert quotas.broker_rate.limit == 500
 
 
 def test_running_broker_checks_of_a_change():
@@ -127,6 +135,9 @@ def test_running_broker_checks_of_a_change():
             {"listener.security.protocol.map": "PLAINTEXT:SSL,CONTROLLER:PLAINTEXT"},
             "Security protocol cannot be updated for existing listener PLAINTEXT",
         ),
+        ({"max.connection.creation.rate": "0"}, "Invalid max.connection.creation.rate 0"),
+        ({"listener.name.plaintext.max.connection.creation.rate": "0"}, "Invalid max.connection.creation.rate 0"),
+        ({"max.connections": "0"}, "Invalid max.connections 0"),
     ]:
         with pytest.raises(errors.InvalidRequestError) as refused:
             dynamic.validate(props, True)
