@@ -102,6 +102,7 @@ from pykbroker.server.meta_properties import MetaPropertiesError, ensure_formatt
 from pykbroker.server.metadata_cache import MetadataCache
 from pykbroker.server.node_to_controller_channel_manager import NodeToControllerChannelManager
 from pykbroker.server.quotas.client_quota_manager import QuotaManagers
+from pykbroker.server.quotas.client_quota_publisher import ClientQuotaPublisher
 from pykbroker.server.replica_manager import ReplicaManager
 from pykbroker.server.request_helper import RequestHelper
 from pykbroker.utils.fault_handler import ProcessTerminatingFaultHandler
@@ -419,7 +420,11 @@ class KafkaRaftServer:
             self.node_id, self.cluster_id, self.raft.high_watermark, snapshot_generator=self.snapshot_generator
         )
         self.features_publisher = FeaturesPublisher()
-        publishers = [self.publisher] if self.is_broker else [self.features_publisher]
+        publishers = (
+            [self.publisher]
+            if self.is_broker
+            else [self.features_publisher, ClientQuotaPublisher(self.socket_server.connection_quotas)]
+        )
         self._await(
             self.loader.install_publishers(publishers),
             timeout,

@@ -218,3 +218,30 @@ def test_broker_wide_max_connection_creation_rate_is_dynamic(broker):
     started = time.monotonic()
     attempts = run_attempts(broker.port, count=100, interval_s=0.0, settle_s=10)
     assert [a.outcome for a in attempts] == ["answered"] * 100
+
+
+def test_controller_only_node_applies_ip_connection_creation_rate(tmp_path):
+    """A controller-only node refuses an IP over its rate too (Kafka's ControllerServer publishes client quotas
+    to its ConnectionQuotas)."""
+    from tests.helpers.cluster import KRaftCluster
+
+    rate = 3
+    cluster = KRaftCluster(tmp_path, controllers=1, brokers=1, quota_window_num=str(WINDOWS))
+    cluster.start()
+    try:
+        [broker] = cluster.brokers.values()
+        controller_port = cluster.controller_ports[1]
+        controller = cluster.controllers[1]
+        with BrokerConnection.to(broker.bootstrap, client_id="admin") as admin:
+            mark = len(controller.lines)
+            alter_ip_quota(admin, "127.0.0.1", rate)
+            # controllers do not serve DescribeClientQuotas: the ConnectionQuotas' own log line tells
+            assert controller.wait_for_line(r"Updated IP connection creation rates", start=mark) is not None
+            started = time.monotonic()
+            attempts = run_attempts(controller_port, count=60, interval_s=0.01, settle_s=WINDOW_S + 2)
+            span = max(a.at for a in attempts) - started
+            answered = sum(a.outcome == "answered" for a in attempts)
+            assert 1 <= answered <= _max_accepted(rate, span), (answered, span)
+            alter_ip_quota(admin, "127.0.0.1", None)
+    finally:
+        cluster.stop()
