@@ -63,6 +63,7 @@ from pykbroker.protocol.header import RequestHeader, parse_request_header, peek_
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.metrics import MetricsRegistry
 from pykbroker.utils.time import SYSTEM, Time
+from pykbroker.utils.windowed_stats import SampledRate
 
 ANONYMOUS = "User:ANONYMOUS"
 DATA_PLANE = "data-plane"
@@ -209,6 +210,18 @@ class Processor(threading.Thread):
         #: (removed with the Processor, see :meth:`remove_metrics`)
         self.idle_metric_name = f"kafka.network:type=Processor,name=IdlePercent,networkProcessor={processor_id}"
         self.own_idle = metrics.idle_ratio(self.idle_metric_name)
+        #: Kafka's Selector ``connection-creation-rate`` / ``-total`` (socket-server-metrics, tags listener and
+        #: networkProcessor): connections this Processor registered, per second over two 30 s windows
+        self.connection_creations = SampledRate(2, 30_000, time.milliseconds())
+        self.connection_creation_total = 0
+        self._creation_lock = threading.Lock()
+        tags = f"listener={endpoint.listener_name},networkProcessor={processor_id}"
+        self.selector_metric_names = [
+            f"kafka.server:type=socket-server-metrics,name={name},{tags}"
+            for name in ("connection-creation-rate", "connection-creation-total")
+        ]
+        metrics.gauge(self.selector_metric_names[0], self._connection_creation_rate)
+        metrics.gauge(self.selector_metric_names[1], lambda: self.connection_creation_total)
         self.started = threading.Event()
 
     # -- cross-thread entry points -------------------------------------------------------------
@@ -290,6 +303,9 @@ class Processor(threading.Thread):
                     0 if self.next_connection_index == INT_MAX else self.next_connection_index + 1
                 )
                 self.selector.register(connection_id, sock)
+                with self._creation_lock:
+                    self.connection_creations.record(1.0, self.time.milliseconds())
+                    self.connection_creation_total += 1
                 if self.authenticator_factory is not None:
                     channel = self.selector.channel(connection_id)
                     channel.authenticator = self.authenticator_factory()
@@ -605,8 +621,14 @@ class Processor(threading.Thread):
     def connection_count(self) -> int:
         return len(self.selector.channels)
 
+    def _connection_creation_rate(self) -> float:
+        with self._creation_lock:
+            return self.connection_creations.measure(self.time.milliseconds())
+
     def remove_metrics(self) -> None:
         self.metrics.remove(self.idle_metric_name)
+        for name in self.selector_metric_names:
+            self.metrics.remove(name)
 
 
 class Acceptor(threading.Thread):

@@ -14,13 +14,16 @@ most ``N * (t + 2) + 1`` connections in ``t`` seconds; a slower machine only acc
 from __future__ import annotations
 
 import io
+import re
 import selectors
 import socket
 import struct
 import time
+import urllib.request
 from dataclasses import dataclass
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol.api_keys import ApiKeys
@@ -99,9 +102,24 @@ def broker(tmp_path_factory):
         quota_window_num=str(WINDOWS),
         quota_window_size_seconds=str(int(WINDOW_S)),
         socket_listen_backlog_size="1000",
+        metric_reporters="pykbroker.metrics.prometheus.PrometheusReporter",
+        prometheus_metrics_listener="127.0.0.1:0",
     ).start()
     yield b
     b.stop()
+
+
+def scrape(broker) -> dict[str, dict[tuple, float]]:
+    """/metrics of ``broker``: sample name -> {sorted labels: value}."""
+    line = broker.wait_for_line(r"Prometheus metrics endpoint listening on \S+:\d+")
+    assert line is not None
+    host, port = re.search(r"listening on (\S+):(\d+)", line).groups()
+    page = urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=10).read().decode()
+    samples: dict[str, dict[tuple, float]] = {}
+    for family in text_string_to_metric_families(page):
+        for s in family.samples:
+            samples.setdefault(s.name, {})[tuple(sorted(s.labels.items()))] = s.value
+    return samples
 
 
 def configs(broker, *args) -> int:
@@ -124,6 +142,15 @@ def test_ip_connection_creation_rate(broker):
     delays = sorted(a.at - a.opened for a in closed)
     assert len(closed) >= len(attempts) - _max_accepted(rate, span)
     assert delays[-1] >= 0.1 and delays[-1] <= WINDOW_S + 1.0, delays[-5:]
+    # KIP-612 metrics: the IP's accepted rate, the listener's IP throttle times, the Processors' creations
+    metrics = scrape(broker)
+    prefix = "kafka_server_socket_server_metrics_"
+    ip_rate = metrics[prefix + "connection_accept_rate"][(("ip", "127.0.0.1"),)]
+    assert 0 < ip_rate <= rate * (1 + 1 / WINDOW_S), ip_rate  # at most one connection over the rate
+    assert 0 < metrics[prefix + "ip_connection_accept_throttle_time"][(("listener", "PLAINTEXT"),)] <= 1000 * WINDOW_S
+    created = metrics[prefix + "connection_creation_total"]
+    assert sum(v for k, v in created.items() if ("listener", "PLAINTEXT") in k) >= len(answered)
+    assert max(v for k, v in metrics[prefix + "connection_creation_rate"].items() if ("listener", "PLAINTEXT") in k) > 0
 
     # lifted: applied at once, every connection is answered
     with admin:
