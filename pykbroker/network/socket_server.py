@@ -4,9 +4,11 @@ Mirrors ``kafka.network.SocketServer`` thread for thread (docs/ARCHITECTURE.md Â
 
 * one :class:`Acceptor` thread per listener: non-blocking listening socket (``listen`` with
   ``socket.listen.backlog.size``), ``select(500 ms)``, then every pending connection is accepted in
-  batches (:mod:`pykbroker.network.accept`), counted by ``ConnectionQuotas.inc``, given its socket
-  options and handed round-robin through each Processor's bounded ``new_connections`` queue
-  (non-blocking offers, a blocking put on the last try); each Processor is woken once per batch;
+  batches (:mod:`pykbroker.network.accept`), counted by ``ConnectionQuotas.inc`` (which may first wait
+  out the broker's or listener's connection creation rate, KIP-612), given its socket options and handed
+  round-robin through each Processor's bounded ``new_connections`` queue (non-blocking offers, a blocking
+  put on the last try); each Processor is woken once per batch. A connection of an IP over its
+  ``connection_creation_rate`` is held unanswered and closed when its throttle time is up;
 * :class:`Processor` threads (``num.network.threads`` per data-plane listener, exactly one for the
   control-plane listener), each owning a :class:`KSelector` and running Kafka's loop order:
   configure new connections, process new responses (and, at once, the sends they completed by an
