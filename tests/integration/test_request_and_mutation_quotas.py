@@ -107,10 +107,10 @@ def test_strict_create_topics_refuses_over_quota_and_what_it_created_exists(brok
     assert _existing_topics(broker, refused) == set()
     # ControllerMutation metrics for the client (Kafka's mutation-rate, tokens, throttle-time)
     samples = scrape(metrics_url(broker))
-    labels = (("client_id", "mutator"), ("user", ""))
-    assert samples[("kafka_server_controllermutation_mutation_rate", labels)] > 0
-    assert samples[("kafka_server_controllermutation_throttle_time", labels)] > 0
-    assert ("kafka_server_controllermutation_tokens", labels) in samples
+    labels = (("clientId", "mutator"), ("resource", "ControllerMutation"), ("user", ""))
+    assert samples[("kafka_server_quota_mutation_rate", labels)] > 0
+    assert samples[("kafka_server_quota_throttle_time", labels)] > 0
+    assert ("kafka_server_quota_tokens", labels) in samples
 
 
 def test_permissive_versions_are_accepted_and_throttled(broker):
@@ -181,11 +181,12 @@ def test_request_percentage_throttles_and_mutes_a_spamming_client(broker):
     assert free_throttles and not any(free_throttles), free_throttles[:20]
     # Request quota metrics: the limited client's request-time and throttle-time; the free client has no series
     samples = scrape(metrics_url(broker))
-    labels = (("client_id", "spammer"), ("user", ""))
-    assert samples[("kafka_server_request_request_time", labels)] > 0
-    assert samples[("kafka_server_request_throttle_time", labels)] > 0
-    assert ("kafka_server_request_request_time", (("client_id", "free-client"), ("user", ""))) not in samples
-    assert ("kafka_server_request_exempt_request_time", ()) in samples
+    labels = (("clientId", "spammer"), ("resource", "Request"), ("user", ""))
+    assert samples[("kafka_server_quota_request_time", labels)] > 0
+    assert samples[("kafka_server_quota_throttle_time", labels)] > 0
+    free = (("clientId", "free-client"), ("resource", "Request"), ("user", ""))
+    assert ("kafka_server_quota_request_time", free) not in samples
+    assert ("kafka_server_quota_exempt_request_time", (("resource", "Request"),)) in samples
 
 
 def test_fetch_over_request_quota_is_answered_empty(broker):

@@ -120,6 +120,9 @@ class ClientQuotaManager:
         self._resolved: dict[tuple[str, str], tuple[tuple[str, str], float] | None] = {}
         self._rates: dict[tuple[str, str], SampledRate] = {}
         self._throttle_avgs: dict[tuple[str, str], SampledAvg] = {}
+        #: a cap on the throttle time (ms): None here; one quota window for the request quota (Kafka's
+        #: ``ClientRequestQuotaManager.maxThrottleTimeMs``)
+        self.max_throttle_time_ms: int | None = None
         self.reaper = ThrottledChannelReaper(name, time)
         if metrics is not None:
             keys = ("user", "clientId")
@@ -214,6 +217,8 @@ class ClientQuotaManager:
             if measured <= limit:
                 return 0
             throttle = round((measured - limit) / limit * rate.window_size_ms(now))
+            if self.max_throttle_time_ms is not None:
+                throttle = min(throttle, self.max_throttle_time_ms)
             if throttle > 0:
                 avg = self._throttle_avgs.get(key)
                 if avg is None:

@@ -32,7 +32,7 @@ import threading
 from collections.abc import Iterable
 
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.server.quotas.client_quota_manager import _MAX_SENSORS, ClientQuotaManager
+from pykbroker.server.quotas.client_quota_manager import ClientQuotaManager
 from pykbroker.server.quotas.sampled_rate import SampledRate
 from pykbroker.utils.time import SYSTEM, Time
 
@@ -61,27 +61,6 @@ EXEMPT_APIS = frozenset(
 )
 
 
-class SampledAvg:
-    """Kafka's ``Avg`` over a ``SampledStat``: the mean of the values recorded in the retained windows
-    (0.0 when there are none). Not thread-safe."""
-
-    __slots__ = ("sums", "counts")
-
-    def __init__(self, samples: int, window_ms: int, now_ms: int):
-        self.sums = SampledRate(samples, window_ms, now_ms)
-        self.counts = SampledRate(samples, window_ms, now_ms)
-
-    def record(self, value: float, now_ms: int) -> None:
-        self.sums.record(value, now_ms)
-        self.counts.record(1.0, now_ms)
-
-    def measure(self, now_ms: int) -> float:
-        self.sums.window_size_ms(now_ms)  # purges expired windows
-        self.counts.window_size_ms(now_ms)
-        count = sum(self.counts.values)
-        return sum(self.sums.values) / count if count else 0.0
-
-
 class ClientRequestQuotaManager(ClientQuotaManager):
     """See the module docstring. ``samples``/``window_seconds``: ``quota.window.num`` and
     ``quota.window.size.seconds``."""
@@ -91,17 +70,11 @@ class ClientRequestQuotaManager(ClientQuotaManager):
         self.max_throttle_time_ms = window_seconds * 1000
         self._metrics_lock = threading.Lock()
         self.exempt_rate = SampledRate(samples, self.window_ms, time.milliseconds())
-        self._throttle_avgs: dict[tuple[str, str], SampledAvg] = {}
 
     def record_request_time(self, user: str, client_id: str, thread_time_ns: int) -> int:
         """Record ``thread_time_ns`` of handler time for the client; the throttle time in ms, at most one
         quota window (0 within its quota or without one). Kafka's ``maybeRecordAndGetThrottleTimeMs``."""
-        value = thread_time_ns * NANOS_TO_PERCENTAGE_PER_SECOND
-        raw = self.record_and_get_throttle_time_ms(user, client_id, value)
-        throttle = min(raw, self.max_throttle_time_ms)
-        if throttle > 0:
-            self._record_throttle(user, client_id, throttle)
-        return throttle
+        return self.record_and_get_throttle_time_ms(user, client_id, thread_time_ns * NANOS_TO_PERCENTAGE_PER_SECOND)
 
     def record_exempt(self, thread_time_ns: int) -> None:
         """Record an exempt request's handler time in the broker-wide ``exempt-request-time`` rate (Kafka's
@@ -117,32 +90,14 @@ class ClientRequestQuotaManager(ClientQuotaManager):
         with self._metrics_lock:
             return self.exempt_rate.measure(self.time.milliseconds())
 
-    def _record_throttle(self, user: str, client_id: str, throttle_ms: int) -> None:
-        found = self._lookup_quietly(user, client_id)
-        if found is None:
-            return
-        now = self.time.milliseconds()
-        with self._metrics_lock:
-            avg = self._throttle_avgs.get(found)
-            if avg is None:
-                if len(self._throttle_avgs) > _MAX_SENSORS:  # bounded, as the base class's rates
-                    self._throttle_avgs.clear()
-                avg = self._throttle_avgs[found] = SampledAvg(self.samples, self.window_ms, now)
-            avg.record(float(throttle_ms), now)
-
-    def _lookup_quietly(self, user: str, client_id: str) -> tuple[str, str] | None:
-        with self._lock:
-            found = self._lookup(user, client_id)
-        return None if found is None else found[0]
-
     # -- metrics (read at scrape time) ----------------------------------------------------------------
     def register_metrics(self, registry) -> None:
         """Kafka's ``Request`` quota metrics (JMX ``kafka.server:type=Request,user=<u>,client-id=<c>`` attributes
         ``request-time`` and ``throttle-time``; ``kafka.server:type=Request`` ``exempt-request-time`` and
-        ``queue-size``), read at scrape time: Prometheus ``kafka_server_request_request_time{user,client_id}``,
-        ``kafka_server_request_throttle_time{user,client_id}``, ``kafka_server_request_exempt_request_time``,
-        ``kafka_server_request_queue_size``."""
-        keys = ("user", "client_id")
+        ``queue-size``), read at scrape time: Prometheus ``kafka_server_quota_request_time``,
+        ``kafka_server_quota_throttle_time`` (labels ``resource="Request"``, ``user``, ``clientId``),
+        ``kafka_server_quota_exempt_request_time`` and ``kafka_server_quota_queue_size`` (``resource="Request"``)."""
+        keys = ("user", "clientId")
         registry.gauge_family("kafka.server:type=Request,name=request-time", keys, self.request_times)
         registry.gauge_family("kafka.server:type=Request,name=throttle-time", keys, self.throttle_times)
         registry.gauge("kafka.server:type=Request,name=exempt-request-time", self.exempt_request_time)
@@ -157,8 +112,8 @@ class ClientRequestQuotaManager(ClientQuotaManager):
             return [(key, rate.measure(now)) for key, rate in self._rates.items()]
 
     def throttle_times(self) -> Iterable[tuple[tuple[str, str], float]]:
-        """``((user, client-id), throttle-time)``: the mean throttle time (ms) answered over the quota window
-        (Kafka's ``throttle-time`` Avg)."""
+        """``((user, client-id), throttle-time)``: the mean non-zero throttle time (ms) answered, over two 30 s
+        windows (Kafka's ``throttle-time`` Avg with the default metric config; NaN when none)."""
         now = self.time.milliseconds()
-        with self._metrics_lock:
+        with self._lock:
             return [(key, avg.measure(now)) for key, avg in self._throttle_avgs.items()]

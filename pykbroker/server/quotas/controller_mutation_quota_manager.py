@@ -203,9 +203,9 @@ class ControllerMutationQuotaManager(ClientQuotaManager):
     def register_metrics(self, registry) -> None:
         """Kafka's ``ControllerMutation`` quota metrics (JMX ``kafka.server:type=ControllerMutation,user=<u>,
         client-id=<c>`` attributes ``mutation-rate``, ``tokens``, ``throttle-time``; ``queue-size``), read at
-        scrape time: Prometheus ``kafka_server_controllermutation_mutation_rate{user,client_id}``, ``..._tokens``,
-        ``..._throttle_time`` and ``kafka_server_controllermutation_queue_size``."""
-        keys = ("user", "client_id")
+        scrape time: Prometheus ``kafka_server_quota_mutation_rate``, ``..._tokens``, ``..._throttle_time`` (labels
+        ``resource="ControllerMutation"``, ``user``, ``clientId``) and ``kafka_server_quota_queue_size``."""
+        keys = ("user", "clientId")
         prefix = "kafka.server:type=ControllerMutation,name="
         registry.gauge_family(prefix + "mutation-rate", keys, self.mutation_rates)
         registry.gauge_family(prefix + "tokens", keys, self.tokens)

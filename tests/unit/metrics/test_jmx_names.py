@@ -93,13 +93,13 @@ from pykbroker.metrics.jmx_names import COUNTER, GAUGE, QUANTILES, SUMMARY, pars
             GAUGE,
             (),
         ),
-        # A Kafka Metrics quota attribute (kafka.server:type=Request attribute request-time): '-' made '_'.
+        # A Kafka Metrics quota attribute (kafka.server:type=Request attribute request-time): the quota rule.
         (
             "kafka.server:type=Request,name=request-time",
             "gauge",
-            "kafka_server_request_request_time",
+            "kafka_server_quota_request_time",
             GAUGE,
-            (),
+            (("resource", "Request"),),
         ),
     ],
 )

@@ -86,6 +86,7 @@ class _Req:
         self.request_dequeue_time_ns = (now_ms - spent_ms) * 1_000_000
         self.api_local_complete_time_ns = -1
         self.pending_throttle = None
+        self.api_throttle_time_ms = 0
 
 
 class _Channel:
@@ -115,6 +116,7 @@ def test_apply_throttles_once_with_the_larger_throttle_and_exempts_cluster_actio
     body = request_throttle.apply(q, req, {"throttle_time_ms": 5000, "responses": []}, channel)
     assert body["throttle_time_ms"] == 5000
     assert channel.events == ["start", "start"] and q.produce.reaper.size == 1 and q.request.reaper.size == 1
+    assert req.api_throttle_time_ms == 5000  # what RequestMetrics' ThrottleTimeMs records
     # cluster actions and follower fetches are exempt (recorded as exempt time), a no-op response too
     for req, body in (
         (_Req(ApiKeys.WRITE_TXN_MARKERS, spent_ms=100), {"markers": []}),
