@@ -213,6 +213,32 @@ def _describe_groups_error(version, body, code, message):
     }
 
 
+@register(ApiKeys.CONSUMER_GROUP_HEARTBEAT)
+def _consumer_group_heartbeat_error(version, body, code, message):
+    """``ConsumerGroupHeartbeatRequest.getErrorResponse``: the error code only (no member, epoch 0)."""
+    return {
+        "throttle_time_ms": 0,
+        "error_code": code,
+        "error_message": None,
+        "member_id": None,
+        "member_epoch": 0,
+        "heartbeat_interval_ms": 0,
+        "assignment": None,
+    }
+
+
+@register(ApiKeys.CONSUMER_GROUP_DESCRIBE)
+def _consumer_group_describe_error(version, body, code, message):
+    """``ConsumerGroupDescribeRequest.getErrorResponse``: every requested group with the error."""
+    return {
+        "throttle_time_ms": 0,
+        "groups": [
+            {"error_code": code, "error_message": None, "group_id": g, "group_state": "", "members": []}
+            for g in body["group_ids"]
+        ],
+    }
+
+
 @register(ApiKeys.DELETE_GROUPS)
 def _delete_groups_error(version, body, code, message):
     """``DeleteGroupsRequest.getErrorResponse``: the error for every requested group."""

@@ -526,6 +526,7 @@ class KafkaRaftServer:
             commit_timeout_ms=config["offsets.commit.timeout.ms"],
         )
         self.group_coordinator = GroupCoordinator(self.node_id, config, self.group_metadata_manager, self.time)
+        self.group_coordinator.consumer.image = lambda: self.metadata_cache.image
         self.group_coordinator.startup()
         self.publisher.group_coordinator = self.group_coordinator
         # The __consumer_offsets partitions led already load now (the publisher reports later changes;

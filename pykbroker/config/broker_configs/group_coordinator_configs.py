@@ -128,7 +128,25 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "classic,consumer",
         None,
         M,
-        "Rebalance protocols the group coordinator supports (classic, consumer). Accepted; not used by pykbroker yet.",
+        "Rebalance protocols the group coordinator supports (classic, consumer): ConsumerGroupHeartbeat and "
+        "ConsumerGroupDescribe (KIP-848) are served and advertised only while it lists consumer.",
+    )
+    .define(
+        "group.consumer.max.size",
+        Type.INT,
+        INT_MAX,
+        at_least(1),
+        M,
+        "The maximum number of members of a consumer-protocol group (GROUP_MAX_SIZE_REACHED beyond).",
+    )
+    .define(
+        "group.consumer.assignors",
+        Type.LIST,
+        "uniform,range",
+        None,
+        M,
+        "The server-side assignors of consumer-protocol groups (uniform, range, or Kafka's class names); the first "
+        "is the default.",
     )
     # defaults and bounds of the per-group configs consumer.session.timeout.ms / consumer.heartbeat.interval.ms
     .define(

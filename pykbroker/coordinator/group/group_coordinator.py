@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import uuid
 
+from pykbroker.coordinator.group.consumer.heartbeat import ConsumerGroupHeartbeatHandler
 from pykbroker.coordinator.group.delayed_ops import DelayedHeartbeat, DelayedJoin, DelayedSync
 from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
 from pykbroker.coordinator.group.group_metadata_manager import GroupMetadataManager
@@ -53,6 +54,8 @@ class GroupCoordinator:
         self.join_purgatory = DelayedOperationPurgatory("Rebalance", node_id, time=time)
         self.heartbeat_purgatory = DelayedOperationPurgatory("Heartbeat", node_id, time=time)
         self.log = get_logger("GroupCoordinator", id=node_id)
+        #: the KIP-848 consumer protocol (ConsumerGroupHeartbeat/Describe); its ``image`` is set by the server
+        self.consumer = ConsumerGroupHeartbeatHandler(self, config, time)
 
     def startup(self) -> None:
         """Start the manager's loader thread (Kafka's ``GroupCoordinator.startup``)."""
@@ -80,6 +83,8 @@ class GroupCoordinator:
         with group.lock:
             previous = group.state
             group.transition_to(_S.DEAD, self.time.milliseconds())
+            if group.consumer_group is not None:
+                group.consumer_group.dead = True
             for m in group.members.values():
                 if previous is _S.PREPARING_REBALANCE and m.awaiting_join is not None:
                     cb, m.awaiting_join = m.awaiting_join, None
@@ -147,6 +152,11 @@ class GroupCoordinator:
         with group.lock:
             if group.state is _S.DEAD:
                 return error(errors.COORDINATOR_NOT_AVAILABLE)
+            if group.consumer_group is not None:
+                if group.consumer_group.members:
+                    return error(errors.INCONSISTENT_GROUP_PROTOCOL)  # KIP-848 migration: a later slice
+                self.log.info(f"Converting the empty consumer group {group_id} to a classic group")
+                group.consumer_group = None
             if not group.supports_protocols(protocol_type, [p for p, _ in protocols]):
                 return error(errors.INCONSISTENT_GROUP_PROTOCOL)
             if not member_id:
@@ -680,10 +690,14 @@ class GroupCoordinator:
         generation_id: int,
         offsets: dict[tuple[str, int], OffsetAndMetadata],
         respond,
+        api_version: int | None = None,
     ) -> None:
         """OffsetCommit (``GroupCoordinator.handleCommitOffsets``): ``respond({(topic, partition): error})``.
         Errors: INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE, FENCED_INSTANCE_ID (checked before)
-        UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, OFFSET_METADATA_TOO_LARGE."""
+        UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, OFFSET_METADATA_TOO_LARGE. For a consumer
+        (KIP-848) group ``generation_id`` is the member epoch: UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH,
+        UNSUPPORTED_VERSION (``api_version`` < 9 from a member), see
+        :meth:`ConsumerGroupHeartbeatHandler.validate_offset_commit`."""
 
         def all_error(code: int) -> None:
             respond({tp: code for tp in offsets})
@@ -696,7 +710,11 @@ class GroupCoordinator:
         with group.lock:
             if group.state is _S.DEAD:
                 return all_error(errors.COORDINATOR_NOT_AVAILABLE)
-            if generation_id < 0 and group.state is _S.EMPTY:
+            if group.consumer_group is not None:
+                code = self.consumer.validate_offset_commit(group.consumer_group, member_id, generation_id, api_version)
+                if code is not None:
+                    return all_error(code)
+            elif generation_id < 0 and group.state is _S.EMPTY:
                 pass  # a simple consumer or the admin client: commits are accepted while the group is Empty
             elif generation_id < 0 and not member_id and not instance_id:
                 return all_error(errors.UNKNOWN_MEMBER_ID)  # only members commit to a non-empty group
@@ -809,12 +827,20 @@ class GroupCoordinator:
         """Markers of ``producer_id`` reached these ``__consumer_offsets`` partitions."""
         self.manager.handle_txn_completion(producer_id, partitions, commit)
 
-    def handle_fetch_offsets(self, group_id: str, tps: list[tuple[str, int]] | None) -> dict:
-        """``{(topic, partition): OffsetAndMetadata or None}``; ``tps`` None = every committed offset."""
+    def handle_fetch_offsets(
+        self, group_id: str, tps: list[tuple[str, int]] | None, member_id: str | None = None, member_epoch: int = -1
+    ) -> dict:
+        """``{(topic, partition): OffsetAndMetadata or None}``; ``tps`` None = every committed offset. For a
+        consumer (KIP-848) group, OffsetFetch v9+'s member id and epoch are checked: raises UnknownMemberIdError or
+        StaleMemberEpochError (Kafka's ``ConsumerGroup.validateOffsetFetch``)."""
         group = self.manager.get_group(group_id)
         if group is None:
             return {} if tps is None else {tp: None for tp in tps}
         with group.lock:
+            if group.consumer_group is not None:
+                code = self.consumer.validate_offset_fetch(group.consumer_group, member_id, member_epoch)
+                if code is not None:
+                    raise errors.for_code(code)()
             if tps is None:
                 return dict(group.offsets)
             return {tp: group.offsets.get(tp) for tp in tps}
@@ -841,8 +867,10 @@ class GroupCoordinator:
         with group.lock:
             if group.state is _S.DEAD:
                 return respond(errors.GROUP_ID_NOT_FOUND, {})
-            if group.state is _S.EMPTY:
-                subscribed: set[str] = set()
+            if group.consumer_group is not None:
+                subscribed = set(group.consumer_group.subscription_metadata)
+            elif group.state is _S.EMPTY:
+                subscribed = set()
             elif group.protocol_type == "consumer":
                 subscribed = self._subscribed_topics(group)
             else:
@@ -892,6 +920,16 @@ class GroupCoordinator:
                 "members": [],
             }
         with group.lock:
+            if group.consumer_group is not None:  # Kafka 4: DescribeGroups describes classic groups only
+                return {
+                    "error_code": errors.NONE,
+                    "error_message": f"Group {group_id} is not a classic group.",
+                    "group_id": group_id,
+                    "group_state": "Dead",
+                    "protocol_type": "",
+                    "protocol_data": "",
+                    "members": [],
+                }
             stable = group.state is _S.STABLE
             members = [
                 {
@@ -922,14 +960,20 @@ class GroupCoordinator:
         out = []
         for g in self.manager.all_groups():
             with g.lock:
-                if g.state is _S.DEAD or (wanted and g.state.value.lower() not in wanted):
+                if g.state is _S.DEAD:
+                    continue
+                if g.consumer_group is not None:
+                    state, protocol_type = g.consumer_group.state, "consumer"
+                else:
+                    state, protocol_type = g.state.value, g.protocol_type or ""
+                if wanted and state.lower() not in wanted:
                     continue
                 out.append(
                     {
                         "group_id": g.group_id,
-                        "protocol_type": g.protocol_type or "",
-                        "group_state": g.state.value,
-                        "group_type": "classic",
+                        "protocol_type": protocol_type,
+                        "group_state": state,
+                        "group_type": g.group_type,
                     }
                 )
         return code, out
@@ -939,8 +983,10 @@ class GroupCoordinator:
         if group is None:
             return respond(errors.GROUP_ID_NOT_FOUND)
         with group.lock:
-            if group.state not in (_S.EMPTY, _S.DEAD):
+            if group.state not in (_S.EMPTY, _S.DEAD) or group.is_in_use():
                 return respond(errors.NON_EMPTY_GROUP)
             group.transition_to(_S.DEAD, self.time.milliseconds())
+            if group.consumer_group is not None:
+                group.consumer_group.dead = True
         self.manager.delete_group(group, respond)
         return None

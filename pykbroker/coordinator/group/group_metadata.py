@@ -19,6 +19,8 @@ import threading
 from collections.abc import Callable
 from typing import NamedTuple
 
+from pykbroker.coordinator.group.consumer.group import ConsumerGroup
+
 
 class GroupState(enum.Enum):
     EMPTY = "Empty"
@@ -107,8 +109,22 @@ class GroupMetadata:
         #: they become ``offsets`` when the COMMIT marker reaches the group's partition.
         self.pending_transactional_offsets: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = {}
         self.lock = threading.RLock()
+        #: the KIP-848 state when this is a ``consumer`` group (its classic state then stays Empty and it has no
+        #: classic members); None for a classic group
+        self.consumer_group: ConsumerGroup | None = None
         self.new_member_added = False
         self.state_timestamp = -1
+
+    @property
+    def group_type(self) -> str:
+        """``consumer`` (KIP-848) or ``classic`` (ListGroups' group type, KIP-1043)."""
+        return "classic" if self.consumer_group is None else "consumer"
+
+    def is_in_use(self) -> bool:
+        """Whether members (of either protocol) are in the group: its offsets then neither expire nor go."""
+        if self.consumer_group is not None and self.consumer_group.members:
+            return True
+        return self.state is not GroupState.EMPTY
 
     def has_pending_offset_commits(self, tp: tuple[str, int]) -> bool:
         """Whether an open transaction holds an offset for ``tp`` (OffsetFetch require_stable)."""

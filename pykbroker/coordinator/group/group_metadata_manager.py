@@ -564,8 +564,8 @@ class GroupMetadataManager:
             ]
         for group in groups:
             with group.lock:
-                if group.state is not GroupState.EMPTY:
-                    continue
+                if group.state is not GroupState.EMPTY or group.is_in_use():
+                    continue  # a classic group not Empty, or a consumer group with members
                 expired = [
                     tp
                     for tp, o in group.offsets.items()
@@ -575,7 +575,12 @@ class GroupMetadataManager:
                 removed += len(expired)
                 self.delete_offsets(group, expired, lambda code: None)
             with group.lock:
-                if not group.offsets and not group.members and group.state is GroupState.EMPTY:
+                if (
+                    not group.offsets
+                    and not group.members
+                    and group.state is GroupState.EMPTY
+                    and not group.is_in_use()
+                ):
                     group.transition_to(GroupState.DEAD, now)
                     self.delete_group(group, lambda code: None)
         return removed

@@ -20,6 +20,7 @@ _MODULES = (
     "topics",
     "configs",
     "groups",
+    "consumer_groups",
     "group_offsets",
     "transactions",
     "raft",

@@ -58,7 +58,27 @@ class GroupHandlers:
             ApiKeys.DESCRIBE_GROUPS: self.handle_describe_groups_request,
             ApiKeys.LIST_GROUPS: self.handle_list_groups_request,
             ApiKeys.DELETE_GROUPS: self.handle_delete_groups_request,
+            **(
+                {
+                    ApiKeys.CONSUMER_GROUP_HEARTBEAT: self.handle_consumer_group_heartbeat_request,
+                    ApiKeys.CONSUMER_GROUP_DESCRIBE: self.handle_consumer_group_describe_request,
+                }
+                if self.consumer_protocol_enabled
+                else {}
+            ),
         }
+
+    @property
+    def consumer_protocol_enabled(self) -> bool:
+        """Whether ``group.coordinator.rebalance.protocols`` lists ``consumer`` (KIP-848): only then are
+        ConsumerGroupHeartbeat and ConsumerGroupDescribe served and advertised."""
+        try:
+            protocols = self.config["group.coordinator.rebalance.protocols"]
+        except KeyError:
+            return True
+        if isinstance(protocols, str):
+            protocols = protocols.split(",")
+        return "consumer" in {p.strip().lower() for p in protocols}
 
     # -- FindCoordinator ----------------------------------------------------------------------------
     def _internal_topic_ready(self, name: str) -> bool:
@@ -252,6 +272,58 @@ class GroupHandlers:
             },
         )
 
+    # -- KIP-848 consumer groups ---------------------------------------------------------------------
+    def handle_consumer_group_heartbeat_request(self, request) -> None:
+        """ConsumerGroupHeartbeat (``KafkaApis.handleConsumerGroupHeartbeat``): READ on the group first
+        (GROUP_AUTHORIZATION_FAILED), then the coordinator's answer; errors carry their message."""
+        body, ctx = request.body, request.context
+
+        def error(code: int, message: str | None = None) -> None:
+            self.helper.send_response(
+                request,
+                {
+                    "throttle_time_ms": 0,
+                    "error_code": code,
+                    "error_message": message,
+                    "member_id": None,
+                    "member_epoch": -1,
+                    "heartbeat_interval_ms": 0,
+                    "assignment": None,
+                },
+            )
+
+        if not self.helper.authorize(request, AclOperation.READ, ResourceType.GROUP, body["group_id"]):
+            return error(errors.GROUP_AUTHORIZATION_FAILED)
+        try:
+            resp = self.coordinator.consumer.heartbeat(body, ctx.client_id or "", f"/{ctx.client_address}")
+        except errors.KafkaError as e:
+            return error(e.code, str(e) or None)
+        self.helper.send_response(request, dict(resp, throttle_time_ms=0))
+        return None
+
+    def handle_consumer_group_describe_request(self, request) -> None:
+        """ConsumerGroupDescribe (``KafkaApis.handleConsumerGroupDescribe``): per group, DESCRIBE on it
+        (GROUP_AUTHORIZATION_FAILED), then the coordinator's description (GROUP_ID_NOT_FOUND when missing or
+        not a consumer group; NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS from the partition's status)."""
+        include = request.body.get("include_authorized_operations", False)
+        groups = []
+        for group_id in request.body["group_ids"]:
+            blank = {"group_id": group_id, "group_state": "", "members": [], "error_message": None}
+            if not self.helper.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+                groups.append(dict(blank, error_code=errors.GROUP_AUTHORIZATION_FAILED))
+                continue
+            try:
+                described = self.coordinator.consumer.describe(group_id)
+            except errors.KafkaError as e:
+                groups.append(dict(blank, error_code=e.code))
+                continue
+            if described["error_code"] == errors.NONE:
+                described["authorized_operations"] = authorized_operations(
+                    "GROUP", include, self.helper, request, group_id
+                )
+            groups.append(described)
+        self.helper.send_response(request, {"throttle_time_ms": 0, "groups": groups})
+
     # -- offsets -------------------------------------------------------------------------------------
     def handle_offset_commit_request(self, request) -> None:
         body = request.body
@@ -302,6 +374,7 @@ class GroupHandlers:
                 body.get("generation_id_or_member_epoch", -1),
                 offsets,
                 respond,
+                api_version=request.context.api_version,
             )
         except errors.KafkaError as e:
             respond({tp: e.code for tp in offsets})
@@ -311,14 +384,22 @@ class GroupHandlers:
         (``KafkaApis`` checks OffsetCommit and OffsetDelete partitions this way before the coordinator)."""
         return {(t, p): errors.UNKNOWN_TOPIC_OR_PARTITION for t, p in tps if self.cache.partition(t, p) is None}
 
-    def _fetch_group(self, group_id: str, topics, require_stable: bool = False, request=None) -> tuple[int, list[dict]]:
+    def _fetch_group(
+        self,
+        group_id: str,
+        topics,
+        require_stable: bool = False,
+        request=None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
+    ) -> tuple[int, list[dict]]:
         if request is not None and not self.helper.authorize(
             request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id
         ):
             return errors.GROUP_AUTHORIZATION_FAILED, []
         tps = None if topics is None else [(t["name"], p) for t in topics for p in t["partition_indexes"]]
         try:
-            found = self.coordinator.handle_fetch_offsets(group_id, tps)
+            found = self.coordinator.handle_fetch_offsets(group_id, tps, member_id, member_epoch)
             unstable = self.coordinator.unstable_partitions(group_id, found) if require_stable else set()
         except errors.KafkaError as e:
             return e.code, []
@@ -357,7 +438,14 @@ class GroupHandlers:
         if version >= 8:
             groups = []
             for g in body["groups"]:
-                code, topics = self._fetch_group(g["group_id"], g["topics"], body.get("require_stable", False), request)
+                code, topics = self._fetch_group(
+                    g["group_id"],
+                    g["topics"],
+                    body.get("require_stable", False),
+                    request,
+                    g.get("member_id"),
+                    g.get("member_epoch", -1),
+                )
                 groups.append({"group_id": g["group_id"], "topics": topics, "error_code": code})
             self.helper.send_response(request, {"throttle_time_ms": 0, "groups": groups})
             return
@@ -388,7 +476,9 @@ class GroupHandlers:
                 else:
                     named.append({"name": name, "partition_indexes": t["partition_indexes"]})
             requested = named
-        code, topics = self._fetch_group(group["group_id"], requested, require_stable, request)
+        code, topics = self._fetch_group(
+            group["group_id"], requested, require_stable, request, group.get("member_id"), group.get("member_epoch", -1)
+        )
         if code != errors.NONE:
             return {"group_id": group["group_id"], "topics": [], "error_code": code}
         answered = [dict(t, topic_id=self.cache.topic_id(t["name"])) for t in topics]
@@ -451,10 +541,10 @@ class GroupHandlers:
                     raise errors.GroupAuthorizationError("Group authorization failed.")
                 described = self.coordinator.describe_group(group_id)
                 if version >= 6 and described["error_code"] == errors.NONE and described["group_state"] == "Dead":
-                    groups.append(
-                        _described_group_error(group_id, errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
-                    )
+                    message = described.get("error_message") or f"Group {group_id} not found."
+                    groups.append(_described_group_error(group_id, errors.GROUP_ID_NOT_FOUND, message))
                     continue
+                described = dict(described, error_message=None)
                 ops = authorized_operations("GROUP", include, self.helper, request, group_id)
                 groups.append({**described, "authorized_operations": ops})
             except errors.KafkaError as e:

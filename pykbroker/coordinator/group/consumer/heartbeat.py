@@ -1,0 +1,457 @@
+"""ConsumerGroupHeartbeat and ConsumerGroupDescribe (Kafka's ``GroupMetadataManager.consumerGroupHeartbeat`` /
+``consumerGroupDescribe``, KIP-848), and the consumer-group checks of OffsetCommit/OffsetFetch.
+
+A heartbeat, under the group's lock: validates the request (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR,
+INVALID_REGULAR_EXPRESSION); leaves (epoch -1; -2 is treated as a leave too until static membership lands) or
+gets the group (created for epoch 0; GROUP_ID_NOT_FOUND when missing or when the id belongs to a classic group with
+members; an Empty classic group is converted) and the member (GROUP_MAX_SIZE_REACHED for a new member of a full
+group, ``group.consumer.max.size``; UNKNOWN_MEMBER_ID; FENCED_MEMBER_EPOCH for an epoch other than the member's,
+or than its previous one with owned partitions within its assignment); bumps the group epoch when the member is
+new, its subscription or server assignor changed, or the subscribed topics' metadata changed; recomputes the
+target assignment when the group epoch is ahead of it; reconciles the member one step
+(:mod:`.current_assignment_builder`); re-arms the member's session timeout. A member revoking partitions must do
+so within its rebalance timeout, else it is fenced; a member that sends no heartbeat for the session timeout
+(``consumer.session.timeout.ms`` of the group, default ``group.consumer.session.timeout.ms``) is fenced: it
+leaves, its partitions are free and the group epoch is bumped.
+
+Threading: as the classic coordinator's: each group's state is guarded by ``GroupMetadata.lock``; timers are
+DelayedOperations in the coordinator's heartbeat purgatory, run under that lock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import uuid
+
+from pykbroker.config import group_config
+from pykbroker.coordinator.group.consumer import current_assignment_builder as cab
+from pykbroker.coordinator.group.consumer import target_assignment_builder as tab
+from pykbroker.coordinator.group.consumer.assignors import assignor_names
+from pykbroker.coordinator.group.consumer.group import ConsumerGroup
+from pykbroker.coordinator.group.consumer.member import (
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    LEAVE_STATIC_EPOCH,
+    ConsumerGroupMember,
+    MemberState,
+    TopicPartitions,
+    from_request,
+)
+from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState
+from pykbroker.protocol import errors
+from pykbroker.utils.delayed_operation import DelayedOperation
+from pykbroker.utils.logging import get_logger
+
+_RESOURCE_GROUP = 32  # config resource type of group configs
+
+
+class ConsumerMemberTimer(DelayedOperation):
+    """A member's session or rebalance (revocation) timeout (ms): completes quietly once ``superseded()``;
+    on expiration calls ``expire()``. Both run under the group's lock."""
+
+    def __init__(self, group: GroupMetadata, timeout_ms: int, superseded, expire):
+        super().__init__(timeout_ms, group.lock)
+        self._superseded = superseded
+        self._expire = expire
+
+    def try_complete(self) -> bool:
+        return self.force_complete() if self._superseded() else False
+
+    def on_complete(self) -> None:
+        pass
+
+    def on_expiration(self) -> None:
+        self._expire()
+
+
+def _config(config, key: str, default):
+    try:
+        return config[key]
+    except KeyError:
+        return default
+
+
+def _is_subset(owned: TopicPartitions | None, assigned: TopicPartitions) -> bool:
+    if owned is None:
+        return False
+    return all(ps <= assigned.get(t, set()) for t, ps in owned.items() if ps)
+
+
+def _partitions_list(tps: TopicPartitions, names: dict | None = None) -> list[dict]:
+    out = []
+    for topic_id in sorted(tps, key=str):
+        entry = {"topic_id": topic_id, "partitions": sorted(tps[topic_id])}
+        if names is not None:
+            entry["topic_name"] = names.get(topic_id, "")
+        out.append(entry)
+    return out
+
+
+class ConsumerGroupHeartbeatHandler:
+    """The consumer-protocol half of the GroupCoordinator (see module doc). ``image``: a callable returning the
+    current MetadataImage (or None): topics for assignments, group config overrides."""
+
+    def __init__(self, coordinator, config, time, image=lambda: None):
+        self.coordinator = coordinator
+        self.manager = coordinator.manager
+        self.time = time
+        self.image = image
+        self.purgatory = coordinator.heartbeat_purgatory
+        self.max_size = _config(config, "group.consumer.max.size", 2**31 - 1)
+        assignors = _config(config, "group.consumer.assignors", ["uniform", "range"])
+        self.assignors = assignor_names([assignors] if isinstance(assignors, str) else list(assignors))
+        self.defaults = group_config.GroupConfigDefaults.from_broker_config(config)
+        self.log = get_logger("GroupCoordinator", id=coordinator.node_id)
+
+    # -- configuration --------------------------------------------------------------------------------
+    def _group_configs(self, group_id: str) -> dict[str, int]:
+        image = self.image()
+        overrides = dict(image.configs.get((_RESOURCE_GROUP, group_id), {})) if image is not None else {}
+        try:
+            return group_config.effective(overrides, self.defaults)
+        except errors.KafkaError:
+            return group_config.effective({}, self.defaults)
+
+    def _topics(self) -> dict[str, tuple[uuid.UUID, int]]:
+        image = self.image()
+        if image is None:
+            return {}
+        return {name: (t.id, len(t.partitions)) for name, t in image.topics.by_name.items()}
+
+    def _topic_names_by_id(self) -> dict[uuid.UUID, str]:
+        image = self.image()
+        return {} if image is None else {tid: t.name for tid, t in image.topics.by_id.items()}
+
+    # -- ConsumerGroupHeartbeat ------------------------------------------------------------------------
+    def _validate(self, req: dict) -> None:
+        """Kafka's ``throwIfConsumerGroupHeartbeatRequestIsInvalid``."""
+        if not req["group_id"]:
+            raise errors.InvalidRequestError("GroupId can't be empty.")
+        if req.get("instance_id") == "":
+            raise errors.InvalidRequestError("InstanceId can't be empty.")
+        if req.get("rack_id") == "":
+            raise errors.InvalidRequestError("RackId can't be empty.")
+        epoch = req["member_epoch"]
+        if epoch > 0 or epoch == LEAVE_EPOCH:
+            if not req["member_id"]:
+                raise errors.InvalidRequestError("MemberId can't be empty.")
+        elif epoch == JOIN_EPOCH:
+            if req.get("rebalance_timeout_ms", -1) == -1:
+                raise errors.InvalidRequestError("RebalanceTimeoutMs must be provided in first request.")
+            if req.get("topic_partitions") is None or req["topic_partitions"]:
+                raise errors.InvalidRequestError("TopicPartitions must be empty when (re-)joining.")
+            if req.get("subscribed_topic_names") is None and req.get("subscribed_topic_regex") is None:
+                raise errors.InvalidRequestError(
+                    "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."
+                )
+        elif epoch == LEAVE_STATIC_EPOCH:
+            if not req["member_id"]:
+                raise errors.InvalidRequestError("MemberId can't be empty.")
+            if req.get("instance_id") is None:
+                raise errors.InvalidRequestError("InstanceId can't be null.")
+        else:
+            raise errors.InvalidRequestError("MemberEpoch is invalid.")
+        assignor = req.get("server_assignor")
+        if assignor is not None and assignor not in self.assignors:
+            raise errors.UnsupportedAssignorError(
+                f"ServerAssignor {assignor} is not supported. Supported assignors: {', '.join(self.assignors)}."
+            )
+        regex = req.get("subscribed_topic_regex")
+        if regex:
+            try:
+                re.compile(regex)
+            except re.error as e:
+                raise errors.InvalidRegularExpressionError(f"SubscribedTopicRegex {regex} is invalid: {e}") from None
+
+    def heartbeat(self, req: dict, client_id: str, client_host: str) -> dict:
+        """One ConsumerGroupHeartbeat (``req``: the request's fields): the response's fields (no throttle time).
+        Errors are raised as KafkaErrors (see module doc); the partition's status as
+        :meth:`GroupMetadataManager.validate_group_status` raises it."""
+        self._validate(req)
+        group_id, epoch = req["group_id"], req["member_epoch"]
+        if epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
+            return self._leave(group_id, req["member_id"], epoch)
+        holder = self.manager.get_group(group_id, create=epoch == JOIN_EPOCH)
+        if holder is None:
+            raise errors.GroupIdNotFoundError(f"Consumer group {group_id} not found.")
+        with holder.lock:
+            if holder.state is GroupState.DEAD:
+                raise errors.CoordinatorNotAvailableError()
+            group = self._consumer_group(holder, create=epoch == JOIN_EPOCH)
+            return self._heartbeat(holder, group, req, client_id, client_host)
+
+    def _consumer_group(self, holder: GroupMetadata, create: bool) -> ConsumerGroup:
+        if holder.consumer_group is not None:
+            return holder.consumer_group
+        if create and holder.state is GroupState.EMPTY and not holder.members and not holder.pending_members:
+            self.log.info(f"Converting the empty classic group {holder.group_id} to a consumer group")
+            holder.consumer_group = ConsumerGroup(holder.group_id)
+            holder.protocol_type, holder.protocol_name = None, None
+            return holder.consumer_group
+        raise errors.GroupIdNotFoundError(f"Group {holder.group_id} is not a consumer group")
+
+    def _heartbeat(self, holder: GroupMetadata, group: ConsumerGroup, req: dict, client_id, client_host) -> dict:
+        epoch = req["member_epoch"]
+        member_id = req["member_id"] or str(uuid.uuid4())
+        owned = from_request(req.get("topic_partitions"))
+        member = group.members.get(member_id)
+        if member is None:
+            if epoch != JOIN_EPOCH:
+                raise errors.UnknownMemberIdError(f"Member {member_id} is not a member of group {group.group_id}.")
+            if len(group.members) >= self.max_size:
+                raise errors.GroupMaxSizeReachedError(
+                    f"The consumer group has reached its maximum capacity of {self.max_size} members."
+                )
+            self.log.info(f"[GroupId {group.group_id}] Member {member_id} joins the consumer group")
+            member = ConsumerGroupMember(member_id)
+            new = True
+        else:
+            new = False
+            if epoch > member.member_epoch or (
+                epoch < member.member_epoch
+                and (epoch != member.previous_member_epoch or not _is_subset(owned, member.assigned))
+            ):
+                raise errors.FencedMemberEpochError(
+                    f"The consumer group member has a {'greater' if epoch > member.member_epoch else 'smaller'} "
+                    f"member epoch ({epoch}) than the one known by the group coordinator ({member.member_epoch}). "
+                    "The member must abandon all its partitions and rejoin."
+                )
+        updated = dataclasses.replace(
+            member,
+            instance_id=req.get("instance_id") if req.get("instance_id") is not None else member.instance_id,
+            rack_id=req.get("rack_id") if req.get("rack_id") is not None else member.rack_id,
+            rebalance_timeout_ms=(
+                req["rebalance_timeout_ms"]
+                if req.get("rebalance_timeout_ms", -1) != -1
+                else member.rebalance_timeout_ms
+            ),
+            server_assignor=req.get("server_assignor")
+            if req.get("server_assignor") is not None
+            else member.server_assignor,
+            subscribed_topic_names=(
+                tuple(req["subscribed_topic_names"])
+                if req.get("subscribed_topic_names") is not None
+                else member.subscribed_topic_names
+            ),
+            subscribed_topic_regex=(
+                (req["subscribed_topic_regex"] or None)
+                if req.get("subscribed_topic_regex") is not None
+                else member.subscribed_topic_regex
+            ),
+            client_id=client_id,
+            client_host=client_host,
+        )
+        bump = new or updated.subscription() != member.subscription()
+        group.update_member(updated)
+        metadata = tab.subscription_metadata(group.members.values(), self._topics())
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            bump = True
+        if bump:
+            group.group_epoch += 1
+            self.log.info(f"[GroupId {group.group_id}] Bumped group epoch to {group.group_epoch}.")
+        if group.group_epoch > group.assignment_epoch:
+            self._update_target(group)
+        reconciled = cab.reconcile(
+            updated, group.assignment_epoch, group.target.get(member_id, {}), group.partition_epoch, owned
+        )
+        if reconciled is not updated:
+            group.update_member(reconciled)
+            if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
+                self._schedule_rebalance_timeout(holder, reconciled)
+        self._schedule_session_timeout(holder, reconciled)
+        response = {
+            "error_code": errors.NONE,
+            "error_message": None,
+            "member_id": member_id,
+            "member_epoch": reconciled.member_epoch,
+            "heartbeat_interval_ms": self._group_configs(group.group_id)[
+                group_config.CONSUMER_HEARTBEAT_INTERVAL_MS_CONFIG
+            ],
+            "assignment": None,
+        }
+        full = epoch == JOIN_EPOCH or (
+            req.get("rebalance_timeout_ms", -1) != -1
+            and req.get("subscribed_topic_names") is not None
+            and owned is not None
+        )
+        if full or reconciled.assigned != member.assigned or new:
+            response["assignment"] = {"topic_partitions": _partitions_list(reconciled.assigned)}
+        return response
+
+    def _update_target(self, group: ConsumerGroup) -> None:
+        assignor = group.preferred_assignor(self.assignors[0])
+        group.target = tab.build_target(group.members, group.subscription_metadata, assignor, group.target)
+        group.assignment_epoch = group.group_epoch
+        self.log.info(
+            f"[GroupId {group.group_id}] Computed a new target assignment for epoch {group.group_epoch} "
+            f"with the {assignor} assignor"
+        )
+
+    def _leave(self, group_id: str, member_id: str, epoch: int) -> dict:
+        holder = self.manager.get_group(group_id)
+        if holder is None or holder.consumer_group is None:
+            raise errors.GroupIdNotFoundError(f"Consumer group {group_id} not found.")
+        with holder.lock:
+            group = holder.consumer_group
+            if member_id not in group.members:
+                raise errors.UnknownMemberIdError(f"Member {member_id} is not a member of group {group_id}.")
+            self.log.info(f"[GroupId {group_id}] Member {member_id} left the consumer group.")
+            self._fence(holder, group, member_id)
+        return {
+            "error_code": errors.NONE,
+            "error_message": None,
+            "member_id": member_id,
+            "member_epoch": epoch,
+            "heartbeat_interval_ms": 0,
+            "assignment": None,
+        }
+
+    def _fence(self, holder: GroupMetadata, group: ConsumerGroup, member_id: str) -> None:
+        """Remove the member (its partitions become free) and bump the group epoch (Kafka's
+        ``consumerGroupFenceMember``). Group lock held."""
+        member = group.remove_member(member_id)
+        if member is None:
+            return
+        group.subscription_metadata = tab.subscription_metadata(group.members.values(), self._topics())
+        group.group_epoch += 1
+        member.heartbeat_generation += 1  # its timers are superseded
+        for kind in ("session", "rebalance"):
+            self.purgatory.check_and_complete((kind, holder.group_id, member_id))
+
+    # -- timers ------------------------------------------------------------------------------------------
+    def _schedule_session_timeout(self, holder: GroupMetadata, member: ConsumerGroupMember) -> None:
+        member.heartbeat_generation += 1
+        generation = member.heartbeat_generation
+        key = ("session", holder.group_id, member.member_id)
+        self.purgatory.check_and_complete(key)
+        timeout = self._group_configs(holder.group_id)[group_config.CONSUMER_SESSION_TIMEOUT_MS_CONFIG]
+
+        def superseded() -> bool:
+            current = self._member(holder, member.member_id)
+            return current is None or current.heartbeat_generation != generation
+
+        def expire() -> None:
+            if holder.state is GroupState.DEAD or superseded():
+                return
+            self.log.info(
+                f"[GroupId {holder.group_id}] Member {member.member_id} fenced from the group because "
+                "its session expired."
+            )
+            self._fence(holder, holder.consumer_group, member.member_id)
+
+        self.purgatory.try_complete_else_watch(ConsumerMemberTimer(holder, timeout, superseded, expire), [key])
+
+    def _schedule_rebalance_timeout(self, holder: GroupMetadata, member: ConsumerGroupMember) -> None:
+        epoch, key = member.member_epoch, ("rebalance", holder.group_id, member.member_id)
+        timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else 0
+
+        def superseded() -> bool:
+            current = self._member(holder, member.member_id)
+            return (
+                current is None
+                or current.member_epoch != epoch
+                or current.state is not MemberState.UNREVOKED_PARTITIONS
+            )
+
+        def expire() -> None:
+            if holder.state is GroupState.DEAD or superseded():
+                return
+            self.log.info(
+                f"[GroupId {holder.group_id}] Member {member.member_id} fenced from the group because "
+                f"it failed to revoke partitions within {timeout} ms."
+            )
+            self._fence(holder, holder.consumer_group, member.member_id)
+
+        self.purgatory.try_complete_else_watch(ConsumerMemberTimer(holder, timeout, superseded, expire), [key])
+
+    @staticmethod
+    def _member(holder: GroupMetadata, member_id: str) -> ConsumerGroupMember | None:
+        group = holder.consumer_group
+        return None if group is None else group.members.get(member_id)
+
+    # -- ConsumerGroupDescribe ----------------------------------------------------------------------------
+    def describe(self, group_id: str) -> dict:
+        """One ConsumerGroupDescribe group (without authorized operations). GROUP_ID_NOT_FOUND when the group
+        does not exist or is not a consumer group; the partition's status is raised."""
+        holder = self.manager.get_group(group_id)
+
+        def not_found(message: str) -> dict:
+            return {
+                "error_code": errors.GROUP_ID_NOT_FOUND,
+                "error_message": message,
+                "group_id": group_id,
+                "group_state": "",
+                "members": [],
+            }
+
+        if holder is None:
+            return not_found(f"Group {group_id} not found.")
+        with holder.lock:
+            group = holder.consumer_group
+            if holder.state is GroupState.DEAD or group is None:
+                if group is None and holder.state is not GroupState.DEAD:
+                    return not_found(f"Group {group_id} is not a consumer group.")
+                return not_found(f"Group {group_id} not found.")
+            names = self._topic_names_by_id()
+            members = [
+                {
+                    "member_id": m.member_id,
+                    "instance_id": m.instance_id,
+                    "rack_id": m.rack_id,
+                    "member_epoch": m.member_epoch,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "subscribed_topic_names": sorted(m.subscribed_topic_names),
+                    "subscribed_topic_regex": m.subscribed_topic_regex,
+                    "assignment": {"topic_partitions": _partitions_list(m.assigned, names)},
+                    "target_assignment": {
+                        "topic_partitions": _partitions_list(group.target.get(m.member_id, {}), names)
+                    },
+                    "member_type": 1,
+                }
+                for m in group.members.values()
+            ]
+            return {
+                "error_code": errors.NONE,
+                "error_message": None,
+                "group_id": group_id,
+                "group_state": group.state,
+                "group_epoch": group.group_epoch,
+                "assignment_epoch": group.assignment_epoch,
+                "assignor_name": group.preferred_assignor(self.assignors[0]),
+                "members": members,
+            }
+
+    # -- offsets ------------------------------------------------------------------------------------------
+    @staticmethod
+    def validate_offset_commit(
+        group: ConsumerGroup, member_id: str, member_epoch: int, api_version: int | None
+    ) -> int | None:
+        """Kafka's ``ConsumerGroup.validateOffsetCommit`` (group lock held): None when accepted, else the error
+        code: UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION (OffsetCommit before v9 from a consumer-protocol member),
+        STALE_MEMBER_EPOCH. An epoch < 0 commits to a group without members (admin client, manual assignment)."""
+        if member_epoch < 0 and not group.members:
+            return None
+        member = group.members.get(member_id)
+        if member is None:
+            return errors.UNKNOWN_MEMBER_ID
+        if api_version is not None and api_version < 9:
+            return errors.UNSUPPORTED_VERSION
+        if member_epoch != member.member_epoch:
+            return errors.STALE_MEMBER_EPOCH
+        return None
+
+    @staticmethod
+    def validate_offset_fetch(group: ConsumerGroup, member_id: str | None, member_epoch: int) -> int | None:
+        """Kafka's ``ConsumerGroup.validateOffsetFetch``: no member id and an epoch < 0 (admin) are accepted;
+        else UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH."""
+        if member_id is None and member_epoch < 0:
+            return None
+        member = group.members.get(member_id or "")
+        if member is None:
+            return errors.UNKNOWN_MEMBER_ID
+        if member_epoch != member.member_epoch:
+            return errors.STALE_MEMBER_EPOCH
+        return None
