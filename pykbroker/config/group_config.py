@@ -6,8 +6,8 @@ Keys (INT, ms): ``consumer.session.timeout.ms`` (default ``group.consumer.sessio
 ``consumer.heartbeat.interval.ms`` (default ``group.consumer.heartbeat.interval.ms``, within
 ``group.consumer.min.heartbeat.interval.ms``..``group.consumer.max.heartbeat.interval.ms``); the session
 timeout must exceed the heartbeat interval. Kafka's share-group keys (``share.*``) are not supported
-(no share groups): they are refused as unknown names. Both keys only govern KIP-848 ``consumer`` groups,
-which pykbroker does not run yet, so they are stored and described but change no classic group.
+(no share groups): they are refused as unknown names. Both keys only govern KIP-848 ``consumer`` groups (the
+session timeout and the heartbeat interval their members are given); they change no classic group.
 
 Overrides live in the metadata log as ``ConfigRecord``s of resource type GROUP (written by the
 controller after :func:`validate`), like Kafka's. Immutable, thread-safe.

@@ -152,6 +152,7 @@ def test_three_members_share_six_partitions_never_owned_twice_and_scale_down(cbr
         members.append(Member(cbroker.bootstrap, "g6", "cp6", "b", own))
         members.append(Member(cbroker.bootstrap, "g6", "cp6", "c", own))
         wait_until(lambda: all(len(own.of(n)) == 2 for n in "abc"), 20, message="each of 3 members owns 2 partitions")
+        assert own.violations == []
         assert sorted(own.snapshot()) == list(range(6))
         d = _describe(cbroker.bootstrap, "g6")
         assert d["group_state"] == "Stable" and len(d["members"]) == 3
@@ -165,6 +166,56 @@ def test_three_members_share_six_partitions_never_owned_twice_and_scale_down(cbr
         for m in members:
             m.close()
     assert own.violations == []
+
+
+def test_partitions_added_to_a_subscribed_topic_are_assigned(cbroker):
+    from confluent_kafka.admin import NewPartitions
+
+    admin = create_topic(cbroker.bootstrap, "cpg", 2)
+    own = Ownership()
+    a = Member(cbroker.bootstrap, "gg", "cpg", "a", own, **{"topic.metadata.refresh.interval.ms": 1000})
+    try:
+        wait_until(lambda: own.of("a") == {0, 1}, 15, message="a owns both partitions")
+        admin.create_partitions([NewPartitions("cpg", 4)])["cpg"].result(30)
+        wait_until(lambda: own.of("a") == {0, 1, 2, 3}, 20, message="a gets the added partitions")
+    finally:
+        a.close()
+
+
+def test_regex_subscription_picks_up_a_topic_created_later(cbroker):
+    create_topic(cbroker.bootstrap, "rx-one", 1)
+    own_by_topic: dict[str, set[int]] = {}
+    lock = threading.Lock()
+
+    def assigned(_c, ps):
+        with lock:
+            for p in ps:
+                own_by_topic.setdefault(p.topic, set()).add(p.partition)
+
+    from confluent_kafka import Consumer
+
+    c = Consumer(
+        {
+            "bootstrap.servers": cbroker.bootstrap,
+            "group.id": "grx",
+            "group.protocol": "consumer",
+            "topic.metadata.refresh.interval.ms": 1000,
+        }
+    )
+    c.subscribe(["^rx-.*"], on_assign=assigned)
+    stop = threading.Event()
+    poller = threading.Thread(target=lambda: [c.poll(0.1) for _ in iter(stop.is_set, True)], daemon=True)
+    poller.start()
+    try:
+        wait_until(lambda: own_by_topic.get("rx-one") == {0}, 15, message="rx-one assigned")
+        # librdkafka sends the regex itself (KIP-848): the broker resolves it
+        assert "^rx-.*" in _describe(cbroker.bootstrap, "grx")["members"][0]["subscribed_topic_regex"]
+        create_topic(cbroker.bootstrap, "rx-two", 2)
+        wait_until(lambda: own_by_topic.get("rx-two") == {0, 1}, 20, message="rx-two assigned")
+    finally:
+        stop.set()
+        poller.join(10)
+        c.close()
 
 
 _KILLED_CONSUMER = """

@@ -5,6 +5,13 @@ Handles JoinGroup (KIP-394 member-id-required first join for v4+, static members
 DescribeGroups, ListGroups and DeleteGroups. Assignment stays on the clients: the leader's SyncGroup
 carries every member's assignment and the coordinator relays it.
 
+KIP-848 ``consumer`` groups share the group map, the offsets and the locks: ``self.consumer``
+(:class:`~pykbroker.coordinator.group.consumer.heartbeat.ConsumerGroupHeartbeatHandler`) serves
+ConsumerGroupHeartbeat/ConsumerGroupDescribe; here OffsetCommit/OffsetFetch check a consumer group's member epochs,
+ListGroups reports group types, DescribeGroups answers a consumer group as not classic (GROUP_ID_NOT_FOUND from
+v6), a classic JoinGroup to a consumer group with members is INCONSISTENT_GROUP_PROTOCOL (an empty one becomes
+classic), and DeleteGroups refuses a consumer group with members (NON_EMPTY_GROUP).
+
 Nothing here blocks a handler thread: a JoinGroup that must wait for the other members parks its
 response callback on the member and a :class:`DelayedJoin` in the join purgatory (completed when all
 members have rejoined, or by the reaper after the rebalance timeout); once the join completes, a
