@@ -218,6 +218,28 @@ def test_regex_subscription_picks_up_a_topic_created_later(cbroker):
         c.close()
 
 
+def test_static_member_restart_keeps_its_partitions(cbroker):
+    create_topic(cbroker.bootstrap, "cps", 4)
+    own = Ownership()
+    a = Member(cbroker.bootstrap, "gs", "cps", "a", own, **{"group.instance.id": "static-a"})
+    b = Member(cbroker.bootstrap, "gs", "cps", "b", own)
+    members = [a, b]
+    try:
+        wait_until(lambda: len(own.of("a")) == 2 and len(own.of("b")) == 2, 20, message="2 partitions each")
+        kept, b_parts = own.of("a"), own.of("b")
+        epoch = _describe(cbroker.bootstrap, "gs")["group_epoch"]
+        a.close()  # a static member leaves with epoch -2: its partitions stay its own
+        members = [b]
+        members.append(Member(cbroker.bootstrap, "gs", "cps", "a2", own, **{"group.instance.id": "static-a"}))
+        wait_until(lambda: own.of("a2") == kept, 10, message="the restarted static member gets its partitions back")
+        assert own.of("b") == b_parts
+        assert _describe(cbroker.bootstrap, "gs")["group_epoch"] == epoch  # no rebalance
+    finally:
+        for m in members:
+            m.close()
+    assert own.violations == []
+
+
 _KILLED_CONSUMER = """
 import sys
 from confluent_kafka import Consumer

@@ -251,3 +251,27 @@ def test_offset_commit_with_stale_epoch_refused(h):
     with pytest.raises(errors.StaleMemberEpochError):
         h.coordinator.handle_fetch_offsets("g", [("t", 0)], a["member_id"], 0)
     assert h.coordinator.handle_fetch_offsets("g", [("t", 0)], a["member_id"], 1)[("t", 0)].offset == 5
+
+
+def test_static_member_leaves_with_epoch_minus_2_and_rejoins_with_its_partitions(h):
+    a = hb(h, instance_id="i1")
+    b = hb(h)
+    a2 = hb(h, a["member_id"], 1, _owned(range(6)))
+    kept = _parts(a2)
+    a3 = hb(h, a["member_id"], 1, _owned(kept))
+    b3 = hb(h, b["member_id"], 2, _owned(set()))
+    assert a3["member_epoch"] == 2 and _parts(b3) == set(range(6)) - kept
+    # another process with the same instance id cannot join while the member holds it
+    with pytest.raises(errors.UnreleasedInstanceIdError):
+        hb(h, "other", instance_id="i1")
+    left = hb(h, a["member_id"], -2, None, topics=None, instance_id="i1")
+    assert left["member_epoch"] == -2
+    described = h.coordinator.consumer.describe("g")
+    epoch = described["group_epoch"]
+    # it comes back under a new member id: same partitions, no new group epoch (no rebalance)
+    back = hb(h, "a-restarted", instance_id="i1")
+    assert (back["error_code"], back["member_epoch"], _parts(back)) == (0, epoch, kept)
+    assert h.coordinator.consumer.describe("g")["group_epoch"] == epoch
+    with pytest.raises(errors.FencedInstanceIdError):
+        hb(h, a["member_id"], 2, _owned(kept), instance_id="i1")  # the old member id is fenced
+    assert {m["member_id"] for m in h.coordinator.consumer.describe("g")["members"]} == {"a-restarted", b["member_id"]}

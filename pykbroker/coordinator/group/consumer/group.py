@@ -34,6 +34,8 @@ class ConsumerGroup:
         self.target: dict[str, TopicPartitions] = {}
         self.partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
         self.subscription_metadata: dict[str, tuple[uuid.UUID, int]] = {}
+        #: group.instance.id -> member id of the static members (KIP-345 in KIP-848)
+        self.static_members: dict[str, str] = {}
         self.dead = False
 
     # -- state -------------------------------------------------------------------------------------------
@@ -60,6 +62,8 @@ class ConsumerGroup:
         if old is not None:
             self._release(old)
         self.members[new.member_id] = new
+        if new.instance_id is not None:
+            self.static_members[new.instance_id] = new.member_id
         for tps in (new.assigned, new.pending_revocation):
             for topic_id, parts in tps.items():
                 for p in parts:
@@ -73,8 +77,23 @@ class ConsumerGroup:
         member = self.members.pop(member_id, None)
         if member is not None:
             self._release(member)
+            if member.instance_id is not None and self.static_members.get(member.instance_id) == member_id:
+                del self.static_members[member.instance_id]
         self.target.pop(member_id, None)
         return member
+
+    def static_member(self, instance_id: str) -> ConsumerGroupMember | None:
+        member_id = self.static_members.get(instance_id)
+        return None if member_id is None else self.members.get(member_id)
+
+    def replace_static_member(self, old: ConsumerGroupMember, new: ConsumerGroupMember) -> None:
+        """A static member rejoined under ``new``'s member id: ``old`` goes, ``new`` takes its target assignment
+        and its partitions (Kafka's ``replaceMember``)."""
+        target = self.target.get(old.member_id)
+        self.remove_member(old.member_id)
+        if target is not None:
+            self.target[new.member_id] = target
+        self.update_member(new)
 
     def _release(self, member: ConsumerGroupMember) -> None:
         for tps in (member.assigned, member.pending_revocation):

@@ -2,11 +2,14 @@
 ``consumerGroupDescribe``, KIP-848), and the consumer-group checks of OffsetCommit/OffsetFetch.
 
 A heartbeat, under the group's lock: validates the request (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR,
-INVALID_REGULAR_EXPRESSION); leaves (epoch -1; -2 is treated as a leave too until static membership lands) or
+INVALID_REGULAR_EXPRESSION); leaves (epoch -1; -2: a static member leaves for now, keeping its assignment) or
 gets the group (created for epoch 0; GROUP_ID_NOT_FOUND when missing or when the id belongs to a classic group with
 members; an Empty classic group is converted) and the member (GROUP_MAX_SIZE_REACHED for a new member of a full
-group, ``group.consumer.max.size``; UNKNOWN_MEMBER_ID; FENCED_MEMBER_EPOCH for an epoch other than the member's,
-or than its previous one with owned partitions within its assignment); bumps the group epoch when the member is
+group, ``group.consumer.max.size``; UNKNOWN_MEMBER_ID; static members, ``instance_id``: UNRELEASED_INSTANCE_ID when
+another member holds the instance id and has not left with epoch -2, else the new member id takes over the old
+one's epoch-0 copy and assignment without a rebalance, FENCED_INSTANCE_ID for an old member id;
+FENCED_MEMBER_EPOCH for an epoch other than the member's, or than its previous one with owned partitions within
+its assignment); bumps the group epoch when the member is
 new, its subscription or server assignor changed, or the subscribed topics' metadata changed; recomputes the
 target assignment when the group epoch is ahead of it; reconciles the member one step
 (:mod:`.current_assignment_builder`); re-arms the member's session timeout. A member revoking partitions must do
@@ -171,7 +174,7 @@ class ConsumerGroupHeartbeatHandler:
         self._validate(req)
         group_id, epoch = req["group_id"], req["member_epoch"]
         if epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
-            return self._leave(group_id, req["member_id"], epoch)
+            return self._leave(group_id, req["member_id"], epoch, req.get("instance_id"))
         holder = self.manager.get_group(group_id, create=epoch == JOIN_EPOCH)
         if holder is None:
             raise errors.GroupIdNotFoundError(f"Consumer group {group_id} not found.")
@@ -195,7 +198,31 @@ class ConsumerGroupHeartbeatHandler:
         epoch = req["member_epoch"]
         member_id = req["member_id"] or str(uuid.uuid4())
         owned = from_request(req.get("topic_partitions"))
+        instance_id = req.get("instance_id")
         member = group.members.get(member_id)
+        static = group.static_member(instance_id) if instance_id is not None else None
+        if static is not None and epoch == JOIN_EPOCH and static.member_id != member_id:
+            if static.member_epoch != LEAVE_STATIC_EPOCH:
+                raise errors.UnreleasedInstanceIdError(
+                    f"Static member {member_id} with instance id {instance_id} cannot join the group because the "
+                    f"instance id is owned by {static.member_id} member."
+                )
+            # the static member comes back under a new member id: it takes over the assignment, no rebalance
+            self.log.info(
+                f"[GroupId {group.group_id}] Static member with instance id {instance_id} re-joins the consumer "
+                f"group. Created a new member {member_id} to replace the existing member {static.member_id}."
+            )
+            member = dataclasses.replace(
+                static, member_id=member_id, member_epoch=0, previous_member_epoch=0, pending_revocation={}
+            )
+            group.replace_static_member(static, member)
+        elif instance_id is not None and epoch != JOIN_EPOCH:
+            if static is None:
+                raise errors.UnknownMemberIdError(f"Instance id {instance_id} is unknown.")
+            if static.member_id != member_id:
+                raise errors.FencedInstanceIdError(
+                    f"Static member {member_id} with instance id {instance_id} was fenced by member {static.member_id}."
+                )
         if member is None:
             if epoch != JOIN_EPOCH:
                 raise errors.UnknownMemberIdError(f"Member {member_id} is not a member of group {group.group_id}.")
@@ -289,16 +316,39 @@ class ConsumerGroupHeartbeatHandler:
             f"with the {assignor} assignor"
         )
 
-    def _leave(self, group_id: str, member_id: str, epoch: int) -> dict:
+    def _leave(self, group_id: str, member_id: str, epoch: int, instance_id: str | None) -> dict:
+        """Epoch -1: the member leaves (its partitions are free, the group epoch is bumped). Epoch -2 (a static
+        member, ``instance_id`` given): it leaves for now, keeping its assignment until it rejoins under the same
+        instance id or its session times out (Kafka's ``consumerGroupStaticMemberGroupLeave``)."""
         holder = self.manager.get_group(group_id)
         if holder is None or holder.consumer_group is None:
             raise errors.GroupIdNotFoundError(f"Consumer group {group_id} not found.")
         with holder.lock:
             group = holder.consumer_group
-            if member_id not in group.members:
+            if instance_id is not None:
+                static = group.static_member(instance_id)
+                if static is None:
+                    raise errors.UnknownMemberIdError(f"Instance id {instance_id} is unknown.")
+                if static.member_id != member_id:
+                    raise errors.FencedInstanceIdError(
+                        f"Static member {member_id} with instance id {instance_id} was fenced by member "
+                        f"{static.member_id}."
+                    )
+            elif member_id not in group.members:
                 raise errors.UnknownMemberIdError(f"Member {member_id} is not a member of group {group_id}.")
-            self.log.info(f"[GroupId {group_id}] Member {member_id} left the consumer group.")
-            self._fence(holder, group, member_id)
+            if epoch == LEAVE_STATIC_EPOCH:
+                self.log.info(
+                    f"[GroupId {group_id}] Static member {member_id} with instance id {instance_id} temporarily "
+                    "left the consumer group."
+                )
+                group.update_member(
+                    dataclasses.replace(
+                        group.members[member_id], member_epoch=LEAVE_STATIC_EPOCH, pending_revocation={}
+                    )
+                )
+            else:
+                self.log.info(f"[GroupId {group_id}] Member {member_id} left the consumer group.")
+                self._fence(holder, group, member_id)
         return {
             "error_code": errors.NONE,
             "error_message": None,
