@@ -275,3 +275,15 @@ def test_static_member_leaves_with_epoch_minus_2_and_rejoins_with_its_partitions
     with pytest.raises(errors.FencedInstanceIdError):
         hb(h, a["member_id"], 2, _owned(kept), instance_id="i1")  # the old member id is fenced
     assert {m["member_id"] for m in h.coordinator.consumer.describe("g")["members"]} == {"a-restarted", b["member_id"]}
+
+
+def test_member_rejoining_with_epoch_0_and_its_member_id_starts_afresh(h):
+    # KIP-1082: a fenced client keeps its member id and rejoins with epoch 0 (having dropped its partitions)
+    a = hb(h, "m-1")
+    assert (a["member_id"], a["member_epoch"], _parts(a)) == ("m-1", 1, set(range(6)))
+    retried = hb(h, "m-1")  # the first response was lost: the same answer, no rebalance
+    assert (retried["member_epoch"], _parts(retried)) == (1, set(range(6)))
+    h.topics["t"] = (T1, 7)
+    assert hb(h, "m-1", 1, _owned(range(6)))["member_epoch"] == 2
+    again = hb(h, "m-1")  # epoch 0 now is a rejoin: the old incarnation leaves (epoch 3), the member joins (4)
+    assert (again["error_code"], again["member_epoch"], _parts(again)) == (0, 4, set(range(7)))

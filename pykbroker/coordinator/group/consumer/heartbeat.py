@@ -223,6 +223,13 @@ class ConsumerGroupHeartbeatHandler:
                 raise errors.FencedInstanceIdError(
                     f"Static member {member_id} with instance id {instance_id} was fenced by member {static.member_id}."
                 )
+        if member is not None and epoch == JOIN_EPOCH and self._epoch_fenced(member, epoch, owned):
+            # KIP-1082: the client keeps its member id for life and, fenced, rejoins with epoch 0 having given up
+            # its partitions: the old incarnation goes (its partitions are free) and the member joins afresh. (Epoch
+            # 0 as the previous epoch is a retried first heartbeat whose response was lost: answered as is.)
+            self.log.info(f"[GroupId {group.group_id}] Member {member_id} rejoins the consumer group with epoch 0")
+            self._fence(holder, group, member_id)
+            member = None
         if member is None:
             if epoch != JOIN_EPOCH:
                 raise errors.UnknownMemberIdError(f"Member {member_id} is not a member of group {group.group_id}.")
@@ -235,10 +242,7 @@ class ConsumerGroupHeartbeatHandler:
             new = True
         else:
             new = False
-            if epoch > member.member_epoch or (
-                epoch < member.member_epoch
-                and (epoch != member.previous_member_epoch or not _is_subset(owned, member.assigned))
-            ):
+            if self._epoch_fenced(member, epoch, owned):
                 raise errors.FencedMemberEpochError(
                     f"The consumer group member has a {'greater' if epoch > member.member_epoch else 'smaller'} "
                     f"member epoch ({epoch}) than the one known by the group coordinator ({member.member_epoch}). "
@@ -306,6 +310,16 @@ class ConsumerGroupHeartbeatHandler:
         if full or reconciled.assigned != member.assigned or new:
             response["assignment"] = {"topic_partitions": _partitions_list(reconciled.assigned)}
         return response
+
+    @staticmethod
+    def _epoch_fenced(member: ConsumerGroupMember, epoch: int, owned: TopicPartitions | None) -> bool:
+        """Kafka's ``throwIfConsumerGroupMemberEpochIsInvalid``: an epoch above the member's, or below it unless it
+        is the previous one and the owned partitions are within the assignment (the response was lost)."""
+        if epoch > member.member_epoch:
+            return True
+        return epoch < member.member_epoch and (
+            epoch != member.previous_member_epoch or not _is_subset(owned, member.assigned)
+        )
 
     def _update_target(self, group: ConsumerGroup) -> None:
         assignor = group.preferred_assignor(self.assignors[0])
