@@ -143,7 +143,35 @@ class Admin:
         )["groups"]
         if g["error_code"] != errors.NONE:
             raise CommandError(f"Error describing group {group}: {errors.name_of(g['error_code'])}")
+        if g["group_state"] == "Dead":  # not a classic group: maybe a KIP-848 consumer group
+            return self.describe_consumer_group(conn, group) or g
         return g
+
+    def describe_consumer_group(self, conn, group: str) -> dict | None:
+        """A KIP-848 consumer group through ConsumerGroupDescribe, in DescribeGroups' shape (``protocol_data``: the
+        assignor; each member's ``partitions``: ``[(topic, partition)]`` of its current assignment); None when the
+        group is no consumer group or the broker does not serve the API."""
+        try:
+            r = conn.request(
+                ApiKeys.CONSUMER_GROUP_DESCRIBE, 0, {"group_ids": [group], "include_authorized_operations": False}
+            )
+        except errors.KafkaError:
+            return None
+        (g,) = r["groups"]
+        if g["error_code"] != errors.NONE:
+            return None
+        members = [
+            {
+                "member_id": m["member_id"],
+                "client_id": m["client_id"],
+                "client_host": m["client_host"],
+                "partitions": sorted(
+                    (tp["topic_name"], p) for tp in m["assignment"]["topic_partitions"] for p in tp["partitions"]
+                ),
+            }
+            for m in g["members"]
+        ]
+        return {"group_state": g["group_state"], "protocol_data": g["assignor_name"], "members": members}
 
     def committed(self, conn, group: str) -> dict[tuple[str, int], int]:
         r = self._request_retrying(
@@ -200,6 +228,14 @@ class Admin:
         return sorted(p["partition_index"] for p in t["partitions"])
 
 
+def _member_partitions(m: dict) -> list[tuple[str, int]]:
+    """A described member's partitions: a consumer group's from ConsumerGroupDescribe, a classic one's from its
+    ConsumerProtocolAssignment."""
+    if "partitions" in m:
+        return m["partitions"]
+    return parse_assignment(m["member_assignment"])
+
+
 def _table(rows: list[list[str]], header: list[str], fixed: dict[int, int]) -> list[str]:
     widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(len(header))]
     for i, w in fixed.items():
@@ -226,7 +262,7 @@ def describe(admin: Admin, group: str, members_only: bool, out) -> None:
                 m["member_id"],
                 m["client_host"],
                 m["client_id"],
-                str(len(parse_assignment(m["member_assignment"]))),
+                str(len(_member_partitions(m))),
             ]
             for m in members
         ]
@@ -237,7 +273,7 @@ def describe(admin: Admin, group: str, members_only: bool, out) -> None:
         return
     owner: dict[tuple[str, int], dict] = {}
     for m in members:
-        for tp in parse_assignment(m["member_assignment"]):
+        for tp in _member_partitions(m):
             owner[tp] = m
     tps = sorted(set(owner) | set(committed))
     ends = admin.list_offsets(tps, -1)

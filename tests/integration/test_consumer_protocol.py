@@ -240,6 +240,29 @@ def test_static_member_restart_keeps_its_partitions(cbroker):
     assert own.violations == []
 
 
+def test_consumer_groups_tool_lists_and_describes_a_consumer_group(cbroker):
+    from tests.helpers.tools import run_tool
+
+    create_topic(cbroker.bootstrap, "cpt", 2)
+    own = Ownership()
+    a = Member(cbroker.bootstrap, "gt", "cpt", "tool-client", own)
+    try:
+        wait_until(lambda: own.of("tool-client") == {0, 1}, 15, message="assigned")
+        listed = run_tool("consumer_group_command", "--bootstrap-server", cbroker.bootstrap, "--list")
+        assert "gt" in listed.stdout.split(), listed
+        described = run_tool(
+            "consumer_group_command", "--bootstrap-server", cbroker.bootstrap, "--describe", "--group", "gt"
+        )
+        rows = [line.split() for line in described.stdout.splitlines() if line.startswith("gt ")]
+        assert sorted((r[1], r[2], r[-1]) for r in rows) == [("cpt", "0", "tool-client"), ("cpt", "1", "tool-client")]
+        state = run_tool(
+            "consumer_group_command", "--bootstrap-server", cbroker.bootstrap, "--describe", "--group", "gt", "--state"
+        )
+        assert state.stdout.splitlines()[-1].split()[-3:] == ["uniform", "Stable", "1"], state
+    finally:
+        a.close()
+
+
 _KILLED_CONSUMER = """
 import sys
 from confluent_kafka import Consumer
