@@ -286,7 +286,7 @@ class GroupHandlers:
                     "error_code": code,
                     "error_message": message,
                     "member_id": None,
-                    "member_epoch": -1,
+                    "member_epoch": 0,
                     "heartbeat_interval_ms": 0,
                     "assignment": None,
                 },
