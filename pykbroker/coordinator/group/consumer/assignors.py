@@ -114,27 +114,28 @@ def uniform_assign(
 
 
 def _balance(members: Mapping[str, frozenset], out: Assignment, load: dict[str, int]) -> None:
-    """Move partitions from the most loaded members to less loaded subscribed ones until no move helps."""
+    """Move partitions from more loaded members to less loaded subscribed ones (two or more apart) until a pass over
+    the members moves none."""
+    subscribers: dict[uuid.UUID, list[str]] = {}
+    for m in sorted(members):
+        for topic_id in members[m]:
+            subscribers.setdefault(topic_id, []).append(m)
     moved = True
     while moved:
         moved = False
         for src in sorted(members, key=lambda x: (-load[x], x)):
             for topic_id in sorted(out[src], key=str):
-                for p in sorted(out[src][topic_id]):
-                    candidates = [m for m in members if topic_id in members[m] and load[m] + 1 < load[src]]
-                    if not candidates:
-                        continue
-                    dst = min(candidates, key=lambda x: (load[x], x))
-                    out[src][topic_id].discard(p)
+                parts = out[src][topic_id]
+                while parts:
+                    dst = min(subscribers[topic_id], key=lambda x: (load[x], x))
+                    if load[dst] + 1 >= load[src]:
+                        break
+                    p = max(parts)
+                    parts.discard(p)
                     out[dst].setdefault(topic_id, set()).add(p)
                     load[src] -= 1
                     load[dst] += 1
                     moved = True
-                    break
-                if moved:
-                    break
-            if moved:
-                break
 
 
 ASSIGNORS = {UNIFORM: uniform_assign, RANGE: range_assign}
