@@ -57,10 +57,6 @@ class ConsumerGroupMember:
         return (tuple(sorted(self.subscribed_topic_names)), self.subscribed_topic_regex, self.server_assignor)
 
 
-def copy_partitions(tps: TopicPartitions) -> TopicPartitions:
-    return {t: set(ps) for t, ps in tps.items() if ps}
-
-
 def from_request(topic_partitions: list[dict] | None) -> TopicPartitions | None:
     """The request's ``topic_partitions`` (``[{"topic_id", "partitions"}]``, or None) as an assignment."""
     if topic_partitions is None:
