@@ -43,10 +43,9 @@ from pykbroker.coordinator.group.consumer.member import (
 )
 from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState
 from pykbroker.protocol import errors
+from pykbroker.protocol.config_resource import ConfigResourceType
 from pykbroker.utils.delayed_operation import DelayedOperation
 from pykbroker.utils.logging import get_logger
-
-_RESOURCE_GROUP = 32  # config resource type of group configs
 
 
 class ConsumerMemberTimer(DelayedOperation):
@@ -110,7 +109,7 @@ class ConsumerGroupHeartbeatHandler:
     # -- configuration --------------------------------------------------------------------------------
     def _group_configs(self, group_id: str) -> dict[str, int]:
         image = self.image()
-        overrides = dict(image.configs.get((_RESOURCE_GROUP, group_id), {})) if image is not None else {}
+        overrides = dict(image.configs.get((ConfigResourceType.GROUP, group_id), {})) if image is not None else {}
         try:
             return group_config.effective(overrides, self.defaults)
         except errors.KafkaError:
