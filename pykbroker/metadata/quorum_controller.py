@@ -180,6 +180,7 @@ class QuorumController:
         random: _random.Random | None = None,
         bootstrap_metadata_version: int = LATEST_PRODUCTION_METADATA_VERSION,
         bootstrap_features: dict[str, int] | None = None,
+        bootstrap_records: list[ApiMessageAndVersion] | None = None,
         delete_topic_enable: bool = True,
         unfence_on_register: bool = True,
         session_timeout_ms: int = 9000,
@@ -189,7 +190,8 @@ class QuorumController:
         active controller moves leadership back to preferred replicas (None: never).
         ``bootstrap_metadata_version`` / ``bootstrap_features``: the levels an empty log starts at when
         ``bootstrap_records`` have no ``metadata.version`` (features None: Kafka's defaults for that
-        ``metadata.version``, capped to what pykbroker supports)."""
+        ``metadata.version``, capped to what pykbroker supports). ``bootstrap_records``: the records of
+        ``bootstrap.checkpoint`` (None: none)."""
         self.node_id = node_id
         self.leader_imbalance_check_interval_ms = leader_imbalance_check_interval_ms
         self.cluster_id = cluster_id
@@ -218,7 +220,7 @@ class QuorumController:
         self.bootstrap_features = bootstrap_features
         #: records of ``bootstrap.checkpoint`` (``kafka-storage format``: feature levels, ``--add-scram``),
         #: written when the controller first leads an empty log
-        self.bootstrap_records: list[ApiMessageAndVersion] = []
+        self.bootstrap_records: list[ApiMessageAndVersion] = list(bootstrap_records or ())
         self._log = get_logger("QuorumController", id=node_id)
         # event-thread state
         self._active_epoch = -1

@@ -32,6 +32,7 @@ from __future__ import annotations
 import collections
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pykbroker.log.fetch_data_info import FetchIsolation
@@ -39,7 +40,7 @@ from pykbroker.log.log_validator import RecordValidationError
 from pykbroker.metadata.topic_names import is_internal as is_internal_topic
 from pykbroker.protocol import errors
 from pykbroker.record.file_records import EMPTY_RECORDS, BatchHeader
-from pykbroker.security.client_security import PLAINTEXT
+from pykbroker.security.client_security import PLAINTEXT, ClientSecurity
 from pykbroker.server.broker_topic_stats import BrokerTopicStats
 from pykbroker.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from pykbroker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
@@ -155,11 +156,22 @@ def produce_partition_error(index: int, code: int, message: str | None = None) -
 
 class ReplicaManager:
     def __init__(
-        self, node_id: int, config, log_manager, metadata_cache, time, halt=None, metrics: MetricsRegistry | None = None
+        self,
+        node_id: int,
+        config,
+        log_manager,
+        metadata_cache,
+        time,
+        halt=None,
+        metrics: MetricsRegistry | None = None,
+        broker_epoch: Callable[[], int] | None = None,
+        inter_broker_security: ClientSecurity = PLAINTEXT,
     ):
         """``halt(exit_code)`` stops the process when no log directory is left (Kafka's ``Exit.halt``);
         None (a single node) logs the failure and keeps serving errors. ``metrics``: the broker's
-        registry (BrokerTopicMetrics and the ReplicaManager gauges go there)."""
+        registry (BrokerTopicMetrics and the ReplicaManager gauges go there). ``broker_epoch()``: this
+        broker's epoch once registered, else -1 (None: always -1). ``inter_broker_security``: how the
+        replica fetchers connect to the leaders' inter-broker listener."""
         self.node_id = node_id
         self.config = config
         self.log_manager = log_manager
@@ -186,12 +198,12 @@ class ReplicaManager:
         self.broker_topic_stats = BrokerTopicStats(self.metrics)
         self.replica_lag_time_max_ms = config["replica.lag.time.max.ms"]
         self.inter_broker_listener = getattr(config, "inter_broker_listener_name", "PLAINTEXT")
-        #: ClientSecurity of the replica fetchers' connections (set by the server from the inter-broker listener)
-        self.inter_broker_security = PLAINTEXT
+        #: ClientSecurity of the replica fetchers' connections (from the inter-broker listener)
+        self.inter_broker_security = inter_broker_security
         #: AlterPartitionManager, set by the server once the controller can be reached (None: the ISR
         #: never changes, as on a single node where every partition has one replica)
         self.alter_partition_manager = None
-        self.broker_epoch = lambda: -1  # set by the server once registered
+        self.broker_epoch: Callable[[], int] = broker_epoch or (lambda: -1)
         self.replica_fetcher_manager = ReplicaFetcherManager(self, config, time)
         self.replica_fetcher_manager.register_metrics(self.metrics)
         self.isr_listener = _IsrMeters(self.metrics)

@@ -67,7 +67,17 @@ class _PartitionCache:
 
 
 class TransactionStateManager:
-    def __init__(self, node_id: int, replica_manager, log_manager, config, time, scheduler):
+    def __init__(
+        self,
+        node_id: int,
+        replica_manager,
+        log_manager,
+        config,
+        time,
+        scheduler,
+        transaction_version: Callable[[], int] | None = None,
+    ):
+        """``transaction_version()``: the finalized ``transaction.version`` (None: always 0)."""
         self.node_id = node_id
         self.replica_manager = replica_manager
         self.log_manager = log_manager
@@ -80,7 +90,7 @@ class TransactionStateManager:
         self._lock = threading.RLock()
         self._caches: dict[int, _PartitionCache] = {}
         #: the finalized ``transaction.version`` (KIP-890): from 1 on, values are written as flexible v1
-        self.transaction_version: Callable[[], int] = lambda: 0
+        self.transaction_version: Callable[[], int] = transaction_version or (lambda: 0)
         self._loading: dict[int, int] = {}  # partition -> coordinator epoch being loaded
         self._epochs: dict[int, int] = {}  # partition -> latest leader epoch seen (election or resignation)
 
