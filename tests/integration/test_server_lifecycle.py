@@ -175,3 +175,56 @@ def test_start_up_waits_are_bounded_and_fail_with_one_line(tmp_path, monkeypatch
     again = KafkaRaftServer(KafkaConfig(props))  # the directory locks were released by the shutdown
     again.startup()
     again.shutdown()
+
+
+def test_broker_state_is_kafkas_enum_and_gauge(tmp_path):
+    """BrokerState: Kafka's values, the gauge ``kafka.server:type=KafkaServer,name=BrokerState`` exports
+    them as numbers (RUNNING 3 while serving, SHUTTING_DOWN 7 after the shutdown)."""
+    from pykbroker.server.broker_state import BrokerState
+
+    assert [(s.name, s.value) for s in BrokerState] == [
+        ("NOT_RUNNING", 0),
+        ("STARTING", 1),
+        ("RECOVERY", 2),
+        ("RUNNING", 3),
+        ("PENDING_CONTROLLED_SHUTDOWN", 6),
+        ("SHUTTING_DOWN", 7),
+        ("UNKNOWN", 127),
+    ]
+    server = KafkaRaftServer(KafkaConfig(dict(DEFAULTS, **{"log.dirs": str(tmp_path / "logs")})))
+    gauge = server.metrics.get("kafka.server:type=KafkaServer,name=BrokerState")
+    assert server.broker_state is BrokerState.NOT_RUNNING and gauge.value == 0
+    server.startup()
+    try:
+        assert server.broker_state is BrokerState.RUNNING
+        assert type(gauge.value) is int and gauge.value == 3
+    finally:
+        server.shutdown()
+    assert server.broker_state is BrokerState.SHUTTING_DOWN and gauge.value == 7
+
+
+def test_an_attribute_error_inside_a_component_shutdown_is_reported_and_the_rest_stops(tmp_path, monkeypatch, capfd):
+    """A component whose shutdown raises AttributeError is an error like any other: logged, and the later
+    steps still run (the logs are closed cleanly, the directory locks released). The shutdown used to
+    swallow every AttributeError as "that part never started"."""
+    from pykbroker.coordinator.group.group_coordinator import GroupCoordinator
+
+    def broken_shutdown(self):
+        raise AttributeError("'GroupCoordinator' object has no attribute 'gone'")
+
+    logs = tmp_path / "logs"
+    props = dict(DEFAULTS, **{"log.dirs": str(logs)})
+    server = KafkaRaftServer(KafkaConfig(props))
+    server.startup()
+    monkeypatch.setattr(GroupCoordinator, "shutdown", broken_shutdown)
+    capfd.readouterr()
+    server.shutdown()
+    monkeypatch.undo()
+    captured = capfd.readouterr()
+    output = captured.out + captured.err
+    assert "Error shutting down group coordinator" in output
+    assert "object has no attribute" in output and "gone" in output
+    assert (logs / ".kafka_cleanshutdown").exists()  # the log manager still shut down cleanly
+    again = KafkaRaftServer(KafkaConfig(props))  # and the directory locks were released
+    again.startup()
+    again.shutdown()

@@ -171,10 +171,11 @@ def broker_apis(
     time=None,
     node_id: int = 1,
 ):
-    """``(KafkaApis, ApiVersionManager)`` as ``KafkaRaftServer`` builds them for the data plane (its own
-    ``_broker_families`` and ``_build_apis``), on the given (or stand-in) components."""
+    """``(KafkaApis, ApiVersionManager)`` as ``BrokerServer`` builds them for the data plane (its own
+    ``_broker_families`` and ``build_apis``), on the given (or stand-in) components."""
     from pykbroker.metadata.features_publisher import UNKNOWN_FEATURES
-    from pykbroker.server.kafka_raft_server import KafkaRaftServer
+    from pykbroker.server.broker_server import BrokerServer
+    from pykbroker.server.server_common import build_apis
 
     time = time or MockTime()
     server = SimpleNamespace(
@@ -195,10 +196,13 @@ def broker_apis(
             "max.request.partition.size.limit": 2000,
         },
         metrics=None,
-        _finalized_features=lambda: UNKNOWN_FEATURES,
+        dynamic_config=None,
+        shared=SimpleNamespace(raft=None, controller_channel=None, time=time),
+        is_controller=True,
+        _voter_endpoints=lambda: {},
     )
-    families = KafkaRaftServer._broker_families(server)
-    return KafkaRaftServer._build_apis(server, helper, families)
+    families = BrokerServer._broker_families(server)
+    return build_apis(node_id, helper, time, families, lambda: UNKNOWN_FEATURES)
 
 
 # -- a broker's data path in process: LogManager on tmp_path, ReplicaManager, MetadataCache ----------------

@@ -68,7 +68,7 @@ def test_keys_the_controller_accepts():
 
 def test_running_broker_follows_its_dynamic_configs(tmp_path):
     with EmbeddedKafka(str(tmp_path), config={"num.io.threads": "4"}) as kafka:
-        server = kafka._server
+        server = kafka._server.broker
         assert len(server.data_plane_pool.handlers) == 4
         _alter(kafka.bootstrap_servers, "1", "num.io.threads", "6")
         wait_until(lambda: len(server.data_plane_pool.handlers) == 6, 10, message="pool grown")

@@ -1,0 +1,161 @@
+"""ControllerServer: the controller role of a node, the QuorumController and the controller listener's
+request handling.
+
+Mirrors ``kafka.server.ControllerServer``. Start-up (called by KafkaRaftServer): :meth:`startup` (the
+QuorumController over the SharedServer's Raft client, with the bootstrap records of ``kafka-storage
+format``, and its metrics) -> :meth:`start_apis` (ControllerApis, the Raft RPCs, DescribeQuorum and the
+control-plane request handler pool, once the listener may serve). :meth:`shutdown` stops them in the
+reverse order: the control-plane handler pool, then the controller.
+
+Threading: started and stopped by the thread that starts/stops the KafkaRaftServer; the controller runs
+its own event thread, the handler pool its threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pykbroker.config.group_config import GroupConfigDefaults
+from pykbroker.config.kafka_config import KafkaConfig
+from pykbroker.log.log_config import LogConfig
+from pykbroker.metadata.bootstrap import read_bootstrap_records
+from pykbroker.metadata.controller_metadata_metrics import ControllerMetadataMetrics
+from pykbroker.metadata.feature_control_manager import LATEST_PRODUCTION_METADATA_VERSION
+from pykbroker.metadata.features import LEGACY_BOOTSTRAP_METADATA_VERSION, METADATA_VERSION
+from pykbroker.metadata.log_config_schema import LogConfigSchema
+from pykbroker.metadata.quorum_controller import QuorumController
+from pykbroker.network.socket_server import CONTROL_PLANE, SocketServer
+from pykbroker.server.api_version_manager import ApiVersionManager
+from pykbroker.server.handlers.controller_apis import ControllerApis
+from pykbroker.server.handlers.metadata import MetadataHandler
+from pykbroker.server.handlers.raft import RaftHandlers
+from pykbroker.server.kafka_apis import KafkaApis
+from pykbroker.server.kafka_request_handler import KafkaRequestHandlerPool
+from pykbroker.server.request_helper import RequestHelper
+from pykbroker.server.server_common import build_apis, create_authorizer, describe_quorum_handler, run_steps
+from pykbroker.server.shared_server import SharedServer
+from pykbroker.utils.metrics import MetricsRegistry
+from pykbroker.utils.time import Time
+
+
+class ControllerServer:
+    """The controller of one node. ``is_broker``: the node also has the broker role (combined mode);
+    ``channel_for(request)``: the request channel a response goes back on; ``voter_endpoints()``: the
+    static voters' controller endpoints (DescribeQuorum v2)."""
+
+    def __init__(
+        self,
+        config: KafkaConfig,
+        time: Time,
+        metrics: MetricsRegistry,
+        shared: SharedServer,
+        socket_server: SocketServer,
+        is_broker: bool,
+        channel_for: Callable,
+        voter_endpoints: Callable[[], dict[int, list[tuple[str, str, int]]]],
+    ):
+        self.config = config
+        self.time = time
+        self.metrics = metrics
+        self.shared = shared
+        self.socket_server = socket_server
+        self.node_id = config.node_id
+        self.is_broker = is_broker
+        self._channel_for = channel_for
+        self._voter_endpoints = voter_endpoints
+        self.controller: QuorumController | None = None
+        self.control_plane_apis: KafkaApis | None = None
+        self.control_version_manager: ApiVersionManager | None = None
+        self.control_plane_pool: KafkaRequestHandlerPool | None = None
+
+    def startup(self, log_defaults: LogConfig, metadata_image: Callable) -> None:
+        """The QuorumController: topic config defaults ``log_defaults``, ``metadata_image()`` the image its
+        metadata metrics read (the broker's cache on a combined node, else the loader's)."""
+        config = self.config
+        shared = self.shared
+        records = read_bootstrap_records(config.metadata_log_dir)
+        legacy = not any(r.name == "FeatureLevelRecord" and r.data["name"] == METADATA_VERSION for r in records)
+        self.controller = QuorumController(
+            self.node_id,
+            shared.raft,
+            shared.cluster_id,
+            self.time,
+            default_num_partitions=config["num.partitions"],
+            default_replication_factor=config["default.replication.factor"],
+            config_schema=LogConfigSchema(log_defaults, GroupConfigDefaults.from_broker_config(config)),
+            # formatted before pykbroker had feature versions (meta.properties alone, or SCRAM records only):
+            # the levels that pykbroker wrote then
+            bootstrap_metadata_version=LEGACY_BOOTSTRAP_METADATA_VERSION
+            if legacy
+            else LATEST_PRODUCTION_METADATA_VERSION,
+            bootstrap_features={} if legacy else None,
+            bootstrap_records=records,
+            delete_topic_enable=config["delete.topic.enable"],
+            # The single-node mode has no heartbeats: its broker is unfenced at registration.
+            unfence_on_register=shared.single_node,
+            session_timeout_ms=config["broker.session.timeout.ms"],
+            leader_imbalance_check_interval_ms=(
+                config["leader.imbalance.check.interval.seconds"] * 1000
+                if config["auto.leader.rebalance.enable"]
+                else None
+            ),
+        )
+        ControllerMetadataMetrics(self.metrics, self.controller, metadata_image)
+
+    def start_apis(
+        self,
+        broker_helper: RequestHelper | None,
+        broker_metadata_cache,
+        log_defaults: LogConfig,
+        finalized_features: Callable | None = None,
+    ) -> None:
+        """The controller listener: the Raft RPCs (when there are other voters), ControllerApis, and on
+        a combined node Metadata (kept from the single-node mode, where tools may ask the controller);
+        ``broker_helper`` / ``broker_metadata_cache``: the broker's on a combined node (its authorizer and
+        cache), else None; ``finalized_features()``: what ApiVersions reports as finalized (None: this
+        controller's, :meth:`finalized_features`)."""
+        config = self.config
+        if not config.control_plane_listener_name:
+            return
+        controller = self.controller
+        assert controller is not None, "startup first"
+        shared = self.shared
+        helper = broker_helper
+        if helper is None:  # a controller-only node authorizes with the ACLs the controller replays
+            helper = RequestHelper(self._channel_for)
+            helper.authorizer = create_authorizer(config, lambda: controller.acl_view())
+        cluster_info = None
+        if not self.is_broker:
+            cluster_info = lambda: (shared.cluster_id, shared.raft.leader_and_epoch.leader_id, shared.voters)  # noqa: E731
+        families: list = [ControllerApis(helper, controller, config, log_defaults, cluster_info)]
+        if shared.raft_channel is not None:
+            families.append(RaftHandlers(helper, shared.raft_channel))
+        if self.is_broker:
+            families.append(MetadataHandler(helper, broker_metadata_cache))
+        families.append(describe_quorum_handler(helper, shared, True, self._voter_endpoints))
+        self.control_plane_apis, self.control_version_manager = build_apis(
+            self.node_id, helper, self.time, families, finalized_features or self.finalized_features, True
+        )
+        self.control_plane_pool = KafkaRequestHandlerPool(
+            self.node_id,
+            self.socket_server.control_plane_request_channel,
+            self.control_plane_apis,
+            1,
+            CONTROL_PLANE,
+            self.metrics,
+            self.time,
+        )
+
+    def finalized_features(self):
+        """What a controller-only node's ApiVersions reports as finalized: its last features change
+        (Kafka's FeaturesPublisher); a combined node's broker answers from its metadata image instead."""
+        return self.shared.features_publisher.features
+
+    def shutdown(self, log_error: Callable[[str, Exception], None]) -> None:
+        """Stop what was started, in the reverse order (a part never started is skipped)."""
+        steps: list[tuple[str, Callable[[], object]]] = []
+        if self.control_plane_pool is not None:
+            steps.append(("control-plane request handlers", self.control_plane_pool.shutdown))
+        if self.controller is not None:
+            steps.append(("controller", self.controller.close))
+        run_steps(steps, log_error)
