@@ -95,11 +95,11 @@ _SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_S
 
 
 class BrokerServer:
-    """The broker of one node. ``controller_server``: this process's controller (the single-node mode
-    registers with it and sends it controller-bound requests directly), else None; ``channel_for(request)``:
+    """The broker of one node. ``controller_server``: this process's controller in the single-node mode
+    (which registers with it and sends it controller-bound requests directly), else None; ``is_controller``:
+    the node also has the controller role; ``channel_for(request)``:
     the request channel a response goes back on; ``advertised_endpoints()``: listener name -> advertised
-    EndPoint with its bound port; ``voter_endpoints()``: the static voters' controller endpoints;
-    ``is_controller``: the node also has the controller role."""
+    EndPoint with its bound port; ``voter_endpoints()``: the static voters' controller endpoints."""
 
     def __init__(
         self,
@@ -112,6 +112,7 @@ class BrokerServer:
         inter_broker_security: ClientSecurity,
         waits: StartupWaits,
         controller_server: ControllerServer | None,
+        is_controller: bool,
         channel_for: Callable,
         advertised_endpoints: Callable[[], dict],
         voter_endpoints: Callable[[], dict[int, list[tuple[str, str, int]]]],
@@ -130,7 +131,7 @@ class BrokerServer:
         self._voter_endpoints = voter_endpoints
         self.node_id = config.node_id
         self.single_node = shared.single_node
-        self.is_controller = controller_server is not None
+        self.is_controller = is_controller
         self.log = get_logger("BrokerServer", id=self.node_id)
         #: this broker's epoch once registered (-1 before)
         self.broker_epoch = -1
@@ -173,6 +174,17 @@ class BrokerServer:
         """MetadataCache, ReplicaManager and the BrokerMetadataPublisher. Needs :meth:`start_storage`."""
         config = self.config
         self.metadata_cache = MetadataCache(self.node_id)
+        # Always there: Produce v12 / TxnOffsetCommit v5 (KIP-890 part 2) add partitions through it; the
+        # verification of older versions follows transaction.partition.verification.enable. Started with
+        # the transaction coordinator.
+        self.txn_verifier = AddPartitionsToTxnManager(
+            self.node_id,
+            self.metadata_cache,
+            config.inter_broker_listener_name,
+            self.time,
+            config["request.timeout.ms"],
+            security=self.inter_broker_security,
+        )
         # A broker of a cluster halts when no log dir is left (Kafka's Exit.halt), so that its leaderships
         # move to replicas on other brokers; a single node has no other replica and keeps answering
         # KAFKA_STORAGE_ERROR instead.
@@ -186,6 +198,8 @@ class BrokerServer:
             metrics=self.metrics,
             broker_epoch=lambda: self.broker_epoch,
             inter_broker_security=self.inter_broker_security,
+            add_partitions_to_txn_manager=self.txn_verifier,
+            transaction_verification_enabled=bool(config["transaction.partition.verification.enable"]),
         )
         self.replica_manager.startup(self.scheduler)
         self.publisher = BrokerMetadataPublisher(
@@ -283,9 +297,7 @@ class BrokerServer:
         publisher = self.publisher
         assert cache is not None and rm is not None and log_manager is not None and scheduler is not None
         assert publisher is not None
-        self.data_helper = RequestHelper(self._channel_for)
-        self.data_helper.authorizer = create_authorizer(config, lambda: cache.image)
-        self.data_helper.topic_name = cache.topic_name
+        authorizer = create_authorizer(config, lambda: cache.image)
         # Client quotas (server/quotas): limits from the metadata image now and on every change.
         self.quota_managers = QuotaManagers(
             config["quota.window.num"], config["quota.window.size.seconds"], self.time, self.metrics
@@ -297,7 +309,9 @@ class BrokerServer:
         self.quota_managers.start()
         self.quota_managers.request.register_metrics(self.metrics)
         self.quota_managers.controller_mutation.register_metrics(self.metrics)
-        self.data_helper.quotas = self.quota_managers
+        self.data_helper = RequestHelper(
+            self._channel_for, authorizer=authorizer, quotas=self.quota_managers, topic_name=cache.topic_name
+        )
         self.group_metadata_manager = GroupMetadataManager(
             rm,
             log_manager,
@@ -391,19 +405,8 @@ class BrokerServer:
             self.node_id, config, state_manager, channel, self.producer_id_manager, self.scheduler, self.time
         )
         self.txn_coordinator.startup()
-        # Always there: Produce v12 / TxnOffsetCommit v5 (KIP-890 part 2) add partitions through it; the
-        # verification of older versions follows transaction.partition.verification.enable.
-        self.txn_verifier = AddPartitionsToTxnManager(
-            self.node_id,
-            cache,
-            config.inter_broker_listener_name,
-            self.time,
-            config["request.timeout.ms"],
-            security=self.inter_broker_security,
-        )
+        assert self.txn_verifier is not None
         self.txn_verifier.start()
-        rm.transaction_verification_enabled = bool(config["transaction.partition.verification.enable"])
-        rm.add_partitions_to_txn_manager = self.txn_verifier
         publisher.txn_coordinator = self.txn_coordinator
         for (topic, index), partition in list(rm.partitions_snapshot().items()):
             if topic == TRANSACTION_STATE_TOPIC_NAME and partition.is_leader:
@@ -432,8 +435,9 @@ class BrokerServer:
     def _broker_families(self) -> list:
         """The data plane's handler families (Kafka's KafkaApis handlers), over this broker's components."""
         helper, cache, rm = self.data_helper, self.metadata_cache, self.replica_manager
-        groups = GroupHandlers(helper, self.group_coordinator, cache, self.controller_handle, self.config, self.time)
-        groups.txn_coordinator = self.txn_coordinator
+        groups = GroupHandlers(
+            helper, self.group_coordinator, cache, self.controller_handle, self.config, self.time, self.txn_coordinator
+        )
         return [
             MetadataHandler(
                 helper, cache, self._auto_create_topics if self.config["auto.create.topics.enable"] else None

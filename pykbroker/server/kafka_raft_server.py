@@ -151,6 +151,7 @@ class KafkaRaftServer:
                 self.inter_broker_security,
                 waits,
                 controller if self.single_node else None,
+                self.is_controller,
                 self._channel_for,
                 self.advertised_endpoints,
                 self._voter_endpoints,

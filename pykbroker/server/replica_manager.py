@@ -166,12 +166,16 @@ class ReplicaManager:
         metrics: MetricsRegistry | None = None,
         broker_epoch: Callable[[], int] | None = None,
         inter_broker_security: ClientSecurity = PLAINTEXT,
+        add_partitions_to_txn_manager=None,
+        transaction_verification_enabled: bool = True,
     ):
         """``halt(exit_code)`` stops the process when no log directory is left (Kafka's ``Exit.halt``);
         None (a single node) logs the failure and keeps serving errors. ``metrics``: the broker's
         registry (BrokerTopicMetrics and the ReplicaManager gauges go there). ``broker_epoch()``: this
         broker's epoch once registered, else -1 (None: always -1). ``inter_broker_security``: how the
-        replica fetchers connect to the leaders' inter-broker listener."""
+        replica fetchers connect to the leaders' inter-broker listener. ``add_partitions_to_txn_manager``:
+        the AddPartitionsToTxnManager that verifies transactional writes (KIP-890; None: no verification);
+        ``transaction_verification_enabled``: ``transaction.partition.verification.enable``."""
         self.node_id = node_id
         self.config = config
         self.log_manager = log_manager
@@ -204,6 +208,8 @@ class ReplicaManager:
         #: never changes, as on a single node where every partition has one replica)
         self.alter_partition_manager = None
         self.broker_epoch: Callable[[], int] = broker_epoch or (lambda: -1)
+        self.add_partitions_to_txn_manager = add_partitions_to_txn_manager
+        self.transaction_verification_enabled = transaction_verification_enabled
         self.replica_fetcher_manager = ReplicaFetcherManager(self, config, time)
         self.replica_fetcher_manager.register_metrics(self.metrics)
         self.isr_listener = _IsrMeters(self.metrics)
@@ -563,7 +569,7 @@ class ReplicaManager:
         return True
 
     # -- transaction verification (KIP-890 part 1) ------------------------------------------------
-    #: the AddPartitionsToTxnManager (set by the server)
+    #: the AddPartitionsToTxnManager (None: no verification)
     add_partitions_to_txn_manager = None
     #: ``transaction.partition.verification.enable``: verify the first transactional write of Produce up to v11
     transaction_verification_enabled = True

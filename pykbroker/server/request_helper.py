@@ -54,16 +54,16 @@ def error_counts(body: dict) -> dict[int, int]:
 
 
 class RequestHelper:
-    def __init__(self, request_channel_for):
+    def __init__(self, request_channel_for, authorizer=None, quotas=None, topic_name=None):
         """``request_channel_for(request)`` returns the RequestChannel of the request's plane."""
         self.request_channel_for = request_channel_for
         #: the StandardAuthorizer when ``authorizer.class.name`` names it (None: everything is allowed)
-        self.authorizer = None
+        self.authorizer = authorizer
         #: the broker's QuotaManagers (server/quotas), None on a controller-only listener
-        self.quotas = None
+        self.quotas = quotas
         #: ``topic_name(topic id) -> name | None`` from the broker's metadata (authorizing requests that name
         #: topics by id, e.g. DeleteTopics v6+); None on a controller-only node
-        self.topic_name = None
+        self.topic_name = topic_name
 
     def authorize(self, request: Request, operation: int, resource_type: int, name: str) -> bool:
         """Kafka's AuthHelper.authorize: may the request's principal do ``operation`` on the resource?"""

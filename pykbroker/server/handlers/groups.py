@@ -34,7 +34,7 @@ GROUP_KEY, TXN_KEY = 0, 1
 
 
 class GroupHandlers:
-    def __init__(self, helper, coordinator, metadata_cache, controller, config, time):
+    def __init__(self, helper, coordinator, metadata_cache, controller, config, time, txn_coordinator=None):
         self.helper = helper
         self.coordinator = coordinator
         self.cache = metadata_cache
@@ -42,8 +42,8 @@ class GroupHandlers:
         self.config = config
         self.time = time
         self._creating: set[str] = set()
-        #: the TransactionCoordinator (FindCoordinator for transactional ids), set by the server
-        self.txn_coordinator = None
+        #: the TransactionCoordinator (FindCoordinator for transactional ids; None: not found)
+        self.txn_coordinator = txn_coordinator
 
     def handlers(self) -> dict:
         return {
