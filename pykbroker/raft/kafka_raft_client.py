@@ -428,82 +428,112 @@ class KafkaRaftClient(Generic[T]):
         return 0
 
     def _poll_current(self, state: Any, now: int) -> int:
-        q = self.quorum
-        may_elect = not self._shutting_down and q.is_voter()
-        if q.is_only_voter():
-            if may_elect and state.kind in (StateKind.UNATTACHED, StateKind.RESIGNED, StateKind.FOLLOWER):
-                self._transition_to_candidate()
-            elif isinstance(state, CandidateState) and state.is_vote_granted():
-                self._become_leader(state)
-            return MAX_POLL_WAIT_MS
+        """The current state's poll (Kafka's ``pollCurrentState``): the single-voter shortcut, else
+        pollLeader / pollCandidate / pollFollower / pollUnattached / pollResigned; returns ms until the
+        next timer. RaftInvariantError for a state that has no poll."""
+        may_elect = not self._shutting_down and self.quorum.is_voter()
+        if self.quorum.is_only_voter():
+            return self._poll_only_voter(state, may_elect)
         if isinstance(state, LeaderState):
-            if self._shutting_down:
-                self._resign(state)
-                return 0
-            if state.has_check_quorum_expired(now):
-                self._log.info("No fetch from a majority of the voters in time; resigning", epoch=state.epoch)
-                self._resign(state)
-                return 0
-            for voter in sorted(state.non_acknowledging_voters()):
-                if self._can_send(voter, now):
-                    begin = BeginQuorumEpochRequestData(self.node_id, state.epoch, self.cluster_id, voter)
-                    self._send_request(voter, begin)
-            return self._next_retry_ms(now)
+            return self._poll_leader(state, now)
         if isinstance(state, CandidateState):
-            if state.is_vote_granted():
-                self._become_leader(state)
-                return 0
-            if state.backoff_deadline_ms is not None:
-                if now >= state.backoff_deadline_ms and may_elect:
-                    self._transition_to_candidate()
-                    return 0
-                return state.backoff_deadline_ms - now
-            if now >= state.election_deadline_ms or state.is_vote_rejected():
-                state.start_backing_off(now, self._election_backoff_ms(state.retries))
-                self._log.info("Election failed; backing off", epoch=state.epoch, retries=state.retries)
-                return 0
-            request = VoteRequestData(
-                state.epoch, self.node_id, self.log.last_fetched_epoch(), self.log.end_offset(), self.cluster_id
-            )
-            for voter in sorted(state.unrecorded_voters()):
-                if self._can_send(voter, now):
-                    self._send_request(voter, dataclasses.replace(request, voter_id=voter))
-            return min(state.election_deadline_ms - now, self._next_retry_ms(now))
+            return self._poll_candidate(state, now, may_elect)
         if isinstance(state, FollowerState):
-            if now >= state.fetch_deadline_ms:
-                if may_elect:
-                    self._log.info("No fetch from the leader in time; standing", epoch=state.epoch, leader=state.leader)
-                    self._transition_to_candidate()
-                    return 0
-                if not q.is_voter():
-                    self._abandon_snapshot_fetch()  # the leader may be gone: look for the current one
-                    self._maybe_send_fetch(self._random_voter(), now)  # observer: look for the leader
-                    return self._next_retry_ms(now)
-            if self._fetching_snapshot is not None:
-                self._maybe_send_fetch_snapshot(state.leader, now)
-            else:
-                self._maybe_send_fetch(state.leader, now)
-            return min(max(0, state.fetch_deadline_ms - now), self._next_retry_ms(now))
+            return self._poll_follower(state, now, may_elect)
         if isinstance(state, UnattachedState):
-            if q.is_voter():
-                if now >= state.election_deadline_ms and may_elect:
-                    self._transition_to_candidate()
-                    return 0
-                return max(0, state.election_deadline_ms - now)
-            self._maybe_send_fetch(self._random_voter(), now)  # observer: discover the leader
-            return self._next_retry_ms(now)
+            return self._poll_unattached(state, now, may_elect)
         if isinstance(state, ResignedState):
+            return self._poll_resigned(state, now, may_elect)
+        raise RaftInvariantError(f"Unexpected quorum state {state!r}")
+
+    def _poll_only_voter(self, state: Any, may_elect: bool) -> int:
+        """The only voter elects itself at once (no request to send)."""
+        if may_elect and state.kind in (StateKind.UNATTACHED, StateKind.RESIGNED, StateKind.FOLLOWER):
+            self._transition_to_candidate()
+        elif isinstance(state, CandidateState) and state.is_vote_granted():
+            self._become_leader(state)
+        return MAX_POLL_WAIT_MS
+
+    def _poll_leader(self, state: LeaderState, now: int) -> int:
+        """Kafka's ``pollLeader``: resign when shutting down or when check-quorum expired, else send
+        BeginQuorumEpoch to the voters that have not acknowledged this epoch."""
+        if self._shutting_down:
+            self._resign(state)
+            return 0
+        if state.has_check_quorum_expired(now):
+            self._log.info("No fetch from a majority of the voters in time; resigning", epoch=state.epoch)
+            self._resign(state)
+            return 0
+        for voter in sorted(state.non_acknowledging_voters()):
+            if self._can_send(voter, now):
+                begin = BeginQuorumEpochRequestData(self.node_id, state.epoch, self.cluster_id, voter)
+                self._send_request(voter, begin)
+        return self._next_retry_ms(now)
+
+    def _poll_candidate(self, state: CandidateState, now: int, may_elect: bool) -> int:
+        """Kafka's ``pollCandidate``: become leader once granted; after a failed election back off, then
+        stand again; else ask the voters not heard from yet for their vote."""
+        if state.is_vote_granted():
+            self._become_leader(state)
+            return 0
+        if state.backoff_deadline_ms is not None:
+            if now >= state.backoff_deadline_ms and may_elect:
+                self._transition_to_candidate()
+                return 0
+            return state.backoff_deadline_ms - now
+        if now >= state.election_deadline_ms or state.is_vote_rejected():
+            state.start_backing_off(now, self._election_backoff_ms(state.retries))
+            self._log.info("Election failed; backing off", epoch=state.epoch, retries=state.retries)
+            return 0
+        request = VoteRequestData(
+            state.epoch, self.node_id, self.log.last_fetched_epoch(), self.log.end_offset(), self.cluster_id
+        )
+        for voter in sorted(state.unrecorded_voters()):
+            if self._can_send(voter, now):
+                self._send_request(voter, dataclasses.replace(request, voter_id=voter))
+        return min(state.election_deadline_ms - now, self._next_retry_ms(now))
+
+    def _poll_follower(self, state: FollowerState, now: int, may_elect: bool) -> int:
+        """Kafka's ``pollFollower`` (voter or observer): stand for election when the leader went silent
+        (an observer looks for the current leader instead), else fetch from the leader (a snapshot while
+        one is being fetched)."""
+        if now >= state.fetch_deadline_ms:
+            if may_elect:
+                self._log.info("No fetch from the leader in time; standing", epoch=state.epoch, leader=state.leader)
+                self._transition_to_candidate()
+                return 0
+            if not self.quorum.is_voter():
+                self._abandon_snapshot_fetch()  # the leader may be gone: look for the current one
+                self._maybe_send_fetch(self._random_voter(), now)  # observer: look for the leader
+                return self._next_retry_ms(now)
+        if self._fetching_snapshot is not None:
+            self._maybe_send_fetch_snapshot(state.leader, now)
+        else:
+            self._maybe_send_fetch(state.leader, now)
+        return min(max(0, state.fetch_deadline_ms - now), self._next_retry_ms(now))
+
+    def _poll_unattached(self, state: UnattachedState, now: int, may_elect: bool) -> int:
+        """Kafka's ``pollUnattached``: a voter stands for election when its election timeout passes; an
+        observer fetches from a random voter to discover the leader."""
+        if self.quorum.is_voter():
             if now >= state.election_deadline_ms and may_elect:
                 self._transition_to_candidate()
                 return 0
-            end_epoch = EndQuorumEpochRequestData(
-                self.node_id, state.epoch, state.preferred_successors, self.cluster_id
-            )
-            for voter in sorted(state.unacknowledged):
-                if self._can_send(voter, now):
-                    self._send_request(voter, end_epoch)
-            return min(max(0, state.election_deadline_ms - now), self._next_retry_ms(now))
-        return MAX_POLL_WAIT_MS
+            return max(0, state.election_deadline_ms - now)
+        self._maybe_send_fetch(self._random_voter(), now)  # observer: discover the leader
+        return self._next_retry_ms(now)
+
+    def _poll_resigned(self, state: ResignedState, now: int, may_elect: bool) -> int:
+        """Kafka's ``pollResigned``: stand again when the election timeout passes, else send
+        EndQuorumEpoch to the voters that have not acknowledged the resignation."""
+        if now >= state.election_deadline_ms and may_elect:
+            self._transition_to_candidate()
+            return 0
+        end_epoch = EndQuorumEpochRequestData(self.node_id, state.epoch, state.preferred_successors, self.cluster_id)
+        for voter in sorted(state.unacknowledged):
+            if self._can_send(voter, now):
+                self._send_request(voter, end_epoch)
+        return min(max(0, state.election_deadline_ms - now), self._next_retry_ms(now))
 
     def _random_voter(self) -> int:
         return self.random.choice(sorted(self.quorum.voters))

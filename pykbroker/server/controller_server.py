@@ -122,8 +122,9 @@ class ControllerServer:
         shared = self.shared
         helper = broker_helper
         if helper is None:  # a controller-only node authorizes with the ACLs the controller replays
-            helper = RequestHelper(self._channel_for)
-            helper.authorizer = create_authorizer(config, lambda: controller.acl_view())
+            helper = RequestHelper(
+                self._channel_for, authorizer=create_authorizer(config, lambda: controller.acl_view())
+            )
         cluster_info = None
         if not self.is_broker:
             cluster_info = lambda: (shared.cluster_id, shared.raft.leader_and_epoch.leader_id, shared.voters)  # noqa: E731

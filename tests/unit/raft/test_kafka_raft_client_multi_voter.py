@@ -323,3 +323,24 @@ def test_leader_fetched_by_a_majority_keeps_leading():
     only_2 = lambda m: 3 in (m.source_id, m.destination_id)  # noqa: E731
     cluster.run(10_000, drop=only_2)
     assert cluster.clients[1].leader_and_epoch == (1, 1)
+
+
+def test_a_state_without_a_poll_is_an_invariant_error():
+    """Each state has its own poll (Kafka's pollLeader, pollCandidate, ...); a state that has none stops
+    the client with RaftInvariantError (Kafka's IllegalStateException) instead of idling silently."""
+    import dataclasses
+
+    import pytest
+
+    from pykbroker.raft.kafka_raft_client import RaftInvariantError
+
+    @dataclasses.dataclass
+    class Prospective:  # a state this client does not know (KIP-996's, for example)
+        kind: str = "Prospective"
+        epoch: int = 0
+
+    cluster = Cluster()
+    client = cluster.clients[1]
+    client.quorum.state = Prospective()
+    with pytest.raises(RaftInvariantError, match="Unexpected quorum state"):
+        client.poll_once()
