@@ -18,21 +18,23 @@ high watermark - the majority end offset, here its own - moves past it. No RPC i
 
 Several voters (Kafka's protocol): an Unattached voter whose randomized election timeout
 (``election_timeout_ms`` + up to as much again) expires becomes Candidate in a new epoch and sends Vote to
-every voter; a voter grants at most one vote per epoch (persisted in the quorum-state file before it
-answers), only to a candidate whose log (last epoch, end offset) is at least as up to date as its own. A
-candidate with a majority becomes Leader, appends LeaderChange and sends BeginQuorumEpoch until each voter
-acknowledged; a failed election backs off (binary exponential, capped by ``election_backoff_max_ms``)
-before the next epoch. Followers (and observers - nodes that are not voters, which never vote or stand)
-send Fetch with ``fetch_offset`` = their log end and ``last_fetched_epoch``; the leader answers
-``diverging_epoch`` when they disagree (the follower truncates and refetches), else records and its
-high watermark, parking an empty fetch up to ``max_wait_ms``. The leader's high watermark is the offset a
-majority of voters has reached, once above its epoch start offset (Raft's commit rule). A follower that
-hears nothing from its leader for ``fetch_timeout_ms`` stands for election; a leader that has not been
-fetched from by a majority for 1.5 x ``fetch_timeout_ms`` resigns (check-quorum). A resigning leader sends
-EndQuorumEpoch naming its preferred successors, which stand at once or after a short backoff.
-One request is in flight per destination; one not answered within ``request_timeout_ms`` is dropped and
-retried after ``retry_backoff_ms``; responses that do not answer the in-flight request are ignored, so
-lost, late, duplicated and reordered messages are harmless.
+every voter; a voter grants at most one vote per epoch (persisted in the quorum-state file before it answers),
+only to a candidate whose log (last epoch, end offset) is at least as up to date as its own. A candidate with
+a majority becomes Leader, appends LeaderChange and sends BeginQuorumEpoch until each voter acknowledged; a
+failed election backs off (binary exponential, capped by ``election_backoff_max_ms``) before the next epoch.
+Followers (and observers - nodes that are not voters, which never vote or stand) send Fetch with
+``fetch_offset`` = their log end and ``last_fetched_epoch``; the leader answers ``diverging_epoch`` when they
+disagree (the follower truncates and refetches), else records and its high watermark, parking an empty fetch
+up to ``max_wait_ms`` (the leader's side of Fetch and FetchSnapshot is
+:class:`pykbroker.raft.leader_fetch.LeaderFetchHandler`). Each state has its poll, as Kafka's
+(``_poll_leader``, ``_poll_candidate``, ``_poll_follower``, ``_poll_unattached``, ``_poll_resigned``). The
+leader's high watermark is the offset a majority of voters has reached, once above its epoch start offset
+(Raft's commit rule). A follower that hears nothing from its leader for ``fetch_timeout_ms`` stands for
+election; a leader that has not been fetched from by a majority for 1.5 x ``fetch_timeout_ms`` resigns
+(check-quorum). A resigning leader sends EndQuorumEpoch naming its preferred successors, which stand at once
+or after a short backoff. One request is in flight per destination; one not answered within
+``request_timeout_ms`` is dropped and retried after ``retry_backoff_ms``; responses that do not answer the
+in-flight request are ignored, so lost, late, duplicated and reordered messages are harmless.
 
 Snapshots (KIP-630). A state machine writes one with ``create_snapshot`` (at most at the high watermark);
 each poll the log is cleaned up to its newest snapshot (``ReplicatedLog.maybe_clean``). A Fetch below the
@@ -67,12 +69,9 @@ from pykbroker.protocol.errors import (
     FENCED_LEADER_EPOCH,
     INCONSISTENT_CLUSTER_ID,
     INCONSISTENT_VOTER_SET,
-    INVALID_REQUEST,
     NONE,
-    NOT_LEADER_OR_FOLLOWER,
     POSITION_OUT_OF_RANGE,
     SNAPSHOT_NOT_FOUND,
-    UNKNOWN_LEADER_EPOCH,
 )
 from pykbroker.raft.batch_accumulator import BatchAccumulator, NotLeaderError
 from pykbroker.raft.control_records import LEADER_CHANGE, LeaderChangeMessage, control_key
@@ -84,6 +83,7 @@ from pykbroker.raft.epoch_state import (
     StateKind,
     UnattachedState,
 )
+from pykbroker.raft.leader_fetch import LeaderFetchHandler
 from pykbroker.raft.listener_delivery import ListenerDelivery
 from pykbroker.raft.quorum_state import QuorumState
 from pykbroker.raft.quorum_state_store import NO_ID, QuorumStateStore
@@ -98,7 +98,6 @@ from pykbroker.raft.raft_messages import (
     FetchResponseData,
     FetchSnapshotRequestData,
     FetchSnapshotResponseData,
-    LeaderIdAndEpoch,
     RaftMessage,
     RaftRequest,
     RaftResponse,
@@ -110,7 +109,7 @@ from pykbroker.raft.raft_messages import (
     error_response,
 )
 from pykbroker.raft.records_snapshot import RecordsSnapshotWriter
-from pykbroker.raft.replicated_log import LogBatch, LogRecord, ReplicatedLog, ValidKind
+from pykbroker.raft.replicated_log import LogRecord, ReplicatedLog
 from pykbroker.raft.snapshots import RawSnapshotWriter
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM, Time
@@ -139,15 +138,6 @@ class _InFlight:
 
     correlation_id: int
     data: RequestData
-    deadline_ms: int
-
-
-@dataclass
-class _ParkedFetch:
-    """A Fetch the leader holds until there is data, the high watermark moves, or ``deadline_ms``."""
-
-    request: RaftRequest
-    high_watermark: int | None
     deadline_ms: int
 
 
@@ -213,7 +203,10 @@ class KafkaRaftClient(Generic[T]):
         self._next_correlation_id = 0
         self._in_flight: dict[int, _InFlight] = {}  # destination -> request
         self._backoff_until: dict[int, int] = {}  # destination -> ms
-        self._parked_fetches: list[_ParkedFetch] = []
+        #: the leader's side of Fetch and FetchSnapshot, with the fetches it holds
+        self._leader_fetch = LeaderFetchHandler(
+            node_id, log, self.quorum, time, self._set_high_watermark, self._send_response, MAX_POLL_WAIT_MS
+        )
         self._fetching_snapshot: RawSnapshotWriter | None = None  # a follower's download in progress
         self._shutting_down = False
         self._initialized = False
@@ -337,7 +330,7 @@ class KafkaRaftClient(Generic[T]):
         self.log.maybe_clean()
         if self.quorum.is_leader():
             self._drain_appends(force=self._shutting_down)
-            wait_ms = min(wait_ms, self._complete_parked_fetches(self._now()))
+            wait_ms = min(wait_ms, self._leader_fetch.complete_parked(self._now()))
         self._poll_listeners()
         acc = self._accumulator
         due = acc.time_until_drain_ms() if acc is not None else None
@@ -376,7 +369,7 @@ class KafkaRaftClient(Generic[T]):
                 dropped = acc.close()
                 if dropped:
                     self._log.warning("Dropped queued records on losing leadership", records=dropped)
-            self._fail_parked_fetches()
+            self._leader_fetch.fail_parked()
         self._update_leader_and_epoch()
         self._log.info("Transitioned", old=repr(before), new=repr(after))
 
@@ -686,9 +679,9 @@ class KafkaRaftClient(Generic[T]):
         elif isinstance(data, EndQuorumEpochRequestData):
             response = self._handle_end_quorum_epoch_request(data)
         elif isinstance(data, FetchRequestData):
-            response = self._handle_fetch_request(request, data)
+            response = self._leader_fetch.handle_fetch_request(request, data)
         else:
-            response = self._handle_fetch_snapshot_request(data)
+            response = self._leader_fetch.handle_fetch_snapshot_request(data)
         if response is not None:
             self._send_response(request, response)
 
@@ -728,102 +721,6 @@ class KafkaRaftClient(Generic[T]):
         if isinstance(state, FollowerState) and state.leader == data.leader_id and q.is_voter():
             state.override_fetch_timeout(self._now(), self._end_epoch_backoff_ms(data.preferred_successors))
         return EndQuorumEpochResponseData(NONE, q.leader_id, q.epoch)
-
-    def _validate_leader_only(self, current_leader_epoch: int) -> int:
-        q = self.quorum
-        if current_leader_epoch < q.epoch:
-            return FENCED_LEADER_EPOCH
-        if current_leader_epoch > q.epoch:
-            return UNKNOWN_LEADER_EPOCH
-        if not q.is_leader():
-            return NOT_LEADER_OR_FOLLOWER
-        return NONE
-
-    def _handle_fetch_request(self, request: RaftRequest, data: FetchRequestData) -> FetchResponseData | None:
-        q = self.quorum
-        error = self._validate_leader_only(data.current_leader_epoch)
-        if error != NONE:
-            return FetchResponseData(error, LeaderIdAndEpoch(q.leader_id, q.epoch))
-        leader = q.state
-        assert isinstance(leader, LeaderState)
-        current = LeaderIdAndEpoch(self.node_id, leader.epoch)
-        if data.fetch_offset < 0 or data.last_fetched_epoch < 0 or data.last_fetched_epoch > leader.epoch:
-            return FetchResponseData(INVALID_REQUEST, current)
-        leader.record_voter_fetch(data.replica_id, self._now())  # check-quorum: this voter is reachable
-        valid = self.log.validate_offset_and_epoch(data.fetch_offset, data.last_fetched_epoch)
-        hw = _hw(leader.high_watermark)
-        if valid.kind is ValidKind.DIVERGING:
-            diverging = EpochEndOffset(valid.offset_and_epoch.epoch, valid.offset_and_epoch.offset)
-            return FetchResponseData(NONE, current, hw, (), diverging)
-        if valid.kind is ValidKind.SNAPSHOT:
-            return FetchResponseData(NONE, current, hw, snapshot_id=SnapshotId(*valid.offset_and_epoch))
-        leader.add_acknowledgement(data.replica_id)
-        hw_before = leader.high_watermark
-        if leader.update_replica_end_offset(data.replica_id, data.fetch_offset, self.time.milliseconds()):
-            assert leader.high_watermark is not None
-            self._set_high_watermark(leader.high_watermark)
-        if data.fetch_offset < self.log.end_offset() or data.max_wait_ms <= 0 or hw_before != leader.high_watermark:
-            return self._fetch_response(data)  # data, or news of the high watermark, at once
-        self._parked_fetches.append(_ParkedFetch(request, leader.high_watermark, self._now() + data.max_wait_ms))
-        return None
-
-    def _fetch_response(self, data: FetchRequestData) -> FetchResponseData:
-        leader = self.quorum.state
-        assert isinstance(leader, LeaderState)
-        batches: list[LogBatch] = []
-        size = 0
-        for batch in self.log.read(data.fetch_offset):
-            batch_size = sum(len(r.value or b"") + len(r.key or b"") for r in batch.records)
-            if batches and size + batch_size > data.partition_max_bytes:
-                break
-            batches.append(batch)
-            size += batch_size
-        return FetchResponseData(
-            NONE, LeaderIdAndEpoch(self.node_id, leader.epoch), _hw(leader.high_watermark), tuple(batches)
-        )
-
-    def _complete_parked_fetches(self, now: int) -> int:
-        leader = self.quorum.state
-        if not self._parked_fetches or not isinstance(leader, LeaderState):
-            return MAX_POLL_WAIT_MS
-        end = self.log.end_offset()
-        waiting: list[_ParkedFetch] = []
-        for parked in self._parked_fetches:
-            data = parked.request.data
-            assert isinstance(data, FetchRequestData)
-            if data.fetch_offset < end or parked.high_watermark != leader.high_watermark or now >= parked.deadline_ms:
-                self._send_response(parked.request, self._fetch_response(data))
-            else:
-                waiting.append(parked)
-        self._parked_fetches = waiting
-        return min((p.deadline_ms - now for p in waiting), default=MAX_POLL_WAIT_MS)
-
-    def _fail_parked_fetches(self) -> None:
-        parked, self._parked_fetches = self._parked_fetches, []
-        for p in parked:
-            self._send_response(p.request, FetchResponseData(NOT_LEADER_OR_FOLLOWER, self._current_leader()))
-
-    def _current_leader(self) -> LeaderIdAndEpoch:
-        return LeaderIdAndEpoch(self.quorum.leader_id, self.quorum.epoch)
-
-    def _handle_fetch_snapshot_request(self, data: FetchSnapshotRequestData) -> FetchSnapshotResponseData:
-        """The bytes of snapshot ``data.snapshot_id`` from ``data.position``, at most ``data.max_bytes``
-        (Kafka's ``handleFetchSnapshotRequest``)."""
-        error = self._validate_leader_only(data.current_leader_epoch)
-        current = self._current_leader()
-        if error != NONE:
-            return FetchSnapshotResponseData(error, current)
-        snapshot = self.log.read_snapshot(data.snapshot_id)
-        if snapshot is None:
-            return FetchSnapshotResponseData(SNAPSHOT_NOT_FOUND, current)
-        size = snapshot.size_in_bytes()
-        if not 0 <= data.position < size:
-            return FetchSnapshotResponseData(POSITION_OUT_OF_RANGE, current)
-        leader = self.quorum.state
-        assert isinstance(leader, LeaderState)
-        leader.record_voter_fetch(data.replica_id, self._now())
-        chunk = snapshot.read(data.position, max(1, min(data.max_bytes, size)))
-        return FetchSnapshotResponseData(NONE, current, data.snapshot_id, size, data.position, chunk)
 
     # ---- responses ---------------------------------------------------------------------------
     def _handle_response(self, response: RaftResponse) -> None:
@@ -1008,7 +905,3 @@ class KafkaRaftClient(Generic[T]):
                 self._log.warning("Dropped queued records at shutdown", records=dropped)
         self._listeners.begin_shutdown()
         self.log.flush()
-
-
-def _hw(high_watermark: int | None) -> int:
-    return -1 if high_watermark is None else high_watermark
