@@ -42,8 +42,9 @@ leader's log start offset (or in an epoch older than its oldest snapshot) is ans
 ``snapshot_id``; the follower then downloads it with FetchSnapshot requests (one in flight, chunks of at
 most ``fetch_snapshot_max_bytes``, each answered with the bytes at ``position``), freezes it, empties its
 log to start at the snapshot's end offset, takes that offset as its high watermark and resumes fetching
-from there. Losing the leader or the leader losing the snapshot (SNAPSHOT_NOT_FOUND) discards the partial
-download. Listeners get ``handle_load_snapshot`` first when they register and a snapshot exists, and
+from there (:class:`pykbroker.raft.follower_snapshot_fetch.FollowerSnapshotFetch`). Losing the leader or the
+leader losing the snapshot (SNAPSHOT_NOT_FOUND) discards the partial download. Listeners get
+``handle_load_snapshot`` first when they register and a snapshot exists, and
 whenever their position falls below the log start offset (Kafka's ``updateListenersProgress``).
 
 Not implemented: pre-vote (KIP-996), dynamic voters (KIP-853). The client speaks to the other voters
@@ -70,8 +71,6 @@ from pykbroker.protocol.errors import (
     INCONSISTENT_CLUSTER_ID,
     INCONSISTENT_VOTER_SET,
     NONE,
-    POSITION_OUT_OF_RANGE,
-    SNAPSHOT_NOT_FOUND,
 )
 from pykbroker.raft.batch_accumulator import BatchAccumulator, NotLeaderError
 from pykbroker.raft.control_records import LEADER_CHANGE, LeaderChangeMessage, control_key
@@ -83,11 +82,18 @@ from pykbroker.raft.epoch_state import (
     StateKind,
     UnattachedState,
 )
+from pykbroker.raft.follower_snapshot_fetch import FollowerSnapshotFetch
 from pykbroker.raft.leader_fetch import LeaderFetchHandler
 from pykbroker.raft.listener_delivery import ListenerDelivery
 from pykbroker.raft.quorum_state import QuorumState
 from pykbroker.raft.quorum_state_store import NO_ID, QuorumStateStore
-from pykbroker.raft.raft_client import UNKNOWN_LEADER, LeaderAndEpoch, RaftClientListener, RecordSerde
+from pykbroker.raft.raft_client import (
+    UNKNOWN_LEADER,
+    LeaderAndEpoch,
+    RaftClientListener,
+    RaftInvariantError,
+    RecordSerde,
+)
 from pykbroker.raft.raft_messages import (
     BeginQuorumEpochRequestData,
     BeginQuorumEpochResponseData,
@@ -96,7 +102,6 @@ from pykbroker.raft.raft_messages import (
     EpochEndOffset,
     FetchRequestData,
     FetchResponseData,
-    FetchSnapshotRequestData,
     FetchSnapshotResponseData,
     RaftMessage,
     RaftRequest,
@@ -110,7 +115,6 @@ from pykbroker.raft.raft_messages import (
 )
 from pykbroker.raft.records_snapshot import RecordsSnapshotWriter
 from pykbroker.raft.replicated_log import LogRecord, ReplicatedLog
-from pykbroker.raft.snapshots import RawSnapshotWriter
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM, Time
 
@@ -125,11 +129,6 @@ RETRY_BACKOFF_BASE_MS = 100
 FETCH_SNAPSHOT_MAX_BYTES = 8 << 20
 """Chunk size asked for by FetchSnapshot (Kafka's ``KafkaRaftClient.MAX_FETCH_SIZE_BYTES``)."""
 """A new listener's position: it gets the latest snapshot, if any, before any batch."""
-
-
-class RaftInvariantError(RuntimeError):
-    """A Raft safety rule would be broken (Kafka throws IllegalStateException): e.g. truncating
-    committed records."""
 
 
 @dataclass
@@ -207,7 +206,8 @@ class KafkaRaftClient(Generic[T]):
         self._leader_fetch = LeaderFetchHandler(
             node_id, log, self.quorum, time, self._set_high_watermark, self._send_response, MAX_POLL_WAIT_MS
         )
-        self._fetching_snapshot: RawSnapshotWriter | None = None  # a follower's download in progress
+        #: a follower's download of the leader's snapshot
+        self._snapshot_fetch = FollowerSnapshotFetch(node_id, log, self._set_high_watermark, self._log.info)
         self._shutting_down = False
         self._initialized = False
         self.metrics: KafkaRaftMetrics | None = None  # set by KafkaRaftMetrics; recorded on the Raft thread
@@ -499,7 +499,7 @@ class KafkaRaftClient(Generic[T]):
                 self._abandon_snapshot_fetch()  # the leader may be gone: look for the current one
                 self._maybe_send_fetch(self._random_voter(), now)  # observer: look for the leader
                 return self._next_retry_ms(now)
-        if self._fetching_snapshot is not None:
+        if self._snapshot_fetch.in_progress:
             self._maybe_send_fetch_snapshot(state.leader, now)
         else:
             self._maybe_send_fetch(state.leader, now)
@@ -642,18 +642,13 @@ class KafkaRaftClient(Generic[T]):
         )
 
     def _maybe_send_fetch_snapshot(self, destination: int, now: int) -> None:
-        writer = self._fetching_snapshot
-        if writer is None or destination == self.node_id or not self._can_send(destination, now):
+        if destination == self.node_id or not self._can_send(destination, now):
             return
-        request = FetchSnapshotRequestData(
-            self.node_id,
-            self.quorum.epoch,
-            writer.snapshot_id,
-            writer.size_in_bytes(),
-            self.fetch_snapshot_max_bytes,
-            self.cluster_id,
+        request = self._snapshot_fetch.request(
+            self.node_id, self.quorum.epoch, self.fetch_snapshot_max_bytes, self.cluster_id
         )
-        self._send_request(destination, request)
+        if request is not None:
+            self._send_request(destination, request)
 
     # ---- inbound -----------------------------------------------------------------------------
     def _handle_inbound(self) -> None:
@@ -796,7 +791,7 @@ class KafkaRaftClient(Generic[T]):
             self._truncate_to_end_offset(data.diverging_epoch)
             return
         if data.snapshot_id is not None:
-            self._start_snapshot_fetch(state, data.snapshot_id)
+            self._snapshot_fetch.start(state, data.snapshot_id)
             return
         if data.records:
             if data.records[0].base_offset != self.log.end_offset():
@@ -810,56 +805,21 @@ class KafkaRaftClient(Generic[T]):
             state.update_high_watermark(hw)
             self._set_high_watermark(hw)
 
-    def _start_snapshot_fetch(self, state: FollowerState, snapshot_id: SnapshotId) -> None:
-        if snapshot_id.end_offset < 0 or snapshot_id.epoch < 0:
-            return
-        writer = self.log.create_new_snapshot_unchecked(snapshot_id)
-        if writer is None:  # we have it already (a crash between freezing and truncating)
-            self._install_snapshot(state, snapshot_id)
-            return
-        self._log.info("Fetching a snapshot from the leader", snapshot_id=snapshot_id, leader=state.leader)
-        self._fetching_snapshot = writer
-
     def _handle_fetch_snapshot_response(self, source: int, data: FetchSnapshotResponseData) -> None:
-        """Kafka's ``handleFetchSnapshotResponse``: append the chunk; the last one freezes the snapshot and
-        moves the log to it."""
+        """Kafka's ``handleFetchSnapshotResponse``: the epoch news, then the chunk (FollowerSnapshotFetch)
+        when it comes from the current leader in its epoch."""
         leader_id, epoch = data.current_leader
         handled = self._handle_epoch_info(source, data.error_code, leader_id, epoch)
         state = self.quorum.state
-        writer = self._fetching_snapshot
-        if writer is None or not (isinstance(state, FollowerState) and state.leader == source and epoch == state.epoch):
-            return
-        if data.error_code in (SNAPSHOT_NOT_FOUND, POSITION_OUT_OF_RANGE) or (
-            data.error_code == NONE
-            and (data.snapshot_id != writer.snapshot_id or data.position != writer.size_in_bytes())
+        if not self._snapshot_fetch.in_progress or not (
+            isinstance(state, FollowerState) and state.leader == source and epoch == state.epoch
         ):
-            self._log.info("Restarting the snapshot fetch", snapshot_id=writer.snapshot_id, error=data.error_code)
-            self._abandon_snapshot_fetch()
             return
-        if handled or data.error_code != NONE:
-            return  # backing off; the same chunk is asked for again
-        state.fetch_deadline_ms = self._now() + self.fetch_timeout_ms
-        writer.append(data.unaligned_records)
-        if writer.size_in_bytes() < data.size:
-            return
-        writer.freeze()
-        self._fetching_snapshot = None
-        self._install_snapshot(state, writer.snapshot_id)
-
-    def _install_snapshot(self, state: FollowerState, snapshot_id: SnapshotId) -> None:
-        if not self.log.truncate_to_latest_snapshot():
-            raise RaftInvariantError(
-                f"Node {self.node_id}: snapshot {snapshot_id} is not ahead of the log "
-                f"(end {self.log.end_offset()}, last epoch {self.log.last_fetched_epoch()})"
-            )
-        self._log.info("Truncated the log fully to the leader's snapshot", snapshot_id=snapshot_id)
-        state.update_high_watermark(snapshot_id.end_offset)
-        self._set_high_watermark(snapshot_id.end_offset)
+        if self._snapshot_fetch.handle_response(state, data, handled):
+            state.fetch_deadline_ms = self._now() + self.fetch_timeout_ms
 
     def _abandon_snapshot_fetch(self) -> None:
-        writer, self._fetching_snapshot = self._fetching_snapshot, None
-        if writer is not None:
-            writer.close()
+        self._snapshot_fetch.abandon()
 
     def _truncate_to_end_offset(self, diverging: EpochEndOffset) -> None:
         """Kafka's ``truncateToEndOffset``: cut the log back to where it agrees with the leader."""

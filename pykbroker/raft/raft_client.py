@@ -17,6 +17,11 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+class RaftInvariantError(RuntimeError):
+    """A Raft safety rule would be broken (Kafka throws IllegalStateException): e.g. truncating
+    committed records."""
+
+
 class LeaderAndEpoch(NamedTuple):
     """The known leader (``-1`` when unknown) of ``epoch``."""
 
