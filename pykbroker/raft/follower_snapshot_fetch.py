@@ -15,12 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from pykbroker.protocol.errors import NONE, POSITION_OUT_OF_RANGE, SNAPSHOT_NOT_FOUND
 from pykbroker.raft.epoch_state import FollowerState
 from pykbroker.raft.raft_client import RaftInvariantError
 from pykbroker.raft.raft_messages import (
-    NONE,
-    POSITION_OUT_OF_RANGE,
-    SNAPSHOT_NOT_FOUND,
     FetchSnapshotRequestData,
     FetchSnapshotResponseData,
     SnapshotId,

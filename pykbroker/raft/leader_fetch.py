@@ -14,9 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pykbroker.raft.epoch_state import LeaderState
-from pykbroker.raft.quorum_state import QuorumState
-from pykbroker.raft.raft_messages import (
+from pykbroker.protocol.errors import (
     FENCED_LEADER_EPOCH,
     INVALID_REQUEST,
     NONE,
@@ -24,6 +22,10 @@ from pykbroker.raft.raft_messages import (
     POSITION_OUT_OF_RANGE,
     SNAPSHOT_NOT_FOUND,
     UNKNOWN_LEADER_EPOCH,
+)
+from pykbroker.raft.epoch_state import LeaderState
+from pykbroker.raft.quorum_state import QuorumState
+from pykbroker.raft.raft_messages import (
     EpochEndOffset,
     FetchRequestData,
     FetchResponseData,

@@ -53,8 +53,8 @@ from pykbroker.server.broker_server import BrokerServer
 from pykbroker.server.broker_state import BrokerState
 from pykbroker.server.controller_server import ControllerServer
 from pykbroker.server.meta_properties import MetaPropertiesError, ensure_formatted
-from pykbroker.server.server_common import StartupError, StartupWaits, run_steps
 from pykbroker.server.quotas.client_quota_publisher import ClientQuotaPublisher
+from pykbroker.server.server_common import StartupError, StartupWaits, run_steps
 from pykbroker.server.shared_server import SharedServer
 from pykbroker.utils.fault_handler import ProcessTerminatingFaultHandler
 from pykbroker.utils.logging import get_logger
