@@ -88,6 +88,20 @@ class MetadataLoader(RaftClientListener[ApiMessageAndVersion]):
         self._queue.append(install, on_error=future.set_exception)
         return future
 
+    def remove_and_close_publisher(self, publisher: MetadataPublisher) -> Future:
+        """Remove ``publisher`` and close it on the loader thread (Kafka's ``removeAndClosePublisher``); the
+        future completes once it is removed (no later image reaches it) or fails with the loader's error."""
+        future: Future = Future()
+
+        def remove() -> None:
+            if publisher in self._publishers:
+                self._publishers.remove(publisher)
+                publisher.close()
+            future.set_result(None)
+
+        self._queue.append(remove, on_error=future.set_exception)
+        return future
+
     def close(self, timeout_s: float = 10.0) -> None:
         def shutdown() -> None:
             for p in self._publishers:
