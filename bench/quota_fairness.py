@@ -1,6 +1,7 @@
 """Produce quota fairness: two confluent-kafka producers send as fast as they can to one broker; one client id
 has ``producer_byte_rate`` set. Prints each producer's delivered rate over a steady-state window and the
-throttle times the limited one saw (throttle_cb).
+throttle times the limited one saw (throttle_cb), and the unlimited producer's rate when it runs alone (the same
+window, just before), so that ``free / free alone`` shows what the limited client leaves to the others.
 
     PYTHONPATH=. python bench/quota_fairness.py [--rate 1048576] [--seconds 10] [--warmup 3]
 
@@ -27,7 +28,9 @@ from tests.helpers.topics import create_topic
 
 
 def measure(bootstrap: str, rate: int, seconds: float, warmup: float, value_size: int = 1000) -> dict:
-    """Run both producers for ``warmup + seconds``; bytes (values) delivered per second in the last ``seconds``."""
+    """The unlimited producer alone, then both producers, each for ``warmup + seconds``: ``{"free alone",
+    "limited", "free": {"bytes_per_s", "throttle_events", "max_throttle_s"}}``, bytes (values) delivered per second
+    in the last ``seconds``."""
     create_topic(bootstrap, "quota-fairness", partitions=1)
     out = io.StringIO()
     rc = config_command.main(
@@ -43,7 +46,31 @@ def measure(bootstrap: str, rate: int, seconds: float, warmup: float, value_size
         out=out,
     )
     assert rc == 0
-    time.sleep(0.5)  # the broker applies the quota from its metadata image
+    _await_quota(bootstrap, "limited", rate)
+    alone = _run_producers(bootstrap, ("free",), seconds, warmup, value_size)
+    both = _run_producers(bootstrap, ("limited", "free"), seconds, warmup, value_size)
+    both["free alone"] = alone["free"]
+    return both
+
+
+def _await_quota(bootstrap: str, client_id: str, rate: int, timeout_s: float = 10.0) -> None:
+    """Wait until the broker describes the quota from its metadata image (the image that the quota managers
+    follow)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        out = io.StringIO()
+        config_command.main(
+            ["--bootstrap-server", bootstrap, "--describe", "--entity-type", "clients", "--entity-name", client_id],
+            out=out,
+        )
+        if f"producer_byte_rate={float(rate)}" in out.getvalue() or f"producer_byte_rate={rate}" in out.getvalue():
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"quota of {client_id} not visible: {out.getvalue()!r}")
+        time.sleep(0.05)
+
+
+def _run_producers(bootstrap: str, clients: tuple[str, ...], seconds: float, warmup: float, value_size: int) -> dict:
     start = time.monotonic()
     window = (start + warmup, start + warmup + seconds)
     results: dict[str, dict] = {}
@@ -75,7 +102,7 @@ def measure(bootstrap: str, rate: int, seconds: float, warmup: float, value_size
             p.poll(0)
         p.flush(30)
 
-    threads = [threading.Thread(target=run, args=(c,)) for c in ("limited", "free")]
+    threads = [threading.Thread(target=run, args=(c,)) for c in clients]
     for t in threads:
         t.start()
     for t in threads:
@@ -108,6 +135,7 @@ def main() -> None:
             f"max throttle {f['max_throttle_s']:.3f} s"
         )
     print(f"limited / quota = {figures['limited']['bytes_per_s'] / args.rate:.3f}")
+    print(f"free / free alone = {figures['free']['bytes_per_s'] / figures['free alone']['bytes_per_s']:.3f}")
 
 
 if __name__ == "__main__":

@@ -257,7 +257,8 @@ def test_fetch_over_quota_is_throttled(quota_broker):
 
 def test_limited_producer_keeps_its_rate_and_the_other_is_not_starved(tmp_path):
     """Two confluent-kafka producers flood one broker; ``producer_byte_rate`` = 1 MiB/s on one client id: over
-    10 s of steady state it delivers 1 MiB/s within 20% and sees throttle times, the other runs far faster."""
+    10 s of steady state it delivers 1 MiB/s within 20% and sees throttle times, the other keeps at least 70% of
+    the rate it has alone on the same broker (measured just before)."""
     from bench.quota_fairness import measure
 
     b = BrokerProcess(tmp_path, quota_window_num="3").start()
@@ -268,4 +269,4 @@ def test_limited_producer_keeps_its_rate_and_the_other_is_not_starved(tmp_path):
     limited, free = figures["limited"], figures["free"]
     assert 0.8 * 1048576 <= limited["bytes_per_s"] <= 1.2 * 1048576, figures
     assert limited["throttle_events"] > 0 and limited["max_throttle_s"] > 0, figures
-    assert free["throttle_events"] == 0 and free["bytes_per_s"] > 2 * 1048576, figures
+    assert free["throttle_events"] == 0 and free["bytes_per_s"] >= 0.7 * figures["free alone"]["bytes_per_s"], figures
