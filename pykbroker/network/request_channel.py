@@ -88,6 +88,7 @@ class Request:
         "memory_release",
         "pending_throttle",
         "api_throttle_time_ms",
+        "envelope",
     )
 
     def __init__(
@@ -119,6 +120,8 @@ class Request:
         self.pending_throttle: Any = None
         #: the quota throttle time answered to this request (ms; Kafka's ``apiThrottleTimeMs``), for ThrottleTimeMs
         self.api_throttle_time_ms = 0
+        #: the Envelope request this request was forwarded in (KIP-590; Kafka's ``Request.envelope``), else None
+        self.envelope: Request | None = None
 
     @property
     def header(self):

@@ -90,6 +90,7 @@ CONTROLLER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.DELETE_ACLS: (1, 3),
     ApiKeys.UPDATE_FEATURES: (0, 2),
     ApiKeys.ALTER_CLIENT_QUOTAS: (0, 1),
+    ApiKeys.ENVELOPE: (0, 0),
 }
 
 

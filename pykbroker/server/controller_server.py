@@ -5,7 +5,7 @@ Mirrors ``kafka.server.ControllerServer``. Start-up (called by KafkaRaftServer):
 QuorumController over the SharedServer's Raft client, with the bootstrap records of ``kafka-storage
 format``, and its metrics) -> :meth:`start_apis` (ControllerApis, the Raft RPCs, DescribeQuorum and the
 control-plane request handler pool, once the listener may serve). :meth:`shutdown` stops them in the
-reverse order: the control-plane handler pool, then the controller.
+reverse order: the control-plane handler pool, the controller-only node's quota managers, then the controller.
 
 Threading: started and stopped by the thread that starts/stops the KafkaRaftServer; the controller runs
 its own event thread, the handler pool its threads.
@@ -31,6 +31,7 @@ from pykbroker.server.handlers.metadata import MetadataHandler
 from pykbroker.server.handlers.raft import RaftHandlers
 from pykbroker.server.kafka_apis import KafkaApis
 from pykbroker.server.kafka_request_handler import KafkaRequestHandlerPool
+from pykbroker.server.quotas.client_quota_manager import QuotaManagers
 from pykbroker.server.request_helper import RequestHelper
 from pykbroker.server.server_common import build_apis, create_authorizer, describe_quorum_handler, run_steps
 from pykbroker.server.shared_server import SharedServer
@@ -67,6 +68,12 @@ class ControllerServer:
         self.control_plane_apis: KafkaApis | None = None
         self.control_version_manager: ApiVersionManager | None = None
         self.control_plane_pool: KafkaRequestHandlerPool | None = None
+        #: a controller-only node's quota managers: controller mutation quotas of the requests brokers forward in
+        #: an Envelope (KIP-590, KIP-599), fed with the committed client quotas by the ClientQuotaPublisher (a
+        #: combined node's controller listener uses the broker's managers); started by :meth:`startup`
+        self.quota_managers: QuotaManagers | None = (
+            None if is_broker else QuotaManagers(config["quota.window.num"], config["quota.window.size.seconds"], time)
+        )
 
     def startup(self, log_defaults: LogConfig, metadata_image: Callable) -> None:
         """The QuorumController: topic config defaults ``log_defaults``, ``metadata_image()`` the image its
@@ -101,6 +108,8 @@ class ControllerServer:
             ),
         )
         ControllerMetadataMetrics(self.metrics, self.controller, metadata_image)
+        if self.quota_managers is not None:
+            self.quota_managers.start()
 
     def start_apis(
         self,
@@ -121,14 +130,23 @@ class ControllerServer:
         assert controller is not None, "startup first"
         shared = self.shared
         helper = broker_helper
-        if helper is None:  # a controller-only node authorizes with the ACLs the controller replays
+        if helper is None:
+            # The controller listener of a controller-only node authorizes with the committed ACLs of the metadata
+            # loader's image, as Kafka's controller whose StandardAuthorizer is fed by the AclPublisher (not with
+            # ACL records the active controller wrote but the quorum has not committed yet), and applies controller
+            # mutation quotas (client quotas of that image) to forwarded requests.
+            loader = shared.loader
+            assert loader is not None, "the metadata loader starts before the controller listener"
             helper = RequestHelper(
-                self._channel_for, authorizer=create_authorizer(config, lambda: controller.acl_view())
+                self._channel_for,
+                authorizer=create_authorizer(config, lambda: loader.image),
+                quotas=self.quota_managers,
             )
         cluster_info = None
         if not self.is_broker:
             cluster_info = lambda: (shared.cluster_id, shared.raft.leader_and_epoch.leader_id, shared.voters)  # noqa: E731
-        families: list = [ControllerApis(helper, controller, config, log_defaults, cluster_info)]
+        controller_apis = ControllerApis(helper, controller, config, log_defaults, cluster_info)
+        families: list = [controller_apis]
         if shared.raft_channel is not None:
             families.append(RaftHandlers(helper, shared.raft_channel))
         if self.is_broker:
@@ -137,6 +155,7 @@ class ControllerServer:
         self.control_plane_apis, self.control_version_manager = build_apis(
             self.node_id, helper, self.time, families, finalized_features or self.finalized_features, True
         )
+        controller_apis.dispatch = self.control_plane_apis.handle  # the inner request of an Envelope
         self.control_plane_pool = KafkaRequestHandlerPool(
             self.node_id,
             self.socket_server.control_plane_request_channel,
@@ -157,6 +176,8 @@ class ControllerServer:
         steps: list[tuple[str, Callable[[], object]]] = []
         if self.control_plane_pool is not None:
             steps.append(("control-plane request handlers", self.control_plane_pool.shutdown))
+        if self.quota_managers is not None:
+            steps.append(("controller quota managers", self.quota_managers.shutdown))
         if self.controller is not None:
             steps.append(("controller", self.controller.close))
         run_steps(steps, log_error)

@@ -92,7 +92,8 @@ _RESOURCE_CHECKS: dict[int, tuple[int, int, str | None, type[errors.KafkaError]]
     ),
 }
 # The controller listener's APIs (Kafka's ControllerApis): node-to-node traffic needs CLUSTER_ACTION on the
-# cluster (Fetch there is Raft's); UnregisterBroker and UpdateFeatures ALTER; DescribeQuorum DESCRIBE.
+# cluster (Fetch there is Raft's; Envelope: only brokers forward); UnregisterBroker and UpdateFeatures ALTER;
+# DescribeQuorum DESCRIBE.
 _CONTROLLER_CHECKS: dict[int, int] = {
     ApiKeys.VOTE: AclOperation.CLUSTER_ACTION,
     ApiKeys.BEGIN_QUORUM_EPOCH: AclOperation.CLUSTER_ACTION,
@@ -106,6 +107,7 @@ _CONTROLLER_CHECKS: dict[int, int] = {
     ApiKeys.UNREGISTER_BROKER: AclOperation.ALTER,
     ApiKeys.UPDATE_FEATURES: AclOperation.ALTER,
     ApiKeys.DESCRIBE_QUORUM: AclOperation.DESCRIBE,
+    ApiKeys.ENVELOPE: AclOperation.CLUSTER_ACTION,
 }
 _CONFIG_RESOURCES = {
     ConfigResourceType.TOPIC: (ResourceType.TOPIC, errors.TopicAuthorizationError),

@@ -165,7 +165,12 @@ class KafkaRaftServer:
         shared.start_loader(
             [broker.publisher]
             if broker is not None
-            else [shared.features_publisher, ClientQuotaPublisher(self.socket_server.connection_quotas)],
+            else [
+                shared.features_publisher,
+                ClientQuotaPublisher(
+                    self.socket_server.connection_quotas, controller.quota_managers if controller is not None else None
+                ),
+            ],
             waits,
         )
         if controller is not None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future
+from typing import NamedTuple
 
 from pykbroker.clients.inter_broker_send_thread import InterBrokerSendThread
 from pykbroker.protocol import errors
@@ -40,6 +41,17 @@ def has_not_controller(body: dict) -> bool:
             if codes and all(c == errors.NOT_CONTROLLER for c in codes):
                 return True
     return False
+
+
+class _Call(NamedTuple):
+    """One request on its way to the active controller (its tries share it)."""
+
+    api_key: int
+    version: int
+    body: dict
+    future: Future
+    deadline: float
+    unwrap: Callable[[dict], dict] | None
 
 
 class NodeToControllerChannelManager:
@@ -78,12 +90,16 @@ class NodeToControllerChannelManager:
     def shutdown(self) -> None:
         self.send_thread.shutdown()
 
-    def send_request(self, api_key: int, version: int, body: dict, timeout_ms: int) -> Future:
+    def send_request(
+        self, api_key: int, version: int, body: dict, timeout_ms: int, unwrap: Callable[[dict], dict] | None = None
+    ) -> Future:
         """Send ``body`` to the active controller; the future gets the response dict, or
-        KafkaTimeoutError once ``timeout_ms`` passed without an answer from an active controller."""
+        KafkaTimeoutError once ``timeout_ms`` passed without an answer from an active controller. ``unwrap``
+        turns each answer into the response first (an EnvelopeResponse into the forwarded request's response);
+        the error it raises fails the future at once."""
         future: Future = Future()
         deadline = self.time.hi_res_milliseconds() + timeout_ms
-        self._attempt(api_key, version, body, future, deadline, None, frozenset())
+        self._attempt(_Call(api_key, version, body, future, deadline, unwrap), None, frozenset())
         return future
 
     def _pick(self, failed: frozenset[int]) -> int:
@@ -100,13 +116,12 @@ class NodeToControllerChannelManager:
                 return node
         return -1
 
-    def _attempt(
-        self, api_key: int, version: int, body: dict, future: Future, deadline: float, last, failed: frozenset[int]
-    ) -> None:
+    def _attempt(self, call: _Call, last, failed: frozenset[int]) -> None:
+        future = call.future
         if future.done():
             return
         now = self.time.hi_res_milliseconds()
-        if now >= deadline:
+        if now >= call.deadline:
             why = f" (last: {last})" if last else ""
             set_exception_if_pending(
                 future, errors.KafkaTimeoutError(f"No answer from an active controller in time{why}")
@@ -114,10 +129,16 @@ class NodeToControllerChannelManager:
             return
         controller = self._pick(failed)
         if controller < 0:  # every controller failed this round: back off, then start over
-            self._retry(api_key, version, body, future, deadline, last or "no active controller known", frozenset())
+            self._retry(call, last or "no active controller known", frozenset())
             return
 
         def on_response(response: dict | None, error: Exception | None) -> None:
+            if error is None and response is not None and call.unwrap is not None:
+                try:
+                    response = call.unwrap(response)
+                except Exception as e:  # noqa: BLE001 - the controller refused the envelope: no retry
+                    set_exception_if_pending(future, e)
+                    return
             if error is not None or response is None:
                 why = f"controller {controller}: {error}"
             elif has_not_controller(response):
@@ -127,17 +148,13 @@ class NodeToControllerChannelManager:
                 return
             tried = failed | {controller}
             if len(tried) < len(self.controller_ids):  # try the next controller at once
-                self.send_thread.schedule(
-                    0, lambda: self._attempt(api_key, version, body, future, deadline, why, tried)
-                )
+                self.send_thread.schedule(0, lambda: self._attempt(call, why, tried))
             else:
-                self._retry(api_key, version, body, future, deadline, why, frozenset())
+                self._retry(call, why, frozenset())
 
-        self.send_thread.send(controller, api_key, version, body, on_response)
+        self.send_thread.send(controller, call.api_key, call.version, call.body, on_response)
 
-    def _retry(
-        self, api_key: int, version: int, body: dict, future: Future, deadline: float, why: str, failed: frozenset[int]
-    ) -> None:
-        self._log.debug("Retrying a request to the controller", api_key=api_key, reason=why)
-        delay = min(self.retry_backoff_ms, max(0.0, deadline - self.time.hi_res_milliseconds()))
-        self.send_thread.schedule(delay, lambda: self._attempt(api_key, version, body, future, deadline, why, failed))
+    def _retry(self, call: _Call, why: str, failed: frozenset[int]) -> None:
+        self._log.debug("Retrying a request to the controller", api_key=call.api_key, reason=why)
+        delay = min(self.retry_backoff_ms, max(0.0, call.deadline - self.time.hi_res_milliseconds()))
+        self.send_thread.schedule(delay, lambda: self._attempt(call, why, failed))

@@ -77,7 +77,13 @@ class RequestHelper:
         """Encode ``body`` and queue it for the request's Processor. A body that cannot be encoded at the
         request's version (a handler bug) is logged and replaced by the API's UNKNOWN_SERVER_ERROR
         response; if even that cannot be encoded the connection is closed. Either way the request is
-        answered or its connection closed: a client never waits for a response that will not come."""
+        answered or its connection closed: a client never waits for a response that will not come.
+        A forwarded request (``request.envelope``, KIP-590) is answered inside an EnvelopeResponse to its envelope;
+        it is not throttled here (its ``throttle_time_ms`` goes back to the forwarding broker, which mutes its
+        client, as Kafka's ``sendForwardedResponse``)."""
+        if request.envelope is not None:
+            self._send_forwarded_response(request, body)
+            return
         h = request.context.header
         version = h.api_version if version is None else version
         quotas = self.quotas
@@ -115,6 +121,16 @@ class RequestHelper:
         channel.update_error_metrics(request.api_name, {error_code: 1})
         channel.send_response(SendResponse(request, NetworkSend(request.context.connection_id, parts), None))
 
+    def _send_forwarded_response(self, request: Request, body: dict) -> None:
+        from pykbroker.server.envelope import envelope_response
+
+        try:
+            wrapped = envelope_response(request, body)
+        except Exception as e:  # noqa: BLE001 - a body that cannot be encoded still answers the envelope
+            _log.error(f"Cannot encode the response to forwarded {request!r}", error=repr(e))
+            wrapped = {"response_data": None, "error_code": errors.UNKNOWN_SERVER_ERROR}
+        self.send_response(request.envelope, wrapped)
+
     @staticmethod
     def _error_parts(request: Request, version: int):
         h = request.context.header
@@ -129,7 +145,7 @@ class RequestHelper:
         """Kafka's ``RequestHandlerHelper.throttle``: mute the request's channel for ``throttle_time_ms`` after
         its response (call before sending the response). The mute starts when the response is sent, for the
         larger of this and the request quota's throttle (:mod:`pykbroker.server.quotas.request_throttle`)."""
-        if throttle_time_ms <= 0:
+        if throttle_time_ms <= 0 or request.envelope is not None:  # forwarded: the broker mutes its client
             return
         if self.quotas is None:  # a listener without the broker's quota managers: mute now
             request.api_throttle_time_ms = max(request.api_throttle_time_ms, throttle_time_ms)

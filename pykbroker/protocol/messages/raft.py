@@ -465,6 +465,21 @@ class AllocateProducerIdsResponse(TypedDict, total=False):
     producer_id_len: int  # versions 0+
 
 
+class EnvelopeRequest(TypedDict, total=False):
+    """EnvelopeRequest (api key 58), versions 0, flexible 0+."""
+
+    request_data: bytes  # versions 0+
+    request_principal: bytes | None  # versions 0+, nullable 0+
+    client_host_address: bytes  # versions 0+
+
+
+class EnvelopeResponse(TypedDict, total=False):
+    """EnvelopeResponse (api key 58), versions 0, flexible 0+."""
+
+    response_data: bytes | None  # versions 0+, nullable 0+
+    error_code: int  # versions 0+
+
+
 __all__ = [
     "VoteRequest",
     "VoteResponse",
@@ -484,4 +499,6 @@ __all__ = [
     "UnregisterBrokerResponse",
     "AllocateProducerIdsRequest",
     "AllocateProducerIdsResponse",
+    "EnvelopeRequest",
+    "EnvelopeResponse",
 ]

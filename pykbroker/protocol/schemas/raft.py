@@ -1,5 +1,6 @@
 """KRaft controller-plane APIs: Vote, BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum, FetchSnapshot,
-BrokerRegistration, BrokerHeartbeat, UnregisterBroker, AllocateProducerIds.
+BrokerRegistration, BrokerHeartbeat, UnregisterBroker, AllocateProducerIds, Envelope (KIP-590: a request a broker
+forwards with its client's principal and address).
 
 Schema DSL: see :mod:`pykbroker.protocol.schema`. Field names, types and versions are protocol facts.
 """
@@ -223,4 +224,13 @@ response AllocateProducerIds 67 0 flex=0+
   error_code int16 0+
   producer_id_start int64 0+
   producer_id_len int32 0+
+
+request Envelope 58 0 flex=0+
+  request_data bytes 0+
+  request_principal bytes 0+ null=0+
+  client_host_address bytes 0+
+
+response Envelope 58 0 flex=0+
+  response_data bytes 0+ null=0+ =null
+  error_code int16 0+
 """

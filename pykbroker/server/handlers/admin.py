@@ -92,7 +92,8 @@ class AdminHandler:
             for u in body["feature_updates"]
         ]
         future = self.controller.update_features(
-            {"timeout_ms": body["timeout_ms"], "feature_updates": updates, "validate_only": body["validate_only"]}
+            {"timeout_ms": body["timeout_ms"], "feature_updates": updates, "validate_only": body["validate_only"]},
+            **self._client(request),
         )
 
         def shape(result: dict) -> dict:
@@ -108,7 +109,7 @@ class AdminHandler:
     # -- client quotas (KIP-546) ---------------------------------------------------------------
     def handle_alter_client_quotas_request(self, request) -> None:
         """Validated and written by the controller (ClientQuotaControlManager); per-entity errors."""
-        self._reply_when_done(request, self.controller.alter_client_quotas(request.body))
+        self._reply_when_done(request, self.controller.alter_client_quotas(request.body, **self._client(request)))
 
     def handle_describe_client_quotas_request(self, request) -> None:
         """From the metadata image (Kafka's ``ClientQuotasImage.describe``); a bad filter raises
@@ -119,10 +120,10 @@ class AdminHandler:
 
     # -- ACLs (stored in the metadata log as AccessControlEntryRecords) --------------------------
     def handle_create_acls_request(self, request) -> None:
-        self._reply_when_done(request, self.controller.create_acls(request.body))
+        self._reply_when_done(request, self.controller.create_acls(request.body, **self._client(request)))
 
     def handle_delete_acls_request(self, request) -> None:
-        self._reply_when_done(request, self.controller.delete_acls(request.body))
+        self._reply_when_done(request, self.controller.delete_acls(request.body, **self._client(request)))
 
     def handle_describe_acls_request(self, request) -> None:
         from pykbroker.metadata.acls import describe_acls
@@ -131,7 +132,9 @@ class AdminHandler:
 
     # -- SCRAM credentials (KIP-554) -----------------------------------------------------------
     def handle_alter_user_scram_credentials_request(self, request) -> None:
-        self._reply_when_done(request, self.controller.alter_user_scram_credentials(request.body))
+        self._reply_when_done(
+            request, self.controller.alter_user_scram_credentials(request.body, **self._client(request))
+        )
 
     def handle_describe_user_scram_credentials_request(self, request) -> None:
         """The users' mechanisms and iterations from the metadata image (never salts or keys); an unknown
@@ -172,10 +175,17 @@ class AdminHandler:
             request, {"throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None, "results": results}
         )
 
+    def _client(self, request) -> dict:
+        """``{"client": request}`` when the controller is a ForwardingManager (the request is then forwarded in
+        an Envelope with the client's principal and address, KIP-590), else nothing."""
+        return {"client": request} if getattr(self.controller, "forwards_clients", False) else {}
+
     def _reply_when_done(self, request, future, shape=lambda r: r, quota=None) -> None:
         """Send the future's body (through ``shape``) or the API's error response. ``quota``: the request's
         controller mutation quota, whose throttle time the response carries and the channel is muted for
-        (Kafka's ``sendResponseMaybeThrottleWithControllerQuota``)."""
+        (Kafka's ``sendResponseMaybeThrottleWithControllerQuota``). A forwarded request's answer carries the
+        controller's throttle time: the client's channel is muted for it (Kafka's ``sendForwardedResponse``)."""
+        forwarded = getattr(self.controller, "forwards_clients", False)
 
         def done(f):
             try:
@@ -191,16 +201,20 @@ class AdminHandler:
             if quota is not None and quota.throttle_time > 0:
                 throttle_ms = max(throttle_ms, quota.throttle_time)
                 self.helper.throttle(self.helper.quotas.controller_mutation, request, quota.throttle_time)
+            elif forwarded and throttle_ms > 0 and self.helper.quotas is not None:
+                self.helper.throttle(self.helper.quotas.controller_mutation, request, throttle_ms)
             self.helper.send_response(request, {**body, "throttle_time_ms": throttle_ms})
 
         future.add_done_callback(done)
 
     def _mutation_quota(self, request, strict_since_version: int):
         """The request's controller mutation quota (KIP-599; Kafka's ``newQuotaFor``), None when not applied:
-        no quota managers here, or :attr:`apply_mutation_quota` off (the controller listener, whose requests
-        are forwarded by brokers without the client's identity)."""
+        no quota managers here, or :attr:`apply_mutation_quota` off (the controller listener) and the request not
+        forwarded in an Envelope (KIP-590: then the context is the client's)."""
         quotas = self.helper.quotas
-        if quotas is None or not self.apply_mutation_quota or not quotas.controller_mutation.quotas_enabled:
+        if quotas is None or not quotas.controller_mutation.quotas_enabled or self._client(request):
+            return None  # none here, or the controller applies it to the forwarded request
+        if not self.apply_mutation_quota and getattr(request, "envelope", None) is None:
             return None
         ctx = request.context
         return quotas.controller_mutation.new_quota_for(
@@ -209,23 +223,23 @@ class AdminHandler:
 
     def handle_create_topics_request(self, request) -> None:
         quota = self._mutation_quota(request, 6)
-        kw = {} if quota is None else {"quota": quota}
+        kw = self._client(request) if quota is None else {"quota": quota, **self._client(request)}
         self._reply_when_done(request, self.controller.create_topics(request.body, **kw), quota=quota)
 
     def handle_delete_topics_request(self, request) -> None:
         quota = self._mutation_quota(request, 5)
-        kw = {} if quota is None else {"quota": quota}
+        kw = self._client(request) if quota is None else {"quota": quota, **self._client(request)}
         self._reply_when_done(request, self.controller.delete_topics(request.body, **kw), quota=quota)
 
     def handle_create_partitions_request(self, request) -> None:
         quota = self._mutation_quota(request, 3)
-        kw = {} if quota is None else {"quota": quota}
+        kw = self._client(request) if quota is None else {"quota": quota, **self._client(request)}
         self._reply_when_done(request, self.controller.create_partitions(request.body, **kw), quota=quota)
 
     def handle_elect_leaders_request(self, request) -> None:
         """ElectLeaders (key 43): preferred or unclean elections, done by the controller (see
         :mod:`pykbroker.metadata.leader_election`)."""
-        self._reply_when_done(request, self.controller.elect_leaders(request.body))
+        self._reply_when_done(request, self.controller.elect_leaders(request.body, **self._client(request)))
 
     def handle_incremental_alter_configs_request(self, request) -> None:
         refused = self._preprocess_broker_resources(request.body["resources"], incremental=True)
@@ -254,7 +268,7 @@ class AdminHandler:
             )
             return
         future = self.controller.incremental_alter_configs(
-            {"resources": kept, "validate_only": request.body["validate_only"]}
+            {"resources": kept, "validate_only": request.body["validate_only"]}, **self._client(request)
         )
 
         def merge(body: dict) -> dict:

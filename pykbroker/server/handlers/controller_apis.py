@@ -5,6 +5,12 @@
 * Mutations that brokers forward: CreateTopics (19), DeleteTopics (20), CreatePartitions (37),
   IncrementalAlterConfigs (44), UpdateFeatures (57) and AlterClientQuotas (49). These go through the same
   AdminHandler code as on a single node.
+* Envelope (58, KIP-590): a broker forwards its clients' mutations wrapped in an Envelope with the client's
+  principal and address. The sender needs CLUSTER_ACTION on the cluster (else CLUSTER_AUTHORIZATION_FAILED, checked
+  by KafkaApis); the inner request is unwrapped (:mod:`pykbroker.server.envelope`, Kafka's ``EnvelopeUtils``) and
+  dispatched like any request of this listener, so it is authorized as the client and the controller mutation
+  quota (KIP-599) is applied per the client's user and client id; its response goes back inside the
+  EnvelopeResponse (``RequestHelper.send_response``).
 
 Each becomes an operation of the local QuorumController, whose future completes on the controller's event
 thread once the records are committed. The response is sent from that completion, so no handler thread
@@ -28,9 +34,12 @@ class ControllerApis:
         self.controller = controller
         self.cluster_info = cluster_info
         self.admin = AdminHandler(helper, controller, None, broker_config, log_defaults)
-        # Brokers forward CreateTopics/DeleteTopics/CreatePartitions without Envelope: the client's identity is
-        # lost here, so the controller mutation quota is applied by the broker's handler on a single node only.
+        # The controller mutation quota is applied to the requests brokers forward in an Envelope (the client's
+        # identity); a request sent here directly comes from a node (auto-created topics) and is not limited.
         self.admin.apply_mutation_quota = False
+        #: ``dispatch(request)``: this listener's KafkaApis.handle, for the requests an Envelope carries (set by
+        #: the server once the listener's KafkaApis is built)
+        self.dispatch = None
 
     def handlers(self) -> dict:
         result = {
@@ -49,10 +58,21 @@ class ControllerApis:
             ApiKeys.DELETE_ACLS: self.admin.handle_delete_acls_request,
             ApiKeys.UPDATE_FEATURES: self.admin.handle_update_features_request,
             ApiKeys.ALTER_CLIENT_QUOTAS: self.admin.handle_alter_client_quotas_request,
+            ApiKeys.ENVELOPE: self.handle_envelope_request,
         }
         if self.cluster_info is not None:
             result[ApiKeys.DESCRIBE_CLUSTER] = self.handle_describe_cluster_request
         return result
+
+    def handle_envelope_request(self, request) -> None:
+        """Kafka's ``ControllerApis.handleEnvelopeRequest``: unwrap and dispatch the forwarded request (errors of
+        the envelope itself, see :func:`~pykbroker.server.envelope.parse_forwarded_request`, are raised and answered
+        as an EnvelopeResponse error by KafkaApis)."""
+        from pykbroker.server.envelope import parse_forwarded_request
+
+        if self.dispatch is None:
+            raise errors.UnsupportedVersionError("This listener does not accept forwarded requests")
+        self.dispatch(parse_forwarded_request(request))
 
     def handle_describe_cluster_request(self, request) -> None:
         """KIP-919: a controller describes the controllers (endpoint_type 2); asked for brokers
