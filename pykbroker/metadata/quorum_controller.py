@@ -158,13 +158,6 @@ MAYBE_BALANCE_PARTITION_LEADERS = "maybeBalancePartitionLeaders"
 DEFERRED_RETRY_MS = 60_000
 
 
-class _AclView:
-    __slots__ = ("acls",)
-
-    def __init__(self, acls: dict):
-        self.acls = acls
-
-
 class QuorumController:
     """See the module docstring. ``session_timeout_ms``: Kafka's ``broker.session.timeout.ms``."""
 
@@ -249,11 +242,6 @@ class QuorumController:
     @property
     def last_committed_offset(self) -> int:
         return self._last_committed_offset
-
-    def acl_view(self):
-        """The ACLs this controller has replayed, as an object with ``acls`` ({id: binding}) for a
-        StandardAuthorizer on a controller-only node (any thread: the dict is replaced, never changed)."""
-        return _AclView(self.managers.acls.acls)
 
     def create_topics(self, request: dict[str, Any], describable: set[str] | None = None, quota=None) -> Future:
         """CreateTopics -> ``{topics: [CreatableTopicResult dict]}`` (see ReplicationControlManager). ``quota``:

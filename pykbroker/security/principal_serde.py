@@ -48,7 +48,7 @@ def deserialize(data: bytes | None) -> str:
     if version != _VERSION:
         raise errors.PrincipalDeserializationError(f"{message}: unsupported DefaultPrincipalData version {version}")
     try:
-        body, end = codec.decode(_SCHEMA, version, memoryview(bytes(data))[2:])
+        body, _end = codec.decode(_SCHEMA, version, memoryview(bytes(data))[2:])
     except Exception as e:
         raise errors.PrincipalDeserializationError(f"{message}: {e}") from e
     if not body["type"]:
