@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import uuid
 
+from pykbroker.coordinator.group.consumer import record_codec as ccodec
 from pykbroker.coordinator.group.consumer.heartbeat import ConsumerGroupHeartbeatHandler
 from pykbroker.coordinator.group.delayed_ops import DelayedHeartbeat, DelayedJoin, DelayedSync
 from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
@@ -163,6 +164,7 @@ class GroupCoordinator:
                 if group.consumer_group.members:
                     return error(errors.INCONSISTENT_GROUP_PROTOCOL)  # KIP-848 migration: a later slice
                 self.log.info(f"Converting the empty consumer group {group_id} to a classic group")
+                self.manager.append(group_id, ccodec.tombstones(group.consumer_group), lambda code: None)
                 group.consumer_group = None
             if not group.supports_protocols(protocol_type, [p for p, _ in protocols]):
                 return error(errors.INCONSISTENT_GROUP_PROTOCOL)

@@ -34,6 +34,8 @@ import struct
 import threading
 
 from pykbroker.coordinator.group import record_codec as codec
+from pykbroker.coordinator.group.consumer import record_codec as ccodec
+from pykbroker.coordinator.group.consumer.group import ConsumerGroup
 from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState, OffsetAndMetadata
 from pykbroker.log.fetch_data_info import FetchIsolation
 from pykbroker.log.producer_state_entry import AppendOrigin
@@ -105,6 +107,9 @@ class GroupMetadataManager:
         self.epochs: dict[int, int] = {}
         self._lock = threading.RLock()
         self._shutting_down = threading.Event()
+        #: called with the groups of a partition once its load is published (on the scheduler thread, no lock
+        #: held): the coordinator restarts the session timers of the consumer groups' members
+        self.on_loaded = lambda groups: None
 
     def startup(self) -> None:
         self.scheduler.startup()
@@ -264,9 +269,14 @@ class GroupMetadataManager:
             for producer_id, commit in self._completions_while_loading.pop(partition, []):
                 for group in groups.values():
                     group.complete_pending_txn_offset_commit(producer_id, commit)
+            for group in groups.values():
+                if group.consumer_group is not None:
+                    group.consumer_group.rebuild_indexes()
+                    group.consumer_group.persisted = ccodec.records_of(group.consumer_group)
             self.groups.update(groups)
             del self.loading[partition]
             self.loaded.add(partition)
+        self.on_loaded(list(groups.values()))
         done = self.time.milliseconds()
         _log.info(
             f"Finished loading offsets and group metadata from {name} in {done - scheduled_ms} milliseconds "
@@ -336,7 +346,31 @@ class GroupMetadataManager:
         return count
 
     @staticmethod
+    def _replay_consumer(groups: dict[str, GroupMetadata], key: bytes, value: bytes | None) -> None:
+        """A consumer group record (key versions 3..8): applied to the group's ConsumerGroup, created on its
+        first record; the group epoch's tombstone removes the consumer group (and the group, without offsets)."""
+        try:
+            version, group_id, member_id = ccodec.decode_key(key)
+            group = groups.get(group_id)
+            if version == ccodec.GROUP_METADATA and value is None:
+                if group is not None:
+                    group.consumer_group = None
+                    if not group.offsets:
+                        del groups[group_id]
+                return
+            if group is None:
+                group = groups[group_id] = GroupMetadata(group_id)
+            if group.consumer_group is None:
+                group.consumer_group = ConsumerGroup(group_id)
+            ccodec.replay(group.consumer_group, version, member_id, value)
+        except _UNDECODABLE as e:
+            _skip_undecodable(e)
+
+    @staticmethod
     def _replay(groups: dict[str, GroupMetadata], key: bytes, value: bytes | None) -> None:
+        if len(key) >= 2 and struct.unpack_from(">h", key)[0] in ccodec.KEY_VERSIONS:
+            GroupMetadataManager._replay_consumer(groups, key, value)
+            return
         try:
             kind = codec.decode_key(key)
             if kind[0] == "offset":
@@ -545,9 +579,13 @@ class GroupMetadataManager:
             callback(errors.NONE)
 
     def delete_group(self, group: GroupMetadata, callback) -> None:
-        records = [(codec.offset_key(group.group_id, t, p), None) for t, p in group.offsets]
+        records: list[tuple[bytes, bytes | None]] = [
+            (codec.offset_key(group.group_id, t, p), None) for t, p in group.offsets
+        ]
         records.append((codec.group_key(group.group_id), None))
         with group.lock:
+            if group.consumer_group is not None:
+                records += ccodec.tombstones(group.consumer_group)
             group.offsets.clear()
         self.remove_group(group)
         self.append(group.group_id, records, callback)

@@ -37,6 +37,9 @@ class ConsumerGroup:
         #: group.instance.id -> member id of the static members (KIP-345 in KIP-848)
         self.static_members: dict[str, str] = {}
         self.dead = False
+        #: ``{key: value}`` of the records last written for this group to ``__consumer_offsets`` (None: unknown,
+        #: everything is written again); see :func:`~pykbroker.coordinator.group.consumer.record_codec.records_of`
+        self.persisted: dict[bytes, bytes] | None = {}
 
     # -- state -------------------------------------------------------------------------------------------
     @property
@@ -94,6 +97,19 @@ class ConsumerGroup:
         if target is not None:
             self.target[new.member_id] = target
         self.update_member(new)
+
+    def rebuild_indexes(self) -> None:
+        """Recompute ``partition_epochs`` and ``static_members`` from the members (after a replay of
+        ``__consumer_offsets``, where the members' records arrive one by one)."""
+        self.partition_epochs.clear()
+        self.static_members.clear()
+        for m in self.members.values():
+            if m.instance_id is not None:
+                self.static_members[m.instance_id] = m.member_id
+            for tps in (m.assigned, m.pending_revocation):
+                for topic_id, parts in tps.items():
+                    for p in parts:
+                        self.partition_epochs[(topic_id, p)] = m.member_epoch
 
     def _release(self, member: ConsumerGroupMember) -> None:
         for tps in (member.assigned, member.pending_revocation):

@@ -29,6 +29,7 @@ import uuid
 
 from pykbroker.config import group_config
 from pykbroker.coordinator.group.consumer import current_assignment_builder as cab
+from pykbroker.coordinator.group.consumer import record_codec
 from pykbroker.coordinator.group.consumer import target_assignment_builder as tab
 from pykbroker.coordinator.group.consumer.assignors import assignor_names
 from pykbroker.coordinator.group.consumer.group import ConsumerGroup
@@ -105,6 +106,7 @@ class ConsumerGroupHeartbeatHandler:
         self.assignors = assignor_names([assignors] if isinstance(assignors, str) else list(assignors))
         self.defaults = group_config.GroupConfigDefaults.from_broker_config(config)
         self.log = get_logger("GroupCoordinator", id=coordinator.node_id)
+        self.manager.on_loaded = self.on_groups_loaded
 
     # -- configuration --------------------------------------------------------------------------------
     def _group_configs(self, group_id: str) -> dict[str, int]:
@@ -291,6 +293,7 @@ class ConsumerGroupHeartbeatHandler:
             if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
                 self._schedule_rebalance_timeout(holder, reconciled)
         self._schedule_session_timeout(holder, reconciled)
+        self._persist(holder, group)
         response = {
             "error_code": errors.NONE,
             "error_message": None,
@@ -362,6 +365,7 @@ class ConsumerGroupHeartbeatHandler:
             else:
                 self.log.info(f"[GroupId {group_id}] Member {member_id} left the consumer group.")
                 self._fence(holder, group, member_id)
+            self._persist(holder, group)
         return {
             "error_code": errors.NONE,
             "error_message": None,
@@ -383,6 +387,56 @@ class ConsumerGroupHeartbeatHandler:
         for kind in ("session", "rebalance"):
             self.purgatory.check_and_complete((kind, holder.group_id, member_id))
 
+    # -- durability ----------------------------------------------------------------------------------------
+    def _persist(self, holder: GroupMetadata, group: ConsumerGroup | None) -> None:
+        """Write what changed in the group since its last write to ``__consumer_offsets`` (Kafka's coordinator
+        records, :mod:`.record_codec`; tombstones for members gone), through the partition leader's append
+        (``offsets.commit.required.acks``). Nothing is written when nothing changed (a plain heartbeat). Group lock
+        held, so the group's appends reach the log in the order of its changes. The response does not wait for the
+        append; a failed append makes the next change write the whole group again."""
+        if group is None or group.dead:
+            return
+        current = record_codec.records_of(group)
+        previous = group.persisted
+        changes: dict[bytes, bytes | None]
+        if previous is None:
+            changes = dict(current)
+        else:
+            changes = {k: v for k, v in current.items() if previous.get(k) != v}
+            changes.update({k: None for k in previous if k not in current})
+        if not changes:
+            return
+        group.persisted = current
+
+        def done(code: int) -> None:
+            if code != errors.NONE:
+                self.log.warning(
+                    f"[GroupId {group.group_id}] Writing the consumer group's records failed",
+                    error=errors.name_of(code),
+                )
+                with holder.lock:
+                    group.persisted = None
+
+        self.manager.append(group.group_id, record_codec.order(changes), done)
+
+    def on_groups_loaded(self, holders: list[GroupMetadata]) -> None:
+        """The groups of a partition this broker now coordinates were replayed: the consumer groups' members carry
+        on with their epochs and assignments, their session timers (re)started from now (Kafka's
+        ``onLoaded``), a member revoking partitions gets its rebalance timer too."""
+        for holder in holders:
+            with holder.lock:
+                group = holder.consumer_group
+                if group is None:
+                    continue
+                self.log.info(
+                    f"[GroupId {group.group_id}] Loaded consumer group at epoch {group.group_epoch} with "
+                    f"{len(group.members)} members"
+                )
+                for member in list(group.members.values()):
+                    self._schedule_session_timeout(holder, member)
+                    if member.state is MemberState.UNREVOKED_PARTITIONS:
+                        self._schedule_rebalance_timeout(holder, member)
+
     # -- timers ------------------------------------------------------------------------------------------
     def _schedule_session_timeout(self, holder: GroupMetadata, member: ConsumerGroupMember) -> None:
         member.heartbeat_generation += 1
@@ -403,6 +457,7 @@ class ConsumerGroupHeartbeatHandler:
                 "its session expired."
             )
             self._fence(holder, holder.consumer_group, member.member_id)
+            self._persist(holder, holder.consumer_group)
 
         self.purgatory.try_complete_else_watch(ConsumerMemberTimer(holder, timeout, superseded, expire), [key])
 
@@ -426,6 +481,7 @@ class ConsumerGroupHeartbeatHandler:
                 f"it failed to revoke partitions within {timeout} ms."
             )
             self._fence(holder, holder.consumer_group, member.member_id)
+            self._persist(holder, holder.consumer_group)
 
         self.purgatory.try_complete_else_watch(ConsumerMemberTimer(holder, timeout, superseded, expire), [key])
 

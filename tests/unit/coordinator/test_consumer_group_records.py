@@ -1,0 +1,158 @@
+"""KIP-848 consumer groups in ``__consumer_offsets`` (Kafka's ConsumerGroup* records, key versions 3..8): the records
+the coordinator writes when the group changes (none for a plain heartbeat), their replay on a new coordinator with
+epochs, assignments and target intact (members carry on without a rebalance, their session timers restarted), and
+the tombstones of a member leaving and of a deleted group."""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from types import SimpleNamespace
+
+import pytest
+
+from pykbroker.coordinator.group.consumer import record_codec as rc
+from pykbroker.coordinator.group.consumer.member import MemberState
+from pykbroker.record.default_record_batch import iter_batches
+from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
+from tests.helpers.wait import wait_until
+from tests.unit.coordinator.harness import Harness
+from tests.unit.coordinator.test_consumer_group import T1, _image, _owned, _parts, hb
+
+SESSION_MS = 45000  # group.consumer.session.timeout.ms's default
+
+
+@pytest.fixture
+def h():
+    harness = Harness()
+    harness.topics = {"t": (T1, 6)}
+    harness.coordinator.consumer.image = lambda: _image(harness.topics)
+    yield harness
+    harness.close()
+
+
+def written(h) -> list[tuple[bytes, bytes | None]]:
+    """Every record appended so far, in order."""
+    out = []
+    for entries in h.replica_manager.appended:
+        for data in entries.values():
+            for _, batch in iter_batches(memoryview(bytes(data))):
+                out += [(bytes(r.key), None if r.value is None else bytes(r.value)) for r in batch.records()]
+    return out
+
+
+def consumer_types(records) -> list[tuple[int, bool]]:
+    """``[(key version, is a tombstone)]`` of the consumer group records."""
+    return [
+        (struct.unpack_from(">h", k)[0], v is None)
+        for k, v in records
+        if struct.unpack_from(">h", k)[0] in rc.KEY_VERSIONS
+    ]
+
+
+class _Log:
+    def __init__(self, records):
+        b = MemoryRecordsBuilder(0)
+        for k, v in records:
+            b.append(1000, k, v)
+        self.data = b.build()
+        self.log_start_offset, self.log_end_offset = 0, len(records)
+
+    def read(self, offset, max_bytes, isolation):
+        return SimpleNamespace(records=SimpleNamespace(read_bytes=lambda: self.data))
+
+
+def failover(h, group="g"):
+    """The group's partition moves away and comes back at a new epoch over a log of what was written: a new
+    coordinator loading it."""
+    records = written(h)
+    p = h.manager.partition_for(group)
+    h.coordinator.on_resignation(p, 0)
+    assert h.manager.all_groups() == [] or all(g.group_id != group for g in h.manager.all_groups())
+    h.manager.log_manager = SimpleNamespace(get_log=lambda topic, partition: _Log(records))
+    h.coordinator.on_election(p, 1)
+    h.load()
+
+
+def test_codec_round_trip():
+    tid = uuid.uuid4()
+    assert rc.decode_key(rc.key(rc.CURRENT_MEMBER_ASSIGNMENT, "g", "m")) == (8, "g", "m")
+    assert rc.decode_key(rc.key(rc.GROUP_METADATA, "g")) == (3, "g", None)
+    assert rc.decode_epoch_value(rc.group_metadata_value(7)) == 7
+    assert rc.decode_partition_metadata_value(rc.partition_metadata_value({"t": (tid, 3)})) == {"t": (tid, 3)}
+    v = rc.member_metadata_value("i", None, "c", "/h", ("a", "b"), None, 30000, "range")
+    assert rc.decode_member_metadata_value(v) == {
+        "instance_id": "i",
+        "rack_id": None,
+        "client_id": "c",
+        "client_host": "/h",
+        "subscribed_topic_names": ("a", "b"),
+        "subscribed_topic_regex": None,
+        "rebalance_timeout_ms": 30000,
+        "server_assignor": "range",
+    }
+    v = rc.current_assignment_value(4, 3, MemberState.UNREVOKED_PARTITIONS, {tid: {0, 2}}, {tid: {1}})
+    assert rc.decode_current_assignment_value(v) == {
+        "member_epoch": 4,
+        "previous_member_epoch": 3,
+        "state": MemberState.UNREVOKED_PARTITIONS,
+        "assigned": {tid: {0, 2}},
+        "pending_revocation": {tid: {1}},
+    }
+    # Kafka's wire form: value version 0, then int32 epoch, then an empty tagged-field section
+    assert rc.group_metadata_value(7) == b"\x00\x00\x00\x00\x00\x07\x00"
+    with pytest.raises(ValueError):
+        rc.decode_current_assignment_value(v[:-3])
+
+
+def test_group_changes_are_written_and_a_plain_heartbeat_writes_nothing(h):
+    a = hb(h)
+    kinds = consumer_types(written(h))
+    assert {k for k, _ in kinds} == {3, 4, 5, 6, 7, 8} and not any(t for _, t in kinds)
+    n = len(h.replica_manager.appended)
+    hb(h, a["member_id"], 1, _owned(range(6)))  # nothing changed
+    assert len(h.replica_manager.appended) == n
+
+
+def test_failover_keeps_epochs_and_assignments_and_members_carry_on(h):
+    a = hb(h)
+    b = hb(h)
+    a2 = hb(h, a["member_id"], 1, _owned(range(6)))
+    kept = _parts(a2)
+    hb(h, a["member_id"], 1, _owned(kept))
+    b3 = hb(h, b["member_id"], 2, _owned(set()))
+    before = h.coordinator.consumer.describe("g")
+    assert before["group_state"] == "Stable"
+
+    failover(h)
+
+    after = h.coordinator.consumer.describe("g")
+    key = lambda d: sorted(d["members"], key=lambda m: m["member_id"])  # noqa: E731
+    assert (after["group_epoch"], after["assignment_epoch"], after["group_state"]) == (2, 2, "Stable")
+    assert key(after) == key(before)
+    # the members carry on at their epochs without a rebalance
+    a4 = hb(h, a["member_id"], 2, _owned(kept))
+    b4 = hb(h, b["member_id"], 2, _owned(_parts(b3)))
+    assert (a4["error_code"], a4["member_epoch"], b4["member_epoch"]) == (0, 2, 2)
+    assert h.coordinator.consumer.describe("g")["group_epoch"] == 2
+    # and their session timers run: without heartbeats they are fenced after the session timeout
+    h.time.sleep(SESSION_MS + 1)
+    wait_until(lambda: h.coordinator.consumer.describe("g")["members"] == [], timeout=10, message="sessions expired")
+
+
+def test_member_leave_and_group_delete_write_tombstones_and_replay_them(h):
+    a = hb(h)
+    b = hb(h)
+    hb(h, a["member_id"], 1, _owned(range(6)))
+    mark = len(written(h))
+    hb(h, b["member_id"], -1, None, topics=None)  # b leaves
+    kinds = consumer_types(written(h)[mark:])
+    assert {(5, True), (7, True), (8, True)} <= set(kinds)
+    failover(h)
+    assert [m["member_id"] for m in h.coordinator.consumer.describe("g")["members"]] == [a["member_id"]]
+    hb(h, a["member_id"], -1, None, topics=None)
+    out: list = []
+    h.coordinator.delete_group("g", out.append)
+    assert out == [0]
+    failover(h)
+    assert h.manager.get_group("g") is None
