@@ -20,9 +20,10 @@ writes are chosen by the finalized level (RegisterBrokerRecord's version, SCRAM 
 ``transaction.version`` 1 makes the transaction coordinator write flexible ``__transaction_state`` values
 (TransactionLogValue v1), 2 (epoch bump per transaction, KIP-890 part 2) tells clients they may use Produce v12 /
 EndTxn v5 / TxnOffsetCommit v5 (the broker serves them at any level, as Kafka; the client chooses per transaction)
-and makes the coordinator's own aborts (fencing, timeouts) bump the epoch; ``group.version`` 1 (the KIP-848
-consumer protocol), ``eligible.leader.replicas.version`` 1 (KIP-966) and ``kraft.version`` 1 (dynamic quorums,
-KIP-853) are not implemented, so those stay at 0.
+and makes the coordinator's own aborts (fencing, timeouts) bump the epoch; ``group.version`` 1 enables the KIP-848
+consumer protocol (ConsumerGroupHeartbeat and ConsumerGroupDescribe answer UNSUPPORTED_VERSION at 0; a new cluster
+at 4.0-IV0 or later starts at 1); ``eligible.leader.replicas.version`` 1 (KIP-966) and ``kraft.version`` 1 (dynamic
+quorums, KIP-853) are not implemented, so those stay at 0.
 
 Pure data and functions; any thread.
 """
@@ -160,7 +161,7 @@ SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = MappingProxyType(
         METADATA_VERSION: (MINIMUM_VERSION, IBP_4_0_IV3),
         KRAFT_VERSION: (0, 0),
         TRANSACTION_VERSION: (0, 2),
-        GROUP_VERSION: (0, 0),
+        GROUP_VERSION: (0, 1),
         ELIGIBLE_LEADER_REPLICAS_VERSION: (0, 0),
     }
 )

@@ -393,3 +393,45 @@ def test_consumer_apis_not_advertised_without_the_consumer_protocol(broker_facto
     with BrokerConnection.to(b.bootstrap) as c:
         keys = {k["api_key"] for k in c.request(ApiKeys.API_VERSIONS, 3, {})["api_keys"]}
     assert ApiKeys.CONSUMER_GROUP_HEARTBEAT not in keys and ApiKeys.JOIN_GROUP in keys
+
+
+def _update_group_version(bootstrap: str, level: int) -> None:
+    with BrokerConnection.to(bootstrap) as c:
+        r = c.request(
+            ApiKeys.UPDATE_FEATURES,
+            1,
+            {
+                "timeout_ms": 30000,
+                "feature_updates": [
+                    {"feature": "group.version", "max_version_level": level, "upgrade_type": 1 if level else 2}
+                ],
+                "validate_only": False,
+            },
+        )
+    assert r["error_code"] == errors.NONE, r
+
+
+def _finalized_group_version(bootstrap: str) -> int:
+    with BrokerConnection.to(bootstrap) as c:
+        v = c.request(ApiKeys.API_VERSIONS, 4, {"client_software_name": "t", "client_software_version": "1"})
+    return {f["name"]: f["max_version_level"] for f in v["finalized_features"]}.get("group.version", 0)
+
+
+def test_group_version_0_disables_the_consumer_protocol(cbroker):
+    """Kafka 4's gate (``KafkaApis.isConsumerGroupProtocolEnabled``): a new cluster finalizes group.version 1; at 0
+    ConsumerGroupHeartbeat and ConsumerGroupDescribe answer UNSUPPORTED_VERSION; upgraded again, they are served."""
+    create_topic(cbroker.bootstrap, "cpv", 1)
+    bootstrap = cbroker.bootstrap
+    assert _finalized_group_version(bootstrap) == 1
+    wait_until(lambda: _find_coordinator(bootstrap, "gv"), 20, message="coordinator")
+    _update_group_version(bootstrap, 0)
+    wait_until(lambda: _finalized_group_version(bootstrap) == 0, 10, message="group.version 0")
+    with BrokerConnection.to(bootstrap) as c:
+        assert _heartbeat(c, "gv", "", 0, "cpv")["error_code"] == errors.UNSUPPORTED_VERSION
+        d = c.request(ApiKeys.CONSUMER_GROUP_DESCRIBE, 0, {"group_ids": ["gv"], "include_authorized_operations": False})
+        assert [g["error_code"] for g in d["groups"]] == [errors.UNSUPPORTED_VERSION]
+    _update_group_version(bootstrap, 1)
+    wait_until(lambda: _finalized_group_version(bootstrap) == 1, 10, message="group.version 1")
+    with BrokerConnection.to(bootstrap) as c:
+        first = _heartbeat(c, "gv", "", 0, "cpv")
+        assert (first["error_code"], first["member_epoch"]) == (errors.NONE, 1)

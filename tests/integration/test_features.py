@@ -25,7 +25,7 @@ pytestmark = pytest.mark.integration
 
 SUPPORTED = {  # pykbroker's table: name -> (min, max)
     "eligible.leader.replicas.version": (0, 0),
-    "group.version": (0, 0),
+    "group.version": (0, 1),
     "kraft.version": (0, 0),
     "metadata.version": (7, 25),
     "transaction.version": (0, 2),
@@ -81,7 +81,7 @@ def test_api_versions_carry_supported_and_finalized_features(broker):
     assert supported == SUPPORTED
     finalized = {f["name"]: (f["min_version_level"], f["max_version_level"]) for f in v4["finalized_features"]}
     # a new cluster: Kafka 4.0's metadata.version and its defaults that pykbroker supports
-    assert finalized == {"metadata.version": (25, 25), "transaction.version": (2, 2)}
+    assert finalized == {"metadata.version": (25, 25), "transaction.version": (2, 2), "group.version": (1, 1)}
     assert v4["finalized_features_epoch"] >= 0
     # below v4 the features whose minimum is 0 are left out (KAFKA-17492); the finalized ones are all there
     v3 = api_versions(broker.bootstrap, 3)
@@ -94,7 +94,9 @@ def test_kafka_features_describe_upgrade_downgrade_and_refusals(broker):
     b = broker.bootstrap
     run = features("--bootstrap-server", b, "describe")
     assert run.returncode == 0, run.stderr
-    assert describe_lines(run.stdout) == expected_describe({"metadata.version": "4.0-IV3", "transaction.version": "2"})
+    assert describe_lines(run.stdout) == expected_describe(
+        {"metadata.version": "4.0-IV3", "transaction.version": "2", "group.version": "1"}
+    )
     epoch = int(run.stdout.split("Epoch: ")[1].split("\n")[0])
 
     # above the supported range: Kafka's error, nothing changes
@@ -119,12 +121,13 @@ def test_kafka_features_describe_upgrade_downgrade_and_refusals(broker):
     assert {f["name"]: f["max_version_level"] for f in api_versions(b, 4)["finalized_features"]} == {
         "metadata.version": 25,
         "transaction.version": 2,
+        "group.version": 1,
     }
 
     run = features("--bootstrap-server", b, "downgrade", "--feature", "transaction.version=0")
     assert (run.returncode, run.stdout.strip()) == (0, "transaction.version was downgraded to 0."), run.stderr
     run = features("--bootstrap-server", b, "describe")
-    assert describe_lines(run.stdout) == expected_describe({"metadata.version": "4.0-IV3"})
+    assert describe_lines(run.stdout) == expected_describe({"metadata.version": "4.0-IV3", "group.version": "1"})
     assert int(run.stdout.split("Epoch: ")[1].split("\n")[0]) > epoch
 
     # UpdateFeatures v1 answers per feature; upgrade back
@@ -156,9 +159,10 @@ def test_kafka_features_describe_upgrade_downgrade_and_refusals(broker):
         "metadata.version was upgraded to 25.",
     ]
     # features pykbroker does not implement: refused by the controller
-    run = features("--bootstrap-server", b, "upgrade", "--feature", "group.version=1")
+    run = features("--bootstrap-server", b, "upgrade", "--feature", "eligible.leader.replicas.version=1")
     assert run.stdout.strip().endswith(
-        "Invalid update version 1 for feature group.version. Local controller 1 does not support this feature."
+        "Invalid update version 1 for feature eligible.leader.replicas.version. Local controller 1 does not support "
+        "this feature."
     )
 
 
@@ -211,7 +215,7 @@ def test_transaction_version_chooses_the_transaction_log_value_version(broker):
     transaction("tv1")
     run = features("--bootstrap-server", broker.bootstrap, "downgrade", "--feature", "transaction.version=0")
     assert run.returncode == 0, run.stderr
-    wait_until(lambda: len(api_versions(broker.bootstrap, 4)["finalized_features"]) == 1, 10)
+    wait_until(lambda: len(api_versions(broker.bootstrap, 4)["finalized_features"]) == 2, 10)
     transaction("tv0")
     broker.stop()
     versions = transaction_log_value_versions(Path(broker.props["log.dirs"]))

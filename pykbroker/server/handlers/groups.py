@@ -22,12 +22,14 @@ from __future__ import annotations
 from pykbroker.coordinator.group.group_metadata import OffsetAndMetadata
 from pykbroker.coordinator.group.record_codec import partition_for as group_partition_for
 from pykbroker.coordinator.transaction.transaction_log import partition_for as txn_partition_for
+from pykbroker.metadata.features import GROUP_VERSION
 from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from pykbroker.protocol import errors
 from pykbroker.protocol.acl import AclOperation
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.protocol.resource import CLUSTER_NAME, ResourceType
 from pykbroker.protocol.types import ZERO_UUID
+from pykbroker.server import error_responses
 from pykbroker.server.auth_helper import authorized_operations
 
 GROUP_KEY, TXN_KEY = 0, 1
@@ -79,6 +81,28 @@ class GroupHandlers:
         if isinstance(protocols, str):
             protocols = protocols.split(",")
         return "consumer" in {p.strip().lower() for p in protocols}
+
+    def _group_version(self) -> int:
+        """The finalized ``group.version`` of the metadata image (0 when not finalized): 1 or more enables the
+        consumer rebalance protocol (Kafka's ``GroupVersion.isConsumerRebalanceProtocolSupported``)."""
+        image = getattr(self.cache, "image", None)
+        features = getattr(image, "features", None) or {}
+        return features.get(GROUP_VERSION, 0)
+
+    def _consumer_protocol_unsupported(self, request) -> bool:
+        """Kafka's ``!isConsumerGroupProtocolEnabled()`` for the finalized feature: with ``group.version`` 0 the
+        request is answered UNSUPPORTED_VERSION (its error response) and True is returned."""
+        if self._group_version() >= 1:
+            return False
+        ctx = request.context
+        body = error_responses.build_error_response(
+            ctx.api_key, ctx.api_version, request.body, errors.UNSUPPORTED_VERSION
+        )
+        if body is None:
+            self.helper.close_connection(request)
+        else:
+            self.helper.send_response(request, body)
+        return True
 
     # -- FindCoordinator ----------------------------------------------------------------------------
     def _internal_topic_ready(self, name: str) -> bool:
@@ -274,9 +298,12 @@ class GroupHandlers:
 
     # -- KIP-848 consumer groups ---------------------------------------------------------------------
     def handle_consumer_group_heartbeat_request(self, request) -> None:
-        """ConsumerGroupHeartbeat (``KafkaApis.handleConsumerGroupHeartbeat``): READ on the group first
-        (GROUP_AUTHORIZATION_FAILED), then the coordinator's answer; errors carry their message."""
+        """ConsumerGroupHeartbeat (``KafkaApis.handleConsumerGroupHeartbeat``): UNSUPPORTED_VERSION while the
+        finalized ``group.version`` is 0, then READ on the group (GROUP_AUTHORIZATION_FAILED), then the coordinator's
+        answer; errors carry their message."""
         body, ctx = request.body, request.context
+        if self._consumer_protocol_unsupported(request):
+            return None
 
         def error(code: int, message: str | None = None) -> None:
             self.helper.send_response(
@@ -302,9 +329,12 @@ class GroupHandlers:
         return None
 
     def handle_consumer_group_describe_request(self, request) -> None:
-        """ConsumerGroupDescribe (``KafkaApis.handleConsumerGroupDescribe``): per group, DESCRIBE on it
+        """ConsumerGroupDescribe (``KafkaApis.handleConsumerGroupDescribe``): UNSUPPORTED_VERSION for every group
+        while the finalized ``group.version`` is 0; else per group, DESCRIBE on it
         (GROUP_AUTHORIZATION_FAILED), then the coordinator's description (GROUP_ID_NOT_FOUND when missing or
         not a consumer group; NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS from the partition's status)."""
+        if self._consumer_protocol_unsupported(request):
+            return
         include = request.body.get("include_authorized_operations", False)
         groups = []
         for group_id in request.body["group_ids"]:

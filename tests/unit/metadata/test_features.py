@@ -73,12 +73,13 @@ def test_new_clusters_start_at_kafkas_defaults_capped_to_the_supported():
         "metadata.version": 25,
         "kraft.version": 0,
         "transaction.version": 2,
-        "group.version": 0,
+        "group.version": 1,
         "eligible.leader.replicas.version": 0,
     }
     records = feature_level_bootstrap_records(25, fv.bootstrap_levels(25))
     assert [(r.data["name"], r.data["feature_level"]) for r in records] == [
         ("metadata.version", 25),
+        ("group.version", 1),
         ("transaction.version", 2),
     ]
 
@@ -108,7 +109,7 @@ def test_upgrade_downgrade_and_validate_only():
     assert only.response["error_code"] == 0 and only.records == []
     for r in down.records:
         m.replay(r)
-    assert m.finalized == {"metadata.version": 25}
+    assert m.finalized == {"metadata.version": 25, "group.version": 1}
     assert refusal(m.update_features({"transaction.version": 0}, {"transaction.version": 4}, False)) == (
         "Invalid update version 0 for feature transaction.version. The controller does not support the given "
         "upgrade type."
@@ -126,8 +127,12 @@ def test_refused_outside_the_ranges_of_this_controller_and_of_every_broker():
     assert refusal(m.update_features({"transaction.version": 3}, {}, False)) == (
         "Invalid update version 3 for feature transaction.version. Local controller 1 only supports versions 0-2"
     )
-    assert refusal(m.update_features({"group.version": 1}, {}, False)) == (
-        "Invalid update version 1 for feature group.version. Local controller 1 does not support this feature."
+    assert refusal(m.update_features({"group.version": 2}, {}, False)) == (
+        "Invalid update version 2 for feature group.version. Local controller 1 only supports versions 0-1"
+    )
+    assert refusal(m.update_features({"eligible.leader.replicas.version": 1}, {}, False)) == (
+        "Invalid update version 1 for feature eligible.leader.replicas.version. Local controller 1 does not support "
+        "this feature."
     )
     brokers = [(5, {"transaction.version": (0, 1)}), (6, {"metadata.version": (7, 25)})]
     m = manager({"metadata.version": 25}, brokers)

@@ -125,7 +125,7 @@ def test_thread_names_and_bootstrap_metadata_version(node):
     image = node.wait_image(lambda i: i.metadata_version is not None)
     # a new cluster: Kafka 4.0's latest production metadata.version, its feature defaults capped to the supported
     assert image.metadata_version == 25 and image.cluster_id == "test-cluster"
-    assert dict(image.features) == {"metadata.version": 25, "transaction.version": 2}
+    assert dict(image.features) == {"metadata.version": 25, "transaction.version": 2, "group.version": 1}
 
 
 def test_create_topic_commits_then_completes_and_publishes(node):
@@ -145,8 +145,8 @@ def test_create_topic_commits_then_completes_and_publishes(node):
     assert set(delta.topics.local_changes(1).leaders) == {("foo", 0), ("foo", 1)}
     assert image.brokers[1].listeners["PLAINTEXT"].port == 9092 and not image.brokers[1].fenced
     names = [r.name for r in node.records.records]
-    assert names[:3] == ["FeatureLevelRecord", "FeatureLevelRecord", "RegisterBrokerRecord"]
-    assert names[3:] == ["TopicRecord", "PartitionRecord", "PartitionRecord"]
+    assert names[:4] == ["FeatureLevelRecord", "FeatureLevelRecord", "FeatureLevelRecord", "RegisterBrokerRecord"]
+    assert names[4:] == ["TopicRecord", "PartitionRecord", "PartitionRecord"]
 
 
 def test_errors_come_back_in_the_response(node):
@@ -238,8 +238,8 @@ def test_restart_replays_log_and_keeps_state(tmp_path):
         assert create(second, "persist").result(TIMEOUT)["topics"][0]["error_code"] == errors.TOPIC_ALREADY_EXISTS
         nxt = second.controller.allocate_producer_ids({"broker_id": 1, "broker_epoch": -1}).result(TIMEOUT)
         assert nxt["producer_id_start"] == 1000
-        # bootstrap records (metadata.version, transaction.version) written once only
-        assert [r.name for r in second.records.records].count("FeatureLevelRecord") == 2
+        # bootstrap records (metadata.version, group.version, transaction.version) written once only
+        assert [r.name for r in second.records.records].count("FeatureLevelRecord") == 3
     finally:
         second.stop()
 
