@@ -2,7 +2,9 @@
 (``org.apache.kafka.tools.consumer.group.ConsumerGroupCommand``).
 
     bin/kafka-consumer-groups --bootstrap-server HOST:PORT --list [--state [Stable,Empty,...]]
+        [--type [classic,consumer]]
     bin/kafka-consumer-groups --bootstrap-server HOST:PORT --describe (--group G | --all-groups) [--members | --state]
+        [--verbose]
     bin/kafka-consumer-groups --bootstrap-server HOST:PORT --delete (--group G | --all-groups)
     bin/kafka-consumer-groups --bootstrap-server HOST:PORT --reset-offsets --group G (--topic T | --all-topics)
         (--to-earliest | --to-latest | --to-offset N | --shift-by N | --to-datetime YYYY-MM-DDTHH:mm:SS.sss
@@ -11,8 +13,12 @@
 ``--describe`` prints Kafka's columns GROUP, TOPIC, PARTITION, CURRENT-OFFSET, LOG-END-OFFSET, LAG,
 CONSUMER-ID, HOST, CLIENT-ID (``-`` where unknown), one row per assigned or committed partition;
 ``--members`` prints GROUP, CONSUMER-ID, HOST, CLIENT-ID, #PARTITIONS; ``--state`` prints GROUP,
-COORDINATOR (ID), ASSIGNMENT-STRATEGY, STATE, #MEMBERS. ``--list --state`` prints GROUP and STATE columns, only
-the groups in the given states when a list follows. ``--all-groups``: every group. Offsets are reset only for an
+COORDINATOR (ID), ASSIGNMENT-STRATEGY, STATE, #MEMBERS. ``--verbose`` adds Kafka 4's columns (KIP-1099):
+CURRENT-EPOCH, CURRENT-ASSIGNMENT, TARGET-EPOCH, TARGET-ASSIGNMENT to ``--members`` and GROUP-EPOCH,
+TARGET-ASSIGNMENT-EPOCH to ``--state`` (``-`` for a classic group). ``--list --state`` prints GROUP and STATE
+columns, only the groups in the given states when a list follows; ``--type`` adds the TYPE column (Classic,
+Consumer), only the groups of the given types when a list follows (ListGroups v5, KIP-1043).
+``--all-groups``: every group. Offsets are reset only for an
 inactive (Empty) group, as in Kafka; without ``--execute`` the new offsets are only printed (a dry run).
 ``--to-datetime`` and ``--by-duration`` find offsets by timestamp (ListOffsets), falling back to the log end where
 no record is that recent. ``--export`` prints the new offsets as Kafka's CSV (``topic,partition,offset`` for
@@ -122,10 +128,15 @@ class Admin:
                 return r
             time.sleep(0.1)
 
-    def list_groups(self, states: list[str] | None = None) -> list[dict]:
-        """Every group (``states``: only those in one of these states), sorted by id."""
+    def list_groups(self, states: list[str] | None = None, types: list[str] | None = None) -> list[dict]:
+        """Every group (``states``: only those in one of these states; ``types``: of these types, KIP-1043), sorted
+        by id; ListGroups v5 (each group's ``group_type``)."""
         r = self._request_retrying(
-            self.conn, ApiKeys.LIST_GROUPS, 4, {"states_filter": states or []}, lambda r: r["error_code"]
+            self.conn,
+            ApiKeys.LIST_GROUPS,
+            5,
+            {"states_filter": states or [], "types_filter": types or []},
+            lambda r: r["error_code"],
         )
         if r["error_code"] != errors.NONE:
             raise CommandError(f"Error listing groups: {errors.name_of(r['error_code'])}")
@@ -163,15 +174,26 @@ class Admin:
         members = [
             {
                 "member_id": m["member_id"],
+                "group_instance_id": m["instance_id"],
                 "client_id": m["client_id"],
                 "client_host": m["client_host"],
                 "partitions": sorted(
                     (tp["topic_name"], p) for tp in m["assignment"]["topic_partitions"] for p in tp["partitions"]
                 ),
+                "member_epoch": m["member_epoch"],
+                "target_partitions": sorted(
+                    (tp["topic_name"], p) for tp in m["target_assignment"]["topic_partitions"] for p in tp["partitions"]
+                ),
             }
             for m in g["members"]
         ]
-        return {"group_state": g["group_state"], "protocol_data": g["assignor_name"], "members": members}
+        return {
+            "group_state": g["group_state"],
+            "protocol_data": g["assignor_name"],
+            "members": members,
+            "group_epoch": g["group_epoch"],
+            "assignment_epoch": g["assignment_epoch"],
+        }
 
     def committed(self, conn, group: str) -> dict[tuple[str, int], int]:
         r = self._request_retrying(
@@ -244,7 +266,17 @@ def _table(rows: list[list[str]], header: list[str], fixed: dict[int, int]) -> l
     return [fmt(header)] + [fmt(r) for r in rows]
 
 
-def describe(admin: Admin, group: str, members_only: bool, out) -> None:
+def _assignment_text(tps: list[tuple[str, int]]) -> str:
+    """A member's partitions as the verbose columns print them: ``topic:0,1;other:2``, ``-`` when none."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, p in tps:
+        by_topic.setdefault(topic, []).append(p)
+    if not by_topic:
+        return "-"
+    return ";".join(f"{t}:{','.join(str(p) for p in sorted(ps))}" for t, ps in sorted(by_topic.items()))
+
+
+def describe(admin: Admin, group: str, members_only: bool, out, verbose: bool = False) -> None:
     conn = admin.coordinator(group)
     try:
         g = admin.describe(conn, group)
@@ -266,9 +298,20 @@ def describe(admin: Admin, group: str, members_only: bool, out) -> None:
             ]
             for m in members
         ]
+        header = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
+        if verbose:  # Kafka 4's columns (KIP-1099): epochs and assignments; "-" where a classic group has none
+            header += ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
+            consumer = "group_epoch" in g
+            for row, m in zip(rows, members, strict=True):
+                row += [
+                    str(m["member_epoch"]) if consumer else "-",
+                    _assignment_text(_member_partitions(m)),
+                    str(g["assignment_epoch"]) if consumer else "-",
+                    _assignment_text(m["target_partitions"]) if consumer else "-",
+                ]
         if not members:
             print(f"Consumer group '{group}' has no active members.", file=out)
-        for line in _table(rows, ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"], {}):
+        for line in _table(rows, header, {}):
             print(line, file=out)
         return
     owner: dict[tuple[str, int], dict] = {}
@@ -313,8 +356,9 @@ def describe(admin: Admin, group: str, members_only: bool, out) -> None:
         print(line, file=out)
 
 
-def describe_state(admin: Admin, group: str, out) -> None:
-    """Kafka's ``printStates``: GROUP, COORDINATOR (ID), ASSIGNMENT-STRATEGY, STATE, #MEMBERS."""
+def describe_state(admin: Admin, group: str, out, verbose: bool = False) -> None:
+    """Kafka's ``printStates``: GROUP, COORDINATOR (ID), ASSIGNMENT-STRATEGY, STATE, #MEMBERS; ``verbose`` adds
+    GROUP-EPOCH and TARGET-ASSIGNMENT-EPOCH before #MEMBERS (Kafka 4, KIP-1099; ``-`` for a classic group)."""
     node_id, host, port = admin.find_coordinator(group)
     with BrokerConnection(host, port, client_id="kafka-consumer-groups") as conn:
         g = admin.describe(conn, group)
@@ -328,21 +372,49 @@ def describe_state(admin: Admin, group: str, out) -> None:
     group_width, coordinator_width = max(15, len(group)), max(25, len(coordinator))
 
     def row(*cells: object) -> str:
-        name, coord, strategy, state, members = (str(c) for c in cells)
-        return f"{name:<{group_width}} {coord:<{coordinator_width}} {strategy:<20} {state:<20} {members}"
+        name, coord, strategy, state, *epochs, members = (str(c) for c in cells)
+        line = f"{name:<{group_width}} {coord:<{coordinator_width}} {strategy:<20} {state:<20} "
+        if epochs:
+            line += f"{epochs[0]:<15} {epochs[1]:<25} "
+        return line + members
 
+    epochs: list[object] = []
+    if verbose:
+        epochs = [g.get("group_epoch", "-"), g.get("assignment_epoch", "-")]
     print("", file=out)
-    print(row("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"), file=out)
-    print(row(group, coordinator, g["protocol_data"] or "-", g["group_state"], len(g["members"])), file=out)
+    header_epochs = ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"] if verbose else []
+    print(row("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", *header_epochs, "#MEMBERS"), file=out)
+    print(row(group, coordinator, g["protocol_data"] or "-", g["group_state"], *epochs, len(g["members"])), file=out)
 
 
-def list_with_state(admin: Admin, states: list[str], out) -> None:
-    """Kafka's ``printGroupInfo`` with the STATE column: ``%-{max(15, longest id) + 10}s %-20s`` per line."""
-    groups = admin.list_groups(states)
+def list_with_state(admin: Admin, states: list[str], out, types: list[str] | None = None, state: bool = True) -> None:
+    """Kafka's ``printGroupInfo``: GROUP, then TYPE when ``types`` is given (``--type``: Classic, Consumer; only
+    those types when the list is not empty), then STATE when ``state``: ``%-{max(15, longest id) + 10}s`` and
+    ``%-20s`` per column."""
+    groups = admin.list_groups(states, [t.lower() for t in types or []])
     width = max([15] + [len(g["group_id"]) for g in groups]) + 10
-    print(f"{'GROUP':<{width}} {'STATE':<20}", file=out)
+    header = [f"{'GROUP':<{width}}"] + (["TYPE".ljust(20)] if types is not None else [])
+    print(" ".join(header + (["STATE".ljust(20)] if state else [])), file=out)
     for g in groups:
-        print(f"{g['group_id']:<{width}} {g['group_state'] or 'Unknown':<20}", file=out)
+        cells = [f"{g['group_id']:<{width}}"]
+        if types is not None:
+            cells.append((GROUP_TYPES.get(g.get("group_type") or "", "Unknown")).ljust(20))
+        if state:
+            cells.append((g["group_state"] or "Unknown").ljust(20))
+        print(" ".join(cells), file=out)
+
+
+#: ListGroups' group types as Kafka's ``GroupType.toString``
+GROUP_TYPES = {"consumer": "Consumer", "classic": "Classic", "share": "Share"}
+
+
+def parse_types(text: str) -> list[str]:
+    """``"classic,Consumer"`` -> Kafka's type names (``consumerGroupTypesFromString``); CommandError for an unknown
+    one."""
+    types = [GROUP_TYPES.get(t.strip().lower()) for t in text.split(",")]
+    if None in types:
+        raise UsageError(f"Invalid types list '{text}'. Valid types are: Consumer, Classic, Share")
+    return [t for t in types if t is not None]
 
 
 def parse_states(text: str) -> list[str]:
@@ -575,6 +647,19 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="With --describe: the group's state; with --list: the groups' states, only those given if a list follows.",
     )
+    p.add_argument(
+        "--type",
+        nargs="?",
+        const="",
+        default=None,
+        help="When specified with '--list', it displays the types of all the groups. It can also be used to list "
+        "groups with specific types.",
+    )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="Provide additional information, if any, when describing the group.",
+    )
     p.add_argument("--topic", action="append", default=[])
     p.add_argument("--all-topics", action="store_true")
     target = p.add_mutually_exclusive_group()
@@ -625,6 +710,12 @@ def _check_args(args) -> None:
         raise UsageError('Option "[members]" can\'t be used with option "[state]"')
     if args.list and args.state:
         parse_states(args.state)
+    if args.type is not None and not args.list:
+        raise UsageError("Option(s) [type] are unavailable given other options on the command line")
+    if args.verbose and not args.describe:
+        raise UsageError("Option(s) [verbose] are unavailable given other options on the command line")
+    if args.type:
+        parse_types(args.type)
 
 
 def main(argv: list[str] | None = None, out=sys.stdout) -> int:
@@ -642,17 +733,23 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
         if args.all_groups:
             args.group = [g["group_id"] for g in admin.list_groups()]
         if args.list:
-            if args.state is not None:
-                list_with_state(admin, parse_states(args.state) if args.state else [], out)
+            if args.state is not None or args.type is not None:
+                list_with_state(
+                    admin,
+                    parse_states(args.state) if args.state else [],
+                    out,
+                    types=None if args.type is None else parse_types(args.type) if args.type else [],
+                    state=args.state is not None,
+                )
             else:
                 for g in admin.list_groups():
                     print(g["group_id"], file=out)
         elif args.describe:
             for group in args.group:
                 if args.state is not None:
-                    describe_state(admin, group, out)
+                    describe_state(admin, group, out, args.verbose)
                 else:
-                    describe(admin, group, args.members, out)
+                    describe(admin, group, args.members, out, args.verbose)
         elif args.delete:
             results = {}
             for group in args.group:

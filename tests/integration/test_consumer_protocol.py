@@ -263,6 +263,53 @@ def test_consumer_groups_tool_lists_and_describes_a_consumer_group(cbroker):
         a.close()
 
 
+def test_consumer_groups_tool_type_and_verbose_columns(cbroker):
+    """Kafka 4's kafka-consumer-groups: ``--list --type`` (KIP-1043) shows and filters the group types;
+    ``--describe --members --verbose`` and ``--state --verbose`` print the consumer group's epochs and assignments
+    (KIP-1099), ``-`` for a classic group."""
+    from confluent_kafka import Consumer
+
+    from tests.helpers.tools import run_tool
+
+    def tool(*args: str):
+        run = run_tool("consumer_group_command", "--bootstrap-server", cbroker.bootstrap, *args)
+        assert run.returncode == 0, run
+        return [line.split() for line in run.stdout.splitlines() if line.strip()]
+
+    create_topic(cbroker.bootstrap, "cptv", 2)
+    own = Ownership()
+    a = Member(cbroker.bootstrap, "gtv", "cptv", "tv-client", own)
+    classic = Consumer({"bootstrap.servers": cbroker.bootstrap, "group.id": "gtc", "enable.auto.commit": False})
+    try:
+        classic.subscribe(["cptv"])
+        wait_until(lambda: own.of("tv-client") == {0, 1}, 15, message="assigned")
+        wait_until(lambda: classic.poll(0.2) is None and classic.assignment(), 20, message="classic assigned")
+        assert tool("--list", "--type") == [["GROUP", "TYPE"], ["gtc", "Classic"], ["gtv", "Consumer"]]
+        assert tool("--list", "--type", "consumer", "--state") == [
+            ["GROUP", "TYPE", "STATE"],
+            ["gtv", "Consumer", "Stable"],
+        ]
+        d = _describe(cbroker.bootstrap, "gtv")
+        epoch = str(d["group_epoch"])
+        member = d["members"][0]["member_id"]
+        assert tool("--describe", "--group", "gtv", "--members", "--verbose") == [
+            ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "CURRENT-EPOCH", "CURRENT-ASSIGNMENT",
+             "TARGET-EPOCH", "TARGET-ASSIGNMENT"],
+            ["gtv", member, d["members"][0]["client_host"], "tv-client", "2", epoch, "cptv:0,1", epoch, "cptv:0,1"],
+        ]  # fmt: skip
+        state = tool("--describe", "--group", "gtv", "--state", "--verbose")
+        assert state[0] == ["GROUP", "COORDINATOR", "(ID)", "ASSIGNMENT-STRATEGY", "STATE", "GROUP-EPOCH",
+                            "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"]  # fmt: skip
+        assert state[1][-5:] == ["uniform", "Stable", epoch, epoch, "1"]
+        rows = tool("--describe", "--group", "gtc", "--members", "--verbose")
+        assert rows[1][-4:] == ["-", "cptv:0,1", "-", "-"]
+        bad = run_tool("consumer_group_command", "--bootstrap-server", cbroker.bootstrap, "--list", "--type", "x")
+        assert bad.returncode == 1 and "Invalid types list 'x'. Valid types are: Consumer, Classic, Share" in bad.stderr
+    finally:
+        classic.close()
+        a.close()
+
+
 _KILLED_CONSUMER = """
 import sys
 from confluent_kafka import Consumer
