@@ -264,6 +264,7 @@ class KafkaChannel:
         "authenticator",
         "principal",
         "client_address",
+        "thread_time_ns",
     )
 
     def __init__(
@@ -289,6 +290,9 @@ class KafkaChannel:
         #: SASL listeners: the connection's authenticator until it completes (then None)
         self.authenticator = None
         self.principal = "User:ANONYMOUS"
+        #: ns the network thread spent reading and writing this channel since the last completed response
+        #: (Kafka's KafkaChannel network thread time, for the request quota's network share)
+        self.thread_time_ns = 0
 
     def read(self, scratch: bytearray | None = None) -> NetworkReceive | None:
         """Read; return the completed receive (and reset) or None if more bytes are needed. When the

@@ -88,6 +88,7 @@ class Request:
         "memory_release",
         "pending_throttle",
         "api_throttle_time_ms",
+        "record_network_thread_time",
         "envelope",
     )
 
@@ -120,6 +121,9 @@ class Request:
         self.pending_throttle: Any = None
         #: the quota throttle time answered to this request (ms; Kafka's ``apiThrottleTimeMs``), for ThrottleTimeMs
         self.api_throttle_time_ms = 0
+        #: ``f(ns)`` records the network thread time of this request with its request quota, called by the
+        #: Processor once the response is written (Kafka's ``recordNetworkThreadTimeCallback``); None: nothing
+        self.record_network_thread_time: Callable[[int], None] | None = None
         #: the Envelope request this request was forwarded in (KIP-590; Kafka's ``Request.envelope``), else None
         self.envelope: Request | None = None
 

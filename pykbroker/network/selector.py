@@ -42,6 +42,7 @@ import os
 import select
 import socket
 from collections import OrderedDict, deque
+from time import perf_counter_ns
 
 from pykbroker.network.channel import UNLIMITED, InvalidReceiveError, KafkaChannel, NetworkReceive, NetworkSend
 from pykbroker.network.memory_pool import NONE as _UNBOUNDED_POOL
@@ -145,8 +146,10 @@ class KSelector:
             return
         channel.set_send(send)
         # Optimistic write: most responses fit in the socket buffer, saving an epoll round trip.
+        start = perf_counter_ns()
         try:
             done = channel.write()
+            channel.thread_time_ns += perf_counter_ns() - start
         except OSError as e:
             self._close_channel(channel, FAILED_SEND, e)
             return
@@ -287,7 +290,9 @@ class KSelector:
                     channel.peer_closed = True
             if events & _WRITE_EVENTS and channel.send is not None:
                 try:
+                    start = perf_counter_ns()
                     send = channel.write()
+                    channel.thread_time_ns += perf_counter_ns() - start
                     if send is not None:
                         self.completed_sends.append(send)
                         self._update_interest(channel)
@@ -305,11 +310,13 @@ class KSelector:
         for channel_id, channel in list(ready_reads.items()):
             if channel.is_muted or channel_id in completed_receives:
                 continue
+            start = perf_counter_ns()
             try:
                 receive = channel.read(scratch)
             except (EOFError, InvalidReceiveError, OSError) as e:
                 self._close_channel(channel, READY, None if type(e) is EOFError else e)
                 continue
+            channel.thread_time_ns += perf_counter_ns() - start
             if receive is not None:
                 completed_receives[channel_id] = receive
             elif channel.is_muted:  # it muted itself: the memory pool is out of memory

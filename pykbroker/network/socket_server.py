@@ -531,9 +531,18 @@ class Processor(threading.Thread):
                     response.on_complete()
                 except Exception as e:  # noqa: BLE001 - a failing callback must not stop the processor
                     self.log.error("Response on_complete callback failed.", error=repr(e))
-            self.request_channel.update_request_metrics(response.request, self.time.nanoseconds())
+            request = response.request
+            self.request_channel.update_request_metrics(request, self.time.nanoseconds())
             channel = self.selector.channel(send.destination)
             if channel is not None:
+                # Kafka's getAndResetNetworkThreadTimeNanos: the channel's read/write time goes to the request
+                # quota of the request whose response completed (when it has one)
+                thread_time_ns, channel.thread_time_ns = channel.thread_time_ns, 0
+                if request.record_network_thread_time is not None:
+                    try:
+                        request.record_network_thread_time(thread_time_ns)
+                    except Exception as e:  # noqa: BLE001 - quota accounting must not stop the processor
+                        self.log.error("Recording network thread time failed.", error=repr(e))
                 channel.handle_mute_event(ChannelMuteEvent.RESPONSE_SENT)
                 self.selector.unmute(send.destination)
         self.selector.clear_completed_sends()

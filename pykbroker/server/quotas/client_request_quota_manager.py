@@ -4,9 +4,10 @@
 ``requestThreadTimeNanos``: from the request's dequeue to the handler's local completion, or to now when the
 response is sent from the handler), per user/client-id, as a percentage of one thread: a request taking
 ``t`` ns records ``t * 100 / 1e9`` and the quota window's rate of these values is the percentage of one
-thread the client used (``request_percentage=200`` allows two threads' worth). Network thread time is not
-recorded (Kafka adds the Processor's time for the request through ``recordNetworkThreadTimeCallback``;
-pykbroker's Processors do not time requests individually).
+thread the client used (``request_percentage=200`` allows two threads' worth). Network thread time is added
+as Kafka's ``recordNetworkThreadTimeCallback`` does: the KSelector sums each channel's read and write time, and
+the Processor hands the sum to the request whose response it completed (:meth:`record_network_thread_time`,
+recorded without a throttle of its own: it weighs on the client's next requests).
 
 **Limits**, precedence and sharing are those of :class:`ClientQuotaManager` with the quota key
 ``request_percentage``. A client over its quota gets Kafka's throttle time ``(rate - limit) / limit * window``
@@ -75,6 +76,18 @@ class ClientRequestQuotaManager(ClientQuotaManager):
         """Record ``thread_time_ns`` of handler time for the client; the throttle time in ms, at most one
         quota window (0 within its quota or without one). Kafka's ``maybeRecordAndGetThrottleTimeMs``."""
         return self.record_and_get_throttle_time_ms(user, client_id, thread_time_ns * NANOS_TO_PERCENTAGE_PER_SECOND)
+
+    def record_network_thread_time(self, user: str, client_id: str, thread_time_ns: int) -> None:
+        """Record network thread time of the client's request with its quota, without a throttle of its own (Kafka's
+        ``recordNoThrottle`` from the ``recordNetworkThreadTimeCallback``): it counts toward the next requests'
+        throttle."""
+        if not self._limits:
+            return
+        now = self.time.milliseconds()
+        with self._lock:
+            found = self._lookup(user, client_id)
+            if found is not None:
+                self._rate(found[0], now).record(thread_time_ns * NANOS_TO_PERCENTAGE_PER_SECOND, now)
 
     def record_exempt(self, thread_time_ns: int) -> None:
         """Record an exempt request's handler time in the broker-wide ``exempt-request-time`` rate (Kafka's

@@ -100,9 +100,12 @@ def record(quotas, request, body: dict | None) -> int:
     spent = thread_time_ns(request, rq.time.nanoseconds())
     if is_exempt(request, body):
         rq.record_exempt(spent)
+        request.record_network_thread_time = rq.record_exempt
         return 0
     ctx = request.context
-    ms = rq.record_request_time(user_of(ctx.principal), ctx.client_id or "", spent)
+    user, client_id = user_of(ctx.principal), ctx.client_id or ""
+    request.record_network_thread_time = lambda ns: rq.record_network_thread_time(user, client_id, ns)
+    ms = rq.record_request_time(user, client_id, spent)
     pending.offer(rq, ms)
     return ms
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from pykbroker.network.channel import KafkaChannel, TruncatedReceiveError
+from pykbroker.network.channel import KafkaChannel, NetworkSend, TruncatedReceiveError
 from pykbroker.network.request_channel import BoundedRequestQueue
 from pykbroker.network.selector import KSelector
 
@@ -307,3 +307,17 @@ def test_bounded_request_queue_times_out_and_loses_nothing_under_concurrent_puts
         t.join(5)
     assert sorted(received) == list(range(n_items))
     assert not q._waking and q.empty()
+
+
+def test_channel_read_and_write_time_is_summed_for_the_request_quota(pair):
+    """The network thread time of a channel (Kafka's KafkaChannel network thread time): what reads and writes
+    took, summed until the Processor hands it to the request whose response completed (and resets it)."""
+    sel, client = pair
+    channel = sel.channel("c")
+    assert channel.thread_time_ns == 0
+    client.sendall(frame(b"ping"))
+    assert poll_until_receive(sel) == b"ping"
+    after_read = channel.thread_time_ns
+    assert after_read > 0
+    sel.send(NetworkSend("c", [frame(b"pong")]))
+    assert channel.thread_time_ns > after_read

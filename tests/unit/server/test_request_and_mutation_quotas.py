@@ -87,6 +87,7 @@ class _Req:
         self.api_local_complete_time_ns = -1
         self.pending_throttle = None
         self.api_throttle_time_ms = 0
+        self.record_network_thread_time = None
 
 
 class _Channel:
@@ -233,3 +234,25 @@ def test_replication_control_refuses_throttled_mutations():
     assert permissive.throttle_time == 2000
     result = ctx.repl.delete_topics({"topic_names": ["a"]}, None)
     assert result.response["responses"][0]["error_code"] == errors.NONE
+
+
+def test_network_thread_time_weighs_on_the_clients_next_requests():
+    """Kafka's recordNetworkThreadTimeCallback: recording the request quota sets a callback on the request; the
+    Processor calls it with the channel's read/write time once the response is written, which counts in the
+    client's rate without a throttle of its own; an exempt request's goes to the exempt rate."""
+    t = FakeTime()
+    q = QuotaManagers(2, 1, t)
+    q.update_quotas(_quotas("request_percentage", {(("client-id", "c"),): 50.0}))
+    req = _Req(ApiKeys.METADATA, spent_ms=1)
+    assert request_throttle.record(q, req, {}) == 0
+    before = dict(q.request.request_times())[("", "c")]
+    req.record_network_thread_time(400_000_000)  # 0.4 s of network thread time: 40 percent-seconds
+    # 40 percent-seconds over the retained windows (at most 2 s): +20 or more
+    assert dict(q.request.request_times())[("", "c")] >= before + 20.0
+    # the next request of the client is throttled because of it
+    assert request_throttle.record(q, _Req(ApiKeys.METADATA, spent_ms=200), {}) > 0
+    exempt = _Req(ApiKeys.FETCH, {"replica_id": 1}, spent_ms=0)
+    request_throttle.record(q, exempt, {})
+    before = q.request.exempt_request_time()
+    exempt.record_network_thread_time(10**9)  # 100 percent-seconds
+    assert q.request.exempt_request_time() >= before + 50.0
