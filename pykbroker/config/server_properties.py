@@ -27,6 +27,7 @@ def parse_args(argv: list[str]) -> tuple[str, dict[str, str]]:
     """``(properties path, overrides)``; raises SystemExit(1) with the usage line on bad arguments. The
     path is :data:`DEFAULT_CONFIG` when no file is given."""
     args = [a for a in argv if a != "-daemon"]
+    overrides: dict[str, str]
     if not args or args[0].startswith("--override"):
         path, rest, overrides = DEFAULT_CONFIG, args, {}
     elif args[0].startswith("-"):

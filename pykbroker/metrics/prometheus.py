@@ -13,8 +13,10 @@ scrapes (gauges read live state then), on the HTTP server's thread.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
+from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -24,7 +26,7 @@ from prometheus_client.registry import Collector
 from pykbroker.metrics.jmx_names import COUNTER, GAUGE, QUANTILES, SUMMARY, PrometheusName, to_prometheus
 from pykbroker.metrics.reporter import MetricsReporter
 from pykbroker.utils.logging import get_logger
-from pykbroker.utils.metrics import GaugeFamily, Histogram, IdleRatio, Meter, MetricsRegistry
+from pykbroker.utils.metrics import Gauge, GaugeFamily, Histogram, IdleRatio, Meter, MetricsRegistry
 
 LISTENER_CONFIG = "prometheus.metrics.listener"
 DEFAULT_LISTENER = "0.0.0.0:9404"
@@ -84,9 +86,13 @@ class KafkaCollector(Collector):
             if pname is None:
                 continue
             labels = dict(pname.labels)
+            # the name's type follows from the metric's kind: counters and "unknown" are Meters, summaries
+            # Histograms, gauges the rest
             if pname.type == COUNTER:
+                assert isinstance(metric, Meter)
                 family(pname.name, COUNTER, pname.help).add_sample(pname.name + "_total", labels, metric.count)
             elif pname.type == SUMMARY:
+                assert isinstance(metric, Histogram)
                 f = family(pname.name, SUMMARY, pname.help)
                 for (q, _), v in zip(QUANTILES, metric.quantiles(_QUANTILE_LEVELS), strict=True):
                     f.add_sample(pname.name, {**labels, "quantile": q}, v)
@@ -99,6 +105,7 @@ class KafkaCollector(Collector):
                         for kv, v in metric.values()
                     ]
                 else:
+                    assert isinstance(metric, (Gauge, IdleRatio))
                     try:
                         value = metric.recent_value() if isinstance(metric, IdleRatio) else metric.value
                         rows = [(labels, float(value))]
@@ -109,6 +116,7 @@ class KafkaCollector(Collector):
                     for row_labels, v in rows:
                         f.add_sample(name, row_labels, v)
             else:  # a Meter not named ...PerSec: the exporter's "_count", untyped
+                assert isinstance(metric, Meter)
                 family(pname.name, "unknown", pname.help).add_sample(pname.name, labels, metric.count)
         return iter(families.values())
 
@@ -116,8 +124,8 @@ class KafkaCollector(Collector):
 class PrometheusReporter(MetricsReporter):
     def __init__(self) -> None:
         self.listener = DEFAULT_LISTENER
-        self.server = None
-        self.thread = None
+        self.server: WSGIServer | None = None
+        self.thread: threading.Thread | None = None
         self.bound_address: tuple[str, int] | None = None
         self.log = get_logger("PrometheusReporter")
 
@@ -133,13 +141,14 @@ class PrometheusReporter(MetricsReporter):
         PlatformCollector(registry=self.collector_registry)
         GCCollector(registry=self.collector_registry)
         try:
-            self.server, self.thread = start_wsgi_server(port, host, self.collector_registry)
+            server, thread = start_wsgi_server(port, host, self.collector_registry)
         except OSError as e:  # as the socket server's "failed to bind" error, one line
             raise OSError(
                 e.errno, f"Prometheus metrics endpoint failed to bind to {host}:{port}: {e.strerror or e}"
             ) from e
-        self.thread.name = "prometheus-metrics-http"
-        bound_host, bound_port = self.server.server_address[:2]
+        self.server, self.thread = server, thread
+        thread.name = "prometheus-metrics-http"
+        bound_host, bound_port = server.socket.getsockname()[:2]  # what server_address holds (typed here)
         self.bound_address = (bound_host, bound_port)
         self.log.info(f"Prometheus metrics endpoint listening on {bound_host}:{bound_port}")
 

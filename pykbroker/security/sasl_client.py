@@ -71,7 +71,8 @@ class ScramSaslClient:
         if self._state == "RECEIVE_SERVER_FIRST":
             return self._server_first(text)
         if self._state == "RECEIVE_SERVER_FINAL":
-            return self._server_final(text)
+            self._server_final(text)
+            return None  # nothing more to send
         raise SaslAuthenticationError(f"Unexpected SCRAM server message in state {self._state}")
 
     def _server_first(self, text: str) -> bytes:
@@ -103,7 +104,6 @@ class ScramSaslClient:
             raise SaslAuthenticationError("Invalid SCRAM server signature")
         self._state = "COMPLETE"
         self.complete = True
-        return None
 
 
 def sasl_client(mechanism: str, username: str, password: str):

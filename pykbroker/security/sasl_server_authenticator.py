@@ -21,6 +21,9 @@ Threading: used by the connection's Processor thread only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Protocol
+
 from pykbroker import protocol
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys, is_known
@@ -31,14 +34,23 @@ _HANDSHAKE_VERSIONS = (0, 1)
 _AUTHENTICATE_VERSIONS = (0, 2)
 
 
+class SaslServer(Protocol):
+    """A mechanism's server side (Kafka's ``javax.security.sasl.SaslServer``): PlainSaslServer, ScramSaslServer."""
+
+    complete: bool
+    authorization_id: str | None
+
+    def evaluate_response(self, token: bytes) -> bytes: ...
+
+
 class SaslServerAuthenticator:
-    def __init__(self, mechanisms: list[str], server_factory):
+    def __init__(self, mechanisms: list[str], server_factory: Callable[[str], SaslServer]):
         """``mechanisms``: the listener's enabled mechanisms; ``server_factory(mechanism)`` -> a SASL server
         with ``evaluate_response(token) -> bytes``, ``complete`` and ``authorization_id``."""
         self.mechanisms = list(mechanisms)
         self.server_factory = server_factory
         self.state = "HANDSHAKE"
-        self.server = None
+        self.server: SaslServer | None = None
         self.mechanism: str | None = None
         self.principal: str | None = None
         self.failure: str | None = None
@@ -88,6 +100,7 @@ class SaslServerAuthenticator:
 
     def _evaluate(self, token: bytes, request: tuple[int, int] | None):
         server = self.server
+        assert server is not None  # the handshake that entered RAW/AUTHENTICATE created it
         try:
             challenge = server.evaluate_response(token)
             code, message = errors.NONE, None

@@ -25,6 +25,7 @@ import threading
 import time
 import uuid
 import weakref
+from collections.abc import Callable
 
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.config.kafka_config import KafkaConfig
@@ -79,7 +80,12 @@ def _release_logging() -> None:
             _saved_logging = None
 
 
-def _register_exit_hook(callback) -> None:
+def _stop_if_alive(kafka: EmbeddedKafka | None) -> None:
+    if kafka is not None:
+        kafka.stop()
+
+
+def _register_exit_hook(callback: Callable[[], object]) -> None:
     # threading's exit hooks run before the interpreter joins the remaining non-daemon threads (the
     # broker's network threads are such threads); atexit would run after, i.e. never.
     register = getattr(threading, "_register_atexit", None)
@@ -106,7 +112,7 @@ class EmbeddedKafka:
         self._server: KafkaRaftServer | None = None
         self._closed = False
         ref = weakref.ref(self)
-        _register_exit_hook(lambda: (lambda k: k is not None and k.stop())(ref()))
+        _register_exit_hook(lambda: _stop_if_alive(ref()))
 
     # -- life cycle ----------------------------------------------------------------------------------
     def _config(self) -> KafkaConfig:

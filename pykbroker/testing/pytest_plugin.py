@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterator
 
 import pytest
 
@@ -32,7 +33,7 @@ def kafka_broker():
 
 
 @pytest.fixture
-def kafka_topic(kafka_broker, request) -> str:
+def kafka_topic(kafka_broker, request) -> Iterator[str]:
     """A fresh topic named after the test, created before it and deleted after it."""
     marker = request.node.get_closest_marker("kafka_topic")
     options = dict(marker.kwargs) if marker is not None else {}

@@ -46,7 +46,9 @@ import os
 import sys
 import threading
 import time
+from collections.abc import MutableMapping
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -73,7 +75,7 @@ _CONTROLLER_MODULES = ("pykbroker.metadata.quorum_controller",)
 _configured = False
 
 
-def _render(_logger, method_name: str, event_dict: dict) -> dict:
+def _render(_logger: object, method_name: str, event_dict: MutableMapping[str, Any]) -> dict[str, Any]:
     """The last processor: ``{"line": whole line, "body": line without time and level, "levelno": n}``."""
     now = time.time()
     ts = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + f",{int((now % 1) * 1000):03d}"
@@ -245,14 +247,20 @@ class _Outputs:
         """A structlog logger for logger ``name`` (component ``base``) whose lines carry ``[component]``."""
         sink = _Sink(self.console, self.file_of(name), _stdlib_logger(name) if self.stdlib else None)
         wrapper = structlog.make_filtering_bound_logger(self.level_of(name, base))
-        return wrapper(sink, _PROCESSORS, {"component": component} if component else {})
+        # make_filtering_bound_logger returns a BoundLoggerBase subclass, constructed (logger, processors,
+        # context); structlog types it as the FilteringBoundLogger protocol, which has no constructor
+        return wrapper(sink, _PROCESSORS, {"component": component} if component else {})  # type: ignore[call-arg]
 
     def close(self) -> None:
         for handler in self.files.values():
             handler.close()
 
 
-_PROCESSORS = [structlog.processors.add_log_level, structlog.processors.format_exc_info, _render]
+_PROCESSORS: list[structlog.typing.Processor] = [
+    structlog.processors.add_log_level,
+    structlog.processors.format_exc_info,
+    _render,
+]
 
 
 def _stdlib_logger(name: str) -> logging.Logger:

@@ -15,6 +15,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable
+from typing import TypeVar, cast
 
 
 class Histogram:
@@ -78,7 +79,7 @@ class Histogram:
 class Meter:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.count = 0
+        self.count: float = 0
         self._start = time.monotonic()
 
     def mark(self, n: float = 1) -> None:
@@ -168,14 +169,20 @@ class IdleRatio:
         return {"value": self.value}
 
 
+_M = TypeVar("_M", Histogram, Meter, IdleRatio)
+
+Metric = Histogram | Meter | Gauge | GaugeFamily | IdleRatio
+"""Any metric a MetricsRegistry holds."""
+
+
 class MetricsRegistry:
     """Metrics by JMX-style name. ``histogram(name)`` etc. create on first use."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.metrics: dict[str, object] = {}
+        self.metrics: dict[str, Metric] = {}
 
-    def _get(self, name: str, factory):
+    def _get(self, name: str, factory: Callable[[], _M]) -> _M:
         m = self.metrics.get(name)
         if m is None:
             with self._lock:
@@ -183,7 +190,7 @@ class MetricsRegistry:
                 if m is None:
                     m = factory()
                     self.metrics[name] = m
-        return m
+        return cast(_M, m)  # a name is registered with one kind of metric (its first use)
 
     def histogram(self, name: str) -> Histogram:
         return self._get(name, Histogram)
@@ -208,14 +215,14 @@ class MetricsRegistry:
             self.metrics[name] = g
         return g
 
-    def get(self, name: str):
+    def get(self, name: str) -> Metric | None:
         return self.metrics.get(name)
 
     def remove(self, name: str) -> None:
         with self._lock:
             self.metrics.pop(name, None)
 
-    def items(self) -> list[tuple[str, object]]:
+    def items(self) -> list[tuple[str, Metric]]:
         """(name, metric) pairs, a copy taken under the lock (for reporters)."""
         with self._lock:
             return list(self.metrics.items())
