@@ -19,6 +19,7 @@ import errno
 import os
 import socket
 import struct
+from collections.abc import Callable
 
 SOCK_NONBLOCK = getattr(socket, "SOCK_NONBLOCK", 0)
 SOCK_CLOEXEC = getattr(socket, "SOCK_CLOEXEC", 0)
@@ -27,11 +28,13 @@ _RETRY = (errno.EAGAIN, errno.EWOULDBLOCK)
 #: accept4 errors that concern only the connection being accepted (Linux accept(2)): skip it, go on.
 _CONNECTION_ERRORS = (errno.ECONNABORTED, errno.EPROTO, errno.EPERM, errno.EINTR)
 
+_accept4: Callable[..., int] | None
 try:
     _libc = ctypes.PyDLL(None, use_errno=True)  # PyDLL: the interpreter lock is held during the call
-    _accept4 = _libc.accept4
-    _accept4.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_int]
-    _accept4.restype = ctypes.c_int
+    _fn = _libc.accept4
+    _fn.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_int]
+    _fn.restype = ctypes.c_int
+    _accept4 = _fn
 except (AttributeError, OSError):  # not Linux/glibc
     _accept4 = None
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import enum
 import socket
 import struct
+from typing import Any
 
 from pykbroker.network.memory_pool import NONE as _UNBOUNDED_POOL
 from pykbroker.network.memory_pool import MemoryPool
@@ -287,8 +288,9 @@ class KafkaChannel:
         self.read_ready = True
         self.buffered: memoryview | None = None  # bytes read past the end of the previous frame
         self.peer_closed = False  # the poller saw the peer's FIN/HUP: read on until EOF, short reads or not
-        #: SASL listeners: the connection's authenticator until it completes (then None)
-        self.authenticator = None
+        #: SASL listeners: the connection's authenticator until it completes (then None); a
+        #: security.SaslServerAuthenticator, which the network layer does not import
+        self.authenticator: Any = None
         self.principal = "User:ANONYMOUS"
         #: ns the network thread spent reading and writing this channel since the last completed response
         #: (Kafka's KafkaChannel network thread time, for the request quota's network share)

@@ -357,7 +357,7 @@ class RequestChannel:
         self.request_queue = BoundedRequestQueue(queue_size)
         self.processors: dict[int, Any] = {}
         self._request_metrics: dict[str, tuple] = {}  # api name -> its six histograms (update_request_metrics)
-        self._requests_per_sec: dict[tuple[str, int], object] = {}  # (api name, version) -> RequestsPerSec meter
+        self._requests_per_sec: dict[tuple[str, int], Meter] = {}  # (api name, version) -> RequestsPerSec meter
         self._errors_per_sec: dict[tuple[str, int], Meter] = {}  # (api name, error code) -> ErrorsPerSec meter
         self.metrics.gauge(
             f"kafka.network:type=RequestChannel,name={metric_prefix}RequestQueueSize", self.request_queue.qsize

@@ -42,11 +42,14 @@ import os
 import select
 import socket
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from time import perf_counter_ns
+from typing import Any, cast
 
 from pykbroker.network.channel import UNLIMITED, InvalidReceiveError, KafkaChannel, NetworkReceive, NetworkSend
 from pykbroker.network.memory_pool import NONE as _UNBOUNDED_POOL
 from pykbroker.network.memory_pool import MemoryPool
+from pykbroker.network.ssl_transport import SslTransportLayer
 from pykbroker.utils.time import SYSTEM, Time
 
 READ = select.EPOLLIN
@@ -234,7 +237,7 @@ class KSelector:
         """``[(fd, events)]`` ready within ``timeout_s`` (epoll_wait)."""
         return self.epoll.poll(timeout_s)
 
-    def poll(self, timeout_ms: int) -> None:
+    def poll(self, timeout_ms: float) -> None:
         if timeout_ms < 0:
             raise ValueError("timeout should be >= 0")
         # Results are cleared by the Processor once it has handled them (clear_completed_*), not here:
@@ -247,8 +250,8 @@ class KSelector:
 
         completed_receives = self.completed_receives
         if timeout_ms and self.ready_reads:
-            for channel_id, channel in self.ready_reads.items():
-                if not channel.is_muted and channel_id not in completed_receives:
+            for channel_id, ready_channel in self.ready_reads.items():
+                if not ready_channel.is_muted and channel_id not in completed_receives:
                     timeout_ms = 0  # bytes may be waiting on an unmuted channel: don't block
                     break
         if timeout_ms:
@@ -385,7 +388,8 @@ class ClientSelector(KSelector):
         super().__init__(max_receive_size, -1, time, on_close_error)
         self.connecting: set[str] = set()
         self.handshaking: set[str] = set()
-        self.transport_factories: dict[str, object] = {}
+        # channel id -> its transport's factory (socket -> SslTransportLayer, which stands in for the socket)
+        self.transport_factories: dict[str, Callable[[socket.socket], Any]] = {}
         self.connected: list[str] = []
         self.queued_sends: dict[str, deque[NetworkSend]] = {}
 
@@ -480,7 +484,7 @@ class ClientSelector(KSelector):
 
     def _continue_handshake(self, channel: KafkaChannel) -> None:
         try:
-            wants = channel.sock.handshake()
+            wants = cast(SslTransportLayer, channel.sock).handshake()  # set by a transport factory
         except OSError as e:  # TlsHandshakeError included
             self._close_channel(channel, AUTHENTICATION_FAILED, e)
             return

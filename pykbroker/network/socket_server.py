@@ -34,6 +34,7 @@ import selectors
 import socket
 import threading
 from collections.abc import Callable
+from typing import cast
 
 from pykbroker.config.endpoint import EndPoint
 from pykbroker.network.accept import accept_batch
@@ -58,7 +59,7 @@ from pykbroker.network.request_channel import (
     StartThrottlingResponse,
 )
 from pykbroker.network.selector import KSelector
-from pykbroker.network.ssl_transport import TlsHandshakeError
+from pykbroker.network.ssl_transport import SslTransportLayer, TlsHandshakeError
 from pykbroker.protocol import api_keys as _api_keys
 from pykbroker.protocol import decode_request
 from pykbroker.protocol.header import RequestHeader, parse_request_header, peek_api_key_version
@@ -105,8 +106,25 @@ class SocketServerConfig:
     ):
         """``listener_connection_creation_rates``: listener name -> its
         ``listener.name.<l>.max.connection.creation.rate`` (the others follow ``max_connection_creation_rate``)."""
-        self.__dict__.update(locals())
-        del self.__dict__["self"]
+        self.node_id = node_id
+        self.num_network_threads = num_network_threads
+        self.queued_max_requests = queued_max_requests
+        self.socket_send_buffer_bytes = socket_send_buffer_bytes
+        self.socket_receive_buffer_bytes = socket_receive_buffer_bytes
+        self.socket_request_max_bytes = socket_request_max_bytes
+        self.socket_listen_backlog_size = socket_listen_backlog_size
+        self.connections_max_idle_ms = connections_max_idle_ms
+        self.max_connections_per_ip = max_connections_per_ip
+        self.max_connections_per_ip_overrides = max_connections_per_ip_overrides
+        self.max_connections = max_connections
+        self.data_plane_listeners = data_plane_listeners
+        self.control_plane_listener = control_plane_listener
+        self.inter_broker_listener_name = inter_broker_listener_name
+        self.queued_max_request_bytes = queued_max_request_bytes
+        self.max_connection_creation_rate = max_connection_creation_rate
+        self.listener_connection_creation_rates = listener_connection_creation_rates
+        self.quota_window_num = quota_window_num
+        self.quota_window_size_seconds = quota_window_size_seconds
 
     @classmethod
     def from_kafka_config(cls, config) -> SocketServerConfig:
@@ -310,6 +328,7 @@ class Processor(threading.Thread):
                     self.connection_creation_total += 1
                 if self.authenticator_factory is not None:
                     channel = self.selector.channel(connection_id)
+                    assert channel is not None  # registered just above
                     channel.authenticator = self.authenticator_factory()
                     channel.max_receive_size = self.sasl_max_receive_size  # bounded until authenticated
                 if self.authenticator_factory is not None or self.transport_factory is not None:
@@ -522,8 +541,8 @@ class Processor(threading.Thread):
                     self.delayed_closes[send.destination] = (
                         self.time.nanoseconds() + self.failed_authentication_delay_ns
                     )
-                elif close_after is not None and self.selector.channel(send.destination) is not None:
-                    self.selector.channel(send.destination).handle_mute_event(ChannelMuteEvent.RESPONSE_SENT)
+                elif close_after is not None and (channel := self.selector.channel(send.destination)) is not None:
+                    channel.handle_mute_event(ChannelMuteEvent.RESPONSE_SENT)
                     self.selector.unmute(send.destination)
                 continue
             if response.on_complete is not None:
@@ -578,7 +597,10 @@ class Processor(threading.Thread):
             channel = self.selector.channel(connection_id)
             if channel is None:
                 continue
-            tls_pending = getattr(channel.sock, "tls", False) and not channel.sock.handshake_complete
+            # a socket with ``tls`` is an SslTransportLayer (KafkaChannel.sock is typed as the plain socket)
+            tls_pending = (
+                getattr(channel.sock, "tls", False) and not cast(SslTransportLayer, channel.sock).handshake_complete
+            )
             if channel.authenticator is not None or tls_pending:
                 host = connection_id.split("-")[1].rpartition(":")[0]
                 what = "TLS handshake" if tls_pending else "SASL authentication"
@@ -733,7 +755,9 @@ class Acceptor(threading.Thread):
         super().start()
 
     def run(self) -> None:
-        self.selector.register(self.server_socket, selectors.EVENT_READ)
+        server_socket = self.server_socket
+        assert server_socket is not None  # opened by start()
+        self.selector.register(server_socket, selectors.EVENT_READ)
         try:
             while self.should_run:
                 try:
@@ -746,7 +770,7 @@ class Acceptor(threading.Thread):
             try:
                 self.selector.close()
             finally:
-                self.server_socket.close()
+                server_socket.close()
                 for _, _, sock in self.throttled_sockets:
                     sock.close()
                 self.throttled_sockets.clear()
@@ -767,9 +791,11 @@ class Acceptor(threading.Thread):
             timeout = min(timeout, max(0.0, (self.throttled_sockets[0][0] - self.time.milliseconds()) / 1000.0))
         if not self.selector.select(timeout):
             return
+        server_socket = self.server_socket
+        assert server_socket is not None  # opened by start(), never unset
         while self.should_run:
             try:
-                batch = accept_batch(self.server_socket, ACCEPT_BATCH_SIZE)
+                batch = accept_batch(server_socket, ACCEPT_BATCH_SIZE)
             except OSError as e:
                 batch = getattr(e, "accepted", [])
                 if e.errno in (errno.EMFILE, errno.ENFILE):
@@ -940,7 +966,7 @@ class SocketServer:
             self.config,
             request_channel,
             self.connection_quotas,
-            lambda k, v, _l=listener: self.is_api_allowed(_l, k, v),
+            lambda k, v: self.is_api_allowed(listener, k, v),
             self.metrics,
             self.time,
             self.selector_factory,
