@@ -163,7 +163,9 @@ class BrokerConnection:
                 receive.read_from(self.sock)
         except EOFError as e:  # TruncatedReceiveError included
             raise ConnectionClosedError(f"connection closed by broker: {e}") from None
-        return receive.payload
+        payload = receive.payload
+        assert payload is not None  # set once the receive is complete
+        return payload
 
     def receive(self) -> tuple[int, dict]:
         """Read the next response: ``(correlation id, body dict)``; checks the correlation id matches."""

@@ -22,6 +22,7 @@ NetworkClient and the pending queues belong to the thread.
 from __future__ import annotations
 
 import collections
+import functools
 import heapq
 import itertools
 import threading
@@ -187,7 +188,7 @@ class InterBrokerSendThread:
                     if p.api_key not in client.conns[node_id].versions:
                         raise errors.UnsupportedVersionError(f"node {node_id} does not support API key {p.api_key}")
                     version = client.version_for(node_id, p.api_key, p.version)
-                    client.send(node_id, p.api_key, version, p.body, lambda r, e, cb=p.callback: self._call(cb, r, e))
+                    client.send(node_id, p.api_key, version, p.body, functools.partial(self._call, p.callback))
                 except Exception as e:  # noqa: BLE001 - unsupported version, encoding error
                     self._call(p.callback, None, e)
             if queue and node_id not in client.conns and client.connection_delay(node_id, now) > 0:

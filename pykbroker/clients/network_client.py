@@ -364,6 +364,7 @@ class NetworkClient:
             return
         req = conn.in_flight.popleft()
         frame = receive.payload
+        assert frame is not None  # a completed receive
         try:
             (corr,) = _CORR.unpack_from(frame, 0)
             if corr != req.correlation_id:

@@ -31,7 +31,7 @@ Threading: like Java's consumer, not thread-safe; one thread polls.
 from __future__ import annotations
 
 import uuid
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.clients.consumer.consumer_coordinator import ConsumerCoordinator
@@ -63,7 +63,7 @@ class ConsumerRecord(NamedTuple):
     headers: list
 
 
-_DEFAULTS = {
+_DEFAULTS: dict[str, Any] = {  # values of any type, as a user's configs
     "bootstrap.servers": None,
     "client.id": "",
     "group.id": None,

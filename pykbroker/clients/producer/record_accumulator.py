@@ -96,10 +96,11 @@ class RecordAccumulator:
             builder = MemoryRecordsBuilder(compression=self.compression, write_limit=size)
             batch = ProducerBatch(topic, partition, builder, now)
             batch.size_hint = size
-            future = batch.try_append(timestamp, key, value, headers, callback)
+            new_future = batch.try_append(timestamp, key, value, headers, callback)
+            assert new_future is not None  # a new batch sized for the record has room for it
             dq.append(batch)
             self.incomplete.add(batch)
-            return future, len(dq) > 1 or batch.is_full(), True
+            return new_future, len(dq) > 1 or batch.is_full(), True
         finally:
             self._release()
 

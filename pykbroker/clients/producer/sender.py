@@ -202,6 +202,7 @@ class Sender(threading.Thread):
         if error is not None:
             return
         if response["error_code"] == errors.NONE:
+            assert self.txn is not None  # InitProducerId is sent for an idempotent producer, which has one
             self.txn.set_producer_id_and_epoch(response["producer_id"], response["producer_epoch"])
             self.log.info("ProducerId set", producer_id=response["producer_id"], epoch=response["producer_epoch"])
         elif not errors.for_code(response["error_code"]).retriable:
