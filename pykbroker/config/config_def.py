@@ -149,7 +149,7 @@ class ConfigDef:
         name: str,
         type_: str,
         default: Any = NO_DEFAULT,
-        validator=None,
+        validator: Callable[[str, Any], None] | None = None,
         importance: str = "medium",
         doc: str = "",
         synonyms: tuple[ConfigSynonym, ...] = (),

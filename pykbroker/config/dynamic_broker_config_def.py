@@ -284,7 +284,7 @@ def check_names_and_types(configs: dict[str, str | None], per_broker: bool, dyna
             )
 
 
-def parse(name: str, value) -> object:
+def parse(name: str, value: object) -> object:
     """The typed value of broker key ``name`` (a listener key by its base key) from ``value`` (a string,
     an already typed value, or None for the key's default). KeyError for a key without definition."""
     base = listener_base_name(name) or name

@@ -15,9 +15,14 @@ controller after :func:`validate`), like Kafka's. Immutable, thread-safe.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from pykbroker.protocol import errors
+
+if TYPE_CHECKING:
+    from pykbroker.config.kafka_config import KafkaConfig
 
 CONSUMER_SESSION_TIMEOUT_MS_CONFIG = "consumer.session.timeout.ms"
 CONSUMER_HEARTBEAT_INTERVAL_MS_CONFIG = "consumer.heartbeat.interval.ms"
@@ -52,7 +57,7 @@ class GroupConfigDefaults:
     bounds: dict
 
     @classmethod
-    def from_broker_config(cls, config=None) -> GroupConfigDefaults:
+    def from_broker_config(cls, config: KafkaConfig | Mapping[str, Any] | None = None) -> GroupConfigDefaults:
         """``config``: a KafkaConfig (or mapping); missing keys take Kafka's defaults."""
         bounds = {}
         for name, keys in _BROKER_KEYS.items():
@@ -70,7 +75,7 @@ class GroupConfigDefaults:
         return self.bounds[name][0]
 
 
-def _parse_int(name: str, value) -> int:
+def _parse_int(name: str, value: object) -> int:
     try:
         parsed = int(str(value).strip())
     except ValueError:

@@ -8,6 +8,8 @@ Later keys win, as in Java. Returns ``dict[str, str]``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 _WS = " \t\f"
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
@@ -16,7 +18,7 @@ class PropertiesError(ValueError):
     """A malformed properties file (e.g. a bad ``\\u`` escape); the message names the line."""
 
 
-def _logical_lines(text: str):
+def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
     """Yield (first physical line number, logical line) after joining continuations."""
     lines = text.splitlines()
     i = 0

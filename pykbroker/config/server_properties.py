@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import NoReturn
 
 from pykbroker.config.properties import load_properties
 
@@ -74,6 +75,6 @@ def load_server_properties(path: str, overrides: dict[str, str] | None = None) -
     return props
 
 
-def _usage():
+def _usage() -> NoReturn:
     print(USAGE, file=sys.stderr)
     raise SystemExit(1)

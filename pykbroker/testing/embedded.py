@@ -172,7 +172,7 @@ class EmbeddedKafka:
     def __enter__(self) -> EmbeddedKafka:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @property

@@ -13,18 +13,22 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
+if TYPE_CHECKING:
+    from pykbroker.testing import EmbeddedKafka
 
-def pytest_configure(config) -> None:
+
+def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "kafka_topic(partitions=1, config=None): the topic of the kafka_topic fixture (pykbroker)"
     )
 
 
 @pytest.fixture(scope="session")
-def kafka_broker():
+def kafka_broker() -> Iterator[EmbeddedKafka]:
     """A single-node pykbroker for the whole session (in-process, ephemeral port, temporary data)."""
     from pykbroker.testing import EmbeddedKafka
 
@@ -33,7 +37,7 @@ def kafka_broker():
 
 
 @pytest.fixture
-def kafka_topic(kafka_broker, request) -> Iterator[str]:
+def kafka_topic(kafka_broker: EmbeddedKafka, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh topic named after the test, created before it and deleted after it."""
     marker = request.node.get_closest_marker("kafka_topic")
     options = dict(marker.kwargs) if marker is not None else {}

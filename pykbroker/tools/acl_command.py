@@ -62,7 +62,7 @@ def entry_text(principal: str, host: str, operation: int, permission: int) -> st
 
 
 def _resources(args, pattern: int) -> list[tuple[int, str, int]]:
-    out = [(ResourceType.TOPIC, t, pattern) for t in args.topic or []]
+    out: list[tuple[int, str, int]] = [(ResourceType.TOPIC, t, pattern) for t in args.topic or []]
     out += [(ResourceType.GROUP, g, pattern) for g in args.group or []]
     out += [(ResourceType.TRANSACTIONAL_ID, t, pattern) for t in args.transactional_id or []]
     out += [(ResourceType.USER, u.strip(), pattern) for u in args.user_principal or []]
@@ -73,7 +73,7 @@ def _resources(args, pattern: int) -> list[tuple[int, str, int]]:
 
 def _entries(args) -> list[tuple[str, str, int, int]]:
     operations = [OPERATIONS[o.upper().replace("_", "")] for o in (args.operation or [])]
-    out = []
+    out: list[tuple[str, str, int, int]] = []
     for principals, hosts, permission in (
         (args.allow_principal or [], args.allow_host or ["*"], AclPermissionType.ALLOW),
         (args.deny_principal or [], args.deny_host or ["*"], AclPermissionType.DENY),
@@ -170,13 +170,14 @@ def main(argv: list[str] | None = None, out=sys.stdout, stdin=sys.stdin) -> int:
                     for res in r["filter_results"]:
                         _check(res["error_code"], res["error_message"])
             else:
-                filters = resources or [(ResourceType.ANY, None, pattern)]
+                describe: list[tuple[int, str | None, int]] = list(resources) or [(ResourceType.ANY, None, pattern)]
                 principals = args.principal or [None]
-                for rtype, name, pat in filters:
+                for d_type, d_name, d_pattern in describe:  # (resource type, name or None: any, pattern type)
                     r = conn.request(
                         ApiKeys.DESCRIBE_ACLS,
                         3,
-                        {"resource_type_filter": rtype, "resource_name_filter": name, "pattern_type_filter": pat,
+                        {"resource_type_filter": d_type, "resource_name_filter": d_name,
+                         "pattern_type_filter": d_pattern,
                          "principal_filter": None, "host_filter": None, **_ANY_ENTRY},
                     )  # fmt: skip
                     _check(r["error_code"], r["error_message"])

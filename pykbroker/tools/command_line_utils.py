@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import NoReturn
 
 from pykbroker.config.properties import load_properties
 
@@ -14,7 +15,7 @@ TOOLS_LOG_LEVEL_ENV = "PYKBROKER_TOOLS_LOG_LEVEL"
 class ToolArgumentParser(argparse.ArgumentParser):
     """argparse with Kafka's exit status for bad arguments: 1 (CommandLineUtils.printUsageAndExit), not 2."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(1, f"{self.prog}: error: {message}\n")
 

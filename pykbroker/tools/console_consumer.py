@@ -106,7 +106,9 @@ class IncludeSubscription:
 
 class DefaultMessageFormatter:
     def __init__(self, props: dict[str, str]):
-        flag = lambda k, d="false": props.get(k, d).lower() == "true"  # noqa: E731
+        def flag(key: str, default: str = "false") -> bool:
+            return props.get(key, default).lower() == "true"
+
         self.print_timestamp = flag("print.timestamp")
         self.print_partition = flag("print.partition")
         self.print_offset = flag("print.offset")

@@ -52,15 +52,20 @@ def main(argv: list[str] | None = None, stdin=None) -> int:
     parse_key = reader.get("parse.key", "false").lower() == "true"
     separator = reader.get("key.separator", "\t").encode()
     ignore_error = reader.get("ignore.error", "false").lower() == "true"
-    null_marker = reader.get("null.marker")
-    null_marker = null_marker.encode() if null_marker is not None else None
+    null_marker_text = reader.get("null.marker")
+    null_marker = null_marker_text.encode() if null_marker_text is not None else None
     props = {"acks": args.request_required_acks, "linger.ms": "1000" if not args.sync else "0"}
     if args.compression_codec:
         props["compression.type"] = args.compression_codec
     props.update(
         client_properties(args.producer_config, parse_key_values(args.producer_property), args.bootstrap_server)
     )
-    failures = []
+    failures: list[Exception] = []
+
+    def on_completion(_metadata: object, error: Exception | None) -> None:
+        if error is not None:
+            failures.append(error)
+
     producer = None
     try:
         producer = KafkaProducer(props)
@@ -80,9 +85,7 @@ def main(argv: list[str] | None = None, stdin=None) -> int:
             if null_marker is not None:
                 key = None if key == null_marker else key
                 value = None if value == null_marker else value
-            future = producer.send(
-                args.topic, value, key=key, callback=lambda m, e: e is not None and failures.append(e)
-            )
+            future = producer.send(args.topic, value, key=key, callback=on_completion)
             if args.sync:
                 future.get(60)
         producer.flush(120)
@@ -95,8 +98,8 @@ def main(argv: list[str] | None = None, stdin=None) -> int:
     finally:
         if producer is not None:
             producer.close()
-    for e in failures[:5]:
-        print(f"Error when sending message to topic {args.topic}: {e!r}", file=sys.stderr)
+    for failure in failures[:5]:
+        print(f"Error when sending message to topic {args.topic}: {failure!r}", file=sys.stderr)
     return 1 if failures else 0
 
 

@@ -751,28 +751,28 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
                 else:
                     describe(admin, group, args.members, out, args.verbose)
         elif args.delete:
-            results = {}
+            delete_results: dict[str, int] = {}  # group -> DeleteGroups error code
             for group in args.group:
                 conn = admin.coordinator(group)
                 try:
                     (r,) = conn.request(ApiKeys.DELETE_GROUPS, 2, {"groups_names": [group]})["results"]
                 finally:
                     conn.close()
-                results[group] = r["error_code"]
-            ok = [g for g, c in results.items() if c == errors.NONE]
+                delete_results[group] = r["error_code"]
+            ok = [g for g, c in delete_results.items() if c == errors.NONE]
             if ok:
                 print(
                     f"Deletion of requested consumer groups ({', '.join(repr(g) for g in ok)}) was successful.",
                     file=out,
                 )
-            for g, c in results.items():
+            for failed, c in delete_results.items():
                 if c != errors.NONE:
                     print(
-                        f"Deletion of some consumer groups failed:\n* Group '{g}' could not be deleted due to: "
+                        f"Deletion of some consumer groups failed:\n* Group '{failed}' could not be deleted due to: "
                         f"{errors.for_code(c).__name__}: {errors.for_code(c).default_message}",
                         file=out,
                     )
-            if len(ok) != len(results):
+            if len(ok) != len(delete_results):
                 return 1
         else:
             scenarios = (args.to_offset, args.shift_by, args.to_datetime, args.by_duration, args.from_file)

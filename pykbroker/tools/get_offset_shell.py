@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
 
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.metadata.topic_names import INTERNAL_TOPICS
@@ -56,6 +57,15 @@ def _include_list(regex: str):
     return lambda name: pattern.fullmatch(name) is not None
 
 
+def _partition_equals(n: int) -> Callable[[int], bool]:
+    return lambda p: p == n
+
+
+def _partition_in(low: int, high: int) -> Callable[[int], bool]:
+    """``low <= p < high``."""
+    return lambda p: low <= p < high
+
+
 def topic_partition_filter(args):
     """``(topic_allowed(name), partition_allowed(name, p))`` from ``--topic-partitions`` or ``--topic`` and
     ``--partitions`` (Kafka's TopicPartitionFilter)."""
@@ -68,10 +78,10 @@ def topic_partition_filter(args):
             topic, single, lo, hi = (g if g else None for g in m.groups())
             allowed = _include_list(topic if topic is not None else ".*")
             if single is not None:
-                rules.append((allowed, lambda p, n=int(single): p == n))
+                rules.append((allowed, _partition_equals(int(single))))
             else:
                 low, high = int(lo) if lo else 0, int(hi) if hi else MAX_INT
-                rules.append((allowed, lambda p, lo_=low, hi_=high: lo_ <= p < hi_))
+                rules.append((allowed, _partition_in(low, high)))
         return (
             lambda name: any(t(name) for t, _ in rules),
             lambda name, p: any(t(name) and part(p) for t, part in rules),

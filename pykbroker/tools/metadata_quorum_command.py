@@ -139,12 +139,6 @@ def _endpoint(listener: dict) -> str:
     return f"{listener['name']}://{host}:{listener['port']}"
 
 
-def _endpoint(listener: dict) -> str:
-    """Kafka's ``RaftVoterEndpoint.toString`` (an IPv6 host in brackets)."""
-    host = f"[{listener['host']}]" if ":" in listener["host"] else listener["host"]
-    return f"{listener['name']}://{host}:{listener['port']}"
-
-
 def _leader(partition: dict) -> dict:
     return next(v for v in partition["current_voters"] if v["replica_id"] == partition["leader_id"])
 

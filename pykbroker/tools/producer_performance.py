@@ -47,7 +47,7 @@ class Stats:
 
     def __init__(self, num_records: int, reporting_interval_ms: int = REPORTING_INTERVAL_MS, out=sys.stdout):
         self.start = SYSTEM.milliseconds()
-        self.window_start = self.start
+        self.window_start: float = self.start  # ms
         self.sampling = max(1, num_records // max(1, min(num_records, 500000)))
         self.latencies: list[int] = []
         self.iteration = 0
@@ -319,6 +319,7 @@ def _run(args, producer: KafkaProducer, payload, payload_list, out, txn_duration
         send(topic, value, timestamp_ms=send_start, callback=on_completion)
         if transactions:
             txn_size += 1
+            assert txn_duration_ms is not None  # transactions
             if txn_duration_ms <= send_start - txn_start:
                 producer.commit_transaction()
                 txn_size = 0

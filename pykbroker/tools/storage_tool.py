@@ -148,8 +148,8 @@ def parse_scram(value: str) -> ApiMessageAndVersion:
         return user_scram_credential_record(name, mech_type, salt, stored, server, iterations)
     if "password" not in fields:
         raise TerseFailure("You must supply one of 'password' or 'saltedpassword' to add-scram")
-    salt = base64.b64decode(fields["salt"]) if "salt" in fields else None
-    cred = credential_for(fields["password"], mechanism, iterations, salt)
+    given_salt = base64.b64decode(fields["salt"]) if "salt" in fields else None
+    cred = credential_for(fields["password"], mechanism, iterations, given_salt)
     return user_scram_credential_record(name, mech_type, cred.salt, cred.stored_key, cred.server_key, iterations)
 
 

@@ -12,7 +12,7 @@ SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
 
-def host_port(key: str, value) -> None:
+def host_port(key: str, value: str | None) -> None:
     """Validator of a ``host:port`` value (an empty host: every interface; port 0: ephemeral); ConfigException
     otherwise."""
     _host, sep, port = (value or "").rpartition(":")
