@@ -48,7 +48,7 @@ import threading
 import time
 from collections.abc import MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import structlog
 
@@ -98,7 +98,7 @@ def _render(_logger: object, method_name: str, event_dict: MutableMapping[str, A
 _write_lock = threading.RLock()
 
 
-def _silence(stream) -> None:
+def _silence(stream: TextIO) -> None:
     """Point ``stream``'s file descriptor at /dev/null: later writes (and flushes) succeed and vanish."""
     try:
         fd = stream.fileno()
@@ -114,8 +114,8 @@ def _silence(stream) -> None:
 class _SafeSink:
     """The console output: writes rendered lines to a stream, never raises."""
 
-    def __init__(self, stream):
-        self._stream = stream
+    def __init__(self, stream: TextIO) -> None:
+        self._stream: TextIO | None = stream
 
     def write(self, message: str) -> None:
         with _write_lock:
@@ -128,7 +128,7 @@ class _SafeSink:
                 except (OSError, ValueError) as e:  # BrokenPipeError, EIO, ENOSPC; ValueError: closed file
                     self._fail_over(stream, e)
 
-    def _fail_over(self, stream, error: BaseException) -> None:
+    def _fail_over(self, stream: TextIO, error: BaseException) -> None:
         _silence(stream)
         fallback = sys.stderr
         if stream is fallback or fallback is None:
@@ -207,7 +207,15 @@ def default_log_dir() -> str:
 class _Outputs:
     """One configuration: levels, the console, the log files or the standard library."""
 
-    def __init__(self, level, console, log_dir, max_bytes, backup_count, stdlib):
+    def __init__(
+        self,
+        level: str,
+        console: TextIO | None,
+        log_dir: str | None,
+        max_bytes: int,
+        backup_count: int,
+        stdlib: bool,
+    ) -> None:
         self.root_level, self.levels = parse_levels(level)
         self.console = _SafeSink(console) if console is not None else None
         self.stdlib = stdlib
@@ -243,7 +251,7 @@ class _Outputs:
             return self.files[CONTROLLER_LOG]
         return self.files[SERVER_LOG]
 
-    def bind(self, name: str, base: str | None, component: str | None):
+    def bind(self, name: str, base: str | None, component: str | None) -> Any:
         """A structlog logger for logger ``name`` (component ``base``) whose lines carry ``[component]``."""
         sink = _Sink(self.console, self.file_of(name), _stdlib_logger(name) if self.stdlib else None)
         wrapper = structlog.make_filtering_bound_logger(self.level_of(name, base))
@@ -273,7 +281,7 @@ _generation = 0  # bumped by every (re)configuration: loggers re-bind on their n
 
 def configure(
     level: str = "info",
-    stream=None,
+    stream: TextIO | None = None,
     *,
     console: bool = True,
     log_dir: str | None = None,
@@ -341,10 +349,10 @@ class ComponentLogger:
         self.component = component
         self.name = name
         self._base = base if base is not None else component
-        self._bound = None
+        self._bound: Any = None  # the structlog logger of the current configuration
         self._generation = -1
 
-    def _logger(self):
+    def _logger(self) -> Any:
         if self._generation != _generation:
             outputs = _outputs
             if outputs is None:  # never configured: structlog's own defaults
@@ -355,32 +363,32 @@ class ComponentLogger:
             self._generation = _generation
         return self._bound
 
-    def debug(self, event=None, *args, **kw):
+    def debug(self, event: object = None, *args: Any, **kw: Any) -> Any:
         return self._logger().debug(event, *args, **kw)
 
-    def info(self, event=None, *args, **kw):
+    def info(self, event: object = None, *args: Any, **kw: Any) -> Any:
         return self._logger().info(event, *args, **kw)
 
-    def warning(self, event=None, *args, **kw):
+    def warning(self, event: object = None, *args: Any, **kw: Any) -> Any:
         return self._logger().warning(event, *args, **kw)
 
     warn = warning
 
-    def error(self, event=None, *args, **kw):
+    def error(self, event: object = None, *args: Any, **kw: Any) -> Any:
         return self._logger().error(event, *args, **kw)
 
-    def exception(self, event=None, *args, **kw):
+    def exception(self, event: object = None, *args: Any, **kw: Any) -> Any:
         return self._logger().exception(event, *args, **kw)
 
-    def critical(self, event=None, *args, **kw):
+    def critical(self, event: object = None, *args: Any, **kw: Any) -> Any:
         return self._logger().critical(event, *args, **kw)
 
-    def bind(self, **kw):
+    def bind(self, **kw: Any) -> Any:
         """A structlog logger with more context (bound to the current configuration)."""
         return self._logger().bind(**kw)
 
 
-def get_logger(component: str | None = None, **context) -> ComponentLogger:
+def get_logger(component: str | None = None, **context: object) -> ComponentLogger:
     """A logger whose lines carry ``[component k=v, ...]`` as Kafka's log prefixes do; the only way to
     get a logger in pykbroker. Its name (levels, outputs) is the calling module's."""
     base = component

@@ -79,10 +79,10 @@ class Histogram:
 class Meter:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.count: float = 0
+        self.count = 0
         self._start = time.monotonic()
 
-    def mark(self, n: float = 1) -> None:
+    def mark(self, n: int = 1) -> None:
         with self._lock:
             self.count += n
 
