@@ -12,6 +12,10 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer
 
 TIMESTAMP_TYPES = {1: 0, 2: 1}  # librdkafka CreateTime/LogAppendTime -> Spark's timestampType 0/1
 
@@ -34,7 +38,7 @@ class KafkaClient:
     def __init__(self, bootstrap: str, conf: dict | None = None):
         self.bootstrap = bootstrap
         self.conf = dict(conf or {})
-        self._consumer = None
+        self._consumer: Consumer | None = None  # created on first use (confluent_kafka imported then)
 
     def __getstate__(self):
         return {"bootstrap": self.bootstrap, "conf": self.conf, "_consumer": None}
@@ -133,7 +137,8 @@ class KafkaClient:
             next_offset = start
             idle_since = time.monotonic()
             while not done:
-                keys, values, offsets, timestamps, types, headers = [], [], [], [], [], []
+                offsets: list[int] = []
+                keys, values, timestamps, types, headers = [], [], [], [], []
                 while len(offsets) < batch_rows:
                     # consume() waits until it has as many messages as asked: never ask past ``end``.
                     want = max(1, min(10000, batch_rows - len(offsets), end - next_offset))

@@ -7,7 +7,9 @@ Spark's message; ``kafka.*`` options are passed to the client without the prefix
 
 from __future__ import annotations
 
+import builtins
 import json
+from collections.abc import Mapping
 
 FORBIDDEN = {
     "auto.offset.reset": (
@@ -51,7 +53,7 @@ STRATEGIES = ("assign", "subscribe", "subscribepattern")
 class SourceOptions:
     """Case-insensitive option lookup (Spark's CaseInsensitiveMap)."""
 
-    def __init__(self, options: dict, sink: bool = False):
+    def __init__(self, options: Mapping[str, str], sink: bool = False):
         self.raw = {k.lower(): v for k, v in dict(options).items()}
         self.kafka: dict[str, str] = {k[6:]: v for k, v in dict(options).items() if k.lower().startswith("kafka.")}
         for key in self.kafka:
@@ -103,7 +105,7 @@ class SourceOptions:
         """``kafka.*`` options for the client (Spark's own names are Kafka's)."""
         return {k: v for k, v in self.kafka.items() if k.lower() != "bootstrap.servers"}
 
-    def assigned_partitions(self) -> list[tuple[str, int]]:
+    def assigned_partitions(self) -> list[tuple[str, builtins.int]]:  # builtins: the class defines int()
         try:
             spec = json.loads(self.strategy_value)
             return sorted((t, int(p)) for t, ps in spec.items() for p in ps)

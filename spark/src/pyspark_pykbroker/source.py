@@ -27,8 +27,9 @@ from pyspark_pykbroker.schema import schema_ddl
 try:  # PySpark 4.2+
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 except ImportError:  # pragma: no cover - older PySpark: no admission control
-    ReadAllAvailable = ReadMaxRows = None
-    SupportsTriggerAvailableNow = object
+    # mypy checks against PySpark 4.2+, where these names are classes
+    ReadAllAvailable = ReadMaxRows = None  # type: ignore[misc, assignment]
+    SupportsTriggerAvailableNow = object  # type: ignore[misc, assignment]
 
 
 class RangePartition(InputPartition):
@@ -267,8 +268,9 @@ class KafkaBatchWriter(DataSourceWriter):
 
 
 class KafkaStreamWriter(KafkaBatchWriter, DataSourceStreamWriter):
-    def commit(self, messages, batchId) -> None:
+    # Spark's DataSourceStreamWriter adds batchId to the batch writer's commit/abort; write() is shared
+    def commit(self, messages, batchId) -> None:  # type: ignore[override]
         pass
 
-    def abort(self, messages, batchId) -> None:
+    def abort(self, messages, batchId) -> None:  # type: ignore[override]
         pass
