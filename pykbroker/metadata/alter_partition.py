@@ -25,7 +25,7 @@ Pure function of the managers' state; runs on the controller's event thread.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pykbroker.metadata import partition_change_builder
 from pykbroker.metadata.controller_result import ControllerResult
@@ -34,11 +34,17 @@ from pykbroker.protocol import errors
 from pykbroker.protocol.types import ZERO_UUID
 from pykbroker.utils.logging import get_logger
 
+if TYPE_CHECKING:
+    from pykbroker.metadata.partition_registration import PartitionRegistration
+    from pykbroker.metadata.replication_control_manager import ReplicationControlManager
+
 _log = get_logger("ReplicationControlManager")
 LEADER_RECOVERING = 1
 
 
-def alter_partition(replication, request: dict[str, Any], version: int = 3) -> ControllerResult[dict]:
+def alter_partition(
+    replication: ReplicationControlManager, request: dict[str, Any], version: int = 3
+) -> ControllerResult[dict]:
     """``request``: AlterPartition body; ``version`` its API version (topic ids and
     ``new_isr_with_epochs`` from v2/v3). Raises StaleBrokerEpochError for the whole request."""
     broker_id = int(request["broker_id"])
@@ -65,6 +71,7 @@ def alter_partition(replication, request: dict[str, Any], version: int = 3) -> C
             if code != errors.NONE:
                 parts_out.append(_error(index, code))
                 continue
+            assert part is not None  # _validate refuses an unknown partition
             record = partition_change_builder.build(
                 topic.id, index, part, [b for b, _ in new_isr], lambda r: replication.cluster.is_active(r)
             )
@@ -98,7 +105,16 @@ def _new_isr(p: dict, version: int) -> list[tuple[int, int]]:
     return [(int(b), -1) for b in p.get("new_isr") or []]
 
 
-def _validate(replication, broker_id, topic, index, part, p, new_isr, version) -> int:
+def _validate(
+    replication: ReplicationControlManager,
+    broker_id: int,
+    topic: str,
+    index: int,
+    part: PartitionRegistration | None,
+    p: dict[str, Any],
+    new_isr: list[tuple[int, int]],
+    version: int,
+) -> int:
     if part is None:
         _log.info(f"Rejecting AlterPartition request for unknown partition {topic}-{index}")
         return errors.UNKNOWN_TOPIC_OR_PARTITION

@@ -19,7 +19,8 @@ Pure functions: any thread.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pykbroker.protocol import errors
 
@@ -47,7 +48,7 @@ MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 QuotaEntity = tuple[tuple[str, str | None], ...]
 
 
-def entity_of(pairs) -> QuotaEntity:
+def entity_of(pairs: Iterable[Mapping[str, Any] | tuple[str, str | None]]) -> QuotaEntity:
     """``[{entity_type, entity_name}]`` (or ``(type, name)`` pairs) -> the sorted :data:`QuotaEntity`; a type named
     twice keeps its last name (callers that must refuse duplicates check first)."""
     d: dict[str, str | None] = {}
@@ -69,7 +70,7 @@ def entity_str(entity: QuotaEntity) -> str:
     return "ClientQuotaEntity(entries={" + ", ".join(f"{t}={n if n is not None else 'null'}" for t, n in entity) + "})"
 
 
-def _parse_filter(components) -> tuple[dict[str, str | None], set[str]]:
+def _parse_filter(components: list[dict[str, Any]] | None) -> tuple[dict[str, str | None], set[str]]:
     exact: dict[str, str | None] = {}
     typed: set[str] = set()
     for c in components or []:

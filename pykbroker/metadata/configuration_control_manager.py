@@ -97,6 +97,7 @@ class ConfigurationControlManager:
                 seen.add((rtype, rname))
                 ops = [(c["name"], int(c.get("config_operation", SET)), c.get("value")) for c in res.get("configs", [])]
                 result = self.incremental_alter_config(rtype, rname, ops, new_resource=False)
+                assert result.response is not None  # incremental_alter_config always answers an ApiError
                 err = result.response
                 if err["error_code"] == errors.NONE:
                     records.extend(result.records)

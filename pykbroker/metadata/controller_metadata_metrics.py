@@ -12,20 +12,29 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from pykbroker.metadata.image import MetadataImage
+
+if TYPE_CHECKING:
+    from pykbroker.metadata.quorum_controller import QuorumController
+    from pykbroker.utils.metrics import MetricsRegistry
 
 PREFIX = "kafka.controller:type=KafkaController,name="
 
 
 class ControllerMetadataMetrics:
-    def __init__(self, metrics, controller, image: Callable[[], MetadataImage]):
+    def __init__(self, metrics: MetricsRegistry, controller: QuorumController, image: Callable[[], MetadataImage]):
         self._image_fn = image
         self._lock = threading.Lock()
         self._image: MetadataImage | None = None
         self._counts: dict[str, int] = {}
         metrics.gauge(PREFIX + "ActiveControllerCount", lambda: 1 if controller.is_active else 0)
         metrics.gauge(PREFIX + "LastCommittedRecordOffset", lambda: controller.last_committed_offset)
+
+        def count_gauge(name: str) -> None:
+            metrics.gauge(PREFIX + name, lambda: self.counts()[name])
+
         for name in (
             "GlobalTopicCount",
             "GlobalPartitionCount",
@@ -34,7 +43,7 @@ class ControllerMetadataMetrics:
             "ActiveBrokerCount",
             "FencedBrokerCount",
         ):
-            metrics.gauge(PREFIX + name, lambda name=name: self.counts()[name])
+            count_gauge(name)
 
     def counts(self) -> dict[str, int]:
         image = self._image_fn()

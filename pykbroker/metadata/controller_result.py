@@ -4,7 +4,7 @@ response to hand back once they are committed. ``atomic`` results are appended a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from pykbroker.metadata.records import ApiMessageAndVersion
 
@@ -20,6 +20,13 @@ class ControllerResult(Generic[R]):
     @classmethod
     def of(cls, records: list[ApiMessageAndVersion], response: R) -> ControllerResult[R]:
         return cls(list(records), response, True)
+
+
+class MutationQuota(Protocol):
+    """A request's controller mutation quota (KIP-599; server/quotas' ControllerMutationQuota): ``record(permits)``
+    counts topic/partition mutations and raises ThrottlingQuotaExceededError once a strict quota is exceeded."""
+
+    def record(self, permits: float) -> None: ...
 
 
 def api_error(code: int, message: str | None = None) -> dict:

@@ -12,6 +12,7 @@ Not thread-safe: a delta is built and applied by one thread (the metadata loader
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -115,10 +116,10 @@ class TopicsDelta:
             delta.partition_changes[d["partition_id"]] = current.merge(d)
         elif record.name == REMOVE_TOPIC_RECORD:
             topic_id = d["topic_id"]
-            delta = self.changed_topics.pop(topic_id, None)
+            removed = self.changed_topics.pop(topic_id, None)
             if topic_id in self.created_topic_ids:
                 self.created_topic_ids.discard(topic_id)
-                return delta.name if delta else None
+                return removed.name if removed else None
             topic = self.image.by_id.get(topic_id)
             if topic is None:
                 raise ValueError(f"RemoveTopicRecord for unknown topic id {topic_id}")
@@ -268,16 +269,16 @@ class MetadataDelta:
                 changes.setdefault(name, None)
         if self.next_producer_id is None and self.image.next_producer_id:
             self.next_producer_id = 0
-        for key in self.image.scram:
-            self.scram_changes.setdefault(key, None)
+        for user_mechanism in self.image.scram:
+            self.scram_changes.setdefault(user_mechanism, None)
         for acl_id in self.image.acls:
             self.acl_changes.setdefault(acl_id, None)
-        for entity, values in self.image.client_quotas.items():
-            changes = self.client_quota_changes.setdefault(entity, {})
-            for key in values:
-                changes.setdefault(key, None)
+        for entity, quotas in self.image.client_quotas.items():
+            quota_changes = self.client_quota_changes.setdefault(entity, {})
+            for quota_key in quotas:
+                quota_changes.setdefault(quota_key, None)
 
-    def replay_all(self, records) -> MetadataDelta:
+    def replay_all(self, records: Iterable[ApiMessageAndVersion]) -> MetadataDelta:
         for r in records:
             self.replay(r)
         return self
@@ -325,11 +326,11 @@ class MetadataDelta:
             changes["next_producer_id"] = self.next_producer_id
         if self.scram_changes:
             scram = dict(image.scram)
-            for key, value in self.scram_changes.items():
-                if value is None:
-                    scram.pop(key, None)
+            for user_mechanism, credential in self.scram_changes.items():
+                if credential is None:
+                    scram.pop(user_mechanism, None)
                 else:
-                    scram[key] = value
+                    scram[user_mechanism] = credential
             changes["scram"] = frozen(scram)
         if self.acl_changes:
             acls = dict(image.acls)
@@ -341,13 +342,13 @@ class MetadataDelta:
             changes["acls"] = frozen(acls)
         if self.client_quota_changes:
             quotas = dict(image.client_quotas)
-            for entity, values in self.client_quota_changes.items():
+            for entity, quota_values in self.client_quota_changes.items():
                 merged = dict(quotas.get(entity, {}))
-                for k, v in values.items():
-                    if v is None:
-                        merged.pop(k, None)
+                for quota, value in quota_values.items():
+                    if value is None:
+                        merged.pop(quota, None)
                     else:
-                        merged[k] = v
+                        merged[quota] = value
                 if merged:
                     quotas[entity] = frozen(merged)
                 else:

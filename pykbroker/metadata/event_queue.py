@@ -85,7 +85,7 @@ class EventQueue:
         with self._cond:
             self._deferred.pop(tag, None)
 
-    def _add(self, event, on_error) -> None:
+    def _add(self, event: Callable[[], None], on_error: ErrorHandler | None) -> None:
         with self._cond:
             if self._closing:
                 rejected = True
@@ -149,7 +149,7 @@ class EventQueue:
             wait_ms = half if wait_ms is None else min(wait_ms, half)
         return None if wait_ms is None else wait_ms / 1000.0
 
-    def _execute(self, event, on_error) -> None:
+    def _execute(self, event: Callable[[], None], on_error: ErrorHandler | None) -> None:
         try:
             event()
         except BaseException as e:  # noqa: BLE001 - handed to the event's owner

@@ -190,8 +190,8 @@ class MetadataImage:
             out.append(user_scram_credential_record(user, mechanism, salt, stored, server, iterations))
         for acl_id, binding in self.acls.items():
             out.append(access_control_entry_record(acl_id, binding))
-        for entity, values in self.client_quotas.items():
-            out += [client_quota_record(entity, k, v) for k, v in sorted(values.items())]
+        for entity, quotas in self.client_quotas.items():
+            out += [client_quota_record(entity, k, v) for k, v in sorted(quotas.items())]
         return out
 
 

@@ -22,25 +22,28 @@ controller's event thread.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pykbroker.metadata import partition_change_builder
 from pykbroker.metadata.controller_result import ControllerResult
 from pykbroker.metadata.records import NO_LEADER, ApiMessageAndVersion
 from pykbroker.protocol import errors
 
+if TYPE_CHECKING:
+    from pykbroker.metadata.replication_control_manager import ReplicationControlManager
+
 PREFERRED, UNCLEAN = 0, 1
 MAX_ELECTIONS_PER_IMBALANCE = 1000
 
 
-def elect_leaders(replication, request: dict[str, Any]) -> ControllerResult[dict]:
+def elect_leaders(replication: ReplicationControlManager, request: dict[str, Any]) -> ControllerResult[dict]:
     """``request``: ElectLeaders ``{election_type, topic_partitions: [{topic, partitions}] | None}``;
     the response ``{error_code, replica_election_results: [{topic, partition_result: [{partition_id,
     error_code, error_message}]}]}``."""
     election_type = request.get("election_type", PREFERRED)
     wanted = request.get("topic_partitions")
     elect_all = wanted is None
-    if elect_all:
+    if wanted is None:
         wanted = [
             {"topic": info.name, "partitions": sorted(info.parts)}
             for info in sorted(replication.topics.values(), key=lambda i: i.name)
@@ -59,12 +62,15 @@ def elect_leaders(replication, request: dict[str, Any]) -> ControllerResult[dict
     return ControllerResult(records, {"error_code": errors.NONE, "replica_election_results": results})
 
 
-def _elect(replication, topic: str, index: int, election_type: int, records: list) -> tuple[int, str | None]:
+def _elect(
+    replication: ReplicationControlManager, topic: str, index: int, election_type: int, records: list
+) -> tuple[int, str | None]:
     topic_id = replication.topics_by_name.get(topic)
     info = replication.topics.get(topic_id) if topic_id is not None else None
     part = info.parts.get(index) if info is not None else None
     if part is None:
         return errors.UNKNOWN_TOPIC_OR_PARTITION, f"The partition {topic}-{index} does not exist."
+    assert info is not None  # a partition was found in it
     active = replication.cluster.is_active
     if election_type == PREFERRED:
         preferred = part.replicas[0] if part.replicas else NO_LEADER
@@ -91,7 +97,9 @@ def _elect(replication, topic: str, index: int, election_type: int, records: lis
     return errors.NONE, None
 
 
-def balance_partition_leaders(replication, max_elections: int = MAX_ELECTIONS_PER_IMBALANCE) -> ControllerResult[None]:
+def balance_partition_leaders(
+    replication: ReplicationControlManager, max_elections: int = MAX_ELECTIONS_PER_IMBALANCE
+) -> ControllerResult[None]:
     """Preferred-leader elections for imbalanced partitions whose preferred replica can lead."""
     records: list[ApiMessageAndVersion] = []
     active = replication.cluster.is_active

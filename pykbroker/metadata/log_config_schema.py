@@ -66,7 +66,8 @@ def validate_dynamic_broker_configs(configs: dict[str, str], per_broker: bool = 
 
     keys = dynamic_broker_keys()
     try:
-        check_names_and_types(configs, per_broker, keys)
+        overrides: dict[str, str | None] = dict(configs)  # its parameter type also admits deletions
+        check_names_and_types(overrides, per_broker, keys)
         LogConfig.from_broker_config({k: v for k, v in configs.items() if k in log_default_keys()})
     except ValueError as e:  # ConfigException included
         raise errors.InvalidRequestError(str(e)) from None

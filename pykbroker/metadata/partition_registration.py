@@ -11,7 +11,13 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pykbroker.metadata.records import LEADER_RECOVERED, NO_LEADER, NO_LEADER_CHANGE, partition_record
+from pykbroker.metadata.records import (
+    LEADER_RECOVERED,
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    ApiMessageAndVersion,
+    partition_record,
+)
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,7 @@ class PartitionRegistration:
     def has_leader(self) -> bool:
         return self.leader != NO_LEADER
 
-    def to_record(self, topic_id: uuid.UUID, partition_id: int):
+    def to_record(self, topic_id: uuid.UUID, partition_id: int) -> ApiMessageAndVersion:
         return partition_record(
             topic_id,
             partition_id,

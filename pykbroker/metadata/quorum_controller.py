@@ -47,7 +47,8 @@ from __future__ import annotations
 import collections
 import random as _random
 import threading
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -57,7 +58,7 @@ from pykbroker.metadata.broker_heartbeat_manager import BrokerHeartbeatTracker
 from pykbroker.metadata.client_quota_control_manager import ClientQuotaControlManager
 from pykbroker.metadata.cluster_control_manager import ClusterControlManager
 from pykbroker.metadata.configuration_control_manager import ConfigSchema, ConfigurationControlManager
-from pykbroker.metadata.controller_result import ControllerResult
+from pykbroker.metadata.controller_result import ControllerResult, MutationQuota
 from pykbroker.metadata.event_queue import EventQueue, EventQueueClosedError
 from pykbroker.metadata.feature_control_manager import LATEST_PRODUCTION_METADATA_VERSION, FeatureControlManager
 from pykbroker.metadata.features import METADATA_VERSION, bootstrap_levels
@@ -116,7 +117,7 @@ class _ControlManagers:
         self.acls = AclControlManager()
         self.client_quotas = ClientQuotaControlManager()
 
-    def _brokers_supported(self):
+    def _brokers_supported(self) -> Iterator[tuple[int, dict[str, tuple[int, int]]]]:
         """(broker id, {feature: (min, max)}) of every registered broker (Kafka's ``brokerSupported``)."""
         for b in self.cluster.brokers.values():
             yield b.id, {f["name"]: (f["min_supported_version"], f["max_supported_version"]) for f in b.features}
@@ -217,7 +218,7 @@ class QuorumController:
         self._log = get_logger("QuorumController", id=node_id)
         # event-thread state
         self._active_epoch = -1
-        self._deferred: collections.deque[tuple[int, Future, Any]] = collections.deque()
+        self._deferred: collections.deque[tuple[int, Future | None, Any]] = collections.deque()
         self._last_committed_offset = -1
         self._last_reserved_offset = -1
         self._generation = 0
@@ -243,16 +244,18 @@ class QuorumController:
     def last_committed_offset(self) -> int:
         return self._last_committed_offset
 
-    def create_topics(self, request: dict[str, Any], describable: set[str] | None = None, quota=None) -> Future:
+    def create_topics(
+        self, request: dict[str, Any], describable: set[str] | None = None, quota: MutationQuota | None = None
+    ) -> Future:
         """CreateTopics -> ``{topics: [CreatableTopicResult dict]}`` (see ReplicationControlManager). ``quota``:
         the request's controller mutation quota (KIP-599), recorded per topic on the event thread."""
         return self._write("createTopics", lambda: self.managers.replication.create_topics(request, describable, quota))
 
-    def delete_topics(self, request: dict[str, Any], quota=None) -> Future:
+    def delete_topics(self, request: dict[str, Any], quota: MutationQuota | None = None) -> Future:
         """DeleteTopics -> ``{responses: [{name, topic_id, error_code, error_message}]}``."""
         return self._write("deleteTopics", lambda: self.managers.replication.delete_topics(request, quota))
 
-    def create_partitions(self, request: dict[str, Any], quota=None) -> Future:
+    def create_partitions(self, request: dict[str, Any], quota: MutationQuota | None = None) -> Future:
         """CreatePartitions -> ``{results: [{name, error_code, error_message}]}``."""
         return self._write("createPartitions", lambda: self.managers.replication.create_partitions(request, quota))
 
@@ -356,6 +359,7 @@ class QuorumController:
                 self._log.info("Heartbeat refused", broker=broker_id, error=e.message)
                 return ControllerResult([], _heartbeat_error(e))
             reply = result.response
+            assert reply is not None  # process_broker_heartbeat always answers
             state["in_controlled_shutdown"] = reply["in_controlled_shutdown"]
             self._reschedule_maybe_fence_stale_brokers()
             return ControllerResult(
@@ -388,7 +392,7 @@ class QuorumController:
     def find_topic_ids(self, names: list[str]) -> Future:
         """Read: ``{name: topic id or None}`` as of the committed state."""
 
-        def op():
+        def op() -> ControllerResult[dict[str, uuid.UUID | None]]:
             by_name = self.managers.replication.topics_by_name
             return ControllerResult([], {n: by_name.get(n) for n in names})
 
@@ -397,7 +401,7 @@ class QuorumController:
     def find_topic_names(self, ids: list) -> Future:
         """Read: ``{topic id: name or None}`` as of the committed state."""
 
-        def op():
+        def op() -> ControllerResult[dict[uuid.UUID, str | None]]:
             topics = self.managers.replication.topics
             return ControllerResult([], {i: (topics[i].name if i in topics and i != ZERO_UUID else None) for i in ids})
 

@@ -12,6 +12,7 @@ package writes, at the versions it writes them, so field spelling lives in one p
 from __future__ import annotations
 
 import uuid
+from types import ModuleType
 from typing import Any, NamedTuple
 
 TOPIC_RECORD = "TopicRecord"
@@ -137,7 +138,7 @@ def client_quota_record(
     )
 
 
-def access_control_entry_record(acl_id, binding: tuple) -> ApiMessageAndVersion:
+def access_control_entry_record(acl_id: uuid.UUID, binding: tuple) -> ApiMessageAndVersion:
     """``binding``: (resource type, resource name, pattern type, principal, host, operation, permission type)."""
     rtype, name, pattern, principal, host, operation, permission = binding
     return ApiMessageAndVersion(
@@ -156,7 +157,7 @@ def access_control_entry_record(acl_id, binding: tuple) -> ApiMessageAndVersion:
     )
 
 
-def remove_access_control_entry_record(acl_id) -> ApiMessageAndVersion:
+def remove_access_control_entry_record(acl_id: uuid.UUID) -> ApiMessageAndVersion:
     return ApiMessageAndVersion(REMOVE_ACCESS_CONTROL_ENTRY_RECORD, 0, {"id": acl_id})
 
 
@@ -169,9 +170,9 @@ class MetadataRecordSerde:
     first use, so this module loads without the codec). Thread-safe (stateless)."""
 
     def __init__(self) -> None:
-        self._codec = None
+        self._codec: ModuleType | None = None
 
-    def _load(self):
+    def _load(self) -> ModuleType:
         if self._codec is None:
             from pykbroker.protocol import metadata_records
 

@@ -46,7 +46,7 @@ from pykbroker.metadata.broker_heartbeat_manager import BrokerControlState
 from pykbroker.metadata.brokers_to_isrs import BrokersToIsrs
 from pykbroker.metadata.cluster_control_manager import ClusterControlManager
 from pykbroker.metadata.configuration_control_manager import SET, ConfigurationControlManager
-from pykbroker.metadata.controller_result import ControllerResult
+from pykbroker.metadata.controller_result import ControllerResult, MutationQuota
 from pykbroker.metadata.partition_registration import PartitionRegistration
 from pykbroker.metadata.records import (
     NO_LEADER,
@@ -115,7 +115,7 @@ class ReplicationControlManager:
 
     # ---- CreateTopics ------------------------------------------------------------------------
     def create_topics(
-        self, request: dict[str, Any], describable: set[str] | None = None, quota=None
+        self, request: dict[str, Any], describable: set[str] | None = None, quota: MutationQuota | None = None
     ) -> ControllerResult[dict]:
         """See the module docstring. ``describable``: topics whose configs the caller may see in the
         response (None = all). ``quota``: the request's controller mutation quota (KIP-599; an object with
@@ -172,7 +172,7 @@ class ReplicationControlManager:
         return total
 
     def _create_topic(
-        self, topic: dict, show_configs: bool, earlier: list[ApiMessageAndVersion], quota=None
+        self, topic: dict, show_configs: bool, earlier: list[ApiMessageAndVersion], quota: MutationQuota | None = None
     ) -> tuple[dict, list[ApiMessageAndVersion]]:
         name = topic["name"]
         topic_names.validate(name)
@@ -200,12 +200,14 @@ class ReplicationControlManager:
         parts = self._new_partitions(topic)
         config_records: list[ApiMessageAndVersion] = []
         if configs:
-            result = self.configs.incremental_alter_config(
+            altered = self.configs.incremental_alter_config(
                 ConfigResourceType.TOPIC, name, [(k, SET, v) for k, v in configs.items()], new_resource=True
             )
-            if result.response["error_code"] != errors.NONE:
-                raise _Rejected(result.response["error_code"], result.response["error_message"])
-            config_records = result.records
+            error = altered.response
+            assert error is not None  # incremental_alter_config always answers an ApiError
+            if error["error_code"] != errors.NONE:
+                raise _Rejected(error["error_code"], error["error_message"])
+            config_records = altered.records
         if quota is not None:
             quota.record(len(parts))  # ThrottlingQuotaExceededError: this topic is refused
         topic_id = uuid.uuid4()
@@ -327,13 +329,14 @@ class ReplicationControlManager:
             )
 
     # ---- DeleteTopics ------------------------------------------------------------------------
-    def delete_topics(self, request: dict[str, Any], quota=None) -> ControllerResult[dict]:
+    def delete_topics(self, request: dict[str, Any], quota: MutationQuota | None = None) -> ControllerResult[dict]:
         """DeleteTopics by name or id; ``quota`` as in :meth:`create_topics` (a topic's partitions count)."""
         wanted: list[tuple[str | None, uuid.UUID | None]] = [(n, None) for n in request.get("topic_names") or []]
         for t in request.get("topics") or []:
             tid = t.get("topic_id")
             wanted.append((t.get("name"), None if tid in (None, ZERO_UUID) else tid))
-        records, responses = [], []
+        records: list[ApiMessageAndVersion] = []
+        responses = []
         seen_ids: set[uuid.UUID] = set()
         seen_names: set[str] = set()
         for name, topic_id in wanted:
@@ -379,7 +382,7 @@ class ReplicationControlManager:
         return ControllerResult(records, {"responses": responses}, atomic=False)
 
     # ---- CreatePartitions --------------------------------------------------------------------
-    def create_partitions(self, request: dict[str, Any], quota=None) -> ControllerResult[dict]:
+    def create_partitions(self, request: dict[str, Any], quota: MutationQuota | None = None) -> ControllerResult[dict]:
         """CreatePartitions; ``quota`` as in :meth:`create_topics` (the partitions added count)."""
         topics = list(request.get("topics", []))
         names = collections.Counter(t["name"] for t in topics)
@@ -413,7 +416,7 @@ class ReplicationControlManager:
             records = []
         return ControllerResult(records, {"results": results}, atomic=False)
 
-    def _create_partitions(self, topic: dict, quota=None) -> list[ApiMessageAndVersion]:
+    def _create_partitions(self, topic: dict, quota: MutationQuota | None = None) -> list[ApiMessageAndVersion]:
         name, count = topic["name"], int(topic["count"])
         info = self.get_topic(name)
         if info is None:

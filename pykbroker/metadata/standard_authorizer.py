@@ -17,6 +17,9 @@ from request handler threads; the index is swapped whole.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from pykbroker.metadata.acls import WILDCARD
 from pykbroker.protocol.acl import AclOperation, AclPermissionType
 from pykbroker.protocol.resource import PatternType
@@ -27,11 +30,16 @@ CLASS_NAMES = frozenset(
 _O = AclOperation
 _ALL, _ALLOW, _DENY = AclOperation.ALL, AclPermissionType.ALLOW, AclPermissionType.DENY
 _LITERAL, _PREFIXED = PatternType.LITERAL, PatternType.PREFIXED
-_IMPLIES = {_O.DESCRIBE: (_O.READ, _O.WRITE, _O.DELETE, _O.ALTER), _O.DESCRIBE_CONFIGS: (_O.ALTER_CONFIGS,)}
+_IMPLIES: dict[int, tuple[AclOperation, ...]] = {
+    _O.DESCRIBE: (_O.READ, _O.WRITE, _O.DELETE, _O.ALTER),
+    _O.DESCRIBE_CONFIGS: (_O.ALTER_CONFIGS,),
+}
 
 
 class StandardAuthorizer:
-    def __init__(self, image_fn, super_users: str = "", allow_everyone_if_no_acl_found: bool = False):
+    def __init__(
+        self, image_fn: Callable[[], Any], super_users: str = "", allow_everyone_if_no_acl_found: bool = False
+    ):
         self.image_fn = image_fn
         self.super_users = {u.strip() for u in str(super_users or "").split(";") if u.strip()}
         self.allow_if_no_acl = allow_everyone_if_no_acl_found

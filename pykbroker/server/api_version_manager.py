@@ -14,6 +14,8 @@ uncompressed); clients pick the highest common version, so none sends v0-v2.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 from pykbroker.protocol.api_keys import ApiKeys
 
 # api key -> (min, max) that the broker implements.
@@ -97,7 +99,7 @@ CONTROLLER_VERSIONS: dict[int, tuple[int, int]] = {
 class ApiVersionManager:
     """Thread-safe after construction (read-only)."""
 
-    def __init__(self, implemented: set[int], schema_range, controller_listeners: set[str] = frozenset()):
+    def __init__(self, implemented: set[int], schema_range, controller_listeners: AbstractSet[str] = frozenset()):
         self.controller_listeners = {n.upper() for n in controller_listeners}
         self.versions: dict[int, tuple[int, int]] = {}
         for key in sorted(implemented):

@@ -14,11 +14,20 @@ change is applied any more (no log is created during broker shutdown). Runs only
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 from pykbroker.metadata.publisher import MetadataPublisher
 from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from pykbroker.protocol.config_resource import ConfigResourceType
 from pykbroker.utils.logging import get_logger
+
+if TYPE_CHECKING:
+    from pykbroker.coordinator.group.group_coordinator import GroupCoordinator
+    from pykbroker.coordinator.transaction.transaction_coordinator import TransactionCoordinator
+    from pykbroker.network.connection_quotas import ConnectionQuotas
+    from pykbroker.security.credential_cache import ScramCredentialCache
+    from pykbroker.server.dynamic_broker_config import DynamicBrokerConfig
+    from pykbroker.server.quotas.client_quota_manager import QuotaManagers
 
 
 class BrokerMetadataPublisher(MetadataPublisher):
@@ -30,17 +39,17 @@ class BrokerMetadataPublisher(MetadataPublisher):
         self.log = get_logger("BrokerMetadataPublisher", id=node_id)
         self.first_publish = threading.Event()
         #: the GroupCoordinator, set by the server once it exists (which elects it for what it leads already)
-        self.group_coordinator = None
+        self.group_coordinator: GroupCoordinator | None = None
         #: the TransactionCoordinator, set by the server (which elects it for what it leads already)
-        self.txn_coordinator = None
+        self.txn_coordinator: TransactionCoordinator | None = None
         #: the DynamicBrokerConfig, set by the server once the broker's parts exist
-        self.dynamic_config = None
+        self.dynamic_config: DynamicBrokerConfig | None = None
         #: the broker's ScramCredentialCache (set by the server), refreshed when credentials change
-        self.scram_credentials = None
+        self.scram_credentials: ScramCredentialCache | None = None
         #: the broker's QuotaManagers (set by the server), given the client quotas when they change
-        self.quota_managers = None
+        self.quota_managers: QuotaManagers | None = None
         #: the SocketServer's ConnectionQuotas (set by the server), given the IP connection rates when they change
-        self.connection_quotas = None
+        self.connection_quotas: ConnectionQuotas | None = None
 
     def name(self) -> str:
         return "BrokerMetadataPublisher"

@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 from pykbroker.config.kafka_config import KafkaConfig
 from pykbroker.coordinator.group.group_coordinator import GroupCoordinator
@@ -42,6 +43,7 @@ from pykbroker.log.log_cleaner import LogCleaner
 from pykbroker.log.log_manager import LogManager
 from pykbroker.metadata.features import TRANSACTION_VERSION, supported_features_request
 from pykbroker.metadata.features_publisher import finalized_features_of
+from pykbroker.metadata.quorum_controller import QuorumController
 from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from pykbroker.network.socket_server import DATA_PLANE, SocketServer
 from pykbroker.protocol import errors
@@ -83,6 +85,7 @@ from pykbroker.server.server_common import (
     run_steps,
 )
 from pykbroker.server.shared_server import SharedServer
+from pykbroker.utils.delayed_operation import DelayedOperationPurgatory
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.metrics import MetricsRegistry
 from pykbroker.utils.scheduler import KafkaScheduler
@@ -148,7 +151,7 @@ class BrokerServer:
         self.group_metadata_manager: GroupMetadataManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
         #: where controller-bound requests go: the QuorumController (single node) or the ForwardingManager
-        self.controller_handle = None
+        self.controller_handle: QuorumController | ForwardingManager | None = None
         self.producer_id_manager: ProducerIdManager | None = None
         self.txn_coordinator: TransactionCoordinator | None = None
         self.txn_verifier: AddPartitionsToTxnManager | None = None
@@ -421,20 +424,22 @@ class BrokerServer:
         assert rm is not None and coordinator is not None
         self.log_manager.register_metrics(self.metrics)
         self.group_metadata_manager.register_metrics(self.metrics)
-        for purgatory in (
-            rm.produce_purgatory,
-            rm.fetch_purgatory,
-            coordinator.join_purgatory,
-            coordinator.heartbeat_purgatory,
-        ):
+
+        def register(purgatory: DelayedOperationPurgatory[Any]) -> None:
             tag = f"delayedOperation={purgatory.purgatory_name}"
             prefix = "kafka.server:type=DelayedOperationPurgatory,name="
-            self.metrics.gauge(f"{prefix}PurgatorySize,{tag}", lambda p=purgatory: p.purgatory_size)
-            self.metrics.gauge(f"{prefix}NumDelayedOperations,{tag}", lambda p=purgatory: p.num_delayed)
+            self.metrics.gauge(f"{prefix}PurgatorySize,{tag}", lambda: purgatory.purgatory_size)
+            self.metrics.gauge(f"{prefix}NumDelayedOperations,{tag}", lambda: purgatory.num_delayed)
+
+        register(rm.produce_purgatory)
+        register(rm.fetch_purgatory)
+        register(coordinator.join_purgatory)
+        register(coordinator.heartbeat_purgatory)
 
     def _broker_families(self) -> list:
         """The data plane's handler families (Kafka's KafkaApis handlers), over this broker's components."""
         helper, cache, rm = self.data_helper, self.metadata_cache, self.replica_manager
+        assert helper is not None and self.log_manager is not None and self.producer_id_manager is not None
         groups = GroupHandlers(
             helper, self.group_coordinator, cache, self.controller_handle, self.config, self.time, self.txn_coordinator
         )
@@ -489,6 +494,7 @@ class BrokerServer:
             except errors.KafkaError as e:
                 codes[n] = e.code
         if valid:
+            assert self.controller_handle is not None  # set before the data plane's handlers are built
             self.controller_handle.create_topics(
                 {
                     "topics": [
@@ -546,8 +552,9 @@ class BrokerServer:
             steps.append(("quota managers", self.quota_managers.shutdown))
         if self.lifecycle_manager is not None:
             steps.append(("broker lifecycle manager", self.lifecycle_manager.close))
-        if self.log_manager is not None:
-            steps.append(("log manager", lambda lm=self.log_manager: lm.shutdown(self.broker_epoch)))
+        log_manager = self.log_manager
+        if log_manager is not None:
+            steps.append(("log manager", lambda: log_manager.shutdown(self.broker_epoch)))
         if self.scheduler is not None:
             steps.append(("scheduler", self.scheduler.shutdown))
         run_steps(steps, log_error)

@@ -82,6 +82,7 @@ class ControllerServer:
         shared = self.shared
         records = read_bootstrap_records(config.metadata_log_dir)
         legacy = not any(r.name == "FeatureLevelRecord" and r.data["name"] == METADATA_VERSION for r in records)
+        assert shared.raft is not None, "SharedServer.start_raft first"
         self.controller = QuorumController(
             self.node_id,
             shared.raft,
@@ -144,7 +145,9 @@ class ControllerServer:
             )
         cluster_info = None
         if not self.is_broker:
-            cluster_info = lambda: (shared.cluster_id, shared.raft.leader_and_epoch.leader_id, shared.voters)  # noqa: E731
+            raft = shared.raft
+            assert raft is not None, "SharedServer.start_raft first"
+            cluster_info = lambda: (shared.cluster_id, raft.leader_and_epoch.leader_id, shared.voters)  # noqa: E731
         controller_apis = ControllerApis(helper, controller, config, log_defaults, cluster_info)
         families: list = [controller_apis]
         if shared.raft_channel is not None:
@@ -156,9 +159,11 @@ class ControllerServer:
             self.node_id, helper, self.time, families, finalized_features or self.finalized_features, True
         )
         controller_apis.dispatch = self.control_plane_apis.handle  # the inner request of an Envelope
+        channel = self.socket_server.control_plane_request_channel
+        assert channel is not None  # a control plane listener is configured (checked above)
         self.control_plane_pool = KafkaRequestHandlerPool(
             self.node_id,
-            self.socket_server.control_plane_request_channel,
+            channel,
             self.control_plane_apis,
             1,
             CONTROL_PLANE,

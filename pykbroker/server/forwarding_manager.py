@@ -60,7 +60,7 @@ class ForwardingManager:
         self.channel = channel
         self.default_timeout_ms = default_timeout_ms
 
-    def _forward(self, api_key: int, body: dict[str, Any], client=None) -> Future:
+    def _forward(self, api_key: ApiKeys, body: dict[str, Any], client: Any = None) -> Future:
         """Send ``body`` to the controller; in an Envelope for ``client`` (a Request) when given."""
         timeout = body.get("timeout_ms")
         if not isinstance(timeout, int) or timeout <= 0:

@@ -115,10 +115,17 @@ _CONFIG_RESOURCES = {
 }
 
 
+def _body(request: Request) -> dict:
+    """The decoded request body: None only for a too-new ApiVersions request, which no check here reads."""
+    body = request.body
+    assert body is not None
+    return body
+
+
 def _topic_names(helper: RequestHelper, request: Request) -> list[str]:
     """The topics a DeleteTopics, CreatePartitions or DeleteRecords request names."""
     key = request.context.api_key
-    body = request.body
+    body = _body(request)
     if key == ApiKeys.DELETE_TOPICS:
         # A topic named by id only is checked under its name from the broker's metadata (an unknown id is left
         # to the handler, which answers UNKNOWN_TOPIC_ID as Kafka does).
@@ -134,12 +141,12 @@ def _topic_names(helper: RequestHelper, request: Request) -> list[str]:
     return [t["name"] for t in body["topics"]]
 
 
-_TOPIC_CHECKS = {
+_TOPIC_CHECKS: dict[int, int] = {
     ApiKeys.DELETE_TOPICS: AclOperation.DELETE,
     ApiKeys.CREATE_PARTITIONS: AclOperation.ALTER,
     ApiKeys.DELETE_RECORDS: AclOperation.DELETE,
 }
-_CONFIG_CHECKS = {
+_CONFIG_CHECKS: dict[int, int] = {
     ApiKeys.DESCRIBE_CONFIGS: AclOperation.DESCRIBE_CONFIGS,
     ApiKeys.ALTER_CONFIGS: AclOperation.ALTER_CONFIGS,
     ApiKeys.INCREMENTAL_ALTER_CONFIGS: AclOperation.ALTER_CONFIGS,
@@ -161,7 +168,7 @@ def check_resource_authorization(helper: RequestHelper, request: Request, contro
             raise errors.TopicAuthorizationError("Topic authorization failed.")
         return
     if key in _CONFIG_CHECKS:
-        for r in request.body["resources"]:
+        for r in _body(request)["resources"]:
             rtype, error = _CONFIG_RESOURCES.get(
                 r["resource_type"], (ResourceType.GROUP, errors.GroupAuthorizationError)
             )
@@ -179,7 +186,7 @@ def check_resource_authorization(helper: RequestHelper, request: Request, contro
         if request.context.api_key == ApiKeys.FIND_COORDINATOR:
             _check_find_coordinator(helper, request)
         elif request.context.api_key == ApiKeys.INIT_PRODUCER_ID:
-            tid = request.body.get("transactional_id")
+            tid = _body(request).get("transactional_id")
             if tid is not None and not helper.authorize(
                 request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid
             ):
@@ -193,20 +200,20 @@ def check_resource_authorization(helper: RequestHelper, request: Request, contro
                 # KIP-679: an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic
                 raise errors.ClusterAuthorizationError("Cluster authorization failed.")
         elif request.context.api_key == ApiKeys.CREATE_TOPICS:
-            names = [t["name"] for t in request.body["topics"]]
+            names = [t["name"] for t in _body(request)["topics"]]
             if not helper.authorize(request, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME) and not all(
                 helper.authorize(request, AclOperation.CREATE, ResourceType.TOPIC, n) for n in names
             ):
                 raise errors.TopicAuthorizationError("Topic authorization failed.")
         return
-    operation, resource_type, key, error = check
-    name = CLUSTER_NAME if key is None else request.body.get(key)
+    operation, resource_type, field, error = check
+    name = CLUSTER_NAME if field is None else _body(request).get(field)
     if name is not None and not helper.authorize(request, operation, resource_type, name):
         raise error(error.default_message)
 
 
 def _check_find_coordinator(helper: RequestHelper, request: Request) -> None:
-    body = request.body
+    body = _body(request)
     key_type = body.get("key_type", 0)
     keys = body["coordinator_keys"] if request.context.api_version >= 4 else [body["key"]]
     resource_type = ResourceType.TRANSACTIONAL_ID if key_type == 1 else ResourceType.GROUP

@@ -43,6 +43,7 @@ from pykbroker.log.log_manager import LogDirLockError, lock_log_dirs
 from pykbroker.metadata.bootstrap import write_bootstrap_records
 from pykbroker.metadata.feature_control_manager import feature_level_bootstrap_records
 from pykbroker.metadata.features import LATEST_PRODUCTION, bootstrap_levels
+from pykbroker.metadata.publisher import MetadataPublisher
 from pykbroker.metrics.reporter import MetricsReporter, create_reporters
 from pykbroker.network.socket_server import CONTROL_PLANE, SocketServer, SocketServerConfig
 from pykbroker.raft.kafka_network_channel import parse_voters
@@ -160,19 +161,20 @@ class KafkaRaftServer:
         if broker is not None:
             broker.start_storage()
         shared.start_raft()
+        publishers: list[MetadataPublisher]
         if broker is not None:
             broker.start_metadata_cache()
-        shared.start_loader(
-            [broker.publisher]
-            if broker is not None
-            else [
+            assert broker.publisher is not None  # built by start_metadata_cache
+            publishers = [broker.publisher]
+        else:
+            assert self.socket_server is not None  # bound by _start_listeners
+            publishers = [
                 shared.features_publisher,
                 ClientQuotaPublisher(
                     self.socket_server.connection_quotas, controller.quota_managers if controller is not None else None
                 ),
-            ],
-            waits,
-        )
+            ]
+        shared.start_loader(publishers, waits)
         if controller is not None:
             controller.startup(self.controller_log_defaults(), self._metadata_image)
         shared.start_driver()
@@ -216,7 +218,7 @@ class KafkaRaftServer:
         config = self.config
         reporters = create_reporters(config["metric.reporters"], config.values)
         sconfig = SocketServerConfig.from_kafka_config(config)
-        endpoints = [*sconfig.data_plane_listeners, *filter(None, [sconfig.control_plane_listener])]
+        endpoints = [*config.data_plane_listeners, *filter(None, [config.control_plane_listener])]
         authenticators = authenticator_factories(endpoints, config.originals, self.scram_credentials.lookup)
         self.inter_broker_security, self.controller_security = self._client_securities()
         try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import uuid
 
-from pykbroker.metadata.image import MetadataImage, TopicImage
+from pykbroker.metadata.image import Endpoint, MetadataImage, TopicImage
 from pykbroker.metadata.partition_registration import PartitionRegistration
 from pykbroker.protocol.types import ZERO_UUID
 
@@ -28,7 +28,7 @@ class MetadataCache:
     def cluster_id(self) -> str | None:
         return self.image.cluster_id
 
-    def alive_brokers(self, listener: str) -> list[tuple[int, object, str | None]]:
+    def alive_brokers(self, listener: str) -> list[tuple[int, Endpoint, str | None]]:
         """``[(node id, endpoint with .host/.port, rack)]`` of unfenced brokers on ``listener``, by id."""
         out = []
         for node_id, b in sorted(self.image.brokers.items()):
@@ -100,7 +100,9 @@ class MetadataCache:
         out = []
         for node_id in sorted(set(node_ids)):
             b = self.image.brokers.get(node_id)
-            ep = b.listeners.get(listener) if b is not None else None
+            if b is None:
+                continue
+            ep = b.listeners.get(listener)
             if ep is not None:
                 out.append({"node_id": node_id, "host": ep.host, "port": ep.port, "rack": b.rack})
         return out

@@ -340,16 +340,16 @@ class ReplicaFetcherThread(threading.Thread):
                 for p in t["partitions"]:
                     tp = (t["topic"], p["partition"])
                     asked = ask.get(tp)
-                    st = self.partitions.get(tp)
-                    if asked is None or st is not asked[0]:
+                    current = self.partitions.get(tp)
+                    if asked is None or current is None or current is not asked[0]:
                         continue  # removed or replaced meanwhile
                     partition = self.replica_manager.get_partition(*tp)
                     if partition is None:
                         continue
                     if p["error_code"] != errors.NONE:
-                        self._partition_error(tp, st, p["error_code"], "OffsetForLeaderEpoch")
+                        self._partition_error(tp, current, p["error_code"], "OffsetForLeaderEpoch")
                         continue
-                    self._apply_epoch_end_offset(tp, partition, st, p["leader_epoch"], p["end_offset"])
+                    self._apply_epoch_end_offset(tp, partition, current, p["leader_epoch"], p["end_offset"])
 
     def _apply_epoch_end_offset(self, tp, partition, st: PartitionFetchState, leader_epoch: int, end_offset: int):
         """Kafka's ``getOffsetTruncationState`` for the leader's answer ``(leader_epoch, end_offset)``."""
@@ -449,10 +449,16 @@ class ReplicaFetcherThread(threading.Thread):
                 for p in t["partitions"]:
                     tp = (topic, p["partition_index"])
                     entry = sent.get(tp)
-                    st = self.partitions.get(tp)
-                    if entry is None or st is not entry[0] or st.fetch_offset != entry[1] or st.state != FETCHING:
+                    current = self.partitions.get(tp)
+                    if (
+                        entry is None
+                        or current is None
+                        or current is not entry[0]
+                        or current.fetch_offset != entry[1]
+                        or current.state != FETCHING
+                    ):
                         continue  # removed, replaced or truncated meanwhile
-                    self._process_partition(tp, st, p)
+                    self._process_partition(tp, current, p)
 
     def _process_partition(self, tp, st: PartitionFetchState, p: dict) -> None:
         partition = self.replica_manager.get_partition(*tp)

@@ -30,6 +30,7 @@ metadata publisher and the failure handler), so request handler threads read the
 from __future__ import annotations
 
 import collections
+import functools
 import os
 import threading
 from collections.abc import Callable
@@ -185,10 +186,10 @@ class ReplicaManager:
         self.state_change_log = state_change_logger(node_id)  # state-change.log
         self._lock = threading.Lock()
         self._partitions: dict[tuple[str, int], Partition] = {}
-        self.produce_purgatory = DelayedOperationPurgatory(
+        self.produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(
             "Produce", node_id, config["producer.purgatory.purge.interval.requests"], time=time
         )
-        self.fetch_purgatory = DelayedOperationPurgatory(
+        self.fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
             "Fetch", node_id, config["fetch.purgatory.purge.interval.requests"], time=time
         )
         self._actions: collections.deque = collections.deque()
@@ -245,8 +246,10 @@ class ReplicaManager:
             self._failure_handler.start()
 
     def _handle_log_dir_failures(self) -> None:
+        channel = self.log_dir_failure_channel
+        assert channel is not None  # this thread is started only with a channel
         while not self._shutting_down.is_set():
-            log_dir = self.log_dir_failure_channel.take_next_offline_log_dir(0.2)
+            log_dir = channel.take_next_offline_log_dir(0.2)
             if log_dir is not None:
                 try:
                     self.handle_log_dir_failure(log_dir)
@@ -431,7 +434,7 @@ class ReplicaManager:
             self.isr_listener,
             lambda: self.broker_epoch(),
         )
-        p.on_high_watermark_increment = lambda tp=(topic, index): self._complete_delayed(tp, produce=True)
+        p.on_high_watermark_increment = functools.partial(self._complete_delayed, (topic, index), produce=True)
         return p
 
     def set_alter_partition_manager(self, manager) -> None:

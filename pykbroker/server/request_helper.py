@@ -129,7 +129,9 @@ class RequestHelper:
         except Exception as e:  # noqa: BLE001 - a body that cannot be encoded still answers the envelope
             _log.error(f"Cannot encode the response to forwarded {request!r}", error=repr(e))
             wrapped = {"response_data": None, "error_code": errors.UNKNOWN_SERVER_ERROR}
-        self.send_response(request.envelope, wrapped)
+        envelope = request.envelope
+        assert envelope is not None  # only called for a request that came in an Envelope
+        self.send_response(envelope, wrapped)
 
     @staticmethod
     def _error_parts(request: Request, version: int):

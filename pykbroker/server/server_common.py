@@ -16,7 +16,7 @@ from pykbroker.metadata.standard_authorizer import CLASS_NAMES as AUTHORIZER_CLA
 from pykbroker.metadata.standard_authorizer import StandardAuthorizer
 from pykbroker.protocol import errors, request_schema
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.raft.describe_quorum import describe_quorum
+from pykbroker.raft.describe_quorum import PartitionData, describe_quorum
 from pykbroker.server.api_version_manager import ApiVersionManager
 from pykbroker.server.handlers.api_versions import ApiVersionsHandler
 from pykbroker.server.handlers.describe_quorum import DescribeQuorumHandler
@@ -60,7 +60,9 @@ class StartupWaits:
 
 def _schema_range(api_key: int) -> tuple[int, int]:
     schema = request_schema(api_key)
-    return schema.valid_versions.lo, schema.valid_versions.hi
+    hi = schema.valid_versions.hi
+    assert hi is not None  # every request schema states a closed validVersions range
+    return schema.valid_versions.lo, hi
 
 
 def build_apis(
@@ -107,7 +109,7 @@ def describe_quorum_handler(
     (NOT_LEADER_OR_FOLLOWER unless it leads); a broker of a cluster asks the active controller, as Kafka's
     brokers forward DescribeQuorum."""
 
-    def describe() -> dict:
+    def describe() -> PartitionData:
         partition = describe_quorum(shared.raft, shared.time.milliseconds())
         channel = shared.controller_channel
         if partition["error_code"] != errors.NOT_LEADER_OR_FOLLOWER or channel is None or is_controller:

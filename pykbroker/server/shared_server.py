@@ -165,8 +165,9 @@ class SharedServer:
             steps.append(("controller channel", self.controller_channel.shutdown))
         if self.raft_driver is not None:
             steps.append(("raft client", self.raft_driver.shutdown))
-        if self.raft_channel is not None:
-            steps.append(("raft network channel", lambda c=self.raft_channel: c.close(drain_ms=500)))
+        raft_channel = self.raft_channel
+        if raft_channel is not None:
+            steps.append(("raft network channel", lambda: raft_channel.close(drain_ms=500)))
         if self.loader is not None:
             steps.append(("metadata loader", self.loader.close))
         if self.metadata_log is not None:

@@ -36,6 +36,7 @@ Threading: each group's state is guarded by its RLock, also used as the lock of 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 from pykbroker.coordinator.group.consumer import record_codec as ccodec
 from pykbroker.coordinator.group.consumer.heartbeat import ConsumerGroupHeartbeatHandler
@@ -59,8 +60,12 @@ class GroupCoordinator:
         self.initial_delay_ms = config["group.initial.rebalance.delay.ms"]
         self.max_group_size = config["group.max.size"]
         self.max_metadata_bytes = config["offset.metadata.max.bytes"]
-        self.join_purgatory = DelayedOperationPurgatory("Rebalance", node_id, time=time)
-        self.heartbeat_purgatory = DelayedOperationPurgatory("Heartbeat", node_id, time=time)
+        self.join_purgatory: DelayedOperationPurgatory[DelayedJoin | DelayedSync] = DelayedOperationPurgatory(
+            "Rebalance", node_id, time=time
+        )
+        self.heartbeat_purgatory: DelayedOperationPurgatory[DelayedHeartbeat] = DelayedOperationPurgatory(
+            "Heartbeat", node_id, time=time
+        )
         self.log = get_logger("GroupCoordinator", id=node_id)
         #: the KIP-848 consumer protocol (ConsumerGroupHeartbeat/Describe); its ``image`` is set by the server
         self.consumer = ConsumerGroupHeartbeatHandler(self, config, time)
@@ -256,7 +261,7 @@ class GroupCoordinator:
         rebalance_timeout_ms: int,
         session_timeout_ms: int,
         skip_assignment_supported: bool,
-        respond,
+        respond: Callable[[dict], None],
     ) -> None:
         """A known static member rejoins with an empty member id (``updateStaticMemberAndRebalance``): the
         new member id replaces the old one (whose pending JoinGroup/SyncGroup get FENCED_INSTANCE_ID). In
@@ -360,16 +365,19 @@ class GroupCoordinator:
 
     def _join_response(self, group: GroupMetadata, member_id: str) -> dict:
         leader = member_id == group.leader_id
+        protocol = group.protocol_name
+        if leader:  # a completed join has a leader only with members, whose generation selected a protocol
+            assert protocol is not None
         members = (
             [
                 {
                     "member_id": m.member_id,
                     "group_instance_id": m.group_instance_id,
-                    "metadata": m.metadata_for(group.protocol_name),
+                    "metadata": m.metadata_for(protocol),
                 }
                 for m in group.members.values()
             ]
-            if leader
+            if leader and protocol is not None
             else []
         )
         return {
@@ -617,8 +625,8 @@ class GroupCoordinator:
                     codes.append(errors.NONE)
                     continue
                 else:
-                    code = self._validate_current_member(group, member_id, instance_id)
-                    code = errors.NONE if code is None else code
+                    invalid = self._validate_current_member(group, member_id, instance_id)
+                    code = errors.NONE if invalid is None else invalid
                 if code == errors.NONE:
                     self.log.info(f"Member {member_id} has left group {group_id} through explicit LeaveGroup")
                     self._remove_member(group, member_id)
@@ -940,13 +948,14 @@ class GroupCoordinator:
                     "members": [],
                 }
             stable = group.state is _S.STABLE
+            protocol = group.protocol_name  # set in every generation with members, so whenever STABLE
             members = [
                 {
                     "member_id": m.member_id,
                     "group_instance_id": m.group_instance_id,
                     "client_id": m.client_id,
                     "client_host": m.client_host,
-                    "member_metadata": m.metadata_for(group.protocol_name) if stable else b"",
+                    "member_metadata": m.metadata_for(protocol) if stable and protocol is not None else b"",
                     "member_assignment": m.assignment if stable else b"",
                 }
                 for m in group.members.values()

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import struct
 import threading
+from collections.abc import Sequence
 
 from pykbroker.coordinator.group import record_codec as codec
 from pykbroker.coordinator.group.consumer import record_codec as ccodec
@@ -411,7 +412,7 @@ class GroupMetadataManager:
     def append(
         self,
         group_id: str,
-        records: list[tuple[bytes, bytes | None]],
+        records: Sequence[tuple[bytes, bytes | None]],
         callback,
         producer: tuple[int, int] | None = None,
         verification_guard=None,

@@ -14,6 +14,7 @@ unknown key version or a short buffer. Pure functions, no I/O.
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 _H, _I, _Q = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
 OFFSET_KEY_VERSION, GROUP_KEY_VERSION = 1, 2
@@ -138,11 +139,16 @@ def decode_offset_value(value) -> tuple[int, int, str, int]:
 def decode_group_value(value) -> dict:
     r = _Reader(value)
     version = r.int16()
-    out = {"protocol_type": r.string(), "generation": r.int32(), "protocol": r.string(), "leader": r.string()}
+    out: dict[str, Any] = {
+        "protocol_type": r.string(),
+        "generation": r.int32(),
+        "protocol": r.string(),
+        "leader": r.string(),
+    }
     out["state_timestamp"] = r.int64() if version >= 2 else -1
     members = []
     for _ in range(r.int32()):
-        m = {"member_id": r.string()}
+        m: dict[str, Any] = {"member_id": r.string()}
         m["group_instance_id"] = r.string() if version >= 3 else None
         m["client_id"], m["client_host"] = r.string(), r.string()
         m["rebalance_timeout"] = r.int32() if version >= 1 else -1

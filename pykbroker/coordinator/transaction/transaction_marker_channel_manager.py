@@ -23,6 +23,7 @@ and retries run on the sender thread; ``_lock`` guards the pending map.
 
 from __future__ import annotations
 
+import functools
 import threading
 
 from pykbroker.clients.inter_broker_send_thread import InterBrokerSendThread
@@ -170,7 +171,7 @@ class TransactionMarkerChannelManager:
                 ApiKeys.WRITE_TXN_MARKERS,
                 1,
                 body,
-                lambda resp, err, tps=tps: self._on_response(pending, tps, resp, err),
+                functools.partial(self._on_response, pending, tps),
             )
         self._maybe_complete(pending)
 

@@ -145,7 +145,7 @@ class AdminHandler:
             by_user.setdefault(user, []).append({"mechanism": mechanism, "iterations": iterations})
         wanted = request.body.get("users")
         names = sorted(by_user) if not wanted else [u["name"] for u in wanted]
-        results = []
+        results: list[dict] = []
         for name in dict.fromkeys(names):
             if names.count(name) > 1:
                 results.append(

@@ -15,11 +15,10 @@ empty on errors as in Kafka. An unexpected exception answers a top-level error w
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.raft.describe_quorum import METADATA_PARTITION, METADATA_TOPIC, partition_error
+from pykbroker.raft.describe_quorum import METADATA_PARTITION, METADATA_TOPIC, PartitionData, partition_error
 from pykbroker.server import error_responses
 
 VoterEndpoints = Mapping[int, Sequence[tuple[str, str, int]]]
@@ -31,7 +30,7 @@ class DescribeQuorumHandler:
     def __init__(
         self,
         helper,
-        describe: Callable[[], dict[str, Any]],
+        describe: Callable[[], PartitionData],
         voter_endpoints: Callable[[], VoterEndpoints] = dict,
     ):
         self.helper = helper

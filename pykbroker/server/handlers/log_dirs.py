@@ -12,6 +12,7 @@ IOException).
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
@@ -57,9 +58,10 @@ class DescribeLogDirsHandler:
             except OSError:
                 results.append(_storage_error(log_dir))
                 continue
-            topics = [
+            dir_topics: dict[str, list[dict]] = by_dir.get(log_dir, {})
+            topics: list[dict[str, Any]] = [
                 {"name": name, "partitions": sorted(parts, key=lambda p: p["partition_index"])}
-                for name, parts in sorted(by_dir.get(log_dir, {}).items())
+                for name, parts in sorted(dir_topics.items())
             ]
             results.append(
                 {

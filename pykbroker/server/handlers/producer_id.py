@@ -10,6 +10,7 @@ fencing, KIP-360 recovery with the producer id and epoch of v3+).
 from __future__ import annotations
 
 import threading
+from concurrent.futures import Future
 
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
@@ -27,7 +28,7 @@ class ProducerIdManager:
         self._next = 0
         self._end = 0  # exclusive
         self._prefetched: tuple[int, int] | None = None
-        self._pending = None  # Future of an AllocateProducerIds in flight
+        self._pending: Future | None = None  # Future of an AllocateProducerIds in flight
         self._waiters: list = []
 
     def generate_producer_id(self, callback) -> None:
@@ -53,10 +54,10 @@ class ProducerIdManager:
     def _request_block_locked(self) -> None:
         if self._pending is not None:
             return
-        self._pending = self.controller.allocate_producer_ids(
+        pending = self._pending = self.controller.allocate_producer_ids(
             {"broker_id": self.node_id, "broker_epoch": self.broker_epoch_fn()}
         )
-        self._pending.add_done_callback(self._on_block)
+        pending.add_done_callback(self._on_block)
 
     def _on_block(self, future) -> None:
         try:

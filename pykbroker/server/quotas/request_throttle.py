@@ -15,10 +15,16 @@ purgatory or controller future); the managers are thread-safe.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, overload
+
 from pykbroker.protocol import errors, response_schema
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.server.quotas.client_quota_manager import user_of
 from pykbroker.server.quotas.client_request_quota_manager import EXEMPT_APIS
+
+if TYPE_CHECKING:
+    from pykbroker.network.request_channel import Request, RequestChannel
+    from pykbroker.server.quotas.client_quota_manager import QuotaManagers
 
 _HAS_THROTTLE_FIELD: dict[int, bool] = {}
 
@@ -110,7 +116,15 @@ def record(quotas, request, body: dict | None) -> int:
     return ms
 
 
-def apply(quotas, request, body: dict | None, channel) -> dict | None:
+@overload
+def apply(quotas: QuotaManagers, request: Request, body: dict, channel: RequestChannel) -> dict: ...
+
+
+@overload
+def apply(quotas: QuotaManagers, request: Request, body: None, channel: RequestChannel) -> None: ...
+
+
+def apply(quotas: QuotaManagers, request: Request, body: dict | None, channel: RequestChannel) -> dict | None:
     """Record the request quota (unless done already) and throttle the channel for the larger throttle; the body
     to send (a copy with ``throttle_time_ms`` raised when it changes). ``body`` None: a no-op response (nothing is
     sent)."""

@@ -456,8 +456,10 @@ class ConsumerGroupHeartbeatHandler:
                 f"[GroupId {holder.group_id}] Member {member.member_id} fenced from the group because "
                 "its session expired."
             )
-            self._fence(holder, holder.consumer_group, member.member_id)
-            self._persist(holder, holder.consumer_group)
+            group = holder.consumer_group
+            assert group is not None  # not superseded: the member is still in the holder's consumer group
+            self._fence(holder, group, member.member_id)
+            self._persist(holder, group)
 
         self.purgatory.try_complete_else_watch(ConsumerMemberTimer(holder, timeout, superseded, expire), [key])
 
@@ -480,8 +482,10 @@ class ConsumerGroupHeartbeatHandler:
                 f"[GroupId {holder.group_id}] Member {member.member_id} fenced from the group because "
                 f"it failed to revoke partitions within {timeout} ms."
             )
-            self._fence(holder, holder.consumer_group, member.member_id)
-            self._persist(holder, holder.consumer_group)
+            group = holder.consumer_group
+            assert group is not None  # not superseded: the member is still in the holder's consumer group
+            self._fence(holder, group, member.member_id)
+            self._persist(holder, group)
 
         self.purgatory.try_complete_else_watch(ConsumerMemberTimer(holder, timeout, superseded, expire), [key])
 
