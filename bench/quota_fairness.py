@@ -25,6 +25,7 @@ from confluent_kafka import Producer
 from pykbroker.tools import config_command
 from tests.helpers.broker import BrokerProcess
 from tests.helpers.topics import create_topic
+from tests.helpers.wait import wait_until
 
 
 def measure(bootstrap: str, rate: int, seconds: float, warmup: float, value_size: int = 1000) -> dict:
@@ -56,18 +57,14 @@ def measure(bootstrap: str, rate: int, seconds: float, warmup: float, value_size
 def _await_quota(bootstrap: str, client_id: str, rate: int, timeout_s: float = 10.0) -> None:
     """Wait until the broker describes the quota from its metadata image (the image that the quota managers
     follow)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+    def described() -> bool:
         out = io.StringIO()
-        config_command.main(
-            ["--bootstrap-server", bootstrap, "--describe", "--entity-type", "clients", "--entity-name", client_id],
-            out=out,
-        )
-        if f"producer_byte_rate={float(rate)}" in out.getvalue() or f"producer_byte_rate={rate}" in out.getvalue():
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"quota of {client_id} not visible: {out.getvalue()!r}")
-        time.sleep(0.05)
+        args = ["--bootstrap-server", bootstrap, "--describe", "--entity-type", "clients", "--entity-name", client_id]
+        config_command.main(args, out=out)
+        return f"producer_byte_rate={float(rate)}" in out.getvalue() or f"producer_byte_rate={rate}" in out.getvalue()
+
+    wait_until(described, timeout_s, message=f"quota of {client_id} described")
 
 
 def _run_producers(bootstrap: str, clients: tuple[str, ...], seconds: float, warmup: float, value_size: int) -> dict:

@@ -229,16 +229,13 @@ def test_list_transactions_v2_filters_by_transactional_id_pattern(conn):
             "duration_filter": -1,
             "transactional_id_pattern": pattern,
         }
+
         # COORDINATOR_LOAD_IN_PROGRESS while a __transaction_state partition still loads: retriable, as clients do
-        answers: list[dict] = []
-        wait_until(
-            lambda: (
-                answers.append(conn.request(ApiKeys.LIST_TRANSACTIONS, version, body)) is None
-                and answers[-1]["error_code"] != errors.COORDINATOR_LOAD_IN_PROGRESS
-            ),
-            15,
-        )
-        r = answers[-1]
+        def answered() -> dict | None:
+            r = conn.request(ApiKeys.LIST_TRANSACTIONS, version, body)
+            return None if r["error_code"] == errors.COORDINATOR_LOAD_IN_PROGRESS else r
+
+        r = wait_until(answered, 15)
         return r["error_code"], sorted(t["transactional_id"] for t in r["transaction_states"])
 
     everything = (errors.NONE, ["other", "tx-a", "tx-b"])
