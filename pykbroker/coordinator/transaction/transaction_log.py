@@ -145,6 +145,12 @@ class _Reader:
         return tags
 
 
+def key_version(key) -> int:
+    """The version of a record key (a loader skips keys of a version it does not know, as Kafka's
+    ``UnknownKey``); ValueError for a key shorter than its version."""
+    return _Reader(key).take(_H)
+
+
 def decode_key(key) -> str:
     """The transactional id of a record key; ValueError for an unknown key version."""
     r = _Reader(key)

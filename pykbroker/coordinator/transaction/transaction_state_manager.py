@@ -6,7 +6,8 @@ Mirrors ``kafka.coordinator.transaction.TransactionStateManager``. A transaction
 leader. Leadership comes from the metadata publisher: ``on_election`` loads the partition from its log
 (log start to log end, on the scheduler; requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS) and then
 hands transactions caught in PrepareCommit/PrepareAbort to the marker channel, so their markers are
-(re)written; ``on_resignation`` drops the partition (NOT_COORDINATOR afterwards). The partition's leader
+(re)written (records whose key has a version it does not know are skipped with a warning, as Kafka's
+``UnknownKey``); ``on_resignation`` drops the partition (NOT_COORDINATOR afterwards). The partition's leader
 epoch is the *coordinator epoch* written into every marker, so partitions reject markers of an older
 coordinator.
 
@@ -246,6 +247,15 @@ class TransactionStateManager:
                     for r in batch.records():
                         if r.offset < offset or r.key is None:
                             continue
+                        version = txn_log.key_version(r.key)
+                        if version != txn_log.KEY_VERSION:
+                            _log.warning(
+                                "Unknown message key version while loading transaction state; ignoring it (it could "
+                                "be a left over from an aborted upgrade)",
+                                partition=f"{TRANSACTION_STATE_TOPIC_NAME}-{partition}",
+                                version=version,
+                            )
+                            continue
                         tid = txn_log.decode_key(r.key)
                         if r.value is None:
                             loaded.pop(tid, None)
@@ -268,7 +278,9 @@ class TransactionStateManager:
     ) -> None:
         """Append ``transit`` (a tombstone for Dead) and complete the transition on success;
         ``callback(error_code)`` once, after the in-memory state changed. On an error for which
-        ``retry_on_error(code)`` is true the pending state stays (the caller retries)."""
+        ``retry_on_error(code)`` is true the pending state stays (the caller retries). An append that succeeded
+        after the partition was resigned or is led at another coordinator epoch answers NOT_COORDINATOR, or
+        COORDINATOR_LOAD_IN_PROGRESS while the partition is being loaded again (the state is not changed)."""
         partition = self.partition_for(transactional_id)
         value = None
         if transit.txn_state is not TransactionState.DEAD:
@@ -282,11 +294,14 @@ class TransactionStateManager:
             code = responses[tp]["error_code"]
             code = _APPEND_ERRORS.get(code, code)
             with self._lock:
+                loading = partition in self._loading
                 cache = self._caches.get(partition)
                 current = None if cache is None else cache.metadata.get(transactional_id)
                 epoch_ok = cache is not None and cache.coordinator_epoch == coordinator_epoch
             if code == errors.NONE:
-                if current is None or not epoch_ok:
+                if loading:  # re-elected meanwhile (Kafka: getTransactionState's error)
+                    code = errors.COORDINATOR_LOAD_IN_PROGRESS
+                elif current is None or not epoch_ok:
                     code = errors.NOT_COORDINATOR
                 else:
                     with current.lock:

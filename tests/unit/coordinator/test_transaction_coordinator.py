@@ -227,15 +227,15 @@ def test_end_txn_whose_append_completes_after_resignation_gets_not_coordinator(h
     assert h.markers.sent == []
 
 
-def test_end_txn_whose_append_completes_after_a_new_election_gets_not_coordinator(h):
+def test_end_txn_whose_append_completes_while_a_new_election_loads_gets_load_in_progress(h):
     pid, epoch = h.open_transaction("tx")
     h.replica_manager.hold = True
     out: list = []
     h.coordinator.handle_end_transaction("tx", pid, epoch, True, lambda *r: out.append(r))
     h.coordinator.on_election(h.manager.partition_for("tx"), 5)  # re-elected: the cache is reloaded at epoch 5
     h.replica_manager.release()
+    assert out == [(errors.COORDINATOR_LOAD_IN_PROGRESS, -1, -1)]
     h.scheduler.tick()
-    assert out == [(errors.NOT_COORDINATOR, -1, -1)]
     # the PrepareCommit is in the log: the load at the new epoch finds it and has its markers written
     assert h.markers.sent == [Markers(5, True, pid, epoch, frozenset({TP0}))]
     assert h.metadata("tx").state is S.PREPARE_COMMIT
