@@ -66,6 +66,9 @@ class ProducerStateManager:
         #: producer id -> (guard, epoch, supports epoch bump: a transaction version 2 write asked for it)
         self._verification: dict[int, tuple[VerificationGuard, int, bool]] = {}
         self.map_end_offset = 0
+        #: the log start offset last seen (load, truncation, DeleteRecords/retention): the floor of the first
+        #: unstable offset
+        self._log_start_offset = 0
         self._snapshots: list[int] = self._list_snapshots()
 
     def _list_snapshots(self) -> list[int]:
@@ -89,10 +92,12 @@ class ProducerStateManager:
     @property
     def first_unstable_offset(self) -> int | None:
         """First offset of the oldest transaction that is open, or completed with its marker not yet
-        below the high watermark; None if there is none."""
+        below the high watermark, but no lower than the log start offset (a transaction may have started
+        below it: Kafka's ``UnifiedLog.maybeIncrementFirstUnstableOffset``); None if there is none."""
         if not self._ongoing_txns and not self._unreplicated_txns:
             return None
-        return min(min(self._ongoing_txns, default=1 << 63), min(self._unreplicated_txns, default=1 << 63))
+        first = min(min(self._ongoing_txns, default=1 << 63), min(self._unreplicated_txns, default=1 << 63))
+        return max(first, self._log_start_offset)
 
     @property
     def has_unreplicated_txns(self) -> bool:
@@ -217,15 +222,13 @@ class ProducerStateManager:
         return len(expired)
 
     def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
-        """Transactions wholly below the new log start can no longer be aborted or committed
-        visibly; forget them. The map end offset never lags the log start offset."""
-        for first_offset in [o for o in self._unreplicated_txns if o < log_start_offset]:
+        """Completed transactions whose marker is below the new log start no longer hold the LSO back
+        (Kafka's ``removeUnreplicatedTransactions``). An open transaction that started below it stays open,
+        so that its data after the log start stays out of read_committed reads and its marker still
+        completes (and, aborted, indexes) it. The map end offset never lags the log start offset."""
+        for first_offset in [o for o, t in self._unreplicated_txns.items() if t.last_offset < log_start_offset]:
             del self._unreplicated_txns[first_offset]
-        for first_offset in [o for o in self._ongoing_txns if o < log_start_offset]:
-            pid = self._ongoing_txns.pop(first_offset)
-            entry = self.producers.get(pid)
-            if entry is not None and entry.current_txn_first_offset == first_offset:
-                entry.current_txn_first_offset = None
+        self._log_start_offset = max(self._log_start_offset, log_start_offset)
         self.map_end_offset = max(self.map_end_offset, log_start_offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -236,11 +239,13 @@ class ProducerStateManager:
         for snap in list(self._snapshots):
             self._remove_snapshot(snap)
         self.map_end_offset = offset
+        self._log_start_offset = offset
 
     def truncate_and_reload(self, log_start_offset: int, log_end_offset: int, now_ms: int) -> None:
         """Delete snapshots outside ``(log_start_offset, log_end_offset]``; if the state is not exactly
         at ``log_end_offset``, reload from the latest remaining snapshot (the caller then replays the
         batches from ``map_end_offset`` to the log end)."""
+        self._log_start_offset = log_start_offset
         for snap in list(self._snapshots):
             if snap > log_end_offset or snap <= log_start_offset:
                 self._remove_snapshot(snap)

@@ -150,3 +150,22 @@ def test_the_previous_transactions_marker_keeps_a_version_2_verification(tmp_pat
     else:
         with pytest.raises(InvalidTxnStateError):
             write(1, 0, next_guard)
+
+
+def test_log_start_passing_an_open_transaction_keeps_it_out_of_read_committed(tmp_path, time):
+    """DeleteRecords (or retention) moving the log start past the first offset of an open transaction: the LSO
+    stays at the log start until the transaction ends, and its abort marker still indexes it (Kafka keeps the
+    transaction open and clamps the first unstable offset to the log start)."""
+    log = new_log(tmp_path, time)
+    a = Producer(log, 1)
+    a.send((b"k", b"a1"))  # 0
+    a.send((b"k", b"a2"))  # 1
+    log.update_high_watermark(log.log_end_offset)
+    assert log.maybe_increment_log_start_offset(1)
+    assert (log.first_unstable_offset, log.last_stable_offset) == (1, 1)
+    assert values(log, FetchIsolation.TXN_COMMITTED) == []
+    a.end(commit=False)  # 2
+    log.update_high_watermark(log.log_end_offset)
+    assert log.last_stable_offset == 3 and log.first_unstable_offset is None
+    info = log.read(1, 1 << 20, FetchIsolation.TXN_COMMITTED)
+    assert [(t.producer_id, t.first_offset) for t in info.aborted_transactions] == [(1, 0)]
