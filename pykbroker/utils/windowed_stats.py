@@ -2,9 +2,10 @@
 quotas and their metrics need: :class:`SampledRate` (Kafka's ``Rate`` over a ``SampledStat``) and
 :class:`SampledAvg` (Kafka's ``Avg``).
 
-``samples`` windows of ``window_ms`` each form a ring; a record lands in the current window, or starts the next
-one (at the record's time) once the current is ``window_ms`` old. Windows older than ``samples * window_ms`` are
-reset when measured.
+Both share :class:`SampledStat` (Kafka's ``SampledStat``): ``samples`` windows of ``window_ms`` each form a
+ring, each window holding a value (the sum of its records) and a count (of its records); a record lands in the
+current window, or starts the next one (at the record's time) once the current is ``window_ms`` old. Windows
+older than ``samples * window_ms`` are left out when measured (the rate resets them).
 
 :meth:`SampledRate.measure` is the recorded sum divided by the elapsed time since the oldest window began,
 counted as at least ``samples - 1`` full windows (so one burst right after start is not a huge rate), in units
@@ -18,14 +19,20 @@ Not thread-safe: callers serialize access (ClientQuotaManager, ConnectionQuotas:
 from __future__ import annotations
 
 
-class SampledRate:
-    __slots__ = ("samples", "window_ms", "starts", "values", "current")
+class SampledStat:
+    """The window ring shared by the sampled stats (Kafka's ``SampledStat``): per window its start (ms), its
+    value (the sum of the values recorded in it) and its count (how many records). :meth:`record` rotates to
+    the next window (at the record's time) once the current one is ``window_ms`` old, reusing the oldest slot
+    once ``samples`` exist. Subclasses define ``measure``."""
+
+    __slots__ = ("samples", "window_ms", "starts", "values", "counts", "current")
 
     def __init__(self, samples: int, window_ms: int, now_ms: int):
         self.samples = max(1, samples)
         self.window_ms = max(1, window_ms)
         self.starts = [now_ms]
         self.values = [0.0]
+        self.counts = [0]
         self.current = 0
 
     def record(self, value: float, now_ms: int) -> None:
@@ -35,18 +42,24 @@ class SampledRate:
             if i >= len(self.starts):
                 self.starts.append(now_ms)
                 self.values.append(0.0)
+                self.counts.append(0)
             else:
-                self.starts[i] = now_ms
-                self.values[i] = 0.0
+                self.starts[i], self.values[i], self.counts[i] = now_ms, 0.0, 0
             self.current = i
         self.values[i] += value
+        self.counts[i] += 1
+
+
+class SampledRate(SampledStat):
+    """Kafka's ``Rate``: units per second over the retained windows (see the module docstring)."""
+
+    __slots__ = ()
 
     def _purge(self, now_ms: int) -> None:
         expire = self.samples * self.window_ms
         for i, start in enumerate(self.starts):
             if now_ms - start >= expire:
-                self.starts[i] = now_ms
-                self.values[i] = 0.0
+                self.starts[i], self.values[i], self.counts[i] = now_ms, 0.0, 0
 
     def window_size_ms(self, now_ms: int) -> float:
         self._purge(now_ms)
@@ -66,38 +79,16 @@ class SampledRate:
         self.values[self.current] -= value
 
 
-class SampledAvg:
+class SampledAvg(SampledStat):
     """Kafka's ``Avg``: the mean of the values recorded in the retained windows (Kafka's default metric config:
     two windows of 30 s); NaN when there are none."""
 
-    __slots__ = ("samples", "window_ms", "starts", "sums", "counts", "current")
-
-    def __init__(self, samples: int, window_ms: int, now_ms: int):
-        self.samples = max(1, samples)
-        self.window_ms = max(1, window_ms)
-        self.starts = [now_ms]
-        self.sums = [0.0]
-        self.counts = [0]
-        self.current = 0
-
-    def record(self, value: float, now_ms: int) -> None:
-        i = self.current
-        if now_ms - self.starts[i] >= self.window_ms:
-            i = (i + 1) % self.samples
-            if i >= len(self.starts):
-                self.starts.append(now_ms)
-                self.sums.append(0.0)
-                self.counts.append(0)
-            else:
-                self.starts[i], self.sums[i], self.counts[i] = now_ms, 0.0, 0
-            self.current = i
-        self.sums[i] += value
-        self.counts[i] += 1
+    __slots__ = ()
 
     def measure(self, now_ms: int) -> float:
         expire = self.samples * self.window_ms
         total, count = 0.0, 0
-        for start, s, n in zip(self.starts, self.sums, self.counts, strict=True):
+        for start, s, n in zip(self.starts, self.values, self.counts, strict=True):
             if now_ms - start < expire:
                 total += s
                 count += n
