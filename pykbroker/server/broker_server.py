@@ -77,12 +77,12 @@ from pykbroker.server.quotas.client_quota_manager import QuotaManagers
 from pykbroker.server.replica_manager import ReplicaManager
 from pykbroker.server.request_helper import RequestHelper
 from pykbroker.server.server_common import (
+    ShutdownSteps,
     StartupError,
     StartupWaits,
     build_apis,
     create_authorizer,
     describe_quorum_handler,
-    run_steps,
 )
 from pykbroker.server.shared_server import SharedServer
 from pykbroker.utils.delayed_operation import DelayedOperationPurgatory
@@ -531,30 +531,20 @@ class BrokerServer:
         """Stop what was started, in the reverse order of start-up (a part never started is skipped);
         ``log_error(what, error)`` reports a step that failed (the next steps still run). The listeners
         have stopped processing requests already."""
-        steps: list[tuple[str, Callable[[], object]]] = []
-        if self.data_plane_pool is not None:
-            steps.append(("data-plane request handlers", self.data_plane_pool.shutdown))
-        if self.group_coordinator is not None:
-            steps.append(("group coordinator", self.group_coordinator.shutdown))
-        if self.txn_coordinator is not None:
-            steps.append(("transaction coordinator", self.txn_coordinator.shutdown))
-        if self.txn_verifier is not None:
-            steps.append(("transaction verifier", self.txn_verifier.shutdown))
-        if self.replica_manager is not None:
-            steps.append(("replica manager", self.replica_manager.shutdown))
-        loader, publisher = self.shared.loader, self.publisher
-        if loader is not None and publisher is not None:
+        steps = ShutdownSteps()
+        steps.add("data-plane request handlers", self.data_plane_pool)
+        steps.add("group coordinator", self.group_coordinator)
+        steps.add("transaction coordinator", self.txn_coordinator)
+        steps.add("transaction verifier", self.txn_verifier)
+        steps.add("replica manager", self.replica_manager)
+        loader = self.shared.loader
+        if loader is not None:
             # after the replica manager, which abandons a backlog of topic creations; the loader applies
             # nothing to this broker's components from then on
             remove = loader.remove_and_close_publisher
-            steps.append(("metadata publisher", lambda: remove(publisher).result(_PUBLISHER_REMOVAL_TIMEOUT_S)))
-        if self.quota_managers is not None:
-            steps.append(("quota managers", self.quota_managers.shutdown))
-        if self.lifecycle_manager is not None:
-            steps.append(("broker lifecycle manager", self.lifecycle_manager.close))
-        log_manager = self.log_manager
-        if log_manager is not None:
-            steps.append(("log manager", lambda: log_manager.shutdown(self.broker_epoch)))
-        if self.scheduler is not None:
-            steps.append(("scheduler", self.scheduler.shutdown))
-        run_steps(steps, log_error)
+            steps.add("metadata publisher", self.publisher, lambda p: remove(p).result(_PUBLISHER_REMOVAL_TIMEOUT_S))
+        steps.add("quota managers", self.quota_managers)
+        steps.add("broker lifecycle manager", self.lifecycle_manager, lambda manager: manager.close())
+        steps.add("log manager", self.log_manager, lambda log_manager: log_manager.shutdown(self.broker_epoch))
+        steps.add("scheduler", self.scheduler)
+        steps.run(log_error)

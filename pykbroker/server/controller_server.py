@@ -33,7 +33,7 @@ from pykbroker.server.kafka_apis import KafkaApis
 from pykbroker.server.kafka_request_handler import KafkaRequestHandlerPool
 from pykbroker.server.quotas.client_quota_manager import QuotaManagers
 from pykbroker.server.request_helper import RequestHelper
-from pykbroker.server.server_common import build_apis, create_authorizer, describe_quorum_handler, run_steps
+from pykbroker.server.server_common import ShutdownSteps, build_apis, create_authorizer, describe_quorum_handler
 from pykbroker.server.shared_server import SharedServer
 from pykbroker.utils.metrics import MetricsRegistry
 from pykbroker.utils.time import Time
@@ -178,11 +178,8 @@ class ControllerServer:
 
     def shutdown(self, log_error: Callable[[str, Exception], None]) -> None:
         """Stop what was started, in the reverse order (a part never started is skipped)."""
-        steps: list[tuple[str, Callable[[], object]]] = []
-        if self.control_plane_pool is not None:
-            steps.append(("control-plane request handlers", self.control_plane_pool.shutdown))
-        if self.quota_managers is not None:
-            steps.append(("controller quota managers", self.quota_managers.shutdown))
-        if self.controller is not None:
-            steps.append(("controller", self.controller.close))
-        run_steps(steps, log_error)
+        steps = ShutdownSteps()
+        steps.add("control-plane request handlers", self.control_plane_pool)
+        steps.add("controller quota managers", self.quota_managers)
+        steps.add("controller", self.controller, lambda controller: controller.close())
+        steps.run(log_error)

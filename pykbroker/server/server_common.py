@@ -1,9 +1,10 @@
-"""What KafkaRaftServer's parts (SharedServer, BrokerServer, ControllerServer) share while starting:
-the StartupError they raise, the bounded start-up wait, and how each plane's KafkaApis is assembled.
+"""What KafkaRaftServer's parts (SharedServer, BrokerServer, ControllerServer) share while starting and
+stopping: the StartupError they raise, the bounded start-up wait, how each plane's KafkaApis is assembled,
+and their shutdown steps (:class:`ShutdownSteps`, :func:`run_steps`).
 
 Mirrors the helpers Kafka's ``BrokerServer`` / ``ControllerServer`` share (``KafkaException`` on start-up
-failures, ``FutureUtils.waitWithLogging``, ``ApiVersionManager``). Called on the thread that starts the
-server only.
+failures, ``FutureUtils.waitWithLogging``, ``ApiVersionManager``, ``CoreUtils.swallow``). Called on the thread
+that starts or stops the server only.
 """
 
 from __future__ import annotations
@@ -130,3 +131,22 @@ def run_steps(steps: list[tuple[str, Callable[[], object]]], log_error: Callable
             step()
         except Exception as e:  # noqa: BLE001 - the other components still shut down
             log_error(what, e)
+
+
+class ShutdownSteps:
+    """A server part's shutdown steps, in the order added (Kafka's ``BrokerServer.shutdown`` /
+    ``ControllerServer.shutdown``, one ``CoreUtils.swallow`` per component): a component that is still
+    None was never started and gets no step. Built and run on the thread that stops the server."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[str, Callable[[], object]]] = []
+
+    def add(self, what: str, part: Any, stop: Callable[[Any], object] | None = None) -> None:
+        """Stop ``part`` with ``stop(part)`` (default: ``part.shutdown()``), unless ``part`` is None."""
+        if part is None:
+            return
+        self.steps.append((what, part.shutdown if stop is None else lambda: stop(part)))
+
+    def run(self, log_error: Callable[[str, Exception], None]) -> None:
+        """:func:`run_steps` over the steps added."""
+        run_steps(self.steps, log_error)

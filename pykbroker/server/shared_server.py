@@ -31,7 +31,7 @@ from pykbroker.raft.kafka_raft_metrics import KafkaRaftMetrics
 from pykbroker.raft.quorum_state_store import FileQuorumStateStore
 from pykbroker.security.client_security import ClientSecurity
 from pykbroker.server.node_to_controller_channel_manager import NodeToControllerChannelManager
-from pykbroker.server.server_common import StartupWaits, run_steps
+from pykbroker.server.server_common import ShutdownSteps, StartupWaits
 from pykbroker.utils.fault_handler import ProcessTerminatingFaultHandler
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.metrics import MetricsRegistry
@@ -160,16 +160,10 @@ class SharedServer:
     def shutdown(self, log_error: Callable[[str, Exception], None]) -> None:
         """Stop what was started, in the reverse order of start-up (a part never started is skipped);
         ``log_error(what, error)`` reports a step that failed (the next steps still run)."""
-        steps: list[tuple[str, Callable[[], object]]] = []
-        if self.controller_channel is not None:
-            steps.append(("controller channel", self.controller_channel.shutdown))
-        if self.raft_driver is not None:
-            steps.append(("raft client", self.raft_driver.shutdown))
-        raft_channel = self.raft_channel
-        if raft_channel is not None:
-            steps.append(("raft network channel", lambda: raft_channel.close(drain_ms=500)))
-        if self.loader is not None:
-            steps.append(("metadata loader", self.loader.close))
-        if self.metadata_log is not None:
-            steps.append(("metadata log", self.metadata_log.close))
-        run_steps(steps, log_error)
+        steps = ShutdownSteps()
+        steps.add("controller channel", self.controller_channel)
+        steps.add("raft client", self.raft_driver)
+        steps.add("raft network channel", self.raft_channel, lambda channel: channel.close(drain_ms=500))
+        steps.add("metadata loader", self.loader, lambda loader: loader.close())
+        steps.add("metadata log", self.metadata_log, lambda log: log.close())
+        steps.run(log_error)
