@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pykbroker.clients.broker_connection import BrokerConnection
@@ -96,7 +97,21 @@ class PartitionFetchState:
 
 
 class ReplicaFetcherThread(threading.Thread):
-    def __init__(self, name: str, fetcher_id: int, source: BrokerEndPoint, replica_manager, config, time):
+    """One fetcher thread (see the module docstring). ``config`` maps the ``replica.*`` keys to their values;
+    ``time`` is a :class:`~pykbroker.utils.time.Time`. ``connection_factory`` opens the connection to the leader
+    (called as :class:`~pykbroker.clients.broker_connection.BrokerConnection` is, which it defaults to; tests
+    pass a fake leader)."""
+
+    def __init__(
+        self,
+        name: str,
+        fetcher_id: int,
+        source: BrokerEndPoint,
+        replica_manager,
+        config,
+        time,
+        connection_factory: Callable[..., BrokerConnection] = BrokerConnection,
+    ):
         super().__init__(name=name, daemon=True)
         self.fetcher_id = fetcher_id
         self.source = source
@@ -115,6 +130,7 @@ class ReplicaFetcherThread(threading.Thread):
         self._running = True
         self._logged_unregistered = False
         self._conn: BrokerConnection | None = None
+        self._connection_factory = connection_factory
         #: Kafka's FetcherStats ``RequestsPerSec`` meter of this thread (set by the ReplicaFetcherManager)
         self.requests_meter = None
         self._conn_lock = threading.Lock()
@@ -232,7 +248,7 @@ class ReplicaFetcherThread(threading.Thread):
             with self._conn_lock:
                 self._reset_reason = None  # the connection about to be made is the new one
             try:
-                self._conn = BrokerConnection(
+                self._conn = self._connection_factory(
                     self.source.host,
                     self.source.port,
                     client_id=f"broker-{self.node_id}-fetcher-{self.fetcher_id}",
