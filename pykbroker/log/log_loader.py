@@ -12,7 +12,8 @@ Mirrors ``org.apache.kafka.storage.internals.log.LogLoader``:
 4. compute the log end offset, log start offset and recovery point, resize the active segment's
    indexes for appends, and bring the leader-epoch cache in line.
 
-Producer state is rebuilt afterwards by ``UnifiedLog`` from its snapshots.
+Producer state is rebuilt afterwards by ``UnifiedLog`` from its snapshots, once the stray ones are deleted
+(``ProducerStateManager.remove_stray_snapshots``, as Kafka's LogLoader calls ``removeStraySnapshots``).
 """
 
 from __future__ import annotations

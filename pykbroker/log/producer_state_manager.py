@@ -299,6 +299,19 @@ class ProducerStateManager:
         if offset in self._snapshots:
             fsync_file(producer_snapshot_file(self.log_dir, offset))
 
+    def remove_stray_snapshots(self, segment_base_offsets: tuple[int, ...]) -> None:
+        """Kafka's ``removeStraySnapshots`` (at load, before the rebuild): re-read the directory and delete
+        every snapshot whose offset is no segment's base offset, except the largest such one when it lies past
+        the last segment's base (the snapshot a shutdown wrote at the log end)."""
+        bases = set(segment_base_offsets)
+        self._snapshots = self._list_snapshots()
+        strays = [offset for offset in self._snapshots if offset not in bases]
+        if strays and (not bases or strays[-1] > max(bases)):
+            strays.pop()  # the largest stray is kept
+        for offset in strays:
+            self._log.info("Deleting a stray producer snapshot", offset=offset)
+            self._remove_snapshot(offset)
+
     def delete_snapshot(self, offset: int) -> None:
         """Delete the snapshot at ``offset`` if there is one (its segment was deleted)."""
         if offset in self._snapshots:

@@ -222,6 +222,7 @@ class UnifiedLog:
             loader.report,
         )
         log._high_watermark_metadata = LogOffsetMetadata(offsets.log_start_offset)
+        psm.remove_stray_snapshots(segments.base_offsets())
         log._rebuild_producer_state(offsets.next_offset_metadata.message_offset, had_clean_shutdown)
         log._init_topic_id(topic_id)
         return log

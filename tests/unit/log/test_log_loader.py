@@ -393,3 +393,22 @@ def test_expired_producers_in_the_snapshot_are_not_loaded(tmp_path):
     log.close()
     again = UnifiedLog.create(str(tmp_path / "t-0"), LogConfig(CONFIG), None, MockTime(current_ms=NOW + 86_400_000))
     assert again.producer_state_manager.last_entry(PID) is None
+
+
+def test_stray_producer_snapshots_are_removed_but_the_largest_beyond_the_last_segment_kept(tmp_path):
+    """Kafka's testLoadingLogKeepsLargestStrayProducerStateSnapshot (``removeStraySnapshots``): a snapshot at an
+    offset that is no segment's base is deleted at load, except the largest one past the last segment's base
+    (the clean shutdown's snapshot at the log end). Without it every restart's log-end snapshot stayed."""
+    log = open_log(tmp_path / "t-0")
+    produce_idempotent(log, 12)  # segments 0, 10 and 20; snapshots at the rolls (10, 20) and the close (24)
+    log.close()
+    (tmp_path / "t-0" / "00000000000000000015.snapshot").write_bytes(b"")
+    (tmp_path / "t-0" / "00000000000000000022.snapshot").write_bytes(b"")
+    again = open_log(tmp_path / "t-0", clean=False)
+    assert snapshots(again) == [
+        "00000000000000000010.snapshot",
+        "00000000000000000020.snapshot",
+        "00000000000000000024.snapshot",
+    ]
+    assert again.producer_state_manager.snapshot_offsets() == [10, 20, 24]
+    assert again.producer_state_manager.last_entry(PID).last_seq == 23
