@@ -9,7 +9,7 @@ unit; keys that pykbroker accepts for compatibility but does not act on yet say 
 from __future__ import annotations
 
 from pykbroker.config.broker_configs.common import INT_MAX, H, L, M
-from pykbroker.config.config_def import ConfigDef, Type, at_least
+from pykbroker.config.config_def import ConfigDef, Type, at_least, in_values
 
 GROUP_COORDINATOR_CONFIG_DEF = (
     ConfigDef()
@@ -147,6 +147,16 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         M,
         "The server-side assignors of consumer-protocol groups (uniform, range, or Kafka's class names); the first "
         "is the default.",
+    )
+    .define(
+        "group.consumer.migration.policy",
+        Type.STRING,
+        "bidirectional",
+        in_values("disabled", "upgrade", "downgrade", "bidirectional", case_sensitive=False),
+        M,
+        "Online migration between classic and consumer groups (KIP-848): bidirectional, upgrade (a consumer-protocol "
+        "member joining a classic group converts it), downgrade (the last consumer-protocol member leaving converts "
+        "the group back to classic) or disabled.",
     )
     # defaults and bounds of the per-group configs consumer.session.timeout.ms / consumer.heartbeat.interval.ms
     .define(

@@ -9,8 +9,9 @@ KIP-848 ``consumer`` groups share the group map, the offsets and the locks: ``se
 (:class:`~pykbroker.coordinator.group.consumer.heartbeat.ConsumerGroupHeartbeatHandler`) serves
 ConsumerGroupHeartbeat/ConsumerGroupDescribe; here OffsetCommit/OffsetFetch check a consumer group's member epochs,
 ListGroups reports group types, DescribeGroups answers a consumer group as not classic (GROUP_ID_NOT_FOUND from
-v6), a classic JoinGroup to a consumer group with members is INCONSISTENT_GROUP_PROTOCOL (an empty one becomes
-classic), and DeleteGroups refuses a consumer group with members (NON_EMPTY_GROUP).
+v6), JoinGroup/SyncGroup/Heartbeat/LeaveGroup to a consumer group with members are served by its classic-protocol
+members (KIP-848 online migration, :mod:`~pykbroker.coordinator.group.consumer.migration`; an empty consumer group
+becomes classic), and DeleteGroups refuses a consumer group with members (NON_EMPTY_GROUP).
 
 Nothing here blocks a handler thread: a JoinGroup that must wait for the other members parks its
 response callback on the member and a :class:`DelayedJoin` in the join purgatory (completed when all
@@ -166,8 +167,21 @@ class GroupCoordinator:
             if group.state is _S.DEAD:
                 return error(errors.COORDINATOR_NOT_AVAILABLE)
             if group.consumer_group is not None:
-                if group.consumer_group.members:
-                    return error(errors.INCONSISTENT_GROUP_PROTOCOL)  # KIP-848 migration: a later slice
+                if group.consumer_group.members:  # KIP-848 online migration: a classic member of a consumer group
+                    self.consumer.classic_join(
+                        group,
+                        member_id,
+                        instance_id,
+                        client_id,
+                        client_host,
+                        rebalance_timeout_ms,
+                        session_timeout_ms,
+                        protocol_type,
+                        protocols,
+                        version,
+                        respond,
+                    )
+                    return None
                 self.log.info(f"Converting the empty consumer group {group_id} to a classic group")
                 self.manager.append(group_id, ccodec.tombstones(group.consumer_group), lambda code: None)
                 group.consumer_group = None
@@ -527,6 +541,11 @@ class GroupCoordinator:
         with group.lock:
             if group.state is _S.DEAD:
                 return error(errors.COORDINATOR_NOT_AVAILABLE)
+            if group.consumer_group is not None:
+                self.consumer.classic_sync(
+                    group, generation_id, member_id, instance_id, protocol_type, protocol_name, respond
+                )
+                return None
             code = self._validate_current_member(group, member_id, instance_id)
             if code is not None:
                 return error(code)
@@ -592,6 +611,8 @@ class GroupCoordinator:
         with group.lock:
             if group.state is _S.DEAD:
                 return errors.COORDINATOR_NOT_AVAILABLE
+            if group.consumer_group is not None:
+                return self.consumer.classic_heartbeat(group, member_id, instance_id, generation_id)
             code = self._validate_current_member(group, member_id, instance_id)
             if code is not None:
                 return code
@@ -613,6 +634,8 @@ class GroupCoordinator:
         with group.lock:
             if group.state is _S.DEAD:
                 return errors.COORDINATOR_NOT_AVAILABLE, [errors.COORDINATOR_NOT_AVAILABLE] * len(members)
+            if group.consumer_group is not None:
+                return errors.NONE, self.consumer.classic_leave(group, members)
             for member_id, instance_id in members:
                 if not member_id:  # administrative removal by group.instance.id
                     member_id = group.static_members.get(instance_id or "", "")

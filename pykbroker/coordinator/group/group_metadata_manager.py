@@ -396,7 +396,12 @@ class GroupMetadataManager:
         else:
             group_id = kind[1]
             if meta is None:
-                groups.pop(group_id, None)
+                group = groups.get(group_id)
+                if group is not None and (group.offsets or group.consumer_group is not None):
+                    # converted to a consumer group (online upgrade): its offsets stay
+                    group.generation_id, group.protocol_type, group.protocol_name = 0, None, None
+                else:
+                    groups.pop(group_id, None)
                 return
             group = groups.get(group_id)
             if group is None:
@@ -452,6 +457,11 @@ class GroupMetadataManager:
             )
 
     def store_group(self, group: GroupMetadata, callback) -> None:
+        self.append(group.group_id, [self.group_record(group)], callback)
+
+    @staticmethod
+    def group_record(group: GroupMetadata) -> tuple[bytes, bytes]:
+        """The classic group's GroupMetadata record ``(key, value)`` (its tombstone: the key with None)."""
         members = [
             (
                 m.member_id,
@@ -473,7 +483,7 @@ class GroupMetadataManager:
             group.state_timestamp,
             members,
         )
-        self.append(group.group_id, [(codec.group_key(group.group_id), value)], callback)
+        return codec.group_key(group.group_id), value
 
     def store_offsets(self, group: GroupMetadata, offsets: dict[tuple[str, int], OffsetAndMetadata], callback) -> None:
         records = [

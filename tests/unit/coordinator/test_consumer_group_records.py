@@ -90,6 +90,7 @@ def test_codec_round_trip():
         "subscribed_topic_regex": None,
         "rebalance_timeout_ms": 30000,
         "server_assignor": "range",
+        "classic": None,
     }
     v = rc.current_assignment_value(4, 3, MemberState.UNREVOKED_PARTITIONS, {tid: {0, 2}}, {tid: {1}})
     assert rc.decode_current_assignment_value(v) == {

@@ -4,8 +4,9 @@
 A heartbeat, under the group's lock: validates the request (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR,
 INVALID_REGULAR_EXPRESSION); leaves (epoch -1; -2: a static member leaves for now, keeping its assignment) or
 gets the group (created for epoch 0; GROUP_ID_NOT_FOUND when missing or when the id belongs to a classic group with
-members; an Empty classic group is converted) and the member (GROUP_MAX_SIZE_REACHED for a new member of a full
-group, ``group.consumer.max.size``; UNKNOWN_MEMBER_ID; static members, ``instance_id``: UNRELEASED_INSTANCE_ID when
+members that cannot be upgraded, see :mod:`.migration`; an Empty classic group is converted) and the member
+(GROUP_MAX_SIZE_REACHED for a new member of a full group, ``group.consumer.max.size``; UNKNOWN_MEMBER_ID; static
+members, ``instance_id``: UNRELEASED_INSTANCE_ID when
 another member holds the instance id and has not left with epoch -2, else the new member id takes over the old
 one's epoch-0 copy and assignment without a rebalance, FENCED_INSTANCE_ID for an old member id;
 FENCED_MEMBER_EPOCH for an epoch other than the member's, or than its previous one with owned partitions within
@@ -42,6 +43,7 @@ from pykbroker.coordinator.group.consumer.member import (
     TopicPartitions,
     from_request,
 )
+from pykbroker.coordinator.group.consumer.migration import POLICIES, ClassicMigration
 from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState
 from pykbroker.protocol import errors
 from pykbroker.protocol.config_resource import ConfigResourceType
@@ -91,9 +93,10 @@ def _partitions_list(tps: TopicPartitions, names: dict | None = None) -> list[di
     return out
 
 
-class ConsumerGroupHeartbeatHandler:
-    """The consumer-protocol half of the GroupCoordinator (see module doc). ``image``: a callable returning the
-    current MetadataImage (or None): topics for assignments, group config overrides."""
+class ConsumerGroupHeartbeatHandler(ClassicMigration):
+    """The consumer-protocol half of the GroupCoordinator (see module doc), with the online migration between
+    classic and consumer groups (:mod:`.migration`). ``image``: a callable returning the current MetadataImage (or
+    None): topics for assignments, group config overrides."""
 
     def __init__(self, coordinator, config, time, image=lambda: None):
         self.coordinator = coordinator
@@ -105,6 +108,9 @@ class ConsumerGroupHeartbeatHandler:
         assignors = _config(config, "group.consumer.assignors", ["uniform", "range"])
         self.assignors = assignor_names([assignors] if isinstance(assignors, str) else list(assignors))
         self.defaults = group_config.GroupConfigDefaults.from_broker_config(config)
+        policy = str(_config(config, "group.consumer.migration.policy", "bidirectional")).lower()
+        self.upgrade_enabled, self.downgrade_enabled = POLICIES.get(policy, (True, True))
+        self.classic_max_size = _config(config, "group.max.size", 2**31 - 1)
         self.log = get_logger("GroupCoordinator", id=coordinator.node_id)
         self.manager.on_loaded = self.on_groups_loaded
 
@@ -193,6 +199,8 @@ class ConsumerGroupHeartbeatHandler:
             holder.consumer_group = ConsumerGroup(holder.group_id)
             holder.protocol_type, holder.protocol_name = None, None
             return holder.consumer_group
+        if create and holder.state is not GroupState.DEAD and holder.members and self.can_upgrade(holder):
+            return self.convert_to_consumer_group(holder)
         raise errors.GroupIdNotFoundError(f"Group {holder.group_id} is not a consumer group")
 
     def _heartbeat(self, holder: GroupMetadata, group: ConsumerGroup, req: dict, client_id, client_host) -> dict:
@@ -273,26 +281,9 @@ class ConsumerGroupHeartbeatHandler:
             ),
             client_id=client_id,
             client_host=client_host,
+            classic=None,
         )
-        bump = new or updated.subscription() != member.subscription()
-        group.update_member(updated)
-        metadata = tab.subscription_metadata(group.members.values(), self._topics())
-        if metadata != group.subscription_metadata:
-            group.subscription_metadata = metadata
-            bump = True
-        if bump:
-            group.group_epoch += 1
-            self.log.info(f"[GroupId {group.group_id}] Bumped group epoch to {group.group_epoch}.")
-        if group.group_epoch > group.assignment_epoch:
-            self._update_target(group)
-        reconciled = cab.reconcile(
-            updated, group.assignment_epoch, group.target.get(member_id, {}), group.partition_epoch, owned
-        )
-        if reconciled is not updated:
-            group.update_member(reconciled)
-            if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
-                self._schedule_rebalance_timeout(holder, reconciled)
-        self._schedule_session_timeout(holder, reconciled)
+        reconciled = self._update_member(holder, group, member, updated, new, owned)
         self._persist(holder, group)
         response = {
             "error_code": errors.NONE,
@@ -312,6 +303,40 @@ class ConsumerGroupHeartbeatHandler:
         if full or reconciled.assigned != member.assigned or new:
             response["assignment"] = {"topic_partitions": _partitions_list(reconciled.assigned)}
         return response
+
+    def _update_member(
+        self,
+        holder: GroupMetadata,
+        group: ConsumerGroup,
+        member: ConsumerGroupMember,
+        updated: ConsumerGroupMember,
+        new: bool,
+        owned: TopicPartitions | None,
+    ) -> ConsumerGroupMember:
+        """Put ``updated`` (the member after the request, ``member`` before) in the group: bump the group epoch when
+        it is new or its subscription changed or the subscribed topics' metadata changed, recompute the target when
+        the group epoch is ahead of it, reconcile the member one step with ``owned`` (its reported partitions, None
+        when not reported) and re-arm its timers. Returns the reconciled member. Group lock held."""
+        bump = new or updated.subscription() != member.subscription()
+        group.update_member(updated)
+        metadata = tab.subscription_metadata(group.members.values(), self._topics())
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            bump = True
+        if bump:
+            group.group_epoch += 1
+            self.log.info(f"[GroupId {group.group_id}] Bumped group epoch to {group.group_epoch}.")
+        if group.group_epoch > group.assignment_epoch:
+            self._update_target(group)
+        reconciled = cab.reconcile(
+            updated, group.assignment_epoch, group.target.get(updated.member_id, {}), group.partition_epoch, owned
+        )
+        if reconciled is not updated:
+            group.update_member(reconciled)
+            if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
+                self._schedule_rebalance_timeout(holder, reconciled)
+        self._schedule_session_timeout(holder, reconciled)
+        return reconciled
 
     @staticmethod
     def _epoch_fenced(member: ConsumerGroupMember, epoch: int, owned: TopicPartitions | None) -> bool:
@@ -364,7 +389,10 @@ class ConsumerGroupHeartbeatHandler:
                 )
             else:
                 self.log.info(f"[GroupId {group_id}] Member {member_id} left the consumer group.")
-                self._fence(holder, group, member_id)
+                if self.maybe_downgrade(holder, group, member_id):
+                    group = None
+                else:
+                    self._fence(holder, group, member_id)
             self._persist(holder, group)
         return {
             "error_code": errors.NONE,
@@ -374,6 +402,14 @@ class ConsumerGroupHeartbeatHandler:
             "heartbeat_interval_ms": 0,
             "assignment": None,
         }
+
+    def _fence_or_downgrade(self, holder: GroupMetadata, group: ConsumerGroup, member_id: str) -> None:
+        """The member is fenced (session or rebalance timeout): the group is downgraded to a classic group when it
+        was its last consumer-protocol member (:meth:`maybe_downgrade`), else the member goes and the change is
+        written. Group lock held."""
+        if not self.maybe_downgrade(holder, group, member_id):
+            self._fence(holder, group, member_id)
+            self._persist(holder, group)
 
     def _fence(self, holder: GroupMetadata, group: ConsumerGroup, member_id: str) -> None:
         """Remove the member (its partitions become free) and bump the group epoch (Kafka's
@@ -388,13 +424,16 @@ class ConsumerGroupHeartbeatHandler:
             self.purgatory.check_and_complete((kind, holder.group_id, member_id))
 
     # -- durability ----------------------------------------------------------------------------------------
-    def _persist(self, holder: GroupMetadata, group: ConsumerGroup | None) -> None:
+    def _persist(self, holder: GroupMetadata, group: ConsumerGroup | None, callback=None) -> None:
         """Write what changed in the group since its last write to ``__consumer_offsets`` (Kafka's coordinator
         records, :mod:`.record_codec`; tombstones for members gone), through the partition leader's append
         (``offsets.commit.required.acks``). Nothing is written when nothing changed (a plain heartbeat). Group lock
         held, so the group's appends reach the log in the order of its changes. The response does not wait for the
-        append; a failed append makes the next change write the whole group again."""
+        append; a failed append makes the next change write the whole group again. ``callback(error code)``, when
+        given, is called once the append completed (at once with NONE when nothing is written), outside no lock."""
         if group is None or group.dead:
+            if callback is not None:
+                callback(errors.NONE)
             return
         current = record_codec.records_of(group)
         previous = group.persisted
@@ -405,6 +444,8 @@ class ConsumerGroupHeartbeatHandler:
             changes = {k: v for k, v in current.items() if previous.get(k) != v}
             changes.update({k: None for k in previous if k not in current})
         if not changes:
+            if callback is not None:
+                callback(errors.NONE)
             return
         group.persisted = current
 
@@ -416,6 +457,8 @@ class ConsumerGroupHeartbeatHandler:
                 )
                 with holder.lock:
                     group.persisted = None
+            if callback is not None:
+                callback(code)
 
         self.manager.append(group.group_id, record_codec.order(changes), done)
 
@@ -443,7 +486,10 @@ class ConsumerGroupHeartbeatHandler:
         generation = member.heartbeat_generation
         key = ("session", holder.group_id, member.member_id)
         self.purgatory.check_and_complete(key)
-        timeout = self._group_configs(holder.group_id)[group_config.CONSUMER_SESSION_TIMEOUT_MS_CONFIG]
+        if member.classic is not None:
+            timeout = member.classic.session_timeout_ms  # the classic protocol's own session timeout
+        else:
+            timeout = self._group_configs(holder.group_id)[group_config.CONSUMER_SESSION_TIMEOUT_MS_CONFIG]
 
         def superseded() -> bool:
             current = self._member(holder, member.member_id)
@@ -458,8 +504,7 @@ class ConsumerGroupHeartbeatHandler:
             )
             group = holder.consumer_group
             assert group is not None  # not superseded: the member is still in the holder's consumer group
-            self._fence(holder, group, member.member_id)
-            self._persist(holder, group)
+            self._fence_or_downgrade(holder, group, member.member_id)
 
         self.purgatory.try_complete_else_watch(ConsumerMemberTimer(holder, timeout, superseded, expire), [key])
 
@@ -484,8 +529,7 @@ class ConsumerGroupHeartbeatHandler:
             )
             group = holder.consumer_group
             assert group is not None  # not superseded: the member is still in the holder's consumer group
-            self._fence(holder, group, member.member_id)
-            self._persist(holder, group)
+            self._fence_or_downgrade(holder, group, member.member_id)
 
         self.purgatory.try_complete_else_watch(ConsumerMemberTimer(holder, timeout, superseded, expire), [key])
 
@@ -532,7 +576,7 @@ class ConsumerGroupHeartbeatHandler:
                     "target_assignment": {
                         "topic_partitions": _partitions_list(group.target.get(m.member_id, {}), names)
                     },
-                    "member_type": 1,
+                    "member_type": 1 if m.classic is None else 0,
                 }
                 for m in group.members.values()
             ]
@@ -554,27 +598,28 @@ class ConsumerGroupHeartbeatHandler:
     ) -> int | None:
         """Kafka's ``ConsumerGroup.validateOffsetCommit`` (group lock held): None when accepted, else the error
         code: UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION (OffsetCommit before v9 from a consumer-protocol member),
-        STALE_MEMBER_EPOCH. An epoch < 0 commits to a group without members (admin client, manual assignment)."""
+        STALE_MEMBER_EPOCH (ILLEGAL_GENERATION for a classic-protocol member). An epoch < 0 commits to a group
+        without members (admin client, manual assignment)."""
         if member_epoch < 0 and not group.members:
             return None
         member = group.members.get(member_id)
         if member is None:
             return errors.UNKNOWN_MEMBER_ID
-        if api_version is not None and api_version < 9:
+        if member.classic is None and api_version is not None and api_version < 9:
             return errors.UNSUPPORTED_VERSION
         if member_epoch != member.member_epoch:
-            return errors.STALE_MEMBER_EPOCH
+            return errors.STALE_MEMBER_EPOCH if member.classic is None else errors.ILLEGAL_GENERATION
         return None
 
     @staticmethod
     def validate_offset_fetch(group: ConsumerGroup, member_id: str | None, member_epoch: int) -> int | None:
         """Kafka's ``ConsumerGroup.validateOffsetFetch``: no member id and an epoch < 0 (admin) are accepted;
-        else UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH."""
+        else UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH (ILLEGAL_GENERATION for a classic-protocol member)."""
         if member_id is None and member_epoch < 0:
             return None
         member = group.members.get(member_id or "")
         if member is None:
             return errors.UNKNOWN_MEMBER_ID
         if member_epoch != member.member_epoch:
-            return errors.STALE_MEMBER_EPOCH
+            return errors.STALE_MEMBER_EPOCH if member.classic is None else errors.ILLEGAL_GENERATION
         return None

@@ -30,6 +30,16 @@ class MemberState(enum.Enum):
     UNRELEASED_PARTITIONS = "unreleased_partitions"
 
 
+@dataclass(frozen=True)
+class ClassicMemberMetadata:
+    """What a member that speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat) inside a consumer group told its
+    JoinGroup (Kafka's ``ConsumerGroupMemberMetadataValue.ClassicMemberMetadata``, KIP-848 online migration): its
+    session timeout (ms) and its protocols ``((name, ConsumerProtocolSubscription bytes), ...)``."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+
 @dataclass
 class ConsumerGroupMember:
     member_id: str
@@ -48,6 +58,8 @@ class ConsumerGroupMember:
     pending_revocation: TopicPartitions = field(default_factory=dict)
     #: bumped on every heartbeat; the session-timeout operation of an older heartbeat finds it moved on
     heartbeat_generation: int = 0
+    #: set while the member uses the classic protocol (online migration), None for a consumer-protocol member
+    classic: ClassicMemberMetadata | None = None
 
     def is_reconciled_to(self, target_epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == target_epoch

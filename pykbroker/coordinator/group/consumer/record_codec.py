@@ -8,7 +8,8 @@ Keys (not flexible): ``version int16`` then ``group string`` (and ``member strin
   PartitionMetadata [Partition int32, Racks [string]]]`` (the subscribed topics' metadata);
 * 5 ConsumerGroupMemberMetadata: value ``InstanceId string?, RackId string?, ClientId, ClientHost,
   SubscribedTopicNames [string], SubscribedTopicRegex string?, RebalanceTimeoutMs int32, ServerAssignor string?``
-  (tagged field 0, ClassicMemberMetadata, is skipped);
+  and tagged field 0 ClassicMemberMetadata ``SessionTimeoutMs int32, SupportedProtocols [Name string, Metadata
+  bytes]`` for a member using the classic protocol (online migration);
 * 6 ConsumerGroupTargetAssignmentMetadata: value ``AssignmentEpoch int32``;
 * 7 ConsumerGroupTargetAssignmentMember: value ``TopicPartitions [TopicId uuid, Partitions [int32]]``;
 * 8 ConsumerGroupCurrentMemberAssignment: value ``MemberEpoch int32, PreviousMemberEpoch int32, State int8,
@@ -24,7 +25,7 @@ from __future__ import annotations
 import struct
 import uuid
 
-from pykbroker.coordinator.group.consumer.member import MemberState, TopicPartitions
+from pykbroker.coordinator.group.consumer.member import ClassicMemberMetadata, MemberState, TopicPartitions
 
 _H, _I = struct.Struct(">h"), struct.Struct(">i")
 GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
@@ -107,8 +108,11 @@ def member_metadata_value(
     topic_regex: str | None,
     rebalance_timeout_ms: int,
     server_assignor: str | None,
+    classic: ClassicMemberMetadata | None = None,
 ) -> bytes:
-    return _value(
+    """ConsumerGroupMemberMetadataValue; ``classic`` (a member using the classic protocol) is its tagged field 0
+    ClassicMemberMetadata (session timeout, supported protocols)."""
+    body = (
         _cstr(instance_id)
         + _cstr(rack_id)
         + _cstr(client_id)
@@ -118,6 +122,11 @@ def member_metadata_value(
         + _I.pack(rebalance_timeout_ms)
         + _cstr(server_assignor)
     )
+    if classic is None:
+        return _value(body)
+    protocols = [_cstr(name) + _uvarint(len(data) + 1) + data + _NO_TAGS for name, data in classic.protocols]
+    tagged = _I.pack(classic.session_timeout_ms) + _carray(protocols) + _NO_TAGS
+    return _H.pack(0) + body + _uvarint(1) + _uvarint(0) + _uvarint(len(tagged)) + tagged
 
 
 def target_assignment_metadata_value(assignment_epoch: int) -> bytes:
@@ -270,7 +279,7 @@ def decode_partition_metadata_value(buf) -> dict[str, tuple[uuid.UUID, int]]:
 
 def decode_member_metadata_value(buf) -> dict:
     r = _body(buf)
-    return {
+    out: dict[str, object] = {
         "instance_id": r.cstr(),
         "rack_id": r.cstr(),
         "client_id": r.cstr() or "",
@@ -279,7 +288,26 @@ def decode_member_metadata_value(buf) -> dict:
         "subscribed_topic_regex": r.cstr(),
         "rebalance_timeout_ms": r.int32(),
         "server_assignor": r.cstr(),
+        "classic": None,
     }
+    if r.pos >= len(r.buf):
+        return out
+    for _ in range(r.uvarint()):
+        tag, size = r.uvarint(), r.uvarint()
+        end = r.pos + size
+        if tag == 0:
+            session_timeout = r.int32()
+
+            def protocol() -> tuple[str, bytes]:
+                name = r.cstr() or ""
+                data = r._raw(r.uvarint() - 1)
+                r.tags()
+                return name, data
+
+            out["classic"] = ClassicMemberMetadata(session_timeout, tuple(r.carray(protocol)))
+        r._need(end - r.pos)
+        r.pos = end
+    return out
 
 
 def decode_target_assignment_member_value(buf) -> TopicPartitions:
@@ -321,6 +349,7 @@ def records_of(group) -> dict[bytes, bytes]:
             m.subscribed_topic_regex,
             m.rebalance_timeout_ms,
             m.server_assignor,
+            m.classic,
         )
         out[key(CURRENT_MEMBER_ASSIGNMENT, gid, m.member_id)] = current_assignment_value(
             m.member_epoch, m.previous_member_epoch, m.state, m.assigned, m.pending_revocation
