@@ -321,11 +321,14 @@ class GroupHandlers:
 
         if not self.helper.authorize(request, AclOperation.READ, ResourceType.GROUP, body["group_id"]):
             return error(errors.GROUP_AUTHORIZATION_FAILED)
-        try:
-            resp = self.coordinator.consumer.heartbeat(body, ctx.client_id or "", f"/{ctx.client_address}")
+
+        def respond(resp: dict) -> None:
+            self.helper.send_response(request, dict(resp, throttle_time_ms=0))
+
+        try:  # answered once the group's records are appended (maybe on the append's completing thread)
+            self.coordinator.consumer.heartbeat(body, ctx.client_id or "", f"/{ctx.client_address}", respond)
         except errors.KafkaError as e:
             return error(e.code, str(e) or None)
-        self.helper.send_response(request, dict(resp, throttle_time_ms=0))
         return None
 
     def handle_consumer_group_describe_request(self, request) -> None:

@@ -166,7 +166,10 @@ def hb(h, member_id="", epoch=0, owned=None, topics=("t",), assignor=None, group
         "topic_partitions": [] if epoch == 0 else owned,
     }
     req.update(kw)
-    return h.coordinator.consumer.heartbeat(req, "c", "/127.0.0.1")
+    out: list[dict] = []
+    h.coordinator.consumer.heartbeat(req, "c", "/127.0.0.1", out.append)
+    assert len(out) == 1, "a heartbeat is answered once its records are appended (at once in the harness)"
+    return out[0]
 
 
 def _parts(resp):

@@ -157,3 +157,74 @@ def test_member_leave_and_group_delete_write_tombstones_and_replay_them(h):
     assert out == [0]
     failover(h)
     assert h.manager.get_group("g") is None
+
+
+def _deferred_appends(h) -> list:
+    """Make ``__consumer_offsets`` appends wait: ``[(entries, callback)]`` to complete by hand."""
+    pending: list = []
+    h.replica_manager.append_records = lambda _t, _a, _i, entries, callback, **_kw: pending.append((entries, callback))
+    return pending
+
+
+def _complete(pending, code: int) -> None:
+    entries, callback = pending.pop(0)
+    callback({tp: {"error_code": code} for tp in entries})
+
+
+def _join_request(member_id="", epoch=0) -> dict:
+    return {
+        "group_id": "g",
+        "member_id": member_id,
+        "member_epoch": epoch,
+        "instance_id": None,
+        "rack_id": None,
+        "rebalance_timeout_ms": 30000,
+        "subscribed_topic_names": ["t"],
+        "subscribed_topic_regex": None,
+        "server_assignor": None,
+        "topic_partitions": [],
+    }
+
+
+def test_heartbeat_is_answered_only_after_its_records_are_appended(h):
+    pending = _deferred_appends(h)
+    out: list[dict] = []
+    h.coordinator.consumer.heartbeat(_join_request(), "c", "/h", out.append)
+    assert out == [] and len(pending) == 1  # written, not answered yet (Kafka: write, then respond)
+    _complete(pending, 0)
+    assert out[0]["error_code"] == 0 and out[0]["member_epoch"] == 1 and _parts(out[0]) == set(range(6))
+    member_id = out[0]["member_id"]
+    # a plain heartbeat writes nothing and is answered at once; a leave waits for its tombstones
+    h.coordinator.consumer.heartbeat(
+        dict(_join_request(member_id, 1), rebalance_timeout_ms=-1, topic_partitions=_owned(range(6))),
+        "c",
+        "/h",
+        out.append,
+    )
+    assert len(out) == 2 and out[1]["error_code"] == 0 and pending == []
+    h.coordinator.consumer.heartbeat(dict(_join_request(member_id, -1)), "c", "/h", out.append)
+    assert len(out) == 2 and len(pending) == 1
+    _complete(pending, 0)
+    assert out[2]["member_epoch"] == -1
+
+
+@pytest.mark.parametrize(
+    ("append_error", "answered"),
+    [(6, 16), (19, 15), (7, 15), (10, -1)],  # NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, TOO_LARGE
+)
+def test_failed_append_answers_kafkas_error_and_the_next_change_writes_the_whole_group(h, append_error, answered):
+    pending = _deferred_appends(h)
+    out: list[dict] = []
+    h.coordinator.consumer.heartbeat(_join_request(), "c", "/h", out.append)
+    _complete(pending, append_error)
+    assert (out[0]["error_code"], out[0]["member_id"]) == (answered, None)
+    # the member joins again (a new member id): the whole group is written, the first member's records included
+    h.coordinator.consumer.heartbeat(_join_request(), "c", "/h", out.append)
+    entries, _ = pending[0]
+    records = [
+        (struct.unpack_from(">h", bytes(r.key))[0], r.value is None)
+        for data in entries.values()
+        for _, batch in iter_batches(memoryview(bytes(data)))
+        for r in batch.records()
+    ]
+    assert records.count((rc.MEMBER_METADATA, False)) == 2

@@ -93,6 +93,31 @@ def _partitions_list(tps: TopicPartitions, names: dict | None = None) -> list[di
     return out
 
 
+#: append errors as Kafka's ``CoordinatorOperationExceptionHelper.handleOperationException`` answers them (the
+#: manager's append already maps the replication errors to COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR)
+_SIZE_ERRORS = frozenset((errors.INVALID_COMMIT_OFFSET_SIZE, errors.MESSAGE_TOO_LARGE, errors.RECORD_LIST_TOO_LARGE))
+
+
+def _after_append(response: dict, respond):
+    """The append callback of a heartbeat: ``response`` when the records were written, else the append's error."""
+
+    def done(code: int) -> None:
+        if code == errors.NONE:
+            return respond(response)
+        return respond(
+            {
+                "error_code": errors.UNKNOWN_SERVER_ERROR if code in _SIZE_ERRORS else code,
+                "error_message": None,
+                "member_id": None,
+                "member_epoch": 0,
+                "heartbeat_interval_ms": 0,
+                "assignment": None,
+            }
+        )
+
+    return done
+
+
 class ConsumerGroupHeartbeatHandler(ClassicMigration):
     """The consumer-protocol half of the GroupCoordinator (see module doc), with the online migration between
     classic and consumer groups (:mod:`.migration`). ``image``: a callable returning the current MetadataImage (or
@@ -174,14 +199,18 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
             except re.error as e:
                 raise errors.InvalidRegularExpressionError(f"SubscribedTopicRegex {regex} is invalid: {e}") from None
 
-    def heartbeat(self, req: dict, client_id: str, client_host: str) -> dict:
-        """One ConsumerGroupHeartbeat (``req``: the request's fields): the response's fields (no throttle time).
-        Errors are raised as KafkaErrors (see module doc); the partition's status as
+    def heartbeat(self, req: dict, client_id: str, client_host: str, respond) -> None:
+        """One ConsumerGroupHeartbeat (``req``: the request's fields): ``respond(the response's fields, no throttle
+        time)`` once the records of the group's change are appended to ``__consumer_offsets`` (Kafka's coordinator
+        runtime: write, then respond; at once when nothing changed), maybe on the thread that completes the append.
+        A failed append is answered as Kafka's ``handleOperationException`` maps it (COORDINATOR_NOT_AVAILABLE,
+        NOT_COORDINATOR, UNKNOWN_SERVER_ERROR; the group's next change then writes it whole). Errors found before any
+        change are raised as KafkaErrors (see module doc); the partition's status as
         :meth:`GroupMetadataManager.validate_group_status` raises it."""
         self._validate(req)
         group_id, epoch = req["group_id"], req["member_epoch"]
         if epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
-            return self._leave(group_id, req["member_id"], epoch, req.get("instance_id"))
+            return self._leave(group_id, req["member_id"], epoch, req.get("instance_id"), respond)
         holder = self.manager.get_group(group_id, create=epoch == JOIN_EPOCH)
         if holder is None:
             raise errors.GroupIdNotFoundError(f"Consumer group {group_id} not found.")
@@ -189,7 +218,7 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
             if holder.state is GroupState.DEAD:
                 raise errors.CoordinatorNotAvailableError()
             group = self._consumer_group(holder, create=epoch == JOIN_EPOCH)
-            return self._heartbeat(holder, group, req, client_id, client_host)
+            return self._heartbeat(holder, group, req, client_id, client_host, respond)
 
     def _consumer_group(self, holder: GroupMetadata, create: bool) -> ConsumerGroup:
         if holder.consumer_group is not None:
@@ -203,7 +232,7 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
             return self.convert_to_consumer_group(holder)
         raise errors.GroupIdNotFoundError(f"Group {holder.group_id} is not a consumer group")
 
-    def _heartbeat(self, holder: GroupMetadata, group: ConsumerGroup, req: dict, client_id, client_host) -> dict:
+    def _heartbeat(self, holder: GroupMetadata, group: ConsumerGroup, req: dict, client_id, client_host, respond):
         epoch = req["member_epoch"]
         member_id = req["member_id"] or str(uuid.uuid4())
         owned = from_request(req.get("topic_partitions"))
@@ -284,7 +313,6 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
             classic=None,
         )
         reconciled = self._update_member(holder, group, member, updated, new, owned)
-        self._persist(holder, group)
         response = {
             "error_code": errors.NONE,
             "error_message": None,
@@ -302,7 +330,7 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
         )
         if full or reconciled.assigned != member.assigned or new:
             response["assignment"] = {"topic_partitions": _partitions_list(reconciled.assigned)}
-        return response
+        self._persist(holder, group, _after_append(response, respond))
 
     def _update_member(
         self,
@@ -357,7 +385,7 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
             f"with the {assignor} assignor"
         )
 
-    def _leave(self, group_id: str, member_id: str, epoch: int, instance_id: str | None) -> dict:
+    def _leave(self, group_id: str, member_id: str, epoch: int, instance_id: str | None, respond) -> None:
         """Epoch -1: the member leaves (its partitions are free, the group epoch is bumped). Epoch -2 (a static
         member, ``instance_id`` given): it leaves for now, keeping its assignment until it rejoins under the same
         instance id or its session times out (Kafka's ``consumerGroupStaticMemberGroupLeave``)."""
@@ -393,15 +421,15 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
                     group = None
                 else:
                     self._fence(holder, group, member_id)
-            self._persist(holder, group)
-        return {
-            "error_code": errors.NONE,
-            "error_message": None,
-            "member_id": member_id,
-            "member_epoch": epoch,
-            "heartbeat_interval_ms": 0,
-            "assignment": None,
-        }
+            response = {
+                "error_code": errors.NONE,
+                "error_message": None,
+                "member_id": member_id,
+                "member_epoch": epoch,
+                "heartbeat_interval_ms": 0,
+                "assignment": None,
+            }
+            self._persist(holder, group, _after_append(response, respond))
 
     def _fence_or_downgrade(self, holder: GroupMetadata, group: ConsumerGroup, member_id: str) -> None:
         """The member is fenced (session or rebalance timeout): the group is downgraded to a classic group when it
@@ -428,9 +456,11 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
         """Write what changed in the group since its last write to ``__consumer_offsets`` (Kafka's coordinator
         records, :mod:`.record_codec`; tombstones for members gone), through the partition leader's append
         (``offsets.commit.required.acks``). Nothing is written when nothing changed (a plain heartbeat). Group lock
-        held, so the group's appends reach the log in the order of its changes. The response does not wait for the
-        append; a failed append makes the next change write the whole group again. ``callback(error code)``, when
-        given, is called once the append completed (at once with NONE when nothing is written), outside no lock."""
+        held, so the group's appends reach the log in the order of its changes. A failed append makes the next change
+        write the whole group again (the in-memory state is not rolled back, unlike Kafka's timeline snapshots).
+        ``callback(error code)``, when given, is called once the append completed (at once with NONE when nothing is
+        written): on this thread under the group's lock when the append completes at once, else on the thread that
+        completes it (a DelayedProduce's, acks=all) without it."""
         if group is None or group.dead:
             if callback is not None:
                 callback(errors.NONE)
