@@ -39,6 +39,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 
+from pykbroker.coordinator.group import coordinator_metrics as cm
 from pykbroker.coordinator.group.consumer import record_codec as ccodec
 from pykbroker.coordinator.group.consumer.heartbeat import ConsumerGroupHeartbeatHandler
 from pykbroker.coordinator.group.delayed_ops import DelayedHeartbeat, DelayedJoin, DelayedSync
@@ -580,6 +581,7 @@ class GroupCoordinator:
                             self._prepare_rebalance(group, f"storing the group failed: {errors.name_of(code)}")
                             return
                         group.transition_to(_S.STABLE, self.time.milliseconds())
+                        self.manager.coordinator_metrics.record(cm.CLASSIC_REBALANCES)
                         for m in group.members.values():
                             if m.awaiting_sync is not None:
                                 cb, m.awaiting_sync = m.awaiting_sync, None
@@ -772,6 +774,8 @@ class GroupCoordinator:
             return respond(result)
 
         def stored(code: int) -> None:
+            if code == errors.NONE:
+                self.manager.coordinator_metrics.record(cm.OFFSET_COMMITS, len(valid))
             result.update({tp: code for tp in valid})
             respond(result)
 
@@ -919,6 +923,8 @@ class GroupCoordinator:
         deletable = [tp for tp in tps if tp not in result]
 
         def deleted(code: int) -> None:
+            if code == errors.NONE:
+                self.manager.coordinator_metrics.record(cm.OFFSET_DELETIONS, len(deletable))
             result.update({tp: code for tp in deletable})
             respond(errors.NONE, result)
 

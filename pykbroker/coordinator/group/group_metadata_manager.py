@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from pykbroker.coordinator.group import record_codec as codec
 from pykbroker.coordinator.group.consumer import record_codec as ccodec
 from pykbroker.coordinator.group.consumer.group import ConsumerGroup
+from pykbroker.coordinator.group.coordinator_metrics import OFFSET_EXPIRED, GroupCoordinatorMetrics
 from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState, OffsetAndMetadata
 from pykbroker.log.fetch_data_info import FetchIsolation
 from pykbroker.log.producer_state_entry import AppendOrigin
@@ -111,6 +112,8 @@ class GroupMetadataManager:
         #: called with the groups of a partition once its load is published (on the scheduler thread, no lock
         #: held): the coordinator restarts the session timers of the consumer groups' members
         self.on_loaded = lambda groups: None
+        #: Kafka's GroupCoordinatorMetrics (group-coordinator-metrics), recorded by the coordinator and the expiry
+        self.coordinator_metrics = GroupCoordinatorMetrics(time)
 
     def startup(self) -> None:
         self.scheduler.startup()
@@ -139,6 +142,7 @@ class GroupMetadataManager:
         metrics.gauge(prefix + "NumGroupsStable", in_state(GroupState.STABLE))
         metrics.gauge(prefix + "NumGroupsDead", in_state(GroupState.DEAD))
         metrics.gauge(prefix + "NumGroupsEmpty", in_state(GroupState.EMPTY))
+        self.coordinator_metrics.register(metrics, groups)
 
     def partition_for(self, group_id: str) -> int:
         return codec.partition_for(group_id, self.num_partitions)
@@ -622,6 +626,7 @@ class GroupMetadataManager:
                 ]
             if expired:
                 removed += len(expired)
+                self.coordinator_metrics.record(OFFSET_EXPIRED, len(expired))
                 self.delete_offsets(group, expired, lambda code: None)
             with group.lock:
                 if (

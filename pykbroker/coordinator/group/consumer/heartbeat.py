@@ -44,6 +44,7 @@ from pykbroker.coordinator.group.consumer.member import (
     from_request,
 )
 from pykbroker.coordinator.group.consumer.migration import POLICIES, ClassicMigration
+from pykbroker.coordinator.group.coordinator_metrics import CONSUMER_REBALANCES
 from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState
 from pykbroker.protocol import errors
 from pykbroker.protocol.config_resource import ConfigResourceType
@@ -353,6 +354,7 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
             bump = True
         if bump:
             group.group_epoch += 1
+            self.manager.coordinator_metrics.record(CONSUMER_REBALANCES)
             self.log.info(f"[GroupId {group.group_id}] Bumped group epoch to {group.group_epoch}.")
         if group.group_epoch > group.assignment_epoch:
             self._update_target(group)
