@@ -11,6 +11,7 @@ from pykbroker.coordinator.group.consumer import consumer_protocol as cp
 from pykbroker.coordinator.group.consumer import record_codec as rc
 from pykbroker.coordinator.group.group_metadata import GroupState
 from pykbroker.protocol import errors
+from tests.helpers.wait import wait_until
 from tests.unit.coordinator.harness import Harness
 from tests.unit.coordinator.test_consumer_group import T1, _image, _owned, _parts, hb
 
@@ -33,10 +34,10 @@ def _protocols(owned=None):
     return [("range", cp.encode_subscription(["t"], {"t": set(owned)} if owned is not None else None, version=1))]
 
 
-def _classic_group(h, n=2) -> tuple[list[str], int]:
+def _classic_group(h, n=2, rebalance_ms=30000) -> tuple[list[str], int]:
     """A Stable classic group ``g`` of ``n`` members sharing topic t's 6 partitions (range); returns (ids, gen)."""
     ids = [h.join_new("g")["member_id"] for _ in range(n)]
-    waiting = [h.join("g", member_id=m, protocols=_protocols()) for m in ids]
+    waiting = [h.join("g", member_id=m, protocols=_protocols(), rebalance_ms=rebalance_ms) for m in ids]
     responses = [w[0] for w in waiting]
     gen = responses[0]["generation_id"]
     leader = responses[0]["leader"]
@@ -60,8 +61,8 @@ def _owners(h) -> dict:
     return dict(h.manager.get_group("g").consumer_group.partition_epochs)
 
 
-def _rejoin(h, member_id, owned) -> dict:
-    out = h.join("g", member_id=member_id, protocols=_protocols(owned))
+def _rejoin(h, member_id, owned, rebalance_ms=30000) -> dict:
+    out = h.join("g", member_id=member_id, protocols=_protocols(owned), rebalance_ms=rebalance_ms)
     assert out, "a classic JoinGroup to a consumer group answers at once"
     return out[0]
 
@@ -123,6 +124,21 @@ def test_classic_members_of_a_consumer_group_errors_and_leave(h):
     assert (code, codes) == (errors.NONE, [errors.NONE, errors.UNKNOWN_MEMBER_ID])
     group = h.manager.get_group("g").consumer_group
     assert a not in group.members and group.group_epoch == epoch + 1
+
+
+def test_classic_member_that_does_not_rejoin_or_sync_within_its_rebalance_timeout_is_fenced(h):
+    (a, b), gen = _classic_group(h, rebalance_ms=5000)  # session timeouts 10 s
+    hb(h)
+    group = h.manager.get_group("g").consumer_group
+    assert h.coordinator.handle_heartbeat("g", a, None, gen) == errors.REBALANCE_IN_PROGRESS  # join deadline: 5 s
+    assert h.coordinator.handle_heartbeat("g", b, None, gen) == errors.REBALANCE_IN_PROGRESS
+    h.time.sleep(2000)
+    _rejoin(h, b, {3, 4, 5}, rebalance_ms=5000)  # b rejoins (its join deadline goes), then owes a SyncGroup
+    h.time.sleep(3001)
+    wait_until(lambda: a not in group.members, 10, message="a fenced: no JoinGroup within its rebalance timeout")
+    assert b in group.members
+    h.time.sleep(2000)
+    wait_until(lambda: b not in group.members, 10, message="b fenced: no SyncGroup within its rebalance timeout")
 
 
 def _offset():

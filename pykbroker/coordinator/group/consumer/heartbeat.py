@@ -43,32 +43,13 @@ from pykbroker.coordinator.group.consumer.member import (
     TopicPartitions,
     from_request,
 )
+from pykbroker.coordinator.group.consumer.member_timer import ConsumerMemberTimer
 from pykbroker.coordinator.group.consumer.migration import POLICIES, ClassicMigration
 from pykbroker.coordinator.group.coordinator_metrics import CONSUMER_REBALANCES
 from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState
 from pykbroker.protocol import errors
 from pykbroker.protocol.config_resource import ConfigResourceType
-from pykbroker.utils.delayed_operation import DelayedOperation
 from pykbroker.utils.logging import get_logger
-
-
-class ConsumerMemberTimer(DelayedOperation):
-    """A member's session or rebalance (revocation) timeout (ms): completes quietly once ``superseded()``;
-    on expiration calls ``expire()``. Both run under the group's lock."""
-
-    def __init__(self, group: GroupMetadata, timeout_ms: int, superseded, expire):
-        super().__init__(timeout_ms, group.lock)
-        self._superseded = superseded
-        self._expire = expire
-
-    def try_complete(self) -> bool:
-        return self.force_complete() if self._superseded() else False
-
-    def on_complete(self) -> None:
-        pass
-
-    def on_expiration(self) -> None:
-        self._expire()
 
 
 def _config(config, key: str, default):
@@ -137,6 +118,7 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
         policy = str(_config(config, "group.consumer.migration.policy", "bidirectional")).lower()
         self.upgrade_enabled, self.downgrade_enabled = POLICIES.get(policy, (True, True))
         self.classic_max_size = _config(config, "group.max.size", 2**31 - 1)
+        self._classic_deadlines = {}
         self.log = get_logger("GroupCoordinator", id=coordinator.node_id)
         self.manager.on_loaded = self.on_groups_loaded
 
@@ -450,6 +432,7 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
         group.subscription_metadata = tab.subscription_metadata(group.members.values(), self._topics())
         group.group_epoch += 1
         member.heartbeat_generation += 1  # its timers are superseded
+        self._drop_classic_deadlines(holder, member_id)
         for kind in ("session", "rebalance"):
             self.purgatory.check_and_complete((kind, holder.group_id, member_id))
 

@@ -15,7 +15,9 @@
   member's epoch as generation (no leader: the member syncs as a follower) after reconciling it (owned partitions
   from its subscription: partitions it still reports are revoked first); SyncGroup returns its assigned partitions
   as a ConsumerProtocolAssignment; Heartbeat answers REBALANCE_IN_PROGRESS when the group epoch is ahead of the
-  member's, the member must revoke, or partitions it waits for were released; LeaveGroup removes it. Errors as
+  member's, the member must revoke, or partitions it waits for were released (it must then send its JoinGroup, and
+  after a JoinGroup its SyncGroup, within its rebalance timeout, else it is fenced: Kafka's join and sync timeouts);
+  LeaveGroup removes it. Errors as
   Kafka's: UNKNOWN_MEMBER_ID (unknown, or a consumer-protocol member), FENCED_INSTANCE_ID, ILLEGAL_GENERATION (a
   generation other than the member epoch), INCONSISTENT_GROUP_PROTOCOL (protocol type not ``consumer``, or no
   protocol every classic member supports), GROUP_MAX_SIZE_REACHED, MEMBER_ID_REQUIRED (JoinGroup v4+).
@@ -44,6 +46,7 @@ from pykbroker.coordinator.group.consumer.member import (
     MemberState,
     TopicPartitions,
 )
+from pykbroker.coordinator.group.consumer.member_timer import ConsumerMemberTimer
 from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata
 from pykbroker.protocol import errors
 
@@ -84,12 +87,17 @@ class ClassicMigration:
     upgrade_enabled: bool
     downgrade_enabled: bool
 
+    #: ``(kind, group id, member id)`` -> the token of the member's pending join or sync deadline (see
+    #: :meth:`_schedule_classic_deadline`); accessed under the member's group lock
+    _classic_deadlines: dict[tuple[str, str, str], object]
+
     if TYPE_CHECKING:  # provided by ConsumerGroupHeartbeatHandler
 
         def _topics(self) -> dict[str, tuple[uuid.UUID, int]]: ...
         def _topic_names_by_id(self) -> dict[uuid.UUID, str]: ...
         def _schedule_session_timeout(self, holder: GroupMetadata, member: ConsumerGroupMember) -> None: ...
         def _fence(self, holder: GroupMetadata, group: ConsumerGroup, member_id: str) -> None: ...
+        def _fence_or_downgrade(self, holder: GroupMetadata, group: ConsumerGroup, member_id: str) -> None: ...
         def _persist(self, holder: GroupMetadata, group: ConsumerGroup | None, callback=None) -> None: ...
         def _update_member(
             self,
@@ -302,6 +310,10 @@ class ClassicMigration:
         def appended(code: int) -> None:
             if code != errors.NONE:
                 return respond(_join_error(code, member_id))
+            with holder.lock:
+                if holder.consumer_group is group and member_id in group.members:
+                    self._cancel_classic_deadline(holder, member_id, "join")
+                    self._schedule_classic_deadline(holder, member_id, "sync", rebalance_timeout_ms)
             return respond(
                 {
                     "error_code": errors.NONE,
@@ -349,7 +361,9 @@ class ClassicMigration:
         ):
             return error(errors.INCONSISTENT_GROUP_PROTOCOL)
         if self._must_rejoin(group, member, strict=False):
+            self._schedule_classic_deadline(holder, member.member_id, "join", member.rebalance_timeout_ms, True)
             return error(errors.REBALANCE_IN_PROGRESS)
+        self._cancel_classic_deadline(holder, member.member_id, "sync")
         self._schedule_session_timeout(holder, member)
         names = self._topic_names_by_id()
         partitions = {names[t]: ps for t, ps in member.assigned.items() if t in names}
@@ -390,7 +404,10 @@ class ClassicMigration:
         if generation_id != member.member_epoch:
             return errors.ILLEGAL_GENERATION
         self._schedule_session_timeout(holder, member)
-        return errors.REBALANCE_IN_PROGRESS if self._must_rejoin(group, member, strict=True) else errors.NONE
+        if self._must_rejoin(group, member, strict=True):
+            self._schedule_classic_deadline(holder, member_id, "join", member.rebalance_timeout_ms, True)
+            return errors.REBALANCE_IN_PROGRESS
+        return errors.NONE
 
     def classic_leave(self, holder: GroupMetadata, members: list[tuple[str, str | None]]) -> list[int]:
         """A LeaveGroup to a consumer group (Kafka's ``classicGroupLeaveToConsumerGroup``): per-member error codes;
@@ -419,6 +436,48 @@ class ClassicMigration:
         self._persist(holder, group)
         return codes
 
+    def _schedule_classic_deadline(
+        self, holder: GroupMetadata, member_id: str, kind: str, timeout_ms: int, if_absent: bool = False
+    ) -> None:
+        """Kafka's ``scheduleConsumerGroupJoinTimeoutIfAbsent`` (``kind`` ``join``: a classic member told to rejoin
+        must send its JoinGroup within its rebalance timeout) and ``scheduleConsumerGroupSyncTimeout`` (``sync``:
+        its SyncGroup after a JoinGroup): past ``timeout_ms`` the member is fenced (maybe downgrading the group)."""
+        key = (kind, holder.group_id, member_id)
+        if if_absent and key in self._classic_deadlines:
+            return
+        token = object()
+        self._classic_deadlines[key] = token
+
+        def superseded() -> bool:
+            group = holder.consumer_group
+            return self._classic_deadlines.get(key) is not token or group is None or member_id not in group.members
+
+        def expire() -> None:
+            if holder.state is GroupState.DEAD or superseded():
+                return
+            self._classic_deadlines.pop(key, None)
+            self.log.info(
+                f"[GroupId {holder.group_id}] Member {member_id} fenced from the group because the classic member "
+                f"failed to {kind} within {timeout_ms} ms."
+            )
+            group = holder.consumer_group
+            assert group is not None  # not superseded
+            self._fence_or_downgrade(holder, group, member_id)
+
+        self.purgatory.try_complete_else_watch(
+            ConsumerMemberTimer(holder, max(timeout_ms, 0), superseded, expire), [key]
+        )
+
+    def _cancel_classic_deadline(self, holder: GroupMetadata, member_id: str, kind: str) -> None:
+        key = (kind, holder.group_id, member_id)
+        if self._classic_deadlines.pop(key, None) is not None:
+            self.purgatory.check_and_complete(key)
+
+    def _drop_classic_deadlines(self, holder: GroupMetadata, member_id: str) -> None:
+        """The member left or was fenced: its join/sync deadlines go."""
+        for kind in ("join", "sync"):
+            self._cancel_classic_deadline(holder, member_id, kind)
+
     # -- downgrade ------------------------------------------------------------------------------------------
     def maybe_downgrade(self, holder: GroupMetadata, group: ConsumerGroup, leaving_member_id: str) -> bool:
         """Kafka's ``validateOnlineDowngradeWithFencedMember`` then ``convertToClassicGroup`` (group lock held): when
@@ -440,6 +499,7 @@ class ClassicMigration:
         group.dead = True
         for m in group.members.values():
             m.heartbeat_generation += 1
+            self._drop_classic_deadlines(holder, m.member_id)
             for kind in ("session", "rebalance"):
                 self.purgatory.check_and_complete((kind, holder.group_id, m.member_id))
         holder.consumer_group = None
