@@ -170,15 +170,24 @@ DYNAMIC_ONLY_CONFIG_DEF = (
     .define("ssl.provider", Type.STRING, None, None, M, "The security provider of the SSL connections.")
     .define("ssl.cipher.suites", Type.LIST, None, None, L, "The cipher suites (OpenSSL names in pykbroker).")
     .define("ssl.enabled.protocols", Type.LIST, "TLSv1.2,TLSv1.3", None, M, "The protocols enabled for SSL.")
-    .define("ssl.keystore.type", Type.STRING, "JKS", None, M, "The key store file format (pykbroker: PEM).")
+    .define("ssl.keystore.type", Type.STRING, "JKS", None, M, "The key store file format: PEM or PKCS12 (JKS refused).")
     .define("ssl.keystore.location", Type.STRING, None, None, M, "The key store file (key and certificate chain).")
-    .define("ssl.keystore.password", Type.PASSWORD, None, None, M, "The store password of the key store file.")
-    .define("ssl.key.password", Type.PASSWORD, None, None, M, "The password of the private key.")
+    .define("ssl.keystore.password", Type.PASSWORD, None, None, M, "The store password of the key store file (PKCS12).")
+    .define(
+        "ssl.key.password",
+        Type.PASSWORD,
+        None,
+        None,
+        M,
+        "The password of the private key (PEM; PKCS12 without a store password).",
+    )
     .define("ssl.keystore.key", Type.PASSWORD, None, None, M, "The private key in PEM, inline.")
     .define("ssl.keystore.certificate.chain", Type.PASSWORD, None, None, M, "The certificate chain in PEM, inline.")
-    .define("ssl.truststore.type", Type.STRING, "JKS", None, M, "The trust store file format (pykbroker: PEM).")
+    .define(
+        "ssl.truststore.type", Type.STRING, "JKS", None, M, "The trust store file format: PEM or PKCS12 (JKS refused)."
+    )
     .define("ssl.truststore.location", Type.STRING, None, None, M, "The trust store file (CA certificates).")
-    .define("ssl.truststore.password", Type.PASSWORD, None, None, M, "The password of the trust store file.")
+    .define("ssl.truststore.password", Type.PASSWORD, None, None, M, "The password of the trust store file (PKCS12).")
     .define("ssl.truststore.certificates", Type.PASSWORD, None, None, M, "Trusted certificates in PEM, inline.")
     .define("ssl.keymanager.algorithm", Type.STRING, "SunX509", None, L, "The key manager factory algorithm.")
     .define("ssl.trustmanager.algorithm", Type.STRING, "PKIX", None, L, "The trust manager factory algorithm.")

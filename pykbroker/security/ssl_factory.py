@@ -3,10 +3,14 @@
 
 Keys, each also per listener as ``listener.name.<listener>.<key>`` (the prefixed one wins):
 
-* ``ssl.keystore.type`` must be PEM here (JKS/PKCS12 keystores are not supported yet: ConfigException);
-  the key and certificate chain come from ``ssl.keystore.location`` (one PEM file holding both) or inline
-  ``ssl.keystore.key`` + ``ssl.keystore.certificate.chain``; ``ssl.key.password`` decrypts the key;
-* ``ssl.truststore.type`` PEM with ``ssl.truststore.location`` or inline ``ssl.truststore.certificates``;
+* ``ssl.keystore.type`` PEM (the default when unset) or PKCS12; JKS is refused (ConfigException: convert it
+  with ``keytool -importkeystore -deststoretype PKCS12``). PEM: the key and certificate chain come from
+  ``ssl.keystore.location`` (one PEM file holding both) or inline ``ssl.keystore.key`` +
+  ``ssl.keystore.certificate.chain``; ``ssl.key.password`` decrypts the key. PKCS12: ``ssl.keystore.location``
+  opened with ``ssl.keystore.password`` (``ssl.key.password`` when that is unset), its private key entry and
+  certificate chain are used;
+* ``ssl.truststore.type`` PEM with ``ssl.truststore.location`` or inline ``ssl.truststore.certificates``, or
+  PKCS12 with ``ssl.truststore.location`` and ``ssl.truststore.password`` (every certificate in it is trusted);
 * ``ssl.client.auth`` none | requested | required;
 * ``ssl.enabled.protocols`` (TLSv1.2,TLSv1.3 by default) and ``ssl.cipher.suites`` (OpenSSL names);
 * ``ssl.principal.mapping.rules``: ``DEFAULT`` (the certificate's RFC 2253 distinguished name) or
@@ -14,17 +18,27 @@ Keys, each also per listener as ``listener.name.<listener>.<key>`` (the prefixed
 
 The principal of a TLS connection is ``User:<mapped name>``, or ``User:ANONYMOUS`` without a client
 certificate. Inline PEM material is written to a private temporary directory (``ssl`` loads files only).
+
+A PKCS12 keystore is read with ``cryptography`` (``serialization.pkcs12``); since ``ssl.SSLContext`` loads a key
+from a file only, the key is re-encrypted with a one-time random password, written with its chain to a 0600
+temporary file, loaded with that password and the file is removed at once (no key material stays on disk, and
+what is briefly there is encrypted). A PKCS12 truststore's certificates are handed over in memory (``cadata``).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import secrets
 import ssl
 import tempfile
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from pykbroker.config.config_def import ConfigException
+
+if TYPE_CHECKING:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.serialization.pkcs12 import PKCS12PrivateKeyTypes
 
 _PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 # RFC 2253 short names of the attributes Python reports
@@ -71,12 +85,81 @@ def _protocols_and_ciphers(ctx: ssl.SSLContext, originals: dict, listener: str) 
             raise ConfigException(f"Invalid ssl.cipher.suites of listener {listener}: {e}") from None
 
 
-def _check_keystore_type(originals: dict, listener: str) -> None:
-    keystore_type = str(_get(originals, listener, "ssl.keystore.type", "PEM")).upper()
-    if keystore_type != "PEM":
+_STORE_TYPES = ("PEM", "PKCS12")
+
+
+def _store_type(originals: dict, listener: str, key: str) -> str:
+    """``ssl.keystore.type`` / ``ssl.truststore.type`` of the listener (PEM when unset); ConfigException for
+    JKS and other types."""
+    store_type = str(_get(originals, listener, key) or "PEM").strip().upper()
+    if store_type not in _STORE_TYPES:
         raise ConfigException(
-            f"ssl.keystore.type {keystore_type} of listener {listener} is not supported by pykbroker yet (use PEM)"
+            f"{key} {store_type} of listener {listener} is not supported by pykbroker (use PEM or PKCS12; "
+            "a JKS store converts with keytool -importkeystore -deststoretype PKCS12)"
         )
+    return store_type
+
+
+def _check_keystore_type(originals: dict, listener: str) -> None:
+    _store_type(originals, listener, "ssl.keystore.type")
+    _store_type(originals, listener, "ssl.truststore.type")
+
+
+def _read_pkcs12(originals: dict, listener: str, kind: str, password):
+    """The parsed PKCS12 ``kind`` store (keystore or truststore) at ``ssl.<kind>.location``, opened with
+    ``password``; ConfigException (Kafka's "Failed to load SSL keystore ... of type PKCS12") when it cannot be
+    read, the password is wrong or the file is not PKCS12."""
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    location = _get(originals, listener, f"ssl.{kind}.location")
+    if location is None:
+        raise ConfigException(f"Listener {listener} has ssl.{kind}.type PKCS12 but no ssl.{kind}.location")
+    prefix = f"Failed to load SSL {kind} {location} of type PKCS12 of listener {listener}"
+    try:
+        with open(str(location), "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise ConfigException(f"{prefix}: {e.strerror or e}") from None
+    try:
+        return pkcs12.load_pkcs12(data, str(password).encode() if password else None)
+    except ValueError:
+        raise ConfigException(f"{prefix}: {kind} password was incorrect or the file is not PKCS12") from None
+
+
+def _pkcs12_keystore(
+    originals: dict, listener: str
+) -> tuple[PKCS12PrivateKeyTypes, x509.Certificate, list[x509.Certificate]]:
+    """``(private key, certificate, chain)`` of the listener's PKCS12 keystore."""
+    password = _get(originals, listener, "ssl.keystore.password") or _get(originals, listener, "ssl.key.password")
+    store = _read_pkcs12(originals, listener, "keystore", password)
+    if store.key is None or store.cert is None:
+        raise ConfigException(
+            f"The SSL keystore {_get(originals, listener, 'ssl.keystore.location')} of listener {listener} "
+            "holds no private key entry"
+        )
+    return store.key, store.cert.certificate, [c.certificate for c in store.additional_certs]
+
+
+def _load_pkcs12_keystore(ctx: ssl.SSLContext, originals: dict, listener: str) -> None:
+    from cryptography.hazmat.primitives import serialization
+
+    key, certificate, chain = _pkcs12_keystore(originals, listener)
+    one_time = secrets.token_bytes(32)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(one_time),
+    )
+    pem += b"".join(c.public_bytes(serialization.Encoding.PEM) for c in (certificate, *chain))
+    fd, path = tempfile.mkstemp(prefix="pykbroker-keystore-", suffix=".pem")  # mode 0600
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(pem)
+        ctx.load_cert_chain(path, password=one_time)
+    except (OSError, ssl.SSLError) as e:
+        raise ConfigException(f"Failed to load the SSL keystore of listener {listener}: {e}") from None
+    finally:
+        os.unlink(path)
 
 
 def _keystore_location(originals: dict, listener: str) -> str | None:
@@ -95,21 +178,18 @@ def _keystore_location(originals: dict, listener: str) -> str | None:
 
 
 def _load_keystore(ctx: ssl.SSLContext, originals: dict, listener: str, required: bool) -> None:
+    if _store_type(originals, listener, "ssl.keystore.type") == "PKCS12":
+        if required or _get(originals, listener, "ssl.keystore.location") is not None:
+            _load_pkcs12_keystore(ctx, originals, listener)
+        return
     password = _get(originals, listener, "ssl.key.password") or _get(originals, listener, "ssl.keystore.password")
-    location = _get(originals, listener, "ssl.keystore.location")
+    location = _keystore_location(originals, listener)
     if location is None:
-        key, chain = (
-            _get(originals, listener, "ssl.keystore.key"),
-            _get(originals, listener, "ssl.keystore.certificate.chain"),
+        if not required:
+            return
+        raise ConfigException(
+            f"Listener {listener} needs ssl.keystore.location, or ssl.keystore.key and ssl.keystore.certificate.chain"
         )
-        if key is None or chain is None:
-            if not required:
-                return
-            raise ConfigException(
-                f"Listener {listener} needs ssl.keystore.location, or ssl.keystore.key and "
-                "ssl.keystore.certificate.chain"
-            )
-        location = _materialize(str(chain).strip() + "\n" + str(key).strip() + "\n", "keystore.pem")
     try:
         ctx.load_cert_chain(str(location), password=str(password) if password else None)
     except (OSError, ssl.SSLError) as e:
@@ -117,9 +197,18 @@ def _load_keystore(ctx: ssl.SSLContext, originals: dict, listener: str, required
 
 
 def _load_truststore(ctx: ssl.SSLContext, originals: dict, listener: str) -> bool:
-    """Loads the listener's PEM truststore; False when none is configured."""
+    """Loads the listener's PEM or PKCS12 truststore; False when none is configured."""
     truststore = _get(originals, listener, "ssl.truststore.location")
     certificates = _get(originals, listener, "ssl.truststore.certificates")
+    if _store_type(originals, listener, "ssl.truststore.type") == "PKCS12" and truststore is not None:
+        from cryptography.hazmat.primitives import serialization
+
+        store = _read_pkcs12(originals, listener, "truststore", _get(originals, listener, "ssl.truststore.password"))
+        trusted = [c.certificate for c in ([store.cert] if store.cert else []) + list(store.additional_certs)]
+        if not trusted:
+            raise ConfigException(f"The SSL truststore {truststore} of listener {listener} holds no certificate")
+        certificates = "".join(c.public_bytes(serialization.Encoding.PEM).decode() for c in trusted)
+        truststore = None
     try:
         if truststore is not None:
             ctx.load_verify_locations(cafile=str(truststore))
@@ -176,18 +265,23 @@ class KeystoreCertificate(NamedTuple):
 
 
 def keystore_certificate(originals: dict, listener: str) -> KeystoreCertificate | None:
-    """The listener's own (first) certificate, read with ``cryptography``, or None without a keystore.
-    ConfigException when the file cannot be read or holds no PEM certificate."""
+    """The listener's own (first) certificate, read with ``cryptography`` (PEM or PKCS12 keystore), or None
+    without a keystore. ConfigException when the file cannot be read or holds no certificate."""
     from cryptography import x509
 
-    location = _keystore_location(originals, listener)
-    if location is None:
-        return None
-    try:
-        with open(location, "rb") as f:
-            certificate = x509.load_pem_x509_certificates(f.read())[0]
-    except (OSError, ValueError) as e:
-        raise ConfigException(f"Failed to load the SSL keystore of listener {listener}: {e}") from None
+    if _store_type(originals, listener, "ssl.keystore.type") == "PKCS12":
+        if _get(originals, listener, "ssl.keystore.location") is None:
+            return None
+        certificate = _pkcs12_keystore(originals, listener)[1]
+    else:
+        location = _keystore_location(originals, listener)
+        if location is None:
+            return None
+        try:
+            with open(location, "rb") as f:
+                certificate = x509.load_pem_x509_certificates(f.read())[0]
+        except (OSError, ValueError) as e:
+            raise ConfigException(f"Failed to load the SSL keystore of listener {listener}: {e}") from None
     try:
         names = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
