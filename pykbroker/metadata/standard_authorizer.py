@@ -11,29 +11,42 @@ Enabled by ``authorizer.class.name=org.apache.kafka.metadata.authorizer.Standard
 * a resource no ACL applies to at all (for any principal) is allowed only with
   ``allow.everyone.if.no.acl.found=true`` (default false).
 
-The ACLs are read from the current metadata image (indexed per image). Threading: ``authorize`` is called
-from request handler threads; the index is swapped whole.
+The ACLs are read from the current metadata image and indexed per image (:class:`~pykbroker.metadata.
+authorizer_data.AclIndex`, Kafka's StandardAuthorizerData: by resource type and literal name, the wildcard,
+prefixed names by the lengths in use), so a decision looks at the ACLs of the resource's own patterns only:
+its cost does not grow with the number of unrelated ACLs (nor with other principals' ACLs on the same
+resource). The first decision after the image's ACLs change derives the new index from the previous one
+(``AclIndex.updated``: only the changed ACLs' sections are recomputed).
+
+Threading: ``authorize`` / ``authorize_any`` are called from request handler threads (and a controller's);
+an index is immutable and swapped whole; one thread rebuilds it under a lock while the others wait for it
+(a decision never uses ACLs older than the image it was asked under).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
-from pykbroker.metadata.acls import WILDCARD
-from pykbroker.protocol.acl import AclOperation, AclPermissionType
-from pykbroker.protocol.resource import PatternType
+from pykbroker.metadata.authorizer_data import EMPTY, WILDCARD, AclIndex
+from pykbroker.protocol.acl import AclOperation
 
 CLASS_NAMES = frozenset(
     {"org.apache.kafka.metadata.authorizer.StandardAuthorizer", "kafka.security.authorizer.AclAuthorizer"}
 )
 _O = AclOperation
-_ALL, _ALLOW, _DENY = AclOperation.ALL, AclPermissionType.ALLOW, AclPermissionType.DENY
-_LITERAL, _PREFIXED = PatternType.LITERAL, PatternType.PREFIXED
 _IMPLIES: dict[int, tuple[AclOperation, ...]] = {
     _O.DESCRIBE: (_O.READ, _O.WRITE, _O.DELETE, _O.ALTER),
     _O.DESCRIBE_CONFIGS: (_O.ALTER_CONFIGS,),
 }
+_ALL_BIT = 1 << AclOperation.ALL
+#: per operation: the mask of ALLOW operations that grant it, and of DENY operations that refuse it
+_ALLOWED_BY: dict[int, int] = {
+    op: _ALL_BIT | 1 << op | sum(1 << i for i in _IMPLIES.get(op, ())) for op in AclOperation
+}
+_DENIED_BY: dict[int, int] = {op: _ALL_BIT | 1 << op for op in AclOperation}
+_ANY_USER = "User:*"
 
 
 class StandardAuthorizer:
@@ -43,59 +56,59 @@ class StandardAuthorizer:
         self.image_fn = image_fn
         self.super_users = {u.strip() for u in str(super_users or "").split(";") if u.strip()}
         self.allow_if_no_acl = allow_everyone_if_no_acl_found
-        self._indexed_for = None
-        self._by_type: dict[int, list[tuple]] = {}
+        self._indexed_for: Any = None
+        self._acl_index: AclIndex = EMPTY
+        self._lock = threading.Lock()
 
-    def _index(self) -> dict[int, list[tuple]]:
+    def _index(self) -> AclIndex:
         acls = self.image_fn().acls
         if acls is not self._indexed_for:
-            by_type: dict[int, list[tuple]] = {}
-            for binding in acls.values():
-                by_type.setdefault(binding[0], []).append(binding)
-            self._by_type, self._indexed_for = by_type, acls
-        return self._by_type
+            with self._lock:
+                if acls is not self._indexed_for:
+                    self._acl_index = self._acl_index.updated(acls)
+                    self._indexed_for = acls
+        return self._acl_index
 
     def authorize_any(self, principal: str, host: str, operation: int, resource_type: int) -> bool:
         """Kafka's authorizeByResourceType (simplified): some ALLOW ACL of ``resource_type`` grants the
         operation to the principal (super users always), or no ACL of that type exists and everyone is allowed."""
         if principal in self.super_users:
             return True
-        acls = self._index().get(resource_type, ())
-        if not acls:
+        index = self._index()
+        if not index.has_type(resource_type):
             return self.allow_if_no_acl
-        wanted = (operation, _ALL, *_IMPLIES.get(operation, ()))
-        return any(
-            permission == _ALLOW
-            and acl_op in wanted
-            and acl_principal in (principal, "User:*")
-            and acl_host in (host, WILDCARD)
-            for _, _, _, acl_principal, acl_host, acl_op, permission in acls
-        )
+        by_principal = index.allow_by_type.get(resource_type, {})
+        wanted = _ALLOWED_BY.get(operation, _ALL_BIT | 1 << operation)
+        for p in (principal, _ANY_USER):
+            hosts = by_principal.get(p)
+            if hosts and (hosts.get(host, 0) | hosts.get(WILDCARD, 0)) & wanted:
+                return True
+        return False
 
     def authorize(self, principal: str, host: str, operation: int, resource_type: int, name: str) -> bool:
+        """Whether ``principal`` connected from ``host`` may do ``operation`` (AclOperation code) on the
+        resource ``(resource_type, name)``: super users always; a matching DENY refuses; else a matching ALLOW
+        (or one implying the operation) grants; a resource that no ACL matches follows
+        ``allow.everyone.if.no.acl.found``. Kafka's ``StandardAuthorizerData.authorize``."""
         if principal in self.super_users:
             return True
-        applicable_resource = False
-        allowed = False
-        wanted = (operation, _ALL, *_IMPLIES.get(operation, ()))
-        for _, acl_name, pattern, acl_principal, acl_host, acl_op, permission in self._index().get(resource_type, ()):
-            if pattern == _LITERAL:
-                if acl_name != name and acl_name != WILDCARD:
-                    continue
-            elif pattern == _PREFIXED:
-                if not name.startswith(acl_name):
-                    continue
-            else:
-                continue
-            applicable_resource = True
-            if acl_principal != principal and acl_principal != "User:*":
-                continue
-            if acl_host != host and acl_host != WILDCARD:
-                continue
-            if permission == _DENY and acl_op in (operation, _ALL):
-                return False
-            if permission == _ALLOW and acl_op in wanted:
-                allowed = True
-        if not applicable_resource:
+        sections = self._index().sections(resource_type, name)
+        if not sections:
             return self.allow_if_no_acl
+        wanted = _ALLOWED_BY.get(operation, _ALL_BIT | 1 << operation)
+        refused = _DENIED_BY.get(operation, _ALL_BIT | 1 << operation)
+        allowed = False
+        for section in sections:
+            for p in (principal, _ANY_USER):
+                hosts = section.get(p)
+                if hosts is None:
+                    continue
+                for h in (host, WILDCARD):
+                    masks = hosts.get(h)
+                    if masks is None:
+                        continue
+                    if masks[0] & refused:
+                        return False
+                    if masks[1] & wanted:
+                        allowed = True
         return allowed
