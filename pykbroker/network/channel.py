@@ -266,6 +266,9 @@ class KafkaChannel:
         "principal",
         "client_address",
         "thread_time_ns",
+        "sasl_mechanism",
+        "session_expiration_ns",
+        "reauthentication_start_ns",
     )
 
     def __init__(
@@ -292,6 +295,11 @@ class KafkaChannel:
         #: security.SaslServerAuthenticator, which the network layer does not import
         self.authenticator: Any = None
         self.principal = "User:ANONYMOUS"
+        #: SASL: the mechanism the connection authenticated with, when its session expires (monotonic ns;
+        #: None: never, KIP-368 connections.max.reauth.ms) and when its last re-authentication began (0: never)
+        self.sasl_mechanism: str | None = None
+        self.session_expiration_ns: int | None = None
+        self.reauthentication_start_ns = 0
         #: ns the network thread spent reading and writing this channel since the last completed response
         #: (Kafka's KafkaChannel network thread time, for the request quota's network share)
         self.thread_time_ns = 0

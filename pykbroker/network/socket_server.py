@@ -34,7 +34,7 @@ import selectors
 import socket
 import threading
 from collections.abc import Callable
-from typing import cast
+from typing import Any, cast
 
 from pykbroker.config.endpoint import EndPoint
 from pykbroker.network.accept import accept_batch
@@ -235,13 +235,25 @@ class Processor(threading.Thread):
         self.connection_creations = SampledRate(2, 30_000, time.milliseconds())
         self.connection_creation_total = 0
         self._creation_lock = threading.Lock()
+        #: KIP-368: connections closed because their SASL session expired before a request (Kafka's
+        #: expired-connections-killed-count) and re-authentications that succeeded / failed (the Selector's
+        #: successful-reauthentication-total, failed-reauthentication-total); written by this thread only
+        self.expired_connections_killed = 0
+        self.successful_reauthentications = 0
+        self.failed_reauthentications = 0
         tags = f"listener={endpoint.listener_name},networkProcessor={processor_id}"
-        self.selector_metric_names = [
-            f"kafka.server:type=socket-server-metrics,name={name},{tags}"
-            for name in ("connection-creation-rate", "connection-creation-total")
-        ]
-        metrics.gauge(self.selector_metric_names[0], self._connection_creation_rate)
-        metrics.gauge(self.selector_metric_names[1], lambda: self.connection_creation_total)
+        gauges = {
+            "connection-creation-rate": self._connection_creation_rate,
+            "connection-creation-total": lambda: self.connection_creation_total,
+            "expired-connections-killed-count": lambda: self.expired_connections_killed,
+            "successful-reauthentication-total": lambda: self.successful_reauthentications,
+            "failed-reauthentication-total": lambda: self.failed_reauthentications,
+        }
+        self.selector_metric_names = []
+        for name, value in gauges.items():
+            metric_name = f"kafka.server:type=socket-server-metrics,name={name},{tags}"
+            metrics.gauge(metric_name, value)
+            self.selector_metric_names.append(metric_name)
         self.started = threading.Event()
 
     # -- cross-thread entry points -------------------------------------------------------------
@@ -428,6 +440,12 @@ class Processor(threading.Thread):
             if channel is None:
                 receive.release()
                 continue
+            if (
+                channel.session_expiration_ns is not None
+                and channel.authenticator is None
+                and self._expired_or_reauthenticating(connection_id, channel, receive)
+            ):
+                continue
             if channel.authenticator is not None and not self._authenticate(connection_id, channel, receive):
                 continue
             if self.principal_builder is not None and channel.principal == ANONYMOUS:
@@ -445,6 +463,43 @@ class Processor(threading.Thread):
             self.selector.mute(connection_id)
             channel.handle_mute_event(ChannelMuteEvent.REQUEST_RECEIVED)
 
+    def _expired_or_reauthenticating(self, connection_id: str, channel, receive) -> bool:
+        """KIP-368 on an authenticated connection whose SASL session expires (Kafka's
+        ``maybeBeginServerReauthentication`` / ``serverAuthenticationSessionExpired``): a SaslHandshake begins
+        a re-authentication (a new authenticator takes the frame; at most one per second, a second one is a
+        request as any other, refused ILLEGAL_SASL_STATE); any other request of an expired session closes
+        the connection unserved. True when the frame was consumed here (closed)."""
+        now = self.time.nanoseconds()
+        try:
+            api_key = peek_api_key_version(memoryview(receive.payload))[0]
+        except Exception:  # noqa: BLE001 - a frame too short for a header: _parse_request closes the connection
+            api_key = -1
+        if (
+            api_key == _api_keys.ApiKeys.SASL_HANDSHAKE
+            and self.authenticator_factory is not None
+            and (channel.reauthentication_start_ns == 0 or now - channel.reauthentication_start_ns >= 1_000_000_000)
+        ):
+            channel.reauthentication_start_ns = now
+            authenticator: Any = self.authenticator_factory()
+            authenticator.reauthenticate(channel.sasl_mechanism, channel.principal)
+            channel.authenticator = authenticator
+            channel.max_receive_size = self.sasl_max_receive_size
+            self.authentication_deadlines.pop(connection_id, None)  # re-inserted last: deadlines stay in order
+            self.authentication_deadlines[connection_id] = now + self.authentication_timeout_ns
+            self.log.debug(f"Begin re-authentication of connection {connection_id}")
+            return False
+        expiration = channel.session_expiration_ns
+        if expiration is not None and now > expiration:
+            receive.release()
+            self.log.info(
+                f"Closing connection {connection_id} of {channel.principal}: its SASL session expired "
+                f"{(now - expiration) // 1_000_000} ms ago and it did not re-authenticate (connections.max.reauth.ms)"
+            )
+            self._close(connection_id)
+            self.expired_connections_killed += 1
+            return True
+        return False
+
     def _authenticate(self, connection_id: str, channel, receive) -> bool:
         """Run a frame of an unauthenticated SASL connection through its authenticator. True when the
         frame is a request to dispatch as usual (ApiVersions during the handshake)."""
@@ -457,16 +512,27 @@ class Processor(threading.Thread):
             return True
         receive.release()
         host = connection_id.split("-")[1].rpartition(":")[0]
+        what = "re-authentication" if getattr(authenticator, "reauthenticating", False) else "authentication"
         if action == "CLOSE":
-            self.log.info(f"Failed authentication with /{host} (channelId={connection_id}) ({result})")
+            self.log.info(f"Failed {what} with /{host} (channelId={connection_id}) ({result})")
+            self.failed_reauthentications += what == "re-authentication"
             self._close(connection_id)
             return False
         if close_after:
-            self.log.info(f"Failed authentication with /{host} (channelId={connection_id}) ({authenticator.failure})")
+            self.log.info(f"Failed {what} with /{host} (channelId={connection_id}) ({authenticator.failure})")
+            self.failed_reauthentications += what == "re-authentication"
         elif authenticator.complete:
             channel.principal = authenticator.principal
             channel.authenticator = None
             channel.max_receive_size = self.socket_request_max_bytes
+            lifetime_ms = getattr(authenticator, "session_lifetime_ms", None)
+            channel.sasl_mechanism = authenticator.mechanism
+            channel.session_expiration_ns = (
+                None if lifetime_ms is None else self.time.nanoseconds() + lifetime_ms * 1_000_000
+            )
+            if what == "re-authentication":
+                self.successful_reauthentications += 1
+                self.log.debug(f"Re-authenticated connection {connection_id} of {channel.principal}")
         self.selector.mute(connection_id)
         channel.handle_mute_event(ChannelMuteEvent.REQUEST_RECEIVED)
         self.auth_sends[connection_id] = close_after
@@ -944,6 +1010,11 @@ class SocketServer:
             self.data_plane_acceptors[endpoint.listener_name] = self._create_acceptor(
                 DATA_PLANE, endpoint, config.num_network_threads, self.data_plane_request_channel, is_api_allowed
             )
+        # Kafka's ExpiredConnectionsKilledCount: the data-plane Processors' expired-connections-killed-count
+        metrics.gauge(
+            "kafka.network:type=SocketServer,name=ExpiredConnectionsKilledCount",
+            lambda: sum(p.expired_connections_killed for a in self.data_plane_acceptors.values() for p in a.processors),
+        )
         if config.control_plane_listener is not None:
             self.control_plane_acceptor = self._create_acceptor(
                 CONTROL_PLANE, config.control_plane_listener, 1, self.control_plane_request_channel, is_api_allowed

@@ -9,7 +9,10 @@ a factory of :class:`~pykbroker.security.sasl_server_authenticator.SaslServerAut
 * PLAIN users from ``listener.name.<listener>.plain.sasl.jaas.config`` (the ``user_<name>="<password>"``
   options of a PlainLoginModule line), as Kafka's PlainServerCallbackHandler;
 * SCRAM credentials looked up at each authentication through ``scram_credentials(user, mechanism)`` (the
-  broker's cache of the metadata log's UserScramCredentialRecords).
+  broker's cache of the metadata log's UserScramCredentialRecords);
+* the session lifetime per mechanism (KIP-368): ``listener.name.<listener>.<mechanism>.connections.max.reauth.ms``,
+  else ``listener.name.<listener>.connections.max.reauth.ms``, else ``connections.max.reauth.ms`` (ms, 0: the
+  session never expires and re-authentication is off).
 
 :func:`transport_factories` gives SSL and SASL_SSL listeners their TLS transport (``ssl_factory``). The
 security protocol of a listener name comes from the map, so a listener named ``SASL_PLAINTEXT`` without a
@@ -33,6 +36,19 @@ SUPPORTED_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)
 def _listener_value(originals: dict, listener: str, key: str, default=None):
     prefixed = originals.get(f"listener.name.{listener.lower()}.{key}")
     return prefixed if prefixed is not None else originals.get(key, default)
+
+
+def max_reauth_ms(originals: dict, listener: str, mechanism: str) -> int:
+    """``connections.max.reauth.ms`` of ``mechanism`` on ``listener`` (see the module docstring);
+    ConfigException when it is not an integer (Kafka's LONG type); a negative value means 0."""
+    key = "connections.max.reauth.ms"
+    value = originals.get(f"listener.name.{listener.lower()}.{mechanism.lower()}.{key}")
+    if value is None:
+        value = _listener_value(originals, listener, key, 0)
+    try:
+        return max(0, int(str(value).strip()))
+    except ValueError:
+        raise ConfigException(f"Invalid value {value} for configuration {key}: Not a number of type LONG") from None
 
 
 def authenticator_factories(endpoints, originals: dict, scram_credentials) -> dict:
@@ -72,7 +88,10 @@ def authenticator_factories(endpoints, originals: dict, scram_credentials) -> di
                 return PlainSaslServer(_users)
             return ScramSaslServer(mechanism, scram_credentials)
 
-        out[listener] = lambda _m=tuple(mechanisms), _f=server_factory: SaslServerAuthenticator(list(_m), _f)
+        reauth = {m: max_reauth_ms(originals, listener, m) for m in mechanisms}
+        out[listener] = lambda _m=tuple(mechanisms), _f=server_factory, _r=reauth: SaslServerAuthenticator(
+            list(_m), _f, _r
+        )
     return out
 
 

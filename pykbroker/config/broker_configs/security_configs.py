@@ -19,8 +19,10 @@ SECURITY_CONFIG_DEF = (
         0,
         None,
         M,
-        "Maximum session lifetime in ms of an authenticated connection before re-authentication (0: none). "
-        "Accepted; not used by pykbroker yet.",
+        "Maximum session lifetime in ms of a SASL-authenticated connection (KIP-368, 0: no expiry); sent to "
+        "clients as SaslAuthenticate session_lifetime_ms, which must re-authenticate on the connection before "
+        "it ends or are closed at their next request; also per listener and mechanism: "
+        "listener.name.<listener>.<mechanism>.connections.max.reauth.ms.",
     )
     .define(
         "authorizer.class.name",
