@@ -8,7 +8,9 @@ written with the broker's own :class:`~pykbroker.network.channel.NetworkReceive`
 here over a blocking socket bounded by ``timeout``. With a
 :class:`~pykbroker.security.client_security.ClientSecurity` the connection does the TLS handshake and the
 SASL exchange (SaslHandshake v1, SaslAuthenticate v2) before it is returned; a failed authentication
-raises :class:`~pykbroker.protocol.errors.SaslAuthenticationError` with the broker's message.
+raises :class:`~pykbroker.protocol.errors.SaslAuthenticationError` with the broker's message. When the broker
+answers a ``session_lifetime_ms`` (KIP-368), the exchange runs again before the first request sent after 85-95%
+of it (with no answer pending).
 Not thread-safe: one connection per thread. Another thread can still interrupt a blocked connect, read
 or write: ``on_socket`` hands it the socket before the connect starts, and a ``shutdown(SHUT_RDWR)``
 of that socket (or of a ``dup`` of it) makes the blocked call fail at once (the broker's
@@ -17,8 +19,10 @@ ReplicaFetcherThread does so to abandon a request in flight).
 
 from __future__ import annotations
 
+import random
 import socket
 import struct
+import time
 from collections.abc import Callable
 
 from pykbroker.network.channel import UNLIMITED, NetworkReceive, NetworkSend
@@ -93,6 +97,9 @@ class BrokerConnection:
         self.node = f"{host}:{port}"
         self.next_correlation_id = 0
         self.pending: list[tuple[int, int, int]] = []  # (correlation id, api key, version)
+        self.security = security
+        #: KIP-368: when (time.monotonic()) to re-authenticate before the next request, None: never
+        self.reauth_at: float | None = None
         if security.sasl_mechanism is not None:
             try:
                 self._authenticate(security)
@@ -118,6 +125,10 @@ class BrokerConnection:
                 )
             token = sasl.evaluate_challenge(response["auth_bytes"])
             if token is None:
+                lifetime_ms = response.get("session_lifetime_ms") or 0
+                self.reauth_at = (
+                    time.monotonic() + lifetime_ms / 1000.0 * random.uniform(0.85, 0.95) if lifetime_ms > 0 else None
+                )
                 return
         raise errors.SaslAuthenticationError(f"SASL {security.sasl_mechanism} exchange did not complete")
 
@@ -138,7 +149,12 @@ class BrokerConnection:
         raise ConnectionError("Could not connect to any of the bootstrap servers: " + ", ".join(failures))
 
     def send(self, api_key: int, version: int, body: dict) -> int:
-        """Write one request; returns its correlation id (read the answer with :meth:`receive`)."""
+        """Write one request; returns its correlation id (read the answer with :meth:`receive`). When the SASL
+        session is due for re-authentication (KIP-368: the broker's ``session_lifetime_ms``) and no answer is
+        pending, the connection re-authenticates first (SaslAuthenticationError if that fails)."""
+        if self.reauth_at is not None and not self.pending and time.monotonic() >= self.reauth_at:
+            self.reauth_at = None
+            self._authenticate(self.security)
         correlation_id = self.next_correlation_id
         self.next_correlation_id += 1
         self._write(encode_request(api_key, version, correlation_id, self.client_id, body))

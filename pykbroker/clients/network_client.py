@@ -7,7 +7,9 @@ negative ids), connect with exponential back-off (``reconnect.backoff.ms`` .. ``
 an ApiVersions exchange before a connection is ready (versions are then picked as ``min(ours, broker's)``),
 with a :class:`~pykbroker.security.client_security.ClientSecurity` a TLS handshake before it (done by the
 selector) and SASL after it (SaslHandshake v1, then SaslAuthenticate rounds until the mechanism is complete,
-as Kafka's ``SaslClientAuthenticator``; a failure closes the connection with its error message),
+as Kafka's ``SaslClientAuthenticator``; a failure closes the connection with its error message; when the
+node answers a ``session_lifetime_ms`` the same exchange runs again on the connection at 85-95% of it, KIP-368,
+new requests waiting until it completes),
 ``InFlightRequests`` capped per connection, responses matched to requests in order by correlation id,
 ``request.timeout.ms`` per request, and every in-flight request failed with :class:`DisconnectError` when
 its connection drops. A connection that cannot be established logs Kafka's WARN
@@ -22,6 +24,7 @@ Threading: owned by one thread (the producer's Sender); ``wakeup`` is thread-saf
 from __future__ import annotations
 
 import collections
+import random
 import struct
 from collections.abc import Callable
 
@@ -66,7 +69,7 @@ class _InFlight:
 
 
 class _Connection:
-    __slots__ = ("node_id", "channel_id", "state", "in_flight", "versions")
+    __slots__ = ("node_id", "channel_id", "state", "in_flight", "versions", "reauth_at")
 
     def __init__(self, node_id: int):
         self.node_id = node_id
@@ -74,6 +77,7 @@ class _Connection:
         self.state = CONNECTING
         self.in_flight: collections.deque[_InFlight] = collections.deque()
         self.versions: dict[int, tuple[int, int]] = {}
+        self.reauth_at: float | None = None  # KIP-368: when to re-authenticate (client clock, s)
 
 
 class NetworkClient:
@@ -107,6 +111,7 @@ class NetworkClient:
         self.addresses: dict[int, tuple[str, int]] = {}
         self.failures: dict[int, tuple[int, float]] = {}  # node -> (consecutive failures, retry at)
         self.next_correlation_id = 0
+        self.reauthenticates = False  # some node gave a SASL session lifetime (poll then checks reauth_at)
 
     def now(self) -> float:
         """Seconds on this client's monotonic clock (the unit of every ``now`` argument)."""
@@ -125,6 +130,8 @@ class NetworkClient:
         if conn is None:
             self._maybe_connect(node_id, now)
             return False
+        if conn.reauth_at is not None and now >= conn.reauth_at and conn.state == READY:
+            self._reauthenticate(conn)
         return conn.state == READY and len(conn.in_flight) < self.max_in_flight
 
     def connection_delay(self, node_id: int, now: float) -> float:
@@ -245,7 +252,12 @@ class NetworkClient:
                 conn = self.channel_conns.get(channel_id)
                 if conn is not None:
                     self._handle_connected(conn)
-        self._expire_requests(self.now())
+        now = self.now()
+        if self.reauthenticates:
+            for conn in list(self.conns.values()):
+                if conn.reauth_at is not None and now >= conn.reauth_at and conn.state == READY:
+                    self._reauthenticate(conn)
+        self._expire_requests(now)
 
     def _handle_disconnections(self) -> None:
         selector = self.selector
@@ -293,6 +305,20 @@ class NetworkClient:
             self._ready(conn)
             return
         conn.state = AUTHENTICATING
+        self._enqueue(
+            conn,
+            ApiKeys.SASL_HANDSHAKE,
+            1,
+            {"mechanism": self.security.sasl_mechanism},
+            lambda resp, err, c=conn: self._on_sasl_handshake(c, resp, err),
+        )
+
+    def _reauthenticate(self, conn: _Connection) -> None:
+        """KIP-368 (Kafka's ``maybeBeginClientReauthentication``): SaslHandshake and SaslAuthenticate again on
+        the connection; it is not READY (no new request) until they complete."""
+        conn.reauth_at = None
+        conn.state = AUTHENTICATING
+        self.log.debug(f"Re-authenticating with node {conn.node_id}")
         self._enqueue(
             conn,
             ApiKeys.SASL_HANDSHAKE,
@@ -350,6 +376,10 @@ class NetworkClient:
             self._auth_failed(conn, str(e))
             return
         if token is None and sasl.complete:
+            lifetime_ms = response.get("session_lifetime_ms") or 0
+            if lifetime_ms > 0:  # re-authenticate at 85-95% of the session, as Kafka's clients
+                conn.reauth_at = self.now() + lifetime_ms / 1000.0 * random.uniform(0.85, 0.95)
+                self.reauthenticates = True
             self._ready(conn)
         elif token is None or round_ >= _MAX_SASL_ROUNDS:
             self._auth_failed(conn, f"SASL {self.security.sasl_mechanism} exchange did not complete")

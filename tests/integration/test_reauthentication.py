@@ -17,8 +17,10 @@ from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechani
 from prometheus_client.parser import text_string_to_metric_families
 
 from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.clients.network_client import NetworkClient
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.security.client_security import ClientSecurity
 from pykbroker.security.sasl_client import sasl_client
 from tests.helpers.broker import BrokerProcess
 from tests.helpers.topics import create_topic
@@ -54,8 +56,8 @@ def broker(tmp_path_factory):
     b.stop()
 
 
-def socket_metric(broker, name: str) -> float:
-    """The sum over the SASL listener's Processors of a socket-server-metrics value."""
+def socket_metric(broker, name: str, listener: str = "SASL_PLAINTEXT") -> float:
+    """The sum over ``listener``'s Processors of a socket-server-metrics value."""
     line = broker.wait_for_line(r"Prometheus metrics endpoint listening on \S+:\d+")
     assert line is not None
     host, port = re.search(r"listening on (\S+):(\d+)", line).groups()
@@ -63,7 +65,7 @@ def socket_metric(broker, name: str) -> float:
     total = 0.0
     for family in text_string_to_metric_families(page):
         for s in family.samples:
-            if s.name == f"kafka_server_socket_server_metrics_{name}" and s.labels.get("listener") == "SASL_PLAINTEXT":
+            if s.name == f"kafka_server_socket_server_metrics_{name}" and s.labels.get("listener") == listener:
                 total += s.value
     return total
 
@@ -193,3 +195,64 @@ def test_reauthentication_keeps_the_principal_and_the_mechanism(broker):
     )
     conn.close()
     wait_until(lambda: socket_metric(broker, "failed_reauthentication_total") == failed + 2, 10)
+
+
+def test_the_nodes_own_clients_reauthenticate(tmp_path):
+    """pykbroker's own clients follow the lifetime too: the NetworkClient (heartbeats, forwarding, Raft, markers)
+    and the blocking BrokerConnection (replica fetchers) re-authenticate on their connection instead of being
+    closed, here against a controller listener with SASL PLAIN and connections.max.reauth.ms."""
+    admin_jaas = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="admin" password="admin-secret" user_admin="admin-secret";'
+    )
+    node = BrokerProcess(
+        tmp_path / "node",
+        listeners="PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+        metric_reporters="pykbroker.metrics.prometheus.PrometheusReporter",
+        prometheus_metrics_listener="127.0.0.1:0",
+    )
+    node.props.update(
+        {
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+            "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.controller.plain.sasl.jaas.config": admin_jaas,
+            "sasl.mechanism.controller.protocol": "PLAIN",
+            "connections.max.reauth.ms": str(LIFETIME_MS),
+        }
+    )
+    node.start()
+    security = ClientSecurity("SASL_PLAINTEXT", None, "PLAIN", "admin", "admin-secret")
+    client = NetworkClient("reauth-test", security=security)
+    try:
+        client.set_address(1, ("127.0.0.1", node.ports["CONTROLLER"]))
+
+        def ready() -> bool:
+            client.poll(0.05)
+            return client.is_ready(1, client.now())
+
+        wait_until(ready, 10, message="NetworkClient connected and authenticated")
+        connection = client.conns[1]
+        answers: list = []
+        with BrokerConnection("127.0.0.1", node.ports["CONTROLLER"], timeout=10, security=security) as conn:
+            start = time.monotonic()
+            while time.monotonic() - start < 3 * LIFETIME_MS / 1000:
+                assert conn.request(ApiKeys.API_VERSIONS, 3, _SOFTWARE)["error_code"] == 0
+                if client.is_ready(1, client.now()):
+                    client.send(
+                        1, ApiKeys.API_VERSIONS, 3, _SOFTWARE, lambda r, e: answers.append(e or r["error_code"])
+                    )
+                client.poll(0.1)
+        assert len(answers) >= 20 and set(answers) == {0}, answers[:5]
+        assert client.conns[1] is connection  # the same connection all along
+
+        def reauthentications() -> float:
+            return socket_metric(node, "successful_reauthentication_total", "CONTROLLER")
+
+        # each client at least twice in three lifetimes
+        wait_until(lambda: reauthentications() >= 4, 10, message="re-authentications on the controller listener")
+        assert socket_metric(node, "expired_connections_killed_count", "CONTROLLER") == 0
+        assert socket_metric(node, "failed_reauthentication_total", "CONTROLLER") == 0
+        assert not any("Failed authentication" in line or "session expired" in line for line in node.lines)
+    finally:
+        client.close_all()
+        node.stop()
