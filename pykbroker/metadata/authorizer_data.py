@@ -53,9 +53,10 @@ def _section(bindings: Iterable[tuple]) -> Section:
 
 class AclIndex:
     """The ACLs of one metadata image, indexed by resource type and name (see the module docstring).
-    ``members`` keeps each pattern's bindings (``{(pattern, type, name): {id: binding}}``) and
-    ``allow_members`` each ``(type, principal, host)``'s ALLOW operations, so that :meth:`updated` re-derives
-    only the sections an ACL change touches (copy on write: the index it starts from stays valid)."""
+    ``members`` keeps each pattern's bindings (``{(pattern, type, name): {binding: count}}``) and
+    ``allow_members`` each ``(type, principal, host)``'s ALLOW operations (``{operation: count}``), so that
+    :meth:`updated` re-derives only the sections an ACL change touches (copy on write: the index it starts
+    from stays valid)."""
 
     __slots__ = (
         "acls",
@@ -71,12 +72,12 @@ class AclIndex:
 
     def __init__(self) -> None:
         self.acls: Mapping[Any, tuple] = {}
-        self.members: dict[tuple[int, int, str], dict[Any, tuple]] = {}
+        self.members: dict[tuple[int, int, str], dict[tuple, int]] = {}
         self.literal: dict[tuple[int, str], Section] = {}
         self.prefixed: dict[tuple[int, str], Section] = {}
         self.prefix_lengths: dict[int, tuple[int, ...]] = {}
         self.length_counts: dict[int, dict[int, int]] = {}
-        self.allow_members: dict[tuple[int, str, str], dict[Any, int]] = {}
+        self.allow_members: dict[tuple[int, str, str], dict[int, int]] = {}
         self.allow_by_type: dict[int, dict[str, dict[str, int]]] = {}
         self.type_counts: dict[int, int] = {}
 
@@ -85,23 +86,31 @@ class AclIndex:
         """The index of ``acls`` (``{id: binding}``), O(ACLs)."""
         index = cls()
         index.acls = acls
-        for acl_id, binding in acls.items():
+        members_of, allow_of = index.members, index.allow_members
+        type_counts, length_counts = index.type_counts, index.length_counts
+        for binding in acls.values():
             rtype, name, pattern, principal, host, operation, permission = binding
             if pattern != _LITERAL and pattern != _PREFIXED:
                 continue
-            index.members.setdefault((pattern, rtype, name), {})[acl_id] = binding
-            index.type_counts[rtype] = index.type_counts.get(rtype, 0) + 1
+            key = (pattern, rtype, name)
+            members = members_of.get(key)
+            if members is None:
+                members_of[key] = {binding: 1}
+            else:
+                members[binding] = members.get(binding, 0) + 1
+            type_counts[rtype] = type_counts.get(rtype, 0) + 1
             if pattern == _PREFIXED:
-                counts = index.length_counts.setdefault(rtype, {})
+                counts = length_counts.setdefault(rtype, {})
                 counts[len(name)] = counts.get(len(name), 0) + 1
             if permission != _DENY:
-                index.allow_members.setdefault((rtype, principal, host), {})[acl_id] = operation
+                allowed = allow_of.setdefault((rtype, principal, host), {})
+                allowed[operation] = allowed.get(operation, 0) + 1
         for (pattern, rtype, name), members in index.members.items():
-            (index.literal if pattern == _LITERAL else index.prefixed)[(rtype, name)] = _section(members.values())
+            (index.literal if pattern == _LITERAL else index.prefixed)[(rtype, name)] = _section(members)
         index.prefix_lengths = {rtype: tuple(sorted(counts)) for rtype, counts in index.length_counts.items()}
         for (rtype, principal, host), operations in index.allow_members.items():
             mask = 0
-            for operation in operations.values():
+            for operation in operations:
                 mask |= 1 << operation
             index.allow_by_type.setdefault(rtype, {}).setdefault(principal, {})[host] = mask
         return index
@@ -111,8 +120,8 @@ class AclIndex:
         came are found by comparing the two mappings' keys, and only their sections are recomputed. Bindings
         with a pattern type other than LITERAL/PREFIXED (never written by the controller) are ignored."""
         old = self.acls
-        removed = [(acl_id, old[acl_id]) for acl_id in old.keys() - acls.keys()]
-        added = [(acl_id, acls[acl_id]) for acl_id in acls.keys() - old.keys()]
+        removed = [old[acl_id] for acl_id in old.keys() - acls.keys()]
+        added = [acls[acl_id] for acl_id in acls.keys() - old.keys()]
         if 2 * (len(removed) + len(added)) > len(acls):
             return AclIndex.build(acls)
         new = AclIndex()
@@ -131,15 +140,15 @@ class AclIndex:
 
         touched_sections, touched_lengths, touched_allow = set(), set(), set()
         for delta, changes in ((-1, removed), (1, added)):
-            for acl_id, binding in changes:
+            for binding in changes:
                 rtype, name, pattern, principal, host, operation, permission = binding
                 if pattern != _LITERAL and pattern != _PREFIXED:
                     continue
                 members = own(new.members, (pattern, rtype, name))
-                if delta > 0:
-                    members[acl_id] = binding
+                if members.get(binding, 0) + delta > 0:
+                    members[binding] = members.get(binding, 0) + delta
                 else:
-                    members.pop(acl_id, None)
+                    members.pop(binding, None)
                 touched_sections.add((pattern, rtype, name))
                 new.type_counts[rtype] = new.type_counts.get(rtype, 0) + delta
                 if pattern == _PREFIXED:
@@ -148,16 +157,16 @@ class AclIndex:
                     touched_lengths.add(rtype)
                 if permission != _DENY:
                     allowed = own(new.allow_members, (rtype, principal, host))
-                    if delta > 0:
-                        allowed[acl_id] = operation
+                    if allowed.get(operation, 0) + delta > 0:
+                        allowed[operation] = allowed.get(operation, 0) + delta
                     else:
-                        allowed.pop(acl_id, None)
+                        allowed.pop(operation, None)
                     touched_allow.add((rtype, principal, host))
         for key in touched_sections:
             pattern, rtype, name = key
             sections = new.literal if pattern == _LITERAL else new.prefixed
             if new.members[key]:
-                sections[(rtype, name)] = _section(new.members[key].values())
+                sections[(rtype, name)] = _section(new.members[key])
             else:
                 del new.members[key]
                 sections.pop((rtype, name), None)
@@ -172,7 +181,7 @@ class AclIndex:
             by_principal = own(new.allow_by_type, rtype)
             hosts = own(by_principal, principal)
             mask = 0
-            for operation in new.allow_members[key].values():
+            for operation in new.allow_members[key]:
                 mask |= 1 << operation
             if mask:
                 hosts[host] = mask
