@@ -101,8 +101,11 @@ def _store_type(originals: dict, listener: str, key: str) -> str:
 
 
 def _check_keystore_type(originals: dict, listener: str) -> None:
+    """The keystore type must be PEM or PKCS12; so must the truststore's when a truststore file is set (a
+    Kafka config may carry its default ``ssl.truststore.type=JKS`` without any truststore)."""
     _store_type(originals, listener, "ssl.keystore.type")
-    _store_type(originals, listener, "ssl.truststore.type")
+    if _get(originals, listener, "ssl.truststore.location") is not None:
+        _store_type(originals, listener, "ssl.truststore.type")
 
 
 def _read_pkcs12(originals: dict, listener: str, kind: str, password):
@@ -200,7 +203,7 @@ def _load_truststore(ctx: ssl.SSLContext, originals: dict, listener: str) -> boo
     """Loads the listener's PEM or PKCS12 truststore; False when none is configured."""
     truststore = _get(originals, listener, "ssl.truststore.location")
     certificates = _get(originals, listener, "ssl.truststore.certificates")
-    if _store_type(originals, listener, "ssl.truststore.type") == "PKCS12" and truststore is not None:
+    if truststore is not None and _store_type(originals, listener, "ssl.truststore.type") == "PKCS12":
         from cryptography.hazmat.primitives import serialization
 
         store = _read_pkcs12(originals, listener, "truststore", _get(originals, listener, "ssl.truststore.password"))

@@ -142,6 +142,11 @@ def test_bad_stores_are_config_exceptions(stores, overrides, message):
         server_context({**_server_conf(stores), **overrides}, "INTERNAL")
 
 
+def test_a_jks_truststore_type_without_a_truststore_is_ignored(stores):
+    conf = {k: v for k, v in _server_conf(stores).items() if not k.startswith("ssl.truststore")}
+    server_context({**conf, "ssl.client.auth": "none", "ssl.truststore.type": "JKS"}, "INTERNAL")
+
+
 def test_a_truststore_is_not_a_keystore(stores):
     conf = {**_server_conf(stores), "ssl.keystore.location": stores["trust"], "ssl.keystore.password": "trust-pass"}
     with pytest.raises(ConfigException, match="holds no private key entry"):
