@@ -7,6 +7,7 @@ from pykbroker import testing
 from pykbroker.clients.consumer.kafka_consumer import KafkaConsumer
 from pykbroker.clients.producer.kafka_producer import KafkaProducer
 from pykbroker.testing import pytest_plugin
+from tests.helpers.oauth import IdpRequestHandler
 
 # Kafka's client API, for users of pykbroker's own clients (README: the tools and benchmarks drive them).
 KafkaConsumer.assign_topic  # the module docstring's usage example
@@ -17,6 +18,9 @@ KafkaProducer.partitions_for  # KafkaProducer.partitionsFor
 # Python and pytest call these by name.
 testing.__getattr__  # PEP 562 lazy import of EmbeddedKafka
 pytest_plugin.pytest_configure  # the plugin's hook (entry point pytest11)
+IdpRequestHandler.do_GET  # http.server's BaseHTTPRequestHandler dispatches by method name
+IdpRequestHandler.do_POST
+IdpRequestHandler.log_message
 
 # PySpark's Python data source API calls these (spark/ is installed apart, with pyspark).
 try:

@@ -4,7 +4,7 @@ For each listener whose security protocol (``listener.security.protocol.map``) i
 a factory of :class:`~pykbroker.security.sasl_server_authenticator.SaslServerAuthenticator` with:
 
 * the mechanisms of ``listener.name.<listener>.sasl.enabled.mechanisms``, else ``sasl.enabled.mechanisms``
-  (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; GSSAPI and OAUTHBEARER are not supported: they are dropped with a
+  (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER; GSSAPI is not supported: it is dropped with a
   warning, and a SASL listener left without a mechanism is a ConfigException);
 * PLAIN users from ``listener.name.<listener>.plain.sasl.jaas.config`` (the ``user_<name>="<password>"``
   options of a PlainLoginModule line), as Kafka's PlainServerCallbackHandler;
@@ -12,7 +12,10 @@ a factory of :class:`~pykbroker.security.sasl_server_authenticator.SaslServerAut
   broker's cache of the metadata log's UserScramCredentialRecords);
 * the session lifetime per mechanism (KIP-368): ``listener.name.<listener>.<mechanism>.connections.max.reauth.ms``,
   else ``listener.name.<listener>.connections.max.reauth.ms``, else ``connections.max.reauth.ms`` (ms, 0: the
-  session never expires and re-authentication is off).
+  session never expires and re-authentication is off);
+* OAUTHBEARER tokens checked by the listener's validator (:func:`pykbroker.security.oauthbearer.validator_for_listener`:
+  unsecured JWS, or OIDC against a JWKS), with the options of ``listener.name.<listener>.oauthbearer.sasl.jaas.config``
+  (an OAuthBearerLoginModule line), built once per listener when the broker starts.
 
 :func:`transport_factories` gives SSL and SASL_SSL listeners their TLS transport (``ssl_factory``). The
 security protocol of a listener name comes from the map, so a listener named ``SASL_PLAINTEXT`` without a
@@ -23,6 +26,8 @@ from __future__ import annotations
 
 from pykbroker.config.config_def import ConfigException
 from pykbroker.security.jaas import parse_jaas_config
+from pykbroker.security.oauthbearer import MECHANISM as OAUTHBEARER
+from pykbroker.security.oauthbearer import OAuthBearerSaslServer, validator_for_listener
 from pykbroker.security.plain import PlainSaslServer, users_from_jaas
 from pykbroker.security.sasl_server_authenticator import SaslServerAuthenticator
 from pykbroker.security.scram import MECHANISMS as SCRAM_MECHANISMS
@@ -30,7 +35,7 @@ from pykbroker.security.scram import ScramSaslServer
 from pykbroker.utils.logging import get_logger
 
 _log = get_logger("ChannelBuilders")
-SUPPORTED_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)
+SUPPORTED_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS, OAUTHBEARER)
 
 
 def _listener_value(originals: dict, listener: str, key: str, default=None):
@@ -72,20 +77,19 @@ def authenticator_factories(endpoints, originals: dict, scram_credentials) -> di
             )
         plain_users: dict[str, str] = {}
         if "PLAIN" in mechanisms:
-            jaas = originals.get(f"listener.name.{listener.lower()}.plain.sasl.jaas.config")
-            if jaas is None:
-                raise ConfigException(
-                    f"Could not find a 'KafkaServer' or '{listener.lower()}.KafkaServer' entry in the JAAS "
-                    f"configuration: set listener.name.{listener.lower()}.plain.sasl.jaas.config"
-                )
+            plain_users = users_from_jaas(_jaas_options(originals, listener, "PLAIN"))
+        validator = None
+        if OAUTHBEARER in mechanisms:
             try:
-                plain_users = users_from_jaas(parse_jaas_config(str(jaas)).options)
+                validator = validator_for_listener(originals, listener, _jaas_options(originals, listener, OAUTHBEARER))
             except ValueError as e:
-                raise ConfigException(f"Invalid JAAS config of listener {listener}: {e}") from None
+                raise ConfigException(f"Invalid OAUTHBEARER configuration of listener {listener}: {e}") from None
 
-        def server_factory(mechanism: str, _users=plain_users):
+        def server_factory(mechanism: str, _users=plain_users, _validator=validator):
             if mechanism == "PLAIN":
                 return PlainSaslServer(_users)
+            if mechanism == OAUTHBEARER:
+                return OAuthBearerSaslServer(_validator)
             return ScramSaslServer(mechanism, scram_credentials)
 
         reauth = {m: max_reauth_ms(originals, listener, m) for m in mechanisms}
@@ -93,6 +97,21 @@ def authenticator_factories(endpoints, originals: dict, scram_credentials) -> di
             list(_m), _f, _r
         )
     return out
+
+
+def _jaas_options(originals: dict, listener: str, mechanism: str) -> dict[str, str]:
+    """The options of ``listener.name.<listener>.<mechanism>.sasl.jaas.config``; ConfigException when it is
+    missing or malformed (Kafka: no ``KafkaServer`` JAAS entry)."""
+    jaas = originals.get(f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config")
+    if jaas is None:
+        raise ConfigException(
+            f"Could not find a 'KafkaServer' or '{listener.lower()}.KafkaServer' entry in the JAAS "
+            f"configuration: set listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
+        )
+    try:
+        return parse_jaas_config(str(jaas)).options
+    except ValueError as e:
+        raise ConfigException(f"Invalid JAAS config of listener {listener}: {e}") from None
 
 
 class ListenerSslFactory:

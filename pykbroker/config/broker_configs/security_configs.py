@@ -55,7 +55,7 @@ SECURITY_CONFIG_DEF = (
         "GSSAPI",
         None,
         M,
-        "SASL mechanisms enabled on the server's SASL listeners (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 are "
+        "SASL mechanisms enabled on the server's SASL listeners (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER are "
         "supported; per listener: listener.name.<listener>.sasl.enabled.mechanisms).",
     )
     .define(
@@ -75,5 +75,95 @@ SECURITY_CONFIG_DEF = (
         "SASL mechanism of this broker's connections to other brokers when the inter-broker listener is "
         "SASL_PLAINTEXT or SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; credentials from the username and "
         "password of listener.name.<listener>.<mechanism>.sasl.jaas.config).",
+    )
+    .define(
+        "sasl.server.callback.handler.class",
+        Type.CLASS,
+        None,
+        None,
+        M,
+        "Server callback handler of a SASL mechanism, set per listener and mechanism "
+        "(listener.name.<listener>.oauthbearer.sasl.server.callback.handler.class): for OAUTHBEARER, "
+        "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler validates signed JWTs "
+        "against sasl.oauthbearer.jwks.endpoint.url (OIDC, KIP-768); unset, unsigned JWS tokens are accepted "
+        "(OAuthBearerUnsecuredValidatorCallbackHandler, for development).",
+    )
+    .define(
+        "sasl.oauthbearer.jwks.endpoint.url",
+        Type.STRING,
+        None,
+        None,
+        M,
+        "URL (http, https or file) of the OAuth/OIDC provider's JWKS (JSON Web Key Set) whose keys verify the "
+        "signature of OAUTHBEARER tokens; http(s) sets are refreshed every sasl.oauthbearer.jwks.endpoint.refresh.ms "
+        "and when a token names an unknown key id, a file is read once at start-up.",
+    )
+    .define(
+        "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+        Type.LONG,
+        3_600_000,
+        None,
+        L,
+        "Time in ms between two refreshes of the JWKS (JSON Web Key Set) holding the keys that verify OAUTHBEARER "
+        "token signatures.",
+    )
+    .define(
+        "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
+        Type.LONG,
+        100,
+        None,
+        L,
+        "Initial wait in ms between two attempts to fetch the JWKS (JSON Web Key Set); it doubles after each failed "
+        "attempt up to sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms.",
+    )
+    .define(
+        "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
+        Type.LONG,
+        10_000,
+        None,
+        L,
+        "Maximum time in ms spent retrying a fetch of the JWKS (JSON Web Key Set) from the OAuth/OIDC provider.",
+    )
+    .define(
+        "sasl.oauthbearer.expected.audience",
+        Type.LIST,
+        None,
+        None,
+        L,
+        "Comma-separated audiences one of which an OAUTHBEARER token's aud claim must hold (unset: a token with an "
+        "aud claim is refused).",
+    )
+    .define(
+        "sasl.oauthbearer.expected.issuer",
+        Type.STRING,
+        None,
+        None,
+        L,
+        "Issuer an OAUTHBEARER token's iss claim must equal (unset: not checked).",
+    )
+    .define(
+        "sasl.oauthbearer.sub.claim.name",
+        Type.STRING,
+        "sub",
+        None,
+        L,
+        "Name of the OAUTHBEARER token claim holding the principal name (the principal is User:<claim value>).",
+    )
+    .define(
+        "sasl.oauthbearer.scope.claim.name",
+        Type.STRING,
+        "scope",
+        None,
+        L,
+        "Name of the OAUTHBEARER token claim holding the scope.",
+    )
+    .define(
+        "sasl.oauthbearer.clock.skew.seconds",
+        Type.INT,
+        30,
+        None,
+        L,
+        "Difference in seconds allowed between the OAuth/OIDC provider's clock and the broker's when checking an "
+        "OAUTHBEARER token's exp, iat and nbf claims.",
     )
 )
