@@ -153,7 +153,6 @@ KNOWN_STATIC_KEYS = frozenset(
         "ssl.principal.mapping.rules",
         "ssl.allow.dn.changes",
         "ssl.allow.san.changes",
-        "sasl.server.callback.handler.class",
         "sasl.login.class",
         "sasl.login.callback.handler.class",
         "security.providers",
