@@ -26,7 +26,7 @@ from pykbroker.security.oauthbearer import (
     UnsecuredValidator,
     parse_client_initial_response,
 )
-from pykbroker.security.oauthbearer_oidc import jwt_validator
+from pykbroker.security.oauthbearer_oidc import JwksKeyResolver, jwt_validator
 from pykbroker.security.sasl_server_authenticator import RESPOND, SaslServerAuthenticator
 
 OIDC = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
@@ -222,3 +222,54 @@ def test_listener_set_up():
     bad = {**jaas, "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class": "com.Other"}
     with pytest.raises(ConfigException, match="com.Other is not supported"):
         authenticator_factories([endpoint], bad, None)
+
+
+def _jwks_bytes(keys: dict) -> bytes:
+    out = []
+    for kid, key in keys.items():
+        out.append({**json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key())), "kid": kid, "alg": "RS256"})
+    return json.dumps({"keys": out}).encode()
+
+
+def test_jwks_resolver_retries_then_refreshes_on_an_unknown_kid():
+    """The first fetch is retried with backoff (Kafka's RefreshingHttpsJwks init); an unknown kid refuses the
+    token and wakes the refresh thread, which picks up the new key; the same kid does not wake it again within
+    the minute."""
+    k1, k2 = (rsa.generate_private_key(public_exponent=65537, key_size=2048) for _ in range(2))
+    published = {"k1": k1}
+    calls: list[float] = []
+
+    def fetch(url: str) -> bytes:
+        calls.append(time.monotonic())
+        if len(calls) < 3:
+            raise OSError("connection refused")
+        return _jwks_bytes(published)
+
+    resolver = JwksKeyResolver(
+        "http://idp/jwks", refresh_ms=3_600_000, backoff_ms=10, backoff_max_ms=5_000, fetch=fetch
+    )
+    resolver.init()
+    try:
+        assert len(calls) == 3 and calls[2] - calls[1] >= 0.015  # 10 ms, then 20 ms
+        assert resolver.resolve("k1", "RS256") is not None
+        published["k2"] = k2
+        with pytest.raises(TokenValidationError, match="Unable to find a suitable verification key"):
+            resolver.resolve("k2", "RS256")
+        deadline = time.monotonic() + 5
+        while "k2" not in resolver.keys and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert resolver.resolve("k2", "RS256") is not None and len(calls) == 4
+        with pytest.raises(TokenValidationError):
+            resolver.resolve("k3", "RS256")
+        n = len(calls)
+        with pytest.raises(TokenValidationError):
+            resolver.resolve("k3", "RS256")  # still unknown: no second expedited refresh within the minute
+        time.sleep(0.2)
+        assert len(calls) <= n + 1
+        with pytest.raises(TokenValidationError):
+            resolver.resolve("k1", "ES256")  # a key of another family does not fit
+    finally:
+        resolver.close()
+    failing = JwksKeyResolver("http://idp/jwks", 1000, 10, 50, fetch=lambda url: (_ for _ in ()).throw(OSError("no")))
+    with pytest.raises(ValueError, match="could not read the JWKS from http://idp/jwks: no"):
+        failing.init()
