@@ -240,3 +240,26 @@ def test_a_rotated_key_is_fetched_on_an_unknown_kid(broker, idp):
     assert len(first) == 2 and first[1]["error_message"] == INVALID
     assert broker.wait_for_line("Unable to find a suitable verification key for JWS w/ header {kid=k2", 10, start)
     wait_until(lambda: _refused(port, token)[-1]["error_code"] == 0, 15, message="k2 is fetched")
+
+
+def test_the_broker_does_not_start_without_its_jwks(tmp_path):
+    """Kafka's OAuthBearerValidatorCallbackHandler fails the broker's start when the JWKS cannot be read (after
+    the retries of sasl.oauthbearer.jwks.endpoint.retry.backoff.*)."""
+    closed = IdentityProvider()
+    url = f"{closed.url}/jwks"
+    closed.close()  # nothing listens there any more
+    b = BrokerProcess(tmp_path, listeners="PLAINTEXT://127.0.0.1:0,OIDC://127.0.0.1:0,CONTROLLER://127.0.0.1:0")
+    b.props.update(
+        {
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,OIDC:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "sasl.enabled.mechanisms": "OAUTHBEARER",
+            "listener.name.oidc.oauthbearer.sasl.jaas.config": LOGIN_MODULE,
+            "listener.name.oidc.oauthbearer.sasl.server.callback.handler.class": OIDC_HANDLER,
+            "sasl.oauthbearer.jwks.endpoint.url": url,
+            "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": "300",
+        }
+    )
+    with pytest.raises(RuntimeError) as e:
+        b.start(timeout=20)
+    assert "Invalid OAUTHBEARER configuration of listener OIDC" in str(e.value)
+    assert f"could not read the JWKS from {url}" in str(e.value)
