@@ -4,12 +4,14 @@ starts on 127.0.0.1 (tests/helpers/oauth.py); the StandardAuthorizer checks the 
 
 confluent-kafka logs in with librdkafka's unsecured JWT (``sasl.oauthbearer.config=principal=...``) and with its
 OIDC client (``sasl.oauthbearer.method=oidc``: client credentials at the provider's token endpoint); kafka-python
-with a token provider. Expired, wrong-audience, wrong-issuer, wrong-signature and unsigned tokens are refused with
-Kafka's answer (the ``{"status":"invalid_token"}`` challenge, then SASL_AUTHENTICATION_FAILED with it) and the
-reason in the broker's log; a key published later in the JWKS is picked up (refresh on an unknown ``kid``)."""
+and aiokafka with a token provider. Expired, wrong-audience, wrong-issuer, wrong-signature and unsigned tokens are
+refused with Kafka's answer (the ``{"status":"invalid_token"}`` challenge, then SASL_AUTHENTICATION_FAILED with it)
+and the reason in the broker's log; a key published later in the JWKS is picked up (refresh on an unknown ``kid``);
+a broker whose JWKS cannot be read does not start."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 
@@ -184,6 +186,30 @@ def test_oidc_client_credentials_produce_and_consume(broker, idp):
             seen += [r.value for r in records]
     kc.close()
     assert seen[:20] == values
+
+    # aiokafka with an async token provider produces.
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.abc import AbstractTokenProvider as AsyncTokenProvider
+
+    class AsyncProvider(AsyncTokenProvider):
+        async def token(self):
+            return idp.mint(sub="svc-alice")
+
+    async def aio_produce() -> None:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=f"127.0.0.1:{broker.ports['OIDC']}",
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="OAUTHBEARER",
+            sasl_oauth_token_provider=AsyncProvider(),
+        )
+        await producer.start()
+        try:
+            await producer.send_and_wait(topic, b"from-aiokafka", partition=0)
+        finally:
+            await producer.stop()
+
+    asyncio.run(aio_produce())
+    assert _consume(conf, topic, 21)[20:] == [b"from-aiokafka"]
 
 
 def test_wrong_client_secret_fails_authentication(broker, idp):
