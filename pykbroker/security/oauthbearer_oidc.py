@@ -17,7 +17,8 @@ a daemon thread, and sooner when a token names an unknown ``kid`` (at most once 
 ``maybeExpediteRefresh``); that token is refused meanwhile. A ``file://`` JWKS is read once.
 
 Threading: validation runs on Processor threads and only reads the resolver's current key map (one reference,
-replaced whole by the refresh thread ``jwks-refresh-<url>``); fetching never happens on a Processor thread.
+replaced whole by the refresh thread ``jwks-refresh-<url>``); the unknown-kid bookkeeping is under a lock; fetching
+never happens on a Processor thread.
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ class JwksKeyResolver:
         self.backoff_max_ms = backoff_max_ms
         self.fetch = fetch or _fetch
         self.keys: dict[str | None, _Key] = {}
-        self._missing: dict[str, float] = {}
+        self._missing: dict[str, float] = {}  # kid -> monotonic time before which it is not refreshed again
+        self._missing_lock = threading.Lock()  # Processor threads share the resolver
         self._wake = threading.Event()
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
@@ -136,11 +138,13 @@ class JwksKeyResolver:
         if len(kid) > MISSING_KEY_ID_MAX_LENGTH:
             return False
         now = time.monotonic()
-        if now < self._missing.get(kid, 0.0):
-            return False
-        if len(self._missing) >= MISSING_KEY_ID_MAX_ENTRIES:
-            self._missing = {k: t for k, t in self._missing.items() if t > now}
-        self._missing[kid] = now + MISSING_KEY_ID_IN_FLIGHT_S
+        with self._missing_lock:
+            if now < self._missing.get(kid, 0.0):
+                return False
+            self._missing.pop(kid, None)
+            while len(self._missing) >= MISSING_KEY_ID_MAX_ENTRIES:  # the eldest goes, as Kafka's LRU map
+                del self._missing[next(iter(self._missing))]
+            self._missing[kid] = now + MISSING_KEY_ID_IN_FLIGHT_S
         self._wake.set()
         return True
 
