@@ -12,6 +12,8 @@ import time
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pykbroker import protocol
 from pykbroker.config.config_def import ConfigException
@@ -273,3 +275,52 @@ def test_jwks_resolver_retries_then_refreshes_on_an_unknown_kid():
     failing = JwksKeyResolver("http://idp/jwks", 1000, 10, 50, fetch=lambda url: (_ for _ in ()).throw(OSError("no")))
     with pytest.raises(ValueError, match="could not read the JWKS from http://idp/jwks: no"):
         failing.init()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.binary(max_size=300),
+        st.text(alphabet="abcXYZ019-_.=+/ ", max_size=200).map(lambda t: initial(t) if t.strip() else t.encode()),
+        st.lists(st.text(alphabet="eyJ0abcQWE-_=", max_size=60), min_size=3, max_size=3).map(
+            lambda parts: initial(".".join(parts))
+        ),
+    )
+)
+def test_any_client_message_fails_with_a_sasl_error_only(message):
+    """Garbage fails the exchange with Kafka's exceptions, never another error (a traceback on the broker)."""
+    server = OAuthBearerSaslServer(UnsecuredValidator({}))
+    try:
+        challenge = server.evaluate_response(message)
+    except (errors.SaslAuthenticationError, OAuthBearerSaslException):
+        return
+    assert challenge.startswith(b'{"status":"') or server.complete
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.text(max_size=200),
+        st.lists(st.text(alphabet="eyJ0abcQWE-_=", max_size=60), min_size=3, max_size=3).map(".".join),
+        st.lists(
+            st.dictionaries(
+                st.sampled_from(["alg", "kid", "typ", "sub", "exp", "iat", "aud"]),
+                st.one_of(st.none(), st.integers(), st.text(max_size=5), st.lists(st.integers())),
+            ),
+            min_size=2,
+            max_size=2,
+        ).map(lambda hp: f"{_b64(hp[0])}.{_b64(hp[1])}.c2ln"),
+    )
+)
+def test_any_token_is_refused_with_a_validation_error_only(oidc_validator, token):
+    with pytest.raises(TokenValidationError):
+        oidc_validator.validate(token)
+
+
+@pytest.fixture(scope="module")
+def oidc_validator(tmp_path_factory):
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+    path = tmp_path_factory.mktemp("jwks") / "jwks.json"
+    path.write_text(json.dumps({"keys": [{**jwk, "kid": "k1"}]}))
+    return jwt_validator({"sasl.oauthbearer.jwks.endpoint.url": path.as_uri()}.get)
