@@ -154,7 +154,6 @@ KNOWN_STATIC_KEYS = frozenset(
         "ssl.allow.dn.changes",
         "ssl.allow.san.changes",
         "sasl.login.class",
-        "sasl.login.callback.handler.class",
         "security.providers",
         "zookeeper.connect",
     }

@@ -9,24 +9,28 @@ config, as Kafka does:
 * the listener is ``inter.broker.listener.name`` (replica fetchers, transaction markers, partition
   verification) or the first of ``controller.listener.names`` (Raft, registration, heartbeats, forwarding);
 * the mechanism is ``sasl.mechanism.inter.broker.protocol`` / ``sasl.mechanism.controller.protocol``
-  (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; anything else is a ConfigException at start-up);
+  (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER; anything else is a ConfigException at start-up);
 * the credentials are the ``username`` and ``password`` options of the listener's JAAS line,
   ``listener.name.<listener>.<mechanism>.sasl.jaas.config`` (else ``sasl.jaas.config``), e.g.
-  ``...PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret";``.
+  ``...PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret";``;
+  for OAUTHBEARER a token provider (:mod:`pykbroker.security.oauthbearer_login`: an unsecured JWS from
+  ``unsecuredLoginStringClaim_sub``, or OAuth client credentials with
+  ``sasl.login.callback.handler.class=...OAuthBearerLoginCallbackHandler``).
 """
 
 from __future__ import annotations
 
 import socket
 import ssl
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from pykbroker.config.config_def import ConfigException
 from pykbroker.security.jaas import parse_jaas_config
 from pykbroker.security.sasl_client import sasl_client
 from pykbroker.security.scram import MECHANISMS as SCRAM_MECHANISMS
 
-SUPPORTED_CLIENT_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)
+SUPPORTED_CLIENT_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS, "OAUTHBEARER")
 
 
 @dataclass(frozen=True)
@@ -36,10 +40,17 @@ class ClientSecurity:
     sasl_mechanism: str | None = None
     username: str = ""
     password: str = ""
+    #: OAUTHBEARER: ``() -> token`` (pykbroker.security.oauthbearer_login)
+    token_provider: Callable[[], str] | None = field(default=None, compare=False)
 
     def new_sasl_client(self):
-        """A fresh SASL client state machine for one connection (PlainSaslClient / ScramSaslClient)."""
+        """A fresh SASL client state machine for one connection (PlainSaslClient / ScramSaslClient /
+        OAuthBearerSaslClient)."""
         assert self.sasl_mechanism is not None
+        if self.token_provider is not None:
+            from pykbroker.security.oauthbearer_login import OAuthBearerSaslClient
+
+            return OAuthBearerSaslClient(self.token_provider())
         return sasl_client(self.sasl_mechanism, self.username, self.password)
 
     def transport_factory(self, host: str):
@@ -88,11 +99,25 @@ def client_security(originals: dict, listener: str, protocol: str, mechanism_key
         raise ConfigException(
             f"Listener {listener} uses {mechanism} between nodes: set "
             f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config with username and password"
+            + (
+                " (OAUTHBEARER: unsecuredLoginStringClaim_sub, or clientId and clientSecret)"
+                if mechanism == "OAUTHBEARER"
+                else ""
+            )
         )
     try:
         options = parse_jaas_config(str(jaas)).options
     except ValueError as e:
         raise ConfigException(f"Invalid JAAS config of listener {listener}: {e}") from None
+    if mechanism == "OAUTHBEARER":
+        from pykbroker.security.oauthbearer import listener_value
+        from pykbroker.security.oauthbearer_login import token_provider
+
+        try:
+            provider = token_provider(lambda key: listener_value(originals, listener, key), options)
+        except ValueError as e:
+            raise ConfigException(f"OAUTHBEARER login of listener {listener}: {e}") from None
+        return ClientSecurity(protocol, context, mechanism, token_provider=provider)
     if "username" not in options or "password" not in options:
         raise ConfigException(
             f"The JAAS config of listener {listener} for {mechanism} needs username and password options "

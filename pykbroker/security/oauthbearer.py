@@ -276,7 +276,7 @@ class UnsecuredValidator:
         return frozenset(str(s).strip() for s in value if str(s).strip())
 
 
-def _value(originals: dict, listener: str, key: str):
+def listener_value(originals: dict, listener: str, key: str):
     """``listener.name.<l>.oauthbearer.<key>``, else ``listener.name.<l>.<key>``, else ``<key>`` (Kafka's
     listener prefix override, then the mechanism prefix of its OAuth ``ConfigurationUtils``)."""
     for name in (f"listener.name.{listener.lower()}.oauthbearer.{key}", f"listener.name.{listener.lower()}.{key}", key):
@@ -291,13 +291,13 @@ def validator_for_listener(originals: dict, listener: str, jaas_options: dict[st
     ``OAuthBearerValidatorCallbackHandler`` (:class:`~pykbroker.security.oauthbearer_oidc.JwtValidator`), or is
     unset / the unsecured handler (:class:`UnsecuredValidator`). ValueError for another class or a bad
     setting (the caller turns it into a ConfigException)."""
-    handler = str(_value(originals, listener, "sasl.server.callback.handler.class") or "").strip()
+    handler = str(listener_value(originals, listener, "sasl.server.callback.handler.class") or "").strip()
     if handler in ("", UNSECURED_VALIDATOR):
         return UnsecuredValidator(jaas_options)
     if handler in OIDC_VALIDATORS:
         from pykbroker.security.oauthbearer_oidc import jwt_validator
 
-        return jwt_validator(lambda key: _value(originals, listener, key))
+        return jwt_validator(lambda key: listener_value(originals, listener, key))
     raise ValueError(
         f"sasl.server.callback.handler.class {handler} is not supported for OAUTHBEARER by pykbroker (supported: "
         f"{', '.join((UNSECURED_VALIDATOR, *OIDC_VALIDATORS))})"

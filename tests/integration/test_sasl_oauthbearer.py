@@ -26,6 +26,10 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.protocol import errors
+from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.security.client_security import client_security
 from tests.helpers.broker import BrokerProcess
 from tests.helpers.oauth import (
     AUDIENCE,
@@ -289,3 +293,59 @@ def test_the_broker_does_not_start_without_its_jwks(tmp_path):
         b.start(timeout=20)
     assert "Invalid OAUTHBEARER configuration of listener OIDC" in str(e.value)
     assert f"could not read the JWKS from {url}" in str(e.value)
+
+
+def test_nodes_log_in_with_oauthbearer(tmp_path, idp):
+    """The node's own clients use OAUTHBEARER: the controller listener validates OIDC tokens and the node gets
+    its own from the provider (client credentials, OAuthBearerLoginCallbackHandler): registration is authorized
+    as User:svc-broker, the only super user besides the PLAINTEXT test admin; the inter-broker listener takes
+    unsecured tokens the node makes from unsecuredLoginStringClaim_sub."""
+    idp.clients["svc-broker"] = "broker-secret"
+    login = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
+    b = BrokerProcess(tmp_path, listeners="PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0,CONTROLLER://127.0.0.1:0")
+    b.props.update(
+        {
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+            "inter.broker.listener.name": "INTERNAL",
+            "sasl.enabled.mechanisms": "OAUTHBEARER",
+            "sasl.mechanism.inter.broker.protocol": "OAUTHBEARER",
+            "sasl.mechanism.controller.protocol": "OAUTHBEARER",
+            "listener.name.internal.oauthbearer.sasl.jaas.config": (
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                'unsecuredLoginStringClaim_sub="svc-broker";'
+            ),
+            "listener.name.controller.oauthbearer.sasl.jaas.config": (
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                'clientId="svc-broker" clientSecret="broker-secret";'
+            ),
+            "listener.name.controller.oauthbearer.sasl.server.callback.handler.class": OIDC_HANDLER,
+            "listener.name.controller.oauthbearer.sasl.login.callback.handler.class": login,
+            "sasl.oauthbearer.token.endpoint.url": f"{idp.url}/token",
+            "sasl.oauthbearer.jwks.endpoint.url": f"{idp.url}/jwks",
+            "sasl.oauthbearer.expected.audience": AUDIENCE,
+            "sasl.oauthbearer.expected.issuer": idp.issuer,
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": "User:svc-broker;User:ANONYMOUS",
+        }
+    )
+    fetched = idp.requests.count("POST /token")
+    b.start()
+    try:
+        assert idp.requests.count("POST /token") > fetched  # the node's own login
+        assert not b.wait_for_line("Failed authentication", 1)
+        create_topic(b.bootstrap, "oauth-nodes", 1)  # through the controller: the broker's registration worked
+        assert _produce({"bootstrap.servers": b.bootstrap}, "oauth-nodes", [b"x"]) is None
+        originals = dict(b.props)
+        security = client_security(originals, "INTERNAL", "SASL_PLAINTEXT", "sasl.mechanism.inter.broker.protocol")
+        with BrokerConnection("127.0.0.1", b.ports["INTERNAL"], security=security, timeout=10) as conn:
+            metadata = conn.request(ApiKeys.METADATA, 12, {"topics": None, "allow_auto_topic_creation": False})
+            assert [x["node_id"] for x in metadata["brokers"]] == [1]
+        # A node whose token the controller refuses: the exchange fails with Kafka's answer.
+        stranger = {**originals, "listener.name.internal.oauthbearer.sasl.jaas.config": (
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+            'unsecuredLoginStringClaim_sub="x" unsecuredLoginLifetimeSeconds="-60";')}  # fmt: skip
+        expired = client_security(stranger, "INTERNAL", "SASL_PLAINTEXT", "sasl.mechanism.inter.broker.protocol")
+        with pytest.raises(errors.SaslAuthenticationError, match="invalid_token"):
+            BrokerConnection("127.0.0.1", b.ports["INTERNAL"], security=expired, timeout=10)
+    finally:
+        b.stop()

@@ -194,7 +194,7 @@ KRAFT_CONFIG_DEF = (
         None,
         M,
         "SASL mechanism of this node's connections to the controllers when the controller listener is "
-        "SASL_PLAINTEXT or SASL_SSL (use PLAIN: SCRAM credentials live in the metadata log the controllers "
-        "serve; credentials from listener.name.<listener>.<mechanism>.sasl.jaas.config).",
+        "SASL_PLAINTEXT or SASL_SSL (use PLAIN or OAUTHBEARER: SCRAM credentials live in the metadata log the "
+        "controllers serve; credentials from listener.name.<listener>.<mechanism>.sasl.jaas.config).",
     )
 )

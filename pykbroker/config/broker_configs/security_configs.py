@@ -73,8 +73,9 @@ SECURITY_CONFIG_DEF = (
         None,
         M,
         "SASL mechanism of this broker's connections to other brokers when the inter-broker listener is "
-        "SASL_PLAINTEXT or SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; credentials from the username and "
-        "password of listener.name.<listener>.<mechanism>.sasl.jaas.config).",
+        "SASL_PLAINTEXT or SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER; credentials from the "
+        "username and password of listener.name.<listener>.<mechanism>.sasl.jaas.config, for OAUTHBEARER its "
+        "unsecuredLoginStringClaim_sub or clientId and clientSecret with sasl.login.callback.handler.class).",
     )
     .define(
         "sasl.server.callback.handler.class",
@@ -87,6 +88,29 @@ SECURITY_CONFIG_DEF = (
         "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler validates signed JWTs "
         "against sasl.oauthbearer.jwks.endpoint.url (OIDC, KIP-768); unset, unsigned JWS tokens are accepted "
         "(OAuthBearerUnsecuredValidatorCallbackHandler, for development).",
+    )
+    .define(
+        "sasl.login.callback.handler.class",
+        Type.CLASS,
+        None,
+        None,
+        M,
+        "Login callback handler of this node's own SASL client, per listener and mechanism "
+        "(listener.name.<listener>.oauthbearer.sasl.login.callback.handler.class): for OAUTHBEARER, "
+        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler gets tokens from "
+        "sasl.oauthbearer.token.endpoint.url; unset, an unsecured JWS is made from the JAAS line's "
+        "unsecuredLoginStringClaim_sub (OAuthBearerUnsecuredLoginCallbackHandler, for development).",
+    )
+    .define(
+        "sasl.oauthbearer.token.endpoint.url",
+        Type.STRING,
+        None,
+        None,
+        M,
+        "URL of the OAuth/OIDC provider's token endpoint where this node gets its own OAUTHBEARER token (client "
+        "credentials: clientId and clientSecret of the listener's OAuthBearerLoginModule JAAS line) when "
+        "sasl.login.callback.handler.class is org.apache.kafka.common.security.oauthbearer."
+        "OAuthBearerLoginCallbackHandler.",
     )
     .define(
         "sasl.oauthbearer.jwks.endpoint.url",

@@ -28,6 +28,7 @@ from pykbroker.security.oauthbearer import (
     UnsecuredValidator,
     parse_client_initial_response,
 )
+from pykbroker.security.oauthbearer_login import OIDC_LOGIN_HANDLERS, OAuthBearerSaslClient, token_provider
 from pykbroker.security.oauthbearer_oidc import JwksKeyResolver, jwt_validator
 from pykbroker.security.sasl_server_authenticator import RESPOND, SaslServerAuthenticator
 
@@ -324,3 +325,30 @@ def oidc_validator(tmp_path_factory):
     path = tmp_path_factory.mktemp("jwks") / "jwks.json"
     path.write_text(json.dumps({"keys": [{**jwk, "kid": "k1"}]}))
     return jwt_validator({"sasl.oauthbearer.jwks.endpoint.url": path.as_uri()}.get)
+
+
+def test_node_login_with_an_unsecured_token():
+    """The node's own OAUTHBEARER client (Kafka's OAuthBearerSaslClient with the unsecured login handler): its
+    token passes the unsecured validator; an error challenge is answered with 0x01."""
+    provider = token_provider({}.get, {"unsecuredLoginStringClaim_sub": "admin", "unsecuredLoginNumberClaim_n": "7"})
+    client = OAuthBearerSaslClient(provider())
+    server = OAuthBearerSaslServer(UnsecuredValidator({}))
+    assert server.evaluate_response(client.initial_response()) == b"" and server.authorization_id == "admin"
+    assert client.evaluate_challenge(b"") is None and client.complete
+    refused = OAuthBearerSaslClient(provider())
+    refused.initial_response()
+    assert refused.evaluate_challenge(b'{"status":"invalid_token"}') == b"\x01" and not refused.complete
+    with pytest.raises(ValueError, match="unsecuredLoginStringClaim_sub"):
+        token_provider({}.get, {})
+    with pytest.raises(ValueError, match="Cannot explicitly set the 'exp' claim"):
+        token_provider({}.get, {"unsecuredLoginStringClaim_sub": "a", "unsecuredLoginNumberClaim_exp": "1"})
+    oidc_login = {"sasl.login.callback.handler.class": OIDC_LOGIN_HANDLERS[0]}
+    with pytest.raises(ValueError, match="sasl.oauthbearer.token.endpoint.url must be non-null"):
+        token_provider(oidc_login.get, {"clientId": "a", "clientSecret": "b"})
+    with pytest.raises(ValueError, match="clientId and clientSecret"):
+        token_provider({**oidc_login, "sasl.oauthbearer.token.endpoint.url": "http://127.0.0.1:1/t"}.get, {})
+    with pytest.raises(ValueError, match="Could not get an access token from http://127.0.0.1:1/t"):
+        token_provider(
+            {**oidc_login, "sasl.oauthbearer.token.endpoint.url": "http://127.0.0.1:1/t"}.get,
+            {"clientId": "a", "clientSecret": "b"},
+        )
