@@ -106,9 +106,23 @@ class ClientCredentialsTokenProvider:
     """Kafka's ``OAuthBearerLoginCallbackHandler`` with the HTTP token retriever: ``provider() -> str``, the
     current access token (see the module docstring). ``fetch(url, headers, body) -> bytes`` is replaceable."""
 
-    def __init__(self, url: str, client_id: str, client_secret: str, scope: str | None, refresh_factor: float = 0.8):
+    def __init__(
+        self,
+        url: str,
+        client_id: str,
+        client_secret: str,
+        scope: str | None,
+        refresh_factor: float = 0.8,
+        urlencode: bool = False,
+    ):
+        """``urlencode``: ``sasl.oauthbearer.header.urlencode``, URL-encode the id and secret in the Basic header."""
         self.url = url
-        credentials = f"{urllib.parse.quote(client_id)}:{urllib.parse.quote(client_secret)}"
+        if urlencode:
+            client_id, client_secret = (
+                urllib.parse.quote(client_id, safe=""),
+                urllib.parse.quote(client_secret, safe=""),
+            )
+        credentials = f"{client_id}:{client_secret}"
         self._headers = {
             "Authorization": "Basic " + base64.b64encode(credentials.encode()).decode(),
             "Content-Type": "application/x-www-form-urlencoded",
@@ -164,4 +178,5 @@ def token_provider(get, jaas_options: dict[str, str]):
     if not client_id or not secret:
         raise ValueError("The OAuth login needs the clientId and clientSecret options of the JAAS config")
     factor = float(get("sasl.login.refresh.window.factor") or 0.8)
-    return ClientCredentialsTokenProvider(url, client_id, secret, jaas_options.get("scope"), factor)
+    urlencode = str(get("sasl.oauthbearer.header.urlencode") or "false").strip().lower() == "true"
+    return ClientCredentialsTokenProvider(url, client_id, secret, jaas_options.get("scope"), factor, urlencode)

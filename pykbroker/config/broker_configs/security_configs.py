@@ -113,6 +113,15 @@ SECURITY_CONFIG_DEF = (
         "OAuthBearerLoginCallbackHandler.",
     )
     .define(
+        "sasl.oauthbearer.header.urlencode",
+        Type.BOOLEAN,
+        False,
+        None,
+        L,
+        "Whether this node URL-encodes its clientId and clientSecret in the HTTP Basic authorization header it "
+        "sends to sasl.oauthbearer.token.endpoint.url (RFC 6749 2.3.1).",
+    )
+    .define(
         "sasl.oauthbearer.jwks.endpoint.url",
         Type.STRING,
         None,
