@@ -97,8 +97,8 @@ class UnsecuredLoginTokenProvider:
             )
 
     def __call__(self) -> str:
-        now = time.time()
-        claims = {**self.claims, "iat": round(now, 3), "exp": round(now + self.lifetime_s, 3)}
+        now_ms = int(time.time() * 1000)  # truncated as Kafka's time.milliseconds(): iat is never ahead of now
+        claims = {**self.claims, "iat": now_ms / 1000, "exp": (now_ms + self.lifetime_s * 1000) / 1000}
         return f"{_b64({'alg': 'none'})}.{_b64(claims)}."
 
 
