@@ -12,7 +12,7 @@ line) and ``sasl.login.callback.handler.class``:
   :class:`ClientCredentialsTokenProvider`): OAuth client credentials (the options ``clientId``, ``clientSecret``,
   optional ``scope``) posted to ``sasl.oauthbearer.token.endpoint.url``; the token is fetched when the node starts
   (no token: the node does not start, as Kafka's login), kept, and fetched again by the first connection made after
-  80 % of its lifetime (``sasl.login.refresh.window.factor``).
+  80 % of its lifetime (``sasl.login.refresh.window.factor``; a failed refresh keeps the token while it is valid).
 
 :class:`OAuthBearerSaslClient` sends ``n,,\\x01auth=Bearer <token>\\x01\\x01``; a server error challenge is answered
 with ``\\x01`` (RFC 7628), after which the server fails the exchange. Providers raise ValueError on bad settings
@@ -132,17 +132,24 @@ class ClientCredentialsTokenProvider:
         self._body = urllib.parse.urlencode(form).encode()
         self.refresh_factor = refresh_factor
         self._lock = threading.Lock()
-        self._token = ""
-        self._refresh_at = 0.0
-        self()  # the login happens when the node starts
+        self._token, self._refresh_at, self._expires_at = self._fetch()  # the login happens when the node starts
 
     def __call__(self) -> str:
+        """The current token; a failed refresh keeps the old one while it is valid (tried again in 10 s), after
+        which it raises SaslAuthenticationError (that connection fails, a later one fetches again)."""
         with self._lock:
-            if time.time() >= self._refresh_at:
-                self._token, self._refresh_at = self._fetch()
+            now = time.time()
+            if now >= self._refresh_at:
+                try:
+                    self._token, self._refresh_at, self._expires_at = self._fetch()
+                except ValueError as e:
+                    if now >= self._expires_at:
+                        raise SaslAuthenticationError(str(e)) from None
+                    self._refresh_at = now + 10
             return self._token
 
-    def _fetch(self) -> tuple[str, float]:
+    def _fetch(self) -> tuple[str, float, float]:
+        """(token, time to refresh it, its expiry), times in seconds since the epoch."""
         request = urllib.request.Request(self.url, data=self._body, headers=self._headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
@@ -158,7 +165,7 @@ class ClientCredentialsTokenProvider:
             exp = float(json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["exp"])
         except (IndexError, KeyError, TypeError, ValueError):
             raise ValueError(f"The access token from {self.url} is not a JWT with an exp claim") from None
-        return token, now + max(0.0, exp - now) * self.refresh_factor
+        return token, now + max(0.0, exp - now) * self.refresh_factor, exp
 
 
 def token_provider(get, jaas_options: dict[str, str]):

@@ -359,7 +359,7 @@ def test_node_login_with_an_unsecured_token():
 def test_node_login_with_client_credentials():
     """OAuthBearerLoginCallbackHandler's client credentials: HTTP Basic with the raw id and secret unless
     sasl.oauthbearer.header.urlencode=true (Kafka's default: not encoded); the token is kept until 80 % of its
-    lifetime."""
+    lifetime; a failed refresh keeps a still valid token, an expired one fails the connection."""
     from tests.helpers.oauth import IdentityProvider
 
     idp = IdentityProvider({"svc b": "s3cret/+"})
@@ -372,6 +372,16 @@ def test_node_login_with_client_credentials():
         token = provider()
         assert jwt.decode(token, options={"verify_signature": False})["sub"] == "svc b"
         assert provider() == token and idp.requests.count("POST /token") == 1  # cached
+        provider._refresh_at = 0.0  # due for a refresh
+        assert provider() and idp.requests.count("POST /token") == 2  # fetched again
+        token = provider()
+        idp.clients.clear()  # the provider now refuses: the valid token is kept, until it expires
+        provider._refresh_at = 0.0
+        assert provider() == token and idp.requests.count("POST /token") == 3
+        provider._refresh_at, provider._expires_at = 0.0, 0.0
+        with pytest.raises(errors.SaslAuthenticationError, match="HTTP Error 401"):
+            provider()
+        idp.clients["svc b"] = "s3cret/+"
         with pytest.raises(ValueError, match="HTTP Error 401"):
             token_provider(
                 {**settings, "sasl.oauthbearer.header.urlencode": "true"}.get,
