@@ -7,7 +7,7 @@ Exchange: the client's initial response ``n,[a=<authzid>],\\x01auth=Bearer <toke
 (``validate(token) -> OAuthBearerToken``, raising :class:`TokenValidationError`):
 
 * valid: the exchange completes, the principal is ``User:<principal name>`` (the ``sub`` claim unless configured
-  otherwise) and :attr:`OAuthBearerSaslServer.credential_lifetime_ms` is the token's expiry (ms since the epoch;
+  otherwise) and :attr:`OAuthBearerSaslServer.credential_expiration_ms` is the token's expiry (ms since the epoch;
   Kafka's ``CREDENTIAL.LIFETIME.MS`` negotiated property, the session expiry for KIP-368 re-authentication);
 * invalid: the server answers the RFC 7628 error challenge ``{"status":"invalid_token"}`` (with ``"scope"`` for a
   missing required scope: ``insufficient_scope``), the client answers ``\\x01`` and the server then fails with that
@@ -136,7 +136,7 @@ class OAuthBearerSaslServer:
         self.validator = validator
         self.complete = False
         self.authorization_id: str | None = None
-        self.credential_lifetime_ms: int | None = None
+        self.credential_expiration_ms: int | None = None
         self.token: OAuthBearerToken | None = None
         self.extensions: dict[str, str] = {}
         self._error: str | None = None
@@ -160,7 +160,7 @@ class OAuthBearerSaslServer:
         self.token = validated
         self.extensions = response.extensions
         self.authorization_id = validated.principal_name
-        self.credential_lifetime_ms = validated.lifetime_ms
+        self.credential_expiration_ms = validated.lifetime_ms
         self.complete = True
         return b""
 

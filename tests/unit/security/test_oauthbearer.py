@@ -143,7 +143,14 @@ def test_server_error_challenge_then_failure():
     _handshake(auth)
     r = _authenticate(auth, initial(unsecured({"sub": "alice", "exp": int(now) + 60})), 2)
     assert r["error_code"] == 0 and auth.complete and auth.principal == "User:alice"
-    assert server.credential_lifetime_ms == (int(now) + 60) * 1000
+    assert server.credential_expiration_ms == (int(now) + 60) * 1000
+    # KIP-368: the session ends with the token even when connections.max.reauth.ms is 0 (Kafka's
+    # calcCompletionTimesAndReturnSessionLifetimeMs), and with the shorter of the two otherwise
+    assert 55_000 < r["session_lifetime_ms"] <= 60_000 and 55_000 < (auth.session_lifetime_ms or 0) <= 60_000
+    capped = SaslServerAuthenticator(["OAUTHBEARER"], lambda m: OAuthBearerSaslServer(validator), {"OAUTHBEARER": 2000})
+    _handshake(capped)
+    r = _authenticate(capped, initial(unsecured({"sub": "alice", "exp": int(now) + 60})), 2)
+    assert r["error_code"] == 0 and r["session_lifetime_ms"] == 2000
 
 
 @pytest.fixture
