@@ -18,7 +18,8 @@ accepts a dict without the fields that take their default (encoding) and because
 decoded messages always hold every field. Nested struct classes are named after the message and the field path in
 CamelCase (``ProduceRequestTopicDataPartitionData``). Messages are taken from the schema table
 (:mod:`pykbroker.protocol.schemas`, one output module per family module) and from the KRaft metadata records
-(:mod:`pykbroker.protocol.metadata_records`, output ``metadata_records``).
+(:mod:`pykbroker.protocol.metadata_records`, output ``metadata_records``) and the coordinators' record keys and values
+(:mod:`pykbroker.protocol.coordinator_records`, output ``coordinator_records``).
 
 Run ``python -m pykbroker.protocol.generator`` to rewrite the modules, ``--check`` to exit 1 when a checked-in
 module differs from what the schemas generate (the unit tests run the check).
@@ -116,6 +117,8 @@ def _classes(name: str, fields: Iterable[Field], doc: str) -> list[str]:
 def _message_doc(schema: MessageSchema) -> str:
     if schema.kind == "metadata":
         return f"KRaft metadata record {schema.full_name} (type {schema.api_key}), versions {schema.valid_versions}."
+    if schema.kind == "data":
+        return f"Coordinator record {schema.full_name} (type {schema.api_key}), versions {schema.valid_versions}."
     flex = schema.flexible_versions
     flexible = f", flexible {flex}" if not flex.empty else ""
     return f"{schema.full_name} (api key {schema.api_key}), versions {schema.valid_versions}{flexible}."
@@ -144,6 +147,8 @@ def _families() -> list[tuple[str, str, list[MessageSchema]]]:
         out.append((module, source, parse_schemas(import_module(source).SCHEMAS)))
     records = import_module("pykbroker.protocol.metadata_records")
     out.append(("metadata_records", records.__name__, parse_schemas(records.SCHEMAS)))
+    coordinator = import_module("pykbroker.protocol.coordinator_records")
+    out.append(("coordinator_records", coordinator.__name__, parse_schemas(coordinator.SCHEMAS)))
     return out
 
 

@@ -10,7 +10,8 @@ compact form. One schema block per message (request, response or KRaft metadata 
       allow_auto_topic_creation bool 4+ =true
 
 Header line: ``<kind> <Name> <api key> <valid versions> flex=<flexible versions>``, kind one of ``request``,
-``response``, ``metadata``. Each field line, indented two spaces per nesting level::
+``response``, ``metadata`` or ``data`` (Kafka's ``"type": "data"``: the coordinators' record keys and values, see
+:mod:`pykbroker.protocol.coordinator_records`). Each field line, indented two spaces per nesting level::
 
     <snake_name> <type> <versions> [null=<versions>] [tag=<n>] [tagv=<versions>] [=<default>]
 
@@ -34,7 +35,7 @@ from pykbroker.protocol.types import FIXED_FORMATS, ZERO_UUID
 
 PRIMITIVES = frozenset(FIXED_FORMATS) | {"uuid", "string", "bytes", "records"}
 NULLABLE_TYPES = frozenset({"string", "bytes", "records", "array", "struct"})
-KINDS = ("request", "response", "metadata")
+KINDS = ("request", "response", "metadata", "data")
 
 
 class SchemaError(ValueError):
@@ -139,8 +140,8 @@ class MessageSchema:
 
     @property
     def full_name(self) -> str:
-        """Kafka's data class name: ``ProduceRequest``, ``FetchResponse``, ``TopicRecord``."""
-        return self.name + ("" if self.kind == "metadata" else self.kind.capitalize())
+        """Kafka's data class name: ``ProduceRequest``, ``FetchResponse``, ``TopicRecord``, ``OffsetCommitValue``."""
+        return self.name + ("" if self.kind in ("metadata", "data") else self.kind.capitalize())
 
     @property
     def versions(self) -> range:

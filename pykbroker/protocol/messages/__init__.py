@@ -16,4 +16,5 @@ Import the types from their family module, for example
 - :mod:`pykbroker.protocol.messages.raft`
 - :mod:`pykbroker.protocol.messages.replication`
 - :mod:`pykbroker.protocol.messages.metadata_records`
+- :mod:`pykbroker.protocol.messages.coordinator_records`
 """

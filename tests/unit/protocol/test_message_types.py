@@ -8,6 +8,7 @@ from importlib import import_module
 import pytest
 
 from pykbroker.protocol import codec, generator
+from pykbroker.protocol.coordinator_records import RECORDS as COORDINATOR_RECORDS
 from pykbroker.protocol.metadata_records import METADATA_RECORDS
 from pykbroker.protocol.schema import MessageSchema
 from pykbroker.protocol.schemas import _MODULES, REQUESTS, RESPONSES
@@ -30,6 +31,8 @@ def test_check_mode_reports_a_stale_module(tmp_path, monkeypatch):
 def _type_of(schema: MessageSchema) -> type:
     if schema.kind == "metadata":
         module = "metadata_records"
+    elif schema.kind == "data":
+        module = "coordinator_records"
     else:
         module = next(
             m for m in _MODULES if schema.full_name in import_module(f"pykbroker.protocol.messages.{m}").__all__
@@ -48,7 +51,12 @@ def _assert_keys_match(value: dict, typed: type, where: str) -> None:
             _assert_keys_match(element, getattr(module, nested), f"{where}.{key}")
 
 
-SCHEMAS = list(REQUESTS.values()) + list(RESPONSES.values()) + list(METADATA_RECORDS.values())
+SCHEMAS = (
+    list(REQUESTS.values())
+    + list(RESPONSES.values())
+    + list(METADATA_RECORDS.values())
+    + list(COORDINATOR_RECORDS.values())
+)
 
 
 @pytest.mark.parametrize("schema", SCHEMAS, ids=[s.full_name for s in SCHEMAS])

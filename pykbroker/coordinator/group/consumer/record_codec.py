@@ -16,7 +16,8 @@ Keys (not flexible): ``version int16`` then ``group string`` (and ``member strin
   AssignedPartitions [TopicPartitions], PartitionsPendingRevocation [TopicPartitions]``.
 
 Values are ``version int16`` (0) then a flexible body (compact strings and arrays, unsigned-varint lengths + 1,
-tagged fields). A null value is a tombstone. Decoding raises ValueError on a short buffer or an unknown version.
+tagged fields). The formats are the schema DSL's (:mod:`pykbroker.protocol.coordinator_records`); the functions here
+are thin wrappers. A null value is a tombstone. Decoding raises ValueError on a short buffer or an unknown version.
 Pure functions, no I/O.
 """
 
@@ -24,14 +25,26 @@ from __future__ import annotations
 
 import struct
 import uuid
+from typing import Any
 
 from pykbroker.coordinator.group.consumer.member import ClassicMemberMetadata, MemberState, TopicPartitions
+from pykbroker.protocol.coordinator_records import RecordDecodeError, decode_record, encode_record, read_version
 
-_H, _I = struct.Struct(">h"), struct.Struct(">i")
+_H = struct.Struct(">h")
 GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
 TARGET_ASSIGNMENT_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT = 6, 7, 8
 KEY_VERSIONS = frozenset(range(3, 9))
 _WITH_MEMBER = frozenset((MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT))
+#: the key schema of each record type (the key's version)
+_KEYS = {
+    GROUP_METADATA: "ConsumerGroupMetadataKey",
+    PARTITION_METADATA: "ConsumerGroupPartitionMetadataKey",
+    MEMBER_METADATA: "ConsumerGroupMemberMetadataKey",
+    TARGET_ASSIGNMENT_METADATA: "ConsumerGroupTargetAssignmentMetadataKey",
+    TARGET_ASSIGNMENT_MEMBER: "ConsumerGroupTargetAssignmentMemberKey",
+    CURRENT_MEMBER_ASSIGNMENT: "ConsumerGroupCurrentMemberAssignmentKey",
+}
+VALUE_VERSION = 0
 
 #: Kafka's ``MemberState`` byte values
 _STATE_TO_BYTE = {MemberState.STABLE: 0, MemberState.UNREVOKED_PARTITIONS: 1, MemberState.UNRELEASED_PARTITIONS: 2}
@@ -39,64 +52,25 @@ _BYTE_TO_STATE = {v: k for k, v in _STATE_TO_BYTE.items()}
 
 
 # -- writing ----------------------------------------------------------------------------------------------
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _cstr(s: str | None) -> bytes:
-    if s is None:
-        return _uvarint(0)
-    b = s.encode()
-    return _uvarint(len(b) + 1) + b
-
-
-def _carray(items: list[bytes]) -> bytes:
-    return _uvarint(len(items) + 1) + b"".join(items)
-
-
-_NO_TAGS = _uvarint(0)
-
-
-def _value(body: bytes) -> bytes:
-    return _H.pack(0) + body + _NO_TAGS
-
-
-def _topic_partitions(tps: TopicPartitions) -> bytes:
-    entries = [
-        tid.bytes + _carray([_I.pack(p) for p in sorted(tps[tid])]) + _NO_TAGS
-        for tid in sorted(tps, key=str)
-        if tps[tid]
-    ]
-    return _carray(entries)
+def _topic_partitions(tps: TopicPartitions) -> list[dict[str, Any]]:
+    """``[{topic_id, partitions}]`` sorted by topic id (as text) and partition; topics without partitions left out."""
+    return [{"topic_id": tid, "partitions": sorted(tps[tid])} for tid in sorted(tps, key=str) if tps[tid]]
 
 
 def key(version: int, group_id: str, member_id: str | None = None) -> bytes:
     """The key of a record of type ``version`` (3..8); ``member_id`` for 5, 7 and 8."""
-    b = _H.pack(version) + _str(group_id)
-    if version in _WITH_MEMBER:
-        b += _str(member_id or "")
-    return b
-
-
-def _str(s: str) -> bytes:
-    b = s.encode()
-    return _H.pack(len(b)) + b
+    body = {"group_id": group_id, "member_id": member_id or ""} if version in _WITH_MEMBER else {"group_id": group_id}
+    return encode_record(_KEYS[version], version, body)
 
 
 def group_metadata_value(epoch: int) -> bytes:
-    return _value(_I.pack(epoch))
+    return encode_record("ConsumerGroupMetadataValue", VALUE_VERSION, {"epoch": epoch})
 
 
 def partition_metadata_value(topics: dict[str, tuple[uuid.UUID, int]]) -> bytes:
-    entries = [
-        tid.bytes + _cstr(name) + _I.pack(n) + _carray([]) + _NO_TAGS for name, (tid, n) in sorted(topics.items())
-    ]
-    return _value(_carray(entries))
+    """The subscribed topics' ``{name: (topic id, partition count)}``, sorted by name (no per-partition racks)."""
+    entries = [{"topic_id": tid, "topic_name": name, "num_partitions": n} for name, (tid, n) in sorted(topics.items())]
+    return encode_record("ConsumerGroupPartitionMetadataValue", VALUE_VERSION, {"topics": entries})
 
 
 def member_metadata_value(
@@ -112,183 +86,92 @@ def member_metadata_value(
 ) -> bytes:
     """ConsumerGroupMemberMetadataValue; ``classic`` (a member using the classic protocol) is its tagged field 0
     ClassicMemberMetadata (session timeout, supported protocols)."""
-    body = (
-        _cstr(instance_id)
-        + _cstr(rack_id)
-        + _cstr(client_id)
-        + _cstr(client_host)
-        + _carray([_cstr(n) for n in topic_names])
-        + _cstr(topic_regex)
-        + _I.pack(rebalance_timeout_ms)
-        + _cstr(server_assignor)
-    )
-    if classic is None:
-        return _value(body)
-    protocols = [_cstr(name) + _uvarint(len(data) + 1) + data + _NO_TAGS for name, data in classic.protocols]
-    tagged = _I.pack(classic.session_timeout_ms) + _carray(protocols) + _NO_TAGS
-    return _H.pack(0) + body + _uvarint(1) + _uvarint(0) + _uvarint(len(tagged)) + tagged
+    value = {
+        "instance_id": instance_id,
+        "rack_id": rack_id,
+        "client_id": client_id,
+        "client_host": client_host,
+        "subscribed_topic_names": list(topic_names),
+        "subscribed_topic_regex": topic_regex,
+        "rebalance_timeout_ms": rebalance_timeout_ms,
+        "server_assignor": server_assignor,
+        "classic_member_metadata": None
+        if classic is None
+        else {
+            "session_timeout_ms": classic.session_timeout_ms,
+            "supported_protocols": [{"name": name, "metadata": data} for name, data in classic.protocols],
+        },
+    }
+    return encode_record("ConsumerGroupMemberMetadataValue", VALUE_VERSION, value)
 
 
 def target_assignment_metadata_value(assignment_epoch: int) -> bytes:
-    return _value(_I.pack(assignment_epoch))
+    value = {"assignment_epoch": assignment_epoch}
+    return encode_record("ConsumerGroupTargetAssignmentMetadataValue", VALUE_VERSION, value)
 
 
 def target_assignment_member_value(tps: TopicPartitions) -> bytes:
-    return _value(_topic_partitions(tps))
+    value = {"topic_partitions": _topic_partitions(tps)}
+    return encode_record("ConsumerGroupTargetAssignmentMemberValue", VALUE_VERSION, value)
 
 
 def current_assignment_value(
     member_epoch: int, previous_epoch: int, state: MemberState, assigned: TopicPartitions, revoking: TopicPartitions
 ) -> bytes:
-    return _value(
-        _I.pack(member_epoch)
-        + _I.pack(previous_epoch)
-        + bytes([_STATE_TO_BYTE[state]])
-        + _topic_partitions(assigned)
-        + _topic_partitions(revoking)
-    )
+    value = {
+        "member_epoch": member_epoch,
+        "previous_member_epoch": previous_epoch,
+        "state": _STATE_TO_BYTE[state],
+        "assigned_partitions": _topic_partitions(assigned),
+        "partitions_pending_revocation": _topic_partitions(revoking),
+    }
+    return encode_record("ConsumerGroupCurrentMemberAssignmentValue", VALUE_VERSION, value)
 
 
 # -- reading ----------------------------------------------------------------------------------------------
-class _Reader:
-    def __init__(self, buf):
-        self.buf = memoryview(buf)
-        self.pos = 0
-
-    def _need(self, n: int) -> None:
-        if n < 0 or self.pos + n > len(self.buf):
-            raise ValueError("record truncated")
-
-    def int8(self) -> int:
-        self._need(1)
-        v = self.buf[self.pos]
-        self.pos += 1
-        return v - 256 if v > 127 else v
-
-    def int16(self) -> int:
-        self._need(2)
-        (v,) = _H.unpack_from(self.buf, self.pos)
-        self.pos += 2
-        return v
-
-    def int32(self) -> int:
-        self._need(4)
-        (v,) = _I.unpack_from(self.buf, self.pos)
-        self.pos += 4
-        return v
-
-    def uuid(self) -> uuid.UUID:
-        self._need(16)
-        v = uuid.UUID(bytes=bytes(self.buf[self.pos : self.pos + 16]))
-        self.pos += 16
-        return v
-
-    def uvarint(self) -> int:
-        shift = value = 0
-        while True:
-            self._need(1)
-            b = self.buf[self.pos]
-            self.pos += 1
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-            shift += 7
-            if shift > 28:
-                raise ValueError("varint too long")
-
-    def _raw(self, n: int) -> bytes:
-        self._need(n)
-        b = bytes(self.buf[self.pos : self.pos + n])
-        self.pos += n
-        return b
-
-    def string(self) -> str:
-        n = self.int16()
-        if n < 0:
-            raise ValueError("null key string")
-        return self._raw(n).decode()
-
-    def cstr(self) -> str | None:
-        n = self.uvarint()
-        return None if n == 0 else self._raw(n - 1).decode()
-
-    def carray(self, item) -> list:
-        n = self.uvarint()
-        return [] if n == 0 else [item() for _ in range(n - 1)]
-
-    def tags(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self._raw(self.uvarint())
-
-
 def decode_key(buf) -> tuple[int, str, str | None]:
     """``(record type 3..8, group id, member id or None)``; ValueError for another version."""
-    r = _Reader(buf)
-    version = r.int16()
+    version = read_version(buf)
     if version not in KEY_VERSIONS:
-        raise ValueError(f"not a consumer group key version: {version}")
-    group_id = r.string()
-    return version, group_id, r.string() if version in _WITH_MEMBER else None
+        raise RecordDecodeError(f"not a consumer group key version: {version}")
+    _, k = decode_record(_KEYS[version], buf)
+    return version, k["group_id"], k["member_id"] if version in _WITH_MEMBER else None
 
 
-def _body(buf) -> _Reader:
-    r = _Reader(buf)
-    version = r.int16()
-    if version != 0:
-        raise ValueError(f"unknown consumer group value version {version}")
-    return r
-
-
-def _read_topic_partitions(r: _Reader) -> TopicPartitions:
-    out: TopicPartitions = {}
-
-    def entry() -> None:
-        tid = r.uuid()
-        out[tid] = set(r.carray(r.int32))
-        r.tags()
-
-    r.carray(entry)
-    return out
+def _read_topic_partitions(entries: list[dict[str, Any]]) -> TopicPartitions:
+    return {e["topic_id"]: set(e["partitions"]) for e in entries}
 
 
 def decode_epoch_value(buf) -> int:
-    """ConsumerGroupMetadataValue / ConsumerGroupTargetAssignmentMetadataValue: the epoch."""
-    return _body(buf).int32()
+    """ConsumerGroupMetadataValue / ConsumerGroupTargetAssignmentMetadataValue: the epoch (same layout)."""
+    return decode_record("ConsumerGroupMetadataValue", buf)[1]["epoch"]
 
 
 def decode_partition_metadata_value(buf) -> dict[str, tuple[uuid.UUID, int]]:
-    r = _body(buf)
-    out: dict[str, tuple[uuid.UUID, int]] = {}
-
-    def topic() -> None:
-        tid, name, n = r.uuid(), r.cstr() or "", r.int32()
-
-        def partition() -> None:
-            r.int32()
-            r.carray(r.cstr)
-            r.tags()
-
-        r.carray(partition)
-        r.tags()
-        out[name] = (tid, n)
-
-    r.carray(topic)
-    return out
+    _, v = decode_record("ConsumerGroupPartitionMetadataValue", buf)
+    return {t["topic_name"]: (t["topic_id"], t["num_partitions"]) for t in v["topics"]}
 
 
 def decode_member_metadata_value(buf) -> dict:
-    r = _body(buf)
-    out: dict[str, object] = {
-        "instance_id": r.cstr(),
-        "rack_id": r.cstr(),
-        "client_id": r.cstr() or "",
-        "client_host": r.cstr() or "",
-        "subscribed_topic_names": tuple(n or "" for n in r.carray(r.cstr)),
-        "subscribed_topic_regex": r.cstr(),
-        "rebalance_timeout_ms": r.int32(),
-        "server_assignor": r.cstr(),
-        "classic": None,
+    """The member's metadata; ``classic``: its tagged field 0 ClassicMemberMetadata (a member using the classic
+    protocol) or None."""
+    _, v = decode_record("ConsumerGroupMemberMetadataValue", buf)
+    classic = v.get("classic_member_metadata")
+    return {
+        "classic": None
+        if classic is None
+        else ClassicMemberMetadata(
+            classic["session_timeout_ms"],
+            tuple((p["name"], bytes(p["metadata"])) for p in classic["supported_protocols"]),
+        ),
+        "instance_id": v["instance_id"],
+        "rack_id": v["rack_id"],
+        "client_id": v["client_id"],
+        "client_host": v["client_host"],
+        "subscribed_topic_names": tuple(v["subscribed_topic_names"]),
+        "subscribed_topic_regex": v["subscribed_topic_regex"],
+        "rebalance_timeout_ms": v["rebalance_timeout_ms"],
+        "server_assignor": v["server_assignor"],
     }
     if r.pos >= len(r.buf):
         return out
@@ -311,20 +194,20 @@ def decode_member_metadata_value(buf) -> dict:
 
 
 def decode_target_assignment_member_value(buf) -> TopicPartitions:
-    return _read_topic_partitions(_body(buf))
+    return _read_topic_partitions(decode_record("ConsumerGroupTargetAssignmentMemberValue", buf)[1]["topic_partitions"])
 
 
 def decode_current_assignment_value(buf) -> dict:
-    r = _body(buf)
-    epoch, previous, state = r.int32(), r.int32(), r.int8()
+    _, v = decode_record("ConsumerGroupCurrentMemberAssignmentValue", buf)
+    state = v["state"]
     if state not in _BYTE_TO_STATE:
-        raise ValueError(f"unknown member state {state}")
+        raise RecordDecodeError(f"unknown member state {state}")
     return {
-        "member_epoch": epoch,
-        "previous_member_epoch": previous,
+        "member_epoch": v["member_epoch"],
+        "previous_member_epoch": v["previous_member_epoch"],
         "state": _BYTE_TO_STATE[state],
-        "assigned": _read_topic_partitions(r),
-        "pending_revocation": _read_topic_partitions(r),
+        "assigned": _read_topic_partitions(v["assigned_partitions"]),
+        "pending_revocation": _read_topic_partitions(v["partitions_pending_revocation"]),
     }
 
 
