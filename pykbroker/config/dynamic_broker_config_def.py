@@ -31,6 +31,37 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from pykbroker.config.broker_configs.replication_configs import NUM_REPLICA_FETCHERS_CONFIG
+from pykbroker.config.broker_configs.security_configs import (
+    SASL_ENABLED_MECHANISMS_CONFIG,
+    SASL_MECHANISM_INTER_BROKER_PROTOCOL_CONFIG,
+)
+from pykbroker.config.broker_configs.server_configs import (
+    BACKGROUND_THREADS_CONFIG,
+    MESSAGE_MAX_BYTES_CONFIG,
+    METRIC_REPORTERS_CONFIG,
+    NUM_IO_THREADS_CONFIG,
+)
+from pykbroker.config.broker_configs.server_log_configs import (
+    LOG_CLEANER_BACKOFF_MS_CONFIG,
+    LOG_CLEANER_DEDUPE_BUFFER_SIZE_CONFIG,
+    LOG_CLEANER_THREADS_CONFIG,
+    NUM_RECOVERY_THREADS_PER_DATA_DIR_CONFIG,
+)
+from pykbroker.config.broker_configs.socket_server_configs import (
+    ADVERTISED_LISTENERS_CONFIG,
+    LISTENER_SECURITY_PROTOCOL_MAP_CONFIG,
+    LISTENERS_CONFIG,
+    MAX_CONNECTION_CREATION_RATE_CONFIG,
+    MAX_CONNECTIONS_CONFIG,
+    MAX_CONNECTIONS_PER_IP_CONFIG,
+    MAX_CONNECTIONS_PER_IP_OVERRIDES_CONFIG,
+    NUM_NETWORK_THREADS_CONFIG,
+)
+from pykbroker.config.broker_configs.transaction_configs import (
+    PRODUCER_ID_EXPIRATION_MS_CONFIG,
+    TRANSACTION_PARTITION_VERIFICATION_ENABLE_CONFIG,
+)
 from pykbroker.config.config_def import ConfigDef, ConfigException, ConfigKey, Type, at_least, in_values
 from pykbroker.config.kafka_config_def import BROKER_CONFIG_DEF
 
@@ -55,25 +86,30 @@ DYNAMIC_SECURITY_KEYS = frozenset(
 #: LogCleaner.ReconfigurableConfigs
 LOG_CLEANER_KEYS = frozenset(
     {
-        "log.cleaner.threads",
-        "log.cleaner.dedupe.buffer.size",
+        LOG_CLEANER_THREADS_CONFIG,
+        LOG_CLEANER_DEDUPE_BUFFER_SIZE_CONFIG,
         "log.cleaner.dedupe.buffer.load.factor",
         "log.cleaner.io.buffer.size",
-        "message.max.bytes",
+        MESSAGE_MAX_BYTES_CONFIG,
         "log.cleaner.io.max.bytes.per.second",
-        "log.cleaner.backoff.ms",
+        LOG_CLEANER_BACKOFF_MS_CONFIG,
     }
 )
 #: DynamicThreadPool.ReconfigurableConfigs
 THREAD_POOL_KEYS = frozenset(
-    {"num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir", "background.threads"}
+    {
+        NUM_IO_THREADS_CONFIG,
+        NUM_REPLICA_FETCHERS_CONFIG,
+        NUM_RECOVERY_THREADS_PER_DATA_DIR_CONFIG,
+        BACKGROUND_THREADS_CONFIG,
+    }
 )
 #: DynamicListenerConfig.ReconfigurableConfigs
 LISTENER_KEYS = frozenset(
     {
-        "advertised.listeners",
-        "listeners",
-        "listener.security.protocol.map",
+        ADVERTISED_LISTENERS_CONFIG,
+        LISTENERS_CONFIG,
+        LISTENER_SECURITY_PROTOCOL_MAP_CONFIG,
         "principal.builder.class",
         "ssl.protocol",
         "ssl.provider",
@@ -92,9 +128,9 @@ LISTENER_KEYS = frozenset(
         "ssl.secure.random.implementation",
         "ssl.client.auth",
         "ssl.engine.factory.class",
-        "sasl.mechanism.inter.broker.protocol",
+        SASL_MECHANISM_INTER_BROKER_PROTOCOL_CONFIG,
         "sasl.jaas.config",
-        "sasl.enabled.mechanisms",
+        SASL_ENABLED_MECHANISMS_CONFIG,
         "sasl.kerberos.service.name",
         "sasl.kerberos.kinit.cmd",
         "sasl.kerberos.ticket.renew.window.factor",
@@ -105,17 +141,22 @@ LISTENER_KEYS = frozenset(
         "sasl.login.refresh.window.jitter",
         "sasl.login.refresh.min.period.seconds",
         "sasl.login.refresh.buffer.seconds",
-        "max.connections",
-        "max.connection.creation.rate",
-        "num.network.threads",
+        MAX_CONNECTIONS_CONFIG,
+        MAX_CONNECTION_CREATION_RATE_CONFIG,
+        NUM_NETWORK_THREADS_CONFIG,
     }
 )
 #: SocketServer.ReconfigurableConfigs
 SOCKET_SERVER_KEYS = frozenset(
-    {"max.connections.per.ip", "max.connections.per.ip.overrides", "max.connections", "max.connection.creation.rate"}
+    {
+        MAX_CONNECTIONS_PER_IP_CONFIG,
+        MAX_CONNECTIONS_PER_IP_OVERRIDES_CONFIG,
+        MAX_CONNECTIONS_CONFIG,
+        MAX_CONNECTION_CREATION_RATE_CONFIG,
+    }
 )
 #: DynamicBrokerConfig.DynamicProducerStateManagerConfig
-PRODUCER_STATE_KEYS = frozenset({"producer.id.expiration.ms", "transaction.partition.verification.enable"})
+PRODUCER_STATE_KEYS = frozenset({PRODUCER_ID_EXPIRATION_MS_CONFIG, TRANSACTION_PARTITION_VERIFICATION_ENABLE_CONFIG})
 #: DynamicRemoteLogConfig.ReconfigurableConfigs
 REMOTE_LOG_KEYS = frozenset(
     {
@@ -139,13 +180,15 @@ RUNTIME_KEYS = (
     DYNAMIC_SECURITY_KEYS
     | LOG_CLEANER_KEYS
     | THREAD_POOL_KEYS
-    | frozenset({"metric.reporters"})
+    | frozenset({METRIC_REPORTERS_CONFIG})
     | LISTENER_KEYS
     | SOCKET_SERVER_KEYS
     | PRODUCER_STATE_KEYS
     | REMOTE_LOG_KEYS
 )
-CLUSTER_LEVEL_LISTENER_KEYS = frozenset({"max.connections", "max.connection.creation.rate", "num.network.threads"})
+CLUSTER_LEVEL_LISTENER_KEYS = frozenset(
+    {MAX_CONNECTIONS_CONFIG, MAX_CONNECTION_CREATION_RATE_CONFIG, NUM_NETWORK_THREADS_CONFIG}
+)
 PER_BROKER_KEYS = (DYNAMIC_SECURITY_KEYS | LISTENER_KEYS) - CLUSTER_LEVEL_LISTENER_KEYS
 #: Kafka broker keys pykbroker's BROKER_CONFIG_DEF does not list, which Kafka refuses to change at run time
 KNOWN_STATIC_KEYS = frozenset(

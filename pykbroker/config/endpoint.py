@@ -8,6 +8,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pykbroker.config.broker_configs.socket_server_configs import (
+    LISTENER_SECURITY_PROTOCOL_MAP_CONFIG,
+    LISTENERS_CONFIG,
+)
 from pykbroker.config.config_def import ConfigException
 
 _URI = re.compile(r"^([a-zA-Z_][a-zA-Z0-9_]*)://\[?([0-9a-zA-Z\-%._:]*?)\]?:(-?[0-9]+)$")
@@ -23,7 +27,7 @@ class EndPoint:
     port: int
 
 
-def parse_security_protocol_map(value: str, key: str = "listener.security.protocol.map") -> dict[str, str]:
+def parse_security_protocol_map(value: str, key: str = LISTENER_SECURITY_PROTOCOL_MAP_CONFIG) -> dict[str, str]:
     """``"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"`` -> ``{listener: protocol}``."""
     result: dict[str, str] = {}
     for item in (v.strip() for v in value.split(",")):
@@ -36,7 +40,7 @@ def parse_security_protocol_map(value: str, key: str = "listener.security.protoc
     return result
 
 
-def parse_listeners(items: list[str], protocol_map: dict[str, str], key: str = "listeners") -> list[EndPoint]:
+def parse_listeners(items: list[str], protocol_map: dict[str, str], key: str = LISTENERS_CONFIG) -> list[EndPoint]:
     """Parse listener URIs; names must be unique and mapped to a security protocol (else ConfigException)."""
     endpoints: list[EndPoint] = []
     seen: set[str] = set()

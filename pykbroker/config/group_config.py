@@ -19,6 +19,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pykbroker.config.broker_configs.group_coordinator_configs import (
+    GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS_CONFIG,
+    GROUP_CONSUMER_MAX_HEARTBEAT_INTERVAL_MS_CONFIG,
+    GROUP_CONSUMER_MAX_SESSION_TIMEOUT_MS_CONFIG,
+    GROUP_CONSUMER_MIN_HEARTBEAT_INTERVAL_MS_CONFIG,
+    GROUP_CONSUMER_MIN_SESSION_TIMEOUT_MS_CONFIG,
+    GROUP_CONSUMER_SESSION_TIMEOUT_MS_CONFIG,
+)
 from pykbroker.protocol import errors
 
 if TYPE_CHECKING:
@@ -33,14 +41,14 @@ _DOCS = {
 }
 _BROKER_KEYS = {  # group config -> (broker default, broker min, broker max)
     CONSUMER_SESSION_TIMEOUT_MS_CONFIG: (
-        "group.consumer.session.timeout.ms",
-        "group.consumer.min.session.timeout.ms",
-        "group.consumer.max.session.timeout.ms",
+        GROUP_CONSUMER_SESSION_TIMEOUT_MS_CONFIG,
+        GROUP_CONSUMER_MIN_SESSION_TIMEOUT_MS_CONFIG,
+        GROUP_CONSUMER_MAX_SESSION_TIMEOUT_MS_CONFIG,
     ),
     CONSUMER_HEARTBEAT_INTERVAL_MS_CONFIG: (
-        "group.consumer.heartbeat.interval.ms",
-        "group.consumer.min.heartbeat.interval.ms",
-        "group.consumer.max.heartbeat.interval.ms",
+        GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS_CONFIG,
+        GROUP_CONSUMER_MIN_HEARTBEAT_INTERVAL_MS_CONFIG,
+        GROUP_CONSUMER_MAX_HEARTBEAT_INTERVAL_MS_CONFIG,
     ),
 }
 _KAFKA_DEFAULTS = {

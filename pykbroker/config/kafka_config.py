@@ -13,6 +13,33 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
+from pykbroker.config.broker_configs.kraft_configs import (
+    CONTROLLER_LISTENER_NAMES_CONFIG,
+    METADATA_LOG_DIR_CONFIG,
+    NODE_ID_CONFIG,
+    PROCESS_ROLES_CONFIG,
+)
+from pykbroker.config.broker_configs.replication_configs import (
+    INTER_BROKER_LISTENER_NAME_CONFIG,
+    SECURITY_INTER_BROKER_PROTOCOL_CONFIG,
+)
+from pykbroker.config.broker_configs.server_configs import BROKER_ID_CONFIG, MESSAGE_MAX_BYTES_CONFIG
+from pykbroker.config.broker_configs.server_log_configs import (
+    LOG_DIR_CONFIG,
+    LOG_DIRS_CONFIG,
+    LOG_RETENTION_HOURS_CONFIG,
+    LOG_RETENTION_MINUTES_CONFIG,
+    LOG_RETENTION_MS_CONFIG,
+)
+from pykbroker.config.broker_configs.socket_server_configs import (
+    ADVERTISED_LISTENERS_CONFIG,
+    CONTROL_PLANE_LISTENER_NAME_CONFIG,
+    LISTENER_SECURITY_PROTOCOL_MAP_CONFIG,
+    LISTENERS_CONFIG,
+    MAX_CONNECTIONS_PER_IP_OVERRIDES_CONFIG,
+    QUEUED_MAX_REQUEST_BYTES_CONFIG,
+    SOCKET_REQUEST_MAX_BYTES_CONFIG,
+)
 from pykbroker.config.config_def import ConfigException
 from pykbroker.config.endpoint import EndPoint, parse_listeners, parse_security_protocol_map
 from pykbroker.config.kafka_config_def import BROKER_CONFIG_DEF, KNOWN_PREFIXES
@@ -35,29 +62,29 @@ class KafkaConfig:
     # -- derived --------------------------------------------------------------------------------
     @cached_property
     def node_id(self) -> int:
-        return self.values["node.id"]
+        return self.values[NODE_ID_CONFIG]
 
     @cached_property
     def process_roles(self) -> list[str]:
-        return self.values["process.roles"] or []
+        return self.values[PROCESS_ROLES_CONFIG] or []
 
     @cached_property
     def protocol_map(self) -> dict[str, str]:
-        return parse_security_protocol_map(self.values["listener.security.protocol.map"])
+        return parse_security_protocol_map(self.values[LISTENER_SECURITY_PROTOCOL_MAP_CONFIG])
 
     @cached_property
     def listeners(self) -> list[EndPoint]:
-        return parse_listeners(self.values["listeners"], self.protocol_map)
+        return parse_listeners(self.values[LISTENERS_CONFIG], self.protocol_map)
 
     @cached_property
     def controller_listener_names(self) -> list[str]:
-        return [n.upper() for n in (self.values["controller.listener.names"] or [])]
+        return [n.upper() for n in (self.values[CONTROLLER_LISTENER_NAMES_CONFIG] or [])]
 
     @cached_property
     def control_plane_listener_name(self) -> str | None:
         """The control-plane listener: ``control.plane.listener.name`` or, in KRaft mode, the first
         controller listener that this process binds (docs/ARCHITECTURE.md §2)."""
-        name = self.values["control.plane.listener.name"]
+        name = self.values[CONTROL_PLANE_LISTENER_NAME_CONFIG]
         if name:
             return name.upper()
         bound = {e.listener_name for e in self.listeners}
@@ -80,35 +107,37 @@ class KafkaConfig:
     def advertised_listeners(self) -> list[EndPoint]:
         """Endpoints given to clients (``advertised.listeners``, else ``listeners`` minus controller
         listeners); a wildcard host is replaced when the broker knows its bound address."""
-        adv = self.values["advertised.listeners"]
+        adv = self.values[ADVERTISED_LISTENERS_CONFIG]
         if adv:
-            return parse_listeners(adv, self.protocol_map, "advertised.listeners")
+            return parse_listeners(adv, self.protocol_map, ADVERTISED_LISTENERS_CONFIG)
         return self.data_plane_listeners
 
     @cached_property
     def inter_broker_listener_name(self) -> str:
-        return (self.values["inter.broker.listener.name"] or self.values["security.inter.broker.protocol"]).upper()
+        return (
+            self.values[INTER_BROKER_LISTENER_NAME_CONFIG] or self.values[SECURITY_INTER_BROKER_PROTOCOL_CONFIG]
+        ).upper()
 
     @cached_property
     def log_dirs(self) -> list[str]:
-        return self.values["log.dirs"] or [self.values["log.dir"]]
+        return self.values[LOG_DIRS_CONFIG] or [self.values[LOG_DIR_CONFIG]]
 
     @cached_property
     def metadata_log_dir(self) -> str:
-        return self.values["metadata.log.dir"] or self.log_dirs[0]
+        return self.values[METADATA_LOG_DIR_CONFIG] or self.log_dirs[0]
 
     @cached_property
     def log_retention_ms(self) -> int:
         v = self.values
-        if v["log.retention.ms"] is not None:
-            return v["log.retention.ms"]
-        if v["log.retention.minutes"] is not None:
-            return v["log.retention.minutes"] * 60_000
-        return v["log.retention.hours"] * 3_600_000
+        if v[LOG_RETENTION_MS_CONFIG] is not None:
+            return v[LOG_RETENTION_MS_CONFIG]
+        if v[LOG_RETENTION_MINUTES_CONFIG] is not None:
+            return v[LOG_RETENTION_MINUTES_CONFIG] * 60_000
+        return v[LOG_RETENTION_HOURS_CONFIG] * 3_600_000
 
     @cached_property
     def max_connections_per_ip_overrides(self) -> dict[str, int]:
-        raw = self.values["max.connections.per.ip.overrides"]
+        raw = self.values[MAX_CONNECTIONS_PER_IP_OVERRIDES_CONFIG]
         result: dict[str, int] = {}
         for item in (s.strip() for s in raw.split(",")):
             if not item:
@@ -120,7 +149,7 @@ class KafkaConfig:
                     raise ValueError
             except ValueError:
                 raise ConfigException(
-                    "max.connections.per.ip.overrides", raw, f"entry '{item}' is not host:count"
+                    MAX_CONNECTIONS_PER_IP_OVERRIDES_CONFIG, raw, f"entry '{item}' is not host:count"
                 ) from None
         return result
 
@@ -145,27 +174,29 @@ class KafkaConfig:
     # -- validation (mirrors KafkaConfig.validateValues) ---------------------------------------
     def _validate(self) -> None:
         v = self.values
-        if v["node.id"] < 0 and v["broker.id"] >= 0:
-            v["node.id"] = v["broker.id"]
+        if v[NODE_ID_CONFIG] < 0 and v[BROKER_ID_CONFIG] >= 0:
+            v[NODE_ID_CONFIG] = v[BROKER_ID_CONFIG]
         roles = self.process_roles
         if not roles:
             raise ConfigException(
-                "process.roles",
-                v["process.roles"],
+                PROCESS_ROLES_CONFIG,
+                v[PROCESS_ROLES_CONFIG],
                 "process.roles must be set (KRaft mode: broker, controller or broker,controller)",
             )
         if len(set(roles)) != len(roles):
-            raise ConfigException("process.roles", ",".join(roles), "Duplicate role names found")
-        if v["node.id"] < 0:
+            raise ConfigException(PROCESS_ROLES_CONFIG, ",".join(roles), "Duplicate role names found")
+        if v[NODE_ID_CONFIG] < 0:
             raise ConfigException(
-                "node.id", v["node.id"], "Missing configuration `node.id` which is required when process.roles is set"
+                NODE_ID_CONFIG,
+                v[NODE_ID_CONFIG],
+                "Missing configuration `node.id` which is required when process.roles is set",
             )
         endpoints = self.listeners  # validates syntax and protocol map
         names = {e.listener_name for e in endpoints}
         if "controller" in roles:
             if not self.controller_listener_names:
                 raise ConfigException(
-                    "controller.listener.names",
+                    CONTROLLER_LISTENER_NAMES_CONFIG,
                     None,
                     "controller.listener.names must contain at least one value when running KRaft with the "
                     "controller role",
@@ -173,33 +204,41 @@ class KafkaConfig:
             missing = [n for n in self.controller_listener_names if n not in names]
             if missing:
                 raise ConfigException(
-                    "controller.listener.names",
+                    CONTROLLER_LISTENER_NAMES_CONFIG,
                     ",".join(self.controller_listener_names),
                     f"The listeners.names in controller.listener.names must be in listeners: {missing}",
                 )
         if "broker" in roles:
             if not self.data_plane_listeners:
                 raise ConfigException(
-                    "listeners", ",".join(v["listeners"]), "There must be at least one broker (non-controller) listener"
+                    LISTENERS_CONFIG,
+                    ",".join(v[LISTENERS_CONFIG]),
+                    "There must be at least one broker (non-controller) listener",
                 )
             ibl = self.inter_broker_listener_name
             if ibl not in names and ibl != "PLAINTEXT" and ibl not in self.protocol_map:
-                raise ConfigException("inter.broker.listener.name", ibl, "must be a listener name defined in listeners")
-        cp = v["control.plane.listener.name"]
+                raise ConfigException(
+                    INTER_BROKER_LISTENER_NAME_CONFIG, ibl, "must be a listener name defined in listeners"
+                )
+        cp = v[CONTROL_PLANE_LISTENER_NAME_CONFIG]
         if cp and cp.upper() not in names:
-            raise ConfigException("control.plane.listener.name", cp, "must be a listener name defined in listeners")
+            raise ConfigException(
+                CONTROL_PLANE_LISTENER_NAME_CONFIG, cp, "must be a listener name defined in listeners"
+            )
         ports = [e.port for e in endpoints if e.port != 0]
         if len(ports) != len(set((e.host, e.port) for e in endpoints if e.port != 0)):
-            raise ConfigException("listeners", ",".join(v["listeners"]), "Each listener must have a different port")
-        self.max_connections_per_ip_overrides  # noqa: B018 - validates the syntax
-        if v["log.dirs"] is not None and not v["log.dirs"]:
-            raise ConfigException("log.dirs", "", "At least one log directory must be defined")
-        qmb = v["queued.max.request.bytes"]
-        if qmb > 0 and qmb < v["socket.request.max.bytes"]:
             raise ConfigException(
-                "queued.max.request.bytes",
+                LISTENERS_CONFIG, ",".join(v[LISTENERS_CONFIG]), "Each listener must have a different port"
+            )
+        self.max_connections_per_ip_overrides  # noqa: B018 - validates the syntax
+        if v[LOG_DIRS_CONFIG] is not None and not v[LOG_DIRS_CONFIG]:
+            raise ConfigException(LOG_DIRS_CONFIG, "", "At least one log directory must be defined")
+        qmb = v[QUEUED_MAX_REQUEST_BYTES_CONFIG]
+        if qmb > 0 and qmb < v[SOCKET_REQUEST_MAX_BYTES_CONFIG]:
+            raise ConfigException(
+                QUEUED_MAX_REQUEST_BYTES_CONFIG,
                 qmb,
                 "queued.max.request.bytes must be larger or equal to socket.request.max.bytes",
             )
-        if v["message.max.bytes"] < 0:
-            raise ConfigException("message.max.bytes", v["message.max.bytes"], "must be >= 0")
+        if v[MESSAGE_MAX_BYTES_CONFIG] < 0:
+            raise ConfigException(MESSAGE_MAX_BYTES_CONFIG, v[MESSAGE_MAX_BYTES_CONFIG], "must be >= 0")

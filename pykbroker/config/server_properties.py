@@ -15,9 +15,11 @@ import os
 import sys
 from typing import NoReturn
 
+from pykbroker.config.broker_configs.kraft_configs import METADATA_LOG_DIR_CONFIG
+from pykbroker.config.broker_configs.server_log_configs import LOG_DIR_CONFIG, LOG_DIRS_CONFIG
 from pykbroker.config.properties import load_properties
 
-DATA_DIR_KEYS = ("log.dirs", "log.dir", "metadata.log.dir")
+DATA_DIR_KEYS = (LOG_DIRS_CONFIG, LOG_DIR_CONFIG, METADATA_LOG_DIR_CONFIG)
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "default", "server.properties")
 

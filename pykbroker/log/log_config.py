@@ -20,6 +20,34 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from pykbroker.config.broker_configs.server_configs import MESSAGE_MAX_BYTES_CONFIG
+from pykbroker.config.broker_configs.server_log_configs import (
+    LOG_CLEANER_DELETE_RETENTION_MS_CONFIG,
+    LOG_CLEANER_MAX_COMPACTION_LAG_MS_CONFIG,
+    LOG_CLEANER_MIN_CLEANABLE_RATIO_CONFIG,
+    LOG_CLEANER_MIN_COMPACTION_LAG_MS_CONFIG,
+    LOG_CLEANUP_POLICY_CONFIG,
+    LOG_FLUSH_INTERVAL_MESSAGES_CONFIG,
+    LOG_FLUSH_INTERVAL_MS_CONFIG,
+    LOG_FLUSH_SCHEDULER_INTERVAL_MS_CONFIG,
+    LOG_INDEX_INTERVAL_BYTES_CONFIG,
+    LOG_INDEX_SIZE_MAX_BYTES_CONFIG,
+    LOG_MESSAGE_DOWNCONVERSION_ENABLE_CONFIG,
+    LOG_MESSAGE_TIMESTAMP_AFTER_MAX_MS_CONFIG,
+    LOG_MESSAGE_TIMESTAMP_BEFORE_MAX_MS_CONFIG,
+    LOG_MESSAGE_TIMESTAMP_TYPE_CONFIG,
+    LOG_PREALLOCATE_CONFIG,
+    LOG_RETENTION_BYTES_CONFIG,
+    LOG_RETENTION_HOURS_CONFIG,
+    LOG_RETENTION_MINUTES_CONFIG,
+    LOG_RETENTION_MS_CONFIG,
+    LOG_ROLL_HOURS_CONFIG,
+    LOG_ROLL_JITTER_HOURS_CONFIG,
+    LOG_ROLL_JITTER_MS_CONFIG,
+    LOG_ROLL_MS_CONFIG,
+    LOG_SEGMENT_BYTES_CONFIG,
+    LOG_SEGMENT_DELETE_DELAY_MS_CONFIG,
+)
 from pykbroker.config.config_def import (
     ConfigDef,
     ConfigException,
@@ -30,6 +58,43 @@ from pykbroker.config.config_def import (
     between,
     in_values,
     parse_type,
+)
+from pykbroker.config.topic_config import (
+    CLEANUP_POLICY_CONFIG,
+    COMPRESSION_GZIP_LEVEL_CONFIG,
+    COMPRESSION_LZ4_LEVEL_CONFIG,
+    COMPRESSION_TYPE_CONFIG,
+    COMPRESSION_ZSTD_LEVEL_CONFIG,
+    DELETE_RETENTION_MS_CONFIG,
+    FILE_DELETE_DELAY_MS_CONFIG,
+    FLUSH_MESSAGES_CONFIG,
+    FLUSH_MS_CONFIG,
+    FOLLOWER_REPLICATION_THROTTLED_REPLICAS_CONFIG,
+    INDEX_INTERVAL_BYTES_CONFIG,
+    LEADER_REPLICATION_THROTTLED_REPLICAS_CONFIG,
+    LOCAL_RETENTION_BYTES_CONFIG,
+    LOCAL_RETENTION_MS_CONFIG,
+    MAX_COMPACTION_LAG_MS_CONFIG,
+    MAX_MESSAGE_BYTES_CONFIG,
+    MESSAGE_DOWNCONVERSION_ENABLE_CONFIG,
+    MESSAGE_TIMESTAMP_AFTER_MAX_MS_CONFIG,
+    MESSAGE_TIMESTAMP_BEFORE_MAX_MS_CONFIG,
+    MESSAGE_TIMESTAMP_DIFFERENCE_MAX_MS_CONFIG,
+    MESSAGE_TIMESTAMP_TYPE_CONFIG,
+    MIN_CLEANABLE_DIRTY_RATIO_CONFIG,
+    MIN_COMPACTION_LAG_MS_CONFIG,
+    MIN_INSYNC_REPLICAS_CONFIG,
+    PREALLOCATE_CONFIG,
+    REMOTE_LOG_COPY_DISABLE_CONFIG,
+    REMOTE_LOG_DELETE_ON_DISABLE_CONFIG,
+    REMOTE_STORAGE_ENABLE_CONFIG,
+    RETENTION_BYTES_CONFIG,
+    RETENTION_MS_CONFIG,
+    SEGMENT_BYTES_CONFIG,
+    SEGMENT_INDEX_BYTES_CONFIG,
+    SEGMENT_JITTER_MS_CONFIG,
+    SEGMENT_MS_CONFIG,
+    UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG,
 )
 from pykbroker.protocol.errors import InvalidConfigurationError, KafkaError
 
@@ -76,223 +141,227 @@ H, M, L = "high", "medium", "low"
 TOPIC_CONFIG_DEF = (
     ConfigDef()
     .define(
-        "segment.bytes",
+        SEGMENT_BYTES_CONFIG,
         Type.INT,
         1024 * 1024 * 1024,
         at_least(14),
         H,
         "Segment file size of the log, in bytes: a new segment is rolled when the active one would exceed it.",
-        (_S("log.segment.bytes"),),
+        (_S(LOG_SEGMENT_BYTES_CONFIG),),
     )
     .define(
-        "segment.ms",
+        SEGMENT_MS_CONFIG,
         Type.LONG,
         7 * 24 * HOURS_TO_MS,
         at_least(1),
         M,
         "Time in ms after which the active segment is rolled even if it is not full.",
-        (_S("log.roll.ms"), _S("log.roll.hours", HOURS_TO_MS)),
+        (_S(LOG_ROLL_MS_CONFIG), _S(LOG_ROLL_HOURS_CONFIG, HOURS_TO_MS)),
     )
     .define(
-        "segment.jitter.ms",
+        SEGMENT_JITTER_MS_CONFIG,
         Type.LONG,
         0,
         at_least(0),
         M,
         "Maximum random jitter in ms subtracted from segment.ms, so that segments do not all roll at once.",
-        (_S("log.roll.jitter.ms"), _S("log.roll.jitter.hours", HOURS_TO_MS)),
+        (_S(LOG_ROLL_JITTER_MS_CONFIG), _S(LOG_ROLL_JITTER_HOURS_CONFIG, HOURS_TO_MS)),
     )
     .define(
-        "segment.index.bytes",
+        SEGMENT_INDEX_BYTES_CONFIG,
         Type.INT,
         10 * 1024 * 1024,
         at_least(4),
         M,
         "Size in bytes of the offset and time index files (preallocated, shrunk when the segment rolls).",
-        (_S("log.index.size.max.bytes"),),
+        (_S(LOG_INDEX_SIZE_MAX_BYTES_CONFIG),),
     )
     .define(
-        "flush.messages",
+        FLUSH_MESSAGES_CONFIG,
         Type.LONG,
         LONG_MAX,
         at_least(1),
         M,
         "Number of messages appended to a partition before its log is fsynced.",
-        (_S("log.flush.interval.messages"),),
+        (_S(LOG_FLUSH_INTERVAL_MESSAGES_CONFIG),),
     )
     .define(
-        "flush.ms",
+        FLUSH_MS_CONFIG,
         Type.LONG,
         LONG_MAX,
         at_least(0),
         M,
         "Maximum time in ms a message stays in the log before it is fsynced.",
-        (_S("log.flush.interval.ms"), _S("log.flush.scheduler.interval.ms")),
+        (_S(LOG_FLUSH_INTERVAL_MS_CONFIG), _S(LOG_FLUSH_SCHEDULER_INTERVAL_MS_CONFIG)),
     )
     .define(
-        "retention.bytes",
+        RETENTION_BYTES_CONFIG,
         Type.LONG,
         -1,
         None,
         M,
         "Maximum size in bytes of a partition before old segments are deleted (-1: no limit).",
-        (_S("log.retention.bytes"),),
+        (_S(LOG_RETENTION_BYTES_CONFIG),),
     )
     .define(
-        "retention.ms",
+        RETENTION_MS_CONFIG,
         Type.LONG,
         7 * 24 * HOURS_TO_MS,
         at_least(-1),
         M,
         "Maximum age in ms of a segment's newest record before the segment is deleted (-1: no limit).",
-        (_S("log.retention.ms"), _S("log.retention.minutes", MINUTES_TO_MS), _S("log.retention.hours", HOURS_TO_MS)),
+        (
+            _S(LOG_RETENTION_MS_CONFIG),
+            _S(LOG_RETENTION_MINUTES_CONFIG, MINUTES_TO_MS),
+            _S(LOG_RETENTION_HOURS_CONFIG, HOURS_TO_MS),
+        ),
     )
     .define(
-        "max.message.bytes",
+        MAX_MESSAGE_BYTES_CONFIG,
         Type.INT,
         1024 * 1024 + 12,
         at_least(0),
         M,
         "Largest record batch size in bytes the topic accepts (after compression).",
-        (_S("message.max.bytes"),),
+        (_S(MESSAGE_MAX_BYTES_CONFIG),),
     )
     .define(
-        "index.interval.bytes",
+        INDEX_INTERVAL_BYTES_CONFIG,
         Type.INT,
         4096,
         at_least(0),
         M,
         "Bytes of log appended between two offset index entries.",
-        (_S("log.index.interval.bytes"),),
+        (_S(LOG_INDEX_INTERVAL_BYTES_CONFIG),),
     )
     .define(
-        "delete.retention.ms",
+        DELETE_RETENTION_MS_CONFIG,
         Type.LONG,
         24 * HOURS_TO_MS,
         at_least(0),
         M,
         "Time in ms delete tombstones are kept on compacted topics.",
-        (_S("log.cleaner.delete.retention.ms"),),
+        (_S(LOG_CLEANER_DELETE_RETENTION_MS_CONFIG),),
     )
     .define(
-        "min.compaction.lag.ms",
+        MIN_COMPACTION_LAG_MS_CONFIG,
         Type.LONG,
         0,
         at_least(0),
         M,
         "Minimum time in ms a message stays uncompacted in the log.",
-        (_S("log.cleaner.min.compaction.lag.ms"),),
+        (_S(LOG_CLEANER_MIN_COMPACTION_LAG_MS_CONFIG),),
     )
     .define(
-        "max.compaction.lag.ms",
+        MAX_COMPACTION_LAG_MS_CONFIG,
         Type.LONG,
         LONG_MAX,
         at_least(1),
         M,
         "Maximum time in ms a message stays ineligible for compaction.",
-        (_S("log.cleaner.max.compaction.lag.ms"),),
+        (_S(LOG_CLEANER_MAX_COMPACTION_LAG_MS_CONFIG),),
     )
     .define(
-        "file.delete.delay.ms",
+        FILE_DELETE_DELAY_MS_CONFIG,
         Type.LONG,
         60000,
         at_least(0),
         M,
         "Time in ms to wait before deleting a file from the filesystem.",
-        (_S("log.segment.delete.delay.ms"),),
+        (_S(LOG_SEGMENT_DELETE_DELAY_MS_CONFIG),),
     )
     .define(
-        "min.cleanable.dirty.ratio",
+        MIN_CLEANABLE_DIRTY_RATIO_CONFIG,
         Type.DOUBLE,
         0.5,
         between(0, 1),
         M,
         "Minimum ratio of dirty log to total log for a log to be eligible for cleaning.",
-        (_S("log.cleaner.min.cleanable.ratio"),),
+        (_S(LOG_CLEANER_MIN_CLEANABLE_RATIO_CONFIG),),
     )
     .define(
-        "cleanup.policy",
+        CLEANUP_POLICY_CONFIG,
         Type.LIST,
         [CLEANUP_POLICY_DELETE],
         in_values(CLEANUP_POLICY_COMPACT, CLEANUP_POLICY_DELETE),
         M,
         "Retention policy of old segments: delete, compact, or both.",
-        (_S("log.cleanup.policy"),),
+        (_S(LOG_CLEANUP_POLICY_CONFIG),),
     )
     .define(
-        "unclean.leader.election.enable",
+        UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG,
         Type.BOOLEAN,
         False,
         None,
         M,
         "Whether replicas not in the ISR may be elected leader as a last resort, at the risk of data loss.",
-        (_S("unclean.leader.election.enable"),),
+        (_S(UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG),),
     )
     .define(
-        "min.insync.replicas",
+        MIN_INSYNC_REPLICAS_CONFIG,
         Type.INT,
         1,
         at_least(1),
         M,
         "Minimum number of in-sync replicas that must acknowledge an acks=all write.",
-        (_S("min.insync.replicas"),),
+        (_S(MIN_INSYNC_REPLICAS_CONFIG),),
     )
     .define(
-        "compression.type",
+        COMPRESSION_TYPE_CONFIG,
         Type.STRING,
         "producer",
         in_values(*COMPRESSION_TYPES),
         M,
         "Final compression type of the topic's batches ('producer' keeps the producer's codec).",
-        (_S("compression.type"),),
+        (_S(COMPRESSION_TYPE_CONFIG),),
     )
     .define(
-        "compression.gzip.level",
+        COMPRESSION_GZIP_LEVEL_CONFIG,
         Type.INT,
         -1,
         _level(1, 9, -1),
         M,
         "Compression level of gzip (1-9, -1 for the codec's default).",
-        (_S("compression.gzip.level"),),
+        (_S(COMPRESSION_GZIP_LEVEL_CONFIG),),
     )
     .define(
-        "compression.lz4.level",
+        COMPRESSION_LZ4_LEVEL_CONFIG,
         Type.INT,
         9,
         _level(1, 17),
         M,
         "Compression level of lz4 (1-17).",
-        (_S("compression.lz4.level"),),
+        (_S(COMPRESSION_LZ4_LEVEL_CONFIG),),
     )
     .define(
-        "compression.zstd.level",
+        COMPRESSION_ZSTD_LEVEL_CONFIG,
         Type.INT,
         3,
         _level(-131072, 22),
         M,
         "Compression level of zstd (-131072-22).",
-        (_S("compression.zstd.level"),),
+        (_S(COMPRESSION_ZSTD_LEVEL_CONFIG),),
     )
     .define(
-        "preallocate",
+        PREALLOCATE_CONFIG,
         Type.BOOLEAN,
         False,
         None,
         M,
         "Whether to preallocate the file of a new segment.",
-        (_S("log.preallocate"),),
+        (_S(LOG_PREALLOCATE_CONFIG),),
     )
     .define(
-        "message.timestamp.type",
+        MESSAGE_TIMESTAMP_TYPE_CONFIG,
         Type.STRING,
         "CreateTime",
         in_values(*TIMESTAMP_TYPES),
         M,
         "Whether record timestamps are the producer's (CreateTime) or the broker's (LogAppendTime).",
-        (_S("log.message.timestamp.type"),),
+        (_S(LOG_MESSAGE_TIMESTAMP_TYPE_CONFIG),),
     )
     .define(
-        "message.timestamp.difference.max.ms",
+        MESSAGE_TIMESTAMP_DIFFERENCE_MAX_MS_CONFIG,
         Type.LONG,
         LONG_MAX,
         at_least(0),
@@ -301,25 +370,25 @@ TOPIC_CONFIG_DEF = (
         (_S("log.message.timestamp.difference.max.ms"),),
     )
     .define(
-        "message.timestamp.before.max.ms",
+        MESSAGE_TIMESTAMP_BEFORE_MAX_MS_CONFIG,
         Type.LONG,
         LONG_MAX,
         at_least(0),
         M,
         "Maximum time in ms a CreateTime timestamp may lie before the broker's time.",
-        (_S("log.message.timestamp.before.max.ms"),),
+        (_S(LOG_MESSAGE_TIMESTAMP_BEFORE_MAX_MS_CONFIG),),
     )
     .define(
-        "message.timestamp.after.max.ms",
+        MESSAGE_TIMESTAMP_AFTER_MAX_MS_CONFIG,
         Type.LONG,
         LONG_MAX,
         at_least(0),
         M,
         "Maximum time in ms a CreateTime timestamp may lie after the broker's time.",
-        (_S("log.message.timestamp.after.max.ms"),),
+        (_S(LOG_MESSAGE_TIMESTAMP_AFTER_MAX_MS_CONFIG),),
     )
     .define(
-        "leader.replication.throttled.replicas",
+        LEADER_REPLICATION_THROTTLED_REPLICAS_CONFIG,
         Type.LIST,
         [],
         _throttled_replicas,
@@ -327,7 +396,7 @@ TOPIC_CONFIG_DEF = (
         "Replicas whose leader-side replication is throttled: partitionId:brokerId,... or '*'.",
     )
     .define(
-        "follower.replication.throttled.replicas",
+        FOLLOWER_REPLICATION_THROTTLED_REPLICAS_CONFIG,
         Type.LIST,
         [],
         _throttled_replicas,
@@ -335,16 +404,16 @@ TOPIC_CONFIG_DEF = (
         "Replicas whose follower-side replication is throttled: partitionId:brokerId,... or '*'.",
     )
     .define(
-        "message.downconversion.enable",
+        MESSAGE_DOWNCONVERSION_ENABLE_CONFIG,
         Type.BOOLEAN,
         True,
         None,
         L,
         "Whether records are down-converted for consumers using old fetch versions.",
-        (_S("log.message.downconversion.enable"),),
+        (_S(LOG_MESSAGE_DOWNCONVERSION_ENABLE_CONFIG),),
     )
     .define(
-        "remote.storage.enable",
+        REMOTE_STORAGE_ENABLE_CONFIG,
         Type.BOOLEAN,
         False,
         None,
@@ -352,7 +421,7 @@ TOPIC_CONFIG_DEF = (
         "Whether tiered storage is enabled for the topic (not supported: accepted and ignored).",
     )
     .define(
-        "local.retention.ms",
+        LOCAL_RETENTION_MS_CONFIG,
         Type.LONG,
         -2,
         at_least(-2),
@@ -361,7 +430,7 @@ TOPIC_CONFIG_DEF = (
         (_S("log.local.retention.ms"),),
     )
     .define(
-        "local.retention.bytes",
+        LOCAL_RETENTION_BYTES_CONFIG,
         Type.LONG,
         -2,
         at_least(-2),
@@ -370,7 +439,7 @@ TOPIC_CONFIG_DEF = (
         (_S("log.local.retention.bytes"),),
     )
     .define(
-        "remote.log.copy.disable",
+        REMOTE_LOG_COPY_DISABLE_CONFIG,
         Type.BOOLEAN,
         False,
         None,
@@ -378,7 +447,7 @@ TOPIC_CONFIG_DEF = (
         "With tiered storage, whether copying segments to remote storage is disabled.",
     )
     .define(
-        "remote.log.delete.on.disable",
+        REMOTE_LOG_DELETE_ON_DISABLE_CONFIG,
         Type.BOOLEAN,
         False,
         None,
@@ -423,29 +492,29 @@ class LogConfig:
         self._overridden = frozenset(overrides)
         self._default_sources: Mapping[str, str] = MappingProxyType(dict(_default_sources or {}))
         self._broker_defaults = _defaults
-        self.segment_bytes: int = values["segment.bytes"]
-        self.segment_ms: int = values["segment.ms"]
-        self.segment_jitter_ms: int = values["segment.jitter.ms"]
-        self.segment_index_bytes: int = values["segment.index.bytes"]
-        self.flush_interval_messages: int = values["flush.messages"]
-        self.flush_ms: int = values["flush.ms"]
-        self.retention_bytes: int = values["retention.bytes"]
-        self.retention_ms: int = values["retention.ms"]
-        self.max_message_bytes: int = values["max.message.bytes"]
-        self.index_interval_bytes: int = values["index.interval.bytes"]
-        self.file_delete_delay_ms: int = values["file.delete.delay.ms"]
-        self.delete_retention_ms: int = values["delete.retention.ms"]
-        self.min_compaction_lag_ms: int = values["min.compaction.lag.ms"]
-        self.max_compaction_lag_ms: int = values["max.compaction.lag.ms"]
-        self.min_cleanable_dirty_ratio: float = values["min.cleanable.dirty.ratio"]
-        self.cleanup_policy: list[str] = list(values["cleanup.policy"])
-        self.unclean_leader_election_enable: bool = values["unclean.leader.election.enable"]
-        self.min_insync_replicas: int = values["min.insync.replicas"]
-        self.compression_type: str = values["compression.type"]
-        self.preallocate: bool = values["preallocate"]
-        self.message_timestamp_type: str = values["message.timestamp.type"]
-        self.message_timestamp_before_max_ms: int = values["message.timestamp.before.max.ms"]
-        self.message_timestamp_after_max_ms: int = values["message.timestamp.after.max.ms"]
+        self.segment_bytes: int = values[SEGMENT_BYTES_CONFIG]
+        self.segment_ms: int = values[SEGMENT_MS_CONFIG]
+        self.segment_jitter_ms: int = values[SEGMENT_JITTER_MS_CONFIG]
+        self.segment_index_bytes: int = values[SEGMENT_INDEX_BYTES_CONFIG]
+        self.flush_interval_messages: int = values[FLUSH_MESSAGES_CONFIG]
+        self.flush_ms: int = values[FLUSH_MS_CONFIG]
+        self.retention_bytes: int = values[RETENTION_BYTES_CONFIG]
+        self.retention_ms: int = values[RETENTION_MS_CONFIG]
+        self.max_message_bytes: int = values[MAX_MESSAGE_BYTES_CONFIG]
+        self.index_interval_bytes: int = values[INDEX_INTERVAL_BYTES_CONFIG]
+        self.file_delete_delay_ms: int = values[FILE_DELETE_DELAY_MS_CONFIG]
+        self.delete_retention_ms: int = values[DELETE_RETENTION_MS_CONFIG]
+        self.min_compaction_lag_ms: int = values[MIN_COMPACTION_LAG_MS_CONFIG]
+        self.max_compaction_lag_ms: int = values[MAX_COMPACTION_LAG_MS_CONFIG]
+        self.min_cleanable_dirty_ratio: float = values[MIN_CLEANABLE_DIRTY_RATIO_CONFIG]
+        self.cleanup_policy: list[str] = list(values[CLEANUP_POLICY_CONFIG])
+        self.unclean_leader_election_enable: bool = values[UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG]
+        self.min_insync_replicas: int = values[MIN_INSYNC_REPLICAS_CONFIG]
+        self.compression_type: str = values[COMPRESSION_TYPE_CONFIG]
+        self.preallocate: bool = values[PREALLOCATE_CONFIG]
+        self.message_timestamp_type: str = values[MESSAGE_TIMESTAMP_TYPE_CONFIG]
+        self.message_timestamp_before_max_ms: int = values[MESSAGE_TIMESTAMP_BEFORE_MAX_MS_CONFIG]
+        self.message_timestamp_after_max_ms: int = values[MESSAGE_TIMESTAMP_AFTER_MAX_MS_CONFIG]
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
@@ -467,7 +536,7 @@ class LogConfig:
                     value = parse_type(syn.name, raw, key.type)
                     if syn.multiplier != 1:
                         value *= syn.multiplier
-                    if key.name == "retention.ms" and value < 0:
+                    if key.name == RETENTION_MS_CONFIG and value < 0:
                         value = -1  # KafkaConfig.logRetentionTimeMillis: any negative means forever
                     if key.validator is not None:
                         key.validator(syn.name, value)
@@ -495,8 +564,8 @@ class LogConfig:
                 parsed[name] = TOPIC_CONFIG_DEF.parse_value(name, value)
             except ConfigException as e:
                 raise _invalid_config(e) from None
-        lag_min = parsed.get("min.compaction.lag.ms", TOPIC_CONFIG_KEYS["min.compaction.lag.ms"].default)
-        lag_max = parsed.get("max.compaction.lag.ms", TOPIC_CONFIG_KEYS["max.compaction.lag.ms"].default)
+        lag_min = parsed.get(MIN_COMPACTION_LAG_MS_CONFIG, TOPIC_CONFIG_KEYS[MIN_COMPACTION_LAG_MS_CONFIG].default)
+        lag_max = parsed.get(MAX_COMPACTION_LAG_MS_CONFIG, TOPIC_CONFIG_KEYS[MAX_COMPACTION_LAG_MS_CONFIG].default)
         if lag_min > lag_max:
             raise InvalidConfigurationError(
                 f"conflict topic config setting min.compaction.lag.ms ({lag_min}) > max.compaction.lag.ms ({lag_max})"

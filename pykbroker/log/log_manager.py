@@ -17,6 +17,18 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from pykbroker.config.broker_configs.replication_configs import REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS_CONFIG
+from pykbroker.config.broker_configs.server_log_configs import (
+    LOG_FLUSH_OFFSET_CHECKPOINT_INTERVAL_MS_CONFIG,
+    LOG_FLUSH_SCHEDULER_INTERVAL_MS_CONFIG,
+    LOG_FLUSH_START_OFFSET_CHECKPOINT_INTERVAL_MS_CONFIG,
+    LOG_INITIAL_TASK_DELAY_MS_CONFIG,
+    LOG_RETENTION_CHECK_INTERVAL_MS_CONFIG,
+)
+from pykbroker.config.broker_configs.transaction_configs import (
+    PRODUCER_ID_EXPIRATION_MS_CONFIG,
+    TRANSACTION_PARTITION_VERIFICATION_ENABLE_CONFIG,
+)
 from pykbroker.log.checkpoints import (
     CLEAN_SHUTDOWN_FILE,
     LOG_START_OFFSET_CHECKPOINT_FILE,
@@ -156,15 +168,17 @@ class LogManager:
             LogConfig.from_broker_config(broker_props),
             scheduler,
             time,
-            retention_check_ms=get("log.retention.check.interval.ms", 300_000),
-            flush_check_ms=get("log.flush.scheduler.interval.ms", LONG_MAX),
-            flush_recovery_offset_checkpoint_ms=get("log.flush.offset.checkpoint.interval.ms", 60_000),
-            flush_start_offset_checkpoint_ms=get("log.flush.start.offset.checkpoint.interval.ms", 60_000),
-            high_watermark_checkpoint_ms=get("replica.high.watermark.checkpoint.interval.ms", 5_000),
-            initial_task_delay_ms=get("log.initial.task.delay.ms", 30_000),
-            producer_id_expiration_ms=get("producer.id.expiration.ms", DEFAULT_PRODUCER_ID_EXPIRATION_MS),
+            retention_check_ms=get(LOG_RETENTION_CHECK_INTERVAL_MS_CONFIG, 300_000),
+            flush_check_ms=get(LOG_FLUSH_SCHEDULER_INTERVAL_MS_CONFIG, LONG_MAX),
+            flush_recovery_offset_checkpoint_ms=get(LOG_FLUSH_OFFSET_CHECKPOINT_INTERVAL_MS_CONFIG, 60_000),
+            flush_start_offset_checkpoint_ms=get(LOG_FLUSH_START_OFFSET_CHECKPOINT_INTERVAL_MS_CONFIG, 60_000),
+            high_watermark_checkpoint_ms=get(REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS_CONFIG, 5_000),
+            initial_task_delay_ms=get(LOG_INITIAL_TASK_DELAY_MS_CONFIG, 30_000),
+            producer_id_expiration_ms=get(PRODUCER_ID_EXPIRATION_MS_CONFIG, DEFAULT_PRODUCER_ID_EXPIRATION_MS),
             producer_id_expiration_check_ms=get("producer.id.expiration.check.interval.ms", 600_000),
-            transaction_verification_enabled=str(broker_props.get("transaction.partition.verification.enable", True))
+            transaction_verification_enabled=str(
+                broker_props.get(TRANSACTION_PARTITION_VERIFICATION_ENABLE_CONFIG, True)
+            )
             .strip()
             .lower()
             != "false",

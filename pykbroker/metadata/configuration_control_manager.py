@@ -15,6 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from pykbroker.config.topic_config import (
+    CLEANUP_POLICY_CONFIG,
+    FOLLOWER_REPLICATION_THROTTLED_REPLICAS_CONFIG,
+    LEADER_REPLICATION_THROTTLED_REPLICAS_CONFIG,
+    UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG,
+)
 from pykbroker.metadata.controller_result import ControllerResult, api_error
 from pykbroker.metadata.records import (
     CONFIG_RECORD,
@@ -33,7 +39,11 @@ SOURCE_STATIC_BROKER_CONFIG = 4
 SOURCE_DEFAULT_CONFIG = 5
 
 TOPIC_LIST_CONFIGS = frozenset(
-    {"cleanup.policy", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
+    {
+        CLEANUP_POLICY_CONFIG,
+        LEADER_REPLICATION_THROTTLED_REPLICAS_CONFIG,
+        FOLLOWER_REPLICATION_THROTTLED_REPLICAS_CONFIG,
+    }
 )
 
 
@@ -50,7 +60,7 @@ class ConfigSchema:
     def unclean_leader_election_enabled(self, overrides: dict[str, str]) -> bool:
         """``unclean.leader.election.enable`` for a topic with ``overrides`` (the default schema: the
         override, else Kafka's default false)."""
-        return overrides.get("unclean.leader.election.enable", "false").strip().lower() == "true"
+        return overrides.get(UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG, "false").strip().lower() == "true"
 
     def effective_topic_configs(self, overrides: dict[str, str]) -> list[dict]:
         """CreateTopics ``configs`` entries ``{name, value, read_only, config_source, is_sensitive}``

@@ -23,12 +23,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import start_wsgi_server
 from prometheus_client.registry import Collector
 
+from pykbroker.config.broker_configs.server_configs import PROMETHEUS_METRICS_LISTENER_CONFIG
 from pykbroker.metrics.jmx_names import COUNTER, GAUGE, QUANTILES, SUMMARY, PrometheusName, to_prometheus
 from pykbroker.metrics.reporter import MetricsReporter
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.metrics import Gauge, GaugeFamily, Histogram, IdleRatio, Meter, MetricsRegistry
 
-LISTENER_CONFIG = "prometheus.metrics.listener"
+LISTENER_CONFIG = PROMETHEUS_METRICS_LISTENER_CONFIG
 DEFAULT_LISTENER = "0.0.0.0:9404"
 
 _QUANTILE_LEVELS = tuple(p for _, p in QUANTILES)

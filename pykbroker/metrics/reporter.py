@@ -12,11 +12,10 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
+from pykbroker.config.broker_configs.server_configs import METRIC_REPORTERS_CONFIG
 from pykbroker.config.config_def import ConfigException
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.metrics import MetricsRegistry
-
-METRIC_REPORTERS = "metric.reporters"
 
 # Kafka's own JMX reporter (the default of metric.reporters in Kafka 4.0): there is no JMX in Python, so
 # a configuration copied from Kafka that names it starts with a warning instead of failing.
@@ -41,9 +40,11 @@ def load_reporter_class(class_name: str, value: str) -> type:
             raise ImportError(class_name)
         cls = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError):
-        raise ConfigException(METRIC_REPORTERS, value, f"Class {class_name} cannot be found") from None
+        raise ConfigException(METRIC_REPORTERS_CONFIG, value, f"Class {class_name} cannot be found") from None
     if not (isinstance(cls, type) and issubclass(cls, MetricsReporter)):
-        raise ConfigException(METRIC_REPORTERS, value, f"{class_name} is not an instance of {MetricsReporter.__name__}")
+        raise ConfigException(
+            METRIC_REPORTERS_CONFIG, value, f"{class_name} is not an instance of {MetricsReporter.__name__}"
+        )
     return cls
 
 

@@ -36,6 +36,20 @@ import threading
 from collections.abc import Callable
 from typing import Any, cast
 
+from pykbroker.config.broker_configs.quota_configs import QUOTA_WINDOW_NUM_CONFIG, QUOTA_WINDOW_SIZE_SECONDS_CONFIG
+from pykbroker.config.broker_configs.socket_server_configs import (
+    CONNECTIONS_MAX_IDLE_MS_CONFIG,
+    MAX_CONNECTION_CREATION_RATE_CONFIG,
+    MAX_CONNECTIONS_CONFIG,
+    MAX_CONNECTIONS_PER_IP_CONFIG,
+    NUM_NETWORK_THREADS_CONFIG,
+    QUEUED_MAX_REQUEST_BYTES_CONFIG,
+    QUEUED_MAX_REQUESTS_CONFIG,
+    SOCKET_LISTEN_BACKLOG_SIZE_CONFIG,
+    SOCKET_RECEIVE_BUFFER_BYTES_CONFIG,
+    SOCKET_REQUEST_MAX_BYTES_CONFIG,
+    SOCKET_SEND_BUFFER_BYTES_CONFIG,
+)
 from pykbroker.config.endpoint import EndPoint
 from pykbroker.network.accept import accept_batch
 from pykbroker.network.channel import (
@@ -130,24 +144,24 @@ class SocketServerConfig:
     def from_kafka_config(cls, config) -> SocketServerConfig:
         return cls(
             node_id=config.node_id,
-            num_network_threads=config["num.network.threads"],
-            queued_max_requests=config["queued.max.requests"],
-            socket_send_buffer_bytes=config["socket.send.buffer.bytes"],
-            socket_receive_buffer_bytes=config["socket.receive.buffer.bytes"],
-            socket_request_max_bytes=config["socket.request.max.bytes"],
-            socket_listen_backlog_size=config["socket.listen.backlog.size"],
-            connections_max_idle_ms=config["connections.max.idle.ms"],
-            max_connections_per_ip=config["max.connections.per.ip"],
+            num_network_threads=config[NUM_NETWORK_THREADS_CONFIG],
+            queued_max_requests=config[QUEUED_MAX_REQUESTS_CONFIG],
+            socket_send_buffer_bytes=config[SOCKET_SEND_BUFFER_BYTES_CONFIG],
+            socket_receive_buffer_bytes=config[SOCKET_RECEIVE_BUFFER_BYTES_CONFIG],
+            socket_request_max_bytes=config[SOCKET_REQUEST_MAX_BYTES_CONFIG],
+            socket_listen_backlog_size=config[SOCKET_LISTEN_BACKLOG_SIZE_CONFIG],
+            connections_max_idle_ms=config[CONNECTIONS_MAX_IDLE_MS_CONFIG],
+            max_connections_per_ip=config[MAX_CONNECTIONS_PER_IP_CONFIG],
             max_connections_per_ip_overrides=config.max_connections_per_ip_overrides,
-            max_connections=config["max.connections"],
+            max_connections=config[MAX_CONNECTIONS_CONFIG],
             data_plane_listeners=config.data_plane_listeners,
             control_plane_listener=config.control_plane_listener,
             inter_broker_listener_name=config.inter_broker_listener_name,
-            queued_max_request_bytes=config["queued.max.request.bytes"],
-            max_connection_creation_rate=config["max.connection.creation.rate"],
+            queued_max_request_bytes=config[QUEUED_MAX_REQUEST_BYTES_CONFIG],
+            max_connection_creation_rate=config[MAX_CONNECTION_CREATION_RATE_CONFIG],
             listener_connection_creation_rates=config.listener_connection_creation_rates,
-            quota_window_num=config["quota.window.num"],
-            quota_window_size_seconds=config["quota.window.size.seconds"],
+            quota_window_num=config[QUOTA_WINDOW_NUM_CONFIG],
+            quota_window_size_seconds=config[QUOTA_WINDOW_SIZE_SECONDS_CONFIG],
         )
 
 

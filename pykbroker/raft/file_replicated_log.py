@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pykbroker.config.topic_config import RETENTION_BYTES_CONFIG, RETENTION_MS_CONFIG, SEGMENT_BYTES_CONFIG
 from pykbroker.log.fetch_data_info import FetchIsolation
 from pykbroker.log.log_config import LogConfig
 from pykbroker.log.producer_state_entry import AppendOrigin
@@ -86,9 +87,9 @@ class FileReplicatedLog(ReplicatedLog):
         cls, metadata_log_dir: str, time: Time = SYSTEM, segment_bytes: int | None = None, scheduler=None
     ) -> FileReplicatedLog:
         """Open or create ``<metadata_log_dir>/__cluster_metadata-0`` (recovering it if needed)."""
-        overrides = {"retention.ms": -1, "retention.bytes": -1}
+        overrides = {RETENTION_MS_CONFIG: -1, RETENTION_BYTES_CONFIG: -1}
         if segment_bytes is not None:
-            overrides["segment.bytes"] = segment_bytes
+            overrides[SEGMENT_BYTES_CONFIG] = segment_bytes
         directory = os.path.join(metadata_log_dir, f"{METADATA_TOPIC}-{METADATA_PARTITION}")
         os.makedirs(directory, exist_ok=True)
         snapshots = _recover_snapshots(directory)

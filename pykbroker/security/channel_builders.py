@@ -24,6 +24,7 @@ map entry works too.
 
 from __future__ import annotations
 
+from pykbroker.config.broker_configs.security_configs import SASL_ENABLED_MECHANISMS_CONFIG
 from pykbroker.config.config_def import ConfigException
 from pykbroker.security.jaas import parse_jaas_config
 from pykbroker.security.oauthbearer import MECHANISM as OAUTHBEARER
@@ -64,7 +65,7 @@ def authenticator_factories(endpoints, originals: dict, scram_credentials) -> di
         if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
             continue
         listener = ep.listener_name
-        raw = _listener_value(originals, listener, "sasl.enabled.mechanisms", "GSSAPI")
+        raw = _listener_value(originals, listener, SASL_ENABLED_MECHANISMS_CONFIG, "GSSAPI")
         names = [m.strip() for m in (raw if isinstance(raw, list) else str(raw).split(",")) if m.strip()]
         mechanisms = [m for m in names if m in SUPPORTED_MECHANISMS]
         for m in names:

@@ -33,6 +33,33 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from pykbroker.config.broker_configs.group_coordinator_configs import (
+    OFFSETS_COMMIT_REQUIRED_ACKS_CONFIG,
+    OFFSETS_COMMIT_TIMEOUT_MS_CONFIG,
+    OFFSETS_RETENTION_CHECK_INTERVAL_MS_CONFIG,
+    OFFSETS_RETENTION_MINUTES_CONFIG,
+    OFFSETS_TOPIC_NUM_PARTITIONS_CONFIG,
+)
+from pykbroker.config.broker_configs.kraft_configs import (
+    BROKER_HEARTBEAT_INTERVAL_MS_CONFIG,
+    BROKER_SESSION_TIMEOUT_MS_CONFIG,
+)
+from pykbroker.config.broker_configs.quota_configs import QUOTA_WINDOW_NUM_CONFIG, QUOTA_WINDOW_SIZE_SECONDS_CONFIG
+from pykbroker.config.broker_configs.server_configs import (
+    BACKGROUND_THREADS_CONFIG,
+    BROKER_RACK_CONFIG,
+    MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS_CONFIG,
+    MAX_REQUEST_PARTITION_SIZE_LIMIT_CONFIG,
+    NUM_IO_THREADS_CONFIG,
+    REQUEST_TIMEOUT_MS_CONFIG,
+)
+from pykbroker.config.broker_configs.server_log_configs import (
+    AUTO_CREATE_TOPICS_ENABLE_CONFIG,
+    LOG_CLEANER_BACKOFF_MS_CONFIG,
+    LOG_CLEANER_ENABLE_CONFIG,
+)
+from pykbroker.config.broker_configs.socket_server_configs import LISTENERS_CONFIG
+from pykbroker.config.broker_configs.transaction_configs import TRANSACTION_PARTITION_VERIFICATION_ENABLE_CONFIG
 from pykbroker.config.kafka_config import KafkaConfig
 from pykbroker.coordinator.group.group_coordinator import GroupCoordinator
 from pykbroker.coordinator.group.group_metadata_manager import GroupMetadataManager
@@ -164,12 +191,12 @@ class BrokerServer:
     def start_storage(self) -> None:
         """The scheduler, then every partition log (recovered after an unclean shutdown)."""
         config = self.config
-        self.scheduler = KafkaScheduler(config["background.threads"], "kafka-scheduler-")
+        self.scheduler = KafkaScheduler(config[BACKGROUND_THREADS_CONFIG], "kafka-scheduler-")
         self.scheduler.startup()
         self.log_manager = LogManager.from_broker_config(config.log_dirs, config.values, self.scheduler, self.time)
         self.log_manager.startup()
         self.log_cleaner = LogCleaner(
-            self.log_manager, self.time, config["log.cleaner.backoff.ms"], config["log.cleaner.enable"]
+            self.log_manager, self.time, config[LOG_CLEANER_BACKOFF_MS_CONFIG], config[LOG_CLEANER_ENABLE_CONFIG]
         )
         self.log_cleaner.startup(self.scheduler)
 
@@ -185,7 +212,7 @@ class BrokerServer:
             self.metadata_cache,
             config.inter_broker_listener_name,
             self.time,
-            config["request.timeout.ms"],
+            config[REQUEST_TIMEOUT_MS_CONFIG],
             security=self.inter_broker_security,
         )
         # A broker of a cluster halts when no log dir is left (Kafka's Exit.halt), so that its leaderships
@@ -202,7 +229,7 @@ class BrokerServer:
             broker_epoch=lambda: self.broker_epoch,
             inter_broker_security=self.inter_broker_security,
             add_partitions_to_txn_manager=self.txn_verifier,
-            transaction_verification_enabled=bool(config["transaction.partition.verification.enable"]),
+            transaction_verification_enabled=bool(config[TRANSACTION_PARTITION_VERIFICATION_ENABLE_CONFIG]),
         )
         self.replica_manager.startup(self.scheduler)
         self.publisher = BrokerMetadataPublisher(
@@ -228,7 +255,7 @@ class BrokerServer:
         self.lifecycle_manager = BrokerLifecycleManager(
             self.node_id,
             channel,
-            config["broker.heartbeat.interval.ms"],
+            config[BROKER_HEARTBEAT_INTERVAL_MS_CONFIG],
             lambda: cache.image.offset,
         )
         try:
@@ -286,9 +313,9 @@ class BrokerServer:
             "broker_id": self.node_id,
             "cluster_id": self.shared.cluster_id,
             "incarnation_id": uuid.uuid4(),
-            "listeners": listeners,
+            LISTENERS_CONFIG: listeners,
             "features": supported_features_request(),
-            "rack": self.config["broker.rack"],
+            "rack": self.config[BROKER_RACK_CONFIG],
             "log_dirs": [],
         }
 
@@ -303,7 +330,7 @@ class BrokerServer:
         authorizer = create_authorizer(config, lambda: cache.image)
         # Client quotas (server/quotas): limits from the metadata image now and on every change.
         self.quota_managers = QuotaManagers(
-            config["quota.window.num"], config["quota.window.size.seconds"], self.time, self.metrics
+            config[QUOTA_WINDOW_NUM_CONFIG], config[QUOTA_WINDOW_SIZE_SECONDS_CONFIG], self.time, self.metrics
         )
         publisher.quota_managers = self.quota_managers
         self.quota_managers.update_quotas(cache.image.client_quotas)
@@ -318,11 +345,11 @@ class BrokerServer:
         self.group_metadata_manager = GroupMetadataManager(
             rm,
             log_manager,
-            config["offsets.topic.num.partitions"],
+            config[OFFSETS_TOPIC_NUM_PARTITIONS_CONFIG],
             self.time,
-            config["offsets.retention.minutes"] * 60 * 1000,
-            required_acks=config["offsets.commit.required.acks"],
-            commit_timeout_ms=config["offsets.commit.timeout.ms"],
+            config[OFFSETS_RETENTION_MINUTES_CONFIG] * 60 * 1000,
+            required_acks=config[OFFSETS_COMMIT_REQUIRED_ACKS_CONFIG],
+            commit_timeout_ms=config[OFFSETS_COMMIT_TIMEOUT_MS_CONFIG],
         )
         self.group_coordinator = GroupCoordinator(self.node_id, config, self.group_metadata_manager, self.time)
         self.group_coordinator.consumer.image = lambda: cache.image
@@ -337,8 +364,8 @@ class BrokerServer:
         scheduler.schedule(
             "delete-expired-group-metadata",
             self.group_metadata_manager.cleanup_expired_offsets,
-            config["offsets.retention.check.interval.ms"],
-            config["offsets.retention.check.interval.ms"],
+            config[OFFSETS_RETENTION_CHECK_INTERVAL_MS_CONFIG],
+            config[OFFSETS_RETENTION_CHECK_INTERVAL_MS_CONFIG],
         )
         if self.single_node:
             assert self.controller_server is not None
@@ -358,7 +385,7 @@ class BrokerServer:
             self.node_id,
             self.socket_server.data_plane_request_channel,
             self.data_plane_apis,
-            config["num.io.threads"],
+            config[NUM_IO_THREADS_CONFIG],
             DATA_PLANE,
             self.metrics,
             self.time,
@@ -400,7 +427,7 @@ class BrokerServer:
             config.inter_broker_listener_name,
             state_manager,
             self.time,
-            config["request.timeout.ms"],
+            config[REQUEST_TIMEOUT_MS_CONFIG],
             100,
             security=self.inter_broker_security,
         )
@@ -445,9 +472,9 @@ class BrokerServer:
         )
         return [
             MetadataHandler(
-                helper, cache, self._auto_create_topics if self.config["auto.create.topics.enable"] else None
+                helper, cache, self._auto_create_topics if self.config[AUTO_CREATE_TOPICS_ENABLE_CONFIG] else None
             ),
-            DescribeTopicPartitionsHandler(helper, cache, self.config["max.request.partition.size.limit"]),
+            DescribeTopicPartitionsHandler(helper, cache, self.config[MAX_REQUEST_PARTITION_SIZE_LIMIT_CONFIG]),
             ProduceHandler(helper, rm, cache),
             FetchHandler(
                 helper,
@@ -455,7 +482,9 @@ class BrokerServer:
                 cache,
                 FetchManager(
                     FetchSessionCache(
-                        self.config["max.incremental.fetch.session.cache.slots"], num_shards=8, metrics=self.metrics
+                        self.config[MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS_CONFIG],
+                        num_shards=8,
+                        metrics=self.metrics,
                     ),
                     self.time,
                 ),
@@ -524,7 +553,7 @@ class BrokerServer:
             return
         self.log.info("Beginning controlled shutdown.")
         lifecycle.begin_controlled_shutdown()
-        if not lifecycle.shutdown_ready.wait(self.config["broker.session.timeout.ms"] / 1000.0):
+        if not lifecycle.shutdown_ready.wait(self.config[BROKER_SESSION_TIMEOUT_MS_CONFIG] / 1000.0):
             self.log.warning("The controller did not answer the controlled shutdown in time; shutting down")
 
     def shutdown(self, log_error: Callable[[str, Exception], None]) -> None:

@@ -15,6 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pykbroker.config.broker_configs.kraft_configs import BROKER_SESSION_TIMEOUT_MS_CONFIG
+from pykbroker.config.broker_configs.quota_configs import QUOTA_WINDOW_NUM_CONFIG, QUOTA_WINDOW_SIZE_SECONDS_CONFIG
+from pykbroker.config.broker_configs.replication_configs import (
+    AUTO_LEADER_REBALANCE_ENABLE_CONFIG,
+    DEFAULT_REPLICATION_FACTOR_CONFIG,
+    LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS_CONFIG,
+)
+from pykbroker.config.broker_configs.server_configs import DELETE_TOPIC_ENABLE_CONFIG
+from pykbroker.config.broker_configs.server_log_configs import NUM_PARTITIONS_CONFIG
 from pykbroker.config.group_config import GroupConfigDefaults
 from pykbroker.config.kafka_config import KafkaConfig
 from pykbroker.log.log_config import LogConfig
@@ -72,7 +81,9 @@ class ControllerServer:
         #: an Envelope (KIP-590, KIP-599), fed with the committed client quotas by the ClientQuotaPublisher (a
         #: combined node's controller listener uses the broker's managers); started by :meth:`startup`
         self.quota_managers: QuotaManagers | None = (
-            None if is_broker else QuotaManagers(config["quota.window.num"], config["quota.window.size.seconds"], time)
+            None
+            if is_broker
+            else QuotaManagers(config[QUOTA_WINDOW_NUM_CONFIG], config[QUOTA_WINDOW_SIZE_SECONDS_CONFIG], time)
         )
 
     def startup(self, log_defaults: LogConfig, metadata_image: Callable) -> None:
@@ -88,8 +99,8 @@ class ControllerServer:
             shared.raft,
             shared.cluster_id,
             self.time,
-            default_num_partitions=config["num.partitions"],
-            default_replication_factor=config["default.replication.factor"],
+            default_num_partitions=config[NUM_PARTITIONS_CONFIG],
+            default_replication_factor=config[DEFAULT_REPLICATION_FACTOR_CONFIG],
             config_schema=LogConfigSchema(log_defaults, GroupConfigDefaults.from_broker_config(config)),
             # formatted before pykbroker had feature versions (meta.properties alone, or SCRAM records only):
             # the levels that pykbroker wrote then
@@ -98,13 +109,13 @@ class ControllerServer:
             else LATEST_PRODUCTION_METADATA_VERSION,
             bootstrap_features={} if legacy else None,
             bootstrap_records=records,
-            delete_topic_enable=config["delete.topic.enable"],
+            delete_topic_enable=config[DELETE_TOPIC_ENABLE_CONFIG],
             # The single-node mode has no heartbeats: its broker is unfenced at registration.
             unfence_on_register=shared.single_node,
-            session_timeout_ms=config["broker.session.timeout.ms"],
+            session_timeout_ms=config[BROKER_SESSION_TIMEOUT_MS_CONFIG],
             leader_imbalance_check_interval_ms=(
-                config["leader.imbalance.check.interval.seconds"] * 1000
-                if config["auto.leader.rebalance.enable"]
+                config[LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS_CONFIG] * 1000
+                if config[AUTO_LEADER_REBALANCE_ENABLE_CONFIG]
                 else None
             ),
         )

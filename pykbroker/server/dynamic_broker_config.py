@@ -42,6 +42,16 @@ from __future__ import annotations
 
 import threading
 
+from pykbroker.config.broker_configs.replication_configs import NUM_REPLICA_FETCHERS_CONFIG
+from pykbroker.config.broker_configs.server_configs import NUM_IO_THREADS_CONFIG
+from pykbroker.config.broker_configs.server_log_configs import LOG_CLEANER_ENABLE_CONFIG, LOG_CLEANER_THREADS_CONFIG
+from pykbroker.config.broker_configs.socket_server_configs import (
+    MAX_CONNECTION_CREATION_RATE_CONFIG,
+    MAX_CONNECTIONS_CONFIG,
+    MAX_CONNECTIONS_PER_IP_CONFIG,
+    MAX_CONNECTIONS_PER_IP_OVERRIDES_CONFIG,
+    NUM_NETWORK_THREADS_CONFIG,
+)
 from pykbroker.config.config_def import ConfigException
 from pykbroker.config.dynamic_broker_config_def import (
     DYNAMIC_SECURITY_KEYS,
@@ -165,8 +175,11 @@ class DynamicBrokerConfig:
         if changed & THREAD_POOL_KEYS:  # DynamicThreadPool.validateReconfiguration
             for key in sorted(THREAD_POOL_KEYS):
                 self._check_thread_count(key, self._value(old, key), self._value(new, key))
-        if changed & LOG_CLEANER_KEYS and self._value(old, "log.cleaner.enable"):  # LogCleaner's
-            current, threads = self._value(old, "log.cleaner.threads"), self._value(new, "log.cleaner.threads")
+        if changed & LOG_CLEANER_KEYS and self._value(old, LOG_CLEANER_ENABLE_CONFIG):  # LogCleaner's
+            current, threads = (
+                self._value(old, LOG_CLEANER_THREADS_CONFIG),
+                self._value(new, LOG_CLEANER_THREADS_CONFIG),
+            )
             if threads < 1:
                 raise ConfigException("Log cleaner threads should be at least 1")
             if threads < current // 2:
@@ -179,13 +192,13 @@ class DynamicBrokerConfig:
                 )
         for endpoint in self._data_plane_listeners():  # DataPlaneAcceptor.validateReconfiguration
             listener = endpoint.listener_name
-            threads = self._value(new, "num.network.threads", listener)
+            threads = self._value(new, NUM_NETWORK_THREADS_CONFIG, listener)
             current = self.socket_server.processor_count(listener)
-            if threads != self._value(old, "num.network.threads", listener):
-                self._check_thread_count("num.network.threads", current, threads)
+            if threads != self._value(old, NUM_NETWORK_THREADS_CONFIG, listener):
+                self._check_thread_count(NUM_NETWORK_THREADS_CONFIG, current, threads)
         for endpoint in self.config.listeners:  # ListenerConnectionQuota.validateReconfiguration
             listener = endpoint.listener_name
-            keys = ("max.connections", "max.connection.creation.rate")
+            keys = (MAX_CONNECTIONS_CONFIG, MAX_CONNECTION_CREATION_RATE_CONFIG)
             if any(self._value(old, k, listener) != self._value(new, k, listener) for k in keys):
                 for key in keys:
                     if (value := self._value(new, key, listener)) <= 0:
@@ -285,24 +298,24 @@ class DynamicBrokerConfig:
                 )
             except Exception as e:  # noqa: BLE001 - a bad stored value must not stop the publisher
                 _log.error("Could not apply the dynamic log configs", error=str(e))
-        if "num.io.threads" in changed and self.handler_pool is not None:
-            threads = self._value(new, "num.io.threads")
+        if NUM_IO_THREADS_CONFIG in changed and self.handler_pool is not None:
+            threads = self._value(new, NUM_IO_THREADS_CONFIG)
             if threads != len(self.handler_pool.handlers):
                 self.handler_pool.resize(threads)
-        if "num.replica.fetchers" in changed and self.replica_fetcher_manager is not None:
-            self.replica_fetcher_manager.resize_thread_pool(self._value(new, "num.replica.fetchers"))
+        if NUM_REPLICA_FETCHERS_CONFIG in changed and self.replica_fetcher_manager is not None:
+            self.replica_fetcher_manager.resize_thread_pool(self._value(new, NUM_REPLICA_FETCHERS_CONFIG))
         if self.connection_quotas is not None and changed & {
-            "max.connections",
-            "max.connections.per.ip",
-            "max.connections.per.ip.overrides",
+            MAX_CONNECTIONS_CONFIG,
+            MAX_CONNECTIONS_PER_IP_CONFIG,
+            MAX_CONNECTIONS_PER_IP_OVERRIDES_CONFIG,
         }:
             overrides = KafkaConfig({**self.static_originals, **new}).max_connections_per_ip_overrides
             self.connection_quotas.update(
-                max_connections_per_ip=self._value(new, "max.connections.per.ip"),
+                max_connections_per_ip=self._value(new, MAX_CONNECTIONS_PER_IP_CONFIG),
                 overrides=overrides,
-                max_connections=self._value(new, "max.connections"),
+                max_connections=self._value(new, MAX_CONNECTIONS_CONFIG),
             )
-        rate_key = "max.connection.creation.rate"
+        rate_key = MAX_CONNECTION_CREATION_RATE_CONFIG
         if self.connection_quotas is not None and any(k == rate_key or k.endswith("." + rate_key) for k in changed):
             listeners = [a.endpoint.listener_name for a in self.socket_server.acceptors] if self.socket_server else []
             self.connection_quotas.update_connection_creation_rates(
@@ -310,7 +323,7 @@ class DynamicBrokerConfig:
             )
         for endpoint in self._data_plane_listeners():
             listener = endpoint.listener_name
-            threads = self._value(new, "num.network.threads", listener)
+            threads = self._value(new, NUM_NETWORK_THREADS_CONFIG, listener)
             if threads != self.socket_server.processor_count(listener):
                 self.socket_server.resize_processors(listener, threads)
         for listener, (context, certificate) in contexts.items():

@@ -35,6 +35,16 @@ import os
 import socket
 import threading
 
+from pykbroker.config.broker_configs.kraft_configs import (
+    CONTROLLER_QUORUM_VOTERS_CONFIG,
+    INITIAL_BROKER_REGISTRATION_TIMEOUT_MS_CONFIG,
+    SASL_MECHANISM_CONTROLLER_PROTOCOL_CONFIG,
+)
+from pykbroker.config.broker_configs.security_configs import (
+    SASL_MECHANISM_INTER_BROKER_PROTOCOL_CONFIG,
+    SASL_SERVER_MAX_RECEIVE_SIZE_CONFIG,
+)
+from pykbroker.config.broker_configs.server_configs import METRIC_REPORTERS_CONFIG
 from pykbroker.config.config_def import ConfigException
 from pykbroker.config.endpoint import EndPoint
 from pykbroker.config.kafka_config import KafkaConfig
@@ -112,7 +122,7 @@ class KafkaRaftServer:
         for key in config.unknown_keys:
             self.log.warning(f"The configuration '{key}' was supplied but isn't a known config.")
         self._check_voters()
-        waits = StartupWaits(self.time, config["initial.broker.registration.timeout.ms"], lambda: self.fatal_error)
+        waits = StartupWaits(self.time, config[INITIAL_BROKER_REGISTRATION_TIMEOUT_MS_CONFIG], lambda: self.fatal_error)
         socket_server = self._start_listeners()
         self._lock_and_format()
         assert self.cluster_id is not None
@@ -182,7 +192,7 @@ class KafkaRaftServer:
             assert controller is not None and controller.controller is not None
             if not controller.controller.wait_for_active(waits.timeout):
                 raise StartupError(
-                    f"Timed out after {config['initial.broker.registration.timeout.ms']} ms waiting for "
+                    f"Timed out after {config[INITIAL_BROKER_REGISTRATION_TIMEOUT_MS_CONFIG]} ms waiting for "
                     "the metadata quorum controller to become active"
                 )
 
@@ -216,7 +226,7 @@ class KafkaRaftServer:
         the data directories: a port in use stops start-up there (StartupError). ``metric.reporters``: an
         unknown class is a ConfigException before anything is bound."""
         config = self.config
-        reporters = create_reporters(config["metric.reporters"], config.values)
+        reporters = create_reporters(config[METRIC_REPORTERS_CONFIG], config.values)
         sconfig = SocketServerConfig.from_kafka_config(config)
         endpoints = [*config.data_plane_listeners, *filter(None, [config.control_plane_listener])]
         authenticators = authenticator_factories(endpoints, config.originals, self.scram_credentials.lookup)
@@ -229,7 +239,7 @@ class KafkaRaftServer:
                 self.time,
                 authenticator_factories=authenticators,
                 transport_factories=transport_factories(endpoints, config.originals),
-                sasl_max_receive_size=config["sasl.server.max.receive.size"],
+                sasl_max_receive_size=config[SASL_SERVER_MAX_RECEIVE_SIZE_CONFIG],
             )
             for acceptor in self.socket_server.acceptors:
                 acceptor.open_server_socket()
@@ -281,15 +291,15 @@ class KafkaRaftServer:
         ``kafka-storage format``)."""
         config = self.config
         try:
-            self.voters = parse_voters(config["controller.quorum.voters"])
+            self.voters = parse_voters(config[CONTROLLER_QUORUM_VOTERS_CONFIG])
         except ValueError as e:
             raise ConfigException(
-                "controller.quorum.voters", ",".join(config["controller.quorum.voters"]), str(e)
+                CONTROLLER_QUORUM_VOTERS_CONFIG, ",".join(config[CONTROLLER_QUORUM_VOTERS_CONFIG]), str(e)
             ) from None
         if not self.voters:
             if not self.is_controller:
                 raise ConfigException(
-                    "controller.quorum.voters",
+                    CONTROLLER_QUORUM_VOTERS_CONFIG,
                     "",
                     "a broker-only node needs the controllers in controller.quorum.voters "
                     "(dynamic quorums, KIP-853, are not supported)",
@@ -297,15 +307,15 @@ class KafkaRaftServer:
             self.voters = {self.node_id: ("", 0)}
         if self.is_controller and self.node_id not in self.voters:
             raise ConfigException(
-                "controller.quorum.voters",
-                ",".join(config["controller.quorum.voters"]),
+                CONTROLLER_QUORUM_VOTERS_CONFIG,
+                ",".join(config[CONTROLLER_QUORUM_VOTERS_CONFIG]),
                 f"If process.roles contains the 'controller' role, the node id {self.node_id} must be included "
                 "in the set of voters",
             )
         if not self.is_controller and self.node_id in self.voters:
             raise ConfigException(
-                "controller.quorum.voters",
-                ",".join(config["controller.quorum.voters"]),
+                CONTROLLER_QUORUM_VOTERS_CONFIG,
+                ",".join(config[CONTROLLER_QUORUM_VOTERS_CONFIG]),
                 f"If process.roles contains just the 'broker' role, the node id {self.node_id} must not be "
                 "included in the set of voters",
             )
@@ -349,13 +359,13 @@ class KafkaRaftServer:
         if self.is_broker:
             listener = config.inter_broker_listener_name
             inter = client_security(
-                config.originals, listener, protocol_of(listener), "sasl.mechanism.inter.broker.protocol"
+                config.originals, listener, protocol_of(listener), SASL_MECHANISM_INTER_BROKER_PROTOCOL_CONFIG
             )
         controller = PLAINTEXT
         if config.controller_listener_names:
             listener = config.controller_listener_names[0]
             controller = client_security(
-                config.originals, listener, protocol_of(listener), "sasl.mechanism.controller.protocol"
+                config.originals, listener, protocol_of(listener), SASL_MECHANISM_CONTROLLER_PROTOCOL_CONFIG
             )
         return inter, controller
 
@@ -363,7 +373,7 @@ class KafkaRaftServer:
         """``controller.quorum.voters`` as ``{id: [(first controller listener, host, port)]}`` (Kafka's static
         voters' endpoints); this node's own entry with its bound port when configured as port 0."""
         names = self.config.controller_listener_names
-        if not names or not self.config["controller.quorum.voters"]:
+        if not names or not self.config[CONTROLLER_QUORUM_VOTERS_CONFIG]:
             return {}
         result = {}
         for node_id, (host, port) in self.voters.items():

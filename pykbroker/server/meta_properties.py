@@ -17,6 +17,11 @@ from pykbroker.config.properties import load_properties
 from pykbroker.utils.files import atomic_write
 
 META_PROPERTIES = "meta.properties"
+# The keys of a meta.properties file (Kafka's ``MetaProperties.*_PROP``): keys of that file, not broker configs, though
+# cluster.id and node.id (and v0's broker.id) are spelt as the broker keys are.
+CLUSTER_ID_PROP = "cluster.id"
+NODE_ID_PROP = "node.id"
+BROKER_ID_PROP = "broker.id"
 
 
 class MetaPropertiesError(RuntimeError):
@@ -70,7 +75,7 @@ def verify_meta_properties(
         if m is None:
             continue
         path = os.path.join(d, META_PROPERTIES)
-        cluster_id = m.get("cluster.id")
+        cluster_id = m.get(CLUSTER_ID_PROP)
         if cluster_id is None:
             if m.get("version", "0") == "1":
                 raise InconsistentMetaPropertiesError(f"cluster.id was not specified in the v1 file: {path}")
@@ -80,7 +85,7 @@ def verify_meta_properties(
             raise InconsistentMetaPropertiesError(
                 f"Invalid cluster.id in: {path}. Expected {expected_cluster_id}, but read {cluster_id}"
             )
-        stored = m.get("node.id", m.get("broker.id"))
+        stored = m.get(NODE_ID_PROP, m.get(BROKER_ID_PROP))
         if stored is None:
             if m.get("version", "0") == "1":
                 raise InconsistentMetaPropertiesError(f"node.id was not specified in {path}")

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import threading
 
+from pykbroker.config.broker_configs.replication_configs import NUM_REPLICA_FETCHERS_CONFIG
 from pykbroker.server.replica_fetcher_thread import BrokerEndPoint, PartitionFetchState, ReplicaFetcherThread
 from pykbroker.utils.logging import get_logger
 
@@ -54,7 +55,7 @@ class ReplicaFetcherManager:
         self.replica_manager = replica_manager
         self.config = config
         self.time = time
-        self.num_fetchers = config["num.replica.fetchers"]
+        self.num_fetchers = config[NUM_REPLICA_FETCHERS_CONFIG]
         self.node_id = replica_manager.node_id
         self._threads: dict[tuple[int, int], ReplicaFetcherThread] = {}
         self._lock = threading.Lock()

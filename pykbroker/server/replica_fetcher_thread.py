@@ -52,6 +52,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.config.broker_configs.replication_configs import (
+    REPLICA_FETCH_BACKOFF_MS_CONFIG,
+    REPLICA_FETCH_MAX_BYTES_CONFIG,
+    REPLICA_FETCH_MIN_BYTES_CONFIG,
+    REPLICA_FETCH_RESPONSE_MAX_BYTES_CONFIG,
+    REPLICA_FETCH_WAIT_MAX_MS_CONFIG,
+    REPLICA_SOCKET_TIMEOUT_MS_CONFIG,
+)
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.utils.logging import get_logger
@@ -118,12 +126,12 @@ class ReplicaFetcherThread(threading.Thread):
         self.replica_manager = replica_manager
         self.node_id = replica_manager.node_id
         self.time = time
-        self.max_wait_ms = config["replica.fetch.wait.max.ms"]
-        self.min_bytes = config["replica.fetch.min.bytes"]
-        self.max_bytes = config["replica.fetch.response.max.bytes"]
-        self.partition_max_bytes = config["replica.fetch.max.bytes"]
-        self.backoff_ms = config["replica.fetch.backoff.ms"]
-        self.socket_timeout_s = max(config["replica.socket.timeout.ms"], self.max_wait_ms + 1000) / 1000
+        self.max_wait_ms = config[REPLICA_FETCH_WAIT_MAX_MS_CONFIG]
+        self.min_bytes = config[REPLICA_FETCH_MIN_BYTES_CONFIG]
+        self.max_bytes = config[REPLICA_FETCH_RESPONSE_MAX_BYTES_CONFIG]
+        self.partition_max_bytes = config[REPLICA_FETCH_MAX_BYTES_CONFIG]
+        self.backoff_ms = config[REPLICA_FETCH_BACKOFF_MS_CONFIG]
+        self.socket_timeout_s = max(config[REPLICA_SOCKET_TIMEOUT_MS_CONFIG], self.max_wait_ms + 1000) / 1000
         self.partitions: dict[tuple[str, int], PartitionFetchState] = {}
         self._lock = threading.RLock()  # re-entered by _send's back-off while a response is applied
         self._work = threading.Event()  # set when partitions are added or the thread must stop

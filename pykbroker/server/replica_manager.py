@@ -36,6 +36,12 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pykbroker.config.broker_configs.replication_configs import (
+    FETCH_PURGATORY_PURGE_INTERVAL_REQUESTS_CONFIG,
+    PRODUCER_PURGATORY_PURGE_INTERVAL_REQUESTS_CONFIG,
+    REPLICA_LAG_TIME_MAX_MS_CONFIG,
+)
+from pykbroker.config.broker_configs.server_configs import FETCH_MAX_BYTES_CONFIG
 from pykbroker.log.fetch_data_info import FetchIsolation
 from pykbroker.log.log_validator import RecordValidationError
 from pykbroker.metadata.topic_names import is_internal as is_internal_topic
@@ -187,13 +193,13 @@ class ReplicaManager:
         self._lock = threading.Lock()
         self._partitions: dict[tuple[str, int], Partition] = {}
         self.produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(
-            "Produce", node_id, config["producer.purgatory.purge.interval.requests"], time=time
+            "Produce", node_id, config[PRODUCER_PURGATORY_PURGE_INTERVAL_REQUESTS_CONFIG], time=time
         )
         self.fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
-            "Fetch", node_id, config["fetch.purgatory.purge.interval.requests"], time=time
+            "Fetch", node_id, config[FETCH_PURGATORY_PURGE_INTERVAL_REQUESTS_CONFIG], time=time
         )
         self._actions: collections.deque = collections.deque()
-        self.fetch_max_bytes = config["fetch.max.bytes"]
+        self.fetch_max_bytes = config[FETCH_MAX_BYTES_CONFIG]
         self._offline: frozenset[tuple[str, int]] = frozenset()
         self._halt = halt
         self._shutting_down = threading.Event()
@@ -201,7 +207,7 @@ class ReplicaManager:
         self.log_dir_failure_channel = getattr(log_manager, "log_dir_failure_channel", None)
         self.metrics = metrics if metrics is not None else MetricsRegistry()
         self.broker_topic_stats = BrokerTopicStats(self.metrics)
-        self.replica_lag_time_max_ms = config["replica.lag.time.max.ms"]
+        self.replica_lag_time_max_ms = config[REPLICA_LAG_TIME_MAX_MS_CONFIG]
         self.inter_broker_listener = getattr(config, "inter_broker_listener_name", "PLAINTEXT")
         #: ClientSecurity of the replica fetchers' connections (from the inter-broker listener)
         self.inter_broker_security = inter_broker_security

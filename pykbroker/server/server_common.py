@@ -13,6 +13,11 @@ import concurrent.futures
 from collections.abc import Callable
 from typing import Any
 
+from pykbroker.config.broker_configs.security_configs import (
+    ALLOW_EVERYONE_IF_NO_ACL_FOUND_CONFIG,
+    AUTHORIZER_CLASS_NAME_CONFIG,
+    SUPER_USERS_CONFIG,
+)
 from pykbroker.metadata.standard_authorizer import CLASS_NAMES as AUTHORIZER_CLASS_NAMES
 from pykbroker.metadata.standard_authorizer import StandardAuthorizer
 from pykbroker.protocol import errors, request_schema
@@ -88,7 +93,7 @@ def build_apis(
 def create_authorizer(config, image_fn) -> StandardAuthorizer | None:
     """``authorizer.class.name``'s authorizer over ``image_fn()`` (an object with ``acls``), or None;
     StartupError for a class pykbroker does not have."""
-    authorizer_class = (config["authorizer.class.name"] or "").strip()
+    authorizer_class = (config[AUTHORIZER_CLASS_NAME_CONFIG] or "").strip()
     if not authorizer_class:
         return None
     if authorizer_class not in AUTHORIZER_CLASS_NAMES:
@@ -96,7 +101,7 @@ def create_authorizer(config, image_fn) -> StandardAuthorizer | None:
             f"authorizer.class.name {authorizer_class} is not supported: use "
             "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
         )
-    return StandardAuthorizer(image_fn, config["super.users"], config["allow.everyone.if.no.acl.found"])
+    return StandardAuthorizer(image_fn, config[SUPER_USERS_CONFIG], config[ALLOW_EVERYONE_IF_NO_ACL_FOUND_CONFIG])
 
 
 def describe_quorum_handler(

@@ -17,6 +17,17 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from pykbroker.config.broker_configs.kraft_configs import (
+    CONTROLLER_QUORUM_APPEND_LINGER_MS_CONFIG,
+    CONTROLLER_QUORUM_ELECTION_BACKOFF_MAX_MS_CONFIG,
+    CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS_CONFIG,
+    CONTROLLER_QUORUM_FETCH_TIMEOUT_MS_CONFIG,
+    CONTROLLER_QUORUM_REQUEST_TIMEOUT_MS_CONFIG,
+    CONTROLLER_QUORUM_RETRY_BACKOFF_MS_CONFIG,
+    METADATA_LOG_MAX_RECORD_BYTES_BETWEEN_SNAPSHOTS_CONFIG,
+    METADATA_LOG_MAX_SNAPSHOT_INTERVAL_MS_CONFIG,
+    METADATA_LOG_SEGMENT_BYTES_CONFIG,
+)
 from pykbroker.config.kafka_config import KafkaConfig
 from pykbroker.metadata.features_publisher import FeaturesPublisher
 from pykbroker.metadata.metadata_loader import MetadataLoader
@@ -85,7 +96,7 @@ class SharedServer:
         node), with the network channel to the other voters unless this is the single-node mode."""
         config = self.config
         self.metadata_log = FileReplicatedLog.open(
-            config.metadata_log_dir, self.time, segment_bytes=config["metadata.log.segment.bytes"]
+            config.metadata_log_dir, self.time, segment_bytes=config[METADATA_LOG_SEGMENT_BYTES_CONFIG]
         )
         raft = self.raft = KafkaRaftClient(
             self.node_id,
@@ -94,13 +105,13 @@ class SharedServer:
             FileQuorumStateStore(os.path.join(config.metadata_log_dir, "__cluster_metadata-0")),
             MetadataRecordSerde(),
             self.time,
-            append_linger_ms=config["controller.quorum.append.linger.ms"],
-            election_timeout_ms=config["controller.quorum.election.timeout.ms"],
-            fetch_timeout_ms=config["controller.quorum.fetch.timeout.ms"],
-            election_backoff_max_ms=config["controller.quorum.election.backoff.max.ms"],
-            request_timeout_ms=config["controller.quorum.request.timeout.ms"],
-            retry_backoff_ms=config["controller.quorum.retry.backoff.ms"],
-            fetch_max_wait_ms=min(500, config["controller.quorum.request.timeout.ms"] // 2),
+            append_linger_ms=config[CONTROLLER_QUORUM_APPEND_LINGER_MS_CONFIG],
+            election_timeout_ms=config[CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS_CONFIG],
+            fetch_timeout_ms=config[CONTROLLER_QUORUM_FETCH_TIMEOUT_MS_CONFIG],
+            election_backoff_max_ms=config[CONTROLLER_QUORUM_ELECTION_BACKOFF_MAX_MS_CONFIG],
+            request_timeout_ms=config[CONTROLLER_QUORUM_REQUEST_TIMEOUT_MS_CONFIG],
+            retry_backoff_ms=config[CONTROLLER_QUORUM_RETRY_BACKOFF_MS_CONFIG],
+            fetch_max_wait_ms=min(500, config[CONTROLLER_QUORUM_REQUEST_TIMEOUT_MS_CONFIG] // 2),
             cluster_id=self.cluster_id,
         )
         KafkaRaftMetrics(self.metrics, raft, self.time)  # kafka.server:type=raft-metrics
@@ -108,7 +119,7 @@ class SharedServer:
             self.raft_channel = KafkaNetworkChannel(
                 self.node_id,
                 self.voters,
-                config["controller.quorum.request.timeout.ms"],
+                config[CONTROLLER_QUORUM_REQUEST_TIMEOUT_MS_CONFIG],
                 self.time,
                 on_inconsistent_cluster_id=self._on_inconsistent_cluster_id,
                 security=self._controller_security,
@@ -121,8 +132,8 @@ class SharedServer:
                 lambda: raft.leader_and_epoch.leader_id,
                 self.voters,
                 self._role,
-                request_timeout_ms=config["controller.quorum.request.timeout.ms"],
-                retry_backoff_ms=config["controller.quorum.retry.backoff.ms"],
+                request_timeout_ms=config[CONTROLLER_QUORUM_REQUEST_TIMEOUT_MS_CONFIG],
+                retry_backoff_ms=config[CONTROLLER_QUORUM_RETRY_BACKOFF_MS_CONFIG],
                 time=self.time,
                 security=self._controller_security,
             )
@@ -141,8 +152,8 @@ class SharedServer:
             self.node_id,
             raft.create_snapshot,
             self.time,
-            max_bytes_since_last_snapshot=config["metadata.log.max.record.bytes.between.snapshots"],
-            max_time_since_last_snapshot_ms=config["metadata.log.max.snapshot.interval.ms"],
+            max_bytes_since_last_snapshot=config[METADATA_LOG_MAX_RECORD_BYTES_BETWEEN_SNAPSHOTS_CONFIG],
+            max_time_since_last_snapshot_ms=config[METADATA_LOG_MAX_SNAPSHOT_INTERVAL_MS_CONFIG],
         )
         self.loader = MetadataLoader(
             self.node_id, self.cluster_id, raft.high_watermark, snapshot_generator=self.snapshot_generator

@@ -28,6 +28,29 @@ import weakref
 from collections.abc import Callable
 
 from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.config.broker_configs.group_coordinator_configs import (
+    GROUP_INITIAL_REBALANCE_DELAY_MS_CONFIG,
+    OFFSETS_TOPIC_NUM_PARTITIONS_CONFIG,
+    OFFSETS_TOPIC_REPLICATION_FACTOR_CONFIG,
+)
+from pykbroker.config.broker_configs.kraft_configs import (
+    CONTROLLER_LISTENER_NAMES_CONFIG,
+    CONTROLLER_QUORUM_VOTERS_CONFIG,
+    NODE_ID_CONFIG,
+    PROCESS_ROLES_CONFIG,
+)
+from pykbroker.config.broker_configs.replication_configs import INTER_BROKER_LISTENER_NAME_CONFIG
+from pykbroker.config.broker_configs.server_configs import NUM_IO_THREADS_CONFIG
+from pykbroker.config.broker_configs.server_log_configs import LOG_DIRS_CONFIG, NUM_PARTITIONS_CONFIG
+from pykbroker.config.broker_configs.socket_server_configs import (
+    LISTENER_SECURITY_PROTOCOL_MAP_CONFIG,
+    LISTENERS_CONFIG,
+    NUM_NETWORK_THREADS_CONFIG,
+)
+from pykbroker.config.broker_configs.transaction_configs import (
+    TRANSACTION_STATE_LOG_MIN_ISR_CONFIG,
+    TRANSACTION_STATE_LOG_REPLICATION_FACTOR_CONFIG,
+)
 from pykbroker.config.kafka_config import KafkaConfig
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
@@ -38,19 +61,19 @@ HOST = "127.0.0.1"
 
 # A single node, quick to start and to stop: few threads, no waiting on an initial rebalance.
 DEFAULT_CONFIG = {
-    "process.roles": "broker,controller",
-    "node.id": "1",
-    "controller.listener.names": "CONTROLLER",
-    "inter.broker.listener.name": "PLAINTEXT",
-    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-    "num.network.threads": "1",
-    "num.io.threads": "2",
-    "num.partitions": "1",
-    "offsets.topic.replication.factor": "1",
-    "offsets.topic.num.partitions": "1",
-    "transaction.state.log.replication.factor": "1",
-    "transaction.state.log.min.isr": "1",
-    "group.initial.rebalance.delay.ms": "0",
+    PROCESS_ROLES_CONFIG: "broker,controller",
+    NODE_ID_CONFIG: "1",
+    CONTROLLER_LISTENER_NAMES_CONFIG: "CONTROLLER",
+    INTER_BROKER_LISTENER_NAME_CONFIG: "PLAINTEXT",
+    LISTENER_SECURITY_PROTOCOL_MAP_CONFIG: "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    NUM_NETWORK_THREADS_CONFIG: "1",
+    NUM_IO_THREADS_CONFIG: "2",
+    NUM_PARTITIONS_CONFIG: "1",
+    OFFSETS_TOPIC_REPLICATION_FACTOR_CONFIG: "1",
+    OFFSETS_TOPIC_NUM_PARTITIONS_CONFIG: "1",
+    TRANSACTION_STATE_LOG_REPLICATION_FACTOR_CONFIG: "1",
+    TRANSACTION_STATE_LOG_MIN_ISR_CONFIG: "1",
+    GROUP_INITIAL_REBALANCE_DELAY_MS_CONFIG: "0",
 }
 
 _logging_lock = threading.Lock()
@@ -116,13 +139,13 @@ class EmbeddedKafka:
 
     # -- life cycle ----------------------------------------------------------------------------------
     def _config(self) -> KafkaConfig:
-        node_id = self._overrides.get("node.id", DEFAULT_CONFIG["node.id"])
+        node_id = self._overrides.get(NODE_ID_CONFIG, DEFAULT_CONFIG[NODE_ID_CONFIG])
         props = dict(DEFAULT_CONFIG)
         props.update(
             {
-                "listeners": f"PLAINTEXT://{HOST}:{self._ports['PLAINTEXT']},CONTROLLER://{HOST}:{self._ports['CONTROLLER']}",
-                "controller.quorum.voters": f"{node_id}@{HOST}:{self._ports['CONTROLLER']}",
-                "log.dirs": self.data_dir,
+                LISTENERS_CONFIG: f"PLAINTEXT://{HOST}:{self._ports['PLAINTEXT']},CONTROLLER://{HOST}:{self._ports['CONTROLLER']}",
+                CONTROLLER_QUORUM_VOTERS_CONFIG: f"{node_id}@{HOST}:{self._ports['CONTROLLER']}",
+                LOG_DIRS_CONFIG: self.data_dir,
             }
         )
         props.update(self._overrides)

@@ -25,6 +25,8 @@ import os
 import signal
 import sys
 
+from pykbroker.config.broker_configs.kraft_configs import NODE_ID_CONFIG, PROCESS_ROLES_CONFIG
+from pykbroker.config.broker_configs.server_configs import BROKER_ID_CONFIG
 from pykbroker.config.properties import PropertiesError, load_properties
 
 USAGE = """USAGE: kafka-server-stop [--process-role=broker|controller] [--node-id=N]
@@ -129,9 +131,9 @@ def process_config(args: list[str], cwd: str) -> dict[str, str]:
 
 def matches(props: dict[str, str], role: str | None, node_id: str | None) -> bool:
     if node_id is not None:
-        return props.get("node.id", props.get("broker.id", "")).strip() == node_id.strip()
+        return props.get(NODE_ID_CONFIG, props.get(BROKER_ID_CONFIG, "")).strip() == node_id.strip()
     if role is not None:
-        return role in [r.strip() for r in props.get("process.roles", "").split(",")]
+        return role in [r.strip() for r in props.get(PROCESS_ROLES_CONFIG, "").split(",")]
     return True
 
 

@@ -37,6 +37,7 @@ import base64
 import os
 import sys
 
+from pykbroker.config.broker_configs.kraft_configs import CONTROLLER_QUORUM_VOTERS_CONFIG
 from pykbroker.config.config_def import ConfigException
 from pykbroker.config.kafka_config import KafkaConfig
 from pykbroker.config.properties import PropertiesError
@@ -48,6 +49,8 @@ from pykbroker.metadata.scram_control_manager import keys_from_salted_password
 from pykbroker.security.scram import DEFAULT_ITERATIONS, MIN_ITERATIONS, credential_for
 from pykbroker.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from pykbroker.server.meta_properties import (
+    CLUSTER_ID_PROP,
+    NODE_ID_PROP,
     InconsistentMetaPropertiesError,
     random_uuid,
     read_meta_properties,
@@ -81,7 +84,7 @@ DYNAMIC_FLAGS = ("standalone", "initial_controllers")
 
 
 def _voter_ids(config: KafkaConfig) -> list[int]:
-    return [int(v.split("@", 1)[0]) for v in config["controller.quorum.voters"] or [] if v]
+    return [int(v.split("@", 1)[0]) for v in config[CONTROLLER_QUORUM_VOTERS_CONFIG] or [] if v]
 
 
 def check_quorum_flags(
@@ -103,7 +106,7 @@ def check_quorum_flags(
     if voters:
         return (
             f"Dynamic quorums (KIP-853) are not supported: {flag} is ignored and this node is formatted for the "
-            f"static quorum of controller.quorum.voters ({','.join(config['controller.quorum.voters'])})."
+            f"static quorum of controller.quorum.voters ({','.join(config[CONTROLLER_QUORUM_VOTERS_CONFIG])})."
         )
     if standalone:
         return (
@@ -291,9 +294,9 @@ def info(config: KafkaConfig, out=sys.stdout) -> int:
             problems.append(f"{d} is not formatted.")
         elif first is None:
             first = meta
-        elif first.get("cluster.id") != meta.get("cluster.id"):
+        elif first.get(CLUSTER_ID_PROP) != meta.get(CLUSTER_ID_PROP):
             problems.append("Mismatched cluster IDs between storage directories.")
-        elif first.get("node.id") != meta.get("node.id"):
+        elif first.get(NODE_ID_PROP) != meta.get(NODE_ID_PROP):
             problems.append("Mismatched node IDs between storage directories.")
     if first is not None and first.get("version", "0") == "0":
         problems.append(

@@ -33,6 +33,7 @@ import sys
 import uuid
 
 from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.config.topic_config import MIN_INSYNC_REPLICAS_CONFIG
 from pykbroker.metadata.topic_names import INTERNAL_TOPICS
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
@@ -206,7 +207,9 @@ def describe(conn, args, out) -> None:
         for r in configs["results"]
     }
     min_isr = {
-        r["resource_name"]: int(next((c["value"] for c in r["configs"] if c["name"] == "min.insync.replicas"), 1) or 1)
+        r["resource_name"]: int(
+            next((c["value"] for c in r["configs"] if c["name"] == MIN_INSYNC_REPLICAS_CONFIG), 1) or 1
+        )
         for r in configs["results"]
     }
     describe_configs = not any(getattr(args, o) for o in REPORT_OPTIONS)

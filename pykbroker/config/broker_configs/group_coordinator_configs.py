@@ -11,10 +11,36 @@ from __future__ import annotations
 from pykbroker.config.broker_configs.common import INT_MAX, H, L, M
 from pykbroker.config.config_def import ConfigDef, Type, at_least, in_values
 
+# The key names (Kafka's ``*_CONFIG`` constants): the one spelling of each key, imported by the code that reads it.
+OFFSETS_TOPIC_NUM_PARTITIONS_CONFIG = "offsets.topic.num.partitions"
+OFFSETS_TOPIC_REPLICATION_FACTOR_CONFIG = "offsets.topic.replication.factor"
+OFFSETS_TOPIC_SEGMENT_BYTES_CONFIG = "offsets.topic.segment.bytes"
+OFFSETS_TOPIC_COMPRESSION_CODEC_CONFIG = "offsets.topic.compression.codec"
+OFFSETS_RETENTION_MINUTES_CONFIG = "offsets.retention.minutes"
+OFFSETS_RETENTION_CHECK_INTERVAL_MS_CONFIG = "offsets.retention.check.interval.ms"
+OFFSETS_COMMIT_TIMEOUT_MS_CONFIG = "offsets.commit.timeout.ms"
+OFFSETS_COMMIT_REQUIRED_ACKS_CONFIG = "offsets.commit.required.acks"
+OFFSETS_LOAD_BUFFER_SIZE_CONFIG = "offsets.load.buffer.size"
+OFFSET_METADATA_MAX_BYTES_CONFIG = "offset.metadata.max.bytes"
+GROUP_INITIAL_REBALANCE_DELAY_MS_CONFIG = "group.initial.rebalance.delay.ms"
+GROUP_MIN_SESSION_TIMEOUT_MS_CONFIG = "group.min.session.timeout.ms"
+GROUP_MAX_SESSION_TIMEOUT_MS_CONFIG = "group.max.session.timeout.ms"
+GROUP_MAX_SIZE_CONFIG = "group.max.size"
+GROUP_COORDINATOR_REBALANCE_PROTOCOLS_CONFIG = "group.coordinator.rebalance.protocols"
+GROUP_CONSUMER_MAX_SIZE_CONFIG = "group.consumer.max.size"
+GROUP_CONSUMER_ASSIGNORS_CONFIG = "group.consumer.assignors"
+GROUP_CONSUMER_SESSION_TIMEOUT_MS_CONFIG = "group.consumer.session.timeout.ms"
+GROUP_CONSUMER_MIN_SESSION_TIMEOUT_MS_CONFIG = "group.consumer.min.session.timeout.ms"
+GROUP_CONSUMER_MAX_SESSION_TIMEOUT_MS_CONFIG = "group.consumer.max.session.timeout.ms"
+GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS_CONFIG = "group.consumer.heartbeat.interval.ms"
+GROUP_CONSUMER_MIN_HEARTBEAT_INTERVAL_MS_CONFIG = "group.consumer.min.heartbeat.interval.ms"
+GROUP_CONSUMER_MAX_HEARTBEAT_INTERVAL_MS_CONFIG = "group.consumer.max.heartbeat.interval.ms"
+GROUP_COORDINATOR_NEW_ENABLE_CONFIG = "group.coordinator.new.enable"
+
 GROUP_COORDINATOR_CONFIG_DEF = (
     ConfigDef()
     .define(
-        "offsets.topic.num.partitions",
+        OFFSETS_TOPIC_NUM_PARTITIONS_CONFIG,
         Type.INT,
         50,
         at_least(1),
@@ -22,7 +48,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "Number of partitions of the offsets topic (__consumer_offsets); do not change it after deployment.",
     )
     .define(
-        "offsets.topic.replication.factor",
+        OFFSETS_TOPIC_REPLICATION_FACTOR_CONFIG,
         Type.SHORT,
         3,
         at_least(1),
@@ -30,7 +56,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "Replication factor of the offsets topic, capped by the number of live brokers.",
     )
     .define(
-        "offsets.topic.segment.bytes",
+        OFFSETS_TOPIC_SEGMENT_BYTES_CONFIG,
         Type.INT,
         104857600,
         at_least(1),
@@ -38,7 +64,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "Segment size in bytes of the offsets topic, kept small for fast compaction and loading.",
     )
     .define(
-        "offsets.topic.compression.codec",
+        OFFSETS_TOPIC_COMPRESSION_CODEC_CONFIG,
         Type.INT,
         0,
         None,
@@ -47,7 +73,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         " not used by pykbroker yet.",
     )
     .define(
-        "offsets.retention.minutes",
+        OFFSETS_RETENTION_MINUTES_CONFIG,
         Type.INT,
         10080,
         at_least(1),
@@ -55,7 +81,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "Time in minutes the committed offsets of a group without members are kept.",
     )
     .define(
-        "offsets.retention.check.interval.ms",
+        OFFSETS_RETENTION_CHECK_INTERVAL_MS_CONFIG,
         Type.LONG,
         600000,
         at_least(1),
@@ -63,7 +89,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "Frequency in ms at which expired committed offsets are removed.",
     )
     .define(
-        "offsets.commit.timeout.ms",
+        OFFSETS_COMMIT_TIMEOUT_MS_CONFIG,
         Type.INT,
         5000,
         at_least(1),
@@ -71,7 +97,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "Maximum time in ms an offset commit waits for the offsets topic's replicas to acknowledge it.",
     )
     .define(
-        "offsets.commit.required.acks",
+        OFFSETS_COMMIT_REQUIRED_ACKS_CONFIG,
         Type.SHORT,
         -1,
         None,
@@ -79,7 +105,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "Acks required before an offset commit (or group metadata write) is accepted; -1: the whole ISR.",
     )
     .define(
-        "offsets.load.buffer.size",
+        OFFSETS_LOAD_BUFFER_SIZE_CONFIG,
         Type.INT,
         5242880,
         at_least(1),
@@ -88,7 +114,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "used by pykbroker yet.",
     )
     .define(
-        "offset.metadata.max.bytes",
+        OFFSET_METADATA_MAX_BYTES_CONFIG,
         Type.INT,
         4096,
         None,
@@ -96,7 +122,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "Maximum size in bytes of the metadata string attached to a committed offset.",
     )
     .define(
-        "group.initial.rebalance.delay.ms",
+        GROUP_INITIAL_REBALANCE_DELAY_MS_CONFIG,
         Type.INT,
         3000,
         None,
@@ -104,7 +130,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "Time in ms the coordinator waits for more members to join a new group before its first rebalance.",
     )
     .define(
-        "group.min.session.timeout.ms",
+        GROUP_MIN_SESSION_TIMEOUT_MS_CONFIG,
         Type.INT,
         6000,
         None,
@@ -112,7 +138,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "Minimum session timeout in ms a classic group member may ask for.",
     )
     .define(
-        "group.max.session.timeout.ms",
+        GROUP_MAX_SESSION_TIMEOUT_MS_CONFIG,
         Type.INT,
         1800000,
         None,
@@ -120,10 +146,15 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "Maximum session timeout in ms a classic group member may ask for.",
     )
     .define(
-        "group.max.size", Type.INT, INT_MAX, at_least(1), M, "Maximum number of members in a single consumer group."
+        GROUP_MAX_SIZE_CONFIG,
+        Type.INT,
+        INT_MAX,
+        at_least(1),
+        M,
+        "Maximum number of members in a single consumer group.",
     )
     .define(
-        "group.coordinator.rebalance.protocols",
+        GROUP_COORDINATOR_REBALANCE_PROTOCOLS_CONFIG,
         Type.LIST,
         "classic,consumer",
         None,
@@ -132,7 +163,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "ConsumerGroupDescribe (KIP-848) are served and advertised only while it lists consumer.",
     )
     .define(
-        "group.consumer.max.size",
+        GROUP_CONSUMER_MAX_SIZE_CONFIG,
         Type.INT,
         INT_MAX,
         at_least(1),
@@ -140,7 +171,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "The maximum number of members of a consumer-protocol group (GROUP_MAX_SIZE_REACHED beyond).",
     )
     .define(
-        "group.consumer.assignors",
+        GROUP_CONSUMER_ASSIGNORS_CONFIG,
         Type.LIST,
         "uniform,range",
         None,
@@ -160,7 +191,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
     )
     # defaults and bounds of the per-group configs consumer.session.timeout.ms / consumer.heartbeat.interval.ms
     .define(
-        "group.consumer.session.timeout.ms",
+        GROUP_CONSUMER_SESSION_TIMEOUT_MS_CONFIG,
         Type.INT,
         45000,
         at_least(1),
@@ -168,7 +199,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "Default session timeout in ms of consumer-protocol group members.",
     )
     .define(
-        "group.consumer.min.session.timeout.ms",
+        GROUP_CONSUMER_MIN_SESSION_TIMEOUT_MS_CONFIG,
         Type.INT,
         45000,
         at_least(1),
@@ -176,7 +207,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "Minimum session timeout in ms a consumer group may configure.",
     )
     .define(
-        "group.consumer.max.session.timeout.ms",
+        GROUP_CONSUMER_MAX_SESSION_TIMEOUT_MS_CONFIG,
         Type.INT,
         60000,
         at_least(1),
@@ -184,7 +215,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "Maximum session timeout in ms a consumer group may configure.",
     )
     .define(
-        "group.consumer.heartbeat.interval.ms",
+        GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS_CONFIG,
         Type.INT,
         5000,
         at_least(1),
@@ -192,7 +223,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "Default heartbeat interval in ms of consumer-protocol group members.",
     )
     .define(
-        "group.consumer.min.heartbeat.interval.ms",
+        GROUP_CONSUMER_MIN_HEARTBEAT_INTERVAL_MS_CONFIG,
         Type.INT,
         5000,
         at_least(1),
@@ -200,7 +231,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "Minimum heartbeat interval in ms a consumer group may configure.",
     )
     .define(
-        "group.consumer.max.heartbeat.interval.ms",
+        GROUP_CONSUMER_MAX_HEARTBEAT_INTERVAL_MS_CONFIG,
         Type.INT,
         15000,
         at_least(1),
@@ -208,7 +239,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "Maximum heartbeat interval in ms a consumer group may configure.",
     )
     .define(
-        "group.coordinator.new.enable",
+        GROUP_COORDINATOR_NEW_ENABLE_CONFIG,
         Type.BOOLEAN,
         False,
         None,

@@ -11,19 +11,43 @@ from __future__ import annotations
 from pykbroker.config.broker_configs.common import H, L, M
 from pykbroker.config.config_def import ConfigDef, Type, at_least, in_values
 
+# The key names (Kafka's ``*_CONFIG`` constants): the one spelling of each key, imported by the code that reads it.
+PROCESS_ROLES_CONFIG = "process.roles"
+NODE_ID_CONFIG = "node.id"
+CONTROLLER_LISTENER_NAMES_CONFIG = "controller.listener.names"
+CONTROLLER_QUORUM_VOTERS_CONFIG = "controller.quorum.voters"
+CONTROLLER_QUORUM_BOOTSTRAP_SERVERS_CONFIG = "controller.quorum.bootstrap.servers"
+CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS_CONFIG = "controller.quorum.election.timeout.ms"
+CONTROLLER_QUORUM_FETCH_TIMEOUT_MS_CONFIG = "controller.quorum.fetch.timeout.ms"
+CONTROLLER_QUORUM_ELECTION_BACKOFF_MAX_MS_CONFIG = "controller.quorum.election.backoff.max.ms"
+CONTROLLER_QUORUM_APPEND_LINGER_MS_CONFIG = "controller.quorum.append.linger.ms"
+CONTROLLER_QUORUM_REQUEST_TIMEOUT_MS_CONFIG = "controller.quorum.request.timeout.ms"
+CONTROLLER_QUORUM_RETRY_BACKOFF_MS_CONFIG = "controller.quorum.retry.backoff.ms"
+METADATA_LOG_DIR_CONFIG = "metadata.log.dir"
+METADATA_LOG_SEGMENT_BYTES_CONFIG = "metadata.log.segment.bytes"
+METADATA_LOG_MAX_RECORD_BYTES_BETWEEN_SNAPSHOTS_CONFIG = "metadata.log.max.record.bytes.between.snapshots"
+METADATA_LOG_MAX_SNAPSHOT_INTERVAL_MS_CONFIG = "metadata.log.max.snapshot.interval.ms"
+METADATA_MAX_RETENTION_BYTES_CONFIG = "metadata.max.retention.bytes"
+METADATA_MAX_RETENTION_MS_CONFIG = "metadata.max.retention.ms"
+METADATA_MAX_IDLE_INTERVAL_MS_CONFIG = "metadata.max.idle.interval.ms"
+BROKER_HEARTBEAT_INTERVAL_MS_CONFIG = "broker.heartbeat.interval.ms"
+BROKER_SESSION_TIMEOUT_MS_CONFIG = "broker.session.timeout.ms"
+INITIAL_BROKER_REGISTRATION_TIMEOUT_MS_CONFIG = "initial.broker.registration.timeout.ms"
+SASL_MECHANISM_CONTROLLER_PROTOCOL_CONFIG = "sasl.mechanism.controller.protocol"
+
 KRAFT_CONFIG_DEF = (
     ConfigDef()
     .define(
-        "process.roles",
+        PROCESS_ROLES_CONFIG,
         Type.LIST,
         None,
         in_values("broker", "controller"),
         H,
         "The roles this process plays: 'broker', 'controller', or 'broker,controller'.",
     )
-    .define("node.id", Type.INT, -1, None, H, "The node ID associated with the roles this process plays.")
+    .define(NODE_ID_CONFIG, Type.INT, -1, None, H, "The node ID associated with the roles this process plays.")
     .define(
-        "controller.listener.names",
+        CONTROLLER_LISTENER_NAMES_CONFIG,
         Type.LIST,
         None,
         None,
@@ -31,7 +55,7 @@ KRAFT_CONFIG_DEF = (
         "Comma-separated names of the listeners used by the controller.",
     )
     .define(
-        "controller.quorum.voters",
+        CONTROLLER_QUORUM_VOTERS_CONFIG,
         Type.LIST,
         "",
         None,
@@ -39,7 +63,7 @@ KRAFT_CONFIG_DEF = (
         "The static voter set of the metadata quorum, as a comma-separated list of id@host:port entries.",
     )
     .define(
-        "controller.quorum.bootstrap.servers",
+        CONTROLLER_QUORUM_BOOTSTRAP_SERVERS_CONFIG,
         Type.LIST,
         "",
         None,
@@ -48,7 +72,7 @@ KRAFT_CONFIG_DEF = (
         "by pykbroker yet.",
     )
     .define(
-        "controller.quorum.election.timeout.ms",
+        CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS_CONFIG,
         Type.INT,
         1000,
         None,
@@ -57,7 +81,7 @@ KRAFT_CONFIG_DEF = (
         "used by pykbroker yet.",
     )
     .define(
-        "controller.quorum.fetch.timeout.ms",
+        CONTROLLER_QUORUM_FETCH_TIMEOUT_MS_CONFIG,
         Type.INT,
         2000,
         None,
@@ -66,7 +90,7 @@ KRAFT_CONFIG_DEF = (
         "Accepted; not used by pykbroker yet.",
     )
     .define(
-        "controller.quorum.election.backoff.max.ms",
+        CONTROLLER_QUORUM_ELECTION_BACKOFF_MAX_MS_CONFIG,
         Type.INT,
         1000,
         None,
@@ -75,7 +99,7 @@ KRAFT_CONFIG_DEF = (
         "by pykbroker yet.",
     )
     .define(
-        "controller.quorum.append.linger.ms",
+        CONTROLLER_QUORUM_APPEND_LINGER_MS_CONFIG,
         Type.INT,
         25,
         None,
@@ -83,7 +107,7 @@ KRAFT_CONFIG_DEF = (
         "Time in ms the quorum leader lets writes accumulate before appending and flushing them.",
     )
     .define(
-        "controller.quorum.request.timeout.ms",
+        CONTROLLER_QUORUM_REQUEST_TIMEOUT_MS_CONFIG,
         Type.INT,
         2000,
         None,
@@ -91,7 +115,7 @@ KRAFT_CONFIG_DEF = (
         "Maximum time in ms to wait for the response to a quorum request. Accepted; not used by pykbroker yet.",
     )
     .define(
-        "controller.quorum.retry.backoff.ms",
+        CONTROLLER_QUORUM_RETRY_BACKOFF_MS_CONFIG,
         Type.INT,
         20,
         None,
@@ -99,7 +123,7 @@ KRAFT_CONFIG_DEF = (
         "Time in ms to wait before retrying a failed quorum request. Accepted; not used by pykbroker yet.",
     )
     .define(
-        "metadata.log.dir",
+        METADATA_LOG_DIR_CONFIG,
         Type.STRING,
         None,
         None,
@@ -107,7 +131,7 @@ KRAFT_CONFIG_DEF = (
         "Directory of the cluster metadata log (__cluster_metadata); the first of log.dirs when unset.",
     )
     .define(
-        "metadata.log.segment.bytes",
+        METADATA_LOG_SEGMENT_BYTES_CONFIG,
         Type.INT,
         1073741824,
         at_least(12),
@@ -115,7 +139,7 @@ KRAFT_CONFIG_DEF = (
         "Maximum size in bytes of a segment of the cluster metadata log.",
     )
     .define(
-        "metadata.log.max.record.bytes.between.snapshots",
+        METADATA_LOG_MAX_RECORD_BYTES_BETWEEN_SNAPSHOTS_CONFIG,
         Type.LONG,
         20 * 1024 * 1024,
         at_least(1),
@@ -124,7 +148,7 @@ KRAFT_CONFIG_DEF = (
         "before generating a new snapshot.",
     )
     .define(
-        "metadata.log.max.snapshot.interval.ms",
+        METADATA_LOG_MAX_SNAPSHOT_INTERVAL_MS_CONFIG,
         Type.LONG,
         60 * 60 * 1000,
         at_least(0),
@@ -134,7 +158,7 @@ KRAFT_CONFIG_DEF = (
         "generation.",
     )
     .define(
-        "metadata.max.retention.bytes",
+        METADATA_MAX_RETENTION_BYTES_CONFIG,
         Type.LONG,
         100 * 1024 * 1024,
         None,
@@ -144,7 +168,7 @@ KRAFT_CONFIG_DEF = (
         "soon as the snapshot is written.",
     )
     .define(
-        "metadata.max.retention.ms",
+        METADATA_MAX_RETENTION_MS_CONFIG,
         Type.LONG,
         7 * 24 * 60 * 60 * 1000,
         None,
@@ -154,7 +178,7 @@ KRAFT_CONFIG_DEF = (
         "is written.",
     )
     .define(
-        "metadata.max.idle.interval.ms",
+        METADATA_MAX_IDLE_INTERVAL_MS_CONFIG,
         Type.INT,
         500,
         at_least(0),
@@ -163,7 +187,7 @@ KRAFT_CONFIG_DEF = (
         "watermark (0 disables). Accepted; not used by pykbroker yet.",
     )
     .define(
-        "broker.heartbeat.interval.ms",
+        BROKER_HEARTBEAT_INTERVAL_MS_CONFIG,
         Type.INT,
         2000,
         None,
@@ -171,7 +195,7 @@ KRAFT_CONFIG_DEF = (
         "The length of time in milliseconds between broker heartbeats. Used when running in KRaft mode.",
     )
     .define(
-        "broker.session.timeout.ms",
+        BROKER_SESSION_TIMEOUT_MS_CONFIG,
         Type.INT,
         9000,
         None,
@@ -180,7 +204,7 @@ KRAFT_CONFIG_DEF = (
         "controller then fences the broker). Used when running in KRaft mode.",
     )
     .define(
-        "initial.broker.registration.timeout.ms",
+        INITIAL_BROKER_REGISTRATION_TIMEOUT_MS_CONFIG,
         Type.INT,
         60000,
         None,
@@ -188,7 +212,7 @@ KRAFT_CONFIG_DEF = (
         "Maximum time in ms a starting broker waits to register with the controller quorum before it fails.",
     )
     .define(
-        "sasl.mechanism.controller.protocol",
+        SASL_MECHANISM_CONTROLLER_PROTOCOL_CONFIG,
         Type.STRING,
         "GSSAPI",
         None,

@@ -10,10 +10,14 @@ from __future__ import annotations
 from pykbroker.config.broker_configs.common import L
 from pykbroker.config.config_def import ConfigDef, Type, at_least
 
+# The key names (Kafka's ``*_CONFIG`` constants): the one spelling of each key, imported by the code that reads it.
+QUOTA_WINDOW_NUM_CONFIG = "quota.window.num"
+QUOTA_WINDOW_SIZE_SECONDS_CONFIG = "quota.window.size.seconds"
+
 QUOTA_CONFIG_DEF = (
     ConfigDef()
     .define(
-        "quota.window.num",
+        QUOTA_WINDOW_NUM_CONFIG,
         Type.INT,
         11,
         at_least(1),
@@ -21,7 +25,7 @@ QUOTA_CONFIG_DEF = (
         "Number of samples kept in memory for client quotas (produce and fetch byte rates).",
     )
     .define(
-        "quota.window.size.seconds",
+        QUOTA_WINDOW_SIZE_SECONDS_CONFIG,
         Type.INT,
         1,
         at_least(1),

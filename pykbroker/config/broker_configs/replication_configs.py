@@ -10,11 +10,32 @@ from __future__ import annotations
 
 from pykbroker.config.broker_configs.common import SECURITY_PROTOCOLS, H, M
 from pykbroker.config.config_def import ConfigDef, Type, at_least, in_values
+from pykbroker.config.topic_config import UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG
+
+# The key names (Kafka's ``*_CONFIG`` constants): the one spelling of each key, imported by the code that reads it.
+FETCH_PURGATORY_PURGE_INTERVAL_REQUESTS_CONFIG = "fetch.purgatory.purge.interval.requests"
+PRODUCER_PURGATORY_PURGE_INTERVAL_REQUESTS_CONFIG = "producer.purgatory.purge.interval.requests"
+DEFAULT_REPLICATION_FACTOR_CONFIG = "default.replication.factor"
+REPLICA_LAG_TIME_MAX_MS_CONFIG = "replica.lag.time.max.ms"
+NUM_REPLICA_FETCHERS_CONFIG = "num.replica.fetchers"
+REPLICA_FETCH_MAX_BYTES_CONFIG = "replica.fetch.max.bytes"
+REPLICA_FETCH_RESPONSE_MAX_BYTES_CONFIG = "replica.fetch.response.max.bytes"
+REPLICA_FETCH_WAIT_MAX_MS_CONFIG = "replica.fetch.wait.max.ms"
+REPLICA_FETCH_MIN_BYTES_CONFIG = "replica.fetch.min.bytes"
+REPLICA_FETCH_BACKOFF_MS_CONFIG = "replica.fetch.backoff.ms"
+REPLICA_SOCKET_TIMEOUT_MS_CONFIG = "replica.socket.timeout.ms"
+REPLICA_SOCKET_RECEIVE_BUFFER_BYTES_CONFIG = "replica.socket.receive.buffer.bytes"
+AUTO_LEADER_REBALANCE_ENABLE_CONFIG = "auto.leader.rebalance.enable"
+LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS_CONFIG = "leader.imbalance.check.interval.seconds"
+LEADER_IMBALANCE_PER_BROKER_PERCENTAGE_CONFIG = "leader.imbalance.per.broker.percentage"
+REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS_CONFIG = "replica.high.watermark.checkpoint.interval.ms"
+INTER_BROKER_LISTENER_NAME_CONFIG = "inter.broker.listener.name"
+SECURITY_INTER_BROKER_PROTOCOL_CONFIG = "security.inter.broker.protocol"
 
 REPLICATION_CONFIG_DEF = (
     ConfigDef()
     .define(
-        "fetch.purgatory.purge.interval.requests",
+        FETCH_PURGATORY_PURGE_INTERVAL_REQUESTS_CONFIG,
         Type.INT,
         1000,
         None,
@@ -22,7 +43,7 @@ REPLICATION_CONFIG_DEF = (
         "Number of fetch requests added to the fetch purgatory between two purges of its completed operations.",
     )
     .define(
-        "producer.purgatory.purge.interval.requests",
+        PRODUCER_PURGATORY_PURGE_INTERVAL_REQUESTS_CONFIG,
         Type.INT,
         1000,
         None,
@@ -30,7 +51,7 @@ REPLICATION_CONFIG_DEF = (
         "Number of produce requests added to the producer purgatory between two purges of its completed operations.",
     )
     .define(
-        "default.replication.factor",
+        DEFAULT_REPLICATION_FACTOR_CONFIG,
         Type.INT,
         1,
         None,
@@ -38,7 +59,7 @@ REPLICATION_CONFIG_DEF = (
         "Default replication factor of automatically created topics.",
     )
     .define(
-        "replica.lag.time.max.ms",
+        REPLICA_LAG_TIME_MAX_MS_CONFIG,
         Type.LONG,
         30000,
         None,
@@ -46,7 +67,7 @@ REPLICATION_CONFIG_DEF = (
         "Time in ms after which a follower that has not caught up with the leader (or not fetched) leaves the ISR.",
     )
     .define(
-        "num.replica.fetchers",
+        NUM_REPLICA_FETCHERS_CONFIG,
         Type.INT,
         1,
         at_least(1),
@@ -54,7 +75,7 @@ REPLICATION_CONFIG_DEF = (
         "Number of ReplicaFetcherThreads per source broker; partitions are spread over them by hash.",
     )
     .define(
-        "replica.fetch.max.bytes",
+        REPLICA_FETCH_MAX_BYTES_CONFIG,
         Type.INT,
         1048576,
         at_least(0),
@@ -62,7 +83,7 @@ REPLICATION_CONFIG_DEF = (
         "Bytes of messages a follower tries to fetch per partition (at least one batch is always returned).",
     )
     .define(
-        "replica.fetch.response.max.bytes",
+        REPLICA_FETCH_RESPONSE_MAX_BYTES_CONFIG,
         Type.INT,
         10485760,
         at_least(0),
@@ -70,7 +91,7 @@ REPLICATION_CONFIG_DEF = (
         "Maximum bytes of a whole follower fetch response (at least one batch is always returned).",
     )
     .define(
-        "replica.fetch.wait.max.ms",
+        REPLICA_FETCH_WAIT_MAX_MS_CONFIG,
         Type.INT,
         500,
         None,
@@ -78,7 +99,7 @@ REPLICATION_CONFIG_DEF = (
         "Maximum wait in ms of a follower's fetch at the leader; keep it below replica.lag.time.max.ms.",
     )
     .define(
-        "replica.fetch.min.bytes",
+        REPLICA_FETCH_MIN_BYTES_CONFIG,
         Type.INT,
         1,
         None,
@@ -86,7 +107,7 @@ REPLICATION_CONFIG_DEF = (
         "Minimum bytes a follower's fetch waits for, up to replica.fetch.wait.max.ms.",
     )
     .define(
-        "replica.fetch.backoff.ms",
+        REPLICA_FETCH_BACKOFF_MS_CONFIG,
         Type.INT,
         1000,
         at_least(0),
@@ -94,7 +115,7 @@ REPLICATION_CONFIG_DEF = (
         "Time in ms a ReplicaFetcherThread sleeps after a fetch error before it retries.",
     )
     .define(
-        "replica.socket.timeout.ms",
+        REPLICA_SOCKET_TIMEOUT_MS_CONFIG,
         Type.INT,
         30000,
         None,
@@ -102,7 +123,7 @@ REPLICATION_CONFIG_DEF = (
         "Socket timeout in ms of follower fetch requests; at least replica.fetch.wait.max.ms.",
     )
     .define(
-        "replica.socket.receive.buffer.bytes",
+        REPLICA_SOCKET_RECEIVE_BUFFER_BYTES_CONFIG,
         Type.INT,
         65536,
         None,
@@ -110,7 +131,7 @@ REPLICATION_CONFIG_DEF = (
         "SO_RCVBUF of the follower's connection to the leader (-1: the OS default).",
     )
     .define(
-        "unclean.leader.election.enable",
+        UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG,
         Type.BOOLEAN,
         False,
         None,
@@ -118,7 +139,7 @@ REPLICATION_CONFIG_DEF = (
         "Whether replicas not in the ISR may be elected leader as a last resort, at the risk of data loss.",
     )
     .define(
-        "auto.leader.rebalance.enable",
+        AUTO_LEADER_REBALANCE_ENABLE_CONFIG,
         Type.BOOLEAN,
         True,
         None,
@@ -126,7 +147,7 @@ REPLICATION_CONFIG_DEF = (
         "Whether the controller moves leadership back to the preferred replicas periodically.",
     )
     .define(
-        "leader.imbalance.check.interval.seconds",
+        LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS_CONFIG,
         Type.LONG,
         300,
         at_least(1),
@@ -134,7 +155,7 @@ REPLICATION_CONFIG_DEF = (
         "Frequency in seconds of the controller's partition-rebalance check.",
     )
     .define(
-        "leader.imbalance.per.broker.percentage",
+        LEADER_IMBALANCE_PER_BROKER_PERCENTAGE_CONFIG,
         Type.INT,
         10,
         None,
@@ -142,7 +163,7 @@ REPLICATION_CONFIG_DEF = (
         "Leader imbalance allowed per broker, in percent, before a preferred-leader rebalance is triggered.",
     )
     .define(
-        "replica.high.watermark.checkpoint.interval.ms",
+        REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS_CONFIG,
         Type.LONG,
         5000,
         None,
@@ -150,7 +171,7 @@ REPLICATION_CONFIG_DEF = (
         "Frequency in ms at which high watermarks are saved to disk.",
     )
     .define(
-        "inter.broker.listener.name",
+        INTER_BROKER_LISTENER_NAME_CONFIG,
         Type.STRING,
         None,
         None,
@@ -158,7 +179,7 @@ REPLICATION_CONFIG_DEF = (
         "Name of the listener used between brokers; security.inter.broker.protocol's listener when unset.",
     )
     .define(
-        "security.inter.broker.protocol",
+        SECURITY_INTER_BROKER_PROTOCOL_CONFIG,
         Type.STRING,
         "PLAINTEXT",
         in_values(*SECURITY_PROTOCOLS),

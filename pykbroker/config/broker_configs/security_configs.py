@@ -11,10 +11,19 @@ from __future__ import annotations
 from pykbroker.config.broker_configs.common import L, M
 from pykbroker.config.config_def import ConfigDef, Type, at_least
 
+# The key names (Kafka's ``*_CONFIG`` constants): the one spelling of each key, imported by the code that reads it.
+CONNECTIONS_MAX_REAUTH_MS_CONFIG = "connections.max.reauth.ms"
+AUTHORIZER_CLASS_NAME_CONFIG = "authorizer.class.name"
+SUPER_USERS_CONFIG = "super.users"
+ALLOW_EVERYONE_IF_NO_ACL_FOUND_CONFIG = "allow.everyone.if.no.acl.found"
+SASL_ENABLED_MECHANISMS_CONFIG = "sasl.enabled.mechanisms"
+SASL_SERVER_MAX_RECEIVE_SIZE_CONFIG = "sasl.server.max.receive.size"
+SASL_MECHANISM_INTER_BROKER_PROTOCOL_CONFIG = "sasl.mechanism.inter.broker.protocol"
+
 SECURITY_CONFIG_DEF = (
     ConfigDef()
     .define(
-        "connections.max.reauth.ms",
+        CONNECTIONS_MAX_REAUTH_MS_CONFIG,
         Type.LONG,
         0,
         None,
@@ -25,7 +34,7 @@ SECURITY_CONFIG_DEF = (
         "listener.name.<listener>.<mechanism>.connections.max.reauth.ms.",
     )
     .define(
-        "authorizer.class.name",
+        AUTHORIZER_CLASS_NAME_CONFIG,
         Type.STRING,
         "",
         None,
@@ -34,7 +43,7 @@ SECURITY_CONFIG_DEF = (
         "org.apache.kafka.metadata.authorizer.StandardAuthorizer (ACLs in the metadata log).",
     )
     .define(
-        "super.users",
+        SUPER_USERS_CONFIG,
         Type.STRING,
         "",
         None,
@@ -42,7 +51,7 @@ SECURITY_CONFIG_DEF = (
         "Principals allowed everything by the StandardAuthorizer, separated by semicolons (User:admin;User:ops).",
     )
     .define(
-        "allow.everyone.if.no.acl.found",
+        ALLOW_EVERYONE_IF_NO_ACL_FOUND_CONFIG,
         Type.BOOLEAN,
         False,
         None,
@@ -50,7 +59,7 @@ SECURITY_CONFIG_DEF = (
         "Whether the StandardAuthorizer allows access to resources no ACL applies to.",
     )
     .define(
-        "sasl.enabled.mechanisms",
+        SASL_ENABLED_MECHANISMS_CONFIG,
         Type.LIST,
         "GSSAPI",
         None,
@@ -59,7 +68,7 @@ SECURITY_CONFIG_DEF = (
         "supported; per listener: listener.name.<listener>.sasl.enabled.mechanisms).",
     )
     .define(
-        "sasl.server.max.receive.size",
+        SASL_SERVER_MAX_RECEIVE_SIZE_CONFIG,
         Type.INT,
         524288,
         at_least(1),
@@ -67,7 +76,7 @@ SECURITY_CONFIG_DEF = (
         "Largest SASL frame in bytes accepted before a connection is authenticated.",
     )
     .define(
-        "sasl.mechanism.inter.broker.protocol",
+        SASL_MECHANISM_INTER_BROKER_PROTOCOL_CONFIG,
         Type.STRING,
         "GSSAPI",
         None,

@@ -10,12 +10,29 @@ from __future__ import annotations
 
 from pykbroker.config.broker_configs.common import COMPRESSION_TYPES, H, L, M, host_port
 from pykbroker.config.config_def import ConfigDef, Type, at_least, in_values
+from pykbroker.config.topic_config import COMPRESSION_TYPE_CONFIG
+
+# The key names (Kafka's ``*_CONFIG`` constants): the one spelling of each key, imported by the code that reads it.
+BROKER_ID_CONFIG = "broker.id"
+BROKER_RACK_CONFIG = "broker.rack"
+NUM_IO_THREADS_CONFIG = "num.io.threads"
+BACKGROUND_THREADS_CONFIG = "background.threads"
+MESSAGE_MAX_BYTES_CONFIG = "message.max.bytes"
+REQUEST_TIMEOUT_MS_CONFIG = "request.timeout.ms"
+DELETE_TOPIC_ENABLE_CONFIG = "delete.topic.enable"
+FETCH_MAX_BYTES_CONFIG = "fetch.max.bytes"
+MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS_CONFIG = "max.incremental.fetch.session.cache.slots"
+MAX_REQUEST_PARTITION_SIZE_LIMIT_CONFIG = "max.request.partition.size.limit"
+METRIC_REPORTERS_CONFIG = "metric.reporters"
+PROMETHEUS_METRICS_LISTENER_CONFIG = "prometheus.metrics.listener"
+CLUSTER_ID_CONFIG = "cluster.id"
+KAFKA_METRICS_REPORTERS_CONFIG = "kafka.metrics.reporters"
 
 SERVER_CONFIG_DEF = (
     ConfigDef()
-    .define("broker.id", Type.INT, -1, None, H, "Alias of node.id, kept for compatibility.")
+    .define(BROKER_ID_CONFIG, Type.INT, -1, None, H, "Alias of node.id, kept for compatibility.")
     .define(
-        "broker.rack",
+        BROKER_RACK_CONFIG,
         Type.STRING,
         None,
         None,
@@ -23,7 +40,7 @@ SERVER_CONFIG_DEF = (
         "Rack of the broker, used by rack-aware replica placement (e.g. 'us-east-1d').",
     )
     .define(
-        "num.io.threads",
+        NUM_IO_THREADS_CONFIG,
         Type.INT,
         8,
         at_least(1),
@@ -31,7 +48,7 @@ SERVER_CONFIG_DEF = (
         "Number of request handler threads the server uses to process requests, including disk I/O.",
     )
     .define(
-        "background.threads",
+        BACKGROUND_THREADS_CONFIG,
         Type.INT,
         10,
         at_least(1),
@@ -39,7 +56,7 @@ SERVER_CONFIG_DEF = (
         "Number of threads for background tasks (retention, flushes, checkpoints).",
     )
     .define(
-        "message.max.bytes",
+        MESSAGE_MAX_BYTES_CONFIG,
         Type.INT,
         1048588,
         at_least(0),
@@ -48,7 +65,7 @@ SERVER_CONFIG_DEF = (
         "max.message.bytes.",
     )
     .define(
-        "request.timeout.ms",
+        REQUEST_TIMEOUT_MS_CONFIG,
         Type.INT,
         30000,
         None,
@@ -56,7 +73,7 @@ SERVER_CONFIG_DEF = (
         "Maximum time in ms the broker waits for the response to a request it sent.",
     )
     .define(
-        "delete.topic.enable",
+        DELETE_TOPIC_ENABLE_CONFIG,
         Type.BOOLEAN,
         True,
         None,
@@ -64,7 +81,7 @@ SERVER_CONFIG_DEF = (
         "Whether topics can be deleted; when false, DeleteTopics has no effect.",
     )
     .define(
-        "compression.type",
+        COMPRESSION_TYPE_CONFIG,
         Type.STRING,
         "producer",
         in_values(*COMPRESSION_TYPES),
@@ -73,7 +90,7 @@ SERVER_CONFIG_DEF = (
         "producer's codec.",
     )
     .define(
-        "fetch.max.bytes",
+        FETCH_MAX_BYTES_CONFIG,
         Type.INT,
         57671680,
         at_least(1024),
@@ -81,7 +98,7 @@ SERVER_CONFIG_DEF = (
         "Maximum number of bytes returned for a fetch request (at least 1024).",
     )
     .define(
-        "max.incremental.fetch.session.cache.slots",
+        MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS_CONFIG,
         Type.INT,
         1000,
         at_least(0),
@@ -89,7 +106,7 @@ SERVER_CONFIG_DEF = (
         "Maximum number of incremental fetch sessions cached by the broker.",
     )
     .define(
-        "max.request.partition.size.limit",
+        MAX_REQUEST_PARTITION_SIZE_LIMIT_CONFIG,
         Type.INT,
         2000,
         at_least(1),
@@ -97,7 +114,7 @@ SERVER_CONFIG_DEF = (
         "The maximum number of partitions can be served in one request (DescribeTopicPartitions).",
     )
     .define(
-        "metric.reporters",
+        METRIC_REPORTERS_CONFIG,
         Type.LIST,
         "",
         None,
@@ -108,7 +125,7 @@ SERVER_CONFIG_DEF = (
         "org.apache.kafka.common.metrics.JmxReporter is ignored with a warning.",
     )
     .define(
-        "prometheus.metrics.listener",
+        PROMETHEUS_METRICS_LISTENER_CONFIG,
         Type.STRING,
         "0.0.0.0:9404",
         host_port,
@@ -117,10 +134,15 @@ SERVER_CONFIG_DEF = (
         "ephemeral port, logged as 'Prometheus metrics endpoint listening on host:port').",
     )
     .define(
-        "cluster.id", Type.STRING, None, None, L, "Ignored in KRaft mode: the cluster ID comes from meta.properties."
+        CLUSTER_ID_CONFIG,
+        Type.STRING,
+        None,
+        None,
+        L,
+        "Ignored in KRaft mode: the cluster ID comes from meta.properties.",
     )
     .define(
-        "kafka.metrics.reporters",
+        KAFKA_METRICS_REPORTERS_CONFIG,
         Type.LIST,
         "",
         None,

@@ -10,11 +10,52 @@ from __future__ import annotations
 
 from pykbroker.config.broker_configs.common import LONG_MAX, H, L, M
 from pykbroker.config.config_def import ConfigDef, Type, at_least, between, in_values
+from pykbroker.config.topic_config import MIN_INSYNC_REPLICAS_CONFIG
+
+# The key names (Kafka's ``*_CONFIG`` constants): the one spelling of each key, imported by the code that reads it.
+AUTO_CREATE_TOPICS_ENABLE_CONFIG = "auto.create.topics.enable"
+NUM_PARTITIONS_CONFIG = "num.partitions"
+LOG_DIR_CONFIG = "log.dir"
+LOG_DIRS_CONFIG = "log.dirs"
+LOG_SEGMENT_BYTES_CONFIG = "log.segment.bytes"
+LOG_ROLL_MS_CONFIG = "log.roll.ms"
+LOG_ROLL_HOURS_CONFIG = "log.roll.hours"
+LOG_ROLL_JITTER_MS_CONFIG = "log.roll.jitter.ms"
+LOG_ROLL_JITTER_HOURS_CONFIG = "log.roll.jitter.hours"
+LOG_RETENTION_MS_CONFIG = "log.retention.ms"
+LOG_RETENTION_MINUTES_CONFIG = "log.retention.minutes"
+LOG_RETENTION_HOURS_CONFIG = "log.retention.hours"
+LOG_RETENTION_BYTES_CONFIG = "log.retention.bytes"
+LOG_RETENTION_CHECK_INTERVAL_MS_CONFIG = "log.retention.check.interval.ms"
+LOG_CLEANUP_POLICY_CONFIG = "log.cleanup.policy"
+LOG_CLEANER_ENABLE_CONFIG = "log.cleaner.enable"
+LOG_CLEANER_THREADS_CONFIG = "log.cleaner.threads"
+LOG_CLEANER_BACKOFF_MS_CONFIG = "log.cleaner.backoff.ms"
+LOG_CLEANER_MIN_CLEANABLE_RATIO_CONFIG = "log.cleaner.min.cleanable.ratio"
+LOG_CLEANER_DELETE_RETENTION_MS_CONFIG = "log.cleaner.delete.retention.ms"
+LOG_CLEANER_MIN_COMPACTION_LAG_MS_CONFIG = "log.cleaner.min.compaction.lag.ms"
+LOG_CLEANER_MAX_COMPACTION_LAG_MS_CONFIG = "log.cleaner.max.compaction.lag.ms"
+LOG_CLEANER_DEDUPE_BUFFER_SIZE_CONFIG = "log.cleaner.dedupe.buffer.size"
+LOG_INDEX_SIZE_MAX_BYTES_CONFIG = "log.index.size.max.bytes"
+LOG_INDEX_INTERVAL_BYTES_CONFIG = "log.index.interval.bytes"
+LOG_FLUSH_INTERVAL_MESSAGES_CONFIG = "log.flush.interval.messages"
+LOG_FLUSH_INTERVAL_MS_CONFIG = "log.flush.interval.ms"
+LOG_FLUSH_SCHEDULER_INTERVAL_MS_CONFIG = "log.flush.scheduler.interval.ms"
+LOG_FLUSH_OFFSET_CHECKPOINT_INTERVAL_MS_CONFIG = "log.flush.offset.checkpoint.interval.ms"
+LOG_FLUSH_START_OFFSET_CHECKPOINT_INTERVAL_MS_CONFIG = "log.flush.start.offset.checkpoint.interval.ms"
+LOG_SEGMENT_DELETE_DELAY_MS_CONFIG = "log.segment.delete.delay.ms"
+LOG_PREALLOCATE_CONFIG = "log.preallocate"
+LOG_MESSAGE_TIMESTAMP_TYPE_CONFIG = "log.message.timestamp.type"
+LOG_MESSAGE_TIMESTAMP_BEFORE_MAX_MS_CONFIG = "log.message.timestamp.before.max.ms"
+LOG_MESSAGE_TIMESTAMP_AFTER_MAX_MS_CONFIG = "log.message.timestamp.after.max.ms"
+LOG_MESSAGE_DOWNCONVERSION_ENABLE_CONFIG = "log.message.downconversion.enable"
+LOG_INITIAL_TASK_DELAY_MS_CONFIG = "log.initial.task.delay.ms"
+NUM_RECOVERY_THREADS_PER_DATA_DIR_CONFIG = "num.recovery.threads.per.data.dir"
 
 SERVER_LOG_CONFIG_DEF = (
     ConfigDef()
     .define(
-        "auto.create.topics.enable",
+        AUTO_CREATE_TOPICS_ENABLE_CONFIG,
         Type.BOOLEAN,
         True,
         None,
@@ -22,10 +63,15 @@ SERVER_LOG_CONFIG_DEF = (
         "Whether a topic that a client asks metadata for, and that does not exist, is created automatically.",
     )
     .define(
-        "num.partitions", Type.INT, 1, at_least(1), M, "Default number of partitions of automatically created topics."
+        NUM_PARTITIONS_CONFIG,
+        Type.INT,
+        1,
+        at_least(1),
+        M,
+        "Default number of partitions of automatically created topics.",
     )
     .define(
-        "min.insync.replicas",
+        MIN_INSYNC_REPLICAS_CONFIG,
         Type.INT,
         1,
         at_least(1),
@@ -33,7 +79,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Minimum number of in-sync replicas that must acknowledge an acks=all write for it to succeed.",
     )
     .define(
-        "log.dir",
+        LOG_DIR_CONFIG,
         Type.STRING,
         "/tmp/kafka-logs",
         None,
@@ -41,7 +87,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Directory where the log data is kept, when log.dirs is not set.",
     )
     .define(
-        "log.dirs",
+        LOG_DIRS_CONFIG,
         Type.LIST,
         None,
         None,
@@ -49,7 +95,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Comma-separated directories where the log data is kept; log.dir when unset.",
     )
     .define(
-        "log.segment.bytes",
+        LOG_SEGMENT_BYTES_CONFIG,
         Type.INT,
         1073741824,
         at_least(14),
@@ -57,7 +103,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Maximum size in bytes of a single log segment file.",
     )
     .define(
-        "log.roll.ms",
+        LOG_ROLL_MS_CONFIG,
         Type.LONG,
         None,
         None,
@@ -65,7 +111,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Maximum time in ms before a new log segment is rolled out; log.roll.hours when unset.",
     )
     .define(
-        "log.roll.hours",
+        LOG_ROLL_HOURS_CONFIG,
         Type.INT,
         168,
         at_least(1),
@@ -73,7 +119,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Maximum time in hours before a new log segment is rolled out; secondary to log.roll.ms.",
     )
     .define(
-        "log.roll.jitter.ms",
+        LOG_ROLL_JITTER_MS_CONFIG,
         Type.LONG,
         None,
         None,
@@ -81,7 +127,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Maximum jitter in ms subtracted from the roll time; log.roll.jitter.hours when unset.",
     )
     .define(
-        "log.roll.jitter.hours",
+        LOG_ROLL_JITTER_HOURS_CONFIG,
         Type.INT,
         0,
         at_least(0),
@@ -89,7 +135,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Maximum jitter in hours subtracted from the roll time; secondary to log.roll.jitter.ms.",
     )
     .define(
-        "log.retention.ms",
+        LOG_RETENTION_MS_CONFIG,
         Type.LONG,
         None,
         None,
@@ -97,7 +143,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Time in ms a log segment is kept before deletion (-1: no limit); log.retention.minutes when unset.",
     )
     .define(
-        "log.retention.minutes",
+        LOG_RETENTION_MINUTES_CONFIG,
         Type.INT,
         None,
         None,
@@ -105,7 +151,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Time in minutes a log segment is kept before deletion; secondary to log.retention.ms.",
     )
     .define(
-        "log.retention.hours",
+        LOG_RETENTION_HOURS_CONFIG,
         Type.INT,
         168,
         None,
@@ -113,7 +159,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Time in hours a log segment is kept before deletion; tertiary to log.retention.ms.",
     )
     .define(
-        "log.retention.bytes",
+        LOG_RETENTION_BYTES_CONFIG,
         Type.LONG,
         -1,
         None,
@@ -121,7 +167,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Maximum size in bytes of a partition's log before old segments are deleted (-1: no limit).",
     )
     .define(
-        "log.retention.check.interval.ms",
+        LOG_RETENTION_CHECK_INTERVAL_MS_CONFIG,
         Type.LONG,
         300000,
         at_least(1),
@@ -129,7 +175,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Frequency in ms at which logs are checked for segments eligible for deletion.",
     )
     .define(
-        "log.cleanup.policy",
+        LOG_CLEANUP_POLICY_CONFIG,
         Type.LIST,
         "delete",
         in_values("delete", "compact"),
@@ -137,7 +183,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Default cleanup policy of segments beyond the retention window: delete, compact, or both.",
     )
     .define(
-        "log.cleaner.enable",
+        LOG_CLEANER_ENABLE_CONFIG,
         Type.BOOLEAN,
         True,
         None,
@@ -145,7 +191,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Whether the log cleaner runs, compacting topics whose cleanup policy is compact.",
     )
     .define(
-        "log.cleaner.threads",
+        LOG_CLEANER_THREADS_CONFIG,
         Type.INT,
         1,
         at_least(0),
@@ -153,7 +199,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Number of background threads for log cleaning. Accepted; not used by pykbroker yet.",
     )
     .define(
-        "log.cleaner.backoff.ms",
+        LOG_CLEANER_BACKOFF_MS_CONFIG,
         Type.LONG,
         15000,
         at_least(0),
@@ -161,7 +207,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Time in ms the cleaner sleeps when no log needs cleaning.",
     )
     .define(
-        "log.cleaner.min.cleanable.ratio",
+        LOG_CLEANER_MIN_CLEANABLE_RATIO_CONFIG,
         Type.DOUBLE,
         0.5,
         between(0, 1),
@@ -169,7 +215,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Minimum ratio of dirty log to total log for a log to be eligible for cleaning.",
     )
     .define(
-        "log.cleaner.delete.retention.ms",
+        LOG_CLEANER_DELETE_RETENTION_MS_CONFIG,
         Type.LONG,
         86400000,
         at_least(0),
@@ -177,7 +223,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Time in ms delete tombstones are kept on compacted topics.",
     )
     .define(
-        "log.cleaner.min.compaction.lag.ms",
+        LOG_CLEANER_MIN_COMPACTION_LAG_MS_CONFIG,
         Type.LONG,
         0,
         at_least(0),
@@ -185,7 +231,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Minimum time in ms a message stays uncompacted in the log.",
     )
     .define(
-        "log.cleaner.max.compaction.lag.ms",
+        LOG_CLEANER_MAX_COMPACTION_LAG_MS_CONFIG,
         Type.LONG,
         LONG_MAX,
         at_least(1),
@@ -193,7 +239,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Maximum time in ms a message stays ineligible for compaction in the log.",
     )
     .define(
-        "log.cleaner.dedupe.buffer.size",
+        LOG_CLEANER_DEDUPE_BUFFER_SIZE_CONFIG,
         Type.LONG,
         134217728,
         None,
@@ -202,7 +248,7 @@ SERVER_LOG_CONFIG_DEF = (
         "pykbroker yet.",
     )
     .define(
-        "log.index.size.max.bytes",
+        LOG_INDEX_SIZE_MAX_BYTES_CONFIG,
         Type.INT,
         10485760,
         at_least(4),
@@ -210,7 +256,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Maximum size in bytes of the offset and time indexes of a segment.",
     )
     .define(
-        "log.index.interval.bytes",
+        LOG_INDEX_INTERVAL_BYTES_CONFIG,
         Type.INT,
         4096,
         at_least(0),
@@ -218,7 +264,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Bytes of log appended between two offset index entries.",
     )
     .define(
-        "log.flush.interval.messages",
+        LOG_FLUSH_INTERVAL_MESSAGES_CONFIG,
         Type.LONG,
         LONG_MAX,
         at_least(1),
@@ -226,7 +272,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Number of messages accumulated on a partition before its log is flushed to disk.",
     )
     .define(
-        "log.flush.interval.ms",
+        LOG_FLUSH_INTERVAL_MS_CONFIG,
         Type.LONG,
         None,
         None,
@@ -234,7 +280,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Maximum time in ms a message stays unflushed; log.flush.scheduler.interval.ms when unset.",
     )
     .define(
-        "log.flush.scheduler.interval.ms",
+        LOG_FLUSH_SCHEDULER_INTERVAL_MS_CONFIG,
         Type.LONG,
         LONG_MAX,
         None,
@@ -242,7 +288,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Frequency in ms at which the log flusher checks whether any log needs flushing.",
     )
     .define(
-        "log.flush.offset.checkpoint.interval.ms",
+        LOG_FLUSH_OFFSET_CHECKPOINT_INTERVAL_MS_CONFIG,
         Type.INT,
         60000,
         at_least(0),
@@ -250,7 +296,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Frequency in ms at which the logs' recovery points are checkpointed.",
     )
     .define(
-        "log.flush.start.offset.checkpoint.interval.ms",
+        LOG_FLUSH_START_OFFSET_CHECKPOINT_INTERVAL_MS_CONFIG,
         Type.INT,
         60000,
         at_least(0),
@@ -258,16 +304,16 @@ SERVER_LOG_CONFIG_DEF = (
         "Frequency in ms at which the logs' start offsets are checkpointed.",
     )
     .define(
-        "log.segment.delete.delay.ms",
+        LOG_SEGMENT_DELETE_DELAY_MS_CONFIG,
         Type.LONG,
         60000,
         at_least(0),
         H,
         "Time in ms to wait before deleting a file from the filesystem.",
     )
-    .define("log.preallocate", Type.BOOLEAN, False, None, M, "Whether to preallocate the file of a new segment.")
+    .define(LOG_PREALLOCATE_CONFIG, Type.BOOLEAN, False, None, M, "Whether to preallocate the file of a new segment.")
     .define(
-        "log.message.timestamp.type",
+        LOG_MESSAGE_TIMESTAMP_TYPE_CONFIG,
         Type.STRING,
         "CreateTime",
         in_values("CreateTime", "LogAppendTime"),
@@ -275,7 +321,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Whether record timestamps are the producer's (CreateTime) or the broker's (LogAppendTime).",
     )
     .define(
-        "log.message.timestamp.before.max.ms",
+        LOG_MESSAGE_TIMESTAMP_BEFORE_MAX_MS_CONFIG,
         Type.LONG,
         LONG_MAX,
         at_least(0),
@@ -283,7 +329,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Maximum time in ms a CreateTime timestamp may lie before the broker's time.",
     )
     .define(
-        "log.message.timestamp.after.max.ms",
+        LOG_MESSAGE_TIMESTAMP_AFTER_MAX_MS_CONFIG,
         Type.LONG,
         LONG_MAX,
         at_least(0),
@@ -291,7 +337,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Maximum time in ms a CreateTime timestamp may lie after the broker's time.",
     )
     .define(
-        "log.message.downconversion.enable",
+        LOG_MESSAGE_DOWNCONVERSION_ENABLE_CONFIG,
         Type.BOOLEAN,
         True,
         None,
@@ -299,7 +345,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Whether records are down-converted for consumers using old fetch versions.",
     )
     .define(
-        "log.initial.task.delay.ms",
+        LOG_INITIAL_TASK_DELAY_MS_CONFIG,
         Type.LONG,
         30000,
         at_least(0),
@@ -307,7 +353,7 @@ SERVER_LOG_CONFIG_DEF = (
         "Delay in ms before the first run of the log background tasks.",
     )
     .define(
-        "num.recovery.threads.per.data.dir",
+        NUM_RECOVERY_THREADS_PER_DATA_DIR_CONFIG,
         Type.INT,
         1,
         at_least(1),

@@ -11,10 +11,29 @@ from __future__ import annotations
 from pykbroker.config.broker_configs.common import INT_MAX, H, L, M
 from pykbroker.config.config_def import ConfigDef, Type, at_least
 
+# The key names (Kafka's ``*_CONFIG`` constants): the one spelling of each key, imported by the code that reads it.
+CONTROL_PLANE_LISTENER_NAME_CONFIG = "control.plane.listener.name"
+LISTENERS_CONFIG = "listeners"
+ADVERTISED_LISTENERS_CONFIG = "advertised.listeners"
+LISTENER_SECURITY_PROTOCOL_MAP_CONFIG = "listener.security.protocol.map"
+NUM_NETWORK_THREADS_CONFIG = "num.network.threads"
+QUEUED_MAX_REQUESTS_CONFIG = "queued.max.requests"
+QUEUED_MAX_REQUEST_BYTES_CONFIG = "queued.max.request.bytes"
+SOCKET_SEND_BUFFER_BYTES_CONFIG = "socket.send.buffer.bytes"
+SOCKET_RECEIVE_BUFFER_BYTES_CONFIG = "socket.receive.buffer.bytes"
+SOCKET_REQUEST_MAX_BYTES_CONFIG = "socket.request.max.bytes"
+SOCKET_LISTEN_BACKLOG_SIZE_CONFIG = "socket.listen.backlog.size"
+MAX_CONNECTIONS_PER_IP_CONFIG = "max.connections.per.ip"
+MAX_CONNECTIONS_PER_IP_OVERRIDES_CONFIG = "max.connections.per.ip.overrides"
+MAX_CONNECTIONS_CONFIG = "max.connections"
+MAX_CONNECTION_CREATION_RATE_CONFIG = "max.connection.creation.rate"
+CONNECTIONS_MAX_IDLE_MS_CONFIG = "connections.max.idle.ms"
+CONNECTION_FAILED_AUTHENTICATION_DELAY_MS_CONFIG = "connection.failed.authentication.delay.ms"
+
 SOCKET_SERVER_CONFIG_DEF = (
     ConfigDef()
     .define(
-        "control.plane.listener.name",
+        CONTROL_PLANE_LISTENER_NAME_CONFIG,
         Type.STRING,
         None,
         None,
@@ -22,7 +41,7 @@ SOCKET_SERVER_CONFIG_DEF = (
         "Name of the listener used for communication between controller and brokers.",
     )
     .define(
-        "listeners",
+        LISTENERS_CONFIG,
         Type.LIST,
         "PLAINTEXT://:9092",
         None,
@@ -30,7 +49,7 @@ SOCKET_SERVER_CONFIG_DEF = (
         "Comma-separated listener URIs (NAME://host:port) the server binds; port 0 picks a free port.",
     )
     .define(
-        "advertised.listeners",
+        ADVERTISED_LISTENERS_CONFIG,
         Type.LIST,
         None,
         None,
@@ -38,7 +57,7 @@ SOCKET_SERVER_CONFIG_DEF = (
         "Listeners published to clients in metadata when they differ from listeners.",
     )
     .define(
-        "listener.security.protocol.map",
+        LISTENER_SECURITY_PROTOCOL_MAP_CONFIG,
         Type.STRING,
         "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
         None,
@@ -46,7 +65,7 @@ SOCKET_SERVER_CONFIG_DEF = (
         "Map of listener names to security protocols, as NAME:PROTOCOL,...",
     )
     .define(
-        "num.network.threads",
+        NUM_NETWORK_THREADS_CONFIG,
         Type.INT,
         3,
         at_least(1),
@@ -54,7 +73,7 @@ SOCKET_SERVER_CONFIG_DEF = (
         "Number of network threads (Processors) per listener that receive requests and send responses.",
     )
     .define(
-        "queued.max.requests",
+        QUEUED_MAX_REQUESTS_CONFIG,
         Type.INT,
         500,
         at_least(1),
@@ -62,7 +81,7 @@ SOCKET_SERVER_CONFIG_DEF = (
         "Number of requests queued for the request handlers before the network threads stop reading.",
     )
     .define(
-        "queued.max.request.bytes",
+        QUEUED_MAX_REQUEST_BYTES_CONFIG,
         Type.LONG,
         -1,
         None,
@@ -70,7 +89,7 @@ SOCKET_SERVER_CONFIG_DEF = (
         "Number of queued request bytes allowed before no more requests are read (-1: no limit).",
     )
     .define(
-        "socket.send.buffer.bytes",
+        SOCKET_SEND_BUFFER_BYTES_CONFIG,
         Type.INT,
         102400,
         None,
@@ -78,16 +97,16 @@ SOCKET_SERVER_CONFIG_DEF = (
         "SO_SNDBUF of the server's sockets in bytes (-1: the OS default).",
     )
     .define(
-        "socket.receive.buffer.bytes",
+        SOCKET_RECEIVE_BUFFER_BYTES_CONFIG,
         Type.INT,
         102400,
         None,
         H,
         "SO_RCVBUF of the server's sockets in bytes (-1: the OS default).",
     )
-    .define("socket.request.max.bytes", Type.INT, 104857600, at_least(1), H, "Maximum size in bytes of a request.")
+    .define(SOCKET_REQUEST_MAX_BYTES_CONFIG, Type.INT, 104857600, at_least(1), H, "Maximum size in bytes of a request.")
     .define(
-        "socket.listen.backlog.size",
+        SOCKET_LISTEN_BACKLOG_SIZE_CONFIG,
         Type.INT,
         50,
         at_least(1),
@@ -95,7 +114,7 @@ SOCKET_SERVER_CONFIG_DEF = (
         "Maximum number of pending connections on a listening socket.",
     )
     .define(
-        "max.connections.per.ip",
+        MAX_CONNECTIONS_PER_IP_CONFIG,
         Type.INT,
         INT_MAX,
         at_least(0),
@@ -103,7 +122,7 @@ SOCKET_SERVER_CONFIG_DEF = (
         "Maximum number of connections allowed from one IP address.",
     )
     .define(
-        "max.connections.per.ip.overrides",
+        MAX_CONNECTIONS_PER_IP_OVERRIDES_CONFIG,
         Type.STRING,
         "",
         None,
@@ -111,7 +130,7 @@ SOCKET_SERVER_CONFIG_DEF = (
         "Per-IP or per-hostname overrides of max.connections.per.ip, as host:count,...",
     )
     .define(
-        "max.connections",
+        MAX_CONNECTIONS_CONFIG,
         Type.INT,
         INT_MAX,
         at_least(0),
@@ -119,7 +138,7 @@ SOCKET_SERVER_CONFIG_DEF = (
         "Maximum number of connections the broker allows at any time.",
     )
     .define(
-        "max.connection.creation.rate",
+        MAX_CONNECTION_CREATION_RATE_CONFIG,
         Type.INT,
         INT_MAX,
         at_least(0),
@@ -128,7 +147,7 @@ SOCKET_SERVER_CONFIG_DEF = (
         "listener is exempt when there are several listeners).",
     )
     .define(
-        "connections.max.idle.ms",
+        CONNECTIONS_MAX_IDLE_MS_CONFIG,
         Type.LONG,
         600000,
         None,
@@ -136,7 +155,7 @@ SOCKET_SERVER_CONFIG_DEF = (
         "Time in ms after which the network threads close an idle connection.",
     )
     .define(
-        "connection.failed.authentication.delay.ms",
+        CONNECTION_FAILED_AUTHENTICATION_DELAY_MS_CONFIG,
         Type.INT,
         100,
         at_least(0),

@@ -11,10 +11,26 @@ from __future__ import annotations
 from pykbroker.config.broker_configs.common import H, L
 from pykbroker.config.config_def import ConfigDef, Type, at_least
 
+# The key names (Kafka's ``*_CONFIG`` constants): the one spelling of each key, imported by the code that reads it.
+PRODUCER_ID_EXPIRATION_MS_CONFIG = "producer.id.expiration.ms"
+TRANSACTION_STATE_LOG_NUM_PARTITIONS_CONFIG = "transaction.state.log.num.partitions"
+TRANSACTION_STATE_LOG_REPLICATION_FACTOR_CONFIG = "transaction.state.log.replication.factor"
+TRANSACTION_STATE_LOG_MIN_ISR_CONFIG = "transaction.state.log.min.isr"
+TRANSACTION_STATE_LOG_SEGMENT_BYTES_CONFIG = "transaction.state.log.segment.bytes"
+TRANSACTION_MAX_TIMEOUT_MS_CONFIG = "transaction.max.timeout.ms"
+TRANSACTIONAL_ID_EXPIRATION_MS_CONFIG = "transactional.id.expiration.ms"
+TRANSACTION_PARTITION_VERIFICATION_ENABLE_CONFIG = "transaction.partition.verification.enable"
+TRANSACTION_ABORT_TIMED_OUT_TRANSACTION_CLEANUP_INTERVAL_MS_CONFIG = (
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+)
+TRANSACTION_REMOVE_EXPIRED_TRANSACTION_CLEANUP_INTERVAL_MS_CONFIG = (
+    "transaction.remove.expired.transaction.cleanup.interval.ms"
+)
+
 TRANSACTION_CONFIG_DEF = (
     ConfigDef()
     .define(
-        "producer.id.expiration.ms",
+        PRODUCER_ID_EXPIRATION_MS_CONFIG,
         Type.INT,
         86400000,
         at_least(1),
@@ -22,7 +38,7 @@ TRANSACTION_CONFIG_DEF = (
         "Time in ms a partition leader keeps the state of a producer ID that has not written to it.",
     )
     .define(
-        "transaction.state.log.num.partitions",
+        TRANSACTION_STATE_LOG_NUM_PARTITIONS_CONFIG,
         Type.INT,
         50,
         at_least(1),
@@ -31,7 +47,7 @@ TRANSACTION_CONFIG_DEF = (
         "FindCoordinator.",
     )
     .define(
-        "transaction.state.log.replication.factor",
+        TRANSACTION_STATE_LOG_REPLICATION_FACTOR_CONFIG,
         Type.SHORT,
         3,
         at_least(1),
@@ -39,7 +55,7 @@ TRANSACTION_CONFIG_DEF = (
         "Replication factor of the transaction topic (capped at the live brokers).",
     )
     .define(
-        "transaction.state.log.min.isr",
+        TRANSACTION_STATE_LOG_MIN_ISR_CONFIG,
         Type.INT,
         2,
         at_least(1),
@@ -47,7 +63,7 @@ TRANSACTION_CONFIG_DEF = (
         "min.insync.replicas of the transaction topic (capped at its replication factor).",
     )
     .define(
-        "transaction.state.log.segment.bytes",
+        TRANSACTION_STATE_LOG_SEGMENT_BYTES_CONFIG,
         Type.INT,
         104857600,
         at_least(1),
@@ -55,7 +71,7 @@ TRANSACTION_CONFIG_DEF = (
         "Segment size in bytes of the transaction topic.",
     )
     .define(
-        "transaction.max.timeout.ms",
+        TRANSACTION_MAX_TIMEOUT_MS_CONFIG,
         Type.INT,
         900000,
         at_least(1),
@@ -63,7 +79,7 @@ TRANSACTION_CONFIG_DEF = (
         "Maximum transaction timeout in ms a producer may ask for (larger: INVALID_TRANSACTION_TIMEOUT).",
     )
     .define(
-        "transactional.id.expiration.ms",
+        TRANSACTIONAL_ID_EXPIRATION_MS_CONFIG,
         Type.INT,
         604800000,
         at_least(1),
@@ -71,7 +87,7 @@ TRANSACTION_CONFIG_DEF = (
         "Time in ms the coordinator keeps a transactional ID that receives no transaction status updates.",
     )
     .define(
-        "transaction.partition.verification.enable",
+        TRANSACTION_PARTITION_VERIFICATION_ENABLE_CONFIG,
         Type.BOOLEAN,
         True,
         None,
@@ -80,7 +96,7 @@ TRANSACTION_CONFIG_DEF = (
         "producer's transaction before its first transactional write (KIP-890 part 1).",
     )
     .define(
-        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        TRANSACTION_ABORT_TIMED_OUT_TRANSACTION_CLEANUP_INTERVAL_MS_CONFIG,
         Type.INT,
         10000,
         at_least(1),
@@ -88,7 +104,7 @@ TRANSACTION_CONFIG_DEF = (
         "Interval in ms at which the coordinator aborts transactions that exceeded their timeout.",
     )
     .define(
-        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        TRANSACTION_REMOVE_EXPIRED_TRANSACTION_CLEANUP_INTERVAL_MS_CONFIG,
         Type.INT,
         3600000,
         at_least(1),

@@ -39,6 +39,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 
+from pykbroker.config.broker_configs.group_coordinator_configs import (
+    GROUP_INITIAL_REBALANCE_DELAY_MS_CONFIG,
+    GROUP_MAX_SESSION_TIMEOUT_MS_CONFIG,
+    GROUP_MAX_SIZE_CONFIG,
+    GROUP_MIN_SESSION_TIMEOUT_MS_CONFIG,
+    OFFSET_METADATA_MAX_BYTES_CONFIG,
+)
 from pykbroker.coordinator.group import coordinator_metrics as cm
 from pykbroker.coordinator.group.consumer import record_codec as ccodec
 from pykbroker.coordinator.group.consumer.heartbeat import ConsumerGroupHeartbeatHandler
@@ -57,11 +64,11 @@ class GroupCoordinator:
         self.node_id = node_id
         self.manager = manager
         self.time = time
-        self.min_session_ms = config["group.min.session.timeout.ms"]
-        self.max_session_ms = config["group.max.session.timeout.ms"]
-        self.initial_delay_ms = config["group.initial.rebalance.delay.ms"]
-        self.max_group_size = config["group.max.size"]
-        self.max_metadata_bytes = config["offset.metadata.max.bytes"]
+        self.min_session_ms = config[GROUP_MIN_SESSION_TIMEOUT_MS_CONFIG]
+        self.max_session_ms = config[GROUP_MAX_SESSION_TIMEOUT_MS_CONFIG]
+        self.initial_delay_ms = config[GROUP_INITIAL_REBALANCE_DELAY_MS_CONFIG]
+        self.max_group_size = config[GROUP_MAX_SIZE_CONFIG]
+        self.max_metadata_bytes = config[OFFSET_METADATA_MAX_BYTES_CONFIG]
         self.join_purgatory: DelayedOperationPurgatory[DelayedJoin | DelayedSync] = DelayedOperationPurgatory(
             "Rebalance", node_id, time=time
         )

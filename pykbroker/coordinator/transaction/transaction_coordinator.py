@@ -40,6 +40,10 @@ the marker sender thread). State is guarded by each TransactionMetadata's lock a
 
 from __future__ import annotations
 
+from pykbroker.config.broker_configs.transaction_configs import (
+    TRANSACTION_ABORT_TIMED_OUT_TRANSACTION_CLEANUP_INTERVAL_MS_CONFIG,
+    TRANSACTION_REMOVE_EXPIRED_TRANSACTION_CLEANUP_INTERVAL_MS_CONFIG,
+)
 from pykbroker.coordinator.transaction.transaction_marker_channel_manager import TransactionMarkerChannelManager
 from pykbroker.coordinator.transaction.transaction_metadata import (
     NO_PRODUCER_EPOCH,
@@ -79,9 +83,9 @@ class TransactionCoordinator:
         self._active = False
 
     def startup(self) -> None:
-        interval = self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
+        interval = self.config[TRANSACTION_ABORT_TIMED_OUT_TRANSACTION_CLEANUP_INTERVAL_MS_CONFIG]
         self.scheduler.schedule("transaction-abort", self.abort_timed_out_transactions, interval, interval)
-        expiry = self.config["transaction.remove.expired.transaction.cleanup.interval.ms"]
+        expiry = self.config[TRANSACTION_REMOVE_EXPIRED_TRANSACTION_CLEANUP_INTERVAL_MS_CONFIG]
         self.scheduler.schedule(
             "transactionalId-expiration", self.txn_manager.remove_expired_transactional_ids, expiry, expiry
         )

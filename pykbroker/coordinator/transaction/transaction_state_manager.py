@@ -27,6 +27,12 @@ import threading
 from collections.abc import Callable
 from typing import NamedTuple
 
+from pykbroker.config.broker_configs.server_configs import REQUEST_TIMEOUT_MS_CONFIG
+from pykbroker.config.broker_configs.transaction_configs import (
+    TRANSACTION_MAX_TIMEOUT_MS_CONFIG,
+    TRANSACTION_STATE_LOG_NUM_PARTITIONS_CONFIG,
+    TRANSACTIONAL_ID_EXPIRATION_MS_CONFIG,
+)
 from pykbroker.coordinator.transaction import transaction_log as txn_log
 from pykbroker.coordinator.transaction.transaction_metadata import (
     TransactionMetadata,
@@ -84,10 +90,10 @@ class TransactionStateManager:
         self.log_manager = log_manager
         self.time = time
         self.scheduler = scheduler
-        self.num_partitions = config["transaction.state.log.num.partitions"]
-        self.max_timeout_ms = config["transaction.max.timeout.ms"]
-        self.expiration_ms = config["transactional.id.expiration.ms"]
-        self.request_timeout_ms = config["request.timeout.ms"]
+        self.num_partitions = config[TRANSACTION_STATE_LOG_NUM_PARTITIONS_CONFIG]
+        self.max_timeout_ms = config[TRANSACTION_MAX_TIMEOUT_MS_CONFIG]
+        self.expiration_ms = config[TRANSACTIONAL_ID_EXPIRATION_MS_CONFIG]
+        self.request_timeout_ms = config[REQUEST_TIMEOUT_MS_CONFIG]
         self._lock = threading.RLock()
         self._caches: dict[int, _PartitionCache] = {}
         #: the finalized ``transaction.version`` (KIP-890): from 1 on, values are written as flexible v1

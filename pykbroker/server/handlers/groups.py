@@ -19,6 +19,25 @@ offset -1 in OffsetFetch); an OffsetFetch of all the group's offsets leaves out 
 
 from __future__ import annotations
 
+from pykbroker.config.broker_configs.group_coordinator_configs import (
+    GROUP_COORDINATOR_REBALANCE_PROTOCOLS_CONFIG,
+    OFFSETS_TOPIC_NUM_PARTITIONS_CONFIG,
+    OFFSETS_TOPIC_REPLICATION_FACTOR_CONFIG,
+    OFFSETS_TOPIC_SEGMENT_BYTES_CONFIG,
+)
+from pykbroker.config.broker_configs.transaction_configs import (
+    TRANSACTION_STATE_LOG_MIN_ISR_CONFIG,
+    TRANSACTION_STATE_LOG_NUM_PARTITIONS_CONFIG,
+    TRANSACTION_STATE_LOG_REPLICATION_FACTOR_CONFIG,
+    TRANSACTION_STATE_LOG_SEGMENT_BYTES_CONFIG,
+)
+from pykbroker.config.topic_config import (
+    CLEANUP_POLICY_CONFIG,
+    COMPRESSION_TYPE_CONFIG,
+    MIN_INSYNC_REPLICAS_CONFIG,
+    SEGMENT_BYTES_CONFIG,
+    UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG,
+)
 from pykbroker.coordinator.group.group_metadata import OffsetAndMetadata
 from pykbroker.coordinator.group.record_codec import partition_for as group_partition_for
 from pykbroker.coordinator.transaction.transaction_log import partition_for as txn_partition_for
@@ -75,7 +94,7 @@ class GroupHandlers:
         """Whether ``group.coordinator.rebalance.protocols`` lists ``consumer`` (KIP-848): only then are
         ConsumerGroupHeartbeat and ConsumerGroupDescribe served and advertised."""
         try:
-            protocols = self.config["group.coordinator.rebalance.protocols"]
+            protocols = self.config[GROUP_COORDINATOR_REBALANCE_PROTOCOLS_CONFIG]
         except KeyError:
             return True
         if isinstance(protocols, str):
@@ -118,22 +137,22 @@ class GroupHandlers:
             1, len(self.cache.alive_brokers(self.config.listeners[0].listener_name)) if self.config.listeners else 1
         )
         if name == TRANSACTION_STATE_TOPIC_NAME:
-            rf = min(self.config["transaction.state.log.replication.factor"], brokers)
-            partitions = self.config["transaction.state.log.num.partitions"]
+            rf = min(self.config[TRANSACTION_STATE_LOG_REPLICATION_FACTOR_CONFIG], brokers)
+            partitions = self.config[TRANSACTION_STATE_LOG_NUM_PARTITIONS_CONFIG]
             configs = {
-                "cleanup.policy": "compact",
-                "compression.type": "uncompressed",
-                "min.insync.replicas": str(min(self.config["transaction.state.log.min.isr"], rf)),
-                "segment.bytes": str(self.config["transaction.state.log.segment.bytes"]),
-                "unclean.leader.election.enable": "false",
+                CLEANUP_POLICY_CONFIG: "compact",
+                COMPRESSION_TYPE_CONFIG: "uncompressed",
+                MIN_INSYNC_REPLICAS_CONFIG: str(min(self.config[TRANSACTION_STATE_LOG_MIN_ISR_CONFIG], rf)),
+                SEGMENT_BYTES_CONFIG: str(self.config[TRANSACTION_STATE_LOG_SEGMENT_BYTES_CONFIG]),
+                UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG: "false",
             }
         else:
-            rf = min(self.config["offsets.topic.replication.factor"], brokers)
-            partitions = self.config["offsets.topic.num.partitions"]
+            rf = min(self.config[OFFSETS_TOPIC_REPLICATION_FACTOR_CONFIG], brokers)
+            partitions = self.config[OFFSETS_TOPIC_NUM_PARTITIONS_CONFIG]
             configs = {
-                "cleanup.policy": "compact",
-                "compression.type": "producer",
-                "segment.bytes": str(self.config["offsets.topic.segment.bytes"]),
+                CLEANUP_POLICY_CONFIG: "compact",
+                COMPRESSION_TYPE_CONFIG: "producer",
+                SEGMENT_BYTES_CONFIG: str(self.config[OFFSETS_TOPIC_SEGMENT_BYTES_CONFIG]),
             }
 
         def created(future) -> None:

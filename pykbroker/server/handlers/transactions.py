@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 import threading
 
+from pykbroker.config.broker_configs.group_coordinator_configs import OFFSETS_TOPIC_NUM_PARTITIONS_CONFIG
+from pykbroker.config.broker_configs.server_configs import REQUEST_TIMEOUT_MS_CONFIG
 from pykbroker.coordinator.group.group_metadata import OffsetAndMetadata
 from pykbroker.coordinator.group.record_codec import partition_for as group_partition_for
 from pykbroker.log.producer_state_entry import AppendOrigin
@@ -144,7 +146,9 @@ class TransactionHandlers:
         # while __consumer_offsets does not exist yet (the client's FindCoordinator creates it next).
         offsets_topic = self.cache.topic(GROUP_METADATA_TOPIC_NAME)
         count = (
-            len(offsets_topic.partitions) if offsets_topic is not None else self.config["offsets.topic.num.partitions"]
+            len(offsets_topic.partitions)
+            if offsets_topic is not None
+            else self.config[OFFSETS_TOPIC_NUM_PARTITIONS_CONFIG]
         )
         tp = (GROUP_METADATA_TOPIC_NAME, group_partition_for(body["group_id"], count))
         self.txn.handle_add_partitions_to_transaction(
@@ -331,7 +335,7 @@ class TransactionHandlers:
             done(codes)
 
         self.replica_manager.append_records(
-            self.config["request.timeout.ms"], -1, True, entries, appended, AppendOrigin.COORDINATOR
+            self.config[REQUEST_TIMEOUT_MS_CONFIG], -1, True, entries, appended, AppendOrigin.COORDINATOR
         )
 
     # -- DescribeProducers -------------------------------------------------------------------

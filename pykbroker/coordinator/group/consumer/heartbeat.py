@@ -29,6 +29,10 @@ import re
 import uuid
 
 from pykbroker.config import group_config
+from pykbroker.config.broker_configs.group_coordinator_configs import (
+    GROUP_CONSUMER_ASSIGNORS_CONFIG,
+    GROUP_CONSUMER_MAX_SIZE_CONFIG,
+)
 from pykbroker.coordinator.group.consumer import current_assignment_builder as cab
 from pykbroker.coordinator.group.consumer import record_codec
 from pykbroker.coordinator.group.consumer import target_assignment_builder as tab
@@ -111,8 +115,8 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
         self.time = time
         self.image = image
         self.purgatory = coordinator.heartbeat_purgatory
-        self.max_size = _config(config, "group.consumer.max.size", 2**31 - 1)
-        assignors = _config(config, "group.consumer.assignors", ["uniform", "range"])
+        self.max_size = _config(config, GROUP_CONSUMER_MAX_SIZE_CONFIG, 2**31 - 1)
+        assignors = _config(config, GROUP_CONSUMER_ASSIGNORS_CONFIG, ["uniform", "range"])
         self.assignors = assignor_names([assignors] if isinstance(assignors, str) else list(assignors))
         self.defaults = group_config.GroupConfigDefaults.from_broker_config(config)
         policy = str(_config(config, "group.consumer.migration.policy", "bidirectional")).lower()
