@@ -152,8 +152,9 @@ class RecordDecodeError(ValueError):
 def encode_record(name: str, version: int, body: dict[str, Any]) -> bytes:
     """``int16 version`` + the ``name`` message at ``version``. Raises KeyError for an unknown name,
     UnsupportedVersionError for a version outside its valid versions, ProtocolEncodeError for bad values."""
-    schema = RECORDS[name]
-    return codec.encode(schema, version, body, header=t.INT16.pack(version))
+    out = codec.Output(t.INT16.pack(version))
+    codec.encode_into(out, RECORDS[name], version, body)  # no records fields: never a deferred region
+    return bytes(out)
 
 
 def read_version(buf: Any) -> int:
