@@ -1,9 +1,10 @@
 """Topic-level configuration key names: Kafka's ``org.apache.kafka.common.config.TopicConfig``.
 
 The one spelling of each key of :data:`pykbroker.log.log_config.TOPIC_CONFIG_DEF` (where each is defined with its
-type, default, validator, doc and broker synonyms); code that names a topic key imports it from here. Keys that are
-also broker keys (``min.insync.replicas``, ``unclean.leader.election.enable``, ``compression.type``) are the same
-constants in their broker area module, as Kafka's ``ServerLogConfigs.MIN_IN_SYNC_REPLICAS_CONFIG`` is
+type, default, validator, doc and broker synonyms); code that names a topic key imports it from here. A constant is
+named after its key (``retention.ms`` -> ``RETENTION_MS_CONFIG``, as Kafka's mostly are). Keys that are also broker
+keys (``min.insync.replicas``, ``unclean.leader.election.enable``, ``compression.type``) are the same constants in
+their broker area module, as Kafka's ``ServerLogConfigs.MIN_IN_SYNC_REPLICAS_CONFIG`` is
 ``TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG``.
 """
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from pykbroker.config.broker_configs.common import INT_MAX, H, L, M
 from pykbroker.config.config_def import ConfigDef, Type, at_least, in_values
 
-# The key names (Kafka's ``*_CONFIG`` constants): the one spelling of each key, imported by the code that reads it.
+# The key names (Kafka's ``*_CONFIG`` constants), each named after its key (``log.retention.ms`` ->
+# ``LOG_RETENTION_MS_CONFIG``): the one spelling of each key, imported by the code that reads it.
 OFFSETS_TOPIC_NUM_PARTITIONS_CONFIG = "offsets.topic.num.partitions"
 OFFSETS_TOPIC_REPLICATION_FACTOR_CONFIG = "offsets.topic.replication.factor"
 OFFSETS_TOPIC_SEGMENT_BYTES_CONFIG = "offsets.topic.segment.bytes"

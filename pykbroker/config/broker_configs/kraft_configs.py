@@ -11,7 +11,8 @@ from __future__ import annotations
 from pykbroker.config.broker_configs.common import H, L, M
 from pykbroker.config.config_def import ConfigDef, Type, at_least, in_values
 
-# The key names (Kafka's ``*_CONFIG`` constants): the one spelling of each key, imported by the code that reads it.
+# The key names (Kafka's ``*_CONFIG`` constants), each named after its key (``log.retention.ms`` ->
+# ``LOG_RETENTION_MS_CONFIG``): the one spelling of each key, imported by the code that reads it.
 PROCESS_ROLES_CONFIG = "process.roles"
 NODE_ID_CONFIG = "node.id"
 CONTROLLER_LISTENER_NAMES_CONFIG = "controller.listener.names"

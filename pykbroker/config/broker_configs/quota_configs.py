@@ -10,7 +10,8 @@ from __future__ import annotations
 from pykbroker.config.broker_configs.common import L
 from pykbroker.config.config_def import ConfigDef, Type, at_least
 
-# The key names (Kafka's ``*_CONFIG`` constants): the one spelling of each key, imported by the code that reads it.
+# The key names (Kafka's ``*_CONFIG`` constants), each named after its key (``log.retention.ms`` ->
+# ``LOG_RETENTION_MS_CONFIG``): the one spelling of each key, imported by the code that reads it.
 QUOTA_WINDOW_NUM_CONFIG = "quota.window.num"
 QUOTA_WINDOW_SIZE_SECONDS_CONFIG = "quota.window.size.seconds"
 

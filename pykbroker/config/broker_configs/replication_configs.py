@@ -12,7 +12,8 @@ from pykbroker.config.broker_configs.common import SECURITY_PROTOCOLS, H, M
 from pykbroker.config.config_def import ConfigDef, Type, at_least, in_values
 from pykbroker.config.topic_config import UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG
 
-# The key names (Kafka's ``*_CONFIG`` constants): the one spelling of each key, imported by the code that reads it.
+# The key names (Kafka's ``*_CONFIG`` constants), each named after its key (``log.retention.ms`` ->
+# ``LOG_RETENTION_MS_CONFIG``): the one spelling of each key, imported by the code that reads it.
 FETCH_PURGATORY_PURGE_INTERVAL_REQUESTS_CONFIG = "fetch.purgatory.purge.interval.requests"
 PRODUCER_PURGATORY_PURGE_INTERVAL_REQUESTS_CONFIG = "producer.purgatory.purge.interval.requests"
 DEFAULT_REPLICATION_FACTOR_CONFIG = "default.replication.factor"

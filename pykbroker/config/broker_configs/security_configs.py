@@ -11,7 +11,8 @@ from __future__ import annotations
 from pykbroker.config.broker_configs.common import L, M
 from pykbroker.config.config_def import ConfigDef, Type, at_least
 
-# The key names (Kafka's ``*_CONFIG`` constants): the one spelling of each key, imported by the code that reads it.
+# The key names (Kafka's ``*_CONFIG`` constants), each named after its key (``log.retention.ms`` ->
+# ``LOG_RETENTION_MS_CONFIG``): the one spelling of each key, imported by the code that reads it.
 CONNECTIONS_MAX_REAUTH_MS_CONFIG = "connections.max.reauth.ms"
 AUTHORIZER_CLASS_NAME_CONFIG = "authorizer.class.name"
 SUPER_USERS_CONFIG = "super.users"

@@ -12,7 +12,8 @@ from pykbroker.config.broker_configs.common import COMPRESSION_TYPES, H, L, M, h
 from pykbroker.config.config_def import ConfigDef, Type, at_least, in_values
 from pykbroker.config.topic_config import COMPRESSION_TYPE_CONFIG
 
-# The key names (Kafka's ``*_CONFIG`` constants): the one spelling of each key, imported by the code that reads it.
+# The key names (Kafka's ``*_CONFIG`` constants), each named after its key (``log.retention.ms`` ->
+# ``LOG_RETENTION_MS_CONFIG``): the one spelling of each key, imported by the code that reads it.
 BROKER_ID_CONFIG = "broker.id"
 BROKER_RACK_CONFIG = "broker.rack"
 NUM_IO_THREADS_CONFIG = "num.io.threads"

@@ -12,7 +12,8 @@ from pykbroker.config.broker_configs.common import LONG_MAX, H, L, M
 from pykbroker.config.config_def import ConfigDef, Type, at_least, between, in_values
 from pykbroker.config.topic_config import MIN_INSYNC_REPLICAS_CONFIG
 
-# The key names (Kafka's ``*_CONFIG`` constants): the one spelling of each key, imported by the code that reads it.
+# The key names (Kafka's ``*_CONFIG`` constants), each named after its key (``log.retention.ms`` ->
+# ``LOG_RETENTION_MS_CONFIG``): the one spelling of each key, imported by the code that reads it.
 AUTO_CREATE_TOPICS_ENABLE_CONFIG = "auto.create.topics.enable"
 NUM_PARTITIONS_CONFIG = "num.partitions"
 LOG_DIR_CONFIG = "log.dir"

@@ -11,7 +11,8 @@ from __future__ import annotations
 from pykbroker.config.broker_configs.common import INT_MAX, H, L, M
 from pykbroker.config.config_def import ConfigDef, Type, at_least
 
-# The key names (Kafka's ``*_CONFIG`` constants): the one spelling of each key, imported by the code that reads it.
+# The key names (Kafka's ``*_CONFIG`` constants), each named after its key (``log.retention.ms`` ->
+# ``LOG_RETENTION_MS_CONFIG``): the one spelling of each key, imported by the code that reads it.
 CONTROL_PLANE_LISTENER_NAME_CONFIG = "control.plane.listener.name"
 LISTENERS_CONFIG = "listeners"
 ADVERTISED_LISTENERS_CONFIG = "advertised.listeners"

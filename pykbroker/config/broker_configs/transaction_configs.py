@@ -11,7 +11,8 @@ from __future__ import annotations
 from pykbroker.config.broker_configs.common import H, L
 from pykbroker.config.config_def import ConfigDef, Type, at_least
 
-# The key names (Kafka's ``*_CONFIG`` constants): the one spelling of each key, imported by the code that reads it.
+# The key names (Kafka's ``*_CONFIG`` constants), each named after its key (``log.retention.ms`` ->
+# ``LOG_RETENTION_MS_CONFIG``): the one spelling of each key, imported by the code that reads it.
 PRODUCER_ID_EXPIRATION_MS_CONFIG = "producer.id.expiration.ms"
 TRANSACTION_STATE_LOG_NUM_PARTITIONS_CONFIG = "transaction.state.log.num.partitions"
 TRANSACTION_STATE_LOG_REPLICATION_FACTOR_CONFIG = "transaction.state.log.replication.factor"

@@ -94,8 +94,8 @@ def test_the_allow_list_holds_only_literals_still_there():
 
 
 def test_each_key_is_one_constant_in_the_definitions():
-    """In the definition modules a key appears once, as ``NAME_CONFIG = "key"`` (a key that is both a broker and a
-    topic key is the topic constant, imported by its broker area module)."""
+    """In the definition modules a key appears once, as ``KEY_NAME_CONFIG = "key.name"`` (a key that is both a broker
+    and a topic key is the topic constant, imported by its broker area module)."""
     assigned: Counter[str] = Counter()
     stray = []
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -107,7 +107,8 @@ def test_each_key_is_one_constant_in_the_definitions():
         for node in tree.body:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value in KEYS:
                 (target,) = node.targets
-                assert isinstance(target, ast.Name) and target.id.endswith("_CONFIG"), (relative, node.lineno)
+                expected = node.value.value.upper().replace(".", "_") + "_CONFIG"
+                assert isinstance(target, ast.Name) and target.id == expected, (relative, node.lineno)
                 assigned[node.value.value] += 1
                 constants.add(id(node.value))
         stray += [
