@@ -24,7 +24,10 @@ map entry works too.
 
 from __future__ import annotations
 
-from pykbroker.config.broker_configs.security_configs import SASL_ENABLED_MECHANISMS_CONFIG
+from pykbroker.config.broker_configs.security_configs import (
+    CONNECTIONS_MAX_REAUTH_MS_CONFIG,
+    SASL_ENABLED_MECHANISMS_CONFIG,
+)
 from pykbroker.config.config_def import ConfigException
 from pykbroker.security.jaas import parse_jaas_config
 from pykbroker.security.oauthbearer import MECHANISM as OAUTHBEARER
@@ -47,7 +50,7 @@ def _listener_value(originals: dict, listener: str, key: str, default=None):
 def max_reauth_ms(originals: dict, listener: str, mechanism: str) -> int:
     """``connections.max.reauth.ms`` of ``mechanism`` on ``listener`` (see the module docstring);
     ConfigException when it is not an integer (Kafka's LONG type); a negative value means 0."""
-    key = "connections.max.reauth.ms"
+    key = CONNECTIONS_MAX_REAUTH_MS_CONFIG
     value = originals.get(f"listener.name.{listener.lower()}.{mechanism.lower()}.{key}")
     if value is None:
         value = _listener_value(originals, listener, key, 0)

@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
+from pykbroker.config.broker_configs.security_configs import SASL_SERVER_CALLBACK_HANDLER_CLASS_CONFIG
 from pykbroker.protocol.errors import SaslAuthenticationError
 from pykbroker.utils.logging import get_logger
 
@@ -291,7 +292,7 @@ def validator_for_listener(originals: dict, listener: str, jaas_options: dict[st
     ``OAuthBearerValidatorCallbackHandler`` (:class:`~pykbroker.security.oauthbearer_oidc.JwtValidator`), or is
     unset / the unsecured handler (:class:`UnsecuredValidator`). ValueError for another class or a bad
     setting (the caller turns it into a ConfigException)."""
-    handler = str(listener_value(originals, listener, "sasl.server.callback.handler.class") or "").strip()
+    handler = str(listener_value(originals, listener, SASL_SERVER_CALLBACK_HANDLER_CLASS_CONFIG) or "").strip()
     if handler in ("", UNSECURED_VALIDATOR):
         return UnsecuredValidator(jaas_options)
     if handler in OIDC_VALIDATORS:

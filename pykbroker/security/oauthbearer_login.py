@@ -31,6 +31,11 @@ import time
 import urllib.parse
 import urllib.request
 
+from pykbroker.config.broker_configs.security_configs import (
+    SASL_LOGIN_CALLBACK_HANDLER_CLASS_CONFIG,
+    SASL_OAUTHBEARER_HEADER_URLENCODE_CONFIG,
+    SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL_CONFIG,
+)
 from pykbroker.protocol.errors import SaslAuthenticationError
 
 OIDC_LOGIN_HANDLERS = (
@@ -171,12 +176,12 @@ class ClientCredentialsTokenProvider:
 def token_provider(get, jaas_options: dict[str, str]):
     """The token provider of a listener's OAUTHBEARER login: ``get(config key) -> value or None`` (listener and
     mechanism prefixes applied by the caller). ValueError on a bad setting or a failed first fetch."""
-    handler = str(get("sasl.login.callback.handler.class") or "").strip()
+    handler = str(get(SASL_LOGIN_CALLBACK_HANDLER_CLASS_CONFIG) or "").strip()
     if not handler:
         return UnsecuredLoginTokenProvider(jaas_options)
     if handler not in OIDC_LOGIN_HANDLERS:
         raise ValueError(f"sasl.login.callback.handler.class {handler} is not supported by pykbroker for OAUTHBEARER")
-    url = str(get("sasl.oauthbearer.token.endpoint.url") or "").strip()
+    url = str(get(SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL_CONFIG) or "").strip()
     if not url:
         raise ValueError("The OAuth configuration option sasl.oauthbearer.token.endpoint.url must be non-null")
     if urllib.parse.urlparse(url).scheme.lower() not in ("http", "https"):
@@ -185,5 +190,5 @@ def token_provider(get, jaas_options: dict[str, str]):
     if not client_id or not secret:
         raise ValueError("The OAuth login needs the clientId and clientSecret options of the JAAS config")
     factor = float(get("sasl.login.refresh.window.factor") or 0.8)
-    urlencode = str(get("sasl.oauthbearer.header.urlencode") or "false").strip().lower() == "true"
+    urlencode = str(get(SASL_OAUTHBEARER_HEADER_URLENCODE_CONFIG) or "false").strip().lower() == "true"
     return ClientCredentialsTokenProvider(url, client_id, secret, jaas_options.get("scope"), factor, urlencode)

@@ -33,6 +33,17 @@ from typing import NamedTuple
 
 import jwt
 
+from pykbroker.config.broker_configs.security_configs import (
+    SASL_OAUTHBEARER_CLOCK_SKEW_SECONDS_CONFIG,
+    SASL_OAUTHBEARER_EXPECTED_AUDIENCE_CONFIG,
+    SASL_OAUTHBEARER_EXPECTED_ISSUER_CONFIG,
+    SASL_OAUTHBEARER_JWKS_ENDPOINT_REFRESH_MS_CONFIG,
+    SASL_OAUTHBEARER_JWKS_ENDPOINT_RETRY_BACKOFF_MAX_MS_CONFIG,
+    SASL_OAUTHBEARER_JWKS_ENDPOINT_RETRY_BACKOFF_MS_CONFIG,
+    SASL_OAUTHBEARER_JWKS_ENDPOINT_URL_CONFIG,
+    SASL_OAUTHBEARER_SCOPE_CLAIM_NAME_CONFIG,
+    SASL_OAUTHBEARER_SUB_CLAIM_NAME_CONFIG,
+)
 from pykbroker.security.oauthbearer import OAuthBearerToken, TokenValidationError
 from pykbroker.utils.logging import get_logger
 
@@ -264,7 +275,7 @@ def jwt_validator(get: Callable[[str], object]) -> JwtValidator:
     """A JwtValidator from the listener's settings (``get(config key) -> value or None``); the key resolver is
     shared by listeners with the same JWKS settings (Kafka's ``VERIFICATION_KEY_RESOLVER_CACHE``). ValueError with
     Kafka's ConfigurationUtils wording for a missing or bad setting."""
-    url = _option(get, "sasl.oauthbearer.jwks.endpoint.url", required=True)
+    url = _option(get, SASL_OAUTHBEARER_JWKS_ENDPOINT_URL_CONFIG, required=True)
     assert url is not None
     scheme = urllib.parse.urlparse(url).scheme.lower()
     if not scheme:
@@ -277,9 +288,9 @@ def jwt_validator(get: Callable[[str], object]) -> JwtValidator:
         )
     settings = (
         url,
-        _long(get, "sasl.oauthbearer.jwks.endpoint.refresh.ms", 3_600_000, 1),
-        _long(get, "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", 100),
-        _long(get, "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", 10_000),
+        _long(get, SASL_OAUTHBEARER_JWKS_ENDPOINT_REFRESH_MS_CONFIG, 3_600_000, 1),
+        _long(get, SASL_OAUTHBEARER_JWKS_ENDPOINT_RETRY_BACKOFF_MS_CONFIG, 100),
+        _long(get, SASL_OAUTHBEARER_JWKS_ENDPOINT_RETRY_BACKOFF_MAX_MS_CONFIG, 10_000),
     )
     with _RESOLVERS_LOCK:
         resolver = _RESOLVERS.get(settings)
@@ -287,12 +298,14 @@ def jwt_validator(get: Callable[[str], object]) -> JwtValidator:
             resolver = JwksKeyResolver(*settings)
             resolver.init()
             _RESOLVERS[settings] = resolver
-    audiences = [a.strip() for a in (_option(get, "sasl.oauthbearer.expected.audience") or "").split(",") if a.strip()]
+    audiences = [
+        a.strip() for a in (_option(get, SASL_OAUTHBEARER_EXPECTED_AUDIENCE_CONFIG) or "").split(",") if a.strip()
+    ]
     return JwtValidator(
         resolver,
         audiences,
-        _option(get, "sasl.oauthbearer.expected.issuer"),
-        _long(get, "sasl.oauthbearer.clock.skew.seconds", 30),
-        _option(get, "sasl.oauthbearer.sub.claim.name") or "sub",
-        _option(get, "sasl.oauthbearer.scope.claim.name") or "scope",
+        _option(get, SASL_OAUTHBEARER_EXPECTED_ISSUER_CONFIG),
+        _long(get, SASL_OAUTHBEARER_CLOCK_SKEW_SECONDS_CONFIG, 30),
+        _option(get, SASL_OAUTHBEARER_SUB_CLAIM_NAME_CONFIG) or "sub",
+        _option(get, SASL_OAUTHBEARER_SCOPE_CLAIM_NAME_CONFIG) or "scope",
     )

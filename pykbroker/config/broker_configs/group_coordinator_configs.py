@@ -37,6 +37,7 @@ GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS_CONFIG = "group.consumer.heartbeat.interval
 GROUP_CONSUMER_MIN_HEARTBEAT_INTERVAL_MS_CONFIG = "group.consumer.min.heartbeat.interval.ms"
 GROUP_CONSUMER_MAX_HEARTBEAT_INTERVAL_MS_CONFIG = "group.consumer.max.heartbeat.interval.ms"
 GROUP_COORDINATOR_NEW_ENABLE_CONFIG = "group.coordinator.new.enable"
+GROUP_CONSUMER_MIGRATION_POLICY_CONFIG = "group.consumer.migration.policy"
 
 GROUP_COORDINATOR_CONFIG_DEF = (
     ConfigDef()
@@ -181,7 +182,7 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         "is the default.",
     )
     .define(
-        "group.consumer.migration.policy",
+        GROUP_CONSUMER_MIGRATION_POLICY_CONFIG,
         Type.STRING,
         "bidirectional",
         in_values("disabled", "upgrade", "downgrade", "bidirectional", case_sensitive=False),

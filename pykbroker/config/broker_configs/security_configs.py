@@ -20,6 +20,19 @@ ALLOW_EVERYONE_IF_NO_ACL_FOUND_CONFIG = "allow.everyone.if.no.acl.found"
 SASL_ENABLED_MECHANISMS_CONFIG = "sasl.enabled.mechanisms"
 SASL_SERVER_MAX_RECEIVE_SIZE_CONFIG = "sasl.server.max.receive.size"
 SASL_MECHANISM_INTER_BROKER_PROTOCOL_CONFIG = "sasl.mechanism.inter.broker.protocol"
+SASL_LOGIN_CALLBACK_HANDLER_CLASS_CONFIG = "sasl.login.callback.handler.class"
+SASL_OAUTHBEARER_CLOCK_SKEW_SECONDS_CONFIG = "sasl.oauthbearer.clock.skew.seconds"
+SASL_OAUTHBEARER_EXPECTED_AUDIENCE_CONFIG = "sasl.oauthbearer.expected.audience"
+SASL_OAUTHBEARER_EXPECTED_ISSUER_CONFIG = "sasl.oauthbearer.expected.issuer"
+SASL_OAUTHBEARER_HEADER_URLENCODE_CONFIG = "sasl.oauthbearer.header.urlencode"
+SASL_OAUTHBEARER_JWKS_ENDPOINT_REFRESH_MS_CONFIG = "sasl.oauthbearer.jwks.endpoint.refresh.ms"
+SASL_OAUTHBEARER_JWKS_ENDPOINT_RETRY_BACKOFF_MAX_MS_CONFIG = "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms"
+SASL_OAUTHBEARER_JWKS_ENDPOINT_RETRY_BACKOFF_MS_CONFIG = "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms"
+SASL_OAUTHBEARER_JWKS_ENDPOINT_URL_CONFIG = "sasl.oauthbearer.jwks.endpoint.url"
+SASL_OAUTHBEARER_SCOPE_CLAIM_NAME_CONFIG = "sasl.oauthbearer.scope.claim.name"
+SASL_OAUTHBEARER_SUB_CLAIM_NAME_CONFIG = "sasl.oauthbearer.sub.claim.name"
+SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL_CONFIG = "sasl.oauthbearer.token.endpoint.url"
+SASL_SERVER_CALLBACK_HANDLER_CLASS_CONFIG = "sasl.server.callback.handler.class"
 
 SECURITY_CONFIG_DEF = (
     ConfigDef()
@@ -88,7 +101,7 @@ SECURITY_CONFIG_DEF = (
         "unsecuredLoginStringClaim_sub or clientId and clientSecret with sasl.login.callback.handler.class).",
     )
     .define(
-        "sasl.server.callback.handler.class",
+        SASL_SERVER_CALLBACK_HANDLER_CLASS_CONFIG,
         Type.CLASS,
         None,
         None,
@@ -100,7 +113,7 @@ SECURITY_CONFIG_DEF = (
         "(OAuthBearerUnsecuredValidatorCallbackHandler, for development).",
     )
     .define(
-        "sasl.login.callback.handler.class",
+        SASL_LOGIN_CALLBACK_HANDLER_CLASS_CONFIG,
         Type.CLASS,
         None,
         None,
@@ -112,7 +125,7 @@ SECURITY_CONFIG_DEF = (
         "unsecuredLoginStringClaim_sub (OAuthBearerUnsecuredLoginCallbackHandler, for development).",
     )
     .define(
-        "sasl.oauthbearer.token.endpoint.url",
+        SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL_CONFIG,
         Type.STRING,
         None,
         None,
@@ -123,7 +136,7 @@ SECURITY_CONFIG_DEF = (
         "OAuthBearerLoginCallbackHandler.",
     )
     .define(
-        "sasl.oauthbearer.header.urlencode",
+        SASL_OAUTHBEARER_HEADER_URLENCODE_CONFIG,
         Type.BOOLEAN,
         False,
         None,
@@ -132,7 +145,7 @@ SECURITY_CONFIG_DEF = (
         "sends to sasl.oauthbearer.token.endpoint.url (RFC 6749 2.3.1).",
     )
     .define(
-        "sasl.oauthbearer.jwks.endpoint.url",
+        SASL_OAUTHBEARER_JWKS_ENDPOINT_URL_CONFIG,
         Type.STRING,
         None,
         None,
@@ -142,7 +155,7 @@ SECURITY_CONFIG_DEF = (
         "and when a token names an unknown key id, a file is read once at start-up.",
     )
     .define(
-        "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+        SASL_OAUTHBEARER_JWKS_ENDPOINT_REFRESH_MS_CONFIG,
         Type.LONG,
         3_600_000,
         None,
@@ -151,7 +164,7 @@ SECURITY_CONFIG_DEF = (
         "token signatures.",
     )
     .define(
-        "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
+        SASL_OAUTHBEARER_JWKS_ENDPOINT_RETRY_BACKOFF_MS_CONFIG,
         Type.LONG,
         100,
         None,
@@ -160,7 +173,7 @@ SECURITY_CONFIG_DEF = (
         "attempt up to sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms.",
     )
     .define(
-        "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
+        SASL_OAUTHBEARER_JWKS_ENDPOINT_RETRY_BACKOFF_MAX_MS_CONFIG,
         Type.LONG,
         10_000,
         None,
@@ -168,7 +181,7 @@ SECURITY_CONFIG_DEF = (
         "Maximum time in ms spent retrying a fetch of the JWKS (JSON Web Key Set) from the OAuth/OIDC provider.",
     )
     .define(
-        "sasl.oauthbearer.expected.audience",
+        SASL_OAUTHBEARER_EXPECTED_AUDIENCE_CONFIG,
         Type.LIST,
         None,
         None,
@@ -177,7 +190,7 @@ SECURITY_CONFIG_DEF = (
         "aud claim is refused).",
     )
     .define(
-        "sasl.oauthbearer.expected.issuer",
+        SASL_OAUTHBEARER_EXPECTED_ISSUER_CONFIG,
         Type.STRING,
         None,
         None,
@@ -185,7 +198,7 @@ SECURITY_CONFIG_DEF = (
         "Issuer an OAUTHBEARER token's iss claim must equal (unset: not checked).",
     )
     .define(
-        "sasl.oauthbearer.sub.claim.name",
+        SASL_OAUTHBEARER_SUB_CLAIM_NAME_CONFIG,
         Type.STRING,
         "sub",
         None,
@@ -193,7 +206,7 @@ SECURITY_CONFIG_DEF = (
         "Name of the OAUTHBEARER token claim holding the principal name (the principal is User:<claim value>).",
     )
     .define(
-        "sasl.oauthbearer.scope.claim.name",
+        SASL_OAUTHBEARER_SCOPE_CLAIM_NAME_CONFIG,
         Type.STRING,
         "scope",
         None,
@@ -201,7 +214,7 @@ SECURITY_CONFIG_DEF = (
         "Name of the OAUTHBEARER token claim holding the scope.",
     )
     .define(
-        "sasl.oauthbearer.clock.skew.seconds",
+        SASL_OAUTHBEARER_CLOCK_SKEW_SECONDS_CONFIG,
         Type.INT,
         30,
         None,

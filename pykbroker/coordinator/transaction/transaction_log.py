@@ -75,7 +75,7 @@ def value_bytes(t: TxnTransitMetadata, version: int = VALUE_VERSION) -> bytes:
 def key_version(key) -> int:
     """The version of a record key (a loader skips keys of a version it does not know, as Kafka's
     ``UnknownKey``); ValueError for a key shorter than its version."""
-    return _Reader(key).take(_H)
+    return read_version(key)
 
 
 def decode_key(key) -> str:

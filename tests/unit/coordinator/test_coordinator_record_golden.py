@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from pykbroker.coordinator.group import record_codec as g
 from pykbroker.coordinator.group.consumer import record_codec as c
-from pykbroker.coordinator.group.consumer.member import MemberState
+from pykbroker.coordinator.group.consumer.member import ClassicMemberMetadata, MemberState
 from pykbroker.coordinator.transaction import transaction_log as tl
 from pykbroker.coordinator.transaction.transaction_metadata import TransactionState, TxnTransitMetadata
 
@@ -310,10 +310,20 @@ def test_consumer_group_assignment_round_trip(epoch, previous, state, assigned, 
     assert c.decode_target_assignment_member_value(c.target_assignment_member_value(assigned)) == assigned
 
 
-@given(_maybe, _maybe, _text, _text, st.lists(_text, max_size=4), _maybe, _int32, _maybe)
-def test_consumer_group_member_metadata_round_trip(instance, rack, client, host, names, regex, timeout, assignor):
-    value = c.member_metadata_value(instance, rack, client, host, tuple(names), regex, timeout, assignor)
+_classic = st.none() | st.builds(
+    ClassicMemberMetadata,
+    _int32,
+    st.lists(st.tuples(_text, st.binary(max_size=20)), max_size=3).map(tuple),
+)
+
+
+@given(_maybe, _maybe, _text, _text, st.lists(_text, max_size=4), _maybe, _int32, _maybe, _classic)
+def test_consumer_group_member_metadata_round_trip(
+    instance, rack, client, host, names, regex, timeout, assignor, classic
+):
+    value = c.member_metadata_value(instance, rack, client, host, tuple(names), regex, timeout, assignor, classic)
     assert c.decode_member_metadata_value(value) == {
+        "classic": classic,
         "instance_id": instance,
         "rack_id": rack,
         "client_id": client,

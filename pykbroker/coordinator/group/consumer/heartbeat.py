@@ -32,6 +32,8 @@ from pykbroker.config import group_config
 from pykbroker.config.broker_configs.group_coordinator_configs import (
     GROUP_CONSUMER_ASSIGNORS_CONFIG,
     GROUP_CONSUMER_MAX_SIZE_CONFIG,
+    GROUP_CONSUMER_MIGRATION_POLICY_CONFIG,
+    GROUP_MAX_SIZE_CONFIG,
 )
 from pykbroker.coordinator.group.consumer import current_assignment_builder as cab
 from pykbroker.coordinator.group.consumer import record_codec
@@ -119,9 +121,9 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
         assignors = _config(config, GROUP_CONSUMER_ASSIGNORS_CONFIG, ["uniform", "range"])
         self.assignors = assignor_names([assignors] if isinstance(assignors, str) else list(assignors))
         self.defaults = group_config.GroupConfigDefaults.from_broker_config(config)
-        policy = str(_config(config, "group.consumer.migration.policy", "bidirectional")).lower()
+        policy = str(_config(config, GROUP_CONSUMER_MIGRATION_POLICY_CONFIG, "bidirectional")).lower()
         self.upgrade_enabled, self.downgrade_enabled = POLICIES.get(policy, (True, True))
-        self.classic_max_size = _config(config, "group.max.size", 2**31 - 1)
+        self.classic_max_size = _config(config, GROUP_MAX_SIZE_CONFIG, 2**31 - 1)
         self._classic_deadlines = {}
         self.log = get_logger("GroupCoordinator", id=coordinator.node_id)
         self.manager.on_loaded = self.on_groups_loaded

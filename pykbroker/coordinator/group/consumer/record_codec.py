@@ -173,24 +173,6 @@ def decode_member_metadata_value(buf) -> dict:
         "rebalance_timeout_ms": v["rebalance_timeout_ms"],
         "server_assignor": v["server_assignor"],
     }
-    if r.pos >= len(r.buf):
-        return out
-    for _ in range(r.uvarint()):
-        tag, size = r.uvarint(), r.uvarint()
-        end = r.pos + size
-        if tag == 0:
-            session_timeout = r.int32()
-
-            def protocol() -> tuple[str, bytes]:
-                name = r.cstr() or ""
-                data = r._raw(r.uvarint() - 1)
-                r.tags()
-                return name, data
-
-            out["classic"] = ClassicMemberMetadata(session_timeout, tuple(r.carray(protocol)))
-        r._need(end - r.pos)
-        r.pos = end
-    return out
 
 
 def decode_target_assignment_member_value(buf) -> TopicPartitions:
