@@ -4,7 +4,8 @@ Mirrors each ``AbstractRequest.getErrorResponse``. ``build_error_response(api_ke
 error_code, message)`` returns the response body, or None where the protocol has no way to carry an
 error (the connection is then closed, as Kafka does for acks=0 produce).
 
-Handlers register builders for their APIs with :func:`register`; the group APIs and DeleteRecords have
+Handlers register builders for their APIs with :func:`register` (JoinGroup's in ``handlers/groups.py``,
+beside the conversion of the coordinator's result it shares); the other group APIs and DeleteRecords have
 theirs below. An API with no registered builder gets :func:`schema_error_response`, built from its
 response schema, so no API ever answers an unexpected exception by closing the connection.
 """
@@ -133,22 +134,6 @@ def _find_coordinator_error(version, body, code, message):
             "coordinators": [dict(_no_node(code, message), key=k) for k in body["coordinator_keys"]],
         }
     return dict(_no_node(code, message), throttle_time_ms=0)
-
-
-@register(ApiKeys.JOIN_GROUP)
-def _join_group_error(version, body, code, message):
-    """``JoinGroupRequest.getErrorResponse``: no generation, member or leader; protocol name null from v7."""
-    return {
-        "throttle_time_ms": 0,
-        "error_code": code,
-        "generation_id": -1,
-        "protocol_type": None,
-        "protocol_name": None if version >= 7 else "",
-        "leader": UNKNOWN_MEMBER_ID,
-        "skip_assignment": False,
-        "member_id": UNKNOWN_MEMBER_ID,
-        "members": [],
-    }
 
 
 @register(ApiKeys.LEAVE_GROUP)

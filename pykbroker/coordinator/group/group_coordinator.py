@@ -52,6 +52,18 @@ from pykbroker.coordinator.group.consumer.heartbeat import ConsumerGroupHeartbea
 from pykbroker.coordinator.group.delayed_ops import DelayedHeartbeat, DelayedJoin, DelayedSync
 from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
 from pykbroker.coordinator.group.group_metadata_manager import GroupMetadataManager
+from pykbroker.coordinator.group.group_results import (
+    CommitCallback,
+    FetchedOffsets,
+    JoinCallback,
+    JoinGroupMember,
+    JoinGroupResult,
+    LeaveGroupResult,
+    PartitionErrors,
+    SyncCallback,
+    SyncGroupResult,
+    TopicPartition,
+)
 from pykbroker.protocol import errors
 from pykbroker.utils.delayed_operation import DelayedOperationPurgatory
 from pykbroker.utils.logging import get_logger
@@ -109,21 +121,11 @@ class GroupCoordinator:
                 group.consumer_group.dead = True
             for m in group.members.values():
                 if previous is _S.PREPARING_REBALANCE and m.awaiting_join is not None:
-                    cb, m.awaiting_join = m.awaiting_join, None
-                    cb(
-                        {
-                            "error_code": errors.NOT_COORDINATOR,
-                            "generation_id": -1,
-                            "protocol_type": None,
-                            "protocol_name": None,
-                            "leader": "",
-                            "member_id": m.member_id,
-                            "members": [],
-                        }
-                    )
+                    join_cb, m.awaiting_join = m.awaiting_join, None
+                    join_cb(JoinGroupResult.error(errors.NOT_COORDINATOR, m.member_id))
                 if m.awaiting_sync is not None:
-                    cb, m.awaiting_sync = m.awaiting_sync, None
-                    cb({"error_code": errors.NOT_COORDINATOR, "assignment": b""})
+                    sync_cb, m.awaiting_sync = m.awaiting_sync, None
+                    sync_cb(SyncGroupResult.error(errors.NOT_COORDINATOR))
         self.join_purgatory.check_and_complete(("join", group.group_id))
         self.join_purgatory.check_and_complete(("sync", group.group_id))
 
@@ -140,9 +142,9 @@ class GroupCoordinator:
         protocol_type: str,
         protocols: list[tuple[str, bytes]],
         version: int,
-        respond,
+        respond: JoinCallback,
     ) -> None:
-        """JoinGroup (``GroupCoordinator.handleJoinGroup``): ``respond(JoinGroupResponse fields)`` exactly
+        """JoinGroup (``GroupCoordinator.handleJoinGroup``): ``respond(JoinGroupResult)`` exactly
         once, now or when the rebalance completes. Errors: INVALID_GROUP_ID, INVALID_SESSION_TIMEOUT
         (outside ``group.min.session.timeout.ms``..``group.max.session.timeout.ms``), UNKNOWN_MEMBER_ID,
         FENCED_INSTANCE_ID, MEMBER_ID_REQUIRED (KIP-394), INCONSISTENT_GROUP_PROTOCOL,
@@ -151,17 +153,7 @@ class GroupCoordinator:
         without waiting for members that have not rejoined."""
 
         def error(code: int, mid: str = member_id) -> None:
-            respond(
-                {
-                    "error_code": code,
-                    "generation_id": -1,
-                    "protocol_type": None,
-                    "protocol_name": None,
-                    "leader": "",
-                    "member_id": mid,
-                    "members": [],
-                }
-            )
+            respond(JoinGroupResult.error(code, mid))
 
         if not group_id:
             return error(errors.INVALID_GROUP_ID)
@@ -283,7 +275,7 @@ class GroupCoordinator:
         rebalance_timeout_ms: int,
         session_timeout_ms: int,
         skip_assignment_supported: bool,
-        respond: Callable[[dict], None],
+        respond: JoinCallback,
     ) -> None:
         """A known static member rejoins with an empty member id (``updateStaticMemberAndRebalance``): the
         new member id replaces the old one (whose pending JoinGroup/SyncGroup get FENCED_INSTANCE_ID). In
@@ -295,33 +287,12 @@ class GroupCoordinator:
         old_id = group.static_members[instance_id]
         old_leader = group.leader_id
         member = group.members.pop(old_id)
-        for cb_name, body in (
-            (
-                "awaiting_join",
-                {
-                    "error_code": errors.FENCED_INSTANCE_ID,
-                    "generation_id": -1,
-                    "protocol_type": None,
-                    "protocol_name": None,
-                    "leader": "",
-                    "member_id": old_id,
-                    "members": [],
-                },
-            ),
-            (
-                "awaiting_sync",
-                {
-                    "error_code": errors.FENCED_INSTANCE_ID,
-                    "protocol_type": None,
-                    "protocol_name": None,
-                    "assignment": b"",
-                },
-            ),
-        ):
-            cb = getattr(member, cb_name)
-            if cb is not None:
-                setattr(member, cb_name, None)
-                cb(body)
+        if member.awaiting_join is not None:
+            join_cb, member.awaiting_join = member.awaiting_join, None
+            join_cb(JoinGroupResult.error(errors.FENCED_INSTANCE_ID, old_id))
+        if member.awaiting_sync is not None:
+            sync_cb, member.awaiting_sync = member.awaiting_sync, None
+            sync_cb(SyncGroupResult.error(errors.FENCED_INSTANCE_ID))
         member.member_id = new_id
         group.members[new_id] = member
         group.static_members[instance_id] = new_id
@@ -364,54 +335,51 @@ class GroupCoordinator:
                             group.leader_id = old_id
                         self._heartbeat(group, member)
                     respond(
-                        {
-                            "error_code": code,
-                            "generation_id": group.generation_id,
-                            "protocol_type": group.protocol_type,
-                            "protocol_name": group.protocol_name,
-                            "leader": old_leader or "",
-                            "member_id": "",
-                            "skip_assignment": False,
-                            "members": [],
-                        }
+                        JoinGroupResult(
+                            code,
+                            group.generation_id,
+                            group.protocol_type,
+                            group.protocol_name,
+                            old_leader or "",
+                            "",
+                            False,
+                            (),
+                        )
                     )
                     return
+                resp = self._join_response(group, new_id)
                 if skip_assignment_supported:
-                    resp = self._join_response(group, new_id)
-                    resp["skip_assignment"] = new_id == group.leader_id
+                    resp = resp._replace(skip_assignment=new_id == group.leader_id)
                 else:
-                    resp = dict(self._join_response(group, new_id), leader=old_leader or "", members=[])
+                    resp = resp._replace(leader=old_leader or "", members=())
                 respond(resp)
 
         self.manager.store_group(group, stored)
 
-    def _join_response(self, group: GroupMetadata, member_id: str) -> dict:
+    def _join_response(self, group: GroupMetadata, member_id: str) -> JoinGroupResult:
+        """The current generation as ``member_id`` sees it; the leader also gets every member's metadata."""
         leader = member_id == group.leader_id
         protocol = group.protocol_name
         if leader:  # a completed join has a leader only with members, whose generation selected a protocol
             assert protocol is not None
         members = (
-            [
-                {
-                    "member_id": m.member_id,
-                    "group_instance_id": m.group_instance_id,
-                    "metadata": m.metadata_for(protocol),
-                }
+            tuple(
+                JoinGroupMember(m.member_id, m.group_instance_id, m.metadata_for(protocol))
                 for m in group.members.values()
-            ]
+            )
             if leader and protocol is not None
-            else []
+            else ()
         )
-        return {
-            "error_code": errors.NONE,
-            "generation_id": group.generation_id,
-            "protocol_type": group.protocol_type,
-            "protocol_name": group.protocol_name,
-            "leader": group.leader_id or "",
-            "member_id": member_id,
-            "skip_assignment": False,
-            "members": members,
-        }
+        return JoinGroupResult(
+            errors.NONE,
+            group.generation_id,
+            group.protocol_type,
+            group.protocol_name,
+            group.leader_id or "",
+            member_id,
+            False,
+            members,
+        )
 
     def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
         if group.state is _S.COMPLETING_REBALANCE:
@@ -419,7 +387,7 @@ class GroupCoordinator:
                 m.assignment = b""
                 if m.awaiting_sync is not None:
                     cb, m.awaiting_sync = m.awaiting_sync, None
-                    cb({"error_code": errors.REBALANCE_IN_PROGRESS, "assignment": b""})
+                    cb(SyncGroupResult.error(errors.REBALANCE_IN_PROGRESS))
         was_empty = group.state is _S.EMPTY
         group.transition_to(_S.PREPARING_REBALANCE, self.time.milliseconds())
         group.pending_sync_members.clear()  # Kafka's removeSyncExpiration
@@ -529,14 +497,14 @@ class GroupCoordinator:
         protocol_type: str | None,
         protocol_name: str | None,
         assignments: dict[str, bytes],
-        respond,
+        respond: SyncCallback,
     ) -> None:
-        """SyncGroup (``GroupCoordinator.handleSyncGroup``): ``respond(SyncGroupResponse fields)`` once.
+        """SyncGroup (``GroupCoordinator.handleSyncGroup``): ``respond(SyncGroupResult)`` once.
         Errors: COORDINATOR_NOT_AVAILABLE, FENCED_INSTANCE_ID (checked before) UNKNOWN_MEMBER_ID,
         ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, REBALANCE_IN_PROGRESS."""
 
         def error(code: int) -> None:
-            respond({"error_code": code, "protocol_type": None, "protocol_name": None, "assignment": b""})
+            respond(SyncGroupResult.error(code))
 
         try:
             group = self.manager.get_group(group_id)
@@ -598,13 +566,8 @@ class GroupCoordinator:
         return None
 
     @staticmethod
-    def _sync_response(group: GroupMetadata, member: MemberMetadata) -> dict:
-        return {
-            "error_code": errors.NONE,
-            "protocol_type": group.protocol_type,
-            "protocol_name": group.protocol_name,
-            "assignment": member.assignment,
-        }
+    def _sync_response(group: GroupMetadata, member: MemberMetadata) -> SyncGroupResult:
+        return SyncGroupResult(errors.NONE, group.protocol_type, group.protocol_name, member.assignment)
 
     # -- Heartbeat / LeaveGroup / expiry -----------------------------------------------------------------
     def handle_heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> int:
@@ -632,19 +595,21 @@ class GroupCoordinator:
             self._heartbeat(group, group.members[member_id])
             return errors.REBALANCE_IN_PROGRESS if group.state is _S.PREPARING_REBALANCE else errors.NONE
 
-    def handle_leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
-        """LeaveGroup (``GroupCoordinator.handleLeaveGroup``): ``(top-level error, per-member errors)`` for
+    def handle_leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> LeaveGroupResult:
+        """LeaveGroup (``GroupCoordinator.handleLeaveGroup``): the top-level error and the per-member errors for
         ``[(member id, group instance id)]``; an empty member id removes the static member of that instance
         id. Errors: COORDINATOR_NOT_AVAILABLE (top level), FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID."""
         group = self.manager.get_group(group_id)
         if group is None:
-            return errors.NONE, [errors.UNKNOWN_MEMBER_ID] * len(members)
+            return LeaveGroupResult(errors.NONE, [errors.UNKNOWN_MEMBER_ID] * len(members))
         codes = []
         with group.lock:
             if group.state is _S.DEAD:
-                return errors.COORDINATOR_NOT_AVAILABLE, [errors.COORDINATOR_NOT_AVAILABLE] * len(members)
+                return LeaveGroupResult(
+                    errors.COORDINATOR_NOT_AVAILABLE, [errors.COORDINATOR_NOT_AVAILABLE] * len(members)
+                )
             if group.consumer_group is not None:
-                return errors.NONE, self.consumer.classic_leave(group, members)
+                return LeaveGroupResult(errors.NONE, self.consumer.classic_leave(group, members))
             for member_id, instance_id in members:
                 if not member_id:  # administrative removal by group.instance.id
                     member_id = group.static_members.get(instance_id or "", "")
@@ -663,7 +628,7 @@ class GroupCoordinator:
                     self.log.info(f"Member {member_id} has left group {group_id} through explicit LeaveGroup")
                     self._remove_member(group, member_id)
                 codes.append(code)
-        return errors.NONE, codes
+        return LeaveGroupResult(errors.NONE, codes)
 
     def _remove_member(self, group: GroupMetadata, member_id: str, rebalance: bool = True) -> None:
         member = group.remove(member_id)
@@ -673,17 +638,7 @@ class GroupCoordinator:
         self.heartbeat_purgatory.check_and_complete(("hb", group.group_id, member_id))
         if member.awaiting_join is not None:
             cb, member.awaiting_join = member.awaiting_join, None
-            cb(
-                {
-                    "error_code": errors.UNKNOWN_MEMBER_ID,
-                    "generation_id": -1,
-                    "protocol_type": None,
-                    "protocol_name": None,
-                    "leader": "",
-                    "member_id": member_id,
-                    "members": [],
-                }
-            )
+            cb(JoinGroupResult.error(errors.UNKNOWN_MEMBER_ID, member_id))
         if not rebalance:
             return
         if group.state in (_S.STABLE, _S.COMPLETING_REBALANCE):
@@ -737,8 +692,8 @@ class GroupCoordinator:
         member_id: str,
         instance_id: str | None,
         generation_id: int,
-        offsets: dict[tuple[str, int], OffsetAndMetadata],
-        respond,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+        respond: CommitCallback,
         api_version: int | None = None,
     ) -> None:
         """OffsetCommit (``GroupCoordinator.handleCommitOffsets``): ``respond({(topic, partition): error})``.
@@ -798,8 +753,8 @@ class GroupCoordinator:
         member_id: str,
         instance_id: str | None,
         generation_id: int,
-        offsets: dict[tuple[str, int], OffsetAndMetadata],
-        respond,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+        respond: CommitCallback,
         transaction_abortable_supported: bool = False,
     ) -> None:
         """TxnOffsetCommit (``GroupCoordinator.handleTxnCommitOffsets``): the offsets are written in the
@@ -879,11 +834,11 @@ class GroupCoordinator:
         self.manager.handle_txn_completion(producer_id, partitions, commit)
 
     def handle_fetch_offsets(
-        self, group_id: str, tps: list[tuple[str, int]] | None, member_id: str | None = None, member_epoch: int = -1
-    ) -> dict:
-        """``{(topic, partition): OffsetAndMetadata or None}``; ``tps`` None = every committed offset. For a
-        consumer (KIP-848) group, OffsetFetch v9+'s member id and epoch are checked: raises UnknownMemberIdError or
-        StaleMemberEpochError (Kafka's ``ConsumerGroup.validateOffsetFetch``)."""
+        self, group_id: str, tps: list[TopicPartition] | None, member_id: str | None = None, member_epoch: int = -1
+    ) -> FetchedOffsets:
+        """The committed offset of each of ``tps`` (None where there is none); ``tps`` None = every committed
+        offset. For a consumer (KIP-848) group, OffsetFetch v9+'s member id and epoch are checked: raises
+        UnknownMemberIdError or StaleMemberEpochError (Kafka's ``ConsumerGroup.validateOffsetFetch``)."""
         group = self.manager.get_group(group_id)
         if group is None:
             return {} if tps is None else {tp: None for tp in tps}
@@ -907,7 +862,9 @@ class GroupCoordinator:
                 return set()
             return {tp for tp in tps if group.has_pending_offset_commits(tp)}
 
-    def handle_delete_offsets(self, group_id: str, tps: list[tuple[str, int]], respond) -> None:
+    def handle_delete_offsets(
+        self, group_id: str, tps: list[TopicPartition], respond: Callable[[int, PartitionErrors], None]
+    ) -> None:
         """OffsetDelete (``GroupCoordinator.handleDeleteOffsets``): ``respond(group error, {(topic,
         partition): error})``. Group errors: GROUP_ID_NOT_FOUND (no such group, or Dead), NON_EMPTY_GROUP
         (an active group whose protocol type is not ``consumer``). Partition errors:

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import enum
 import threading
-from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from pykbroker.coordinator.group.consumer.group import ConsumerGroup
+
+if TYPE_CHECKING:
+    from pykbroker.coordinator.group.group_results import JoinCallback, SyncCallback
 
 
 class GroupState(enum.Enum):
@@ -75,8 +77,8 @@ class MemberMetadata:
         self.protocol_type = protocol_type
         self.protocols = protocols
         self.assignment = b""
-        self.awaiting_join: Callable[[dict], None] | None = None
-        self.awaiting_sync: Callable[[dict], None] | None = None
+        self.awaiting_join: JoinCallback | None = None
+        self.awaiting_sync: SyncCallback | None = None
         self.heartbeat_generation = 0  # bumped on every heartbeat; a DelayedHeartbeat checks it
 
     def metadata_for(self, protocol: str) -> bytes:

@@ -39,6 +39,13 @@ from pykbroker.config.topic_config import (
     UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG,
 )
 from pykbroker.coordinator.group.group_metadata import OffsetAndMetadata
+from pykbroker.coordinator.group.group_results import (
+    FetchedOffsets,
+    JoinGroupResult,
+    LeaveGroupResult,
+    PartitionErrors,
+    SyncGroupResult,
+)
 from pykbroker.coordinator.group.record_codec import partition_for as group_partition_for
 from pykbroker.coordinator.transaction.transaction_log import partition_for as txn_partition_for
 from pykbroker.metadata.features import GROUP_VERSION
@@ -46,6 +53,7 @@ from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME, TRANSACTIO
 from pykbroker.protocol import errors
 from pykbroker.protocol.acl import AclOperation
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.messages.groups import JoinGroupResponse, SyncGroupResponse
 from pykbroker.protocol.resource import CLUSTER_NAME, ResourceType
 from pykbroker.protocol.types import ZERO_UUID
 from pykbroker.server import error_responses
@@ -231,10 +239,8 @@ class GroupHandlers:
     def handle_join_group_request(self, request) -> None:
         body, ctx = request.body, request.context
 
-        def respond(resp: dict) -> None:
-            if ctx.api_version < 7 and resp.get("protocol_name") is None:
-                resp = dict(resp, protocol_name="")  # nullable from v7 only
-            self.helper.send_response(request, dict(resp, throttle_time_ms=0))
+        def respond(result: JoinGroupResult) -> None:
+            self.helper.send_response(request, join_group_response(result, ctx.api_version))
 
         try:
             self.coordinator.handle_join_group(
@@ -251,21 +257,14 @@ class GroupHandlers:
                 respond,
             )
         except errors.KafkaError as e:
-            respond(
-                {
-                    "error_code": e.code,
-                    "generation_id": -1,
-                    "protocol_type": None,
-                    "protocol_name": None,
-                    "leader": "",
-                    "member_id": body["member_id"],
-                    "members": [],
-                }
-            )
+            respond(JoinGroupResult.error(e.code, body["member_id"]))
 
     def handle_sync_group_request(self, request) -> None:
         body = request.body
-        respond = lambda resp: self.helper.send_response(request, dict(resp, throttle_time_ms=0))  # noqa: E731
+
+        def respond(result: SyncGroupResult) -> None:
+            self.helper.send_response(request, sync_group_response(result))
+
         try:
             self.coordinator.handle_sync_group(
                 body["group_id"],
@@ -278,7 +277,7 @@ class GroupHandlers:
                 respond,
             )
         except errors.KafkaError as e:
-            respond({"error_code": e.code, "protocol_type": None, "protocol_name": None, "assignment": b""})
+            respond(SyncGroupResult.error(e.code))
 
     def handle_heartbeat_request(self, request) -> None:
         body = request.body
@@ -298,9 +297,10 @@ class GroupHandlers:
             else [(body["member_id"], None)]
         )
         try:
-            code, codes = self.coordinator.handle_leave_group(body["group_id"], members)
+            result = self.coordinator.handle_leave_group(body["group_id"], members)
         except errors.KafkaError as e:
-            code, codes = e.code, [e.code] * len(members)
+            result = LeaveGroupResult(e.code, [e.code] * len(members))
+        code, codes = result.error_code, result.member_errors
         if version < 3:
             code = codes[0] if code == errors.NONE else code
         self.helper.send_response(
@@ -409,7 +409,7 @@ class GroupHandlers:
             unknown.update({tp: errors.TOPIC_AUTHORIZATION_FAILED for tp in offsets if tp[0] in denied})
         offsets = {tp: o for tp, o in offsets.items() if tp not in unknown}
 
-        def respond(codes: dict) -> None:
+        def respond(codes: PartitionErrors) -> None:
             topics: dict[str, list] = {}
             for (topic, partition), code in {**unknown, **codes}.items():
                 topics.setdefault(topic, []).append({"partition_index": partition, "error_code": code})
@@ -451,7 +451,7 @@ class GroupHandlers:
             return errors.GROUP_AUTHORIZATION_FAILED, []
         tps = None if topics is None else [(t["name"], p) for t in topics for p in t["partition_indexes"]]
         try:
-            found = self.coordinator.handle_fetch_offsets(group_id, tps, member_id, member_epoch)
+            found: FetchedOffsets = self.coordinator.handle_fetch_offsets(group_id, tps, member_id, member_epoch)
             unstable = self.coordinator.unstable_partitions(group_id, found) if require_stable else set()
         except errors.KafkaError as e:
             return e.code, []
@@ -561,7 +561,7 @@ class GroupHandlers:
         unknown = self._unknown_partitions(tps)
         tps = [tp for tp in tps if tp not in unknown]
 
-        def respond(code: int, codes: dict) -> None:
+        def respond(code: int, codes: PartitionErrors) -> None:
             topics: dict[str, list] = {}
             for (topic, partition), c in ({**unknown, **codes} if code == errors.NONE else {}).items():
                 topics.setdefault(topic, []).append({"partition_index": partition, "error_code": c})
@@ -656,3 +656,43 @@ def _described_group_error(group_id: str, code: int, message: str | None = None)
         "protocol_data": "",
         "members": [],
     }
+
+
+def join_group_response(result: JoinGroupResult, version: int) -> JoinGroupResponse:
+    """The JoinGroup response body of ``version`` for the coordinator's result: a null protocol name is ""
+    before v7 (nullable from v7 only)."""
+    protocol_name = result.protocol_name
+    if protocol_name is None and version < 7:
+        protocol_name = ""
+    return {
+        "throttle_time_ms": 0,
+        "error_code": result.error_code,
+        "generation_id": result.generation_id,
+        "protocol_type": result.protocol_type,
+        "protocol_name": protocol_name,
+        "leader": result.leader,
+        "skip_assignment": result.skip_assignment,
+        "member_id": result.member_id,
+        "members": [
+            {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "metadata": m.metadata}
+            for m in result.members
+        ],
+    }
+
+
+def sync_group_response(result: SyncGroupResult) -> SyncGroupResponse:
+    """The SyncGroup response body for the coordinator's result (every version: fields a version lacks are
+    not written)."""
+    return {
+        "throttle_time_ms": 0,
+        "error_code": result.error_code,
+        "protocol_type": result.protocol_type,
+        "protocol_name": result.protocol_name,
+        "assignment": result.assignment,
+    }
+
+
+@error_responses.register(ApiKeys.JOIN_GROUP)
+def _join_group_error(version: int, body: dict, code: int, message: str | None) -> JoinGroupResponse:
+    """``JoinGroupRequest.getErrorResponse``: no generation, member or leader; protocol name null from v7."""
+    return join_group_response(JoinGroupResult.error(code, error_responses.UNKNOWN_MEMBER_ID), version)

@@ -9,6 +9,7 @@ import struct
 
 from pykbroker.coordinator.group.group_coordinator import GroupCoordinator
 from pykbroker.coordinator.group.group_metadata_manager import GroupMetadataManager
+from pykbroker.coordinator.group.group_results import JoinGroupResult, SyncGroupResult
 from pykbroker.utils.scheduler import MockScheduler
 from pykbroker.utils.time import MockTime
 
@@ -87,7 +88,7 @@ class Harness:
         client_id="c",
     ):
         """Send a JoinGroup; returns the list its response lands in (empty while it waits)."""
-        out: list[dict] = []
+        out: list[JoinGroupResult] = []
         self.coordinator.handle_join_group(
             group,
             member_id,
@@ -103,14 +104,14 @@ class Harness:
         )
         return out
 
-    def join_new(self, group, **kw) -> dict:
+    def join_new(self, group, **kw) -> JoinGroupResult:
         """KIP-394 two-step first join (v4+) for a dynamic member; returns the MEMBER_ID_REQUIRED response."""
         first = self.join(group, **kw)
-        assert first and first[0]["error_code"] == 79, first
+        assert first and first[0].error_code == 79, first
         return first[0]
 
     def sync(self, group, generation, member_id, assignments=None, instance_id=None):
-        out: list[dict] = []
+        out: list[SyncGroupResult] = []
         self.coordinator.handle_sync_group(
             group, generation, member_id, instance_id, "consumer", None, assignments or {}, out.append
         )

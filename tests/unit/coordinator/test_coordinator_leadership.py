@@ -49,25 +49,25 @@ def partition_of(h, group):
 
 def stable_group(h, group="g"):
     first = h.join_new(group)
-    joined = h.join(group, member_id=first["member_id"])[0]
-    h.sync(group, joined["generation_id"], joined["member_id"], {joined["member_id"]: b"a"})
+    joined = h.join(group, member_id=first.member_id)[0]
+    h.sync(group, joined.generation_id, joined.member_id, {joined.member_id: b"a"})
     return joined
 
 
 def test_resignation_unloads_groups_and_answers_not_coordinator(h):
     a = stable_group(h)
     offsets = {("t", 0): OffsetAndMetadata(5, -1, "", 0)}
-    assert h.commit("g", offsets, member_id=a["member_id"], generation=a["generation_id"])["t", 0] == errors.NONE
+    assert h.commit("g", offsets, member_id=a.member_id, generation=a.generation_id)["t", 0] == errors.NONE
     # A second member joins: the rebalance waits for the first to rejoin.
     second = h.join_new("g")
-    waiting = h.join("g", member_id=second["member_id"])
+    waiting = h.join("g", member_id=second.member_id)
     assert waiting == []
     p = partition_of(h, "g")
     group = h.manager.groups["g"]
     h.coordinator.on_resignation(p, 3)
     assert group.state is GroupState.DEAD and "g" not in h.manager.groups
     assert p not in h.manager.loaded
-    assert waiting[0]["error_code"] == errors.NOT_COORDINATOR
+    assert waiting[0].error_code == errors.NOT_COORDINATOR
     # A stale election (older epoch) changes nothing; a newer one is recorded.
     h.coordinator.on_election(p, 2)
     assert h.manager.epochs[p] == 3
@@ -82,16 +82,16 @@ def test_resignation_unloads_groups_and_answers_not_coordinator(h):
 
 def test_resignation_answers_pending_sync_not_coordinator(h):
     first = h.join_new("s")
-    a = h.join("s", member_id=first["member_id"])[0]
+    a = h.join("s", member_id=first.member_id)[0]
     second = h.join_new("s")
-    b_join = h.join("s", member_id=second["member_id"])  # rebalance: waits for a to rejoin
-    a_join = h.join("s", member_id=a["member_id"])
+    b_join = h.join("s", member_id=second.member_id)  # rebalance: waits for a to rejoin
+    a_join = h.join("s", member_id=a.member_id)
     assert b_join and a_join
-    follower = b_join[0] if b_join[0]["member_id"] != b_join[0]["leader"] else a_join[0]
-    pending_sync = h.sync("s", follower["generation_id"], follower["member_id"])
+    follower = b_join[0] if b_join[0].member_id != b_join[0].leader else a_join[0]
+    pending_sync = h.sync("s", follower.generation_id, follower.member_id)
     assert pending_sync == []  # a follower's sync waits for the leader's assignment
     h.coordinator.on_resignation(partition_of(h, "s"), 1)
-    assert pending_sync[0]["error_code"] == errors.NOT_COORDINATOR
+    assert pending_sync[0].error_code == errors.NOT_COORDINATOR
 
 
 def test_stale_resignation_is_ignored(h):

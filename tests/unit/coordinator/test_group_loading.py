@@ -103,7 +103,7 @@ def test_load_starts_at_election_and_requests_get_load_in_progress_until_it_is_d
     with pytest.raises(errors.CoordinatorLoadInProgressError):
         h.coordinator.describe_group("g")
     assert h.coordinator.handle_heartbeat("g", "m", None, 3) == errors.NONE  # Kafka answers "blindly"
-    assert h.sync("g", 3, "m")[0]["error_code"] == errors.REBALANCE_IN_PROGRESS
+    assert h.sync("g", 3, "m")[0].error_code == errors.REBALANCE_IN_PROGRESS
     code, _ = h.coordinator.list_groups([])
     assert code == errors.COORDINATOR_LOAD_IN_PROGRESS
     # A group of another (loaded) partition is served meanwhile.

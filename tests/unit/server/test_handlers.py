@@ -536,3 +536,52 @@ def test_coordinator_errors_reach_every_group_api(broker):
     assert [(g["group_id"], g["error_code"]) for g in described["groups"]] == [("g", na)]
     deleted = apis.call(ApiKeys.DELETE_GROUPS, 2, {"groups_names": ["g", "h"]})
     assert [(r["group_id"], r["error_code"]) for r in deleted["results"]] == [("g", na), ("h", na)]
+
+
+def test_group_handlers_turn_coordinator_results_into_responses_of_each_version(broker):
+    """A real GroupCoordinator's JoinGroup/SyncGroup/LeaveGroup results, encoded at the request's version: a
+    null protocol name is "" before JoinGroup v7; the leader gets the members' metadata."""
+    from tests.unit.coordinator.harness import Harness, subscription
+
+    harness = Harness()
+    try:
+        apis = group_apis(broker, harness.coordinator)
+        join_body = {
+            "group_id": "g",
+            "session_timeout_ms": 10_000,
+            "rebalance_timeout_ms": 10_000,
+            "member_id": "",
+            "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": subscription("t")}],
+        }
+        required = apis.call(ApiKeys.JOIN_GROUP, 6, join_body)
+        assert (required["error_code"], required["protocol_name"], required["generation_id"]) == (
+            errors.MEMBER_ID_REQUIRED,
+            "",
+            -1,
+        )
+        mid = required["member_id"]
+        joined = apis.call(ApiKeys.JOIN_GROUP, 9, dict(join_body, member_id=mid))
+        assert (joined["error_code"], joined["generation_id"], joined["leader"], joined["member_id"]) == (
+            0,
+            1,
+            mid,
+            mid,
+        )
+        assert (joined["protocol_type"], joined["protocol_name"], joined["skip_assignment"]) == (
+            "consumer",
+            "range",
+            False,
+        )
+        assert [(m["member_id"], m["metadata"]) for m in joined["members"]] == [(mid, subscription("t"))]
+        sync_body = {"group_id": "g", "generation_id": 1, "member_id": mid, "assignments": []}
+        synced = apis.call(ApiKeys.SYNC_GROUP, 5, dict(sync_body, assignments=[{"member_id": mid, "assignment": b"a"}]))
+        assert (synced["error_code"], synced["protocol_name"], synced["assignment"]) == (0, "range", b"a")
+        stale = apis.call(ApiKeys.SYNC_GROUP, 3, dict(sync_body, generation_id=9))
+        assert (stale["error_code"], stale["assignment"]) == (errors.ILLEGAL_GENERATION, b"")
+        left = apis.call(ApiKeys.LEAVE_GROUP, 0, {"group_id": "g", "member_id": "nobody"})
+        assert left["error_code"] == errors.UNKNOWN_MEMBER_ID
+        left = apis.call(ApiKeys.LEAVE_GROUP, 3, {"group_id": "g", "members": [{"member_id": mid}]})
+        assert (left["error_code"], [m["error_code"] for m in left["members"]]) == (0, [0])
+    finally:
+        harness.close()

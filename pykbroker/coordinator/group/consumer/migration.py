@@ -48,6 +48,7 @@ from pykbroker.coordinator.group.consumer.member import (
 )
 from pykbroker.coordinator.group.consumer.member_timer import ConsumerMemberTimer
 from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState, MemberMetadata
+from pykbroker.coordinator.group.group_results import JoinGroupResult, SyncGroupResult
 from pykbroker.protocol import errors
 
 #: ``group.consumer.migration.policy`` -> (upgrade enabled, downgrade enabled), Kafka's ConsumerGroupMigrationPolicy
@@ -57,19 +58,6 @@ POLICIES = {
     "downgrade": (False, True),
     "bidirectional": (True, True),
 }
-
-
-def _join_error(code: int, member_id: str) -> dict:
-    return {
-        "error_code": code,
-        "generation_id": -1,
-        "protocol_type": None,
-        "protocol_name": None,
-        "leader": "",
-        "member_id": member_id,
-        "skip_assignment": False,
-        "members": [],
-    }
 
 
 class ClassicMigration:
@@ -185,10 +173,10 @@ class ClassicMigration:
         for m in list(holder.members.values()):
             if m.awaiting_join is not None:
                 cb, m.awaiting_join = m.awaiting_join, None
-                cb(_join_error(errors.REBALANCE_IN_PROGRESS, m.member_id))
+                cb(JoinGroupResult.error(errors.REBALANCE_IN_PROGRESS, m.member_id))
             if m.awaiting_sync is not None:
                 cb, m.awaiting_sync = m.awaiting_sync, None
-                cb({"error_code": errors.REBALANCE_IN_PROGRESS, "assignment": b""})
+                cb(SyncGroupResult.error(errors.REBALANCE_IN_PROGRESS))
             m.heartbeat_generation += 1
         ids = list(holder.members) + list(holder.pending_members)
         holder.members.clear()
@@ -266,22 +254,22 @@ class ClassicMigration:
         if unknown:
             member_id = str(uuid.uuid4())
         if member_id not in group.members and len(group.members) >= self.max_size:
-            return respond(_join_error(errors.GROUP_MAX_SIZE_REACHED, member_id))
+            return respond(JoinGroupResult.error(errors.GROUP_MAX_SIZE_REACHED, member_id))
         if not self.supports_classic_protocols(group, protocol_type, [p for p, _ in protocols]):
-            return respond(_join_error(errors.INCONSISTENT_GROUP_PROTOCOL, member_id))
+            return respond(JoinGroupResult.error(errors.INCONSISTENT_GROUP_PROTOCOL, member_id))
         if unknown and instance_id is None and version >= 4:
-            return respond(_join_error(errors.MEMBER_ID_REQUIRED, member_id))
+            return respond(JoinGroupResult.error(errors.MEMBER_ID_REQUIRED, member_id))
         try:
             sub = cp.decode_subscription(protocols[0][1])
         except cp.MalformedConsumerProtocol:
-            return respond(_join_error(errors.UNKNOWN_SERVER_ERROR, member_id))
+            return respond(JoinGroupResult.error(errors.UNKNOWN_SERVER_ERROR, member_id))
         topics = self._topics()
         member = group.members.get(member_id)
         if instance_id is not None:
             static = group.static_member(instance_id)
             if static is not None and static.member_id != member_id:
                 if not unknown:
-                    return respond(_join_error(errors.FENCED_INSTANCE_ID, member_id))
+                    return respond(JoinGroupResult.error(errors.FENCED_INSTANCE_ID, member_id))
                 self.log.info(
                     f"[GroupId {group.group_id}] Static member with instance id {instance_id} re-joins the consumer "
                     f"group with the classic protocol, replacing {static.member_id} by {member_id}."
@@ -309,22 +297,15 @@ class ClassicMigration:
 
         def appended(code: int) -> None:
             if code != errors.NONE:
-                return respond(_join_error(code, member_id))
+                return respond(JoinGroupResult.error(code, member_id))
             with holder.lock:
                 if holder.consumer_group is group and member_id in group.members:
                     self._cancel_classic_deadline(holder, member_id, "join")
                     self._schedule_classic_deadline(holder, member_id, "sync", rebalance_timeout_ms)
             return respond(
-                {
-                    "error_code": errors.NONE,
-                    "generation_id": reconciled.member_epoch,
-                    "protocol_type": cp.PROTOCOL_TYPE,
-                    "protocol_name": protocol_name,
-                    "leader": "",
-                    "member_id": member_id,
-                    "skip_assignment": False,
-                    "members": [],
-                }
+                JoinGroupResult(
+                    errors.NONE, reconciled.member_epoch, cp.PROTOCOL_TYPE, protocol_name, "", member_id, False, ()
+                )
             )
 
         self._persist(holder, group, appended)
@@ -344,7 +325,7 @@ class ClassicMigration:
         partitions as a ConsumerProtocolAssignment of its subscription's version."""
 
         def error(code: int) -> None:
-            respond({"error_code": code, "protocol_type": None, "protocol_name": None, "assignment": b""})
+            respond(SyncGroupResult.error(code))
 
         group = holder.consumer_group
         assert group is not None
@@ -368,14 +349,7 @@ class ClassicMigration:
         names = self._topic_names_by_id()
         partitions = {names[t]: ps for t, ps in member.assigned.items() if t in names}
         version = cp.decode_version(member.classic.protocols[0][1])
-        return respond(
-            {
-                "error_code": errors.NONE,
-                "protocol_type": cp.PROTOCOL_TYPE,
-                "protocol_name": name,
-                "assignment": cp.encode_assignment(partitions, version),
-            }
-        )
+        return respond(SyncGroupResult(errors.NONE, cp.PROTOCOL_TYPE, name, cp.encode_assignment(partitions, version)))
 
     @staticmethod
     def _must_rejoin(group: ConsumerGroup, member: ConsumerGroupMember, strict: bool) -> bool:
