@@ -48,6 +48,7 @@ from pykbroker.metadata.topic_names import is_internal as is_internal_topic
 from pykbroker.protocol import errors
 from pykbroker.record.file_records import EMPTY_RECORDS, BatchHeader
 from pykbroker.security.client_security import PLAINTEXT, ClientSecurity
+from pykbroker.server.append_result import AppendCallback, AppendResults, ProducePartitionResult
 from pykbroker.server.broker_topic_stats import BrokerTopicStats
 from pykbroker.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from pykbroker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
@@ -146,19 +147,6 @@ class FetchPartitionResult:
     fetch_offset_metadata: object = None
     diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset), KIP-320
     aborted_transactions: list | None = None  # AbortedTxn entries for read_committed, else None
-
-
-def produce_partition_error(index: int, code: int, message: str | None = None) -> dict:
-    """A Produce response partition carrying only an error (no offsets): ``{index, error_code, ...}``."""
-    return {
-        "index": index,
-        "error_code": code,
-        "base_offset": -1,
-        "log_append_time_ms": -1,
-        "log_start_offset": -1,
-        "record_errors": [],
-        "error_message": message,
-    }
 
 
 class ReplicaManager:
@@ -491,14 +479,14 @@ class ReplicaManager:
         required_acks: int,
         internal_topics_allowed: bool,
         entries: dict[tuple[str, int], memoryview],
-        response_callback,
+        response_callback: AppendCallback,
         origin=None,
         verification_guards: dict | None = None,
     ) -> None:
-        """``response_callback({(topic, partition): partition response dict})``, exactly once.
+        """``response_callback({(topic, partition): ProducePartitionResult})``, exactly once.
         ``verification_guards``: per partition, the VerificationGuard of a verified transaction start."""
         if required_acks not in (-1, 0, 1):
-            response_callback({tp: produce_partition_error(tp[1], errors.INVALID_REQUIRED_ACKS) for tp in entries})
+            response_callback({tp: ProducePartitionResult.error(errors.INVALID_REQUIRED_ACKS) for tp in entries})
             return
         statuses: dict[tuple[str, int], ProducePartitionStatus] = {}
         # BrokerTopicMetrics of the request, per topic: [records, bytes, partitions, failed partitions];
@@ -521,26 +509,17 @@ class ReplicaManager:
                 topic_stats[0] += info.records_count
                 topic_stats[1] += len(records)
                 topic_stats[2] += 1
-                response = {
-                    "index": index,
-                    "error_code": errors.NONE,
-                    "base_offset": info.first_offset,
-                    "log_append_time_ms": info.log_append_time,
-                    "log_start_offset": info.log_start_offset,
-                    "record_errors": [],
-                    "error_message": None,
-                }
-                statuses[tp] = ProducePartitionStatus(info.last_offset + 1, response)
+                result = ProducePartitionResult(
+                    errors.NONE, info.first_offset, info.log_append_time, info.log_start_offset, (), None
+                )
+                statuses[tp] = ProducePartitionStatus(info.last_offset + 1, result)
                 self._actions.append((tp, hw_incremented))
             except RecordValidationError as e:
-                response = produce_partition_error(index, e.code, str(e))
-                response["record_errors"] = [
-                    {"batch_index": r.batch_index, "batch_index_error_message": r.message} for r in e.record_errors
-                ]
-                statuses[tp] = ProducePartitionStatus(-1, response)
+                result = ProducePartitionResult(e.code, -1, -1, -1, tuple(e.record_errors), str(e))
+                statuses[tp] = ProducePartitionStatus(-1, result)
                 _count_produce_failure(stats, topic, e.code)
             except errors.KafkaError as e:
-                statuses[tp] = ProducePartitionStatus(-1, produce_partition_error(index, e.code, str(e)))
+                statuses[tp] = ProducePartitionStatus(-1, ProducePartitionResult.error(e.code, str(e)))
                 if e.code != errors.UNKNOWN_TOPIC_OR_PARTITION:
                     _count_produce_failure(stats, topic, e.code)
             except Exception as e:
@@ -548,14 +527,14 @@ class ReplicaManager:
                 self.log.error(
                     f"Error processing append operation on partition {topic}-{index}", error=repr(e), exc_info=True
                 )
-                statuses[tp] = ProducePartitionStatus(-1, produce_partition_error(index, errors.UNKNOWN_SERVER_ERROR))
+                statuses[tp] = ProducePartitionStatus(-1, ProducePartitionResult.error(errors.UNKNOWN_SERVER_ERROR))
         self.broker_topic_stats.record_produce(stats)
-        ok = any(s.response["error_code"] == errors.NONE for s in statuses.values())
+        ok = any(s.result.error_code == errors.NONE for s in statuses.values())
         if required_acks == -1 and ok and not self._acks_reached_at_once(statuses):
             op = DelayedProduce(timeout_ms, statuses, self.get_partition, response_callback)
             self.produce_purgatory.try_complete_else_watch(op, [TopicPartitionOperationKey(t, p) for t, p in statuses])
         else:
-            response_callback({tp: s.response for tp, s in statuses.items()})
+            response_callback({tp: s.result for tp, s in statuses.items()})
 
     def _acks_reached_at_once(self, statuses: dict) -> bool:
         """The DelayedProduce's first ``try_complete`` without building it: when every appended partition's
@@ -564,7 +543,7 @@ class ReplicaManager:
         answers at once; otherwise change nothing and return False (the purgatory path)."""
         codes = []
         for tp, status in statuses.items():
-            if status.response["error_code"] != errors.NONE:
+            if status.result.error_code != errors.NONE:
                 continue
             partition = self.get_partition(*tp)
             if partition is None:
@@ -574,7 +553,7 @@ class ReplicaManager:
                 return False
             codes.append((status, code))
         for status, code in codes:
-            status.response["error_code"] = code
+            status.result = status.result.with_error(code)
         return True
 
     # -- transaction verification (KIP-890 part 1) ------------------------------------------------
@@ -590,7 +569,7 @@ class ReplicaManager:
         internal_topics_allowed: bool,
         transactional_id: str | None,
         entries: dict[tuple[str, int], memoryview],
-        response_callback,
+        response_callback: AppendCallback,
         add_partitions: bool = False,
     ) -> None:
         """Kafka's ``handleProduceAppend``: a transactional producer's first write to a partition waits
@@ -623,10 +602,8 @@ class ReplicaManager:
         if len(producers) > 1:
             response_callback(
                 {
-                    tp: produce_partition_error(
-                        tp[1],
-                        errors.INVALID_PRODUCER_ID_MAPPING,
-                        "Transactional records contained more than one producer ID",
+                    tp: ProducePartitionResult.error(
+                        errors.INVALID_PRODUCER_ID_MAPPING, "Transactional records contained more than one producer ID"
                     )
                     for tp in entries
                 }
@@ -637,7 +614,7 @@ class ReplicaManager:
         producer_id, producer_epoch = next(iter(producers))
 
         def verified(codes: dict) -> None:
-            early = {}
+            early: AppendResults = {}
             for tp, code in codes.items():
                 if code == errors.NONE:
                     continue
@@ -651,7 +628,7 @@ class ReplicaManager:
                     code = errors.NOT_ENOUGH_REPLICAS
                 else:
                     message = None
-                early[tp] = produce_partition_error(tp[1], code, message)
+                early[tp] = ProducePartitionResult.error(code, message)
             rest = {tp: r for tp, r in entries.items() if tp not in early}
             if not rest:
                 response_callback(early)

@@ -440,7 +440,8 @@ class GroupMetadataManager:
         tp = (GROUP_METADATA_TOPIC_NAME, self.partition_for(group_id))
 
         def done(responses: dict) -> None:
-            callback(_APPEND_ERRORS.get(responses[tp]["error_code"], responses[tp]["error_code"]))
+            code = responses[tp].error_code
+            callback(_APPEND_ERRORS.get(code, code))
 
         entries = {tp: memoryview(batch)}
         if producer is None:

@@ -297,7 +297,7 @@ class TransactionStateManager:
         tp = (TRANSACTION_STATE_TOPIC_NAME, partition)
 
         def done(responses: dict) -> None:
-            code = responses[tp]["error_code"]
+            code = responses[tp].error_code
             code = _APPEND_ERRORS.get(code, code)
             with self._lock:
                 loading = partition in self._loading

@@ -13,10 +13,15 @@ import struct
 from pykbroker.protocol import errors
 from pykbroker.protocol.acl import AclOperation
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.messages.produce import (
+    ProduceResponse,
+    ProduceResponseResponses,
+    ProduceResponseResponsesPartitionResponses,
+)
 from pykbroker.protocol.resource import ResourceType
 from pykbroker.server import error_responses
+from pykbroker.server.append_result import AppendResults, ProducePartitionResult
 from pykbroker.server.quotas.client_quota_manager import user_of
-from pykbroker.server.replica_manager import produce_partition_error
 
 ADMIN_CLIENT_ID = "__admin_client"
 
@@ -45,7 +50,7 @@ class ProduceHandler:
                 self.helper.send_response(request, response)
             return
         entries: dict[tuple[str, int], memoryview] = {}
-        early: dict[tuple[str, int], dict] = {}
+        early: AppendResults = {}
         authorizer = self.helper.authorizer
         for topic in body["topic_data"]:
             name = topic["name"]
@@ -55,17 +60,15 @@ class ProduceHandler:
                 tp = (name, p["index"])
                 records = p["records"]
                 if not allowed:
-                    early[tp] = produce_partition_error(p["index"], errors.TOPIC_AUTHORIZATION_FAILED)
+                    early[tp] = ProducePartitionResult.error(errors.TOPIC_AUTHORIZATION_FAILED)
                 elif not known:
-                    early[tp] = produce_partition_error(p["index"], errors.UNKNOWN_TOPIC_OR_PARTITION)
+                    early[tp] = ProducePartitionResult.error(errors.UNKNOWN_TOPIC_OR_PARTITION)
                 elif records is None or len(records) == 0:
-                    early[tp] = produce_partition_error(
-                        p["index"], errors.INVALID_RECORD, "Produce request has no records"
-                    )
+                    early[tp] = ProducePartitionResult.error(errors.INVALID_RECORD, "Produce request has no records")
                 else:
                     entries[tp] = records
 
-        def respond(results: dict) -> None:
+        def respond(results: AppendResults) -> None:
             results = {**early, **results}
             throttle_ms = 0
             quotas = self.helper.quotas
@@ -77,7 +80,7 @@ class ProduceHandler:
                 if throttle_ms > 0:
                     self.helper.throttle(quotas.produce, request, throttle_ms)
             if acks == 0:
-                if any(r["error_code"] != errors.NONE for r in results.values()):
+                if any(r.error_code != errors.NONE for r in results.values()):
                     self.helper.close_connection(request)
                 else:
                     self.helper.send_no_op_response(request)
@@ -106,7 +109,7 @@ class ProduceHandler:
         else:
             respond({})
 
-    def _add_current_leaders(self, response: dict, listener: str) -> None:
+    def _add_current_leaders(self, response: ProduceResponse, listener: str) -> None:
         """KIP-951: a NOT_LEADER_OR_FOLLOWER partition names the leader this broker knows (with its
         epoch), and ``node_endpoints`` gives that leader's address on the request's listener, so the
         client can retry without a Metadata round trip."""
@@ -140,15 +143,20 @@ def _has_transactional_batch(records) -> bool:
     return False
 
 
-def _response(body: dict, results: dict) -> dict:
-    responses = []
+_NO_RESULT = ProducePartitionResult.error(errors.UNKNOWN_SERVER_ERROR)
+
+
+def _response(body: dict, results: AppendResults) -> ProduceResponse:
+    """The ProduceResponse for ``results``, in the request's topic and partition order (a partition without a
+    result: UNKNOWN_SERVER_ERROR)."""
+    responses: list[ProduceResponseResponses] = []
     for topic in body["topic_data"]:
         name = topic["name"]
         responses.append(
             {
                 "name": name,
                 "partition_responses": [
-                    results.get((name, p["index"])) or produce_partition_error(p["index"], errors.UNKNOWN_SERVER_ERROR)
+                    _partition_response(p["index"], results.get((name, p["index"])) or _NO_RESULT)
                     for p in topic["partition_data"]
                 ],
             }
@@ -156,13 +164,27 @@ def _response(body: dict, results: dict) -> dict:
     return {"responses": responses, "throttle_time_ms": 0}
 
 
+def _partition_response(index: int, r: ProducePartitionResult) -> ProduceResponseResponsesPartitionResponses:
+    """One partition's entry of the response (the fields a version lacks are not written)."""
+    return {
+        "index": index,
+        "error_code": r.error_code,
+        "base_offset": r.base_offset,
+        "log_append_time_ms": r.log_append_time_ms,
+        "log_start_offset": r.log_start_offset,
+        "record_errors": [
+            {"batch_index": e.batch_index, "batch_index_error_message": e.message} for e in r.record_errors
+        ]
+        if r.record_errors
+        else [],
+        "error_message": r.error_message,
+    }
+
+
 @error_responses.register(ApiKeys.PRODUCE)
 def _produce_error_response(version, body, code, message):
     if body.get("acks") == 0:
         return None  # the client expects no answer: close the connection
-    results = {
-        (t["name"], p["index"]): produce_partition_error(p["index"], code, message)
-        for t in body["topic_data"]
-        for p in t["partition_data"]
-    }
+    error = ProducePartitionResult.error(code, message)
+    results = {(t["name"], p["index"]): error for t in body["topic_data"] for p in t["partition_data"]}
     return _response(body, results)

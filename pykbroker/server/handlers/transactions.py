@@ -27,6 +27,7 @@ from pykbroker.protocol.resource import ResourceType
 from pykbroker.record.control_record import ControlRecordType, EndTransactionMarker
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
 from pykbroker.server import error_responses
+from pykbroker.server.append_result import AppendResults
 
 
 def _by_topic(codes: dict[tuple[str, int], int], partitions_key: str = "results_by_partition") -> list[dict]:
@@ -324,11 +325,11 @@ class TransactionHandlers:
             done(codes)
             return
 
-        def appended(responses: dict) -> None:
+        def appended(responses: AppendResults) -> None:
             offsets_partitions = set()
             for tp, r in responses.items():
-                codes[tp] = r["error_code"]
-                if r["error_code"] == errors.NONE and tp[0] == GROUP_METADATA_TOPIC_NAME:
+                codes[tp] = r.error_code
+                if r.error_code == errors.NONE and tp[0] == GROUP_METADATA_TOPIC_NAME:
                     offsets_partitions.add(tp[1])
             if offsets_partitions and self.groups is not None:
                 self.groups.schedule_handle_txn_completion(pid, offsets_partitions, commit)

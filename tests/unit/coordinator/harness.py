@@ -10,6 +10,7 @@ import struct
 from pykbroker.coordinator.group.group_coordinator import GroupCoordinator
 from pykbroker.coordinator.group.group_metadata_manager import GroupMetadataManager
 from pykbroker.coordinator.group.group_results import JoinGroupResult, SyncGroupResult
+from pykbroker.server.append_result import ProducePartitionResult
 from pykbroker.utils.scheduler import MockScheduler
 from pykbroker.utils.time import MockTime
 
@@ -42,7 +43,7 @@ class FakeReplicaManager:
 
     def append_records(self, timeout, acks, internal, entries, callback, **kw):
         self.appended.append(entries)
-        callback({tp: {"error_code": 0} for tp in entries})
+        callback({tp: ProducePartitionResult(0) for tp in entries})
 
     def maybe_start_transaction_verification_for_partition(self, tp, tid, pid, epoch, callback, abortable=False):
         callback(0, None)  # verification disabled

@@ -9,6 +9,7 @@ import pytest
 
 from pykbroker.coordinator.group.group_metadata import GroupState, OffsetAndMetadata
 from pykbroker.protocol import errors
+from pykbroker.server.append_result import ProducePartitionResult
 from tests.unit.coordinator.harness import Harness
 
 
@@ -33,7 +34,7 @@ class DeferredReplicaManager:
 
     def answer(self, code=errors.NONE):
         entries, callback = self.pending.pop(0)
-        callback({tp: {"error_code": code} for tp in entries})
+        callback({tp: ProducePartitionResult(code) for tp in entries})
 
 
 @pytest.fixture

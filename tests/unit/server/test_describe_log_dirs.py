@@ -38,7 +38,7 @@ def _describe(broker, version: int, topics) -> dict:
 def _produce(broker, topic: str, partition: int, n: int) -> None:
     out: dict = {}
     broker.replica_manager.append_records(1000, 1, False, {(topic, partition): records(n)}, out.update)
-    assert out[(topic, partition)]["error_code"] == errors.NONE
+    assert out[(topic, partition)].error_code == errors.NONE
 
 
 def test_all_topics_with_sizes_and_disk_space(broker, tmp_path):

@@ -585,3 +585,20 @@ def test_group_handlers_turn_coordinator_results_into_responses_of_each_version(
         assert (left["error_code"], [m["error_code"] for m in left["members"]]) == (0, [0])
     finally:
         harness.close()
+
+
+def test_produce_answers_record_errors_of_the_append_result(broker):
+    """The append's per-record errors reach Produce v8+ as ``record_errors`` with the error message (a keyless
+    record on a compacted topic: INVALID_RECORD); a good partition of the same request keeps its offsets."""
+    from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
+
+    broker.add_topic("c", 1, configs={"cleanup.policy": "compact"})
+    keyless = MemoryRecordsBuilder()
+    keyless.append(broker.time.milliseconds(), None, b"v")
+    apis = produce_apis(broker)
+    body = apis.call(ApiKeys.PRODUCE, 8, produce_body([("c", [(0, keyless.build())]), ("t", [(0, bytes(records(2)))])]))
+    bad, good = (t["partition_responses"][0] for t in body["responses"])
+    assert (bad["error_code"], bad["base_offset"], bad["log_start_offset"]) == (errors.INVALID_RECORD, -1, -1)
+    assert [e["batch_index"] for e in bad["record_errors"]] == [0] and bad["error_message"]
+    assert [e["batch_index_error_message"] for e in bad["record_errors"]] != [None]
+    assert (good["error_code"], good["base_offset"], good["record_errors"], good["error_message"]) == (0, 0, [], None)

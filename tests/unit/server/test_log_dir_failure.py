@@ -17,6 +17,7 @@ from pykbroker.log.log_manager import LogManager
 from pykbroker.metadata.partition_registration import PartitionRegistration
 from pykbroker.protocol import errors
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
+from pykbroker.server.append_result import ProducePartitionResult
 from pykbroker.server.metadata_cache import MetadataCache
 from pykbroker.server.replica_manager import FetchParams, PartitionFetch, ReplicaManager
 from pykbroker.utils.scheduler import MockScheduler
@@ -50,7 +51,7 @@ def _broker(dirs, with_halt: bool = True, **log_props):
     return lm, rm, halts
 
 
-def _produce(rm, partition: int, n: int = 3) -> dict:
+def _produce(rm, partition: int, n: int = 3) -> ProducePartitionResult:
     b = MemoryRecordsBuilder()
     for i in range(n):
         b.append(int(_time.time() * 1000), b"k%d" % i, b"v%d" % i)
@@ -74,20 +75,20 @@ def test_full_disk_takes_only_its_dir_offline(tmp_path, monkeypatch, segment_byt
     full, ok = tmp_path / "full", tmp_path / "ok"
     lm, rm, halts = _broker([full, ok], **{"log.segment.bytes": segment_bytes})
     assert lm.log_dir_of("t", 0) == str(full) and lm.log_dir_of("t", 1) == str(ok)
-    assert _produce(rm, 0)["error_code"] == errors.NONE  # acknowledged (acks=1)
-    assert _produce(rm, 1)["error_code"] == errors.NONE
-    assert _produce(rm, 1)["error_code"] == errors.NONE
+    assert _produce(rm, 0).error_code == errors.NONE  # acknowledged (acks=1)
+    assert _produce(rm, 1).error_code == errors.NONE
+    assert _produce(rm, 1).error_code == errors.NONE
     rolls = segment_bytes == "100"
     assert lm.get_log("t", 1).num_segments == (2 if rolls else 1)  # so t-0's next append rolls first
     inject_enospc(monkeypatch, full)
 
     r = _produce(rm, 0)
-    assert r["error_code"] == errors.KAFKA_STORAGE_ERROR and errors.for_code(r["error_code"]).retriable
+    assert r.error_code == errors.KAFKA_STORAGE_ERROR and errors.for_code(r.error_code).retriable
     wait_until(lambda: rm.is_offline("t", 0), 5, message="partition t-0 offline")
     assert lm.live_log_dirs == [str(ok)]
-    assert _produce(rm, 0)["error_code"] == errors.KAFKA_STORAGE_ERROR
+    assert _produce(rm, 0).error_code == errors.KAFKA_STORAGE_ERROR
     assert _fetch_error(rm, 0) == errors.KAFKA_STORAGE_ERROR
-    assert _produce(rm, 1)["error_code"] == errors.NONE  # the other directory keeps serving
+    assert _produce(rm, 1).error_code == errors.NONE  # the other directory keeps serving
     assert _fetch_error(rm, 1) == errors.NONE
     assert halts == []
 
@@ -104,16 +105,16 @@ def test_full_disk_takes_only_its_dir_offline(tmp_path, monkeypatch, segment_byt
 def test_no_log_dir_left_on_a_single_node_keeps_answering_storage_errors(tmp_path, monkeypatch):
     lm, rm, _ = _broker([tmp_path / "only"], with_halt=False)  # as the single-node server builds it
     inject_enospc(monkeypatch, tmp_path)
-    assert _produce(rm, 0)["error_code"] == errors.KAFKA_STORAGE_ERROR
+    assert _produce(rm, 0).error_code == errors.KAFKA_STORAGE_ERROR
     wait_until(lambda: not lm.live_log_dirs, 5, message="dir offline")
-    assert _produce(rm, 0)["error_code"] == errors.KAFKA_STORAGE_ERROR
+    assert _produce(rm, 0).error_code == errors.KAFKA_STORAGE_ERROR
     rm.shutdown()
 
 
 def test_no_log_dir_left_halts_when_given_halt(tmp_path, monkeypatch):
     _lm, rm, halts = _broker([tmp_path / "only"])
     inject_enospc(monkeypatch, tmp_path)
-    assert _produce(rm, 0)["error_code"] == errors.KAFKA_STORAGE_ERROR
+    assert _produce(rm, 0).error_code == errors.KAFKA_STORAGE_ERROR
     wait_until(lambda: halts == [1], 5, message="halt(1)")
     rm.shutdown()
 

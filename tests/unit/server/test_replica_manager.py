@@ -45,9 +45,9 @@ def record_count(records) -> int:
 def test_append_acks_1_assigns_offsets_and_advances_the_high_watermark(broker):
     rm = broker.replica_manager
     r = append(rm, {("t", 0): records(3), ("t", 1): records(2)})
-    assert (r[("t", 0)]["error_code"], r[("t", 0)]["base_offset"]) == (errors.NONE, 0)
-    assert (r[("t", 1)]["error_code"], r[("t", 1)]["base_offset"]) == (errors.NONE, 0)
-    assert append(rm, {("t", 0): records(2)})[("t", 0)]["base_offset"] == 3
+    assert (r[("t", 0)].error_code, r[("t", 0)].base_offset) == (errors.NONE, 0)
+    assert (r[("t", 1)].error_code, r[("t", 1)].base_offset) == (errors.NONE, 0)
+    assert append(rm, {("t", 0): records(2)})[("t", 0)].base_offset == 3
     assert rm.get_partition("t", 0).log.high_watermark == 5
     assert rm.get_partition("t", 1).log.high_watermark == 2
 
@@ -55,23 +55,23 @@ def test_append_acks_1_assigns_offsets_and_advances_the_high_watermark(broker):
 def test_append_errors_per_partition(broker):
     rm = broker.replica_manager
     r = append(rm, {("t", 0): records(1), ("missing", 0): records(1), ("t", 9): records(1)})
-    assert r[("t", 0)]["error_code"] == errors.NONE
-    assert r[("missing", 0)]["error_code"] == errors.UNKNOWN_TOPIC_OR_PARTITION
-    assert r[("t", 9)]["error_code"] == errors.UNKNOWN_TOPIC_OR_PARTITION
-    assert r[("missing", 0)]["base_offset"] == -1
+    assert r[("t", 0)].error_code == errors.NONE
+    assert r[("missing", 0)].error_code == errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert r[("t", 9)].error_code == errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert r[("missing", 0)].base_offset == -1
 
 
 def test_append_invalid_acks_and_internal_topic(broker):
     rm = broker.replica_manager
     r = append(rm, {("t", 0): records(1)}, acks=2)
-    assert r[("t", 0)]["error_code"] == errors.INVALID_REQUIRED_ACKS
+    assert r[("t", 0)].error_code == errors.INVALID_REQUIRED_ACKS
     broker.add_topic("__consumer_offsets", 1)
     assert (
-        append(rm, {("__consumer_offsets", 0): records(1)})[("__consumer_offsets", 0)]["error_code"]
+        append(rm, {("__consumer_offsets", 0): records(1)})[("__consumer_offsets", 0)].error_code
         == errors.INVALID_TOPIC_EXCEPTION
     )
     assert (
-        append(rm, {("__consumer_offsets", 0): records(1)}, internal=True)[("__consumer_offsets", 0)]["error_code"]
+        append(rm, {("__consumer_offsets", 0): records(1)}, internal=True)[("__consumer_offsets", 0)].error_code
         == errors.NONE
     )
 
@@ -81,7 +81,7 @@ def test_append_corrupt_batch_is_rejected_and_nothing_appended(broker):
     data = bytearray(records(2))
     data[-1] ^= 0xFF  # breaks the CRC
     r = append(rm, {("t", 0): memoryview(data)})
-    assert r[("t", 0)]["error_code"] == errors.CORRUPT_MESSAGE
+    assert r[("t", 0)].error_code == errors.CORRUPT_MESSAGE
     assert rm.get_partition("t", 0).log.log_end_offset == 0
 
 
@@ -93,7 +93,7 @@ def test_append_to_a_follower_is_not_leader(broker):
     rm = broker.replica_manager
     reg = PartitionRegistration(replicas=(1, 2), isr=(1, 2), leader=2, leader_epoch=1)
     rm.apply_delta(SimpleNamespace(deletes=set(), leaders={}, followers={("t", 1): (broker.topic_ids["t"], reg)}), None)
-    assert append(rm, {("t", 1): records(1)})[("t", 1)]["error_code"] == errors.NOT_LEADER_OR_FOLLOWER
+    assert append(rm, {("t", 1): records(1)})[("t", 1)].error_code == errors.NOT_LEADER_OR_FOLLOWER
     assert fetch(rm, [PartitionFetch("t", 1, 0, 1 << 20)])[0][0][1].error_code == errors.NOT_LEADER_OR_FOLLOWER
 
 
@@ -102,7 +102,7 @@ def test_append_to_a_follower_is_not_leader(broker):
 
 def test_acks_all_single_replica_isr_answers_at_once(broker):
     r = append(broker.replica_manager, {("t", 0): records(2)}, acks=-1)
-    assert r[("t", 0)]["error_code"] == errors.NONE
+    assert r[("t", 0)].error_code == errors.NONE
 
 
 def test_acks_all_reached_by_the_append_skips_the_produce_purgatory(broker, monkeypatch):
@@ -110,7 +110,7 @@ def test_acks_all_reached_by_the_append_skips_the_produce_purgatory(broker, monk
     watched = []
     monkeypatch.setattr(rm.produce_purgatory, "try_complete_else_watch", lambda op, keys: watched.append(op))
     r = append(rm, {("t", 0): records(2)}, acks=-1)
-    assert (r[("t", 0)]["error_code"], r[("t", 0)]["base_offset"]) == (errors.NONE, 0)
+    assert (r[("t", 0)].error_code, r[("t", 0)].base_offset) == (errors.NONE, 0)
     assert watched == []
 
 
@@ -123,7 +123,7 @@ def test_delayed_produce_completes_when_the_high_watermark_passes_the_append(bro
     assert out == [] and rm.produce_purgatory.num_delayed == 1
     broker.set_isr("r", 0, (1,))  # ISR shrinks to the leader: HW = LEO, the produce is acknowledged
     assert len(out) == 1
-    assert (out[0][("r", 0)]["error_code"], out[0][("r", 0)]["base_offset"]) == (errors.NONE, 0)
+    assert (out[0][("r", 0)].error_code, out[0][("r", 0)].base_offset) == (errors.NONE, 0)
     assert rm.produce_purgatory.num_delayed == 0
 
 
@@ -136,7 +136,7 @@ def test_delayed_produce_expires_with_request_timed_out(broker):
     broker.time.sleep(100)
     rm.produce_purgatory.advance_clock(0)
     wait_until(lambda: out, 5, interval=0.005, message="delayed produce expired")
-    assert out[0][("r", 0)]["error_code"] == errors.REQUEST_TIMED_OUT
+    assert out[0][("r", 0)].error_code == errors.REQUEST_TIMED_OUT
     assert rm.get_partition("r", 0).log.log_end_offset == 1  # appended on the leader nonetheless
 
 
@@ -253,3 +253,31 @@ def test_partition_in_metadata_but_not_hosted_is_not_leader(broker):
     )
     with pytest.raises(errors.NotLeaderOrFollowerError):
         broker.replica_manager.get_partition_or_error("elsewhere", 0)
+
+
+def test_append_results_are_named_types(broker):
+    """``append_records`` answers each partition with a ProducePartitionResult (Kafka's PartitionResponse), not a
+    response dict: offsets on success, the validator's per-record errors with INVALID_RECORD, and the outcome
+    of an acks=all wait replacing its provisional error."""
+    from pykbroker.log.log_validator import RecordError
+    from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
+    from pykbroker.server.append_result import ProducePartitionResult
+
+    rm = broker.replica_manager
+    ok = append(rm, {("t", 0): records(2)})[("t", 0)]
+    assert ok == ProducePartitionResult(errors.NONE, 0, -1, 0, (), None)
+    broker.add_topic("c", 1, configs={"cleanup.policy": "compact"})
+    keyless = MemoryRecordsBuilder()
+    keyless.append(broker.time.milliseconds(), b"k", b"v")
+    keyless.append(broker.time.milliseconds(), None, b"v")
+    bad = append(rm, {("c", 0): memoryview(bytearray(keyless.build()))})[("c", 0)]
+    assert isinstance(bad, ProducePartitionResult)
+    assert (bad.error_code, bad.base_offset, bad.log_start_offset) == (errors.INVALID_RECORD, -1, -1)
+    assert [e.batch_index for e in bad.record_errors] == [1] and isinstance(bad.record_errors[0], RecordError)
+    assert bad.error_message
+    broker.add_topic("r", 1, replicas=(1, 2), isr=(1, 2))
+    out: list = []
+    rm.append_records(30_000, -1, False, {("r", 0): records(1)}, out.append)
+    rm.try_complete_actions()
+    broker.set_isr("r", 0, (1,))
+    assert out == [{("r", 0): ProducePartitionResult(errors.NONE, 0, -1, 0, (), None)}]
