@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-from pykbroker.record.file_records import EMPTY_RECORDS
+from pykbroker.record.file_records import EMPTY_RECORDS, FileRecordsSlice, MemoryRecordsSlice
 
 UNKNOWN_OFFSET = -1
 
@@ -64,7 +64,7 @@ class FetchDataInfo(NamedTuple):
     """
 
     fetch_offset_metadata: LogOffsetMetadata
-    records: object = EMPTY_RECORDS
+    records: FileRecordsSlice | MemoryRecordsSlice = EMPTY_RECORDS
     first_entry_incomplete: bool = False
     aborted_transactions: list | None = None
 

@@ -8,7 +8,8 @@ records; a total per partition, a failure per partition that failed for a reason
 client's or the partition's state); the Fetch handler records what it sends to consumers (BytesOut, and
 the fetch totals/failures per partition).
 
-Cost: a request's totals are summed per topic by the caller, then applied under one lock (``record``)
+Cost: a request's totals are summed per topic by the caller (in a :class:`TopicProduceCounts` /
+:class:`TopicFetchCounts` per topic), then applied under one lock (``record_produce`` / ``record_fetch``)
 for all of its topics; meters of a new topic are created once. Per-topic meters are removed when the
 topic is deleted (``remove_metrics``), as Kafka does.
 """
@@ -38,6 +39,33 @@ ALL_FIELDS = (
 )
 
 
+class TopicProduceCounts:
+    """One produce request's counts for one topic, summed by the ReplicaManager's append (one request thread;
+    then handed to :meth:`BrokerTopicStats.record_produce`): ``records`` and ``bytes`` appended, ``partitions``
+    written to, ``failed_partitions`` that failed for a reason other than the client's or the partition's state."""
+
+    __slots__ = ("records", "bytes", "partitions", "failed_partitions")
+
+    def __init__(self) -> None:
+        self.records = 0
+        self.bytes = 0
+        self.partitions = 0
+        self.failed_partitions = 0
+
+
+class TopicFetchCounts:
+    """One consumer fetch response's counts for one topic, summed by the Fetch handler (one thread; then handed
+    to :meth:`BrokerTopicStats.record_fetch`): record ``bytes`` sent, ``partitions`` fetched, ``failed_partitions``
+    (unexpected errors)."""
+
+    __slots__ = ("bytes", "partitions", "failed_partitions")
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.partitions = 0
+        self.failed_partitions = 0
+
+
 def metric_name(name: str, topic: str | None = None) -> str:
     base = f"kafka.server:type=BrokerTopicMetrics,name={name}"
     return base if topic is None else f"{base},topic={topic}"
@@ -58,14 +86,14 @@ class BrokerTopicStats:
             meters = self._topics[topic] = tuple(self.metrics.meter(metric_name(n, topic)) for n in ALL_FIELDS)
         return meters
 
-    def record_produce(self, per_topic: dict[str, list[int]]) -> None:
-        """One produce request: ``per_topic[topic] = [records appended, bytes appended, partitions,
-        failed partitions]``, added to the topic's and the all-topics meters under one lock."""
+    def record_produce(self, per_topic: dict[str, TopicProduceCounts]) -> None:
+        """One produce request's counts per topic, added to the topic's and the all-topics meters under one lock."""
         if not per_topic:
             return
         messages, bytes_in, total, failed = self._all[0:4]
         with self._lock:
-            for topic, (m, b, t, f) in per_topic.items():
+            for topic, c in per_topic.items():
+                m, b, t, f = c.records, c.bytes, c.partitions, c.failed_partitions
                 tm = self._topics.get(topic) or self._topic_meters(topic)
                 tm[0].count += m
                 tm[1].count += b
@@ -77,14 +105,14 @@ class BrokerTopicStats:
                     tm[3].count += f
                     failed.count += f
 
-    def record_fetch(self, per_topic: dict[str, list[int]]) -> None:
-        """One consumer fetch response: ``per_topic[topic] = [record bytes sent, partitions, failed
-        partitions]``, under one lock."""
+    def record_fetch(self, per_topic: dict[str, TopicFetchCounts]) -> None:
+        """One consumer fetch response's counts per topic, under one lock."""
         if not per_topic:
             return
         bytes_out, total, failed = self._all[4:7]
         with self._lock:
-            for topic, (b, t, f) in per_topic.items():
+            for topic, c in per_topic.items():
+                b, t, f = c.bytes, c.partitions, c.failed_partitions
                 tm = self._topics.get(topic) or self._topic_meters(topic)
                 tm[4].count += b
                 tm[5].count += t

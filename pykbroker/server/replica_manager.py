@@ -35,6 +35,7 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pykbroker.config.broker_configs.replication_configs import (
     FETCH_PURGATORY_PURGE_INTERVAL_REQUESTS_CONFIG,
@@ -42,14 +43,15 @@ from pykbroker.config.broker_configs.replication_configs import (
     REPLICA_LAG_TIME_MAX_MS_CONFIG,
 )
 from pykbroker.config.broker_configs.server_configs import FETCH_MAX_BYTES_CONFIG
-from pykbroker.log.fetch_data_info import FetchIsolation
+from pykbroker.log.fetch_data_info import FetchIsolation, LogOffsetMetadata
 from pykbroker.log.log_validator import RecordValidationError
+from pykbroker.log.transaction_index import AbortedTxn
 from pykbroker.metadata.topic_names import is_internal as is_internal_topic
 from pykbroker.protocol import errors
-from pykbroker.record.file_records import EMPTY_RECORDS, BatchHeader
+from pykbroker.record.file_records import EMPTY_RECORDS, BatchHeader, FileRecordsSlice, MemoryRecordsSlice
 from pykbroker.security.client_security import PLAINTEXT, ClientSecurity
 from pykbroker.server.append_result import AppendCallback, AppendResults, ProducePartitionResult
-from pykbroker.server.broker_topic_stats import BrokerTopicStats
+from pykbroker.server.broker_topic_stats import BrokerTopicStats, TopicProduceCounts
 from pykbroker.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from pykbroker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from pykbroker.server.partition import IsrChangeListener, Partition
@@ -102,13 +104,13 @@ _EXPECTED_PRODUCE_ERRORS = frozenset(
 )
 
 
-def _count_produce_failure(stats: dict[str, list[int]], topic: str, code: int) -> None:
+def _count_produce_failure(stats: dict[str, TopicProduceCounts], topic: str, code: int) -> None:
     topic_stats = stats.get(topic)
     if topic_stats is None:
-        topic_stats = stats[topic] = [0, 0, 0, 0]
-    topic_stats[2] += 1
+        topic_stats = stats[topic] = TopicProduceCounts()
+    topic_stats.partitions += 1
     if code not in _EXPECTED_PRODUCE_ERRORS:
-        topic_stats[3] += 1
+        topic_stats.failed_partitions += 1
 
 
 @dataclass(slots=True)
@@ -135,18 +137,24 @@ class PartitionFetch:
     log_start_offset: int = -1
 
 
-@dataclass(slots=True)
-class FetchPartitionResult:
-    """What a fetch returns for one partition (records is a zero-copy FileRecordsSlice)."""
+class FetchPartitionResult(NamedTuple):
+    """What a fetch read for one partition (Kafka's ``FetchPartitionData``), handed to the Fetch handler, which
+    builds the response's partition entry from it in one place: ``error_code`` (Kafka's), the partition's
+    ``high_watermark``, ``last_stable_offset`` and ``log_start_offset`` (-1 when unknown), ``records`` (a
+    zero-copy FileRecordsSlice, or EMPTY_RECORDS), ``fetch_offset_metadata`` (where the read started: a
+    DelayedFetch's position), ``diverging_epoch`` (``(epoch, end offset)`` when the fetcher's log diverged,
+    KIP-320), ``aborted_transactions`` (AbortedTxn entries of a read_committed read, else None) and
+    ``preferred_read_replica`` (-1: read from the leader; no rack-aware selector here). Immutable."""
 
     error_code: int
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
-    records: object = EMPTY_RECORDS
-    fetch_offset_metadata: object = None
-    diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset), KIP-320
-    aborted_transactions: list | None = None  # AbortedTxn entries for read_committed, else None
+    records: FileRecordsSlice | MemoryRecordsSlice = EMPTY_RECORDS
+    fetch_offset_metadata: LogOffsetMetadata | None = None
+    diverging_epoch: tuple[int, int] | None = None
+    aborted_transactions: list[AbortedTxn] | None = None
+    preferred_read_replica: int = -1
 
 
 class ReplicaManager:
@@ -489,9 +497,9 @@ class ReplicaManager:
             response_callback({tp: ProducePartitionResult.error(errors.INVALID_REQUIRED_ACKS) for tp in entries})
             return
         statuses: dict[tuple[str, int], ProducePartitionStatus] = {}
-        # BrokerTopicMetrics of the request, per topic: [records, bytes, partitions, failed partitions];
-        # unknown topics are not counted (Kafka answers them before the ReplicaManager).
-        stats: dict[str, list[int]] = {}
+        # BrokerTopicMetrics of the request, per topic; unknown topics are not counted (Kafka answers them
+        # before the ReplicaManager).
+        stats: dict[str, TopicProduceCounts] = {}
         for tp, records in entries.items():
             topic, index = tp
             try:
@@ -505,10 +513,10 @@ class ReplicaManager:
                     info, hw_incremented = partition.append_records_to_leader(records, required_acks, origin)
                 topic_stats = stats.get(topic)
                 if topic_stats is None:
-                    topic_stats = stats[topic] = [0, 0, 0, 0]
-                topic_stats[0] += info.records_count
-                topic_stats[1] += len(records)
-                topic_stats[2] += 1
+                    topic_stats = stats[topic] = TopicProduceCounts()
+                topic_stats.records += info.records_count
+                topic_stats.bytes += len(records)
+                topic_stats.partitions += 1
                 result = ProducePartitionResult(
                     errors.NONE, info.first_offset, info.log_append_time, info.log_start_offset, (), None
                 )
@@ -709,7 +717,12 @@ class ReplicaManager:
         self.fetch_purgatory.check_and_complete(key)
 
     # -- fetch ---------------------------------------------------------------------------------
-    def fetch_messages(self, params: FetchParams, fetches: list[PartitionFetch], response_callback) -> None:
+    def fetch_messages(
+        self,
+        params: FetchParams,
+        fetches: list[PartitionFetch],
+        response_callback: Callable[[list[tuple[PartitionFetch, FetchPartitionResult]]], None],
+    ) -> None:
         """``response_callback([(PartitionFetch, FetchPartitionResult)])`` once, now or after a delay."""
         results = self.read_from_log(params, fetches)
         readable = sum(r.records.size_in_bytes for _, r in results)
@@ -739,7 +752,9 @@ class ReplicaManager:
             return lambda log: log.log_end_offset_metadata
         return lambda log: log._fetch_high_watermark_metadata()  # TODO: public accessor in UnifiedLog
 
-    def read_from_log(self, params: FetchParams, fetches: list[PartitionFetch], update_fetch_state: bool = True):
+    def read_from_log(
+        self, params: FetchParams, fetches: list[PartitionFetch], update_fetch_state: bool = True
+    ) -> list[tuple[PartitionFetch, FetchPartitionResult]]:
         """Read each partition (Kafka's ``readFromLog``). A follower's first read of a fetch
         (``update_fetch_state``; not the re-read of a DelayedFetch) also records its fetch offset and
         log start offset on the leader (``Partition.update_follower_fetch_state``); a moved HW is queued

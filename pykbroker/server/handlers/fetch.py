@@ -12,12 +12,16 @@ from pykbroker.log.fetch_data_info import FetchIsolation
 from pykbroker.protocol import errors
 from pykbroker.protocol.acl import AclOperation
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.messages.fetch import (
+    FetchResponseResponsesPartitions,
+    FetchResponseResponsesPartitionsAbortedTransactions,
+)
 from pykbroker.protocol.resource import CLUSTER_NAME, ResourceType
-from pykbroker.record.file_records import EMPTY_RECORDS
 from pykbroker.server import error_responses
+from pykbroker.server.broker_topic_stats import TopicFetchCounts
 from pykbroker.server.fetch_session import SessionErrorContext
 from pykbroker.server.quotas.client_quota_manager import user_of
-from pykbroker.server.replica_manager import FetchParams, PartitionFetch
+from pykbroker.server.replica_manager import FetchParams, FetchPartitionResult, PartitionFetch
 
 
 class FetchHandler:
@@ -83,42 +87,30 @@ class FetchHandler:
             max_bytes = int(min(max_bytes, max(1.0, quotas.fetch.max_value_in_quota_window(user, client_id))))
         params = FetchParams(replica_id, body["max_wait_ms"], body["min_bytes"], max_bytes, isolation, replica_epoch)
 
-        def respond(results) -> None:
+        def respond(results: list[tuple[PartitionFetch, FetchPartitionResult]]) -> None:
             by_tp = {(f.topic, f.partition): r for f, r in results}
             if from_consumer:  # BrokerTopicMetrics: bytes sent to consumers, partitions fetched, failures
-                per_topic: dict[str, list[int]] = {}
+                per_topic: dict[str, TopicFetchCounts] = {}
                 for f, r in results:
                     if r.error_code == errors.UNKNOWN_TOPIC_OR_PARTITION:
                         continue  # no series for topics that do not exist
                     t = per_topic.get(f.topic)
                     if t is None:
-                        t = per_topic[f.topic] = [0, 0, 0]
-                    t[0] += r.records.size_in_bytes
-                    t[1] += 1
+                        t = per_topic[f.topic] = TopicFetchCounts()
+                    t.bytes += r.records.size_in_bytes
+                    t.partitions += 1
                     if r.error_code not in _EXPECTED_FETCH_ERRORS:
-                        t[2] += 1
+                        t.failed_partitions += 1
                 stats.record_fetch(per_topic)
-            partition_results = {}
+            partition_results: dict = {}
             for p in wanted:
-                r = by_tp.get((p.topic, p.partition)) if p.topic is not None else None
+                read = by_tp.get((p.topic, p.partition)) if p.topic is not None else None
                 if p.topic in denied:
                     partition_results[p.key] = _partition_error(p.partition, errors.TOPIC_AUTHORIZATION_FAILED)
-                elif r is None:
+                elif read is None:
                     partition_results[p.key] = _partition_error(p.partition, errors.UNKNOWN_TOPIC_ID)
                 else:
-                    partition_results[p.key] = {
-                        "partition_index": p.partition,
-                        "error_code": r.error_code,
-                        "high_watermark": r.high_watermark,
-                        "last_stable_offset": r.last_stable_offset,
-                        "log_start_offset": r.log_start_offset,
-                        "aborted_transactions": _aborted(r),
-                        "preferred_read_replica": -1,
-                        "records": r.records,
-                    }
-                    if r.diverging_epoch is not None:
-                        epoch, end_offset = r.diverging_epoch
-                        partition_results[p.key]["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
+                    partition_results[p.key] = _partition_data(p.partition, read)
             # request_percentage (a consumer's fetch only; a follower's is exempt): over it, answered empty too
             request_ms = self.helper.record_request_quota(request) if from_consumer else 0
             if quotas is not None or request_ms > 0:
@@ -199,17 +191,28 @@ class _TopicNames:
         return self.cache.topic_name(topic_id) is not None
 
 
-def _partition_error(partition: int, code: int) -> dict:
-    return {
+def _partition_data(partition: int, r: FetchPartitionResult) -> FetchResponseResponsesPartitions:
+    """The response's entry for what the ReplicaManager read of ``partition`` (the fields a version lacks are
+    not written; ``diverging_epoch`` only when the fetcher's log diverged)."""
+    data: FetchResponseResponsesPartitions = {
         "partition_index": partition,
-        "error_code": code,
-        "high_watermark": -1,
-        "last_stable_offset": -1,
-        "log_start_offset": -1,
-        "aborted_transactions": None,
-        "preferred_read_replica": -1,
-        "records": EMPTY_RECORDS,
+        "error_code": r.error_code,
+        "high_watermark": r.high_watermark,
+        "last_stable_offset": r.last_stable_offset,
+        "log_start_offset": r.log_start_offset,
+        "aborted_transactions": _aborted(r),
+        "preferred_read_replica": r.preferred_read_replica,
+        "records": r.records,
     }
+    if r.diverging_epoch is not None:
+        epoch, end_offset = r.diverging_epoch
+        data["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
+    return data
+
+
+def _partition_error(partition: int, code: int) -> FetchResponseResponsesPartitions:
+    """The entry of a partition answered with ``code`` only (no offsets, no records)."""
+    return _partition_data(partition, FetchPartitionResult(code))
 
 
 @error_responses.register(ApiKeys.FETCH)
@@ -231,7 +234,7 @@ def _fetch_error(version, body, code, message):
     return {"throttle_time_ms": 0, "error_code": code, "session_id": body.get("session_id", 0), "responses": responses}
 
 
-def _aborted(r) -> list[dict] | None:
+def _aborted(r: FetchPartitionResult) -> list[FetchResponseResponsesPartitionsAbortedTransactions] | None:
     """Kafka's ``aborted_transactions``: the read_committed fetch's aborted transactions, null otherwise."""
     if r.error_code or r.aborted_transactions is None:
         return None

@@ -15,6 +15,7 @@ from pykbroker.server.broker_topic_stats import (
     MESSAGES_IN,
     TOTAL_PRODUCE_REQUESTS,
     BrokerTopicStats,
+    TopicFetchCounts,
     metric_name,
 )
 from pykbroker.utils.metrics import MetricsRegistry
@@ -93,9 +94,15 @@ def test_topic_meters_are_removed_when_the_topic_is_deleted(broker):
     assert _count(rm, MESSAGES_IN) == 1  # the all-topics total keeps what it counted
 
 
+def _fetch_counts(sent: int, partitions: int, failed: int) -> TopicFetchCounts:
+    counts = TopicFetchCounts()
+    counts.bytes, counts.partitions, counts.failed_partitions = sent, partitions, failed
+    return counts
+
+
 def test_record_takes_a_requests_totals_at_once():
     stats = BrokerTopicStats(MetricsRegistry())
-    stats.record_fetch({"a": [100, 2, 0], "b": [0, 1, 1]})
+    stats.record_fetch({"a": _fetch_counts(100, 2, 0), "b": _fetch_counts(0, 1, 1)})
     stats.record_fetch({})
     assert stats.topic_count("a", BYTES_OUT) == 100
     assert stats.all_topics[BYTES_OUT].count == 100

@@ -281,3 +281,20 @@ def test_append_results_are_named_types(broker):
     rm.try_complete_actions()
     broker.set_isr("r", 0, (1,))
     assert out == [{("r", 0): ProducePartitionResult(errors.NONE, 0, -1, 0, (), None)}]
+
+
+def test_fetch_results_are_immutable_named_types(broker):
+    """``fetch_messages`` hands the Fetch handler one immutable FetchPartitionResult per partition (Kafka's
+    FetchPartitionData): the read's offsets, records and position, no preferred read replica; errors likewise."""
+    from pykbroker.server.replica_manager import FetchPartitionResult
+
+    rm = broker.replica_manager
+    append(rm, {("t", 0): records(2)})
+    ((_, r), (_, missing)) = fetch(rm, [PartitionFetch("t", 0, 0, 1 << 20), PartitionFetch("nope", 0, 0, 1 << 20)])[0]
+    assert isinstance(r, FetchPartitionResult) and isinstance(r, tuple)
+    assert (r.error_code, r.high_watermark, r.last_stable_offset, r.log_start_offset) == (errors.NONE, 2, 2, 0)
+    assert (r.diverging_epoch, r.aborted_transactions, r.preferred_read_replica) == (None, None, -1)
+    assert record_count(r.records) == 2 and r.fetch_offset_metadata.message_offset == 0
+    assert missing == FetchPartitionResult(errors.UNKNOWN_TOPIC_OR_PARTITION)
+    with pytest.raises(AttributeError):
+        r.error_code = errors.UNKNOWN_SERVER_ERROR  # type: ignore[misc]
