@@ -802,7 +802,7 @@ class ReplicaManager:
                 if size > 0:
                     min_one_message = False
                     limit = max(0, limit - size)
-                out.append(
+                out.append(  # every field positional: the cheapest NamedTuple construction (per partition)
                     (
                         f,
                         FetchPartitionResult(
@@ -812,7 +812,9 @@ class ReplicaManager:
                             lstart,
                             info.records,
                             info.fetch_offset_metadata,
-                            aborted_transactions=info.aborted_transactions,
+                            None,
+                            info.aborted_transactions,
+                            -1,
                         ),
                     )
                 )
