@@ -10,6 +10,7 @@ import pytest
 from pykbroker.coordinator.group.consumer import consumer_protocol as cp
 from pykbroker.coordinator.group.consumer import record_codec as rc
 from pykbroker.coordinator.group.group_metadata import GroupState
+from pykbroker.coordinator.group.group_results import JoinGroupResult
 from pykbroker.protocol import errors
 from tests.helpers.wait import wait_until
 from tests.unit.coordinator.harness import Harness
@@ -36,32 +37,32 @@ def _protocols(owned=None):
 
 def _classic_group(h, n=2, rebalance_ms=30000) -> tuple[list[str], int]:
     """A Stable classic group ``g`` of ``n`` members sharing topic t's 6 partitions (range); returns (ids, gen)."""
-    ids = [h.join_new("g")["member_id"] for _ in range(n)]
+    ids = [h.join_new("g").member_id for _ in range(n)]
     waiting = [h.join("g", member_id=m, protocols=_protocols(), rebalance_ms=rebalance_ms) for m in ids]
     responses = [w[0] for w in waiting]
-    gen = responses[0]["generation_id"]
-    leader = responses[0]["leader"]
+    gen = responses[0].generation_id
+    leader = responses[0].leader
     per = 6 // n
     assignments = {m: cp.encode_assignment({"t": set(range(i * per, (i + 1) * per))}) for i, m in enumerate(ids)}
     for m in ids:
         out = h.sync("g", gen, m, assignments if m == leader else None)
         if m == leader:
-            assert out and out[0]["error_code"] == 0
+            assert out and out[0].error_code == 0
     assert h.manager.get_group("g").state is GroupState.STABLE
     return ids, gen
 
 
 def _classic_assignment(h, member_id, gen) -> set[int]:
     out = h.sync("g", gen, member_id)
-    assert out and out[0]["error_code"] == 0, out
-    return cp.decode_assignment(out[0]["assignment"]).get("t", set())
+    assert out and out[0].error_code == 0, out
+    return cp.decode_assignment(out[0].assignment).get("t", set())
 
 
 def _owners(h) -> dict:
     return dict(h.manager.get_group("g").consumer_group.partition_epochs)
 
 
-def _rejoin(h, member_id, owned, rebalance_ms=30000) -> dict:
+def _rejoin(h, member_id, owned, rebalance_ms=30000) -> JoinGroupResult:
     out = h.join("g", member_id=member_id, protocols=_protocols(owned), rebalance_ms=rebalance_ms)
     assert out, "a classic JoinGroup to a consumer group answers at once"
     return out[0]
@@ -81,17 +82,17 @@ def test_consumer_member_upgrades_classic_group_and_classic_members_revoke_first
     # the classic members are told to rejoin; their rejoin revokes first (owned partitions from their subscription)
     assert h.coordinator.handle_heartbeat("g", a, None, gen) == errors.REBALANCE_IN_PROGRESS
     ja = _rejoin(h, a, {0, 1, 2})
-    assert (ja["error_code"], ja["generation_id"], ja["protocol_type"], ja["leader"]) == (0, gen, "consumer", "")
+    assert (ja.error_code, ja.generation_id, ja.protocol_type, ja.leader) == (0, gen, "consumer", "")
     kept_a = _classic_assignment(h, a, gen)
     assert len(kept_a) == 2 and kept_a < {0, 1, 2}
     assert h.coordinator.handle_heartbeat("g", a, None, gen) == errors.REBALANCE_IN_PROGRESS  # still revoking
     ja2 = _rejoin(h, a, kept_a)  # revoked: on to the new epoch
-    assert ja2["generation_id"] == gen + 1 and _classic_assignment(h, a, gen + 1) == kept_a
+    assert ja2.generation_id == gen + 1 and _classic_assignment(h, a, gen + 1) == kept_a
     assert h.coordinator.handle_heartbeat("g", a, None, gen + 1) == errors.NONE
     jb = _rejoin(h, b, {3, 4, 5})
-    kept_b = _classic_assignment(h, b, jb["generation_id"])
+    kept_b = _classic_assignment(h, b, jb.generation_id)
     jb2 = _rejoin(h, b, kept_b)
-    assert jb2["generation_id"] == gen + 1
+    assert jb2.generation_id == gen + 1
     # no partition was ever given twice; the consumer member now gets the two released ones
     c2 = hb(h, c["member_id"], c["member_epoch"], _owned(set()))
     assert _parts(c2) == set(range(6)) - kept_a - kept_b and len(_parts(c2)) == 2
@@ -111,11 +112,11 @@ def test_classic_members_of_a_consumer_group_errors_and_leave(h):
     assert h.coordinator.handle_heartbeat("g", c_id, None, c["member_epoch"]) == errors.UNKNOWN_MEMBER_ID
     assert h.coordinator.handle_heartbeat("g", "nobody", None, gen) == errors.UNKNOWN_MEMBER_ID
     bad = h.join("g", member_id=a, protocols=[("roundrobin", cp.encode_subscription(["t"]))])
-    assert bad[0]["error_code"] == errors.INCONSISTENT_GROUP_PROTOCOL
+    assert bad[0].error_code == errors.INCONSISTENT_GROUP_PROTOCOL
     fresh = h.join("g", protocols=_protocols())  # JoinGroup v9 without member id: KIP-394 first
-    assert fresh[0]["error_code"] == errors.MEMBER_ID_REQUIRED
+    assert fresh[0].error_code == errors.MEMBER_ID_REQUIRED
     sync = h.sync("g", gen, c_id)
-    assert sync[0]["error_code"] == errors.UNKNOWN_MEMBER_ID
+    assert sync[0].error_code == errors.UNKNOWN_MEMBER_ID
     # OffsetCommit from a classic member: its generation is the member epoch (ILLEGAL_GENERATION otherwise)
     assert set(h.commit("g", {("t", 0): _offset()}, a, gen + 3).values()) == {errors.ILLEGAL_GENERATION}
     assert set(h.commit("g", {("t", 0): _offset()}, a, gen).values()) == {errors.NONE}
@@ -164,7 +165,7 @@ def test_last_consumer_member_leaving_downgrades_to_classic(h):
     # the classic members rejoin the classic rebalance and get a new generation
     ra = h.join("g", member_id=a, protocols=_protocols())
     rb = h.join("g", member_id=b, protocols=_protocols())
-    assert ra and rb and ra[0]["error_code"] == 0 and ra[0]["generation_id"] == epoch + 1
+    assert ra and rb and ra[0].error_code == 0 and ra[0].generation_id == epoch + 1
 
 
 @pytest.mark.parametrize(

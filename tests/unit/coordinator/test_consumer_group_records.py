@@ -15,6 +15,7 @@ from pykbroker.coordinator.group.consumer import record_codec as rc
 from pykbroker.coordinator.group.consumer.member import MemberState
 from pykbroker.record.default_record_batch import iter_batches
 from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
+from pykbroker.server.append_result import ProducePartitionResult
 from tests.helpers.wait import wait_until
 from tests.unit.coordinator.harness import Harness
 from tests.unit.coordinator.test_consumer_group import T1, _image, _owned, _parts, hb
@@ -168,7 +169,7 @@ def _deferred_appends(h) -> list:
 
 def _complete(pending, code: int) -> None:
     entries, callback = pending.pop(0)
-    callback({tp: {"error_code": code} for tp in entries})
+    callback({tp: ProducePartitionResult.error(code) if code else ProducePartitionResult(code) for tp in entries})
 
 
 def _join_request(member_id="", epoch=0) -> dict:

@@ -27,8 +27,8 @@ def test_sensors_and_group_counts():
         assert set(h.commit("simple", offsets).values()) == {0}
         assert _gauge(registry, "offset-commit-count") == 3 and _gauge(registry, "offset-commit-rate") > 0
         # a classic rebalance completes
-        member = h.join_new("classic")["member_id"]
-        gen = h.join("classic", member_id=member)[0]["generation_id"]
+        member = h.join_new("classic").member_id
+        gen = h.join("classic", member_id=member)[0].generation_id
         h.sync("classic", gen, member, {member: b""})
         assert _gauge(registry, "group-completed-rebalance-count") == 1
         # a consumer group: its member's join bumps the epoch (counted); its leave bumps it too, but Kafka records the

@@ -21,6 +21,7 @@ from pykbroker.coordinator.transaction.transaction_state_manager import Transact
 from pykbroker.metadata.topic_names import TRANSACTION_STATE_TOPIC_NAME
 from pykbroker.protocol import errors
 from pykbroker.record.default_record_batch import RecordBatch, iter_batches
+from pykbroker.server.append_result import ProducePartitionResult
 from pykbroker.utils.scheduler import MockScheduler
 from pykbroker.utils.time import MockTime
 
@@ -110,7 +111,7 @@ class FakeReplicaManager:
         if code == errors.NONE:
             for (_topic, partition), data in entries.items():
                 self.logs.log(partition).append(bytes(data))
-        callback({tp: {"error_code": code} for tp in entries})
+        callback({tp: ProducePartitionResult.error(code) if code else ProducePartitionResult(code) for tp in entries})
 
     def release(self, code: int = errors.NONE) -> int:
         """Complete the held appends with ``code``; returns how many."""

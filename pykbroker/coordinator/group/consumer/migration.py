@@ -172,11 +172,11 @@ class ClassicMigration:
         state becomes Empty; its members' timers and delayed joins/syncs find nothing to do)."""
         for m in list(holder.members.values()):
             if m.awaiting_join is not None:
-                cb, m.awaiting_join = m.awaiting_join, None
-                cb(JoinGroupResult.error(errors.REBALANCE_IN_PROGRESS, m.member_id))
+                join_cb, m.awaiting_join = m.awaiting_join, None
+                join_cb(JoinGroupResult.error(errors.REBALANCE_IN_PROGRESS, m.member_id))
             if m.awaiting_sync is not None:
-                cb, m.awaiting_sync = m.awaiting_sync, None
-                cb(SyncGroupResult.error(errors.REBALANCE_IN_PROGRESS))
+                sync_cb, m.awaiting_sync = m.awaiting_sync, None
+                sync_cb(SyncGroupResult.error(errors.REBALANCE_IN_PROGRESS))
             m.heartbeat_generation += 1
         ids = list(holder.members) + list(holder.pending_members)
         holder.members.clear()
