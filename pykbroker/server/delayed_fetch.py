@@ -1,6 +1,7 @@
 """DelayedFetch: a fetch waiting for ``min_bytes`` of new data or ``max_wait_ms``.
 
-Mirrors ``kafka.server.DelayedFetch``: it completes early when a partition is no longer led here,
+Mirrors ``kafka.server.DelayedFetch``: it completes early when a partition is no longer led here
+(for a fetch that reads leaders only; a consumer's Fetch v11+ may wait on a follower, KIP-392),
 is unknown, its fetch offset is past the end (truncation) or its segment rolled, or when the bytes
 accumulated since each partition's fetch position reach ``min_bytes``. On completion it re-reads the
 logs and answers through ``response_callback``. Handler threads never wait on it.
@@ -29,6 +30,7 @@ class DelayedFetch(DelayedOperation):
         get_partition,
         end_offset_metadata,
         complete_fn,
+        fetch_only_leader: bool = True,
     ):
         super().__init__(delay_ms)
         self.min_bytes = min_bytes
@@ -36,6 +38,8 @@ class DelayedFetch(DelayedOperation):
         self.get_partition = get_partition
         self.end_offset_metadata = end_offset_metadata  # (log) -> LogOffsetMetadata per isolation
         self.complete_fn = complete_fn  # () -> None: re-read and respond
+        # False for a consumer's Fetch v11+ that may read a follower (KIP-392): losing leadership does not end it
+        self.fetch_only_leader = fetch_only_leader
 
     def try_complete(self) -> bool:
         accumulated = 0
@@ -44,7 +48,7 @@ class DelayedFetch(DelayedOperation):
             if start is None:
                 continue
             partition = self.get_partition(st.topic, st.partition)
-            if partition is None or not partition.is_leader:
+            if partition is None or (self.fetch_only_leader and not partition.is_leader):
                 return self.force_complete()
             end = self.end_offset_metadata(partition.log)
             if end.message_offset == start.message_offset:

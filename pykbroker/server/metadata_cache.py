@@ -37,6 +37,14 @@ class MetadataCache:
                 out.append((node_id, ep, b.rack))
         return out
 
+    def alive_broker_rack(self, node_id: int, listener: str) -> tuple[str | None] | None:
+        """``(rack,)`` of ``node_id`` if it is registered, unfenced and has ``listener``, else None (the
+        replica endpoint Kafka's ``getPartitionReplicaEndpoints`` would give, KIP-392)."""
+        b = self.image.brokers.get(node_id)
+        if b is None or b.fenced or listener not in b.listeners:
+            return None
+        return (b.rack,)
+
     def has_alive_broker(self, node_id: int) -> bool:
         b = self.image.brokers.get(node_id)
         return b is not None and not b.fenced

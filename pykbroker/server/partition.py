@@ -238,6 +238,29 @@ class Partition:
         self.check_leader_epoch(current_leader_epoch)
         return self.log
 
+    def local_log_or_raise(self, current_leader_epoch: int = -1, require_leader: bool = True):
+        """Kafka's ``localLogWithEpochOrThrow``: the log to read, leader or not unless ``require_leader``
+        (a consumer's Fetch v11+ may read a follower, KIP-392). Raises FencedLeaderEpochError /
+        UnknownLeaderEpochError when ``current_leader_epoch`` (-1: not provided) is older / newer than this
+        replica's, NotLeaderOrFollowerError when ``require_leader`` and this broker does not lead."""
+        if require_leader:
+            return self.leader_log_or_raise(current_leader_epoch)
+        self.check_leader_epoch(current_leader_epoch)
+        return self.log
+
+    def in_sync_follower_states(self) -> list[tuple[int, int, int, int]]:
+        """On the leader: ``[(broker id, log end offset, log start offset, last caught-up time ms)]`` of
+        the followers in the ISR, as last seen from their fetches (Kafka's ``remoteReplicas`` state
+        snapshots filtered by ``inSyncReplicaIds``, for the preferred read replica); [] on a follower."""
+        with self._state_lock:
+            if self.leader_id != self.local_broker_id:
+                return []
+            return [
+                (r.broker_id, r.log_end_offset, r.log_start_offset, r.last_caught_up_time_ms)
+                for r in self.remote_replicas.values()
+                if r.broker_id in self.isr
+            ]
+
     # -- appends -------------------------------------------------------------------------------
     def append_records_to_leader(self, records: memoryview, required_acks: int, origin=None, verification_guard=None):
         """Validate and append; returns ``(LogAppendInfo, hw_incremented)``.

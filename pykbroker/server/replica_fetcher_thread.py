@@ -12,7 +12,8 @@ connection to the leader's inter-broker listener and a map of partitions, each i
   fetch session) for all fetching partitions at their LEO, waiting up to ``replica.fetch.wait.max.ms``
   for ``replica.fetch.min.bytes``, at most ``replica.fetch.max.bytes`` per partition and
   ``replica.fetch.response.max.bytes`` in all. Records are appended as they are
-  (``Partition.append_records_as_follower``), then the leader's HW and log start offset are taken. A
+  (``Partition.append_records_as_follower``), then the leader's HW and log start offset are taken; a
+  moved HW completes the consumers' delayed fetches waiting on this follower (KIP-392). A
   ``diverging_epoch`` in the answer sends the partition back to truncating. OFFSET_OUT_OF_RANGE resets
   the fetch offset from the leader's earliest/latest offsets (Kafka's ``fetchOffsetAndTruncate``).
   Partition errors (NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_*) delay that
@@ -465,6 +466,7 @@ class ReplicaFetcherThread(threading.Thread):
             self.log.warning(f"Fetch from broker {self.source.id} failed: {name}")
             self._delay_all()
             return
+        new_high_watermark: list[tuple[str, int]] = []
         with self._lock:
             for t in response["responses"]:
                 topic = names.get(t["topic_id"])
@@ -482,12 +484,16 @@ class ReplicaFetcherThread(threading.Thread):
                         or current.state != FETCHING
                     ):
                         continue  # removed, replaced or truncated meanwhile
-                    self._process_partition(tp, current, p)
+                    if self._process_partition(tp, current, p):
+                        new_high_watermark.append(tp)
+        if new_high_watermark:  # consumers waiting on this follower (KIP-392) see the new high watermark
+            self.replica_manager.complete_delayed_fetch_requests(new_high_watermark)
 
-    def _process_partition(self, tp, st: PartitionFetchState, p: dict) -> None:
+    def _process_partition(self, tp, st: PartitionFetchState, p: dict) -> bool:
+        """Apply one partition of the leader's response; True if this replica's high watermark moved."""
         partition = self.replica_manager.get_partition(*tp)
         if partition is None:
-            return
+            return False
         code = p["error_code"]
         if code == errors.NONE:
             diverging = p.get("diverging_epoch") or {}
@@ -497,26 +503,29 @@ class ReplicaFetcherThread(threading.Thread):
                     f"{diverging}; truncating"
                 )
                 st.state = TRUNCATING
-                return
+                return False
             records = p.get("records")
             data = records if records is not None else b""
+            hw_before = partition.log.high_watermark
             try:
                 partition.append_records_as_follower(data, p["high_watermark"], p["log_start_offset"])
             except errors.KafkaStorageError as e:
                 self.log.error(f"Storage error appending to {tp[0]}-{tp[1]} as follower: {e}")
                 self.partitions.pop(tp, None)
-                return
+                return False
             except Exception as e:  # noqa: BLE001 - e.g. an unexpected offset: truncate and retry
                 self.log.warning(f"Error appending to {tp[0]}-{tp[1]} as follower: {e!r}; truncating")
                 st.state = TRUNCATING
                 st.delay_until_ms = self.time.milliseconds() + self.backoff_ms
-                return
+                return False
             st.fetch_offset = partition.log.log_end_offset
             st.lag = max(0, p["high_watermark"] - st.fetch_offset)
-        elif code == errors.OFFSET_OUT_OF_RANGE:
+            return partition.log.high_watermark > hw_before
+        if code == errors.OFFSET_OUT_OF_RANGE:
             self._handle_out_of_range(tp, partition, st)
         else:
             self._partition_error(tp, st, code, "Fetch")
+        return False
 
     def _partition_error(self, tp, st: PartitionFetchState, code: int, what: str) -> None:
         name = errors.for_code(code).name

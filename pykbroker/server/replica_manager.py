@@ -57,6 +57,7 @@ from pykbroker.server.delayed_produce import DelayedProduce, ProducePartitionSta
 from pykbroker.server.partition import IsrChangeListener, Partition
 from pykbroker.server.replica_fetcher_manager import ReplicaFetcherManager
 from pykbroker.server.replica_fetcher_thread import BrokerEndPoint, PartitionFetchState
+from pykbroker.server.replica_selector import ClientMetadata, PartitionView, ReplicaView, create_replica_selector
 from pykbroker.utils.delayed_operation import DelayedOperationPurgatory, TopicPartitionOperationKey
 from pykbroker.utils.logging import get_logger, state_change_logger
 from pykbroker.utils.metrics import MetricsRegistry
@@ -116,7 +117,8 @@ def _count_produce_failure(stats: dict[str, TopicProduceCounts], topic: str, cod
 @dataclass(slots=True)
 class FetchParams:
     """A Fetch request's common part. ``replica_epoch``: a follower's broker epoch (Fetch v15+
-    ``replica_state.replica_epoch``, KIP-903), -1 when not sent."""
+    ``replica_state.replica_epoch``, KIP-903), -1 when not sent. ``client_metadata``: the client's rack and
+    identity from a Fetch v11+ (KIP-392), None before v11."""
 
     replica_id: int
     max_wait_ms: int
@@ -124,6 +126,13 @@ class FetchParams:
     max_bytes: int
     isolation: FetchIsolation
     replica_epoch: int = -1
+    client_metadata: ClientMetadata | None = None
+
+    @property
+    def fetch_only_leader(self) -> bool:
+        """Kafka's ``FetchParams.fetchOnlyLeader``: a follower's fetch, or a consumer's before Fetch v11,
+        reads the leader only; a consumer's v11+ fetch may read a follower (KIP-392)."""
+        return self.replica_id >= 0 or self.client_metadata is None
 
 
 @dataclass(slots=True)
@@ -196,6 +205,8 @@ class ReplicaManager:
         )
         self._actions: collections.deque = collections.deque()
         self.fetch_max_bytes = config[FETCH_MAX_BYTES_CONFIG]
+        #: KIP-392: ``replica.selector.class`` (None: consumers are never sent to a follower)
+        self.replica_selector = create_replica_selector(config["replica.selector.class"])
         self._offline: frozenset[tuple[str, int]] = frozenset()
         self._halt = halt
         self._shutting_down = threading.Event()
@@ -710,6 +721,13 @@ class ReplicaManager:
                 return
             self._complete_delayed(tp, produce=hw_incremented)
 
+    def complete_delayed_fetch_requests(self, tps) -> None:
+        """Complete the delayed fetches waiting on ``tps`` (``[(topic, partition)]``) whose high watermark
+        moved on this follower (Kafka's ``completeDelayedFetchRequests``, called by the replica fetchers:
+        consumers reading a follower, KIP-392, wait on its high watermark)."""
+        for tp in tps:
+            self.fetch_purgatory.check_and_complete(TopicPartitionOperationKey(*tp))
+
     def _complete_delayed(self, tp, produce: bool) -> None:
         key = TopicPartitionOperationKey(*tp)
         if produce:
@@ -726,7 +744,7 @@ class ReplicaManager:
         """``response_callback([(PartitionFetch, FetchPartitionResult)])`` once, now or after a delay."""
         results = self.read_from_log(params, fetches)
         readable = sum(r.records.size_in_bytes for _, r in results)
-        has_error = any(r.error_code != errors.NONE for _, r in results)
+        has_error = any(r.error_code != errors.NONE or r.preferred_read_replica >= 0 for _, r in results)
         if params.max_wait_ms <= 0 or not fetches or readable >= params.min_bytes or has_error:
             response_callback(results)
             return
@@ -741,6 +759,7 @@ class ReplicaManager:
             self.get_partition,
             self._end_offset_metadata_fn(params.isolation),
             lambda: response_callback(self.read_from_log(params, fetches, update_fetch_state=False)),
+            fetch_only_leader=params.fetch_only_leader,
         )
         self.fetch_purgatory.try_complete_else_watch(
             op, [TopicPartitionOperationKey(f.topic, f.partition) for f in fetches]
@@ -761,15 +780,40 @@ class ReplicaManager:
         as a purgatory action; a follower whose ``replica_epoch`` is older than its live registration
         (a previous incarnation) gets NOT_LEADER_OR_FOLLOWER for the partition and no records (KIP-903).
         A ``last_fetched_epoch`` that does not match this leader's epoch history is answered with a
-        diverging epoch and no records (KIP-320)."""
+        diverging epoch and no records (KIP-320).
+
+        KIP-392: a consumer's Fetch v11+ (``client_metadata``) may read a follower's log, up to the
+        follower's high watermark (or last stable offset), with the same leader-epoch fencing
+        (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH) and OFFSET_OUT_OF_RANGE outside its log; on the
+        leader, with a ``replica.selector.class``, a partition whose selected replica is a follower is
+        answered with ``preferred_read_replica`` and no records (:meth:`find_preferred_read_replica`)."""
         limit = min(params.max_bytes, self.fetch_max_bytes)
         min_one_message = True
         out = []
         follower = params.replica_id >= 0
+        only_leader = params.fetch_only_leader
+        client = params.client_metadata
         for f in fetches:
             try:
                 partition = self.get_partition_or_error(f.topic, f.partition)
-                log = partition.leader_log_or_raise(f.current_leader_epoch)
+                if client is not None and not follower:
+                    preferred = self.find_preferred_read_replica(partition, client, f.fetch_offset)
+                    if preferred is not None:  # Kafka skips the read and answers the offsets only
+                        log = partition.local_log_or_raise(f.current_leader_epoch, require_leader=False)
+                        out.append(
+                            (
+                                f,
+                                FetchPartitionResult(
+                                    errors.NONE,
+                                    log.high_watermark,
+                                    log.last_stable_offset,
+                                    log.log_start_offset,
+                                    preferred_read_replica=preferred,
+                                ),
+                            )
+                        )
+                        continue
+                log = partition.local_log_or_raise(f.current_leader_epoch, require_leader=only_leader)
                 leader_end_offset = log.log_end_offset
                 hw, lso, lstart = log.high_watermark, log.last_stable_offset, log.log_start_offset
                 if f.last_fetched_epoch >= 0:
@@ -829,6 +873,40 @@ class ReplicaManager:
                 )
                 out.append((f, FetchPartitionResult(errors.UNKNOWN_SERVER_ERROR)))
         return out
+
+    def find_preferred_read_replica(
+        self, partition: Partition, client: ClientMetadata, fetch_offset: int
+    ) -> int | None:
+        """Kafka's ``ReplicaManager.findPreferredReadReplica`` (KIP-392): on the leader, with a replica
+        selector, the id of the replica a consumer (``client``) fetching ``fetch_offset`` should read from,
+        or None to read here (this broker does not lead, no selector, or the selector chose the leader or
+        a replica without a live endpoint on the client's listener). Candidates are the ISR members whose
+        log, as this leader last saw it, holds ``fetch_offset`` (log start <= offset <= log end), and the
+        leader."""
+        selector = self.replica_selector
+        if selector is None or not partition.is_leader:
+            return None
+        now = self.time.milliseconds()
+        cache = self.metadata_cache
+        listener = client.listener_name
+
+        def view(broker_id: int, log_end_offset: int, lag_ms: int) -> ReplicaView:
+            found = cache.alive_broker_rack(broker_id, listener)
+            if found is None:  # Kafka's Node.noNode(): no rack, never selected
+                return ReplicaView(-1, None, log_end_offset, lag_ms)
+            return ReplicaView(broker_id, found[0], log_end_offset, lag_ms)
+
+        replicas = [
+            view(broker_id, leo, now - caught_up_ms)
+            for broker_id, leo, log_start, caught_up_ms in partition.in_sync_follower_states()
+            if log_start <= fetch_offset <= leo
+        ]
+        leader = view(self.node_id, partition.log.log_end_offset, 0)
+        replicas.append(leader)
+        selected = selector.select(partition.topic, partition.partition, client, PartitionView(tuple(replicas), leader))
+        if selected is None or not selected.has_endpoint or selected == leader:
+            return None
+        return selected.node_id
 
     @staticmethod
     def _diverging_epoch(log, f: PartitionFetch) -> tuple[int, int] | None:

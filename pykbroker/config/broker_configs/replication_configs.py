@@ -9,7 +9,7 @@ unit; keys that pykbroker accepts for compatibility but does not act on yet say 
 from __future__ import annotations
 
 from pykbroker.config.broker_configs.common import SECURITY_PROTOCOLS, H, M
-from pykbroker.config.config_def import ConfigDef, Type, at_least, in_values
+from pykbroker.config.config_def import ConfigDef, ConfigException, Type, at_least, in_values
 from pykbroker.config.topic_config import UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG
 
 # The key names (Kafka's ``*_CONFIG`` constants), each named after its key (``log.retention.ms`` ->
@@ -32,6 +32,18 @@ LEADER_IMBALANCE_PER_BROKER_PERCENTAGE_CONFIG = "leader.imbalance.per.broker.per
 REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS_CONFIG = "replica.high.watermark.checkpoint.interval.ms"
 INTER_BROKER_LISTENER_NAME_CONFIG = "inter.broker.listener.name"
 SECURITY_INTER_BROKER_PROTOCOL_CONFIG = "security.inter.broker.protocol"
+
+# replica.selector.class values pykbroker implements (pykbroker.server.replica_selector.REPLICA_SELECTORS).
+KNOWN_REPLICA_SELECTORS = frozenset({"org.apache.kafka.common.replica.RackAwareReplicaSelector"})
+
+
+def _known_replica_selector(key: str, value: str | None) -> None:
+    # Kafka fails to load an unknown class when the broker starts; here the config refuses it.
+    if value and value.strip() not in KNOWN_REPLICA_SELECTORS:
+        raise ConfigException(key, value, f"Class {value} cannot be found")
+
+
+_known_replica_selector.__doc__ = "[org.apache.kafka.common.replica.RackAwareReplicaSelector]"
 
 REPLICATION_CONFIG_DEF = (
     ConfigDef()
@@ -93,6 +105,17 @@ REPLICATION_CONFIG_DEF = (
     )
     .define(
         REPLICA_FETCH_WAIT_MAX_MS_CONFIG,
+        "replica.selector.class",
+        Type.STRING,
+        None,
+        _known_replica_selector,
+        M,
+        "Fully qualified name of the ReplicaSelector that picks the preferred read replica of a consumer's fetch "
+        "(KIP-392); org.apache.kafka.common.replica.RackAwareReplicaSelector is known. Default: none, consumers "
+        "read from the leader.",
+    )
+    .define(
+        "replica.fetch.wait.max.ms",
         Type.INT,
         500,
         None,

@@ -4,6 +4,8 @@ Mirrors ``KafkaApis.handleFetchRequest``: resolve topic ids (v13+; unknown id ->
 build the fetch-session context (KIP-227), read through ``ReplicaManager.fetch_messages`` (which may
 park a DelayedFetch for ``max_wait_ms``), and answer with each partition's records as a file region:
 the response send is header bytes followed by ``os.sendfile`` regions, as Kafka's FileRecords transfer.
+A consumer's v11+ request carries its ``rack_id`` (KIP-392): the leader may answer a partition with a
+``preferred_read_replica`` and no records, and a follower serves it up to its high watermark.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pykbroker.server.broker_topic_stats import TopicFetchCounts
 from pykbroker.server.fetch_session import SessionErrorContext
 from pykbroker.server.quotas.client_quota_manager import user_of
 from pykbroker.server.replica_manager import FetchParams, FetchPartitionResult, PartitionFetch
+from pykbroker.server.replica_selector import ClientMetadata
 
 
 class FetchHandler:
@@ -85,7 +88,15 @@ class FetchHandler:
         user, client_id = user_of(request.context.principal), request.context.client_id or ""
         if quotas is not None:  # no more than one quota window's worth (Kafka's getMaxValueInQuotaWindow)
             max_bytes = int(min(max_bytes, max(1.0, quotas.fetch.max_value_in_quota_window(user, client_id))))
-        params = FetchParams(replica_id, body["max_wait_ms"], body["min_bytes"], max_bytes, isolation, replica_epoch)
+        client_metadata = None
+        if version >= 11:  # KIP-392: the client's rack, for the preferred read replica and follower reads
+            ctx = request.context
+            client_metadata = ClientMetadata(
+                body.get("rack_id") or "", client_id, ctx.client_address, ctx.principal, ctx.listener_name
+            )
+        params = FetchParams(
+            replica_id, body["max_wait_ms"], body["min_bytes"], max_bytes, isolation, replica_epoch, client_metadata
+        )
 
         def respond(results: list[tuple[PartitionFetch, FetchPartitionResult]]) -> None:
             by_tp = {(f.topic, f.partition): r for f, r in results}
