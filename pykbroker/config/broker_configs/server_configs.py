@@ -38,7 +38,8 @@ SERVER_CONFIG_DEF = (
         None,
         None,
         M,
-        "Rack of the broker, used by rack-aware replica placement (e.g. 'us-east-1d').",
+        "Rack of the broker, used by rack-aware replica placement and by the RackAwareReplicaSelector (KIP-392) "
+        "(e.g. 'us-east-1d').",
     )
     .define(
         NUM_IO_THREADS_CONFIG,
