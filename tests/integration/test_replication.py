@@ -50,12 +50,11 @@ def cluster(tmp_path_factory):
         c.kill_all()
 
 
-def create_topic(cluster, name: str, num_partitions: int, min_isr: int = 2) -> None:
+def create_topic(cluster, name: str, num_partitions: int, min_isr: int = 2, replication_factor: int = 3) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    admin.create_topics([NewTopic(name, num_partitions, 3, config={"min.insync.replicas": str(min_isr)})])[name].result(
-        30
-    )
-    wait_for_full_isr(lambda: cluster.bootstrap, name)
+    config = {"min.insync.replicas": str(min_isr)}
+    admin.create_topics([NewTopic(name, num_partitions, replication_factor, config=config)])[name].result(30)
+    wait_for_full_isr(lambda: cluster.bootstrap, name, replication_factor)
 
 
 def leader_of(cluster, topic: str, partition: int) -> int:
@@ -497,11 +496,13 @@ def test_unclean_election_only_where_enabled(cluster):
 
 
 def test_non_leader_names_the_leader_kip_951(cluster):
+    """Produce and Fetch v16 to a broker that is not a replica (RF 2 of 3 brokers): NOT_LEADER_OR_FOLLOWER
+    with the leader and its endpoint. (A follower serves a consumer's Fetch v11+ itself, KIP-392.)"""
     topic = "kip951"
-    create_topic(cluster, topic, 1)
+    create_topic(cluster, topic, 1, min_isr=1, replication_factor=2)
     state = partitions(cluster.bootstrap, topic)[0]
     leader = state["leader_id"]
-    follower = next(b for b in state["replica_nodes"] if b != leader)
+    other = next(b for b in cluster.brokers if b not in state["replica_nodes"])
     leader_port = cluster.brokers[leader].port
     builder = MemoryRecordsBuilder()
     builder.append(int(time.time() * 1000), None, b"v")
@@ -538,7 +539,7 @@ def test_non_leader_names_the_leader_kip_951(cluster):
         "forgotten_topics_data": [],
         "rack_id": "",
     }
-    with BrokerConnection.to(cluster.brokers[follower].bootstrap, timeout=10) as c:
+    with BrokerConnection.to(cluster.brokers[other].bootstrap, timeout=10) as c:
         p = c.request(ApiKeys.PRODUCE, 10, produce)
         f = c.request(ApiKeys.FETCH, 16, fetch)
     pr = p["responses"][0]["partition_responses"][0]
