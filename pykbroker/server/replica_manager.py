@@ -744,8 +744,9 @@ class ReplicaManager:
         """``response_callback([(PartitionFetch, FetchPartitionResult)])`` once, now or after a delay."""
         results = self.read_from_log(params, fetches)
         readable = sum(r.records.size_in_bytes for _, r in results)
-        has_error = any(r.error_code != errors.NONE or r.preferred_read_replica >= 0 for _, r in results)
-        if params.max_wait_ms <= 0 or not fetches or readable >= params.min_bytes or has_error:
+        # an error or a preferred read replica (Kafka's hasPreferredReadReplica) is answered at once
+        answer_now = any(r.error_code != errors.NONE or r.preferred_read_replica >= 0 for _, r in results)
+        if params.max_wait_ms <= 0 or not fetches or readable >= params.min_bytes or answer_now:
             response_callback(results)
             return
         statuses = [
