@@ -41,6 +41,7 @@ from pykbroker.config.broker_configs.replication_configs import (
     FETCH_PURGATORY_PURGE_INTERVAL_REQUESTS_CONFIG,
     PRODUCER_PURGATORY_PURGE_INTERVAL_REQUESTS_CONFIG,
     REPLICA_LAG_TIME_MAX_MS_CONFIG,
+    REPLICA_SELECTOR_CLASS_CONFIG,
 )
 from pykbroker.config.broker_configs.server_configs import FETCH_MAX_BYTES_CONFIG
 from pykbroker.log.fetch_data_info import FetchIsolation, LogOffsetMetadata
@@ -206,7 +207,7 @@ class ReplicaManager:
         self._actions: collections.deque = collections.deque()
         self.fetch_max_bytes = config[FETCH_MAX_BYTES_CONFIG]
         #: KIP-392: ``replica.selector.class`` (None: consumers are never sent to a follower)
-        self.replica_selector = create_replica_selector(config["replica.selector.class"])
+        self.replica_selector = create_replica_selector(config[REPLICA_SELECTOR_CLASS_CONFIG])
         self._offline: frozenset[tuple[str, int]] = frozenset()
         self._halt = halt
         self._shutting_down = threading.Event()

@@ -32,6 +32,7 @@ LEADER_IMBALANCE_PER_BROKER_PERCENTAGE_CONFIG = "leader.imbalance.per.broker.per
 REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS_CONFIG = "replica.high.watermark.checkpoint.interval.ms"
 INTER_BROKER_LISTENER_NAME_CONFIG = "inter.broker.listener.name"
 SECURITY_INTER_BROKER_PROTOCOL_CONFIG = "security.inter.broker.protocol"
+REPLICA_SELECTOR_CLASS_CONFIG = "replica.selector.class"
 
 # replica.selector.class values pykbroker implements (pykbroker.server.replica_selector.REPLICA_SELECTORS).
 KNOWN_REPLICA_SELECTORS = frozenset({"org.apache.kafka.common.replica.RackAwareReplicaSelector"})
@@ -104,8 +105,7 @@ REPLICATION_CONFIG_DEF = (
         "Maximum bytes of a whole follower fetch response (at least one batch is always returned).",
     )
     .define(
-        REPLICA_FETCH_WAIT_MAX_MS_CONFIG,
-        "replica.selector.class",
+        REPLICA_SELECTOR_CLASS_CONFIG,
         Type.STRING,
         None,
         _known_replica_selector,
@@ -115,7 +115,7 @@ REPLICATION_CONFIG_DEF = (
         "read from the leader.",
     )
     .define(
-        "replica.fetch.wait.max.ms",
+        REPLICA_FETCH_WAIT_MAX_MS_CONFIG,
         Type.INT,
         500,
         None,
