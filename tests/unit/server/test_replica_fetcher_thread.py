@@ -111,12 +111,17 @@ class FakeReplicaManager:
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.epoch = BROKER_EPOCH
         self.inter_broker_security = None
+        self.hw_moved: list[tuple[str, int]] = []
 
     def get_partition(self, topic: str, index: int):
         return self.partitions.get((topic, index))
 
     def broker_epoch(self) -> int:
         return self.epoch
+
+    def complete_delayed_fetch_requests(self, partitions: list[tuple[str, int]]) -> None:
+        """Consumers waiting on this follower (KIP-392) are told which partitions' high watermark moved."""
+        self.hw_moved.extend(partitions)
 
 
 class Harness:
@@ -258,6 +263,7 @@ def test_fetch_appends_the_leaders_batches_and_takes_its_high_watermark(h):
     h.fetcher.do_work()
     p = h.partition()
     assert p.log.log_end_offset == 5 and p.log.high_watermark == 4
+    assert h.rm.hw_moved == [("t", 0)]  # consumer fetches parked on this follower (KIP-392) are completed
     assert p.log.latest_epoch == LEADER_EPOCH
     assert st.fetch_offset == 5 and st.state == FETCHING and st.lag == 0
     h.fetcher.do_work()  # the next fetch starts at the new log end, with the epoch of the last batch
