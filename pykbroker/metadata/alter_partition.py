@@ -14,7 +14,9 @@ accepted changes and the response body. Per partition, in Kafka's order:
   RECOVERING with more than one ISR member, or RECOVERED -> RECOVERING: INVALID_REQUEST;
 * a new ISR member not registered, fenced, in controlled shutdown or with another broker epoch:
   INELIGIBLE_REPLICA (OPERATION_NOT_ATTEMPTED before v2);
-* a change that would elect another leader: NEW_LEADER_ELECTED (FENCED_LEADER_EPOCH before v2).
+* a change that would elect another leader: NEW_LEADER_ELECTED (FENCED_LEADER_EPOCH before v2); when the
+  change completes a reassignment (KIP-455) that removes the leader, the record is still written (the new
+  replicas, ISR and leader) and the leader answered NEW_LEADER_ELECTED so that it fetches the new metadata.
 
 An accepted partition answers with its state after the change (leader, leader epoch, ISR, partition
 epoch, which the record's replay will produce), or its current state when nothing changes. A broker
@@ -79,9 +81,27 @@ def alter_partition(
                 changed = part.merge(record.data)
                 if record.data.get("leader", NO_LEADER_CHANGE) not in (NO_LEADER_CHANGE, broker_id):
                     code = errors.NEW_LEADER_ELECTED if version > 1 else errors.FENCED_LEADER_EPOCH
+                    if partition_change_builder.is_reassignment_in_progress(
+                        part
+                    ) and not partition_change_builder.is_reassignment_in_progress(changed):
+                        # The ISR change completes a reassignment that removes the leader: the record is
+                        # written and the leader told to fetch new metadata (Kafka's alterPartition).
+                        records.append(record)
+                        _log.info(
+                            f"AlterPartition request from node {broker_id} for {topic.name}-{index} completed the "
+                            f"ongoing partition reassignment and triggered a leadership change. Returning "
+                            f"{errors.name_of(code)}."
+                        )
                     parts_out.append(_error(index, code))
                     continue
                 records.append(record)
+                if partition_change_builder.is_reassignment_in_progress(
+                    part
+                ) and not partition_change_builder.is_reassignment_in_progress(changed):
+                    _log.info(
+                        f"AlterPartition request from node {broker_id} for {topic.name}-{index} completed the "
+                        "ongoing partition reassignment."
+                    )
                 part = changed
                 _log.info(f"Node {broker_id} has altered ISR for {topic.name}-{index} to {list(part.isr)}")
             parts_out.append(

@@ -74,4 +74,6 @@ class PartitionRegistration:
             self.leader,
             self.leader_epoch,
             self.partition_epoch,
+            self.removing_replicas,
+            self.adding_replicas,
         )

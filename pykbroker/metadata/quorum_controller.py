@@ -63,6 +63,7 @@ from pykbroker.metadata.event_queue import EventQueue, EventQueueClosedError
 from pykbroker.metadata.feature_control_manager import LATEST_PRODUCTION_METADATA_VERSION, FeatureControlManager
 from pykbroker.metadata.features import METADATA_VERSION, bootstrap_levels
 from pykbroker.metadata.leader_election import balance_partition_leaders, elect_leaders
+from pykbroker.metadata.partition_reassignment import alter_partition_reassignments, list_partition_reassignments
 from pykbroker.metadata.producer_id_control_manager import ProducerIdControlManager
 from pykbroker.metadata.records import FEATURE_LEVEL_RECORD, ApiMessageAndVersion
 from pykbroker.metadata.replica_placer import StripedReplicaPlacer
@@ -300,6 +301,19 @@ class QuorumController:
         """ElectLeaders ``{election_type, topic_partitions}`` -> ``{error_code, replica_election_results}``
         (see :mod:`pykbroker.metadata.leader_election`), completed once the leader changes commit."""
         return self._write("electLeaders", lambda: elect_leaders(self.managers.replication, request))
+
+    def alter_partition_reassignments(self, request: dict[str, Any]) -> Future:
+        """AlterPartitionReassignments (KIP-455) -> its response body (see
+        :mod:`pykbroker.metadata.partition_reassignment`), completed once the PartitionChangeRecords commit."""
+        return self._write(
+            "alterPartitionReassignments", lambda: alter_partition_reassignments(self.managers.replication, request)
+        )
+
+    def list_partition_reassignments(self, request: dict[str, Any]) -> Future:
+        """Read: ListPartitionReassignments (KIP-455) -> its response body, the committed reassignments."""
+        return self._read(
+            "listPartitionReassignments", lambda: list_partition_reassignments(self.managers.replication, request)
+        )
 
     def update_features(self, request: dict[str, Any]) -> Future:
         """UpdateFeatures ``{feature_updates: [{feature, max_version_level, upgrade_type}], validate_only}`` ->

@@ -58,8 +58,11 @@ def partition_record(
     leader: int,
     leader_epoch: int = 0,
     partition_epoch: int = 0,
+    removing_replicas: list[int] | tuple[int, ...] = (),
+    adding_replicas: list[int] | tuple[int, ...] = (),
 ) -> ApiMessageAndVersion:
-    """Version 0 (no directory assignment: pykbroker does not do JBOD directory ids)."""
+    """Version 0 (no directory assignment: pykbroker does not do JBOD directory ids). ``removing_replicas`` /
+    ``adding_replicas``: an ongoing reassignment's (KIP-455), so a snapshot keeps it."""
     return ApiMessageAndVersion(
         PARTITION_RECORD,
         0,
@@ -68,8 +71,8 @@ def partition_record(
             "topic_id": topic_id,
             "replicas": list(replicas),
             "isr": list(isr),
-            "removing_replicas": [],
-            "adding_replicas": [],
+            "removing_replicas": list(removing_replicas),
+            "adding_replicas": list(adding_replicas),
             "leader": leader,
             "leader_recovery_state": LEADER_RECOVERED,
             "leader_epoch": leader_epoch,
