@@ -66,6 +66,8 @@ BROKER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.DESCRIBE_CLUSTER: (0, 2),
     ApiKeys.DESCRIBE_QUORUM: (0, 2),
     ApiKeys.ELECT_LEADERS: (0, 2),
+    ApiKeys.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKeys.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKeys.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
     ApiKeys.UPDATE_FEATURES: (0, 2),
     ApiKeys.DESCRIBE_CLIENT_QUOTAS: (0, 1),

@@ -1,9 +1,9 @@
 """ForwardingManager: the broker's view of the controller when the active controller is another process.
 
 Kafka's brokers forward the controller-bound client requests (CreateTopics, DeleteTopics,
-CreatePartitions, IncrementalAlterConfigs, AlterConfigs, UpdateFeatures ...) to the active controller
-(``ForwardingManager``, ``AutoTopicCreationManager``) and take producer id blocks from it (``RPCProducerIdManager``:
-AllocateProducerIds). This class offers the same calls as the local
+CreatePartitions, IncrementalAlterConfigs, AlterConfigs, UpdateFeatures, Alter/ListPartitionReassignments ...)
+to the active controller (``ForwardingManager``, ``AutoTopicCreationManager``) and take producer id blocks from it
+(``RPCProducerIdManager``: AllocateProducerIds). This class offers the same calls as the local
 :class:`~pykbroker.metadata.quorum_controller.QuorumController` that the handlers use (each returns a
 ``concurrent.futures.Future`` of the response body). A handler therefore works the same whether the
 controller is in this process (the single-node default) or on the controller quorum.
@@ -44,6 +44,8 @@ VERSIONS = {
     ApiKeys.ALLOCATE_PRODUCER_IDS: 0,
     ApiKeys.ALTER_PARTITION: 3,
     ApiKeys.ELECT_LEADERS: 2,
+    ApiKeys.ALTER_PARTITION_REASSIGNMENTS: 0,
+    ApiKeys.LIST_PARTITION_REASSIGNMENTS: 0,
     ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: 0,
     ApiKeys.CREATE_ACLS: 3,
     ApiKeys.DELETE_ACLS: 3,
@@ -119,6 +121,12 @@ class ForwardingManager:
 
     def elect_leaders(self, request: dict[str, Any], client=None) -> Future:
         return self._forward(ApiKeys.ELECT_LEADERS, request, client)
+
+    def alter_partition_reassignments(self, request: dict[str, Any], client=None) -> Future:
+        return self._forward(ApiKeys.ALTER_PARTITION_REASSIGNMENTS, request, client)
+
+    def list_partition_reassignments(self, request: dict[str, Any], client=None) -> Future:
+        return self._forward(ApiKeys.LIST_PARTITION_REASSIGNMENTS, request, client)
 
     def alter_partition(self, request: dict[str, Any]) -> Future:
         """AlterPartition (v3) from this broker's partition leaders (AlterPartitionManager)."""

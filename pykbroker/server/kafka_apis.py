@@ -63,6 +63,18 @@ _RESOURCE_CHECKS: dict[int, tuple[int, int, str | None, type[errors.KafkaError]]
         errors.ClusterAuthorizationError,
     ),
     ApiKeys.ELECT_LEADERS: (AclOperation.ALTER, ResourceType.CLUSTER, None, errors.ClusterAuthorizationError),
+    ApiKeys.ALTER_PARTITION_REASSIGNMENTS: (
+        AclOperation.ALTER,
+        ResourceType.CLUSTER,
+        None,
+        errors.ClusterAuthorizationError,
+    ),
+    ApiKeys.LIST_PARTITION_REASSIGNMENTS: (
+        AclOperation.DESCRIBE,
+        ResourceType.CLUSTER,
+        None,
+        errors.ClusterAuthorizationError,
+    ),
     ApiKeys.UPDATE_FEATURES: (AclOperation.ALTER, ResourceType.CLUSTER, None, errors.ClusterAuthorizationError),
     ApiKeys.DESCRIBE_CLIENT_QUOTAS: (
         AclOperation.DESCRIBE_CONFIGS,

@@ -112,9 +112,97 @@ class ElectLeadersResponse(TypedDict, total=False):
     replica_election_results: list[ElectLeadersResponseReplicaElectionResults]  # versions 0+
 
 
+class AlterPartitionReassignmentsRequestTopicsPartitions(TypedDict, total=False):
+    """``partitions`` of :class:`AlterPartitionReassignmentsRequestTopics`."""
+
+    partition_index: int  # versions 0+
+    replicas: list[int] | None  # versions 0+, nullable 0+
+
+
+class AlterPartitionReassignmentsRequestTopics(TypedDict, total=False):
+    """``topics`` of :class:`AlterPartitionReassignmentsRequest`."""
+
+    name: str  # versions 0+
+    partitions: list[AlterPartitionReassignmentsRequestTopicsPartitions]  # versions 0+
+
+
+class AlterPartitionReassignmentsRequest(TypedDict, total=False):
+    """AlterPartitionReassignmentsRequest (api key 45), versions 0, flexible 0+."""
+
+    timeout_ms: int  # versions 0+
+    topics: list[AlterPartitionReassignmentsRequestTopics]  # versions 0+
+
+
+class AlterPartitionReassignmentsResponseResponsesPartitions(TypedDict, total=False):
+    """``partitions`` of :class:`AlterPartitionReassignmentsResponseResponses`."""
+
+    partition_index: int  # versions 0+
+    error_code: int  # versions 0+
+    error_message: str | None  # versions 0+, nullable 0+
+
+
+class AlterPartitionReassignmentsResponseResponses(TypedDict, total=False):
+    """``responses`` of :class:`AlterPartitionReassignmentsResponse`."""
+
+    name: str  # versions 0+
+    partitions: list[AlterPartitionReassignmentsResponseResponsesPartitions]  # versions 0+
+
+
+class AlterPartitionReassignmentsResponse(TypedDict, total=False):
+    """AlterPartitionReassignmentsResponse (api key 45), versions 0, flexible 0+."""
+
+    throttle_time_ms: int  # versions 0+
+    error_code: int  # versions 0+
+    error_message: str | None  # versions 0+, nullable 0+
+    responses: list[AlterPartitionReassignmentsResponseResponses]  # versions 0+
+
+
+class ListPartitionReassignmentsRequestTopics(TypedDict, total=False):
+    """``topics`` of :class:`ListPartitionReassignmentsRequest`."""
+
+    name: str  # versions 0+
+    partition_indexes: list[int]  # versions 0+
+
+
+class ListPartitionReassignmentsRequest(TypedDict, total=False):
+    """ListPartitionReassignmentsRequest (api key 46), versions 0, flexible 0+."""
+
+    timeout_ms: int  # versions 0+
+    topics: list[ListPartitionReassignmentsRequestTopics] | None  # versions 0+, nullable 0+
+
+
+class ListPartitionReassignmentsResponseTopicsPartitions(TypedDict, total=False):
+    """``partitions`` of :class:`ListPartitionReassignmentsResponseTopics`."""
+
+    partition_index: int  # versions 0+
+    replicas: list[int]  # versions 0+
+    adding_replicas: list[int]  # versions 0+
+    removing_replicas: list[int]  # versions 0+
+
+
+class ListPartitionReassignmentsResponseTopics(TypedDict, total=False):
+    """``topics`` of :class:`ListPartitionReassignmentsResponse`."""
+
+    name: str  # versions 0+
+    partitions: list[ListPartitionReassignmentsResponseTopicsPartitions]  # versions 0+
+
+
+class ListPartitionReassignmentsResponse(TypedDict, total=False):
+    """ListPartitionReassignmentsResponse (api key 46), versions 0, flexible 0+."""
+
+    throttle_time_ms: int  # versions 0+
+    error_code: int  # versions 0+
+    error_message: str | None  # versions 0+, nullable 0+
+    topics: list[ListPartitionReassignmentsResponseTopics]  # versions 0+
+
+
 __all__ = [
     "AlterPartitionRequest",
     "AlterPartitionResponse",
     "ElectLeadersRequest",
     "ElectLeadersResponse",
+    "AlterPartitionReassignmentsRequest",
+    "AlterPartitionReassignmentsResponse",
+    "ListPartitionReassignmentsRequest",
+    "ListPartitionReassignmentsResponse",
 ]

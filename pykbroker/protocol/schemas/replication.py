@@ -1,4 +1,5 @@
-"""Replication APIs: AlterPartition (key 56, leader -> controller ISR changes) and ElectLeaders (key 43).
+"""Replication APIs: AlterPartition (key 56, leader -> controller ISR changes), ElectLeaders (key 43),
+AlterPartitionReassignments (key 45) and ListPartitionReassignments (key 46, KIP-455).
 
 Schema DSL: see :mod:`pykbroker.protocol.schema`. Field names, types and versions are protocol facts.
 """
@@ -51,4 +52,41 @@ response ElectLeaders 43 0-2 flex=2+
       partition_id int32 0+
       error_code int16 0+
       error_message string 0+ null=0+
+
+request AlterPartitionReassignments 45 0 flex=0+
+  timeout_ms int32 0+ =60000
+  topics [] 0+
+    name string 0+
+    partitions [] 0+
+      partition_index int32 0+
+      replicas []int32 0+ null=0+ =null
+
+response AlterPartitionReassignments 45 0 flex=0+
+  throttle_time_ms int32 0+
+  error_code int16 0+
+  error_message string 0+ null=0+
+  responses [] 0+
+    name string 0+
+    partitions [] 0+
+      partition_index int32 0+
+      error_code int16 0+
+      error_message string 0+ null=0+
+
+request ListPartitionReassignments 46 0 flex=0+
+  timeout_ms int32 0+ =60000
+  topics [] 0+ null=0+ =null
+    name string 0+
+    partition_indexes []int32 0+
+
+response ListPartitionReassignments 46 0 flex=0+
+  throttle_time_ms int32 0+
+  error_code int16 0+
+  error_message string 0+ null=0+
+  topics [] 0+
+    name string 0+
+    partitions [] 0+
+      partition_index int32 0+
+      replicas []int32 0+
+      adding_replicas []int32 0+
+      removing_replicas []int32 0+
 """

@@ -1,5 +1,6 @@
 """Controller-backed admin APIs: CreateTopics (19), DeleteTopics (20), CreatePartitions (37),
-IncrementalAlterConfigs (44), AlterConfigs (33), UpdateFeatures (57), AlterClientQuotas (49); DescribeConfigs (32)
+IncrementalAlterConfigs (44), AlterConfigs (33), UpdateFeatures (57), AlterClientQuotas (49), ElectLeaders (43),
+AlterPartitionReassignments (45), ListPartitionReassignments (46); DescribeConfigs (32)
 and DescribeClientQuotas (48) from the broker's metadata cache.
 
 Mirrors ``KafkaApis`` forwarding these mutations to the active controller (``ControllerApis``): the
@@ -67,6 +68,8 @@ class AdminHandler:
             ApiKeys.ALTER_CONFIGS: self.handle_alter_configs_request,
             ApiKeys.DESCRIBE_CONFIGS: self.handle_describe_configs_request,
             ApiKeys.ELECT_LEADERS: self.handle_elect_leaders_request,
+            ApiKeys.ALTER_PARTITION_REASSIGNMENTS: self.handle_alter_partition_reassignments_request,
+            ApiKeys.LIST_PARTITION_REASSIGNMENTS: self.handle_list_partition_reassignments_request,
             ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: self.handle_alter_user_scram_credentials_request,
             ApiKeys.DESCRIBE_USER_SCRAM_CREDENTIALS: self.handle_describe_user_scram_credentials_request,
             ApiKeys.CREATE_ACLS: self.handle_create_acls_request,
@@ -240,6 +243,19 @@ class AdminHandler:
         """ElectLeaders (key 43): preferred or unclean elections, done by the controller (see
         :mod:`pykbroker.metadata.leader_election`)."""
         self._reply_when_done(request, self.controller.elect_leaders(request.body, **self._client(request)))
+
+    def handle_alter_partition_reassignments_request(self, request) -> None:
+        """AlterPartitionReassignments (key 45, KIP-455): per-partition errors from the controller (see
+        :mod:`pykbroker.metadata.partition_reassignment`); ALTER on the cluster (checked by KafkaApis)."""
+        self._reply_when_done(
+            request, self.controller.alter_partition_reassignments(request.body, **self._client(request))
+        )
+
+    def handle_list_partition_reassignments_request(self, request) -> None:
+        """ListPartitionReassignments (key 46): the controller's ongoing reassignments; DESCRIBE on the cluster."""
+        self._reply_when_done(
+            request, self.controller.list_partition_reassignments(request.body, **self._client(request))
+        )
 
     def handle_incremental_alter_configs_request(self, request) -> None:
         refused = self._preprocess_broker_resources(request.body["resources"], incremental=True)
@@ -618,6 +634,31 @@ def _elect_leaders_error(version, body, code, message):
             for t in body.get("topic_partitions") or []
         ],
     }
+
+
+@error_responses.register(ApiKeys.ALTER_PARTITION_REASSIGNMENTS)
+def _alter_partition_reassignments_error(version, body, code, message):
+    """Kafka's ``AlterPartitionReassignmentsRequest.getErrorResponse``: the top-level error and every partition's."""
+    return {
+        "throttle_time_ms": 0,
+        "error_code": code,
+        "error_message": message,
+        "responses": [
+            {
+                "name": t["name"],
+                "partitions": [
+                    {"partition_index": p["partition_index"], "error_code": code, "error_message": message}
+                    for p in t.get("partitions") or []
+                ],
+            }
+            for t in body.get("topics") or []
+        ],
+    }
+
+
+@error_responses.register(ApiKeys.LIST_PARTITION_REASSIGNMENTS)
+def _list_partition_reassignments_error(version, body, code, message):
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "topics": []}
 
 
 @error_responses.register(ApiKeys.DESCRIBE_CLIENT_QUOTAS)

@@ -3,7 +3,8 @@
 * Broker lifecycle: BrokerRegistration (62), BrokerHeartbeat (63) and UnregisterBroker (64).
 * Producer id blocks: AllocateProducerIds (67).
 * Mutations that brokers forward: CreateTopics (19), DeleteTopics (20), CreatePartitions (37),
-  IncrementalAlterConfigs (44), UpdateFeatures (57) and AlterClientQuotas (49). These go through the same
+  IncrementalAlterConfigs (44), UpdateFeatures (57), AlterClientQuotas (49), ElectLeaders (43),
+  AlterPartitionReassignments (45) and ListPartitionReassignments (46, a read). These go through the same
   AdminHandler code as on a single node.
 * Envelope (58, KIP-590): a broker forwards its clients' mutations wrapped in an Envelope with the client's
   principal and address. The sender needs CLUSTER_ACTION on the cluster (else CLUSTER_AUTHORIZATION_FAILED, checked
@@ -53,6 +54,8 @@ class ControllerApis:
             ApiKeys.CREATE_PARTITIONS: self.admin.handle_create_partitions_request,
             ApiKeys.INCREMENTAL_ALTER_CONFIGS: self.admin.handle_incremental_alter_configs_request,
             ApiKeys.ELECT_LEADERS: self.admin.handle_elect_leaders_request,
+            ApiKeys.ALTER_PARTITION_REASSIGNMENTS: self.admin.handle_alter_partition_reassignments_request,
+            ApiKeys.LIST_PARTITION_REASSIGNMENTS: self.admin.handle_list_partition_reassignments_request,
             ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: self.admin.handle_alter_user_scram_credentials_request,
             ApiKeys.CREATE_ACLS: self.admin.handle_create_acls_request,
             ApiKeys.DELETE_ACLS: self.admin.handle_delete_acls_request,
