@@ -136,6 +136,9 @@ class Partition:
         self.partition_epoch = -1
         self.leader_epoch_start_offset = -1
         self.replicas: tuple[int, ...] = ()
+        #: an ongoing reassignment's (KIP-455) replicas, from the registration
+        self.adding_replicas: tuple[int, ...] = ()
+        self.removing_replicas: tuple[int, ...] = ()
         self.isr: tuple[int, ...] = ()
         self.maximal_isr: tuple[int, ...] = ()
         self.pending_isr_change: PendingIsrChange | None = None
@@ -192,6 +195,8 @@ class Partition:
 
     def _update_assignment_and_isr(self, registration) -> None:
         self.replicas = tuple(registration.replicas)
+        self.adding_replicas = tuple(getattr(registration, "adding_replicas", ()))
+        self.removing_replicas = tuple(getattr(registration, "removing_replicas", ()))
         self.isr = self.maximal_isr = tuple(registration.isr)
         self.pending_isr_change = None
         if self.leader_id == self.local_broker_id:
@@ -205,7 +210,13 @@ class Partition:
     # Kafka's Partition gauges, summed by the ReplicaManager's UnderReplicatedPartitions etc.
     @property
     def is_under_replicated(self) -> bool:
-        return self.is_leader and len(self.isr) < len(self.replicas)
+        # Kafka's assignmentState.replicationFactor: a reassignment's removing replicas do not count
+        return self.is_leader and len(self.isr) < len(self.replicas) - len(self.removing_replicas)
+
+    @property
+    def is_reassigning(self) -> bool:
+        """A leader whose partition has a reassignment in progress (Kafka's ``Partition.isReassigning``)."""
+        return self.is_leader and bool(self.adding_replicas or self.removing_replicas)
 
     @property
     def is_under_min_isr(self) -> bool:

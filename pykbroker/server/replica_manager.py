@@ -240,7 +240,7 @@ class ReplicaManager:
             "UnderReplicatedPartitions": lambda: sum(1 for p in self._partitions.values() if p.is_under_replicated),
             "UnderMinIsrPartitionCount": lambda: sum(1 for p in self._partitions.values() if p.is_under_min_isr),
             "AtMinIsrPartitionCount": lambda: sum(1 for p in self._partitions.values() if p.is_at_min_isr),
-            "ReassigningPartitions": lambda: 0,  # no reassignment yet
+            "ReassigningPartitions": lambda: sum(1 for p in self._partitions.values() if p.is_reassigning),
         }
         for name, fn in gauges.items():
             self.metrics.gauge(prefix + name, fn)

@@ -3,10 +3,10 @@
 Covered: every partition of a 6-partition RF 3 topic moves onto the 4th broker and off one old replica (the leader,
 for half of them) while a confluent-kafka acks=all idempotent producer writes; ``--verify`` reports completion,
 no acknowledged record is lost or duplicated, the removed replicas' log directories are deleted, ``--list`` is
-empty after. A reassignment to a stopped broker stays in progress (``--list`` / ``--verify`` show it) and
-``--cancel`` reverts it. The replication factor changes through a reassignment. AlterPartitionReassignments'
-errors (INVALID_REPLICA_ASSIGNMENT, UNKNOWN_TOPIC_OR_PARTITION, NO_REASSIGNMENT_IN_PROGRESS) come back through a
-broker, which forwards the request to the controller.
+empty after. A reassignment to a stopped broker stays in progress (``--list`` / ``--verify`` show it, also after
+the controller restarts) and ``--cancel`` reverts it. The replication factor changes through a reassignment.
+AlterPartitionReassignments' errors (INVALID_REPLICA_ASSIGNMENT, UNKNOWN_TOPIC_OR_PARTITION,
+NO_REASSIGNMENT_IN_PROGRESS) come back through a broker, which forwards the request to the controller.
 
 One cluster serves the module; each test leaves every broker running.
 """
@@ -223,8 +223,13 @@ def test_cancel_reverts_a_reassignment_to_a_stopped_broker(cluster, tmp_path):
         assert run.returncode == 1 and run.stdout.strip() == f"Error: Unknown broker id {NEW}", run.stdout
         # the controller takes a registered (fenced) broker, as Kafka's does
         assert alter_reassignment(cluster, topic, [NEW, 101, 102]) == errors.NONE
+        listed = f"{topic}-0: replicas: 104,101,102,103. adding: 104. removing: 103."
         run = reassign(cluster, tmp_path, "list")
-        assert f"{topic}-0: replicas: 104,101,102,103. adding: 104. removing: 103." in run.stdout, run.stdout
+        assert listed in run.stdout, run.stdout
+        # the reassignment is in the metadata log: a restarted controller still has it
+        cluster.controllers[1].stop(30)
+        cluster.controllers[1].start(60)
+        wait_until(lambda: listed in reassign(cluster, tmp_path, "list").stdout, timeout=30, message="still listed")
         run = reassign(cluster, tmp_path, "execute", targets)
         assert run.returncode == 1 and "Cannot execute because there is an existing partition assignment" in run.stdout
         out = reassign(cluster, tmp_path, "verify", targets).stdout

@@ -373,3 +373,26 @@ def test_replica_keeps_its_broker_epoch_across_a_new_epoch_of_the_same_leader():
     assert r.broker_epoch == 7  # Kafka's resetReplicaState(isNewLeader = false)
     r.reset(300, 5, in_sync=True, new_leader=True)
     assert r.broker_epoch is None  # unknown until the follower fetches from the new leader
+
+
+def test_a_reassignment_in_progress_counts_as_reassigning_and_its_removing_replicas_not_as_under_replicated(
+    tmp_path, time
+):
+    """Kafka's Partition.isReassigning and assignmentState.replicationFactor (the ReassigningPartitions and
+    UnderReplicatedPartitions gauges): replicas 4,1,2,3 adding 4 removing 3 with ISR 1,2,3 are not under-replicated
+    (3 of the target's 3), the new replica joining the ISR does not change that, and the follower side is not
+    reassigning (only leaders count)."""
+    p, *_ = make_partition(tmp_path, time)
+    p.make_leader(reg([1, 2, 3]))
+    assert not p.is_reassigning and not p.is_under_replicated
+    moving = PartitionRegistration(
+        replicas=(4, 1, 2, 3), isr=(1, 2, 3), leader=1, partition_epoch=1, adding_replicas=(4,), removing_replicas=(3,)
+    )
+    p.make_leader(moving)
+    assert p.is_reassigning and not p.is_under_replicated
+    assert set(p.remote_replicas) == {2, 3, 4}  # the new replica is tracked for the ISR expansion
+    p.make_leader(PartitionRegistration(replicas=(4, 1, 2), isr=(1, 2), leader=1, leader_epoch=1, partition_epoch=2))
+    assert not p.is_reassigning and p.is_under_replicated
+    p.make_follower(PartitionRegistration(replicas=(4, 1, 2), isr=(4, 2), leader=4, leader_epoch=2, partition_epoch=3,
+                                          adding_replicas=(9,)))  # fmt: skip
+    assert not p.is_reassigning
