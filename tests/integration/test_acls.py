@@ -331,3 +331,37 @@ def test_kafka_acls_grants_token_operations_on_a_user_principal(secured):
     _acls(secured, "--remove", "--force", "--allow-principal", "User:alice", "--operation", "CreateTokens",
           "--operation", "DescribeTokens", "--user-principal", "User:bob")  # fmt: skip
     wait_until(lambda: "User:bob" not in _acls(secured, "--list"), 15, message="removed")
+
+
+def test_partition_reassignment_apis_need_alter_and_describe_on_the_cluster(secured):
+    """AlterPartitionReassignments needs ALTER, ListPartitionReassignments DESCRIBE on the cluster (Kafka's
+    KafkaApis / ControllerApis): CLUSTER_AUTHORIZATION_FAILED at the top level and for every partition."""
+    from pykbroker.clients.broker_connection import BrokerConnection
+    from pykbroker.protocol import errors
+    from pykbroker.protocol.api_keys import ApiKeys
+    from pykbroker.security.client_security import ClientSecurity
+
+    create_topic(secured.bootstrap, "acl-moving", 1)
+    alice = ClientSecurity("SASL_PLAINTEXT", None, "PLAIN", "alice", "alice-secret")
+    port = secured.ports["SASL_PLAINTEXT"]
+
+    def alter(conn) -> tuple[int, int]:
+        body = {"timeout_ms": 10000, "topics": [{"name": "acl-moving", "partitions": [
+            {"partition_index": 0, "replicas": None}]}]}  # fmt: skip
+        r = conn.request(ApiKeys.ALTER_PARTITION_REASSIGNMENTS, 0, body)
+        return r["error_code"], r["responses"][0]["partitions"][0]["error_code"]
+
+    def list_(conn) -> int:
+        return conn.request(ApiKeys.LIST_PARTITION_REASSIGNMENTS, 0, {"timeout_ms": 10000, "topics": None})[
+            "error_code"
+        ]
+
+    with BrokerConnection("127.0.0.1", port, security=alice, timeout=10) as conn:
+        denied = errors.CLUSTER_AUTHORIZATION_FAILED
+        assert alter(conn) == (denied, denied)
+        assert list_(conn) == denied
+    _acls(secured, "--add", "--allow-principal", "User:alice", "--operation", "Alter", "--operation", "Describe",
+          "--cluster")  # fmt: skip
+    with BrokerConnection("127.0.0.1", port, security=alice, timeout=10) as conn:
+        wait_until(lambda: list_(conn) == errors.NONE, 15)
+        assert alter(conn) == (errors.NONE, errors.NO_REASSIGNMENT_IN_PROGRESS)
