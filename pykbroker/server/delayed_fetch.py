@@ -31,7 +31,10 @@ class DelayedFetch(DelayedOperation):
         end_offset_metadata,
         complete_fn,
         fetch_only_leader: bool = True,
+        is_throttled=None,
     ):
+        """``is_throttled(topic, partition)``: a follower fetch's partitions held back by the leader's replication
+        throttle, whose new bytes do not count (Kafka's DelayedFetch with ``shouldLeaderThrottle``)."""
         super().__init__(delay_ms)
         self.min_bytes = min_bytes
         self.statuses = statuses
@@ -40,6 +43,7 @@ class DelayedFetch(DelayedOperation):
         self.complete_fn = complete_fn  # () -> None: re-read and respond
         # False for a consumer's Fetch v11+ that may read a follower (KIP-392): losing leadership does not end it
         self.fetch_only_leader = fetch_only_leader
+        self.is_throttled = is_throttled
 
     def try_complete(self) -> bool:
         accumulated = 0
@@ -59,6 +63,8 @@ class DelayedFetch(DelayedOperation):
                 return self.force_complete()
             if start.on_older_segment(end):
                 return self.force_complete()  # the segment rolled: new data available
+            if self.is_throttled is not None and self.is_throttled(st.topic, st.partition):
+                continue
             accumulated += min(end.position_diff(start), st.partition_max_bytes)
         if accumulated >= self.min_bytes:
             return self.force_complete()

@@ -8,6 +8,8 @@ feature, e.g. Kerberos or remote storage, is not enabled):
 
 * **DynamicLogConfig**: the broker synonyms of topic configs (``log.retention.ms``, ``message.max.bytes``,
   ...) become the new topic defaults; every log without its own override of a key follows at once;
+* **DynamicReplicationQuota**: ``leader.replication.throttled.rate`` / ``follower.replication.throttled.rate`` set
+  the ReplicaManager's replication throttles (KIP-73, :mod:`pykbroker.server.quotas.replication_quota_manager`).
 * **DynamicThreadPool**: ``num.io.threads`` resizes the request handler pool, ``num.replica.fetchers`` the
   replica fetcher threads per source broker (partitions are spread again); ``background.threads`` and
   ``num.recovery.threads.per.data.dir`` are validated and stored;
@@ -42,7 +44,6 @@ from __future__ import annotations
 
 import threading
 
-from pykbroker.config.broker_configs.replication_configs import NUM_REPLICA_FETCHERS_CONFIG
 from pykbroker.config.broker_configs.server_configs import NUM_IO_THREADS_CONFIG
 from pykbroker.config.broker_configs.server_log_configs import LOG_CLEANER_ENABLE_CONFIG, LOG_CLEANER_THREADS_CONFIG
 from pykbroker.config.broker_configs.socket_server_configs import (
@@ -289,6 +290,14 @@ class DynamicBrokerConfig:
             _log.info("Reconfiguring the broker from dynamic configs", changed=sorted(changed))
             self._apply(previous, dynamic, changed, contexts)
 
+    def _update_replication_quotas(self, dynamic: dict[str, str]) -> None:
+        """Kafka's ``DynamicReplicationQuota``: the replication throttle rates (KIP-73) of the ReplicaManager."""
+        rm = getattr(self.replica_fetcher_manager, "replica_manager", None)
+        if rm is None or not hasattr(rm, "leader_quota"):
+            return
+        rm.leader_quota.update_quota(self._value(dynamic, "leader.replication.throttled.rate"))
+        rm.follower_quota.update_quota(self._value(dynamic, "follower.replication.throttled.rate"))
+
     def _apply(self, old: dict[str, str], new: dict[str, str], changed: set[str], contexts: dict) -> None:
         effective = {**self.static, **new}
         if self.log_manager is not None and changed & log_default_keys():
@@ -302,8 +311,10 @@ class DynamicBrokerConfig:
             threads = self._value(new, NUM_IO_THREADS_CONFIG)
             if threads != len(self.handler_pool.handlers):
                 self.handler_pool.resize(threads)
-        if NUM_REPLICA_FETCHERS_CONFIG in changed and self.replica_fetcher_manager is not None:
-            self.replica_fetcher_manager.resize_thread_pool(self._value(new, NUM_REPLICA_FETCHERS_CONFIG))
+        if "num.replica.fetchers" in changed and self.replica_fetcher_manager is not None:
+            self.replica_fetcher_manager.resize_thread_pool(self._value(new, "num.replica.fetchers"))
+        if changed & {"leader.replication.throttled.rate", "follower.replication.throttled.rate"}:
+            self._update_replication_quotas(new)
         if self.connection_quotas is not None and changed & {
             MAX_CONNECTIONS_CONFIG,
             MAX_CONNECTIONS_PER_IP_CONFIG,

@@ -419,9 +419,14 @@ class ReplicaFetcherThread(threading.Thread):
             ready = self._ready(FETCHING)
             sent: dict[tuple[str, int], tuple[PartitionFetchState, int]] = {}
             topics: dict[object, list[dict]] = {}
+            quota = getattr(self.replica_manager, "follower_quota", None)
+            held_back = False
             for tp, st in ready.items():
                 partition = self.replica_manager.get_partition(*tp)
                 if partition is None:
+                    continue
+                if quota is not None and self._follower_throttled(quota, tp, partition):
+                    held_back = True
                     continue
                 log = partition.log
                 st.fetch_offset = log.log_end_offset
@@ -438,6 +443,10 @@ class ReplicaFetcherThread(threading.Thread):
                 )
                 sent[tp] = (st, st.fetch_offset)
         if not sent:
+            if held_back:  # only throttled partitions: wait for the rate to come down (Kafka's fetch backoff)
+                self._work.clear()
+                self._work.wait(self.backoff_ms / 1000)
+                return
             self._wait_for_work()
             return
         names = {st.topic_id: tp[0] for tp, (st, _) in sent.items()}
@@ -489,12 +498,22 @@ class ReplicaFetcherThread(threading.Thread):
         if new_high_watermark:  # consumers waiting on this follower (KIP-392) see the new high watermark
             self.replica_manager.complete_delayed_fetch_requests(new_high_watermark)
 
+    def _follower_throttled(self, quota, tp, partition) -> bool:
+        """Kafka's ``shouldFollowerThrottle``: a throttled partition this replica is not in the ISR of, while the
+        follower quota is exceeded, is left out of the fetch."""
+        return quota.is_throttled(*tp) and self.node_id not in partition.isr and quota.is_quota_exceeded()
+
     def _process_partition(self, tp, st: PartitionFetchState, p: dict) -> bool:
         """Apply one partition of the leader's response; True if this replica's high watermark moved."""
         partition = self.replica_manager.get_partition(*tp)
         if partition is None:
             return False
         code = p["error_code"]
+        quota = getattr(self.replica_manager, "follower_quota", None)
+        if code == errors.NONE and quota is not None and quota.is_throttled(*tp):
+            received = p.get("records")
+            size = getattr(received, "size_in_bytes", None)
+            quota.record(size if isinstance(size, int) else len(received or b""))
         if code == errors.NONE:
             diverging = p.get("diverging_epoch") or {}
             if diverging.get("epoch", -1) >= 0 or diverging.get("end_offset", -1) >= 0:

@@ -56,6 +56,7 @@ from pykbroker.server.broker_topic_stats import BrokerTopicStats, TopicProduceCo
 from pykbroker.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from pykbroker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from pykbroker.server.partition import IsrChangeListener, Partition
+from pykbroker.server.quotas.replication_quota_manager import ReplicationQuotaManager, parse_throttled_partitions
 from pykbroker.server.replica_fetcher_manager import ReplicaFetcherManager
 from pykbroker.server.replica_fetcher_thread import BrokerEndPoint, PartitionFetchState
 from pykbroker.server.replica_selector import ClientMetadata, PartitionView, ReplicaView, create_replica_selector
@@ -225,6 +226,10 @@ class ReplicaManager:
         self.broker_epoch: Callable[[], int] = broker_epoch or (lambda: -1)
         self.add_partitions_to_txn_manager = add_partitions_to_txn_manager
         self.transaction_verification_enabled = transaction_verification_enabled
+        #: replication throttles (KIP-73): what this broker serves as leader / takes as follower for throttled
+        #: replicas (rates: dynamic broker configs; partitions: topic configs, see ``update_topic_config``)
+        self.leader_quota = ReplicationQuotaManager("LeaderReplication", time)
+        self.follower_quota = ReplicationQuotaManager("FollowerReplication", time)
         self.replica_fetcher_manager = ReplicaFetcherManager(self, config, time)
         self.replica_fetcher_manager.register_metrics(self.metrics)
         self.isr_listener = _IsrMeters(self.metrics)
@@ -487,6 +492,14 @@ class ReplicaManager:
                 self.log.error(f"Error checking the ISR of {p.name}", error=repr(e))
 
     def update_topic_config(self, topic: str, overrides) -> None:
+        """A topic's config overrides changed: its logs take the new LogConfig, and its throttled replicas
+        (``leader/follower.replication.throttled.replicas``, Kafka's ``TopicConfigHandler``) the quotas."""
+        self.leader_quota.mark_throttled(
+            topic, parse_throttled_partitions(overrides.get("leader.replication.throttled.replicas"), self.node_id)
+        )
+        self.follower_quota.mark_throttled(
+            topic, parse_throttled_partitions(overrides.get("follower.replication.throttled.replicas"), self.node_id)
+        )
         config = self.log_manager.update_topic_config(topic, overrides)
         for p in self.partitions():
             if p.topic == topic:
@@ -762,6 +775,9 @@ class ReplicaManager:
             self._end_offset_metadata_fn(params.isolation),
             lambda: response_callback(self.read_from_log(params, fetches, update_fetch_state=False)),
             fetch_only_leader=params.fetch_only_leader,
+            is_throttled=(lambda t, p: self._leader_throttled(params.replica_id, t, p))
+            if params.replica_id >= 0
+            else None,
         )
         self.fetch_purgatory.try_complete_else_watch(
             op, [TopicPartitionOperationKey(f.topic, f.partition) for f in fetches]
@@ -844,6 +860,8 @@ class ReplicaManager:
                     ):
                         self._actions.append(((f.topic, f.partition), True))
                         hw = log.high_watermark
+                if follower and self._leader_throttled(params.replica_id, f.topic, f.partition, partition):
+                    info = info._replace(records=EMPTY_RECORDS)  # Kafka's readFromLog: an empty set
                 size = info.records.size_in_bytes
                 if size > 0:
                     min_one_message = False
@@ -909,6 +927,16 @@ class ReplicaManager:
         if selected is None or not selected.has_endpoint or selected == leader:
             return None
         return selected.node_id
+
+    def _leader_throttled(self, replica_id: int, topic: str, index: int, partition: Partition | None = None) -> bool:
+        """Kafka's ``shouldLeaderThrottle``: a follower outside the ISR of a throttled partition while the leader
+        quota is exceeded gets no data for it."""
+        quota = self.leader_quota
+        if not quota.is_throttled(topic, index):
+            return False
+        partition = partition or self._partitions.get((topic, index))
+        in_sync = partition is not None and replica_id in partition.isr
+        return not in_sync and quota.is_quota_exceeded()
 
     @staticmethod
     def _diverging_epoch(log, f: PartitionFetch) -> tuple[int, int] | None:

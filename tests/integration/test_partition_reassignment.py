@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.tools.reassign_partitions_command import YOU_MUST_RUN_VERIFY_PERIODICALLY_MESSAGE as cmd_warning
 from tests.helpers.cluster import KRaftCluster
 from tests.helpers.replication import REPLICATION_TIMEOUTS, partitions, wait_for_full_isr
 from tests.helpers.tools import run_tool
@@ -41,7 +43,12 @@ def cluster(tmp_path_factory):
         controllers=1,
         brokers=4,
         **REPLICATION_TIMEOUTS,
-        **{"log.segment.bytes": "262144", "log.segment.delete.delay.ms": "100", "num.partitions": "1"},
+        **{
+            "log.segment.bytes": "262144",
+            "log.segment.delete.delay.ms": "100",
+            "num.partitions": "1",
+            "replica.fetch.max.bytes": "65536",  # small fetches, so that a replication throttle shows at once
+        },
     )
     try:
         c.start()
@@ -303,3 +310,38 @@ def test_alter_partition_reassignments_errors_through_a_broker(cluster):
     with BrokerConnection.to(cluster.brokers[102].bootstrap, timeout=30) as c:
         r = c.request(ApiKeys.LIST_PARTITION_REASSIGNMENTS, 0, {"timeout_ms": 10000, "topics": None})
     assert r["error_code"] == errors.NONE and r["topics"] == []
+
+
+def test_throttle_bounds_the_replication_rate_and_verify_removes_it(cluster, tmp_path):
+    """``--throttle`` sets Kafka's throttle configs, the leader and the new follower hold the move to about that
+    rate (KIP-73; the rate is measured over 11 one-second windows, so the first ~10 s worth passes at once), and
+    ``--verify`` removes the configs once done."""
+    topic, rate, size = "throttled", 50_000, 900_000
+    create_topic(cluster, topic, {0: [101]})
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 20, "batch.size": 65536})
+    failures: list = []
+    for i in range(size // 1000):
+        p.produce(topic, bytes([i % 256]) * 1000, partition=0, on_delivery=lambda e, m: e and failures.append(e))
+    assert p.flush(30) == 0 and failures == []
+    targets = {(topic, 0): [101, NEW]}
+    start = time.monotonic()
+    run = reassign(cluster, tmp_path, "execute", targets, "--throttle", str(rate))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert cmd_warning in run.stdout and f"The inter-broker throttle limit was set to {rate} B/s" in run.stdout
+
+    def verified() -> str | None:
+        out = reassign(cluster, tmp_path, "verify", targets).stdout
+        return out if f"Reassignment of partition {topic}-0 is completed." in out else None
+
+    out = wait_until(verified, timeout=60, interval=0.5, message="throttled reassignment completed")
+    elapsed = time.monotonic() - start
+    # unthrottled this takes well under a second; the throttle lets ~10 s of the rate through, then the rate
+    minimum = (size - 10 * rate) / rate
+    assert elapsed >= 0.5 * minimum, f"{size} bytes moved in {elapsed:.1f} s despite a {rate} B/s throttle"
+    print(f"throttled move: {size} B in {elapsed:.1f} s = {size / elapsed:.0f} B/s (throttle {rate} B/s)")
+    assert f"Clearing topic-level throttles on topic {topic}" in out
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    configs = admin.describe_configs([resource])[resource].result(30)
+    assert not configs["leader.replication.throttled.replicas"].value
+    assert not configs["follower.replication.throttled.replicas"].value

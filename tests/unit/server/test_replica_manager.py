@@ -298,3 +298,29 @@ def test_fetch_results_are_immutable_named_types(broker):
     assert missing == FetchPartitionResult(errors.UNKNOWN_TOPIC_OR_PARTITION)
     with pytest.raises(AttributeError):
         r.error_code = errors.UNKNOWN_SERVER_ERROR  # type: ignore[misc]
+
+
+def test_leader_replication_throttle_holds_back_throttled_partitions_of_an_out_of_isr_follower(broker):
+    """KIP-73 (Kafka's readFromLog with shouldLeaderThrottle): while the leader quota is exceeded, a follower outside
+    the ISR gets no data for a throttled partition (the others are served), and its DelayedFetch does not count the
+    throttled partition's new bytes."""
+    rm = broker.replica_manager
+    broker.add_topic("r", 2, replicas=(1, 5), isr=(1,))  # replica 5 is catching up (not in the ISR)
+    append(rm, {("r", 0): records(3), ("r", 1): records(2)})
+
+    def follower_fetch(max_wait_ms=0) -> dict:
+        out: list = []
+        params = FetchParams(5, max_wait_ms, 1, 1 << 20, FetchIsolation.LOG_END)
+        rm.fetch_messages(params, [PartitionFetch("r", 0, 0, 1 << 20), PartitionFetch("r", 1, 0, 1 << 20)], out.append)
+        return {f.partition: r for f, r in out[0]} if out else {}
+
+    assert {p: r.records.size_in_bytes > 0 for p, r in follower_fetch().items()} == {0: True, 1: True}
+    rm.leader_quota.mark_throttled("r", [0])
+    assert {p: r.records.size_in_bytes > 0 for p, r in follower_fetch().items()} == {0: True, 1: True}  # not exceeded
+    rm.leader_quota.update_quota(10)
+    rm.leader_quota.record(10_000)
+    results = follower_fetch()
+    assert results[0].error_code == errors.NONE and results[0].records.size_in_bytes == 0
+    assert results[1].records.size_in_bytes > 0
+    rm.leader_quota.mark_throttled("r", [0, 1])
+    assert follower_fetch(max_wait_ms=100) == {}  # parked: the throttled bytes do not complete it
