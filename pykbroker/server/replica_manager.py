@@ -249,6 +249,10 @@ class ReplicaManager:
         }
         for name, fn in gauges.items():
             self.metrics.gauge(prefix + name, fn)
+        # Kafka's replication quota sensors (QuotaType LeaderReplication / FollowerReplication): bytes/s of throttled
+        # replicas over the quota windows
+        for quota in (self.leader_quota, self.follower_quota):
+            self.metrics.gauge(f"kafka.server:type={quota.name},name=byte-rate", quota.byte_rate)
 
     def startup(self, scheduler=None) -> None:
         """Start the LogDirFailureHandler thread and, with a ``scheduler``, Kafka's ``isr-expiration``
