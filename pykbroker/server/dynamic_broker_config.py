@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import threading
 
+from pykbroker.config.broker_configs.replication_configs import NUM_REPLICA_FETCHERS_CONFIG
 from pykbroker.config.broker_configs.server_configs import NUM_IO_THREADS_CONFIG
 from pykbroker.config.broker_configs.server_log_configs import LOG_CLEANER_ENABLE_CONFIG, LOG_CLEANER_THREADS_CONFIG
 from pykbroker.config.broker_configs.socket_server_configs import (
@@ -311,8 +312,8 @@ class DynamicBrokerConfig:
             threads = self._value(new, NUM_IO_THREADS_CONFIG)
             if threads != len(self.handler_pool.handlers):
                 self.handler_pool.resize(threads)
-        if "num.replica.fetchers" in changed and self.replica_fetcher_manager is not None:
-            self.replica_fetcher_manager.resize_thread_pool(self._value(new, "num.replica.fetchers"))
+        if NUM_REPLICA_FETCHERS_CONFIG in changed and self.replica_fetcher_manager is not None:
+            self.replica_fetcher_manager.resize_thread_pool(self._value(new, NUM_REPLICA_FETCHERS_CONFIG))
         if changed & {"leader.replication.throttled.rate", "follower.replication.throttled.rate"}:
             self._update_replication_quotas(new)
         if self.connection_quotas is not None and changed & {

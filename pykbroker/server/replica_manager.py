@@ -44,6 +44,10 @@ from pykbroker.config.broker_configs.replication_configs import (
     REPLICA_SELECTOR_CLASS_CONFIG,
 )
 from pykbroker.config.broker_configs.server_configs import FETCH_MAX_BYTES_CONFIG
+from pykbroker.config.topic_config import (
+    FOLLOWER_REPLICATION_THROTTLED_REPLICAS_CONFIG,
+    LEADER_REPLICATION_THROTTLED_REPLICAS_CONFIG,
+)
 from pykbroker.log.fetch_data_info import FetchIsolation, LogOffsetMetadata
 from pykbroker.log.log_validator import RecordValidationError
 from pykbroker.log.transaction_index import AbortedTxn
@@ -499,10 +503,11 @@ class ReplicaManager:
         """A topic's config overrides changed: its logs take the new LogConfig, and its throttled replicas
         (``leader/follower.replication.throttled.replicas``, Kafka's ``TopicConfigHandler``) the quotas."""
         self.leader_quota.mark_throttled(
-            topic, parse_throttled_partitions(overrides.get("leader.replication.throttled.replicas"), self.node_id)
+            topic, parse_throttled_partitions(overrides.get(LEADER_REPLICATION_THROTTLED_REPLICAS_CONFIG), self.node_id)
         )
         self.follower_quota.mark_throttled(
-            topic, parse_throttled_partitions(overrides.get("follower.replication.throttled.replicas"), self.node_id)
+            topic,
+            parse_throttled_partitions(overrides.get(FOLLOWER_REPLICATION_THROTTLED_REPLICAS_CONFIG), self.node_id),
         )
         config = self.log_manager.update_topic_config(topic, overrides)
         for p in self.partitions():

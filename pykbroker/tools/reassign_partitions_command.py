@@ -44,6 +44,10 @@ import sys
 from collections.abc import Iterable
 
 from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.config.topic_config import (
+    FOLLOWER_REPLICATION_THROTTLED_REPLICAS_CONFIG,
+    LEADER_REPLICATION_THROTTLED_REPLICAS_CONFIG,
+)
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.protocol.config_resource import ConfigResourceType
@@ -63,8 +67,8 @@ YOU_MUST_RUN_VERIFY_PERIODICALLY_MESSAGE = (
 LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"
 LOG_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
-LEADER_REPLICAS = "leader.replication.throttled.replicas"
-FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
+LEADER_REPLICAS = LEADER_REPLICATION_THROTTLED_REPLICAS_CONFIG
+FOLLOWER_REPLICAS = FOLLOWER_REPLICATION_THROTTLED_REPLICAS_CONFIG
 BROKER_LEVEL_THROTTLES = (LEADER_RATE, FOLLOWER_RATE, LOG_DIRS_RATE)
 TOPIC_LEVEL_THROTTLES = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
 SET, DELETE = 0, 1
