@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pykbroker.metadata.cluster_control_manager import apply_registration_change
+from pykbroker.metadata.delegation_token_control_manager import TokenInformation
 from pykbroker.metadata.features import KRAFT_VERSION
 from pykbroker.metadata.image import (
     BrokerRegistration,
@@ -32,6 +33,7 @@ from pykbroker.metadata.records import (
     BROKER_REGISTRATION_CHANGE_RECORD,
     CLIENT_QUOTA_RECORD,
     CONFIG_RECORD,
+    DELEGATION_TOKEN_RECORD,
     FEATURE_LEVEL_RECORD,
     FENCE_BROKER_RECORD,
     NO_OP_RECORD,
@@ -40,6 +42,7 @@ from pykbroker.metadata.records import (
     PRODUCER_IDS_RECORD,
     REGISTER_BROKER_RECORD,
     REMOVE_ACCESS_CONTROL_ENTRY_RECORD,
+    REMOVE_DELEGATION_TOKEN_RECORD,
     REMOVE_TOPIC_RECORD,
     REMOVE_USER_SCRAM_CREDENTIAL_RECORD,
     TOPIC_RECORD,
@@ -187,6 +190,8 @@ class MetadataDelta:
         self.acl_changes: dict[Any, tuple | None] = {}
         #: client quota entity -> {key: value, None = removed}
         self.client_quota_changes: dict[tuple, dict[str, float | None]] = {}
+        #: delegation token id -> its TokenInformation (None: removed)
+        self.delegation_token_changes: dict[str, TokenInformation | None] = {}
 
     def replay(self, record: ApiMessageAndVersion) -> None:
         name, d = record.name, record.data
@@ -233,6 +238,10 @@ class MetadataDelta:
             )
         elif name == REMOVE_USER_SCRAM_CREDENTIAL_RECORD:
             self.scram_changes[(d["name"], d["mechanism"])] = None
+        elif name == DELEGATION_TOKEN_RECORD:
+            self.delegation_token_changes[d["token_id"]] = TokenInformation.from_record(d)
+        elif name == REMOVE_DELEGATION_TOKEN_RECORD:
+            self.delegation_token_changes[d["token_id"]] = None
         elif name == ACCESS_CONTROL_ENTRY_RECORD:
             self.acl_changes[d["id"]] = (
                 d["resource_type"],
@@ -273,6 +282,8 @@ class MetadataDelta:
             self.scram_changes.setdefault(user_mechanism, None)
         for acl_id in self.image.acls:
             self.acl_changes.setdefault(acl_id, None)
+        for token_id in self.image.delegation_tokens:
+            self.delegation_token_changes.setdefault(token_id, None)
         for entity, quotas in self.image.client_quotas.items():
             quota_changes = self.client_quota_changes.setdefault(entity, {})
             for quota_key in quotas:
@@ -332,6 +343,14 @@ class MetadataDelta:
                 else:
                     scram[user_mechanism] = credential
             changes["scram"] = frozen(scram)
+        if self.delegation_token_changes:
+            tokens = dict(image.delegation_tokens)
+            for token_id, token in self.delegation_token_changes.items():
+                if token is None:
+                    tokens.pop(token_id, None)
+                else:
+                    tokens[token_id] = token
+            changes["delegation_tokens"] = frozen(tokens)
         if self.acl_changes:
             acls = dict(image.acls)
             for acl_id, binding in self.acl_changes.items():

@@ -82,6 +82,7 @@ _BY_LEVEL: Mapping[int, MetadataVersion] = MappingProxyType({mv.level: mv for mv
 IBP_3_3_IV3 = 7
 IBP_3_4_IV0 = 8
 IBP_3_5_IV2 = 11
+IBP_3_6_IV2 = 14
 IBP_3_7_IV2 = 17
 IBP_3_9_IV0 = 21
 IBP_4_0_IV0 = 22

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from pykbroker.metadata.delegation_token_control_manager import TokenInformation
 from pykbroker.metadata.features import METADATA_VERSION, register_broker_record_version
 from pykbroker.metadata.partition_registration import PartitionRegistration
 from pykbroker.metadata.records import (
@@ -150,6 +151,8 @@ class MetadataImage:
     #: client quotas (KIP-546): entity ``((type, name | None), ...)`` sorted by type -> {key: value}
     #: (Kafka's ``ClientQuotasImage``; see :mod:`pykbroker.metadata.client_quotas`)
     client_quotas: Mapping[tuple, Mapping[str, float]] = field(default_factory=lambda: _EMPTY)
+    #: delegation tokens (KIP-48; Kafka's ``DelegationTokenImage``): token id -> TokenInformation
+    delegation_tokens: Mapping[str, TokenInformation] = field(default_factory=lambda: _EMPTY)
 
     @property
     def offset(self) -> int:
@@ -169,6 +172,7 @@ class MetadataImage:
             or self.scram
             or self.acls
             or self.client_quotas
+            or self.delegation_tokens
         )
 
     def topic_configs(self, topic: str) -> Mapping[str, str]:
@@ -192,6 +196,7 @@ class MetadataImage:
             out.append(access_control_entry_record(acl_id, binding))
         for entity, quotas in self.client_quotas.items():
             out += [client_quota_record(entity, k, v) for k, v in sorted(quotas.items())]
+        out += [token.to_record() for _, token in sorted(self.delegation_tokens.items())]
         return out
 
 

@@ -59,6 +59,7 @@ from pykbroker.metadata.client_quota_control_manager import ClientQuotaControlMa
 from pykbroker.metadata.cluster_control_manager import ClusterControlManager
 from pykbroker.metadata.configuration_control_manager import ConfigSchema, ConfigurationControlManager
 from pykbroker.metadata.controller_result import ControllerResult, MutationQuota
+from pykbroker.metadata.delegation_token_control_manager import DelegationTokenControlManager, DelegationTokenSettings
 from pykbroker.metadata.event_queue import EventQueue, EventQueueClosedError
 from pykbroker.metadata.feature_control_manager import LATEST_PRODUCTION_METADATA_VERSION, FeatureControlManager
 from pykbroker.metadata.features import METADATA_VERSION, bootstrap_levels
@@ -98,6 +99,7 @@ class _ControlManagers:
         time: Time,
         session_timeout_ms: int,
         node_id: int = -1,
+        delegation_tokens: DelegationTokenSettings | None = None,
     ):
         self.features = FeatureControlManager(node_id, self._brokers_supported)
         self.cluster = ClusterControlManager(
@@ -117,6 +119,9 @@ class _ControlManagers:
         self.scram = ScramControlManager(lambda: self.features.metadata_version)
         self.acls = AclControlManager()
         self.client_quotas = ClientQuotaControlManager()
+        self.delegation_tokens = DelegationTokenControlManager(
+            delegation_tokens or DelegationTokenSettings(), time, lambda: self.features.metadata_version
+        )
 
     def _brokers_supported(self) -> Iterator[tuple[int, dict[str, tuple[int, int]]]]:
         """(broker id, {feature: (min, max)}) of every registered broker (Kafka's ``brokerSupported``)."""
@@ -134,6 +139,7 @@ class _ControlManagers:
             self.scram,
             self.acls,
             self.client_quotas,
+            self.delegation_tokens,
         ):
             manager.replay(record)
 
@@ -156,6 +162,7 @@ class _Listener(RaftClientListener[ApiMessageAndVersion]):
 
 MAYBE_FENCE_REPLICAS = "maybeFenceReplicas"
 MAYBE_BALANCE_PARTITION_LEADERS = "maybeBalancePartitionLeaders"
+SWEEP_EXPIRED_DELEGATION_TOKENS = "sweepExpiredDelegationTokens"
 #: a failed deferred fencing check is retried this much later (Kafka: one minute)
 DEFERRED_RETRY_MS = 60_000
 
@@ -180,13 +187,15 @@ class QuorumController:
         unfence_on_register: bool = True,
         session_timeout_ms: int = 9000,
         leader_imbalance_check_interval_ms: int | None = None,
+        delegation_tokens: DelegationTokenSettings | None = None,
     ):
         """``leader_imbalance_check_interval_ms``: with ``auto.leader.rebalance.enable``, how often the
         active controller moves leadership back to preferred replicas (None: never).
         ``bootstrap_metadata_version`` / ``bootstrap_features``: the levels an empty log starts at when
         ``bootstrap_records`` have no ``metadata.version`` (features None: Kafka's defaults for that
         ``metadata.version``, capped to what pykbroker supports). ``bootstrap_records``: the records of
-        ``bootstrap.checkpoint`` (None: none)."""
+        ``bootstrap.checkpoint`` (None: none). ``delegation_tokens``: the ``delegation.token.*`` configs (None:
+        tokens disabled); with a secret key the active controller removes expired tokens every check interval."""
         self.node_id = node_id
         self.leader_imbalance_check_interval_ms = leader_imbalance_check_interval_ms
         self.cluster_id = cluster_id
@@ -204,6 +213,7 @@ class QuorumController:
             time,
             session_timeout_ms,
             node_id,
+            delegation_tokens,
         )
         self.managers = _ControlManagers(*self._manager_args)
         #: a stall of the event thread this long (ms) is credited to every broker session
@@ -276,6 +286,18 @@ class QuorumController:
     def alter_user_scram_credentials(self, request: dict[str, Any]) -> Future:
         """AlterUserScramCredentials -> ``{throttle_time_ms, results: [{user, error_code, error_message}]}``."""
         return self._write("alterUserScramCredentials", lambda: self.managers.scram.alter_credentials(request))
+
+    def create_delegation_token(self, request: dict[str, Any], principal: str) -> Future:
+        """CreateDelegationToken (v3 body) for the requester ``principal`` -> the v3 response body."""
+        return self._write("createDelegationToken", lambda: self.managers.delegation_tokens.create(request, principal))
+
+    def renew_delegation_token(self, request: dict[str, Any], principal: str) -> Future:
+        """RenewDelegationToken -> ``{error_code, expiry_timestamp_ms, throttle_time_ms}``."""
+        return self._write("renewDelegationToken", lambda: self.managers.delegation_tokens.renew(request, principal))
+
+    def expire_delegation_token(self, request: dict[str, Any], principal: str) -> Future:
+        """ExpireDelegationToken -> ``{error_code, expiry_timestamp_ms, throttle_time_ms}``."""
+        return self._write("expireDelegationToken", lambda: self.managers.delegation_tokens.expire(request, principal))
 
     def alter_client_quotas(self, request: dict[str, Any]) -> Future:
         """AlterClientQuotas (KIP-546) -> ``{throttle_time_ms, entries: [{error_code, error_message, entity}]}``."""
@@ -506,6 +528,30 @@ class QuorumController:
         deadline = self.time.milliseconds() + interval
         self._queue.schedule_deferred(MAYBE_BALANCE_PARTITION_LEADERS, deadline, run, on_error)
 
+    def _schedule_token_sweep(self) -> None:
+        """Kafka's ``maybeScheduleNextExpiredDelegationTokenSweep``: with delegation tokens enabled, every
+        ``delegation.token.expiry.check.interval.ms`` the expired tokens are removed."""
+        tokens = self.managers.delegation_tokens
+        if not tokens.enabled:
+            return
+
+        def run() -> None:
+            if self._active_epoch < 0:
+                return
+            records = self.managers.delegation_tokens.sweep_expired()
+            if records:
+                self._log.info(f"Removing {len(records)} expired delegation token(s)")
+                self._append(records, None, None)
+            self._schedule_token_sweep()
+
+        def on_error(e: BaseException) -> None:
+            if not isinstance(e, (EventQueueClosedError, NotControllerError)):
+                self._log.error("Unexpected error in the expired delegation token sweep", error=repr(e))
+                self._schedule_token_sweep()
+
+        deadline = self.time.hi_res_milliseconds() + tokens.settings.expiry_check_interval_ms
+        self._queue.schedule_deferred(SWEEP_EXPIRED_DELEGATION_TOKENS, deadline, run, on_error)
+
     def _next_write_offset(self) -> int:
         """The offset the next appended record will get (Kafka's ``OffsetControlManager.nextWriteOffset``)."""
         return max(self._raft.log_end_offset(), self._last_reserved_offset + 1)
@@ -628,6 +674,7 @@ class QuorumController:
                 self._append(bootstrap, None, None)
             self._reschedule_maybe_fence_stale_brokers()
             self._schedule_leader_rebalance()
+            self._schedule_token_sweep()
             self._active_event.set()
         elif self._active_epoch >= 0:
             self._renounce(f"new leader {leader}")
@@ -654,6 +701,7 @@ class QuorumController:
         self._active_event.clear()
         self._queue.cancel_deferred(MAYBE_FENCE_REPLICAS)
         self._queue.cancel_deferred(MAYBE_BALANCE_PARTITION_LEADERS)
+        self._queue.cancel_deferred(SWEEP_EXPIRED_DELEGATION_TOKENS)
         self._fail_deferred(NotControllerError(f"The controller renounced leadership: {reason}"))
         self.managers = _ControlManagers(*self._manager_args)
         self._last_committed_offset = -1

@@ -33,6 +33,8 @@ ACCESS_CONTROL_ENTRY_RECORD = "AccessControlEntryRecord"
 REMOVE_ACCESS_CONTROL_ENTRY_RECORD = "RemoveAccessControlEntryRecord"
 REMOVE_USER_SCRAM_CREDENTIAL_RECORD = "RemoveUserScramCredentialRecord"
 CLIENT_QUOTA_RECORD = "ClientQuotaRecord"
+DELEGATION_TOKEN_RECORD = "DelegationTokenRecord"
+REMOVE_DELEGATION_TOKEN_RECORD = "RemoveDelegationTokenRecord"
 
 
 NO_LEADER = -1
@@ -102,6 +104,35 @@ def producer_ids_record(broker_id: int, broker_epoch: int, next_producer_id: int
         0,
         {"broker_id": broker_id, "broker_epoch": broker_epoch, "next_producer_id": next_producer_id},
     )
+
+
+def delegation_token_record(
+    token_id: str,
+    owner: str,
+    requester: str,
+    renewers: list[str],
+    issue_timestamp: int,
+    max_timestamp: int,
+    expiration_timestamp: int,
+) -> ApiMessageAndVersion:
+    """DelegationTokenRecord v0 (KIP-48): principals as ``"User:alice"``, timestamps in ms since the epoch."""
+    return ApiMessageAndVersion(
+        DELEGATION_TOKEN_RECORD,
+        0,
+        {
+            "owner": owner,
+            "requester": requester,
+            "renewers": list(renewers),
+            "issue_timestamp": issue_timestamp,
+            "max_timestamp": max_timestamp,
+            "expiration_timestamp": expiration_timestamp,
+            "token_id": token_id,
+        },
+    )
+
+
+def remove_delegation_token_record(token_id: str) -> ApiMessageAndVersion:
+    return ApiMessageAndVersion(REMOVE_DELEGATION_TOKEN_RECORD, 0, {"token_id": token_id})
 
 
 def user_scram_credential_record(

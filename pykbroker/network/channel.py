@@ -264,6 +264,7 @@ class KafkaChannel:
         "peer_closed",
         "authenticator",
         "principal",
+        "token_authenticated",
         "client_address",
         "thread_time_ns",
         "sasl_mechanism",
@@ -295,6 +296,8 @@ class KafkaChannel:
         #: security.SaslServerAuthenticator, which the network layer does not import
         self.authenticator: Any = None
         self.principal = "User:ANONYMOUS"
+        #: the SASL session logged in with a delegation token (KIP-48; Kafka's ``tokenAuthenticated``)
+        self.token_authenticated = False
         #: SASL: the mechanism the connection authenticated with, when its session expires (monotonic ns;
         #: None: never, KIP-368 connections.max.reauth.ms) and when its last re-authentication began (0: never)
         self.sasl_mechanism: str | None = None

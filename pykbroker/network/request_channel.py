@@ -49,6 +49,8 @@ class RequestContext:
     client_software_version: str = "unknown"
     #: the authenticated principal (``User:<name>`` from SASL or the client certificate; ANONYMOUS else)
     principal: str = "User:ANONYMOUS"
+    #: the principal logged in with a delegation token (KIP-48; Kafka's ``KafkaPrincipal.tokenAuthenticated``)
+    token_authenticated: bool = False
 
     @property
     def api_key(self) -> int:

@@ -537,6 +537,7 @@ class Processor(threading.Thread):
             self.failed_reauthentications += what == "re-authentication"
         elif authenticator.complete:
             channel.principal = authenticator.principal
+            channel.token_authenticated = getattr(authenticator, "token_authenticated", False)
             channel.authenticator = None
             channel.max_receive_size = self.socket_request_max_bytes
             lifetime_ms = getattr(authenticator, "session_lifetime_ms", None)
@@ -591,6 +592,7 @@ class Processor(threading.Thread):
             channel.client_software_name,
             channel.client_software_version,
             channel.principal,
+            channel.token_authenticated,
         )
         return Request(
             self.id,

@@ -143,6 +143,18 @@ metadata RemoveUserScramCredentialRecord 22 0 flex=0+
   name string 0+
   mechanism int8 0+
 
+metadata DelegationTokenRecord 10 0 flex=0+
+  owner string 0+
+  requester string 0+
+  renewers []string 0+
+  issue_timestamp int64 0+
+  max_timestamp int64 0+
+  expiration_timestamp int64 0+
+  token_id string 0+
+
+metadata RemoveDelegationTokenRecord 26 0 flex=0+
+  token_id string 0+
+
 """
 
 METADATA_RECORDS: dict[int, MessageSchema] = {s.api_key: s for s in parse_schemas(SCHEMAS)}

@@ -60,8 +60,9 @@ def max_reauth_ms(originals: dict, listener: str, mechanism: str) -> int:
         raise ConfigException(f"Invalid value {value} for configuration {key}: Not a number of type LONG") from None
 
 
-def authenticator_factories(endpoints, originals: dict, scram_credentials) -> dict:
-    """``{listener name: factory()}`` for the SASL listeners among ``endpoints`` (EndPoints)."""
+def authenticator_factories(endpoints, originals: dict, scram_credentials, token_credentials=None) -> dict:
+    """``{listener name: factory()}`` for the SASL listeners among ``endpoints`` (EndPoints);
+    ``token_credentials(token id, mechanism)``: delegation token logins over SCRAM (KIP-48; None: refused)."""
     out = {}
     for ep in endpoints:
         protocol = ep.security_protocol
@@ -94,7 +95,7 @@ def authenticator_factories(endpoints, originals: dict, scram_credentials) -> di
                 return PlainSaslServer(_users)
             if mechanism == OAUTHBEARER:
                 return OAuthBearerSaslServer(_validator)
-            return ScramSaslServer(mechanism, scram_credentials)
+            return ScramSaslServer(mechanism, scram_credentials, token_credentials)
 
         reauth = {m: max_reauth_ms(originals, listener, m) for m in mechanisms}
         out[listener] = lambda _m=tuple(mechanisms), _f=server_factory, _r=reauth: SaslServerAuthenticator(

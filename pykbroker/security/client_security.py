@@ -42,6 +42,8 @@ class ClientSecurity:
     password: str = ""
     #: OAUTHBEARER: ``() -> token`` (pykbroker.security.oauthbearer_login)
     token_provider: Callable[[], str] | None = field(default=None, compare=False)
+    #: SCRAM: log in with a delegation token (the ``tokenauth=true`` extension; KIP-48)
+    token_auth: bool = False
 
     def new_sasl_client(self):
         """A fresh SASL client state machine for one connection (PlainSaslClient / ScramSaslClient /
@@ -51,7 +53,7 @@ class ClientSecurity:
             from pykbroker.security.oauthbearer_login import OAuthBearerSaslClient
 
             return OAuthBearerSaslClient(self.token_provider())
-        return sasl_client(self.sasl_mechanism, self.username, self.password)
+        return sasl_client(self.sasl_mechanism, self.username, self.password, self.token_auth)
 
     def transport_factory(self, host: str):
         """``factory(sock) -> SslTransportLayer`` (client side, verifying ``host``), or None without TLS."""

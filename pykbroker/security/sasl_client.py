@@ -45,9 +45,18 @@ def _hmac(hash_name: str, key: bytes, data: bytes) -> bytes:
 
 
 class ScramSaslClient:
-    """RFC 5802 client: client-first -> (server-first) client-final -> (server-final) signature check."""
+    """RFC 5802 client: client-first -> (server-first) client-final -> (server-final) signature check.
+    ``extensions`` are appended to the client-first message (Kafka's ``ScramExtensions``): ``{"tokenauth":
+    "true"}`` logs in with a delegation token (user name: the token id, password: its base64 hmac; KIP-48)."""
 
-    def __init__(self, mechanism: str, username: str, password: str, nonce: str | None = None):
+    def __init__(
+        self,
+        mechanism: str,
+        username: str,
+        password: str,
+        nonce: str | None = None,
+        extensions: dict[str, str] | None = None,
+    ):
         if mechanism not in SCRAM_MECHANISMS:
             raise ValueError(f"Unsupported SCRAM mechanism {mechanism}")
         self.mechanism = mechanism
@@ -56,6 +65,8 @@ class ScramSaslClient:
         self.complete = False
         self._nonce = nonce or os.urandom(16).hex()
         self._client_first_bare = f"n={_sasl_name(username)},r={self._nonce}"
+        for key, value in (extensions or {}).items():
+            self._client_first_bare += f",{key}={value}"
         self._state = "SEND_CLIENT_FIRST"
         self._server_signature = b""
 
@@ -106,8 +117,9 @@ class ScramSaslClient:
         self.complete = True
 
 
-def sasl_client(mechanism: str, username: str, password: str):
-    """A fresh client of ``mechanism`` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); ValueError for others."""
+def sasl_client(mechanism: str, username: str, password: str, token_auth: bool = False):
+    """A fresh client of ``mechanism`` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); ValueError for others.
+    ``token_auth``: a SCRAM delegation token login (the ``tokenauth=true`` extension)."""
     if mechanism == "PLAIN":
         return PlainSaslClient(username, password)
-    return ScramSaslClient(mechanism, username, password)
+    return ScramSaslClient(mechanism, username, password, extensions={"tokenauth": "true"} if token_auth else None)

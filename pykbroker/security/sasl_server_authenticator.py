@@ -73,6 +73,8 @@ class SaslServerAuthenticator:
         self.server: SaslServer | None = None
         self.mechanism: str | None = None
         self.principal: str | None = None
+        #: the session logged in with a delegation token (Kafka's ``KafkaPrincipal.tokenAuthenticated``)
+        self.token_authenticated = False
         self.failure: str | None = None
         #: ms the session lasts from completion (None: no expiry), set when authentication completes
         self.session_lifetime_ms: int | None = None
@@ -187,6 +189,7 @@ class SaslServerAuthenticator:
             else:
                 self.state = "COMPLETE"
                 self.principal = principal
+                self.token_authenticated = bool(getattr(server, "token_authenticated", False))
                 self.session_lifetime_ms = self._session_lifetime_ms(server)
         if code != errors.NONE:
             self.state = "FAILED"

@@ -9,6 +9,12 @@ checked: ``H(ClientSignature XOR proof) == StoredKey``) -> server-final ``v=<Ser
 ``Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256``.
 ``credential_for(password, mechanism)`` derives a credential (PBKDF2, ``hashlib``), for the storage tool and
 AlterUserScramCredentials.
+
+Delegation tokens (KIP-48, Kafka's ``ScramExtensions.tokenAuthenticated``): a client-first message with the
+extension ``tokenauth=true`` names a token id as user; its credential comes from ``token_lookup(token id,
+mechanism)`` (the broker's DelegationTokenCache), the authorization id is the token's owner, the session is
+:attr:`ScramSaslServer.token_authenticated` and :attr:`ScramSaslServer.credential_expiration_ms` is the token's
+expiry (the session ends then, KIP-368). An unknown token fails with ``Token Authentication failed: Invalid tokenId``.
 """
 
 from __future__ import annotations
@@ -65,13 +71,19 @@ def _sasl_name(value: str) -> str:
 
 
 class ScramSaslServer:
-    def __init__(self, mechanism: str, credential_lookup):
-        """``credential_lookup(username, mechanism)`` -> ScramCredential or None."""
+    def __init__(self, mechanism: str, credential_lookup, token_lookup=None):
+        """``credential_lookup(username, mechanism)`` -> ScramCredential or None; ``token_lookup(token id,
+        mechanism)`` -> (ScramCredential, TokenInformation) or None (None: token logins fail)."""
         self.mechanism = mechanism
         self.hash_name = MECHANISMS[mechanism][0]
         self.lookup = credential_lookup
+        self.token_lookup = token_lookup
         self.complete = False
         self.authorization_id: str | None = None
+        #: the client logged in with a delegation token (``tokenauth=true``)
+        self.token_authenticated = False
+        #: a token login: the token's expiry (ms since the epoch), which bounds the session; else None
+        self.credential_expiration_ms: int | None = None
         self._state = "RECEIVE_CLIENT_FIRST"
 
     def _invalid(self) -> SaslAuthenticationError:
@@ -101,7 +113,10 @@ class ScramSaslServer:
         authzid = text[2:comma]
         self._gs2_header = text[: comma + 1]
         self._client_first_bare = text[comma + 1 :]
-        attrs = dict(_attributes(self._client_first_bare))
+        # n=<saslname>,r=<nonce>[,<extension key>=<value>...] (Kafka's ClientFirstMessage and ScramExtensions)
+        parts = self._client_first_bare.split(",")
+        attrs = dict(_attributes(",".join(parts[:2])))
+        extensions = dict(p.partition("=")[::2] for p in parts[2:])
         if "n" not in attrs or "r" not in attrs or not attrs["r"]:
             raise SaslAuthenticationError("Invalid SCRAM client first message: user name or nonce missing")
         username = _sasl_name(attrs["n"])
@@ -109,10 +124,20 @@ class ScramSaslServer:
             raise SaslAuthenticationError(
                 "Authentication failed: Client requested an authorization id that is different from username"
             )
-        credential = self.lookup(username, self.mechanism)
+        authorization_id = username
+        if extensions.get("tokenauth", "").lower() == "true":
+            found = self.token_lookup(username, self.mechanism) if self.token_lookup is not None else None
+            if found is None:
+                raise SaslAuthenticationError(f"Token Authentication failed: Invalid tokenId : {username}")
+            credential, token = found
+            authorization_id = token.owner.partition(":")[2] or token.owner
+            self.token_authenticated = True
+            self.credential_expiration_ms = token.expiry_timestamp
+        else:
+            credential = self.lookup(username, self.mechanism)
         if credential is None:
             raise self._invalid()
-        self._username = username
+        self._username = authorization_id
         self._credential = credential
         self._nonce = attrs["r"] + os.urandom(16).hex()  # alphanumeric, as Kafka's secureRandomString
         self._server_first = f"r={self._nonce},s={base64.b64encode(credential.salt).decode()},i={credential.iterations}"

@@ -72,6 +72,10 @@ BROKER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.UPDATE_FEATURES: (0, 2),
     ApiKeys.DESCRIBE_CLIENT_QUOTAS: (0, 1),
     ApiKeys.ALTER_CLIENT_QUOTAS: (0, 1),
+    ApiKeys.CREATE_DELEGATION_TOKEN: (1, 3),
+    ApiKeys.RENEW_DELEGATION_TOKEN: (1, 2),
+    ApiKeys.EXPIRE_DELEGATION_TOKEN: (1, 2),
+    ApiKeys.DESCRIBE_DELEGATION_TOKEN: (1, 3),
 }
 
 # api key -> the min version the ApiVersions response advertises below the served range (KAFKA-18659).
@@ -94,6 +98,9 @@ CONTROLLER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.DELETE_ACLS: (1, 3),
     ApiKeys.UPDATE_FEATURES: (0, 2),
     ApiKeys.ALTER_CLIENT_QUOTAS: (0, 1),
+    ApiKeys.CREATE_DELEGATION_TOKEN: (1, 3),
+    ApiKeys.RENEW_DELEGATION_TOKEN: (1, 2),
+    ApiKeys.EXPIRE_DELEGATION_TOKEN: (1, 2),
     ApiKeys.ENVELOPE: (0, 0),
 }
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pykbroker.coordinator.transaction.transaction_coordinator import TransactionCoordinator
     from pykbroker.network.connection_quotas import ConnectionQuotas
     from pykbroker.security.credential_cache import ScramCredentialCache
+    from pykbroker.security.delegation_token_cache import DelegationTokenCache
     from pykbroker.server.dynamic_broker_config import DynamicBrokerConfig
     from pykbroker.server.quotas.client_quota_manager import QuotaManagers
 
@@ -46,6 +47,8 @@ class BrokerMetadataPublisher(MetadataPublisher):
         self.dynamic_config: DynamicBrokerConfig | None = None
         #: the broker's ScramCredentialCache (set by the server), refreshed when credentials change
         self.scram_credentials: ScramCredentialCache | None = None
+        #: the broker's DelegationTokenCache (set by the server), refreshed when tokens change
+        self.delegation_tokens: DelegationTokenCache | None = None
         #: the broker's QuotaManagers (set by the server), given the client quotas when they change
         self.quota_managers: QuotaManagers | None = None
         #: the SocketServer's ConnectionQuotas (set by the server), given the IP connection rates when they change
@@ -73,6 +76,8 @@ class BrokerMetadataPublisher(MetadataPublisher):
             self.replica_manager.apply_delta(changes, new_image)
         if self.scram_credentials is not None and (delta.scram_changes or not self.first_publish.is_set()):
             self.scram_credentials.update_from_image(new_image)
+        if self.delegation_tokens is not None and (delta.delegation_token_changes or not self.first_publish.is_set()):
+            self.delegation_tokens.update_from_image(new_image)
         if self.quota_managers is not None and delta.client_quota_changes:
             self.quota_managers.update_quotas(new_image.client_quotas)
         if self.connection_quotas is not None and delta.client_quota_changes:

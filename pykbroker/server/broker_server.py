@@ -76,6 +76,7 @@ from pykbroker.network.socket_server import DATA_PLANE, SocketServer
 from pykbroker.protocol import errors
 from pykbroker.security.client_security import ClientSecurity
 from pykbroker.security.credential_cache import ScramCredentialCache
+from pykbroker.security.delegation_token_cache import DelegationTokenCache
 from pykbroker.server.add_partitions_to_txn_manager import AddPartitionsToTxnManager
 from pykbroker.server.alter_partition_manager import AlterPartitionManager
 from pykbroker.server.api_version_manager import ApiVersionManager
@@ -86,6 +87,7 @@ from pykbroker.server.dynamic_broker_config import DynamicBrokerConfig
 from pykbroker.server.fetch_session import FetchManager, FetchSessionCache
 from pykbroker.server.forwarding_manager import ForwardingManager
 from pykbroker.server.handlers.admin import AdminHandler
+from pykbroker.server.handlers.delegation_tokens import DelegationTokenHandlers
 from pykbroker.server.handlers.delete_records import DeleteRecordsHandler
 from pykbroker.server.handlers.describe_topic_partitions import DescribeTopicPartitionsHandler
 from pykbroker.server.handlers.fetch import FetchHandler
@@ -146,8 +148,11 @@ class BrokerServer:
         channel_for: Callable,
         advertised_endpoints: Callable[[], dict],
         voter_endpoints: Callable[[], dict[int, list[tuple[str, str, int]]]],
+        delegation_tokens: DelegationTokenCache | None = None,
     ):
         self.config = config
+        #: the delegation tokens (KIP-48) token logins and DescribeDelegationToken use, kept from the metadata log
+        self.delegation_tokens = delegation_tokens or DelegationTokenCache(None)
         self.time = time
         self.metrics = metrics
         self.shared = shared
@@ -404,6 +409,8 @@ class BrokerServer:
         publisher.dynamic_config = self.dynamic_config
         self.scram_credentials.update_from_image(cache.image)
         publisher.scram_credentials = self.scram_credentials
+        self.delegation_tokens.update_from_image(cache.image)
+        publisher.delegation_tokens = self.delegation_tokens
 
     def _start_transaction_coordinator(self) -> None:
         """The TransactionCoordinator: its state manager over ``__transaction_state``, the marker channel
@@ -502,6 +509,7 @@ class BrokerServer:
             ),
             InitProducerIdHandler(helper, self.producer_id_manager, self.txn_coordinator),
             SaslHandlers(helper),
+            DelegationTokenHandlers(helper, self.controller_handle, self.delegation_tokens),
             groups,
             TransactionHandlers(
                 helper, self.txn_coordinator, self.group_coordinator, rm, cache, self.config, self.time

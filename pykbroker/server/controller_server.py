@@ -29,6 +29,7 @@ from pykbroker.config.kafka_config import KafkaConfig
 from pykbroker.log.log_config import LogConfig
 from pykbroker.metadata.bootstrap import read_bootstrap_records
 from pykbroker.metadata.controller_metadata_metrics import ControllerMetadataMetrics
+from pykbroker.metadata.delegation_token_control_manager import DelegationTokenSettings
 from pykbroker.metadata.feature_control_manager import LATEST_PRODUCTION_METADATA_VERSION
 from pykbroker.metadata.features import LEGACY_BOOTSTRAP_METADATA_VERSION, METADATA_VERSION
 from pykbroker.metadata.log_config_schema import LogConfigSchema
@@ -118,6 +119,7 @@ class ControllerServer:
                 if config[AUTO_LEADER_REBALANCE_ENABLE_CONFIG]
                 else None
             ),
+            delegation_tokens=DelegationTokenSettings.from_config(config),
         )
         ControllerMetadataMetrics(self.metrics, self.controller, metadata_image)
         if self.quota_managers is not None:

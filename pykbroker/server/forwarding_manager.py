@@ -51,6 +51,9 @@ VERSIONS = {
     ApiKeys.DELETE_ACLS: 3,
     ApiKeys.UPDATE_FEATURES: 2,
     ApiKeys.ALTER_CLIENT_QUOTAS: 1,
+    ApiKeys.CREATE_DELEGATION_TOKEN: 3,
+    ApiKeys.RENEW_DELEGATION_TOKEN: 2,
+    ApiKeys.EXPIRE_DELEGATION_TOKEN: 2,
 }
 
 
@@ -115,6 +118,16 @@ class ForwardingManager:
 
     def alter_client_quotas(self, request: dict[str, Any], client=None) -> Future:
         return self._forward(ApiKeys.ALTER_CLIENT_QUOTAS, request, client)
+
+    def create_delegation_token(self, request: dict[str, Any], principal: str, client=None) -> Future:
+        """CreateDelegationToken (KIP-48); the controller takes the requester from the Envelope's principal."""
+        return self._forward(ApiKeys.CREATE_DELEGATION_TOKEN, request, client)
+
+    def renew_delegation_token(self, request: dict[str, Any], principal: str, client=None) -> Future:
+        return self._forward(ApiKeys.RENEW_DELEGATION_TOKEN, request, client)
+
+    def expire_delegation_token(self, request: dict[str, Any], principal: str, client=None) -> Future:
+        return self._forward(ApiKeys.EXPIRE_DELEGATION_TOKEN, request, client)
 
     def allocate_producer_ids(self, request: dict[str, Any]) -> Future:
         return self._forward(ApiKeys.ALLOCATE_PRODUCER_IDS, request)

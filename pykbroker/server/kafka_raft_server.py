@@ -60,6 +60,7 @@ from pykbroker.raft.kafka_network_channel import parse_voters
 from pykbroker.security.channel_builders import authenticator_factories, transport_factories
 from pykbroker.security.client_security import PLAINTEXT, ClientSecurity, client_security
 from pykbroker.security.credential_cache import ScramCredentialCache
+from pykbroker.security.delegation_token_cache import DelegationTokenCache
 from pykbroker.server.broker_server import BrokerServer
 from pykbroker.server.broker_state import BrokerState
 from pykbroker.server.controller_server import ControllerServer
@@ -95,6 +96,9 @@ class KafkaRaftServer:
         #: broker and only voter in one process: no network between its parts
         self.single_node = False
         self.scram_credentials = ScramCredentialCache()
+        secret = config["delegation.token.secret.key"] or config["delegation.token.master.key"] or None
+        #: delegation tokens (KIP-48) for token logins over SCRAM and DescribeDelegationToken
+        self.delegation_tokens = DelegationTokenCache(secret)
         self.inter_broker_security: ClientSecurity = PLAINTEXT
         self.controller_security: ClientSecurity = PLAINTEXT
         self.socket_server: SocketServer | None = None
@@ -166,6 +170,7 @@ class KafkaRaftServer:
                 self._channel_for,
                 self.advertised_endpoints,
                 self._voter_endpoints,
+                self.delegation_tokens,
             )
 
         if broker is not None:
@@ -229,7 +234,9 @@ class KafkaRaftServer:
         reporters = create_reporters(config[METRIC_REPORTERS_CONFIG], config.values)
         sconfig = SocketServerConfig.from_kafka_config(config)
         endpoints = [*config.data_plane_listeners, *filter(None, [config.control_plane_listener])]
-        authenticators = authenticator_factories(endpoints, config.originals, self.scram_credentials.lookup)
+        authenticators = authenticator_factories(
+            endpoints, config.originals, self.scram_credentials.lookup, self.delegation_tokens.scram_credential
+        )
         self.inter_broker_security, self.controller_security = self._client_securities()
         try:
             self.socket_server = SocketServer(

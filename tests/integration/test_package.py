@@ -47,6 +47,7 @@ COMMANDS = (
     "kafka-transactions",
     "kafka-acls",
     "kafka-features",
+    "kafka-delegation-tokens",
 )
 
 

@@ -1,5 +1,5 @@
-"""Security keys: Kafka's ``BrokerSecurityConfigs`` (SASL mechanisms, re-authentication) and the
-authorizer's (authorizer.class.name, super.users, allow.everyone.if.no.acl.found).
+"""Security keys: Kafka's ``BrokerSecurityConfigs`` (SASL mechanisms, re-authentication, delegation
+tokens) and the authorizer's (authorizer.class.name, super.users, allow.everyone.if.no.acl.found).
 
 Part of the broker's ConfigDef (:data:`pykbroker.config.kafka_config_def.BROKER_CONFIG_DEF`, the merge of
 these per-area ConfigDefs, as Kafka's ``AbstractKafkaConfig.CONFIG_DEF``). Every key has a one-sentence doc with its
@@ -48,7 +48,48 @@ SECURITY_CONFIG_DEF = (
         "listener.name.<listener>.<mechanism>.connections.max.reauth.ms.",
     )
     .define(
-        AUTHORIZER_CLASS_NAME_CONFIG,
+        "delegation.token.secret.key",
+        Type.PASSWORD,
+        None,
+        None,
+        M,
+        "Secret key of delegation tokens (KIP-48): the HMAC-SHA512 key of each token's hmac, the same on every node "
+        "(unset: delegation tokens are disabled, their APIs answer DELEGATION_TOKEN_AUTH_DISABLED).",
+    )
+    .define(
+        "delegation.token.master.key",
+        Type.PASSWORD,
+        None,
+        None,
+        L,
+        "Deprecated alias of delegation.token.secret.key, used when that key is unset.",
+    )
+    .define(
+        "delegation.token.max.lifetime.ms",
+        Type.LONG,
+        7 * 24 * 3600 * 1000,
+        at_least(1),
+        M,
+        "Maximum lifetime in ms of a delegation token: it cannot be renewed past its issue time plus this.",
+    )
+    .define(
+        "delegation.token.expiry.time.ms",
+        Type.LONG,
+        24 * 3600 * 1000,
+        at_least(1),
+        M,
+        "Validity in ms of a delegation token from its creation or renewal (the longest renew period).",
+    )
+    .define(
+        "delegation.token.expiry.check.interval.ms",
+        Type.LONG,
+        3600 * 1000,
+        at_least(1),
+        L,
+        "Interval in ms at which the active controller removes expired delegation tokens.",
+    )
+    .define(
+        "authorizer.class.name",
         Type.STRING,
         "",
         None,

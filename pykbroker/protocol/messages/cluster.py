@@ -284,6 +284,111 @@ class AlterUserScramCredentialsResponse(TypedDict, total=False):
     results: list[AlterUserScramCredentialsResponseResults]  # versions 0+
 
 
+class CreateDelegationTokenRequestRenewers(TypedDict, total=False):
+    """``renewers`` of :class:`CreateDelegationTokenRequest`."""
+
+    principal_type: str  # versions 0+
+    principal_name: str  # versions 0+
+
+
+class CreateDelegationTokenRequest(TypedDict, total=False):
+    """CreateDelegationTokenRequest (api key 38), versions 0-3, flexible 2+."""
+
+    owner_principal_type: str | None  # versions 3+, nullable 3+
+    owner_principal_name: str | None  # versions 3+, nullable 3+
+    renewers: list[CreateDelegationTokenRequestRenewers]  # versions 0+
+    max_lifetime_ms: int  # versions 0+
+
+
+class CreateDelegationTokenResponse(TypedDict, total=False):
+    """CreateDelegationTokenResponse (api key 38), versions 0-3, flexible 2+."""
+
+    error_code: int  # versions 0+
+    principal_type: str  # versions 0+
+    principal_name: str  # versions 0+
+    token_requester_principal_type: str  # versions 3+
+    token_requester_principal_name: str  # versions 3+
+    issue_timestamp_ms: int  # versions 0+
+    expiry_timestamp_ms: int  # versions 0+
+    max_timestamp_ms: int  # versions 0+
+    token_id: str  # versions 0+
+    hmac: bytes  # versions 0+
+    throttle_time_ms: int  # versions 0+
+
+
+class RenewDelegationTokenRequest(TypedDict, total=False):
+    """RenewDelegationTokenRequest (api key 39), versions 0-2, flexible 2+."""
+
+    hmac: bytes  # versions 0+
+    renew_period_ms: int  # versions 0+
+
+
+class RenewDelegationTokenResponse(TypedDict, total=False):
+    """RenewDelegationTokenResponse (api key 39), versions 0-2, flexible 2+."""
+
+    error_code: int  # versions 0+
+    expiry_timestamp_ms: int  # versions 0+
+    throttle_time_ms: int  # versions 0+
+
+
+class ExpireDelegationTokenRequest(TypedDict, total=False):
+    """ExpireDelegationTokenRequest (api key 40), versions 0-2, flexible 2+."""
+
+    hmac: bytes  # versions 0+
+    expiry_time_period_ms: int  # versions 0+
+
+
+class ExpireDelegationTokenResponse(TypedDict, total=False):
+    """ExpireDelegationTokenResponse (api key 40), versions 0-2, flexible 2+."""
+
+    error_code: int  # versions 0+
+    expiry_timestamp_ms: int  # versions 0+
+    throttle_time_ms: int  # versions 0+
+
+
+class DescribeDelegationTokenRequestOwners(TypedDict, total=False):
+    """``owners`` of :class:`DescribeDelegationTokenRequest`."""
+
+    principal_type: str  # versions 0+
+    principal_name: str  # versions 0+
+
+
+class DescribeDelegationTokenRequest(TypedDict, total=False):
+    """DescribeDelegationTokenRequest (api key 41), versions 0-3, flexible 2+."""
+
+    owners: list[DescribeDelegationTokenRequestOwners] | None  # versions 0+, nullable 0+
+
+
+class DescribeDelegationTokenResponseTokensRenewers(TypedDict, total=False):
+    """``renewers`` of :class:`DescribeDelegationTokenResponseTokens`."""
+
+    principal_type: str  # versions 0+
+    principal_name: str  # versions 0+
+
+
+class DescribeDelegationTokenResponseTokens(TypedDict, total=False):
+    """``tokens`` of :class:`DescribeDelegationTokenResponse`."""
+
+    principal_type: str  # versions 0+
+    principal_name: str  # versions 0+
+    token_requester_principal_type: str  # versions 3+
+    token_requester_principal_name: str  # versions 3+
+    issue_timestamp: int  # versions 0+
+    expiry_timestamp: int  # versions 0+
+    max_timestamp: int  # versions 0+
+    token_id: str  # versions 0+
+    hmac: bytes  # versions 0+
+    renewers: list[DescribeDelegationTokenResponseTokensRenewers]  # versions 0+
+
+
+class DescribeDelegationTokenResponse(TypedDict, total=False):
+    """DescribeDelegationTokenResponse (api key 41), versions 0-3, flexible 2+."""
+
+    error_code: int  # versions 0+
+    tokens: list[DescribeDelegationTokenResponseTokens]  # versions 0+
+    throttle_time_ms: int  # versions 0+
+
+
 class DescribeAclsRequest(TypedDict, total=False):
     """DescribeAclsRequest (api key 29), versions 1-3, flexible 2+."""
 
@@ -419,6 +524,14 @@ __all__ = [
     "DescribeUserScramCredentialsResponse",
     "AlterUserScramCredentialsRequest",
     "AlterUserScramCredentialsResponse",
+    "CreateDelegationTokenRequest",
+    "CreateDelegationTokenResponse",
+    "RenewDelegationTokenRequest",
+    "RenewDelegationTokenResponse",
+    "ExpireDelegationTokenRequest",
+    "ExpireDelegationTokenResponse",
+    "DescribeDelegationTokenRequest",
+    "DescribeDelegationTokenResponse",
     "DescribeAclsRequest",
     "DescribeAclsResponse",
     "CreateAclsRequest",

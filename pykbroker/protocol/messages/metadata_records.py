@@ -203,6 +203,24 @@ class RemoveUserScramCredentialRecord(TypedDict, total=False):
     mechanism: int  # versions 0+
 
 
+class DelegationTokenRecord(TypedDict, total=False):
+    """KRaft metadata record DelegationTokenRecord (type 10), versions 0."""
+
+    owner: str  # versions 0+
+    requester: str  # versions 0+
+    renewers: list[str]  # versions 0+
+    issue_timestamp: int  # versions 0+
+    max_timestamp: int  # versions 0+
+    expiration_timestamp: int  # versions 0+
+    token_id: str  # versions 0+
+
+
+class RemoveDelegationTokenRecord(TypedDict, total=False):
+    """KRaft metadata record RemoveDelegationTokenRecord (type 26), versions 0."""
+
+    token_id: str  # versions 0+
+
+
 __all__ = [
     "RegisterBrokerRecord",
     "UnregisterBrokerRecord",
@@ -222,4 +240,6 @@ __all__ = [
     "AccessControlEntryRecord",
     "RemoveAccessControlEntryRecord",
     "RemoveUserScramCredentialRecord",
+    "DelegationTokenRecord",
+    "RemoveDelegationTokenRecord",
 ]

@@ -1,4 +1,5 @@
-"""Cluster-level APIs: ApiVersions, Metadata, DescribeCluster, UpdateFeatures, SASL handshake/authenticate.
+"""Cluster-level APIs: ApiVersions, Metadata, DescribeCluster, UpdateFeatures, SASL handshake/authenticate,
+delegation tokens (KIP-48: CreateDelegationToken, RenewDelegationToken, ExpireDelegationToken, DescribeDelegationToken).
 
 Schema DSL: see :mod:`pykbroker.protocol.schema`. Field names, types and versions are protocol facts.
 """
@@ -147,6 +148,67 @@ response AlterUserScramCredentials 51 0 flex=0+
     user string 0+
     error_code int16 0+
     error_message string 0+ null=0+
+
+request CreateDelegationToken 38 0-3 flex=2+
+  owner_principal_type string 3+ null=3+
+  owner_principal_name string 3+ null=3+
+  renewers [] 0+
+    principal_type string 0+
+    principal_name string 0+
+  max_lifetime_ms int64 0+
+
+response CreateDelegationToken 38 0-3 flex=2+
+  error_code int16 0+
+  principal_type string 0+
+  principal_name string 0+
+  token_requester_principal_type string 3+
+  token_requester_principal_name string 3+
+  issue_timestamp_ms int64 0+
+  expiry_timestamp_ms int64 0+
+  max_timestamp_ms int64 0+
+  token_id string 0+
+  hmac bytes 0+
+  throttle_time_ms int32 0+
+
+request RenewDelegationToken 39 0-2 flex=2+
+  hmac bytes 0+
+  renew_period_ms int64 0+
+
+response RenewDelegationToken 39 0-2 flex=2+
+  error_code int16 0+
+  expiry_timestamp_ms int64 0+
+  throttle_time_ms int32 0+
+
+request ExpireDelegationToken 40 0-2 flex=2+
+  hmac bytes 0+
+  expiry_time_period_ms int64 0+
+
+response ExpireDelegationToken 40 0-2 flex=2+
+  error_code int16 0+
+  expiry_timestamp_ms int64 0+
+  throttle_time_ms int32 0+
+
+request DescribeDelegationToken 41 0-3 flex=2+
+  owners [] 0+ null=0+
+    principal_type string 0+
+    principal_name string 0+
+
+response DescribeDelegationToken 41 0-3 flex=2+
+  error_code int16 0+
+  tokens [] 0+
+    principal_type string 0+
+    principal_name string 0+
+    token_requester_principal_type string 3+
+    token_requester_principal_name string 3+
+    issue_timestamp int64 0+
+    expiry_timestamp int64 0+
+    max_timestamp int64 0+
+    token_id string 0+
+    hmac bytes 0+
+    renewers [] 0+
+      principal_type string 0+
+      principal_name string 0+
+  throttle_time_ms int32 0+
 
 request DescribeAcls 29 1-3 flex=2+
   resource_type_filter int8 0+

@@ -4,7 +4,8 @@
 * Producer id blocks: AllocateProducerIds (67).
 * Mutations that brokers forward: CreateTopics (19), DeleteTopics (20), CreatePartitions (37),
   IncrementalAlterConfigs (44), UpdateFeatures (57), AlterClientQuotas (49), ElectLeaders (43),
-  AlterPartitionReassignments (45) and ListPartitionReassignments (46, a read). These go through the same
+  AlterPartitionReassignments (45), ListPartitionReassignments (46, a read) and the delegation token writes
+  CreateDelegationToken (38), RenewDelegationToken (39), ExpireDelegationToken (40). These go through the same
   AdminHandler code as on a single node.
 * Envelope (58, KIP-590): a broker forwards its clients' mutations wrapped in an Envelope with the client's
   principal and address. The sender needs CLUSTER_ACTION on the cluster (else CLUSTER_AUTHORIZATION_FAILED, checked
@@ -24,6 +25,7 @@ from __future__ import annotations
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.server.handlers.admin import AdminHandler
+from pykbroker.server.handlers.delegation_tokens import DelegationTokenHandlers
 
 
 class ControllerApis:
@@ -35,6 +37,7 @@ class ControllerApis:
         self.controller = controller
         self.cluster_info = cluster_info
         self.admin = AdminHandler(helper, controller, None, broker_config, log_defaults)
+        self.tokens = DelegationTokenHandlers(helper, controller)
         # The controller mutation quota is applied to the requests brokers forward in an Envelope (the client's
         # identity); a request sent here directly comes from a node (auto-created topics) and is not limited.
         self.admin.apply_mutation_quota = False
@@ -62,6 +65,7 @@ class ControllerApis:
             ApiKeys.UPDATE_FEATURES: self.admin.handle_update_features_request,
             ApiKeys.ALTER_CLIENT_QUOTAS: self.admin.handle_alter_client_quotas_request,
             ApiKeys.ENVELOPE: self.handle_envelope_request,
+            **self.tokens.handlers(),
         }
         if self.cluster_info is not None:
             result[ApiKeys.DESCRIBE_CLUSTER] = self.handle_describe_cluster_request
