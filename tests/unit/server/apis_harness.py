@@ -24,6 +24,7 @@ from pykbroker.protocol import (
     response_schema,
 )
 from pykbroker.protocol.header import RequestHeader, request_header_version, response_header_version
+from pykbroker.security.delegation_token_cache import DelegationTokenCache
 from pykbroker.server.request_helper import RequestHelper
 from pykbroker.utils.time import MockTime
 
@@ -200,6 +201,7 @@ def broker_apis(
         shared=SimpleNamespace(raft=None, controller_channel=None, time=time),
         is_controller=True,
         _voter_endpoints=lambda: {},
+        delegation_tokens=DelegationTokenCache(None),
     )
     families = BrokerServer._broker_families(server)
     return build_apis(node_id, helper, time, families, lambda: UNKNOWN_FEATURES)
