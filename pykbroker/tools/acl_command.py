@@ -66,6 +66,7 @@ def _resources(args, pattern: int) -> list[tuple[int, str, int]]:
     out += [(ResourceType.GROUP, g, pattern) for g in args.group or []]
     out += [(ResourceType.TRANSACTIONAL_ID, t, pattern) for t in args.transactional_id or []]
     out += [(ResourceType.USER, u.strip(), pattern) for u in args.user_principal or []]
+    out += [(ResourceType.DELEGATION_TOKEN, t.strip(), pattern) for t in args.delegation_token or []]
     if args.cluster:
         out.append((ResourceType.CLUSTER, CLUSTER_NAME, pattern))
     return out
@@ -109,6 +110,12 @@ def main(argv: list[str] | None = None, out=sys.stdout, stdin=sys.stdin) -> int:
         action="append",
         help="Specifies a user principal as a resource in relation with the operation. For instance one could grant "
         "CreateTokens or DescribeTokens permission on a given user principal.",
+    )
+    p.add_argument(
+        "--delegation-token",
+        action="append",
+        help="Delegation token to which ACLs should be added or removed. A value of '*' indicates ACL should apply to "
+        "all tokens.",
     )
     p.add_argument("--resource-pattern-type", default=None, help="literal, prefixed (any, match for --list/--remove)")
     p.add_argument("--allow-principal", action="append", help="principal in PrincipalType:name format")

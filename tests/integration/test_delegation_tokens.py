@@ -29,7 +29,7 @@ from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.security.client_security import ClientSecurity
-from pykbroker.tools import delegation_token_command
+from pykbroker.tools import acl_command, delegation_token_command
 from tests.helpers.broker import ROOT, BrokerProcess
 from tests.helpers.topics import create_topic, record_batch
 from tests.helpers.wait import wait_until
@@ -209,9 +209,20 @@ def test_token_for_another_owner_acts_as_the_owner(broker, capsys):
     with token_connection(broker, token_id, hmac_b64) as conn:
         # bob has no WRITE on the topic: the session is bob's, not admin's (the requester's)
         assert produce(conn) == errors.TOPIC_AUTHORIZATION_FAILED
-    # bob owns it: he sees and expires it
+    # with CreateTokens on User:bob alice may create bob's tokens; Describe on a token shows it to her
+    assert tool(broker, "alice", "--describe", capsys=capsys)[1].count("User:bob") == 0
+    for resource in (["--user-principal", "User:bob", "--operation", "CreateTokens"],
+                     ["--delegation-token", token_id, "--operation", "Describe"]):  # fmt: skip
+        acl_argv = ["--bootstrap-server", broker.bootstrap, "--add", "--allow-principal", "User:alice", *resource]
+        assert acl_command.main(acl_argv, out=io.StringIO()) == 0
+    wait_until(lambda: token_id in tool(broker, "alice", "--describe", capsys=capsys)[1], message="no Describe ACL")
+    code, out, err = tool(broker, "alice", "--create", "--max-life-time-period", "-1", "--owner-principal", "User:bob",
+                          capsys=capsys)  # fmt: skip
+    assert code == 0, err
+    assert out.strip().splitlines()[-1].split()[2:4] == ["User:bob", "User:alice"]
+    # bob owns them: he sees and expires them
     code, out, _ = tool(broker, "bob", "--describe", "--owner-principal", "User:bob", capsys=capsys)
-    assert token_id in out
+    assert token_id in out and "Total number of tokens : 2" in out
     code, _, err = tool(broker, "bob", "--expire", "--hmac", hmac_b64, "--expiry-time-period", "-1", capsys=capsys)
     assert code == 0, err
 
