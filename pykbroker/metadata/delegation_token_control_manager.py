@@ -32,6 +32,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from pykbroker.config.broker_configs.security_configs import (
+    DELEGATION_TOKEN_EXPIRY_CHECK_INTERVAL_MS_CONFIG,
+    DELEGATION_TOKEN_EXPIRY_TIME_MS_CONFIG,
+    DELEGATION_TOKEN_MASTER_KEY_CONFIG,
+    DELEGATION_TOKEN_MAX_LIFETIME_MS_CONFIG,
+    DELEGATION_TOKEN_SECRET_KEY_CONFIG,
+)
 from pykbroker.metadata.controller_result import ControllerResult
 from pykbroker.metadata.features import IBP_3_6_IV2
 from pykbroker.metadata.records import (
@@ -112,10 +119,10 @@ class DelegationTokenSettings(NamedTuple):
     @classmethod
     def from_config(cls, config) -> DelegationTokenSettings:
         return cls(
-            config["delegation.token.secret.key"] or config["delegation.token.master.key"] or None,
-            config["delegation.token.max.lifetime.ms"],
-            config["delegation.token.expiry.time.ms"],
-            config["delegation.token.expiry.check.interval.ms"],
+            config[DELEGATION_TOKEN_SECRET_KEY_CONFIG] or config[DELEGATION_TOKEN_MASTER_KEY_CONFIG] or None,
+            config[DELEGATION_TOKEN_MAX_LIFETIME_MS_CONFIG],
+            config[DELEGATION_TOKEN_EXPIRY_TIME_MS_CONFIG],
+            config[DELEGATION_TOKEN_EXPIRY_CHECK_INTERVAL_MS_CONFIG],
         )
 
 

@@ -41,6 +41,8 @@ from pykbroker.config.broker_configs.kraft_configs import (
     SASL_MECHANISM_CONTROLLER_PROTOCOL_CONFIG,
 )
 from pykbroker.config.broker_configs.security_configs import (
+    DELEGATION_TOKEN_MASTER_KEY_CONFIG,
+    DELEGATION_TOKEN_SECRET_KEY_CONFIG,
     SASL_MECHANISM_INTER_BROKER_PROTOCOL_CONFIG,
     SASL_SERVER_MAX_RECEIVE_SIZE_CONFIG,
 )
@@ -96,7 +98,7 @@ class KafkaRaftServer:
         #: broker and only voter in one process: no network between its parts
         self.single_node = False
         self.scram_credentials = ScramCredentialCache()
-        secret = config["delegation.token.secret.key"] or config["delegation.token.master.key"] or None
+        secret = config[DELEGATION_TOKEN_SECRET_KEY_CONFIG] or config[DELEGATION_TOKEN_MASTER_KEY_CONFIG] or None
         #: delegation tokens (KIP-48) for token logins over SCRAM and DescribeDelegationToken
         self.delegation_tokens = DelegationTokenCache(secret)
         self.inter_broker_security: ClientSecurity = PLAINTEXT

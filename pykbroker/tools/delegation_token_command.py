@@ -81,7 +81,7 @@ def security_from_properties(props: dict[str, str]) -> ClientSecurity:
     if username is None or password is None:
         raise CommandError("The command config needs sasl.jaas.config with username and password options")
     token_auth = str(options.get("tokenauth", "false")).lower() == "true"
-    return ClientSecurity(protocol, context, mechanism, str(username), str(password), token_auth)
+    return ClientSecurity(protocol, context, mechanism, str(username), str(password), token_auth=token_auth)
 
 
 def _check(code: int) -> None:

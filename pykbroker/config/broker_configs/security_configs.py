@@ -33,6 +33,11 @@ SASL_OAUTHBEARER_SCOPE_CLAIM_NAME_CONFIG = "sasl.oauthbearer.scope.claim.name"
 SASL_OAUTHBEARER_SUB_CLAIM_NAME_CONFIG = "sasl.oauthbearer.sub.claim.name"
 SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL_CONFIG = "sasl.oauthbearer.token.endpoint.url"
 SASL_SERVER_CALLBACK_HANDLER_CLASS_CONFIG = "sasl.server.callback.handler.class"
+DELEGATION_TOKEN_EXPIRY_CHECK_INTERVAL_MS_CONFIG = "delegation.token.expiry.check.interval.ms"
+DELEGATION_TOKEN_EXPIRY_TIME_MS_CONFIG = "delegation.token.expiry.time.ms"
+DELEGATION_TOKEN_MASTER_KEY_CONFIG = "delegation.token.master.key"
+DELEGATION_TOKEN_MAX_LIFETIME_MS_CONFIG = "delegation.token.max.lifetime.ms"
+DELEGATION_TOKEN_SECRET_KEY_CONFIG = "delegation.token.secret.key"
 
 SECURITY_CONFIG_DEF = (
     ConfigDef()
@@ -48,7 +53,7 @@ SECURITY_CONFIG_DEF = (
         "listener.name.<listener>.<mechanism>.connections.max.reauth.ms.",
     )
     .define(
-        "delegation.token.secret.key",
+        DELEGATION_TOKEN_SECRET_KEY_CONFIG,
         Type.PASSWORD,
         None,
         None,
@@ -57,7 +62,7 @@ SECURITY_CONFIG_DEF = (
         "(unset: delegation tokens are disabled, their APIs answer DELEGATION_TOKEN_AUTH_DISABLED).",
     )
     .define(
-        "delegation.token.master.key",
+        DELEGATION_TOKEN_MASTER_KEY_CONFIG,
         Type.PASSWORD,
         None,
         None,
@@ -65,7 +70,7 @@ SECURITY_CONFIG_DEF = (
         "Deprecated alias of delegation.token.secret.key, used when that key is unset.",
     )
     .define(
-        "delegation.token.max.lifetime.ms",
+        DELEGATION_TOKEN_MAX_LIFETIME_MS_CONFIG,
         Type.LONG,
         7 * 24 * 3600 * 1000,
         at_least(1),
@@ -73,7 +78,7 @@ SECURITY_CONFIG_DEF = (
         "Maximum lifetime in ms of a delegation token: it cannot be renewed past its issue time plus this.",
     )
     .define(
-        "delegation.token.expiry.time.ms",
+        DELEGATION_TOKEN_EXPIRY_TIME_MS_CONFIG,
         Type.LONG,
         24 * 3600 * 1000,
         at_least(1),
@@ -81,7 +86,7 @@ SECURITY_CONFIG_DEF = (
         "Validity in ms of a delegation token from its creation or renewal (the longest renew period).",
     )
     .define(
-        "delegation.token.expiry.check.interval.ms",
+        DELEGATION_TOKEN_EXPIRY_CHECK_INTERVAL_MS_CONFIG,
         Type.LONG,
         3600 * 1000,
         at_least(1),
@@ -89,7 +94,7 @@ SECURITY_CONFIG_DEF = (
         "Interval in ms at which the active controller removes expired delegation tokens.",
     )
     .define(
-        "authorizer.class.name",
+        AUTHORIZER_CLASS_NAME_CONFIG,
         Type.STRING,
         "",
         None,
