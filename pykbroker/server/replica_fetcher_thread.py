@@ -8,8 +8,12 @@ connection to the leader's inter-broker listener and a map of partitions, each i
   epoch ends; the log is truncated there (KIP-101/KIP-279: a leader answering with an older epoch makes
   the follower truncate to that epoch's end on its own side and ask again). A replica without epochs
   truncates to its high watermark. The partition then goes to fetching at its LEO.
-* **fetching**: one Fetch (v15: topic ids, ``replica_state`` with this broker's id and epoch, no
-  fetch session) for all fetching partitions at their LEO, waiting up to ``replica.fetch.wait.max.ms``
+* **fetching**: one Fetch (v15: topic ids, ``replica_state`` with this broker's id and epoch) for all
+  fetching partitions at their LEO in a KIP-227 incremental fetch session
+  (:class:`~pykbroker.server.fetch_session_handler.FetchSessionHandler`: a full Fetch opens it, later ones
+  list only the partitions whose fetch offset or request data changed, and the leader answers only those
+  whose data, HW or log start offset changed; a session error makes the next Fetch a full one at once),
+  waiting up to ``replica.fetch.wait.max.ms``
   for ``replica.fetch.min.bytes``, at most ``replica.fetch.max.bytes`` per partition and
   ``replica.fetch.response.max.bytes`` in all. Records are appended as they are
   (``Partition.append_records_as_follower``), then the leader's HW and log start offset are taken; a
@@ -63,6 +67,7 @@ from pykbroker.config.broker_configs.replication_configs import (
 )
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.server.fetch_session_handler import FetchSessionHandler, PartitionData
 from pykbroker.utils.logging import get_logger
 
 FETCH_VERSION = 15
@@ -83,6 +88,9 @@ _BACK_OFF = frozenset(
         errors.OFFSET_NOT_AVAILABLE,
     }
 )
+
+# Top-level errors of an incremental fetch session: the next Fetch is a full one, sent without a back-off.
+_SESSION_ERRORS = frozenset({errors.FETCH_SESSION_ID_NOT_FOUND, errors.INVALID_FETCH_SESSION_EPOCH})
 
 
 @dataclass(frozen=True)
@@ -145,6 +153,8 @@ class ReplicaFetcherThread(threading.Thread):
         self._conn_lock = threading.Lock()
         self._interrupt_handle: socket.socket | None = None  # a dup of the connection's socket
         self._reset_reason: str | None = None
+        #: the KIP-227 session with the leader (only this thread uses it)
+        self.session = FetchSessionHandler()
         self.log = get_logger("ReplicaFetcherThread", broker=self.node_id, leader=source.id, fetcher=fetcher_id)
 
     # -- partition map (other threads) ---------------------------------------------------------
@@ -418,7 +428,7 @@ class ReplicaFetcherThread(threading.Thread):
         with self._lock:
             ready = self._ready(FETCHING)
             sent: dict[tuple[str, int], tuple[PartitionFetchState, int]] = {}
-            topics: dict[object, list[dict]] = {}
+            wanted: dict[tuple[str, int], PartitionData] = {}
             quota = getattr(self.replica_manager, "follower_quota", None)
             held_back = False
             for tp, st in ready.items():
@@ -431,18 +441,17 @@ class ReplicaFetcherThread(threading.Thread):
                 log = partition.log
                 st.fetch_offset = log.log_end_offset
                 latest = log.latest_epoch
-                topics.setdefault(st.topic_id, []).append(
-                    {
-                        "partition": tp[1],
-                        "current_leader_epoch": st.current_leader_epoch,
-                        "fetch_offset": st.fetch_offset,
-                        "last_fetched_epoch": latest if latest is not None else -1,
-                        "log_start_offset": log.log_start_offset,
-                        "partition_max_bytes": self.partition_max_bytes,
-                    }
+                wanted[tp] = PartitionData(
+                    st.topic_id,
+                    st.fetch_offset,
+                    st.current_leader_epoch,
+                    latest if latest is not None else -1,
+                    log.log_start_offset,
+                    self.partition_max_bytes,
                 )
                 sent[tp] = (st, st.fetch_offset)
         if not sent:
+            self.session.handle_error()  # the next Fetch closes the session (its partitions are gone) and opens one
             if held_back:  # only throttled partitions: wait for the rate to come down (Kafka's fetch backoff)
                 self._work.clear()
                 self._work.wait(self.backoff_ms / 1000)
@@ -452,6 +461,7 @@ class ReplicaFetcherThread(threading.Thread):
         names = {st.topic_id: tp[0] for tp, (st, _) in sent.items()}
         if self.requests_meter is not None:
             self.requests_meter.mark()
+        data = self.session.build(wanted)
         response = self._send(
             ApiKeys.FETCH,
             FETCH_VERSION,
@@ -461,17 +471,22 @@ class ReplicaFetcherThread(threading.Thread):
                 "min_bytes": self.min_bytes,
                 "max_bytes": self.max_bytes,
                 "isolation_level": 0,
-                "session_id": 0,
-                "session_epoch": -1,
-                "topics": [{"topic_id": t, "partitions": ps} for t, ps in topics.items()],
-                "forgotten_topics_data": [],
+                "session_id": data.session_id,
+                "session_epoch": data.session_epoch,
+                "topics": data.topics,
+                "forgotten_topics_data": data.forgotten_topics_data,
                 "rack_id": "",
             },
         )
         if response is None:
+            self.session.handle_error()
             return
-        if response.get("error_code", errors.NONE) != errors.NONE:
-            name = errors.for_code(response["error_code"]).name
+        if not self.session.handle_response(response, data.is_full):
+            code = response["error_code"]
+            name = errors.for_code(code).name
+            if code in _SESSION_ERRORS:  # Kafka: an empty answer; the next Fetch (a full one) goes at once
+                self.log.info(f"Fetch session {data.session_id} with broker {self.source.id}: {name}; full fetch")
+                return
             self.log.warning(f"Fetch from broker {self.source.id} failed: {name}")
             self._delay_all()
             return

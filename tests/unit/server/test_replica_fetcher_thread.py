@@ -282,7 +282,11 @@ def test_fetch_request_is_kafkas_replica_fetch(h):
     assert (key, version) == (ApiKeys.FETCH, 15)
     assert body["replica_state"] == {"replica_id": 1, "replica_epoch": BROKER_EPOCH}
     assert (body["max_wait_ms"], body["min_bytes"], body["max_bytes"]) == (100, 1, 10 << 20)
-    assert (body["session_id"], body["session_epoch"], body["isolation_level"]) == (0, -1, 0)
+    assert (body["session_id"], body["session_epoch"], body["isolation_level"]) == (
+        0,
+        0,
+        0,
+    )  # a full fetch that opens a KIP-227 session
     [topic] = body["topics"]
     assert topic["topic_id"] == TOPIC_ID
     assert topic["partitions"] == [
@@ -753,3 +757,151 @@ def test_reset_connection_abandons_the_request_and_reconnects_without_back_off(h
 def test_shutdown_of_a_thread_never_started_returns_at_once(h):
     h.fetcher.shutdown(timeout_s=5)
     assert not h.fetcher.is_alive() and not h.fetcher._running
+
+
+# -- KIP-227 fetch session with the leader ---------------------------------------------------------------------
+
+
+class SessionLeader:
+    """A Fetch handler with a leader's session semantics: epoch 0 opens session ``SESSION`` over the partitions
+    listed (closing any named), later epochs must match; an incremental answer carries only partitions whose
+    records (``records[index]``, answered once) or ``hw`` changed since the session last answered them."""
+
+    SESSION = 77
+
+    def __init__(self, partitions: int):
+        self.hw = dict.fromkeys(range(partitions), 0)
+        self.records: dict[int, bytes] = {}
+        self.session: dict[int, int] | None = None  # partition -> fetch offset
+        self.epoch = 0
+        self.answered_hw: dict[int, int] = {}
+        self.error: int | None = None
+
+    def _answer(self, index: int) -> dict:
+        self.answered_hw[index] = self.hw[index]
+        return {
+            "partition_index": index,
+            "error_code": errors.NONE,
+            "high_watermark": self.hw[index],
+            "log_start_offset": 0,
+            "records": self.records.pop(index, None),
+        }
+
+    def __call__(self, body: dict) -> dict:
+        if self.error is not None:
+            code, self.error = self.error, None
+            return {"error_code": code, "session_id": 0, "responses": []}
+        listed = {p["partition"]: p["fetch_offset"] for t in body["topics"] for p in t["partitions"]}
+        if body["session_epoch"] == 0:
+            self.session, self.epoch, self.answered_hw = dict(listed), 1, {}
+            ps = [self._answer(i) for i in sorted(listed)]
+        else:
+            assert self.session is not None and body["session_id"] == self.SESSION
+            assert body["session_epoch"] == self.epoch
+            self.epoch += 1
+            self.session.update(listed)
+            for t in body["forgotten_topics_data"]:
+                for i in t["partitions"]:
+                    del self.session[i]
+            ps = [
+                self._answer(i)
+                for i in sorted(self.session)
+                if i in self.records or self.answered_hw.get(i) != self.hw[i]
+            ]
+        return {
+            "error_code": errors.NONE,
+            "session_id": self.SESSION,
+            "responses": [{"topic_id": TOPIC_ID, "partitions": ps}] if ps else [],
+        }
+
+
+def listed(body: dict) -> dict[int, int]:
+    return {p["partition"]: p["fetch_offset"] for t in body["topics"] for p in t["partitions"]}
+
+
+def test_incremental_fetches_list_only_partitions_whose_fetch_offset_changed(h):
+    for i in range(3):
+        h.add(i, state=FETCHING)
+    leader = h.leader.handlers[ApiKeys.FETCH] = SessionLeader(3)
+    leader.records[1] = batches(0, [2])
+    h.fetcher.do_work()  # full: opens the session
+    h.fetcher.do_work()  # partition 1 moved to offset 2
+    h.fetcher.do_work()  # idle: nothing to list, nothing answered
+    full, moved, idle = h.leader.sent(ApiKeys.FETCH)
+    assert (full["session_id"], full["session_epoch"], listed(full)) == (0, 0, {0: 0, 1: 0, 2: 0})
+    assert (moved["session_id"], moved["session_epoch"], listed(moved)) == (SessionLeader.SESSION, 1, {1: 2})
+    assert (idle["session_id"], idle["session_epoch"], idle["topics"]) == (SessionLeader.SESSION, 2, [])
+    assert moved["forgotten_topics_data"] == idle["forgotten_topics_data"] == []
+    assert h.partition(1).log.log_end_offset == 2
+
+
+def test_a_high_watermark_in_an_incremental_answer_reaches_the_follower(h):
+    h.add(0, state=FETCHING)
+    h.add(1, state=FETCHING)
+    leader = h.leader.handlers[ApiKeys.FETCH] = SessionLeader(2)
+    leader.records = {0: batches(0, [3]), 1: batches(0, [3])}
+    h.fetcher.do_work()
+    leader.hw[1] = 3  # only partition 1's HW moved on the leader
+    h.fetcher.do_work()
+    assert h.partition(1).log.high_watermark == 3 and h.partition(0).log.high_watermark == 0
+
+
+def test_a_partition_leaving_the_fetcher_is_forgotten_in_the_session(h):
+    h.add(0, state=FETCHING)
+    h.add(1, state=FETCHING)
+    h.leader.handlers[ApiKeys.FETCH] = SessionLeader(2)
+    h.fetcher.do_work()
+    h.fetcher.remove_partitions([(TOPIC, 1)])
+    h.fetcher.do_work()
+    last = h.leader.sent(ApiKeys.FETCH)[-1]
+    assert last["topics"] == [] and last["forgotten_topics_data"] == [{"topic_id": TOPIC_ID, "partitions": [1]}]
+
+
+@pytest.mark.parametrize(
+    ("code", "next_session_id"),
+    [(errors.FETCH_SESSION_ID_NOT_FOUND, 0), (errors.INVALID_FETCH_SESSION_EPOCH, SessionLeader.SESSION)],
+)
+def test_a_session_error_makes_the_next_fetch_a_full_one_without_back_off(h, code, next_session_id):
+    """Kafka's FetchSessionHandler: an unknown session is forgotten; a bad epoch closes it with the next full
+    fetch (epoch 0 naming it), which opens a new one."""
+    st = h.add(0, state=FETCHING)
+    h.add(1, state=FETCHING)
+    leader = h.leader.handlers[ApiKeys.FETCH] = SessionLeader(2)
+    h.fetcher.do_work()
+    leader.error = code
+    h.fetcher.do_work()
+    assert st.delay_until_ms == 0
+    leader.records[0] = batches(0, [1])
+    h.fetcher.do_work()
+    retry = h.leader.sent(ApiKeys.FETCH)[-1]
+    assert (retry["session_id"], retry["session_epoch"], listed(retry)) == (next_session_id, 0, {0: 0, 1: 0})
+    assert h.partition(0).log.log_end_offset == 1
+
+
+def test_a_lost_fetch_makes_the_next_one_a_full_fetch_closing_the_session(h):
+    """The leader may or may not have advanced the session's epoch: start over."""
+    h.add(0, state=FETCHING)
+    leader = SessionLeader(1)
+    h.leader.handlers[ApiKeys.FETCH] = leader
+    h.fetcher.do_work()
+
+    def lost(body):
+        raise ConnectionResetError("leader went away")
+
+    h.leader.handlers[ApiKeys.FETCH] = lost
+    h.fetcher.do_work()
+    h.leader.handlers[ApiKeys.FETCH] = leader
+    h.time.sleep(BACKOFF_MS)
+    h.fetcher.do_work()
+    retry = h.leader.sent(ApiKeys.FETCH)[-1]
+    assert (retry["session_id"], retry["session_epoch"], listed(retry)) == (SessionLeader.SESSION, 0, {0: 0})
+
+
+def test_without_a_session_from_the_leader_every_fetch_is_full(h):
+    h.add(0, state=FETCHING)
+    h.leader.handlers[ApiKeys.FETCH] = fetch_answer()  # answers with no session id
+    h.fetcher.do_work()
+    h.fetcher.do_work()
+    assert [(b["session_id"], b["session_epoch"], listed(b)) for b in h.leader.sent(ApiKeys.FETCH)] == [
+        (0, 0, {0: 0})
+    ] * 2
