@@ -696,6 +696,11 @@ class UnifiedLog:
         records at the bound; raises OffsetOutOfRangeError below ``log_start_offset`` or above the LEO.
         The records are a zero-copy FileRecordsSlice. A segment deleted or truncated under the read
         (retention, truncation) makes it start again against the new state."""
+        end_metadata = self._next_offset_metadata
+        if start_offset == end_metadata.message_offset:  # a caught-up fetch (every idle follower's): no I/O
+            channel = self.log_dir_failure_channel
+            if channel is None or not channel.has_offline_log_dir(self.parent_dir):
+                return FetchDataInfo.empty(end_metadata)
         for attempt in range(3):
             try:
                 with self._io("reading from"):

@@ -49,6 +49,8 @@ def test_full_disk_is_a_storage_error_and_takes_the_dir_offline(tmp_path, monkey
     assert bad.log_end_offset == acked
     with pytest.raises(KafkaStorageError, match="already offline"):
         bad.read(0, 1000)
+    with pytest.raises(KafkaStorageError, match="already offline"):  # a caught-up read too (no I/O)
+        bad.read(acked, 1000)
     _append(good)  # the other directory keeps working
     assert lm.handle_log_dir_failure(str(full)) == [("t", 0)]
     assert lm.live_log_dirs == [str(ok)] and lm.get_log("t", 0) is None
