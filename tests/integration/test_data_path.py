@@ -19,6 +19,9 @@ from tests.integration.data_path_clients import CLIENTS, index_of, key, value
 pytestmark = pytest.mark.integration
 
 N = int(os.environ.get("PYKBROKER_ACCEPTANCE_RECORDS", "200000"))
+# The pure-Python clients decode every record in Python (~10 us each): a quarter of the records shows the same
+# properties (every codec, order, density, headers) in a quarter of the time.
+PURE_PYTHON_CLIENTS = {"kafka-python": max(1, N // 4), "aiokafka": max(1, N // 4)}
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 
@@ -36,11 +39,12 @@ def shared_broker(tmp_path_factory):
 @pytest.mark.parametrize("client", list(CLIENTS))
 def test_client_round_trip_every_codec(shared_broker, client, codec):
     produce, consume = CLIENTS[client]
+    n = PURE_PYTHON_CLIENTS.get(client, N)
     topic = f"rt-{client}-{codec}"
     admin = create_topic(shared_broker.bootstrap, topic, 6)
-    produce(shared_broker.bootstrap, topic, N, codec)
-    records = consume(shared_broker.bootstrap, topic, N, 6)
-    assert len(records) == N
+    produce(shared_broker.bootstrap, topic, n, codec)
+    records = consume(shared_broker.bootstrap, topic, n, 6)
+    assert len(records) == n
     seen = set()
     last_index: dict[int, int] = {}
     last_offset: dict[int, int] = {}
@@ -56,7 +60,7 @@ def test_client_round_trip_every_codec(shared_broker, client, codec):
         assert i > last_index.get(partition, -1), "out of order within a partition"
         assert offset == last_offset.get(partition, -1) + 1, "offsets are dense and in order"
         last_index[partition], last_offset[partition] = i, offset
-    assert seen == set(range(N))
+    assert seen == set(range(n))
     admin.delete_topics([topic])[topic].result(30)
     wait_until(lambda: topic not in admin.list_topics(timeout=5).topics, 10, message="topic deleted")
 
