@@ -165,6 +165,16 @@ class DelegationTokenControlManager:
             if self.tokens.pop(token_id, None) is not None and self.settings.secret_key is not None:
                 self._by_hmac.pop(create_hmac(token_id, self.settings.secret_key), None)
 
+    def _token_to_change(self, mac: bytes) -> tuple[int, TokenInformation | None]:
+        """Renew's and Expire's first checks: ``(NONE, token)``, or ``(error code, None)`` when tokens are disabled
+        (DELEGATION_TOKEN_AUTH_DISABLED, UNSUPPORTED_VERSION) or no token has this hmac
+        (DELEGATION_TOKEN_NOT_FOUND)."""
+        code = self._check_enabled()
+        if code != errors.NONE:
+            return code, None
+        token = self.token_for_hmac(mac)
+        return (errors.NONE, token) if token is not None else (errors.DELEGATION_TOKEN_NOT_FOUND, None)
+
     def token_for_hmac(self, mac: bytes) -> TokenInformation | None:
         token_id = self._by_hmac.get(bytes(mac))
         return None if token_id is None else self.tokens.get(token_id)
@@ -220,61 +230,46 @@ class DelegationTokenControlManager:
     def renew(self, request: dict[str, Any], principal: str) -> ControllerResult[dict]:
         """RenewDelegationToken -> ``{error_code, expiry_timestamp_ms, throttle_time_ms}``."""
         now = self.time.milliseconds()
-
-        def fail(code: int) -> ControllerResult[dict]:
-            return ControllerResult(
-                [], {"error_code": code, "expiry_timestamp_ms": ERROR_TIMESTAMP, "throttle_time_ms": 0}
-            )
-
-        code = self._check_enabled()
-        if code != errors.NONE:
-            return fail(code)
-        token = self.token_for_hmac(request["hmac"])
+        code, token = self._token_to_change(request["hmac"])
         if token is None:
-            return fail(errors.DELEGATION_TOKEN_NOT_FOUND)
+            return _expiry_answer(code)
         if token.expired(now):
-            return fail(errors.DELEGATION_TOKEN_EXPIRED)
+            return _expiry_answer(errors.DELEGATION_TOKEN_EXPIRED)
         if not token.owner_or_renewer(principal):
-            return fail(errors.DELEGATION_TOKEN_OWNER_MISMATCH)
+            return _expiry_answer(errors.DELEGATION_TOKEN_OWNER_MISMATCH)
         period = self.settings.expiry_time_ms
         if request.get("renew_period_ms", -1) > 0:
             period = min(period, request["renew_period_ms"])
         expiry = min(token.max_timestamp, _sum(now, period))
-        return ControllerResult(
-            [token.to_record(expiry)], {"error_code": errors.NONE, "expiry_timestamp_ms": expiry, "throttle_time_ms": 0}
-        )
+        return _expiry_answer(errors.NONE, expiry, [token.to_record(expiry)])
 
     def expire(self, request: dict[str, Any], principal: str) -> ControllerResult[dict]:
         """ExpireDelegationToken -> ``{error_code, expiry_timestamp_ms, throttle_time_ms}``."""
         now = self.time.milliseconds()
-
-        def fail(code: int) -> ControllerResult[dict]:
-            return ControllerResult(
-                [], {"error_code": code, "expiry_timestamp_ms": ERROR_TIMESTAMP, "throttle_time_ms": 0}
-            )
-
-        code = self._check_enabled()
-        if code != errors.NONE:
-            return fail(code)
-        token = self.token_for_hmac(request["hmac"])
+        code, token = self._token_to_change(request["hmac"])
         if token is None:
-            return fail(errors.DELEGATION_TOKEN_NOT_FOUND)
+            return _expiry_answer(code)
         if not token.owner_or_renewer(principal):
-            return fail(errors.DELEGATION_TOKEN_OWNER_MISMATCH)
+            return _expiry_answer(errors.DELEGATION_TOKEN_OWNER_MISMATCH)
         period = request.get("expiry_time_period_ms", -1)
         if period < 0:
-            return ControllerResult(
-                [remove_delegation_token_record(token.token_id)],
-                {"error_code": errors.NONE, "expiry_timestamp_ms": now, "throttle_time_ms": 0},
-            )
+            return _expiry_answer(errors.NONE, now, [remove_delegation_token_record(token.token_id)])
         if token.expired(now):
-            return fail(errors.DELEGATION_TOKEN_EXPIRED)
+            return _expiry_answer(errors.DELEGATION_TOKEN_EXPIRED)
         expiry = min(token.max_timestamp, _sum(now, period))
-        return ControllerResult(
-            [token.to_record(expiry)], {"error_code": errors.NONE, "expiry_timestamp_ms": expiry, "throttle_time_ms": 0}
-        )
+        return _expiry_answer(errors.NONE, expiry, [token.to_record(expiry)])
 
     def sweep_expired(self) -> list[ApiMessageAndVersion]:
         """The RemoveDelegationTokenRecords of every token past its expiry or max timestamp."""
         now = self.time.milliseconds()
         return [remove_delegation_token_record(t.token_id) for t in self.tokens.values() if t.expired(now)]
+
+
+def _expiry_answer(
+    code: int, expiry_timestamp_ms: int = ERROR_TIMESTAMP, records: list[ApiMessageAndVersion] | None = None
+) -> ControllerResult[dict]:
+    """Renew's and Expire's answer ``{error_code, expiry_timestamp_ms, throttle_time_ms}`` with the records to
+    write (none with an error)."""
+    return ControllerResult(
+        records or [], {"error_code": code, "expiry_timestamp_ms": expiry_timestamp_ms, "throttle_time_ms": 0}
+    )
