@@ -430,6 +430,8 @@ class ReplicaFetcherThread(threading.Thread):
             sent: dict[tuple[str, int], tuple[PartitionFetchState, int]] = {}
             wanted: dict[tuple[str, int], PartitionData] = {}
             quota = getattr(self.replica_manager, "follower_quota", None)
+            if quota is not None and not quota.throttles_any():
+                quota = None  # no throttled replica: no per-partition test
             held_back = False
             for tp, st in ready.items():
                 partition = self.replica_manager.get_partition(*tp)

@@ -113,7 +113,8 @@ class FetchHandler:
                     if r.error_code not in _EXPECTED_FETCH_ERRORS:
                         t.failed_partitions += 1
                 stats.record_fetch(per_topic)
-            else:  # Kafka's sizeOfThrottledPartitions: a follower's bytes of throttled partitions count
+            elif self.replica_manager.leader_quota.throttles_any():
+                # Kafka's sizeOfThrottledPartitions: a follower's bytes of throttled partitions count
                 quota = self.replica_manager.leader_quota
                 throttled = sum(r.records.size_in_bytes for f, r in results if quota.is_throttled(f.topic, f.partition))
                 quota.record(throttled)

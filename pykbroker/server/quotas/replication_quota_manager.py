@@ -81,6 +81,10 @@ class ReplicationQuotaManager:
             else:
                 self._throttled.pop(topic, None)
 
+    def throttles_any(self) -> bool:
+        """Whether any replica is throttled (a cheap test before looking at each partition of a fetch)."""
+        return bool(self._throttled)
+
     def is_throttled(self, topic: str, partition: int) -> bool:
         parts = self._throttled.get(topic)
         return parts is not None and (partition in parts or ALL_REPLICAS in parts)
