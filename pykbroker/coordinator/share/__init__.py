@@ -1,0 +1,1 @@
+"""Share groups' persistent state (KIP-932): the Persister interface, the share coordinator and its records."""
