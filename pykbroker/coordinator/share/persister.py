@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 import uuid
 from concurrent.futures import Future
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 # Delivery states of a persisted state batch (Kafka's RecordState ids as written to __share_group_state).
 AVAILABLE = 0
@@ -246,3 +246,7 @@ class InMemoryPersister:
     def stop(self) -> None:
         with self._lock:
             self._states.clear()
+
+
+if TYPE_CHECKING:
+    _conforms: Persister = InMemoryPersister()  # mypy checks that InMemoryPersister satisfies the protocol
