@@ -25,16 +25,17 @@ import uuid
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+# The error codes the persister answers with (re-exported for its callers).
+from pykbroker.protocol.errors import FENCED_LEADER_EPOCH as FENCED_LEADER_EPOCH
+from pykbroker.protocol.errors import FENCED_STATE_EPOCH as FENCED_STATE_EPOCH
+from pykbroker.protocol.errors import NONE as NONE
+from pykbroker.protocol.errors import UNKNOWN_TOPIC_OR_PARTITION as UNKNOWN_TOPIC_OR_PARTITION
+
 # Delivery states of a persisted state batch (Kafka's RecordState ids as written to __share_group_state).
 AVAILABLE = 0
 ACQUIRED = 1
 ACKNOWLEDGED = 2
 ARCHIVED = 4
-
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-FENCED_LEADER_EPOCH = 74
-FENCED_STATE_EPOCH = 124
 
 
 class PersisterStateBatch(NamedTuple):
