@@ -525,7 +525,8 @@ class QuorumController:
                 self._log.error("Unexpected error in the partition leader rebalance", error=repr(e))
                 self._schedule_leader_rebalance()
 
-        deadline = self.time.milliseconds() + interval
+        # The event queue's deadlines are on the monotonic clock (hi_res_milliseconds), never the wall clock.
+        deadline = self.time.hi_res_milliseconds() + interval
         self._queue.schedule_deferred(MAYBE_BALANCE_PARTITION_LEADERS, deadline, run, on_error)
 
     def _schedule_token_sweep(self) -> None:

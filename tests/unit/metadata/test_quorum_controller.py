@@ -286,3 +286,28 @@ def test_renounce_fails_parked_ops_then_rebuilds_from_the_log_and_reactivates(no
     wait_until(lambda: node.controller.managers.replication.topic_exists("kept"), TIMEOUT, 0.005)
     assert create(node, "kept").result(TIMEOUT)["topics"][0]["error_code"] == errors.TOPIC_ALREADY_EXISTS
     assert create(node, "new").result(TIMEOUT)["topics"][0]["error_code"] == errors.NONE
+
+
+def test_leader_rebalance_runs_every_check_interval(tmp_path, monkeypatch):
+    """auto.leader.rebalance.enable: the preferred-leader check runs every leader imbalance check interval
+    (its deadline is on the event queue's monotonic clock, not the wall clock, which put it decades away)."""
+    import pykbroker.metadata.quorum_controller as qc
+
+    calls = []
+    real = qc.balance_partition_leaders
+
+    def counting(replication):
+        calls.append(1)
+        return real(replication)
+
+    monkeypatch.setattr(qc, "balance_partition_leaders", counting)
+    raft = KafkaRaftClient(1, [1], MemoryReplicatedLog(), FileQuorumStateStore(str(tmp_path)), MetadataRecordSerde())
+    controller = QuorumController(1, raft, "test-cluster", leader_imbalance_check_interval_ms=20)
+    driver = KafkaRaftClientDriver(raft)
+    driver.start()
+    try:
+        assert controller.wait_for_active(TIMEOUT)
+        wait_until(lambda: len(calls) >= 2, TIMEOUT, 0.005, "two leader rebalance checks")
+    finally:
+        controller.close()
+        driver.shutdown()
