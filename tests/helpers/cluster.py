@@ -31,6 +31,8 @@ QUORUM_TIMEOUTS = {
     "controller.quorum.election.backoff.max.ms": "400",
     "broker.heartbeat.interval.ms": "300",
     "broker.session.timeout.ms": "3000",
+    # no preferred-leader rebalance behind a test's back (Kafka's default is every 300 s)
+    "leader.imbalance.check.interval.seconds": "3600",
     "initial.broker.registration.timeout.ms": "30000",
     "num.network.threads": "1",
     "num.io.threads": "2",
