@@ -11,6 +11,7 @@ checkpoints and the clean-shutdown marker.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import threading
@@ -141,6 +142,8 @@ class LogManager:
         self._tasks: list = []
         self._started = False
         self.had_clean_shutdown: dict[str, bool] = {}
+        #: per log dir: the broker epoch its clean-shutdown marker held (None: no marker or unreadable)
+        self.clean_shutdown_broker_epochs: dict[str, int | None] = {}
         self.log_dir_failure_channel = log_dir_failure_channel or LogDirFailureChannel(len(self.log_dirs))
         self._live_log_dirs: list[str] = list(self.log_dirs)
         for d in self.log_dirs:
@@ -228,6 +231,16 @@ class LogManager:
         self._schedule_tasks()
         self._started = True
 
+    def broker_epoch_from_clean_shutdown(self) -> int:
+        """Kafka's ``readBrokerEpochFromCleanShutdownFiles``: the broker epoch every log directory's
+        clean-shutdown marker held when the logs were loaded, or -1 when a directory is offline, had no
+        marker, an unreadable one, or the epochs differ (the BrokerRegistration's ``previous_broker_epoch``)."""
+        epochs = {self.clean_shutdown_broker_epochs.get(d) for d in self.log_dirs}
+        if len(self.live_log_dirs) < len(self.log_dirs) or len(epochs) != 1:
+            return -1
+        (epoch,) = epochs
+        return -1 if epoch is None else epoch
+
     def load_logs(self) -> None:
         for log_dir in self.log_dirs:
             self._load_logs_in_dir(log_dir)
@@ -236,6 +249,7 @@ class LogManager:
         marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
         clean = os.path.exists(marker)
         self.had_clean_shutdown[log_dir] = clean
+        self.clean_shutdown_broker_epochs[log_dir] = _read_clean_shutdown_epoch(marker) if clean else None
         if not clean:
             _log.info("No clean shutdown marker: logs will be recovered from their recovery points", log_dir=log_dir)
         recovery_points = self._read_checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT_FILE)
@@ -620,3 +634,14 @@ class LogManager:
             self._logs.clear()
             self._log_dir_of.clear()
         self._started = False
+
+
+def _read_clean_shutdown_epoch(marker: str) -> int | None:
+    """The ``brokerEpoch`` of a clean-shutdown marker (``{"version":0,"brokerEpoch":N}``), None if unreadable
+    (Kafka's ``CleanShutdownFileHandler.read``)."""
+    try:
+        with open(marker, "rb") as f:
+            value = json.loads(f.read() or b"{}").get("brokerEpoch")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and value >= 0 else None

@@ -75,7 +75,12 @@ def alter_partition(
                 continue
             assert part is not None  # _validate refuses an unknown partition
             record = partition_change_builder.build(
-                topic.id, index, part, [b for b, _ in new_isr], lambda r: replication.cluster.is_active(r)
+                topic.id,
+                index,
+                part,
+                [b for b, _ in new_isr],
+                lambda r: replication.cluster.is_active(r),
+                **replication.elr_options(topic.name),
             )
             if record is not None:
                 changed = part.merge(record.data)

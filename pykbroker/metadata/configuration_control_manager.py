@@ -19,6 +19,7 @@ from pykbroker.config.topic_config import (
     CLEANUP_POLICY_CONFIG,
     FOLLOWER_REPLICATION_THROTTLED_REPLICAS_CONFIG,
     LEADER_REPLICATION_THROTTLED_REPLICAS_CONFIG,
+    MIN_INSYNC_REPLICAS_CONFIG,
     UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG,
 )
 from pykbroker.metadata.controller_result import ControllerResult, api_error
@@ -62,6 +63,14 @@ class ConfigSchema:
         override, else Kafka's default false)."""
         return overrides.get(UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG, "false").strip().lower() == "true"
 
+    def min_insync_replicas(self, overrides: dict[str, str]) -> int:
+        """``min.insync.replicas`` for a topic with ``overrides`` (the default schema: the override, else
+        Kafka's default 1)."""
+        try:
+            return int(overrides.get(MIN_INSYNC_REPLICAS_CONFIG, "1"))
+        except ValueError:
+            return 1
+
     def effective_topic_configs(self, overrides: dict[str, str]) -> list[dict]:
         """CreateTopics ``configs`` entries ``{name, value, read_only, config_source, is_sensitive}``
         for a new topic with ``overrides``; the default lists the overrides only."""
@@ -89,6 +98,11 @@ class ConfigurationControlManager:
     def unclean_leader_election_enabled_for_topic(self, topic: str) -> bool:
         """Kafka's ``uncleanLeaderElectionEnabledForTopic``: the topic override, else the broker default."""
         return self.schema.unclean_leader_election_enabled(self.configs.get((ConfigResourceType.TOPIC, topic), {}))
+
+    def min_isr_for_topic(self, topic: str) -> int:
+        """The topic's ``min.insync.replicas``: its override, else the broker default (Kafka's
+        ``ConfigurationControlManager.getTopicConfig`` for ``min.insync.replicas``)."""
+        return self.schema.min_insync_replicas(self.configs.get((ConfigResourceType.TOPIC, topic), {}))
 
     # ---- operations --------------------------------------------------------------------------
     def incremental_alter_configs(self, request: dict[str, Any]) -> ControllerResult[dict]:

@@ -22,8 +22,11 @@ writes are chosen by the finalized level (RegisterBrokerRecord's version, SCRAM 
 EndTxn v5 / TxnOffsetCommit v5 (the broker serves them at any level, as Kafka; the client chooses per transaction)
 and makes the coordinator's own aborts (fencing, timeouts) bump the epoch; ``group.version`` 1 enables the KIP-848
 consumer protocol (ConsumerGroupHeartbeat and ConsumerGroupDescribe answer UNSUPPORTED_VERSION at 0; a new cluster
-at 4.0-IV0 or later starts at 1); ``eligible.leader.replicas.version`` 1 (KIP-966) and ``kraft.version`` 1 (dynamic
-quorums, KIP-853) are not implemented, so those stay at 0.
+at 4.0-IV0 or later starts at 1); ``eligible.leader.replicas.version`` 1 (KIP-966, needs 4.0-IV1) makes the
+controller keep eligible leader replicas (``partition_change_builder``): a new cluster starts at 0 as in Kafka 4.0
+(Kafka 4.1's default is 1, from its 4.1-IV0, a level this table does not have yet), ``kafka-storage format
+--feature eligible.leader.replicas.version=1`` or ``kafka-features upgrade`` enables it; ``kraft.version`` 1
+(dynamic quorums, KIP-853) is not implemented, so it stays at 0.
 
 Pure data and functions; any thread.
 """
@@ -163,7 +166,7 @@ SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = MappingProxyType(
         KRAFT_VERSION: (0, 0),
         TRANSACTION_VERSION: (0, 2),
         GROUP_VERSION: (0, 1),
-        ELIGIBLE_LEADER_REPLICAS_VERSION: (0, 0),
+        ELIGIBLE_LEADER_REPLICAS_VERSION: (0, 1),
     }
 )
 

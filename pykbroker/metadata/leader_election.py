@@ -85,7 +85,9 @@ def _elect(
     elif election_type == UNCLEAN:
         if part.leader != NO_LEADER:
             return errors.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."
-        record = partition_change_builder.build(info.id, index, part, list(part.isr), active, unclean=True)
+        record = partition_change_builder.build(
+            info.id, index, part, list(part.isr), active, unclean=True, **replication.elr_options(topic)
+        )
         if record is None or record.data.get("leader", NO_LEADER) == NO_LEADER:
             return errors.ELIGIBLE_LEADERS_NOT_AVAILABLE, (
                 f"Failed to elect leader for partition {topic}-{index} under strategy UncleanLeaderElectionStrategy"

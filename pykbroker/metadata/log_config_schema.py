@@ -100,6 +100,9 @@ class LogConfigSchema(ConfigSchema):
     def unclean_leader_election_enabled(self, overrides: dict[str, str]) -> bool:
         return bool(self.broker_defaults.with_overrides(overrides).unclean_leader_election_enable)
 
+    def min_insync_replicas(self, overrides: dict[str, str]) -> int:
+        return int(self.broker_defaults.with_overrides(overrides).min_insync_replicas)
+
     def effective_topic_configs(self, overrides: dict[str, str]) -> list[dict]:
         config = self.broker_defaults.with_overrides(overrides)
         out = []

@@ -1,5 +1,5 @@
 """PartitionChangeBuilder: the PartitionChangeRecord that moves one partition to a target ISR (Kafka's
-``PartitionChangeBuilder``, its non-ELR path with an online election).
+``PartitionChangeBuilder`` with an online election, with or without eligible leader replicas).
 
 Given the current :class:`PartitionRegistration`, a target ISR and which brokers may lead, :func:`build`
 returns a ``PartitionChangeRecord`` (or None when nothing changes):
@@ -25,6 +25,13 @@ returns a ``PartitionChangeRecord`` (or None when nothing changes):
   replicas drop a current replica bumps the leader epoch (``leader`` set to the current leader when the
   election keeps it, Kafka's ``triggerLeaderEpochBumpForReplicaReassignmentIfNeeded``), so the removed
   replicas' fetches are fenced.
+- ELR (KIP-966, ``eligible.leader.replicas.version`` >= 1): while the target ISR is below the topic's
+  ``min.insync.replicas`` the replicas that leave the ISR (and the ELR that stay out of it) form the eligible
+  leader replicas, minus those that shut down uncleanly; at ``min.insync.replicas`` or more the ELR is
+  cleared. The ISR may become empty; a replica of the ELR may then be elected cleanly (it becomes the ISR and
+  leaves the ELR). The last known ELR keeps the last leader when the ISR first becomes empty (Kafka's
+  balanced recovery: with ISR and ELR empty that leader is elected, uncleanly) and is cleared once the
+  partition has a leader. An unclean election clears the ELR. Such records are PartitionChangeRecord v2.
 - Every record bumps the partition epoch when replayed.
 
 Pure functions; no state.
@@ -36,10 +43,12 @@ import uuid
 from collections.abc import Callable, Sequence
 
 from pykbroker.metadata.partition_registration import PartitionRegistration
-from pykbroker.metadata.records import NO_LEADER, PARTITION_CHANGE_RECORD, ApiMessageAndVersion
+from pykbroker.metadata.records import NO_LEADER, NO_LEADER_CHANGE, PARTITION_CHANGE_RECORD, ApiMessageAndVersion
 
-#: PartitionChangeRecord version written (no directories, no ELR, as PartitionRecord v0)
+#: PartitionChangeRecord version written without ELR (no directories, as PartitionRecord v0)
 PARTITION_CHANGE_RECORD_VERSION = 0
+#: ... and with ELR enabled (``eligible_leader_replicas`` / ``last_known_elr``, Kafka's version from 4.0-IV1)
+PARTITION_CHANGE_RECORD_ELR_VERSION = 2
 
 
 def is_reassignment_in_progress(partition: PartitionRegistration) -> bool:
@@ -87,20 +96,49 @@ def elect_leader(
     is_acceptable_leader: Callable[[int], bool],
     unclean: bool = False,
     target_replicas: Sequence[int] | None = None,
+    target_elr: Sequence[int] = (),
+    elr_enabled: bool = False,
 ) -> tuple[int, bool]:
     """Kafka's ``electAnyLeader``: ``(new leader or NO_LEADER, whether the election was unclean)``; the
-    candidates are ``target_replicas`` (default: the partition's replicas) in order."""
+    candidates are ``target_replicas`` (default: the partition's replicas) in order. A valid leader is in
+    the target ISR, or in ``target_elr`` when the target ISR is empty (KIP-966), and acceptable; with ELR
+    enabled and both empty, the last known leader (``last_known_elr`` of one member) is elected uncleanly if
+    acceptable (Kafka's ``canElectLastKnownLeader``, the balanced recovery)."""
     replicas = partition.replicas if target_replicas is None else target_replicas
-    if partition.leader in target_isr and is_acceptable_leader(partition.leader):
+
+    def valid(replica: int) -> bool:
+        return (replica in target_isr or (not target_isr and replica in target_elr)) and is_acceptable_leader(replica)
+
+    if valid(partition.leader):
         return partition.leader, False
     for replica in replicas:
-        if replica in target_isr and is_acceptable_leader(replica):
+        if valid(replica):
             return replica, False
+    if (
+        elr_enabled
+        and not target_isr
+        and not target_elr
+        and len(partition.last_known_elr) == 1
+        and is_acceptable_leader(partition.last_known_elr[0])
+    ):
+        return partition.last_known_elr[0], True
     if unclean:
         for replica in replicas:
             if is_acceptable_leader(replica):
                 return replica, True
     return NO_LEADER, False
+
+
+def target_elr(
+    partition: PartitionRegistration, target_isr: Sequence[int], min_isr: int, unclean_shutdown: Sequence[int] = ()
+) -> list[int]:
+    """Kafka's ``maybePopulateTargetElr`` (ELR enabled): empty when the target ISR reaches ``min_isr``; else the
+    current ISR and ELR members that leave (or are not in) the target ISR, minus replicas that shut down
+    uncleanly, sorted."""
+    if len(target_isr) >= min_isr:
+        return []
+    candidates = set(partition.elr) | set(partition.isr)
+    return sorted(r for r in candidates if r not in target_isr and r not in unclean_shutdown)
 
 
 def build_leader_change(
@@ -127,27 +165,43 @@ def build(
     target_replicas: Sequence[int] | None = None,
     target_removing: Sequence[int] | None = None,
     target_adding: Sequence[int] | None = None,
+    elr_enabled: bool = False,
+    min_isr: int = 1,
+    unclean_shutdown_replicas: Sequence[int] = (),
 ) -> ApiMessageAndVersion | None:
     """The PartitionChangeRecord taking ``partition`` to ``target_isr`` (and the target replicas, removing
     and adding replicas; None = the partition's) with a fresh election and, when it can, the completion of
-    a reassignment (module docstring), or None if it would change nothing."""
+    a reassignment (module docstring), or None if it would change nothing. ``elr_enabled``
+    (``eligible.leader.replicas.version`` >= 1) and ``min_isr`` (the topic's ``min.insync.replicas``) drive the
+    KIP-966 rules; the record is then version 2 (ELR fields), else version 0."""
     data: dict = {"topic_id": topic_id, "partition_id": partition_id}
     replicas = list(partition.replicas if target_replicas is None else target_replicas)
     removing = list(partition.removing_replicas if target_removing is None else target_removing)
     adding = list(partition.adding_replicas if target_adding is None else target_adding)
+    target_isr = list(target_isr)
     completed = maybe_complete_reassignment(replicas, removing, adding, target_isr)
     if completed is not None:
         replicas, target_isr = completed
         removing, adding = [], []
-    leader, was_unclean = elect_leader(partition, target_isr, is_acceptable_leader, unclean, replicas)
-    if was_unclean:
-        target_isr = [leader]
+    elr = target_elr(partition, target_isr, min_isr, unclean_shutdown_replicas) if elr_enabled else []
+    leader, was_unclean = elect_leader(
+        partition, target_isr, is_acceptable_leader, unclean, replicas, elr if elr_enabled else (), elr_enabled
+    )
+    if was_unclean:  # the new leader becomes the whole ISR; the ELR is cleared (Kafka's maybeUpdateRecordElr)
+        target_isr, elr = [leader], []
+    elif leader in elr:  # elected from the ELR (the ISR was empty): it becomes the ISR and leaves the ELR
+        target_isr, elr = [leader], [r for r in elr if r != leader]
     if leader != partition.leader:
         data["leader"] = leader
     elif not set(partition.replicas) <= set(replicas):
         data["leader"] = partition.leader  # a replica leaves: bump the leader epoch
-    if target_isr and tuple(target_isr) != partition.isr:
+    if list(elr) != list(partition.elr):
+        data["eligible_leader_replicas"] = elr
+    # Without ELR an empty target keeps the ISR; with ELR the ISR may become empty.
+    if (target_isr or elr_enabled) and tuple(target_isr) != partition.isr:
         data["isr"] = list(target_isr)
+    if elr_enabled:
+        _update_last_known_leader(partition, data)
     if replicas and tuple(replicas) != partition.replicas:
         data["replicas"] = replicas
     if tuple(removing) != partition.removing_replicas:
@@ -156,4 +210,16 @@ def build(
         data["adding_replicas"] = adding
     if len(data) == 2:
         return None
-    return ApiMessageAndVersion(PARTITION_CHANGE_RECORD, PARTITION_CHANGE_RECORD_VERSION, data)
+    has_elr_fields = "eligible_leader_replicas" in data or "last_known_elr" in data
+    version = PARTITION_CHANGE_RECORD_ELR_VERSION if elr_enabled or has_elr_fields else PARTITION_CHANGE_RECORD_VERSION
+    return ApiMessageAndVersion(PARTITION_CHANGE_RECORD, version, data)
+
+
+def _update_last_known_leader(partition: PartitionRegistration, data: dict) -> None:
+    """Kafka's ``maybeUpdateLastKnownLeader`` (the last known ELR stores the last leader): set to the leader when
+    the ISR first becomes empty, cleared once the partition has (or keeps) a leader."""
+    leader = data.get("leader", NO_LEADER_CHANGE)
+    if data.get("isr") == [] and partition.last_known_elr != (partition.leader,):
+        data["last_known_elr"] = [partition.leader]
+    elif (leader >= 0 or (partition.leader != NO_LEADER and leader != NO_LEADER)) and partition.last_known_elr:
+        data["last_known_elr"] = []

@@ -94,7 +94,7 @@ def _alter_one(
     unclean = replication.configs.unclean_leader_election_enabled_for_topic(name)
     acceptable = replication.cluster.is_active
     if replicas is None:
-        return _cancel(info.id, name, index, part, unclean, acceptable)
+        return _cancel(info.id, name, index, part, unclean, acceptable, replication.elr_options(name))
     _validate_target(replication, list(replicas))
     new_replicas, removing, adding = partition_change_builder.reassignment_replicas(part.replicas, list(replicas))
     return partition_change_builder.build(
@@ -106,10 +106,11 @@ def _alter_one(
         target_replicas=new_replicas,
         target_removing=removing,
         target_adding=adding,
+        **replication.elr_options(name),
     )
 
 
-def _cancel(topic_id, name: str, index: int, part: PartitionRegistration, unclean: bool, acceptable):
+def _cancel(topic_id, name: str, index: int, part: PartitionRegistration, unclean: bool, acceptable, elr_options: dict):
     """Kafka's ``cancelPartitionReassignment`` with ``PartitionReassignmentRevert``."""
     if not partition_change_builder.is_reassignment_in_progress(part):
         raise _Refused(
@@ -139,6 +140,7 @@ def _cancel(topic_id, name: str, index: int, part: PartitionRegistration, unclea
         target_replicas=replicas,
         target_removing=[],
         target_adding=[],
+        **elr_options,
     )
 
 

@@ -31,6 +31,9 @@ class PartitionRegistration:
     adding_replicas: tuple[int, ...] = ()
     leader_recovery_state: int = LEADER_RECOVERED
     directories: tuple[uuid.UUID, ...] = field(default=(), compare=False)
+    #: eligible leader replicas and the last known ELR (KIP-966), empty without ELR
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
     @classmethod
     def from_record(cls, d: dict[str, Any]) -> PartitionRegistration:
@@ -45,6 +48,8 @@ class PartitionRegistration:
             adding_replicas=tuple(d.get("adding_replicas") or ()),
             leader_recovery_state=d.get("leader_recovery_state", LEADER_RECOVERED),
             directories=tuple(d.get("directories") or ()),
+            elr=tuple(d.get("eligible_leader_replicas") or ()),
+            last_known_elr=tuple(d.get("last_known_elr") or ()),
         )
 
     def merge(self, d: dict[str, Any]) -> PartitionRegistration:
@@ -53,6 +58,10 @@ class PartitionRegistration:
         for key in ("replicas", "isr", "removing_replicas", "adding_replicas", "directories"):
             if d.get(key) is not None:
                 changes[key] = tuple(d[key])
+        if d.get("eligible_leader_replicas") is not None:
+            changes["elr"] = tuple(d["eligible_leader_replicas"])
+        if d.get("last_known_elr") is not None:
+            changes["last_known_elr"] = tuple(d["last_known_elr"])
         leader = d.get("leader", NO_LEADER_CHANGE)
         if leader != NO_LEADER_CHANGE:
             changes["leader"] = leader
@@ -76,4 +85,6 @@ class PartitionRegistration:
             self.partition_epoch,
             self.removing_replicas,
             self.adding_replicas,
+            self.elr,
+            self.last_known_elr,
         )

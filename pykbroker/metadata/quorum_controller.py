@@ -62,7 +62,7 @@ from pykbroker.metadata.controller_result import ControllerResult, MutationQuota
 from pykbroker.metadata.delegation_token_control_manager import DelegationTokenControlManager, DelegationTokenSettings
 from pykbroker.metadata.event_queue import EventQueue, EventQueueClosedError
 from pykbroker.metadata.feature_control_manager import LATEST_PRODUCTION_METADATA_VERSION, FeatureControlManager
-from pykbroker.metadata.features import METADATA_VERSION, bootstrap_levels
+from pykbroker.metadata.features import ELIGIBLE_LEADER_REPLICAS_VERSION, METADATA_VERSION, bootstrap_levels
 from pykbroker.metadata.leader_election import balance_partition_leaders, elect_leaders
 from pykbroker.metadata.partition_reassignment import alter_partition_reassignments, list_partition_reassignments
 from pykbroker.metadata.producer_id_control_manager import ProducerIdControlManager
@@ -115,6 +115,7 @@ class _ControlManagers:
             self.cluster, self.configs, placer, default_num_partitions, default_replication_factor, delete_topic_enable
         )
         self.configs.topic_exists = self.replication.topic_exists
+        self.replication.elr_enabled = lambda: self.features.finalized.get(ELIGIBLE_LEADER_REPLICAS_VERSION, 0) >= 1
         self.producer_ids = ProducerIdControlManager(self.cluster)
         self.scram = ScramControlManager(lambda: self.features.metadata_version)
         self.acls = AclControlManager()
@@ -356,11 +357,27 @@ class QuorumController:
         ``features``, ``rack``, ``log_dirs``) -> ``{error_code, error_message, broker_epoch}``. A new
         incarnation's broker epoch is the offset of its RegisterBrokerRecord; re-registering the same
         incarnation keeps the epoch. The broker is registered fenced (unfenced with
-        ``unfence_on_register``). Errors: INCONSISTENT_CLUSTER_ID, INVALID_REQUEST,
-        DUPLICATE_BROKER_REGISTRATION (another incarnation holds a live session)."""
+        ``unfence_on_register``). A new incarnation whose ``previous_broker_epoch`` (the epoch its clean-shutdown
+        marker holds, -1 without one) is not its last registration's leaves every ISR and ELR (with
+        ``eligible.leader.replicas.version`` 1, Kafka's unclean shutdown detection). Errors:
+        INCONSISTENT_CLUSTER_ID, INVALID_REQUEST, DUPLICATE_BROKER_REGISTRATION (another incarnation holds a live
+        session)."""
 
         def op() -> ControllerResult:
+            broker_id = int(request["broker_id"])
+            existing = self.managers.cluster.brokers.get(broker_id)
             result = self.managers.cluster.register_broker(request, self._next_write_offset())
+            new_incarnation = existing is not None and existing.incarnation_id != request.get("incarnation_id")
+            registered = result.response is not None and result.response["error_code"] == errors.NONE
+            if registered and new_incarnation:
+                assert existing is not None
+                if int(request.get("previous_broker_epoch", -1)) != existing.epoch:
+                    # Kafka's BrokerUncleanShutdownHandler: not cleanly shut down (its clean-shutdown marker did
+                    # not hold its last broker epoch): it leaves every ISR and ELR (after the RegisterBrokerRecord,
+                    # whose offset is the new broker epoch)
+                    records = list(result.records)
+                    self.managers.replication.handle_broker_unclean_shutdown(broker_id, records)
+                    result = ControllerResult(records, result.response)
             self._reschedule_maybe_fence_stale_brokers()
             return result
 

@@ -62,25 +62,30 @@ def partition_record(
     partition_epoch: int = 0,
     removing_replicas: list[int] | tuple[int, ...] = (),
     adding_replicas: list[int] | tuple[int, ...] = (),
+    elr: list[int] | tuple[int, ...] = (),
+    last_known_elr: list[int] | tuple[int, ...] = (),
 ) -> ApiMessageAndVersion:
     """Version 0 (no directory assignment: pykbroker does not do JBOD directory ids). ``removing_replicas`` /
-    ``adding_replicas``: an ongoing reassignment's (KIP-455), so a snapshot keeps it."""
-    return ApiMessageAndVersion(
-        PARTITION_RECORD,
-        0,
-        {
-            "partition_id": partition_id,
-            "topic_id": topic_id,
-            "replicas": list(replicas),
-            "isr": list(isr),
-            "removing_replicas": list(removing_replicas),
-            "adding_replicas": list(adding_replicas),
-            "leader": leader,
-            "leader_recovery_state": LEADER_RECOVERED,
-            "leader_epoch": leader_epoch,
-            "partition_epoch": partition_epoch,
-        },
-    )
+    ``adding_replicas``: an ongoing reassignment's (KIP-455), so a snapshot keeps it. With eligible leader
+    replicas or a last known ELR (KIP-966) version 2, its directories unassigned (zero UUIDs)."""
+    data: dict[str, Any] = {
+        "partition_id": partition_id,
+        "topic_id": topic_id,
+        "replicas": list(replicas),
+        "isr": list(isr),
+        "removing_replicas": list(removing_replicas),
+        "adding_replicas": list(adding_replicas),
+        "leader": leader,
+        "leader_recovery_state": LEADER_RECOVERED,
+        "leader_epoch": leader_epoch,
+        "partition_epoch": partition_epoch,
+    }
+    if not elr and not last_known_elr:
+        return ApiMessageAndVersion(PARTITION_RECORD, 0, data)
+    data["directories"] = [uuid.UUID(int=0)] * len(replicas)
+    data["eligible_leader_replicas"] = list(elr)
+    data["last_known_elr"] = list(last_known_elr)
+    return ApiMessageAndVersion(PARTITION_RECORD, 2, data)
 
 
 def config_record(resource_type: int, resource_name: str, name: str, value: str | None) -> ApiMessageAndVersion:

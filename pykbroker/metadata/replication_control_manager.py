@@ -103,9 +103,17 @@ class ReplicationControlManager:
         self.topics_by_name: dict[str, uuid.UUID] = {}
         self.topics_with_collision_chars: dict[str, set[str]] = {}
         self.brokers_to_isrs = BrokersToIsrs()
+        #: whether ``eligible.leader.replicas.version`` >= 1 is finalized (KIP-966); the controller sets it
+        self.elr_enabled: Callable[[], bool] = lambda: False
         self._log = get_logger("ReplicationControlManager")
 
     # ---- queries -----------------------------------------------------------------------------
+    def elr_options(self, topic: str) -> dict[str, Any]:
+        """The ELR arguments of :func:`partition_change_builder.build` for a partition of ``topic``:
+        ``{elr_enabled, min_isr}`` (Kafka's ``isElrEnabled()`` and the topic's ``min.insync.replicas``)."""
+        enabled = self.elr_enabled()
+        return {"elr_enabled": enabled, "min_isr": self.configs.min_isr_for_topic(topic) if enabled else 1}
+
     def topic_exists(self, name: str) -> bool:
         return name in self.topics_by_name
 
@@ -599,6 +607,27 @@ class ReplicationControlManager:
             self.brokers_to_isrs.partitions_with_broker_in_isr(broker_id),
         )
 
+    def handle_broker_unclean_shutdown(self, broker_id: int, records: list[ApiMessageAndVersion]) -> None:
+        """Kafka's ``handleBrokerUncleanShutdown`` (ELR enabled): a new incarnation of ``broker_id`` that did
+        not shut down cleanly leaves every ISR and ELR (its log may have lost acknowledged records)."""
+        if not self.elr_enabled():
+            return
+        self.generate_leader_and_isr_updates(
+            "handleBrokerUncleanShutdown",
+            NO_LEADER,
+            NO_LEADER,
+            records,
+            self.brokers_to_isrs.partitions_with_broker_in_isr(broker_id),
+            unclean_shutdown=broker_id,
+        )
+        in_elr = sorted(
+            ((t.id, p) for t in self.topics.values() for p, reg in t.parts.items() if broker_id in reg.elr),
+            key=lambda tp: (str(tp[0]), tp[1]),
+        )
+        self.generate_leader_and_isr_updates(
+            "handleBrokerUncleanShutdown", NO_LEADER, NO_LEADER, records, in_elr, unclean_shutdown=broker_id
+        )
+
     def generate_leader_and_isr_updates(
         self,
         context: str,
@@ -606,12 +635,14 @@ class ReplicationControlManager:
         broker_to_add: int,
         records: list[ApiMessageAndVersion],
         partitions: list[tuple[uuid.UUID, int]],
+        unclean_shutdown: int = NO_LEADER,
     ) -> None:
         """PartitionChangeRecords for ``partitions``: ``broker_to_remove`` (or NO_LEADER) leaves the ISR
-        and may not lead; ``broker_to_add`` (or NO_LEADER) may lead although not yet active."""
+        and may not lead; ``broker_to_add`` (or NO_LEADER) may lead although not yet active;
+        ``unclean_shutdown`` (or NO_LEADER) leaves the ISR and the ELR and may not lead."""
 
         def acceptable(r: int) -> bool:
-            return r != broker_to_remove and (r == broker_to_add or self.cluster.is_active(r))
+            return r not in (broker_to_remove, unclean_shutdown) and (r == broker_to_add or self.cluster.is_active(r))
 
         before = len(records)
         for topic_id, partition_id in partitions:
@@ -619,7 +650,7 @@ class ReplicationControlManager:
             if topic is None or partition_id not in topic.parts:
                 raise RuntimeError(f"Partition {topic_id}-{partition_id} is indexed but not in the topics map")
             part = topic.parts[partition_id]
-            target_isr = [b for b in part.isr if b != broker_to_remove]
+            target_isr = [b for b in part.isr if b not in (broker_to_remove, unclean_shutdown)]
             record = partition_change_builder.build(
                 topic_id,
                 partition_id,
@@ -627,6 +658,8 @@ class ReplicationControlManager:
                 target_isr,
                 acceptable,
                 unclean=self.configs.unclean_leader_election_enabled_for_topic(topic.name),
+                unclean_shutdown_replicas=() if unclean_shutdown == NO_LEADER else (unclean_shutdown,),
+                **self.elr_options(topic.name),
             )
             if record is not None:
                 records.append(record)

@@ -88,7 +88,9 @@ class BrokerLifecycleManager:
         if self._closed:
             return
         assert self._registration is not None
-        body = {**self._registration, "previous_broker_epoch": self.broker_epoch}
+        # previous_broker_epoch: the registration's (the epoch of the last clean shutdown, Kafka's
+        # readBrokerEpochFromCleanShutdownFiles), the same on every attempt of this incarnation
+        body = {"previous_broker_epoch": -1, **self._registration}
         future = self.channel.send_request(ApiKeys.BROKER_REGISTRATION, 4, body, REGISTRATION_RETRY_MS * 10)
         future.add_done_callback(self._on_registration)
 

@@ -322,6 +322,8 @@ class BrokerServer:
             "features": supported_features_request(),
             "rack": self.config[BROKER_RACK_CONFIG],
             "log_dirs": [],
+            # KIP-966's clean shutdown detection: the epoch this broker had when its logs were last closed cleanly
+            "previous_broker_epoch": self.log_manager.broker_epoch_from_clean_shutdown() if self.log_manager else -1,
         }
 
     def start_apis(self) -> None:

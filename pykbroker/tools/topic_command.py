@@ -233,7 +233,8 @@ def describe(conn, args, out) -> None:
             print(
                 f"\tTopic: {name}\tPartition: {p['partition_index']}\tLeader: {leader}\t"
                 f"Replicas: {','.join(map(str, p['replica_nodes']))}\tIsr: {','.join(map(str, p['isr_nodes']))}\t"
-                f"Elr: \tLastKnownElr: ",
+                f"Elr: {','.join(map(str, p.get('eligible_leader_replicas') or []))}\t"
+                f"LastKnownElr: {','.join(map(str, p.get('last_known_elr') or []))}",
                 file=out,
             )
 

@@ -24,7 +24,7 @@ from tests.helpers.wait import wait_until
 pytestmark = pytest.mark.integration
 
 SUPPORTED = {  # pykbroker's table: name -> (min, max)
-    "eligible.leader.replicas.version": (0, 0),
+    "eligible.leader.replicas.version": (0, 1),
     "group.version": (0, 1),
     "kraft.version": (0, 0),
     "metadata.version": (7, 25),
@@ -159,10 +159,9 @@ def test_kafka_features_describe_upgrade_downgrade_and_refusals(broker):
         "metadata.version was upgraded to 25.",
     ]
     # features pykbroker does not implement: refused by the controller
-    run = features("--bootstrap-server", b, "upgrade", "--feature", "eligible.leader.replicas.version=1")
+    run = features("--bootstrap-server", b, "upgrade", "--feature", "kraft.version=1")
     assert run.stdout.strip().endswith(
-        "Invalid update version 1 for feature eligible.leader.replicas.version. Local controller 1 does not support "
-        "this feature."
+        "Invalid update version 1 for feature kraft.version. Local controller 1 does not support this feature."
     )
 
 

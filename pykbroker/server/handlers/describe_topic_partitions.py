@@ -125,8 +125,8 @@ class DescribeTopicPartitionsHandler:
             "leader_epoch": reg.leader_epoch,
             "replica_nodes": list(reg.replicas),
             "isr_nodes": list(reg.isr),
-            "eligible_leader_replicas": None,
-            "last_known_elr": None,
+            "eligible_leader_replicas": list(reg.elr),
+            "last_known_elr": list(reg.last_known_elr),
             "offline_replicas": [
                 r for r in reg.replicas if (b := brokers.get(r)) is None or b.fenced or listener not in b.listeners
             ],

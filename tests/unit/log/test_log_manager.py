@@ -72,6 +72,29 @@ def test_create_and_clean_restart(tmp_path, time):
     assert log2.recovery_report.recovered_segments == 0
 
 
+def test_broker_epoch_of_the_clean_shutdown_markers(tmp_path, time):
+    """The BrokerRegistration's ``previous_broker_epoch`` (Kafka's readBrokerEpochFromCleanShutdownFiles): the
+    epoch every directory's marker held at load, else -1 (a directory without a marker, or different epochs)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    lm = manager([a, b], time)
+    lm.startup()
+    assert lm.broker_epoch_from_clean_shutdown() == -1  # a first start: no marker
+    lm.shutdown(42)
+    lm = manager([a, b], time)
+    lm.startup()
+    assert lm.broker_epoch_from_clean_shutdown() == 42
+    lm.shutdown(43)
+    (b / ".kafka_cleanshutdown").write_text('{"version":0,"brokerEpoch":7}')
+    lm = manager([a, b], time)
+    lm.startup()
+    assert lm.broker_epoch_from_clean_shutdown() == -1  # the directories disagree
+    lm.shutdown(44)
+    os.unlink(a / ".kafka_cleanshutdown")  # a crash in one directory
+    lm = manager([a, b], time)
+    lm.startup()
+    assert lm.broker_epoch_from_clean_shutdown() == -1
+
+
 def test_unclean_restart_keeps_every_whole_batch(tmp_path, time):
     lm = manager([tmp_path], time)
     lm.startup()

@@ -88,7 +88,7 @@ class Node:
         self.incarnations: dict[int, uuid.UUID] = {}
         self.epochs: dict[int, int] = {}
 
-    def register(self, broker_id, incarnation=None):
+    def register(self, broker_id, incarnation=None, previous_broker_epoch=-1):
         incarnation = incarnation or uuid.uuid4()
         response = self.controller.register_broker(
             {
@@ -98,6 +98,7 @@ class Node:
                 "listeners": [{"name": "PLAINTEXT", "host": "localhost", "port": 9092 + broker_id}],
                 "features": supported_features_request(),
                 "rack": None,
+                "previous_broker_epoch": previous_broker_epoch,
             }
         ).result(TIMEOUT)
         if response["error_code"] == errors.NONE:
@@ -539,3 +540,66 @@ def test_event_queue_reports_its_own_stall_before_anything_runs():
         queue.close()
     with pytest.raises(ValueError):
         EventQueue("bad", time, on_stall=ran.append)
+
+
+def elr_topic(node):
+    """Brokers 1-3 live, ``eligible.leader.replicas.version`` 1, topic ``elr`` (RF 3 on 1,2,3, min ISR 2);
+    returns ``state()``: the partition's ``(leader, isr, elr, last_known_elr)``."""
+    for b in (1, 2, 3):
+        node.live_broker(b)
+    update = {"feature": "eligible.leader.replicas.version", "max_version_level": 1, "upgrade_type": 1}
+    assert node.controller.update_features({"feature_updates": [update]}).result(TIMEOUT)["error_code"] == errors.NONE
+    topic = {
+        "name": "elr",
+        "num_partitions": -1,
+        "replication_factor": -1,
+        "assignments": [{"partition_index": 0, "broker_ids": [1, 2, 3]}],
+        "configs": [{"name": "min.insync.replicas", "value": "2"}],
+    }
+    assert node.controller.create_topics({"topics": [topic]}).result(TIMEOUT)["topics"][0]["error_code"] == 0
+
+    def state():
+        p = node.partition("elr")
+        return p.leader, p.isr, p.elr, p.last_known_elr
+
+    return state
+
+
+def test_eligible_leader_replicas_keep_fenced_isr_members_electable(node):
+    """KIP-966 with eligible.leader.replicas.version 1: the ISR members fenced below min.insync.replicas stay
+    eligible (ELR), the ISR may become empty (the last leader kept as the last known ELR), and an ELR member
+    coming back leads again cleanly; the image carries both lists."""
+    state = elr_topic(node)
+
+    assert node.heartbeat(1, want_fence=True)["is_fenced"]
+    assert state() == (2, (2, 3), (), ())  # still at min.insync.replicas: no ELR
+    assert node.heartbeat(2, want_fence=True)["is_fenced"]
+    assert state() == (3, (3,), (2,), ())
+    assert node.heartbeat(3, want_fence=True)["is_fenced"]
+    assert state() == (NO_LEADER, (), (2, 3), (3,))
+    image = node.wait_image(lambda i: i.topics.get_topic("elr").partitions[0].leader == NO_LEADER)
+    assert image.topics.get_topic("elr").partitions[0].elr == (2, 3)
+    # broker 1 (not eligible) comes back: no leader; broker 2 (eligible) comes back: it leads
+    assert node.heartbeat(1)["is_fenced"] is False
+    assert state() == (NO_LEADER, (), (2, 3), (3,))
+    assert node.heartbeat(2)["is_fenced"] is False
+    assert state() == (2, (2,), (3,), ())
+    node.wait_image(lambda i: i.topics.get_topic("elr").partitions[0].leader == 2)
+
+
+def test_a_new_incarnation_without_a_clean_shutdown_leaves_the_elr(node):
+    """KIP-966's clean shutdown detection: a broker registering a new incarnation with a
+    ``previous_broker_epoch`` other than its last registration's (no clean-shutdown marker: -1) leaves the ELR;
+    one that shut down cleanly (its marker held that epoch) stays eligible and leads once unfenced."""
+    state = elr_topic(node)
+    for b in (1, 2, 3):
+        assert node.heartbeat(b, want_fence=True)["is_fenced"]
+    assert state() == (NO_LEADER, (), (2, 3), (3,))
+    node.tick(SESSION_MS + 1)  # the sessions expire: new incarnations may register
+    clean_epoch = node.epochs[2]
+    assert node.register(3, previous_broker_epoch=-1)["error_code"] == errors.NONE
+    assert state() == (NO_LEADER, (), (2,), (3,))
+    assert node.register(2, previous_broker_epoch=clean_epoch)["error_code"] == errors.NONE
+    assert state() == (NO_LEADER, (), (2,), (3,))
+    assert node.heartbeat(2)["is_fenced"] is False
+    assert state() == (2, (2,), (), ())
