@@ -542,10 +542,11 @@ class Partition:
         self.log.truncate_fully_and_start_at(offset)
 
     # -- record deletion -----------------------------------------------------------------------
-    def delete_records_on_leader(self, offset: int) -> int:
+    def delete_records_on_leader(self, offset: int) -> tuple[int, int]:
         """DeleteRecords on the leader (``Partition.deleteRecordsOnLeader``): move the log start offset to
-        ``offset`` (-1 means the high watermark). Returns the partition's low watermark, which with a
-        single replica is the new log start offset, so no DelayedDeleteRecords wait is needed.
+        ``offset`` (-1 means the high watermark). Returns ``(requested offset, low watermark)`` (Kafka's
+        ``LogDeleteRecordsResult``): the low watermark (:meth:`low_watermark_if_leader`) reaches the requested
+        offset once every live follower has moved its own log start offset (the DelayedDeleteRecords wait).
 
         Raises NotLeaderOrFollowerError; PolicyViolationError when ``cleanup.policy`` has no ``delete``;
         OffsetOutOfRangeError for a negative offset or one above the high watermark."""
@@ -558,7 +559,19 @@ class Partition:
         if target < 0:
             raise errors.OffsetOutOfRangeError(f"The offset {target} for partition {self.name} is not valid")
         log.maybe_increment_log_start_offset(target, "client delete records")
-        return log.log_start_offset
+        return target, self.low_watermark_if_leader()
+
+    def low_watermark_if_leader(self) -> int:
+        """Kafka's ``lowWatermarkIfLeader``: the smallest log start offset of this leader and of its followers
+        on live (registered, unfenced) brokers; a follower that has not fetched since this broker became leader
+        counts as -1. Raises NotLeaderOrFollowerError when this broker does not lead."""
+        log = self.leader_log_or_raise()
+        low = log.log_start_offset
+        cache = self.metadata_cache
+        for r in list(self.remote_replicas.values()):
+            if r.log_start_offset < low and (cache is None or cache.has_alive_broker(r.broker_id)):
+                low = r.log_start_offset
+        return low
 
     # -- reads ---------------------------------------------------------------------------------
     def read_records(

@@ -11,6 +11,8 @@ Mirrors ``kafka.server.ReplicaManager``:
 * ``fetch_messages``: read every partition now (the first partition with data may exceed the size
   limits so at least one batch is returned; later ones share ``max_bytes``); answer at once when
   ``max_wait_ms <= 0``, enough bytes, or an error, else park a DelayedFetch in the Fetch purgatory;
+* ``delete_records``: move the leaders' log start offsets; a partition whose followers have not yet
+  followed (its low watermark) parks a DelayedDeleteRecords in the DeleteRecords purgatory;
 * completion of delayed operations is queued as actions after appends and run by
   ``try_complete_actions`` at the end of each ``KafkaApis.handle`` (outside partition locks).
 
@@ -57,6 +59,11 @@ from pykbroker.record.file_records import EMPTY_RECORDS, BatchHeader, FileRecord
 from pykbroker.security.client_security import PLAINTEXT, ClientSecurity
 from pykbroker.server.append_result import AppendCallback, AppendResults, ProducePartitionResult
 from pykbroker.server.broker_topic_stats import BrokerTopicStats, TopicProduceCounts
+from pykbroker.server.delayed_delete_records import (
+    DelayedDeleteRecords,
+    DeleteRecordsCallback,
+    DeleteRecordsPartitionStatus,
+)
 from pykbroker.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from pykbroker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from pykbroker.server.partition import IsrChangeListener, Partition
@@ -209,6 +216,10 @@ class ReplicaManager:
         self.fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
             "Fetch", node_id, config[FETCH_PURGATORY_PURGE_INTERVAL_REQUESTS_CONFIG], time=time
         )
+        # Kafka's delete.records.purgatory.purge.interval.requests default
+        self.delete_records_purgatory: DelayedOperationPurgatory[DelayedDeleteRecords] = DelayedOperationPurgatory(
+            "DeleteRecords", node_id, 1, time=time
+        )
         self._actions: collections.deque = collections.deque()
         self.fetch_max_bytes = config[FETCH_MAX_BYTES_CONFIG]
         #: KIP-392: ``replica.selector.class`` (None: consumers are never sent to a follower)
@@ -344,13 +355,50 @@ class ReplicaManager:
             raise errors.NotLeaderOrFollowerError(f"Error while fetching partition state for {topic}-{partition}")
         raise errors.UnknownTopicOrPartitionError(f"Partition {topic}-{partition} doesn't exist")
 
-    def delete_records(self, topic: str, partition: int, offset: int, internal_topics_allowed: bool = False) -> int:
-        """DeleteRecords for one partition (``ReplicaManager.deleteRecordsOnLocalLog``); returns the low
-        watermark. Raises InvalidTopicError for an internal topic, UnknownTopicOrPartitionError,
-        NotLeaderOrFollowerError, and the errors of :meth:`Partition.delete_records_on_leader`."""
+    def delete_records_on_local_log(
+        self, topic: str, partition: int, offset: int, internal_topics_allowed: bool = False
+    ) -> tuple[int, int]:
+        """DeleteRecords for one partition (``ReplicaManager.deleteRecordsOnLocalLog``); returns
+        ``(requested offset, low watermark)``. Raises InvalidTopicError for an internal topic,
+        UnknownTopicOrPartitionError, NotLeaderOrFollowerError, KafkaStorageError, and the errors of
+        :meth:`Partition.delete_records_on_leader`."""
         if is_internal_topic(topic) and not internal_topics_allowed:
             raise errors.InvalidTopicError(f"Cannot delete records of internal topic {topic}")
         return self.get_partition_or_error(topic, partition).delete_records_on_leader(offset)
+
+    def delete_records(
+        self,
+        timeout_ms: int,
+        offsets: dict[tuple[str, int], int],
+        response_callback: DeleteRecordsCallback,
+        internal_topics_allowed: bool = False,
+    ) -> None:
+        """DeleteRecords (Kafka's ``ReplicaManager.deleteRecords``): delete on every local leader log, then
+        ``response_callback({(topic, partition): (low watermark, error code)})`` once every partition's low
+        watermark (its live followers' log start offsets included) reaches the requested offset, or after
+        ``timeout_ms`` ms (the partitions still waiting get REQUEST_TIMED_OUT and -1): a
+        DelayedDeleteRecords in the DeleteRecords purgatory, retried when a follower's Fetch reports a new
+        log start offset. Errors per partition as :meth:`delete_records_on_local_log`."""
+        statuses: dict[tuple[str, int], DeleteRecordsPartitionStatus] = {}
+        for (topic, index), offset in offsets.items():
+            try:
+                requested, low = self.delete_records_on_local_log(topic, index, offset, internal_topics_allowed)
+                statuses[(topic, index)] = DeleteRecordsPartitionStatus(requested, low, errors.NONE)
+            except errors.KafkaError as e:
+                statuses[(topic, index)] = DeleteRecordsPartitionStatus(-1, -1, e.code)
+            except Exception as e:
+                self.log.error(f"Error processing delete records on {topic}-{index}", error=repr(e), exc_info=True)
+                statuses[(topic, index)] = DeleteRecordsPartitionStatus(-1, -1, errors.UNKNOWN_SERVER_ERROR)
+        if not any(s.pending for s in statuses.values()):
+            response_callback({tp: s.result for tp, s in statuses.items()})
+            return
+        op = DelayedDeleteRecords(timeout_ms, statuses, self._low_watermark, response_callback)
+        self.delete_records_purgatory.try_complete_else_watch(
+            op, [TopicPartitionOperationKey(*tp) for tp, s in statuses.items() if s.pending]
+        )
+
+    def _low_watermark(self, topic: str, partition: int) -> int:
+        return self.get_partition_or_error(topic, partition).low_watermark_if_leader()
 
     def partitions(self) -> list[Partition]:
         return list(self._partitions.values())
@@ -756,6 +804,8 @@ class ReplicaManager:
         if produce:
             self.produce_purgatory.check_and_complete(key)
         self.fetch_purgatory.check_and_complete(key)
+        if self.delete_records_purgatory.num_delayed:
+            self.delete_records_purgatory.check_and_complete(key)
 
     # -- fetch ---------------------------------------------------------------------------------
     def fetch_messages(
@@ -869,6 +919,10 @@ class ReplicaManager:
                     ):
                         self._actions.append(((f.topic, f.partition), True))
                         hw = log.high_watermark
+                    elif self.delete_records_purgatory.num_delayed:
+                        # a DeleteRecords may wait on this follower's log start offset (Kafka's
+                        # tryCompleteDelayedRequests when the low watermark moves)
+                        self._actions.append(((f.topic, f.partition), False))
                 if follower and self._leader_throttled(params.replica_id, f.topic, f.partition, partition):
                     info = info._replace(records=EMPTY_RECORDS)  # Kafka's readFromLog: an empty set
                 size = info.records.size_in_bytes
@@ -976,3 +1030,4 @@ class ReplicaManager:
             self._failure_handler.join(5)
         self.produce_purgatory.shutdown()
         self.fetch_purgatory.shutdown()
+        self.delete_records_purgatory.shutdown()

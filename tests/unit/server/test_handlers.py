@@ -271,7 +271,7 @@ def test_list_offsets_earliest_latest_and_by_timestamp(broker):
         (errors.NONE, 2, 1_002),
         (errors.NONE, -1, -1),
     ]
-    rm.delete_records("t", 0, 2)
+    rm.delete_records_on_local_log("t", 0, 2)
     assert list_offsets(apis, [("t", 0, -1, -2)]) == [(errors.NONE, 2, -1)]
 
 

@@ -214,28 +214,28 @@ def test_fetch_with_data_or_no_wait_answers_at_once(broker):
 def test_delete_records_moves_the_log_start_offset(broker):
     rm = broker.replica_manager
     append(rm, {("t", 0): records(5)})
-    assert rm.delete_records("t", 0, 2) == 2
-    assert rm.delete_records("t", 0, 1) == 2  # never backwards
+    assert rm.delete_records_on_local_log("t", 0, 2) == (2, 2)
+    assert rm.delete_records_on_local_log("t", 0, 1) == (1, 2)  # never backwards
     ((_, r),) = fetch(rm, [PartitionFetch("t", 0, 0, 1 << 20)])[0]
     assert r.error_code == errors.OFFSET_OUT_OF_RANGE and r.log_start_offset == 2
-    assert rm.delete_records("t", 0, -1) == 5  # -1: up to the high watermark
+    assert rm.delete_records_on_local_log("t", 0, -1) == (5, 5)  # -1: up to the high watermark
 
 
 def test_delete_records_errors(broker):
     rm = broker.replica_manager
     append(rm, {("t", 0): records(2)})
     with pytest.raises(errors.OffsetOutOfRangeError):
-        rm.delete_records("t", 0, 3)  # above the high watermark
+        rm.delete_records_on_local_log("t", 0, 3)  # above the high watermark
     with pytest.raises(errors.OffsetOutOfRangeError):
-        rm.delete_records("t", 0, -2)
+        rm.delete_records_on_local_log("t", 0, -2)
     with pytest.raises(errors.UnknownTopicOrPartitionError):
-        rm.delete_records("nope", 0, 0)
+        rm.delete_records_on_local_log("nope", 0, 0)
     broker.add_topic("__consumer_offsets", 1)
     with pytest.raises(errors.InvalidTopicError):
-        rm.delete_records("__consumer_offsets", 0, 0)
+        rm.delete_records_on_local_log("__consumer_offsets", 0, 0)
     broker.add_topic("compacted", 1, configs={"cleanup.policy": "compact"})
     with pytest.raises(errors.PolicyViolationError):
-        rm.delete_records("compacted", 0, 0)
+        rm.delete_records_on_local_log("compacted", 0, 0)
 
 
 def test_partition_in_metadata_but_not_hosted_is_not_leader(broker):
