@@ -7,7 +7,9 @@ entries into sends once the node's connection is ready (connected and past ApiVe
 ``NodeToControllerChannelManager`` each run one.
 
 * :meth:`send` queues a request for ``node_id``, whose address comes from :meth:`set_address`. The
-  request goes out at the version ``min(ours, the node's newest)``.
+  request goes out at the version ``min(ours, the node's newest)``; one that needs at least
+  ``min_version`` (a field older versions lack, e.g. Vote v2's ``pre_vote``) fails with
+  UnsupportedVersionError when the node is older.
 * A request waits at most ``request_timeout_ms`` for its connection; a node whose last connection
   attempt failed (still in its reconnect back-off) fails it at once. Once sent, the NetworkClient's own
   ``request.timeout.ms`` applies. When either expires the callback gets :class:`RequestTimeoutError`; a
@@ -46,6 +48,7 @@ class _Pending:
     body: dict
     callback: Callback
     deadline: float  # seconds on the client's clock
+    min_version: int = 0
 
 
 class InterBrokerSendThread:
@@ -96,11 +99,14 @@ class InterBrokerSendThread:
             self._addresses[node_id] = (host, port)
         self.client.wakeup()
 
-    def send(self, node_id: int, api_key: int, version: int, body: dict, callback: Callback) -> None:
-        """Queue ``body`` for ``node_id`` at (at most) ``version``; ``callback`` runs on this thread."""
+    def send(
+        self, node_id: int, api_key: int, version: int, body: dict, callback: Callback, min_version: int = 0
+    ) -> None:
+        """Queue ``body`` for ``node_id`` at (at most) ``version``, at least ``min_version``; ``callback``
+        runs on this thread."""
         deadline = self.client.now() + self.request_timeout_ms / 1000.0
         with self._lock:
-            self._queued.append(_Pending(node_id, api_key, version, body, callback, deadline))
+            self._queued.append(_Pending(node_id, api_key, version, body, callback, deadline, min_version))
         self.client.wakeup()
 
     def schedule(self, delay_ms: float, fn: Callable[[], None]) -> None:
@@ -188,6 +194,10 @@ class InterBrokerSendThread:
                     if p.api_key not in client.conns[node_id].versions:
                         raise errors.UnsupportedVersionError(f"node {node_id} does not support API key {p.api_key}")
                     version = client.version_for(node_id, p.api_key, p.version)
+                    if version < p.min_version:
+                        raise errors.UnsupportedVersionError(
+                            f"node {node_id} supports api {p.api_key} up to v{version}, v{p.min_version} needed"
+                        )
                     client.send(node_id, p.api_key, version, p.body, functools.partial(self._call, p.callback))
                 except Exception as e:  # noqa: BLE001 - unsupported version, encoding error
                     self._call(p.callback, None, e)

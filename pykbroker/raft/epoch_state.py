@@ -1,5 +1,10 @@
-"""The Raft epoch states, one class each (Kafka's ``UnattachedState``, ``CandidateState``,
-``LeaderState``, ``FollowerState``, ``ResignedState``).
+"""The Raft epoch states, one class each (Kafka's ``UnattachedState``, ``ProspectiveState``,
+``CandidateState``, ``LeaderState``, ``FollowerState``, ``ResignedState``).
+
+Pre-vote (KIP-996): every state answers two questions for a Vote request, ``can_grant_vote`` (a standard,
+binding vote in the current epoch) and ``can_grant_pre_vote`` (a non-binding pre-vote, which changes no
+state): a pre-vote is refused while the node knows a healthy leader (it leads, resigned, or follows a leader
+it fetched from within its fetch timeout) and granted otherwise; the caller adds the log check.
 
 A state is a value for one epoch; moving on means building a new state through
 :class:`~pykbroker.raft.quorum_state.QuorumState`, which checks the transition table. States hold plain
@@ -51,6 +56,7 @@ class ReplicaState:
 
 class StateKind(enum.Enum):
     UNATTACHED = "Unattached"
+    PROSPECTIVE = "Prospective"
     CANDIDATE = "Candidate"
     LEADER = "Leader"
     FOLLOWER = "Follower"
@@ -70,6 +76,11 @@ class EpochState:
         return NO_ID
 
     def can_grant_vote(self, candidate_id: int) -> bool:
+        return False
+
+    def can_grant_pre_vote(self, now_ms: int) -> bool:
+        """Whether this state grants a pre-vote (KIP-996) to a voter whose log is up to date: only when
+        it knows no healthy leader. Leader and Resigned never do."""
         return False
 
     def __repr__(self) -> str:
@@ -92,26 +103,17 @@ class UnattachedState(EpochState):
     def can_grant_vote(self, candidate_id: int) -> bool:
         return self.voted_id in (NO_ID, candidate_id)
 
+    def can_grant_pre_vote(self, now_ms: int) -> bool:
+        return True
 
-@dataclass(repr=False)
-class CandidateState(EpochState):
-    """Asking for votes in ``epoch`` (it has voted for itself)."""
 
-    epoch: int
+class _VoteTally:
+    """The granted / rejected bookkeeping of an election (Kafka's ``EpochElection``), shared by the
+    pre-vote (Prospective) and the vote (Candidate). The local voter has granted itself."""
+
     voters: frozenset[int]
-    local_id: int
-    retries: int = 1
-    election_deadline_ms: int = 0
-    granted: set[int] = field(default_factory=set)
-    rejected: set[int] = field(default_factory=set)
-    backoff_deadline_ms: int | None = None
-    kind: StateKind = field(default=StateKind.CANDIDATE, init=False)
-
-    def __post_init__(self) -> None:
-        self.granted.add(self.local_id)
-
-    def election(self) -> ElectionState:
-        return ElectionState(self.epoch, NO_ID, self.local_id, self.voters)
+    granted: set[int]
+    rejected: set[int]
 
     def majority(self) -> int:
         return len(self.voters) // 2 + 1
@@ -135,6 +137,68 @@ class CandidateState(EpochState):
     def unrecorded_voters(self) -> set[int]:
         """Voters that have neither granted nor rejected (the ones to ask)."""
         return set(self.voters) - self.granted - self.rejected
+
+
+@dataclass(repr=False)
+class ProspectiveState(_VoteTally, EpochState):
+    """KIP-996's Prospective: the fetch (or election) timeout expired, so this voter asks the others for
+    pre-votes in ``epoch`` without bumping it (Kafka's ``ProspectiveState``). It keeps what it knew of the
+    epoch - the ``leader`` it followed (NO_ID if none) and its ``voted_id`` - so that losing the pre-vote
+    election (a majority refused, or ``election_deadline_ms`` passed) takes it back to following that
+    leader, or to Unattached, in the same epoch. Winning (a majority granted) makes it a Candidate in
+    ``epoch + 1``. Grants pre-votes itself (it knows no healthy leader) and standard votes as Unattached
+    does."""
+
+    epoch: int
+    voters: frozenset[int]
+    local_id: int
+    leader: int = NO_ID
+    voted_id: int = NO_ID
+    election_deadline_ms: int = 0
+    retries: int = 0  # failed elections in a row, carried from a Candidate (its next backoff grows)
+    granted: set[int] = field(default_factory=set)
+    rejected: set[int] = field(default_factory=set)
+    kind: StateKind = field(default=StateKind.PROSPECTIVE, init=False)
+
+    def __post_init__(self) -> None:
+        self.granted.add(self.local_id)
+
+    def election(self) -> ElectionState:
+        return ElectionState(self.epoch, self.leader, self.voted_id, self.voters)
+
+    @property
+    def leader_id(self) -> int:
+        return self.leader
+
+    def can_grant_vote(self, candidate_id: int) -> bool:
+        return self.leader == NO_ID and self.voted_id in (NO_ID, candidate_id)
+
+    def can_grant_pre_vote(self, now_ms: int) -> bool:
+        return True
+
+
+@dataclass(repr=False)
+class CandidateState(_VoteTally, EpochState):
+    """Asking for votes in ``epoch`` (it has voted for itself)."""
+
+    epoch: int
+    voters: frozenset[int]
+    local_id: int
+    retries: int = 1
+    election_deadline_ms: int = 0
+    granted: set[int] = field(default_factory=set)
+    rejected: set[int] = field(default_factory=set)
+    backoff_deadline_ms: int | None = None
+    kind: StateKind = field(default=StateKind.CANDIDATE, init=False)
+
+    def __post_init__(self) -> None:
+        self.granted.add(self.local_id)
+
+    def election(self) -> ElectionState:
+        return ElectionState(self.epoch, NO_ID, self.local_id, self.voters)
+
+    def can_grant_pre_vote(self, now_ms: int) -> bool:
+        return True
 
     def start_backing_off(self, now_ms: int, backoff_ms: int) -> None:
         """The election failed (timed out or a majority rejected): wait ``backoff_ms`` before the next."""
@@ -269,6 +333,9 @@ class FollowerState(EpochState):
     leader: int
     fetch_deadline_ms: int = 0
     high_watermark: int | None = None
+    #: a successful Fetch (or FetchSnapshot) answer came from the leader since this state began, and the
+    #: leader has not resigned (EndQuorumEpoch) since: the leader is healthy, so pre-votes are refused
+    has_fetched_from_leader: bool = False
     kind: StateKind = field(default=StateKind.FOLLOWER, init=False)
 
     def election(self) -> ElectionState:
@@ -279,8 +346,19 @@ class FollowerState(EpochState):
         return self.leader
 
     def override_fetch_timeout(self, now_ms: int, timeout_ms: int) -> None:
-        """The leader resigned (EndQuorumEpoch): give up on it after ``timeout_ms`` instead."""
+        """The leader resigned (EndQuorumEpoch): give up on it after ``timeout_ms`` instead, and grant
+        pre-votes from now on (the leader is going away)."""
         self.fetch_deadline_ms = now_ms + timeout_ms
+        self.has_fetched_from_leader = False
+
+    def record_successful_fetch(self, now_ms: int, fetch_timeout_ms: int) -> None:
+        """The leader answered a Fetch: it is healthy for another ``fetch_timeout_ms``."""
+        self.fetch_deadline_ms = now_ms + fetch_timeout_ms
+        self.has_fetched_from_leader = True
+
+    def can_grant_pre_vote(self, now_ms: int) -> bool:
+        """KIP-996: refuse while the leader is healthy - it answered a fetch within the fetch timeout."""
+        return not self.has_fetched_from_leader or now_ms >= self.fetch_deadline_ms
 
     def update_high_watermark(self, hw: int | None) -> bool:
         if hw is None or (self.high_watermark is not None and hw <= self.high_watermark):

@@ -5,7 +5,9 @@ Outbound requests (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot)
 :class:`~pykbroker.clients.inter_broker_send_thread.InterBrokerSendThread` to the destination's address
 from ``controller.quorum.voters``. The response, or a synthesized BROKER_NOT_AVAILABLE /
 REQUEST_TIMED_OUT-like error response when the node cannot be reached, goes back to the client with
-``client.handle``. That is Kafka's behaviour: the client sees a failed request and backs off.
+``client.handle``. That is Kafka's behaviour: the client sees a failed request and backs off. A pre-vote
+(KIP-996) needs Vote v2: to a node that only speaks v0-1 it fails with UNSUPPORTED_VERSION (never sent as a
+binding v1 vote), on which the client stands without pre-votes.
 
 Inbound requests arrive from the controller listener's request handler (``RaftHandlers`` in the server).
 It passes them to :meth:`handle_inbound` with a ``respond(body)`` callable. The channel gives the request
@@ -24,7 +26,13 @@ from collections.abc import Callable
 
 from pykbroker.clients.inter_broker_send_thread import InterBrokerSendThread
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.protocol.errors import BROKER_NOT_AVAILABLE, INCONSISTENT_CLUSTER_ID, NONE
+from pykbroker.protocol.errors import (
+    BROKER_NOT_AVAILABLE,
+    INCONSISTENT_CLUSTER_ID,
+    NONE,
+    UNSUPPORTED_VERSION,
+    UnsupportedVersionError,
+)
 from pykbroker.raft.kafka_raft_client import KafkaRaftClient
 from pykbroker.raft.kafka_raft_client_driver import NetworkChannel
 from pykbroker.raft.raft_messages import (
@@ -33,6 +41,7 @@ from pykbroker.raft.raft_messages import (
     RaftResponse,
     RequestData,
     ResponseData,
+    VoteRequestData,
     error_response,
 )
 from pykbroker.raft.raft_wire import request_to_wire, response_from_wire, response_to_wire
@@ -42,12 +51,14 @@ from pykbroker.utils.time import SYSTEM, Time
 
 #: The newest version of each Raft RPC this channel sends (lowered to what the peer supports).
 API_VERSIONS: dict[int, int] = {
-    ApiKeys.VOTE: 1,
+    ApiKeys.VOTE: 2,
     ApiKeys.BEGIN_QUORUM_EPOCH: 1,
     ApiKeys.END_QUORUM_EPOCH: 1,
     ApiKeys.FETCH: 17,
     ApiKeys.FETCH_SNAPSHOT: 1,
 }
+PRE_VOTE_MIN_VERSION = 2
+"""Vote v2 carries ``pre_vote`` (KIP-996)."""
 
 Respond = Callable[[dict], None]
 
@@ -123,12 +134,15 @@ class KafkaNetworkChannel(NetworkChannel):
         def on_response(response: dict | None, error: Exception | None) -> None:
             self._on_response(request, response, error)
 
-        self.send_thread.send(message.destination_id, api_key, API_VERSIONS[api_key], body, on_response)
+        min_version = PRE_VOTE_MIN_VERSION if isinstance(message.data, VoteRequestData) and message.data.pre_vote else 0
+        self.send_thread.send(message.destination_id, api_key, API_VERSIONS[api_key], body, on_response, min_version)
 
     def _on_response(self, request: RaftRequest, response: dict | None, error: Exception | None) -> None:
         assert self.client is not None
         data: ResponseData
-        if error is not None or response is None:
+        if isinstance(error, UnsupportedVersionError):
+            data = error_response(request.data, UNSUPPORTED_VERSION)
+        elif error is not None or response is None:
             self._log.debug("Raft request failed", destination=request.destination_id, error=str(error))
             data = error_response(request.data, BROKER_NOT_AVAILABLE)
         else:

@@ -16,12 +16,21 @@ stored epoch comes back Resigned), it becomes Candidate in ``epoch + 1`` (persis
 so becomes Leader at once, appends a LeaderChange control batch at the epoch start offset, flushes, and the
 high watermark - the majority end offset, here its own - moves past it. No RPC is ever produced.
 
-Several voters (Kafka's protocol): an Unattached voter whose randomized election timeout
-(``election_timeout_ms`` + up to as much again) expires becomes Candidate in a new epoch and sends Vote to
-every voter; a voter grants at most one vote per epoch (persisted in the quorum-state file before it answers),
-only to a candidate whose log (last epoch, end offset) is at least as up to date as its own. A candidate with
-a majority becomes Leader, appends LeaderChange and sends BeginQuorumEpoch until each voter acknowledged; a
-failed election backs off (binary exponential, capped by ``election_backoff_max_ms``) before the next epoch.
+Several voters (Kafka's protocol, with KIP-996 pre-vote): an Unattached voter whose randomized election
+timeout (``election_timeout_ms`` + up to as much again) expires - or a Follower whose leader went silent for
+``fetch_timeout_ms``, or a Resigned leader - becomes Prospective in the *same* epoch and sends pre-votes (Vote
+v2 with ``pre_vote``, ``candidate_epoch`` = epoch + 1) to every voter. A voter grants a pre-vote, changing
+nothing, when the prospective's log is at least as up to date as its own and it knows no healthy leader (it
+is not Leader or Resigned, and as a Follower has not had a Fetch answered within its fetch timeout). Only with
+a majority of pre-votes does the Prospective become Candidate in a new epoch and send Vote to every voter;
+losing (a majority refused, or its election timeout passed) takes it back to following its leader, or to
+Unattached, in the same epoch. So a voter that was partitioned or paused cannot bump the epoch and depose a
+healthy leader when it comes back. A voter grants at most one (binding) vote per epoch (persisted in the
+quorum-state file before it answers), only to a candidate whose log (last epoch, end offset) is at least as
+up to date as its own. A candidate with a majority becomes Leader, appends LeaderChange and sends
+BeginQuorumEpoch until each voter acknowledged; a failed election backs off (binary exponential, capped by
+``election_backoff_max_ms``) and then becomes Prospective again. A peer that does not support Vote v2 answers
+UNSUPPORTED_VERSION, on which the Prospective stands at once (Kafka's fallback for a partly upgraded quorum).
 Followers (and observers - nodes that are not voters, which never vote or stand) send Fetch with
 ``fetch_offset`` = their log end and ``last_fetched_epoch``; the leader answers ``diverging_epoch`` when they
 disagree (the follower truncates and refetches), else records and its high watermark, parking an empty fetch
@@ -47,7 +56,7 @@ leader losing the snapshot (SNAPSHOT_NOT_FOUND) discards the partial download. L
 ``handle_load_snapshot`` first when they register and a snapshot exists, and
 whenever their position falls below the log start offset (Kafka's ``updateListenersProgress``).
 
-Not implemented: pre-vote (KIP-996), dynamic voters (KIP-853). The client speaks to the other voters
+Not implemented: dynamic voters (KIP-853). The client speaks to the other voters
 through a ``NetworkChannel``: :mod:`pykbroker.raft.kafka_network_channel` over the controller listener, which
 the server wires in (``KafkaRaftServer``).
 
@@ -71,6 +80,7 @@ from pykbroker.protocol.errors import (
     INCONSISTENT_CLUSTER_ID,
     INCONSISTENT_VOTER_SET,
     NONE,
+    UNSUPPORTED_VERSION,
 )
 from pykbroker.raft.batch_accumulator import BatchAccumulator, NotLeaderError
 from pykbroker.raft.control_records import LEADER_CHANGE, LeaderChangeMessage, control_key
@@ -78,6 +88,7 @@ from pykbroker.raft.epoch_state import (
     CandidateState,
     FollowerState,
     LeaderState,
+    ProspectiveState,
     ResignedState,
     StateKind,
     UnattachedState,
@@ -392,8 +403,11 @@ class KafkaRaftClient(Generic[T]):
         if epoch > q.epoch or not (q.kind is StateKind.FOLLOWER and q.leader_id == leader_id):
             self._transition(lambda: q.transition_to_follower(epoch, leader_id))
 
-    def _transition_to_candidate(self) -> None:
-        self._transition(self.quorum.transition_to_candidate)
+    def _transition_to_candidate(self, skip_pre_vote: bool = False) -> None:
+        self._transition(lambda: self.quorum.transition_to_candidate(skip_pre_vote))
+
+    def _transition_to_prospective(self) -> None:
+        self._transition(self.quorum.transition_to_prospective)
 
     def _election_backoff_ms(self, retries: int) -> int:
         """Kafka's ``binaryExponentialElectionBackoffMs``."""
@@ -429,6 +443,8 @@ class KafkaRaftClient(Generic[T]):
             return self._poll_only_voter(state, may_elect)
         if isinstance(state, LeaderState):
             return self._poll_leader(state, now)
+        if isinstance(state, ProspectiveState):
+            return self._poll_prospective(state, now, may_elect)
         if isinstance(state, CandidateState):
             return self._poll_candidate(state, now, may_elect)
         if isinstance(state, FollowerState):
@@ -441,7 +457,12 @@ class KafkaRaftClient(Generic[T]):
 
     def _poll_only_voter(self, state: Any, may_elect: bool) -> int:
         """The only voter elects itself at once (no request to send)."""
-        if may_elect and state.kind in (StateKind.UNATTACHED, StateKind.RESIGNED, StateKind.FOLLOWER):
+        if may_elect and state.kind in (
+            StateKind.UNATTACHED,
+            StateKind.PROSPECTIVE,
+            StateKind.RESIGNED,
+            StateKind.FOLLOWER,
+        ):
             self._transition_to_candidate()
         elif isinstance(state, CandidateState) and state.is_vote_granted():
             self._become_leader(state)
@@ -463,15 +484,48 @@ class KafkaRaftClient(Generic[T]):
                 self._send_request(voter, begin)
         return self._next_retry_ms(now)
 
+    def _poll_prospective(self, state: ProspectiveState, now: int, may_elect: bool) -> int:
+        """Kafka's ``pollProspective`` (KIP-996): stand (Candidate, epoch + 1) once a majority granted the
+        pre-vote; after losing it (a majority refused, or the election timeout passed) go back to following
+        the leader it had, else to Unattached, in the same epoch; else ask the voters not heard from yet."""
+        if state.is_vote_granted() and may_elect:
+            self._transition_to_candidate()
+            return 0
+        if now >= state.election_deadline_ms or state.is_vote_rejected():
+            self._log.info("Pre-vote election lost", epoch=state.epoch, granted=sorted(state.granted))
+            self._prospective_lost(state)
+            return 0
+        request = VoteRequestData(
+            state.epoch + 1,
+            self.node_id,
+            self.log.last_fetched_epoch(),
+            self.log.end_offset(),
+            self.cluster_id,
+            pre_vote=True,
+        )
+        for voter in sorted(state.unrecorded_voters()):
+            if self._can_send(voter, now):
+                self._send_request(voter, dataclasses.replace(request, voter_id=voter))
+        return max(0, min(state.election_deadline_ms - now, self._next_retry_ms(now)))
+
+    def _prospective_lost(self, state: ProspectiveState) -> None:
+        """Kafka's ``prospectiveTransitionAfterElectionLoss``."""
+        q = self.quorum
+        if state.leader != NO_ID:
+            self._transition(lambda: q.transition_to_follower(state.epoch, state.leader))
+        else:
+            self._transition(lambda: q.transition_to_unattached(state.epoch))
+
     def _poll_candidate(self, state: CandidateState, now: int, may_elect: bool) -> int:
         """Kafka's ``pollCandidate``: become leader once granted; after a failed election back off, then
-        stand again; else ask the voters not heard from yet for their vote."""
+        become Prospective again (ask for pre-votes before another epoch); else ask the voters not heard
+        from yet for their vote."""
         if state.is_vote_granted():
             self._become_leader(state)
             return 0
         if state.backoff_deadline_ms is not None:
             if now >= state.backoff_deadline_ms and may_elect:
-                self._transition_to_candidate()
+                self._transition_to_prospective()
                 return 0
             return state.backoff_deadline_ms - now
         if now >= state.election_deadline_ms or state.is_vote_rejected():
@@ -492,8 +546,10 @@ class KafkaRaftClient(Generic[T]):
         one is being fetched)."""
         if now >= state.fetch_deadline_ms:
             if may_elect:
-                self._log.info("No fetch from the leader in time; standing", epoch=state.epoch, leader=state.leader)
-                self._transition_to_candidate()
+                self._log.info(
+                    "No fetch from the leader in time; asking for pre-votes", epoch=state.epoch, leader=state.leader
+                )
+                self._transition_to_prospective()
                 return 0
             if not self.quorum.is_voter():
                 self._abandon_snapshot_fetch()  # the leader may be gone: look for the current one
@@ -510,7 +566,7 @@ class KafkaRaftClient(Generic[T]):
         observer fetches from a random voter to discover the leader."""
         if self.quorum.is_voter():
             if now >= state.election_deadline_ms and may_elect:
-                self._transition_to_candidate()
+                self._transition_to_prospective()
                 return 0
             return max(0, state.election_deadline_ms - now)
         self._maybe_send_fetch(self._random_voter(), now)  # observer: discover the leader
@@ -520,7 +576,7 @@ class KafkaRaftClient(Generic[T]):
         """Kafka's ``pollResigned``: stand again when the election timeout passes, else send
         EndQuorumEpoch to the voters that have not acknowledged the resignation."""
         if now >= state.election_deadline_ms and may_elect:
-            self._transition_to_candidate()
+            self._transition_to_prospective()
             return 0
         end_epoch = EndQuorumEpochRequestData(self.node_id, state.epoch, state.preferred_successors, self.cluster_id)
         for voter in sorted(state.unacknowledged):
@@ -686,12 +742,20 @@ class KafkaRaftClient(Generic[T]):
             return VoteResponseData(INCONSISTENT_VOTER_SET, q.leader_id, q.epoch, False)
         if data.candidate_epoch < q.epoch:
             return VoteResponseData(FENCED_LEADER_EPOCH, q.leader_id, q.epoch, False)
+        if data.pre_vote:  # KIP-996: answer without changing any state (no epoch, no vote)
+            log_ok = (data.last_offset_epoch, data.last_offset) >= (
+                self.log.last_fetched_epoch(),
+                self.log.end_offset(),
+            )
+            granted = log_ok and q.state.can_grant_pre_vote(self._now())
+            self._log.debug("Pre-vote", candidate=data.candidate_id, epoch=data.candidate_epoch, granted=granted)
+            return VoteResponseData(NONE, q.leader_id, q.epoch, granted)
         if data.candidate_epoch > q.epoch:
             self._transition(lambda: q.transition_to_unattached(data.candidate_epoch))
         state = q.state
         log_ok = (data.last_offset_epoch, data.last_offset) >= (self.log.last_fetched_epoch(), self.log.end_offset())
         granted = state.can_grant_vote(data.candidate_id) and log_ok
-        if granted and isinstance(state, UnattachedState) and state.voted_id == NO_ID:
+        if granted and isinstance(state, UnattachedState | ProspectiveState) and state.voted_id == NO_ID:
             self._transition(lambda: q.transition_to_unattached_voted(data.candidate_epoch, data.candidate_id))
         self._log.debug("Vote request", candidate=data.candidate_id, epoch=data.candidate_epoch, granted=granted)
         return VoteResponseData(NONE, q.leader_id, q.epoch, granted)
@@ -763,15 +827,23 @@ class KafkaRaftClient(Generic[T]):
         if data.leader_epoch > q.epoch:
             self._maybe_transition(data.leader_id, data.leader_epoch)
             return
+        state = q.state
+        if data.error_code == UNSUPPORTED_VERSION and isinstance(state, ProspectiveState):
+            # a voter without Vote v2: the quorum cannot pre-vote, so stand at once (Kafka's fallback)
+            self._log.warning("A voter does not support pre-vote; standing at once", voter=source, epoch=q.epoch)
+            self._transition_to_candidate(skip_pre_vote=True)
+            return
         if data.error_code != NONE:
             self._backoff_until[source] = self._now() + self.retry_backoff_ms
             return
-        state = q.state
-        if isinstance(state, CandidateState) and data.leader_epoch == state.epoch:
+        if isinstance(state, CandidateState | ProspectiveState) and data.leader_epoch == state.epoch:
             if data.vote_granted:
                 state.record_granted_vote(source)
             else:
                 state.record_rejected_vote(source)
+            learnt_leader = data.leader_id not in (NO_ID, self.node_id)
+            if isinstance(state, ProspectiveState) and state.leader == NO_ID and learnt_leader:
+                self._maybe_transition(data.leader_id, data.leader_epoch)  # a leader we did not know of
         elif data.leader_epoch == q.epoch and data.leader_id not in (NO_ID, self.node_id):
             self._maybe_transition(data.leader_id, data.leader_epoch)
 
@@ -786,7 +858,7 @@ class KafkaRaftClient(Generic[T]):
             return
         if request.fetch_offset != self.log.end_offset():
             return  # the log moved since the request was sent
-        state.fetch_deadline_ms = self._now() + self.fetch_timeout_ms
+        state.record_successful_fetch(self._now(), self.fetch_timeout_ms)
         if data.diverging_epoch is not None:
             self._truncate_to_end_offset(data.diverging_epoch)
             return
@@ -816,7 +888,7 @@ class KafkaRaftClient(Generic[T]):
         ):
             return
         if self._snapshot_fetch.handle_response(state, data, handled):
-            state.fetch_deadline_ms = self._now() + self.fetch_timeout_ms
+            state.record_successful_fetch(self._now(), self.fetch_timeout_ms)
 
     def _abandon_snapshot_fetch(self) -> None:
         self._snapshot_fetch.abandon()

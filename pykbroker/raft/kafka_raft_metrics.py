@@ -127,7 +127,8 @@ class KafkaRaftMetrics:
 
     # ---- gauges -------------------------------------------------------------------------------
     def current_state(self) -> str:
-        """Kafka's names: leader, candidate, voted (unattached with a vote), follower, observer, unattached."""
+        """Kafka's names: leader, candidate, prospective (KIP-996), voted (unattached with a vote), follower,
+        observer, unattached."""
         quorum = self.client.quorum
         state = quorum.state
         kind = state.kind
@@ -135,6 +136,8 @@ class KafkaRaftMetrics:
             return "leader"
         if kind is StateKind.CANDIDATE:
             return "candidate"
+        if kind is StateKind.PROSPECTIVE:
+            return "prospective"
         if kind is StateKind.UNATTACHED and getattr(state, "voted_id", NO_ID) != NO_ID:
             return "voted"
         if kind is StateKind.FOLLOWER:
@@ -145,7 +148,9 @@ class KafkaRaftMetrics:
         state = self.client.quorum.state
         if state.kind in (StateKind.LEADER, StateKind.CANDIDATE):
             return self.client.node_id
-        return getattr(state, "voted_id", NO_ID) if state.kind is StateKind.UNATTACHED else NO_ID
+        if state.kind in (StateKind.UNATTACHED, StateKind.PROSPECTIVE):
+            return getattr(state, "voted_id", NO_ID)
+        return NO_ID
 
     # ---- sensors (the Raft thread) ------------------------------------------------------------
     def update_commit_latency(self, latency_ms: float) -> None:

@@ -42,12 +42,17 @@ class LeaderIdAndEpoch(NamedTuple):
 # ---- Vote ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class VoteRequestData:
+    """A Vote, or with ``pre_vote`` (Vote v2, KIP-996) a pre-vote: ``candidate_epoch`` is then the epoch the
+    sender would stand in (its epoch + 1) and the answer changes no state. Kafka 4 renames the v2 fields
+    ``replica_epoch`` / ``replica_id``; the wire format is the same."""
+
     candidate_epoch: int
     candidate_id: int
     last_offset_epoch: int
     last_offset: int
     cluster_id: str | None = None
     voter_id: int = NO_ID
+    pre_vote: bool = False
     api_key: int = field(default=ApiKeys.VOTE, init=False, repr=False)
 
 

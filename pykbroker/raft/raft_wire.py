@@ -75,6 +75,7 @@ def request_to_wire(data: RequestData) -> tuple[int, Body]:
             "candidate_id": data.candidate_id,
             "last_offset_epoch": data.last_offset_epoch,
             "last_offset": data.last_offset,
+            "pre_vote": data.pre_vote,
         }
         return ApiKeys.VOTE, {"cluster_id": data.cluster_id, "voter_id": data.voter_id, "topics": _nest(partition)}
     if isinstance(data, BeginQuorumEpochRequestData):
@@ -137,6 +138,7 @@ def request_from_wire(api_key: int, body: Body) -> RequestData:
             p["last_offset"],
             cluster_id,
             body.get("voter_id", -1),
+            bool(p.get("pre_vote", False)),
         )
     if api_key == ApiKeys.BEGIN_QUORUM_EPOCH:
         p = _single(body, "topics", "topic_name", "partition_index")

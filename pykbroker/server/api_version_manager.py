@@ -83,7 +83,7 @@ ADVERTISED_MIN_VERSIONS: dict[int, int] = {ApiKeys.PRODUCE: 0}
 
 # api key -> (min, max) of the APIs only the controller listener serves (ControllerApis, the Raft RPCs).
 CONTROLLER_VERSIONS: dict[int, tuple[int, int]] = {
-    ApiKeys.VOTE: (0, 1),
+    ApiKeys.VOTE: (0, 2),
     ApiKeys.BEGIN_QUORUM_EPOCH: (0, 1),
     ApiKeys.END_QUORUM_EPOCH: (0, 1),
     ApiKeys.DESCRIBE_QUORUM: (0, 2),

@@ -6,7 +6,7 @@ Schema DSL: see :mod:`pykbroker.protocol.schema`. Field names, types and version
 """
 
 SCHEMAS = """
-request Vote 52 0-1 flex=0+
+request Vote 52 0-2 flex=0+
   cluster_id string 0+ null=0+ =null
   voter_id int32 1+ =-1
   topics [] 0+
@@ -19,8 +19,9 @@ request Vote 52 0-1 flex=0+
       voter_directory_id uuid 1+
       last_offset_epoch int32 0+
       last_offset int64 0+
+      pre_vote bool 2+
 
-response Vote 52 0-1 flex=0+
+response Vote 52 0-2 flex=0+
   error_code int16 0+
   topics [] 0+
     topic_name string 0+

@@ -132,6 +132,17 @@ def test_election_timeout_vote_requests():
     candidate = cluster.clients[1]
     assert candidate.poll_once() > 0 and candidate.drain_outbound() == []  # waits for its election timeout
     cluster.time.sleep(2001)
+    pre_votes = cluster.poll(1)  # KIP-996: first a pre-vote, in the same epoch
+    assert candidate.quorum.kind is StateKind.PROSPECTIVE and candidate.quorum.epoch == 0
+    assert sorted(r.destination_id for r in pre_votes) == [2, 3]
+    assert all(r.data == VoteRequestData(1, 1, 0, 0, voter_id=r.destination_id, pre_vote=True) for r in pre_votes)
+    for r in pre_votes:
+        cluster.clients[r.destination_id].handle(r)
+    answers = [m for m in cluster.poll(2, 3) if isinstance(m, RaftResponse)]  # (they time out too)
+    assert [a.data for a in answers] == [VoteResponseData(NONE, -1, 0, True)] * 2
+    assert cluster.stores[2].state == cluster.stores[3].state == ElectionState(0, -1, -1, frozenset(VOTERS))
+    for a in answers:
+        candidate.handle(a)
     requests = cluster.poll(1)
     assert candidate.quorum.kind is StateKind.CANDIDATE and candidate.quorum.epoch == 1
     assert cluster.stores[1].state == ElectionState(1, -1, 1, frozenset(VOTERS))  # voted for itself, durably
@@ -211,9 +222,12 @@ def test_resigned_leader_sends_end_quorum_epoch_and_the_first_successor_stands_a
     assert ends[0].data.preferred_successors[0] == 3
     for m in ends:
         cluster.clients[m.destination_id].handle(m)
-    cluster.poll(2, 3)
-    assert cluster.clients[3].quorum.kind is StateKind.CANDIDATE and cluster.clients[3].quorum.epoch == 2
+    out = cluster.poll(2, 3)
+    assert cluster.clients[3].quorum.kind is StateKind.PROSPECTIVE and cluster.clients[3].quorum.epoch == 1
     assert cluster.clients[2].quorum.kind is StateKind.FOLLOWER  # waits its turn (backoff by position)
+    # 2 grants the pre-vote (its leader resigned), the resigned leader refuses it; 3 stands and wins epoch 2
+    cluster.exchange(out)
+    assert cluster.clients[3].quorum.is_leader() and cluster.clients[3].quorum.epoch == 2
 
 
 def test_observer_discovers_the_leader_replicates_and_never_votes():
@@ -292,7 +306,13 @@ def test_driver_hands_rpcs_to_the_network_channel_and_resigns_at_shutdown():
         time.sleep(2001)  # past any election timeout
         client.wakeup()
         channel.wait_for(lambda sent: {m.destination_id for m in sent if m.data.api_key == 52} == {2, 3})
-        vote_request = next(m for m in channel.sent if m.destination_id == 2)
+        pre_vote = next(m for m in channel.sent if m.destination_id == 2)
+        assert pre_vote.data.pre_vote
+        client.handle(RaftResponse(pre_vote.correlation_id, 2, 1, VoteResponseData(NONE, -1, 0, True)))
+        channel.wait_for(lambda sent: any(m.data.api_key == 52 and not m.data.pre_vote for m in sent))
+        vote_request = next(
+            m for m in channel.sent if m.destination_id == 2 and m.data.api_key == 52 and not m.data.pre_vote
+        )
         client.handle(RaftResponse(vote_request.correlation_id, 2, 1, VoteResponseData(NONE, -1, 1, True)))
         channel.wait_for(lambda sent: any(m.data.api_key == 53 for m in sent))  # BeginQuorumEpoch
         assert client.leader_and_epoch == (1, 1)
@@ -335,12 +355,12 @@ def test_a_state_without_a_poll_is_an_invariant_error():
     from pykbroker.raft.kafka_raft_client import RaftInvariantError
 
     @dataclasses.dataclass
-    class Prospective:  # a state this client does not know (KIP-996's, for example)
-        kind: str = "Prospective"
+    class Unknown:  # a state this client does not know
+        kind: str = "Unknown"
         epoch: int = 0
 
     cluster = Cluster()
     client = cluster.clients[1]
-    client.quorum.state = Prospective()
+    client.quorum.state = Unknown()
     with pytest.raises(RaftInvariantError, match="Unexpected quorum state"):
         client.poll_once()

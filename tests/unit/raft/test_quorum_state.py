@@ -18,6 +18,13 @@ def quorum(local_id=1, voters=(1, 2, 3), store=None):
     return q
 
 
+def stand(q):
+    """Win a pre-vote (KIP-996) and stand: Prospective, granted by voter 2, then Candidate."""
+    q.transition_to_prospective()
+    q.state.record_granted_vote(2)
+    q.transition_to_candidate()
+
+
 def test_fresh_start_is_unattached_epoch_zero():
     q = quorum()
     assert q.kind is StateKind.UNATTACHED and q.epoch == 0
@@ -25,7 +32,7 @@ def test_fresh_start_is_unattached_epoch_zero():
 
 def test_candidate_to_leader_needs_majority():
     q = quorum()
-    q.transition_to_candidate()
+    stand(q)
     assert q.kind is StateKind.CANDIDATE and q.epoch == 1
     with pytest.raises(IllegalRaftStateTransition):
         q.transition_to_leader(0)
@@ -39,7 +46,7 @@ def test_illegal_transitions_raise():
     q = quorum()
     with pytest.raises(IllegalRaftStateTransition):
         q.transition_to_resigned()  # Unattached -> Resigned is not in the table
-    q.transition_to_candidate()
+    stand(q)
     q.state.record_granted_vote(2)
     q.transition_to_leader(0)
     with pytest.raises(IllegalRaftStateTransition):
@@ -61,7 +68,7 @@ def test_a_higher_epoch_keeps_an_unattached_or_candidate_voters_election_deadlin
     q.transition_to_unattached(2)
     q.transition_to_unattached(3)
     assert q.state.election_deadline_ms == deadline
-    q.transition_to_candidate()
+    stand(q)
     candidate_deadline = q.state.election_deadline_ms
     q.transition_to_unattached(9)
     assert q.state.election_deadline_ms == candidate_deadline
@@ -149,3 +156,65 @@ def test_memory_log_read_truncate_and_epochs():
     log.update_high_watermark(4)
     log.truncate_to(3)
     assert log.end_offset() == 3 and log.high_watermark() == 3
+
+
+def test_prospective_keeps_the_epoch_and_needs_a_majority_of_pre_votes():
+    """KIP-996: a timed-out follower becomes Prospective in the same epoch, keeping its leader (durably);
+    it becomes Candidate only with a majority of pre-votes; losing takes it back to that leader."""
+    q = quorum()
+    with pytest.raises(IllegalRaftStateTransition):
+        q.transition_to_candidate()  # Unattached -> Candidate needs the pre-vote first
+    q.transition_to_follower(4, 2)
+    q.transition_to_prospective()
+    assert q.kind is StateKind.PROSPECTIVE and q.epoch == 4 and q.leader_id == 2
+    assert q.store.read_election_state() == ElectionState(4, 2, -1, frozenset({1, 2, 3}))
+    with pytest.raises(IllegalRaftStateTransition):
+        q.transition_to_candidate()  # only its own pre-vote
+    with pytest.raises(IllegalRaftStateTransition):
+        q.transition_to_unattached(4)  # it knows the epoch's leader: back to following it
+    with pytest.raises(IllegalRaftStateTransition):
+        q.transition_to_follower(4, 3)  # two leaders in one epoch
+    q.transition_to_follower(4, 2)  # lost the pre-vote election
+    assert q.kind is StateKind.FOLLOWER and q.epoch == 4 and q.leader_id == 2
+    q.transition_to_prospective()
+    q.state.record_granted_vote(3)
+    q.transition_to_candidate()
+    assert q.kind is StateKind.CANDIDATE and q.epoch == 5
+
+
+def test_prospective_from_unattached_keeps_its_vote_and_goes_back_with_a_fresh_timeout():
+    q = quorum()
+    q.transition_to_unattached_voted(3, 2)
+    q.transition_to_prospective()
+    assert q.state.voted_id == 2 and q.epoch == 3 and q.leader_id == -1
+    q.time.sleep(10_000)
+    q.transition_to_unattached(3)  # lost: same epoch, same vote, a new election timeout from now
+    assert q.kind is StateKind.UNATTACHED and q.state.voted_id == 2 and q.epoch == 3
+    assert q.state.election_deadline_ms > q.time.hi_res_milliseconds()
+
+
+def test_the_only_voter_stands_without_a_pre_vote():
+    q = quorum(voters=(1,))
+    q.transition_to_candidate()
+    assert q.kind is StateKind.CANDIDATE and q.epoch == 1
+
+
+def test_a_resigned_leader_asking_for_pre_votes_never_leads_or_votes_in_its_epoch_again():
+    """Resigned -> Prospective keeps its own vote: it grants no other candidate of the epoch it won (two
+    leaders), and restarted it comes back Prospective, so it can only stand in a new epoch."""
+    store = MemoryQuorumStateStore()
+    q = quorum(store=store)
+    stand(q)
+    q.state.record_granted_vote(2)
+    q.transition_to_leader(0)
+    q.transition_to_resigned()
+    q.transition_to_prospective()
+    assert q.state.voted_id == 1 and not q.state.can_grant_vote(2)
+    q.transition_to_unattached(1)  # lost the pre-vote election
+    assert q.state.voted_id == 1 and not q.state.can_grant_vote(2)
+    restarted = QuorumState(1, frozenset({1, 2, 3}), store, MockTime())
+    restarted.initialize(1)
+    assert restarted.kind is StateKind.PROSPECTIVE and restarted.epoch == 1 and restarted.state.voted_id == 1
+    restarted.state.record_granted_vote(3)
+    restarted.transition_to_candidate()
+    assert restarted.epoch == 2

@@ -25,6 +25,10 @@ connected, a voter whose log is behind keeps standing and losing: the others mus
 Four tests break the protocol on purpose (commit on fewer than a majority, vote twice in an epoch,
 snapshot above the high watermark, a fresh election timeout on every higher epoch) and check that the
 simulation notices.
+
+Pre-vote (KIP-996): scenario runs over several seeds cut a follower off from a healthy leader (or pause it:
+no message in or out) for many fetch timeouts and bring it back - the leader keeps its epoch and the
+quorum keeps committing - and kill the leader, after which the others still elect one.
 """
 
 from __future__ import annotations
@@ -542,5 +546,73 @@ def test_simulation_catches_a_stale_candidate_postponing_elections(monkeypatch):
         self._durable_transition(epoch_state.UnattachedState(epoch, self.voters, election_deadline_ms=deadline))
 
     monkeypatch.setattr(QuorumState, "transition_to_unattached", fresh_timeout)
+    # as in a quorum without pre-vote (KIP-996), which would otherwise stop the stale voter from ever
+    # bumping the epoch: every pre-vote election is won
+    monkeypatch.setattr(epoch_state.ProspectiveState, "is_vote_granted", lambda self: True)
     for voters, first_seed in [(3, 0), (5, 1000)]:
         assert "no commit within" in first_violation(voters, first_seed)
+
+
+# ---- pre-vote (KIP-996) scenarios ------------------------------------------------------------------
+def settle(sim: Simulation, bound_ms: int = LIVENESS_BOUND_MS) -> Node:
+    """Step a loss-free, fully connected simulation until a leader has committed a fresh append that every
+    live node has; the leader."""
+    deadline = sim.now() + bound_ms
+    offset = None
+    while sim.now() < deadline:
+        leader = sim.leader()
+        if leader is not None and offset is None:
+            offset = sim.append()
+        live = [n.client for n in sim.nodes.values() if n.client is not None]
+        if leader is not None and offset is not None and all((c.high_watermark() or 0) > offset for c in live):
+            return leader
+        sim.step()
+    sim.fail(f"no leader committing within {bound_ms} ms")
+    raise AssertionError  # unreachable: fail raises
+
+
+def quiet_simulation(seed: int) -> Simulation:
+    sim = Simulation(seed, voters=3)
+    sim.loss = sim.duplicate = 0.0
+    return sim
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_follower_cut_off_from_a_healthy_leader_rejoins_without_a_new_epoch(seed):
+    """Voter cut off (a partition, or a pause: no message in or out) for 10 fetch timeouts while the leader
+    keeps committing with the third voter; when it comes back nobody's epoch has moved, the leader still
+    leads and the returning voter catches up. Without pre-vote it stood epoch after epoch while cut off,
+    and its Vote in a higher epoch deposed the leader when it came back."""
+    sim = quiet_simulation(seed)
+    leader = settle(sim)
+    assert leader.client is not None
+    epoch = leader.client.quorum.epoch
+    lost = next(i for i in sim.voters if i != leader.id)
+    for other in sim.nodes:
+        if other != lost:
+            sim.cut_links.add(frozenset((lost, other)))
+    for i in range(10 * FETCH_TIMEOUT_MS // TICK_MS):
+        if i % 20 == 0:
+            sim.append()
+        sim.step()
+        assert sim.nodes[lost].client.quorum.epoch == epoch  # type: ignore[union-attr]
+    assert leader.client.quorum.is_leader() and leader.client.quorum.epoch == epoch
+    sim.cut_links.clear()
+    assert settle(sim) is leader and leader.client.quorum.epoch == epoch
+    assert max(sim.leader_of_epoch) == epoch
+    returned = sim.nodes[lost].client
+    assert returned is not None and returned.leader_and_epoch == (leader.id, epoch)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_others_still_elect_when_the_leader_dies(seed):
+    sim = quiet_simulation(seed)
+    leader = settle(sim)
+    assert leader.client is not None
+    epoch = leader.client.quorum.epoch
+    sim.crash(leader.id)
+    started = sim.now()
+    successor = settle(sim)
+    assert successor is not leader and successor.client is not None
+    assert successor.client.quorum.epoch > epoch
+    assert sim.now() - started < 10 * FETCH_TIMEOUT_MS  # elected and committed on every live node

@@ -46,7 +46,12 @@ CASES = [
     (
         VoteRequestData(4, 1, 3, 17, "cluster-1", voter_id=2),
         VoteResponseData(NONE, -1, 4, True),
-        (0, 1),
+        (0, 1, 2),
+    ),
+    (
+        VoteRequestData(4, 1, 3, 17, "cluster-1", voter_id=2, pre_vote=True),
+        VoteResponseData(NONE, 1, 3, False),
+        (2,),
     ),
     (
         BeginQuorumEpochRequestData(1, 4, "cluster-1", voter_id=3),
