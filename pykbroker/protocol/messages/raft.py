@@ -22,6 +22,7 @@ class VoteRequestTopicsPartitions(TypedDict, total=False):
     voter_directory_id: UUID  # versions 1+
     last_offset_epoch: int  # versions 0+
     last_offset: int  # versions 0+
+    pre_vote: bool  # versions 2+
 
 
 class VoteRequestTopics(TypedDict, total=False):
@@ -32,7 +33,7 @@ class VoteRequestTopics(TypedDict, total=False):
 
 
 class VoteRequest(TypedDict, total=False):
-    """VoteRequest (api key 52), versions 0-1, flexible 0+."""
+    """VoteRequest (api key 52), versions 0-2, flexible 0+."""
 
     cluster_id: str | None  # versions 0+, nullable 0+
     voter_id: int  # versions 1+
@@ -65,7 +66,7 @@ class VoteResponseNodeEndpoints(TypedDict, total=False):
 
 
 class VoteResponse(TypedDict, total=False):
-    """VoteResponse (api key 52), versions 0-1, flexible 0+."""
+    """VoteResponse (api key 52), versions 0-2, flexible 0+."""
 
     error_code: int  # versions 0+
     topics: list[VoteResponseTopics]  # versions 0+
