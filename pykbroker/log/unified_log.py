@@ -166,6 +166,9 @@ class UnifiedLog:
         self.recovery_report = recovery_report or RecoveryReport(0, 0, None, ())
         # Set by the LogManager: I/O errors take the log's directory offline (KAFKA_STORAGE_ERROR).
         self.log_dir_failure_channel: LogDirFailureChannel | None = None
+        #: called (under the log lock, so it must be cheap and take no other lock than its own) after the log end
+        #: offset, high watermark or log start offset may have changed; set by the Partition (idle fetch sessions)
+        self.change_listener: Callable[[], None] | None = None
         self._log = self._logger()
 
     def _logger(self):
@@ -568,6 +571,9 @@ class UnifiedLog:
         self._recovery_point = min(self._recovery_point, end_offset)
         if self.high_watermark > end_offset:
             self._high_watermark_metadata = self._next_offset_metadata
+        listener = self.change_listener
+        if listener is not None:
+            listener()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -849,6 +855,9 @@ class UnifiedLog:
         if psm.has_unreplicated_txns:
             psm.on_high_watermark_updated(hw)
             self._first_unstable_offset = psm.first_unstable_offset
+        listener = self.change_listener
+        if listener is not None:
+            listener()
 
     def maybe_increment_high_watermark(self, new_hw: LogOffsetMetadata | int) -> int | None:
         """Raise the HW to ``new_hw`` (<= LEO) if that is an increase. Returns the old HW or None."""
@@ -887,6 +896,9 @@ class UnifiedLog:
             self.leader_epoch_cache.truncate_from_start(new_log_start_offset)
             self.producer_state_manager.on_log_start_offset_incremented(new_log_start_offset)
             self._first_unstable_offset = self.producer_state_manager.first_unstable_offset
+            listener = self.change_listener
+            if listener is not None:
+                listener()
             self._log.info("Incremented log start offset", log_start_offset=new_log_start_offset, reason=reason)
             return True
 

@@ -9,6 +9,8 @@ logs and answers through ``response_callback``. Handler threads never wait on it
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from pykbroker.utils.delayed_operation import DelayedOperation
 
 
@@ -32,10 +34,18 @@ class DelayedFetch(DelayedOperation):
         complete_fn,
         fetch_only_leader: bool = True,
         is_throttled=None,
+        session=None,
+        wake=None,
     ):
         """``is_throttled(topic, partition)``: a follower fetch's partitions held back by the leader's replication
-        throttle, whose new bytes do not count (Kafka's DelayedFetch with ``shouldLeaderThrottle``)."""
+        throttle, whose new bytes do not count (Kafka's DelayedFetch with ``shouldLeaderThrottle``).
+        ``session`` (with ``wake``): the follower's fetch session when some of its partitions are parked and so
+        not among ``statuses`` (issue 31); a change of one of them completes the fetch too, as Kafka's
+        DelayedFetch completes on an append to any partition of the request (the changed partition itself is
+        then read by the next fetch)."""
         super().__init__(delay_ms)
+        self.session = session
+        self.wake = wake
         self.min_bytes = min_bytes
         self.statuses = statuses
         self.get_partition = get_partition
@@ -46,6 +56,9 @@ class DelayedFetch(DelayedOperation):
         self.is_throttled = is_throttled
 
     def try_complete(self) -> bool:
+        session = self.session
+        if session is not None and not session.set_waiter(self.wake):
+            return self.force_complete()  # a parked partition of the session changed
         accumulated = 0
         for st in self.statuses:
             start = st.start_offset_metadata
@@ -74,4 +87,43 @@ class DelayedFetch(DelayedOperation):
         pass
 
     def on_complete(self) -> None:
+        if self.session is not None:
+            self.session.set_waiter(None)
+        self.complete_fn()
+
+
+class FetchSessionOperationKey(NamedTuple):
+    """The watch key of a :class:`DelayedSessionFetch`: the fetch session's id."""
+
+    session_id: int
+
+
+class DelayedSessionFetch(DelayedOperation):
+    """A follower's incremental session fetch with nothing to read (every partition of its KIP-227 session is
+    parked: caught up and unchanged, issue 31) waiting ``delay_ms`` (its ``max_wait_ms``) for one of them to
+    change. It watches one key, the session's (:class:`FetchSessionOperationKey`), instead of every partition's,
+    and reads nothing until it completes: ``complete_fn()`` then reads only the partitions that changed.
+
+    ``session`` is the :class:`~pykbroker.server.fetch_session.FetchSession`; ``wake()`` is what a change calls
+    (it queues a ``check_and_complete`` of the session key). Kafka's DelayedFetch has no such variant: there,
+    every fetch reads and watches each partition; the answer (records, offsets) is the same.
+    Threading: as any DelayedOperation; ``try_complete`` only touches the session's change set under its lock.
+    """
+
+    def __init__(self, delay_ms: int, session, wake, complete_fn):
+        super().__init__(delay_ms)
+        self.session = session
+        self.wake = wake
+        self.complete_fn = complete_fn
+
+    def try_complete(self) -> bool:
+        if self.session.set_waiter(self.wake):
+            return False
+        return self.force_complete()  # a partition changed
+
+    def on_expiration(self) -> None:
+        pass
+
+    def on_complete(self) -> None:
+        self.session.set_waiter(None)
         self.complete_fn()

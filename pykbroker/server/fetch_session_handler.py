@@ -99,6 +99,17 @@ class FetchSessionHandler:
         ]
         return FetchRequestData(self.session_id, self.epoch, topics, forgotten, False)
 
+    def build_changes(self, changed: Mapping[tuple[str, int], PartitionData]) -> FetchRequestData:
+        """The incremental request when the caller knows that only the partitions of ``changed`` may have new
+        request data and none left (the fetcher's partitions processed in the last answer); the session must be
+        open (not at the initial epoch). Same request as :meth:`build` over every partition would make."""
+        assert self.epoch != INITIAL_EPOCH
+        session = self.session_partitions
+        items = [(tp, data) for tp, data in changed.items() if session.get(tp) != data]
+        for tp, data in items:
+            session[tp] = data
+        return FetchRequestData(self.session_id, self.epoch, _group(items, _request), [], False)
+
     def handle_response(self, response: dict, was_full: bool) -> bool:
         """Move the session on after the broker's answer; False when the answer is a top-level error (the next
         Fetch is then a full one)."""

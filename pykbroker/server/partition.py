@@ -35,6 +35,13 @@ Mirrors ``kafka.cluster.Partition``:
 * ``check_enough_replicas_reach_offset`` is DelayedProduce's test: done once HW >= the offset, with
   NOT_ENOUGH_REPLICAS_AFTER_APPEND when the maximal ISR is then below ``min.insync.replicas``.
 
+Idle fetch sessions (issue 31): a leader's fetch session may *park* a caught-up ISR follower on this partition
+(``park_follower``): the session then skips the partition until ``notify_fetch_watchers`` marks it changed, which
+happens whenever the log end offset, high watermark or log start offset may have moved (the UnifiedLog's
+``change_listener``), on every leader/follower state change from the metadata, and when the partition stops being
+served here (deleted, offline). See :mod:`pykbroker.server.replica` for how the parked follower's caught-up time
+stays Kafka's.
+
 Threading: ``_state_lock`` guards leader epoch, ISR, pending AlterPartition and the Replica states
 (metadata publisher, request handler threads, the AlterPartition callback thread, the ISR-expiration
 task). Log appends and reads are serialised by the UnifiedLog's own lock; the lock order is state lock
@@ -144,6 +151,71 @@ class Partition:
         self.pending_isr_change: PendingIsrChange | None = None
         self.remote_replicas: dict[int, Replica] = {}
         self.name = f"{topic}-{partition}"
+        #: fetch sessions parked here: session id -> callable marking this partition changed in that session.
+        #: Replaced (not mutated) by ``notify_fetch_watchers``; ``_watch_lock`` guards registration and the swap.
+        self._fetch_watchers: dict[int, Callable[[], None]] = {}
+        self._watch_lock = threading.Lock()
+        if log is not None and hasattr(log, "change_listener"):
+            log.change_listener = self.notify_fetch_watchers
+
+    # -- idle fetch sessions -------------------------------------------------------------------
+    def notify_fetch_watchers(self) -> None:
+        """This partition may have changed (offsets, leadership, being served here): every fetch session parked
+        on it is told so (once; it must park again). Cheap when none is parked; takes only ``_watch_lock``."""
+        if not self._fetch_watchers:
+            return
+        with self._watch_lock:
+            watchers, self._fetch_watchers = self._fetch_watchers, {}
+        for changed in watchers.values():
+            changed()
+
+    def park_follower(
+        self,
+        replica_id: int,
+        fetch_offset: int,
+        high_watermark: int,
+        log_start_offset: int,
+        clock,
+        session_id: int,
+        changed: Callable[[], None],
+    ) -> bool:
+        """Park follower ``replica_id``'s fetch session ``session_id`` on this partition, if the follower's fetch
+        at ``fetch_offset`` (already recorded by ``update_follower_fetch_state``) was at this leader's LEO, it is
+        in the committed ISR with no ISR change pending, and the session has just been sent ``high_watermark``
+        and ``log_start_offset``, which are still current. Then the session may skip the partition until
+        ``changed()`` is called, and the replica's fetch times follow ``clock`` (a
+        :class:`~pykbroker.server.replica.FollowerFetchClock`). True if parked."""
+        with self._state_lock:
+            replica = self.remote_replicas.get(replica_id)
+            if (
+                replica is None
+                or self.leader_id != self.local_broker_id
+                or self.pending_isr_change is not None
+                or replica_id not in self.isr
+                or replica.log_end_offset != fetch_offset
+            ):
+                return False
+            with self._watch_lock:  # registered before the checks below: a change after them notifies it
+                self._fetch_watchers[session_id] = changed
+            log = self.log
+            if (
+                log.log_end_offset != fetch_offset
+                or log.high_watermark != high_watermark
+                or log.log_start_offset != log_start_offset
+            ):
+                with self._watch_lock:
+                    if self._fetch_watchers.get(session_id) is changed:
+                        del self._fetch_watchers[session_id]
+                return False
+            replica.park(clock)
+            return True
+
+    def unpark_follower(self, replica_id: int) -> None:
+        """Follower ``replica_id``'s fetch times stop following its session clock (see ``park_follower``)."""
+        with self._state_lock:
+            replica = self.remote_replicas.get(replica_id)
+            if replica is not None:
+                replica.unpark()
 
     # -- state from metadata -------------------------------------------------------------------
     def make_leader(self, registration) -> bool:
@@ -170,6 +242,7 @@ class Partition:
                 for r in self.remote_replicas.values():
                     r.reset(now, leo, r.broker_id in self.isr, new_leader)
             hw_incremented = self._maybe_increment_leader_hw_locked()
+        self.notify_fetch_watchers()
         if hw_incremented:
             self.on_high_watermark_increment()
         return new
@@ -191,6 +264,7 @@ class Partition:
             self.leader_epoch_start_offset = -1
             self._update_assignment_and_isr(registration)
             self.remote_replicas = {}
+        self.notify_fetch_watchers()
         return new
 
     def _update_assignment_and_isr(self, registration) -> None:
@@ -519,6 +593,7 @@ class Partition:
                 f"ISR updated to {list(self.isr)} and partition epoch updated to {self.partition_epoch} for {self.name}"
             )
             hw_incremented = self._maybe_increment_leader_hw_locked()
+        self.notify_fetch_watchers()  # the ISR changed
         if hw_incremented:
             self.on_high_watermark_increment()
 

@@ -67,10 +67,13 @@ from pykbroker.config.broker_configs.replication_configs import (
 )
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.server.fetch_session_handler import FetchSessionHandler, PartitionData
+from pykbroker.server.fetch_session_handler import INITIAL_EPOCH, FetchSessionHandler, PartitionData
 from pykbroker.utils.logging import get_logger
 
 FETCH_VERSION = 15
+FULL_REBUILD_MS = 5000
+"""An incremental round trip rebuilds only the partitions applied from the last answer; every partition is looked
+at again at least this often (a log start offset moved by retention is then reported to the leader)."""
 OFFSET_FOR_LEADER_EPOCH_VERSION = 4
 LIST_OFFSETS_VERSION = 7
 TRUNCATING, FETCHING = "truncating", "fetching"
@@ -155,24 +158,38 @@ class ReplicaFetcherThread(threading.Thread):
         self._reset_reason: str | None = None
         #: the KIP-227 session with the leader (only this thread uses it)
         self.session = FetchSessionHandler()
+        # The last request's partitions, kept between requests (issue 31: an idle round builds no partition):
+        # ``_wanted`` their request data, ``_sent`` (state, fetch offset) to match the answer against, ``_names``
+        # topic id -> name. The next request rebuilds only ``_touched`` (partitions applied from the last answer)
+        # unless ``_rebuild`` is set (partitions added/removed, a state or back-off change, a partition left out)
+        # or the last full build is older than FULL_REBUILD_MS (to pick up log start offsets moved by retention).
+        self._wanted: dict[tuple[str, int], PartitionData] = {}
+        self._sent: dict[tuple[str, int], tuple[PartitionFetchState, int]] = {}
+        self._names: dict[object, str] = {}
+        self._touched: list[tuple[str, int]] = []
+        self._rebuild = True
+        self._full_build_ms = 0.0
         self.log = get_logger("ReplicaFetcherThread", broker=self.node_id, leader=source.id, fetcher=fetcher_id)
 
     # -- partition map (other threads) ---------------------------------------------------------
     def add_partitions(self, states: dict[tuple[str, int], PartitionFetchState]) -> None:
         with self._lock:
             self.partitions.update(states)
+            self._rebuild = True
         self._work.set()
 
     def remove_partitions(self, tps) -> None:
         with self._lock:
             for tp in tps:
                 self.partitions.pop(tp, None)
+            self._rebuild = True
 
     def remove_all_partitions(self) -> dict[tuple[str, int], PartitionFetchState]:
         """Take every partition out of this thread (Kafka's ``removeAllPartitions``); returns their states.
         A fetch answer that arrives afterwards is not applied to them."""
         with self._lock:
             states, self.partitions = self.partitions, {}
+            self._rebuild = True
             return states
 
     def partition_count(self) -> int:
@@ -313,6 +330,7 @@ class ReplicaFetcherThread(threading.Thread):
         with self._lock:
             for st in self.partitions.values():
                 st.delay_until_ms = until
+            self._rebuild = True
 
     def _send(self, api_key: int, version: int, body: dict) -> dict | None:
         """One request and its answer; None after a connection error (every partition then backs off
@@ -425,33 +443,12 @@ class ReplicaFetcherThread(threading.Thread):
         if broker_epoch < 0:
             self._await_registration()
             return
+        held_back = False
         with self._lock:
-            ready = self._ready(FETCHING)
-            sent: dict[tuple[str, int], tuple[PartitionFetchState, int]] = {}
-            wanted: dict[tuple[str, int], PartitionData] = {}
-            quota = getattr(self.replica_manager, "follower_quota", None)
-            if quota is not None and not quota.throttles_any():
-                quota = None  # no throttled replica: no per-partition test
-            held_back = False
-            for tp, st in ready.items():
-                partition = self.replica_manager.get_partition(*tp)
-                if partition is None:
-                    continue
-                if quota is not None and self._follower_throttled(quota, tp, partition):
-                    held_back = True
-                    continue
-                log = partition.log
-                st.fetch_offset = log.log_end_offset
-                latest = log.latest_epoch
-                wanted[tp] = PartitionData(
-                    st.topic_id,
-                    st.fetch_offset,
-                    st.current_leader_epoch,
-                    latest if latest is not None else -1,
-                    log.log_start_offset,
-                    self.partition_max_bytes,
-                )
-                sent[tp] = (st, st.fetch_offset)
+            changes = self._changed_partitions()
+            if changes is None:  # a full build over every ready partition
+                held_back = self._build_all()
+            sent, names = self._sent, self._names
         if not sent:
             self.session.handle_error()  # the next Fetch closes the session (its partitions are gone) and opens one
             if held_back:  # only throttled partitions: wait for the rate to come down (Kafka's fetch backoff)
@@ -460,10 +457,9 @@ class ReplicaFetcherThread(threading.Thread):
                 return
             self._wait_for_work()
             return
-        names = {st.topic_id: tp[0] for tp, (st, _) in sent.items()}
         if self.requests_meter is not None:
             self.requests_meter.mark()
-        data = self.session.build(wanted)
+        data = self.session.build(self._wanted) if changes is None else self.session.build_changes(changes)
         response = self._send(
             ApiKeys.FETCH,
             FETCH_VERSION,
@@ -493,6 +489,7 @@ class ReplicaFetcherThread(threading.Thread):
             self._delay_all()
             return
         new_high_watermark: list[tuple[str, int]] = []
+        now = self.time.milliseconds()
         with self._lock:
             for t in response["responses"]:
                 topic = names.get(t["topic_id"])
@@ -512,8 +509,82 @@ class ReplicaFetcherThread(threading.Thread):
                         continue  # removed, replaced or truncated meanwhile
                     if self._process_partition(tp, current, p):
                         new_high_watermark.append(tp)
+                    if (
+                        current.state == FETCHING
+                        and current.delay_until_ms <= now
+                        and self.partitions.get(tp) is current
+                    ):
+                        self._touched.append(tp)
+                    else:  # truncating, backing off or gone: the next request is built from every partition
+                        self._rebuild = True
         if new_high_watermark:  # consumers waiting on this follower (KIP-392) see the new high watermark
             self.replica_manager.complete_delayed_fetch_requests(new_high_watermark)
+
+    def _changed_partitions(self) -> dict[tuple[str, int], PartitionData] | None:
+        """The request data of the partitions applied from the last answer (their fetch offsets moved), when
+        nothing else can have changed since the last request; None when every partition must be looked at
+        (:meth:`_build_all`). Caller holds ``_lock``."""
+        touched, self._touched = self._touched, []
+        quota = getattr(self.replica_manager, "follower_quota", None)
+        if (
+            self._rebuild
+            or self.session.epoch == INITIAL_EPOCH
+            or self.time.milliseconds() - self._full_build_ms >= FULL_REBUILD_MS
+            or (quota is not None and quota.throttles_any())
+        ):
+            return None
+        changes: dict[tuple[str, int], PartitionData] = {}
+        for tp in touched:
+            st = self.partitions.get(tp)
+            partition = self.replica_manager.get_partition(*tp)
+            if st is None or partition is None or st.state != FETCHING:
+                return None
+            data = self._partition_data(st, partition)
+            self._sent[tp] = (st, st.fetch_offset)
+            if self._wanted.get(tp) != data:
+                self._wanted[tp] = changes[tp] = data
+        return changes
+
+    def _build_all(self) -> bool:
+        """Rebuild the request data of every ready partition (``_wanted``, ``_sent``, ``_names``); True if a
+        throttled partition was held back. Caller holds ``_lock``."""
+        now = self.time.milliseconds()
+        ready = self._ready(FETCHING)
+        sent: dict[tuple[str, int], tuple[PartitionFetchState, int]] = {}
+        wanted: dict[tuple[str, int], PartitionData] = {}
+        quota = getattr(self.replica_manager, "follower_quota", None)
+        if quota is not None and not quota.throttles_any():
+            quota = None  # no throttled replica: no per-partition test
+        held_back = False
+        for tp, st in ready.items():
+            partition = self.replica_manager.get_partition(*tp)
+            if partition is None:
+                continue
+            if quota is not None and self._follower_throttled(quota, tp, partition):
+                held_back = True
+                continue
+            wanted[tp] = self._partition_data(st, partition)
+            sent[tp] = (st, st.fetch_offset)
+        self._wanted, self._sent = wanted, sent
+        self._names = {st.topic_id: tp[0] for tp, (st, _) in sent.items()}
+        self._full_build_ms = now
+        # Partitions left out (truncating, backing off, gone, held back) need a full build next time too.
+        self._rebuild = len(sent) != len(self.partitions)
+        return held_back
+
+    def _partition_data(self, st: PartitionFetchState, partition) -> PartitionData:
+        """One partition's Fetch request data from its log (the fetch offset is the log end offset)."""
+        log = partition.log
+        st.fetch_offset = log.log_end_offset
+        latest = log.latest_epoch
+        return PartitionData(
+            st.topic_id,
+            st.fetch_offset,
+            st.current_leader_epoch,
+            latest if latest is not None else -1,
+            log.log_start_offset,
+            self.partition_max_bytes,
+        )
 
     def _follower_throttled(self, quota, tp, partition) -> bool:
         """Kafka's ``shouldFollowerThrottle``: a throttled partition this replica is not in the ISR of, while the

@@ -64,7 +64,12 @@ from pykbroker.server.delayed_delete_records import (
     DeleteRecordsCallback,
     DeleteRecordsPartitionStatus,
 )
-from pykbroker.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
+from pykbroker.server.delayed_fetch import (
+    DelayedFetch,
+    DelayedSessionFetch,
+    FetchPartitionStatus,
+    FetchSessionOperationKey,
+)
 from pykbroker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from pykbroker.server.partition import IsrChangeListener, Partition
 from pykbroker.server.quotas.replication_quota_manager import ReplicationQuotaManager, parse_throttled_partitions
@@ -213,7 +218,7 @@ class ReplicaManager:
         self.produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(
             "Produce", node_id, config[PRODUCER_PURGATORY_PURGE_INTERVAL_REQUESTS_CONFIG], time=time
         )
-        self.fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
+        self.fetch_purgatory: DelayedOperationPurgatory[DelayedFetch | DelayedSessionFetch] = DelayedOperationPurgatory(
             "Fetch", node_id, config[FETCH_PURGATORY_PURGE_INTERVAL_REQUESTS_CONFIG], time=time
         )
         # Kafka's delete.records.purgatory.purge.interval.requests default
@@ -305,7 +310,9 @@ class ReplicaManager:
             parts = dict(self._partitions)
             new_offline = {tp for tp in parts if self.log_manager.log_dir_of(*tp) == log_dir}
             for tp in new_offline:
-                parts.pop(tp).leader_id = -1
+                gone = parts.pop(tp)
+                gone.leader_id = -1
+                gone.notify_fetch_watchers()
             self._offline = self._offline | new_offline
             self._partitions = parts
             self.log_manager.handle_log_dir_failure(log_dir)
@@ -416,6 +423,7 @@ class ReplicaManager:
                 p = parts.pop((topic, index), None)
                 if p is not None:
                     p.leader_id = -1
+                    p.notify_fetch_watchers()
                 self.log_manager.async_delete(topic, index)
                 self.log.info(f"Deleted partition {topic}-{index}")
             offline = set(self._offline)
@@ -787,9 +795,13 @@ class ReplicaManager:
         actions = self._actions
         while actions:
             try:
-                tp, hw_incremented = actions.popleft()
+                action = actions.popleft()
             except IndexError:
                 return
+            if type(action) is FetchSessionOperationKey:  # an idle fetch session's partition changed
+                self.fetch_purgatory.check_and_complete(action)
+                continue
+            tp, hw_incremented = action
             self._complete_delayed(tp, produce=hw_incremented)
 
     def complete_delayed_fetch_requests(self, tps) -> None:
@@ -813,8 +825,11 @@ class ReplicaManager:
         params: FetchParams,
         fetches: list[PartitionFetch],
         response_callback: Callable[[list[tuple[PartitionFetch, FetchPartitionResult]]], None],
+        session=None,
     ) -> None:
-        """``response_callback([(PartitionFetch, FetchPartitionResult)])`` once, now or after a delay."""
+        """``response_callback([(PartitionFetch, FetchPartitionResult)])`` once, now or after a delay.
+        ``session``: a follower's fetch session with parked partitions (not in ``fetches``, issue 31), whose
+        change also ends the wait."""
         results = self.read_from_log(params, fetches)
         readable = sum(r.records.size_in_bytes for _, r in results)
         # an error or a preferred read replica (Kafka's hasPreferredReadReplica) is answered at once
@@ -837,10 +852,48 @@ class ReplicaManager:
             is_throttled=(lambda t, p: self._leader_throttled(params.replica_id, t, p))
             if params.replica_id >= 0
             else None,
+            session=session,
         )
-        self.fetch_purgatory.try_complete_else_watch(
-            op, [TopicPartitionOperationKey(f.topic, f.partition) for f in fetches]
-        )
+        keys: list = [TopicPartitionOperationKey(f.topic, f.partition) for f in fetches]
+        if session is not None:
+            session_key = FetchSessionOperationKey(session.id)
+            actions = self._actions
+            op.wake = lambda: actions.append(session_key)
+            keys.append(session_key)
+        self.fetch_purgatory.try_complete_else_watch(op, keys)
+
+    def await_fetch_session_change(self, max_wait_ms: int, session, complete: Callable[[], None]) -> None:
+        """Issue 31: a follower's incremental fetch in ``session`` found every partition parked (nothing to read).
+        ``complete()`` runs once, on the first change of one of them (after the request handler that made it, as
+        other purgatory completions) or after ``max_wait_ms``, whichever comes first; it may run before this
+        returns. See :class:`~pykbroker.server.delayed_fetch.DelayedSessionFetch`."""
+        key = FetchSessionOperationKey(session.id)
+        actions = self._actions
+        op = DelayedSessionFetch(max_wait_ms, session, lambda: actions.append(key), complete)
+        self.fetch_purgatory.try_complete_else_watch(op, [key])
+
+    def park_followers(self, replica_id: int, session, parkable: list[tuple[object, str, int, int, int, int]]) -> None:
+        """Issue 31: park follower ``replica_id``'s fetch ``session`` on each partition of ``parkable``
+        (``(session key, topic, partition, fetch offset, high watermark sent, log start offset sent)``) that
+        ``Partition.park_follower`` accepts; the session then skips them until they change."""
+        clock = session.clock
+        parked = session.parked
+        for key, topic, index, fetch_offset, hw, log_start in parkable:
+            partition = self._partitions.get((topic, index))
+            if partition is not None and partition.park_follower(
+                replica_id, fetch_offset, hw, log_start, clock, session.id, session.changed_notifier(key)
+            ):
+                with session.lock:
+                    parked.add(key)
+
+    def unpark_followers(self, replica_id: int, tps) -> None:
+        """Issue 31: follower ``replica_id`` is no longer parked on the partitions ``tps`` (``[(topic, partition)]``,
+        released by its session: changed, named by its request, or forgotten); their fetch times stop following
+        the session's clock from now on."""
+        for tp in tps:
+            partition = self._partitions.get(tp)
+            if partition is not None:
+                partition.unpark_follower(replica_id)
 
     @staticmethod
     def _end_offset_metadata_fn(isolation: FetchIsolation):

@@ -1,10 +1,13 @@
 """Replica fetchers in KIP-227 incremental fetch sessions on a real 3-node cluster (issue 31, idle replication):
 each leader holds one session per follower fetcher, over the partitions that follower replicates, and replication
-goes on through it (acks=all records readable, a new leader after a kill has every record)."""
+goes on through it (acks=all records readable, a new leader after a kill has every record); idle sessions skip
+their caught-up partitions on the leader without changing the ISRs (a stopped follower still leaves)."""
 
 from __future__ import annotations
 
 import re
+import signal
+import time
 import urllib.request
 
 import pytest
@@ -12,8 +15,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
+from pykbroker.protocol import errors
 from tests.helpers.cluster import KRaftCluster
-from tests.helpers.replication import REPLICATION_TIMEOUTS, partitions, wait_for_full_isr
+from tests.helpers.replication import REPLICATION_TIMEOUTS, partitions, raw_produce, wait_for_full_isr
 from tests.helpers.wait import wait_until
 
 pytestmark = pytest.mark.integration
@@ -105,3 +109,36 @@ def test_followers_replicate_through_one_incremental_session_per_leader(cluster)
         assert got == [b"v%d" % i for i in range(0, 300, PARTITIONS)]
     finally:
         consumer.close()
+
+
+def test_idle_parked_followers_stay_in_sync_and_a_stopped_one_leaves_the_isr(cluster):
+    """Issue 31: idle sessions skip their partitions on the leader (parked followers follow the session's clock).
+    Idle for several ``replica.lag.time.max.ms`` (1.5 s), every ISR stays full; acks=all writes then go through at
+    once; a follower stopped with SIGSTOP while the leader takes writes leaves the ISR, and rejoins after SIGCONT."""
+    for node in cluster.brokers.values():  # the previous test killed a leader
+        if node.proc is None or node.proc.poll() is not None:
+            node.start(60)
+    topic = "idle-isr"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, 4, 3, config={"min.insync.replicas": "3"})])[topic].result(30)
+    wait_for_full_isr(lambda: cluster.bootstrap, topic)
+    deadline = time.monotonic() + 4.5  # three lag times with no client writing: every ISR must stay full
+    while time.monotonic() < deadline:
+        assert all(len(p["isr_nodes"]) == 3 for p in partitions(cluster.bootstrap, topic).values())
+        time.sleep(0.3)
+    state = partitions(cluster.bootstrap, topic)[0]
+    leader_addr = cluster.brokers[state["leader_id"]].bootstrap
+    for _ in range(3):
+        assert raw_produce(leader_addr, topic, 0, -1, [b"acks-all"])["error_code"] == errors.NONE
+    follower = next(b for b in state["replica_nodes"] if b != state["leader_id"])
+    cluster.brokers[follower].proc.send_signal(signal.SIGSTOP)
+    try:
+
+        def shrunk() -> bool:
+            raw_produce(leader_addr, topic, 0, 1, [b"filler"])
+            return follower not in partitions(leader_addr, topic)[0]["isr_nodes"]
+
+        wait_until(shrunk, 20, interval=0.2, message="the stopped follower left the ISR")
+    finally:
+        cluster.brokers[follower].proc.send_signal(signal.SIGCONT)
+    wait_for_full_isr(lambda: cluster.bootstrap, topic, timeout=60)

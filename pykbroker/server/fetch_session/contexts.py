@@ -213,7 +213,7 @@ class FullFetchContext(SessionlessFetchContext):
 class IncrementalFetchContext(FetchContext):
     """An incremental fetch in an existing session, whose epoch ``new_context`` has already advanced.
 
-    Reads every partition of the session; answers only those whose data changed
+    Reads every partition of the session but the parked ones (issue 31); answers only those whose data changed
     (:meth:`CachedPartition.maybe_update_response_data`), remembering what it sent. If another request of the
     same session advanced the epoch meanwhile (a duplicate request), answers INVALID_FETCH_SESSION_EPOCH.
     Threading: every method takes the session lock.
@@ -226,12 +226,30 @@ class IncrementalFetchContext(FetchContext):
         self._topic_names = topic_names
 
     def partitions(self) -> list[FetchPartition]:
+        """The session's partitions to read, in its order, but for the parked ones (issue 31: a follower's
+        caught-up, unchanged partitions, see :class:`~pykbroker.server.fetch_session.session.FetchSession`):
+        partitions changed since the last call are unparked first. Empty when every partition is parked."""
         session = self.session
         with session.lock:
+            partition_map = session.partition_map
+            parked = session.parked
+            session.take_changed()
+            if parked:
+                if len(parked) >= len(partition_map):
+                    return []
+                to_read = [cached for key, cached in partition_map.items() if key not in parked]
+            else:
+                to_read = list(partition_map.values())
             if session.uses_topic_ids:
-                for cached in session.partition_map.values():
+                for cached in to_read:
                     cached.maybe_resolve_unknown_name(self._topic_names)
-            return [cached.req_data() for cached in session.partition_map.values()]
+            return [cached.req_data() for cached in to_read]
+
+    def take_released(self) -> list[tuple[str, int]]:
+        """``(topic, partition)`` of the partitions this session unparked since the last call (see
+        :meth:`FetchSession.take_released`)."""
+        with self.session.lock:
+            return self.session.take_released()
 
     def get_fetch_offset(self, key: PartitionKey) -> int | None:
         return self.session.get_fetch_offset(key)

@@ -21,7 +21,7 @@ from pykbroker.protocol.messages.fetch import (
 from pykbroker.protocol.resource import CLUSTER_NAME, ResourceType
 from pykbroker.server import error_responses
 from pykbroker.server.broker_topic_stats import TopicFetchCounts
-from pykbroker.server.fetch_session import SessionErrorContext
+from pykbroker.server.fetch_session import IncrementalFetchContext, SessionErrorContext
 from pykbroker.server.quotas.client_quota_manager import user_of
 from pykbroker.server.replica_manager import FetchParams, FetchPartitionResult, PartitionFetch
 from pykbroker.server.replica_selector import ClientMetadata
@@ -52,8 +52,35 @@ class FetchHandler:
         if isinstance(context, SessionErrorContext):
             self.helper.send_response(request, context.update_and_generate_response_data({}).to_body())
             return
+        # Issue 31: a follower's incremental session skips its parked partitions (caught up, unchanged) and waits
+        # on the session when nothing else is left to read.
+        idle = context if replica_id >= 0 and isinstance(context, IncrementalFetchContext) else None
+        now_ms = self.replica_manager.time.milliseconds() if idle is not None else 0
+        self._serve(request, context, version, replica_id, replica_epoch, isolation, body, idle, True)
+        if idle is not None:  # every partition still parked was fetched at the leader's LEO at now_ms
+            clock = idle.session.clock
+            if now_ms > clock.fetch_time_ms:  # never backwards (the next request may already be served)
+                clock.fetch_time_ms = now_ms
+
+    def _serve(self, request, context, version, replica_id, replica_epoch, isolation, body, idle, first) -> None:
+        """Read the context's partitions and answer (or park a DelayedFetch). ``idle``: the context of a follower's
+        incremental session (issue 31), else None; ``first``: False for the re-read of a DelayedSessionFetch,
+        which answers at once."""
         # Partitions in the session's read order; unknown topic ids are answered without a read.
         wanted = context.partitions()
+        if idle is not None:
+            released = idle.take_released()
+            if released:  # they are read (or dropped) now: their fetch times stop following the session clock
+                self.replica_manager.unpark_followers(replica_id, released)
+            if not wanted and first and body["max_wait_ms"] > 0:
+                self.replica_manager.await_fetch_session_change(
+                    body["max_wait_ms"],
+                    idle.session,
+                    lambda: self._serve(
+                        request, context, version, replica_id, replica_epoch, isolation, body, idle, False
+                    ),
+                )
+                return
         fetches = [
             PartitionFetch(
                 p.topic,
@@ -95,7 +122,13 @@ class FetchHandler:
                 body.get("rack_id") or "", client_id, ctx.client_address, ctx.principal, ctx.listener_name
             )
         params = FetchParams(
-            replica_id, body["max_wait_ms"], body["min_bytes"], max_bytes, isolation, replica_epoch, client_metadata
+            replica_id,
+            body["max_wait_ms"] if first else 0,
+            body["min_bytes"],
+            max_bytes,
+            isolation,
+            replica_epoch,
+            client_metadata,
         )
 
         def respond(results: list[tuple[PartitionFetch, FetchPartitionResult]]) -> None:
@@ -145,10 +178,26 @@ class FetchHandler:
                     return
             leaders = _add_current_leaders(self.cache, partition_results, wanted) if version >= 12 else []
             response = context.update_and_generate_response_data(partition_results)
+            if idle is not None and response.error_code == errors.NONE:
+                self._park_caught_up(idle, replica_id, wanted, results)
             endpoints = self.cache.node_endpoints(leaders, request.context.listener_name) if version >= 16 else None
             self.helper.send_response(request, response.to_body(node_endpoints=endpoints))
 
-        self.replica_manager.fetch_messages(params, fetches, respond)
+        session = idle.session if idle is not None and idle.session.parked else None
+        self.replica_manager.fetch_messages(params, fetches, respond, session)
+
+    def _park_caught_up(self, idle, replica_id: int, wanted, results) -> None:
+        """Issue 31: park the follower's session on the partitions it just read at the leader's LEO without
+        records or error (the session has now sent their high watermark and log start offset): later fetches
+        of the session skip them until they change (``ReplicaManager.park_followers``)."""
+        keys = {(p.topic, p.partition): p.key for p in wanted}
+        parkable = [
+            (keys[(f.topic, f.partition)], f.topic, f.partition, f.fetch_offset, r.high_watermark, r.log_start_offset)
+            for f, r in results
+            if r.error_code == errors.NONE and r.diverging_epoch is None and r.records.size_in_bytes == 0
+        ]
+        if parkable:
+            self.replica_manager.park_followers(replica_id, idle.session, parkable)
 
 
 # Fetch errors that are the client's or the partition's state: not in FailedFetchRequestsPerSec (Kafka's

@@ -905,3 +905,41 @@ def test_without_a_session_from_the_leader_every_fetch_is_full(h):
     assert [(b["session_id"], b["session_epoch"], listed(b)) for b in h.leader.sent(ApiKeys.FETCH)] == [
         (0, 0, {0: 0})
     ] * 2
+
+
+def test_an_idle_round_builds_its_request_without_looking_at_any_partition(h, monkeypatch):
+    """Issue 31: once the session is open, a request is built from the partitions applied from the last answer
+    only; every partition is looked at again after FULL_REBUILD_MS (a log start offset moved by the follower's
+    retention then reaches the leader) or when the fetcher's partitions change."""
+    from pykbroker.server.replica_fetcher_thread import FULL_REBUILD_MS
+
+    for i in range(3):
+        h.add(i, state=FETCHING)
+    leader = h.leader.handlers[ApiKeys.FETCH] = SessionLeader(3)
+    leader.records[1] = batches(0, [2])
+    looked_at: list[tuple[str, int]] = []
+    get_partition = h.rm.get_partition
+    monkeypatch.setattr(h.rm, "get_partition", lambda *tp: looked_at.append(tp) or get_partition(*tp))
+    h.fetcher.do_work()  # full: opens the session (every partition answered), partition 1 gets its records
+    assert sorted(looked_at) == sorted([(TOPIC, i) for i in range(3)] * 2)  # built, then applied
+    looked_at.clear()
+    h.fetcher.do_work()  # only the partitions applied from the answer are rebuilt; partition 1 moved to offset 2
+    assert looked_at == [(TOPIC, 0), (TOPIC, 1), (TOPIC, 2)]
+    looked_at.clear()
+    for _ in range(3):
+        h.fetcher.do_work()  # idle
+    assert looked_at == []
+    assert [listed(b) for b in h.leader.sent(ApiKeys.FETCH)[1:]] == [{1: 2}, {}, {}, {}]
+    h.partition(1).log.update_high_watermark(2)
+    h.partition(1).log.maybe_increment_log_start_offset(1, "retention")
+    h.time.sleep(FULL_REBUILD_MS)
+    h.fetcher.do_work()
+    assert sorted(looked_at) == [(TOPIC, 0), (TOPIC, 1), (TOPIC, 2)]
+    last = h.leader.sent(ApiKeys.FETCH)[-1]
+    assert [p["log_start_offset"] for t in last["topics"] for p in t["partitions"]] == [1]
+    looked_at.clear()
+    h.add(3, state=FETCHING)
+    leader.hw[3] = 0
+    h.fetcher.do_work()  # a new partition: every partition is looked at, the new one listed
+    assert sorted(looked_at) == [(TOPIC, 0), (TOPIC, 1), (TOPIC, 2), (TOPIC, 3), (TOPIC, 3)]  # built, 3 applied
+    assert listed(h.leader.sent(ApiKeys.FETCH)[-1]) == {3: 0}
