@@ -358,6 +358,8 @@ class ReplicaFetcherThread(threading.Thread):
     # -- truncation ------------------------------------------------------------------------------
     def _maybe_truncate(self) -> None:
         with self._lock:
+            if not self._rebuild:  # every partition was fetching at the last build and none changed state since
+                return
             ready = self._ready(TRUNCATING)
             if not ready:
                 return
