@@ -118,9 +118,6 @@ class FetchSession:
             self.released = []
         return released
 
-    def has_changes(self) -> bool:
-        return bool(self.changed)
-
     def set_waiter(self, waiter: Callable[[], None] | None) -> bool:
         """Call ``waiter`` on the next change; False (and not set) if a change is already pending."""
         with self.changes_lock:
