@@ -2,10 +2,10 @@
 
 ``BROKER_CONFIG_DEF`` merges one ConfigDef per area, as Kafka's ``AbstractKafkaConfig.CONFIG_DEF`` merges
 ``ServerConfigs``, ``KRaftConfigs``, ``SocketServerConfigs``, ``ReplicationConfigs``, ``GroupCoordinatorConfig``,
-``ServerLogConfigs``, ``TransactionLogConfig``, ``QuotaConfig`` and ``BrokerSecurityConfigs`` (defaults as in
-Kafka 4.0); each area is a module of :mod:`pykbroker.config.broker_configs`, where a key is declared once.
-Every key has a one-sentence doc with its unit; keys that pykbroker accepts for compatibility but does
-not act on yet say so in their doc.
+``ServerLogConfigs``, ``TransactionLogConfig``, ``QuotaConfig``, ``BrokerSecurityConfigs`` and
+``ShareCoordinatorConfig`` (defaults as in Kafka 4.0); each area is a module of
+:mod:`pykbroker.config.broker_configs`, where a key is declared once. Every key has a one-sentence doc with its
+unit; keys that pykbroker accepts for compatibility but does not act on yet say so in their doc.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pykbroker.config.broker_configs.replication_configs import REPLICATION_CONF
 from pykbroker.config.broker_configs.security_configs import SECURITY_CONFIG_DEF
 from pykbroker.config.broker_configs.server_configs import SERVER_CONFIG_DEF
 from pykbroker.config.broker_configs.server_log_configs import SERVER_LOG_CONFIG_DEF
+from pykbroker.config.broker_configs.share_coordinator_configs import SHARE_COORDINATOR_CONFIG_DEF
 from pykbroker.config.broker_configs.socket_server_configs import SOCKET_SERVER_CONFIG_DEF
 from pykbroker.config.broker_configs.transaction_configs import TRANSACTION_CONFIG_DEF
 from pykbroker.config.config_def import ConfigDef
@@ -31,6 +32,7 @@ BROKER_CONFIG_DEF = ConfigDef.merge(
     TRANSACTION_CONFIG_DEF,
     QUOTA_CONFIG_DEF,
     SECURITY_CONFIG_DEF,
+    SHARE_COORDINATOR_CONFIG_DEF,
 )
 
 # Prefixes under which per-listener or per-mechanism overrides are legal (not "unknown").

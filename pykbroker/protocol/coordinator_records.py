@@ -1,12 +1,15 @@
-"""Keys and values of the coordinators' records: ``__consumer_offsets`` and ``__transaction_state``.
+"""Keys and values of the coordinators' records: ``__consumer_offsets``, ``__transaction_state`` and
+``__share_group_state``.
 
 Mirrors the ``"type": "data"`` message specs of Kafka's group-coordinator module (``OffsetCommitKey/Value``,
-``GroupMetadataKey/Value``, ``ConsumerGroup*Key/Value``) and transaction-coordinator module
-(``TransactionLogKey/Value``), and their frame (``GroupCoordinatorRecordSerde`` / ``TransactionLog``): a key or a
-value is ``int16 version`` followed by the message at that version. A key's version names the record type
-(``__consumer_offsets``: 0-1 offset commit, 2 group metadata, 3-8 consumer-group records; ``__transaction_state``: 0),
-a value's version is its own message version. The ``api key`` column of a ``data`` block below is the record type
-its key is written with (as Kafka 4's ``coordinator-key`` specs number them), or -1 where none is fixed.
+``GroupMetadataKey/Value``, ``ConsumerGroup*Key/Value``), transaction-coordinator module (``TransactionLogKey/Value``)
+and share-coordinator module (``ShareSnapshotKey/Value``, ``ShareUpdateKey/Value``), and their frame
+(``GroupCoordinatorRecordSerde`` / ``TransactionLog`` / ``ShareCoordinatorRecordSerde``): a key or a value is
+``int16 version`` followed by the message at that version. A key's version names the record type
+(``__consumer_offsets``: 0-1 offset commit, 2 group metadata, 3-8 consumer-group records; ``__transaction_state``:
+0; ``__share_group_state``: 0 snapshot, 1 update), a value's version is its own message version. The ``api key``
+column of a ``data`` block below is the record type its key is written with (as Kafka 4's ``coordinator-key`` specs
+number them), or -1 where none is fixed.
 
 Messages are dicts as everywhere in :mod:`pykbroker.protocol` (see :mod:`pykbroker.protocol.codec`). Pure functions,
 no I/O; decoding raises :class:`RecordDecodeError` (a ValueError) on a short buffer or a version outside the
@@ -138,6 +141,37 @@ data TransactionLogValue 0 0-1 flex=1+
   transaction_last_update_timestamp_ms int64 0+
   transaction_start_timestamp_ms int64 0+
   client_transaction_version int16 1+ tag=2 =0
+
+data ShareSnapshotKey 0 0 flex=none
+  group_id string 0
+  topic_id uuid 0
+  partition int32 0
+
+data ShareSnapshotValue 0 0 flex=0+
+  snapshot_epoch uint16 0
+  state_epoch int32 0+
+  leader_epoch int32 0+
+  start_offset int64 0
+  state_batches [] 0
+    first_offset int64 0
+    last_offset int64 0
+    delivery_state int8 0
+    delivery_count int16 0
+
+data ShareUpdateKey 1 1 flex=none
+  group_id string 1
+  topic_id uuid 1
+  partition int32 1
+
+data ShareUpdateValue 1 0 flex=0+
+  snapshot_epoch uint16 0
+  leader_epoch int32 0+
+  start_offset int64 0
+  state_batches [] 0
+    first_offset int64 0
+    last_offset int64 0
+    delivery_state int8 0
+    delivery_count int16 0
 """
 
 RECORDS: dict[str, MessageSchema] = {s.name: s for s in parse_schemas(SCHEMAS)}

@@ -76,6 +76,11 @@ BROKER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.RENEW_DELEGATION_TOKEN: (1, 2),
     ApiKeys.EXPIRE_DELEGATION_TOKEN: (1, 2),
     ApiKeys.DESCRIBE_DELEGATION_TOKEN: (1, 3),
+    ApiKeys.INITIALIZE_SHARE_GROUP_STATE: (0, 0),
+    ApiKeys.READ_SHARE_GROUP_STATE: (0, 0),
+    ApiKeys.WRITE_SHARE_GROUP_STATE: (0, 0),
+    ApiKeys.DELETE_SHARE_GROUP_STATE: (0, 0),
+    ApiKeys.READ_SHARE_GROUP_STATE_SUMMARY: (0, 0),
 }
 
 # api key -> the min version the ApiVersions response advertises below the served range (KAFKA-18659).

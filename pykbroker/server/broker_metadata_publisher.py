@@ -17,12 +17,17 @@ import threading
 from typing import TYPE_CHECKING
 
 from pykbroker.metadata.publisher import MetadataPublisher
-from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
+from pykbroker.metadata.topic_names import (
+    GROUP_METADATA_TOPIC_NAME,
+    SHARE_GROUP_STATE_TOPIC_NAME,
+    TRANSACTION_STATE_TOPIC_NAME,
+)
 from pykbroker.protocol.config_resource import ConfigResourceType
 from pykbroker.utils.logging import get_logger
 
 if TYPE_CHECKING:
     from pykbroker.coordinator.group.group_coordinator import GroupCoordinator
+    from pykbroker.coordinator.share.share_coordinator import ShareCoordinator
     from pykbroker.coordinator.transaction.transaction_coordinator import TransactionCoordinator
     from pykbroker.network.connection_quotas import ConnectionQuotas
     from pykbroker.security.credential_cache import ScramCredentialCache
@@ -43,6 +48,8 @@ class BrokerMetadataPublisher(MetadataPublisher):
         self.group_coordinator: GroupCoordinator | None = None
         #: the TransactionCoordinator, set by the server (which elects it for what it leads already)
         self.txn_coordinator: TransactionCoordinator | None = None
+        #: the ShareCoordinator, set by the server (which elects it for what it leads already)
+        self.share_coordinator: ShareCoordinator | None = None
         #: the DynamicBrokerConfig, set by the server once the broker's parts exist
         self.dynamic_config: DynamicBrokerConfig | None = None
         #: the broker's ScramCredentialCache (set by the server), refreshed when credentials change
@@ -90,6 +97,7 @@ class BrokerMetadataPublisher(MetadataPublisher):
         # Publish to readers last, so a topic is visible to clients only once its partitions are ready.
         self.metadata_cache.set_image(new_image)
         self._update_txn_coordinator(changes)
+        self._update_share_coordinator(changes)
         self.first_publish.set()
 
     def _update_txn_coordinator(self, changes) -> None:
@@ -106,6 +114,22 @@ class BrokerMetadataPublisher(MetadataPublisher):
             for topic, index in changes.deletes:
                 if topic == TRANSACTION_STATE_TOPIC_NAME:
                     txn.on_resignation(index, None)
+
+    def _update_share_coordinator(self, changes) -> None:
+        """The share coordinator follows the leadership of ``__share_group_state`` partitions (Kafka's
+        ``ShareCoordinator.onElection`` / ``onResignation`` from the local changes)."""
+        share = self.share_coordinator
+        if share is None:
+            return
+        for (topic, index), (_, reg) in changes.leaders.items():
+            if topic == SHARE_GROUP_STATE_TOPIC_NAME:
+                share.on_election(index, reg.leader_epoch)
+        for (topic, index), (_, reg) in changes.followers.items():
+            if topic == SHARE_GROUP_STATE_TOPIC_NAME:
+                share.on_resignation(index, reg.leader_epoch)
+        for topic, index in changes.deletes:
+            if topic == SHARE_GROUP_STATE_TOPIC_NAME:
+                share.on_resignation(index, None)
 
     def _update_group_coordinator(self, changes) -> None:
         """The group coordinator follows the leadership of ``__consumer_offsets`` partitions (Kafka's

@@ -63,6 +63,8 @@ from pykbroker.config.broker_configs.transaction_configs import TRANSACTION_PART
 from pykbroker.config.kafka_config import KafkaConfig
 from pykbroker.coordinator.group.group_coordinator import GroupCoordinator
 from pykbroker.coordinator.group.group_metadata_manager import GroupMetadataManager
+from pykbroker.coordinator.share.default_state_persister import DefaultStatePersister
+from pykbroker.coordinator.share.share_coordinator import ShareCoordinator
 from pykbroker.coordinator.transaction.transaction_coordinator import TransactionCoordinator
 from pykbroker.coordinator.transaction.transaction_marker_channel_manager import TransactionMarkerChannelManager
 from pykbroker.coordinator.transaction.transaction_state_manager import TransactionStateManager
@@ -71,7 +73,11 @@ from pykbroker.log.log_manager import LogManager
 from pykbroker.metadata.features import TRANSACTION_VERSION, supported_features_request
 from pykbroker.metadata.features_publisher import finalized_features_of
 from pykbroker.metadata.quorum_controller import QuorumController
-from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
+from pykbroker.metadata.topic_names import (
+    GROUP_METADATA_TOPIC_NAME,
+    SHARE_GROUP_STATE_TOPIC_NAME,
+    TRANSACTION_STATE_TOPIC_NAME,
+)
 from pykbroker.network.socket_server import DATA_PLANE, SocketServer
 from pykbroker.protocol import errors
 from pykbroker.security.client_security import ClientSecurity
@@ -98,6 +104,7 @@ from pykbroker.server.handlers.metadata import MetadataHandler
 from pykbroker.server.handlers.produce import ProduceHandler
 from pykbroker.server.handlers.producer_id import InitProducerIdHandler, ProducerIdManager
 from pykbroker.server.handlers.sasl import SaslHandlers
+from pykbroker.server.handlers.share_state import ShareStateHandlers
 from pykbroker.server.handlers.transactions import TransactionHandlers
 from pykbroker.server.kafka_apis import KafkaApis
 from pykbroker.server.kafka_request_handler import KafkaRequestHandlerPool
@@ -187,6 +194,11 @@ class BrokerServer:
         self.producer_id_manager: ProducerIdManager | None = None
         self.txn_coordinator: TransactionCoordinator | None = None
         self.txn_verifier: AddPartitionsToTxnManager | None = None
+        #: the share coordinator over __share_group_state (KIP-932), answering the share state APIs 83-87
+        self.share_coordinator: ShareCoordinator | None = None
+        #: the Persister share partitions (SharePartitionManager) and the group coordinator use: a
+        #: DefaultStatePersister talking to the share coordinators of the cluster (started on first use)
+        self.share_persister: DefaultStatePersister | None = None
         self.data_plane_apis: KafkaApis | None = None
         self.data_version_manager: ApiVersionManager | None = None
         self.data_plane_pool: KafkaRequestHandlerPool | None = None
@@ -384,6 +396,7 @@ class BrokerServer:
         )
         self.producer_id_manager = ProducerIdManager(self.node_id, self.controller_handle, lambda: self.broker_epoch)
         self._start_transaction_coordinator()
+        self._start_share_coordinator()
         self.data_plane_apis, self.data_version_manager = build_apis(
             self.node_id, self.data_helper, self.time, self._broker_families(), self.finalized_features
         )
@@ -451,6 +464,37 @@ class BrokerServer:
             if topic == TRANSACTION_STATE_TOPIC_NAME and partition.is_leader:
                 self.txn_coordinator.on_election(index, partition.leader_epoch)
 
+    def _start_share_coordinator(self) -> None:
+        """The ShareCoordinator over ``__share_group_state`` (the partitions this broker leads already load now, the
+        publisher reports later changes) and the DefaultStatePersister (``self.share_persister``), which finds the
+        coordinator of a share partition through the live brokers' inter-broker listener."""
+        config = self.config
+        cache, rm, publisher = self.metadata_cache, self.replica_manager, self.publisher
+        assert cache is not None and rm is not None and publisher is not None
+
+        def topic_exists(topic_id: uuid.UUID, partition: int) -> bool:
+            return cache.image.topics.get_partition(topic_id, partition) is not None
+
+        self.share_coordinator = ShareCoordinator(
+            self.node_id, rm, self.log_manager, config, self.time, self.scheduler, topic_exists
+        )
+        publisher.share_coordinator = self.share_coordinator
+        for (topic, index), partition in list(rm.partitions_snapshot().items()):
+            if topic == SHARE_GROUP_STATE_TOPIC_NAME and partition.is_leader:
+                self.share_coordinator.on_election(index, partition.leader_epoch)
+        listener = config.inter_broker_listener_name
+
+        def brokers() -> list[tuple[int, str, int]]:
+            return [(n, ep.host, ep.port) for n, ep, _ in cache.alive_brokers(listener)]
+
+        self.share_persister = DefaultStatePersister(
+            self.node_id,
+            brokers,
+            timeout_ms=config[REQUEST_TIMEOUT_MS_CONFIG],
+            security=self.inter_broker_security,
+            time=self.time,
+        )
+
     def _register_metrics(self) -> None:
         """Gauges of components that do not hold the registry: per-partition logs, the group metadata,
         and every purgatory (``kafka.server:type=DelayedOperationPurgatory,...,delayedOperation=<name>``,
@@ -479,6 +523,7 @@ class BrokerServer:
         groups = GroupHandlers(
             helper, self.group_coordinator, cache, self.controller_handle, self.config, self.time, self.txn_coordinator
         )
+        groups.share_coordinator = self.share_coordinator
         return [
             MetadataHandler(
                 helper, cache, self._auto_create_topics if self.config[AUTO_CREATE_TOPICS_ENABLE_CONFIG] else None
@@ -513,6 +558,7 @@ class BrokerServer:
             SaslHandlers(helper),
             DelegationTokenHandlers(helper, self.controller_handle, self.delegation_tokens),
             groups,
+            ShareStateHandlers(helper, self.share_coordinator),
             TransactionHandlers(
                 helper, self.txn_coordinator, self.group_coordinator, rm, cache, self.config, self.time
             ),
@@ -575,6 +621,8 @@ class BrokerServer:
         steps.add("group coordinator", self.group_coordinator)
         steps.add("transaction coordinator", self.txn_coordinator)
         steps.add("transaction verifier", self.txn_verifier)
+        steps.add("share state persister", self.share_persister, lambda persister: persister.stop())
+        steps.add("share coordinator", self.share_coordinator)
         steps.add("replica manager", self.replica_manager)
         loader = self.shared.loader
         if loader is not None:

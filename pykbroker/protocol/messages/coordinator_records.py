@@ -228,6 +228,59 @@ class TransactionLogValue(TypedDict, total=False):
     client_transaction_version: int  # versions 1+, tag 2 in 1+
 
 
+class ShareSnapshotKey(TypedDict, total=False):
+    """Coordinator record ShareSnapshotKey (type 0), versions 0."""
+
+    group_id: str  # versions 0
+    topic_id: UUID  # versions 0
+    partition: int  # versions 0
+
+
+class ShareSnapshotValueStateBatches(TypedDict, total=False):
+    """``state_batches`` of :class:`ShareSnapshotValue`."""
+
+    first_offset: int  # versions 0
+    last_offset: int  # versions 0
+    delivery_state: int  # versions 0
+    delivery_count: int  # versions 0
+
+
+class ShareSnapshotValue(TypedDict, total=False):
+    """Coordinator record ShareSnapshotValue (type 0), versions 0."""
+
+    snapshot_epoch: int  # versions 0
+    state_epoch: int  # versions 0+
+    leader_epoch: int  # versions 0+
+    start_offset: int  # versions 0
+    state_batches: list[ShareSnapshotValueStateBatches]  # versions 0
+
+
+class ShareUpdateKey(TypedDict, total=False):
+    """Coordinator record ShareUpdateKey (type 1), versions 1."""
+
+    group_id: str  # versions 1
+    topic_id: UUID  # versions 1
+    partition: int  # versions 1
+
+
+class ShareUpdateValueStateBatches(TypedDict, total=False):
+    """``state_batches`` of :class:`ShareUpdateValue`."""
+
+    first_offset: int  # versions 0
+    last_offset: int  # versions 0
+    delivery_state: int  # versions 0
+    delivery_count: int  # versions 0
+
+
+class ShareUpdateValue(TypedDict, total=False):
+    """Coordinator record ShareUpdateValue (type 1), versions 0."""
+
+    snapshot_epoch: int  # versions 0
+    leader_epoch: int  # versions 0+
+    start_offset: int  # versions 0
+    state_batches: list[ShareUpdateValueStateBatches]  # versions 0
+
+
 __all__ = [
     "OffsetCommitKey",
     "OffsetCommitValue",
@@ -247,4 +300,8 @@ __all__ = [
     "ConsumerGroupCurrentMemberAssignmentValue",
     "TransactionLogKey",
     "TransactionLogValue",
+    "ShareSnapshotKey",
+    "ShareSnapshotValue",
+    "ShareUpdateKey",
+    "ShareUpdateValue",
 ]

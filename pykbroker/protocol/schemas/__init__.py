@@ -25,6 +25,7 @@ _MODULES = (
     "transactions",
     "raft",
     "replication",
+    "share_state",
 )
 
 REQUESTS: dict[int, MessageSchema] = {}

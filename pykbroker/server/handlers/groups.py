@@ -6,7 +6,9 @@ and their results to responses of the request's version. FindCoordinator answers
 group keys once ``__consumer_offsets`` exists, creating it through the controller on first use
 (``offsets.topic.num.partitions``, ``offsets.topic.replication.factor`` capped at the live brokers,
 ``cleanup.policy=compact``) and answering COORDINATOR_NOT_AVAILABLE meanwhile, as Kafka does; transaction
-keys likewise with ``__transaction_state`` (``transaction.state.log.*``).
+keys likewise with ``__transaction_state`` (``transaction.state.log.*``), and share keys (key type 2,
+``group:topicId:partition``, INVALID_REQUEST when malformed, CLUSTER_ACTION on the cluster required) with
+``__share_group_state`` (``share.coordinator.state.topic.*``, ``cleanup.policy=delete``).
 OffsetCommit and OffsetDelete answer UNKNOWN_TOPIC_OR_PARTITION for partitions the metadata cache does
 not know, before the coordinator sees the rest (``KafkaApis``).
 
@@ -24,6 +26,12 @@ from pykbroker.config.broker_configs.group_coordinator_configs import (
     OFFSETS_TOPIC_NUM_PARTITIONS_CONFIG,
     OFFSETS_TOPIC_REPLICATION_FACTOR_CONFIG,
     OFFSETS_TOPIC_SEGMENT_BYTES_CONFIG,
+)
+from pykbroker.config.broker_configs.share_coordinator_configs import (
+    SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR_CONFIG,
+    SHARE_COORDINATOR_STATE_TOPIC_NUM_PARTITIONS_CONFIG,
+    SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR_CONFIG,
+    SHARE_COORDINATOR_STATE_TOPIC_SEGMENT_BYTES_CONFIG,
 )
 from pykbroker.config.broker_configs.transaction_configs import (
     TRANSACTION_STATE_LOG_MIN_ISR_CONFIG,
@@ -47,19 +55,39 @@ from pykbroker.coordinator.group.group_results import (
     SyncGroupResult,
 )
 from pykbroker.coordinator.group.record_codec import partition_for as group_partition_for
+from pykbroker.coordinator.share.share_coordinator_records import coordinator_key as share_coordinator_key
+from pykbroker.coordinator.share.share_coordinator_records import partition_for as share_partition_for
 from pykbroker.coordinator.transaction.transaction_log import partition_for as txn_partition_for
 from pykbroker.metadata.features import GROUP_VERSION
-from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
+from pykbroker.metadata.topic_names import (
+    GROUP_METADATA_TOPIC_NAME,
+    SHARE_GROUP_STATE_TOPIC_NAME,
+    TRANSACTION_STATE_TOPIC_NAME,
+)
 from pykbroker.protocol import errors
 from pykbroker.protocol.acl import AclOperation
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.protocol.messages.groups import JoinGroupResponse, SyncGroupResponse
 from pykbroker.protocol.resource import CLUSTER_NAME, ResourceType
-from pykbroker.protocol.types import ZERO_UUID
+from pykbroker.protocol.types import ZERO_UUID, uuid_from_base64
 from pykbroker.server import error_responses
 from pykbroker.server.auth_helper import authorized_operations
 
-GROUP_KEY, TXN_KEY = 0, 1
+GROUP_KEY, TXN_KEY, SHARE_KEY = 0, 1, 2
+
+
+def share_key_partition(key: str, num_partitions: int) -> int | None:
+    """The ``__share_group_state`` partition of a SHARE coordinator key ``group:topicId:partition`` (Kafka's
+    ``SharePartitionKey.getInstance(key)`` then ``partitionFor``); None for a malformed key (INVALID_REQUEST)."""
+    parts = key.split(":")
+    if len(parts) != 3 or not parts[0]:
+        return None
+    try:
+        topic_id = uuid_from_base64(parts[1])
+        partition = int(parts[2])
+    except ValueError:
+        return None
+    return share_partition_for(share_coordinator_key(parts[0], topic_id, partition), num_partitions)
 
 
 class GroupHandlers:
@@ -73,6 +101,8 @@ class GroupHandlers:
         self._creating: set[str] = set()
         #: the TransactionCoordinator (FindCoordinator for transactional ids; None: not found)
         self.txn_coordinator = txn_coordinator
+        #: the ShareCoordinator (FindCoordinator for share partition keys; None: not found)
+        self.share_coordinator = None
 
     def handlers(self) -> dict:
         return {
@@ -144,7 +174,17 @@ class GroupHandlers:
         brokers = max(
             1, len(self.cache.alive_brokers(self.config.listeners[0].listener_name)) if self.config.listeners else 1
         )
-        if name == TRANSACTION_STATE_TOPIC_NAME:
+        if name == SHARE_GROUP_STATE_TOPIC_NAME:
+            # Kafka's ShareCoordinatorService.shareGroupStateTopicConfigs (KIP-932: cleanup.policy=delete)
+            rf = min(self.config[SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR_CONFIG], brokers)
+            partitions = self.config[SHARE_COORDINATOR_STATE_TOPIC_NUM_PARTITIONS_CONFIG]
+            configs = {
+                CLEANUP_POLICY_CONFIG: "delete",
+                COMPRESSION_TYPE_CONFIG: "producer",
+                MIN_INSYNC_REPLICAS_CONFIG: str(min(self.config[SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR_CONFIG], rf)),
+                SEGMENT_BYTES_CONFIG: str(self.config[SHARE_COORDINATOR_STATE_TOPIC_SEGMENT_BYTES_CONFIG]),
+            }
+        elif name == TRANSACTION_STATE_TOPIC_NAME:
             rf = min(self.config[TRANSACTION_STATE_LOG_REPLICATION_FACTOR_CONFIG], brokers)
             partitions = self.config[TRANSACTION_STATE_LOG_NUM_PARTITIONS_CONFIG]
             configs = {
@@ -193,7 +233,7 @@ class GroupHandlers:
             "host": "",
             "port": -1,
         }
-        if key_type not in (GROUP_KEY, TXN_KEY):
+        if key_type not in (GROUP_KEY, TXN_KEY, SHARE_KEY):
             return {
                 "error_code": errors.INVALID_REQUEST,
                 "error_message": f"Unknown coordinator type {key_type}",
@@ -203,7 +243,20 @@ class GroupHandlers:
             }
         if not key:
             return {"error_code": errors.INVALID_REQUEST, "error_message": None, "node_id": -1, "host": "", "port": -1}
-        topic_name = TRANSACTION_STATE_TOPIC_NAME if key_type == TXN_KEY else GROUP_METADATA_TOPIC_NAME
+        if key_type == SHARE_KEY:
+            if share_key_partition(key, 1) is None:
+                return {
+                    "error_code": errors.INVALID_REQUEST,
+                    "error_message": f"Invalid share coordinator key {key}",
+                    "node_id": -1,
+                    "host": "",
+                    "port": -1,
+                }
+            if self.share_coordinator is None:
+                return unavailable
+        topic_name = {TXN_KEY: TRANSACTION_STATE_TOPIC_NAME, SHARE_KEY: SHARE_GROUP_STATE_TOPIC_NAME}.get(
+            key_type, GROUP_METADATA_TOPIC_NAME
+        )
         if key_type == TXN_KEY and self.txn_coordinator is None:
             return unavailable
         if not self._internal_topic_ready(topic_name):
@@ -213,6 +266,8 @@ class GroupHandlers:
         topic = self.cache.topic(topic_name)
         if key_type == TXN_KEY:
             index = txn_partition_for(key, len(topic.partitions))
+        elif key_type == SHARE_KEY:
+            index = share_key_partition(key, len(topic.partitions)) or 0
         else:
             index = group_partition_for(key, len(topic.partitions))
         registration = self.cache.partition(topic_name, index)
@@ -226,6 +281,23 @@ class GroupHandlers:
     def handle_find_coordinator_request(self, request) -> None:
         body, version = request.body, request.context.api_version
         listener = request.context.listener_name
+        key_type = body.get("key_type", 0)
+        if key_type == SHARE_KEY and not self.helper.authorize(
+            request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME
+        ):  # Kafka: only brokers look up share coordinators
+            denied = {
+                "error_code": errors.CLUSTER_AUTHORIZATION_FAILED,
+                "error_message": None,
+                "node_id": -1,
+                "host": "",
+                "port": -1,
+            }
+            if version >= 4:
+                coordinators = [dict(denied, key=k) for k in body["coordinator_keys"]]
+                self.helper.send_response(request, {"throttle_time_ms": 0, "coordinators": coordinators})
+            else:
+                self.helper.send_response(request, dict(denied, throttle_time_ms=0))
+            return
         if version >= 4:
             coordinators = [
                 dict(self._coordinator_for(k, body["key_type"], listener), key=k) for k in body["coordinator_keys"]

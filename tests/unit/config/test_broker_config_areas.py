@@ -12,6 +12,7 @@ from pykbroker.config.broker_configs.replication_configs import REPLICATION_CONF
 from pykbroker.config.broker_configs.security_configs import SECURITY_CONFIG_DEF
 from pykbroker.config.broker_configs.server_configs import SERVER_CONFIG_DEF
 from pykbroker.config.broker_configs.server_log_configs import SERVER_LOG_CONFIG_DEF
+from pykbroker.config.broker_configs.share_coordinator_configs import SHARE_COORDINATOR_CONFIG_DEF
 from pykbroker.config.broker_configs.socket_server_configs import SOCKET_SERVER_CONFIG_DEF
 from pykbroker.config.broker_configs.transaction_configs import TRANSACTION_CONFIG_DEF
 from pykbroker.config.config_def import ConfigDef, Type
@@ -27,6 +28,7 @@ AREAS = {
     "transactions": (TRANSACTION_CONFIG_DEF, "transaction.max.timeout.ms"),
     "quotas": (QUOTA_CONFIG_DEF, "quota.window.num"),
     "security": (SECURITY_CONFIG_DEF, "super.users"),
+    "share coordinator": (SHARE_COORDINATOR_CONFIG_DEF, "share.coordinator.state.topic.num.partitions"),
 }
 
 

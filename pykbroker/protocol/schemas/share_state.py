@@ -1,0 +1,105 @@
+"""Share group state APIs (KIP-932), spoken between brokers only: the share partition's leader (its Persister)
+to the share coordinator. InitializeShareGroupState 83, ReadShareGroupState 84, WriteShareGroupState 85,
+DeleteShareGroupState 86, ReadShareGroupStateSummary 87.
+
+Kafka's ``clients/src/main/resources/common/message/*ShareGroupState*.json`` (v0, flexible). Schema DSL: see
+:mod:`pykbroker.protocol.schema`. Field names, types and versions are protocol facts.
+"""
+
+SCHEMAS = """
+request InitializeShareGroupState 83 0 flex=0+
+  group_id string 0+
+  topics [] 0+
+    topic_id uuid 0+
+    partitions [] 0+
+      partition int32 0+
+      state_epoch int32 0+
+      start_offset int64 0+
+
+response InitializeShareGroupState 83 0 flex=0+
+  results [] 0+
+    topic_id uuid 0+
+    partitions [] 0+
+      partition int32 0+
+      error_code int16 0+
+      error_message string 0+ null=0+ =null
+
+request ReadShareGroupState 84 0 flex=0+
+  group_id string 0+
+  topics [] 0+
+    topic_id uuid 0+
+    partitions [] 0+
+      partition int32 0+
+      leader_epoch int32 0+
+
+response ReadShareGroupState 84 0 flex=0+
+  results [] 0+
+    topic_id uuid 0+
+    partitions [] 0+
+      partition int32 0+
+      error_code int16 0+
+      error_message string 0+ null=0+ =null
+      state_epoch int32 0+
+      start_offset int64 0+
+      state_batches [] 0+
+        first_offset int64 0+
+        last_offset int64 0+
+        delivery_state int8 0+
+        delivery_count int16 0+
+
+request WriteShareGroupState 85 0 flex=0+
+  group_id string 0+
+  topics [] 0+
+    topic_id uuid 0+
+    partitions [] 0+
+      partition int32 0+
+      state_epoch int32 0+
+      leader_epoch int32 0+
+      start_offset int64 0+
+      state_batches [] 0+
+        first_offset int64 0+
+        last_offset int64 0+
+        delivery_state int8 0+
+        delivery_count int16 0+
+
+response WriteShareGroupState 85 0 flex=0+
+  results [] 0+
+    topic_id uuid 0+
+    partitions [] 0+
+      partition int32 0+
+      error_code int16 0+
+      error_message string 0+ null=0+ =null
+
+request DeleteShareGroupState 86 0 flex=0+
+  group_id string 0+
+  topics [] 0+
+    topic_id uuid 0+
+    partitions [] 0+
+      partition int32 0+
+
+response DeleteShareGroupState 86 0 flex=0+
+  results [] 0+
+    topic_id uuid 0+
+    partitions [] 0+
+      partition int32 0+
+      error_code int16 0+
+      error_message string 0+ null=0+ =null
+
+request ReadShareGroupStateSummary 87 0 flex=0+
+  group_id string 0+
+  topics [] 0+
+    topic_id uuid 0+
+    partitions [] 0+
+      partition int32 0+
+      leader_epoch int32 0+
+
+response ReadShareGroupStateSummary 87 0 flex=0+
+  results [] 0+
+    topic_id uuid 0+
+    partitions [] 0+
+      partition int32 0+
+      error_code int16 0+
+      error_message string 0+ null=0+ =null
+      state_epoch int32 0+
+      start_offset int64 0+
+"""
