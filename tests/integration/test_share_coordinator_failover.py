@@ -103,6 +103,8 @@ def test_share_state_survives_a_kill_9_of_its_coordinator(tmp_path):
         assert persister.read_state(GROUP, tid, 0, 5).result(30).state_batches[0] == B(8, 9, ACKNOWLEDGED, 1)
         assert persister.delete_state(GROUP, tid, 1).result(30) == errors.NONE
         assert persister.read_state(GROUP, tid, 1, 5).result(30).error_code == errors.UNKNOWN_TOPIC_OR_PARTITION
+        for node in alive.values():
+            assert "Traceback" not in node.output(), node.output()[-5000:]
     finally:
         persister.stop()
         cluster.stop()
