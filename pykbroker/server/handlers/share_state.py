@@ -20,6 +20,7 @@ from pykbroker.protocol import errors
 from pykbroker.protocol.acl import AclOperation
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.protocol.resource import CLUSTER_NAME, ResourceType
+from pykbroker.server import error_responses
 
 
 def _batches_out(batches) -> list[dict]:
@@ -58,6 +59,31 @@ _ERROR_RESULTS: dict[int, Callable[[int], dict]] = {
     ApiKeys.READ_SHARE_GROUP_STATE: lambda code: _read_result(ReadStateResult(code, -1, -1)),
     ApiKeys.READ_SHARE_GROUP_STATE_SUMMARY: lambda code: _summary_result(ReadSummaryResult(code, -1, -1)),
 }
+
+
+def _error_response(api_key: int):
+    """Kafka's ``*ShareGroupStateRequest.getErrorResponse``: every partition of the request gets the error."""
+
+    def build(version: int, body: dict, error_code: int, message: str | None) -> dict:
+        def result() -> dict:
+            r = _ERROR_RESULTS[api_key](error_code)
+            return dict(r, error_message=message if message is not None else r["error_message"])
+
+        return {
+            "results": [
+                {
+                    "topic_id": t["topic_id"],
+                    "partitions": [dict(result(), partition=p["partition"]) for p in t["partitions"]],
+                }
+                for t in body.get("topics", [])
+            ]
+        }
+
+    return build
+
+
+for _key in _ERROR_RESULTS:
+    error_responses.register(_key)(_error_response(_key))
 
 
 class ShareStateHandlers:
