@@ -229,3 +229,42 @@ def test_writes_and_reads_of_unknown_topic_partitions_are_refused():
     assert _sync(c.write_state, "g", T, 1, 0, 0, 0, ()) == errors.UNKNOWN_TOPIC_OR_PARTITION
     assert _sync(c.read_state, "g", T, 1, 0).error_code == errors.UNKNOWN_TOPIC_OR_PARTITION
     assert _sync(c.write_state, "g", T, 0, 0, 0, 0, ()) == errors.NONE
+
+
+def test_records_have_kafkas_byte_layout():
+    """ShareSnapshotKey/Value and ShareUpdateKey/Value as Kafka's ShareCoordinatorRecordSerde writes them: key =
+    int16 record type + group (int16 length) + topic id (16 bytes) + partition (int32); value = int16 version 0 +
+    the flexible message (uint16 snapshot epoch, ..., a compact array of batches each with empty tagged fields)."""
+    key = ("g1", T, 5)
+    batch = B(3, 4, ACKNOWLEDGED, 2)
+    k, v = rec.snapshot_record(key, rec.ShareGroupOffset(7, 1, 2, 3, (batch,)))
+    assert k == b"\x00\x00" + b"\x00\x02g1" + T.bytes + b"\x00\x00\x00\x05"
+    batch_bytes = (3).to_bytes(8, "big") + (4).to_bytes(8, "big") + b"\x02" + b"\x00\x02" + b"\x00"
+    assert v == (
+        b"\x00\x00"  # value version 0
+        + b"\x00\x07"  # snapshot epoch (uint16)
+        + (1).to_bytes(4, "big")  # state epoch
+        + (2).to_bytes(4, "big")  # leader epoch
+        + (3).to_bytes(8, "big")  # start offset
+        + b"\x02"  # compact array of 1
+        + batch_bytes
+        + b"\x00"  # tagged fields
+    )
+    uk, uv = rec.update_record(key, 7, 2, -1, (batch,))
+    assert uk == b"\x00\x01" + b"\x00\x02g1" + T.bytes + b"\x00\x00\x00\x05"
+    assert uv == b"\x00\x00\x00\x07" + (2).to_bytes(4, "big") + b"\xff" * 8 + b"\x02" + batch_bytes + b"\x00"
+    assert rec.decode_key(uk) == key and rec.decode_snapshot_value(v).state_batches == (batch,)
+    assert [t[1] for t in rec.tombstones(key)] == [None, None]
+
+
+def test_stale_leadership_changes_are_ignored():
+    c, _, _, scheduler = _coordinator()
+    _elect_all(c, scheduler, epoch=5)
+    p = c.partition_for("g", T, 0)
+    assert _sync(c.initialize_state, "g", T, 0, 0, 0) == errors.NONE
+    c.on_resignation(p, 4)  # older than the election: ignored
+    c.on_election(p, 3)
+    scheduler.tick()
+    assert _sync(c.read_summary, "g", T, 0).error_code == errors.NONE
+    c.on_resignation(p, None)  # the partition is gone
+    assert _sync(c.read_summary, "g", T, 0).error_code == errors.NOT_COORDINATOR
