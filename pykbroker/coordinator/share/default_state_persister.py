@@ -52,7 +52,7 @@ _REDISCOVER = frozenset({errors.COORDINATOR_NOT_AVAILABLE, errors.NOT_COORDINATO
 class _Call:
     """One persister call until its future completes."""
 
-    __slots__ = ("api_key", "attempts", "body", "deadline", "future", "key", "last_error", "result_of")
+    __slots__ = ("api_key", "attempts", "body", "deadline", "future", "key", "result_of")
 
     def __init__(self, api_key: int, key: str, body: dict, result_of: Callable[[dict | None, int], Any], deadline):
         self.api_key = api_key
@@ -62,7 +62,6 @@ class _Call:
         self.deadline = deadline
         self.future: Future = Future()
         self.attempts = 0
-        self.last_error = errors.COORDINATOR_NOT_AVAILABLE
 
 
 def _batches(batches) -> list[dict]:
@@ -211,7 +210,6 @@ class DefaultStatePersister:
 
     def _retry(self, call: _Call, code: int) -> None:
         """Back off and try again, or complete with ``code`` once the call's time is up."""
-        call.last_error = code
         if code in _REDISCOVER:
             self._coordinators.pop(call.key, None)
         call.attempts += 1
