@@ -1,8 +1,23 @@
 import os
+import sys
+import tempfile
 
 # Strict codec: encoding a dict with a key that is no field of the message raises (pykbroker.protocol.codec).
 # Set before pykbroker is imported; brokers started by the tests inherit it.
 os.environ.setdefault("PYKBROKER_STRICT_CODEC", "1")
+
+# Bytecode cache outside the source tree when the environment forbids writing __pycache__
+# (PYTHONDONTWRITEBYTECODE): without one, every broker and tool subprocess the tests start compiles
+# pykbroker's ~350 modules again (~0.4 s a start), and pytest re-rewrites every test module's asserts.
+# The cache goes under the temp dir (PYTHONPYCACHEPREFIX mirrors absolute paths, so checkouts do not
+# collide); this process and its subprocesses use it. PYKBROKER_TEST_PYCACHE=0 turns this off.
+if sys.dont_write_bytecode and os.environ.get("PYKBROKER_TEST_PYCACHE", "1") != "0":
+    _prefix = os.environ.get("PYTHONPYCACHEPREFIX") or os.path.join(
+        tempfile.gettempdir(), f"pykbroker-pycache-{os.getuid()}"
+    )
+    os.environ["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix = _prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
 
 import pytest
 

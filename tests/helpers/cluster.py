@@ -13,6 +13,7 @@ id. Only processes this object started are ever signalled.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -38,6 +39,12 @@ QUORUM_TIMEOUTS = {
     "num.io.threads": "2",
     "background.threads": "2",
 }
+
+
+def _pycache_env() -> dict[str, str]:
+    """The bytecode cache location the tests chose (tests/conftest.py), for subprocesses with a bare env."""
+    prefix = os.environ.get("PYTHONPYCACHEPREFIX")
+    return {"PYTHONPYCACHEPREFIX": prefix} if prefix else {}
 
 
 def free_ports(n: int) -> list[int]:
@@ -116,7 +123,7 @@ class KRaftCluster:
             check=True,
             capture_output=True,
             cwd=str(ROOT),
-            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", **_pycache_env()},
             timeout=60,
         )
 
