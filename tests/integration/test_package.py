@@ -2,7 +2,8 @@
 virtualenv, then the user's own tests with the ``kafka_broker`` / ``kafka_topic`` fixtures and
 confluent-kafka, and the ``kafka-server-start`` command, all from that virtualenv (no PYTHONPATH).
 
-The virtualenv is built once for the module; pip fetches the dependencies through its own cache. The
+The virtualenv is built once for the module (without a pip of its own: the test interpreter's pip installs
+into it with ``--python``); pip fetches the dependencies through its own cache. The
 checkout is copied first (without .git, .venv, data, logs) so that building the wheel writes nothing into
 it. Select with ``-m package`` (also marked ``slow``).
 """
@@ -69,9 +70,11 @@ def venv(tmp_path_factory) -> Path:
         ),
     )
     venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    # Without pip of its own (ensurepip costs 5-20 s): this interpreter's pip installs into it (pip --python).
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     r = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(source), "confluent-kafka", "pytest"],
+        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", str(source)]
+        + ["confluent-kafka", "pytest"],
         env=_env(),
         capture_output=True,
         text=True,
