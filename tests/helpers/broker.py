@@ -47,6 +47,7 @@ class BrokerProcess:
         self.log_dir = self.data_dir / "server-logs"
         self.env: dict[str, str] = {}
         self.proc: subprocess.Popen | None = None
+        self._terminated: subprocess.Popen | None = None  # the process SIGTERM was sent to
         self.ports: dict[str, int] = {}
         self.lines: list[str] = []
         self._started = threading.Event()
@@ -116,10 +117,18 @@ class BrokerProcess:
             time.sleep(0.05)
         return None
 
+    def begin_stop(self) -> None:
+        """Send SIGTERM (an orderly shutdown) once if the process runs, without waiting; ``stop()`` then waits."""
+        if self.proc is not None and self.proc.poll() is None and self._terminated is not self.proc:
+            self._terminated = self.proc
+            self.proc.send_signal(signal.SIGTERM)
+
     def stop(self, timeout: float = 15.0) -> int | None:
+        """SIGTERM (unless ``begin_stop`` sent it already) and wait up to ``timeout`` s for the exit code;
+        killed (and TimeoutExpired raised) if it does not exit in time."""
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else None
-        self.proc.send_signal(signal.SIGTERM)
+        self.begin_stop()
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
