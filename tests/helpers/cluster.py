@@ -128,9 +128,11 @@ class KRaftCluster:
         )
 
     def start(self, timeout: float = 60.0) -> KRaftCluster:
-        """Format every node and start them all at once (controllers need a majority to elect)."""
-        for node in self.nodes:
-            self.format(node)
+        """Format every node and start them all at once (controllers need a majority to elect); the nodes are
+        formatted side by side (each format is a ``kafka-storage`` process of its own)."""
+        with ThreadPoolExecutor(len(self.nodes)) as pool:
+            for f in [pool.submit(self.format, n) for n in self.nodes]:
+                f.result()
         self.start_nodes(self.nodes, timeout)
         return self
 
