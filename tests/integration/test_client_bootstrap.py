@@ -9,6 +9,13 @@ import pytest
 pytestmark = pytest.mark.integration
 
 
+@pytest.fixture
+def broker(module_broker):
+    """The module's one broker: these tests only read from it or open connections of their own, and each
+    checks what it did (no topic, group or config they make is seen by another)."""
+    return module_broker
+
+
 def _cluster_id(broker):
     meta = (broker.data_dir / "logs" / "meta.properties").read_text()
     return next(line.split("=", 1)[1] for line in meta.splitlines() if line.startswith("cluster.id="))

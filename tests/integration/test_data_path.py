@@ -65,7 +65,8 @@ def test_client_round_trip_every_codec(shared_broker, client, codec):
     wait_until(lambda: topic not in admin.list_topics(timeout=5).topics, 10, message="topic deleted")
 
 
-def test_corrupt_batch_gets_corrupt_message_and_nothing_is_appended(broker):
+def test_corrupt_batch_gets_corrupt_message_and_nothing_is_appended(shared_broker):
+    broker = shared_broker
     create_topic(broker.bootstrap, "crc", 1)
     good = produce_raw(broker.bootstrap, "crc", bytes(record_batch()))
     assert good["error_code"] == 0 and good["base_offset"] == 0
@@ -78,7 +79,8 @@ def test_corrupt_batch_gets_corrupt_message_and_nothing_is_appended(broker):
     assert again["error_code"] == 0 and again["base_offset"] == 10
 
 
-def test_fetch_past_end_is_offset_out_of_range(broker):
+def test_fetch_past_end_is_offset_out_of_range(shared_broker):
+    broker = shared_broker
     create_topic(broker.bootstrap, "oor", 1)
     produce_raw(broker.bootstrap, "oor", bytes(record_batch()))
     with BrokerConnection.to(broker.bootstrap) as c:
@@ -163,7 +165,8 @@ def test_retention_deletes_old_segments_and_moves_earliest(broker_factory):
     assert list_offset(b.bootstrap, "ret", 0, -2) == 200
 
 
-def test_list_offsets_by_timestamp(broker):
+def test_list_offsets_by_timestamp(shared_broker):
+    broker = shared_broker
     create_topic(broker.bootstrap, "ts", 1)
     base = 1_700_000_000_000
     for j in range(5):

@@ -15,6 +15,13 @@ pytestmark = pytest.mark.integration
 API_VERSIONS_V3 = {"client_software_name": "pykbroker-tests", "client_software_version": "1.0"}
 
 
+@pytest.fixture
+def broker(module_broker):
+    """The module's one broker: these tests only read from it or open connections of their own, and each
+    checks what it did (no topic, group or config they make is seen by another)."""
+    return module_broker
+
+
 def api_versions(conn: BrokerConnection) -> dict:
     return conn.request(ApiKeys.API_VERSIONS, 3, API_VERSIONS_V3)
 
