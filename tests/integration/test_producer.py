@@ -18,6 +18,14 @@ from tests.helpers.topics import create_topic
 
 pytestmark = pytest.mark.integration
 
+
+@pytest.fixture
+def broker(module_broker):
+    """The module's one broker: the tests that take it each create and check a topic of their own and change no
+    broker or cluster config (those that do start their own with ``broker_factory``)."""
+    return module_broker
+
+
 # The final line as Kafka's own system tests parse it.
 PERF_FINAL = re.compile(
     r"^(?P<records>\d+) records sent, (?P<rps>\d+\.\d+) records/sec \((?P<mbps>\d+\.\d+) MB/sec\), "

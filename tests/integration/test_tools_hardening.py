@@ -20,6 +20,13 @@ from tests.helpers.topics import create_topic
 pytestmark = pytest.mark.integration
 
 
+@pytest.fixture
+def broker(module_broker):
+    """The module's one broker: the tests that take it each create and check a topic of their own and change no
+    broker or cluster config (those that do start their own with ``broker_factory``)."""
+    return module_broker
+
+
 def perf_test(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "pykbroker.tools.producer_performance", *args],
