@@ -12,6 +12,12 @@ from tests.helpers.tools import run_tool
 pytestmark = pytest.mark.integration
 
 
+@pytest.fixture
+def broker(module_broker):
+    """The module's one broker: each test creates and checks topics of its own ("orders", "lines")."""
+    return module_broker
+
+
 def tool(module: str, *args: str, stdin: bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
     return run_tool(module, *args, stdin=stdin, text=False, timeout=timeout)
 
