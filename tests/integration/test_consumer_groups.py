@@ -56,7 +56,8 @@ def poll_all(consumers, seen, until, timeout=30.0):
     return until()
 
 
-def test_confluent_group_rebalances_without_loss_or_duplicates(broker):
+def test_confluent_group_rebalances_without_loss_or_duplicates(module_broker):
+    broker = module_broker  # shared: its own topic and group
     create_topic(broker.bootstrap, "grp6", 6)
     produce_indexed(broker.bootstrap, "grp6", 600, 6)
     assigned: dict[str, list[int]] = {}
@@ -115,7 +116,8 @@ def test_committed_offsets_survive_broker_and_consumer_restart(broker):
     assert sorted(seen + rest) == sorted(list(range(100)) * 2)
 
 
-def test_kafka_python_group(broker):
+def test_kafka_python_group(module_broker):
+    broker = module_broker  # shared: its own topic and group
     from kafka import KafkaConsumer
 
     create_topic(broker.bootstrap, "kpg", 4)
@@ -146,7 +148,8 @@ def test_kafka_python_group(broker):
         c.close()
 
 
-def test_aiokafka_group(broker):
+def test_aiokafka_group(module_broker):
+    broker = module_broker  # shared: its own topic and group
     from aiokafka import AIOKafkaConsumer
 
     create_topic(broker.bootstrap, "aiog", 3)
@@ -180,7 +183,8 @@ def test_aiokafka_group(broker):
     assert assignment == [0, 1, 2]
 
 
-def test_describe_list_and_delete_groups(broker):
+def test_describe_list_and_delete_groups(module_broker):
+    broker = module_broker  # shared: its own topic and group
     from confluent_kafka import ConsumerGroupState
     from confluent_kafka.admin import AdminClient
 
