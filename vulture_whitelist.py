@@ -3,6 +3,8 @@ they are called from outside this tree. Each line names one, through its real cl
 tests/unit/test_dead_code_whitelist.py (which runs this file), with the reason it stays. Add to it only what is used
 from outside; anything else unreferenced is dead code to remove."""
 
+import sys
+
 from pykbroker import testing
 from pykbroker.clients.consumer.kafka_consumer import KafkaConsumer
 from pykbroker.clients.producer.kafka_producer import KafkaProducer
@@ -16,6 +18,7 @@ KafkaConsumer.beginning_offsets  # KafkaConsumer.beginningOffsets
 KafkaProducer.partitions_for  # KafkaProducer.partitionsFor
 
 # Python and pytest call these by name.
+sys.pycache_prefix  # tests/conftest.py sets where this interpreter writes bytecode (the import system reads it)
 testing.__getattr__  # PEP 562 lazy import of EmbeddedKafka
 pytest_plugin.pytest_configure  # the plugin's hook (entry point pytest11)
 IdpRequestHandler.do_GET  # http.server's BaseHTTPRequestHandler dispatches by method name

@@ -777,6 +777,10 @@ class Acceptor(threading.Thread):
         self.log = get_logger("SocketServer", listenerType="BROKER", nodeId=config.node_id)
         self.server_socket: socket.socket | None = None
         self.selector = selectors.DefaultSelector()
+        #: written once by ``begin_shutdown`` so the loop leaves its select at once (Kafka's ``nioSelector.wakeup()``)
+        self._wakeup_r, self._wakeup_w = socket.socketpair()
+        self._wakeup_r.setblocking(False)
+        self._wakeup_w.setblocking(False)
         #: sockets of IPs over their connection creation rate, closed when their throttle ends
         #: (Kafka's ``throttledSockets``): a heap of (end ms, sequence, socket)
         self.throttled_sockets: list[tuple[int, int, socket.socket]] = []
@@ -840,6 +844,7 @@ class Acceptor(threading.Thread):
         server_socket = self.server_socket
         assert server_socket is not None  # opened by start()
         self.selector.register(server_socket, selectors.EVENT_READ)
+        self.selector.register(self._wakeup_r, selectors.EVENT_READ)
         try:
             while self.should_run:
                 try:
@@ -853,6 +858,8 @@ class Acceptor(threading.Thread):
                 self.selector.close()
             finally:
                 server_socket.close()
+                self._wakeup_r.close()
+                self._wakeup_w.close()
                 for _, _, sock in self.throttled_sockets:
                     sock.close()
                 self.throttled_sockets.clear()
@@ -871,8 +878,9 @@ class Acceptor(threading.Thread):
         timeout = 0.5
         if self.throttled_sockets:
             timeout = min(timeout, max(0.0, (self.throttled_sockets[0][0] - self.time.milliseconds()) / 1000.0))
-        if not self.selector.select(timeout):
-            return
+        ready = self.selector.select(timeout)
+        if not any(key.fileobj is self.server_socket for key, _ in ready):
+            return  # timed out, or woken by begin_shutdown
         server_socket = self.server_socket
         assert server_socket is not None  # opened by start(), never unset
         while self.should_run:
@@ -941,15 +949,23 @@ class Acceptor(threading.Thread):
                     return processor
 
     def begin_shutdown(self) -> None:
+        """Stop accepting: the loop is woken at once instead of at its next 0.5 s select timeout."""
         self.should_run = False
+        try:
+            self._wakeup_w.send(b"\0")
+        except OSError:  # already closed (the loop ended) or the one-byte buffer is full: it is awake anyway
+            pass
         for p in self.processors:
             p.begin_shutdown()
 
     def close(self, timeout: float = 5.0) -> None:
         if self.is_alive():
             self.join(timeout)
-        elif self.server_socket is not None:
-            self.server_socket.close()
+        else:
+            if self.server_socket is not None:
+                self.server_socket.close()
+            self._wakeup_r.close()
+            self._wakeup_w.close()
         for p in self.processors:
             if p.is_alive():
                 p.join(timeout)
