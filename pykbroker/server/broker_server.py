@@ -98,6 +98,7 @@ from pykbroker.server.handlers.metadata import MetadataHandler
 from pykbroker.server.handlers.produce import ProduceHandler
 from pykbroker.server.handlers.producer_id import InitProducerIdHandler, ProducerIdManager
 from pykbroker.server.handlers.sasl import SaslHandlers
+from pykbroker.server.handlers.share import ShareHandlers
 from pykbroker.server.handlers.transactions import TransactionHandlers
 from pykbroker.server.kafka_apis import KafkaApis
 from pykbroker.server.kafka_request_handler import KafkaRequestHandlerPool
@@ -113,6 +114,7 @@ from pykbroker.server.server_common import (
     create_authorizer,
     describe_quorum_handler,
 )
+from pykbroker.server.share.share_partition_manager import SharePartitionManager
 from pykbroker.server.shared_server import SharedServer
 from pykbroker.utils.delayed_operation import DelayedOperationPurgatory
 from pykbroker.utils.logging import get_logger
@@ -175,6 +177,8 @@ class BrokerServer:
         self.log_cleaner: LogCleaner | None = None
         self.metadata_cache: MetadataCache | None = None
         self.replica_manager: ReplicaManager | None = None
+        #: share partitions, share sessions and delayed share fetches (KIP-932), beside the replica manager
+        self.share_partition_manager: SharePartitionManager | None = None
         self.publisher: BrokerMetadataPublisher | None = None
         self.forwarding_manager: ForwardingManager | None = None
         self.lifecycle_manager: BrokerLifecycleManager | None = None
@@ -237,6 +241,11 @@ class BrokerServer:
             transaction_verification_enabled=bool(config[TRANSACTION_PARTITION_VERIFICATION_ENABLE_CONFIG]),
         )
         self.replica_manager.startup(self.scheduler)
+        cache = self.metadata_cache
+        self.share_partition_manager = SharePartitionManager(
+            self.replica_manager, config, self.time, image=lambda: cache.image if cache is not None else None
+        )
+        self.replica_manager.share_fetch_purgatory = self.share_partition_manager.purgatory
         self.publisher = BrokerMetadataPublisher(
             self.node_id, self.metadata_cache, self.replica_manager, self.log_manager
         )
@@ -474,6 +483,7 @@ class BrokerServer:
         """The data plane's handler families (Kafka's KafkaApis handlers), over this broker's components."""
         helper, cache, rm = self.data_helper, self.metadata_cache, self.replica_manager
         assert helper is not None and self.log_manager is not None and self.producer_id_manager is not None
+        assert self.share_partition_manager is not None
         groups = GroupHandlers(
             helper, self.group_coordinator, cache, self.controller_handle, self.config, self.time, self.txn_coordinator
         )
@@ -497,6 +507,7 @@ class BrokerServer:
                 ),
             ),
             ListOffsetsHandler(helper, rm),
+            ShareHandlers(helper, cache, self.share_partition_manager),
             DeleteRecordsHandler(helper, rm),
             DescribeLogDirsHandler(helper, self.log_manager),
             AdminHandler(
@@ -573,6 +584,7 @@ class BrokerServer:
         steps.add("group coordinator", self.group_coordinator)
         steps.add("transaction coordinator", self.txn_coordinator)
         steps.add("transaction verifier", self.txn_verifier)
+        steps.add("share partition manager", self.share_partition_manager)
         steps.add("replica manager", self.replica_manager)
         loader = self.shared.loader
         if loader is not None:

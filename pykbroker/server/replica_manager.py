@@ -209,6 +209,9 @@ class ReplicaManager:
         self.fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
             "Fetch", node_id, config[FETCH_PURGATORY_PURGE_INTERVAL_REQUESTS_CONFIG], time=time
         )
+        #: the SharePartitionManager's purgatory of DelayedShareFetch (KIP-932), set by the server: poked with the
+        #: fetch purgatory when a partition's high watermark may have moved
+        self.share_fetch_purgatory: DelayedOperationPurgatory | None = None
         self._actions: collections.deque = collections.deque()
         self.fetch_max_bytes = config[FETCH_MAX_BYTES_CONFIG]
         #: KIP-392: ``replica.selector.class`` (None: consumers are never sent to a follower)
@@ -756,6 +759,9 @@ class ReplicaManager:
         if produce:
             self.produce_purgatory.check_and_complete(key)
         self.fetch_purgatory.check_and_complete(key)
+        share = self.share_fetch_purgatory
+        if share is not None and share.num_delayed:
+            share.check_and_complete(key)
 
     # -- fetch ---------------------------------------------------------------------------------
     def fetch_messages(

@@ -15,6 +15,7 @@ Import the types from their family module, for example
 - :mod:`pykbroker.protocol.messages.transactions`
 - :mod:`pykbroker.protocol.messages.raft`
 - :mod:`pykbroker.protocol.messages.replication`
+- :mod:`pykbroker.protocol.messages.share_fetch`
 - :mod:`pykbroker.protocol.messages.metadata_records`
 - :mod:`pykbroker.protocol.messages.coordinator_records`
 """

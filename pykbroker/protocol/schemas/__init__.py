@@ -25,6 +25,7 @@ _MODULES = (
     "transactions",
     "raft",
     "replication",
+    "share_fetch",
 )
 
 REQUESTS: dict[int, MessageSchema] = {}

@@ -190,6 +190,7 @@ def broker_apis(
         producer_id_manager=SimpleNamespace(),
         group_coordinator=group_coordinator or SimpleNamespace(node_id=node_id),
         txn_coordinator=None,
+        share_partition_manager=SimpleNamespace(),
         config=config
         or {
             "auto.create.topics.enable": False,
