@@ -37,6 +37,8 @@ BROKER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.CONSUMER_GROUP_DESCRIBE: (0, 1),
     ApiKeys.SHARE_FETCH: (1, 1),
     ApiKeys.SHARE_ACKNOWLEDGE: (1, 1),
+    ApiKeys.SHARE_GROUP_HEARTBEAT: (1, 1),
+    ApiKeys.SHARE_GROUP_DESCRIBE: (1, 1),
     ApiKeys.API_VERSIONS: (0, 4),
     ApiKeys.SASL_HANDSHAKE: (0, 1),
     ApiKeys.SASL_AUTHENTICATE: (0, 2),

@@ -99,6 +99,7 @@ from pykbroker.server.handlers.produce import ProduceHandler
 from pykbroker.server.handlers.producer_id import InitProducerIdHandler, ProducerIdManager
 from pykbroker.server.handlers.sasl import SaslHandlers
 from pykbroker.server.handlers.share import ShareHandlers
+from pykbroker.server.handlers.share_groups import ShareGroupHandlers
 from pykbroker.server.handlers.transactions import TransactionHandlers
 from pykbroker.server.kafka_apis import KafkaApis
 from pykbroker.server.kafka_request_handler import KafkaRequestHandlerPool
@@ -366,7 +367,7 @@ class BrokerServer:
             commit_timeout_ms=config[OFFSETS_COMMIT_TIMEOUT_MS_CONFIG],
         )
         self.group_coordinator = GroupCoordinator(self.node_id, config, self.group_metadata_manager, self.time)
-        self.group_coordinator.consumer.image = lambda: cache.image
+        self.group_coordinator.set_image(lambda: cache.image)
         self.group_coordinator.startup()
         publisher.group_coordinator = self.group_coordinator
         # The __consumer_offsets partitions led already load now (the publisher reports later changes;
@@ -522,6 +523,7 @@ class BrokerServer:
             SaslHandlers(helper),
             DelegationTokenHandlers(helper, self.controller_handle, self.delegation_tokens),
             groups,
+            ShareGroupHandlers(helper, self.group_coordinator),
             TransactionHandlers(
                 helper, self.txn_coordinator, self.group_coordinator, rm, cache, self.config, self.time
             ),

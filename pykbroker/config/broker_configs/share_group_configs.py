@@ -1,12 +1,10 @@
-"""Share-group data-path keys (KIP-932): Kafka's ``ShareGroupConfig`` (``org.apache.kafka.server.share``): the
-acquisition lock duration and its bounds, the delivery count limit, the in-flight record locks of one share
-partition, the share sessions a broker keeps and the ShareFetch purgatory's purge interval.
+"""Share-group data-path keys (KIP-932, part of Kafka's ``ShareGroupConfig``): the delivery count limit, the
+in-flight record locks of one share partition, the share sessions a broker keeps and the ShareFetch purgatory's
+purge interval.
 
-Part of the broker's ConfigDef (:data:`pykbroker.config.kafka_config_def.BROKER_CONFIG_DEF`). The share-group
-membership keys (``group.share.session.timeout.ms``, ``group.share.max.size`` ...) live beside the other group
-coordinator keys (:mod:`.group_coordinator_configs`). The per-group override ``share.record.lock.duration.ms``
-(a dynamic group config) must lie within ``group.share.min.record.lock.duration.ms`` ..
-``group.share.max.record.lock.duration.ms``.
+Part of the broker's ConfigDef (:data:`pykbroker.config.kafka_config_def.BROKER_CONFIG_DEF`). The share-group keys
+that bound group configs (``group.share.[min.|max.]record.lock.duration.ms``, session timeouts, heartbeat
+intervals) and the membership keys live beside the other group coordinator keys (:mod:`.group_coordinator_configs`).
 """
 
 from __future__ import annotations
@@ -14,9 +12,6 @@ from __future__ import annotations
 from pykbroker.config.broker_configs.common import M
 from pykbroker.config.config_def import ConfigDef, Type, at_least, between
 
-GROUP_SHARE_RECORD_LOCK_DURATION_MS_CONFIG = "group.share.record.lock.duration.ms"
-GROUP_SHARE_MIN_RECORD_LOCK_DURATION_MS_CONFIG = "group.share.min.record.lock.duration.ms"
-GROUP_SHARE_MAX_RECORD_LOCK_DURATION_MS_CONFIG = "group.share.max.record.lock.duration.ms"
 GROUP_SHARE_DELIVERY_COUNT_LIMIT_CONFIG = "group.share.delivery.count.limit"
 GROUP_SHARE_PARTITION_MAX_RECORD_LOCKS_CONFIG = "group.share.partition.max.record.locks"
 GROUP_SHARE_MAX_SHARE_SESSIONS_CONFIG = "group.share.max.share.sessions"
@@ -24,31 +19,6 @@ SHARE_FETCH_PURGATORY_PURGE_INTERVAL_REQUESTS_CONFIG = "share.fetch.purgatory.pu
 
 SHARE_GROUP_CONFIG_DEF = (
     ConfigDef()
-    .define(
-        GROUP_SHARE_RECORD_LOCK_DURATION_MS_CONFIG,
-        Type.INT,
-        30000,
-        between(1000, 3600000),
-        M,
-        "The record acquisition lock duration in milliseconds for share groups: a record handed to a share "
-        "consumer and not acknowledged within it becomes available for delivery again.",
-    )
-    .define(
-        GROUP_SHARE_MIN_RECORD_LOCK_DURATION_MS_CONFIG,
-        Type.INT,
-        15000,
-        between(1000, 30000),
-        M,
-        "The smallest record acquisition lock duration (ms) a share group's share.record.lock.duration.ms may set.",
-    )
-    .define(
-        GROUP_SHARE_MAX_RECORD_LOCK_DURATION_MS_CONFIG,
-        Type.INT,
-        60000,
-        between(30000, 3600000),
-        M,
-        "The largest record acquisition lock duration (ms) a share group's share.record.lock.duration.ms may set.",
-    )
     .define(
         GROUP_SHARE_DELIVERY_COUNT_LIMIT_CONFIG,
         Type.INT,

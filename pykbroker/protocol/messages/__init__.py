@@ -11,6 +11,7 @@ Import the types from their family module, for example
 - :mod:`pykbroker.protocol.messages.configs`
 - :mod:`pykbroker.protocol.messages.groups`
 - :mod:`pykbroker.protocol.messages.consumer_groups`
+- :mod:`pykbroker.protocol.messages.share_groups`
 - :mod:`pykbroker.protocol.messages.group_offsets`
 - :mod:`pykbroker.protocol.messages.transactions`
 - :mod:`pykbroker.protocol.messages.raft`

@@ -21,6 +21,7 @@ _MODULES = (
     "configs",
     "groups",
     "consumer_groups",
+    "share_groups",
     "group_offsets",
     "transactions",
     "raft",

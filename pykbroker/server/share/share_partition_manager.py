@@ -10,7 +10,8 @@ zero-copy slice) and acquires the offsets of the batches read; with nothing to a
 
 Configuration: broker keys ``group.share.record.lock.duration.ms``, ``group.share.delivery.count.limit``,
 ``group.share.partition.max.record.locks``, ``group.share.max.share.sessions``; group configs (dynamic, resource
-type GROUP) ``share.record.lock.duration.ms``, ``share.auto.offset.reset`` (``latest`` default, ``earliest``) and
+type GROUP, :func:`pykbroker.config.group_config.share_configs`) ``share.record.lock.duration.ms``,
+``share.auto.offset.reset`` (``latest`` default, ``earliest``, ``by_duration:<duration>``) and
 ``share.isolation.level`` (``read_uncommitted`` default, ``read_committed``: only up to the last stable offset,
 aborted transactions archived), read when a share partition is created.
 
@@ -28,12 +29,17 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import NamedTuple
 
+from pykbroker.config import group_config
 from pykbroker.config.broker_configs.share_group_configs import (
     GROUP_SHARE_DELIVERY_COUNT_LIMIT_CONFIG,
     GROUP_SHARE_MAX_SHARE_SESSIONS_CONFIG,
     GROUP_SHARE_PARTITION_MAX_RECORD_LOCKS_CONFIG,
-    GROUP_SHARE_RECORD_LOCK_DURATION_MS_CONFIG,
     SHARE_FETCH_PURGATORY_PURGE_INTERVAL_REQUESTS_CONFIG,
+)
+from pykbroker.config.group_config import (
+    SHARE_AUTO_OFFSET_RESET_CONFIG,
+    SHARE_ISOLATION_LEVEL_CONFIG,
+    SHARE_RECORD_LOCK_DURATION_MS_CONFIG,
 )
 from pykbroker.coordinator.share.persister import InMemoryPersister, Persister
 from pykbroker.log.fetch_data_info import FetchIsolation
@@ -53,11 +59,6 @@ from pykbroker.utils.delayed_operation import DelayedOperationPurgatory, TopicPa
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM, Time
 from pykbroker.utils.timer import Timer
-
-# Dynamic group config keys of share groups (Kafka's GroupConfig.SHARE_*_CONFIG)
-SHARE_RECORD_LOCK_DURATION_MS_CONFIG = "share.record.lock.duration.ms"
-SHARE_AUTO_OFFSET_RESET_CONFIG = "share.auto.offset.reset"
-SHARE_ISOLATION_LEVEL_CONFIG = "share.isolation.level"
 
 _REAPER_POLL_MS = 200
 
@@ -109,6 +110,7 @@ class SharePartitionManager:
         self.persister: Persister = persister if persister is not None else InMemoryPersister()
         self.image = image or (lambda: None)
         self.session_cache = ShareSessionCache(config[GROUP_SHARE_MAX_SHARE_SESSIONS_CONFIG])
+        self.group_defaults = group_config.GroupConfigDefaults.from_broker_config(config)
         self.timer = Timer("share-group-lock-timeout", time)
         self.purgatory: DelayedOperationPurgatory[DelayedShareFetch] = DelayedOperationPurgatory(
             "ShareFetch",
@@ -144,30 +146,25 @@ class SharePartitionManager:
         self.purgatory.shutdown()
 
     # -- configuration -------------------------------------------------------------------------------
-    def _group_overrides(self, group_id: str) -> dict:
+    def _group_configs(self, group_id: str) -> dict:
+        """The group's effective ``share.*`` configs (overrides from the metadata image over the broker's defaults)."""
         image = self.image()
-        configs = getattr(image, "configs", None)
-        if not configs:
-            return {}
-        return dict(configs.get((ConfigResourceType.GROUP, group_id), {}))
+        configs = getattr(image, "configs", None) or {}
+        overrides = dict(configs.get((ConfigResourceType.GROUP, group_id), {}))
+        return group_config.share_configs(overrides, self.group_defaults)
 
-    def _partition_config(self, overrides: dict) -> SharePartitionConfig:
-        lock_ms = self.config[GROUP_SHARE_RECORD_LOCK_DURATION_MS_CONFIG]
-        try:
-            lock_ms = int(overrides.get(SHARE_RECORD_LOCK_DURATION_MS_CONFIG, lock_ms))
-        except (TypeError, ValueError):
-            pass
+    def _partition_config(self, configs: dict) -> SharePartitionConfig:
         return SharePartitionConfig(
-            record_lock_duration_ms=lock_ms,
+            record_lock_duration_ms=int(configs[SHARE_RECORD_LOCK_DURATION_MS_CONFIG]),
             delivery_count_limit=self.config[GROUP_SHARE_DELIVERY_COUNT_LIMIT_CONFIG],
             max_in_flight=self.config[GROUP_SHARE_PARTITION_MAX_RECORD_LOCKS_CONFIG],
-            read_committed=str(overrides.get(SHARE_ISOLATION_LEVEL_CONFIG, "")).lower() == "read_committed",
-            auto_offset_reset=str(overrides.get(SHARE_AUTO_OFFSET_RESET_CONFIG, "latest")).lower(),
+            read_committed=str(configs[SHARE_ISOLATION_LEVEL_CONFIG]).lower() == "read_committed",
+            auto_offset_reset=str(configs[SHARE_AUTO_OFFSET_RESET_CONFIG]).strip().lower(),
         )
 
     def record_lock_duration_ms(self, group_id: str) -> int:
         """The acquisition lock duration of ``group_id`` (ShareFetch v1 ``acquisition_lock_timeout_ms``)."""
-        return self._partition_config(self._group_overrides(group_id)).record_lock_duration_ms
+        return self._partition_config(self._group_configs(group_id)).record_lock_duration_ms
 
     # -- share partitions ----------------------------------------------------------------------------
     def share_partition(self, group_id: str, target: ShareFetchTarget) -> SharePartition:
@@ -188,7 +185,7 @@ class SharePartitionManager:
                 return sp
             if sp is not None:
                 sp.fenced = True
-            overrides = self._group_overrides(group_id)
+            configs = self._group_configs(group_id)
             tp_key = TopicPartitionOperationKey(target.topic, target.partition)
             sp = SharePartition(
                 group_id,
@@ -196,7 +193,7 @@ class SharePartitionManager:
                 target.topic_id,
                 target.partition,
                 epoch,
-                self._partition_config(overrides),
+                self._partition_config(configs),
                 self.persister,
                 self.timer,
                 on_available=lambda: self._wake(tp_key),
@@ -225,9 +222,17 @@ class SharePartitionManager:
             return self._partitions.get(SharePartitionKey(group_id, topic_id, partition))
 
     def _reset_offset(self, sp: SharePartition) -> int:
+        """Where a share partition without state starts (``share.auto.offset.reset``): ``latest`` the high
+        watermark, ``earliest`` the log start offset, ``by_duration:<d>`` the first batch written in the last d."""
         log = self.replica_manager.get_partition_or_error(sp.topic, sp.partition).log
-        if sp.config.auto_offset_reset == "earliest":
+        strategy = sp.config.auto_offset_reset
+        if strategy == "earliest":
             return log.log_start_offset
+        if strategy.startswith("by_duration:"):
+            ms = group_config.duration_ms(strategy[len("by_duration:") :])
+            if ms is not None:
+                found = log.fetch_offset_by_timestamp(self.time.milliseconds() - ms)
+                return min(found.offset, log.high_watermark) if found is not None else log.high_watermark
         return log.high_watermark
 
     def _initialized(self, group_id: str, targets: list[ShareFetchTarget], then: Callable[[dict], None]) -> None:

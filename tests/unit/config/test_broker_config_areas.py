@@ -24,7 +24,7 @@ AREAS = {
     "socket server": (SOCKET_SERVER_CONFIG_DEF, "listeners"),
     "replication": (REPLICATION_CONFIG_DEF, "replica.lag.time.max.ms"),
     "group coordinator": (GROUP_COORDINATOR_CONFIG_DEF, "offsets.topic.num.partitions"),
-    "share groups": (SHARE_GROUP_CONFIG_DEF, "group.share.record.lock.duration.ms"),
+    "share groups": (SHARE_GROUP_CONFIG_DEF, "group.share.delivery.count.limit"),
     "log": (SERVER_LOG_CONFIG_DEF, "log.retention.ms"),
     "transactions": (TRANSACTION_CONFIG_DEF, "transaction.max.timeout.ms"),
     "quotas": (QUOTA_CONFIG_DEF, "quota.window.num"),
