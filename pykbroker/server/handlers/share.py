@@ -9,7 +9,8 @@ outcome per partition in ``acknowledge_error_code``), then the :class:`~pykbroke
 reads and acquires (long poll up to ``max_wait_ms``). Records go out as the log's zero-copy batches, with the
 ``acquired_records`` ranges the consumer may deliver. A partition this broker does not lead gets
 NOT_LEADER_OR_FOLLOWER with ``current_leader`` and the leader's ``node_endpoints``. A closing request (epoch -1)
-only acknowledges, then releases what the member still holds.
+only acknowledges, then releases what the member still holds; a ShareFetch with ``max_records`` 0 only
+acknowledges (librdkafka's acknowledgement-only fetch).
 """
 
 from __future__ import annotations
@@ -125,7 +126,8 @@ class ShareHandlers:
             return
         if epoch == INITIAL_EPOCH:
             self._release(group_id, member_id, session.removed)
-        to_fetch = list(session.partitions) if epoch != FINAL_EPOCH else []
+        # librdkafka sends max_records 0 to acknowledge without fetching: nothing is acquired then
+        to_fetch = list(session.partitions) if epoch != FINAL_EPOCH and body["max_records"] > 0 else []
         names, failed = self._resolve(request, [tid for tid, _ in requested + to_fetch])
         acks = self._acknowledge(group_id, member_id, topics, names, failed)
         if epoch == FINAL_EPOCH:

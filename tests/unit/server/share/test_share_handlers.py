@@ -71,7 +71,7 @@ def call(handlers, channel, api_key, body):
     return decode_sent(channel.responses.pop(), api_key, 1)[1]
 
 
-def fetch(handlers, channel, tid, epoch, acks=(), member="m"):
+def fetch(handlers, channel, tid, epoch, acks=(), member="m", max_records=500):
     body = {
         "group_id": "g",
         "member_id": member,
@@ -79,7 +79,7 @@ def fetch(handlers, channel, tid, epoch, acks=(), member="m"):
         "max_wait_ms": 0,
         "min_bytes": 1,
         "max_bytes": 1 << 20,
-        "max_records": 500,
+        "max_records": max_records,
         "batch_size": 500,
         "topics": [
             {
@@ -240,3 +240,17 @@ def test_unknown_topic_id_and_member_validation(broker):
     p = only_partition(fetch(handlers, channel, uuid.uuid4(), 0))
     assert p["error_code"] == errors.UNKNOWN_TOPIC_ID
     assert fetch(handlers, channel, uuid.uuid4(), 0, member="")["error_code"] == errors.INVALID_REQUEST
+
+
+def test_max_records_zero_only_acknowledges(broker):
+    tid = broker.add_topic("t")
+    handlers, channel, manager = setup(broker, group_configs={"share.auto.offset.reset": "earliest"})
+    append(broker, records(2))
+    assert ranges(only_partition(fetch(handlers, channel, tid, 0))) == [(0, 1, 1)]
+    append(broker, records(2, start=2))
+    # librdkafka's acknowledgement-only ShareFetch: 0-1 accepted, 2-3 not acquired
+    p = only_partition(fetch(handlers, channel, tid, 1, acks=[(0, 1, 1)], max_records=0))
+    assert p["acknowledge_error_code"] == errors.NONE and p["acquired_records"] == []
+    sp = manager.get("g", tid, 0)
+    assert (sp.start_offset, sp.end_offset) == (2, 2)
+    assert ranges(only_partition(fetch(handlers, channel, tid, 2))) == [(2, 3, 1)]
