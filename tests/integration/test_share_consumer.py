@@ -218,3 +218,45 @@ def test_read_committed_share_group_never_sees_aborted_transactions(sbroker):
         assert [m.value() for m in got] == [b"committed-0", b"committed-1", b"committed-2", b"plain"]
     finally:
         c.close()
+
+
+def test_commit_async_and_commit_sync_acknowledgements(sbroker):
+    """Explicit acknowledgement committed with commit_async (the callback reports each acknowledged offset, no error)
+    and commit_sync; with a short lock nothing is redelivered afterwards, and the commit of an acknowledgement whose
+    lock expired fails with INVALID_RECORD_STATE."""
+    from confluent_kafka import AcknowledgeType
+
+    bootstrap = sbroker.bootstrap
+    create_topic(bootstrap, "acks", partitions=1)
+    set_group_configs(bootstrap, "ag", {"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "2000"})
+    produce(bootstrap, "acks", [b"r%d" % i for i in range(4)])
+    c = share_consumer(bootstrap, "ag", "acks", explicit=True)
+    results: list = []
+    c.set_acknowledgement_commit_callback(lambda offsets, exc: results.append((offsets, exc)))
+    try:
+        got: list = []
+        wait_until(lambda: got.extend(poll_records(c)) or len(got) >= 4, 30, message="4 records")
+        for m in got[:2]:
+            c.acknowledge(m, AcknowledgeType.ACCEPT)
+        c.commit_async()
+        for m in got[2:]:
+            c.acknowledge(m, AcknowledgeType.ACCEPT)
+        done = c.commit_sync(30)
+        wait_until(lambda: sum(len(o) for r in results for o in r[0].values()) >= 4, 10, message="callbacks")
+        assert all(exc is None for _, exc in results), results
+        assert sorted(o for r in results for offs in r[0].values() for o in offs) == [0, 1, 2, 3]
+        assert done is not None
+        time.sleep(2.5)  # past the lock: accepted records stay accepted
+        assert poll_records(c, 1.0) == []
+        produce(bootstrap, "acks", [b"late"])
+        late: list = []
+        wait_until(lambda: late.extend(poll_records(c)) or late, 30, message="a new record")
+        time.sleep(2.5)  # its lock expires before the acknowledgement
+        c.acknowledge(late[0], AcknowledgeType.ACCEPT)
+        results.clear()
+        c.commit_sync(30)
+        wait_until(lambda: results, 10, message="the late acknowledgement's result")
+        [(_, exc)] = results
+        assert exc is not None and exc.args[0].code() == errors.INVALID_RECORD_STATE, exc
+    finally:
+        c.close()
