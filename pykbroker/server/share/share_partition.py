@@ -160,20 +160,46 @@ class SharePartition:
         def loaded(f: Future) -> None:
             try:
                 result = f.result()
+                if result.error_code not in (errors.NONE, errors.UNKNOWN_TOPIC_OR_PARTITION):
+                    self._fail_init(done, result.error_code)
+                    return
+                known = result.error_code == errors.NONE
+                start = result.start_offset if known else -1
+                batches = result.state_batches if known else ()
+                fresh = start < 0
+                if fresh:
+                    start = reset_offset()
+                with self._lock:
+                    self.state_epoch = max(result.state_epoch, 0)
+                    self._load(start, batches)
+            except errors.KafkaError as e:  # the partition moved meanwhile (reset_offset)
+                self._fail_init(done, e.code)
+                return
             except Exception:  # noqa: BLE001 - a persister bug: the partition cannot be used
                 self._fail_init(done, errors.UNKNOWN_SERVER_ERROR)
                 return
-            if result.error_code not in (errors.NONE, errors.UNKNOWN_TOPIC_OR_PARTITION):
-                self._fail_init(done, result.error_code)
+            if not fresh:
+                done.set_result(errors.NONE)
                 return
-            start = result.start_offset if result.error_code == errors.NONE else -1
-            batches = result.state_batches if result.error_code == errors.NONE else ()
-            if start < 0:
-                start = reset_offset()
-            with self._lock:
-                self.state_epoch = max(result.state_epoch, 0)
-                self._load(start, batches)
-            done.set_result(errors.NONE)
+            # the start offset share.auto.offset.reset chose is recorded, so that a new leader resumes from it
+            if known:
+                stored = self._write()
+            else:
+                stored = self.persister.initialize_state(
+                    self.group_id, self.topic_id, self.partition, self.state_epoch, start
+                )
+
+            def recorded(w: Future) -> None:
+                try:
+                    code = w.result()
+                except Exception:  # noqa: BLE001 - a persister bug
+                    code = errors.UNKNOWN_SERVER_ERROR
+                if code == errors.NONE:
+                    done.set_result(errors.NONE)
+                else:
+                    self._fail_init(done, code)
+
+            stored.add_done_callback(recorded)
 
         read.add_done_callback(loaded)
         return done

@@ -225,3 +225,25 @@ def test_persisted_batches_keep_delivery_counts():
     persister.write_state("g", TOPIC_ID, 0, 0, 0, 3, (PersisterStateBatch(3, 5, AVAILABLE, 3),))
     sp, *_ = make(persister=persister, leader_epoch=1)
     assert sp.acquire("m", [FetchedBatch(3, 5)], 500) == [AcquiredRange(3, 5, 4)]
+
+
+def test_fresh_start_offset_is_persisted_for_the_next_leader():
+    persister = InMemoryPersister()
+    make(persister=persister, start=42)
+    assert persister.read_state("g", TOPIC_ID, 0, 0).result().start_offset == 42
+    new, *_ = make(persister=persister, leader_epoch=1, start=99)  # the new leader's reset would pick 99
+    assert (new.start_offset, new.end_offset) == (42, 42)
+
+
+def test_initialization_failure_is_an_error_not_a_hang():
+    sp = SharePartition(
+        "g", "t", TOPIC_ID, 0, 0, SharePartitionConfig(), InMemoryPersister(), Timer("locks", MockTime())
+    )
+
+    def moved() -> int:
+        raise errors.NotLeaderOrFollowerError("moved")
+
+    assert sp.maybe_initialize(moved).result(timeout=5) == errors.NOT_LEADER_OR_FOLLOWER
+    assert not sp.initialized
+    assert sp.maybe_initialize(lambda: 3).result(timeout=5) == errors.NONE  # the next request tries again
+    assert sp.start_offset == 3
