@@ -247,6 +247,7 @@ class BrokerServer:
             self.replica_manager, config, self.time, image=lambda: cache.image if cache is not None else None
         )
         self.replica_manager.share_fetch_purgatory = self.share_partition_manager.purgatory
+        self.replica_manager.on_leadership_lost = self.share_partition_manager.on_partitions_moved
         self.publisher = BrokerMetadataPublisher(
             self.node_id, self.metadata_cache, self.replica_manager, self.log_manager
         )

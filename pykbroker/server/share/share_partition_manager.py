@@ -211,11 +211,14 @@ class SharePartitionManager:
             sp.fenced = True
 
     def on_partitions_moved(self, topic: str, partition: int) -> None:
-        """This broker no longer leads ``topic``-``partition`` (or it was deleted): drop its share partitions."""
+        """This broker no longer leads ``topic``-``partition`` (or it was deleted; ReplicaManager's metadata thread):
+        drop and fence its share partitions, and answer the share fetches parked on it (NOT_LEADER_OR_FOLLOWER)."""
         with self._lock:
             gone = [k for k, sp in self._partitions.items() if sp.topic == topic and sp.partition == partition]
             for k in gone:
                 self._partitions.pop(k).fenced = True
+        if gone:
+            self.purgatory.check_and_complete(TopicPartitionOperationKey(topic, partition))
 
     def get(self, group_id: str, topic_id: uuid.UUID, partition: int) -> SharePartition | None:
         with self._lock:

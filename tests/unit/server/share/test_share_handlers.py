@@ -125,7 +125,7 @@ def test_group_and_topic_authorization(broker):
 
 def test_not_leader_names_the_current_leader(broker):
     tid = broker.add_topic("t", replicas=(1, 2))
-    handlers, channel, _ = setup(broker)
+    handlers, channel, manager = setup(broker)
     assert fetch(handlers, channel, tid, 0)["error_code"] == errors.NONE  # creates the share partition here
     # broker 2 becomes the leader (epoch 1): this broker's share partition is dropped
     reg = PartitionRegistration(replicas=(1, 2), isr=(1, 2), leader=2, leader_epoch=1)
@@ -133,9 +133,12 @@ def test_not_leader_names_the_current_leader(broker):
     topic = dataclasses.replace(image.topics.by_id[tid], partitions={0: reg})
     topics = dataclasses.replace(image.topics, by_id={tid: topic}, by_name={"t": topic})
     broker.cache.set_image(dataclasses.replace(image, topics=topics))
+    broker.replica_manager.on_leadership_lost = manager.on_partitions_moved  # as BrokerServer wires it
+    assert manager.get("g", tid, 0) is not None
     broker.replica_manager.apply_delta(
         SimpleNamespace(deletes=set(), leaders={}, followers={("t", 0): (tid, reg)}), None
     )
+    assert manager.get("g", tid, 0) is None  # dropped as soon as this broker follows
     p = only_partition(fetch(handlers, channel, tid, 1))
     assert p["error_code"] == errors.NOT_LEADER_OR_FOLLOWER
     assert p["current_leader"] == {"leader_id": 2, "leader_epoch": 1}
