@@ -397,6 +397,10 @@ class BrokerServer:
             self.node_id, self.data_helper, self.time, self._broker_families(), self.finalized_features
         )
         self.data_plane_apis.after_handle.append(rm.try_complete_actions)
+        if self.share_partition_manager is not None:  # share sessions end with their connection
+            self.socket_server.data_plane_request_channel.disconnect_listeners.append(
+                self.share_partition_manager.on_connection_closed
+            )
         self.data_plane_pool = KafkaRequestHandlerPool(
             self.node_id,
             self.socket_server.data_plane_request_channel,

@@ -216,3 +216,23 @@ def test_share_session_errors_and_unknown_topic_id(sbroker):
     assert codes == {0: errors.UNKNOWN_TOPIC_ID}
     assert m.acknowledge([], epoch=-1)["error_code"] == errors.NONE  # closes the session
     assert m.fetch(epoch=3)["error_code"] == errors.SHARE_SESSION_NOT_FOUND
+
+
+def test_closing_the_connection_releases_the_members_records_at_once(broker_factory):
+    """The lock is 30 s (the default): the records come back at once because a's connection closed (its share
+    session ends with it, as Kafka's ShareSessionCache disconnect listener does)."""
+    bootstrap = broker_factory().bootstrap
+    create_topic(bootstrap, "cc", partitions=1)
+    with BrokerConnection.to(bootstrap) as c:
+        tid = topic_id(c, "cc")
+    a, b = Member(bootstrap, tid, "a"), Member(bootstrap, tid, "b")
+    assert acquired(a.fetch()) == []
+    produce(bootstrap, "cc", 3)
+    assert acquired(a.fetch()) == [(0, 2, 1)]
+    assert acquired(b.fetch()) == []
+    t0 = time.monotonic()
+    a.conn.close()
+    got: list = []
+    wait_until(lambda: got.extend(acquired(b.fetch(max_wait_ms=200))) or got, timeout=10, message="released")
+    assert got == [(0, 2, 2)]
+    assert time.monotonic() - t0 < 10

@@ -395,9 +395,11 @@ class SharePartitionManager:
             if sp is not None:
                 sp.release_member(member_id)
 
-    def complete_delayed(self, topic: str, partition: int) -> None:
-        """New data in ``topic``-``partition`` (its high watermark moved): re-check the parked share fetches."""
-        self.purgatory.check_and_complete(TopicPartitionOperationKey(topic, partition))
+    def on_connection_closed(self, connection_id: str) -> None:
+        """A client connection closed (network thread): the share sessions opened over it end and their members'
+        acquired records are released at once (Kafka's ShareSessionCache disconnect listener), not at lock expiry."""
+        for session in self.session_cache.remove_connection(connection_id):
+            self.release_session(session.key.group_id, session.key.member_id, list(session.partitions))
 
 
 def _done(code: int) -> Future[int]:
