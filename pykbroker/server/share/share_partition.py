@@ -21,7 +21,9 @@ Acknowledge types (ShareFetch/ShareAcknowledge ``acknowledge_types``): 0 GAP (ar
 acknowledgement is applied), INVALID_REQUEST for a malformed batch.
 
 Threading: every method takes the partition's lock; lock expiries run on the timer's thread. Persister futures are
-chained, never waited on under the lock.
+chained, never waited on under the lock; a write takes its snapshot and hands it to the persister under a second
+lock, so concurrent writes reach the persister in the order of their snapshots (a later state is never overwritten
+by an earlier one).
 """
 
 from __future__ import annotations
@@ -137,6 +139,7 @@ class SharePartition:
         self.timer = timer
         self.on_available = on_available
         self._lock = threading.Lock()
+        self._write_lock = threading.Lock()  # orders the persister writes (taken before _lock, never inside it)
         self._ranges: list[_Range] = []  # sorted, disjoint, within [start_offset, end_offset)
         self._firsts: list[int] = []  # _ranges' first offsets (bisect)
         self.start_offset = -1
@@ -474,17 +477,18 @@ class SharePartition:
     # -- persistence ---------------------------------------------------------------------------------
     def _write(self) -> Future[int]:
         """Write the SPSO and the in-flight state (ACQUIRED as AVAILABLE); a fenced write fences the partition."""
-        with self._lock:
-            if self.fenced:
-                return _done(errors.FENCED_STATE_EPOCH)
-            start = self.start_offset
-            batches = tuple(
-                PersisterStateBatch(r.first, r.last, AVAILABLE if r.state == ACQUIRED else r.state, r.count)
-                for r in self._ranges
+        with self._write_lock:  # snapshots reach the persister in the order they were taken
+            with self._lock:
+                if self.fenced:
+                    return _done(errors.FENCED_STATE_EPOCH)
+                start = self.start_offset
+                batches = tuple(
+                    PersisterStateBatch(r.first, r.last, AVAILABLE if r.state == ACQUIRED else r.state, r.count)
+                    for r in self._ranges
+                )
+            f = self.persister.write_state(
+                self.group_id, self.topic_id, self.partition, self.state_epoch, self.leader_epoch, start, batches
             )
-        f = self.persister.write_state(
-            self.group_id, self.topic_id, self.partition, self.state_epoch, self.leader_epoch, start, batches
-        )
         out: Future[int] = Future()
 
         def written(w: Future) -> None:

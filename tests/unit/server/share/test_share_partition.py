@@ -4,6 +4,7 @@ read_committed (aborted and control batches archived), the in-flight limit, pers
 
 from __future__ import annotations
 
+import threading
 import uuid
 
 from pykbroker.coordinator.share.persister import InMemoryPersister, PersisterStateBatch
@@ -247,3 +248,37 @@ def test_initialization_failure_is_an_error_not_a_hang():
     assert not sp.initialized
     assert sp.maybe_initialize(lambda: 3).result(timeout=5) == errors.NONE  # the next request tries again
     assert sp.start_offset == 3
+
+
+class GatedPersister(InMemoryPersister):
+    """Holds the next write_state call until ``gate`` is set (a slow share coordinator)."""
+
+    def __init__(self):
+        super().__init__()
+        self.hold_next = False
+        self.entered = threading.Event()
+        self.gate = threading.Event()
+
+    def write_state(self, *args):
+        if self.hold_next:
+            self.hold_next = False
+            self.entered.set()
+            self.gate.wait(5)
+        return super().write_state(*args)
+
+
+def test_concurrent_writes_reach_the_persister_in_snapshot_order():
+    persister = GatedPersister()
+    sp, *_ = make(persister=persister)
+    sp.acquire("m1", [FetchedBatch(0, 9)], 500)
+    persister.hold_next = True
+    first = threading.Thread(target=lambda: sp.acknowledge("m1", [AckBatch(0, 4, [ACCEPT])]))  # SPSO 5
+    first.start()
+    assert persister.entered.wait(5)
+    second = threading.Thread(target=lambda: sp.acknowledge("m1", [AckBatch(5, 9, [ACCEPT])]))  # SPSO 10
+    second.start()
+    second.join(0.3)  # it waits for the first write, or (the bug) writes SPSO 10 before it
+    persister.gate.set()
+    first.join(5)
+    second.join(5)
+    assert persister.read_state("g", TOPIC_ID, 0, 0).result().start_offset == 10
