@@ -244,13 +244,23 @@ class BrokerServer:
         self.replica_manager.startup(self.scheduler)
         cache = self.metadata_cache
         self.share_partition_manager = SharePartitionManager(
-            self.replica_manager, config, self.time, image=lambda: cache.image if cache is not None else None
+            self.replica_manager,
+            config,
+            self.time,
+            image=lambda: cache.image if cache is not None else None,
+            group_configs=self._share_group_configs,
         )
         self.replica_manager.share_fetch_purgatory = self.share_partition_manager.purgatory
         self.replica_manager.on_leadership_lost = self.share_partition_manager.on_partitions_moved
         self.publisher = BrokerMetadataPublisher(
             self.node_id, self.metadata_cache, self.replica_manager, self.log_manager
         )
+
+    def _share_group_configs(self, group_id: str) -> dict | None:
+        """The share partitions' query of a group's ``share.*`` configs: the group coordinator's answer (any broker
+        can give it), None before the coordinator exists (the manager then reads the metadata image itself)."""
+        coordinator = self.group_coordinator
+        return None if coordinator is None else coordinator.share_group_configs(group_id)
 
     def register(self) -> None:
         """Register this broker (its listeners are bound: the ports are known) and wait until the

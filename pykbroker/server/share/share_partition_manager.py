@@ -93,7 +93,9 @@ class ShareFetchParams(NamedTuple):
 
 
 class SharePartitionManager:
-    """See the module docstring. ``image()``: the broker's metadata image (group configs), or None."""
+    """See the module docstring. ``group_configs(group id)``: the group's ``share.*`` configs (the group
+    coordinator's ``share_group_configs``); without it (or while it answers None) they are read from ``image()``, the
+    broker's metadata image."""
 
     def __init__(
         self,
@@ -103,12 +105,14 @@ class SharePartitionManager:
         persister: Persister | None = None,
         image: Callable[[], object] | None = None,
         reaper_enabled: bool = True,
+        group_configs: Callable[[str], dict | None] | None = None,
     ):
         self.replica_manager = replica_manager
         self.config = config
         self.time = time
         self.persister: Persister = persister if persister is not None else InMemoryPersister()
         self.image = image or (lambda: None)
+        self.group_configs = group_configs
         self.session_cache = ShareSessionCache(config[GROUP_SHARE_MAX_SHARE_SESSIONS_CONFIG])
         self.group_defaults = group_config.GroupConfigDefaults.from_broker_config(config)
         self.timer = Timer("share-group-lock-timeout", time)
@@ -148,6 +152,10 @@ class SharePartitionManager:
     # -- configuration -------------------------------------------------------------------------------
     def _group_configs(self, group_id: str) -> dict:
         """The group's effective ``share.*`` configs (overrides from the metadata image over the broker's defaults)."""
+        if self.group_configs is not None:
+            configs = self.group_configs(group_id)
+            if configs is not None:
+                return configs
         image = self.image()
         configs = getattr(image, "configs", None) or {}
         overrides = dict(configs.get((ConfigResourceType.GROUP, group_id), {}))
