@@ -18,6 +18,7 @@ from pykbroker.config.broker_configs.security_configs import SECURITY_CONFIG_DEF
 from pykbroker.config.broker_configs.server_configs import SERVER_CONFIG_DEF
 from pykbroker.config.broker_configs.server_log_configs import SERVER_LOG_CONFIG_DEF
 from pykbroker.config.broker_configs.share_coordinator_configs import SHARE_COORDINATOR_CONFIG_DEF
+from pykbroker.config.broker_configs.share_group_configs import SHARE_GROUP_CONFIG_DEF
 from pykbroker.config.broker_configs.socket_server_configs import SOCKET_SERVER_CONFIG_DEF
 from pykbroker.config.broker_configs.transaction_configs import TRANSACTION_CONFIG_DEF
 from pykbroker.config.config_def import ConfigDef
@@ -28,6 +29,7 @@ BROKER_CONFIG_DEF = ConfigDef.merge(
     SOCKET_SERVER_CONFIG_DEF,
     REPLICATION_CONFIG_DEF,
     GROUP_COORDINATOR_CONFIG_DEF,
+    SHARE_GROUP_CONFIG_DEF,
     SERVER_LOG_CONFIG_DEF,
     TRANSACTION_CONFIG_DEF,
     QUOTA_CONFIG_DEF,

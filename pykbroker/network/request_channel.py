@@ -358,6 +358,9 @@ class RequestChannel:
         self.metrics = metrics or MetricsRegistry()
         self.request_queue = BoundedRequestQueue(queue_size)
         self.processors: dict[int, Any] = {}
+        #: ``(connection id) -> None`` called on the network thread when a client connection closes (Kafka's
+        #: ``ConnectionDisconnectListener``, e.g. the share sessions opened over it end); must not block
+        self.disconnect_listeners: list[Callable[[str], None]] = []
         self._request_metrics: dict[str, tuple] = {}  # api name -> its six histograms (update_request_metrics)
         self._requests_per_sec: dict[tuple[str, int], Meter] = {}  # (api name, version) -> RequestsPerSec meter
         self._errors_per_sec: dict[tuple[str, int], Meter] = {}  # (api name, error code) -> ErrorsPerSec meter
@@ -373,6 +376,11 @@ class RequestChannel:
 
     def remove_processor(self, processor_id: int) -> None:
         self.processors.pop(processor_id, None)
+
+    def connection_closed(self, connection_id: str) -> None:
+        """A processor closed ``connection_id`` or saw it disconnect: tell the disconnect listeners."""
+        for listener in self.disconnect_listeners:
+            listener(connection_id)
 
     # -- requests ------------------------------------------------------------------------------
     def send_request(self, request) -> None:

@@ -658,7 +658,15 @@ class Processor(threading.Thread):
             self.delayed_closes.pop(connection_id, None)
             self.authentication_deadlines.pop(connection_id, None)
             self.connection_quotas.dec(self.listener_name, remote_host)
+            self._notify_closed(connection_id)
         self.selector.clear_disconnected()
+
+    def _notify_closed(self, connection_id: str) -> None:
+        if self.request_channel.disconnect_listeners:
+            try:
+                self.request_channel.connection_closed(connection_id)
+            except Exception as e:  # noqa: BLE001 - a listener's failure must not stop the processor
+                self.log.error("A connection disconnect listener failed.", error=repr(e))
 
     def _close_delayed(self) -> None:
         now = self.time.nanoseconds()
@@ -699,11 +707,13 @@ class Processor(threading.Thread):
                 self._close(channel.id)
 
     def _close(self, connection_id: str) -> None:
-        """Local close: quota decrement, no disconnect notification, drop any in-flight response."""
+        """Local close: quota decrement, the disconnect listeners told (not the selector's disconnected list), drop
+        any in-flight response."""
         if self.selector.channel(connection_id) is not None:
             self.selector.close(connection_id)
             remote_host = connection_id.split("-")[1].rpartition(":")[0]
             self.connection_quotas.dec(self.listener_name, remote_host)
+            self._notify_closed(connection_id)
         self.inflight_responses.pop(connection_id, None)
         self.auth_sends.pop(connection_id, None)
         self.delayed_closes.pop(connection_id, None)

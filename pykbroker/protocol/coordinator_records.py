@@ -2,14 +2,14 @@
 ``__share_group_state``.
 
 Mirrors the ``"type": "data"`` message specs of Kafka's group-coordinator module (``OffsetCommitKey/Value``,
-``GroupMetadataKey/Value``, ``ConsumerGroup*Key/Value``), transaction-coordinator module (``TransactionLogKey/Value``)
-and share-coordinator module (``ShareSnapshotKey/Value``, ``ShareUpdateKey/Value``), and their frame
-(``GroupCoordinatorRecordSerde`` / ``TransactionLog`` / ``ShareCoordinatorRecordSerde``): a key or a value is
-``int16 version`` followed by the message at that version. A key's version names the record type
-(``__consumer_offsets``: 0-1 offset commit, 2 group metadata, 3-8 consumer-group records; ``__transaction_state``:
-0; ``__share_group_state``: 0 snapshot, 1 update), a value's version is its own message version. The ``api key``
-column of a ``data`` block below is the record type its key is written with (as Kafka 4's ``coordinator-key`` specs
-number them), or -1 where none is fixed.
+``GroupMetadataKey/Value``, ``ConsumerGroup*Key/Value``, ``ShareGroup*Key/Value``), transaction-coordinator module
+(``TransactionLogKey/Value``) and share-coordinator module (``ShareSnapshotKey/Value``, ``ShareUpdateKey/Value``),
+and their frame (``GroupCoordinatorRecordSerde`` / ``TransactionLog`` / ``ShareCoordinatorRecordSerde``): a key or a
+value is ``int16 version`` followed by the message at that version. A key's version names the record type
+(``__consumer_offsets``: 0-1 offset commit, 2 group metadata, 3-8 consumer-group records, 10-15 share-group
+records; ``__transaction_state``: 0; ``__share_group_state``: 0 snapshot, 1 update), a value's version is its own
+message version. The ``api key`` column of a ``data`` block below is the record type its key is written with (as
+Kafka 4's ``coordinator-key`` specs number them), or -1 where none is fixed.
 
 Messages are dicts as everywhere in :mod:`pykbroker.protocol` (see :mod:`pykbroker.protocol.codec`). Pure functions,
 no I/O; decoding raises :class:`RecordDecodeError` (a ValueError) on a short buffer or a version outside the
@@ -122,6 +122,49 @@ data ConsumerGroupCurrentMemberAssignmentValue 8 0 flex=0+
     topic_id uuid 0+
     partitions []int32 0+
   partitions_pending_revocation [] 0+
+    topic_id uuid 0+
+    partitions []int32 0+
+
+data ShareGroupMemberMetadataKey 10 10 flex=none
+  group_id string 10
+  member_id string 10
+
+data ShareGroupMemberMetadataValue 10 0 flex=0+
+  rack_id string 0+ null=0+
+  client_id string 0+
+  client_host string 0+
+  subscribed_topic_names []string 0+
+
+data ShareGroupMetadataKey 11 11 flex=none
+  group_id string 11
+
+data ShareGroupMetadataValue 11 0 flex=0+
+  epoch int32 0+
+
+data ShareGroupTargetAssignmentMetadataKey 12 12 flex=none
+  group_id string 12
+
+data ShareGroupTargetAssignmentMetadataValue 12 0 flex=0+
+  assignment_epoch int32 0+
+
+data ShareGroupTargetAssignmentMemberKey 13 13 flex=none
+  group_id string 13
+  member_id string 13
+
+data ShareGroupTargetAssignmentMemberValue 13 0 flex=0+
+  topic_partitions [] 0+
+    topic_id uuid 0+
+    partitions []int32 0+
+
+data ShareGroupCurrentMemberAssignmentKey 14 14 flex=none
+  group_id string 14
+  member_id string 14
+
+data ShareGroupCurrentMemberAssignmentValue 14 0 flex=0+
+  member_epoch int32 0+
+  previous_member_epoch int32 0+
+  state int8 0+
+  assigned_partitions [] 0+
     topic_id uuid 0+
     partitions []int32 0+
 

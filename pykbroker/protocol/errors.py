@@ -1254,6 +1254,15 @@ class RebootstrapRequiredError(KafkaError):
 REBOOTSTRAP_REQUIRED = RebootstrapRequiredError.code
 
 
+class ShareSessionLimitReachedError(KafkaError):
+    code = 133
+    name = "SHARE_SESSION_LIMIT_REACHED"
+    default_message = "The limit of share sessions has been reached."
+
+
+SHARE_SESSION_LIMIT_REACHED = ShareSessionLimitReachedError.code
+
+
 _BY_CODE: dict[int, type[KafkaError]] = {}
 _NAMES: dict[int, str] = {NONE: "NONE"}
 

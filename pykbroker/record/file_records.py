@@ -273,6 +273,25 @@ class FileRecordsSlice:
             return b""
         return _pread_fully(self._handle.fd, self.size_in_bytes, self.position)
 
+    def batch_headers(self) -> Iterator[BatchHeader]:
+        """The header of every complete batch in the slice (one 61-byte ``pread`` per batch, never the records;
+        ``BatchHeader.position`` relative to the slice). Stops at a trailing partial batch."""
+        position, end = 0, self.size_in_bytes
+        while end - position >= RECORD_BATCH_OVERHEAD:
+            head = os.pread(self._handle.fd, RECORD_BATCH_OVERHEAD, self.position + position)
+            if len(head) < RECORD_BATCH_OVERHEAD:
+                return
+            _, length = _PREFIX.unpack_from(head, 0)
+            _check_length(length, position)
+            if position + length + LOG_OVERHEAD > end:
+                return
+            yield BatchHeader.parse(head, 0, position)
+            position += length + LOG_OVERHEAD
+
+    def prefix(self, size: int) -> FileRecordsSlice:
+        """The first ``size`` bytes of the slice (zero-copy)."""
+        return FileRecordsSlice(self._handle, self.position, min(size, self.size_in_bytes), self.path)
+
     def __repr__(self) -> str:
         return f"FileRecordsSlice({self.path}, position={self.position}, size={self.size_in_bytes})"
 
@@ -301,6 +320,14 @@ class MemoryRecordsSlice:
 
     def read_bytes(self) -> bytes:
         return bytes(self._data)
+
+    def batch_headers(self) -> Iterator[BatchHeader]:
+        """The header of every complete batch (see :meth:`FileRecordsSlice.batch_headers`)."""
+        return iter_batch_headers(self._data)
+
+    def prefix(self, size: int) -> MemoryRecordsSlice:
+        """The first ``size`` bytes (zero-copy)."""
+        return MemoryRecordsSlice(self._data[:size])
 
     def __repr__(self) -> str:
         return f"MemoryRecordsSlice(size={self.size_in_bytes})"

@@ -105,6 +105,8 @@ from pykbroker.server.handlers.produce import ProduceHandler
 from pykbroker.server.handlers.producer_id import InitProducerIdHandler, ProducerIdManager
 from pykbroker.server.handlers.sasl import SaslHandlers
 from pykbroker.server.handlers.share_state import ShareStateHandlers
+from pykbroker.server.handlers.share import ShareHandlers
+from pykbroker.server.handlers.share_groups import ShareGroupHandlers
 from pykbroker.server.handlers.transactions import TransactionHandlers
 from pykbroker.server.kafka_apis import KafkaApis
 from pykbroker.server.kafka_request_handler import KafkaRequestHandlerPool
@@ -120,6 +122,7 @@ from pykbroker.server.server_common import (
     create_authorizer,
     describe_quorum_handler,
 )
+from pykbroker.server.share.share_partition_manager import SharePartitionManager
 from pykbroker.server.shared_server import SharedServer
 from pykbroker.utils.delayed_operation import DelayedOperationPurgatory
 from pykbroker.utils.logging import get_logger
@@ -182,6 +185,8 @@ class BrokerServer:
         self.log_cleaner: LogCleaner | None = None
         self.metadata_cache: MetadataCache | None = None
         self.replica_manager: ReplicaManager | None = None
+        #: share partitions, share sessions and delayed share fetches (KIP-932), beside the replica manager
+        self.share_partition_manager: SharePartitionManager | None = None
         self.publisher: BrokerMetadataPublisher | None = None
         self.forwarding_manager: ForwardingManager | None = None
         self.lifecycle_manager: BrokerLifecycleManager | None = None
@@ -249,9 +254,25 @@ class BrokerServer:
             transaction_verification_enabled=bool(config[TRANSACTION_PARTITION_VERIFICATION_ENABLE_CONFIG]),
         )
         self.replica_manager.startup(self.scheduler)
+        cache = self.metadata_cache
+        self.share_partition_manager = SharePartitionManager(
+            self.replica_manager,
+            config,
+            self.time,
+            image=lambda: cache.image if cache is not None else None,
+            group_configs=self._share_group_configs,
+        )
+        self.replica_manager.share_fetch_purgatory = self.share_partition_manager.purgatory
+        self.replica_manager.on_leadership_lost = self.share_partition_manager.on_partitions_moved
         self.publisher = BrokerMetadataPublisher(
             self.node_id, self.metadata_cache, self.replica_manager, self.log_manager
         )
+
+    def _share_group_configs(self, group_id: str) -> dict | None:
+        """The share partitions' query of a group's ``share.*`` configs: the group coordinator's answer (any broker
+        can give it), None before the coordinator exists (the manager then reads the metadata image itself)."""
+        coordinator = self.group_coordinator
+        return None if coordinator is None else coordinator.share_group_configs(group_id)
 
     def register(self) -> None:
         """Register this broker (its listeners are bound: the ports are known) and wait until the
@@ -371,7 +392,7 @@ class BrokerServer:
             commit_timeout_ms=config[OFFSETS_COMMIT_TIMEOUT_MS_CONFIG],
         )
         self.group_coordinator = GroupCoordinator(self.node_id, config, self.group_metadata_manager, self.time)
-        self.group_coordinator.consumer.image = lambda: cache.image
+        self.group_coordinator.set_image(lambda: cache.image)
         self.group_coordinator.startup()
         publisher.group_coordinator = self.group_coordinator
         # The __consumer_offsets partitions led already load now (the publisher reports later changes;
@@ -401,6 +422,10 @@ class BrokerServer:
             self.node_id, self.data_helper, self.time, self._broker_families(), self.finalized_features
         )
         self.data_plane_apis.after_handle.append(rm.try_complete_actions)
+        if self.share_partition_manager is not None:  # share sessions end with their connection
+            self.socket_server.data_plane_request_channel.disconnect_listeners.append(
+                self.share_partition_manager.on_connection_closed
+            )
         self.data_plane_pool = KafkaRequestHandlerPool(
             self.node_id,
             self.socket_server.data_plane_request_channel,
@@ -520,6 +545,7 @@ class BrokerServer:
         """The data plane's handler families (Kafka's KafkaApis handlers), over this broker's components."""
         helper, cache, rm = self.data_helper, self.metadata_cache, self.replica_manager
         assert helper is not None and self.log_manager is not None and self.producer_id_manager is not None
+        assert self.share_partition_manager is not None
         groups = GroupHandlers(
             helper, self.group_coordinator, cache, self.controller_handle, self.config, self.time, self.txn_coordinator
         )
@@ -544,6 +570,7 @@ class BrokerServer:
                 ),
             ),
             ListOffsetsHandler(helper, rm),
+            ShareHandlers(helper, cache, self.share_partition_manager),
             DeleteRecordsHandler(helper, rm),
             DescribeLogDirsHandler(helper, self.log_manager),
             AdminHandler(
@@ -559,6 +586,7 @@ class BrokerServer:
             DelegationTokenHandlers(helper, self.controller_handle, self.delegation_tokens),
             groups,
             ShareStateHandlers(helper, self.share_coordinator),
+            ShareGroupHandlers(helper, self.group_coordinator),
             TransactionHandlers(
                 helper, self.txn_coordinator, self.group_coordinator, rm, cache, self.config, self.time
             ),
@@ -623,6 +651,7 @@ class BrokerServer:
         steps.add("transaction verifier", self.txn_verifier)
         steps.add("share state persister", self.share_persister, lambda persister: persister.stop())
         steps.add("share coordinator", self.share_coordinator)
+        steps.add("share partition manager", self.share_partition_manager)
         steps.add("replica manager", self.replica_manager)
         loader = self.shared.loader
         if loader is not None:

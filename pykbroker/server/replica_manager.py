@@ -225,6 +225,12 @@ class ReplicaManager:
         self.delete_records_purgatory: DelayedOperationPurgatory[DelayedDeleteRecords] = DelayedOperationPurgatory(
             "DeleteRecords", node_id, 1, time=time
         )
+        #: the SharePartitionManager's purgatory of DelayedShareFetch (KIP-932), set by the server: poked with the
+        #: fetch purgatory when a partition's high watermark may have moved
+        self.share_fetch_purgatory: DelayedOperationPurgatory | None = None
+        #: ``(topic, partition)`` -> None, called when this broker stops leading a partition or deletes it (the
+        #: SharePartitionManager drops its share partitions), set by the server
+        self.on_leadership_lost: Callable[[str, int], None] | None = None
         self._actions: collections.deque = collections.deque()
         self.fetch_max_bytes = config[FETCH_MAX_BYTES_CONFIG]
         #: KIP-392: ``replica.selector.class`` (None: consumers are never sent to a follower)
@@ -490,6 +496,10 @@ class ReplicaManager:
         for topic in {t for t, _ in changes.deletes}:
             if not any(t == topic for t, _ in self._partitions):
                 self.broker_topic_stats.remove_metrics(topic)
+        lost = self.on_leadership_lost
+        if lost is not None:
+            for tp in sorted(set(changes.deletes) | set(changes.followers)):
+                lost(*tp)
         for tp in touched:
             self._complete_delayed(tp, produce=True)
 
@@ -818,6 +828,9 @@ class ReplicaManager:
         self.fetch_purgatory.check_and_complete(key)
         if self.delete_records_purgatory.num_delayed:
             self.delete_records_purgatory.check_and_complete(key)
+        share = self.share_fetch_purgatory
+        if share is not None and share.num_delayed:
+            share.check_and_complete(key)
 
     # -- fetch ---------------------------------------------------------------------------------
     def fetch_messages(

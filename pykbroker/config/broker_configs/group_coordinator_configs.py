@@ -9,7 +9,7 @@ unit; keys that pykbroker accepts for compatibility but does not act on yet say 
 from __future__ import annotations
 
 from pykbroker.config.broker_configs.common import INT_MAX, H, L, M
-from pykbroker.config.config_def import ConfigDef, Type, at_least, in_values
+from pykbroker.config.config_def import ConfigDef, Type, at_least, between, in_values
 
 # The key names (Kafka's ``*_CONFIG`` constants), each named after its key (``log.retention.ms`` ->
 # ``LOG_RETENTION_MS_CONFIG``): the one spelling of each key, imported by the code that reads it.
@@ -38,6 +38,17 @@ GROUP_CONSUMER_MIN_HEARTBEAT_INTERVAL_MS_CONFIG = "group.consumer.min.heartbeat.
 GROUP_CONSUMER_MAX_HEARTBEAT_INTERVAL_MS_CONFIG = "group.consumer.max.heartbeat.interval.ms"
 GROUP_COORDINATOR_NEW_ENABLE_CONFIG = "group.coordinator.new.enable"
 GROUP_CONSUMER_MIGRATION_POLICY_CONFIG = "group.consumer.migration.policy"
+GROUP_SHARE_SESSION_TIMEOUT_MS_CONFIG = "group.share.session.timeout.ms"
+GROUP_SHARE_MIN_SESSION_TIMEOUT_MS_CONFIG = "group.share.min.session.timeout.ms"
+GROUP_SHARE_MAX_SESSION_TIMEOUT_MS_CONFIG = "group.share.max.session.timeout.ms"
+GROUP_SHARE_HEARTBEAT_INTERVAL_MS_CONFIG = "group.share.heartbeat.interval.ms"
+GROUP_SHARE_MIN_HEARTBEAT_INTERVAL_MS_CONFIG = "group.share.min.heartbeat.interval.ms"
+GROUP_SHARE_MAX_HEARTBEAT_INTERVAL_MS_CONFIG = "group.share.max.heartbeat.interval.ms"
+GROUP_SHARE_MAX_SIZE_CONFIG = "group.share.max.size"
+GROUP_SHARE_ASSIGNORS_CONFIG = "group.share.assignors"
+GROUP_SHARE_RECORD_LOCK_DURATION_MS_CONFIG = "group.share.record.lock.duration.ms"
+GROUP_SHARE_MIN_RECORD_LOCK_DURATION_MS_CONFIG = "group.share.min.record.lock.duration.ms"
+GROUP_SHARE_MAX_RECORD_LOCK_DURATION_MS_CONFIG = "group.share.max.record.lock.duration.ms"
 
 GROUP_COORDINATOR_CONFIG_DEF = (
     ConfigDef()
@@ -239,6 +250,95 @@ GROUP_COORDINATOR_CONFIG_DEF = (
         at_least(1),
         M,
         "Maximum heartbeat interval in ms a consumer group may configure.",
+    )
+    # share groups (KIP-932, Kafka's ShareGroupConfig): membership, and the defaults/bounds of the share.* group configs
+    .define(
+        GROUP_SHARE_SESSION_TIMEOUT_MS_CONFIG,
+        Type.INT,
+        45000,
+        at_least(1),
+        M,
+        "Default session timeout in ms of share group members.",
+    )
+    .define(
+        GROUP_SHARE_MIN_SESSION_TIMEOUT_MS_CONFIG,
+        Type.INT,
+        45000,
+        at_least(1),
+        M,
+        "Minimum session timeout in ms a share group may configure.",
+    )
+    .define(
+        GROUP_SHARE_MAX_SESSION_TIMEOUT_MS_CONFIG,
+        Type.INT,
+        60000,
+        at_least(1),
+        M,
+        "Maximum session timeout in ms a share group may configure.",
+    )
+    .define(
+        GROUP_SHARE_HEARTBEAT_INTERVAL_MS_CONFIG,
+        Type.INT,
+        5000,
+        at_least(1),
+        M,
+        "Default heartbeat interval in ms of share group members.",
+    )
+    .define(
+        GROUP_SHARE_MIN_HEARTBEAT_INTERVAL_MS_CONFIG,
+        Type.INT,
+        5000,
+        at_least(1),
+        M,
+        "Minimum heartbeat interval in ms a share group may configure.",
+    )
+    .define(
+        GROUP_SHARE_MAX_HEARTBEAT_INTERVAL_MS_CONFIG,
+        Type.INT,
+        15000,
+        at_least(1),
+        M,
+        "Maximum heartbeat interval in ms a share group may configure.",
+    )
+    .define(
+        GROUP_SHARE_MAX_SIZE_CONFIG,
+        Type.INT,
+        200,
+        between(1, 1000),
+        M,
+        "The maximum number of members of a share group (GROUP_MAX_SIZE_REACHED beyond).",
+    )
+    .define(
+        GROUP_SHARE_ASSIGNORS_CONFIG,
+        Type.LIST,
+        "simple",
+        None,
+        M,
+        "The server-side assignors of share groups: simple (Kafka's SimpleAssignor), the only one.",
+    )
+    .define(
+        GROUP_SHARE_RECORD_LOCK_DURATION_MS_CONFIG,
+        Type.INT,
+        30000,
+        between(1000, 3600000),
+        M,
+        "Default acquisition lock duration in ms of the records a share group member fetched.",
+    )
+    .define(
+        GROUP_SHARE_MIN_RECORD_LOCK_DURATION_MS_CONFIG,
+        Type.INT,
+        15000,
+        between(1000, 30000),
+        M,
+        "Minimum record lock duration in ms a share group may configure.",
+    )
+    .define(
+        GROUP_SHARE_MAX_RECORD_LOCK_DURATION_MS_CONFIG,
+        Type.INT,
+        60000,
+        between(30000, 3600000),
+        M,
+        "Maximum record lock duration in ms a share group may configure.",
     )
     .define(
         GROUP_COORDINATOR_NEW_ENABLE_CONFIG,

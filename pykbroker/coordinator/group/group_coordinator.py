@@ -64,6 +64,8 @@ from pykbroker.coordinator.group.group_results import (
     SyncGroupResult,
     TopicPartition,
 )
+from pykbroker.coordinator.group.share.heartbeat import ShareGroupHeartbeatHandler
+from pykbroker.coordinator.group.share.member import ShareGroupMember
 from pykbroker.protocol import errors
 from pykbroker.utils.delayed_operation import DelayedOperationPurgatory
 from pykbroker.utils.logging import get_logger
@@ -90,6 +92,30 @@ class GroupCoordinator:
         self.log = get_logger("GroupCoordinator", id=node_id)
         #: the KIP-848 consumer protocol (ConsumerGroupHeartbeat/Describe); its ``image`` is set by the server
         self.consumer = ConsumerGroupHeartbeatHandler(self, config, time)
+        #: the KIP-932 share groups (ShareGroupHeartbeat/Describe); its ``image`` is set by the server too
+        self.share = ShareGroupHeartbeatHandler(self, config, time)
+        manager.on_loaded = self._on_groups_loaded
+
+    def _on_groups_loaded(self, holders: list[GroupMetadata]) -> None:
+        self.consumer.on_groups_loaded(holders)
+        self.share.on_groups_loaded(holders)
+
+    def set_image(self, image) -> None:
+        """``image``: a callable returning the current MetadataImage (topics for assignments, group configs)."""
+        self.consumer.image = image
+        self.share.image = image
+
+    # -- queries for the share partitions (server/share/) ------------------------------------------------
+    def share_group_member(self, group_id: str, member_id: str) -> ShareGroupMember | None:
+        """A copy of member ``member_id`` of share group ``group_id`` (its epoch and ``assigned`` partitions,
+        ``{topic id: set of partitions}``), or None when this broker coordinates no such share group member.
+        Thread-safe (takes the group's lock)."""
+        return self.share.member(group_id, member_id)
+
+    def share_group_configs(self, group_id: str) -> dict:
+        """The ``share.*`` configs of group ``group_id`` (overrides, else the broker's ``group.share.*``
+        defaults; see :func:`pykbroker.config.group_config.share_configs`). Any broker can answer."""
+        return self.share.share_configs(group_id)
 
     def startup(self) -> None:
         """Start the manager's loader thread (Kafka's ``GroupCoordinator.startup``)."""
@@ -119,6 +145,8 @@ class GroupCoordinator:
             group.transition_to(_S.DEAD, self.time.milliseconds())
             if group.consumer_group is not None:
                 group.consumer_group.dead = True
+            if group.share_group is not None:
+                group.share_group.dead = True
             for m in group.members.values():
                 if previous is _S.PREPARING_REBALANCE and m.awaiting_join is not None:
                     join_cb, m.awaiting_join = m.awaiting_join, None
@@ -166,6 +194,8 @@ class GroupCoordinator:
         with group.lock:
             if group.state is _S.DEAD:
                 return error(errors.COORDINATOR_NOT_AVAILABLE)
+            if group.share_group is not None:  # a group id is of one type only
+                return error(errors.INCONSISTENT_GROUP_PROTOCOL)
             if group.consumer_group is not None:
                 if group.consumer_group.members:  # KIP-848 online migration: a classic member of a consumer group
                     self.consumer.classic_join(
@@ -517,6 +547,8 @@ class GroupCoordinator:
         with group.lock:
             if group.state is _S.DEAD:
                 return error(errors.COORDINATOR_NOT_AVAILABLE)
+            if group.share_group is not None:
+                return error(errors.INCONSISTENT_GROUP_PROTOCOL)
             if group.consumer_group is not None:
                 self.consumer.classic_sync(
                     group, generation_id, member_id, instance_id, protocol_type, protocol_name, respond
@@ -583,6 +615,8 @@ class GroupCoordinator:
         with group.lock:
             if group.state is _S.DEAD:
                 return errors.COORDINATOR_NOT_AVAILABLE
+            if group.share_group is not None:
+                return errors.INCONSISTENT_GROUP_PROTOCOL
             if group.consumer_group is not None:
                 return self.consumer.classic_heartbeat(group, member_id, instance_id, generation_id)
             code = self._validate_current_member(group, member_id, instance_id)
@@ -608,6 +642,8 @@ class GroupCoordinator:
                 return LeaveGroupResult(
                     errors.COORDINATOR_NOT_AVAILABLE, [errors.COORDINATOR_NOT_AVAILABLE] * len(members)
                 )
+            if group.share_group is not None:
+                return LeaveGroupResult(errors.NONE, [errors.UNKNOWN_MEMBER_ID] * len(members))
             if group.consumer_group is not None:
                 return LeaveGroupResult(errors.NONE, self.consumer.classic_leave(group, members))
             for member_id, instance_id in members:
@@ -714,6 +750,8 @@ class GroupCoordinator:
         with group.lock:
             if group.state is _S.DEAD:
                 return all_error(errors.COORDINATOR_NOT_AVAILABLE)
+            if group.share_group is not None:  # a share group's progress is its share partitions' state
+                return all_error(errors.GROUP_ID_NOT_FOUND)
             if group.consumer_group is not None:
                 code = self.consumer.validate_offset_commit(group.consumer_group, member_id, generation_id, api_version)
                 if code is not None:
@@ -843,6 +881,8 @@ class GroupCoordinator:
         if group is None:
             return {} if tps is None else {tp: None for tp in tps}
         with group.lock:
+            if group.share_group is not None:
+                raise errors.GroupIdNotFoundError(f"Group {group_id} is not a consumer group.")
             if group.consumer_group is not None:
                 code = self.consumer.validate_offset_fetch(group.consumer_group, member_id, member_epoch)
                 if code is not None:
@@ -873,7 +913,7 @@ class GroupCoordinator:
         if group is None:
             return respond(errors.GROUP_ID_NOT_FOUND, {})
         with group.lock:
-            if group.state is _S.DEAD:
+            if group.state is _S.DEAD or group.share_group is not None:
                 return respond(errors.GROUP_ID_NOT_FOUND, {})
             if group.consumer_group is not None:
                 subscribed = set(group.consumer_group.subscription_metadata)
@@ -930,7 +970,8 @@ class GroupCoordinator:
                 "members": [],
             }
         with group.lock:
-            if group.consumer_group is not None:  # Kafka 4: DescribeGroups describes classic groups only
+            if group.consumer_group is not None or group.share_group is not None:
+                # Kafka 4: DescribeGroups describes classic groups only
                 return {
                     "error_code": errors.NONE,
                     "error_message": f"Group {group_id} is not a classic group.",
@@ -973,7 +1014,11 @@ class GroupCoordinator:
             with g.lock:
                 if g.state is _S.DEAD:
                     continue
-                if g.consumer_group is not None:
+                if g.share_group is not None:
+                    if g.share_group.dead:
+                        continue
+                    state, protocol_type = g.share_group.state, "share"
+                elif g.consumer_group is not None:
                     state, protocol_type = g.consumer_group.state, "consumer"
                 else:
                     state, protocol_type = g.state.value, g.protocol_type or ""
@@ -994,7 +1039,11 @@ class GroupCoordinator:
         if group is None:
             return respond(errors.GROUP_ID_NOT_FOUND)
         with group.lock:
-            if group.state not in (_S.EMPTY, _S.DEAD) or group.is_in_use():
+            if group.share_group is not None and group.share_group.dead:
+                return respond(errors.GROUP_ID_NOT_FOUND)
+            if group.share_group is not None and not group.share_group.members and group.state is _S.EMPTY:
+                group.share_group.dead = True
+            elif group.state not in (_S.EMPTY, _S.DEAD) or group.is_in_use():
                 return respond(errors.NON_EMPTY_GROUP)
             group.transition_to(_S.DEAD, self.time.milliseconds())
             if group.consumer_group is not None:

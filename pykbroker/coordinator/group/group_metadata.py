@@ -19,6 +19,7 @@ import threading
 from typing import TYPE_CHECKING, NamedTuple
 
 from pykbroker.coordinator.group.consumer.group import ConsumerGroup
+from pykbroker.coordinator.group.share.group import ShareGroup
 
 if TYPE_CHECKING:
     from pykbroker.coordinator.group.group_results import JoinCallback, SyncCallback
@@ -114,16 +115,24 @@ class GroupMetadata:
         #: the KIP-848 state when this is a ``consumer`` group (its classic state then stays Empty and it has no
         #: classic members); None for a classic group
         self.consumer_group: ConsumerGroup | None = None
+        #: the KIP-932 state when this is a ``share`` group (no classic members, no committed offsets: a share
+        #: group's progress is the share coordinator's); None otherwise
+        self.share_group: ShareGroup | None = None
         self.new_member_added = False
         self.state_timestamp = -1
 
     @property
     def group_type(self) -> str:
-        """``consumer`` (KIP-848) or ``classic`` (ListGroups' group type, KIP-1043)."""
+        """``consumer`` (KIP-848), ``share`` (KIP-932) or ``classic`` (ListGroups' group type, KIP-1043)."""
+        if self.share_group is not None:
+            return "share"
         return "classic" if self.consumer_group is None else "consumer"
 
     def is_in_use(self) -> bool:
-        """Whether members (of either protocol) are in the group: its offsets then neither expire nor go."""
+        """Whether members (of either protocol) are in the group: its offsets then neither expire nor go. A share
+        group is always in use: it does not expire (Kafka's ``ShareGroup.shouldExpire``), it is deleted."""
+        if self.share_group is not None:
+            return True
         if self.consumer_group is not None and self.consumer_group.members:
             return True
         return self.state is not GroupState.EMPTY

@@ -39,6 +39,8 @@ from pykbroker.coordinator.group.consumer import record_codec as ccodec
 from pykbroker.coordinator.group.consumer.group import ConsumerGroup
 from pykbroker.coordinator.group.coordinator_metrics import OFFSET_EXPIRED, GroupCoordinatorMetrics
 from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState, OffsetAndMetadata
+from pykbroker.coordinator.group.share import record_codec as scodec
+from pykbroker.coordinator.group.share.group import ShareGroup
 from pykbroker.log.fetch_data_info import FetchIsolation
 from pykbroker.log.producer_state_entry import AppendOrigin
 from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
@@ -278,6 +280,8 @@ class GroupMetadataManager:
                 if group.consumer_group is not None:
                     group.consumer_group.rebuild_indexes()
                     group.consumer_group.persisted = ccodec.records_of(group.consumer_group)
+                if group.share_group is not None:
+                    group.share_group.persisted = scodec.records_of(group.share_group)
             self.groups.update(groups)
             del self.loading[partition]
             self.loaded.add(partition)
@@ -372,9 +376,33 @@ class GroupMetadataManager:
             _skip_undecodable(e)
 
     @staticmethod
+    def _replay_share(groups: dict[str, GroupMetadata], key: bytes, value: bytes | None) -> None:
+        """A share group record (key versions 10..14): applied to the group's ShareGroup, created on its first
+        record; the group epoch's tombstone removes the share group (and the group)."""
+        try:
+            version, group_id, member_id = scodec.decode_key(key)
+            group = groups.get(group_id)
+            if version == scodec.GROUP_METADATA and value is None:
+                if group is not None:
+                    group.share_group = None
+                    if not group.offsets and group.consumer_group is None:
+                        del groups[group_id]
+                return
+            if group is None:
+                group = groups[group_id] = GroupMetadata(group_id)
+            if group.share_group is None:
+                group.share_group = ShareGroup(group_id)
+            scodec.replay(group.share_group, version, member_id, value)
+        except _UNDECODABLE as e:
+            _skip_undecodable(e)
+
+    @staticmethod
     def _replay(groups: dict[str, GroupMetadata], key: bytes, value: bytes | None) -> None:
         if len(key) >= 2 and struct.unpack_from(">h", key)[0] in ccodec.KEY_VERSIONS:
             GroupMetadataManager._replay_consumer(groups, key, value)
+            return
+        if len(key) >= 2 and struct.unpack_from(">h", key)[0] in scodec.KEY_VERSIONS:
+            GroupMetadataManager._replay_share(groups, key, value)
             return
         try:
             kind = codec.decode_key(key)
@@ -602,6 +630,8 @@ class GroupMetadataManager:
         with group.lock:
             if group.consumer_group is not None:
                 records += ccodec.tombstones(group.consumer_group)
+            if group.share_group is not None:
+                records += scodec.tombstones(group.share_group)
             group.offsets.clear()
         self.remove_group(group)
         self.append(group.group_id, records, callback)

@@ -200,6 +200,89 @@ class ConsumerGroupCurrentMemberAssignmentValue(TypedDict, total=False):
     partitions_pending_revocation: list[ConsumerGroupCurrentMemberAssignmentValuePartitionsPendingRevocation]
 
 
+class ShareGroupMemberMetadataKey(TypedDict, total=False):
+    """Coordinator record ShareGroupMemberMetadataKey (type 10), versions 10."""
+
+    group_id: str  # versions 10
+    member_id: str  # versions 10
+
+
+class ShareGroupMemberMetadataValue(TypedDict, total=False):
+    """Coordinator record ShareGroupMemberMetadataValue (type 10), versions 0."""
+
+    rack_id: str | None  # versions 0+, nullable 0+
+    client_id: str  # versions 0+
+    client_host: str  # versions 0+
+    subscribed_topic_names: list[str]  # versions 0+
+
+
+class ShareGroupMetadataKey(TypedDict, total=False):
+    """Coordinator record ShareGroupMetadataKey (type 11), versions 11."""
+
+    group_id: str  # versions 11
+
+
+class ShareGroupMetadataValue(TypedDict, total=False):
+    """Coordinator record ShareGroupMetadataValue (type 11), versions 0."""
+
+    epoch: int  # versions 0+
+
+
+class ShareGroupTargetAssignmentMetadataKey(TypedDict, total=False):
+    """Coordinator record ShareGroupTargetAssignmentMetadataKey (type 12), versions 12."""
+
+    group_id: str  # versions 12
+
+
+class ShareGroupTargetAssignmentMetadataValue(TypedDict, total=False):
+    """Coordinator record ShareGroupTargetAssignmentMetadataValue (type 12), versions 0."""
+
+    assignment_epoch: int  # versions 0+
+
+
+class ShareGroupTargetAssignmentMemberKey(TypedDict, total=False):
+    """Coordinator record ShareGroupTargetAssignmentMemberKey (type 13), versions 13."""
+
+    group_id: str  # versions 13
+    member_id: str  # versions 13
+
+
+class ShareGroupTargetAssignmentMemberValueTopicPartitions(TypedDict, total=False):
+    """``topic_partitions`` of :class:`ShareGroupTargetAssignmentMemberValue`."""
+
+    topic_id: UUID  # versions 0+
+    partitions: list[int]  # versions 0+
+
+
+class ShareGroupTargetAssignmentMemberValue(TypedDict, total=False):
+    """Coordinator record ShareGroupTargetAssignmentMemberValue (type 13), versions 0."""
+
+    topic_partitions: list[ShareGroupTargetAssignmentMemberValueTopicPartitions]  # versions 0+
+
+
+class ShareGroupCurrentMemberAssignmentKey(TypedDict, total=False):
+    """Coordinator record ShareGroupCurrentMemberAssignmentKey (type 14), versions 14."""
+
+    group_id: str  # versions 14
+    member_id: str  # versions 14
+
+
+class ShareGroupCurrentMemberAssignmentValueAssignedPartitions(TypedDict, total=False):
+    """``assigned_partitions`` of :class:`ShareGroupCurrentMemberAssignmentValue`."""
+
+    topic_id: UUID  # versions 0+
+    partitions: list[int]  # versions 0+
+
+
+class ShareGroupCurrentMemberAssignmentValue(TypedDict, total=False):
+    """Coordinator record ShareGroupCurrentMemberAssignmentValue (type 14), versions 0."""
+
+    member_epoch: int  # versions 0+
+    previous_member_epoch: int  # versions 0+
+    state: int  # versions 0+
+    assigned_partitions: list[ShareGroupCurrentMemberAssignmentValueAssignedPartitions]  # versions 0+
+
+
 class TransactionLogKey(TypedDict, total=False):
     """Coordinator record TransactionLogKey (type 0), versions 0."""
 
@@ -298,6 +381,16 @@ __all__ = [
     "ConsumerGroupTargetAssignmentMemberValue",
     "ConsumerGroupCurrentMemberAssignmentKey",
     "ConsumerGroupCurrentMemberAssignmentValue",
+    "ShareGroupMemberMetadataKey",
+    "ShareGroupMemberMetadataValue",
+    "ShareGroupMetadataKey",
+    "ShareGroupMetadataValue",
+    "ShareGroupTargetAssignmentMetadataKey",
+    "ShareGroupTargetAssignmentMetadataValue",
+    "ShareGroupTargetAssignmentMemberKey",
+    "ShareGroupTargetAssignmentMemberValue",
+    "ShareGroupCurrentMemberAssignmentKey",
+    "ShareGroupCurrentMemberAssignmentValue",
     "TransactionLogKey",
     "TransactionLogValue",
     "ShareSnapshotKey",

@@ -21,11 +21,13 @@ _MODULES = (
     "configs",
     "groups",
     "consumer_groups",
+    "share_groups",
     "group_offsets",
     "transactions",
     "raft",
     "replication",
     "share_state",
+    "share_fetch",
 )
 
 REQUESTS: dict[int, MessageSchema] = {}

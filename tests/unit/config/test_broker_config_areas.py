@@ -13,6 +13,7 @@ from pykbroker.config.broker_configs.security_configs import SECURITY_CONFIG_DEF
 from pykbroker.config.broker_configs.server_configs import SERVER_CONFIG_DEF
 from pykbroker.config.broker_configs.server_log_configs import SERVER_LOG_CONFIG_DEF
 from pykbroker.config.broker_configs.share_coordinator_configs import SHARE_COORDINATOR_CONFIG_DEF
+from pykbroker.config.broker_configs.share_group_configs import SHARE_GROUP_CONFIG_DEF
 from pykbroker.config.broker_configs.socket_server_configs import SOCKET_SERVER_CONFIG_DEF
 from pykbroker.config.broker_configs.transaction_configs import TRANSACTION_CONFIG_DEF
 from pykbroker.config.config_def import ConfigDef, Type
@@ -24,6 +25,7 @@ AREAS = {
     "socket server": (SOCKET_SERVER_CONFIG_DEF, "listeners"),
     "replication": (REPLICATION_CONFIG_DEF, "replica.lag.time.max.ms"),
     "group coordinator": (GROUP_COORDINATOR_CONFIG_DEF, "offsets.topic.num.partitions"),
+    "share groups": (SHARE_GROUP_CONFIG_DEF, "group.share.delivery.count.limit"),
     "log": (SERVER_LOG_CONFIG_DEF, "log.retention.ms"),
     "transactions": (TRANSACTION_CONFIG_DEF, "transaction.max.timeout.ms"),
     "quotas": (QUOTA_CONFIG_DEF, "quota.window.num"),

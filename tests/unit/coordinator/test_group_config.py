@@ -17,6 +17,9 @@ def test_defaults_come_from_the_broker_configs():
     assert DEFAULTS.bounds == {
         "consumer.session.timeout.ms": (45000, 45000, 60000),
         "consumer.heartbeat.interval.ms": (5000, 5000, 15000),
+        "share.session.timeout.ms": (45000, 45000, 60000),
+        "share.heartbeat.interval.ms": (5000, 5000, 15000),
+        "share.record.lock.duration.ms": (30000, 15000, 60000),
     }
     custom = gc.GroupConfigDefaults.from_broker_config(
         {"group.consumer.session.timeout.ms": 50000, "group.consumer.max.heartbeat.interval.ms": 20000}
@@ -34,7 +37,13 @@ def test_defaults_come_from_the_broker_configs():
         ({"consumer.heartbeat.interval.ms": "15001"}, "must be less than or equal to group.consumer.max.heartbeat"),
         ({"consumer.session.timeout.ms": "abc"}, "Not a number of type INT"),
         ({"consumer.session.timeout.ms": "0"}, "Value must be at least 1"),
-        ({"share.session.timeout.ms": "45000"}, "Unknown group config name: share.session.timeout.ms"),
+        ({"share.unknown.ms": "45000"}, "Unknown group config name: share.unknown.ms"),
+        ({"share.session.timeout.ms": "44999"}, "must be greater than or equal to group.share.min.session"),
+        ({"share.heartbeat.interval.ms": "15001"}, "must be less than or equal to group.share.max.heartbeat"),
+        ({"share.record.lock.duration.ms": "14999"}, "must be greater than or equal to group.share.min.record"),
+        ({"share.auto.offset.reset": "newest"}, "must be either 'earliest', 'latest' or of the format"),
+        ({"share.auto.offset.reset": "by_duration:1h"}, "must be either 'earliest', 'latest' or of the format"),
+        ({"share.isolation.level": "serializable"}, "String must be one of: read_committed, read_uncommitted"),
     ],
 )
 def test_invalid_group_configs_are_invalid_config(overrides, message):
@@ -56,9 +65,37 @@ def test_describe_sources_default_and_override():
     assert [(e["name"], e["value"], e["config_source"], e["is_default"]) for e in entries] == [
         ("consumer.heartbeat.interval.ms", "6000", 8, False),
         ("consumer.session.timeout.ms", "45000", 5, True),
+        ("share.auto.offset.reset", "latest", 5, True),
+        ("share.heartbeat.interval.ms", "5000", 5, True),
+        ("share.isolation.level", "read_uncommitted", 5, True),
+        ("share.record.lock.duration.ms", "30000", 5, True),
+        ("share.session.timeout.ms", "45000", 5, True),
     ]
     assert entries[0]["synonyms"] == [{"name": "consumer.heartbeat.interval.ms", "value": "6000", "source": 8}]
-    assert all(e["config_type"] == 3 and not e["read_only"] for e in entries)
+    assert all(not e["read_only"] for e in entries)
+    assert {e["name"] for e in entries if e["config_type"] != 3} == {"share.auto.offset.reset", "share.isolation.level"}
+
+
+def test_share_group_configs_are_accepted_and_read_by_the_data_path():
+    overrides = {
+        "share.auto.offset.reset": "by_duration:PT1H30M",
+        "share.isolation.level": "READ_COMMITTED",
+        "share.record.lock.duration.ms": "20000",
+    }
+    gc.validate(overrides, DEFAULTS)
+    assert gc.share_configs(overrides, DEFAULTS) == {
+        "share.session.timeout.ms": 45000,
+        "share.heartbeat.interval.ms": 5000,
+        "share.record.lock.duration.ms": 20000,
+        "share.auto.offset.reset": "by_duration:PT1H30M",
+        "share.isolation.level": "read_committed",
+    }
+    assert gc.duration_ms("PT1H30M") == 5_400_000 and gc.duration_ms("P1D") == 86_400_000
+    # a stored value that no longer validates reads as the defaults (never an error on the data path)
+    assert gc.share_configs({"share.isolation.level": "bogus"}, DEFAULTS)["share.isolation.level"] == "read_uncommitted"
+    with pytest.raises(errors.InvalidConfigurationError, match="share.session.timeout.ms must be greater than"):
+        loose = gc.GroupConfigDefaults.from_broker_config({"group.share.min.session.timeout.ms": 1000})
+        gc.validate({"share.session.timeout.ms": "5000", "share.heartbeat.interval.ms": "5000"}, loose)
 
 
 def _alter(manager, name, ops):

@@ -10,6 +10,7 @@ from pykbroker.record.default_record_batch import iter_batches
 from pykbroker.record.file_records import (
     FileRecords,
     FileRecordsTruncatedError,
+    MemoryRecordsSlice,
     iter_batch_headers,
 )
 from tests.unit.log.log_test_utils import make_batch
@@ -162,3 +163,17 @@ def test_preallocate_and_trim(tmp_path):
 def test_iter_batch_headers_in_memory():
     buf = b"".join(make_batch(i, 1, 5) for i in range(4)) + make_batch(4, 1, 5)[:30]
     assert [h.base_offset for h in iter_batch_headers(buf)] == [0, 1, 2, 3]
+
+
+def test_slice_batch_headers_and_prefix(records):
+    """A share fetch reads only the headers of the batches of its slice, and answers a prefix of it."""
+    fill(records, n=5)  # 5 batches of 2 records, 161 bytes each
+    s = records.slice(161, 161 * 3 + 50)  # batches 1-3 and a partial 4th
+    headers = list(s.batch_headers())
+    assert [(h.base_offset, h.last_offset, h.position) for h in headers] == [(2, 3, 0), (4, 5, 161), (6, 7, 322)]
+    p = s.prefix(headers[1].position + headers[1].size_in_bytes)
+    assert p.size_in_bytes == 322 and p.read_bytes() == s.read_bytes()[:322]
+    assert [(h.base_offset, h.last_offset) for h in p.batch_headers()] == [(2, 3), (4, 5)]
+    mem = MemoryRecordsSlice(s.read_bytes())
+    assert [h.base_offset for h in mem.batch_headers()] == [2, 4, 6]
+    assert mem.prefix(161).read_bytes() == s.read_bytes()[:161]

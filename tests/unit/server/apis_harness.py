@@ -191,6 +191,7 @@ def broker_apis(
         group_coordinator=group_coordinator or SimpleNamespace(node_id=node_id),
         txn_coordinator=None,
         share_coordinator=None,
+        share_partition_manager=SimpleNamespace(),
         config=config
         or {
             "auto.create.topics.enable": False,

@@ -193,7 +193,7 @@ def test_version_outside_the_advertised_range_is_not_allowed():
     assert manager.is_api_allowed("PLAINTEXT", ApiKeys.PRODUCE, hi)
     assert not manager.is_api_allowed("PLAINTEXT", ApiKeys.PRODUCE, hi + 1)
     assert not manager.is_api_allowed("PLAINTEXT", ApiKeys.PRODUCE, lo - 1)
-    assert not manager.is_api_allowed("PLAINTEXT", ApiKeys.SHARE_GROUP_HEARTBEAT, 0)  # not handled, not advertised
+    assert not manager.is_api_allowed("PLAINTEXT", ApiKeys.SHARE_GROUP_HEARTBEAT, 0)  # 4.0 early access: not served
 
 
 def test_minimal_body_round_trips_through_the_codec():

@@ -212,6 +212,8 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
     def _consumer_group(self, holder: GroupMetadata, create: bool) -> ConsumerGroup:
         if holder.consumer_group is not None:
             return holder.consumer_group
+        if holder.share_group is not None:  # a group id is of one type only
+            raise errors.GroupIdNotFoundError(f"Group {holder.group_id} is not a consumer group.")
         if create and holder.state is GroupState.EMPTY and not holder.members and not holder.pending_members:
             self.log.info(f"Converting the empty classic group {holder.group_id} to a consumer group")
             holder.consumer_group = ConsumerGroup(holder.group_id)

@@ -1,0 +1,216 @@
+"""KIP-932 share group membership in the group coordinator: the ``simple`` assignor, ShareGroupHeartbeat (join,
+epochs, leave, session expiry, errors), ShareGroupDescribe, a group id of one type only, ListGroups/DeleteGroups of
+share groups, and the share group records in ``__consumer_offsets`` replayed by a new coordinator."""
+
+from __future__ import annotations
+
+import struct
+import uuid
+
+import pytest
+
+from pykbroker.coordinator.group.share import assignor
+from pykbroker.coordinator.group.share import record_codec as rc
+from pykbroker.protocol import errors
+from tests.helpers.wait import wait_until
+from tests.unit.coordinator.harness import Harness
+from tests.unit.coordinator.test_consumer_group import _image
+from tests.unit.coordinator.test_consumer_group_records import failover, written
+
+T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
+
+
+# -- the simple assignor ---------------------------------------------------------------------------------------
+def _flat(a: dict) -> dict[str, list[tuple[uuid.UUID, int]]]:
+    return {m: sorted((t, p) for t, ps in tps.items() for p in ps) for m, tps in a.items()}
+
+
+def test_simple_assignor_spreads_partitions_when_members_are_fewer():
+    a = assignor.assign({"a": ("t",), "b": ("t",), "c": ("t",)}, {"t": (T1, 7)})
+    sizes = sorted(len(v) for v in _flat(a).values())
+    assert sizes == [2, 2, 3]
+    assert sorted(p for v in _flat(a).values() for _, p in v) == list(range(7))  # each partition exactly once
+
+
+def test_simple_assignor_shares_partitions_when_members_are_more():
+    members = {m: ("t",) for m in "abcde"}
+    a = _flat(assignor.assign(members, {"t": (T1, 2)}))
+    assert all(len(v) == 1 for v in a.values())
+    per_partition = sorted(sum(1 for v in a.values() if v == [(T1, p)]) for p in range(2))
+    assert per_partition == [2, 3]
+
+
+def test_simple_assignor_is_sticky_and_skips_missing_topics():
+    first = assignor.assign({"a": ("t", "gone"), "b": ("t",)}, {"t": (T1, 4)})
+    assert set(_flat(first)) == {"a", "b"} and all(len(v) == 2 for v in _flat(first).values())
+    # a third member joins: a and b keep what they can
+    second = assignor.assign({"a": ("t",), "b": ("t",), "c": ("t",)}, {"t": (T1, 4)}, first)
+    for m in ("a", "b"):
+        assert second[m][T1] <= first[m][T1]
+    assert sorted(p for v in _flat(second).values() for _, p in v) == [0, 1, 2, 3]
+    # heterogeneous: each topic balanced among its own subscribers
+    mixed = _flat(assignor.assign({"a": ("t",), "b": ("t", "u")}, {"t": (T1, 2), "u": (T2, 2)}))
+    assert mixed["b"] == [(T1, 1), (T2, 0), (T2, 1)] or mixed["b"] == [(T1, 0), (T2, 0), (T2, 1)]
+    assert assignor.assign({}, {"t": (T1, 4)}) == {}
+
+
+# -- the coordinator ----------------------------------------------------------------------------------------------
+@pytest.fixture
+def h():
+    harness = Harness(**{"group.share.session.timeout.ms": 45000, "group.share.max.size": 3})
+    harness.topics = {"t": (T1, 4), "u": (T2, 2)}
+    harness.coordinator.set_image(lambda: _image(harness.topics))
+    yield harness
+    harness.close()
+
+
+def hb(h, member_id: str, epoch: int = 0, topics=("t",), group: str = "sg", **kw) -> dict:
+    req = {
+        "group_id": group,
+        "member_id": member_id,
+        "member_epoch": epoch,
+        "rack_id": None,
+        "subscribed_topic_names": list(topics) if topics is not None else None,
+    }
+    req.update(kw)
+    out: list[dict] = []
+    h.coordinator.share.heartbeat(req, "client", "/127.0.0.1", out.append)
+    assert len(out) == 1
+    return out[0]
+
+
+def _parts(resp) -> set[tuple[uuid.UUID, int]]:
+    return {(tp["topic_id"], p) for tp in resp["assignment"]["topic_partitions"] for p in tp["partitions"]}
+
+
+def test_join_assigns_everything_then_a_second_member_takes_half(h):
+    a = hb(h, "A")
+    assert (a["error_code"], a["member_id"], a["member_epoch"]) == (0, "A", 1)
+    assert _parts(a) == {(T1, p) for p in range(4)} and a["heartbeat_interval_ms"] == 5000
+    b = hb(h, "B")
+    assert b["member_epoch"] == 2 and len(_parts(b)) == 2  # nothing to revoke first: shared partitions
+    a2 = hb(h, "A", 1, topics=None)
+    assert a2["member_epoch"] == 2 and len(_parts(a2)) == 2 and not _parts(a2) & _parts(b)
+    assert hb(h, "A", 2, topics=None)["assignment"] is None  # nothing changed: no assignment sent
+    described = h.coordinator.share.describe("sg")
+    assert (described["group_state"], described["group_epoch"], described["assignor_name"]) == ("Stable", 2, "simple")
+    assert {m["member_id"] for m in described["members"]} == {"A", "B"}
+    # the data path's query
+    member = h.coordinator.share_group_member("sg", "B")
+    assert member is not None and member.member_epoch == 2 and sum(len(ps) for ps in member.assigned.values()) == 2
+    assert h.coordinator.share_group_member("sg", "nobody") is None
+    assert h.coordinator.share_group_member("other", "B") is None
+
+
+def test_heartbeat_errors(h):
+    with pytest.raises(errors.InvalidRequestError, match="SubscribedTopicNames must be set"):
+        hb(h, "A", topics=None)
+    with pytest.raises(errors.InvalidRequestError, match="MemberId can't be empty"):
+        hb(h, "")
+    with pytest.raises(errors.InvalidRequestError, match="GroupId can't be empty"):
+        hb(h, "A", group="")
+    with pytest.raises(errors.InvalidRequestError, match="MemberEpoch is -2"):
+        hb(h, "A", -2)
+    with pytest.raises(errors.GroupIdNotFoundError):
+        hb(h, "A", 1)  # no such group yet
+    hb(h, "A")
+    with pytest.raises(errors.UnknownMemberIdError):
+        hb(h, "B", 1)
+    with pytest.raises(errors.FencedMemberEpochError):
+        hb(h, "A", 7)
+    hb(h, "B")
+    hb(h, "C")
+    with pytest.raises(errors.GroupMaxSizeReachedError):
+        hb(h, "D")  # group.share.max.size = 3
+    # a retried join (its response lost) is answered with the member's assignment
+    again = hb(h, "A")
+    assert again["error_code"] == 0 and again["assignment"] is not None
+
+
+def test_leave_and_session_expiry_free_the_partitions(h):
+    hb(h, "A")
+    hb(h, "B")
+    assert len(_parts(hb(h, "A", 1, topics=None))) == 2
+    left = hb(h, "B", -1, topics=None)
+    assert (left["member_id"], left["member_epoch"]) == ("B", -1)
+    back = hb(h, "A", 2, topics=None)
+    assert back["member_epoch"] == 3 and _parts(back) == {(T1, p) for p in range(4)}
+    with pytest.raises(errors.UnknownMemberIdError):
+        hb(h, "B", -1, topics=None)
+    h.time.sleep(45001)  # A's session expires
+    wait_until(lambda: h.coordinator.share.describe("sg")["group_state"] == "Empty", 5, message="A fenced")
+
+
+def test_a_group_id_is_of_one_type_only(h):
+    hb(h, "A")
+    joined = h.join("sg")
+    assert joined[0].error_code == errors.INCONSISTENT_GROUP_PROTOCOL
+    from tests.unit.coordinator.test_consumer_group import hb as consumer_hb
+
+    h.coordinator.consumer.image = h.coordinator.share.image
+    with pytest.raises(errors.GroupIdNotFoundError, match="not a consumer group"):
+        consumer_hb(h, group="sg")
+    assert h.coordinator.consumer.describe("sg")["error_code"] == errors.GROUP_ID_NOT_FOUND
+    assert h.coordinator.describe_group("sg")["group_state"] == "Dead"  # DescribeGroups: classic groups only
+    consumer_hb(h, group="cg")
+    with pytest.raises(errors.GroupIdNotFoundError, match="not a share group"):
+        hb(h, "A", group="cg")
+    assert h.coordinator.share.describe("cg")["error_code"] == errors.GROUP_ID_NOT_FOUND
+    assert h.coordinator.share.describe("missing")["error_code"] == errors.GROUP_ID_NOT_FOUND
+
+
+def test_list_and_delete_share_groups(h):
+    hb(h, "A")
+    code, groups = h.coordinator.list_groups([])
+    assert code == 0
+    assert [(g["group_id"], g["protocol_type"], g["group_state"], g["group_type"]) for g in groups] == [
+        ("sg", "share", "Stable", "share")
+    ]
+    deleted: list[int] = []
+    h.coordinator.delete_group("sg", deleted.append)
+    assert deleted == [errors.NON_EMPTY_GROUP]
+    hb(h, "A", -1, topics=None)
+    h.coordinator.delete_group("sg", deleted.append)
+    assert deleted[-1] == errors.NONE
+    assert h.coordinator.share.describe("sg")["error_code"] == errors.GROUP_ID_NOT_FOUND
+    assert h.coordinator.list_groups([])[1] == []
+
+
+def _share_types(records) -> list[tuple[int, bool]]:
+    return [
+        (struct.unpack_from(">h", k)[0], v is None)
+        for k, v in records
+        if struct.unpack_from(">h", k)[0] in rc.KEY_VERSIONS
+    ]
+
+
+def test_records_are_written_and_a_new_coordinator_keeps_the_group(h):
+    hb(h, "A")
+    first = _share_types(written(h))
+    assert first == [(10, False), (11, False), (13, False), (12, False), (14, False)]
+    n = len(written(h))
+    hb(h, "A", 1, topics=None)
+    assert len(written(h)) == n  # a plain heartbeat writes nothing
+    hb(h, "B", topics=("t", "u"))
+    failover(h, "sg")
+    described = h.coordinator.share.describe("sg")
+    assert (described["group_epoch"], described["assignment_epoch"]) == (2, 2)
+    members = {m["member_id"]: m for m in described["members"]}
+    assert members["B"]["subscribed_topic_names"] == ["t", "u"]
+    # the members carry on with their epochs (A has not heartbeated since epoch 1: it may still use it)
+    a = hb(h, "A", 1, topics=None)
+    assert a["error_code"] == 0 and a["member_epoch"] == 2
+    # a deleted group's tombstones are replayed too
+    hb(h, "A", -1, topics=None)
+    hb(h, "B", -1, topics=None)
+    h.coordinator.delete_group("sg", lambda code: None)
+    assert _share_types(written(h))[-1] == (11, True)
+    failover(h, "sg")
+    assert h.coordinator.share.describe("sg")["error_code"] == errors.GROUP_ID_NOT_FOUND
+
+
+def test_codec_round_trip():
+    assert rc.decode_key(rc.key(rc.CURRENT_MEMBER_ASSIGNMENT, "g", "m")) == (14, "g", "m")
+    assert rc.decode_key(rc.key(rc.GROUP_METADATA, "g")) == (11, "g", None)
+    with pytest.raises(ValueError):
+        rc.decode_key(struct.pack(">h", 3) + b"\x00\x01g")
