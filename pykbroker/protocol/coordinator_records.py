@@ -4,7 +4,7 @@ Mirrors the ``"type": "data"`` message specs of Kafka's group-coordinator module
 ``GroupMetadataKey/Value``, ``ConsumerGroup*Key/Value``) and transaction-coordinator module
 (``TransactionLogKey/Value``), and their frame (``GroupCoordinatorRecordSerde`` / ``TransactionLog``): a key or a
 value is ``int16 version`` followed by the message at that version. A key's version names the record type
-(``__consumer_offsets``: 0-1 offset commit, 2 group metadata, 3-8 consumer-group records, 10-14 share-group
+(``__consumer_offsets``: 0-1 offset commit, 2 group metadata, 3-8 consumer-group records, 10-15 share-group
 records; ``__transaction_state``: 0), a value's version is its own message version. The ``api key`` column of a
 ``data`` block below is the record type its key is written with (as Kafka 4's ``coordinator-key`` specs number
 them), or -1 where none is fixed.
@@ -165,6 +165,18 @@ data ShareGroupCurrentMemberAssignmentValue 14 0 flex=0+
   assigned_partitions [] 0+
     topic_id uuid 0+
     partitions []int32 0+
+
+data ShareGroupStatePartitionMetadataKey 15 15 flex=none
+  group_id string 15
+
+data ShareGroupStatePartitionMetadataValue 15 0 flex=0+
+  initialized_topics [] 0+
+    topic_id uuid 0+
+    topic_name string 0+
+    partitions []int32 0+
+  deleting_topics [] 0+
+    topic_id uuid 0+
+    topic_name string 0+
 
 data TransactionLogKey 0 0 flex=none
   transactional_id string 0

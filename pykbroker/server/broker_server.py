@@ -63,6 +63,7 @@ from pykbroker.config.broker_configs.transaction_configs import TRANSACTION_PART
 from pykbroker.config.kafka_config import KafkaConfig
 from pykbroker.coordinator.group.group_coordinator import GroupCoordinator
 from pykbroker.coordinator.group.group_metadata_manager import GroupMetadataManager
+from pykbroker.coordinator.share.persister import InMemoryPersister
 from pykbroker.coordinator.transaction.transaction_coordinator import TransactionCoordinator
 from pykbroker.coordinator.transaction.transaction_marker_channel_manager import TransactionMarkerChannelManager
 from pykbroker.coordinator.transaction.transaction_state_manager import TransactionStateManager
@@ -183,6 +184,7 @@ class BrokerServer:
         self.quota_managers: QuotaManagers | None = None
         self.group_metadata_manager: GroupMetadataManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
+        self.share_persister: InMemoryPersister | None = None
         #: where controller-bound requests go: the QuorumController (single node) or the ForwardingManager
         self.controller_handle: QuorumController | ForwardingManager | None = None
         self.producer_id_manager: ProducerIdManager | None = None
@@ -357,7 +359,12 @@ class BrokerServer:
             required_acks=config[OFFSETS_COMMIT_REQUIRED_ACKS_CONFIG],
             commit_timeout_ms=config[OFFSETS_COMMIT_TIMEOUT_MS_CONFIG],
         )
-        self.group_coordinator = GroupCoordinator(self.node_id, config, self.group_metadata_manager, self.time)
+        #: the share partitions' durable state (KIP-932 Persister), shared by the group coordinator (admin offsets
+        #: APIs) and the share partitions; in memory until the share coordinator's DefaultStatePersister is used
+        self.share_persister = InMemoryPersister()
+        self.group_coordinator = GroupCoordinator(
+            self.node_id, config, self.group_metadata_manager, self.time, persister=self.share_persister
+        )
         self.group_coordinator.set_image(lambda: cache.image)
         self.group_coordinator.startup()
         publisher.group_coordinator = self.group_coordinator

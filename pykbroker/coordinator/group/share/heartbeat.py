@@ -234,7 +234,7 @@ class ShareGroupHeartbeatHandler:
             ],
             "assignment": {"topic_partitions": _partitions_list(updated.assigned)} if send_assignment else None,
         }
-        self._persist(holder, group, _after_append(response, respond))
+        self.persist(holder, group, _after_append(response, respond))
 
     def _subscription_metadata(self, group: ShareGroup) -> dict[str, tuple[uuid.UUID, int]]:
         topics = self._topics()
@@ -244,6 +244,11 @@ class ShareGroupHeartbeatHandler:
         subscriptions = {m.member_id: m.subscribed_topic_names for m in group.members.values()}
         group.target = assignor.assign(subscriptions, group.subscription_metadata, group.target)
         group.assignment_epoch = group.group_epoch
+        names = {tid: name for name, (tid, _) in group.subscription_metadata.items()}
+        for tps in group.target.values():
+            for tid, parts in tps.items():
+                if tid in names:
+                    group.add_state_partitions(tid, names[tid], parts)
         self.log.info(
             f"[GroupId {group.group_id}] Computed a new target assignment for epoch {group.group_epoch} "
             f"with the {ASSIGNOR_NAME} assignor"
@@ -269,7 +274,7 @@ class ShareGroupHeartbeatHandler:
                 "heartbeat_interval_ms": 0,
                 "assignment": None,
             }
-            self._persist(holder, group, _after_append(response, respond))
+            self.persist(holder, group, _after_append(response, respond))
 
     def _fence(self, holder: GroupMetadata, group: ShareGroup, member_id: str) -> None:
         """Remove the member and bump the group epoch (the next heartbeat recomputes the target). Group lock held."""
@@ -284,7 +289,7 @@ class ShareGroupHeartbeatHandler:
         self.purgatory.check_and_complete(("share-session", holder.group_id, member_id))
 
     # -- durability ----------------------------------------------------------------------------------------
-    def _persist(self, holder: GroupMetadata, group: ShareGroup | None, callback=None) -> None:
+    def persist(self, holder: GroupMetadata, group: ShareGroup | None, callback=None) -> None:
         """Write what changed in the group since its last write to ``__consumer_offsets`` (tombstones for members
         gone), as the consumer-group handler's ``_persist`` (same threading and failure handling): ``callback(error
         code)`` once appended (at once with NONE when nothing is written)."""
@@ -356,7 +361,7 @@ class ShareGroupHeartbeatHandler:
             group = holder.share_group
             assert group is not None  # not superseded: the member is still in the holder's share group
             self._fence(holder, group, member.member_id)
-            self._persist(holder, group)
+            self.persist(holder, group)
 
         self.purgatory.try_complete_else_watch(ConsumerMemberTimer(holder, timeout, superseded, expire), [key])
 
