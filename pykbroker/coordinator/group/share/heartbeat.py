@@ -25,6 +25,7 @@ import uuid
 from pykbroker.config import group_config
 from pykbroker.config.broker_configs.group_coordinator_configs import GROUP_SHARE_MAX_SIZE_CONFIG
 from pykbroker.coordinator.group.consumer.member_timer import ConsumerMemberTimer
+from pykbroker.coordinator.group.coordinator_metrics import SHARE_REBALANCES
 from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState
 from pykbroker.coordinator.group.share import assignor, record_codec
 from pykbroker.coordinator.group.share.group import ASSIGNOR_NAME, ShareGroup
@@ -200,13 +201,14 @@ class ShareGroupHeartbeatHandler:
         is_new = member_id not in group.members
         group.members[member_id] = updated
         metadata = self._subscription_metadata(group)
-        if is_new or updated.subscribed_topic_names != member.subscribed_topic_names:
-            group.group_epoch += 1
+        bump = is_new or updated.subscribed_topic_names != member.subscribed_topic_names
+        if metadata != group.subscription_metadata:
             group.subscription_metadata = metadata
-        elif metadata != group.subscription_metadata:
-            self.log.info(f"[GroupId {group.group_id}] Subscribed topics' metadata changed")
+            bump = True
+        if bump:
             group.group_epoch += 1
-            group.subscription_metadata = metadata
+            self.manager.coordinator_metrics.record(SHARE_REBALANCES)
+            self.log.info(f"[GroupId {group.group_id}] Bumped share group epoch to {group.group_epoch}.")
         if group.group_epoch > group.assignment_epoch:
             self._update_target(group)
         target = group.target.get(member_id, {})

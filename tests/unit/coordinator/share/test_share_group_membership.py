@@ -194,3 +194,24 @@ def test_codec_round_trip():
     assert rc.decode_key(rc.key(rc.GROUP_METADATA, "g")) == (11, "g", None)
     with pytest.raises(ValueError):
         rc.decode_key(struct.pack(">h", 3) + b"\x00\x01g")
+
+
+def test_share_group_metrics(h):
+    from pykbroker.coordinator.group import coordinator_metrics as cm
+    from pykbroker.utils.metrics import MetricsRegistry
+
+    registry = MetricsRegistry()
+    h.manager.register_metrics(registry)
+
+    def gauge(name: str) -> float:
+        metric = registry.get(f"{cm.GROUP},name={name}")
+        assert metric is not None, name
+        return metric.value
+
+    hb(h, "A")
+    hb(h, "B")
+    assert gauge("group-count,protocol=share") == 1 and gauge("share-group-count,state=Stable") == 1
+    assert gauge("share-group-rebalance-count") == 2 and gauge("share-group-rebalance-rate") > 0
+    hb(h, "A", -1, topics=None)
+    hb(h, "B", -1, topics=None)
+    assert gauge("share-group-count,state=Empty") == 1 and gauge("share-group-count,state=Stable") == 0
