@@ -132,10 +132,9 @@ def heartbeat(bootstrap: str, group: str, member_id: str, epoch: int, topics: li
     with BrokerConnection.to(bootstrap) as c:
         deadline = time.monotonic() + 30
         while True:
-            found = c.request(ApiKeys.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})
+            c.request(ApiKeys.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})  # creates the topic
             r = c.request(ApiKeys.SHARE_GROUP_HEARTBEAT, 1, body)
             if r["error_code"] not in _COORDINATOR_ERRORS or time.monotonic() > deadline:
-                assert found["coordinators"][0]["error_code"] == 0 or r["error_code"] != 0
                 return r
             time.sleep(0.1)
 
