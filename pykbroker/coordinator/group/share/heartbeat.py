@@ -380,7 +380,9 @@ class ShareGroupHeartbeatHandler:
         with holder.lock:
             group = holder.share_group
             member = None if group is None else group.members.get(member_id)
-            return None if member is None else dataclasses.replace(member, assigned=dict(member.assigned))
+            if member is None:
+                return None
+            return dataclasses.replace(member, assigned={t: set(ps) for t, ps in member.assigned.items()})
 
     # -- ShareGroupDescribe ----------------------------------------------------------------------------
     def describe(self, group_id: str) -> dict:
