@@ -35,7 +35,8 @@ class ShareGroupHandlers:
         }
 
     def handle_share_group_heartbeat_request(self, request) -> None:
-        """ShareGroupHeartbeat: READ on the group (GROUP_AUTHORIZATION_FAILED), then the coordinator's answer;
+        """ShareGroupHeartbeat: READ on the group (GROUP_AUTHORIZATION_FAILED), DESCRIBE on every subscribed topic
+        named (TOPIC_AUTHORIZATION_FAILED, Kafka's ``handleShareGroupHeartbeat``), then the coordinator's answer;
         errors carry their message (INVALID_REQUEST, GROUP_ID_NOT_FOUND, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH,
         GROUP_MAX_SIZE_REACHED, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE)."""
         body, ctx = request.body, request.context
@@ -56,6 +57,13 @@ class ShareGroupHandlers:
 
         if not self.helper.authorize(request, AclOperation.READ, ResourceType.GROUP, body["group_id"]):
             return error(errors.GROUP_AUTHORIZATION_FAILED)
+        denied = [
+            t
+            for t in body.get("subscribed_topic_names") or []
+            if not self.helper.authorize(request, AclOperation.DESCRIBE, ResourceType.TOPIC, t)
+        ]
+        if denied:  # Kafka: the subscription must be DESCRIBE-authorized as a whole
+            return error(errors.TOPIC_AUTHORIZATION_FAILED)
 
         def respond(resp: dict) -> None:
             self.helper.send_response(request, dict(resp, throttle_time_ms=0))
