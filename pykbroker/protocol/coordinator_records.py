@@ -168,6 +168,18 @@ data ShareGroupCurrentMemberAssignmentValue 14 0 flex=0+
     topic_id uuid 0+
     partitions []int32 0+
 
+data ShareGroupStatePartitionMetadataKey 15 15 flex=none
+  group_id string 15
+
+data ShareGroupStatePartitionMetadataValue 15 0 flex=0+
+  initialized_topics [] 0+
+    topic_id uuid 0+
+    topic_name string 0+
+    partitions []int32 0+
+  deleting_topics [] 0+
+    topic_id uuid 0+
+    topic_name string 0+
+
 data TransactionLogKey 0 0 flex=none
   transactional_id string 0
 

@@ -104,9 +104,9 @@ from pykbroker.server.handlers.metadata import MetadataHandler
 from pykbroker.server.handlers.produce import ProduceHandler
 from pykbroker.server.handlers.producer_id import InitProducerIdHandler, ProducerIdManager
 from pykbroker.server.handlers.sasl import SaslHandlers
-from pykbroker.server.handlers.share_state import ShareStateHandlers
 from pykbroker.server.handlers.share import ShareHandlers
 from pykbroker.server.handlers.share_groups import ShareGroupHandlers
+from pykbroker.server.handlers.share_state import ShareStateHandlers
 from pykbroker.server.handlers.transactions import TransactionHandlers
 from pykbroker.server.kafka_apis import KafkaApis
 from pykbroker.server.kafka_request_handler import KafkaRequestHandlerPool
@@ -255,12 +255,14 @@ class BrokerServer:
         )
         self.replica_manager.startup(self.scheduler)
         cache = self.metadata_cache
+        self.share_persister = self._create_share_persister()
         self.share_partition_manager = SharePartitionManager(
             self.replica_manager,
             config,
             self.time,
             image=lambda: cache.image if cache is not None else None,
             group_configs=self._share_group_configs,
+            persister=self.share_persister,
         )
         self.replica_manager.share_fetch_purgatory = self.share_partition_manager.purgatory
         self.replica_manager.on_leadership_lost = self.share_partition_manager.on_partitions_moved
@@ -391,7 +393,9 @@ class BrokerServer:
             required_acks=config[OFFSETS_COMMIT_REQUIRED_ACKS_CONFIG],
             commit_timeout_ms=config[OFFSETS_COMMIT_TIMEOUT_MS_CONFIG],
         )
-        self.group_coordinator = GroupCoordinator(self.node_id, config, self.group_metadata_manager, self.time)
+        self.group_coordinator = GroupCoordinator(
+            self.node_id, config, self.group_metadata_manager, self.time, persister=self.share_persister
+        )
         self.group_coordinator.set_image(lambda: cache.image)
         self.group_coordinator.startup()
         publisher.group_coordinator = self.group_coordinator
@@ -489,10 +493,28 @@ class BrokerServer:
             if topic == TRANSACTION_STATE_TOPIC_NAME and partition.is_leader:
                 self.txn_coordinator.on_election(index, partition.leader_epoch)
 
+    def _create_share_persister(self) -> DefaultStatePersister:
+        """The Persister of share partitions' state (KIP-932), shared by the SharePartitionManager and the group
+        coordinator (the share group offsets admin APIs): a DefaultStatePersister finding the share coordinator of a
+        share partition through the live brokers' inter-broker listener (its thread starts on first use)."""
+        config, cache = self.config, self.metadata_cache
+        assert cache is not None
+        listener = config.inter_broker_listener_name
+
+        def brokers() -> list[tuple[int, str, int]]:
+            return [(n, ep.host, ep.port) for n, ep, _ in cache.alive_brokers(listener)]
+
+        return DefaultStatePersister(
+            self.node_id,
+            brokers,
+            timeout_ms=config[REQUEST_TIMEOUT_MS_CONFIG],
+            security=self.inter_broker_security,
+            time=self.time,
+        )
+
     def _start_share_coordinator(self) -> None:
         """The ShareCoordinator over ``__share_group_state`` (the partitions this broker leads already load now, the
-        publisher reports later changes) and the DefaultStatePersister (``self.share_persister``), which finds the
-        coordinator of a share partition through the live brokers' inter-broker listener."""
+        publisher reports later changes)."""
         config = self.config
         cache, rm, publisher = self.metadata_cache, self.replica_manager, self.publisher
         assert cache is not None and rm is not None and publisher is not None
@@ -507,18 +529,6 @@ class BrokerServer:
         for (topic, index), partition in list(rm.partitions_snapshot().items()):
             if topic == SHARE_GROUP_STATE_TOPIC_NAME and partition.is_leader:
                 self.share_coordinator.on_election(index, partition.leader_epoch)
-        listener = config.inter_broker_listener_name
-
-        def brokers() -> list[tuple[int, str, int]]:
-            return [(n, ep.host, ep.port) for n, ep, _ in cache.alive_brokers(listener)]
-
-        self.share_persister = DefaultStatePersister(
-            self.node_id,
-            brokers,
-            timeout_ms=config[REQUEST_TIMEOUT_MS_CONFIG],
-            security=self.inter_broker_security,
-            time=self.time,
-        )
 
     def _register_metrics(self) -> None:
         """Gauges of components that do not hold the registry: per-partition logs, the group metadata,

@@ -224,6 +224,50 @@ def _consumer_group_describe_error(version, body, code, message):
     }
 
 
+@register(ApiKeys.SHARE_GROUP_HEARTBEAT)
+def _share_group_heartbeat_error(version, body, code, message):
+    """``ShareGroupHeartbeatRequest.getErrorResponse``: the error code only (no member, epoch 0, no assignment)."""
+    return {
+        "throttle_time_ms": 0,
+        "error_code": code,
+        "error_message": None,
+        "member_id": None,
+        "member_epoch": 0,
+        "heartbeat_interval_ms": 0,
+        "assignment": None,
+    }
+
+
+@register(ApiKeys.SHARE_GROUP_DESCRIBE)
+def _share_group_describe_error(version, body, code, message):
+    """``ShareGroupDescribeRequest.getErrorResponse``: every requested group with the error."""
+    return {
+        "throttle_time_ms": 0,
+        "groups": [
+            {"error_code": code, "error_message": None, "group_id": g, "group_state": "", "members": []}
+            for g in body["group_ids"]
+        ],
+    }
+
+
+@register(ApiKeys.DESCRIBE_SHARE_GROUP_OFFSETS)
+def _describe_share_group_offsets_error(version, body, code, message):
+    """``DescribeShareGroupOffsetsRequest.getErrorResponse``: every requested group with the error, no topics."""
+    return {
+        "throttle_time_ms": 0,
+        "groups": [
+            {"group_id": g["group_id"], "topics": [], "error_code": code, "error_message": None} for g in body["groups"]
+        ],
+    }
+
+
+@register(ApiKeys.ALTER_SHARE_GROUP_OFFSETS)
+@register(ApiKeys.DELETE_SHARE_GROUP_OFFSETS)
+def _share_group_offsets_change_error(version, body, code, message):
+    """``Alter/DeleteShareGroupOffsetsRequest.getErrorResponse``: the top-level error, no topics."""
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": None, "responses": []}
+
+
 @register(ApiKeys.DELETE_GROUPS)
 def _delete_groups_error(version, body, code, message):
     """``DeleteGroupsRequest.getErrorResponse``: the error for every requested group."""

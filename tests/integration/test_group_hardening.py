@@ -277,7 +277,15 @@ def test_group_config_resources_describe_and_alter(gbroker):
         # no overrides: Kafka's defaults (group.consumer.*), source DEFAULT_CONFIG (5)
         assert _describe_group_configs(conn, "cfg-g") == (
             errors.NONE,
-            {"consumer.session.timeout.ms": ("45000", 5), "consumer.heartbeat.interval.ms": ("5000", 5)},
+            {
+                "consumer.session.timeout.ms": ("45000", 5),
+                "consumer.heartbeat.interval.ms": ("5000", 5),
+                "share.session.timeout.ms": ("45000", 5),
+                "share.heartbeat.interval.ms": ("5000", 5),
+                "share.record.lock.duration.ms": ("30000", 5),
+                "share.auto.offset.reset": ("latest", 5),
+                "share.isolation.level": ("read_uncommitted", 5),
+            },
         )
         assert _alter_group_configs(conn, "cfg-g", [("consumer.session.timeout.ms", 0, "50000")]) == errors.NONE
         assert wait_until(
@@ -289,7 +297,9 @@ def test_group_config_resources_describe_and_alter(gbroker):
         for ops, code in [
             ([("consumer.session.timeout.ms", 0, "1000")], errors.INVALID_CONFIG),
             ([("consumer.heartbeat.interval.ms", 0, "x")], errors.INVALID_CONFIG),
-            ([("share.session.timeout.ms", 0, "45000")], errors.INVALID_CONFIG),
+            ([("share.unknown.config", 0, "45000")], errors.INVALID_CONFIG),
+            ([("share.auto.offset.reset", 0, "newest")], errors.INVALID_CONFIG),
+            ([("share.record.lock.duration.ms", 0, "100")], errors.INVALID_CONFIG),
         ]:
             assert _alter_group_configs(conn, "cfg-g", ops) == code, ops
         assert _alter_group_configs(conn, "", [("consumer.session.timeout.ms", 0, "50000")]) == errors.INVALID_REQUEST
@@ -317,7 +327,9 @@ def test_group_configs_with_the_confluent_admin_client(gbroker):
         ResourceType.GROUP,
         "admin-cfg-g",
         incremental_configs=[
-            ConfigEntry("consumer.heartbeat.interval.ms", "6000", incremental_operation=AlterConfigOpType.SET)
+            ConfigEntry("consumer.heartbeat.interval.ms", "6000", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("share.isolation.level", "read_committed", incremental_operation=AlterConfigOpType.SET),
         ],
     )
     admin.incremental_alter_configs([resource])[resource].result(20)
@@ -330,6 +342,11 @@ def test_group_configs_with_the_confluent_admin_client(gbroker):
     assert described() == {
         "consumer.heartbeat.interval.ms": ("6000", ConfigSource.GROUP_CONFIG.value),
         "consumer.session.timeout.ms": ("45000", ConfigSource.DEFAULT_CONFIG.value),
+        "share.auto.offset.reset": ("earliest", ConfigSource.GROUP_CONFIG.value),
+        "share.isolation.level": ("read_committed", ConfigSource.GROUP_CONFIG.value),
+        "share.heartbeat.interval.ms": ("5000", ConfigSource.DEFAULT_CONFIG.value),
+        "share.record.lock.duration.ms": ("30000", ConfigSource.DEFAULT_CONFIG.value),
+        "share.session.timeout.ms": ("45000", ConfigSource.DEFAULT_CONFIG.value),
     }
 
 

@@ -3,13 +3,16 @@
 Registered as ``kafka.server:type=group-coordinator-metrics,name=<metric>[,<tag>=<value>]`` gauges, which the
 Prometheus reporter names ``kafka_server_group_coordinator_metrics_<metric>`` (docs/METRICS.md):
 
-- ``group-count`` (tag ``protocol`` = ``classic`` | ``consumer``): groups loaded here per type;
+- ``group-count`` (tag ``protocol`` = ``classic`` | ``consumer`` | ``share``): groups loaded here per type;
 - ``consumer-group-count`` (tag ``state`` = ``Empty`` | ``Assigning`` | ``Reconciling`` | ``Stable`` | ``Dead``, as
   Kafka's ``ConsumerGroupState.toString``): consumer groups per state;
+- ``share-group-count`` (tag ``state`` = ``Empty`` | ``Stable`` | ``Dead``, Kafka's ``ShareGroupState``): share
+  groups per state;
 - sensors, each a ``-rate`` (per second over two 30 s windows, Kafka's default ``Meter``) and a ``-count`` (since
   start): ``offset-commit`` (offsets committed), ``offset-expiration`` (offsets expired by retention),
   ``offset-deletion`` (offsets deleted by OffsetDelete), ``group-completed-rebalance`` (classic rebalances that
-  reached Stable), ``consumer-group-rebalance`` (consumer group epoch bumps).
+  reached Stable), ``consumer-group-rebalance`` (consumer group epoch bumps), ``share-group-rebalance`` (share group
+  epoch bumps by a joining member or a subscription or metadata change).
 
 Classic groups per state stay the GroupMetadataManager gauges (``NumGroupsStable`` ...), as in Kafka.
 
@@ -23,12 +26,15 @@ import threading
 from collections.abc import Callable
 
 from pykbroker.coordinator.group.consumer import group as cgroup
+from pykbroker.coordinator.group.share import group as sgroup
 from pykbroker.utils.windowed_stats import SampledRate
 
 GROUP = "kafka.server:type=group-coordinator-metrics"
 OFFSET_COMMITS, OFFSET_EXPIRED, OFFSET_DELETIONS = "offset-commit", "offset-expiration", "offset-deletion"
 CLASSIC_REBALANCES, CONSUMER_REBALANCES = "group-completed-rebalance", "consumer-group-rebalance"
+SHARE_REBALANCES = "share-group-rebalance"
 CONSUMER_STATES = (cgroup.EMPTY, cgroup.ASSIGNING, cgroup.RECONCILING, cgroup.STABLE, cgroup.DEAD)
+SHARE_STATES = (sgroup.EMPTY, sgroup.STABLE, sgroup.DEAD)
 
 
 class _Sensor:
@@ -57,7 +63,14 @@ class GroupCoordinatorMetrics:
         now = time.milliseconds()
         self.sensors = {
             name: _Sensor(now)
-            for name in (OFFSET_COMMITS, OFFSET_EXPIRED, OFFSET_DELETIONS, CLASSIC_REBALANCES, CONSUMER_REBALANCES)
+            for name in (
+                OFFSET_COMMITS,
+                OFFSET_EXPIRED,
+                OFFSET_DELETIONS,
+                CLASSIC_REBALANCES,
+                CONSUMER_REBALANCES,
+                SHARE_REBALANCES,
+            )
         }
 
     def record(self, sensor: str, n: int = 1) -> None:
@@ -83,7 +96,15 @@ class GroupCoordinatorMetrics:
                         out.append(g.consumer_group.state)
             return out
 
-        for protocol in ("classic", "consumer"):
+        def share_states() -> list[str]:
+            out = []
+            for g in groups():
+                with g.lock:
+                    if g.share_group is not None:
+                        out.append(g.share_group.state)
+            return out
+
+        for protocol in ("classic", "consumer", "share"):
             metrics.gauge(
                 f"{GROUP},name=group-count,protocol={protocol}",
                 lambda p=protocol: sum(1 for t in group_types() if t == p),
@@ -92,6 +113,11 @@ class GroupCoordinatorMetrics:
             metrics.gauge(
                 f"{GROUP},name=consumer-group-count,state={state}",
                 lambda s=state: sum(1 for x in consumer_states() if x == s),
+            )
+        for state in SHARE_STATES:
+            metrics.gauge(
+                f"{GROUP},name=share-group-count,state={state}",
+                lambda s=state: sum(1 for x in share_states() if x == s),
             )
         for name, sensor in self.sensors.items():
             metrics.gauge(f"{GROUP},name={name}-rate", lambda s=sensor: s.measure(self.time.milliseconds()))

@@ -66,6 +66,8 @@ from pykbroker.coordinator.group.group_results import (
 )
 from pykbroker.coordinator.group.share.heartbeat import ShareGroupHeartbeatHandler
 from pykbroker.coordinator.group.share.member import ShareGroupMember
+from pykbroker.coordinator.group.share.offsets import ShareGroupOffsets
+from pykbroker.coordinator.share.persister import InMemoryPersister
 from pykbroker.protocol import errors
 from pykbroker.utils.delayed_operation import DelayedOperationPurgatory
 from pykbroker.utils.logging import get_logger
@@ -74,7 +76,7 @@ _S = GroupState
 
 
 class GroupCoordinator:
-    def __init__(self, node_id: int, config, manager: GroupMetadataManager, time):
+    def __init__(self, node_id: int, config, manager: GroupMetadataManager, time, persister=None):
         self.node_id = node_id
         self.manager = manager
         self.time = time
@@ -94,6 +96,10 @@ class GroupCoordinator:
         self.consumer = ConsumerGroupHeartbeatHandler(self, config, time)
         #: the KIP-932 share groups (ShareGroupHeartbeat/Describe); its ``image`` is set by the server too
         self.share = ShareGroupHeartbeatHandler(self, config, time)
+        #: the share partitions' durable state (Kafka's Persister; in memory unless the server gives another)
+        self.persister = persister if persister is not None else InMemoryPersister()
+        #: DescribeShareGroupOffsets / AlterShareGroupOffsets / DeleteShareGroupOffsets over the persister
+        self.share_offsets = ShareGroupOffsets(self.share, self.persister)
         manager.on_loaded = self._on_groups_loaded
 
     def _on_groups_loaded(self, holders: list[GroupMetadata]) -> None:
@@ -1043,6 +1049,7 @@ class GroupCoordinator:
                 return respond(errors.GROUP_ID_NOT_FOUND)
             if group.share_group is not None and not group.share_group.members and group.state is _S.EMPTY:
                 group.share_group.dead = True
+                self.share_offsets.delete_group_state(group_id, dict(group.share_group.state_topics))
             elif group.state not in (_S.EMPTY, _S.DEAD) or group.is_in_use():
                 return respond(errors.NON_EMPTY_GROUP)
             group.transition_to(_S.DEAD, self.time.milliseconds())

@@ -283,6 +283,34 @@ class ShareGroupCurrentMemberAssignmentValue(TypedDict, total=False):
     assigned_partitions: list[ShareGroupCurrentMemberAssignmentValueAssignedPartitions]  # versions 0+
 
 
+class ShareGroupStatePartitionMetadataKey(TypedDict, total=False):
+    """Coordinator record ShareGroupStatePartitionMetadataKey (type 15), versions 15."""
+
+    group_id: str  # versions 15
+
+
+class ShareGroupStatePartitionMetadataValueInitializedTopics(TypedDict, total=False):
+    """``initialized_topics`` of :class:`ShareGroupStatePartitionMetadataValue`."""
+
+    topic_id: UUID  # versions 0+
+    topic_name: str  # versions 0+
+    partitions: list[int]  # versions 0+
+
+
+class ShareGroupStatePartitionMetadataValueDeletingTopics(TypedDict, total=False):
+    """``deleting_topics`` of :class:`ShareGroupStatePartitionMetadataValue`."""
+
+    topic_id: UUID  # versions 0+
+    topic_name: str  # versions 0+
+
+
+class ShareGroupStatePartitionMetadataValue(TypedDict, total=False):
+    """Coordinator record ShareGroupStatePartitionMetadataValue (type 15), versions 0."""
+
+    initialized_topics: list[ShareGroupStatePartitionMetadataValueInitializedTopics]  # versions 0+
+    deleting_topics: list[ShareGroupStatePartitionMetadataValueDeletingTopics]  # versions 0+
+
+
 class TransactionLogKey(TypedDict, total=False):
     """Coordinator record TransactionLogKey (type 0), versions 0."""
 
@@ -391,6 +419,8 @@ __all__ = [
     "ShareGroupTargetAssignmentMemberValue",
     "ShareGroupCurrentMemberAssignmentKey",
     "ShareGroupCurrentMemberAssignmentValue",
+    "ShareGroupStatePartitionMetadataKey",
+    "ShareGroupStatePartitionMetadataValue",
     "TransactionLogKey",
     "TransactionLogValue",
     "ShareSnapshotKey",

@@ -101,9 +101,146 @@ class ShareGroupDescribeResponse(TypedDict, total=False):
     groups: list[ShareGroupDescribeResponseGroups]  # versions 0+
 
 
+class DescribeShareGroupOffsetsRequestGroupsTopics(TypedDict, total=False):
+    """``topics`` of :class:`DescribeShareGroupOffsetsRequestGroups`."""
+
+    topic_name: str  # versions 0+
+    partitions: list[int]  # versions 0+
+
+
+class DescribeShareGroupOffsetsRequestGroups(TypedDict, total=False):
+    """``groups`` of :class:`DescribeShareGroupOffsetsRequest`."""
+
+    group_id: str  # versions 0+
+    topics: list[DescribeShareGroupOffsetsRequestGroupsTopics] | None  # versions 0+, nullable 0+
+
+
+class DescribeShareGroupOffsetsRequest(TypedDict, total=False):
+    """DescribeShareGroupOffsetsRequest (api key 90), versions 0, flexible 0+."""
+
+    groups: list[DescribeShareGroupOffsetsRequestGroups]  # versions 0+
+
+
+class DescribeShareGroupOffsetsResponseGroupsTopicsPartitions(TypedDict, total=False):
+    """``partitions`` of :class:`DescribeShareGroupOffsetsResponseGroupsTopics`."""
+
+    partition_index: int  # versions 0+
+    start_offset: int  # versions 0+
+    leader_epoch: int  # versions 0+
+    error_code: int  # versions 0+
+    error_message: str | None  # versions 0+, nullable 0+
+
+
+class DescribeShareGroupOffsetsResponseGroupsTopics(TypedDict, total=False):
+    """``topics`` of :class:`DescribeShareGroupOffsetsResponseGroups`."""
+
+    topic_name: str  # versions 0+
+    topic_id: UUID  # versions 0+
+    partitions: list[DescribeShareGroupOffsetsResponseGroupsTopicsPartitions]  # versions 0+
+
+
+class DescribeShareGroupOffsetsResponseGroups(TypedDict, total=False):
+    """``groups`` of :class:`DescribeShareGroupOffsetsResponse`."""
+
+    group_id: str  # versions 0+
+    topics: list[DescribeShareGroupOffsetsResponseGroupsTopics]  # versions 0+
+    error_code: int  # versions 0+
+    error_message: str | None  # versions 0+, nullable 0+
+
+
+class DescribeShareGroupOffsetsResponse(TypedDict, total=False):
+    """DescribeShareGroupOffsetsResponse (api key 90), versions 0, flexible 0+."""
+
+    throttle_time_ms: int  # versions 0+
+    groups: list[DescribeShareGroupOffsetsResponseGroups]  # versions 0+
+
+
+class AlterShareGroupOffsetsRequestTopicsPartitions(TypedDict, total=False):
+    """``partitions`` of :class:`AlterShareGroupOffsetsRequestTopics`."""
+
+    partition_index: int  # versions 0+
+    start_offset: int  # versions 0+
+
+
+class AlterShareGroupOffsetsRequestTopics(TypedDict, total=False):
+    """``topics`` of :class:`AlterShareGroupOffsetsRequest`."""
+
+    topic_name: str  # versions 0+
+    partitions: list[AlterShareGroupOffsetsRequestTopicsPartitions]  # versions 0+
+
+
+class AlterShareGroupOffsetsRequest(TypedDict, total=False):
+    """AlterShareGroupOffsetsRequest (api key 91), versions 0, flexible 0+."""
+
+    group_id: str  # versions 0+
+    topics: list[AlterShareGroupOffsetsRequestTopics]  # versions 0+
+
+
+class AlterShareGroupOffsetsResponseResponsesPartitions(TypedDict, total=False):
+    """``partitions`` of :class:`AlterShareGroupOffsetsResponseResponses`."""
+
+    partition_index: int  # versions 0+
+    error_code: int  # versions 0+
+    error_message: str | None  # versions 0+, nullable 0+
+
+
+class AlterShareGroupOffsetsResponseResponses(TypedDict, total=False):
+    """``responses`` of :class:`AlterShareGroupOffsetsResponse`."""
+
+    topic_name: str  # versions 0+
+    topic_id: UUID  # versions 0+
+    partitions: list[AlterShareGroupOffsetsResponseResponsesPartitions]  # versions 0+
+
+
+class AlterShareGroupOffsetsResponse(TypedDict, total=False):
+    """AlterShareGroupOffsetsResponse (api key 91), versions 0, flexible 0+."""
+
+    throttle_time_ms: int  # versions 0+
+    error_code: int  # versions 0+
+    error_message: str | None  # versions 0+, nullable 0+
+    responses: list[AlterShareGroupOffsetsResponseResponses]  # versions 0+
+
+
+class DeleteShareGroupOffsetsRequestTopics(TypedDict, total=False):
+    """``topics`` of :class:`DeleteShareGroupOffsetsRequest`."""
+
+    topic_name: str  # versions 0+
+
+
+class DeleteShareGroupOffsetsRequest(TypedDict, total=False):
+    """DeleteShareGroupOffsetsRequest (api key 92), versions 0, flexible 0+."""
+
+    group_id: str  # versions 0+
+    topics: list[DeleteShareGroupOffsetsRequestTopics]  # versions 0+
+
+
+class DeleteShareGroupOffsetsResponseResponses(TypedDict, total=False):
+    """``responses`` of :class:`DeleteShareGroupOffsetsResponse`."""
+
+    topic_name: str  # versions 0+
+    topic_id: UUID  # versions 0+
+    error_code: int  # versions 0+
+    error_message: str | None  # versions 0+, nullable 0+
+
+
+class DeleteShareGroupOffsetsResponse(TypedDict, total=False):
+    """DeleteShareGroupOffsetsResponse (api key 92), versions 0, flexible 0+."""
+
+    throttle_time_ms: int  # versions 0+
+    error_code: int  # versions 0+
+    error_message: str | None  # versions 0+, nullable 0+
+    responses: list[DeleteShareGroupOffsetsResponseResponses]  # versions 0+
+
+
 __all__ = [
     "ShareGroupHeartbeatRequest",
     "ShareGroupHeartbeatResponse",
     "ShareGroupDescribeRequest",
     "ShareGroupDescribeResponse",
+    "DescribeShareGroupOffsetsRequest",
+    "DescribeShareGroupOffsetsResponse",
+    "AlterShareGroupOffsetsRequest",
+    "AlterShareGroupOffsetsResponse",
+    "DeleteShareGroupOffsetsRequest",
+    "DeleteShareGroupOffsetsResponse",
 ]

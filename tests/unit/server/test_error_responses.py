@@ -49,9 +49,9 @@ def _answer_to_raising_handler(api_key: int, version: int, body: dict):
 
 def test_all_broker_apis_are_covered():
     keys = {k for k, _ in ADVERTISED}
-    assert len(keys) == 61  # 27 + DescribeQuorum + ElectLeaders + 8 transactions + 2 SASL + 2 SCRAM + 3 ACLs + DTP
+    assert len(keys) == 68  # 27 + DescribeQuorum + ElectLeaders + 8 transactions + 2 SASL + 2 SCRAM + 3 ACLs + DTP
     # + UpdateFeatures + 2 client quotas + 2 KIP-848 consumer group APIs + 2 partition reassignment APIs
-    # + 4 delegation token APIs + 5 share coordinator APIs (83-87)
+    # + 4 delegation token APIs + 5 share coordinator APIs (83-87) + 7 share group APIs (76-79, 90-92)
     assert {
         ApiKeys.FIND_COORDINATOR,
         ApiKeys.JOIN_GROUP,
@@ -165,6 +165,23 @@ def test_group_api_shapes():
         {"group_id": "g", "topics": [{"name": "t", "partitions": [{"partition_index": 3, "committed_offset": 5}]}]},
     )
     assert commit["topics"] == [{"name": "t", "partitions": [{"partition_index": 3, "error_code": USE}]}]
+
+
+def test_share_group_api_shapes():
+    hb = _error(
+        ApiKeys.SHARE_GROUP_HEARTBEAT,
+        1,
+        {"group_id": "g", "member_id": "m", "member_epoch": 0, "rack_id": None, "subscribed_topic_names": ["t"]},
+    )
+    assert (hb["error_code"], hb["member_id"], hb["member_epoch"], hb["assignment"]) == (USE, None, 0, None)
+    described = _error(
+        ApiKeys.SHARE_GROUP_DESCRIBE, 1, {"group_ids": ["a", "b"], "include_authorized_operations": False}
+    )
+    assert [(g["group_id"], g["error_code"]) for g in described["groups"]] == [("a", USE), ("b", USE)]
+    offsets = _error(ApiKeys.DESCRIBE_SHARE_GROUP_OFFSETS, 0, {"groups": [{"group_id": "g", "topics": None}]})
+    assert offsets["groups"] == [{"group_id": "g", "topics": [], "error_code": USE, "error_message": None}]
+    for key in (ApiKeys.ALTER_SHARE_GROUP_OFFSETS, ApiKeys.DELETE_SHARE_GROUP_OFFSETS):
+        assert _error(key, 0, {"group_id": "g", "topics": []})["error_code"] == USE
 
 
 def test_delete_records_mirrors_partitions_with_invalid_low_watermark():

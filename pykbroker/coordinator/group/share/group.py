@@ -33,6 +33,10 @@ class ShareGroup:
         self.members: dict[str, ShareGroupMember] = {}
         self.target: dict[str, TopicPartitions] = {}
         self.subscription_metadata: dict[str, tuple[uuid.UUID, int]] = {}
+        #: ``{topic id: (topic name, partitions)}`` whose share-partition state may exist (assigned to a member
+        #: once, or set by AlterShareGroupOffsets): what DescribeShareGroupOffsets without topics describes and
+        #: DeleteGroups deletes (Kafka's ShareGroupStatePartitionMetadata ``InitializedTopics``)
+        self.state_topics: dict[uuid.UUID, tuple[str, set[int]]] = {}
         self.dead = False
         #: ``{key: value}`` of the records last written for this group to ``__consumer_offsets`` (None: unknown,
         #: everything is written again); see :func:`~pykbroker.coordinator.group.share.record_codec.records_of`
@@ -50,6 +54,11 @@ class ShareGroup:
         for m in self.members.values():
             names.update(m.subscribed_topic_names)
         return names
+
+    def add_state_partitions(self, topic_id: uuid.UUID, name: str, partitions) -> None:
+        """Note that share-partition state of these partitions may exist."""
+        _, known = self.state_topics.get(topic_id, (name, set()))
+        self.state_topics[topic_id] = (name, known | set(partitions))
 
     def remove_member(self, member_id: str) -> ShareGroupMember | None:
         """Drop the member and its target assignment."""

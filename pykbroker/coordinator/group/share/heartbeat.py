@@ -25,6 +25,7 @@ import uuid
 from pykbroker.config import group_config
 from pykbroker.config.broker_configs.group_coordinator_configs import GROUP_SHARE_MAX_SIZE_CONFIG
 from pykbroker.coordinator.group.consumer.member_timer import ConsumerMemberTimer
+from pykbroker.coordinator.group.coordinator_metrics import SHARE_REBALANCES
 from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState
 from pykbroker.coordinator.group.share import assignor, record_codec
 from pykbroker.coordinator.group.share.group import ASSIGNOR_NAME, ShareGroup
@@ -200,13 +201,14 @@ class ShareGroupHeartbeatHandler:
         is_new = member_id not in group.members
         group.members[member_id] = updated
         metadata = self._subscription_metadata(group)
-        if is_new or updated.subscribed_topic_names != member.subscribed_topic_names:
-            group.group_epoch += 1
+        bump = is_new or updated.subscribed_topic_names != member.subscribed_topic_names
+        if metadata != group.subscription_metadata:
             group.subscription_metadata = metadata
-        elif metadata != group.subscription_metadata:
-            self.log.info(f"[GroupId {group.group_id}] Subscribed topics' metadata changed")
+            bump = True
+        if bump:
             group.group_epoch += 1
-            group.subscription_metadata = metadata
+            self.manager.coordinator_metrics.record(SHARE_REBALANCES)
+            self.log.info(f"[GroupId {group.group_id}] Bumped share group epoch to {group.group_epoch}.")
         if group.group_epoch > group.assignment_epoch:
             self._update_target(group)
         target = group.target.get(member_id, {})
@@ -234,7 +236,7 @@ class ShareGroupHeartbeatHandler:
             ],
             "assignment": {"topic_partitions": _partitions_list(updated.assigned)} if send_assignment else None,
         }
-        self._persist(holder, group, _after_append(response, respond))
+        self.persist(holder, group, _after_append(response, respond))
 
     def _subscription_metadata(self, group: ShareGroup) -> dict[str, tuple[uuid.UUID, int]]:
         topics = self._topics()
@@ -244,6 +246,11 @@ class ShareGroupHeartbeatHandler:
         subscriptions = {m.member_id: m.subscribed_topic_names for m in group.members.values()}
         group.target = assignor.assign(subscriptions, group.subscription_metadata, group.target)
         group.assignment_epoch = group.group_epoch
+        names = {tid: name for name, (tid, _) in group.subscription_metadata.items()}
+        for tps in group.target.values():
+            for tid, parts in tps.items():
+                if tid in names:
+                    group.add_state_partitions(tid, names[tid], parts)
         self.log.info(
             f"[GroupId {group.group_id}] Computed a new target assignment for epoch {group.group_epoch} "
             f"with the {ASSIGNOR_NAME} assignor"
@@ -269,7 +276,7 @@ class ShareGroupHeartbeatHandler:
                 "heartbeat_interval_ms": 0,
                 "assignment": None,
             }
-            self._persist(holder, group, _after_append(response, respond))
+            self.persist(holder, group, _after_append(response, respond))
 
     def _fence(self, holder: GroupMetadata, group: ShareGroup, member_id: str) -> None:
         """Remove the member and bump the group epoch (the next heartbeat recomputes the target). Group lock held."""
@@ -284,7 +291,7 @@ class ShareGroupHeartbeatHandler:
         self.purgatory.check_and_complete(("share-session", holder.group_id, member_id))
 
     # -- durability ----------------------------------------------------------------------------------------
-    def _persist(self, holder: GroupMetadata, group: ShareGroup | None, callback=None) -> None:
+    def persist(self, holder: GroupMetadata, group: ShareGroup | None, callback=None) -> None:
         """Write what changed in the group since its last write to ``__consumer_offsets`` (tombstones for members
         gone), as the consumer-group handler's ``_persist`` (same threading and failure handling): ``callback(error
         code)`` once appended (at once with NONE when nothing is written)."""
@@ -356,7 +363,7 @@ class ShareGroupHeartbeatHandler:
             group = holder.share_group
             assert group is not None  # not superseded: the member is still in the holder's share group
             self._fence(holder, group, member.member_id)
-            self._persist(holder, group)
+            self.persist(holder, group)
 
         self.purgatory.try_complete_else_watch(ConsumerMemberTimer(holder, timeout, superseded, expire), [key])
 
@@ -373,7 +380,9 @@ class ShareGroupHeartbeatHandler:
         with holder.lock:
             group = holder.share_group
             member = None if group is None else group.members.get(member_id)
-            return None if member is None else dataclasses.replace(member, assigned=dict(member.assigned))
+            if member is None:
+                return None
+            return dataclasses.replace(member, assigned={t: set(ps) for t, ps in member.assigned.items()})
 
     # -- ShareGroupDescribe ----------------------------------------------------------------------------
     def describe(self, group_id: str) -> dict:

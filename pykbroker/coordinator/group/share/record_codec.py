@@ -8,7 +8,9 @@ Keys (not flexible): ``version int16`` then ``group string`` (and ``member strin
 * 12 ShareGroupTargetAssignmentMetadata: value ``AssignmentEpoch int32``;
 * 13 ShareGroupTargetAssignmentMember: value ``TopicPartitions [TopicId uuid, Partitions [int32]]``;
 * 14 ShareGroupCurrentMemberAssignment: value ``MemberEpoch int32, PreviousMemberEpoch int32, State int8 (0,
-  stable), AssignedPartitions [TopicPartitions]``.
+  stable), AssignedPartitions [TopicPartitions]``;
+* 15 ShareGroupStatePartitionMetadata: value ``InitializedTopics [TopicId, TopicName, Partitions [int32]],
+  DeletingTopics [TopicId, TopicName]`` (the topics whose share-partition state may exist; none deleting here).
 
 Values are ``version int16`` (0) then a flexible body. The formats are the schema DSL's
 (:mod:`pykbroker.protocol.coordinator_records`). A null value is a tombstone. Decoding raises ValueError
@@ -26,8 +28,8 @@ from pykbroker.protocol.coordinator_records import RecordDecodeError, decode_rec
 
 _H = struct.Struct(">h")
 MEMBER_METADATA, GROUP_METADATA, TARGET_ASSIGNMENT_METADATA = 10, 11, 12
-TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT = 13, 14
-KEY_VERSIONS = frozenset(range(10, 15))
+TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT, STATE_PARTITION_METADATA = 13, 14, 15
+KEY_VERSIONS = frozenset(range(10, 16))
 _WITH_MEMBER = frozenset((MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT))
 _NAMES = {
     MEMBER_METADATA: "ShareGroupMemberMetadata",
@@ -35,6 +37,7 @@ _NAMES = {
     TARGET_ASSIGNMENT_METADATA: "ShareGroupTargetAssignmentMetadata",
     TARGET_ASSIGNMENT_MEMBER: "ShareGroupTargetAssignmentMember",
     CURRENT_MEMBER_ASSIGNMENT: "ShareGroupCurrentMemberAssignment",
+    STATE_PARTITION_METADATA: "ShareGroupStatePartitionMetadata",
 }
 VALUE_VERSION = 0
 _STABLE = 0  # Kafka's MemberState.STABLE: a share group member is never anything else
@@ -49,7 +52,7 @@ def _read_topic_partitions(entries: list[dict[str, Any]]) -> TopicPartitions:
 
 
 def key(version: int, group_id: str, member_id: str | None = None) -> bytes:
-    """The key of a record of type ``version`` (10..14); ``member_id`` for 10, 13 and 14."""
+    """The key of a record of type ``version`` (10..15); ``member_id`` for 10, 13 and 14."""
     body = {"group_id": group_id, "member_id": member_id or ""} if version in _WITH_MEMBER else {"group_id": group_id}
     return encode_record(_NAMES[version] + "Key", version, body)
 
@@ -59,7 +62,7 @@ def _value(version: int, body: dict[str, Any]) -> bytes:
 
 
 def decode_key(buf) -> tuple[int, str, str | None]:
-    """``(record type 10..14, group id, member id or None)``; RecordDecodeError for another version."""
+    """``(record type 10..15, group id, member id or None)``; RecordDecodeError for another version."""
     version = read_version(buf)
     if version not in KEY_VERSIONS:
         raise RecordDecodeError(f"not a share group key version: {version}")
@@ -101,6 +104,14 @@ def records_of(group) -> dict[bytes, bytes]:
         out[key(TARGET_ASSIGNMENT_MEMBER, gid, member_id)] = _value(
             TARGET_ASSIGNMENT_MEMBER, {"topic_partitions": _topic_partitions(tps)}
         )
+    if group.state_topics:
+        topics = [
+            {"topic_id": tid, "topic_name": name, "partitions": sorted(parts)}
+            for tid, (name, parts) in sorted(group.state_topics.items(), key=lambda e: str(e[0]))
+        ]
+        out[key(STATE_PARTITION_METADATA, gid)] = _value(
+            STATE_PARTITION_METADATA, {"initialized_topics": topics, "deleting_topics": []}
+        )
     return out
 
 
@@ -108,8 +119,8 @@ def order(records: dict[bytes, bytes | None]) -> list[tuple[bytes, bytes | None]
     """Records in the order Kafka writes them: live ones member metadata, group epoch, target members, target epoch,
     current assignments; tombstones current assignments, target members, target epoch, member metadata, group epoch
     last (a reader never sees a member without its group)."""
-    live = [10, 11, 13, 12, 14]
-    dead = [14, 13, 12, 10, 11]
+    live = [10, 11, 13, 12, 14, 15]
+    dead = [15, 14, 13, 12, 10, 11]
 
     def rank(item: tuple[bytes, bytes | None]) -> int:
         version = _H.unpack_from(item[0])[0]
@@ -134,6 +145,12 @@ def replay(group, version: int, member_id: str | None, value) -> None:
     if version == GROUP_METADATA:
         if v is not None:
             group.group_epoch = v["epoch"]
+    elif version == STATE_PARTITION_METADATA:
+        group.state_topics = (
+            {}
+            if v is None
+            else {t["topic_id"]: (t["topic_name"], set(t["partitions"])) for t in v["initialized_topics"]}
+        )
     elif version == TARGET_ASSIGNMENT_METADATA:
         group.assignment_epoch = 0 if v is None else v["assignment_epoch"]
     elif version == TARGET_ASSIGNMENT_MEMBER:

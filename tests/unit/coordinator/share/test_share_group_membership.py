@@ -13,11 +13,8 @@ from pykbroker.coordinator.group.share import assignor
 from pykbroker.coordinator.group.share import record_codec as rc
 from pykbroker.protocol import errors
 from tests.helpers.wait import wait_until
-from tests.unit.coordinator.harness import Harness
-from tests.unit.coordinator.test_consumer_group import _image
+from tests.unit.coordinator.share.share_harness import T1, T2, hb, share_harness
 from tests.unit.coordinator.test_consumer_group_records import failover, written
-
-T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
 
 
 # -- the simple assignor ---------------------------------------------------------------------------------------
@@ -57,26 +54,9 @@ def test_simple_assignor_is_sticky_and_skips_missing_topics():
 # -- the coordinator ----------------------------------------------------------------------------------------------
 @pytest.fixture
 def h():
-    harness = Harness(**{"group.share.session.timeout.ms": 45000, "group.share.max.size": 3})
-    harness.topics = {"t": (T1, 4), "u": (T2, 2)}
-    harness.coordinator.set_image(lambda: _image(harness.topics))
+    harness = share_harness()
     yield harness
     harness.close()
-
-
-def hb(h, member_id: str, epoch: int = 0, topics=("t",), group: str = "sg", **kw) -> dict:
-    req = {
-        "group_id": group,
-        "member_id": member_id,
-        "member_epoch": epoch,
-        "rack_id": None,
-        "subscribed_topic_names": list(topics) if topics is not None else None,
-    }
-    req.update(kw)
-    out: list[dict] = []
-    h.coordinator.share.heartbeat(req, "client", "/127.0.0.1", out.append)
-    assert len(out) == 1
-    return out[0]
 
 
 def _parts(resp) -> set[tuple[uuid.UUID, int]]:
@@ -187,7 +167,7 @@ def _share_types(records) -> list[tuple[int, bool]]:
 def test_records_are_written_and_a_new_coordinator_keeps_the_group(h):
     hb(h, "A")
     first = _share_types(written(h))
-    assert first == [(10, False), (11, False), (13, False), (12, False), (14, False)]
+    assert first == [(10, False), (11, False), (13, False), (12, False), (14, False), (15, False)]
     n = len(written(h))
     hb(h, "A", 1, topics=None)
     assert len(written(h)) == n  # a plain heartbeat writes nothing
@@ -214,3 +194,24 @@ def test_codec_round_trip():
     assert rc.decode_key(rc.key(rc.GROUP_METADATA, "g")) == (11, "g", None)
     with pytest.raises(ValueError):
         rc.decode_key(struct.pack(">h", 3) + b"\x00\x01g")
+
+
+def test_share_group_metrics(h):
+    from pykbroker.coordinator.group import coordinator_metrics as cm
+    from pykbroker.utils.metrics import MetricsRegistry
+
+    registry = MetricsRegistry()
+    h.manager.register_metrics(registry)
+
+    def gauge(name: str) -> float:
+        metric = registry.get(f"{cm.GROUP},name={name}")
+        assert metric is not None, name
+        return metric.value
+
+    hb(h, "A")
+    hb(h, "B")
+    assert gauge("group-count,protocol=share") == 1 and gauge("share-group-count,state=Stable") == 1
+    assert gauge("share-group-rebalance-count") == 2 and gauge("share-group-rebalance-rate") > 0
+    hb(h, "A", -1, topics=None)
+    hb(h, "B", -1, topics=None)
+    assert gauge("share-group-count,state=Empty") == 1 and gauge("share-group-count,state=Stable") == 0
