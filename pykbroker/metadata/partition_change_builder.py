@@ -172,6 +172,7 @@ def build(
     min_isr: int = 1,
     unclean_shutdown_replicas: Sequence[int] = (),
     target_directories: Mapping[int, uuid.UUID] | None = None,
+    default_dir: Callable[[int], uuid.UUID] | None = None,
 ) -> ApiMessageAndVersion | None:
     """The PartitionChangeRecord taking ``partition`` to ``target_isr`` (and the target replicas, removing
     and adding replicas; None = the partition's) with a fresh election and, when it can, the completion of
@@ -179,7 +180,8 @@ def build(
     (``eligible.leader.replicas.version`` >= 1) and ``min_isr`` (the topic's ``min.insync.replicas``) drive the
     KIP-966 rules; the record is then version 2 (ELR fields), else version 0. ``target_directories`` (broker id ->
     log directory id, Kafka's ``setDirectory``, KIP-858) sets replicas' directories; the others keep theirs (a
-    replica added by a reassignment gets UNASSIGNED); a record with ``directories`` is at least version 1."""
+    replica added by a reassignment gets ``default_dir(broker)``, Kafka's DefaultDirProvider, else UNASSIGNED); a
+    record with ``directories`` is at least version 1."""
     data: dict = {"topic_id": topic_id, "partition_id": partition_id}
     replicas = list(partition.replicas if target_replicas is None else target_replicas)
     removing = list(partition.removing_replicas if target_removing is None else target_removing)
@@ -214,7 +216,7 @@ def build(
         data["removing_replicas"] = removing
     if tuple(adding) != partition.adding_replicas:
         data["adding_replicas"] = adding
-    directories = _target_directories(partition, replicas, target_directories or {})
+    directories = _target_directories(partition, replicas, target_directories or {}, default_dir)
     if directories is not None and tuple(directories) != partition.directories:
         data["directories"] = directories
     if len(data) == 2:
@@ -227,7 +229,10 @@ def build(
 
 
 def _target_directories(
-    partition: PartitionRegistration, replicas: Sequence[int], changes: Mapping[int, uuid.UUID]
+    partition: PartitionRegistration,
+    replicas: Sequence[int],
+    changes: Mapping[int, uuid.UUID],
+    default_dir: Callable[[int], uuid.UUID] | None,
 ) -> list[uuid.UUID] | None:
     """The directories parallel to ``replicas`` (Kafka's ``PartitionChangeBuilder`` directories), or None when the
     partition has none (v0, every replica MIGRATING) and nothing assigns one."""
@@ -235,8 +240,10 @@ def _target_directories(
         return None
     current = dict(zip(partition.replicas, partition.directories, strict=False))
     current.update(changes)
-    default = directory_id.UNASSIGNED if partition.directories else directory_id.MIGRATING
-    return [current.get(r, default) for r in replicas]
+    if not partition.directories:
+        return [current.get(r, directory_id.MIGRATING) for r in replicas]
+    fallback = default_dir or (lambda _broker: directory_id.UNASSIGNED)
+    return [current[r] if r in current else fallback(r) for r in replicas]
 
 
 def _update_last_known_leader(partition: PartitionRegistration, data: dict) -> None:

@@ -106,6 +106,7 @@ def _alter_one(
         target_replicas=new_replicas,
         target_removing=removing,
         target_adding=adding,
+        default_dir=replication.cluster.default_dir,
         **replication.elr_options(name),
     )
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import random
 import uuid
 
-from pykbroker.metadata import directory_id
+from pykbroker.metadata import directory_id, partition_change_builder
 from pykbroker.metadata.cluster_control_manager import ClusterControlManager
 from pykbroker.metadata.configuration_control_manager import ConfigurationControlManager
+from pykbroker.metadata.partition_registration import PartitionRegistration
 from pykbroker.metadata.records import (
     BROKER_REGISTRATION_CHANGE_RECORD,
     PARTITION_CHANGE_RECORD,
@@ -146,3 +147,22 @@ def test_before_metadata_version_3_7_iv2_there_are_no_directories():
         raise AssertionError("directory assignment accepted before 3.7-IV2")
     except errors.UnsupportedVersionError:
         pass
+
+
+def test_a_reassignment_keeps_the_directories_of_the_replicas_that_stay():
+    part = PartitionRegistration((0, 1, 2), (0, 1, 2), leader=0, directories=(D1, E1, E2))
+    replicas, removing, adding = partition_change_builder.reassignment_replicas(part.replicas, [0, 1, 3])
+    record = partition_change_builder.build(
+        uuid.uuid4(),
+        0,
+        part,
+        list(part.isr),
+        lambda r: True,
+        target_replicas=replicas,
+        target_removing=removing,
+        target_adding=adding,
+        default_dir=lambda broker: D2 if broker == 3 else directory_id.UNASSIGNED,
+    )
+    assert record is not None and record.version >= 1
+    assert record.data["replicas"] == [0, 1, 3, 2]
+    assert record.data["directories"] == [D1, E1, D2, E2]
