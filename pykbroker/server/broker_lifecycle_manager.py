@@ -14,7 +14,9 @@
    registration, so the broker registers again.
 3. ``propagate_directory_failure(directory_id)`` (KIP-858, Kafka's ``propagateDirectoryFailure``): a failed log
    dir's id goes in every heartbeat's ``offline_log_dirs`` from then on, and a heartbeat is sent at once; the
-   controller moves the leadership of the partitions in it to other replicas.
+   controller moves the leadership of the partitions in it to other replicas. When no heartbeat carrying it was
+   answered within ``log.dir.failure.timeout.ms`` (``failure_timeout_ms``), ``on_fatal(message)`` is called (the
+   broker halts: its replicas there could lead on otherwise).
 4. ``begin_controlled_shutdown()`` sets ``want_shut_down`` on the heartbeats until the controller answers
    ``should_shut_down`` (``shutdown_ready`` is set): by then it has moved leadership away from this
    broker. ``close()`` stops the heartbeats.
@@ -55,6 +57,8 @@ class BrokerLifecycleManager:
         channel: NodeToControllerChannelManager,
         heartbeat_interval_ms: int,
         metadata_offset: Callable[[], int],
+        failure_timeout_ms: int = 30000,
+        on_fatal: Callable[[str], None] | None = None,
     ):
         self.node_id = node_id
         self.channel = channel
@@ -70,11 +74,16 @@ class BrokerLifecycleManager:
         self._want_shut_down = False
         self._closed = False
         self._offline_dirs: list[uuid.UUID] = []
+        self.failure_timeout_ms = failure_timeout_ms
+        self.on_fatal = on_fatal
+        #: the offline dirs a heartbeat answered without error has carried (Kafka's ``offlineDirs`` values)
+        self._acknowledged_dirs: set[uuid.UUID] = set()
         # send thread only: one heartbeat in flight at a time; a scheduled heartbeat of an older generation is
         # dropped (a heartbeat sent right away replaced it); _immediate: send the next one as soon as this is answered
         self._hb_generation = 0
         self._hb_in_flight = False
         self._immediate = False
+        self._sent_offline_dirs: list[uuid.UUID] = []
 
     # ---- public API ---------------------------------------------------------------------------
     def start(self, registration: dict) -> Future:
@@ -98,6 +107,15 @@ class BrokerLifecycleManager:
         self._log.warning(f"Reporting log directory {directory_id} offline to the controller")
         if self.broker_epoch >= 0:
             self.channel.send_thread.schedule(0, self._heartbeat_now)
+        self.channel.send_thread.schedule(self.failure_timeout_ms, lambda: self._check_acknowledged(directory_id))
+
+    def _check_acknowledged(self, directory_id: uuid.UUID) -> None:
+        """Kafka's ``OfflineDirBrokerFailureEvent``."""
+        if directory_id not in self._acknowledged_dirs and not self._closed:
+            message = f"Shutting down because couldn't communicate offline log dir {directory_id} with controllers"
+            self._log.error(message)
+            if self.on_fatal is not None:
+                self.on_fatal(message)
 
     def close(self) -> None:
         self._closed = True
@@ -152,6 +170,7 @@ class BrokerLifecycleManager:
         if self._closed or self._hb_in_flight or (generation is not None and generation != self._hb_generation):
             return
         self._hb_in_flight = True
+        self._sent_offline_dirs = list(self._offline_dirs)
         body = {
             "broker_id": self.node_id,
             "broker_epoch": self.broker_epoch,
@@ -181,6 +200,7 @@ class BrokerLifecycleManager:
             self.channel.send_thread.schedule(0, self._send_registration)
             return
         if code == errors.NONE:
+            self._acknowledged_dirs.update(self._sent_offline_dirs)
             if response.get("is_caught_up"):
                 if not self.caught_up.is_set():
                     self._log.info("The broker has caught up. Transitioning from STARTING to RECOVERY.")

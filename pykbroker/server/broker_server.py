@@ -57,6 +57,7 @@ from pykbroker.config.broker_configs.server_log_configs import (
     AUTO_CREATE_TOPICS_ENABLE_CONFIG,
     LOG_CLEANER_BACKOFF_MS_CONFIG,
     LOG_CLEANER_ENABLE_CONFIG,
+    LOG_DIR_FAILURE_TIMEOUT_MS_CONFIG,
 )
 from pykbroker.config.broker_configs.socket_server_configs import LISTENERS_CONFIG
 from pykbroker.config.broker_configs.transaction_configs import TRANSACTION_PARTITION_VERIFICATION_ENABLE_CONFIG
@@ -278,6 +279,8 @@ class BrokerServer:
             channel,
             config[BROKER_HEARTBEAT_INTERVAL_MS_CONFIG],
             lambda: cache.image.offset,
+            failure_timeout_ms=config[LOG_DIR_FAILURE_TIMEOUT_MS_CONFIG],
+            on_fatal=lambda message: os._exit(1),
         )
         # KIP-858: failed log dirs go to the controller in the heartbeats, replicas' directories in
         # AssignReplicasToDirs

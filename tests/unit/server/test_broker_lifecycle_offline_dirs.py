@@ -65,6 +65,7 @@ def test_a_failed_dir_goes_in_the_next_heartbeat_at_once_and_stays_out_of_a_new_
     assert second["offline_log_dirs"] == [D1]
 
     in_flight.set_result(heartbeat_ok())
+    channel.timers = [(d, fn) for d, fn in channel.timers if d != 30000]  # log.dir.failure.timeout.ms's check
     assert [d for d, _ in channel.timers] == [5000]  # back to the interval, one chain of heartbeats
     for _, fn in channel.timers:
         fn()
@@ -92,3 +93,40 @@ def test_a_failure_reported_with_no_heartbeat_in_flight_sends_one_now_and_drops_
     assert body["offline_log_dirs"] == [D2]
     scheduled()  # the heartbeat scheduled before: dropped
     assert len(channel.pending(ApiKeys.BROKER_HEARTBEAT)) == 1
+
+
+def run_timer(channel: FakeChannel, delay_ms: int) -> None:
+    due = [fn for d, fn in channel.timers if d == delay_ms]
+    channel.timers = [(d, fn) for d, fn in channel.timers if d != delay_ms]
+    for fn in due:
+        fn()
+
+
+def registered(fatal: list[str]) -> tuple[FakeChannel, BrokerLifecycleManager]:
+    channel = FakeChannel()
+    manager = BrokerLifecycleManager(101, channel, 5000, lambda: 42, failure_timeout_ms=3000, on_fatal=fatal.append)
+    manager.start({"broker_id": 101, "log_dirs": [D1, D2]})
+    channel.pending(ApiKeys.BROKER_REGISTRATION)[0][1].set_result({"error_code": errors.NONE, "broker_epoch": 7})
+    return channel, manager
+
+
+def test_a_failed_dir_no_controller_heard_of_in_log_dir_failure_timeout_ms_is_fatal():
+    fatal: list[str] = []
+    channel, manager = registered(fatal)
+    manager.propagate_directory_failure(D1)
+    channel.pending(ApiKeys.BROKER_HEARTBEAT)[0][1].set_exception(TimeoutError("no controller"))
+    channel.run_due()
+    channel.pending(ApiKeys.BROKER_HEARTBEAT)[0][1].set_exception(TimeoutError("no controller"))
+    run_timer(channel, 3000)
+    assert fatal == [f"Shutting down because couldn't communicate offline log dir {D1} with controllers"]
+
+
+def test_a_failed_dir_the_controller_heard_of_is_not_fatal():
+    fatal: list[str] = []
+    channel, manager = registered(fatal)
+    manager.propagate_directory_failure(D1)
+    channel.pending(ApiKeys.BROKER_HEARTBEAT)[0][1].set_result(heartbeat_ok())  # sent before the failure
+    channel.run_due()
+    channel.pending(ApiKeys.BROKER_HEARTBEAT)[0][1].set_result(heartbeat_ok())  # carried D1
+    run_timer(channel, 3000)
+    assert fatal == []
