@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import threading
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -146,6 +147,9 @@ class LogManager:
         self.clean_shutdown_broker_epochs: dict[str, int | None] = {}
         self.log_dir_failure_channel = log_dir_failure_channel or LogDirFailureChannel(len(self.log_dirs))
         self._live_log_dirs: list[str] = list(self.log_dirs)
+        #: log dir -> its ``directory.id`` (meta.properties, KIP-858; Kafka's ``LogManager.directoryIds``), set by
+        #: the server after start-up; a directory without one is absent
+        self.directory_ids: dict[str, uuid.UUID] = {}
         for d in self.log_dirs:
             os.makedirs(d, exist_ok=True)
 
@@ -446,6 +450,11 @@ class LogManager:
         channel = self.log_dir_failure_channel
         with self._lock:
             return [d for d in self._live_log_dirs if not channel.has_offline_log_dir(d)]
+
+    def directory_id_of(self, topic: str, partition: int) -> uuid.UUID | None:
+        """The ``directory.id`` of the log dir holding ``topic-partition``'s log (None: no log or no id)."""
+        log_dir = self.log_dir_of(topic, partition)
+        return self.directory_ids.get(log_dir) if log_dir is not None else None
 
     def is_log_dir_online(self, log_dir: str) -> bool:
         return log_dir in self._live_log_dirs

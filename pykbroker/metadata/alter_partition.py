@@ -79,7 +79,7 @@ def alter_partition(
                 index,
                 part,
                 [b for b, _ in new_isr],
-                lambda r: replication.cluster.is_active(r),
+                replication.leader_acceptor(part),
                 **replication.elr_options(topic.name),
             )
             if record is not None:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pykbroker.metadata import directory_id
 from pykbroker.metadata.broker_heartbeat_manager import BrokerHeartbeatManager
 from pykbroker.metadata.controller_result import ControllerResult, api_error
 from pykbroker.metadata.features import IBP_3_3_IV3, METADATA_VERSION, MINIMUM_VERSION, register_broker_record_version
@@ -252,6 +253,20 @@ class ClusterControlManager:
             {"broker_id": broker_id, "broker_epoch": b.epoch, "fenced": 0, "in_controlled_shutdown": 1},
         )
 
+    def log_dirs_record(self, broker_id: int, online_dirs: list[uuid.UUID]) -> ApiMessageAndVersion:
+        """The BrokerRegistrationChangeRecord (v2) leaving ``broker_id`` with ``online_dirs`` (KIP-858)."""
+        return ApiMessageAndVersion(
+            BROKER_REGISTRATION_CHANGE_RECORD,
+            2,
+            {
+                "broker_id": broker_id,
+                "broker_epoch": self.brokers[broker_id].epoch,
+                "fenced": 0,
+                "in_controlled_shutdown": 0,
+                "log_dirs": list(online_dirs),
+            },
+        )
+
     def unregister_record(self, broker_id: int) -> ApiMessageAndVersion:
         return ApiMessageAndVersion(
             UNREGISTER_BROKER_RECORD, 0, {"broker_id": broker_id, "broker_epoch": self.brokers[broker_id].epoch}
@@ -275,6 +290,23 @@ class ClusterControlManager:
     def is_active(self, broker_id: int) -> bool:
         b = self.brokers.get(broker_id)
         return b is not None and not b.fenced and not b.in_controlled_shutdown
+
+    def has_online_dir(self, broker_id: int, directory: uuid.UUID) -> bool:
+        """Kafka's ``ClusterControlManager.hasOnlineDir``: ``directory`` is online in ``broker_id`` (False for an
+        unregistered broker; see :func:`~pykbroker.metadata.directory_id.is_online`)."""
+        b = self.brokers.get(broker_id)
+        return b is not None and directory_id.is_online(directory, b.log_dirs)
+
+    def default_dir(self, broker_id: int) -> uuid.UUID:
+        """Kafka's ``defaultDir``: the directory of a new replica on ``broker_id``: its only log dir; UNASSIGNED
+        with several (the broker reports where it put the log, AssignReplicasToDirs) or unregistered; MIGRATING
+        when it registered no directories."""
+        b = self.brokers.get(broker_id)
+        if b is None:
+            return directory_id.UNASSIGNED
+        if not b.log_dirs:
+            return directory_id.MIGRATING
+        return b.log_dirs[0] if len(b.log_dirs) == 1 else directory_id.UNASSIGNED
 
     def is_registered(self, broker_id: int) -> bool:
         return broker_id in self.brokers
@@ -327,6 +359,8 @@ class ClusterControlManager:
             b = self.brokers.get(d["broker_id"])
             if b is not None:
                 b.fenced, b.in_controlled_shutdown = apply_registration_change(b.fenced, b.in_controlled_shutdown, d)
+                if d.get("log_dirs"):  # KIP-858: the directories still online (empty: unchanged)
+                    b.log_dirs = list(d["log_dirs"])
                 if hbm is not None:
                     hbm.register(b.id, b.fenced)
 

@@ -224,7 +224,10 @@ class MetadataDelta:
             current = self._broker(d["broker_id"])
             if current is not None:
                 fenced, shutdown = apply_registration_change(current.fenced, current.in_controlled_shutdown, d)
-                self.broker_changes[d["broker_id"]] = replace(current, fenced=fenced, in_controlled_shutdown=shutdown)
+                log_dirs = tuple(d["log_dirs"]) if d.get("log_dirs") else current.log_dirs  # KIP-858
+                self.broker_changes[d["broker_id"]] = replace(
+                    current, fenced=fenced, in_controlled_shutdown=shutdown, log_dirs=log_dirs
+                )
                 if fenced and not current.fenced:
                     self.fenced_brokers.add(d["broker_id"])
         elif name == PRODUCER_IDS_RECORD:

@@ -71,7 +71,7 @@ def _elect(
     if part is None:
         return errors.UNKNOWN_TOPIC_OR_PARTITION, f"The partition {topic}-{index} does not exist."
     assert info is not None  # a partition was found in it
-    active = replication.cluster.is_active
+    active = replication.leader_acceptor(part)
     if election_type == PREFERRED:
         preferred = part.replicas[0] if part.replicas else NO_LEADER
         if part.leader == preferred:
@@ -104,12 +104,12 @@ def balance_partition_leaders(
 ) -> ControllerResult[None]:
     """Preferred-leader elections for imbalanced partitions whose preferred replica can lead."""
     records: list[ApiMessageAndVersion] = []
-    active = replication.cluster.is_active
     for info in replication.topics.values():
         for index, part in sorted(info.parts.items()):
             if len(records) >= max_elections:
                 return ControllerResult(records, None)
             preferred = part.replicas[0] if part.replicas else NO_LEADER
+            active = replication.leader_acceptor(part)
             if part.leader != preferred and preferred in part.isr and active(preferred):
                 record = partition_change_builder.build_leader_change(info.id, index, part, preferred)
                 if record is not None:

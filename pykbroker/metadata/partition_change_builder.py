@@ -40,13 +40,16 @@ Pure functions; no state.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
+from pykbroker.metadata import directory_id
 from pykbroker.metadata.partition_registration import PartitionRegistration
 from pykbroker.metadata.records import NO_LEADER, NO_LEADER_CHANGE, PARTITION_CHANGE_RECORD, ApiMessageAndVersion
 
 #: PartitionChangeRecord version written without ELR (no directories, as PartitionRecord v0)
 PARTITION_CHANGE_RECORD_VERSION = 0
+#: ... with directories (KIP-858, Kafka's version from 3.7-IV2)
+PARTITION_CHANGE_RECORD_DIRECTORIES_VERSION = 1
 #: ... and with ELR enabled (``eligible_leader_replicas`` / ``last_known_elr``, Kafka's version from 4.0-IV1)
 PARTITION_CHANGE_RECORD_ELR_VERSION = 2
 
@@ -168,12 +171,17 @@ def build(
     elr_enabled: bool = False,
     min_isr: int = 1,
     unclean_shutdown_replicas: Sequence[int] = (),
+    target_directories: Mapping[int, uuid.UUID] | None = None,
+    default_dir: Callable[[int], uuid.UUID] | None = None,
 ) -> ApiMessageAndVersion | None:
     """The PartitionChangeRecord taking ``partition`` to ``target_isr`` (and the target replicas, removing
     and adding replicas; None = the partition's) with a fresh election and, when it can, the completion of
     a reassignment (module docstring), or None if it would change nothing. ``elr_enabled``
     (``eligible.leader.replicas.version`` >= 1) and ``min_isr`` (the topic's ``min.insync.replicas``) drive the
-    KIP-966 rules; the record is then version 2 (ELR fields), else version 0."""
+    KIP-966 rules; the record is then version 2 (ELR fields), else version 0. ``target_directories`` (broker id ->
+    log directory id, Kafka's ``setDirectory``, KIP-858) sets replicas' directories; the others keep theirs (a
+    replica added by a reassignment gets ``default_dir(broker)``, Kafka's DefaultDirProvider, else UNASSIGNED); a
+    record with ``directories`` is at least version 1."""
     data: dict = {"topic_id": topic_id, "partition_id": partition_id}
     replicas = list(partition.replicas if target_replicas is None else target_replicas)
     removing = list(partition.removing_replicas if target_removing is None else target_removing)
@@ -208,11 +216,34 @@ def build(
         data["removing_replicas"] = removing
     if tuple(adding) != partition.adding_replicas:
         data["adding_replicas"] = adding
+    directories = _target_directories(partition, replicas, target_directories or {}, default_dir)
+    if directories is not None and tuple(directories) != partition.directories:
+        data["directories"] = directories
     if len(data) == 2:
         return None
     has_elr_fields = "eligible_leader_replicas" in data or "last_known_elr" in data
     version = PARTITION_CHANGE_RECORD_ELR_VERSION if elr_enabled or has_elr_fields else PARTITION_CHANGE_RECORD_VERSION
+    if "directories" in data:
+        version = max(version, PARTITION_CHANGE_RECORD_DIRECTORIES_VERSION)
     return ApiMessageAndVersion(PARTITION_CHANGE_RECORD, version, data)
+
+
+def _target_directories(
+    partition: PartitionRegistration,
+    replicas: Sequence[int],
+    changes: Mapping[int, uuid.UUID],
+    default_dir: Callable[[int], uuid.UUID] | None,
+) -> list[uuid.UUID] | None:
+    """The directories parallel to ``replicas`` (Kafka's ``PartitionChangeBuilder`` directories), or None when the
+    partition has none (v0, every replica MIGRATING) and nothing assigns one."""
+    if not changes and len(partition.directories) != len(partition.replicas):
+        return None
+    current = dict(zip(partition.replicas, partition.directories, strict=False))
+    current.update(changes)
+    if not partition.directories:
+        return [current.get(r, directory_id.MIGRATING) for r in replicas]
+    fallback = default_dir or (lambda _broker: directory_id.UNASSIGNED)
+    return [current[r] if r in current else fallback(r) for r in replicas]
 
 
 def _update_last_known_leader(partition: PartitionRegistration, data: dict) -> None:

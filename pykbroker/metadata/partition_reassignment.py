@@ -92,7 +92,7 @@ def _alter_one(
     if part is None:
         raise _Refused(errors.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {name}:{index}.")
     unclean = replication.configs.unclean_leader_election_enabled_for_topic(name)
-    acceptable = replication.cluster.is_active
+    acceptable = replication.leader_acceptor(part)
     if replicas is None:
         return _cancel(info.id, name, index, part, unclean, acceptable, replication.elr_options(name))
     _validate_target(replication, list(replicas))
@@ -106,6 +106,7 @@ def _alter_one(
         target_replicas=new_replicas,
         target_removing=removing,
         target_adding=adding,
+        default_dir=replication.cluster.default_dir,
         **replication.elr_options(name),
     )
 

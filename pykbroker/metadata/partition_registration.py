@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pykbroker.metadata.directory_id import directory_of
 from pykbroker.metadata.records import (
     LEADER_RECOVERED,
     NO_LEADER,
@@ -87,4 +88,9 @@ class PartitionRegistration:
             self.adding_replicas,
             self.elr,
             self.last_known_elr,
+            self.directories,
         )
+
+    def directory(self, broker_id: int) -> uuid.UUID:
+        """The log directory id of ``broker_id``'s replica (KIP-858; MIGRATING when unknown)."""
+        return directory_of(self.replicas, self.directories, broker_id)

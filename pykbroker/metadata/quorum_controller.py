@@ -314,6 +314,12 @@ class QuorumController:
             ),
         )
 
+    def assign_replicas_to_dirs(self, request: dict[str, Any]) -> Future:
+        """AssignReplicasToDirs (73, KIP-858) -> ``{error_code, directories}`` (see
+        ``ReplicationControlManager.assign_replicas_to_dirs``), completed once the PartitionChangeRecords commit;
+        UnsupportedVersionError / StaleBrokerEpochError fail the future."""
+        return self._write("assignReplicasToDirs", lambda: self.managers.replication.assign_replicas_to_dirs(request))
+
     def alter_partition(self, request: dict[str, Any], version: int = 3) -> Future:
         """AlterPartition (a leader's ISR change) -> the AlterPartition response body, completed once the
         PartitionChangeRecords commit (see :mod:`pykbroker.metadata.alter_partition`). A stale broker

@@ -64,10 +64,12 @@ def partition_record(
     adding_replicas: list[int] | tuple[int, ...] = (),
     elr: list[int] | tuple[int, ...] = (),
     last_known_elr: list[int] | tuple[int, ...] = (),
+    directories: list[uuid.UUID] | tuple[uuid.UUID, ...] = (),
 ) -> ApiMessageAndVersion:
-    """Version 0 (no directory assignment: pykbroker does not do JBOD directory ids). ``removing_replicas`` /
-    ``adding_replicas``: an ongoing reassignment's (KIP-455), so a snapshot keeps it. With eligible leader
-    replicas or a last known ELR (KIP-966) version 2, its directories unassigned (zero UUIDs)."""
+    """Version 0 without directories (every replica's directory MIGRATING, all zeros). ``removing_replicas`` /
+    ``adding_replicas``: an ongoing reassignment's (KIP-455), so a snapshot keeps it. ``directories`` (KIP-858,
+    parallel to ``replicas``; empty or all MIGRATING = none): version 1. With eligible leader replicas or a last
+    known ELR (KIP-966) version 2, its directories MIGRATING when none are given."""
     data: dict[str, Any] = {
         "partition_id": partition_id,
         "topic_id": topic_id,
@@ -80,9 +82,13 @@ def partition_record(
         "leader_epoch": leader_epoch,
         "partition_epoch": partition_epoch,
     }
+    has_directories = len(directories) == len(replicas) and any(d.int != 0 for d in directories)
     if not elr and not last_known_elr:
-        return ApiMessageAndVersion(PARTITION_RECORD, 0, data)
-    data["directories"] = [uuid.UUID(int=0)] * len(replicas)
+        if not has_directories:
+            return ApiMessageAndVersion(PARTITION_RECORD, 0, data)
+        data["directories"] = list(directories)
+        return ApiMessageAndVersion(PARTITION_RECORD, 1, data)
+    data["directories"] = list(directories) if has_directories else [uuid.UUID(int=0)] * len(replicas)
     data["eligible_leader_replicas"] = list(elr)
     data["last_known_elr"] = list(last_known_elr)
     return ApiMessageAndVersion(PARTITION_RECORD, 2, data)

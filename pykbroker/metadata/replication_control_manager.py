@@ -41,12 +41,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pykbroker.metadata import partition_change_builder, topic_names
+from pykbroker.metadata import directory_id, partition_change_builder, topic_names
 from pykbroker.metadata.broker_heartbeat_manager import BrokerControlState
 from pykbroker.metadata.brokers_to_isrs import BrokersToIsrs
 from pykbroker.metadata.cluster_control_manager import ClusterControlManager
 from pykbroker.metadata.configuration_control_manager import SET, ConfigurationControlManager
 from pykbroker.metadata.controller_result import ControllerResult, MutationQuota
+from pykbroker.metadata.features import IBP_3_7_IV2
 from pykbroker.metadata.partition_registration import PartitionRegistration
 from pykbroker.metadata.records import (
     NO_LEADER,
@@ -103,6 +104,8 @@ class ReplicationControlManager:
         self.topics_by_name: dict[str, uuid.UUID] = {}
         self.topics_with_collision_chars: dict[str, set[str]] = {}
         self.brokers_to_isrs = BrokersToIsrs()
+        #: log directory id -> the partitions with a replica in it (Kafka's ``directoriesToPartitions``, KIP-858)
+        self.directories_to_partitions: dict[uuid.UUID, set[tuple[uuid.UUID, int]]] = {}
         #: whether ``eligible.leader.replicas.version`` >= 1 is finalized (KIP-966); the controller sets it
         self.elr_enabled: Callable[[], bool] = lambda: False
         self._log = get_logger("ReplicationControlManager")
@@ -113,6 +116,22 @@ class ReplicationControlManager:
         ``{elr_enabled, min_isr}`` (Kafka's ``isElrEnabled()`` and the topic's ``min.insync.replicas``)."""
         enabled = self.elr_enabled()
         return {"elr_enabled": enabled, "min_isr": self.configs.min_isr_for_topic(topic) if enabled else 1}
+
+    def leader_acceptor(self, part: PartitionRegistration) -> Callable[[int], bool]:
+        """Kafka's ``LeaderAcceptor``: which replicas of ``part`` may lead: active brokers (not fenced, not in
+        controlled shutdown) whose replica's log directory is online (KIP-858)."""
+
+        def acceptable(broker_id: int) -> bool:
+            return self.cluster.is_active(broker_id) and self.cluster.has_online_dir(
+                broker_id, part.directory(broker_id)
+            )
+
+        return acceptable
+
+    def directory_assignment_supported(self) -> bool:
+        """metadata.version 3.7-IV2 or later (Kafka's ``isDirectoryAssignmentSupported``, KIP-858)."""
+        mv = self.cluster.metadata_version()
+        return mv is None or mv >= IBP_3_7_IV2
 
     def topic_exists(self, name: str) -> bool:
         return name in self.topics_by_name
@@ -273,7 +292,7 @@ class ReplicationControlManager:
                         "All brokers specified in the manual "
                         f"partition assignment for partition {index} are fenced or in controlled shutdown.",
                     )
-                parts[index] = _new_registration(replicas, isr)
+                parts[index] = self._new_registration(replicas, isr)
             if any(i not in parts for i in range(len(parts))):
                 raise _Rejected(
                     errors.INVALID_REPLICA_ASSIGNMENT, "partitions should be a consecutive 0-based integer sequence"
@@ -307,7 +326,7 @@ class ReplicationControlManager:
                     f"Unable to replicate the partition {replication_factor} time(s): All brokers "
                     "are currently fenced or in controlled shutdown.",
                 )
-            parts[start + i] = _new_registration(replicas, isr)
+            parts[start + i] = self._new_registration(replicas, isr)
         return parts
 
     def _validate_manual_assignment(self, replicas: list[int], rf: int | None) -> None:
@@ -464,7 +483,7 @@ class ReplicationControlManager:
                         f"partition assignment for partition {current + i} are fenced or in "
                         "controlled shutdown.",
                     )
-                parts[current + i] = _new_registration(replicas, isr)
+                parts[current + i] = self._new_registration(replicas, isr)
         else:
             parts = self._place(current, additional, rf)
         return [p.to_record(info.id, i) for i, p in sorted(parts.items())]
@@ -498,6 +517,10 @@ class ReplicationControlManager:
                 self.handle_broker_in_controlled_shutdown(broker_id, records)
         offset = int(request["current_metadata_offset"])
         hbm.touch(broker_id, nxt.fenced, offset)
+        if self.directory_assignment_supported():
+            self.handle_directories_offline(
+                broker_id, broker_epoch, list(request.get("offline_log_dirs") or ()), records
+            )
         return ControllerResult(
             records,
             {
@@ -607,6 +630,84 @@ class ReplicationControlManager:
             self.brokers_to_isrs.partitions_with_broker_in_isr(broker_id),
         )
 
+    def handle_directories_offline(
+        self, broker_id: int, broker_epoch: int, offline_dirs: list[uuid.UUID], records: list[ApiMessageAndVersion]
+    ) -> None:
+        """Kafka's ``handleDirectoriesOffline`` (KIP-858): the directories of ``offline_dirs`` that ``broker_id``'s
+        registration still has online go offline: the broker leaves the ISR of every partition with a replica in
+        them (their leadership moves to another ISR member; the replica may not lead while its directory is
+        offline) and a BrokerRegistrationChangeRecord (v2) keeps its other directories online."""
+        registration = self.cluster.brokers[broker_id]
+        newly_offline = [d for d in registration.log_dirs if d in offline_dirs]
+        if not newly_offline:
+            return
+        for directory in newly_offline:
+            parts = sorted(self.directories_to_partitions.get(directory, ()), key=lambda tp: (str(tp[0]), tp[1]))
+            self.generate_leader_and_isr_updates(
+                f"handleDirectoriesOffline[{broker_id}:{directory}]", broker_id, NO_LEADER, records, parts
+            )
+        online = [d for d in registration.log_dirs if d not in offline_dirs]
+        records.append(self.cluster.log_dirs_record(broker_id, online))
+        self._log.warning(
+            f"Directories {newly_offline} in broker {broker_id} marked offline, remaining directories: {online}"
+        )
+
+    def assign_replicas_to_dirs(self, request: dict[str, Any]) -> ControllerResult[dict]:
+        """AssignReplicasToDirs (73, KIP-858, Kafka's ``handleAssignReplicasToDirs``): ``{broker_id, broker_epoch,
+        directories: [{id, topics: [{topic_id, partitions: [{partition_index}]}]}]}`` -> the same shape with an
+        ``error_code`` per partition (UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER for a
+        partition without a replica on the broker) and a top-level ``error_code``. Records: a PartitionChangeRecord
+        setting the replica's directory; a replica assigned to an offline directory also leaves the ISR (leadership
+        moves). Raises UnsupportedVersionError before metadata.version 3.7-IV2, StaleBrokerEpochError /
+        BrokerIdNotRegisteredError for another epoch / an unknown broker."""
+        if not self.directory_assignment_supported():
+            raise errors.UnsupportedVersionError("Directory assignment is not supported yet.")
+        broker_id = int(request["broker_id"])
+        self.cluster.check_broker_epoch(broker_id, int(request.get("broker_epoch", -1)))
+        records: list[ApiMessageAndVersion] = []
+        offline_assigned: list[tuple[uuid.UUID, int]] = []
+        out_dirs = []
+        for req_dir in request.get("directories") or []:
+            dir_id = req_dir["id"]
+            offline = not self.cluster.has_online_dir(broker_id, dir_id)
+            out_topics = []
+            for req_topic in req_dir.get("topics") or []:
+                topic_id = req_topic["topic_id"]
+                info = self.topics.get(topic_id)
+                out_parts = []
+                for req_part in req_topic.get("partitions") or []:
+                    index = int(req_part["partition_index"])
+                    code = errors.NONE
+                    part = info.parts.get(index) if info is not None else None
+                    if info is None:
+                        code = errors.UNKNOWN_TOPIC_ID
+                    elif part is None:
+                        code = errors.UNKNOWN_TOPIC_OR_PARTITION
+                    elif broker_id not in part.replicas:
+                        code = errors.NOT_LEADER_OR_FOLLOWER
+                    else:
+                        record = partition_change_builder.build(
+                            topic_id,
+                            index,
+                            part,
+                            list(part.isr),
+                            self.leader_acceptor(part),
+                            target_directories={broker_id: dir_id},
+                            **self.elr_options(info.name),
+                        )
+                        if record is not None:
+                            records.append(record)
+                        if offline:
+                            offline_assigned.append((topic_id, index))
+                    out_parts.append({"partition_index": index, "error_code": code})
+                out_topics.append({"topic_id": topic_id, "partitions": out_parts})
+            out_dirs.append({"id": dir_id, "topics": out_topics})
+        if offline_assigned:
+            self.generate_leader_and_isr_updates(
+                "offline-dir-assignment", broker_id, NO_LEADER, records, offline_assigned
+            )
+        return ControllerResult(records, {"error_code": errors.NONE, "directories": out_dirs})
+
     def handle_broker_unclean_shutdown(self, broker_id: int, records: list[ApiMessageAndVersion]) -> None:
         """Kafka's ``handleBrokerUncleanShutdown`` (ELR enabled): a new incarnation of ``broker_id`` that did
         not shut down cleanly leaves every ISR and ELR (its log may have lost acknowledged records)."""
@@ -641,15 +742,19 @@ class ReplicationControlManager:
         and may not lead; ``broker_to_add`` (or NO_LEADER) may lead although not yet active;
         ``unclean_shutdown`` (or NO_LEADER) leaves the ISR and the ELR and may not lead."""
 
-        def acceptable(r: int) -> bool:
-            return r not in (broker_to_remove, unclean_shutdown) and (r == broker_to_add or self.cluster.is_active(r))
-
         before = len(records)
         for topic_id, partition_id in partitions:
             topic = self.topics.get(topic_id)
             if topic is None or partition_id not in topic.parts:
                 raise RuntimeError(f"Partition {topic_id}-{partition_id} is indexed but not in the topics map")
             part = topic.parts[partition_id]
+
+            def acceptable(r: int, part: PartitionRegistration = part) -> bool:
+                if r in (broker_to_remove, unclean_shutdown):
+                    return False
+                active = r == broker_to_add or self.cluster.is_active(r)
+                return active and self.cluster.has_online_dir(r, part.directory(r))
+
             target_isr = [b for b in part.isr if b not in (broker_to_remove, unclean_shutdown)]
             record = partition_change_builder.build(
                 topic_id,
@@ -682,6 +787,7 @@ class ReplicationControlManager:
             tp = (d["topic_id"], d["partition_id"])
             new = PartitionRegistration.from_record(d)
             self.brokers_to_isrs.update(tp, info.parts.get(tp[1]), new)
+            self._update_partition_directories(tp, info.parts.get(tp[1]), new)
             info.parts[tp[1]] = new
         elif record.name == PARTITION_CHANGE_RECORD:
             info = self.topics.get(d["topic_id"])
@@ -691,6 +797,7 @@ class ReplicationControlManager:
             old = info.parts[tp[1]]
             new = old.merge(d)
             self.brokers_to_isrs.update(tp, old, new)
+            self._update_partition_directories(tp, old, new)
             info.parts[tp[1]] = new
         elif record.name == REMOVE_TOPIC_RECORD:
             info = self.topics.pop(d["topic_id"], None)
@@ -698,6 +805,7 @@ class ReplicationControlManager:
                 raise ValueError(f"RemoveTopicRecord for unknown topic id {d['topic_id']}")
             for p, reg in info.parts.items():
                 self.brokers_to_isrs.update((info.id, p), reg, None)
+                self._update_partition_directories((info.id, p), reg, None)
             del self.topics_by_name[info.name]
             key = topic_names.unify_collision_chars(info.name)
             colliding = self.topics_with_collision_chars.get(key)
@@ -707,9 +815,32 @@ class ReplicationControlManager:
                     del self.topics_with_collision_chars[key]
             self.configs.delete_topic_configs(info.name)
 
+    def _new_registration(self, replicas: list[int], isr: list[int]) -> PartitionRegistration:
+        """A new partition: the first ISR member leads; each replica's directory is its broker's default
+        (KIP-858: its only log dir, else UNASSIGNED until the broker assigns it) from metadata.version 3.7-IV2."""
+        directories: tuple[uuid.UUID, ...] = ()
+        if self.directory_assignment_supported():
+            directories = tuple(self.cluster.default_dir(b) for b in replicas)
+        return PartitionRegistration(
+            tuple(replicas), tuple(isr), leader=isr[0], leader_epoch=0, partition_epoch=0, directories=directories
+        )
 
-def _new_registration(replicas: list[int], isr: list[int]) -> PartitionRegistration:
-    return PartitionRegistration(tuple(replicas), tuple(isr), leader=isr[0], leader_epoch=0, partition_epoch=0)
+    def _update_partition_directories(
+        self, tp: tuple[uuid.UUID, int], old: PartitionRegistration | None, new: PartitionRegistration | None
+    ) -> None:
+        """Kafka's ``updatePartitionDirectories``: index ``tp`` under its replicas' directories (reserved ids are
+        not indexed)."""
+        if old is not None:
+            for d in old.directories:
+                parts = self.directories_to_partitions.get(d)
+                if parts is not None:
+                    parts.discard(tp)
+                    if not parts:
+                        del self.directories_to_partitions[d]
+        if new is not None:
+            for d in new.directories:
+                if not directory_id.reserved(d):
+                    self.directories_to_partitions.setdefault(d, set()).add(tp)
 
 
 def _failed_topic(name: str, code: int, message: str | None) -> dict:

@@ -104,6 +104,7 @@ CONTROLLER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.BROKER_HEARTBEAT: (0, 1),
     ApiKeys.UNREGISTER_BROKER: (0, 0),
     ApiKeys.ALLOCATE_PRODUCER_IDS: (0, 0),
+    ApiKeys.ASSIGN_REPLICAS_TO_DIRS: (0, 0),
     ApiKeys.ALTER_PARTITION: (2, 3),
     ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKeys.CREATE_ACLS: (1, 3),

@@ -12,7 +12,12 @@
    is unfenced soon after it catches up. Kafka sends the next heartbeat right away in that state.
    STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED means the controller no longer knows this
    registration, so the broker registers again.
-3. ``begin_controlled_shutdown()`` sets ``want_shut_down`` on the heartbeats until the controller answers
+3. ``propagate_directory_failure(directory_id)`` (KIP-858, Kafka's ``propagateDirectoryFailure``): a failed log
+   dir's id goes in every heartbeat's ``offline_log_dirs`` from then on, and a heartbeat is sent at once; the
+   controller moves the leadership of the partitions in it to other replicas. When no heartbeat carrying it was
+   answered within ``log.dir.failure.timeout.ms`` (``failure_timeout_ms``), ``on_fatal(message)`` is called (the
+   broker halts: its replicas there could lead on otherwise).
+4. ``begin_controlled_shutdown()`` sets ``want_shut_down`` on the heartbeats until the controller answers
    ``should_shut_down`` (``shutdown_ready`` is set): by then it has moved leadership away from this
    broker. ``close()`` stops the heartbeats.
 
@@ -23,6 +28,7 @@ public methods and the events are thread-safe.
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
 
@@ -51,6 +57,8 @@ class BrokerLifecycleManager:
         channel: NodeToControllerChannelManager,
         heartbeat_interval_ms: int,
         metadata_offset: Callable[[], int],
+        failure_timeout_ms: int = 30000,
+        on_fatal: Callable[[str], None] | None = None,
     ):
         self.node_id = node_id
         self.channel = channel
@@ -65,6 +73,17 @@ class BrokerLifecycleManager:
         self._registration: dict | None = None
         self._want_shut_down = False
         self._closed = False
+        self._offline_dirs: list[uuid.UUID] = []
+        self.failure_timeout_ms = failure_timeout_ms
+        self.on_fatal = on_fatal
+        #: the offline dirs a heartbeat answered without error has carried (Kafka's ``offlineDirs`` values)
+        self._acknowledged_dirs: set[uuid.UUID] = set()
+        # send thread only: one heartbeat in flight at a time; a scheduled heartbeat of an older generation is
+        # dropped (a heartbeat sent right away replaced it); _immediate: send the next one as soon as this is answered
+        self._hb_generation = 0
+        self._hb_in_flight = False
+        self._immediate = False
+        self._sent_offline_dirs: list[uuid.UUID] = []
 
     # ---- public API ---------------------------------------------------------------------------
     def start(self, registration: dict) -> Future:
@@ -78,7 +97,25 @@ class BrokerLifecycleManager:
         if self.broker_epoch < 0:
             self.shutdown_ready.set()
             return
-        self.channel.send_thread.schedule(0, self._send_heartbeat)
+        self.channel.send_thread.schedule(0, self._heartbeat_now)
+
+    def propagate_directory_failure(self, directory_id: uuid.UUID) -> None:
+        """Report the log dir ``directory_id`` offline in the heartbeats from now on, starting with one sent now."""
+        if directory_id in self._offline_dirs:
+            return
+        self._offline_dirs = [*self._offline_dirs, directory_id]
+        self._log.warning(f"Reporting log directory {directory_id} offline to the controller")
+        if self.broker_epoch >= 0:
+            self.channel.send_thread.schedule(0, self._heartbeat_now)
+        self.channel.send_thread.schedule(self.failure_timeout_ms, lambda: self._check_acknowledged(directory_id))
+
+    def _check_acknowledged(self, directory_id: uuid.UUID) -> None:
+        """Kafka's ``OfflineDirBrokerFailureEvent``."""
+        if directory_id not in self._acknowledged_dirs and not self._closed:
+            message = f"Shutting down because couldn't communicate offline log dir {directory_id} with controllers"
+            self._log.error(message)
+            if self.on_fatal is not None:
+                self.on_fatal(message)
 
     def close(self) -> None:
         self._closed = True
@@ -91,6 +128,8 @@ class BrokerLifecycleManager:
         # previous_broker_epoch: the registration's (the epoch of the last clean shutdown, Kafka's
         # readBrokerEpochFromCleanShutdownFiles), the same on every attempt of this incarnation
         body = {"previous_broker_epoch": -1, **self._registration}
+        # KIP-858: a registration sent again (the controller lost this one) leaves out the failed log dirs
+        body["log_dirs"] = [d for d in body.get("log_dirs") or () if d not in self._offline_dirs]
         future = self.channel.send_request(ApiKeys.BROKER_REGISTRATION, 4, body, REGISTRATION_RETRY_MS * 10)
         future.add_done_callback(self._on_registration)
 
@@ -118,22 +157,34 @@ class BrokerLifecycleManager:
         set_result_if_pending(self.registered, self.broker_epoch)
         self._send_heartbeat()
 
-    def _send_heartbeat(self) -> None:
-        if self._closed:
+    def _heartbeat_now(self) -> None:
+        """Send a heartbeat now, or right after the one in flight is answered (Kafka's
+        ``scheduleNextCommunicationImmediately``)."""
+        if self._hb_in_flight:
+            self._immediate = True
             return
+        self._hb_generation += 1
+        self._send_heartbeat()
+
+    def _send_heartbeat(self, generation: int | None = None) -> None:
+        if self._closed or self._hb_in_flight or (generation is not None and generation != self._hb_generation):
+            return
+        self._hb_in_flight = True
+        self._sent_offline_dirs = list(self._offline_dirs)
         body = {
             "broker_id": self.node_id,
             "broker_epoch": self.broker_epoch,
             "current_metadata_offset": self.metadata_offset(),
             "want_fence": False,
             "want_shut_down": self._want_shut_down,
-            "offline_log_dirs": [],
+            "offline_log_dirs": list(self._offline_dirs),
         }
         timeout = max(self.heartbeat_interval_ms, 1000)
         future = self.channel.send_request(ApiKeys.BROKER_HEARTBEAT, 1, body, timeout)
         future.add_done_callback(self._on_heartbeat)
 
     def _on_heartbeat(self, future: Future) -> None:
+        self._hb_in_flight = False
         try:
             response = future.result()
         except Exception as e:  # noqa: BLE001 - timeouts, lost connection: heartbeat again
@@ -149,6 +200,7 @@ class BrokerLifecycleManager:
             self.channel.send_thread.schedule(0, self._send_registration)
             return
         if code == errors.NONE:
+            self._acknowledged_dirs.update(self._sent_offline_dirs)
             if response.get("is_caught_up"):
                 if not self.caught_up.is_set():
                     self._log.info("The broker has caught up. Transitioning from STARTING to RECOVERY.")
@@ -170,4 +222,7 @@ class BrokerLifecycleManager:
         interval = self.heartbeat_interval_ms
         if not self.unfenced.is_set() or self._want_shut_down:
             interval = min(interval, FENCED_HEARTBEAT_INTERVAL_MS)
-        self.channel.send_thread.schedule(interval, self._send_heartbeat)
+        if self._immediate:
+            self._immediate, interval = False, 0
+        generation = self._hb_generation
+        self.channel.send_thread.schedule(interval, lambda: self._send_heartbeat(generation))

@@ -57,6 +57,7 @@ from pykbroker.config.broker_configs.server_log_configs import (
     AUTO_CREATE_TOPICS_ENABLE_CONFIG,
     LOG_CLEANER_BACKOFF_MS_CONFIG,
     LOG_CLEANER_ENABLE_CONFIG,
+    LOG_DIR_FAILURE_TIMEOUT_MS_CONFIG,
 )
 from pykbroker.config.broker_configs.socket_server_configs import LISTENERS_CONFIG
 from pykbroker.config.broker_configs.transaction_configs import TRANSACTION_PARTITION_VERIFICATION_ENABLE_CONFIG
@@ -86,6 +87,7 @@ from pykbroker.security.delegation_token_cache import DelegationTokenCache
 from pykbroker.server.add_partitions_to_txn_manager import AddPartitionsToTxnManager
 from pykbroker.server.alter_partition_manager import AlterPartitionManager
 from pykbroker.server.api_version_manager import ApiVersionManager
+from pykbroker.server.assignments_manager import AssignmentsManager
 from pykbroker.server.broker_lifecycle_manager import BrokerLifecycleManager, BrokerRegistrationError
 from pykbroker.server.broker_metadata_publisher import BrokerMetadataPublisher
 from pykbroker.server.controller_server import ControllerServer
@@ -110,6 +112,7 @@ from pykbroker.server.handlers.share_state import ShareStateHandlers
 from pykbroker.server.handlers.transactions import TransactionHandlers
 from pykbroker.server.kafka_apis import KafkaApis
 from pykbroker.server.kafka_request_handler import KafkaRequestHandlerPool
+from pykbroker.server.meta_properties import log_directory_ids
 from pykbroker.server.metadata_cache import MetadataCache
 from pykbroker.server.quotas.client_quota_manager import QuotaManagers
 from pykbroker.server.replica_manager import ReplicaManager
@@ -190,6 +193,7 @@ class BrokerServer:
         self.publisher: BrokerMetadataPublisher | None = None
         self.forwarding_manager: ForwardingManager | None = None
         self.lifecycle_manager: BrokerLifecycleManager | None = None
+        self.assignments_manager: AssignmentsManager | None = None
         self.data_helper: RequestHelper | None = None
         self.quota_managers: QuotaManagers | None = None
         self.group_metadata_manager: GroupMetadataManager | None = None
@@ -216,6 +220,7 @@ class BrokerServer:
         self.scheduler = KafkaScheduler(config[BACKGROUND_THREADS_CONFIG], "kafka-scheduler-")
         self.scheduler.startup()
         self.log_manager = LogManager.from_broker_config(config.log_dirs, config.values, self.scheduler, self.time)
+        self.log_manager.directory_ids = log_directory_ids(self.log_manager.log_dirs)
         self.log_manager.startup()
         self.log_cleaner = LogCleaner(
             self.log_manager, self.time, config[LOG_CLEANER_BACKOFF_MS_CONFIG], config[LOG_CLEANER_ENABLE_CONFIG]
@@ -297,7 +302,16 @@ class BrokerServer:
             channel,
             config[BROKER_HEARTBEAT_INTERVAL_MS_CONFIG],
             lambda: cache.image.offset,
+            failure_timeout_ms=config[LOG_DIR_FAILURE_TIMEOUT_MS_CONFIG],
+            on_fatal=lambda message: os._exit(1),
         )
+        # KIP-858: failed log dirs go to the controller in the heartbeats, replicas' directories in
+        # AssignReplicasToDirs
+        self.assignments_manager = AssignmentsManager(self.node_id, channel, lambda: self.broker_epoch)
+        rm = self.replica_manager
+        assert rm is not None
+        rm.on_directory_failure = self.lifecycle_manager.propagate_directory_failure
+        rm.on_assignment = self.assignments_manager.on_assignment
         try:
             self.broker_epoch = self.waits.result(
                 self.lifecycle_manager.start(self._registration_request()),
@@ -356,7 +370,14 @@ class BrokerServer:
             LISTENERS_CONFIG: listeners,
             "features": supported_features_request(),
             "rack": self.config[BROKER_RACK_CONFIG],
-            "log_dirs": [],
+            # KIP-858: the directory.id of every log dir still online
+            "log_dirs": [
+                self.log_manager.directory_ids[d]
+                for d in (self.log_manager.live_log_dirs if self.log_manager else [])
+                if d in self.log_manager.directory_ids
+            ]
+            if self.log_manager
+            else [],
             # KIP-966's clean shutdown detection: the epoch this broker had when its logs were last closed cleanly
             "previous_broker_epoch": self.log_manager.broker_epoch_from_clean_shutdown() if self.log_manager else -1,
         }
@@ -671,6 +692,7 @@ class BrokerServer:
             steps.add("metadata publisher", self.publisher, lambda p: remove(p).result(_PUBLISHER_REMOVAL_TIMEOUT_S))
         steps.add("quota managers", self.quota_managers)
         steps.add("broker lifecycle manager", self.lifecycle_manager, lambda manager: manager.close())
+        steps.add("assignments manager", self.assignments_manager, lambda manager: manager.close())
         steps.add("log manager", self.log_manager, lambda log_manager: log_manager.shutdown(self.broker_epoch))
         steps.add("scheduler", self.scheduler)
         steps.run(log_error)

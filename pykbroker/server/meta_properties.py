@@ -50,6 +50,20 @@ def read_meta_properties(log_dir: str) -> dict[str, str] | None:
     return load_properties(path) if os.path.exists(path) else None
 
 
+def log_directory_ids(log_dirs: list[str]) -> dict[str, uuid.UUID]:
+    """``{log dir: its directory.id}`` from the meta.properties of ``log_dirs`` (KIP-858); a directory without a
+    readable id is left out."""
+    ids = {}
+    for d in log_dirs:
+        try:
+            meta = read_meta_properties(d)
+            if meta and meta.get("directory.id"):
+                ids[d] = uuid_from_string(meta["directory.id"])
+        except (OSError, ValueError):
+            continue
+    return ids
+
+
 def write_meta_properties(log_dir: str, cluster_id: str, node_id: int, directory_id: str | None = None) -> None:
     os.makedirs(log_dir, exist_ok=True)
     path = os.path.join(log_dir, META_PROPERTIES)

@@ -35,6 +35,7 @@ import collections
 import functools
 import os
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -53,6 +54,7 @@ from pykbroker.config.topic_config import (
 from pykbroker.log.fetch_data_info import FetchIsolation, LogOffsetMetadata
 from pykbroker.log.log_validator import RecordValidationError
 from pykbroker.log.transaction_index import AbortedTxn
+from pykbroker.metadata.features import IBP_3_7_IV2
 from pykbroker.metadata.topic_names import is_internal as is_internal_topic
 from pykbroker.protocol import errors
 from pykbroker.record.file_records import EMPTY_RECORDS, BatchHeader, FileRecordsSlice, MemoryRecordsSlice
@@ -252,6 +254,12 @@ class ReplicaManager:
         self.broker_epoch: Callable[[], int] = broker_epoch or (lambda: -1)
         self.add_partitions_to_txn_manager = add_partitions_to_txn_manager
         self.transaction_verification_enabled = transaction_verification_enabled
+        #: KIP-858 (Kafka's ``DirectoryEventHandler``), set by a broker of a cluster: ``on_directory_failure(id)``
+        #: reports a failed log dir's ``directory.id`` to the controller (BrokerLifecycleManager), and
+        #: ``on_assignment(topic_id, partition, directory_id, reason)`` the directory a local replica lives in
+        #: (AssignmentsManager); None: only this broker knows
+        self.on_directory_failure: Callable[[uuid.UUID], None] | None = None
+        self.on_assignment: Callable[[uuid.UUID, int, uuid.UUID, str], None] | None = None
         #: replication throttles (KIP-73): what this broker serves as leader / takes as follower for throttled
         #: replicas (rates: dynamic broker configs; partitions: topic configs, see ``update_topic_config``)
         self.leader_quota = ReplicationQuotaManager("LeaderReplication", time)
@@ -322,6 +330,7 @@ class ReplicaManager:
             self._offline = self._offline | new_offline
             self._partitions = parts
             self.log_manager.handle_log_dir_failure(log_dir)
+        self.replica_fetcher_manager.remove_fetcher_for_partitions(sorted(new_offline))
         for tp in new_offline:
             self._complete_delayed(tp, produce=True)
         self.log.warning(
@@ -335,6 +344,12 @@ class ReplicaManager:
         elif metadata_dir is not None and os.path.abspath(metadata_dir) == log_dir:
             self._fatal(f"Shutdown broker because the metadata log dir {log_dir} has failed")
         else:
+            directory = self.log_manager.directory_ids.get(log_dir)
+            if self.on_directory_failure is not None:
+                if directory is None:
+                    self.log.error(f"Unable to propagate the failure of log dir {log_dir}: it has no directory.id")
+                else:
+                    self.on_directory_failure(directory)
             self.log.warning(f"Stopped serving replicas in dir {log_dir}")
 
     def _fatal(self, message: str) -> None:
@@ -485,6 +500,7 @@ class ReplicaManager:
                             offline.add((topic, index))
                             continue
                         touched.append((topic, index))
+                        self._maybe_update_topic_assignment(topic, index, topic_id, reg, image)
             finally:
                 self._partitions = parts
                 self._offline = frozenset(offline)
@@ -502,6 +518,18 @@ class ReplicaManager:
                 lost(*tp)
         for tp in touched:
             self._complete_delayed(tp, produce=True)
+
+    def _maybe_update_topic_assignment(self, topic: str, index: int, topic_id, reg, image) -> None:
+        """Kafka's ``maybeUpdateTopicAssignment`` (KIP-858, metadata.version 3.7-IV2+): report the directory of
+        the local log when the metadata says another one (UNASSIGNED for a broker with several log dirs)."""
+        if self.on_assignment is None or topic_id is None:
+            return
+        mv = image.metadata_version if image is not None else None
+        if mv is not None and mv < IBP_3_7_IV2:
+            return
+        actual = self.log_manager.directory_id_of(topic, index)
+        if actual is not None and reg.directory(self.node_id) != actual:
+            self.on_assignment(topic_id, index, actual, "Applying metadata delta")
 
     def apply_broker_changes(self, delta, image) -> None:
         """Broker registrations changed in a metadata delta (BrokerMetadataPublisher thread, before

@@ -18,6 +18,7 @@ AUTO_CREATE_TOPICS_ENABLE_CONFIG = "auto.create.topics.enable"
 NUM_PARTITIONS_CONFIG = "num.partitions"
 LOG_DIR_CONFIG = "log.dir"
 LOG_DIRS_CONFIG = "log.dirs"
+LOG_DIR_FAILURE_TIMEOUT_MS_CONFIG = "log.dir.failure.timeout.ms"
 LOG_SEGMENT_BYTES_CONFIG = "log.segment.bytes"
 LOG_ROLL_MS_CONFIG = "log.roll.ms"
 LOG_ROLL_HOURS_CONFIG = "log.roll.hours"
@@ -344,6 +345,15 @@ SERVER_LOG_CONFIG_DEF = (
         None,
         L,
         "Whether records are down-converted for consumers using old fetch versions.",
+    )
+    .define(
+        LOG_DIR_FAILURE_TIMEOUT_MS_CONFIG,
+        Type.LONG,
+        30000,
+        at_least(1),
+        L,
+        "If the broker is unable to successfully communicate to the controller that some log directory has failed "
+        "for longer than this time, the broker will fail and shut down.",
     )
     .define(
         LOG_INITIAL_TASK_DELAY_MS_CONFIG,

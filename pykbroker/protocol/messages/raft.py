@@ -450,6 +450,63 @@ class UnregisterBrokerResponse(TypedDict, total=False):
     error_message: str | None  # versions 0+, nullable 0+
 
 
+class AssignReplicasToDirsRequestDirectoriesTopicsPartitions(TypedDict, total=False):
+    """``partitions`` of :class:`AssignReplicasToDirsRequestDirectoriesTopics`."""
+
+    partition_index: int  # versions 0+
+
+
+class AssignReplicasToDirsRequestDirectoriesTopics(TypedDict, total=False):
+    """``topics`` of :class:`AssignReplicasToDirsRequestDirectories`."""
+
+    topic_id: UUID  # versions 0+
+    partitions: list[AssignReplicasToDirsRequestDirectoriesTopicsPartitions]  # versions 0+
+
+
+class AssignReplicasToDirsRequestDirectories(TypedDict, total=False):
+    """``directories`` of :class:`AssignReplicasToDirsRequest`."""
+
+    id: UUID  # versions 0+
+    topics: list[AssignReplicasToDirsRequestDirectoriesTopics]  # versions 0+
+
+
+class AssignReplicasToDirsRequest(TypedDict, total=False):
+    """AssignReplicasToDirsRequest (api key 73), versions 0, flexible 0+."""
+
+    broker_id: int  # versions 0+
+    broker_epoch: int  # versions 0+
+    directories: list[AssignReplicasToDirsRequestDirectories]  # versions 0+
+
+
+class AssignReplicasToDirsResponseDirectoriesTopicsPartitions(TypedDict, total=False):
+    """``partitions`` of :class:`AssignReplicasToDirsResponseDirectoriesTopics`."""
+
+    partition_index: int  # versions 0+
+    error_code: int  # versions 0+
+
+
+class AssignReplicasToDirsResponseDirectoriesTopics(TypedDict, total=False):
+    """``topics`` of :class:`AssignReplicasToDirsResponseDirectories`."""
+
+    topic_id: UUID  # versions 0+
+    partitions: list[AssignReplicasToDirsResponseDirectoriesTopicsPartitions]  # versions 0+
+
+
+class AssignReplicasToDirsResponseDirectories(TypedDict, total=False):
+    """``directories`` of :class:`AssignReplicasToDirsResponse`."""
+
+    id: UUID  # versions 0+
+    topics: list[AssignReplicasToDirsResponseDirectoriesTopics]  # versions 0+
+
+
+class AssignReplicasToDirsResponse(TypedDict, total=False):
+    """AssignReplicasToDirsResponse (api key 73), versions 0, flexible 0+."""
+
+    throttle_time_ms: int  # versions 0+
+    error_code: int  # versions 0+
+    directories: list[AssignReplicasToDirsResponseDirectories]  # versions 0+
+
+
 class AllocateProducerIdsRequest(TypedDict, total=False):
     """AllocateProducerIdsRequest (api key 67), versions 0, flexible 0+."""
 
@@ -498,6 +555,8 @@ __all__ = [
     "BrokerHeartbeatResponse",
     "UnregisterBrokerRequest",
     "UnregisterBrokerResponse",
+    "AssignReplicasToDirsRequest",
+    "AssignReplicasToDirsResponse",
     "AllocateProducerIdsRequest",
     "AllocateProducerIdsResponse",
     "EnvelopeRequest",

@@ -1,6 +1,6 @@
 """KRaft controller-plane APIs: Vote, BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum, FetchSnapshot,
-BrokerRegistration, BrokerHeartbeat, UnregisterBroker, AllocateProducerIds, Envelope (KIP-590: a request a broker
-forwards with its client's principal and address).
+BrokerRegistration, BrokerHeartbeat, UnregisterBroker, AssignReplicasToDirs (KIP-858), AllocateProducerIds,
+Envelope (KIP-590: a request a broker forwards with its client's principal and address).
 
 Schema DSL: see :mod:`pykbroker.protocol.schema`. Field names, types and versions are protocol facts.
 """
@@ -215,6 +215,27 @@ response UnregisterBroker 64 0 flex=0+
   throttle_time_ms int32 0+
   error_code int16 0+
   error_message string 0+ null=0+
+
+request AssignReplicasToDirs 73 0 flex=0+
+  broker_id int32 0+
+  broker_epoch int64 0+ =-1
+  directories [] 0+
+    id uuid 0+
+    topics [] 0+
+      topic_id uuid 0+
+      partitions [] 0+
+        partition_index int32 0+
+
+response AssignReplicasToDirs 73 0 flex=0+
+  throttle_time_ms int32 0+
+  error_code int16 0+
+  directories [] 0+
+    id uuid 0+
+    topics [] 0+
+      topic_id uuid 0+
+      partitions [] 0+
+        partition_index int32 0+
+        error_code int16 0+
 
 request AllocateProducerIds 67 0 flex=0+
   broker_id int32 0+

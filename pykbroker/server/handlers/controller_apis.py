@@ -2,6 +2,7 @@
 
 * Broker lifecycle: BrokerRegistration (62), BrokerHeartbeat (63) and UnregisterBroker (64).
 * Producer id blocks: AllocateProducerIds (67).
+* Log directories of replicas (KIP-858): AssignReplicasToDirs (73).
 * Mutations that brokers forward: CreateTopics (19), DeleteTopics (20), CreatePartitions (37),
   IncrementalAlterConfigs (44), UpdateFeatures (57), AlterClientQuotas (49), ElectLeaders (43),
   AlterPartitionReassignments (45), ListPartitionReassignments (46, a read) and the delegation token writes
@@ -51,6 +52,7 @@ class ControllerApis:
             ApiKeys.BROKER_HEARTBEAT: self.handle_broker_heartbeat_request,
             ApiKeys.UNREGISTER_BROKER: self.handle_unregister_broker_request,
             ApiKeys.ALLOCATE_PRODUCER_IDS: self.handle_allocate_producer_ids_request,
+            ApiKeys.ASSIGN_REPLICAS_TO_DIRS: self.handle_assign_replicas_to_dirs_request,
             ApiKeys.ALTER_PARTITION: self.handle_alter_partition_request,
             ApiKeys.CREATE_TOPICS: self.admin.handle_create_topics_request,
             ApiKeys.DELETE_TOPICS: self.admin.handle_delete_topics_request,
@@ -148,6 +150,13 @@ class ControllerApis:
             request,
             self.controller.alter_partition(request.body, request.context.api_version),
             lambda code, msg: {"error_code": code, "topics": []},
+        )
+
+    def handle_assign_replicas_to_dirs_request(self, request) -> None:
+        self._reply(
+            request,
+            self.controller.assign_replicas_to_dirs(request.body),
+            lambda code, msg: {"error_code": code, "directories": []},
         )
 
     def handle_allocate_producer_ids_request(self, request) -> None:
