@@ -313,6 +313,30 @@ class LeaderState(EpochState):
             self.observer_states = {o: st for o, st in self.observer_states.items() if o not in expired}
         self.observer_states[replica_id] = previous.after_fetch(now_ms, fetch_offset, leader_end)
 
+    def update_voters(self, voters: frozenset[int]) -> bool:
+        """KIP-853: the voter set changed (a VotersRecord was appended): new voters move from the observers
+        to the voters, removed ones the other way (Kafka's ``updateVoterAndObserverStates``); the high
+        watermark is the majority end offset of the new set from now on. True iff the high watermark moved."""
+        old = self.voters
+        self.voters = voters
+        for v in voters - old:
+            self.replica_states[v] = self.observer_states.get(v, ReplicaState(v))
+            self.observer_states = {o: st for o, st in self.observer_states.items() if o != v}
+            if v in self.observer_end_offsets:
+                self.voter_end_offsets[v] = self.observer_end_offsets.pop(v)
+        for v in old - voters:
+            state = self.replica_states.get(v)
+            self.replica_states = {r: st for r, st in self.replica_states.items() if r != v}
+            if state is not None and v != self.local_id:
+                self.observer_states[v] = state
+            if v in self.voter_end_offsets:
+                self.observer_end_offsets[v] = self.voter_end_offsets.pop(v)
+        self.acknowledged &= voters | {self.local_id}
+        self.fetched_voters &= voters
+        if not voters:
+            return False
+        return self._maybe_update_high_watermark()
+
     def _maybe_update_high_watermark(self) -> bool:
         offsets = sorted((self.voter_end_offsets.get(v, -1) for v in self.voters), reverse=True)
         candidate = offsets[len(self.voters) // 2]
