@@ -108,6 +108,8 @@ CONTROLLER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.RENEW_DELEGATION_TOKEN: (1, 2),
     ApiKeys.EXPIRE_DELEGATION_TOKEN: (1, 2),
     ApiKeys.ENVELOPE: (0, 0),
+    ApiKeys.ADD_RAFT_VOTER: (0, 0),
+    ApiKeys.REMOVE_RAFT_VOTER: (0, 0),
 }
 
 

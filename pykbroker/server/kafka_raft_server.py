@@ -36,6 +36,7 @@ import socket
 import threading
 
 from pykbroker.config.broker_configs.kraft_configs import (
+    CONTROLLER_QUORUM_BOOTSTRAP_SERVERS_CONFIG,
     CONTROLLER_QUORUM_VOTERS_CONFIG,
     INITIAL_BROKER_REGISTRATION_TIMEOUT_MS_CONFIG,
     SASL_MECHANISM_CONTROLLER_PROTOCOL_CONFIG,
@@ -58,7 +59,7 @@ from pykbroker.metadata.features import LATEST_PRODUCTION, bootstrap_levels
 from pykbroker.metadata.publisher import MetadataPublisher
 from pykbroker.metrics.reporter import MetricsReporter, create_reporters
 from pykbroker.network.socket_server import CONTROL_PLANE, SocketServer, SocketServerConfig
-from pykbroker.raft.kafka_network_channel import parse_voters
+from pykbroker.raft.kafka_network_channel import parse_bootstrap_servers, parse_voters
 from pykbroker.security.channel_builders import authenticator_factories, transport_factories
 from pykbroker.security.client_security import PLAINTEXT, ClientSecurity, client_security
 from pykbroker.security.credential_cache import ScramCredentialCache
@@ -95,6 +96,8 @@ class KafkaRaftServer:
         self.cluster_id: str | None = None
         #: ``controller.quorum.voters`` as ``{id: (host, port)}`` (known once start-up checked it)
         self.voters: dict[int, tuple[str, int]] = {}
+        #: ``controller.quorum.bootstrap.servers`` as ``{-2: (host, port), ...}`` (KIP-853: a dynamic quorum)
+        self.bootstrap_servers: dict[int, tuple[str, int]] = {}
         #: broker and only voter in one process: no network between its parts
         self.single_node = False
         self.scram_credentials = ScramCredentialCache()
@@ -141,6 +144,7 @@ class KafkaRaftServer:
             self.cluster_id,
             self.voters,
             self.single_node,
+            self.bootstrap_servers,
             "broker" if self.is_broker else "controller",
             self.controller_security,
             self.fatal_fault_handler,
@@ -305,13 +309,25 @@ class KafkaRaftServer:
             raise ConfigException(
                 CONTROLLER_QUORUM_VOTERS_CONFIG, ",".join(config[CONTROLLER_QUORUM_VOTERS_CONFIG]), str(e)
             ) from None
+        try:
+            bootstrap = parse_bootstrap_servers(config[CONTROLLER_QUORUM_BOOTSTRAP_SERVERS_CONFIG])
+        except ValueError as e:
+            raise ConfigException(
+                CONTROLLER_QUORUM_BOOTSTRAP_SERVERS_CONFIG,
+                ",".join(config[CONTROLLER_QUORUM_BOOTSTRAP_SERVERS_CONFIG]),
+                str(e),
+            ) from None
+        if not self.voters and bootstrap:
+            # KIP-853: the voters come from the metadata log (a bootstrap snapshot or a VotersRecord)
+            self.bootstrap_servers = bootstrap
+            return
         if not self.voters:
             if not self.is_controller:
                 raise ConfigException(
                     CONTROLLER_QUORUM_VOTERS_CONFIG,
                     "",
-                    "a broker-only node needs the controllers in controller.quorum.voters "
-                    "(dynamic quorums, KIP-853, are not supported)",
+                    "a broker-only node needs the controllers in controller.quorum.voters or "
+                    "controller.quorum.bootstrap.servers",
                 )
             self.voters = {self.node_id: ("", 0)}
         if self.is_controller and self.node_id not in self.voters:
@@ -382,6 +398,12 @@ class KafkaRaftServer:
         """``controller.quorum.voters`` as ``{id: [(first controller listener, host, port)]}`` (Kafka's static
         voters' endpoints); this node's own entry with its bound port when configured as port 0."""
         names = self.config.controller_listener_names
+        raft = self.shared.raft if self.shared is not None else None
+        if self.bootstrap_servers and raft is not None:  # KIP-853: the voter set in the metadata log
+            voter_set = raft.voter_set()
+            if voter_set is None:
+                return {}
+            return {v.voter_id: [(e.name, e.host, e.port) for e in v.endpoints] for v in voter_set.voters.values()}
         if not names or not self.config[CONTROLLER_QUORUM_VOTERS_CONFIG]:
             return {}
         result = {}

@@ -51,7 +51,9 @@ from pykbroker.utils.time import Time
 
 class SharedServer:
     """The Raft side of one node. ``voters``: ``{id: (host, port)}``; ``single_node``: broker and only
-    voter in one process (no network between the parts); ``role``: "broker" when this node has the
+    voter in one process (no network between the parts); ``bootstrap_servers``: ``{-2: (host, port), ...}`` of
+    ``controller.quorum.bootstrap.servers`` when the voters come from the metadata log (KIP-853); ``role``:
+    "broker" when this node has the
     broker role, else "controller" (how it introduces itself to the active controller);
     ``on_inconsistent_cluster_id(message)``: the fatal error of a voter whose cluster id differs."""
 
@@ -63,6 +65,7 @@ class SharedServer:
         cluster_id: str,
         voters: dict[int, tuple[str, int]],
         single_node: bool,
+        bootstrap_servers: dict[int, tuple[str, int]],
         role: str,
         controller_security: ClientSecurity,
         fatal_fault_handler: ProcessTerminatingFaultHandler,
@@ -75,6 +78,7 @@ class SharedServer:
         self.cluster_id = cluster_id
         self.voters = voters
         self.single_node = single_node
+        self.bootstrap_servers = bootstrap_servers
         self._role = role
         self._controller_security = controller_security
         self.fatal_fault_handler = fatal_fault_handler
@@ -113,6 +117,7 @@ class SharedServer:
             retry_backoff_ms=config[CONTROLLER_QUORUM_RETRY_BACKOFF_MS_CONFIG],
             fetch_max_wait_ms=min(500, config[CONTROLLER_QUORUM_REQUEST_TIMEOUT_MS_CONFIG] // 2),
             cluster_id=self.cluster_id,
+            bootstrap_servers=sorted(self.bootstrap_servers, reverse=True),
         )
         KafkaRaftMetrics(self.metrics, raft, self.time)  # kafka.server:type=raft-metrics
         if not self.single_node:
@@ -123,14 +128,17 @@ class SharedServer:
                 self.time,
                 on_inconsistent_cluster_id=self._on_inconsistent_cluster_id,
                 security=self._controller_security,
+                bootstrap=self.bootstrap_servers,
+                listener=config.controller_listener_names[0] if config.controller_listener_names else None,
             )
             self.raft_channel.start(raft)
+            channel = self.raft_channel
             # Requests to the active controller (the Raft leader): a broker's registration, heartbeats and
             # forwarded requests; DescribeQuorum from a node that is not the leader.
             self.controller_channel = NodeToControllerChannelManager(
                 self.node_id,
                 lambda: raft.leader_and_epoch.leader_id,
-                self.voters,
+                self.voters if self.voters else channel.controller_addresses,
                 self._role,
                 request_timeout_ms=config[CONTROLLER_QUORUM_REQUEST_TIMEOUT_MS_CONFIG],
                 retry_backoff_ms=config[CONTROLLER_QUORUM_RETRY_BACKOFF_MS_CONFIG],

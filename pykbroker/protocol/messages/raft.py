@@ -538,6 +538,48 @@ class EnvelopeResponse(TypedDict, total=False):
     error_code: int  # versions 0+
 
 
+class AddRaftVoterRequestListeners(TypedDict, total=False):
+    """``listeners`` of :class:`AddRaftVoterRequest`."""
+
+    name: str  # versions 0+
+    host: str  # versions 0+
+    port: int  # versions 0+
+
+
+class AddRaftVoterRequest(TypedDict, total=False):
+    """AddRaftVoterRequest (api key 80), versions 0, flexible 0+."""
+
+    cluster_id: str | None  # versions 0+, nullable 0+
+    timeout_ms: int  # versions 0+
+    voter_id: int  # versions 0+
+    voter_directory_id: UUID  # versions 0+
+    listeners: list[AddRaftVoterRequestListeners]  # versions 0+
+
+
+class AddRaftVoterResponse(TypedDict, total=False):
+    """AddRaftVoterResponse (api key 80), versions 0, flexible 0+."""
+
+    throttle_time_ms: int  # versions 0+
+    error_code: int  # versions 0+
+    error_message: str | None  # versions 0+, nullable 0+
+
+
+class RemoveRaftVoterRequest(TypedDict, total=False):
+    """RemoveRaftVoterRequest (api key 81), versions 0, flexible 0+."""
+
+    cluster_id: str | None  # versions 0+, nullable 0+
+    voter_id: int  # versions 0+
+    voter_directory_id: UUID  # versions 0+
+
+
+class RemoveRaftVoterResponse(TypedDict, total=False):
+    """RemoveRaftVoterResponse (api key 81), versions 0, flexible 0+."""
+
+    throttle_time_ms: int  # versions 0+
+    error_code: int  # versions 0+
+    error_message: str | None  # versions 0+, nullable 0+
+
+
 __all__ = [
     "VoteRequest",
     "VoteResponse",
@@ -561,4 +603,8 @@ __all__ = [
     "AllocateProducerIdsResponse",
     "EnvelopeRequest",
     "EnvelopeResponse",
+    "AddRaftVoterRequest",
+    "AddRaftVoterResponse",
+    "RemoveRaftVoterRequest",
+    "RemoveRaftVoterResponse",
 ]

@@ -1,0 +1,156 @@
+"""Dynamic controller quorum (KIP-853) with real processes: grow a standalone controller to three, then remove it.
+
+Controller 1 is formatted ``--standalone`` (the bootstrap snapshot holds the voter set {1}), a broker and
+controllers 2 and 3 (``--no-initial-controllers``) find the quorum through ``controller.quorum.bootstrap.servers``
+only. Under a light produce load, ``kafka-metadata-quorum add-controller`` adds 2, then 3, and
+``remove-controller`` removes 1 (the leader, which resigns once its removal is committed). DescribeQuorum shows
+each change (voters with their directory ids and endpoints), the quorum keeps committing (topics created before,
+between and after the changes are all visible) and the producer keeps being acknowledged.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from pykbroker.config.properties import load_properties
+from pykbroker.server.meta_properties import uuid_from_string
+from tests.helpers.broker import BrokerProcess
+from tests.helpers.cluster import QUORUM_TIMEOUTS, KRaftCluster, free_ports
+from tests.helpers.tools import run_tool
+from tests.helpers.topics import create_topic
+from tests.helpers.wait import wait_until
+
+pytestmark = pytest.mark.integration
+
+
+class Load(threading.Thread):
+    """A producer acknowledging one small record every ~50 ms (acks=all); counts acks and errors."""
+
+    def __init__(self, bootstrap: str):
+        super().__init__(daemon=True)
+        from confluent_kafka import Producer
+
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+        self.acked = 0
+        self.errors: list[str] = []
+        self.stopping = threading.Event()
+
+    def _delivered(self, err, _msg) -> None:
+        if err is None:
+            self.acked += 1
+        else:
+            self.errors.append(str(err))
+
+    def run(self) -> None:
+        i = 0
+        while not self.stopping.is_set():
+            self.producer.produce("load", f"v{i}".encode(), on_delivery=self._delivered)
+            self.producer.poll(0.05)
+            i += 1
+        self.producer.flush(10)
+
+
+def quorum_tool(*args: str):
+    return run_tool("metadata_quorum_command", *args, timeout=90)
+
+
+def voters(cluster: KRaftCluster, via: str) -> dict[int, str]:
+    """{voter id: directory id (Kafka Uuid string)} of DescribeQuorum at ``via``; {} when it does not lead."""
+    from pykbroker.tools.metadata_quorum_command import kafka_uuid
+
+    q = cluster.describe_quorum(via)
+    if q["error_code"] != 0:
+        return {}
+    return {v["replica_id"]: kafka_uuid(v["replica_directory_id"]) for v in q["current_voters"]}
+
+
+def test_grow_a_standalone_controller_to_three_and_remove_it(tmp_path):
+    ports = dict(zip((1, 2, 3), free_ports(3), strict=True))
+    bootstrap_servers = ",".join(f"127.0.0.1:{p}" for p in ports.values())
+    common = {
+        **QUORUM_TIMEOUTS,
+        "controller.quorum.voters": "",
+        "controller.quorum.bootstrap.servers": bootstrap_servers,
+        "controller.listener.names": "CONTROLLER",
+    }
+    cluster = KRaftCluster(tmp_path, controllers=0, brokers=0)
+    for i, port in ports.items():
+        cluster.controllers[i] = BrokerProcess(
+            tmp_path / f"controller-{i}",
+            **{**common, "process.roles": "controller", "node.id": str(i)},
+            listeners=f"CONTROLLER://127.0.0.1:{port}",
+        )
+    cluster.controller_ports = ports
+    cluster.brokers[101] = broker = BrokerProcess(
+        tmp_path / "broker-101",
+        **{**common, "process.roles": "broker", "node.id": "101"},
+        listeners="PLAINTEXT://127.0.0.1:0",
+    )
+    c1, c2, c3 = (cluster.controllers[i] for i in (1, 2, 3))
+    load = None
+    try:
+        cluster.format_args = ("--standalone",)
+        cluster.format(c1)
+        cluster.format_args = ()
+        cluster.format(broker)
+        cluster.format_args = ("--no-initial-controllers",)
+        cluster.format(c2)
+        cluster.format(c3)
+        dir_ids = {
+            i: load_properties(str(tmp_path / f"controller-{i}" / "logs" / "meta.properties"))["directory.id"]
+            for i in ports
+        }
+        KRaftCluster.start_nodes([c1, broker])
+        addr = cluster.controller_address
+        assert voters(cluster, addr(1)) == {1: dir_ids[1]}
+        create_topic(cluster.bootstrap, "before", partitions=1)
+        create_topic(cluster.bootstrap, "load", partitions=1)
+        load = Load(cluster.bootstrap)
+        load.start()
+        KRaftCluster.start_nodes([c2, c3])
+
+        for new in (2, 3):
+            config = str(cluster.controllers[new].config_path)
+            r = quorum_tool("--bootstrap-controller", addr(1), "--command-config", config, "add-controller")
+            assert r.returncode == 0, r.stderr
+            assert r.stdout.strip() == (
+                f"Added controller {new} with directory id {dir_ids[new]} and endpoints: "
+                f"CONTROLLER://127.0.0.1:{ports[new]}"
+            )
+        assert voters(cluster, addr(1)) == dir_ids
+        nodes = quorum_tool("--bootstrap-controller", addr(1), "describe", "--status")
+        assert nodes.returncode == 0, nodes.stderr
+        for i, port in ports.items():
+            assert f'"id": {i}, "directoryId": "{dir_ids[i]}", "endpoints": ["CONTROLLER://127.0.0.1:{port}"]' in (
+                nodes.stdout
+            ), nodes.stdout
+        create_topic(cluster.bootstrap, "between", partitions=1)
+        acked = load.acked
+
+        r = quorum_tool(
+            "--bootstrap-controller", f"{addr(2)},{addr(3)}",
+            "remove-controller", "--controller-id", "1", "--controller-directory-id", dir_ids[1],
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() == f"Removed  KRaft controller 1 with directory id {dir_ids[1]}"
+
+        def removed() -> bool:
+            leader = cluster.leader_id()
+            return leader in (2, 3) and voters(cluster, addr(leader)) == {2: dir_ids[2], 3: dir_ids[3]}
+
+        wait_until(removed, 20, message="controller 1 removed and a new leader among 2, 3")
+        c1.stop(30)
+        create_topic(cluster.bootstrap, "after", partitions=1)
+        from confluent_kafka.admin import AdminClient
+
+        topics = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(timeout=10).topics
+        assert {"before", "between", "after", "load"} <= set(topics)
+        wait_until(lambda: load.acked > acked + 20, 20, message="the producer acknowledged after the removal")
+        assert uuid_from_string(dir_ids[2]) and not load.errors, load.errors[:5]
+    finally:
+        if load is not None:
+            load.stopping.set()
+            load.join(20)
+        cluster.kill_all()
