@@ -25,8 +25,9 @@ consumer protocol (ConsumerGroupHeartbeat and ConsumerGroupDescribe answer UNSUP
 at 4.0-IV0 or later starts at 1); ``eligible.leader.replicas.version`` 1 (KIP-966, needs 4.0-IV1) makes the
 controller keep eligible leader replicas (``partition_change_builder``): a new cluster starts at 0 as in Kafka 4.0
 (Kafka 4.1's default is 1, from its 4.1-IV0, a level this table does not have yet), ``kafka-storage format
---feature eligible.leader.replicas.version=1`` or ``kafka-features upgrade`` enables it; ``kraft.version`` 1
-(dynamic quorums, KIP-853) is not implemented, so it stays at 0.
+--feature eligible.leader.replicas.version=1`` or ``kafka-features upgrade`` enables it; ``kraft.version`` is kept in
+the Raft log (KRaftVersionRecord: 1 in a dynamic quorum, KIP-853), never finalized here, and advertised 0-0 (a
+static quorum cannot be upgraded to a dynamic one).
 
 Pure data and functions; any thread.
 """

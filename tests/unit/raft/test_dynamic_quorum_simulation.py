@@ -276,3 +276,48 @@ def test_the_simulation_notices_a_voter_set_applied_only_on_commit(monkeypatch):
             assert "voters only" in str(e), e
             return
     pytest.fail("no seed noticed commits on a minority of the new voter set")
+
+
+def answer(sim: DynamicSimulation, future, bound_ms: int = 2000) -> tuple[int, str | None]:
+    deadline = sim.now() + bound_ms
+    while not future.done():
+        assert sim.now() < deadline, "no answer"
+        sim.step()
+    return future.result()
+
+
+def test_voter_changes_are_refused_with_kafkas_error_codes():
+    """AddVoterHandler / RemoveVoterHandler's refusals: DUPLICATE_VOTER, VOTER_NOT_FOUND (wrong id or directory id,
+    or the last voter), REQUEST_TIMED_OUT for a new voter that is not caught up (crashed) or while another change
+    is pending, NOT_LEADER_OR_FOLLOWER on a follower, UNSUPPORTED_VERSION on a static quorum."""
+    from pykbroker.protocol.errors import NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT
+
+    sim = DynamicSimulation(7)
+    sim.settle()
+    leader = sim.leader()
+    assert leader is not None and leader.id == 1 and leader.client is not None
+    client = leader.client
+    assert answer(sim, client.add_voter(sim.voter(1), 500))[0] == DUPLICATE_VOTER
+    assert answer(sim, client.remove_voter(2, sim.dir_ids[2], 500))[0] == VOTER_NOT_FOUND
+    assert answer(sim, client.remove_voter(1, sim.dir_ids[2], 500))[0] == VOTER_NOT_FOUND
+    assert answer(sim, client.remove_voter(1, sim.dir_ids[1], 500))[0] == VOTER_NOT_FOUND  # the last voter
+    sim.crash(4)
+    for _ in range(int(FETCH_TIMEOUT_MS / 5) + 10):
+        sim.step()
+    error, message = answer(sim, client.add_voter(sim.voter(4), 500))
+    assert error == REQUEST_TIMED_OUT and "catch up" in (message or ""), message
+    first = client.add_voter(sim.voter(2), 5000)
+    second = client.add_voter(sim.voter(3), 5000)
+    assert answer(sim, second)[0] == REQUEST_TIMED_OUT
+    assert answer(sim, first)[0] == NONE
+    follower = sim.nodes[2].client
+    assert follower is not None
+    assert answer(sim, follower.add_voter(sim.voter(3), 500))[0] == NOT_LEADER_OR_FOLLOWER
+
+    static = Simulation(1, voters=1, observers=0)
+    for _ in range(20):
+        static.step()
+    node = static.leader()
+    assert node is not None and node.client is not None
+    error, message = answer(static, node.client.add_voter(Voter(2, uuid.uuid4()), 500))
+    assert error == UNSUPPORTED_VERSION and "kraft.version" in (message or "")
