@@ -49,6 +49,14 @@ import uuid
 from typing import Any
 
 from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.config.broker_configs.kraft_configs import (
+    CONTROLLER_LISTENER_NAMES_CONFIG,
+    METADATA_LOG_DIR_CONFIG,
+    NODE_ID_CONFIG,
+    PROCESS_ROLES_CONFIG,
+)
+from pykbroker.config.broker_configs.server_log_configs import LOG_DIRS_CONFIG
+from pykbroker.config.broker_configs.socket_server_configs import ADVERTISED_LISTENERS_CONFIG
 from pykbroker.config.properties import load_properties
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
@@ -234,12 +242,12 @@ VOTER_CHANGE_TIMEOUT_MS = 60_000
 
 
 def _controller_id(props: dict[str, str]) -> int:
-    if "node.id" not in props:
+    if NODE_ID_CONFIG not in props:
         raise TerseError("node.id not found in configuration file. Is this a valid controller configuration file?")
-    node_id = int(props["node.id"])
+    node_id = int(props[NODE_ID_CONFIG])
     if node_id < 0:
         raise TerseError("node.id was negative in configuration file. Is this a valid controller configuration file?")
-    if "controller" not in props.get("process.roles", ""):
+    if "controller" not in props.get(PROCESS_ROLES_CONFIG, ""):
         raise TerseError(
             "process.roles did not contain 'controller' in configuration file. Is this a valid controller "
             "configuration file?"
@@ -248,7 +256,7 @@ def _controller_id(props: dict[str, str]) -> int:
 
 
 def _metadata_directory_id(props: dict[str, str]) -> uuid.UUID:
-    directory = props.get("metadata.log.dir") or (props.get("log.dirs", "").strip().split(",")[0] or None)
+    directory = props.get(METADATA_LOG_DIR_CONFIG) or (props.get(LOG_DIRS_CONFIG, "").strip().split(",")[0] or None)
     if directory is None:
         raise TerseError(
             "Neither metadata.log.dir nor log.dirs were found. Is this a valid controller configuration file?"
@@ -264,15 +272,15 @@ def _metadata_directory_id(props: dict[str, str]) -> uuid.UUID:
 def _controller_endpoints(props: dict[str, str]) -> list[dict]:
     """Kafka's ``getControllerAdvertisedListeners``: ``{name, host, port}`` of each controller listener."""
     listeners: dict[str, tuple[str, int]] = {}
-    for key in ("listeners", "advertised.listeners"):
+    for key in ("listeners", ADVERTISED_LISTENERS_CONFIG):
         for entry in filter(None, (e.strip() for e in props.get(key, "").split(","))):
             name, _, address = entry.partition("://")
             host, _, port = address.rpartition(":")
             listeners[name.upper()] = (host.strip("[]") or "localhost", int(port))
-    if "controller.listener.names" not in props:
+    if CONTROLLER_LISTENER_NAMES_CONFIG not in props:
         raise TerseError("controller.listener.names was not found. Is this a valid controller configuration file?")
     result = []
-    for name in props["controller.listener.names"].split(","):
+    for name in props[CONTROLLER_LISTENER_NAMES_CONFIG].split(","):
         name = name.strip().upper()
         if name not in listeners:
             raise TerseError(f"Cannot find information about controller listener name: {name}")

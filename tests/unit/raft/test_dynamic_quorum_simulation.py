@@ -36,6 +36,7 @@ from pykbroker.raft.records_snapshot import RecordsSnapshotWriter
 from pykbroker.raft.replicated_log import LogRecord
 from pykbroker.raft.snapshots import SnapshotId
 from pykbroker.raft.voter_set import VoterSet, VoterSetHistory, scan_control_batches
+from pykbroker.utils import logging as pyk_logging
 from tests.unit.raft.test_raft_simulation import (
     ELECTION_BACKOFF_MAX_MS,
     ELECTION_TIMEOUT_MS,
@@ -46,11 +47,19 @@ from tests.unit.raft.test_raft_simulation import (
     InvariantViolation,
     Simulation,
     StringSerde,
-    quiet_logs,  # noqa: F401 - the autouse fixture
 )
 
 BOOTSTRAP = (-2, -3, -4)  # controller.quorum.bootstrap.servers -> nodes 1, 2, 3
 CHANGE_BOUND_MS = 20_000
+
+
+@pytest.fixture(autouse=True)
+def _quiet_logs():
+    """As test_raft_simulation's: thousands of elections log at INFO; only warnings matter here."""
+    saved = pyk_logging.saved_config()
+    pyk_logging.configure("warning")
+    yield
+    pyk_logging.restore(saved)
 
 
 def _real(node_id: int) -> int:
