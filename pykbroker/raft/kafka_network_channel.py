@@ -60,6 +60,7 @@ API_VERSIONS: dict[int, int] = {
     ApiKeys.END_QUORUM_EPOCH: 1,
     ApiKeys.FETCH: 17,
     ApiKeys.FETCH_SNAPSHOT: 1,
+    ApiKeys.UPDATE_RAFT_VOTER: 0,
 }
 PRE_VOTE_MIN_VERSION = 2
 """Vote v2 carries ``pre_vote`` (KIP-996)."""

@@ -70,7 +70,11 @@ caught up (fetched up to the leader's end within ``fetch_timeout_ms``); the new 
 control batch and the request is answered once it commits (REQUEST_TIMED_OUT at its deadline). A leader that
 removed itself resigns once the removal is committed; a removed node becomes an observer. In a dynamic quorum
 Vote, BeginQuorumEpoch and EndQuorumEpoch are answered whatever the sender's or this node's membership (a
-replica may not have the latest voter set yet). UpdateRaftVoter is not implemented. The client speaks to the
+replica may not have the latest voter set yet). UpdateRaftVoter (Kafka's ``UpdateVoterHandler``, see
+:mod:`pykbroker.raft.update_voter_handler`): a follower that is a voter, given its ``directory_id`` and
+``local_listeners``, whose stored voter entry differs (other endpoints or ``kraft.version`` range, e.g. after
+a restart on another port) sends one to the leader every ``3 * fetch_timeout_ms`` of following until the
+set matches; the leader appends the updated VotersRecord and answers at once. The client speaks to the
 other voters through a ``NetworkChannel``: :mod:`pykbroker.raft.kafka_network_channel` over the controller
 listener, which the server wires in (``KafkaRaftServer``).
 
@@ -110,6 +114,7 @@ from pykbroker.raft.control_records import (
     KRaftVersionRecord,
     LeaderChangeMessage,
     Voter,
+    VoterEndpoint,
     control_key,
 )
 from pykbroker.raft.epoch_state import (
@@ -148,13 +153,16 @@ from pykbroker.raft.raft_messages import (
     RequestData,
     ResponseData,
     SnapshotId,
+    UpdateRaftVoterRequestData,
+    UpdateRaftVoterResponseData,
     VoteRequestData,
     VoteResponseData,
     error_response,
 )
 from pykbroker.raft.records_snapshot import CorruptSnapshotError, RecordsSnapshotReader, RecordsSnapshotWriter
 from pykbroker.raft.replicated_log import LogBatch, LogRecord, ReplicatedLog
-from pykbroker.raft.voter_set import VoterSet, VoterSetHistory, scan_control_batches
+from pykbroker.raft.update_voter_handler import needs_update, update_voter
+from pykbroker.raft.voter_set import NO_DIRECTORY_ID, VoterSet, VoterSetHistory, scan_control_batches
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM, Time
 
@@ -198,7 +206,10 @@ class KafkaRaftClient(Generic[T]):
     """See the module docstring. Offsets are Kafka offsets; times are ms of the injected ``time``.
     ``voters`` is the static voter set (``controller.quorum.voters``), used while the log holds no
     VotersRecord; a ``node_id`` outside the voter set is an observer. ``bootstrap_servers``: negative ids of
-    ``controller.quorum.bootstrap.servers`` an observer that knows no leader fetches from (KIP-853)."""
+    ``controller.quorum.bootstrap.servers`` an observer that knows no leader fetches from (KIP-853).
+    ``directory_id`` (the metadata log directory's ``directory.id``), ``local_listeners`` (this node's
+    controller endpoints, the default listener first) and ``kraft_version_range`` (the ``kraft.version``
+    levels it supports) describe this replica for UpdateRaftVoter (KIP-853)."""
 
     def __init__(
         self,
@@ -219,8 +230,16 @@ class KafkaRaftClient(Generic[T]):
         cluster_id: str | None = None,
         fetch_snapshot_max_bytes: int = FETCH_SNAPSHOT_MAX_BYTES,
         bootstrap_servers: Sequence[int] = (),
+        directory_id: uuid.UUID | None = None,
+        local_listeners: Sequence[VoterEndpoint] = (),
+        kraft_version_range: tuple[int, int] = (0, 1),
     ):
         self.node_id = node_id
+        self.directory_id = directory_id or NO_DIRECTORY_ID
+        self.local_listeners = tuple(local_listeners)
+        self.kraft_version_range = kraft_version_range
+        #: a follower sends UpdateRaftVoter when its stored voter entry differs, at most once per this period
+        self._update_voter_deadline_ms = 0
         self.bootstrap_servers = tuple(bootstrap_servers)
         #: the voter sets in the log (KIP-853); the static ``voters`` until it has one
         self.voter_history = VoterSetHistory(VoterSet.static(voters) if voters else None)
@@ -458,6 +477,8 @@ class KafkaRaftClient(Generic[T]):
         self._in_flight.clear()
         self._backoff_until.clear()
         self._abandon_snapshot_fetch()
+        if isinstance(after, FollowerState):  # Kafka: a few rounds of Fetch before an UpdateRaftVoter
+            self._update_voter_deadline_ms = self._now() + 3 * self.fetch_timeout_ms
         if not isinstance(after, LeaderState):
             with self._state_lock:
                 acc, self._accumulator = self._accumulator, None
@@ -640,11 +661,45 @@ class KafkaRaftClient(Generic[T]):
                 self._abandon_snapshot_fetch()  # the leader may be gone: look for the current one
                 self._maybe_send_fetch(self._random_voter(), now)  # observer: look for the leader
                 return self._next_retry_ms(now)
+        wait = max(0, state.fetch_deadline_ms - now)
+        if self._maybe_send_update_voter(state, now):
+            return min(wait, self._next_retry_ms(now))
         if self._snapshot_fetch.in_progress:
             self._maybe_send_fetch_snapshot(state.leader, now)
         else:
             self._maybe_send_fetch(state.leader, now)
-        return min(max(0, state.fetch_deadline_ms - now), self._next_retry_ms(now))
+        if self._local_voter_needs_update():
+            wait = min(wait, max(0, self._update_voter_deadline_ms - now))
+        return min(wait, self._next_retry_ms(now))
+
+    def _local_voter(self) -> Voter:
+        low, high = self.kraft_version_range
+        return Voter(self.node_id, self.directory_id, self.local_listeners, low, high)
+
+    def _local_voter_needs_update(self) -> bool:
+        return (
+            bool(self.local_listeners)
+            and self.voter_history.kraft_version >= 1
+            and needs_update(self.voter_history.latest(), self._local_voter())
+        )
+
+    def _maybe_send_update_voter(self, state: FollowerState, now: int) -> bool:
+        """Kafka's ``pollFollowerAsVoter``: once the update period passed, a voter whose stored entry differs
+        sends UpdateRaftVoter instead of its next Fetch (then waits for another period)."""
+        if now < self._update_voter_deadline_ms or not self.quorum.is_voter():
+            return False
+        if not self._local_voter_needs_update() or not self._can_send(state.leader, now):
+            return False
+        self._update_voter_deadline_ms = now + 3 * self.fetch_timeout_ms
+        low, high = self.kraft_version_range
+        self._log.info("Sending UpdateRaftVoter", leader=state.leader, listeners=self.local_listeners)
+        self._send_request(
+            state.leader,
+            UpdateRaftVoterRequestData(
+                state.epoch, self.node_id, self.directory_id, self.local_listeners, low, high, self.cluster_id
+            ),
+        )
+        return True
 
     def _poll_unattached(self, state: UnattachedState, now: int, may_elect: bool) -> int:
         """Kafka's ``pollUnattached``: a voter stands for election when its election timeout passes; an
@@ -960,6 +1015,8 @@ class KafkaRaftClient(Generic[T]):
             response = self._handle_end_quorum_epoch_request(data)
         elif isinstance(data, FetchRequestData):
             response = self._leader_fetch.handle_fetch_request(request, data)
+        elif isinstance(data, UpdateRaftVoterRequestData):
+            response = self._handle_update_voter_request(data)
         else:
             response = self._leader_fetch.handle_fetch_snapshot_request(data)
         if response is not None:
@@ -1010,6 +1067,26 @@ class KafkaRaftClient(Generic[T]):
             state.override_fetch_timeout(self._now(), self._end_epoch_backoff_ms(data.preferred_successors))
         return EndQuorumEpochResponseData(NONE, q.leader_id, q.epoch)
 
+    def _handle_update_voter_request(self, data: UpdateRaftVoterRequestData) -> UpdateRaftVoterResponseData:
+        q = self.quorum
+        state = q.state
+        leading = isinstance(state, LeaderState) and self._accumulator is not None
+        hw = self._high_watermark if isinstance(state, LeaderState) and state.high_watermark is not None else None
+        default_listener = self.local_listeners[0].name if self.local_listeners else None
+        error, new_set = update_voter(
+            data, leading, q.epoch, hw, self._voter_change is not None, self.voter_history, default_listener
+        )
+        if error == NONE and new_set is not None and self._accumulator is not None:
+            record = LogRecord(control_key(KRAFT_VOTERS), new_set.to_record().encode())
+            try:
+                offset = self._accumulator.append_control([record])
+            except NotLeaderError:
+                error = NOT_LEADER_OR_FOLLOWER
+            else:
+                self._log.info("Updating a voter", voter=data.voter_id, listeners=data.listeners, offset=offset)
+                self._drain_appends(force=True)
+        return UpdateRaftVoterResponseData(error, q.leader_id, q.epoch)
+
     # ---- responses ---------------------------------------------------------------------------
     def _handle_response(self, response: RaftResponse) -> None:
         pending = self._in_flight.get(response.source_id)
@@ -1038,6 +1115,8 @@ class KafkaRaftClient(Generic[T]):
             self._handle_fetch_response(source, request, data)
         elif isinstance(data, FetchSnapshotResponseData):
             self._handle_fetch_snapshot_response(source, data)
+        elif isinstance(data, UpdateRaftVoterResponseData):
+            self._handle_epoch_info(source, data.error_code, data.leader_id, data.leader_epoch)
 
     def _handle_epoch_info(self, source: int, error: int, leader_id: int, epoch: int) -> bool:
         """Kafka's ``maybeHandleCommonResponse``: a newer epoch (or the leader of ours) moves us on;

@@ -110,6 +110,7 @@ CONTROLLER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.ENVELOPE: (0, 0),
     ApiKeys.ADD_RAFT_VOTER: (0, 0),
     ApiKeys.REMOVE_RAFT_VOTER: (0, 0),
+    ApiKeys.UPDATE_RAFT_VOTER: (0, 0),
 }
 
 

@@ -48,8 +48,9 @@ from pykbroker.config.broker_configs.security_configs import (
     SASL_SERVER_MAX_RECEIVE_SIZE_CONFIG,
 )
 from pykbroker.config.broker_configs.server_configs import METRIC_REPORTERS_CONFIG
+from pykbroker.config.broker_configs.socket_server_configs import ADVERTISED_LISTENERS_CONFIG
 from pykbroker.config.config_def import ConfigException
-from pykbroker.config.endpoint import EndPoint
+from pykbroker.config.endpoint import EndPoint, parse_listeners
 from pykbroker.config.kafka_config import KafkaConfig
 from pykbroker.log.log_config import LogConfig
 from pykbroker.log.log_manager import LogDirLockError, lock_log_dirs
@@ -59,6 +60,7 @@ from pykbroker.metadata.features import LATEST_PRODUCTION, bootstrap_levels
 from pykbroker.metadata.publisher import MetadataPublisher
 from pykbroker.metrics.reporter import MetricsReporter, create_reporters
 from pykbroker.network.socket_server import CONTROL_PLANE, SocketServer, SocketServerConfig
+from pykbroker.raft.control_records import VoterEndpoint
 from pykbroker.raft.kafka_network_channel import parse_bootstrap_servers, parse_voters
 from pykbroker.security.channel_builders import authenticator_factories, transport_factories
 from pykbroker.security.client_security import PLAINTEXT, ClientSecurity, client_security
@@ -181,7 +183,7 @@ class KafkaRaftServer:
 
         if broker is not None:
             broker.start_storage()
-        shared.start_raft()
+        shared.start_raft(self._local_controller_endpoints() if self.is_controller else ())
         publishers: list[MetadataPublisher]
         if broker is not None:
             broker.start_metadata_cache()
@@ -393,6 +395,24 @@ class KafkaRaftServer:
                 config.originals, listener, protocol_of(listener), SASL_MECHANISM_CONTROLLER_PROTOCOL_CONFIG
             )
         return inter, controller
+
+    def _local_controller_endpoints(self) -> list[VoterEndpoint]:
+        """This controller's endpoints as a voter (Kafka's ``effectiveAdvertisedControllerListeners``): each
+        controller listener from ``advertised.listeners`` else ``listeners``, its bound port when configured as
+        0, ``localhost`` for a wildcard host (as ``kafka-metadata-quorum add-controller`` computes them)."""
+        config = self.config
+        by_name = {ep.listener_name: ep for ep in config.listeners}
+        advertised = config.values.get(ADVERTISED_LISTENERS_CONFIG)
+        if advertised:
+            parsed = parse_listeners(advertised, config.protocol_map, ADVERTISED_LISTENERS_CONFIG)
+            by_name.update({ep.listener_name: ep for ep in parsed})
+        result = []
+        for name in config.controller_listener_names:
+            ep = by_name.get(name)
+            if ep is not None:
+                port = ep.port or self.bound_port(name)
+                result.append(VoterEndpoint(name, ep.host or "localhost", port))
+        return result
 
     def _voter_endpoints(self) -> dict[int, list[tuple[str, str, int]]]:
         """``controller.quorum.voters`` as ``{id: [(first controller listener, host, port)]}`` (Kafka's static

@@ -15,7 +15,7 @@ on the driver's IO thread, the loader on its own event thread.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from pykbroker.config.broker_configs.kraft_configs import (
     CONTROLLER_QUORUM_APPEND_LINGER_MS_CONFIG,
@@ -34,6 +34,7 @@ from pykbroker.metadata.metadata_loader import MetadataLoader
 from pykbroker.metadata.publisher import MetadataPublisher
 from pykbroker.metadata.records import MetadataRecordSerde
 from pykbroker.metadata.snapshot_generator import SnapshotGenerator
+from pykbroker.raft.control_records import VoterEndpoint
 from pykbroker.raft.file_replicated_log import FileReplicatedLog
 from pykbroker.raft.kafka_network_channel import KafkaNetworkChannel
 from pykbroker.raft.kafka_raft_client import KafkaRaftClient
@@ -41,6 +42,7 @@ from pykbroker.raft.kafka_raft_client_driver import KafkaRaftClientDriver
 from pykbroker.raft.kafka_raft_metrics import KafkaRaftMetrics
 from pykbroker.raft.quorum_state_store import FileQuorumStateStore
 from pykbroker.security.client_security import ClientSecurity
+from pykbroker.server.meta_properties import read_meta_properties, uuid_from_string
 from pykbroker.server.node_to_controller_channel_manager import NodeToControllerChannelManager
 from pykbroker.server.server_common import ShutdownSteps, StartupWaits
 from pykbroker.utils.fault_handler import ProcessTerminatingFaultHandler
@@ -95,10 +97,13 @@ class SharedServer:
         #: a controller-only node's view of the finalized features (what its ApiVersions reports)
         self.features_publisher = FeaturesPublisher()
 
-    def start_raft(self) -> None:
+    def start_raft(self, local_listeners: Sequence[VoterEndpoint] = ()) -> None:
         """The ``__cluster_metadata`` log and its Raft client (a voter, or an observer on a broker-only
-        node), with the network channel to the other voters unless this is the single-node mode."""
+        node), with the network channel to the other voters unless this is the single-node mode.
+        ``local_listeners``: this controller's endpoints (bound ports), for UpdateRaftVoter (KIP-853)."""
         config = self.config
+        meta = read_meta_properties(config.metadata_log_dir) or {}
+        directory_id = uuid_from_string(meta["directory.id"]) if meta.get("directory.id") else None
         self.metadata_log = FileReplicatedLog.open(
             config.metadata_log_dir, self.time, segment_bytes=config[METADATA_LOG_SEGMENT_BYTES_CONFIG]
         )
@@ -118,6 +123,8 @@ class SharedServer:
             fetch_max_wait_ms=min(500, config[CONTROLLER_QUORUM_REQUEST_TIMEOUT_MS_CONFIG] // 2),
             cluster_id=self.cluster_id,
             bootstrap_servers=sorted(self.bootstrap_servers, reverse=True),
+            directory_id=directory_id,
+            local_listeners=local_listeners,
         )
         KafkaRaftMetrics(self.metrics, raft, self.time)  # kafka.server:type=raft-metrics
         if not self.single_node:

@@ -72,11 +72,15 @@ class DynamicSimulation(Simulation):
         self.dir_ids = {i: uuid.UUID(int=random.Random(seed * 100 + i).getrandbits(128)) for i in range(1, nodes + 1)}
         self._aliases: dict[tuple[int, int], int] = {}  # (requester, correlation id) -> bootstrap id asked
         self._bootstrapped = False
+        self.ports = {i: 9000 + i for i in range(1, nodes + 1)}  # each node's controller listener port
         super().__init__(seed, voters=nodes, observers=0)
         self.expected_voters = {1}
 
     def voter(self, node_id: int) -> Voter:
-        return Voter(node_id, self.dir_ids[node_id], (VoterEndpoint("CONTROLLER", "localhost", 9000 + node_id),))
+        return Voter(node_id, self.dir_ids[node_id], self.endpoints(node_id))
+
+    def endpoints(self, node_id: int) -> tuple[VoterEndpoint, ...]:
+        return (VoterEndpoint("CONTROLLER", "localhost", self.ports[node_id]),)
 
     def start(self, node_id: int) -> None:
         node = self.nodes[node_id]
@@ -107,6 +111,8 @@ class DynamicSimulation(Simulation):
             retry_backoff_ms=10,
             fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
             bootstrap_servers=BOOTSTRAP,
+            directory_id=self.dir_ids[node_id],
+            local_listeners=self.endpoints(node_id),
         )
         node.listener = CommitListener()
         node.client.register(node.listener)
@@ -330,3 +336,33 @@ def test_voter_changes_are_refused_with_kafkas_error_codes():
     assert node is not None and node.client is not None
     error, message = answer(static, node.client.add_voter(Voter(2, uuid.uuid4()), 500))
     assert error == UNSUPPORTED_VERSION and "kraft.version" in (message or "")
+
+
+def test_a_voter_restarted_on_another_port_updates_its_endpoints():
+    """UpdateRaftVoter (Kafka's UpdateVoterHandler): voter 2 restarts with another controller port; after its update
+    period (3 fetch timeouts of following) it tells the leader, which writes a VotersRecord with the new endpoint
+    that every node then holds, with the same voter ids, and which commits."""
+    sim = DynamicSimulation(11)
+    sim.loss = sim.duplicate = 0.0
+    sim.settle()
+    sim.change(add=2)
+    sim.change(add=3)
+    sim.settle()
+    sim.ports[2] = 19002
+    sim.crash(2)
+    sim.start(2)
+    deadline = sim.now() + 3 * FETCH_TIMEOUT_MS + CHANGE_BOUND_MS
+    while True:
+        views = [n.client.voter_set() for n in sim.nodes.values() if n.client is not None]
+        if all(v is not None and v.voters[2].endpoints == sim.endpoints(2) for v in views):
+            break
+        assert sim.now() < deadline, views
+        sim.step()
+    assert all(v is not None and v.ids() == {1, 2, 3} for v in views)
+    sim.settle()  # the record commits and the quorum keeps committing
+    assert sim.committed_voters() == {1, 2, 3}
+    history = VoterSetHistory(None)
+    history.add_batches(sim.committed[b] for b in sorted(sim.committed) if sim.committed[b].control)
+    latest = history.latest()
+    assert latest is not None and latest.voters[2].endpoints == sim.endpoints(2)
+    assert latest.voters[3] == sim.voter(3)  # the other voters are unchanged
