@@ -385,6 +385,11 @@ class KafkaRaftClient(Generic[T]):
         """The voter set in effect (immutable; safe from any thread)."""
         return self.voter_history.latest()
 
+    def kraft_version(self) -> int:
+        """The latest ``kraft.version`` in the log, maybe uncommitted (Kafka's ``RaftClient.kraftVersion``): 1 in a
+        dynamic quorum, 0 in a static one. Safe from any thread."""
+        return self.voter_history.kraft_version
+
     def wakeup(self) -> None:
         with self._cond:
             self._woken = True

@@ -72,7 +72,7 @@ from pykbroker.coordinator.transaction.transaction_state_manager import Transact
 from pykbroker.log.log_cleaner import LogCleaner
 from pykbroker.log.log_manager import LogManager
 from pykbroker.metadata.features import TRANSACTION_VERSION, supported_features_request
-from pykbroker.metadata.features_publisher import finalized_features_of
+from pykbroker.metadata.features_publisher import finalized_features_of, with_kraft_version
 from pykbroker.metadata.quorum_controller import QuorumController
 from pykbroker.metadata.topic_names import (
     GROUP_METADATA_TOPIC_NAME,
@@ -617,7 +617,9 @@ class BrokerServer:
         """What ApiVersions reports as finalized: this broker's metadata image (epoch: its offset), Kafka's
         KRaftMetadataCache.features."""
         assert self.metadata_cache is not None
-        return finalized_features_of(self.metadata_cache.image)
+        raft = self.shared.raft
+        features = finalized_features_of(self.metadata_cache.image)
+        return with_kraft_version(features, raft.kraft_version() if raft is not None else 0)
 
     # -- shutdown ------------------------------------------------------------------------------
     def controlled_shutdown(self) -> None:

@@ -32,6 +32,7 @@ from pykbroker.metadata.controller_metadata_metrics import ControllerMetadataMet
 from pykbroker.metadata.delegation_token_control_manager import DelegationTokenSettings
 from pykbroker.metadata.feature_control_manager import LATEST_PRODUCTION_METADATA_VERSION
 from pykbroker.metadata.features import LEGACY_BOOTSTRAP_METADATA_VERSION, METADATA_VERSION
+from pykbroker.metadata.features_publisher import with_kraft_version
 from pykbroker.metadata.log_config_schema import LogConfigSchema
 from pykbroker.metadata.quorum_controller import QuorumController
 from pykbroker.network.socket_server import CONTROL_PLANE, SocketServer
@@ -195,7 +196,9 @@ class ControllerServer:
     def finalized_features(self):
         """What a controller-only node's ApiVersions reports as finalized: its last features change
         (Kafka's FeaturesPublisher); a combined node's broker answers from its metadata image instead."""
-        return self.shared.features_publisher.features
+        raft = self.shared.raft
+        features = self.shared.features_publisher.features
+        return with_kraft_version(features, raft.kraft_version() if raft is not None else 0)
 
     def shutdown(self, log_error: Callable[[str, Exception], None]) -> None:
         """Stop what was started, in the reverse order (a part never started is skipped)."""

@@ -105,6 +105,13 @@ def test_grow_a_standalone_controller_to_three_and_remove_it(tmp_path):
         KRaftCluster.start_nodes([c1, broker])
         addr = cluster.controller_address
         assert voters(cluster, addr(1)) == {1: dir_ids[1]}
+        # kraft.version is the Raft log's KRaftVersionRecord: 1 in a dynamic quorum, on the broker and the controller
+        for option, address in (("--bootstrap-server", cluster.bootstrap), ("--bootstrap-controller", addr(1))):
+            run = run_tool("feature_command", option, address, "describe")
+            assert (
+                "Feature: kraft.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1\t"
+                in run.stdout
+            ), run.stdout + run.stderr
         create_topic(cluster.bootstrap, "before", partitions=1)
         create_topic(cluster.bootstrap, "load", partitions=1)
         load = Load(cluster.bootstrap)
