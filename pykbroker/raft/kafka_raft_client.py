@@ -918,7 +918,12 @@ class KafkaRaftClient(Generic[T]):
                 )
             replica = state.observer_states.get(new_voter.voter_id)
             wall = self.time.milliseconds()
-            if replica is None or replica.last_caught_up_timestamp < wall - self.fetch_timeout_ms:
+            if replica is None or replica.directory_id != new_voter.directory_id:  # another replica of that id
+                return REQUEST_TIMED_OUT, (
+                    f"Aborted add voter operation for ReplicaKey(id={new_voter.voter_id}, "
+                    f"directoryId={new_voter.directory_id}) since it is lagging behind"
+                )
+            if replica.last_caught_up_timestamp < wall - self.fetch_timeout_ms:
                 return REQUEST_TIMED_OUT, (
                     f"Request timed out waiting for the new voter {new_voter.voter_id} to catch up with the leader"
                 )
@@ -983,6 +988,7 @@ class KafkaRaftClient(Generic[T]):
                 self.log.last_fetched_epoch(),
                 self.fetch_max_wait_ms,
                 cluster_id=self.cluster_id,
+                replica_directory_id=self.directory_id,
             ),
         )
 

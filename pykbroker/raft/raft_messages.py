@@ -26,6 +26,8 @@ from pykbroker.raft.quorum_state_store import NO_ID
 from pykbroker.raft.replicated_log import LogBatch
 from pykbroker.raft.snapshots import SnapshotId as SnapshotId  # re-exported: Fetch/FetchSnapshot's id
 
+_NO_DIRECTORY_ID = uuid.UUID(int=0)
+
 
 class EpochEndOffset(NamedTuple):
     """Fetch response ``diverging_epoch``: the leader's end offset of the largest epoch <= the
@@ -117,6 +119,8 @@ class FetchRequestData:
     max_wait_ms: int = 0
     partition_max_bytes: int = 1 << 20
     cluster_id: str | None = None
+    #: Fetch v17's ``replica_directory_id`` (KIP-853; zero: none)
+    replica_directory_id: uuid.UUID = _NO_DIRECTORY_ID
     api_key: int = field(default=ApiKeys.FETCH, init=False, repr=False)
 
 

@@ -104,6 +104,7 @@ def request_to_wire(data: RequestData) -> tuple[int, Body]:
             "fetch_offset": data.fetch_offset,
             "last_fetched_epoch": data.last_fetched_epoch,
             "partition_max_bytes": data.partition_max_bytes,
+            "replica_directory_id": data.replica_directory_id,
         }
         topic = {"topic": METADATA_TOPIC, "topic_id": METADATA_TOPIC_ID, "partitions": [partition]}
         return ApiKeys.FETCH, {
@@ -177,6 +178,7 @@ def request_from_wire(api_key: int, body: Body) -> RequestData:
             body.get("max_wait_ms", 0),
             p.get("partition_max_bytes", 1 << 20),
             cluster_id,
+            p.get("replica_directory_id") or uuid.UUID(int=0),
         )
     if api_key == ApiKeys.FETCH_SNAPSHOT:
         p = _single(body, "topics", "name", "partition")

@@ -105,6 +105,7 @@ from pykbroker.server.handlers.log_dirs import DescribeLogDirsHandler
 from pykbroker.server.handlers.metadata import MetadataHandler
 from pykbroker.server.handlers.produce import ProduceHandler
 from pykbroker.server.handlers.producer_id import InitProducerIdHandler, ProducerIdManager
+from pykbroker.server.handlers.raft_voters import BrokerRaftVoterHandlers, RaftVoterHandlers
 from pykbroker.server.handlers.sasl import SaslHandlers
 from pykbroker.server.handlers.share_state import ShareStateHandlers
 from pykbroker.server.handlers.transactions import TransactionHandlers
@@ -584,6 +585,11 @@ class BrokerServer:
                 helper, self.txn_coordinator, self.group_coordinator, rm, cache, self.config, self.time
             ),
             describe_quorum_handler(helper, self.shared, self.is_controller, self._voter_endpoints),
+            BrokerRaftVoterHandlers(
+                helper,
+                self.controller_handle,
+                RaftVoterHandlers(helper, lambda: self.shared.raft, self.shared.cluster_id),
+            ),
         ]
 
     def _auto_create_topics(self, names: list[str]) -> dict[str, int]:

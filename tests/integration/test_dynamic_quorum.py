@@ -2,15 +2,21 @@
 
 Controller 1 is formatted ``--standalone`` (the bootstrap snapshot holds the voter set {1}), a broker and
 controllers 2 and 3 (``--no-initial-controllers``) find the quorum through ``controller.quorum.bootstrap.servers``
-only. Under a light produce load, ``kafka-metadata-quorum add-controller`` adds 2, then 3, and
-``remove-controller`` removes 1 (the leader, which resigns once its removal is committed). DescribeQuorum shows
-each change (voters with their directory ids and endpoints), the quorum keeps committing (topics created before,
-between and after the changes are all visible) and the producer keeps being acknowledged.
+only. ``kafka-features describe`` shows ``kraft.version`` 1. Under a light produce load, ``kafka-metadata-quorum
+add-controller`` adds 2 (``--bootstrap-controller``) and 3 (``--bootstrap-server``: the broker forwards AddRaftVoter
+to the active controller) at the same time (one is retried until the other is committed), and
+``remove-controller --bootstrap-server`` removes 1 (the leader, which resigns once its removal is committed).
+DescribeQuorum shows each change (voters with their directory ids and endpoints), the quorum keeps committing
+(topics created before, between and after the changes are all visible) and the producer keeps being acknowledged.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import io
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -18,7 +24,6 @@ from pykbroker.config.properties import load_properties
 from pykbroker.server.meta_properties import uuid_from_string
 from tests.helpers.broker import BrokerProcess
 from tests.helpers.cluster import QUORUM_TIMEOUTS, KRaftCluster, free_ports
-from tests.helpers.tools import run_tool
 from tests.helpers.topics import create_topic
 from tests.helpers.wait import wait_until
 
@@ -52,8 +57,16 @@ class Load(threading.Thread):
         self.producer.flush(10)
 
 
-def quorum_tool(*args: str):
-    return run_tool("metadata_quorum_command", *args, timeout=90)
+def tool(module: str, *args: str) -> tuple[int, str]:
+    """``pykbroker.tools.<module>.main(args)`` in this process: (exit code, stdout). The same code as the command,
+    without a Python start-up per call (the test runs six of them on a machine with few cores); errors go to
+    stderr as from the command. The storage tool prints to ``sys.stdout``: it runs from the main thread only."""
+    main = importlib.import_module(f"pykbroker.tools.{module}").main
+    out = io.StringIO()
+    if module == "storage_tool":
+        with contextlib.redirect_stdout(out):
+            return main(list(args)), out.getvalue()
+    return main(list(args), out=out), out.getvalue()
 
 
 def voters(cluster: KRaftCluster, via: str) -> dict[int, str]:
@@ -90,65 +103,83 @@ def test_grow_a_standalone_controller_to_three_and_remove_it(tmp_path):
     )
     c1, c2, c3 = (cluster.controllers[i] for i in (1, 2, 3))
     load = None
+    pool = ThreadPoolExecutor(4)
     try:
-        cluster.format_args = ("--standalone",)
-        cluster.format(c1)
-        cluster.format_args = ()
-        cluster.format(broker)
-        cluster.format_args = ("--no-initial-controllers",)
-        cluster.format(c2)
-        cluster.format(c3)
+        # format the four nodes at once: 1 --standalone, the broker, 2 and 3 --no-initial-controllers
+        formats = {
+            c1: ("--standalone",),
+            broker: (),
+            c2: ("--no-initial-controllers",),
+            c3: ("--no-initial-controllers",),
+        }
+        for node, args in formats.items():
+            node.write_config()
+            code, out = tool("storage_tool", "format", "-t", cluster.cluster_id, "-c", str(node.config_path), *args)
+            assert code == 0, out
         dir_ids = {
             i: load_properties(str(tmp_path / f"controller-{i}" / "logs" / "meta.properties"))["directory.id"]
             for i in ports
         }
-        KRaftCluster.start_nodes([c1, broker])
+        KRaftCluster.start_nodes([c1, broker, c2, c3])  # 2 and 3 start as observers of 1
         addr = cluster.controller_address
         assert voters(cluster, addr(1)) == {1: dir_ids[1]}
         # kraft.version is the Raft log's KRaftVersionRecord: 1 in a dynamic quorum, on the broker and the controller
-        for option, address in (("--bootstrap-server", cluster.bootstrap), ("--bootstrap-controller", addr(1))):
-            run = run_tool("feature_command", option, address, "describe")
-            assert (
-                "Feature: kraft.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1\t"
-                in run.stdout
-            ), run.stdout + run.stderr
+        describes = [
+            pool.submit(tool, "feature_command", option, address, "describe")
+            for option, address in (("--bootstrap-server", cluster.bootstrap), ("--bootstrap-controller", addr(1)))
+        ]
         create_topic(cluster.bootstrap, "before", partitions=1)
         create_topic(cluster.bootstrap, "load", partitions=1)
         load = Load(cluster.bootstrap)
         load.start()
-        KRaftCluster.start_nodes([c2, c3])
 
-        for new in (2, 3):
+        # add 2 through the controller and 3 through the broker (forwarded to the active controller) at the same
+        # time: one change at a time, the other is retried by the tool on REQUEST_TIMED_OUT
+        def add(new: int, option: str, address: str):
             config = str(cluster.controllers[new].config_path)
-            r = quorum_tool("--bootstrap-controller", addr(1), "--command-config", config, "add-controller")
-            assert r.returncode == 0, r.stderr
-            assert r.stdout.strip() == (
+            return tool("metadata_quorum_command", option, address, "--command-config", config, "add-controller")
+
+        adds = {
+            2: pool.submit(add, 2, "--bootstrap-controller", addr(1)),
+            3: pool.submit(add, 3, "--bootstrap-server", cluster.bootstrap),
+        }
+        for describe in describes:
+            code, out = describe.result()
+            assert code == 0 and (
+                "Feature: kraft.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1\t"
+                in out
+            ), out
+        for new, future in adds.items():
+            code, out = future.result()
+            assert code == 0, out
+            assert out.strip() == (
                 f"Added controller {new} with directory id {dir_ids[new]} and endpoints: "
                 f"CONTROLLER://127.0.0.1:{ports[new]}"
             )
         assert voters(cluster, addr(1)) == dir_ids
-        nodes = quorum_tool("--bootstrap-controller", addr(1), "describe", "--status")
-        assert nodes.returncode == 0, nodes.stderr
+        status = pool.submit(tool, "metadata_quorum_command", "--bootstrap-controller", addr(1), "describe", "--status")
+        create_topic(cluster.bootstrap, "between", partitions=1)
+        code, nodes = status.result()
+        assert code == 0, nodes
         for i, port in ports.items():
             assert f'"id": {i}, "directoryId": "{dir_ids[i]}", "endpoints": ["CONTROLLER://127.0.0.1:{port}"]' in (
-                nodes.stdout
-            ), nodes.stdout
-        create_topic(cluster.bootstrap, "between", partitions=1)
+                nodes
+            ), nodes
         acked = load.acked
 
-        r = quorum_tool(
-            "--bootstrap-controller", f"{addr(2)},{addr(3)}",
+        # remove 1, the leader, through the broker: it resigns once its removal is committed
+        code, out = tool(
+            "metadata_quorum_command", "--bootstrap-server", cluster.bootstrap,
             "remove-controller", "--controller-id", "1", "--controller-directory-id", dir_ids[1],
         )  # fmt: skip
-        assert r.returncode == 0, r.stderr
-        assert r.stdout.strip() == f"Removed  KRaft controller 1 with directory id {dir_ids[1]}"
+        assert (code, out.strip()) == (0, f"Removed  KRaft controller 1 with directory id {dir_ids[1]}")
 
         def removed() -> bool:
             leader = cluster.leader_id()
             return leader in (2, 3) and voters(cluster, addr(leader)) == {2: dir_ids[2], 3: dir_ids[3]}
 
         wait_until(removed, 20, message="controller 1 removed and a new leader among 2, 3")
-        c1.stop(30)
+        c1.kill()  # the quorum {2, 3} goes on without it
         create_topic(cluster.bootstrap, "after", partitions=1)
         from confluent_kafka.admin import AdminClient
 
@@ -157,6 +188,7 @@ def test_grow_a_standalone_controller_to_three_and_remove_it(tmp_path):
         wait_until(lambda: load.acked > acked + 20, 20, message="the producer acknowledged after the removal")
         assert uuid_from_string(dir_ids[2]) and not load.errors, load.errors[:5]
     finally:
+        pool.shutdown(wait=False, cancel_futures=True)
         if load is not None:
             load.stopping.set()
             load.join(20)

@@ -8,6 +8,10 @@ INCONSISTENT_CLUSTER_ID for another cluster's id, NOT_LEADER_OR_FOLLOWER on a co
 DUPLICATE_VOTER / VOTER_NOT_FOUND, UNSUPPORTED_VERSION on a static quorum, REQUEST_TIMED_OUT. Authorization
 (ALTER on the cluster) is done by the controller listener's KafkaApis before the handler runs.
 
+:class:`BrokerRaftVoterHandlers` serves them on a broker's listener as Kafka's ``KafkaApis`` does
+(``forwardToControllerOrFail``): forwarded in an Envelope to the active controller, which authorizes the client's
+principal and answers; in the single-node mode (no forwarding) the node's own Raft client answers.
+
 Threading: stateless; safe from the request handler threads.
 """
 
@@ -83,3 +87,42 @@ class RaftVoterHandlers:
         raft = self.raft()
         future = raft.remove_voter(body["voter_id"], body["voter_directory_id"], REMOVE_TIMEOUT_MS)  # type: ignore[attr-defined]
         self._answer_when_done(request, future)
+
+
+class BrokerRaftVoterHandlers:
+    """``controller``: the broker's ForwardingManager (``forwards_clients``) or, in the single-node mode, the local
+    QuorumController, in which case ``local`` (the node's :class:`RaftVoterHandlers`) answers."""
+
+    def __init__(self, helper, controller, local: RaftVoterHandlers):
+        self.helper = helper
+        self.controller = controller
+        self.local = local
+
+    def handlers(self) -> dict:
+        return {
+            ApiKeys.ADD_RAFT_VOTER: self.handle_add_raft_voter,
+            ApiKeys.REMOVE_RAFT_VOTER: self.handle_remove_raft_voter,
+        }
+
+    def _forward(self, request, send: Callable[..., Future]) -> None:
+        def done(f: Future) -> None:
+            try:
+                body = f.result()
+            except Exception as e:  # noqa: BLE001 - NOT_CONTROLLER, timeouts: answered with the code
+                code = errors.for_exception(e)
+                body = {"throttle_time_ms": 0, "error_code": code, "error_message": str(e) or None}
+            self.helper.send_response(request, body)
+
+        send(request.body, client=request).add_done_callback(done)
+
+    def handle_add_raft_voter(self, request) -> None:
+        if getattr(self.controller, "forwards_clients", False):
+            self._forward(request, self.controller.add_raft_voter)
+        else:
+            self.local.handle_add_raft_voter(request)
+
+    def handle_remove_raft_voter(self, request) -> None:
+        if getattr(self.controller, "forwards_clients", False):
+            self._forward(request, self.controller.remove_raft_voter)
+        else:
+            self.local.handle_remove_raft_voter(request)

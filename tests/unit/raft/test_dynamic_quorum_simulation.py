@@ -316,6 +316,9 @@ def test_voter_changes_are_refused_with_kafkas_error_codes():
     assert answer(sim, client.remove_voter(2, sim.dir_ids[2], 500))[0] == VOTER_NOT_FOUND
     assert answer(sim, client.remove_voter(1, sim.dir_ids[2], 500))[0] == VOTER_NOT_FOUND
     assert answer(sim, client.remove_voter(1, sim.dir_ids[1], 500))[0] == VOTER_NOT_FOUND  # the last voter
+    # node 2 fetches (caught up) with its own directory id: another replica key of id 2 is not the one fetching
+    error, message = answer(sim, client.add_voter(Voter(2, uuid.UUID(int=99), sim.endpoints(2)), 500))
+    assert error == REQUEST_TIMED_OUT and "lagging behind" in (message or ""), message
     sim.crash(4)
     for _ in range(int(FETCH_TIMEOUT_MS / 5) + 10):
         sim.step()

@@ -78,6 +78,11 @@ CASES = [
         (13, 17),
     ),
     (
+        FetchRequestData(2, 4, 6, 3, 500, 1 << 20, "cluster-1", uuid.UUID(int=12345)),
+        FetchResponseData(NONE, LeaderIdAndEpoch(1, 4), 6, BATCHES),
+        (17,),
+    ),
+    (
         FetchSnapshotRequestData(2, 4, SnapshotId(100, 3), 0, 1 << 20, "cluster-1"),
         FetchSnapshotResponseData(SNAPSHOT_NOT_FOUND, LeaderIdAndEpoch(1, 4)),
         (0, 1),
