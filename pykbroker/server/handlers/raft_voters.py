@@ -23,6 +23,7 @@ from concurrent.futures import Future
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.raft.control_records import Voter, VoterEndpoint
+from pykbroker.server import error_responses
 
 #: How long a RemoveRaftVoter may wait for its VotersRecord to commit (it has no timeout_ms field).
 REMOVE_TIMEOUT_MS = 30_000
@@ -126,3 +127,9 @@ class BrokerRaftVoterHandlers:
             self._forward(request, self.controller.remove_raft_voter)
         else:
             self.local.handle_remove_raft_voter(request)
+
+
+@error_responses.register(ApiKeys.ADD_RAFT_VOTER)
+@error_responses.register(ApiKeys.REMOVE_RAFT_VOTER)
+def _raft_voter_error(version, body, code, message):
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message}

@@ -49,9 +49,9 @@ def _answer_to_raising_handler(api_key: int, version: int, body: dict):
 
 def test_all_broker_apis_are_covered():
     keys = {k for k, _ in ADVERTISED}
-    assert len(keys) == 61  # 27 + DescribeQuorum + ElectLeaders + 8 transactions + 2 SASL + 2 SCRAM + 3 ACLs + DTP
+    assert len(keys) == 63  # 27 + DescribeQuorum + ElectLeaders + 8 transactions + 2 SASL + 2 SCRAM + 3 ACLs + DTP
     # + UpdateFeatures + 2 client quotas + 2 KIP-848 consumer group APIs + 2 partition reassignment APIs
-    # + 4 delegation token APIs + 5 share coordinator APIs (83-87)
+    # + 4 delegation token APIs + 5 share coordinator APIs (83-87) + AddRaftVoter / RemoveRaftVoter (KIP-853, forwarded)
     assert {
         ApiKeys.FIND_COORDINATOR,
         ApiKeys.JOIN_GROUP,
