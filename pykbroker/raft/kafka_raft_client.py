@@ -421,6 +421,8 @@ class KafkaRaftClient(Generic[T]):
         if not self.quorum.voters and not self.bootstrap_servers:
             raise ValueError("The voter set is empty")
         self.quorum.initialize(self.log.last_fetched_epoch())
+        # a restarted follower (FollowerState from the store) also fetches a few rounds before an UpdateRaftVoter
+        self._update_voter_deadline_ms = self._now() + 3 * self.fetch_timeout_ms
         self._initialized = True
         self._update_leader_and_epoch()
         self._log.info("Initialized quorum state", state=repr(self.quorum.state), log_end_offset=self.log.end_offset())

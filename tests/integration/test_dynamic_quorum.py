@@ -20,7 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.config.properties import load_properties
+from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.server.meta_properties import uuid_from_string
 from tests.helpers.broker import BrokerProcess
 from tests.helpers.cluster import QUORUM_TIMEOUTS, KRaftCluster, free_ports
@@ -192,4 +194,103 @@ def test_grow_a_standalone_controller_to_three_and_remove_it(tmp_path):
         if load is not None:
             load.stopping.set()
             load.join(20)
+        cluster.kill_all()
+
+
+def endpoints(cluster: KRaftCluster, via: str) -> dict[int, list[tuple[str, str, int]]]:
+    """{voter id: [(listener, host, port)]} of DescribeQuorum v2 ``nodes`` at ``via``; {} when it does not lead."""
+    with BrokerConnection.to(via) as conn:
+        r = conn.request(
+            ApiKeys.DESCRIBE_QUORUM,
+            2,
+            {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]},
+        )
+    if r["error_code"] != 0 or not r["topics"] or r["topics"][0]["partitions"][0]["error_code"] != 0:
+        return {}
+    return {n["node_id"]: [(e["name"], e["host"], e["port"]) for e in n["listeners"]] for n in r["nodes"]}
+
+
+def test_a_voter_restarted_on_another_port_updates_its_endpoint(tmp_path):
+    """UpdateRaftVoter (KIP-853) between real controllers: voters 1 (the leader), 2 and 3; 3 restarts with its
+    controller listener on another port; once it follows the leader again (3 fetch timeouts), it sends UpdateRaftVoter
+    and the leader writes a VotersRecord with the new endpoint: DescribeQuorum shows it, the voters and their
+    directory ids unchanged, and the quorum still commits with 3 (the leader fetches nothing from it: 3 fetches)."""
+    ports = dict(zip((1, 2, 3), free_ports(3), strict=True))
+    common = {
+        **QUORUM_TIMEOUTS,
+        "controller.quorum.voters": "",
+        "controller.quorum.bootstrap.servers": ",".join(f"127.0.0.1:{p}" for p in ports.values()),
+        "controller.listener.names": "CONTROLLER",
+        "process.roles": "controller",
+    }
+    cluster = KRaftCluster(tmp_path, controllers=0, brokers=0)
+    for i, port in ports.items():
+        cluster.controllers[i] = BrokerProcess(
+            tmp_path / f"controller-{i}", **{**common, "node.id": str(i)}, listeners=f"CONTROLLER://127.0.0.1:{port}"
+        )
+    cluster.controller_ports = ports
+    c1, c2, c3 = (cluster.controllers[i] for i in (1, 2, 3))
+    addr = cluster.controller_address
+    pool = ThreadPoolExecutor(2)
+    try:
+        for node, args in (
+            (c1, ("--standalone",)),
+            (c2, ("--no-initial-controllers",)),
+            (c3, ("--no-initial-controllers",)),
+        ):
+            node.write_config()
+            code, out = tool("storage_tool", "format", "-t", cluster.cluster_id, "-c", str(node.config_path), *args)
+            assert code == 0, out
+        KRaftCluster.start_nodes([c1, c2, c3])
+        adds = [
+            pool.submit(
+                tool,
+                "metadata_quorum_command",
+                "--bootstrap-controller",
+                addr(1),
+                "--command-config",
+                str(node.config_path),
+                "add-controller",
+            )
+            for node in (c2, c3)
+        ]
+        for add in adds:
+            code, out = add.result()
+            assert code == 0 and out.startswith("Added controller"), out
+        before = voters(cluster, addr(1))
+        assert set(before) == {1, 2, 3}
+        assert endpoints(cluster, addr(1))[3] == [("CONTROLLER", "127.0.0.1", ports[3])]
+
+        c3.stop(30)
+        new_port = free_ports(1)[0]
+        c3.props["listeners"] = f"CONTROLLER://127.0.0.1:{new_port}"
+        c3.start(60)
+        wait_until(
+            lambda: endpoints(cluster, addr(1)).get(3) == [("CONTROLLER", "127.0.0.1", new_port)],
+            20,
+            message="the leader's voter set holds 3's new endpoint",
+        )
+        assert voters(cluster, addr(1)) == before  # same voters, same directory ids
+        assert c3.wait_for_line(r"Sending UpdateRaftVoter", 1) is not None
+        assert c1.wait_for_line(r"Updating a voter", 1) is not None
+        # the quorum {1, 2, 3} still commits: a new metadata record reaches the high watermark on 3 as well
+        code, out = tool(
+            "feature_command", "--bootstrap-controller", addr(1), "downgrade", "--feature", "transaction.version=1"
+        )
+        assert (code, out.strip()) == (0, "transaction.version was downgraded to 1."), out
+        leader_end = cluster.describe_quorum(addr(1))["high_watermark"]
+        wait_until(
+            lambda: (
+                next(
+                    v["log_end_offset"]
+                    for v in cluster.describe_quorum(addr(1))["current_voters"]
+                    if v["replica_id"] == 3
+                )
+                >= leader_end
+            ),
+            10,
+            message="3 fetched up to the leader's high watermark",
+        )
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
         cluster.kill_all()
