@@ -62,7 +62,12 @@ from pykbroker.metadata.controller_result import ControllerResult, MutationQuota
 from pykbroker.metadata.delegation_token_control_manager import DelegationTokenControlManager, DelegationTokenSettings
 from pykbroker.metadata.event_queue import EventQueue, EventQueueClosedError
 from pykbroker.metadata.feature_control_manager import LATEST_PRODUCTION_METADATA_VERSION, FeatureControlManager
-from pykbroker.metadata.features import ELIGIBLE_LEADER_REPLICAS_VERSION, KRAFT_VERSION, METADATA_VERSION, bootstrap_levels
+from pykbroker.metadata.features import (
+    ELIGIBLE_LEADER_REPLICAS_VERSION,
+    KRAFT_VERSION,
+    METADATA_VERSION,
+    bootstrap_levels,
+)
 from pykbroker.metadata.leader_election import balance_partition_leaders, elect_leaders
 from pykbroker.metadata.partition_reassignment import alter_partition_reassignments, list_partition_reassignments
 from pykbroker.metadata.producer_id_control_manager import ProducerIdControlManager
