@@ -168,11 +168,12 @@ def test_kafka_features_describe_upgrade_downgrade_and_refusals(broker):
     )
     run = features("--bootstrap-server", b, "upgrade", "--feature", "kraft.version=0")
     assert (run.returncode, run.stdout.strip()) == (0, "kraft.version was upgraded to 0."), run.stdout + run.stderr
-    # features pykbroker does not implement: refused by the controller
-    run = features("--bootstrap-server", b, "upgrade", "--feature", "kraft.version=1")
+    # a level beyond what pykbroker implements: refused by the controller
+    run = features("--bootstrap-server", b, "upgrade", "--feature", "eligible.leader.replicas.version=2")
     assert run.stdout.strip().endswith(
-        "Invalid update version 1 for feature kraft.version. Local controller 1 does not support this feature."
-    )
+        "Invalid update version 2 for feature eligible.leader.replicas.version. Local controller 1 only supports "
+        "versions 0-1"
+    ), run.stdout + run.stderr
 
 
 def test_update_features_needs_alter_on_the_cluster(broker_factory):

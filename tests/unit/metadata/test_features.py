@@ -130,8 +130,9 @@ def test_refused_outside_the_ranges_of_this_controller_and_of_every_broker():
     assert refusal(m.update_features({"group.version": 2}, {}, False)) == (
         "Invalid update version 2 for feature group.version. Local controller 1 only supports versions 0-1"
     )
-    assert refusal(m.update_features({"kraft.version": 1}, {}, False)) == (
-        "Invalid update version 1 for feature kraft.version. Local controller 1 does not support this feature."
+    assert refusal(m.update_features({"eligible.leader.replicas.version": 2}, {}, False)) == (
+        "Invalid update version 2 for feature eligible.leader.replicas.version. Local controller 1 only supports "
+        "versions 0-1"
     )
     brokers = [(5, {"transaction.version": (0, 1)}), (6, {"metadata.version": (7, 25)})]
     m = manager({"metadata.version": 25}, brokers)
