@@ -10,13 +10,21 @@ For each shape (record size x acks x linger.ms) and client, a fresh 6-partition 
 one ``send`` per record with a per-record delivery callback measuring latency, then ``flush``.
 Idempotence follows each client's default for the acks setting. Prints a table: records/s, MB/s,
 average latency (ms). Each client runs in its own process. Not a test.
+
+``--rounds R`` (issue 31's "perf tool" row) alternates pykbroker and confluent-kafka R times on the first
+shape, each round on a fresh topic, and ends with the median records/s of each and their ratio::
+
+    .venv/bin/python bench/producer_compare.py --rounds 3 --num-records 1000000 --record-sizes 100 \\
+        --acks 1 --linger-ms 5
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -116,6 +124,33 @@ def run_peer(client, bootstrap, topic, n, size, acks, linger) -> dict:
     }
 
 
+def compare_rounds(args, admin) -> None:
+    """Alternate the perf tool and confluent-kafka on the first shape; print each round and the medians."""
+    from confluent_kafka.admin import NewTopic
+
+    size, acks, linger = args.record_sizes[0], args.acks[0], args.linger_ms[0]
+    n = args.num_records
+    rps: dict[str, list[float]] = {"pykbroker": [], "confluent-kafka": []}
+    for rnd in range(args.rounds):
+        order = ["pykbroker", "confluent-kafka"] if rnd % 2 == 0 else ["confluent-kafka", "pykbroker"]
+        for client in order:
+            topic = f"cmp-{uuid.uuid4().hex[:8]}"
+            admin.create_topics([NewTopic(topic, 6, 1)])[topic].result(30)
+            time.sleep(0.5)
+            if client == "pykbroker":
+                r = run_pykbroker(args.bootstrap_server, topic, n, size, acks, linger)
+            else:
+                r = run_peer(client, args.bootstrap_server, topic, n, size, acks, linger)
+            rps[client].append(r["rps"])
+            print(
+                f"{size:>5} {acks:>4} {linger:>6} {client:>16} {r['rps']:>11,.0f} {r['mbps']:>7.2f} "
+                f"{r['avg_ms']:>8.1f}   round {rnd + 1}",
+                flush=True,
+            )
+    ours, peer = statistics.median(rps["pykbroker"]), statistics.median(rps["confluent-kafka"])
+    print(f"median records/s: pykbroker {ours:,.0f}  confluent-kafka {peer:,.0f}  ratio {ours / peer:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bootstrap-server")
@@ -125,6 +160,7 @@ def main() -> None:
     ap.add_argument("--acks", nargs="+", default=["1", "all"])
     ap.add_argument("--linger-ms", type=int, nargs="+", default=[0, 5])
     ap.add_argument("--clients", nargs="+", default=["pykbroker", "kafka-python", "confluent-kafka"])
+    ap.add_argument("--rounds", type=int, default=0, help="alternate pykbroker / confluent-kafka R times (ratio)")
     args = ap.parse_args()
     broker = None
     if not args.bootstrap_server:
@@ -138,6 +174,9 @@ def main() -> None:
     print("# producers against pykbroker, 6 partitions, 2 cores; records/s, MB/s, avg latency ms")
     print(f"{'size':>5} {'acks':>4} {'linger':>6} {'client':>16} {'records/s':>11} {'MB/s':>7} {'avg ms':>8}")
     try:
+        if args.rounds:
+            compare_rounds(args, admin)
+            return
         for size in args.record_sizes:
             n = args.num_records if size < 1000 else args.num_records_large
             for acks in args.acks:
@@ -156,6 +195,8 @@ def main() -> None:
                             flush=True,
                         )
     finally:
+        admin = None  # drop the client before its broker goes (no reconnect noise on stderr)
+        gc.collect()
         if broker is not None:
             broker.stop()
 

@@ -3,8 +3,12 @@ and ``QuorumFeatures``).
 
 The first active controller of an empty log writes the bootstrap ``FeatureLevelRecord``\\ s (from
 ``bootstrap.checkpoint``, as ``kafka-storage format`` writes them; see :meth:`bootstrap_records`). A level of 0
-removes a feature. ``kraft.version`` is never finalized by a FeatureLevelRecord (Kafka keeps it in the Raft log;
-pykbroker's quorums are static: level 0), so such records are skipped on replay (KAFKA-18979).
+removes a feature. ``kraft.version`` is never finalized by a FeatureLevelRecord (Kafka keeps it in the Raft log:
+``kraft_version()`` reads the latest KRaftVersionRecord, 1 in a dynamic quorum, 0 in a static one), so such records
+are skipped on replay (KAFKA-18979). Upgrading a static quorum's ``kraft.version`` to 1 is refused with the error
+Kafka 4.1's ``LeaderState.maybeAppendUpgradedKRaftVersion`` gives while not every voter has reported its directory
+id and supported range by UpdateRaftVoter (pykbroker's voters do not at level 0): INVALID_UPDATE_VERSION ``Invalid
+upgrade of kraft.version to 1 because not all of the voters support it``.
 
 UpdateFeatures (KIP-584/KIP-778, :meth:`update_features`) is all or nothing: the first update that fails fails
 the request with INVALID_UPDATE_VERSION and Kafka's message, else every update becomes one FeatureLevelRecord of
@@ -88,9 +92,11 @@ class FeatureControlManager:
         self,
         node_id: int = -1,
         brokers_supported: Callable[[], Iterable[tuple[int, Mapping[str, tuple[int, int]]]]] = lambda: (),
+        kraft_version: Callable[[], int] = lambda: 0,
     ) -> None:
         self.node_id = node_id
         self.brokers_supported = brokers_supported
+        self.kraft_version = kraft_version
         self.finalized: dict[str, int] = {}
         self._log = get_logger("FeatureControlManager", id=node_id)
 
@@ -137,7 +143,7 @@ class FeatureControlManager:
 
         if upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
             return invalid("The controller does not support the given upgrade type.")
-        current = 0 if name == fv.KRAFT_VERSION else self.finalized.get(name, 0)
+        current = self.kraft_version() if name == fv.KRAFT_VERSION else self.finalized.get(name, 0)
         if level < 0:
             return invalid("A feature version cannot be less than 0.")
         reason = self._reason_not_supported(name, level)
@@ -153,7 +159,8 @@ class FeatureControlManager:
         if name == METADATA_VERSION:
             return self._update_metadata_version(current, level, upgrade_type == UNSAFE_DOWNGRADE, records)
         if name == fv.KRAFT_VERSION:
-            # a static quorum stays at kraft.version 0: only "0" gets here (supported range), and changes nothing
+            if level > current:  # a static quorum: its voters never reported a directory id and supported range
+                return f"Invalid upgrade of {name} to {level} because not all of the voters support it"
             return None if level == current else invalid("Can't downgrade the version of this feature.")
         try:
             fv.validate_version(name, level, proposed)

@@ -25,8 +25,10 @@ consumer protocol (ConsumerGroupHeartbeat and ConsumerGroupDescribe answer UNSUP
 at 4.0-IV0 or later starts at 1); ``eligible.leader.replicas.version`` 1 (KIP-966, needs 4.0-IV1) makes the
 controller keep eligible leader replicas (``partition_change_builder``): a new cluster starts at 0 as in Kafka 4.0
 (Kafka 4.1's default is 1, from its 4.1-IV0, a level this table does not have yet), ``kafka-storage format
---feature eligible.leader.replicas.version=1`` or ``kafka-features upgrade`` enables it; ``kraft.version`` 1
-(dynamic quorums, KIP-853) is not implemented, so it stays at 0.
+--feature eligible.leader.replicas.version=1`` or ``kafka-features upgrade`` enables it; ``kraft.version`` is kept in
+the Raft log (KRaftVersionRecord: 1 in a dynamic quorum, KIP-853), never finalized here, and advertised 0-1 (1: the
+voter set lives in the log, KIP-853; a static quorum is not upgraded to it: its voters never report their directory
+ids at level 0, see ``FeatureControlManager``).
 
 Pure data and functions; any thread.
 """
@@ -163,7 +165,7 @@ _FEATURES_BY_NAME: Mapping[str, Feature] = MappingProxyType({f.name: f for f in 
 SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = MappingProxyType(
     {
         METADATA_VERSION: (MINIMUM_VERSION, IBP_4_0_IV3),
-        KRAFT_VERSION: (0, 0),
+        KRAFT_VERSION: (0, 1),
         TRANSACTION_VERSION: (0, 2),
         GROUP_VERSION: (0, 1),
         ELIGIBLE_LEADER_REPLICAS_VERSION: (0, 1),

@@ -62,7 +62,12 @@ from pykbroker.metadata.controller_result import ControllerResult, MutationQuota
 from pykbroker.metadata.delegation_token_control_manager import DelegationTokenControlManager, DelegationTokenSettings
 from pykbroker.metadata.event_queue import EventQueue, EventQueueClosedError
 from pykbroker.metadata.feature_control_manager import LATEST_PRODUCTION_METADATA_VERSION, FeatureControlManager
-from pykbroker.metadata.features import ELIGIBLE_LEADER_REPLICAS_VERSION, METADATA_VERSION, bootstrap_levels
+from pykbroker.metadata.features import (
+    ELIGIBLE_LEADER_REPLICAS_VERSION,
+    KRAFT_VERSION,
+    METADATA_VERSION,
+    bootstrap_levels,
+)
 from pykbroker.metadata.leader_election import balance_partition_leaders, elect_leaders
 from pykbroker.metadata.partition_reassignment import alter_partition_reassignments, list_partition_reassignments
 from pykbroker.metadata.producer_id_control_manager import ProducerIdControlManager
@@ -100,15 +105,17 @@ class _ControlManagers:
         session_timeout_ms: int,
         node_id: int = -1,
         delegation_tokens: DelegationTokenSettings | None = None,
+        kraft_version: Callable[[], int] = lambda: 0,
     ):
-        self.features = FeatureControlManager(node_id, self._brokers_supported)
+        self.features = FeatureControlManager(node_id, self._brokers_supported, kraft_version)
         self.cluster = ClusterControlManager(
             cluster_id,
             unfence_on_register,
             time,
             session_timeout_ms,
             lambda: self.features.metadata_version,
-            lambda: self.features.finalized,
+            # Kafka's registerBroker: the finalized levels plus the Raft log's kraft.version
+            lambda: {**self.features.finalized, KRAFT_VERSION: kraft_version()},
         )
         self.configs = ConfigurationControlManager(schema, broker_exists=self.cluster.is_registered)
         self.replication = ReplicationControlManager(
@@ -215,6 +222,7 @@ class QuorumController:
             session_timeout_ms,
             node_id,
             delegation_tokens,
+            raft_client.kraft_version,
         )
         self.managers = _ControlManagers(*self._manager_args)
         #: a stall of the event thread this long (ms) is credited to every broker session

@@ -36,6 +36,7 @@ class BatchAccumulator:
         self._lock = threading.Lock()
         self._next_offset = base_offset
         self._pending: list[list[LogRecord]] = []
+        self._control: set[int] = set()  # ids of the pending groups that are control batches
         self._pending_count = 0
         self._linger_ms = linger_ms
         self._time = time
@@ -62,6 +63,17 @@ class BatchAccumulator:
                 self._drain_at_ms = self._time.hi_res_milliseconds() + self._linger_ms
             return self._next_offset - 1
 
+    def append_control(self, records: Sequence[LogRecord]) -> int:
+        """Queue ``records`` as a control batch of their own (Kafka's ``appendVotersRecord``: a VotersRecord
+        written mid-epoch) and drain on the next poll; returns the offset of the last one. NotLeaderError as
+        ``prepare_append``."""
+        last = self.prepare_append(self.epoch, records)
+        with self._lock:
+            self._control.add(id(self._pending[-1]))
+            self._drain_at_ms = 0
+        self._wakeup()
+        return last
+
     def schedule_drain(self) -> None:
         """Drain on the IO thread's next poll rather than after the linger time."""
         with self._lock:
@@ -80,23 +92,27 @@ class BatchAccumulator:
                 return None
             return max(0, self._drain_at_ms - self._time.hi_res_milliseconds())
 
-    def drain(self, force: bool = False) -> list[list[LogRecord]]:
-        """Take the queued records as batches (consecutive appends merged up to ``max_batch_records``)
-        if a drain is due (or ``force``)."""
+    def drain(self, force: bool = False) -> list[tuple[list[LogRecord], bool]]:
+        """Take the queued records as ``(records, control)`` batches (consecutive data appends merged up to
+        ``max_batch_records``; a control append is a batch of its own) if a drain is due (or ``force``)."""
         with self._lock:
             if not self._pending:
                 return []
             if not force and self._drain_at_ms is not None and self._drain_at_ms > self._time.hi_res_milliseconds():
                 return []
             groups, self._pending = self._pending, []
+            control, self._control = self._control, set()
             self._pending_count = 0
             self._drain_at_ms = None
-        batches: list[list[LogRecord]] = []
+        batches: list[tuple[list[LogRecord], bool]] = []
+        merge = False
         for group in groups:
-            if batches and len(batches[-1]) + len(group) <= self.max_batch_records:
-                batches[-1].extend(group)
+            is_control = id(group) in control
+            if merge and not is_control and len(batches[-1][0]) + len(group) <= self.max_batch_records:
+                batches[-1][0].extend(group)
             else:
-                batches.append(group)
+                batches.append((group, is_control))
+            merge = not is_control
         return batches
 
     def close(self) -> int:
@@ -104,5 +120,6 @@ class BatchAccumulator:
         with self._lock:
             self._closed = True
             dropped, self._pending, self._pending_count = self._pending_count, [], 0
+            self._control.clear()
             self._drain_at_ms = None
             return dropped

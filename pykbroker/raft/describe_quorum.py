@@ -12,8 +12,8 @@
 
 The leader's own row has ``last_fetch_timestamp = last_caught_up_timestamp = now_ms``, as in Kafka;
 replicas that never fetched have -1 offsets and times; observers silent for
-``OBSERVER_SESSION_TIMEOUT_MS`` are left out. Directory ids are the zero UUID (this Raft has no
-KIP-853 replica directory ids). A node that does not lead answers NOT_LEADER_OR_FOLLOWER (6) with
+``OBSERVER_SESSION_TIMEOUT_MS`` are left out. A voter's directory id is that of the voter set (KIP-853; the
+zero UUID for static voters and for observers). A node that does not lead answers NOT_LEADER_OR_FOLLOWER (6) with
 Kafka's empty fields (``DescribeQuorumResponse.singletonErrorResponse``).
 
 Threading: safe from any thread. It reads the client's current epoch state once (one attribute read)
@@ -69,6 +69,8 @@ def describe_quorum(client: Any, now_ms: int) -> PartitionData:
     observers = dict(state.observer_states)
     hw = state.high_watermark
     leader_id = state.local_id
+    voter_set = client.voter_set() if hasattr(client, "voter_set") else None
+    directory = voter_set.directory_id if voter_set is not None else (lambda _: NO_DIRECTORY_ID)
     return {
         "partition_index": METADATA_PARTITION,
         "error_code": NONE,
@@ -76,7 +78,7 @@ def describe_quorum(client: Any, now_ms: int) -> PartitionData:
         "leader_id": leader_id,
         "leader_epoch": state.epoch,
         "high_watermark": hw if hw is not None else -1,
-        "current_voters": [_replica(voters[v], leader_id, now_ms) for v in sorted(voters)],
+        "current_voters": [_replica(voters[v], leader_id, now_ms, directory(v)) for v in sorted(voters)],
         "observers": [
             _replica(observers[o], leader_id, now_ms)
             for o in sorted(observers)
@@ -85,11 +87,13 @@ def describe_quorum(client: Any, now_ms: int) -> PartitionData:
     }
 
 
-def _replica(state: ReplicaState, leader_id: int, now_ms: int) -> ReplicaStateData:
+def _replica(
+    state: ReplicaState, leader_id: int, now_ms: int, directory_id: uuid.UUID = NO_DIRECTORY_ID
+) -> ReplicaStateData:
     leader = state.replica_id == leader_id
     return {
         "replica_id": state.replica_id,
-        "replica_directory_id": NO_DIRECTORY_ID,
+        "replica_directory_id": directory_id,
         "log_end_offset": state.end_offset,
         "last_fetch_timestamp": now_ms if leader else state.last_fetch_timestamp,
         "last_caught_up_timestamp": now_ms if leader else state.last_caught_up_timestamp,

@@ -15,9 +15,12 @@ the Raft IO thread.
 from __future__ import annotations
 
 import enum
+import uuid
 from dataclasses import dataclass, field, replace
 
 from pykbroker.raft.quorum_state_store import NO_ID, ElectionState
+
+_NO_DIRECTORY_ID = uuid.UUID(int=0)
 
 # An observer that has not fetched for this long is forgotten (Kafka's LeaderState.OBSERVER_SESSION_TIMEOUT_MS).
 OBSERVER_SESSION_TIMEOUT_MS = 300_000
@@ -39,9 +42,15 @@ class ReplicaState:
     last_fetch_timestamp: int = -1
     last_fetch_leader_end_offset: int = -1
     last_caught_up_timestamp: int = -1
+    #: the directory id its last Fetch carried (Fetch v17 ``replica_directory_id``; zero: none), KIP-853's
+    #: replica key with ``replica_id``
+    directory_id: uuid.UUID = _NO_DIRECTORY_ID
 
-    def after_fetch(self, now_ms: int, fetch_offset: int, leader_end_offset: int | None) -> ReplicaState:
-        """This state after a valid Fetch at ``fetch_offset`` (Kafka's ``updateFollowerState``)."""
+    def after_fetch(
+        self, now_ms: int, fetch_offset: int, leader_end_offset: int | None, directory_id: uuid.UUID | None = None
+    ) -> ReplicaState:
+        """This state after a valid Fetch at ``fetch_offset`` (Kafka's ``updateFollowerState``); ``directory_id``
+        (None: unchanged) is the one the Fetch carried."""
         caught_up, last_leader_end = self.last_caught_up_timestamp, self.last_fetch_leader_end_offset
         if leader_end_offset is not None:
             if fetch_offset >= leader_end_offset:
@@ -50,7 +59,12 @@ class ReplicaState:
                 caught_up = max(caught_up, self.last_fetch_timestamp)
             last_leader_end = leader_end_offset
         return ReplicaState(
-            self.replica_id, fetch_offset, max(self.last_fetch_timestamp, now_ms), last_leader_end, caught_up
+            self.replica_id,
+            fetch_offset,
+            max(self.last_fetch_timestamp, now_ms),
+            last_leader_end,
+            caught_up,
+            self.directory_id if directory_id is None else directory_id,
         )
 
 
@@ -283,12 +297,15 @@ class LeaderState(EpochState):
             self.replica_states[self.local_id] = replace(self.replica_states[self.local_id], end_offset=end_offset)
         return self.update_replica_end_offset(self.local_id, end_offset)
 
-    def update_replica_end_offset(self, voter_id: int, end_offset: int, now_ms: int | None = None) -> bool:
+    def update_replica_end_offset(
+        self, voter_id: int, end_offset: int, now_ms: int | None = None, directory_id: uuid.UUID | None = None
+    ) -> bool:
         """Record a replica's end offset (from its valid Fetch at ``end_offset``); True iff the high watermark
         moved. With ``now_ms`` (a remote replica's Fetch) also its :class:`ReplicaState` (fetch and
-        caught-up times, Kafka's ``updateReplicaState``); negative ids (not a replica) are ignored there."""
+        caught-up times, Kafka's ``updateReplicaState``, and the ``directory_id`` the Fetch carried); negative ids
+        (not a replica) are ignored there."""
         if now_ms is not None and voter_id >= 0 and voter_id != self.local_id:
-            self._record_fetch(voter_id, end_offset, now_ms)
+            self._record_fetch(voter_id, end_offset, now_ms, directory_id)
         if voter_id in self.voters:
             self.voter_end_offsets[voter_id] = max(end_offset, self.voter_end_offsets.get(voter_id, -1))
         else:
@@ -296,11 +313,11 @@ class LeaderState(EpochState):
             return False
         return self._maybe_update_high_watermark()
 
-    def _record_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+    def _record_fetch(self, replica_id: int, fetch_offset: int, now_ms: int, directory_id: uuid.UUID | None) -> None:
         leader_end = self.voter_end_offsets.get(self.local_id)
         if replica_id in self.voters:
             self.replica_states[replica_id] = self.replica_states[replica_id].after_fetch(
-                now_ms, fetch_offset, leader_end
+                now_ms, fetch_offset, leader_end, directory_id
             )
             return
         previous = self.observer_states.get(replica_id, ReplicaState(replica_id))
@@ -311,7 +328,31 @@ class LeaderState(EpochState):
         ]
         if expired:  # Kafka's clearInactiveObservers (a new dict: readers may hold the old one)
             self.observer_states = {o: st for o, st in self.observer_states.items() if o not in expired}
-        self.observer_states[replica_id] = previous.after_fetch(now_ms, fetch_offset, leader_end)
+        self.observer_states[replica_id] = previous.after_fetch(now_ms, fetch_offset, leader_end, directory_id)
+
+    def update_voters(self, voters: frozenset[int]) -> bool:
+        """KIP-853: the voter set changed (a VotersRecord was appended): new voters move from the observers
+        to the voters, removed ones the other way (Kafka's ``updateVoterAndObserverStates``); the high
+        watermark is the majority end offset of the new set from now on. True iff the high watermark moved."""
+        old = self.voters
+        self.voters = voters
+        for v in voters - old:
+            self.replica_states[v] = self.observer_states.get(v, ReplicaState(v))
+            self.observer_states = {o: st for o, st in self.observer_states.items() if o != v}
+            if v in self.observer_end_offsets:
+                self.voter_end_offsets[v] = self.observer_end_offsets.pop(v)
+        for v in old - voters:
+            state = self.replica_states.get(v)
+            self.replica_states = {r: st for r, st in self.replica_states.items() if r != v}
+            if state is not None and v != self.local_id:
+                self.observer_states[v] = state
+            if v in self.voter_end_offsets:
+                self.observer_end_offsets[v] = self.voter_end_offsets.pop(v)
+        self.acknowledged &= voters | {self.local_id}
+        self.fetched_voters &= voters
+        if not voters:
+            return False
+        return self._maybe_update_high_watermark()
 
     def _maybe_update_high_watermark(self) -> bool:
         offsets = sorted((self.voter_end_offsets.get(v, -1) for v in self.voters), reverse=True)

@@ -2,12 +2,15 @@
 
 Outbound requests (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot) become protocol bodies
 (:mod:`pykbroker.raft.raft_wire`) and travel on an
-:class:`~pykbroker.clients.inter_broker_send_thread.InterBrokerSendThread` to the destination's address
-from ``controller.quorum.voters``. The response, or a synthesized BROKER_NOT_AVAILABLE /
-REQUEST_TIMED_OUT-like error response when the node cannot be reached, goes back to the client with
-``client.handle``. That is Kafka's behaviour: the client sees a failed request and backs off. A pre-vote
-(KIP-996) needs Vote v2: to a node that only speaks v0-1 it fails with UNSUPPORTED_VERSION (never sent as a
-binding v1 vote), on which the client stands without pre-votes.
+:class:`~pykbroker.clients.inter_broker_send_thread.InterBrokerSendThread` to the destination's address:
+from ``controller.quorum.voters``, else (KIP-853) from ``controller.quorum.bootstrap.servers`` (negative ids -2,
+-3, ... as Kafka's), the client's voter set (the endpoint on the controller listener) or the leader endpoint a
+peer reported in a Fetch response's ``node_endpoints``; the leader adds its own endpoint there when it answers
+a Fetch, so an observer that asked a bootstrap server can reach the leader it named. The response, or a
+synthesized BROKER_NOT_AVAILABLE / REQUEST_TIMED_OUT-like error response when the node cannot be reached, goes
+back to the client with ``client.handle``. That is Kafka's behaviour: the client sees a failed request and backs
+off. A pre-vote (KIP-996) needs Vote v2: to a node that only speaks v0-1 it fails with UNSUPPORTED_VERSION (never
+sent as a binding v1 vote), on which the client stands without pre-votes.
 
 Inbound requests arrive from the controller listener's request handler (``RaftHandlers`` in the server).
 It passes them to :meth:`handle_inbound` with a ``respond(body)`` callable. The channel gives the request
@@ -36,6 +39,7 @@ from pykbroker.protocol.errors import (
 from pykbroker.raft.kafka_raft_client import KafkaRaftClient
 from pykbroker.raft.kafka_raft_client_driver import NetworkChannel
 from pykbroker.raft.raft_messages import (
+    FetchResponseData,
     RaftMessage,
     RaftRequest,
     RaftResponse,
@@ -56,11 +60,27 @@ API_VERSIONS: dict[int, int] = {
     ApiKeys.END_QUORUM_EPOCH: 1,
     ApiKeys.FETCH: 17,
     ApiKeys.FETCH_SNAPSHOT: 1,
+    ApiKeys.UPDATE_RAFT_VOTER: 0,
 }
 PRE_VOTE_MIN_VERSION = 2
 """Vote v2 carries ``pre_vote`` (KIP-996)."""
 
 Respond = Callable[[dict], None]
+
+
+def parse_bootstrap_servers(servers: list[str] | None) -> dict[int, tuple[str, int]]:
+    """``controller.quorum.bootstrap.servers`` entries ``host:port`` -> ``{-2: (host, port), -3: ...}`` (Kafka's
+    ids of bootstrap servers). Raises ValueError on a malformed entry."""
+    result: dict[int, tuple[str, int]] = {}
+    for entry in servers or []:
+        entry = entry.strip()
+        if not entry:
+            continue
+        host, colon, port = entry.rpartition(":")
+        if not colon or not host:
+            raise ValueError(f"Unable to parse '{entry}': expected host:port")
+        result[-2 - len(result)] = (host.strip("[]"), int(port))
+    return result
 
 
 def parse_voters(voters: list[str] | None) -> dict[int, tuple[str, int]]:
@@ -88,10 +108,19 @@ class KafkaNetworkChannel(NetworkChannel):
         time: Time = SYSTEM,
         on_inconsistent_cluster_id: Callable[[str], None] | None = None,
         security: ClientSecurity = PLAINTEXT,
+        bootstrap: dict[int, tuple[str, int]] | None = None,
+        listener: str | None = None,
     ):
-        """``security``: how to reach the voters' controller listener (ClientSecurity)."""
+        """``security``: how to reach the voters' controller listener (ClientSecurity); ``bootstrap``: the
+        bootstrap servers by (negative) id; ``listener``: the controller listener name whose endpoint of a
+        dynamic voter is used."""
         self.node_id = node_id
         self.voters = dict(voters)
+        self.bootstrap = dict(bootstrap or {})
+        self.listener = listener
+        self._addresses_lock = threading.Lock()
+        self._learned: dict[int, tuple[str, int]] = {}  # leader endpoints from node_endpoints; _addresses_lock
+        self._set: dict[int, tuple[str, int]] = {}  # what the send thread was given; Raft IO thread
         self.on_inconsistent_cluster_id = on_inconsistent_cluster_id
         self._inconsistent: set[int] = set()  # voters that answered INCONSISTENT_CLUSTER_ID; send thread only
         self._reported = False
@@ -106,8 +135,9 @@ class KafkaNetworkChannel(NetworkChannel):
             time=time,
             security=security,
         )
-        for voter_id, (host, port) in voters.items():
+        for voter_id, (host, port) in {**voters, **self.bootstrap}.items():
             self.send_thread.set_address(voter_id, host, port)
+            self._set[voter_id] = (host, port)
         self._lock = threading.Lock()
         self._inbound: dict[int, Respond] = {}  # local correlation id -> respond; guarded by _lock
         self._ids = itertools.count(1)
@@ -120,14 +150,62 @@ class KafkaNetworkChannel(NetworkChannel):
         """Stop sending; ``drain_ms`` lets queued requests (a resigning leader's EndQuorumEpoch) go first."""
         self.send_thread.shutdown(drain_ms=drain_ms)
 
+    # ---- addresses (KIP-853) ------------------------------------------------------------------
+    def resolve(self, node_id: int) -> tuple[str, int] | None:
+        """The address of ``node_id``: static voter, bootstrap server, dynamic voter, learned leader."""
+        found = self.voters.get(node_id) or self.bootstrap.get(node_id)
+        if found is None and self.client is not None:
+            voter_set = self.client.voter_set()
+            found = voter_set.address(node_id, self.listener) if voter_set is not None else None
+            if found is not None and found[1] == 0:
+                found = None
+        if found is None:
+            with self._addresses_lock:
+                found = self._learned.get(node_id)
+        return found
+
+    def controller_addresses(self) -> dict[int, tuple[str, int]]:
+        """Every controller whose address is known (static voters, the voter set, learned leaders); safe from
+        any thread (the broker's channel to the active controller asks)."""
+        with self._addresses_lock:
+            result = dict(self._learned)
+        voter_set = self.client.voter_set() if self.client is not None else None
+        if voter_set is not None:
+            for voter_id in voter_set.ids():
+                address = voter_set.address(voter_id, self.listener)
+                if address is not None and address[1] != 0:
+                    result[voter_id] = address
+        result.update(self.voters)
+        return result
+
+    def _ensure_address(self, node_id: int) -> None:
+        address = self.resolve(node_id)
+        if address is not None and self._set.get(node_id) != address:
+            self._set[node_id] = address
+            self.send_thread.set_address(node_id, *address)
+
+    def _leader_endpoints(self, data: ResponseData) -> list[dict]:
+        """``node_endpoints`` of a Fetch response: the leader it names, when its address is known."""
+        if not isinstance(data, FetchResponseData) or data.current_leader.leader_id < 0:
+            return []
+        address = self.resolve(data.current_leader.leader_id)
+        if address is None:
+            return []
+        return [{"node_id": data.current_leader.leader_id, "host": address[0], "port": address[1], "rack": None}]
+
     # ---- the Raft IO thread -------------------------------------------------------------------
     def send(self, message: RaftMessage) -> None:
         if isinstance(message, RaftResponse):
             with self._lock:
                 respond = self._inbound.pop(message.correlation_id, None)
             if respond is not None:
-                respond(response_to_wire(message.data, self.time.milliseconds()))
+                body = response_to_wire(message.data, self.time.milliseconds())
+                endpoints = self._leader_endpoints(message.data)
+                if endpoints:
+                    body["node_endpoints"] = endpoints
+                respond(body)
             return
+        self._ensure_address(message.destination_id)
         api_key, body = request_to_wire(message.data)
         request = message
 
@@ -146,6 +224,9 @@ class KafkaNetworkChannel(NetworkChannel):
             self._log.debug("Raft request failed", destination=request.destination_id, error=str(error))
             data = error_response(request.data, BROKER_NOT_AVAILABLE)
         else:
+            for endpoint in response.get("node_endpoints") or ():
+                with self._addresses_lock:
+                    self._learned[endpoint["node_id"]] = (endpoint["host"], endpoint["port"])
             try:
                 data = response_from_wire(request.data.api_key, response)
             except Exception as e:  # noqa: BLE001 - a peer's malformed answer fails only this request

@@ -56,9 +56,27 @@ leader losing the snapshot (SNAPSHOT_NOT_FOUND) discards the partial download. L
 ``handle_load_snapshot`` first when they register and a snapshot exists, and
 whenever their position falls below the log start offset (Kafka's ``updateListenersProgress``).
 
-Not implemented: dynamic voters (KIP-853). The client speaks to the other voters
-through a ``NetworkChannel``: :mod:`pykbroker.raft.kafka_network_channel` over the controller listener, which
-the server wires in (``KafkaRaftServer``).
+Dynamic quorums (KIP-853). The voter set is the latest VotersRecord in the log or in the snapshot the log
+starts at (:class:`~pykbroker.raft.voter_set.VoterSetHistory`, Kafka's ``KRaftControlRecordStateMachine``), in
+effect as soon as it is appended (and forgotten when the log is truncated below it); without one it is the
+static ``voters`` (``controller.quorum.voters``). A node formatted ``--standalone`` has its set in the bootstrap
+snapshot ``00000000000000000000-0000000000``; the first leader writes it into the log with its LeaderChange. A
+node with no voter set yet (``--no-initial-controllers``) is an observer that finds the leader through its
+``bootstrap_servers`` (negative ids the network channel maps to ``controller.quorum.bootstrap.servers``).
+``add_voter`` / ``remove_voter`` (AddRaftVoter / RemoveRaftVoter, Kafka's ``AddVoterHandler`` /
+``RemoveVoterHandler``) are handled by the leader on its IO thread, one change at a time: the leader must have
+committed in its epoch and the previous change must be committed, a new voter must be an observer that is
+caught up (fetched up to the leader's end within ``fetch_timeout_ms``); the new VotersRecord is appended as a
+control batch and the request is answered once it commits (REQUEST_TIMED_OUT at its deadline). A leader that
+removed itself resigns once the removal is committed; a removed node becomes an observer. In a dynamic quorum
+Vote, BeginQuorumEpoch and EndQuorumEpoch are answered whatever the sender's or this node's membership (a
+replica may not have the latest voter set yet). UpdateRaftVoter (Kafka's ``UpdateVoterHandler``, see
+:mod:`pykbroker.raft.update_voter_handler`): a follower that is a voter, given its ``directory_id`` and
+``local_listeners``, whose stored voter entry differs (other endpoints or ``kraft.version`` range, e.g. after
+a restart on another port) sends one to the leader every ``3 * fetch_timeout_ms`` of following until the
+set matches; the leader appends the updated VotersRecord and answers at once. The client speaks to the
+other voters through a ``NetworkChannel``: :mod:`pykbroker.raft.kafka_network_channel` over the controller
+listener, which the server wires in (``KafkaRaftServer``).
 
 Threading: the IO thread owns the quorum state, the log and listener delivery. ``handle``,
 ``drain_outbound``, ``prepare_append``, ``schedule_prepared_append``, ``schedule_append``, ``register``,
@@ -71,19 +89,34 @@ from __future__ import annotations
 import dataclasses
 import random as _random
 import threading
+import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pykbroker.protocol.errors import (
+    DUPLICATE_VOTER,
     FENCED_LEADER_EPOCH,
     INCONSISTENT_CLUSTER_ID,
     INCONSISTENT_VOTER_SET,
     NONE,
+    NOT_LEADER_OR_FOLLOWER,
+    REQUEST_TIMED_OUT,
     UNSUPPORTED_VERSION,
+    VOTER_NOT_FOUND,
 )
 from pykbroker.raft.batch_accumulator import BatchAccumulator, NotLeaderError
-from pykbroker.raft.control_records import LEADER_CHANGE, LeaderChangeMessage, control_key
+from pykbroker.raft.control_records import (
+    KRAFT_VERSION,
+    KRAFT_VOTERS,
+    LEADER_CHANGE,
+    KRaftVersionRecord,
+    LeaderChangeMessage,
+    Voter,
+    VoterEndpoint,
+    control_key,
+)
 from pykbroker.raft.epoch_state import (
     CandidateState,
     FollowerState,
@@ -120,12 +153,16 @@ from pykbroker.raft.raft_messages import (
     RequestData,
     ResponseData,
     SnapshotId,
+    UpdateRaftVoterRequestData,
+    UpdateRaftVoterResponseData,
     VoteRequestData,
     VoteResponseData,
     error_response,
 )
-from pykbroker.raft.records_snapshot import RecordsSnapshotWriter
-from pykbroker.raft.replicated_log import LogRecord, ReplicatedLog
+from pykbroker.raft.records_snapshot import CorruptSnapshotError, RecordsSnapshotReader, RecordsSnapshotWriter
+from pykbroker.raft.replicated_log import LogBatch, LogRecord, ReplicatedLog
+from pykbroker.raft.update_voter_handler import needs_update, update_voter
+from pykbroker.raft.voter_set import NO_DIRECTORY_ID, VoterSet, VoterSetHistory, scan_control_batches
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.time import SYSTEM, Time
 
@@ -151,10 +188,28 @@ class _InFlight:
     deadline_ms: int
 
 
+@dataclass
+class _VoterChange:
+    """An AddRaftVoter (``add``) or RemoveRaftVoter (``remove``: id, directory id) waiting on the leader;
+    ``future`` gets ``(error_code, error_message)``; ``offset``: where its VotersRecord went (-1: not yet)."""
+
+    add: Voter | None
+    remove: tuple[int, uuid.UUID] | None
+    future: Future
+    timeout_ms: int
+    deadline_ms: int = 0
+    offset: int = -1
+    epoch: int = -1
+
+
 class KafkaRaftClient(Generic[T]):
     """See the module docstring. Offsets are Kafka offsets; times are ms of the injected ``time``.
-    ``voters`` is the static voter set (``controller.quorum.voters``); a ``node_id`` outside it is an
-    observer."""
+    ``voters`` is the static voter set (``controller.quorum.voters``), used while the log holds no
+    VotersRecord; a ``node_id`` outside the voter set is an observer. ``bootstrap_servers``: negative ids of
+    ``controller.quorum.bootstrap.servers`` an observer that knows no leader fetches from (KIP-853).
+    ``directory_id`` (the metadata log directory's ``directory.id``), ``local_listeners`` (this node's
+    controller endpoints, the default listener first) and ``kraft_version_range`` (the ``kraft.version``
+    levels it supports) describe this replica for UpdateRaftVoter (KIP-853)."""
 
     def __init__(
         self,
@@ -174,8 +229,20 @@ class KafkaRaftClient(Generic[T]):
         fetch_max_wait_ms: int = 500,
         cluster_id: str | None = None,
         fetch_snapshot_max_bytes: int = FETCH_SNAPSHOT_MAX_BYTES,
+        bootstrap_servers: Sequence[int] = (),
+        directory_id: uuid.UUID | None = None,
+        local_listeners: Sequence[VoterEndpoint] = (),
+        kraft_version_range: tuple[int, int] = (0, 1),
     ):
         self.node_id = node_id
+        self.directory_id = directory_id or NO_DIRECTORY_ID
+        self.local_listeners = tuple(local_listeners)
+        self.kraft_version_range = kraft_version_range
+        #: a follower sends UpdateRaftVoter when its stored voter entry differs, at most once per this period
+        self._update_voter_deadline_ms = 0
+        self.bootstrap_servers = tuple(bootstrap_servers)
+        #: the voter sets in the log (KIP-853); the static ``voters`` until it has one
+        self.voter_history = VoterSetHistory(VoterSet.static(voters) if voters else None)
         self.fetch_snapshot_max_bytes = fetch_snapshot_max_bytes
         self.log = log
         self.serde = serde
@@ -191,7 +258,7 @@ class KafkaRaftClient(Generic[T]):
         self.quorum = QuorumState(
             node_id, frozenset(voters), store, time, election_timeout_ms, fetch_timeout_ms, self.random
         )
-        if not self.quorum.voters:
+        if not self.quorum.voters and not bootstrap_servers and log.latest_snapshot_id() is None:
             raise ValueError("The voter set is empty")
         if fetch_max_wait_ms >= request_timeout_ms:
             raise ValueError(
@@ -223,6 +290,8 @@ class KafkaRaftClient(Generic[T]):
         self._initialized = False
         self.metrics: KafkaRaftMetrics | None = None  # set by KafkaRaftMetrics; recorded on the Raft thread
         self._uncommitted: list[tuple[int, int]] = []  # leader: (next offset, append ms) of batches not committed
+        self._voter_requests: list[_VoterChange] = []  # guarded by _io_lock
+        self._voter_change: _VoterChange | None = None  # the leader's change in progress (IO thread)
 
     # ---- thread-safe API ---------------------------------------------------------------------
     def register(self, listener: RaftClientListener[T]) -> None:
@@ -280,10 +349,46 @@ class KafkaRaftClient(Generic[T]):
         or for a wrong epoch. The caller appends its records, then ``freeze()``s (or ``close()``s to give
         up); the log is cleaned up to it on a later poll."""
         raw = self.log.create_new_snapshot(snapshot_id)
-        return None if raw is None else RecordsSnapshotWriter(raw, self.serde, last_contained_log_time_ms)
+        if raw is None:
+            return None
+        control: list[LogRecord] = []
+        history = self.voter_history
+        if history.is_dynamic():  # KIP-853: the snapshot carries the kraft.version and voter set at its end
+            control.append(LogRecord(control_key(KRAFT_VERSION), KRaftVersionRecord(history.kraft_version).encode()))
+            voters = history.voter_set_at(snapshot_id.end_offset - 1)
+            if voters is not None:
+                control.append(LogRecord(control_key(KRAFT_VOTERS), voters.to_record().encode()))
+        return RecordsSnapshotWriter(raw, self.serde, last_contained_log_time_ms, control)
 
     def latest_snapshot_id(self) -> SnapshotId | None:
         return self.log.latest_snapshot_id()
+
+    def add_voter(self, voter: Voter, timeout_ms: int) -> Future:
+        """AddRaftVoter (KIP-853): ``voter`` joins the voter set. The future gets ``(error_code, message)``
+        once the new VotersRecord is committed (NONE), or the refusal: NOT_LEADER_OR_FOLLOWER,
+        UNSUPPORTED_VERSION (a static quorum), DUPLICATE_VOTER, REQUEST_TIMED_OUT (another change pending, the
+        voter not caught up, or no commit within ``timeout_ms``). Safe from any thread."""
+        return self._queue_voter_change(_VoterChange(voter, None, Future(), timeout_ms))
+
+    def remove_voter(self, voter_id: int, directory_id: uuid.UUID, timeout_ms: int) -> Future:
+        """RemoveRaftVoter (KIP-853): as ``add_voter``; VOTER_NOT_FOUND when ``(voter_id, directory_id)`` is
+        not a voter (or is the last one). Safe from any thread."""
+        return self._queue_voter_change(_VoterChange(None, (voter_id, directory_id), Future(), timeout_ms))
+
+    def _queue_voter_change(self, change: _VoterChange) -> Future:
+        with self._io_lock:
+            self._voter_requests.append(change)
+        self.wakeup()
+        return change.future
+
+    def voter_set(self) -> VoterSet | None:
+        """The voter set in effect (immutable; safe from any thread)."""
+        return self.voter_history.latest()
+
+    def kraft_version(self) -> int:
+        """The latest ``kraft.version`` in the log, maybe uncommitted (Kafka's ``RaftClient.kraftVersion``): 1 in a
+        dynamic quorum, 0 in a static one. Safe from any thread."""
+        return self.voter_history.kraft_version
 
     def wakeup(self) -> None:
         with self._cond:
@@ -311,8 +416,13 @@ class KafkaRaftClient(Generic[T]):
 
     # ---- IO thread ---------------------------------------------------------------------------
     def initialize(self) -> None:
-        """Load the election state and the log position (call before the first poll)."""
+        """Load the voter set, the election state and the log position (call before the first poll)."""
+        self._load_voter_history()
+        if not self.quorum.voters and not self.bootstrap_servers:
+            raise ValueError("The voter set is empty")
         self.quorum.initialize(self.log.last_fetched_epoch())
+        # a restarted follower (FollowerState from the store) also fetches a few rounds before an UpdateRaftVoter
+        self._update_voter_deadline_ms = self._now() + 3 * self.fetch_timeout_ms
         self._initialized = True
         self._update_leader_and_epoch()
         self._log.info("Initialized quorum state", state=repr(self.quorum.state), log_end_offset=self.log.end_offset())
@@ -338,6 +448,7 @@ class KafkaRaftClient(Generic[T]):
         self._expire_requests(now)
         self._maybe_resign()
         wait_ms = self._poll_state()
+        self._poll_voter_changes(self._now())
         self.log.maybe_clean()
         if self.quorum.is_leader():
             self._drain_appends(force=self._shutting_down)
@@ -373,6 +484,8 @@ class KafkaRaftClient(Generic[T]):
         self._in_flight.clear()
         self._backoff_until.clear()
         self._abandon_snapshot_fetch()
+        if isinstance(after, FollowerState):  # Kafka: a few rounds of Fetch before an UpdateRaftVoter
+            self._update_voter_deadline_ms = self._now() + 3 * self.fetch_timeout_ms
         if not isinstance(after, LeaderState):
             with self._state_lock:
                 acc, self._accumulator = self._accumulator, None
@@ -555,11 +668,45 @@ class KafkaRaftClient(Generic[T]):
                 self._abandon_snapshot_fetch()  # the leader may be gone: look for the current one
                 self._maybe_send_fetch(self._random_voter(), now)  # observer: look for the leader
                 return self._next_retry_ms(now)
+        wait = max(0, state.fetch_deadline_ms - now)
+        if self._maybe_send_update_voter(state, now):
+            return min(wait, self._next_retry_ms(now))
         if self._snapshot_fetch.in_progress:
             self._maybe_send_fetch_snapshot(state.leader, now)
         else:
             self._maybe_send_fetch(state.leader, now)
-        return min(max(0, state.fetch_deadline_ms - now), self._next_retry_ms(now))
+        if self._local_voter_needs_update():
+            wait = min(wait, max(0, self._update_voter_deadline_ms - now))
+        return min(wait, self._next_retry_ms(now))
+
+    def _local_voter(self) -> Voter:
+        low, high = self.kraft_version_range
+        return Voter(self.node_id, self.directory_id, self.local_listeners, low, high)
+
+    def _local_voter_needs_update(self) -> bool:
+        return (
+            bool(self.local_listeners)
+            and self.voter_history.kraft_version >= 1
+            and needs_update(self.voter_history.latest(), self._local_voter())
+        )
+
+    def _maybe_send_update_voter(self, state: FollowerState, now: int) -> bool:
+        """Kafka's ``pollFollowerAsVoter``: once the update period passed, a voter whose stored entry differs
+        sends UpdateRaftVoter instead of its next Fetch (then waits for another period)."""
+        if now < self._update_voter_deadline_ms or not self.quorum.is_voter():
+            return False
+        if not self._local_voter_needs_update() or not self._can_send(state.leader, now):
+            return False
+        self._update_voter_deadline_ms = now + 3 * self.fetch_timeout_ms
+        low, high = self.kraft_version_range
+        self._log.info("Sending UpdateRaftVoter", leader=state.leader, listeners=self.local_listeners)
+        self._send_request(
+            state.leader,
+            UpdateRaftVoterRequestData(
+                state.epoch, self.node_id, self.directory_id, self.local_listeners, low, high, self.cluster_id
+            ),
+        )
+        return True
 
     def _poll_unattached(self, state: UnattachedState, now: int, may_elect: bool) -> int:
         """Kafka's ``pollUnattached``: a voter stands for election when its election timeout passes; an
@@ -578,6 +725,10 @@ class KafkaRaftClient(Generic[T]):
         if now >= state.election_deadline_ms and may_elect:
             self._transition_to_prospective()
             return 0
+        if now >= state.election_deadline_ms and not self.quorum.is_voter() and not self._shutting_down:
+            # removed from the voter set (KIP-853): an observer from now on, in an epoch the voters will reach
+            self._transition(lambda: self.quorum.transition_to_unattached(state.epoch + 1))
+            return 0
         end_epoch = EndQuorumEpochRequestData(self.node_id, state.epoch, state.preferred_successors, self.cluster_id)
         for voter in sorted(state.unacknowledged):
             if self._can_send(voter, now):
@@ -585,6 +736,9 @@ class KafkaRaftClient(Generic[T]):
         return min(max(0, state.election_deadline_ms - now), self._next_retry_ms(now))
 
     def _random_voter(self) -> int:
+        """Where an observer looks for the leader: a bootstrap server (KIP-853), else a voter."""
+        if self.bootstrap_servers:
+            return self.random.choice(self.bootstrap_servers)
         return self.random.choice(sorted(self.quorum.voters))
 
     def _maybe_resign(self) -> None:
@@ -607,13 +761,16 @@ class KafkaRaftClient(Generic[T]):
             leader.start_check_quorum(self._now(), self.fetch_timeout_ms * 3 // 2)
         epoch = leader.epoch
         message = LeaderChangeMessage(self.node_id, tuple(sorted(leader.voters)), tuple(sorted(candidate.granted)))
-        self.log.append_as_leader(
-            [LogRecord(control_key(LEADER_CHANGE), message.encode())],
-            epoch,
-            control=True,
-            append_time_ms=self.time.milliseconds(),
-        )
-        acc = BatchAccumulator(epoch, start + 1, self.append_linger_ms, self.time, self.wakeup)
+        records = [LogRecord(control_key(LEADER_CHANGE), message.encode())]
+        history = self.voter_history
+        bootstrap = history.latest()
+        if history.is_dynamic() and history.latest_offset() == -1 and bootstrap is not None:
+            # KIP-853: the voter set came from the bootstrap snapshot; write it into the log with the epoch start
+            records.append(LogRecord(control_key(KRAFT_VERSION), KRaftVersionRecord(history.kraft_version).encode()))
+            records.append(LogRecord(control_key(KRAFT_VOTERS), bootstrap.to_record().encode()))
+        self.log.append_as_leader(records, epoch, control=True, append_time_ms=self.time.milliseconds())
+        self._after_append(self.log.read(start))
+        acc = BatchAccumulator(epoch, start + len(records), self.append_linger_ms, self.time, self.wakeup)
         with self._state_lock:
             self._accumulator = acc
         self._flush_and_update_hw(leader)
@@ -630,10 +787,13 @@ class KafkaRaftClient(Generic[T]):
         if not batches:
             return
         now = self.time.milliseconds()
-        for records in batches:
-            self.log.append_as_leader(records, state.epoch, control=False, append_time_ms=now)
+        for records, control in batches:
+            start = self.log.end_offset()
+            self.log.append_as_leader(records, state.epoch, control=control, append_time_ms=now)
+            if control:
+                self._after_append(self.log.read(start))
         if self.metrics is not None:
-            self.metrics.update_append_records(sum(len(records) for records in batches))
+            self.metrics.update_append_records(sum(len(records) for records, control in batches if not control))
             self._uncommitted.append((self.log.end_offset(), now))
         self._flush_and_update_hw(state)
 
@@ -654,6 +814,142 @@ class KafkaRaftClient(Generic[T]):
             now = self.time.milliseconds()
             while self._uncommitted and self._uncommitted[0][0] <= hw:
                 self.metrics.update_commit_latency(max(0, now - self._uncommitted.pop(0)[1]))
+
+    # ---- the voter set (KIP-853) --------------------------------------------------------------
+    def _load_voter_history(self) -> None:
+        """Rebuild the voter sets from the snapshot the log starts at and the log after it (start-up, or a
+        follower that installed a snapshot), then use the latest."""
+        history = self.voter_history
+        entries: list[tuple[int, VoterSet | int]] = []
+        raw = self.log.latest_snapshot()
+        if raw is not None:
+            try:
+                control = RecordsSnapshotReader(raw, self.serde).control_batches
+            except CorruptSnapshotError:
+                control = []
+            end = raw.snapshot_id.end_offset
+            for _, entry in scan_control_batches(control):
+                entries.append((end - 1, entry))
+        history.reset(entries)
+        history.add_batches(b for b in self.log.read(self.log.start_offset()) if b.control)
+        self._apply_voters()
+
+    def _after_append(self, batches: Sequence[LogBatch]) -> None:
+        if self.voter_history.add_batches(b for b in batches if b.control):
+            self._apply_voters()
+
+    def _apply_voters(self) -> None:
+        """Use the latest voter set (QuorumState, and the leader's replica states and high watermark)."""
+        latest = self.voter_history.latest()
+        q = self.quorum
+        q.dynamic = self.voter_history.is_dynamic()
+        ids = latest.ids() if latest is not None else frozenset()
+        if ids == q.voters:
+            return
+        self._log.info("Voter set changed", old=sorted(q.voters), new=sorted(ids))
+        moved = q.update_voters(ids)
+        state = q.state
+        if isinstance(state, LeaderState):
+            if state.check_quorum_timeout_ms == 0 and not q.is_only_voter():
+                state.start_check_quorum(self._now(), self.fetch_timeout_ms * 3 // 2)
+            if moved and state.high_watermark is not None:
+                self._set_high_watermark(state.high_watermark)
+
+    def _poll_voter_changes(self, now: int) -> None:
+        """The leader's AddRaftVoter / RemoveRaftVoter handling (Kafka's ``AddVoterHandler`` /
+        ``RemoveVoterHandler``): complete the change in progress once committed, then start queued ones."""
+        with self._io_lock:
+            queued, self._voter_requests = self._voter_requests, []
+        state = self.quorum.state
+        change = self._voter_change
+        if change is not None:
+            hw = self._high_watermark
+            if not isinstance(state, LeaderState) or state.epoch != change.epoch:
+                self._complete_change(change, NOT_LEADER_OR_FOLLOWER, None)
+            elif hw is not None and hw > change.offset:
+                self._complete_change(change, NONE, None)
+                if self.node_id not in self.quorum.voters:
+                    self._log.info("This leader was removed from the voter set; resigning", epoch=state.epoch)
+                    self._resign(state)
+                    for pending in queued:
+                        pending.future.set_result((NOT_LEADER_OR_FOLLOWER, None))
+                    return
+            elif now >= change.deadline_ms:
+                self._complete_change(
+                    change, REQUEST_TIMED_OUT, "Request timed out waiting for the voter change to commit"
+                )
+        for change in queued:
+            change.deadline_ms = now + change.timeout_ms
+            error, message = self._start_voter_change(change)
+            if error != NONE:
+                change.future.set_result((error, message))
+
+    def _complete_change(self, change: _VoterChange, error: int, message: str | None) -> None:
+        self._voter_change = None
+        self._log.info("Voter change done", add=change.add, remove=change.remove, error=error)
+        change.future.set_result((error, message))
+
+    def _start_voter_change(self, change: _VoterChange) -> tuple[int, str | None]:
+        state = self.quorum.state
+        history = self.voter_history
+        if not isinstance(state, LeaderState) or self._accumulator is None:
+            return NOT_LEADER_OR_FOLLOWER, None
+        if history.kraft_version < 1:
+            return UNSUPPORTED_VERSION, (
+                "Cluster doesn't support changing the voter set because the kraft.version feature is "
+                f"{history.kraft_version}"
+            )
+        if self._voter_change is not None:
+            return REQUEST_TIMED_OUT, "Request timed out waiting for leader to handle previous voter change request"
+        hw = self._high_watermark
+        if state.high_watermark is None or hw is None:
+            return REQUEST_TIMED_OUT, (
+                "Request timed out waiting for leader to establish HWM and fence previous voter changes"
+            )
+        latest_offset = history.latest_offset()
+        if latest_offset is not None and latest_offset >= hw:
+            return REQUEST_TIMED_OUT, "Request timed out waiting for voters to commit the latest voter change"
+        voters = history.latest()
+        assert voters is not None
+        if change.add is not None:
+            new_voter = change.add
+            if new_voter.voter_id in voters.voters:
+                return DUPLICATE_VOTER, (
+                    f"The voter id for ReplicaKey(id={new_voter.voter_id}, directoryId={new_voter.directory_id}) "
+                    f"is already part of the set of voters {sorted(voters.ids())}."
+                )
+            replica = state.observer_states.get(new_voter.voter_id)
+            wall = self.time.milliseconds()
+            if replica is None or replica.directory_id != new_voter.directory_id:  # another replica of that id
+                return REQUEST_TIMED_OUT, (
+                    f"Aborted add voter operation for ReplicaKey(id={new_voter.voter_id}, "
+                    f"directoryId={new_voter.directory_id}) since it is lagging behind"
+                )
+            if replica.last_caught_up_timestamp < wall - self.fetch_timeout_ms:
+                return REQUEST_TIMED_OUT, (
+                    f"Request timed out waiting for the new voter {new_voter.voter_id} to catch up with the leader"
+                )
+            new_set = voters.add(new_voter)
+        else:
+            assert change.remove is not None
+            voter_id, directory_id = change.remove
+            new_set = voters.remove(voter_id, directory_id)
+            if new_set is None:
+                return VOTER_NOT_FOUND, (
+                    f"Cannot remove voter ReplicaKey(id={voter_id}, directoryId={directory_id}) from the set of "
+                    f"voters {sorted(voters.ids())}"
+                )
+        assert new_set is not None
+        record = LogRecord(control_key(KRAFT_VOTERS), new_set.to_record().encode())
+        try:
+            change.offset = self._accumulator.append_control([record])
+        except NotLeaderError:
+            return NOT_LEADER_OR_FOLLOWER, None
+        change.epoch = state.epoch
+        self._voter_change = change
+        self._log.info("Appending a new voter set", voters=sorted(new_set.ids()), offset=change.offset)
+        self._drain_appends(force=True)
+        return NONE, None
 
     # ---- outbound requests -------------------------------------------------------------------
     def _can_send(self, destination: int, now: int) -> bool:
@@ -694,6 +990,7 @@ class KafkaRaftClient(Generic[T]):
                 self.log.last_fetched_epoch(),
                 self.fetch_max_wait_ms,
                 cluster_id=self.cluster_id,
+                replica_directory_id=self.directory_id,
             ),
         )
 
@@ -731,6 +1028,8 @@ class KafkaRaftClient(Generic[T]):
             response = self._handle_end_quorum_epoch_request(data)
         elif isinstance(data, FetchRequestData):
             response = self._leader_fetch.handle_fetch_request(request, data)
+        elif isinstance(data, UpdateRaftVoterRequestData):
+            response = self._handle_update_voter_request(data)
         else:
             response = self._leader_fetch.handle_fetch_snapshot_request(data)
         if response is not None:
@@ -738,7 +1037,7 @@ class KafkaRaftClient(Generic[T]):
 
     def _handle_vote_request(self, data: VoteRequestData) -> VoteResponseData:
         q = self.quorum
-        if not q.is_voter() or data.candidate_id not in q.voters:
+        if not q.dynamic and (not q.is_voter() or data.candidate_id not in q.voters):
             return VoteResponseData(INCONSISTENT_VOTER_SET, q.leader_id, q.epoch, False)
         if data.candidate_epoch < q.epoch:
             return VoteResponseData(FENCED_LEADER_EPOCH, q.leader_id, q.epoch, False)
@@ -762,7 +1061,7 @@ class KafkaRaftClient(Generic[T]):
 
     def _handle_begin_quorum_epoch_request(self, data: BeginQuorumEpochRequestData) -> BeginQuorumEpochResponseData:
         q = self.quorum
-        if data.leader_id not in q.voters:
+        if data.leader_id not in q.voters and not q.dynamic:
             return BeginQuorumEpochResponseData(INCONSISTENT_VOTER_SET, q.leader_id, q.epoch)
         if data.leader_epoch < q.epoch:
             return BeginQuorumEpochResponseData(FENCED_LEADER_EPOCH, q.leader_id, q.epoch)
@@ -771,7 +1070,7 @@ class KafkaRaftClient(Generic[T]):
 
     def _handle_end_quorum_epoch_request(self, data: EndQuorumEpochRequestData) -> EndQuorumEpochResponseData:
         q = self.quorum
-        if data.leader_id not in q.voters:
+        if data.leader_id not in q.voters and not q.dynamic:
             return EndQuorumEpochResponseData(INCONSISTENT_VOTER_SET, q.leader_id, q.epoch)
         if data.leader_epoch < q.epoch:
             return EndQuorumEpochResponseData(FENCED_LEADER_EPOCH, q.leader_id, q.epoch)
@@ -780,6 +1079,26 @@ class KafkaRaftClient(Generic[T]):
         if isinstance(state, FollowerState) and state.leader == data.leader_id and q.is_voter():
             state.override_fetch_timeout(self._now(), self._end_epoch_backoff_ms(data.preferred_successors))
         return EndQuorumEpochResponseData(NONE, q.leader_id, q.epoch)
+
+    def _handle_update_voter_request(self, data: UpdateRaftVoterRequestData) -> UpdateRaftVoterResponseData:
+        q = self.quorum
+        state = q.state
+        leading = isinstance(state, LeaderState) and self._accumulator is not None
+        hw = self._high_watermark if isinstance(state, LeaderState) and state.high_watermark is not None else None
+        default_listener = self.local_listeners[0].name if self.local_listeners else None
+        error, new_set = update_voter(
+            data, leading, q.epoch, hw, self._voter_change is not None, self.voter_history, default_listener
+        )
+        if error == NONE and new_set is not None and self._accumulator is not None:
+            record = LogRecord(control_key(KRAFT_VOTERS), new_set.to_record().encode())
+            try:
+                offset = self._accumulator.append_control([record])
+            except NotLeaderError:
+                error = NOT_LEADER_OR_FOLLOWER
+            else:
+                self._log.info("Updating a voter", voter=data.voter_id, listeners=data.listeners, offset=offset)
+                self._drain_appends(force=True)
+        return UpdateRaftVoterResponseData(error, q.leader_id, q.epoch)
 
     # ---- responses ---------------------------------------------------------------------------
     def _handle_response(self, response: RaftResponse) -> None:
@@ -809,6 +1128,8 @@ class KafkaRaftClient(Generic[T]):
             self._handle_fetch_response(source, request, data)
         elif isinstance(data, FetchSnapshotResponseData):
             self._handle_fetch_snapshot_response(source, data)
+        elif isinstance(data, UpdateRaftVoterResponseData):
+            self._handle_epoch_info(source, data.error_code, data.leader_id, data.leader_epoch)
 
     def _handle_epoch_info(self, source: int, error: int, leader_id: int, epoch: int) -> bool:
         """Kafka's ``maybeHandleCommonResponse``: a newer epoch (or the leader of ours) moves us on;
@@ -870,6 +1191,7 @@ class KafkaRaftClient(Generic[T]):
                 return
             self.log.append_as_follower(list(data.records))
             self.log.flush()
+            self._after_append(data.records)
             if self.metrics is not None:
                 self.metrics.update_fetched_records(sum(len(b.records) for b in data.records))
         if data.high_watermark >= 0:
@@ -887,8 +1209,11 @@ class KafkaRaftClient(Generic[T]):
             isinstance(state, FollowerState) and state.leader == source and epoch == state.epoch
         ):
             return
+        before = self.log.latest_snapshot_id()
         if self._snapshot_fetch.handle_response(state, data, handled):
             state.record_successful_fetch(self._now(), self.fetch_timeout_ms)
+        if self.log.latest_snapshot_id() != before:
+            self._load_voter_history()  # installed a snapshot: its voter set, and nothing after it
 
     def _abandon_snapshot_fetch(self) -> None:
         self._snapshot_fetch.abandon()
@@ -905,6 +1230,8 @@ class KafkaRaftClient(Generic[T]):
             raise RaftInvariantError(f"Node {self.node_id}: truncation to {offset} below the high watermark {hw}")
         self._log.info("Truncating to the leader's log", offset=offset, diverging=diverging)
         self.log.truncate_to(offset)
+        self.voter_history.truncate_new_entries(offset)
+        self._apply_voters()
 
     def _poll_listeners(self) -> None:
         state = self.quorum.state
@@ -935,5 +1262,13 @@ class KafkaRaftClient(Generic[T]):
             dropped = acc.close()
             if dropped:
                 self._log.warning("Dropped queued records at shutdown", records=dropped)
+        with self._io_lock:
+            queued, self._voter_requests = self._voter_requests, []
+        if self._voter_change is not None:
+            queued.append(self._voter_change)
+            self._voter_change = None
+        for change in queued:  # Kafka: pending voter changes fail when the client shuts down
+            if not change.future.done():
+                change.future.set_result((NOT_LEADER_OR_FOLLOWER, None))
         self._listeners.begin_shutdown()
         self.log.flush()

@@ -117,7 +117,8 @@ class LeaderFetchHandler:
             return FetchResponseData(NONE, current, hw, snapshot_id=SnapshotId(*valid.offset_and_epoch))
         leader.add_acknowledgement(data.replica_id)
         hw_before = leader.high_watermark
-        if leader.update_replica_end_offset(data.replica_id, data.fetch_offset, self.time.milliseconds()):
+        now = self.time.milliseconds()
+        if leader.update_replica_end_offset(data.replica_id, data.fetch_offset, now, data.replica_directory_id):
             assert leader.high_watermark is not None
             self._set_high_watermark(leader.high_watermark)
         if data.fetch_offset < self.log.end_offset() or data.max_wait_ms <= 0 or hw_before != leader.high_watermark:

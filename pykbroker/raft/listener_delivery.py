@@ -98,7 +98,7 @@ class ListenerDelivery(Generic[T]):
         start = self.log.start_offset()
         if ctx.next_offset < hw and (ctx.next_offset == STARTING_NEXT_OFFSET or ctx.next_offset < start):
             raw = self.log.latest_snapshot()
-            if raw is not None:
+            if raw is not None and raw.snapshot_id.end_offset > 0:  # not the bootstrap snapshot (KIP-853)
                 ctx.next_offset = raw.snapshot_id.end_offset
                 self._call(ctx.listener.handle_load_snapshot, RecordsSnapshotReader(raw, self.serde))
                 return

@@ -76,6 +76,8 @@ class QuorumState:
         self.election_timeout_ms = election_timeout_ms
         self.fetch_timeout_ms = fetch_timeout_ms
         self.random = random or _random.Random()
+        #: KIP-853: the voter set comes from the log; votes may go to replicas this node does not know as voters
+        self.dynamic = False
         self.state: EpochState = UnattachedState(0, self.voters)
 
     # ---- queries -----------------------------------------------------------------------------
@@ -104,6 +106,18 @@ class QuorumState:
 
     def random_election_timeout_ms(self) -> int:
         return self.election_timeout_ms + self.random.randint(0, self.election_timeout_ms)
+
+    def update_voters(self, voters: frozenset[int]) -> bool:
+        """KIP-853: the voter set in the log changed. The current state keeps its kind and epoch and
+        uses the new set (a leader's replica states and high watermark follow; True iff that high watermark
+        moved). Only a Leader or Follower appends, truncates or installs snapshots, so only they see it change
+        (an observer's Unattached state holds no votes)."""
+        self.voters = frozenset(voters)
+        state = self.state
+        if isinstance(state, LeaderState):
+            return state.update_voters(self.voters)
+        state.voters = self.voters
+        return False
 
     # ---- start-up ----------------------------------------------------------------------------
     def initialize(self, log_end_epoch: int) -> None:
@@ -184,7 +198,7 @@ class QuorumState:
         state = self.state
         if epoch == self.epoch and not (state.kind in (U, P) and state.can_grant_vote(candidate_id)):
             raise IllegalRaftStateTransition(f"Cannot vote for {candidate_id} in {state}")
-        if candidate_id not in self.voters:
+        if candidate_id not in self.voters and not self.dynamic:
             raise IllegalRaftStateTransition(f"Cannot vote for non-voter {candidate_id}")
         deadline = self.time.hi_res_milliseconds() + self.random_election_timeout_ms()
         self._durable_transition(UnattachedState(epoch, self.voters, candidate_id, deadline))

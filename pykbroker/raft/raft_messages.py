@@ -6,7 +6,8 @@ and responses carry a ``topics[].partitions[]`` nest; the Raft client only ever 
 with the field names of the schemas in ``pykbroker/protocol/schemas/raft.py`` and ``fetch.py``
 (``candidate_epoch``, ``last_offset_epoch``, ``vote_granted``, ``last_fetched_epoch``,
 ``diverging_epoch``, ``current_leader`` ...). :mod:`~pykbroker.raft.raft_wire` translates them to and from
-the wire structs; records travel as :class:`~pykbroker.raft.replicated_log.LogBatch`.
+the wire structs; records travel as :class:`~pykbroker.raft.replicated_log.LogBatch`. UpdateRaftVoter (82,
+KIP-853) has no nest: a voter's endpoints and supported ``kraft.version`` range.
 
 Envelopes: :class:`RaftRequest` / :class:`RaftResponse` add who sends to whom and the correlation id
 that pairs a response with its request. Error codes are Kafka's numeric codes
@@ -15,13 +16,17 @@ that pairs a response with its request. Error codes are Kafka's numeric codes
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.raft.control_records import VoterEndpoint
 from pykbroker.raft.quorum_state_store import NO_ID
 from pykbroker.raft.replicated_log import LogBatch
 from pykbroker.raft.snapshots import SnapshotId as SnapshotId  # re-exported: Fetch/FetchSnapshot's id
+
+_NO_DIRECTORY_ID = uuid.UUID(int=0)
 
 
 class EpochEndOffset(NamedTuple):
@@ -114,6 +119,8 @@ class FetchRequestData:
     max_wait_ms: int = 0
     partition_max_bytes: int = 1 << 20
     cluster_id: str | None = None
+    #: Fetch v17's ``replica_directory_id`` (KIP-853; zero: none)
+    replica_directory_id: uuid.UUID = _NO_DIRECTORY_ID
     api_key: int = field(default=ApiKeys.FETCH, init=False, repr=False)
 
 
@@ -151,12 +158,37 @@ class FetchSnapshotResponseData:
     api_key: int = field(default=ApiKeys.FETCH_SNAPSHOT, init=False, repr=False)
 
 
+# ---- UpdateRaftVoter (KIP-853) -------------------------------------------------------------------
+@dataclass(frozen=True)
+class UpdateRaftVoterRequestData:
+    """A voter tells the leader of ``current_leader_epoch`` its controller ``listeners`` and the
+    ``kraft.version`` range it supports (Kafka's ``UpdateRaftVoterRequestData``)."""
+
+    current_leader_epoch: int
+    voter_id: int
+    voter_directory_id: uuid.UUID
+    listeners: tuple[VoterEndpoint, ...]
+    min_supported_version: int = 0
+    max_supported_version: int = 1
+    cluster_id: str | None = None
+    api_key: int = field(default=ApiKeys.UPDATE_RAFT_VOTER, init=False, repr=False)
+
+
+@dataclass(frozen=True)
+class UpdateRaftVoterResponseData:
+    error_code: int
+    leader_id: int
+    leader_epoch: int
+    api_key: int = field(default=ApiKeys.UPDATE_RAFT_VOTER, init=False, repr=False)
+
+
 RequestData = (
     VoteRequestData
     | BeginQuorumEpochRequestData
     | EndQuorumEpochRequestData
     | FetchRequestData
     | FetchSnapshotRequestData
+    | UpdateRaftVoterRequestData
 )
 ResponseData = (
     VoteResponseData
@@ -164,6 +196,7 @@ ResponseData = (
     | EndQuorumEpochResponseData
     | FetchResponseData
     | FetchSnapshotResponseData
+    | UpdateRaftVoterResponseData
 )
 
 
@@ -200,4 +233,6 @@ def error_response(data: RequestData, error: int, leader_id: int = NO_ID, leader
         return EndQuorumEpochResponseData(error, leader_id, leader_epoch)
     if isinstance(data, FetchRequestData):
         return FetchResponseData(error, LeaderIdAndEpoch(leader_id, leader_epoch))
+    if isinstance(data, UpdateRaftVoterRequestData):
+        return UpdateRaftVoterResponseData(error, leader_id, leader_epoch)
     return FetchSnapshotResponseData(error, LeaderIdAndEpoch(leader_id, leader_epoch))

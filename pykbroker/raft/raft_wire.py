@@ -19,6 +19,7 @@ from typing import Any
 
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.protocol.errors import NONE
+from pykbroker.raft.control_records import VoterEndpoint
 from pykbroker.raft.log_batch_codec import decode_log_batches, encode_log_batches
 from pykbroker.raft.raft_messages import (
     BeginQuorumEpochRequestData,
@@ -34,6 +35,8 @@ from pykbroker.raft.raft_messages import (
     RequestData,
     ResponseData,
     SnapshotId,
+    UpdateRaftVoterRequestData,
+    UpdateRaftVoterResponseData,
     VoteRequestData,
     VoteResponseData,
 )
@@ -101,6 +104,7 @@ def request_to_wire(data: RequestData) -> tuple[int, Body]:
             "fetch_offset": data.fetch_offset,
             "last_fetched_epoch": data.last_fetched_epoch,
             "partition_max_bytes": data.partition_max_bytes,
+            "replica_directory_id": data.replica_directory_id,
         }
         topic = {"topic": METADATA_TOPIC, "topic_id": METADATA_TOPIC_ID, "partitions": [partition]}
         return ApiKeys.FETCH, {
@@ -111,6 +115,18 @@ def request_to_wire(data: RequestData) -> tuple[int, Body]:
             "min_bytes": 0,
             "max_bytes": data.partition_max_bytes,
             "topics": [topic],
+        }
+    if isinstance(data, UpdateRaftVoterRequestData):
+        return ApiKeys.UPDATE_RAFT_VOTER, {
+            "cluster_id": data.cluster_id,
+            "current_leader_epoch": data.current_leader_epoch,
+            "voter_id": data.voter_id,
+            "voter_directory_id": data.voter_directory_id,
+            "listeners": [{"name": e.name, "host": e.host, "port": e.port} for e in data.listeners],
+            "k_raft_version_feature": {
+                "min_supported_version": data.min_supported_version,
+                "max_supported_version": data.max_supported_version,
+            },
         }
     partition = {
         "partition": METADATA_PARTITION,
@@ -162,6 +178,7 @@ def request_from_wire(api_key: int, body: Body) -> RequestData:
             body.get("max_wait_ms", 0),
             p.get("partition_max_bytes", 1 << 20),
             cluster_id,
+            p.get("replica_directory_id") or uuid.UUID(int=0),
         )
     if api_key == ApiKeys.FETCH_SNAPSHOT:
         p = _single(body, "topics", "name", "partition")
@@ -172,6 +189,17 @@ def request_from_wire(api_key: int, body: Body) -> RequestData:
             SnapshotId(sid["end_offset"], sid["epoch"]),
             p.get("position", 0),
             body.get("max_bytes", 0x7FFFFFFF),
+            cluster_id,
+        )
+    if api_key == ApiKeys.UPDATE_RAFT_VOTER:
+        feature = body.get("k_raft_version_feature") or {}
+        return UpdateRaftVoterRequestData(
+            body["current_leader_epoch"],
+            body["voter_id"],
+            body["voter_directory_id"],
+            tuple(VoterEndpoint(e["name"], e["host"], e["port"]) for e in body.get("listeners") or []),
+            feature.get("min_supported_version", 0),
+            feature.get("max_supported_version", 0),
             cluster_id,
         )
     raise RaftWireError(f"api key {api_key} is not a Raft RPC")
@@ -209,6 +237,9 @@ def response_to_wire(data: ResponseData, time_ms: int = 0) -> Body:
         }
         topic = {"topic": METADATA_TOPIC, "topic_id": METADATA_TOPIC_ID, "partitions": [partition]}
         return {"throttle_time_ms": 0, "error_code": NONE, "session_id": 0, "responses": [topic]}
+    if isinstance(data, UpdateRaftVoterResponseData):
+        leader = {"leader_id": data.leader_id, "leader_epoch": data.leader_epoch, "host": "", "port": 0}
+        return {"throttle_time_ms": 0, "error_code": data.error_code, "current_leader": leader}
     snapshot = data.snapshot_id or SnapshotId(-1, -1)
     partition = {
         "index": METADATA_PARTITION,
@@ -280,4 +311,7 @@ def response_from_wire(api_key: int, body: Body) -> ResponseData:
             p.get("position", 0),
             bytes(p.get("unaligned_records") or b""),
         )
+    if api_key == ApiKeys.UPDATE_RAFT_VOTER:
+        leader = body.get("current_leader") or {}
+        return UpdateRaftVoterResponseData(top_error, leader.get("leader_id", -1), leader.get("leader_epoch", -1))
     raise RaftWireError(f"api key {api_key} is not a Raft RPC")

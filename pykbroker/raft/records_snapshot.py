@@ -41,7 +41,15 @@ class RecordsSnapshotWriter(Generic[T]):
     """Writes ``T`` records into ``raw`` (see the module docstring). ``last_contained_log_time_ms`` is the
     append time (ms) of the record at ``snapshot_id.end_offset - 1``."""
 
-    def __init__(self, raw: RawSnapshotWriter, serde: RecordSerde[T], last_contained_log_time_ms: int):
+    def __init__(
+        self,
+        raw: RawSnapshotWriter,
+        serde: RecordSerde[T],
+        last_contained_log_time_ms: int,
+        control_records: Sequence[LogRecord] = (),
+    ):
+        """``control_records``: written as one control batch after the header (KIP-853: the KRaftVersionRecord
+        and VotersRecord in effect at the snapshot, as Kafka's ``RecordsSnapshotWriter.Builder``)."""
         self.raw = raw
         self.serde = serde
         self.last_contained_log_time_ms = last_contained_log_time_ms
@@ -49,6 +57,8 @@ class RecordsSnapshotWriter(Generic[T]):
         self._append_batch(
             [LogRecord(control_key(SNAPSHOT_HEADER), SnapshotHeaderRecord(last_contained_log_time_ms).encode())], True
         )
+        if control_records:
+            self._append_batch(list(control_records), True)
 
     @property
     def snapshot_id(self) -> SnapshotId:
@@ -105,6 +115,8 @@ class RecordsSnapshotReader(Generic[T]):
         header = SnapshotHeaderRecord.decode(batches[0].records[0].value or b"")
         self.last_contained_log_timestamp = header.last_contained_log_timestamp
         self._batches = [b for b in batches[1:-1] if not b.control]
+        #: the control batches between header and footer (KIP-853: KRaftVersionRecord, VotersRecord)
+        self.control_batches = [b for b in batches[1:-1] if b.control]
 
     @property
     def last_contained_log_offset(self) -> int:

@@ -88,6 +88,8 @@ BROKER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.WRITE_SHARE_GROUP_STATE: (0, 0),
     ApiKeys.DELETE_SHARE_GROUP_STATE: (0, 0),
     ApiKeys.READ_SHARE_GROUP_STATE_SUMMARY: (0, 0),
+    ApiKeys.ADD_RAFT_VOTER: (0, 0),
+    ApiKeys.REMOVE_RAFT_VOTER: (0, 0),
 }
 
 # api key -> the min version the ApiVersions response advertises below the served range (KAFKA-18659).
@@ -115,6 +117,9 @@ CONTROLLER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKeys.RENEW_DELEGATION_TOKEN: (1, 2),
     ApiKeys.EXPIRE_DELEGATION_TOKEN: (1, 2),
     ApiKeys.ENVELOPE: (0, 0),
+    ApiKeys.ADD_RAFT_VOTER: (0, 0),
+    ApiKeys.REMOVE_RAFT_VOTER: (0, 0),
+    ApiKeys.UPDATE_RAFT_VOTER: (0, 0),
 }
 
 

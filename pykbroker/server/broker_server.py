@@ -72,7 +72,7 @@ from pykbroker.coordinator.transaction.transaction_state_manager import Transact
 from pykbroker.log.log_cleaner import LogCleaner
 from pykbroker.log.log_manager import LogManager
 from pykbroker.metadata.features import TRANSACTION_VERSION, supported_features_request
-from pykbroker.metadata.features_publisher import finalized_features_of
+from pykbroker.metadata.features_publisher import finalized_features_of, with_kraft_version
 from pykbroker.metadata.quorum_controller import QuorumController
 from pykbroker.metadata.topic_names import (
     GROUP_METADATA_TOPIC_NAME,
@@ -105,6 +105,7 @@ from pykbroker.server.handlers.log_dirs import DescribeLogDirsHandler
 from pykbroker.server.handlers.metadata import MetadataHandler
 from pykbroker.server.handlers.produce import ProduceHandler
 from pykbroker.server.handlers.producer_id import InitProducerIdHandler, ProducerIdManager
+from pykbroker.server.handlers.raft_voters import BrokerRaftVoterHandlers, RaftVoterHandlers
 from pykbroker.server.handlers.sasl import SaslHandlers
 from pykbroker.server.handlers.share import ShareHandlers
 from pykbroker.server.handlers.share_groups import ShareGroupHandlers
@@ -622,6 +623,11 @@ class BrokerServer:
                 helper, self.txn_coordinator, self.group_coordinator, rm, cache, self.config, self.time
             ),
             describe_quorum_handler(helper, self.shared, self.is_controller, self._voter_endpoints),
+            BrokerRaftVoterHandlers(
+                helper,
+                self.controller_handle,
+                RaftVoterHandlers(helper, lambda: self.shared.raft, self.shared.cluster_id),
+            ),
         ]
 
     def _auto_create_topics(self, names: list[str]) -> dict[str, int]:
@@ -655,7 +661,9 @@ class BrokerServer:
         """What ApiVersions reports as finalized: this broker's metadata image (epoch: its offset), Kafka's
         KRaftMetadataCache.features."""
         assert self.metadata_cache is not None
-        return finalized_features_of(self.metadata_cache.image)
+        raft = self.shared.raft
+        features = finalized_features_of(self.metadata_cache.image)
+        return with_kraft_version(features, raft.kraft_version() if raft is not None else 0)
 
     # -- shutdown ------------------------------------------------------------------------------
     def controlled_shutdown(self) -> None:

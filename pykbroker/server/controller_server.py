@@ -32,6 +32,7 @@ from pykbroker.metadata.controller_metadata_metrics import ControllerMetadataMet
 from pykbroker.metadata.delegation_token_control_manager import DelegationTokenSettings
 from pykbroker.metadata.feature_control_manager import LATEST_PRODUCTION_METADATA_VERSION
 from pykbroker.metadata.features import LEGACY_BOOTSTRAP_METADATA_VERSION, METADATA_VERSION
+from pykbroker.metadata.features_publisher import with_kraft_version
 from pykbroker.metadata.log_config_schema import LogConfigSchema
 from pykbroker.metadata.quorum_controller import QuorumController
 from pykbroker.network.socket_server import CONTROL_PLANE, SocketServer
@@ -39,6 +40,7 @@ from pykbroker.server.api_version_manager import ApiVersionManager
 from pykbroker.server.handlers.controller_apis import ControllerApis
 from pykbroker.server.handlers.metadata import MetadataHandler
 from pykbroker.server.handlers.raft import RaftHandlers
+from pykbroker.server.handlers.raft_voters import RaftVoterHandlers
 from pykbroker.server.kafka_apis import KafkaApis
 from pykbroker.server.kafka_request_handler import KafkaRequestHandlerPool
 from pykbroker.server.quotas.client_quota_manager import QuotaManagers
@@ -160,11 +162,18 @@ class ControllerServer:
         if not self.is_broker:
             raft = shared.raft
             assert raft is not None, "SharedServer.start_raft first"
-            cluster_info = lambda: (shared.cluster_id, raft.leader_and_epoch.leader_id, shared.voters)  # noqa: E731
+            raft_channel = shared.raft_channel
+
+            def cluster_info():
+                # a dynamic quorum's controllers (KIP-853): the voter set in the log, the leaders learnt
+                controllers = shared.voters or (raft_channel.controller_addresses() if raft_channel else {})
+                return shared.cluster_id, raft.leader_and_epoch.leader_id, controllers
+
         controller_apis = ControllerApis(helper, controller, config, log_defaults, cluster_info)
         families: list = [controller_apis]
         if shared.raft_channel is not None:
             families.append(RaftHandlers(helper, shared.raft_channel))
+            families.append(RaftVoterHandlers(helper, lambda: shared.raft, shared.cluster_id))
         if self.is_broker:
             families.append(MetadataHandler(helper, broker_metadata_cache))
         families.append(describe_quorum_handler(helper, shared, True, self._voter_endpoints))
@@ -187,7 +196,9 @@ class ControllerServer:
     def finalized_features(self):
         """What a controller-only node's ApiVersions reports as finalized: its last features change
         (Kafka's FeaturesPublisher); a combined node's broker answers from its metadata image instead."""
-        return self.shared.features_publisher.features
+        raft = self.shared.raft
+        features = self.shared.features_publisher.features
+        return with_kraft_version(features, raft.kraft_version() if raft is not None else 0)
 
     def shutdown(self, log_error: Callable[[str, Exception], None]) -> None:
         """Stop what was started, in the reverse order (a part never started is skipped)."""

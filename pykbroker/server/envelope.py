@@ -66,6 +66,8 @@ FORWARDABLE = frozenset(
         ApiKeys.CREATE_DELEGATION_TOKEN,
         ApiKeys.RENEW_DELEGATION_TOKEN,
         ApiKeys.EXPIRE_DELEGATION_TOKEN,
+        ApiKeys.ADD_RAFT_VOTER,
+        ApiKeys.REMOVE_RAFT_VOTER,
     }
 )
 

@@ -50,6 +50,8 @@ VERSIONS = {
     ApiKeys.CREATE_ACLS: 3,
     ApiKeys.DELETE_ACLS: 3,
     ApiKeys.UPDATE_FEATURES: 2,
+    ApiKeys.ADD_RAFT_VOTER: 0,
+    ApiKeys.REMOVE_RAFT_VOTER: 0,
     ApiKeys.ALTER_CLIENT_QUOTAS: 1,
     ApiKeys.CREATE_DELEGATION_TOKEN: 3,
     ApiKeys.RENEW_DELEGATION_TOKEN: 2,
@@ -115,6 +117,14 @@ class ForwardingManager:
     def update_features(self, request: dict[str, Any], client=None) -> Future:
         """UpdateFeatures (v2: the top-level error only; the broker's handler adds v0-v1 results)."""
         return self._forward(ApiKeys.UPDATE_FEATURES, request, client)
+
+    def add_raft_voter(self, request: dict[str, Any], client=None) -> Future:
+        """AddRaftVoter (KIP-853), answered by the active controller's Raft client."""
+        return self._forward(ApiKeys.ADD_RAFT_VOTER, request, client)
+
+    def remove_raft_voter(self, request: dict[str, Any], client=None) -> Future:
+        """RemoveRaftVoter (KIP-853); it has no ``timeout_ms``: the default timeout applies."""
+        return self._forward(ApiKeys.REMOVE_RAFT_VOTER, request, client)
 
     def alter_client_quotas(self, request: dict[str, Any], client=None) -> Future:
         return self._forward(ApiKeys.ALTER_CLIENT_QUOTAS, request, client)

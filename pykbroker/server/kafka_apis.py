@@ -121,6 +121,9 @@ _CONTROLLER_CHECKS: dict[int, int] = {
     ApiKeys.UPDATE_FEATURES: AclOperation.ALTER,
     ApiKeys.DESCRIBE_QUORUM: AclOperation.DESCRIBE,
     ApiKeys.ENVELOPE: AclOperation.CLUSTER_ACTION,
+    ApiKeys.ADD_RAFT_VOTER: AclOperation.ALTER,
+    ApiKeys.REMOVE_RAFT_VOTER: AclOperation.ALTER,
+    ApiKeys.UPDATE_RAFT_VOTER: AclOperation.CLUSTER_ACTION,
 }
 _CONFIG_RESOURCES = {
     ConfigResourceType.TOPIC: (ResourceType.TOPIC, errors.TopicAuthorizationError),

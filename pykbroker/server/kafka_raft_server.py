@@ -36,6 +36,7 @@ import socket
 import threading
 
 from pykbroker.config.broker_configs.kraft_configs import (
+    CONTROLLER_QUORUM_BOOTSTRAP_SERVERS_CONFIG,
     CONTROLLER_QUORUM_VOTERS_CONFIG,
     INITIAL_BROKER_REGISTRATION_TIMEOUT_MS_CONFIG,
     SASL_MECHANISM_CONTROLLER_PROTOCOL_CONFIG,
@@ -47,8 +48,9 @@ from pykbroker.config.broker_configs.security_configs import (
     SASL_SERVER_MAX_RECEIVE_SIZE_CONFIG,
 )
 from pykbroker.config.broker_configs.server_configs import METRIC_REPORTERS_CONFIG
+from pykbroker.config.broker_configs.socket_server_configs import ADVERTISED_LISTENERS_CONFIG
 from pykbroker.config.config_def import ConfigException
-from pykbroker.config.endpoint import EndPoint
+from pykbroker.config.endpoint import EndPoint, parse_listeners
 from pykbroker.config.kafka_config import KafkaConfig
 from pykbroker.log.log_config import LogConfig
 from pykbroker.log.log_manager import LogDirLockError, lock_log_dirs
@@ -58,7 +60,8 @@ from pykbroker.metadata.features import LATEST_PRODUCTION, bootstrap_levels
 from pykbroker.metadata.publisher import MetadataPublisher
 from pykbroker.metrics.reporter import MetricsReporter, create_reporters
 from pykbroker.network.socket_server import CONTROL_PLANE, SocketServer, SocketServerConfig
-from pykbroker.raft.kafka_network_channel import parse_voters
+from pykbroker.raft.control_records import VoterEndpoint
+from pykbroker.raft.kafka_network_channel import parse_bootstrap_servers, parse_voters
 from pykbroker.security.channel_builders import authenticator_factories, transport_factories
 from pykbroker.security.client_security import PLAINTEXT, ClientSecurity, client_security
 from pykbroker.security.credential_cache import ScramCredentialCache
@@ -95,6 +98,8 @@ class KafkaRaftServer:
         self.cluster_id: str | None = None
         #: ``controller.quorum.voters`` as ``{id: (host, port)}`` (known once start-up checked it)
         self.voters: dict[int, tuple[str, int]] = {}
+        #: ``controller.quorum.bootstrap.servers`` as ``{-2: (host, port), ...}`` (KIP-853: a dynamic quorum)
+        self.bootstrap_servers: dict[int, tuple[str, int]] = {}
         #: broker and only voter in one process: no network between its parts
         self.single_node = False
         self.scram_credentials = ScramCredentialCache()
@@ -141,6 +146,7 @@ class KafkaRaftServer:
             self.cluster_id,
             self.voters,
             self.single_node,
+            self.bootstrap_servers,
             "broker" if self.is_broker else "controller",
             self.controller_security,
             self.fatal_fault_handler,
@@ -177,7 +183,7 @@ class KafkaRaftServer:
 
         if broker is not None:
             broker.start_storage()
-        shared.start_raft()
+        shared.start_raft(self._local_controller_endpoints() if self.is_controller else ())
         publishers: list[MetadataPublisher]
         if broker is not None:
             broker.start_metadata_cache()
@@ -305,13 +311,25 @@ class KafkaRaftServer:
             raise ConfigException(
                 CONTROLLER_QUORUM_VOTERS_CONFIG, ",".join(config[CONTROLLER_QUORUM_VOTERS_CONFIG]), str(e)
             ) from None
+        try:
+            bootstrap = parse_bootstrap_servers(config[CONTROLLER_QUORUM_BOOTSTRAP_SERVERS_CONFIG])
+        except ValueError as e:
+            raise ConfigException(
+                CONTROLLER_QUORUM_BOOTSTRAP_SERVERS_CONFIG,
+                ",".join(config[CONTROLLER_QUORUM_BOOTSTRAP_SERVERS_CONFIG]),
+                str(e),
+            ) from None
+        if not self.voters and bootstrap:
+            # KIP-853: the voters come from the metadata log (a bootstrap snapshot or a VotersRecord)
+            self.bootstrap_servers = bootstrap
+            return
         if not self.voters:
             if not self.is_controller:
                 raise ConfigException(
                     CONTROLLER_QUORUM_VOTERS_CONFIG,
                     "",
-                    "a broker-only node needs the controllers in controller.quorum.voters "
-                    "(dynamic quorums, KIP-853, are not supported)",
+                    "a broker-only node needs the controllers in controller.quorum.voters or "
+                    "controller.quorum.bootstrap.servers",
                 )
             self.voters = {self.node_id: ("", 0)}
         if self.is_controller and self.node_id not in self.voters:
@@ -378,10 +396,34 @@ class KafkaRaftServer:
             )
         return inter, controller
 
+    def _local_controller_endpoints(self) -> list[VoterEndpoint]:
+        """This controller's endpoints as a voter (Kafka's ``effectiveAdvertisedControllerListeners``): each
+        controller listener from ``advertised.listeners`` else ``listeners``, its bound port when configured as
+        0, ``localhost`` for a wildcard host (as ``kafka-metadata-quorum add-controller`` computes them)."""
+        config = self.config
+        by_name = {ep.listener_name: ep for ep in config.listeners}
+        advertised = config.values.get(ADVERTISED_LISTENERS_CONFIG)
+        if advertised:
+            parsed = parse_listeners(advertised, config.protocol_map, ADVERTISED_LISTENERS_CONFIG)
+            by_name.update({ep.listener_name: ep for ep in parsed})
+        result = []
+        for name in config.controller_listener_names:
+            ep = by_name.get(name)
+            if ep is not None:
+                port = ep.port or self.bound_port(name)
+                result.append(VoterEndpoint(name, ep.host or "localhost", port))
+        return result
+
     def _voter_endpoints(self) -> dict[int, list[tuple[str, str, int]]]:
         """``controller.quorum.voters`` as ``{id: [(first controller listener, host, port)]}`` (Kafka's static
         voters' endpoints); this node's own entry with its bound port when configured as port 0."""
         names = self.config.controller_listener_names
+        raft = self.shared.raft if self.shared is not None else None
+        if self.bootstrap_servers and raft is not None:  # KIP-853: the voter set in the metadata log
+            voter_set = raft.voter_set()
+            if voter_set is None:
+                return {}
+            return {v.voter_id: [(e.name, e.host, e.port) for e in v.endpoints] for v in voter_set.voters.values()}
         if not names or not self.config[CONTROLLER_QUORUM_VOTERS_CONFIG]:
             return {}
         result = {}

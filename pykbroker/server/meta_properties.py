@@ -41,6 +41,11 @@ def random_uuid() -> str:
             return s
 
 
+def uuid_to_string(u: uuid.UUID) -> str:
+    """A Kafka Uuid string (base64 url-safe, no padding) of ``u``."""
+    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
+
+
 def uuid_from_string(s: str) -> uuid.UUID:
     return uuid.UUID(bytes=base64.urlsafe_b64decode(s + "=="))
 

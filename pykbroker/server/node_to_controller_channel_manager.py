@@ -2,7 +2,9 @@
 
 Mirrors Kafka's ``NodeToControllerChannelManagerImpl`` together with ``RaftControllerNodeProvider``. The
 active controller is the leader of the metadata quorum, as this node's Raft client knows it (a broker is
-a Raft observer). Its address is its entry in ``controller.quorum.voters``: the controller listener.
+a Raft observer). Its address is its entry in ``controller.quorum.voters``: the controller listener; in a dynamic
+quorum (KIP-853) the addresses come from ``controller_addresses()``, asked again before each try (the voter set
+in the metadata log and the leader endpoints the Raft channel learnt).
 A request goes to that node. If the connection fails or the answer says NOT_CONTROLLER, it goes at once to
 the next controller that has not failed it yet. This node's Raft client may not have heard of a new leader
 yet, and a controller that is not active answers NOT_CONTROLLER at once. When every controller has
@@ -59,7 +61,7 @@ class NodeToControllerChannelManager:
         self,
         node_id: int,
         controller_id: Callable[[], int],
-        controller_addresses: dict[int, tuple[str, int]],
+        controller_addresses: dict[int, tuple[str, int]] | Callable[[], dict[int, tuple[str, int]]],
         name: str,
         request_timeout_ms: int = 30000,
         retry_backoff_ms: int = 100,
@@ -80,9 +82,21 @@ class NodeToControllerChannelManager:
             time=time,
             security=security,
         )
-        self.controller_ids = frozenset(controller_addresses)
-        for cid, (host, port) in controller_addresses.items():
-            self.send_thread.set_address(cid, host, port)
+        self._address_provider = controller_addresses if callable(controller_addresses) else None
+        self._addresses: dict[int, tuple[str, int]] = {}
+        self.controller_ids: frozenset[int] = frozenset()
+        self._refresh_addresses(controller_addresses if isinstance(controller_addresses, dict) else None)
+
+    def _refresh_addresses(self, addresses: dict[int, tuple[str, int]] | None = None) -> None:
+        if addresses is None:
+            if self._address_provider is None:
+                return
+            addresses = self._address_provider()
+        for cid, address in addresses.items():
+            if self._addresses.get(cid) != address:
+                self.send_thread.set_address(cid, *address)
+        self._addresses = dict(addresses)
+        self.controller_ids = frozenset(addresses)
 
     def start(self) -> None:
         self.send_thread.start()
@@ -127,6 +141,7 @@ class NodeToControllerChannelManager:
                 future, errors.KafkaTimeoutError(f"No answer from an active controller in time{why}")
             )
             return
+        self._refresh_addresses()
         controller = self._pick(failed)
         if controller < 0:  # every controller failed this round: back off, then start over
             self._retry(call, last or "no active controller known", frozenset())

@@ -15,7 +15,7 @@ on the driver's IO thread, the loader on its own event thread.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from pykbroker.config.broker_configs.kraft_configs import (
     CONTROLLER_QUORUM_APPEND_LINGER_MS_CONFIG,
@@ -34,6 +34,7 @@ from pykbroker.metadata.metadata_loader import MetadataLoader
 from pykbroker.metadata.publisher import MetadataPublisher
 from pykbroker.metadata.records import MetadataRecordSerde
 from pykbroker.metadata.snapshot_generator import SnapshotGenerator
+from pykbroker.raft.control_records import VoterEndpoint
 from pykbroker.raft.file_replicated_log import FileReplicatedLog
 from pykbroker.raft.kafka_network_channel import KafkaNetworkChannel
 from pykbroker.raft.kafka_raft_client import KafkaRaftClient
@@ -41,6 +42,7 @@ from pykbroker.raft.kafka_raft_client_driver import KafkaRaftClientDriver
 from pykbroker.raft.kafka_raft_metrics import KafkaRaftMetrics
 from pykbroker.raft.quorum_state_store import FileQuorumStateStore
 from pykbroker.security.client_security import ClientSecurity
+from pykbroker.server.meta_properties import read_meta_properties, uuid_from_string
 from pykbroker.server.node_to_controller_channel_manager import NodeToControllerChannelManager
 from pykbroker.server.server_common import ShutdownSteps, StartupWaits
 from pykbroker.utils.fault_handler import ProcessTerminatingFaultHandler
@@ -51,7 +53,9 @@ from pykbroker.utils.time import Time
 
 class SharedServer:
     """The Raft side of one node. ``voters``: ``{id: (host, port)}``; ``single_node``: broker and only
-    voter in one process (no network between the parts); ``role``: "broker" when this node has the
+    voter in one process (no network between the parts); ``bootstrap_servers``: ``{-2: (host, port), ...}`` of
+    ``controller.quorum.bootstrap.servers`` when the voters come from the metadata log (KIP-853); ``role``:
+    "broker" when this node has the
     broker role, else "controller" (how it introduces itself to the active controller);
     ``on_inconsistent_cluster_id(message)``: the fatal error of a voter whose cluster id differs."""
 
@@ -63,6 +67,7 @@ class SharedServer:
         cluster_id: str,
         voters: dict[int, tuple[str, int]],
         single_node: bool,
+        bootstrap_servers: dict[int, tuple[str, int]],
         role: str,
         controller_security: ClientSecurity,
         fatal_fault_handler: ProcessTerminatingFaultHandler,
@@ -75,6 +80,7 @@ class SharedServer:
         self.cluster_id = cluster_id
         self.voters = voters
         self.single_node = single_node
+        self.bootstrap_servers = bootstrap_servers
         self._role = role
         self._controller_security = controller_security
         self.fatal_fault_handler = fatal_fault_handler
@@ -91,10 +97,13 @@ class SharedServer:
         #: a controller-only node's view of the finalized features (what its ApiVersions reports)
         self.features_publisher = FeaturesPublisher()
 
-    def start_raft(self) -> None:
+    def start_raft(self, local_listeners: Sequence[VoterEndpoint] = ()) -> None:
         """The ``__cluster_metadata`` log and its Raft client (a voter, or an observer on a broker-only
-        node), with the network channel to the other voters unless this is the single-node mode."""
+        node), with the network channel to the other voters unless this is the single-node mode.
+        ``local_listeners``: this controller's endpoints (bound ports), for UpdateRaftVoter (KIP-853)."""
         config = self.config
+        meta = read_meta_properties(config.metadata_log_dir) or {}
+        directory_id = uuid_from_string(meta["directory.id"]) if meta.get("directory.id") else None
         self.metadata_log = FileReplicatedLog.open(
             config.metadata_log_dir, self.time, segment_bytes=config[METADATA_LOG_SEGMENT_BYTES_CONFIG]
         )
@@ -113,6 +122,9 @@ class SharedServer:
             retry_backoff_ms=config[CONTROLLER_QUORUM_RETRY_BACKOFF_MS_CONFIG],
             fetch_max_wait_ms=min(500, config[CONTROLLER_QUORUM_REQUEST_TIMEOUT_MS_CONFIG] // 2),
             cluster_id=self.cluster_id,
+            bootstrap_servers=sorted(self.bootstrap_servers, reverse=True),
+            directory_id=directory_id,
+            local_listeners=local_listeners,
         )
         KafkaRaftMetrics(self.metrics, raft, self.time)  # kafka.server:type=raft-metrics
         if not self.single_node:
@@ -123,14 +135,17 @@ class SharedServer:
                 self.time,
                 on_inconsistent_cluster_id=self._on_inconsistent_cluster_id,
                 security=self._controller_security,
+                bootstrap=self.bootstrap_servers,
+                listener=config.controller_listener_names[0] if config.controller_listener_names else None,
             )
             self.raft_channel.start(raft)
+            channel = self.raft_channel
             # Requests to the active controller (the Raft leader): a broker's registration, heartbeats and
             # forwarded requests; DescribeQuorum from a node that is not the leader.
             self.controller_channel = NodeToControllerChannelManager(
                 self.node_id,
                 lambda: raft.leader_and_epoch.leader_id,
-                self.voters,
+                self.voters if self.voters else channel.controller_addresses,
                 self._role,
                 request_timeout_ms=config[CONTROLLER_QUORUM_REQUEST_TIMEOUT_MS_CONFIG],
                 retry_backoff_ms=config[CONTROLLER_QUORUM_RETRY_BACKOFF_MS_CONFIG],

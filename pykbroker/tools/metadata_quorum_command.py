@@ -2,6 +2,17 @@
 
     bin/kafka-metadata-quorum (--bootstrap-server HOST:PORT | --bootstrap-controller HOST:PORT)
         [--command-config FILE] describe (--status | --replication [--human-readable])
+    bin/kafka-metadata-quorum ... --command-config controller.properties add-controller [--dry-run]
+    bin/kafka-metadata-quorum ... remove-controller --controller-id ID --controller-directory-id DIR [--dry-run]
+
+``add-controller`` (KIP-853) reads the new controller's own configuration (``--command-config``): its
+``node.id`` (with ``controller`` in ``process.roles``), the directory id in the ``meta.properties`` of its
+``metadata.log.dir`` (else the first ``log.dirs`` entry), and the advertised (else bound) endpoints of its
+``controller.listener.names``; it sends AddRaftVoter to the active controller and prints ``Added controller 4 with
+directory id <id> and endpoints: CONTROLLER://host:port``. ``remove-controller`` sends RemoveRaftVoter and prints
+``Removed  KRaft controller 1 with directory id <id>`` (Kafka's double space). Both retry while the leader answers
+a retriable error (NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT: another change in progress, the new voter not caught
+up yet) until Kafka's ``default.api.timeout.ms`` (60 s) has passed, as the admin client does.
 
 ``describe --status`` prints, as Kafka does::
 
@@ -38,9 +49,18 @@ import uuid
 from typing import Any
 
 from pykbroker.clients.broker_connection import BrokerConnection
+from pykbroker.config.broker_configs.kraft_configs import (
+    CONTROLLER_LISTENER_NAMES_CONFIG,
+    METADATA_LOG_DIR_CONFIG,
+    NODE_ID_CONFIG,
+    PROCESS_ROLES_CONFIG,
+)
+from pykbroker.config.broker_configs.server_log_configs import LOG_DIRS_CONFIG
+from pykbroker.config.broker_configs.socket_server_configs import ADVERTISED_LISTENERS_CONFIG
 from pykbroker.config.properties import load_properties
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.server.meta_properties import read_meta_properties, uuid_from_string
 from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging, error_line
 
 DESCRIBE_QUORUM_VERSION = 2
@@ -217,13 +237,143 @@ def pretty_print_table(headers: list[str], rows: list[list[str]]) -> str:
 # -- the command ---------------------------------------------------------------------------------------------
 
 
+VOTER_CHANGE_TIMEOUT_MS = 60_000
+"""Kafka's admin ``default.api.timeout.ms``: how long add-controller / remove-controller keep retrying."""
+
+
+def _controller_id(props: dict[str, str]) -> int:
+    if NODE_ID_CONFIG not in props:
+        raise TerseError("node.id not found in configuration file. Is this a valid controller configuration file?")
+    node_id = int(props[NODE_ID_CONFIG])
+    if node_id < 0:
+        raise TerseError("node.id was negative in configuration file. Is this a valid controller configuration file?")
+    if "controller" not in props.get(PROCESS_ROLES_CONFIG, ""):
+        raise TerseError(
+            "process.roles did not contain 'controller' in configuration file. Is this a valid controller "
+            "configuration file?"
+        )
+    return node_id
+
+
+def _metadata_directory_id(props: dict[str, str]) -> uuid.UUID:
+    directory = props.get(METADATA_LOG_DIR_CONFIG) or (props.get(LOG_DIRS_CONFIG, "").strip().split(",")[0] or None)
+    if directory is None:
+        raise TerseError(
+            "Neither metadata.log.dir nor log.dirs were found. Is this a valid controller configuration file?"
+        )
+    meta = read_meta_properties(directory)
+    if meta is None:
+        raise TerseError(f"Unable to read meta.properties from {directory}")
+    if not meta.get("directory.id"):
+        raise TerseError(f"No directory id found in {directory}")
+    return uuid_from_string(meta["directory.id"])
+
+
+def _controller_endpoints(props: dict[str, str]) -> list[dict]:
+    """Kafka's ``getControllerAdvertisedListeners``: ``{name, host, port}`` of each controller listener."""
+    listeners: dict[str, tuple[str, int]] = {}
+    for key in ("listeners", ADVERTISED_LISTENERS_CONFIG):
+        for entry in filter(None, (e.strip() for e in props.get(key, "").split(","))):
+            name, _, address = entry.partition("://")
+            host, _, port = address.rpartition(":")
+            listeners[name.upper()] = (host.strip("[]") or "localhost", int(port))
+    if CONTROLLER_LISTENER_NAMES_CONFIG not in props:
+        raise TerseError("controller.listener.names was not found. Is this a valid controller configuration file?")
+    result = []
+    for name in props[CONTROLLER_LISTENER_NAMES_CONFIG].split(","):
+        name = name.strip().upper()
+        if name not in listeners:
+            raise TerseError(f"Cannot find information about controller listener name: {name}")
+        result.append({"name": name, "host": listeners[name][0], "port": listeners[name][1]})
+    return result
+
+
+def _voter_change(bootstrap: str, controller: bool, api_key: int, body: dict) -> None:
+    """Send AddRaftVoter / RemoveRaftVoter to the active controller, retrying retriable errors until
+    :data:`VOTER_CHANGE_TIMEOUT_MS`; QuorumError with the last error."""
+    deadline = time.monotonic() + VOTER_CHANGE_TIMEOUT_MS / 1000
+    while True:
+        target = bootstrap
+        try:
+            if controller:
+                with BrokerConnection.to(bootstrap, client_id="kafka-metadata-quorum") as conn:
+                    target = active_controller_address(conn) or bootstrap
+            with BrokerConnection.to(target, client_id="kafka-metadata-quorum") as conn:
+                response = conn.request(api_key, 0, body)
+            code, message = response["error_code"], response.get("error_message")
+        except OSError as e:
+            code, message = errors.NETWORK_EXCEPTION, str(e)
+        if code == errors.NONE:
+            return
+        if code not in (errors.NOT_LEADER_OR_FOLLOWER, errors.REQUEST_TIMED_OUT, errors.NETWORK_EXCEPTION) or (
+            time.monotonic() >= deadline
+        ):
+            raise QuorumError(code, message)
+        time.sleep(0.2)
+
+
+def _format_endpoint(e: dict) -> str:
+    host = f"[{e['host']}]" if ":" in e["host"] else e["host"]
+    return f"{e['name']}://{host}:{e['port']}"
+
+
+def add_controller(bootstrap: str, controller: bool, props: dict[str, str], dry_run: bool, out) -> None:
+    node_id = _controller_id(props)
+    directory_id = _metadata_directory_id(props)
+    endpoints = _controller_endpoints(props)
+    if not dry_run:
+        body = {
+            "cluster_id": None,
+            "timeout_ms": 30_000,
+            "voter_id": node_id,
+            "voter_directory_id": directory_id,
+            "listeners": endpoints,
+        }
+        _voter_change(bootstrap, controller, ApiKeys.ADD_RAFT_VOTER, body)
+    print(
+        f"{'DRY RUN of adding' if dry_run else 'Added'} controller {node_id} with directory id "
+        f"{kafka_uuid(directory_id)} and endpoints: {', '.join(_format_endpoint(e) for e in endpoints)}",
+        file=out,
+    )
+
+
+def remove_controller(bootstrap: str, controller: bool, node_id: int, directory: str, dry_run: bool, out) -> None:
+    if node_id < 0:
+        raise TerseError(f"Invalid negative --controller-id: {node_id}")
+    try:
+        directory_id = uuid_from_string(directory)
+        if len(directory_id.bytes) != 16:
+            raise ValueError(directory)
+    except (ValueError, TypeError) as e:
+        raise TerseError(f"Failed to parse --controller-directory-id: {e}") from None
+    if not dry_run:
+        body = {"cluster_id": None, "voter_id": node_id, "voter_directory_id": directory_id}
+        _voter_change(bootstrap, controller, ApiKeys.REMOVE_RAFT_VOTER, body)
+    print(
+        f"{'DRY RUN of removing ' if dry_run else 'Removed '} KRaft controller {node_id} with directory id "
+        f"{kafka_uuid(directory_id)}",
+        file=out,
+    )
+
+
 def execute(args: Any, out) -> None:
     controller = args.bootstrap_controller is not None
     bootstrap = args.bootstrap_controller if controller else args.bootstrap_server
+    props: dict[str, str] = {}
     if args.command_config is not None:
         if not os.path.exists(args.command_config):
             raise TerseError(f"Properties file {args.command_config} does not exists!")
-        load_properties(args.command_config)
+        props = dict(load_properties(args.command_config))
+    if args.command == "add-controller":
+        if args.command_config is None:
+            raise TerseError(
+                "You must supply the configuration file of the controller you are adding when using add-controller."
+            )
+        add_controller(bootstrap, controller, props, args.dry_run, out)
+        return
+    if args.command == "remove-controller":
+        remove_controller(bootstrap, controller, args.controller_id, args.controller_directory_id, args.dry_run, out)
+        return
     if args.status and args.replication:
         raise TerseError("Only one of --status or --replication should be specified with describe sub-command")
     if not args.status and not args.replication:
@@ -275,6 +425,18 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
         "--replication", action="store_true", help="Detailed information about the status of replication"
     )
     replication.add_argument("--human-readable", action="store_true", help="Human-readable output")
+    add = sub.add_parser("add-controller", help="Add a controller to the KRaft controller cluster")
+    add.add_argument(
+        "--dry-run", action="store_true", help="True if we should print what would be done, but not do it."
+    )
+    remove = sub.add_parser("remove-controller", help="Remove a controller from the KRaft controller cluster")
+    remove.add_argument("--controller-id", "-i", type=int, required=True, help="The id of the controller to remove.")
+    remove.add_argument(
+        "--controller-directory-id", "-d", required=True, help="The directory ID of the controller to remove."
+    )
+    remove.add_argument(
+        "--dry-run", action="store_true", help="True if we should print what would be done, but not do it."
+    )
     args = parser.parse_args(argv)
     try:
         execute(args, out)

@@ -22,13 +22,16 @@ formatted for another cluster or node always does (``MetaPropertiesEnsemble.veri
 ``--add-scram`` adds SCRAM credentials (``metadata.version`` 3.5-IV2 and later) to the bootstrap checkpoint, which
 the controller appends to the metadata log when it first leads.
 
-Quorums are static (``controller.quorum.voters``); dynamic quorums (KIP-853) are not supported. As in
-Kafka, a controller with no ``controller.quorum.voters`` needs one of ``--standalone``,
-``--initial-controllers`` or ``--no-initial-controllers``; ``--standalone`` there formats the node as the
-single voter of its own static quorum. With ``controller.quorum.voters`` set, ``--standalone`` and
-``--initial-controllers`` print a note and the static voters are used; ``--initial-controllers`` without
-it is an error. Relative data directories are taken from the properties file's directory, as the broker
-takes them.
+Dynamic quorums (KIP-853): as in Kafka, a controller with no ``controller.quorum.voters`` needs one of
+``--standalone``, ``--initial-controllers`` or ``--no-initial-controllers``. ``--standalone`` (the node as the
+one voter: its id, its first controller listener's advertised host and port, a new directory id) and
+``--initial-controllers id@host:port:directory-id,...`` write the bootstrap snapshot
+``__cluster_metadata-0/00000000000000000000-0000000000.checkpoint`` into the metadata log dir with a
+KRaftVersionRecord (``kraft.version`` 1) and a VotersRecord (Kafka's ``Formatter.writeDynamicQuorumSnapshot``),
+and a voter's metadata directory gets its directory id from that list; ``--no-initial-controllers`` writes no
+voter set (the node joins with ``kafka-metadata-quorum add-controller``). With ``controller.quorum.voters`` set
+(a static quorum), ``--standalone`` and ``--initial-controllers`` print a note and the static voters are used.
+Relative data directories are taken from the properties file's directory, as the broker takes them.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from __future__ import annotations
 import base64
 import os
 import sys
+import time
+from typing import Any
 
 from pykbroker.config.broker_configs.kraft_configs import CONTROLLER_QUORUM_VOTERS_CONFIG
 from pykbroker.config.config_def import ConfigException
@@ -46,6 +51,18 @@ from pykbroker.metadata.bootstrap import write_bootstrap_records
 from pykbroker.metadata.feature_control_manager import feature_level_bootstrap_records
 from pykbroker.metadata.records import ApiMessageAndVersion, user_scram_credential_record
 from pykbroker.metadata.scram_control_manager import keys_from_salted_password
+from pykbroker.raft.control_records import (
+    KRAFT_VERSION,
+    KRAFT_VOTERS,
+    KRaftVersionRecord,
+    Voter,
+    VoterEndpoint,
+    VotersRecord,
+    control_key,
+)
+from pykbroker.raft.records_snapshot import RecordsSnapshotWriter
+from pykbroker.raft.replicated_log import LogRecord
+from pykbroker.raft.snapshots import FileRawSnapshotWriter, SnapshotId
 from pykbroker.security.scram import DEFAULT_ITERATIONS, MIN_ITERATIONS, credential_for
 from pykbroker.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from pykbroker.server.meta_properties import (
@@ -55,6 +72,7 @@ from pykbroker.server.meta_properties import (
     random_uuid,
     read_meta_properties,
     uuid_from_string,
+    uuid_to_string,
     verify_meta_properties,
     write_meta_properties,
 )
@@ -101,22 +119,80 @@ def check_quorum_flags(
             "following: --standalone, --initial-controllers, or --no-initial-controllers."
         )
     flag = "--standalone" if standalone else "--initial-controllers" if initial_controllers else None
-    if flag is None:
+    if flag is None or not voters:
         return None
-    if voters:
-        return (
-            f"Dynamic quorums (KIP-853) are not supported: {flag} is ignored and this node is formatted for the "
-            f"static quorum of controller.quorum.voters ({','.join(config[CONTROLLER_QUORUM_VOTERS_CONFIG])})."
-        )
-    if standalone:
-        return (
-            "Dynamic quorums (KIP-853) are not supported: --standalone formats this node as the single voter "
-            "of a static quorum."
-        )
-    raise TerseFailure(
-        "Dynamic quorums (KIP-853) are not supported: --initial-controllers needs controller.quorum.voters "
-        "(a static quorum) to be set in the configuration file."
+    return (
+        f"controller.quorum.voters is set (a static quorum): {flag} is ignored and this node is formatted for the "
+        f"static quorum of controller.quorum.voters ({','.join(config[CONTROLLER_QUORUM_VOTERS_CONFIG])})."
     )
+
+
+def parse_initial_controllers(text: str, listener: str) -> list[Voter]:
+    """Kafka's ``DynamicVoters.parse``: ``id@host:port:directory-id`` entries, comma-separated (the directory id
+    a Kafka base64 Uuid); TerseFailure on a malformed entry or a repeated id or directory id."""
+    voters: dict[int, Voter] = {}
+    for entry in text.split(","):
+        entry = entry.strip()
+        node, at, rest = entry.partition("@")
+        host_port, colon, directory = rest.rpartition(":")
+        host, colon2, port = host_port.rpartition(":")
+        try:
+            if not (at and colon and colon2 and host):
+                raise ValueError
+            voter_id, port_number = int(node), int(port)
+            directory_id = uuid_from_string(directory)
+            if voter_id < 0 or not 0 < port_number < 65536:
+                raise ValueError
+        except ValueError:
+            raise TerseFailure(f"Unable to parse {entry!r}: expected id@host:port:directory-id") from None
+        if voter_id in voters:
+            raise TerseFailure(f"Node id {voter_id} was specified more than once.")
+        if any(v.directory_id == directory_id for v in voters.values()):
+            raise TerseFailure(f"Directory id {directory} was specified more than once.")
+        voters[voter_id] = Voter(voter_id, directory_id, (VoterEndpoint(listener, host.strip("[]"), port_number),))
+    return list(voters.values())
+
+
+def standalone_voter(config: KafkaConfig) -> Voter:
+    """Kafka's ``createStandaloneDynamicVoters``: this node, its first controller listener (advertised, else
+    bound; host ``localhost`` when unset) and a new directory id."""
+    names = config.controller_listener_names
+    if not names:
+        raise TerseFailure("No controller listeners found.")
+    listener = names[0]
+    endpoints = [e for e in config.advertised_listeners if e.listener_name == listener] or [
+        e for e in config.listeners if e.listener_name == listener
+    ]
+    if not endpoints:
+        raise TerseFailure("No controller listeners found.")
+    host = endpoints[0].host or "localhost"
+    directory_id = uuid_from_string(random_uuid())
+    return Voter(config.node_id, directory_id, (VoterEndpoint(listener, host, endpoints[0].port),))
+
+
+def write_dynamic_quorum_snapshot(metadata_log_dir: str, voters: list[Voter], kraft_version: int = 1) -> str:
+    """Kafka's ``Formatter.writeDynamicQuorumSnapshot``: the bootstrap snapshot (id 0-0) with the
+    KRaftVersionRecord and the VotersRecord; returns its path."""
+    directory = os.path.join(metadata_log_dir, "__cluster_metadata-0")
+    os.makedirs(directory, exist_ok=True)
+    raw = FileRawSnapshotWriter(directory, SnapshotId(0, 0), lambda _: None)
+    control = [
+        LogRecord(control_key(KRAFT_VERSION), KRaftVersionRecord(kraft_version).encode()),
+        LogRecord(control_key(KRAFT_VOTERS), VotersRecord(tuple(sorted(voters, key=lambda v: v.voter_id))).encode()),
+    ]
+    RecordsSnapshotWriter(raw, _NO_SERDE, int(time.time() * 1000), control).freeze()
+    return raw.path
+
+
+class _NoSerde:
+    def write(self, record: object) -> bytes:
+        raise TypeError("the bootstrap snapshot holds control records only")
+
+    def read(self, value: bytes) -> object:
+        raise TypeError("the bootstrap snapshot holds control records only")
+
+
+_NO_SERDE: Any = _NoSerde()
 
 
 def parse_scram(value: str) -> ApiMessageAndVersion:
@@ -196,6 +272,11 @@ def feature_levels(release_version: str | None, feature_args: list[str], static_
         if name != fv.METADATA_VERSION and name not in known:
             raise TerseFailure(f"Unsupported feature: {name}. Supported features are: {', '.join(known)}")
     kraft = given.get(fv.KRAFT_VERSION)
+    if kraft == 0 and not static_quorum:
+        raise TerseFailure(
+            "Cannot set kraft.version to 0 if KIP-853 configuration is present. Try removing the --feature flag for "
+            "kraft.version."
+        )
     if kraft is not None and kraft != 0 and static_quorum:
         raise TerseFailure(
             f"Cannot set kraft.version to {kraft} unless controller.quorum.voters is empty and one of the flags "
@@ -206,8 +287,10 @@ def feature_levels(release_version: str | None, feature_args: list[str], static_
     levels = fv.bootstrap_levels(release)
     levels.update(given)
     levels[fv.METADATA_VERSION] = release
+    if not static_quorum:
+        levels[fv.KRAFT_VERSION] = 1  # Kafka's effectiveKRaftFeatureLevel: the latest with KIP-853 configuration
     for name, level in levels.items():
-        if name == fv.METADATA_VERSION:
+        if name == fv.METADATA_VERSION or (name == fv.KRAFT_VERSION and not static_quorum):
             continue
         lo, hi = fv.supported_range(name)
         try:
@@ -226,6 +309,7 @@ def format_storage(
     out=sys.stdout,
     bootstrap_records=(),
     levels: dict[str, int] | None = None,
+    initial_voters: list[Voter] | None = None,
 ) -> int:
     """Format every directory of ``config`` for ``cluster_id`` (a Kafka Uuid string) with the feature
     ``levels`` (default: :func:`feature_levels` of nothing); 0, or 1 with the reason on stderr."""
@@ -269,12 +353,23 @@ def format_storage(
     for d in dirs:
         if d in formatted:
             continue
-        kind = "metadata directory" if d == config.metadata_log_dir else "data directory"
+        directory_id = None
+        if d != config.metadata_log_dir:
+            kind = "data directory"
+        elif initial_voters is None:
+            kind = "metadata directory"
+        else:
+            own = [v for v in initial_voters if v.voter_id == config.node_id]
+            kind = "dynamic metadata voter directory" if own else "dynamic metadata directory"
+            if own:
+                directory_id = uuid_to_string(own[0].directory_id)
         print(f"Formatting {kind} {d} with metadata.version {release.version}.", file=out)
-        write_meta_properties(d, cluster_id, config.node_id)
+        write_meta_properties(d, cluster_id, config.node_id, directory_id)
         if d == config.metadata_log_dir:
             records = feature_level_bootstrap_records(release.level, levels) + list(bootstrap_records)
             write_bootstrap_records(d, records)
+            if initial_voters:
+                write_dynamic_quorum_snapshot(d, initial_voters, levels.get(fv.KRAFT_VERSION) or 1)
     return 0
 
 
@@ -396,13 +491,27 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         if note:
             print(note, file=sys.stderr)
+        dynamic = not _voter_ids(config) and bool(args.standalone or args.initial_controllers)
         try:
-            levels = feature_levels(args.release_version, args.feature, bool(_voter_ids(config)))
+            initial_voters: list[Voter] | None = None
+            if dynamic and args.standalone:
+                initial_voters = [standalone_voter(config)]
+            elif dynamic and args.initial_controllers:
+                listener = (config.controller_listener_names or ["CONTROLLER"])[0]
+                initial_voters = parse_initial_controllers(args.initial_controllers, listener)
+            levels = feature_levels(args.release_version, args.feature, not dynamic)
             records = [parse_scram(v) for v in args.add_scram]
         except (TerseFailure, ValueError) as e:
             print(e, file=sys.stderr)
             return 1
-        return format_storage(config, args.cluster_id, args.ignore_formatted, bootstrap_records=records, levels=levels)
+        return format_storage(
+            config,
+            args.cluster_id,
+            args.ignore_formatted,
+            bootstrap_records=records,
+            levels=levels,
+            initial_voters=initial_voters,
+        )
     return info(config)
 
 

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.integration
 SUPPORTED = {  # pykbroker's table: name -> (min, max)
     "eligible.leader.replicas.version": (0, 1),
     "group.version": (0, 1),
-    "kraft.version": (0, 0),
+    "kraft.version": (0, 1),
     "metadata.version": (7, 25),
     "transaction.version": (0, 2),
 }
@@ -158,11 +158,22 @@ def test_kafka_features_describe_upgrade_downgrade_and_refusals(broker):
         " `metadata` flag is deprecated and may be removed in a future release.",
         "metadata.version was upgraded to 25.",
     ]
-    # features pykbroker does not implement: refused by the controller
+    # kraft.version 1 on a static quorum: refused as Kafka 4.1 does while its voters have not reported their directory
+    # ids and supported ranges (KIP-853)
     run = features("--bootstrap-server", b, "upgrade", "--feature", "kraft.version=1")
-    assert run.stdout.strip().endswith(
-        "Invalid update version 1 for feature kraft.version. Local controller 1 does not support this feature."
+    assert run.returncode == 1
+    assert run.stdout.strip() == (
+        "Could not upgrade kraft.version to 1. The update failed for all features since the following feature had "
+        "an error: Invalid upgrade of kraft.version to 1 because not all of the voters support it"
     )
+    run = features("--bootstrap-server", b, "upgrade", "--feature", "kraft.version=0")
+    assert (run.returncode, run.stdout.strip()) == (0, "kraft.version was upgraded to 0."), run.stdout + run.stderr
+    # a level beyond what pykbroker implements: refused by the controller
+    run = features("--bootstrap-server", b, "upgrade", "--feature", "eligible.leader.replicas.version=2")
+    assert run.stdout.strip().endswith(
+        "Invalid update version 2 for feature eligible.leader.replicas.version. Local controller 1 only supports "
+        "versions 0-1"
+    ), run.stdout + run.stderr
 
 
 def test_update_features_needs_alter_on_the_cluster(broker_factory):

@@ -112,28 +112,88 @@ def test_format_a_voter_of_a_three_voter_quorum(tmp_path):
     )
 
 
-def test_quorum_flags_are_static_only(tmp_path):
+def test_quorum_flags_with_static_voters_and_without(tmp_path):
     cluster_id = storage("random-uuid").stdout.strip()
     voters = _node(tmp_path, "voters", controller_quorum_voters=THREE_VOTERS)
     r = storage("format", "-t", cluster_id, "-c", str(voters.config_path), "--standalone")
     assert r.returncode == 0, r.stderr
     assert r.stderr.strip() == (
-        "Dynamic quorums (KIP-853) are not supported: --standalone is ignored and this node is formatted for the "
-        f"static quorum of controller.quorum.voters ({THREE_VOTERS})."
+        "controller.quorum.voters is set (a static quorum): --standalone is ignored and this node is formatted for "
+        f"the static quorum of controller.quorum.voters ({THREE_VOTERS})."
     )
+    assert not (tmp_path / "voters" / "logs" / "__cluster_metadata-0").exists()
     no_voters = _node(tmp_path, "no-voters", controller_quorum_voters="")
     r = storage("format", "-t", cluster_id, "-c", str(no_voters.config_path))
     assert r.returncode == 1 and r.stderr.strip() == (
         "Because controller.quorum.voters is not set on this controller, you must specify one of the following: "
         "--standalone, --initial-controllers, or --no-initial-controllers."
     )
-    r = storage("format", "-t", cluster_id, "-c", str(no_voters.config_path), "-I", "1@localhost:9093:" + cluster_id)
-    assert r.returncode == 1 and "--initial-controllers needs controller.quorum.voters" in r.stderr
+    r = storage("format", "-t", cluster_id, "-c", str(no_voters.config_path), "-I", "1@localhost:9093:nonsense")
+    assert r.returncode == 1 and "expected id@host:port:directory-id" in r.stderr
     both = storage("format", "-t", cluster_id, "-c", str(no_voters.config_path), "-s", "-N")
     assert both.returncode == 1 and "not allowed with argument" in both.stderr
-    r = storage("format", "-t", cluster_id, "-c", str(no_voters.config_path), "--standalone")
-    assert r.returncode == 0 and "single voter of a static quorum" in r.stderr
-    assert (tmp_path / "no-voters" / "logs" / "meta.properties").exists()
+    zero = storage("format", "-t", cluster_id, "-c", str(no_voters.config_path), "-s", "-f", "kraft.version=0")
+    assert zero.returncode == 1 and "Cannot set kraft.version to 0 if KIP-853 configuration is present" in zero.stderr
+
+
+def test_standalone_and_initial_controllers_write_the_bootstrap_snapshot(tmp_path):
+    """KIP-853: the voter set goes into __cluster_metadata-0/00000000000000000000-0000000000.checkpoint (a
+    KRaftVersionRecord at 1 and a VotersRecord), and the voter's directory id into meta.properties."""
+    from pykbroker.raft.control_records import (
+        KRAFT_VERSION,
+        KRAFT_VOTERS,
+        KRaftVersionRecord,
+        VoterEndpoint,
+        VotersRecord,
+    )
+    from pykbroker.raft.log_batch_codec import decode_log_batches
+    from pykbroker.raft.records_snapshot import RecordsSnapshotReader
+    from pykbroker.raft.snapshots import FileRawSnapshotReader, SnapshotId
+    from pykbroker.server.meta_properties import uuid_from_string
+
+    def voters_in(node_dir):
+        path = node_dir / "logs" / "__cluster_metadata-0" / "00000000000000000000-0000000000.checkpoint"
+        reader = RecordsSnapshotReader(FileRawSnapshotReader(SnapshotId(0, 0), str(path)), None)
+        records = {}
+        for batch in reader.control_batches:
+            for r in batch.records:
+                records[int.from_bytes(r.key[2:4], "big")] = r.value
+        assert list(decode_log_batches(path.read_bytes()))  # a valid batch file
+        assert KRaftVersionRecord.decode(records[KRAFT_VERSION]).kraft_version == 1
+        return VotersRecord.decode(records[KRAFT_VOTERS]).voters
+
+    cluster_id = storage("random-uuid").stdout.strip()
+    solo = _node(
+        tmp_path,
+        "solo",
+        controller_quorum_voters="",
+        process_roles="controller",
+        listeners="CONTROLLER://127.0.0.1:19095",
+    )
+    r = storage("format", "-t", cluster_id, "-c", str(solo.config_path), "--standalone")
+    assert r.returncode == 0, r.stderr
+    assert "Formatting dynamic metadata voter directory" in r.stdout
+    (voter,) = voters_in(tmp_path / "solo")
+    meta = load_properties(str(tmp_path / "solo" / "logs" / "meta.properties"))
+    assert voter.voter_id == int(meta["node.id"]) and voter.directory_id == uuid_from_string(meta["directory.id"])
+    assert voter.endpoints[0] == VoterEndpoint("CONTROLLER", "127.0.0.1", 19095)
+
+    dir1, dir2 = storage("random-uuid").stdout.strip(), storage("random-uuid").stdout.strip()
+    three = _node(tmp_path, "three", controller_quorum_voters="", process_roles="controller")
+    node_id = load_properties(str(three.config_path))["node.id"]
+    initial = f"{node_id}@127.0.0.1:19091:{dir1},99@127.0.0.1:19092:{dir2}"
+    r = storage("format", "-t", cluster_id, "-c", str(three.config_path), "--initial-controllers", initial)
+    assert r.returncode == 0, r.stderr
+    assert [(v.voter_id, v.endpoints[0].port) for v in voters_in(tmp_path / "three")] == [
+        (int(node_id), 19091),
+        (99, 19092),
+    ]
+    meta = load_properties(str(tmp_path / "three" / "logs" / "meta.properties"))
+    assert meta["directory.id"] == dir1
+    joiner = _node(tmp_path, "joiner", controller_quorum_voters="", process_roles="controller")
+    r = storage("format", "-t", cluster_id, "-c", str(joiner.config_path), "--no-initial-controllers")
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "joiner" / "logs" / "__cluster_metadata-0").exists()
 
 
 def test_unformatted_multi_voter_node_is_refused_at_once(tmp_path):

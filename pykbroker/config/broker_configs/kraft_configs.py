@@ -69,8 +69,8 @@ KRAFT_CONFIG_DEF = (
         "",
         None,
         H,
-        "Comma-separated host:port list of controllers used to discover the metadata quorum. Accepted; not used "
-        "by pykbroker yet.",
+        "Comma-separated host:port list of controllers used to discover the metadata quorum (KIP-853: the voters "
+        "then come from the metadata log).",
     )
     .define(
         CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS_CONFIG,

@@ -538,6 +538,91 @@ class EnvelopeResponse(TypedDict, total=False):
     error_code: int  # versions 0+
 
 
+class AddRaftVoterRequestListeners(TypedDict, total=False):
+    """``listeners`` of :class:`AddRaftVoterRequest`."""
+
+    name: str  # versions 0+
+    host: str  # versions 0+
+    port: int  # versions 0+
+
+
+class AddRaftVoterRequest(TypedDict, total=False):
+    """AddRaftVoterRequest (api key 80), versions 0, flexible 0+."""
+
+    cluster_id: str | None  # versions 0+, nullable 0+
+    timeout_ms: int  # versions 0+
+    voter_id: int  # versions 0+
+    voter_directory_id: UUID  # versions 0+
+    listeners: list[AddRaftVoterRequestListeners]  # versions 0+
+
+
+class AddRaftVoterResponse(TypedDict, total=False):
+    """AddRaftVoterResponse (api key 80), versions 0, flexible 0+."""
+
+    throttle_time_ms: int  # versions 0+
+    error_code: int  # versions 0+
+    error_message: str | None  # versions 0+, nullable 0+
+
+
+class RemoveRaftVoterRequest(TypedDict, total=False):
+    """RemoveRaftVoterRequest (api key 81), versions 0, flexible 0+."""
+
+    cluster_id: str | None  # versions 0+, nullable 0+
+    voter_id: int  # versions 0+
+    voter_directory_id: UUID  # versions 0+
+
+
+class RemoveRaftVoterResponse(TypedDict, total=False):
+    """RemoveRaftVoterResponse (api key 81), versions 0, flexible 0+."""
+
+    throttle_time_ms: int  # versions 0+
+    error_code: int  # versions 0+
+    error_message: str | None  # versions 0+, nullable 0+
+
+
+class UpdateRaftVoterRequestListeners(TypedDict, total=False):
+    """``listeners`` of :class:`UpdateRaftVoterRequest`."""
+
+    name: str  # versions 0+
+    host: str  # versions 0+
+    port: int  # versions 0+
+
+
+class UpdateRaftVoterRequestKRaftVersionFeature(TypedDict, total=False):
+    """``k_raft_version_feature`` of :class:`UpdateRaftVoterRequest`."""
+
+    min_supported_version: int  # versions 0+
+    max_supported_version: int  # versions 0+
+
+
+class UpdateRaftVoterRequest(TypedDict, total=False):
+    """UpdateRaftVoterRequest (api key 82), versions 0, flexible 0+."""
+
+    cluster_id: str | None  # versions 0+, nullable 0+
+    current_leader_epoch: int  # versions 0+
+    voter_id: int  # versions 0+
+    voter_directory_id: UUID  # versions 0+
+    listeners: list[UpdateRaftVoterRequestListeners]  # versions 0+
+    k_raft_version_feature: UpdateRaftVoterRequestKRaftVersionFeature  # versions 0+
+
+
+class UpdateRaftVoterResponseCurrentLeader(TypedDict, total=False):
+    """``current_leader`` of :class:`UpdateRaftVoterResponse`."""
+
+    leader_id: int  # versions 0+
+    leader_epoch: int  # versions 0+
+    host: str  # versions 0+
+    port: int  # versions 0+
+
+
+class UpdateRaftVoterResponse(TypedDict, total=False):
+    """UpdateRaftVoterResponse (api key 82), versions 0, flexible 0+."""
+
+    throttle_time_ms: int  # versions 0+
+    error_code: int  # versions 0+
+    current_leader: UpdateRaftVoterResponseCurrentLeader  # versions 0+, tag 0 in 0+
+
+
 __all__ = [
     "VoteRequest",
     "VoteResponse",
@@ -561,4 +646,10 @@ __all__ = [
     "AllocateProducerIdsResponse",
     "EnvelopeRequest",
     "EnvelopeResponse",
+    "AddRaftVoterRequest",
+    "AddRaftVoterResponse",
+    "RemoveRaftVoterRequest",
+    "RemoveRaftVoterResponse",
+    "UpdateRaftVoterRequest",
+    "UpdateRaftVoterResponse",
 ]

@@ -1,6 +1,7 @@
-"""KRaft controller-plane APIs: Vote, BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum, FetchSnapshot,
-BrokerRegistration, BrokerHeartbeat, UnregisterBroker, AssignReplicasToDirs (KIP-858), AllocateProducerIds,
-Envelope (KIP-590: a request a broker forwards with its client's principal and address).
+"""KRaft controller-plane APIs: Vote, BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum, FetchSnapshot, AddRaftVoter,
+RemoveRaftVoter, UpdateRaftVoter (KIP-853), BrokerRegistration, BrokerHeartbeat, UnregisterBroker,
+AssignReplicasToDirs (KIP-858), AllocateProducerIds, Envelope (KIP-590: a request a broker forwards with its client's
+principal and address).
 
 Schema DSL: see :mod:`pykbroker.protocol.schema`. Field names, types and versions are protocol facts.
 """
@@ -255,4 +256,51 @@ request Envelope 58 0 flex=0+
 response Envelope 58 0 flex=0+
   response_data bytes 0+ null=0+ =null
   error_code int16 0+
+
+request AddRaftVoter 80 0 flex=0+
+  cluster_id string 0+ null=0+
+  timeout_ms int32 0+
+  voter_id int32 0+
+  voter_directory_id uuid 0+
+  listeners [] 0+
+    name string 0+
+    host string 0+
+    port uint16 0+
+
+response AddRaftVoter 80 0 flex=0+
+  throttle_time_ms int32 0+
+  error_code int16 0+
+  error_message string 0+ null=0+
+
+request RemoveRaftVoter 81 0 flex=0+
+  cluster_id string 0+ null=0+
+  voter_id int32 0+
+  voter_directory_id uuid 0+
+
+response RemoveRaftVoter 81 0 flex=0+
+  throttle_time_ms int32 0+
+  error_code int16 0+
+  error_message string 0+ null=0+
+
+request UpdateRaftVoter 82 0 flex=0+
+  cluster_id string 0+ null=0+
+  current_leader_epoch int32 0+
+  voter_id int32 0+
+  voter_directory_id uuid 0+
+  listeners [] 0+
+    name string 0+
+    host string 0+
+    port uint16 0+
+  k_raft_version_feature {} 0+
+    min_supported_version int16 0+
+    max_supported_version int16 0+
+
+response UpdateRaftVoter 82 0 flex=0+
+  throttle_time_ms int32 0+
+  error_code int16 0+
+  current_leader {} 0+ tag=0
+    leader_id int32 0+ =-1
+    leader_epoch int32 0+ =-1
+    host string 0+
+    port int32 0+
 """

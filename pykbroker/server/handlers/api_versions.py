@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from pykbroker.metadata.features import SUPPORTED_FEATURES
+from pykbroker.metadata.features import KRAFT_VERSION, SUPPORTED_FEATURES
 from pykbroker.metadata.features_publisher import UNKNOWN_FEATURES, FinalizedFeatures
 from pykbroker.protocol import encode_response_body, errors
 from pykbroker.protocol.api_keys import ApiKeys
@@ -52,7 +52,7 @@ class ApiVersionsHandler:
         # The manager is read-only once set: its list, and the successful response per version for the current
         # features epoch, are built once (replaced whole, by reference: racing handler threads store equal bytes).
         self._api_keys: list[dict] | None = None
-        self._encoded: tuple[int, dict[int, tuple[bytes, dict]]] = (-2, {})
+        self._encoded: tuple[tuple[int, int], dict[int, tuple[bytes, dict]]] = ((-2, 0), {})
 
     def handlers(self) -> dict:
         return {ApiKeys.API_VERSIONS: self.handle_api_versions_request}
@@ -78,10 +78,11 @@ class ApiVersionsHandler:
                 )
                 return
         finalized = self.features()
-        epoch, by_version = self._encoded
-        if epoch != finalized.epoch:
+        key = (finalized.epoch, finalized.levels.get(KRAFT_VERSION, 0))  # kraft.version changes in the Raft log
+        cached_key, by_version = self._encoded
+        if cached_key != key:
             by_version = {}
-            self._encoded = (finalized.epoch, by_version)
+            self._encoded = (key, by_version)
         cached = by_version.get(version)
         if cached is None:  # the same for every request of a version until the features change: encode it once
             body = {

@@ -1,5 +1,5 @@
 """The Raft RPCs on the controller listener: Vote (52), BeginQuorumEpoch (53), EndQuorumEpoch (54), Fetch (1)
-of ``__cluster_metadata-0`` and FetchSnapshot (59).
+of ``__cluster_metadata-0``, FetchSnapshot (59) and UpdateRaftVoter (82, KIP-853).
 
 Mirrors ``ControllerApis.handleVote`` and the other Raft handlers, which pass the request to the Raft
 manager (``KafkaRaftManager.handleRequest``) and answer from its future. Here the
@@ -18,6 +18,7 @@ from pykbroker.raft.raft_messages import (
     EndQuorumEpochRequestData,
     FetchRequestData,
     FetchSnapshotRequestData,
+    UpdateRaftVoterRequestData,
     VoteRequestData,
 )
 from pykbroker.raft.raft_wire import RaftWireError, request_from_wire
@@ -36,6 +37,7 @@ class RaftHandlers:
             ApiKeys.END_QUORUM_EPOCH: self.handle_raft_request,
             ApiKeys.FETCH: self.handle_raft_request,
             ApiKeys.FETCH_SNAPSHOT: self.handle_raft_request,
+            ApiKeys.UPDATE_RAFT_VOTER: self.handle_raft_request,
         }
 
     def handle_raft_request(self, request) -> None:
@@ -60,5 +62,7 @@ def _source_id(data) -> int:
         return data.candidate_id
     if isinstance(data, (BeginQuorumEpochRequestData, EndQuorumEpochRequestData)):
         return data.leader_id
+    if isinstance(data, UpdateRaftVoterRequestData):
+        return data.voter_id
     assert isinstance(data, (FetchRequestData, FetchSnapshotRequestData))
     return data.replica_id

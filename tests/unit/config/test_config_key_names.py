@@ -38,6 +38,8 @@ ALLOWED = {
         [
             ("metadata/cluster_control_manager.py", "listeners"),
             ("server/handlers/describe_quorum.py", "listeners"),
+            ("server/handlers/raft_voters.py", "listeners"),
+            ("raft/raft_wire.py", "listeners"),
             ("tools/metadata_quorum_command.py", "listeners"),
         ],
         "a field of the BrokerRegistration / DescribeQuorum messages",

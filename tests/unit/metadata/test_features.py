@@ -130,8 +130,9 @@ def test_refused_outside_the_ranges_of_this_controller_and_of_every_broker():
     assert refusal(m.update_features({"group.version": 2}, {}, False)) == (
         "Invalid update version 2 for feature group.version. Local controller 1 only supports versions 0-1"
     )
-    assert refusal(m.update_features({"kraft.version": 1}, {}, False)) == (
-        "Invalid update version 1 for feature kraft.version. Local controller 1 does not support this feature."
+    assert refusal(m.update_features({"eligible.leader.replicas.version": 2}, {}, False)) == (
+        "Invalid update version 2 for feature eligible.leader.replicas.version. Local controller 1 only supports "
+        "versions 0-1"
     )
     brokers = [(5, {"transaction.version": (0, 1)}), (6, {"metadata.version": (7, 25)})]
     m = manager({"metadata.version": 25}, brokers)
@@ -181,6 +182,27 @@ def test_kraft_version_is_never_a_feature_level_record():
     assert "kraft.version" not in m.finalized
     ok = m.update_features({"kraft.version": 0}, {}, False)
     assert ok.response["error_code"] == 0 and ok.records == []
+
+
+def test_kraft_version_is_the_raft_logs_and_a_static_quorum_is_not_upgraded():
+    """kraft.version's current level is the Raft log's (KIP-853): a static quorum (0) refuses the upgrade to 1 with
+    Kafka 4.1's error; a dynamic one (1) takes 1 as a no-op and refuses a downgrade."""
+    static = manager()
+    assert refusal(static.update_features({"kraft.version": 1}, {}, False)) == (
+        "Invalid upgrade of kraft.version to 1 because not all of the voters support it"
+    )
+    assert refusal(static.update_features({"kraft.version": 1}, {}, True)).endswith("not all of the voters support it")
+    assert refusal(static.update_features({"kraft.version": 2}, {}, False)) == (
+        "Invalid update version 2 for feature kraft.version. Local controller 1 only supports versions 0-1"
+    )
+    dynamic = FeatureControlManager(1, lambda: (), kraft_version=lambda: 1)
+    for r in feature_level_bootstrap_records(25, fv.bootstrap_levels(25)):
+        dynamic.replay(r)
+    same = dynamic.update_features({"kraft.version": 1}, {}, False)
+    assert same.response["error_code"] == errors.NONE and same.records == []
+    assert refusal(dynamic.update_features({"kraft.version": 0}, {"kraft.version": 2}, False)) == (
+        "Invalid update version 0 for feature kraft.version. Can't downgrade the version of this feature."
+    )
 
 
 # -- registration and records gated by metadata.version -----------------------------------------------------------

@@ -20,6 +20,7 @@ from pykbroker.raft.raft_client import LeaderAndEpoch, RaftClientListener
 from pykbroker.raft.replicated_log import MemoryReplicatedLog
 from pykbroker.utils.fault_handler import ProcessTerminatingFaultHandler
 from pykbroker.utils.time import MockTime
+from tests.helpers.wait import wait_until
 from tests.unit.log.log_test_utils import inject_enospc
 
 
@@ -239,9 +240,8 @@ def test_a_full_metadata_log_dir_is_a_fatal_fault_of_the_raft_io_thread(tmp_path
     driver = KafkaRaftClientDriver(client, fatal_fault_handler=handler)
     driver.start()
     try:
-        deadline = _time.monotonic() + 5
-        while not listener.leaders and _time.monotonic() < deadline:
-            _time.sleep(0.005)
+        # elected (it may take a while on a loaded machine): the append below needs a leader
+        wait_until(lambda: listener.leaders and client.leader_and_epoch.leader_id == 3, 30, 0.005, "no leader")
         inject_enospc(monkeypatch, tmp_path / "meta")  # the disk is full from now on
         client.prepare_append(client.leader_and_epoch.epoch, ["x" * 8192])
         client.schedule_prepared_append()

@@ -3,12 +3,14 @@ version the Raft client may use, and the nest holds exactly ``__cluster_metadata
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from pykbroker.protocol.codec import decode, encode
 from pykbroker.protocol.errors import FENCED_LEADER_EPOCH, INCONSISTENT_CLUSTER_ID, NONE, SNAPSHOT_NOT_FOUND
 from pykbroker.protocol.schemas import REQUESTS, RESPONSES
-from pykbroker.raft.control_records import LEADER_CHANGE, LeaderChangeMessage, control_key
+from pykbroker.raft.control_records import LEADER_CHANGE, LeaderChangeMessage, VoterEndpoint, control_key
 from pykbroker.raft.raft_messages import (
     BeginQuorumEpochRequestData,
     BeginQuorumEpochResponseData,
@@ -21,6 +23,8 @@ from pykbroker.raft.raft_messages import (
     FetchSnapshotResponseData,
     LeaderIdAndEpoch,
     SnapshotId,
+    UpdateRaftVoterRequestData,
+    UpdateRaftVoterResponseData,
     VoteRequestData,
     VoteResponseData,
 )
@@ -74,9 +78,21 @@ CASES = [
         (13, 17),
     ),
     (
+        FetchRequestData(2, 4, 6, 3, 500, 1 << 20, "cluster-1", uuid.UUID(int=12345)),
+        FetchResponseData(NONE, LeaderIdAndEpoch(1, 4), 6, BATCHES),
+        (17,),
+    ),
+    (
         FetchSnapshotRequestData(2, 4, SnapshotId(100, 3), 0, 1 << 20, "cluster-1"),
         FetchSnapshotResponseData(SNAPSHOT_NOT_FOUND, LeaderIdAndEpoch(1, 4)),
         (0, 1),
+    ),
+    (
+        UpdateRaftVoterRequestData(
+            4, 2, uuid.UUID(int=7), (VoterEndpoint("CONTROLLER", "host-2", 19093),), 0, 1, "cluster-1"
+        ),
+        UpdateRaftVoterResponseData(NONE, 1, 4),
+        (0,),
     ),
 ]
 

@@ -200,7 +200,7 @@ def broker_apis(
         },
         metrics=None,
         dynamic_config=None,
-        shared=SimpleNamespace(raft=None, controller_channel=None, time=time),
+        shared=SimpleNamespace(raft=None, controller_channel=None, time=time, cluster_id=None),
         is_controller=True,
         _voter_endpoints=lambda: {},
         delegation_tokens=DelegationTokenCache(None),

@@ -49,9 +49,10 @@ def _answer_to_raising_handler(api_key: int, version: int, body: dict):
 
 def test_all_broker_apis_are_covered():
     keys = {k for k, _ in ADVERTISED}
-    assert len(keys) == 68  # 27 + DescribeQuorum + ElectLeaders + 8 transactions + 2 SASL + 2 SCRAM + 3 ACLs + DTP
+    assert len(keys) == 70  # 27 + DescribeQuorum + ElectLeaders + 8 transactions + 2 SASL + 2 SCRAM + 3 ACLs + DTP
     # + UpdateFeatures + 2 client quotas + 2 KIP-848 consumer group APIs + 2 partition reassignment APIs
     # + 4 delegation token APIs + 5 share coordinator APIs (83-87) + 7 share group APIs (76-79, 90-92)
+    # + AddRaftVoter / RemoveRaftVoter (KIP-853, forwarded)
     assert {
         ApiKeys.FIND_COORDINATOR,
         ApiKeys.JOIN_GROUP,
