@@ -43,7 +43,28 @@ def _coordinator(bootstrap: str, key: str) -> int:
     return r["node_id"] if r["error_code"] == errors.NONE else -1
 
 
-def test_no_record_lost_or_redelivered_after_accept_across_a_kill_9(tmp_path):
+def _lead(cluster: KRaftCluster, admin, node: int) -> None:
+    """Make ``node`` the leader of TOPIC-0: its replicas reordered (AlterPartitionReassignments, the same set), then
+    a preferred leader election."""
+    from confluent_kafka import ElectionType, TopicPartition
+
+    others = [i for i in sorted(cluster.brokers) if i != node]
+    with BrokerConnection.to(cluster.bootstrap, timeout=30) as c:
+        r = c.request(
+            ApiKeys.ALTER_PARTITION_REASSIGNMENTS,
+            0,
+            {
+                "timeout_ms": 10000,
+                "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "replicas": [node, *others]}]}],
+            },
+        )
+    assert r["error_code"] == errors.NONE and r["responses"][0]["partitions"][0]["error_code"] == errors.NONE, r
+    admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(TOPIC, 0)]).result(30)
+    wait_until(lambda: _partition(cluster.bootstrap)[1] == node, 20, message=f"{node} leads {TOPIC}-0")
+
+
+@pytest.mark.parametrize("same_node", [True, False], ids=["leader-is-coordinator", "leader-and-coordinator"])
+def test_no_record_lost_or_redelivered_after_accept_across_a_kill_9(tmp_path, same_node):
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -71,12 +92,25 @@ def test_no_record_lost_or_redelivered_after_accept_across_a_kill_9(tmp_path):
         set_group_configs(
             cluster.bootstrap, GROUP, {"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "15000"}
         )
-        p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5, "batch.num.messages": BATCH})
+        p = Producer(
+            {"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5, "batch.num.messages": BATCH}
+        )
         for i in range(N):
             p.produce(TOPIC, b"%d" % i, partition=0)
             if i % 5000 == 0:
                 p.poll(0)
         assert p.flush(60) == 0
+
+        # the partition led by the share coordinator's node, or by another one (the state topic is created on the
+        # first FindCoordinator SHARE: COORDINATOR_NOT_AVAILABLE meanwhile)
+        tid, leader = _partition(cluster.bootstrap)
+        key = coordinator_key(GROUP, tid, 0)
+        wait_until(lambda: _coordinator(cluster.bootstrap, key) in cluster.brokers, 30, message="a share coordinator")
+        coordinator = _coordinator(cluster.bootstrap, key)
+        if same_node and leader != coordinator:
+            _lead(cluster, admin, coordinator)
+        elif not same_node and leader == coordinator:
+            _lead(cluster, admin, next(i for i in cluster.brokers if i != coordinator))
 
         def work():
             c = share_consumer(cluster.bootstrap, GROUP, TOPIC, **{"max.poll.records": 100})
@@ -93,8 +127,9 @@ def test_no_record_lost_or_redelivered_after_accept_across_a_kill_9(tmp_path):
             t.start()
         wait_until(lambda: len(received) >= N // 3, 90, message="a third received")
 
-        tid, leader = _partition(cluster.bootstrap)
-        coordinator = _coordinator(cluster.bootstrap, coordinator_key(GROUP, tid, 0))
+        leader = _partition(cluster.bootstrap)[1]
+        coordinator = _coordinator(cluster.bootstrap, key)
+        assert (leader == coordinator) == same_node, (leader, coordinator)
         assert leader in cluster.brokers and coordinator in cluster.brokers, (leader, coordinator)
         victims = sorted({leader, coordinator})
         for v in victims:
