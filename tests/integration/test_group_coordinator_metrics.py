@@ -69,7 +69,11 @@ def test_group_coordinator_metrics(broker_factory):
             return s if stable == 1 and s.get((M + "offset_commit_count", ())) == 4 else None
 
         s = wait_until(settled, 15, message="both groups counted, 4 offsets committed")
-        assert by_label(s, M + "group_count", "protocol") == {"classic": 1, "consumer": 1}
+        assert by_label(s, M + "group_count", "protocol") == {
+            "classic": 1,
+            "consumer": 1,
+            "share": 0,
+        }  # no share group here
         assert by_label(s, M + "consumer_group_count", "state") == {
             "Empty": 0,
             "Assigning": 0,
