@@ -171,19 +171,64 @@ def as_topic_id(value) -> uuid.UUID | None:
 
 
 class PartitionMetadataFile:
-    """The partition directory's ``partition.metadata`` (version 0, topic id)."""
+    """The partition directory's ``partition.metadata`` (version 0, topic id).
 
-    def __init__(self, directory: str):
+    Mirrors Kafka's ``PartitionMetadataFile``: :meth:`record` keeps the topic id in memory (``dirty``) and
+    :meth:`maybe_flush` writes it (atomic write, two fsyncs) later, off the thread creating the log (Kafka's
+    ``flush-metadata-file`` task); :meth:`exists` / :meth:`read` see a recorded id at once. :meth:`write`
+    writes at once. Thread-safe (one lock around the dirty id and the write)."""
+
+    def __init__(self, directory: str, dirty: uuid.UUID | None = None):
         self.path = os.path.join(directory, PARTITION_METADATA_FILE)
+        self._lock = threading.Lock()
+        self._dirty = dirty
+
+    @property
+    def dirty(self) -> uuid.UUID | None:
+        """The recorded topic id not yet written, or None."""
+        return self._dirty
 
     def exists(self) -> bool:
-        return os.path.exists(self.path)
+        return self._dirty is not None or os.path.exists(self.path)
 
     def write(self, topic_id: uuid.UUID) -> None:
-        atomic_write(self.path, f"version: 0\ntopic_id: {topic_id_to_string(topic_id)}\n".encode())
+        with self._lock:
+            self._dirty = None
+            atomic_write(self.path, f"version: 0\ntopic_id: {topic_id_to_string(topic_id)}\n".encode())
+
+    def record(self, topic_id: uuid.UUID) -> None:
+        """Remember ``topic_id`` to be written by the next :meth:`maybe_flush`."""
+        with self._lock:
+            self._dirty = topic_id
+
+    def maybe_flush(self) -> None:
+        """Write the recorded topic id, if any; nothing when the partition directory is gone (deleted or
+        renamed meanwhile). OSError propagates (the caller reports the directory)."""
+        with self._lock:
+            topic_id = self._dirty
+            if topic_id is None:
+                return
+            self._dirty = None
+            if not os.path.isdir(os.path.dirname(self.path)):
+                return
+            try:
+                atomic_write(self.path, f"version: 0\ntopic_id: {topic_id_to_string(topic_id)}\n".encode())
+            except BaseException:
+                self._dirty = topic_id
+                raise
+
+    def discard(self) -> uuid.UUID | None:
+        """Forget the recorded topic id (the directory is deleted or renamed); returns it."""
+        with self._lock:
+            topic_id, self._dirty = self._dirty, None
+            return topic_id
 
     def read(self) -> uuid.UUID | None:
-        """The stored topic id, None if the file is absent. Raises CorruptCheckpointError if malformed."""
+        """The stored (or recorded) topic id, None if there is none. Raises CorruptCheckpointError if
+        malformed."""
+        dirty = self._dirty
+        if dirty is not None:
+            return dirty
         try:
             with open(self.path, encoding="utf-8") as f:
                 lines = f.read().splitlines()

@@ -138,6 +138,7 @@ class LogManager:
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, UnifiedLog] = {}
         self._log_dir_of: dict[TopicPartition, str] = {}
+        self._unsynced_dirs: set[str] = set()  # log dirs with logs created by get_or_create_log(sync_dir=False)
         self._topic_overrides: dict[str, dict[str, Any]] = {}
         self._topic_configs: dict[str, LogConfig] = {}
         self._tasks: list = []
@@ -393,11 +394,17 @@ class LogManager:
         return self._log_dir_of.get((topic, partition))
 
     def get_or_create_log(
-        self, topic: str, partition: int, topic_id=None, config: LogConfig | None = None
+        self,
+        topic: str,
+        partition: int,
+        topic_id=None,
+        config: LogConfig | None = None,
+        sync_dir: bool = True,
     ) -> UnifiedLog:
         """The log of ``topic-partition``, created (in the log dir with the fewest partitions) if
         absent. ``topic_id`` is written to / checked against ``partition.metadata``
-        (InconsistentTopicIdError)."""
+        (InconsistentTopicIdError). The log directory is fsynced after a creation, unless ``sync_dir`` is
+        False: then the caller creating many logs calls :meth:`sync_created_log_dirs` once after them."""
         tp = (topic, partition)
         with self._lock:
             log = self._logs.get(tp)
@@ -418,7 +425,10 @@ class LogManager:
                     topic_partition=tp,
                 )
                 log.producer_state_manager.transaction_verification_enabled = self.transaction_verification_enabled
-                fsync_dir(log_dir)
+                if sync_dir:
+                    fsync_dir(log_dir)
+                else:
+                    self._unsynced_dirs.add(log_dir)
             except OSError as e:
                 msg = f"Error while creating log for {topic}-{partition} in dir {log_dir}: {e}"
                 self.log_dir_failure_channel.maybe_add_offline_log_dir(log_dir, msg, e)
@@ -428,6 +438,14 @@ class LogManager:
             self._log_dir_of[tp] = log_dir
         _log.info("Created log", partition=log.name, log_dir=log_dir, topic_id=str(log.topic_id))
         return log
+
+    def sync_created_log_dirs(self) -> None:
+        """fsync, once each, the log directories that got logs created with ``sync_dir=False``, so those
+        partition directories survive a crash (one directory fsync per batch of creations)."""
+        with self._lock:
+            dirs, self._unsynced_dirs = self._unsynced_dirs, set()
+        for log_dir in sorted(dirs):
+            fsync_dir(log_dir)
 
     def _next_log_dir(self) -> str:
         live = [d for d in self._live_log_dirs if not self.log_dir_failure_channel.has_offline_log_dir(d)]

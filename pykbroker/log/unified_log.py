@@ -239,8 +239,23 @@ class UnifiedLog:
                 f"contained topic ID {stored}"
             )
         if wanted is not None and stored is None:
-            self._partition_metadata.write(wanted)
+            if self._scheduler is None:
+                self._partition_metadata.write(wanted)
+            else:  # Kafka's flush-metadata-file task: the file is written off the thread creating the log
+                self._partition_metadata.record(wanted)
+                self._scheduler.schedule_once(
+                    "flush-metadata-file", storage_task("flush-metadata-file", self._flush_metadata_file, self._log)
+                )
         self._topic_id = wanted or stored
+
+    def _flush_metadata_file(self) -> None:
+        """Write a recorded ``partition.metadata`` (Kafka's ``maybeFlushMetadataFile``); nothing once the log is
+        closed or deleted."""
+        with self._lock:
+            if self._closed or self._partition_metadata.dirty is None:
+                return
+            with self._io("writing the partition metadata file of"):
+                self._partition_metadata.maybe_flush()
 
     def assign_topic_id(self, topic_id) -> None:
         """Record the topic id (writes ``partition.metadata``); InconsistentTopicIdError on a mismatch."""
@@ -672,6 +687,7 @@ class UnifiedLog:
             self._flush_up_to_offset_exclusive(offset)
 
     def _flush_up_to_offset_exclusive(self, offset: int) -> None:
+        self._flush_metadata_file()
         recovery_point = self._recovery_point
         if offset <= recovery_point:
             return
@@ -1070,6 +1086,7 @@ class UnifiedLog:
         with self._lock:
             if self._closed:
                 return
+            self._flush_metadata_file()
             psm = self.producer_state_manager
             psm.update_map_end_offset(self.log_end_offset)
             psm.take_snapshot(sync=True)
@@ -1097,7 +1114,7 @@ class UnifiedLog:
             self.leader_epoch_cache.update_checkpoint(
                 LeaderEpochCheckpointFile(os.path.join(new_dir, LEADER_EPOCH_CHECKPOINT_FILE))
             )
-            self._partition_metadata = PartitionMetadataFile(new_dir)
+            self._partition_metadata = PartitionMetadataFile(new_dir, self._partition_metadata.discard())
             self._log = self._logger()
 
     def delete(self) -> None:
@@ -1106,6 +1123,7 @@ class UnifiedLog:
             for segment in self._segments.clear():
                 segment.delete_if_exists()
             self._closed = True
+            self._partition_metadata.discard()
             self.leader_epoch_cache.update_checkpoint(None)
             shutil.rmtree(self._dir, ignore_errors=True)
 

@@ -4,10 +4,14 @@ Mirrors ``kafka.server.metadata.BrokerMetadataPublisher``: called by the Metadat
 published (delta, image): applies topic config changes to the logs, tells the ReplicaManager which
 brokers' registrations changed (its fetchers reconnect to a leader that came back), hands it the local
 replica changes (deletes, leaders, followers), tells the group coordinator which ``__consumer_offsets``
-partitions it now leads (they start loading) or no longer leads, then swaps the MetadataCache image, so
-clients see a topic only once its partitions can serve it (its log exists) and find this broker as a
-group's coordinator only once that group's partition answers COORDINATOR_LOAD_IN_PROGRESS or better (never
-NOT_COORDINATOR); the transaction coordinator is told last. Once the ReplicaManager is shut down no replica
+partitions it now leads (they start loading) or no longer leads; the transaction coordinator is told last.
+The MetadataCache image is swapped, as in Kafka, *before* the replica changes are applied: the image, not the
+log directory, decides what Metadata shows, so a large topic creation is visible at once while its logs are
+created (a produce to a partition whose log does not exist yet waits up to ``CREATION_WAIT_S`` for it, then
+gets NOT_LEADER_OR_FOLLOWER, retriable). Exception: a delta changing ``__consumer_offsets`` or
+``__transaction_state`` partitions here is published after them, so clients find this broker as a group's or
+transaction's coordinator only once that partition answers COORDINATOR_LOAD_IN_PROGRESS or better (never
+NOT_COORDINATOR). Once the ReplicaManager is shut down no replica
 change is applied any more (no log is created during broker shutdown). Runs only on the loader's thread.
 """
 
@@ -79,6 +83,10 @@ class BrokerMetadataPublisher(MetadataPublisher):
         if getattr(delta, "broker_changes", None):
             self.replica_manager.apply_broker_changes(delta, new_image)
         changes = delta.topics.local_changes(self.node_id)
+        if not _touches_coordinator_topics(changes):
+            # Kafka's order: the image decides what Metadata shows, before the logs of new partitions exist
+            # (a produce meanwhile waits a little, then gets NOT_LEADER_OR_FOLLOWER, retriable).
+            self.metadata_cache.set_image(new_image)
         if changes.deletes or changes.leaders or changes.followers:
             self.replica_manager.apply_delta(changes, new_image)
         if self.scram_credentials is not None and (delta.scram_changes or not self.first_publish.is_set()):
@@ -94,7 +102,8 @@ class BrokerMetadataPublisher(MetadataPublisher):
         if dynamic is not None and any(rtype == ConfigResourceType.BROKER for (rtype, _) in changed_resources):
             dynamic.update(new_image)
         self._update_group_coordinator(changes)
-        # Publish to readers last, so a topic is visible to clients only once its partitions are ready.
+        # A change of __consumer_offsets / __transaction_state partitions is published only now, so that
+        # FindCoordinator names this broker only once the coordinator has the partition (never NOT_COORDINATOR).
         self.metadata_cache.set_image(new_image)
         self._update_txn_coordinator(changes)
         self._update_share_coordinator(changes)
@@ -146,3 +155,15 @@ class BrokerMetadataPublisher(MetadataPublisher):
         for topic, index in changes.deletes:
             if topic == GROUP_METADATA_TOPIC_NAME:
                 coordinator.on_resignation(index, None)
+
+
+_COORDINATOR_TOPICS = frozenset({GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME})
+
+
+def _touches_coordinator_topics(changes) -> bool:
+    """Whether the local changes of a delta include a partition of a coordinator's internal topic."""
+    return any(
+        topic in _COORDINATOR_TOPICS
+        for entries in (changes.deletes, changes.leaders, changes.followers)
+        for topic, _ in entries
+    )

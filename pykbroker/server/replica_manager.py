@@ -36,6 +36,7 @@ import functools
 import os
 import threading
 import uuid
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -81,6 +82,15 @@ from pykbroker.server.replica_selector import ClientMetadata, PartitionView, Rep
 from pykbroker.utils.delayed_operation import DelayedOperationPurgatory, TopicPartitionOperationKey
 from pykbroker.utils.logging import get_logger, state_change_logger
 from pykbroker.utils.metrics import MetricsRegistry
+
+_monotonic = time.monotonic
+
+#: Partitions a metadata delta has made ready that ``apply_delta`` publishes at once (not only at the end of
+#: the delta), so the first partitions of a large creation serve while the logs of the others are created.
+PUBLISH_CHUNK = 64
+#: How long a produce to a partition whose log is still being created here waits for it (seconds) before it is
+#: answered NOT_LEADER_OR_FOLLOWER (retriable); one deadline per request.
+CREATION_WAIT_S = 1.0
 
 
 class _IsrMeters(IsrChangeListener):
@@ -217,6 +227,10 @@ class ReplicaManager:
         self.state_change_log = state_change_logger(node_id)  # state-change.log
         self._lock = threading.Lock()
         self._partitions: dict[tuple[str, int], Partition] = {}
+        #: the partitions the metadata delta being applied is still to create here (their log is being
+        #: created); ``_published`` is notified each time a chunk of them is published in ``_partitions``
+        self._creating: frozenset[tuple[str, int]] = frozenset()
+        self._published = threading.Condition(threading.Lock())
         self.produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(
             "Produce", node_id, config[PRODUCER_PURGATORY_PURGE_INTERVAL_REQUESTS_CONFIG], time=time
         )
@@ -373,6 +387,29 @@ class ReplicaManager:
     def get_partition(self, topic: str, partition: int) -> Partition | None:
         return self._partitions.get((topic, partition))
 
+    def _set_creating(self, creating: frozenset[tuple[str, int]]) -> None:
+        with self._published:
+            self._creating = creating
+            self._published.notify_all()
+
+    def _notify_published(self) -> None:
+        with self._published:
+            self._published.notify_all()
+
+    def await_created(self, tp: tuple[str, int], deadline: float) -> None:
+        """Wait until ``tp`` is hosted here or no longer being created by the metadata delta in progress, or
+        until ``deadline`` (``time.monotonic()`` seconds): a produce to a partition whose log is still being
+        created waits for it a little (then gets NOT_LEADER_OR_FOLLOWER, retriable, from
+        :meth:`get_partition_or_error`) instead of failing at once. Returns at once in the common case."""
+        if tp in self._partitions or tp not in self._creating:
+            return
+        with self._published:
+            while tp not in self._partitions and tp in self._creating:
+                left = deadline - _monotonic()
+                if left <= 0:
+                    return
+                self._published.wait(left)
+
     def get_partition_or_error(self, topic: str, partition: int) -> Partition:
         p = self._partitions.get((topic, partition))
         if p is not None:
@@ -450,6 +487,10 @@ class ReplicaManager:
             offline = set(self._offline)
             offline.difference_update(changes.deletes)
             touched = []
+            self._set_creating(
+                frozenset(tp for entries in (changes.leaders, changes.followers) for tp in entries if tp not in parts)
+            )
+            unpublished = 0
             try:
                 for kind, entries in (("leader", changes.leaders), ("follower", changes.followers)):
                     for (topic, index), (topic_id, reg) in sorted(entries.items()):
@@ -466,7 +507,7 @@ class ReplicaManager:
                         if p is None:
                             config = self.log_manager.topic_config(topic)
                             try:
-                                log = self.log_manager.get_or_create_log(topic, index, topic_id, config)
+                                log = self.log_manager.get_or_create_log(topic, index, topic_id, config, sync_dir=False)
                             except errors.KafkaStorageError as e:
                                 self.log.error(f"Unable to create the log of {topic}-{index}: {e}")
                                 offline.add((topic, index))
@@ -501,9 +542,17 @@ class ReplicaManager:
                             continue
                         touched.append((topic, index))
                         self._maybe_update_topic_assignment(topic, index, topic_id, reg, image)
+                        unpublished += 1
+                        if unpublished >= PUBLISH_CHUNK:
+                            # Serve what is ready while the rest of a large delta's logs are created.
+                            self._partitions = dict(parts)
+                            self._notify_published()
+                            unpublished = 0
             finally:
+                self.log_manager.sync_created_log_dirs()  # one directory fsync for the delta's new logs
                 self._partitions = parts
                 self._offline = frozenset(offline)
+                self._set_creating(frozenset())
                 if start_fetching:
                     self.replica_fetcher_manager.add_fetcher_for_partitions(start_fetching)
             # Kafka's applyDelta: a thread left without partitions (its leader lost them) stops now,
@@ -625,6 +674,7 @@ class ReplicaManager:
             response_callback({tp: ProducePartitionResult.error(errors.INVALID_REQUIRED_ACKS) for tp in entries})
             return
         statuses: dict[tuple[str, int], ProducePartitionStatus] = {}
+        creation_deadline = _monotonic() + CREATION_WAIT_S
         # BrokerTopicMetrics of the request, per topic; unknown topics are not counted (Kafka answers them
         # before the ReplicaManager).
         stats: dict[str, TopicProduceCounts] = {}
@@ -633,6 +683,7 @@ class ReplicaManager:
             try:
                 if is_internal_topic(topic) and not internal_topics_allowed:
                     raise errors.InvalidTopicError(f"Cannot append to internal topic {topic}")
+                self.await_created(tp, creation_deadline)
                 partition = self.get_partition_or_error(topic, index)
                 guard = verification_guards.get(tp) if verification_guards else None
                 if guard is not None:
