@@ -5,10 +5,12 @@ Each run starts 3 combined nodes (``process.roles=broker,controller``) the Kafka
 partitions with replication factor 3 in CreateTopics batches of 100 (bench/idle_cluster.py's helpers) and prints
 
 - the seconds from the first CreateTopics request to every partition being shown by every node's Metadata with
-  a leader and 3 in-sync replicas (and when CreateTopics itself was answered);
+  a leader and 3 in-sync replicas (and when CreateTopics itself was answered); then the seconds until every
+  partition's leader answers ListOffsets for it (its log exists there: the image shows a topic before its logs
+  exist, as in Kafka) and how many partitions still have 3 in-sync replicas then;
 - the milliseconds of one Metadata v12 request for all topics (request sent -> whole response frame read, not
   decoded, so the figure is the broker's cost plus transfer): median, min and max over ``--calls`` calls on one
-  connection, after one warm-up call.
+  connection, after one warm-up call, once the logs are ready.
 
 ``--compare PATH`` (repeatable) runs the same, one cluster after the other, against another checkout (e.g. the
 tree from ``git archive main | tar -x -C /tmp/main``) so before/after figures come from the same run.
@@ -54,6 +56,42 @@ def metadata_ms(bootstrap: str, calls: int) -> list[float]:
     return out
 
 
+def ready_count(nodes, prefix: str) -> int:
+    """Partitions of the ``prefix`` topics whose leader answers ListOffsets (latest) without error: their log
+    exists there. One Metadata request, then one ListOffsets v7 per leader."""
+    with BrokerConnection.to(nodes[0].bootstrap, timeout=30) as c:
+        meta = c.request(ApiKeys.METADATA, 12, {"topics": None, "allow_auto_topic_creation": False})
+    by_leader: dict[int, dict[str, list[int]]] = {}
+    for t in meta["topics"]:
+        if t["name"].startswith(prefix):
+            for p in t["partitions"]:
+                if p["leader_id"] >= 0:
+                    by_leader.setdefault(p["leader_id"], {}).setdefault(t["name"], []).append(p["partition_index"])
+    bootstrap = {b["node_id"]: f"{b['host']}:{b['port']}" for b in meta["brokers"]}
+    ok = 0
+    for leader, topics in by_leader.items():
+        with BrokerConnection.to(bootstrap[leader], timeout=30) as c:
+            r = c.request(
+                ApiKeys.LIST_OFFSETS,
+                7,
+                {
+                    "replica_id": -1,
+                    "isolation_level": 0,
+                    "topics": [
+                        {
+                            "name": name,
+                            "partitions": [
+                                {"partition_index": i, "current_leader_epoch": -1, "timestamp": -1} for i in indexes
+                            ],
+                        }
+                        for name, indexes in topics.items()
+                    ],
+                },
+            )
+        ok += sum(1 for t in r["topics"] for p in t["partitions"] if p["error_code"] == 0)
+    return ok
+
+
 def run(tree: Path, args) -> None:
     broker_helper.ROOT = cluster_helper.ROOT = tree  # the nodes (and the format tool) run this checkout
     overrides = {"default.replication.factor": "3", "offsets.topic.replication.factor": "3"}
@@ -80,6 +118,16 @@ def run(tree: Path, args) -> None:
             print(
                 f"  {total} partitions: CreateTopics answered after {created:.2f} s; every partition visible "
                 f"with 3 in-sync replicas on every node after {visible:.2f} s",
+                flush=True,
+            )
+            while (ready := ready_count(nodes, PREFIX)) < total:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"logs not ready in {args.isr_timeout}s: {ready} of {total}")
+                time.sleep(0.2)
+            counts = [full_isr_count(n.bootstrap, PREFIX) for n in nodes]
+            print(
+                f"  every partition's log ready on its leader (ListOffsets answered) after "
+                f"{time.monotonic() - start:.2f} s; then {min(counts)} of {total} with 3 in-sync replicas",
                 flush=True,
             )
             ms = metadata_ms(nodes[0].bootstrap, args.calls)

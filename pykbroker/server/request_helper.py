@@ -12,6 +12,7 @@ from __future__ import annotations
 from pykbroker.network.channel import NetworkSend
 from pykbroker.network.request_channel import Request, RequestChannel, SendResponse
 from pykbroker.protocol import encode_response_body, encode_response_parts, errors, response_frame
+from pykbroker.protocol.codec import EncodedStruct
 from pykbroker.server.error_responses import build_error_response
 from pykbroker.server.quotas import request_throttle
 from pykbroker.utils.logging import get_logger
@@ -19,25 +20,37 @@ from pykbroker.utils.logging import get_logger
 _log = get_logger("RequestHelper")
 
 
+_NO_ENTRY: dict = {}
+
+
 def error_counts(body: dict) -> dict[int, int]:
     """The ``error_code`` fields of a response body counted by code: the top level's, its entries' (topics,
     groups, results...) and theirs (partitions), the levels where Kafka's ``errorCounts`` finds them. Only
     lists of dicts are walked, two levels deep, so records and other leaves are never looked at. The entries
     of one list share their schema, so the first entry says whether a list has error codes or nested lists
-    at all: a list with neither (ApiVersions' ``api_keys``, Metadata's ``brokers``) costs one look."""
+    at all: a list with neither (ApiVersions' ``api_keys``, Metadata's ``brokers``) costs one look. A pre-encoded
+    entry (codec.EncodedStruct) adds the counts it carries."""
     counts: dict[int, int] = {}
     code = body.get("error_code")
     if code is not None:
         counts[code] = 1
     for value in body.values():
-        if type(value) is not list or not value or type(value[0]) is not dict:
+        if type(value) is not list or not value:
             continue
         first = value[0]
+        if type(first) is not dict:
+            if type(first) is not EncodedStruct:
+                continue
+            first = next((e for e in value if type(e) is dict), _NO_ENTRY)
         has_code = "error_code" in first
         nested = [k for k, v in first.items() if type(v) is list]
-        if not has_code and not nested:
+        if not has_code and not nested and first is not _NO_ENTRY:
             continue
         for entry in value:
+            if type(entry) is EncodedStruct:  # pre-encoded (Metadata's cached topics): counted when encoded
+                for code, n in entry.error_counts.items():
+                    counts[code] = counts.get(code, 0) + n
+                continue
             if has_code:
                 code = entry.get("error_code")
                 if code is not None:

@@ -17,21 +17,33 @@ the request's listener, each answered with ``is_fenced`` (unfenced brokers only 
 from __future__ import annotations
 
 from pykbroker.metadata.topic_names import INTERNAL_TOPICS
-from pykbroker.protocol import errors
+from pykbroker.protocol import errors, response_schema
 from pykbroker.protocol.acl import AclOperation
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.codec import EncodedStruct, encode_struct_element
 from pykbroker.protocol.resource import CLUSTER_NAME, ResourceType
 from pykbroker.protocol.types import ZERO_UUID
 from pykbroker.server import error_responses
 from pykbroker.server.auth_helper import AUTHORIZED_OPERATIONS_OMITTED, authorized_operations
 
+#: cached encodings kept beyond the topics of the image before the cache of a (version, listener) is pruned
+_PRUNE_SLACK = 64
+
 
 class MetadataHandler:
+    """Metadata and DescribeCluster. Threading: called on request handler threads concurrently; the encoded-topic
+    cache is a dict per (version, listener) whose entries are replaced whole (a race only encodes twice)."""
+
     def __init__(self, helper, metadata_cache, auto_create_topics=None):
         """``auto_create_topics(names) -> None`` starts creation of missing topics (or None to disable)."""
         self.helper = helper
         self.cache = metadata_cache
         self.auto_create_topics = auto_create_topics
+        #: (version, listener) -> topic name -> (TopicImage, brokers map, its encoded Metadata topic entry): the
+        #: entry is reused while the image holds the same TopicImage and brokers objects (a delta replaces the
+        #: TopicImage of every topic it changes and the brokers map when a registration changes)
+        self._encoded: dict[tuple[int, str], dict[str, tuple[object, object, EncodedStruct]]] = {}
+        self._schema = response_schema(ApiKeys.METADATA)
 
     def handlers(self) -> dict:
         return {
@@ -61,14 +73,27 @@ class MetadataHandler:
         version = request.context.api_version
         requested = body.get("topics")
         all_topics = requested is None or (version == 0 and not requested)
-        topics_out: list[dict] = []
+        topics_out: list[dict | EncodedStruct] = []
         include_topic_ops = version >= 8 and body.get("include_topic_authorized_operations", False)
         authorize = self.helper.authorize
+        image = self.cache.image  # one image for the whole answer
+        listener = request.context.listener_name
+        brokers = image.brokers
+        encoded = None if include_topic_ops else self._encoded_topics(version, listener)
+
+        def topic_entry(info) -> dict | EncodedStruct:
+            if encoded is None:  # per-principal authorized operations: built for this request
+                return self._topic_metadata(info, listener, brokers)
+            return self._encoded_topic(encoded, info, version, listener, brokers)
+
         if all_topics:
-            for name in self.cache.topic_names():
+            by_name = image.topics.by_name
+            for name in sorted(by_name):
                 if not authorize(request, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
                     continue  # Kafka hides the topics a principal may not describe
-                topics_out.append(self._topic_metadata(self.cache.topic(name), request.context.listener_name))
+                topics_out.append(topic_entry(by_name[name]))
+            if encoded is not None and len(encoded) > len(by_name) + _PRUNE_SLACK:
+                self._encoded[(version, listener)] = {n: e for n, e in encoded.items() if n in by_name}
         elif version < 12 and any(
             t.get("name") is None or (t.get("topic_id") or ZERO_UUID) != ZERO_UUID for t in requested
         ):
@@ -80,18 +105,18 @@ class MetadataHandler:
             for t in requested:
                 name, topic_id = t.get("name"), t.get("topic_id") or ZERO_UUID
                 if name is None and topic_id != ZERO_UUID:
-                    info = self.cache.topic_by_id(topic_id)
+                    info = image.topics.by_id.get(topic_id)
                     if info is None:
                         topics_out.append(self._error_topic(None, errors.UNKNOWN_TOPIC_ID, topic_id))
                     else:
-                        topics_out.append(self._topic_metadata(info, request.context.listener_name))
+                        topics_out.append(topic_entry(info))
                     continue
                 if not authorize(request, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
                     topics_out.append(self._error_topic(name, errors.TOPIC_AUTHORIZATION_FAILED))
                     continue
-                info = self.cache.topic(name)
+                info = image.topics.by_name.get(name)
                 if info is not None:
-                    topics_out.append(self._topic_metadata(info, request.context.listener_name))
+                    topics_out.append(topic_entry(info))
                 elif authorize(request, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME) or authorize(
                     request, AclOperation.CREATE, ResourceType.TOPIC, name
                 ):
@@ -113,17 +138,7 @@ class MetadataHandler:
                 "brokers": self._brokers(request.context.listener_name),
                 "cluster_id": self.cache.cluster_id,
                 "controller_id": self.cache.random_alive_broker_id(),
-                "topics": [
-                    t
-                    if t["error_code"] != errors.NONE
-                    else {
-                        **t,
-                        "topic_authorized_operations": authorized_operations(
-                            "TOPIC", include_topic_ops, self.helper, request, t["name"]
-                        ),
-                    }
-                    for t in topics_out
-                ],
+                "topics": [self._with_topic_operations(t, include_topic_ops, request) for t in topics_out],
                 "cluster_authorized_operations": authorized_operations(
                     "CLUSTER",
                     8 <= version <= 10 and body.get("include_cluster_authorized_operations", False),
@@ -133,6 +148,14 @@ class MetadataHandler:
                 "error_code": errors.NONE,
             },
         )
+
+    def _with_topic_operations(self, t: dict | EncodedStruct, include_topic_ops: bool, request) -> dict | EncodedStruct:
+        """A described topic's entry with its ``topic_authorized_operations`` (pre-encoded entries have them
+        omitted already; error entries keep theirs omitted)."""
+        if isinstance(t, EncodedStruct) or t["error_code"] != errors.NONE:
+            return t
+        ops = authorized_operations("TOPIC", include_topic_ops, self.helper, request, t["name"])
+        return {**t, "topic_authorized_operations": ops}
 
     @staticmethod
     def _error_topic(name, code, topic_id=ZERO_UUID) -> dict:
@@ -145,11 +168,27 @@ class MetadataHandler:
             "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
         }
 
-    def _topic_metadata(self, info, listener: str) -> dict:
+    def _encoded_topics(self, version: int, listener: str) -> dict:
+        encoded = self._encoded.get((version, listener))
+        if encoded is None:
+            encoded = self._encoded[(version, listener)] = {}
+        return encoded
+
+    def _encoded_topic(self, encoded: dict, info, version: int, listener: str, brokers) -> EncodedStruct:
+        """The topic's Metadata entry at ``version``, encoded, with ``topic_authorized_operations`` omitted: from
+        the cache while ``info`` and ``brokers`` are the objects it was encoded from, else encoded now and
+        cached."""
+        hit = encoded.get(info.name)
+        if hit is not None and hit[0] is info and hit[1] is brokers:
+            return hit[2]
+        entry = encode_struct_element(self._schema, version, ("topics",), self._topic_metadata(info, listener, brokers))
+        encoded[info.name] = (info, brokers, entry)
+        return entry
+
+    def _topic_metadata(self, info, listener: str, brokers) -> dict:
         """One topic's partitions (Kafka's ``KRaftMetadataCache.partitionMetadata``): offline replicas are
         those whose broker is not registered or is fenced (``listener``: the request's, kept for the
-        endpoint checks of a multi-listener setup)."""
-        brokers = self.cache.image.brokers
+        endpoint checks of a multi-listener setup; ``brokers``: the image's registrations)."""
         partitions = []
         for index, p in sorted(info.partitions.items()):
             offline = [
