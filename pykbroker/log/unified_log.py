@@ -250,12 +250,13 @@ class UnifiedLog:
 
     def _flush_metadata_file(self) -> None:
         """Write a recorded ``partition.metadata`` (Kafka's ``maybeFlushMetadataFile``); nothing once the log is
-        closed or deleted."""
-        with self._lock:
-            if self._closed or self._partition_metadata.dirty is None:
-                return
-            with self._io("writing the partition metadata file of"):
-                self._partition_metadata.maybe_flush()
+        deleted. Not under the log lock (appends and leader changes do not wait for its fsyncs): ``delete`` and
+        ``rename_dir`` take the recorded id back first, which waits for a write in progress."""
+        metadata = self._partition_metadata
+        if metadata.dirty is None:
+            return
+        with self._io("writing the partition metadata file of"):
+            metadata.maybe_flush()
 
     def assign_topic_id(self, topic_id) -> None:
         """Record the topic id (writes ``partition.metadata``); InconsistentTopicIdError on a mismatch."""
@@ -1105,6 +1106,7 @@ class UnifiedLog:
         """Rename the partition directory (e.g. to ``...-delete``) keeping every handle valid."""
         with self._lock:
             new_dir = os.path.join(os.path.dirname(self._dir), name)
+            pending_topic_id = self._partition_metadata.discard()  # waits for a write in progress
             os.replace(self._dir, new_dir)
             self._dir = new_dir
             self._parent_dir = os.path.dirname(new_dir)
@@ -1114,7 +1116,7 @@ class UnifiedLog:
             self.leader_epoch_cache.update_checkpoint(
                 LeaderEpochCheckpointFile(os.path.join(new_dir, LEADER_EPOCH_CHECKPOINT_FILE))
             )
-            self._partition_metadata = PartitionMetadataFile(new_dir, self._partition_metadata.discard())
+            self._partition_metadata = PartitionMetadataFile(new_dir, pending_topic_id)
             self._log = self._logger()
 
     def delete(self) -> None:

@@ -1,7 +1,7 @@
 """Many topics at once: CreateTopics is answered once the controller committed them (as in KRaft
-Kafka); the broker's metadata publisher creates each log before its partition shows in Metadata, and
-an orderly shutdown stops that publishing first, so no log is created after the log directories were
-shut down cleanly and the next start finds every index."""
+Kafka); Metadata shows them from the metadata image while the broker's metadata publisher creates their
+logs (Kafka's order), and an orderly shutdown stops that publishing first, so no log is created after the
+log directories were shut down cleanly and the next start finds every index."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_created_topics_are_listed_with_their_logs(broker):
     names = [f"many-{i}" for i in range(500)]
     admin = _create(broker.bootstrap, names)  # one CreateTopics request
     wait_until(lambda: _served(admin, names) == len(names), 15, message="all 500 topics listed with a leader")
-    assert _missing_files(broker.data_dir / "logs", names) == []
+    wait_until(lambda: _missing_files(broker.data_dir / "logs", names) == [], 30, message="every log created")
 
 
 def test_sigterm_during_the_topic_creation_backlog(broker_factory):
@@ -68,6 +68,6 @@ def test_sigterm_during_the_topic_creation_backlog(broker_factory):
 
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     wait_until(lambda: _served(admin, names) == len(names), 20, message="all 1000 topics listed after restart")
+    wait_until(lambda: _missing_files(logs, names) == [], 30, message="every log created after restart")
     restart = b.lines[first:]
     assert not [line for line in restart if "corrupt or missing index" in line or "No clean shutdown" in line]
-    assert _missing_files(logs, names) == []
