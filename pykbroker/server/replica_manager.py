@@ -26,7 +26,10 @@ single-node broker passes none: with no other replica to take over, halting woul
 errors into refused connections, so it stays up answering KAFKA_STORAGE_ERROR until it is restarted.
 
 Threading: ``_partitions`` and ``_offline`` are replaced copy-on-write under ``_lock`` (writers: the
-metadata publisher and the failure handler), so request handler threads read them without locking.
+metadata publisher and the failure handler), so request handler threads read them without locking. A large
+metadata delta publishes ``_partitions`` every ``PUBLISH_CHUNK`` partitions it made ready; ``_creating`` (the
+partitions it is still to create) and the ``_published`` condition let a produce wait for a partition whose log
+is being created (``await_created``, at most ``CREATION_WAIT_S``).
 """
 
 from __future__ import annotations

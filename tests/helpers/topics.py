@@ -13,13 +13,51 @@ BASE_TS = (int(time.time()) - 3600) * 1000  # recent: older timestamps would fal
 
 
 def create_topic(bootstrap, name, partitions=6, config=None):
-    """Create ``name`` through the AdminClient and wait until its metadata shows it; returns the client."""
+    """Create ``name`` through the AdminClient and wait until its metadata shows it and every partition's leader
+    serves it (:func:`wait_logs_ready`); returns the client."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(30)
     wait_until(lambda: name in admin.list_topics(timeout=5).topics, 10, message="topic visible")
+    wait_logs_ready(bootstrap, name)
     return admin
+
+
+def _logs_ready(bootstrap, topic) -> bool:
+    with BrokerConnection.to(bootstrap) as c:
+        meta = c.request(ApiKeys.METADATA, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False})
+    (t,) = meta["topics"]
+    if t["error_code"] or not t["partitions"] or any(p["leader_id"] < 0 for p in t["partitions"]):
+        return False
+    addresses = {b["node_id"]: f"{b['host']}:{b['port']}" for b in meta["brokers"]}
+    for p in t["partitions"]:
+        with BrokerConnection.to(addresses[p["leader_id"]]) as c:
+            r = c.request(
+                ApiKeys.LIST_OFFSETS,
+                7,
+                {
+                    "replica_id": -1,
+                    "isolation_level": 0,
+                    "topics": [
+                        {
+                            "name": topic,
+                            "partitions": [
+                                {"partition_index": p["partition_index"], "current_leader_epoch": -1, "timestamp": -1}
+                            ],
+                        }
+                    ],
+                },
+            )
+        if r["topics"][0]["partitions"][0]["error_code"]:
+            return False
+    return True
+
+
+def wait_logs_ready(bootstrap, topic, timeout=30.0) -> None:
+    """Wait until every partition of ``topic`` has a leader that answers ListOffsets for it without error: its
+    log exists there (Metadata shows a new topic from the metadata image before its logs exist, as in Kafka)."""
+    wait_until(lambda: _logs_ready(bootstrap, topic), timeout, message=f"the logs of {topic} ready on their leaders")
 
 
 def list_offset(bootstrap, topic, partition, timestamp):
