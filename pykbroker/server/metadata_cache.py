@@ -73,9 +73,6 @@ class MetadataCache:
     def topic(self, name: str) -> TopicImage | None:
         return self.image.topics.by_name.get(name)
 
-    def topic_by_id(self, topic_id: uuid.UUID) -> TopicImage | None:
-        return self.image.topics.by_id.get(topic_id)
-
     def topic_id(self, name: str) -> uuid.UUID:
         t = self.image.topics.by_name.get(name)
         return t.id if t is not None else ZERO_UUID

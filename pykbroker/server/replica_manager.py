@@ -38,8 +38,8 @@ import collections
 import functools
 import os
 import threading
-import uuid
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
