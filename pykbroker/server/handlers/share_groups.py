@@ -147,65 +147,33 @@ class ShareGroupHandlers:
         """AlterShareGroupOffsets: READ on the group (GROUP_AUTHORIZATION_FAILED), READ on each topic
         (TOPIC_AUTHORIZATION_FAILED on its partitions); GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, NOT_COORDINATOR...
         at the top level."""
-        body = request.body
-        if not self.helper.authorize(request, AclOperation.READ, ResourceType.GROUP, body["group_id"]):
-            return self._top_level_error(request, errors.GROUP_AUTHORIZATION_FAILED, "responses")
-        allowed, denied = [], []
-        for t in body["topics"]:
-            if self.helper.authorize(request, AclOperation.READ, ResourceType.TOPIC, t["topic_name"]):
-                allowed.append(t)
-            else:
-                denied.append(
-                    {
-                        "topic_name": t["topic_name"],
-                        "topic_id": ZERO_UUID,
-                        "partitions": [
-                            {
-                                "partition_index": p["partition_index"],
-                                "error_code": errors.TOPIC_AUTHORIZATION_FAILED,
-                                "error_message": None,
-                            }
-                            for p in t["partitions"]
-                        ],
-                    }
-                )
-
-        def respond(resp: dict) -> None:
-            resp = dict(resp, responses=list(resp["responses"]) + denied, throttle_time_ms=0)
-            self.helper.send_response(request, resp)
-
-        try:
-            self.coordinator.share_offsets.alter(body["group_id"], allowed, respond)
-        except errors.KafkaError as e:
-            return self._top_level_error(request, e.code, "responses", str(e) or None)
-        return None
+        self._change_offsets(request, AclOperation.READ, _denied_alter_topic, self.coordinator.share_offsets.alter)
 
     def handle_delete_share_group_offsets_request(self, request) -> None:
         """DeleteShareGroupOffsets: DELETE on the group (GROUP_AUTHORIZATION_FAILED), READ on each topic
         (TOPIC_AUTHORIZATION_FAILED); GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, NOT_COORDINATOR... at the top level."""
+        self._change_offsets(request, AclOperation.DELETE, _denied_delete_topic, self.coordinator.share_offsets.delete)
+
+    def _change_offsets(self, request, group_operation, denied_entry, change) -> None:
+        """Alter/DeleteShareGroupOffsets: ``group_operation`` on the group, READ on each topic (a denied topic is
+        answered by ``denied_entry(topic)``), then ``change(group_id, allowed_topics, respond)``; a KafkaError it
+        raises is the top-level error."""
         body = request.body
-        if not self.helper.authorize(request, AclOperation.DELETE, ResourceType.GROUP, body["group_id"]):
+        if not self.helper.authorize(request, group_operation, ResourceType.GROUP, body["group_id"]):
             return self._top_level_error(request, errors.GROUP_AUTHORIZATION_FAILED, "responses")
         allowed, denied = [], []
         for t in body["topics"]:
             if self.helper.authorize(request, AclOperation.READ, ResourceType.TOPIC, t["topic_name"]):
                 allowed.append(t)
             else:
-                denied.append(
-                    {
-                        "topic_name": t["topic_name"],
-                        "topic_id": ZERO_UUID,
-                        "error_code": errors.TOPIC_AUTHORIZATION_FAILED,
-                        "error_message": None,
-                    }
-                )
+                denied.append(denied_entry(t))
 
         def respond(resp: dict) -> None:
             resp = dict(resp, responses=list(resp["responses"]) + denied, throttle_time_ms=0)
             self.helper.send_response(request, resp)
 
         try:
-            self.coordinator.share_offsets.delete(body["group_id"], allowed, respond)
+            change(body["group_id"], allowed, respond)
         except errors.KafkaError as e:
             return self._top_level_error(request, e.code, "responses", str(e) or None)
         return None
@@ -218,6 +186,30 @@ class ShareGroupHandlers:
 
 def _group_offsets_error(group_id: str, code: int, message: str | None = None) -> dict:
     return {"group_id": group_id, "topics": [], "error_code": code, "error_message": message}
+
+
+def _denied_alter_topic(t: dict) -> dict:
+    return {
+        "topic_name": t["topic_name"],
+        "topic_id": ZERO_UUID,
+        "partitions": [
+            {
+                "partition_index": p["partition_index"],
+                "error_code": errors.TOPIC_AUTHORIZATION_FAILED,
+                "error_message": None,
+            }
+            for p in t["partitions"]
+        ],
+    }
+
+
+def _denied_delete_topic(t: dict) -> dict:
+    return {
+        "topic_name": t["topic_name"],
+        "topic_id": ZERO_UUID,
+        "error_code": errors.TOPIC_AUTHORIZATION_FAILED,
+        "error_message": None,
+    }
 
 
 def _denied_topic(t: dict) -> dict:
