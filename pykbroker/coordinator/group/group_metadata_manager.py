@@ -34,6 +34,7 @@ import struct
 import threading
 from collections.abc import Sequence
 
+from pykbroker.coordinator.append_errors import COORDINATOR_APPEND_ERRORS
 from pykbroker.coordinator.group import record_codec as codec
 from pykbroker.coordinator.group.consumer import record_codec as ccodec
 from pykbroker.coordinator.group.consumer.group import ConsumerGroup
@@ -56,12 +57,7 @@ _log = get_logger("GroupMetadataManager")
 # Append errors as the coordinator answers them (Kafka's GroupMetadataManager.storeOffsets/storeGroup):
 # the partition is not ready or its ISR too small -> retry later; it moved -> find the coordinator again.
 _APPEND_ERRORS = {
-    errors.UNKNOWN_TOPIC_OR_PARTITION: errors.COORDINATOR_NOT_AVAILABLE,
-    errors.NOT_ENOUGH_REPLICAS: errors.COORDINATOR_NOT_AVAILABLE,
-    errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND: errors.COORDINATOR_NOT_AVAILABLE,
-    errors.REQUEST_TIMED_OUT: errors.COORDINATOR_NOT_AVAILABLE,
-    errors.NOT_LEADER_OR_FOLLOWER: errors.NOT_COORDINATOR,
-    errors.KAFKA_STORAGE_ERROR: errors.NOT_COORDINATOR,
+    **COORDINATOR_APPEND_ERRORS,
     errors.MESSAGE_TOO_LARGE: errors.INVALID_COMMIT_OFFSET_SIZE,
     errors.RECORD_LIST_TOO_LARGE: errors.INVALID_COMMIT_OFFSET_SIZE,
     errors.INVALID_FETCH_SIZE: errors.INVALID_COMMIT_OFFSET_SIZE,

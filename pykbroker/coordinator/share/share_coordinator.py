@@ -34,6 +34,7 @@ from pykbroker.config.broker_configs.share_coordinator_configs import (
     SHARE_COORDINATOR_STATE_TOPIC_NUM_PARTITIONS_CONFIG,
     SHARE_COORDINATOR_WRITE_TIMEOUT_MS_CONFIG,
 )
+from pykbroker.coordinator.append_errors import COORDINATOR_APPEND_ERRORS
 from pykbroker.coordinator.share.persister import (
     PersisterStateBatch,
     ReadStateResult,
@@ -51,16 +52,6 @@ from pykbroker.utils.logging import get_logger
 
 _log = get_logger("ShareCoordinator")
 
-_APPEND_ERRORS = {
-    errors.UNKNOWN_TOPIC_OR_PARTITION: errors.COORDINATOR_NOT_AVAILABLE,
-    errors.NOT_ENOUGH_REPLICAS: errors.COORDINATOR_NOT_AVAILABLE,
-    errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND: errors.COORDINATOR_NOT_AVAILABLE,
-    errors.REQUEST_TIMED_OUT: errors.COORDINATOR_NOT_AVAILABLE,
-    errors.NOT_LEADER_OR_FOLLOWER: errors.NOT_COORDINATOR,
-    errors.KAFKA_STORAGE_ERROR: errors.NOT_COORDINATOR,
-    errors.MESSAGE_TOO_LARGE: errors.UNKNOWN_SERVER_ERROR,
-    errors.RECORD_LIST_TOO_LARGE: errors.UNKNOWN_SERVER_ERROR,
-}
 
 # An operation: computes (records, result) from the shard; its callback gets the result or an error code.
 _Op = tuple[Callable[[ShareCoordinatorShard], tuple[Records, Any]], Callable[[int], Any], Callable[[Any], None]]
@@ -291,7 +282,7 @@ class ShareCoordinator:
 
         def done(responses: dict) -> None:
             code = responses[tp].error_code
-            code = _APPEND_ERRORS.get(code, code)
+            code = COORDINATOR_APPEND_ERRORS.get(code, code)
             answer = result
             with loaded.lock:
                 if loaded.unloaded:

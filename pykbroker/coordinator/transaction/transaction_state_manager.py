@@ -33,6 +33,7 @@ from pykbroker.config.broker_configs.transaction_configs import (
     TRANSACTION_STATE_LOG_NUM_PARTITIONS_CONFIG,
     TRANSACTIONAL_ID_EXPIRATION_MS_CONFIG,
 )
+from pykbroker.coordinator.append_errors import COORDINATOR_APPEND_ERRORS
 from pykbroker.coordinator.transaction import transaction_log as txn_log
 from pykbroker.coordinator.transaction.transaction_metadata import (
     TransactionMetadata,
@@ -48,18 +49,6 @@ from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
 from pykbroker.utils.logging import get_logger
 
 _log = get_logger("TransactionStateManager")
-
-# Append errors as the coordinator answers them (Kafka's appendTransactionToLog updateCacheCallback).
-_APPEND_ERRORS = {
-    errors.UNKNOWN_TOPIC_OR_PARTITION: errors.COORDINATOR_NOT_AVAILABLE,
-    errors.NOT_ENOUGH_REPLICAS: errors.COORDINATOR_NOT_AVAILABLE,
-    errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND: errors.COORDINATOR_NOT_AVAILABLE,
-    errors.REQUEST_TIMED_OUT: errors.COORDINATOR_NOT_AVAILABLE,
-    errors.NOT_LEADER_OR_FOLLOWER: errors.NOT_COORDINATOR,
-    errors.KAFKA_STORAGE_ERROR: errors.NOT_COORDINATOR,
-    errors.MESSAGE_TOO_LARGE: errors.UNKNOWN_SERVER_ERROR,
-    errors.RECORD_LIST_TOO_LARGE: errors.UNKNOWN_SERVER_ERROR,
-}
 
 
 class CoordinatorEpochAndMetadata(NamedTuple):
@@ -298,7 +287,7 @@ class TransactionStateManager:
 
         def done(responses: dict) -> None:
             code = responses[tp].error_code
-            code = _APPEND_ERRORS.get(code, code)
+            code = COORDINATOR_APPEND_ERRORS.get(code, code)
             with self._lock:
                 loading = partition in self._loading
                 cache = self._caches.get(partition)
