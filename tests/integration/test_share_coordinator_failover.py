@@ -57,7 +57,8 @@ def test_share_state_survives_a_kill_9_of_its_coordinator(tmp_path):
     try:
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
         admin.create_topics([NewTopic(TOPIC, 2, 3)])[TOPIC].result(30)
-        wait_until(lambda: TOPIC in admin.list_topics(timeout=5).topics, 10, message="topic visible")
+        # the node answering Metadata may not have applied the topic yet (its id reads as the zero UUID until then)
+        wait_until(lambda: _topic_id(cluster.bootstrap) != ZERO_UUID, 10, message="topic id visible")
         tid = _topic_id(cluster.bootstrap)
 
         # the state topic is created on first use: the persister retries COORDINATOR_NOT_AVAILABLE meanwhile
