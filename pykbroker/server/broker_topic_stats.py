@@ -2,11 +2,13 @@
 
 Mirrors ``kafka.server.BrokerTopicStats``: ``kafka.server:type=BrokerTopicMetrics,name=<N>PerSec`` (all
 topics) and ``...,topic=<t>`` (per topic) for MessagesIn, BytesIn, BytesOut, TotalProduceRequests,
-FailedProduceRequests, TotalFetchRequests and FailedFetchRequests. ReplicaManager records produce
+FailedProduceRequests, TotalFetchRequests, FailedFetchRequests and (KIP-1103) Total/FailedShareFetchRequests,
+Total/FailedShareAcknowledgementRequests. ReplicaManager records produce
 appends (MessagesIn: records appended, from each batch's record count; BytesIn: bytes of the appended
 records; a total per partition, a failure per partition that failed for a reason other than the
 client's or the partition's state); the Fetch handler records what it sends to consumers (BytesOut, and
-the fetch totals/failures per partition).
+the fetch totals/failures per partition); the SharePartitionManager records share fetches and acknowledgements
+(one per topic of a request, and one failure per topic with a failed partition, as Kafka's SharePartitionManager).
 
 Cost: a request's totals are summed per topic by the caller (in a :class:`TopicProduceCounts` /
 :class:`TopicFetchCounts` per topic), then applied under one lock (``record_produce`` / ``record_fetch``)
@@ -27,6 +29,11 @@ TOTAL_PRODUCE_REQUESTS = "TotalProduceRequestsPerSec"
 FAILED_PRODUCE_REQUESTS = "FailedProduceRequestsPerSec"
 TOTAL_FETCH_REQUESTS = "TotalFetchRequestsPerSec"
 FAILED_FETCH_REQUESTS = "FailedFetchRequestsPerSec"
+# KIP-1103 (Kafka 4.1+): share fetches and acknowledgements, one per topic of a request
+TOTAL_SHARE_FETCH_REQUESTS = "TotalShareFetchRequestsPerSec"
+FAILED_SHARE_FETCH_REQUESTS = "FailedShareFetchRequestsPerSec"
+TOTAL_SHARE_ACKNOWLEDGEMENT_REQUESTS = "TotalShareAcknowledgementRequestsPerSec"
+FAILED_SHARE_ACKNOWLEDGEMENT_REQUESTS = "FailedShareAcknowledgementRequestsPerSec"
 
 ALL_FIELDS = (
     MESSAGES_IN,
@@ -36,7 +43,12 @@ ALL_FIELDS = (
     BYTES_OUT,
     TOTAL_FETCH_REQUESTS,
     FAILED_FETCH_REQUESTS,
+    TOTAL_SHARE_FETCH_REQUESTS,
+    FAILED_SHARE_FETCH_REQUESTS,
+    TOTAL_SHARE_ACKNOWLEDGEMENT_REQUESTS,
+    FAILED_SHARE_ACKNOWLEDGEMENT_REQUESTS,
 )
+_SHARE_INDEX = {n: ALL_FIELDS.index(n) for n in ALL_FIELDS[7:]}
 
 
 class TopicProduceCounts:
@@ -75,7 +87,7 @@ class BrokerTopicStats:
     def __init__(self, metrics: MetricsRegistry | None = None):
         self.metrics = metrics if metrics is not None else MetricsRegistry()
         self._lock = threading.Lock()
-        # Meters in ALL_FIELDS order: produce ones at [0:4], fetch ones at [4:7].
+        # Meters in ALL_FIELDS order: produce ones at [0:4], fetch ones at [4:7], share ones at [7:11].
         self.all_topics: dict[str, Meter] = {n: self.metrics.meter(metric_name(n)) for n in ALL_FIELDS}
         self._all = tuple(self.all_topics[n] for n in ALL_FIELDS)
         self._topics: dict[str, tuple[Meter, ...]] = {}
@@ -121,6 +133,19 @@ class BrokerTopicStats:
                 if f:
                     tm[6].count += f
                     failed.count += f
+
+    def record_share(self, name: str, topics) -> None:
+        """One share request's mark of meter ``name`` (a KIP-1103 share field) for each of ``topics`` (distinct
+        names) and once per topic on the all-topics meter, under one lock."""
+        if not topics:
+            return
+        i = _SHARE_INDEX[name]
+        all_meter = self._all[i]
+        with self._lock:
+            for topic in topics:
+                tm = self._topics.get(topic) or self._topic_meters(topic)
+                tm[i].count += 1
+                all_meter.count += 1
 
     def topic_count(self, topic: str, name: str) -> int:
         meters = self._topics.get(topic)

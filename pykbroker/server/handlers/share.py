@@ -86,6 +86,16 @@ class ShareHandlers:
                 acks = [AckBatch(b["first_offset"], b["last_offset"], b["acknowledge_types"]) for b in batches]
                 target = ShareFetchTarget(tid, names[tid], p["partition_index"])
                 out[key] = self.manager.acknowledge(group_id, member_id, target, acks)
+        # BrokerTopicMetrics of the acknowledged topics (known and readable ones, as Kafka's handleAcknowledgements)
+        counted = {key: f for key, f in out.items() if key[0] in names}
+        if counted:
+            _when_all(
+                list(counted.values()),
+                lambda: self.manager.record_acknowledge_request(
+                    {names[tid] for tid, _p in counted},
+                    {names[tid] for (tid, _p), f in counted.items() if f.result() != errors.NONE},
+                ),
+            )
         return out
 
     def _leader(self, tid: uuid.UUID, partition: int, code: int, leaders: list[int]) -> dict:

@@ -46,7 +46,15 @@ from pykbroker.log.fetch_data_info import FetchIsolation
 from pykbroker.protocol import errors
 from pykbroker.protocol.config_resource import ConfigResourceType
 from pykbroker.record.file_records import EMPTY_RECORDS
+from pykbroker.server.broker_topic_stats import (
+    FAILED_SHARE_ACKNOWLEDGEMENT_REQUESTS,
+    FAILED_SHARE_FETCH_REQUESTS,
+    TOTAL_SHARE_ACKNOWLEDGEMENT_REQUESTS,
+    TOTAL_SHARE_FETCH_REQUESTS,
+    BrokerTopicStats,
+)
 from pykbroker.server.share.delayed_share_fetch import DelayedShareFetch
+from pykbroker.server.share.share_group_metrics import ShareGroupMetrics
 from pykbroker.server.share.share_partition import (
     AckBatch,
     AcquiredRange,
@@ -123,8 +131,13 @@ class SharePartitionManager:
             reaper_enabled=reaper_enabled,
             time=time,
         )
+        registry = getattr(replica_manager, "metrics", None)
+        self.metrics = ShareGroupMetrics(registry)
+        stats = getattr(replica_manager, "broker_topic_stats", None)
+        self.broker_topic_stats: BrokerTopicStats = stats if stats is not None else BrokerTopicStats(registry)
         self._lock = threading.Lock()
         self._partitions: dict[SharePartitionKey, SharePartition] = {}
+        self._load_start_ms: dict[SharePartitionKey, float] = {}  # share partitions created, not yet loaded
         self._log = get_logger("SharePartitionManager", broker=replica_manager.node_id)
         self._running = threading.Event()
         self._reaper: threading.Thread | None = None
@@ -207,7 +220,18 @@ class SharePartitionManager:
                 on_available=lambda: self._wake(tp_key),
             )
             self._partitions[key] = sp
+            self._load_start_ms[key] = self._now_ms()
             return sp
+
+    def _now_ms(self) -> float:
+        return self.time.nanoseconds() / 1e6
+
+    def _loaded(self, sp: SharePartition) -> None:
+        """``sp`` finished loading its state: PartitionLoadTimeMs, once per share partition."""
+        with self._lock:
+            start = self._load_start_ms.pop(SharePartitionKey(sp.group_id, sp.topic_id, sp.partition), None)
+        if start is not None:
+            self.metrics.partition_load_time(self._now_ms() - start)
 
     def _wake(self, key: TopicPartitionOperationKey) -> None:
         self.purgatory.check_and_complete(key)
@@ -215,6 +239,7 @@ class SharePartitionManager:
     def _drop(self, key: SharePartitionKey) -> None:
         with self._lock:
             sp = self._partitions.pop(key, None)
+            self._load_start_ms.pop(key, None)
         if sp is not None:
             sp.fenced = True
 
@@ -225,6 +250,7 @@ class SharePartitionManager:
             gone = [k for k, sp in self._partitions.items() if sp.topic == topic and sp.partition == partition]
             for k in gone:
                 self._partitions.pop(k).fenced = True
+                self._load_start_ms.pop(k, None)
         if gone:
             self.purgatory.check_and_complete(TopicPartitionOperationKey(topic, partition))
 
@@ -272,6 +298,8 @@ class SharePartitionManager:
             for t, sp, f in pending:
                 code = f.result()
                 out[t] = sp if code == errors.NONE else code
+                if code == errors.NONE:
+                    self._loaded(sp)
             then(out)
 
         for _t, _sp, f in pending:
@@ -287,7 +315,11 @@ class SharePartitionManager:
         respond: Callable[[dict[ShareFetchTarget, ShareFetchResult]], None],
     ) -> None:
         """Read and acquire records of ``targets`` for ``member_id``; ``respond({target: ShareFetchResult})`` once,
-        now or when a DelayedShareFetch completes."""
+        now or when a DelayedShareFetch completes. Records BrokerTopicMetrics TotalShareFetchRequestsPerSec (each
+        topic once) and, at completion, FailedShareFetchRequestsPerSec (each topic with a failed partition) and the
+        group's RequestTopicPartitionsFetchRatio / TopicPartitionsAcquireTimeMs."""
+        self.broker_topic_stats.record_share(TOTAL_SHARE_FETCH_REQUESTS, {t.topic for t in targets})
+        respond = functools.partial(self._respond_counted, group_id, self._now_ms(), len(targets), respond)
 
         def ready(parts: dict) -> None:
             results = self._read_and_acquire(member_id, params, parts)
@@ -309,6 +341,31 @@ class SharePartitionManager:
             )
 
         self._initialized(group_id, targets, ready)
+
+    def _respond_counted(
+        self,
+        group_id: str,
+        start_ms: float,
+        requested: int,
+        respond: Callable[[dict[ShareFetchTarget, ShareFetchResult]], None],
+        results: dict[ShareFetchTarget, ShareFetchResult],
+    ) -> None:
+        try:
+            self._record_fetch(group_id, start_ms, requested, results)
+        except Exception:  # noqa: BLE001 - metrics never fail a fetch
+            self._log.exception("Recording the share fetch metrics failed")
+        respond(results)
+
+    def _record_fetch(
+        self, group_id: str, start_ms: float, requested: int, results: dict[ShareFetchTarget, ShareFetchResult]
+    ) -> None:
+        failed = {t.topic for t, r in results.items() if r.error_code != errors.NONE}
+        self.broker_topic_stats.record_share(FAILED_SHARE_FETCH_REQUESTS, failed)
+        acquired = sum(1 for r in results.values() if r.acquired)
+        if requested:
+            self.metrics.topic_partitions_fetch_ratio(group_id, acquired * 100 // requested)
+        if acquired:
+            self.metrics.topic_partitions_acquire_time(group_id, self._now_ms() - start_ms)
 
     def _can_acquire(self, t: ShareFetchTarget, sp: SharePartition) -> bool:
         try:
@@ -394,7 +451,21 @@ class SharePartitionManager:
         sp = self.get(group_id, target.topic_id, target.partition)
         if sp is None or not sp.initialized or sp.leader_epoch != self._leader_epoch(target):
             return _done(errors.INVALID_RECORD_STATE)  # nothing was acquired from this share partition here
-        return sp.acknowledge(member_id, batches)
+        done = sp.acknowledge(member_id, batches)
+
+        def counted(f: Future[int]) -> None:
+            if f.result() == errors.NONE:  # RecordAcknowledgementsPerSec of a successful acknowledgement only
+                self.metrics.record_batches(batches)
+
+        done.add_done_callback(counted)
+        return done
+
+    def record_acknowledge_request(self, topics: set[str], failed: set[str]) -> None:
+        """One request's acknowledgements (ShareAcknowledge, or piggy-backed on a ShareFetch) were answered:
+        TotalShareAcknowledgementRequestsPerSec for each of ``topics``, FailedShareAcknowledgementRequestsPerSec
+        for each of ``failed`` (topics with a partition whose acknowledgement failed)."""
+        self.broker_topic_stats.record_share(TOTAL_SHARE_ACKNOWLEDGEMENT_REQUESTS, topics)
+        self.broker_topic_stats.record_share(FAILED_SHARE_ACKNOWLEDGEMENT_REQUESTS, failed)
 
     def release_session(self, group_id: str, member_id: str, partitions) -> None:
         """The member's share session ended: release what it holds on ``partitions`` ([(topic id, partition)])."""
