@@ -207,6 +207,7 @@ data ShareSnapshotValue 0 0 flex=0+
   state_epoch int32 0+
   leader_epoch int32 0+
   start_offset int64 0
+  delivery_complete_count int32 0+ tag=0 =-1
   state_batches [] 0
     first_offset int64 0
     last_offset int64 0
@@ -222,6 +223,7 @@ data ShareUpdateValue 1 0 flex=0+
   snapshot_epoch uint16 0
   leader_epoch int32 0+
   start_offset int64 0
+  delivery_complete_count int32 0+ tag=0 =-1
   state_batches [] 0
     first_offset int64 0
     last_offset int64 0

@@ -126,6 +126,7 @@ from pykbroker.server.server_common import (
     create_authorizer,
     describe_quorum_handler,
 )
+from pykbroker.server.share.partition_metadata_client import PartitionMetadataClient
 from pykbroker.server.share.share_partition_manager import SharePartitionManager
 from pykbroker.server.shared_server import SharedServer
 from pykbroker.utils.delayed_operation import DelayedOperationPurgatory
@@ -209,6 +210,8 @@ class BrokerServer:
         #: the Persister share partitions (SharePartitionManager) and the group coordinator use: a
         #: DefaultStatePersister talking to the share coordinators of the cluster (started on first use)
         self.share_persister: DefaultStatePersister | None = None
+        #: the partition leaders' latest offsets for DescribeShareGroupOffsets v1's lag (KIP-1226)
+        self.partition_metadata_client: PartitionMetadataClient | None = None
         self.data_plane_apis: KafkaApis | None = None
         self.data_version_manager: ApiVersionManager | None = None
         self.data_plane_pool: KafkaRequestHandlerPool | None = None
@@ -419,6 +422,17 @@ class BrokerServer:
             self.node_id, config, self.group_metadata_manager, self.time, persister=self.share_persister
         )
         self.group_coordinator.set_image(lambda: cache.image)
+        # KIP-1226: the share-partition lag of DescribeShareGroupOffsets v1 needs the partitions' latest offsets
+        self.partition_metadata_client = PartitionMetadataClient(
+            self.node_id,
+            self.replica_manager,
+            cache,
+            config.inter_broker_listener_name,
+            request_timeout_ms=config[REQUEST_TIMEOUT_MS_CONFIG],
+            security=self.inter_broker_security,
+            time=self.time,
+        )
+        self.group_coordinator.share_offsets.latest_offsets = self.partition_metadata_client.latest_offsets
         self.group_coordinator.startup()
         publisher.group_coordinator = self.group_coordinator
         # The __consumer_offsets partitions led already load now (the publisher reports later changes;
@@ -689,6 +703,7 @@ class BrokerServer:
         steps.add("transaction coordinator", self.txn_coordinator)
         steps.add("transaction verifier", self.txn_verifier)
         steps.add("share state persister", self.share_persister, lambda persister: persister.stop())
+        steps.add("partition metadata client", self.partition_metadata_client, lambda client: client.stop())
         steps.add("share coordinator", self.share_coordinator)
         steps.add("share partition manager", self.share_partition_manager)
         steps.add("replica manager", self.replica_manager)

@@ -9,8 +9,9 @@
         (--to-earliest | --to-latest | --to-datetime YYYY-MM-DDTHH:mm:SS.sss) [--dry-run | --execute]
     bin/kafka-share-groups --bootstrap-server HOST:PORT --delete-offsets --group G --topic T [--topic T2]
 
-``--describe`` (or ``--offsets``) prints GROUP, TOPIC, PARTITION, LEADER-EPOCH, START-OFFSET (the share-partition
-start offset, DescribeShareGroupOffsets; ``-`` where the partition has no state yet); ``--members`` prints GROUP,
+``--describe`` (or ``--offsets``) prints GROUP, TOPIC, PARTITION, START-OFFSET, LAG (the share-partition start
+offset and lag, DescribeShareGroupOffsets v1, KIP-1226; ``-`` where unknown: no state yet), ``--verbose`` adds
+LEADER-EPOCH after PARTITION (Kafka 4.2's columns); ``--members`` prints GROUP,
 CONSUMER-ID, HOST, CLIENT-ID, #PARTITIONS, ASSIGNMENT (``topic:0,1``), ``--verbose`` adds MEMBER-EPOCH;
 ``--state`` prints GROUP, COORDINATOR (ID), STATE, #MEMBERS, ``--verbose`` adds GROUP-EPOCH, ASSIGNMENT-EPOCH
 (ShareGroupDescribe). A group without members gets ``Share group 'G' has no active members.`` on stderr; a group
@@ -57,14 +58,15 @@ class ShareAdmin(Admin):
             raise CommandError(f"Error describing group {group}: {errors.name_of(g['error_code'])}")
         return g
 
-    def share_offsets(self, group: str, topics: list[dict] | None = None) -> list[tuple[str, int, int, int]]:
-        """``[(topic, partition, start offset, leader epoch)]`` of the group (DescribeShareGroupOffsets)."""
+    def share_offsets(self, group: str, topics: list[dict] | None = None) -> list[tuple[str, int, int, int, int]]:
+        """``[(topic, partition, start offset, leader epoch, lag)]`` of the group (DescribeShareGroupOffsets v1; a
+        Kafka 4.1 coordinator answers v0: lag -1)."""
         conn = self.coordinator(group)
         try:
             (g,) = self._request_retrying(
                 conn,
                 ApiKeys.DESCRIBE_SHARE_GROUP_OFFSETS,
-                0,
+                1,
                 {"groups": [{"group_id": group, "topics": topics}]},
                 lambda r: r["groups"][0]["error_code"],
             )["groups"]
@@ -80,7 +82,8 @@ class ShareAdmin(Admin):
                         f"Error describing offsets of {t['topic_name']}-{p['partition_index']}: "
                         f"{errors.name_of(p['error_code'])}"
                     )
-                out.append((t["topic_name"], p["partition_index"], p["start_offset"], p["leader_epoch"]))
+                lag = p.get("lag", -1)
+                out.append((t["topic_name"], p["partition_index"], p["start_offset"], p["leader_epoch"], lag))
         return sorted(out)
 
     def coordinator_request(self, group: str, api_key: int, body: dict) -> dict:
@@ -105,7 +108,7 @@ def _assignment(member: dict) -> list[tuple[str, int]]:
     return sorted((tp["topic_name"], p) for tp in member["assignment"]["topic_partitions"] for p in tp["partitions"])
 
 
-def describe_offsets(admin: ShareAdmin, group: str, out) -> None:
+def describe_offsets(admin: ShareAdmin, group: str, out, verbose: bool = False) -> None:
     description = admin.describe_share_group(group)
     if description["group_state"] == "Dead":
         _check_group(description, group, 0, out)
@@ -113,11 +116,13 @@ def describe_offsets(admin: ShareAdmin, group: str, out) -> None:
     offsets = admin.share_offsets(group)
     if not _check_group(description, group, len(offsets), out):
         return
-    rows = [
-        [group, t, str(p), "-" if epoch < 0 else str(epoch), "-" if start < 0 else str(start)]
-        for t, p, start, epoch in offsets
-    ]
-    for line in _table(rows, ["GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH", "START-OFFSET"], {0: 15, 1: 15}):
+    rows = []
+    for t, p, start, epoch, lag in offsets:
+        row = [group, t, str(p)]
+        row += ["-" if epoch < 0 else str(epoch)] if verbose else []
+        rows.append(row + ["-" if start < 0 else str(start), "-" if lag < 0 else str(lag)])
+    header = ["GROUP", "TOPIC", "PARTITION", *(["LEADER-EPOCH"] if verbose else []), "START-OFFSET", "LAG"]
+    for line in _table(rows, header, {0: 15, 1: 15}):
         print(line, file=out)
 
 
@@ -180,7 +185,7 @@ def _topic_partitions(admin: ShareAdmin, args) -> list[tuple[str, int]]:
     """The partitions to reset: ``--topic T`` (every partition) or ``T:0,2``; ``--all-topics``: the partitions the
     group has share-partition state for."""
     if args.all_topics:
-        return [(t, p) for t, p, _, _ in admin.share_offsets(args.group)]
+        return [(t, p) for t, p, *_ in admin.share_offsets(args.group)]
     out: list[tuple[str, int]] = []
     for spec in args.topic:
         topic, _, parts = spec.partition(":")
@@ -357,7 +362,7 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
             elif args.members:
                 describe_members(admin, args.group, out, args.verbose)
             else:
-                describe_offsets(admin, args.group, out)
+                describe_offsets(admin, args.group, out, args.verbose)
         elif args.delete:
             return delete_group(admin, args.group, out)
         elif args.delete_offsets:

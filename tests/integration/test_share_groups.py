@@ -277,9 +277,17 @@ def test_kafka_share_groups_tool(broker):
     assert state[1][0] == "tg" and state[1][-2:] == ["Stable", "1"]
     # assigned partitions without state yet
     assert run("--describe", "--group", "tg", "--offsets") == [
-        ["GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH", "START-OFFSET"],
+        ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"],
         ["tg", "tt", "0", "-", "-"],
         ["tg", "tt", "1", "-", "-"],
+    ]
+    assert run("--describe", "--group", "tg", "--offsets", "--verbose")[0] == [
+        "GROUP",
+        "TOPIC",
+        "PARTITION",
+        "LEADER-EPOCH",
+        "START-OFFSET",
+        "LAG",
     ]
     busy = share_groups_tool(bootstrap, "--reset-offsets", "--group", "tg", "--topic", "tt", "--to-latest", "--execute")
     assert busy.returncode == 1 and "offsets can only be reset if the group is inactive" in busy.stderr
@@ -291,11 +299,12 @@ def test_kafka_share_groups_tool(broker):
         plan[0],
         plan[2],
     ]
-    assert run("--describe", "--group", "tg")[1:] == [["tg", "tt", "0", "-", "-"], ["tg", "tt", "1", "-", "5"]]
+    # KIP-1226 lag: a reset state has no completed delivery, so its lag is the high watermark minus the start offset
+    assert run("--describe", "--group", "tg")[1:] == [["tg", "tt", "0", "-", "-"], ["tg", "tt", "1", "5", "0"]]
     assert run(
         "--reset-offsets", "--group", "tg", "--all-topics", "--to-datetime", "2000-01-01T00:00:00.000", "--execute"
     )[1:] == [["tg", "tt", "0", "0"], ["tg", "tt", "1", "0"]]
-    assert run("--describe", "--group", "tg")[1:] == [["tg", "tt", "0", "-", "0"], ["tg", "tt", "1", "-", "0"]]
+    assert run("--describe", "--group", "tg")[1:] == [["tg", "tt", "0", "0", "5"], ["tg", "tt", "1", "0", "5"]]
     deleted = share_groups_tool(bootstrap, "--delete-offsets", "--group", "tg", "--topic", "tt", "--topic", "nope")
     assert deleted.returncode == 1
     assert [line.split(None, 1) for line in deleted.stdout.splitlines()] == [

@@ -66,8 +66,8 @@ def _write_partition(partition: int, state_epoch: int, leader_epoch: int, start:
 def test_api_versions_advertises_the_share_state_apis(conn):
     r = conn.request(ApiKeys.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
     ranges = {a["api_key"]: (a["min_version"], a["max_version"]) for a in r["api_keys"]}
-    for key in range(83, 88):
-        assert ranges[key] == (0, 0)
+    for key in range(83, 88):  # WriteShareGroupState 85 and ReadShareGroupStateSummary 87: Kafka 4.2's v1 (KIP-1226)
+        assert ranges[key] == ((0, 1) if key in (85, 87) else (0, 0))
 
 
 def test_find_coordinator_share_key_creates_the_state_topic_and_refuses_malformed_keys(conn):
@@ -110,6 +110,11 @@ def test_state_rpcs_round_trip_with_kafkas_error_codes(conn):
     assert _partition(conn.request(ApiKeys.WRITE_SHARE_GROUP_STATE, 0, old))["error_code"] == errors.FENCED_STATE_EPOCH
     summary = _partition(conn.request(ApiKeys.READ_SHARE_GROUP_STATE_SUMMARY, 0, read))
     assert (summary["error_code"], summary["state_epoch"], summary["start_offset"]) == (errors.NONE, 1, 5)
+    # Kafka 4.2's v1 (KIP-1226): the writer's delivery complete count comes back in the summary, with the leader epoch
+    write_v1 = _req("g2", tid, dict(_write_partition(1, 1, 3, -1, []), delivery_complete_count=4))
+    assert _partition(conn.request(ApiKeys.WRITE_SHARE_GROUP_STATE, 1, write_v1))["error_code"] == errors.NONE
+    summary = _partition(conn.request(ApiKeys.READ_SHARE_GROUP_STATE_SUMMARY, 1, read))
+    assert (summary["start_offset"], summary["leader_epoch"], summary["delivery_complete_count"]) == (5, 3, 4)
     unknown = _req("g2", uuid.uuid4(), _write_partition(0, 1, 0, 0, []))  # this broker leads every state partition
     p = _partition(conn.request(ApiKeys.WRITE_SHARE_GROUP_STATE, 0, unknown))
     assert p["error_code"] == errors.UNKNOWN_TOPIC_OR_PARTITION

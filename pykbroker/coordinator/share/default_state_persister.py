@@ -45,6 +45,8 @@ _log = get_logger("DefaultStatePersister")
 
 SHARE_KEY_TYPE = 2
 _RETRIABLE = frozenset({errors.COORDINATOR_NOT_AVAILABLE, errors.NOT_COORDINATOR, errors.COORDINATOR_LOAD_IN_PROGRESS})
+# Kafka 4.2's v1 (KIP-1226: delivery_complete_count); the others are v0
+_VERSIONS: dict[int, int] = {ApiKeys.WRITE_SHARE_GROUP_STATE: 1, ApiKeys.READ_SHARE_GROUP_STATE_SUMMARY: 1}
 # Codes after which the coordinator is looked up again (a loading coordinator is still the coordinator).
 _REDISCOVER = frozenset({errors.COORDINATOR_NOT_AVAILABLE, errors.NOT_COORDINATOR})
 
@@ -93,7 +95,14 @@ def _read(p: dict | None, code: int) -> ReadStateResult:
 def _summary(p: dict | None, code: int) -> ReadSummaryResult:
     if p is None or p["error_code"] != errors.NONE:
         return ReadSummaryResult(_code(p, code), -1, -1, None if p is None else p.get("error_message"))
-    return ReadSummaryResult(errors.NONE, p["state_epoch"], p["start_offset"])
+    return ReadSummaryResult(
+        errors.NONE,
+        p["state_epoch"],
+        p["start_offset"],
+        None,
+        p.get("leader_epoch", -1),
+        p.get("delivery_complete_count", -1),
+    )
 
 
 class DefaultStatePersister:
@@ -155,12 +164,14 @@ class DefaultStatePersister:
         leader_epoch: int,
         start_offset: int,
         state_batches: tuple[PersisterStateBatch, ...],
+        delivery_complete_count: int = -1,
     ) -> Future[int]:
         p = {
             "partition": partition,
             "state_epoch": state_epoch,
             "leader_epoch": leader_epoch,
             "start_offset": start_offset,
+            "delivery_complete_count": delivery_complete_count,
             "state_batches": _batches(state_batches),
         }
         return self._call(ApiKeys.WRITE_SHARE_GROUP_STATE, group_id, topic_id, p, _code)
@@ -227,7 +238,10 @@ class DefaultStatePersister:
         if node is None:
             self._find_coordinator(call)
             return
-        self.send_thread.send(node, call.api_key, 0, call.body, lambda resp, err: self._on_response(call, resp, err))
+        version = _VERSIONS.get(call.api_key, 0)  # at most the coordinator's newest (InterBrokerSendThread)
+        self.send_thread.send(
+            node, call.api_key, version, call.body, lambda resp, err: self._on_response(call, resp, err)
+        )
 
     def _find_coordinator(self, call: _Call) -> None:
         brokers = self.brokers()

@@ -62,12 +62,16 @@ class ReadStateResult(NamedTuple):
 
 
 class ReadSummaryResult(NamedTuple):
-    """The answer of ``read_summary`` (no batches)."""
+    """The answer of ``read_summary`` (no batches): ``leader_epoch`` the last partition leader's (-1 unknown),
+    ``delivery_complete_count`` the offsets at or above the start offset whose delivery is complete (acknowledged
+    or archived; KIP-1226, -1 when unknown: never written by a Kafka 4.2 writer, or no start offset yet)."""
 
     error_code: int
     state_epoch: int
     start_offset: int
     error_message: str | None = None
+    leader_epoch: int = -1
+    delivery_complete_count: int = -1
 
 
 class Persister(Protocol):
@@ -95,9 +99,11 @@ class Persister(Protocol):
         leader_epoch: int,
         start_offset: int,
         state_batches: tuple[PersisterStateBatch, ...],
+        delivery_complete_count: int = -1,
     ) -> Future[int]:
         """Record a new start offset (-1 = unchanged) and the batches that changed (they replace the same offsets of
-        the stored state; batches below the start offset are dropped). Future of an error code."""
+        the stored state; batches below the start offset are dropped), and the delivery complete count (KIP-1226,
+        -1 unknown). Future of an error code."""
         ...
 
     def delete_state(self, group_id: str, topic_id: uuid.UUID, partition: int) -> Future[int]:
@@ -107,7 +113,7 @@ class Persister(Protocol):
     def read_summary(
         self, group_id: str, topic_id: uuid.UUID, partition: int, leader_epoch: int
     ) -> Future[ReadSummaryResult]:
-        """The state epoch and start offset only (ReadShareGroupStateSummary)."""
+        """The state epoch, start offset, leader epoch and delivery complete count (ReadShareGroupStateSummary)."""
         ...
 
     def stop(self) -> None:
@@ -162,12 +168,13 @@ def _done(value: object) -> Future:
 
 
 class _State:
-    __slots__ = ("state_epoch", "leader_epoch", "start_offset", "batches")
+    __slots__ = ("state_epoch", "leader_epoch", "start_offset", "batches", "delivery_complete_count")
 
     def __init__(self, state_epoch: int, start_offset: int) -> None:
         self.state_epoch = state_epoch
         self.leader_epoch = -1
         self.start_offset = start_offset
+        self.delivery_complete_count = -1 if start_offset < 0 else 0
         self.batches: tuple[PersisterStateBatch, ...] = ()
 
 
@@ -214,6 +221,7 @@ class InMemoryPersister:
         leader_epoch: int,
         start_offset: int,
         state_batches: tuple[PersisterStateBatch, ...],
+        delivery_complete_count: int = -1,
     ) -> Future[int]:
         key = (group_id, topic_id, partition)
         with self._lock:
@@ -228,6 +236,7 @@ class InMemoryPersister:
             if start_offset >= 0:
                 cur.start_offset = start_offset
             cur.batches = merge_batches(cur.batches, tuple(state_batches), max(cur.start_offset, 0))
+            cur.delivery_complete_count = delivery_complete_count
         return _done(NONE)
 
     def delete_state(self, group_id: str, topic_id: uuid.UUID, partition: int) -> Future[int]:
@@ -242,7 +251,11 @@ class InMemoryPersister:
             cur = self._states.get((group_id, topic_id, partition))
             if cur is None:
                 return _done(ReadSummaryResult(UNKNOWN_TOPIC_OR_PARTITION, -1, -1))
-            return _done(ReadSummaryResult(NONE, cur.state_epoch, cur.start_offset))
+            return _done(
+                ReadSummaryResult(
+                    NONE, cur.state_epoch, cur.start_offset, None, cur.leader_epoch, cur.delivery_complete_count
+                )
+            )
 
     def stop(self) -> None:
         with self._lock:

@@ -196,6 +196,7 @@ class ShareCoordinator:
         start_offset: int,
         batches: tuple[PersisterStateBatch, ...],
         callback,
+        delivery_complete_count: int = -1,
     ) -> None:
         """WriteShareGroupState of one share partition; ``callback(error code)``."""
         key = (group_id, topic_id, partition)
@@ -204,7 +205,7 @@ class ShareCoordinator:
             return
         self._submit(
             key,
-            lambda s: s.write_state(key, state_epoch, leader_epoch, start_offset, batches),
+            lambda s: s.write_state(key, state_epoch, leader_epoch, start_offset, batches, delivery_complete_count),
             lambda code: code,
             callback,
         )

@@ -33,6 +33,7 @@ class ShareGroupOffset(NamedTuple):
     leader_epoch: int
     start_offset: int
     state_batches: tuple[PersisterStateBatch, ...]
+    delivery_complete_count: int = -1  # KIP-1226 (tagged field 0 of both values; -1 unknown)
 
 
 def coordinator_key(group_id: str, topic_id: uuid.UUID, partition: int) -> str:
@@ -69,19 +70,26 @@ def snapshot_record(key: ShareKey, state: ShareGroupOffset) -> tuple[bytes, byte
         "state_epoch": state.state_epoch,
         "leader_epoch": state.leader_epoch,
         "start_offset": state.start_offset,
+        "delivery_complete_count": state.delivery_complete_count,
         "state_batches": _batches(state.state_batches),
     }
     return _key(SNAPSHOT_KEY_VERSION, key), encode_record("ShareSnapshotValue", 0, value)
 
 
 def update_record(
-    key: ShareKey, snapshot_epoch: int, leader_epoch: int, start_offset: int, batches: tuple[PersisterStateBatch, ...]
+    key: ShareKey,
+    snapshot_epoch: int,
+    leader_epoch: int,
+    start_offset: int,
+    batches: tuple[PersisterStateBatch, ...],
+    delivery_complete_count: int = -1,
 ) -> tuple[bytes, bytes]:
     """``(key, value)`` of a ShareUpdate: what changed since the snapshot (start offset -1: unchanged)."""
     value = {
         "snapshot_epoch": snapshot_epoch,
         "leader_epoch": leader_epoch,
         "start_offset": start_offset,
+        "delivery_complete_count": delivery_complete_count,
         "state_batches": _batches(batches),
     }
     return _key(UPDATE_KEY_VERSION, key), encode_record("ShareUpdateValue", 0, value)
@@ -115,11 +123,17 @@ def decode_batches(batches: list[dict]) -> tuple[PersisterStateBatch, ...]:
 def decode_snapshot_value(value: bytes | memoryview) -> ShareGroupOffset:
     _, v = decode_record("ShareSnapshotValue", value)
     return ShareGroupOffset(
-        v["snapshot_epoch"], v["state_epoch"], v["leader_epoch"], v["start_offset"], decode_batches(v["state_batches"])
+        v["snapshot_epoch"],
+        v["state_epoch"],
+        v["leader_epoch"],
+        v["start_offset"],
+        decode_batches(v["state_batches"]),
+        v.get("delivery_complete_count", -1),
     )
 
 
 def decode_update_value(value: bytes | memoryview) -> dict:
-    """``{snapshot_epoch, leader_epoch, start_offset, state_batches: tuple[PersisterStateBatch, ...]}``."""
+    """``{snapshot_epoch, leader_epoch, start_offset, delivery_complete_count, state_batches:
+    tuple[PersisterStateBatch, ...]}``."""
     _, v = decode_record("ShareUpdateValue", value)
     return dict(v, state_batches=decode_batches(v["state_batches"]))

@@ -12,7 +12,11 @@ the records to append and the answer to give once they are written; they never c
 * read: UNKNOWN_TOPIC_OR_PARTITION before the state is initialized (or written), FENCED_LEADER_EPOCH for an older
   leader; a newer leader epoch is recorded (a ShareUpdate without batches) so older leaders are fenced from then on.
 * initialize: FENCED_STATE_EPOCH for an older state epoch, else a ShareSnapshot with no batches.
-* delete: tombstones. read summary: the state epoch and start offset.
+* delete: tombstones. read summary: the state epoch, start offset, leader epoch and delivery complete count.
+
+The delivery complete count (KIP-1226: offsets at or above the start offset that are acknowledged or archived) is
+the writer's; an initialization sets it to 0 with a start offset, -1 without; a ShareUpdate that only records a
+reader's leader epoch leaves it.
 
 Errors are Kafka's codes; INVALID_REQUEST for a negative partition. Threading: none; the ShareCoordinator calls a
 shard under its lock, one operation at a time.
@@ -77,7 +81,11 @@ class ShareCoordinatorShard:
             self.states[key] = ShareGroupOffset(upd["snapshot_epoch"], 0, upd["leader_epoch"], start, ())
             cur = self.states[key]
         start = cur.start_offset if upd["start_offset"] == -1 else upd["start_offset"]
+        dcc = upd.get("delivery_complete_count", -1)
+        if dcc == -1 and upd["start_offset"] == -1 and not upd["state_batches"]:
+            dcc = cur.delivery_complete_count  # a reader's leader epoch only
         self.states[key] = cur._replace(
+            delivery_complete_count=dcc,
             start_offset=start,
             leader_epoch=cur.leader_epoch if upd["leader_epoch"] == -1 else upd["leader_epoch"],
             state_batches=merge_batches(cur.state_batches, upd["state_batches"], max(start, 0)),
@@ -98,6 +106,7 @@ class ShareCoordinatorShard:
         leader_epoch: int,
         start_offset: int,
         batches: tuple[PersisterStateBatch, ...],
+        delivery_complete_count: int = -1,
     ) -> tuple[Records, int]:
         """``(records, error code)`` of a WriteShareGroupState partition."""
         if key[2] < 0:
@@ -109,7 +118,12 @@ class ShareCoordinatorShard:
         cur = self.states.get(key)
         if cur is None:
             snap = ShareGroupOffset(
-                0, state_epoch, leader_epoch, start_offset, merge_batches((), batches, max(start_offset, 0))
+                0,
+                state_epoch,
+                leader_epoch,
+                start_offset,
+                merge_batches((), batches, max(start_offset, 0)),
+                delivery_complete_count,
             )
             return [snapshot_record(key, snap)], errors.NONE
         if self.update_counts.get(key, 0) >= self.records_per_snapshot:
@@ -120,9 +134,12 @@ class ShareCoordinatorShard:
                 cur.leader_epoch if leader_epoch == -1 else leader_epoch,
                 start,
                 merge_batches(cur.state_batches, batches, max(start, 0)),
+                delivery_complete_count,
             )
             return [snapshot_record(key, snap)], errors.NONE
-        upd = update_record(key, cur.snapshot_epoch, leader_epoch, start_offset, merge_batches((), batches, 0))
+        upd = update_record(
+            key, cur.snapshot_epoch, leader_epoch, start_offset, merge_batches((), batches, 0), delivery_complete_count
+        )
         return [upd], errors.NONE
 
     def read_state(self, key: ShareKey, leader_epoch: int) -> tuple[Records, ReadStateResult]:
@@ -147,7 +164,9 @@ class ShareCoordinatorShard:
         cur = self.states.get(key)
         if cur is None:
             return ReadSummaryResult(errors.UNKNOWN_TOPIC_OR_PARTITION, -1, -1)
-        return ReadSummaryResult(errors.NONE, cur.state_epoch, cur.start_offset)
+        return ReadSummaryResult(
+            errors.NONE, cur.state_epoch, cur.start_offset, None, cur.leader_epoch, cur.delivery_complete_count
+        )
 
     def initialize_state(self, key: ShareKey, state_epoch: int, start_offset: int) -> tuple[Records, int]:
         """``(records, error code)`` of an InitializeShareGroupState partition."""
@@ -157,7 +176,8 @@ class ShareCoordinatorShard:
             return [], errors.FENCED_STATE_EPOCH
         cur = self.states.get(key)
         snapshot_epoch = 0 if cur is None else (cur.snapshot_epoch + 1) & 0xFFFF
-        snap = ShareGroupOffset(snapshot_epoch, state_epoch, self.leader_epochs.get(key, -1), start_offset, ())
+        dcc = -1 if start_offset < 0 else 0  # Kafka's ShareGroupOffset.fromRequest(Initialize...)
+        snap = ShareGroupOffset(snapshot_epoch, state_epoch, self.leader_epochs.get(key, -1), start_offset, (), dcc)
         return [snapshot_record(key, snap)], errors.NONE
 
     def delete_state(self, key: ShareKey) -> tuple[Records, int]:

@@ -363,6 +363,7 @@ class ShareSnapshotValue(TypedDict, total=False):
     state_epoch: int  # versions 0+
     leader_epoch: int  # versions 0+
     start_offset: int  # versions 0
+    delivery_complete_count: int  # versions 0+, tag 0 in 0+
     state_batches: list[ShareSnapshotValueStateBatches]  # versions 0
 
 
@@ -389,6 +390,7 @@ class ShareUpdateValue(TypedDict, total=False):
     snapshot_epoch: int  # versions 0
     leader_epoch: int  # versions 0+
     start_offset: int  # versions 0
+    delivery_complete_count: int  # versions 0+, tag 0 in 0+
     state_batches: list[ShareUpdateValueStateBatches]  # versions 0
 
 

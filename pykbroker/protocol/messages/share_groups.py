@@ -116,7 +116,7 @@ class DescribeShareGroupOffsetsRequestGroups(TypedDict, total=False):
 
 
 class DescribeShareGroupOffsetsRequest(TypedDict, total=False):
-    """DescribeShareGroupOffsetsRequest (api key 90), versions 0, flexible 0+."""
+    """DescribeShareGroupOffsetsRequest (api key 90), versions 0-1, flexible 0+."""
 
     groups: list[DescribeShareGroupOffsetsRequestGroups]  # versions 0+
 
@@ -127,6 +127,7 @@ class DescribeShareGroupOffsetsResponseGroupsTopicsPartitions(TypedDict, total=F
     partition_index: int  # versions 0+
     start_offset: int  # versions 0+
     leader_epoch: int  # versions 0+
+    lag: int  # versions 1+
     error_code: int  # versions 0+
     error_message: str | None  # versions 0+, nullable 0+
 
@@ -149,7 +150,7 @@ class DescribeShareGroupOffsetsResponseGroups(TypedDict, total=False):
 
 
 class DescribeShareGroupOffsetsResponse(TypedDict, total=False):
-    """DescribeShareGroupOffsetsResponse (api key 90), versions 0, flexible 0+."""
+    """DescribeShareGroupOffsetsResponse (api key 90), versions 0-1, flexible 0+."""
 
     throttle_time_ms: int  # versions 0+
     groups: list[DescribeShareGroupOffsetsResponseGroups]  # versions 0+

@@ -125,6 +125,7 @@ class WriteShareGroupStateRequestTopicsPartitions(TypedDict, total=False):
     state_epoch: int  # versions 0+
     leader_epoch: int  # versions 0+
     start_offset: int  # versions 0+
+    delivery_complete_count: int  # versions 1+
     state_batches: list[WriteShareGroupStateRequestTopicsPartitionsStateBatches]  # versions 0+
 
 
@@ -136,7 +137,7 @@ class WriteShareGroupStateRequestTopics(TypedDict, total=False):
 
 
 class WriteShareGroupStateRequest(TypedDict, total=False):
-    """WriteShareGroupStateRequest (api key 85), versions 0, flexible 0+."""
+    """WriteShareGroupStateRequest (api key 85), versions 0-1, flexible 0+."""
 
     group_id: str  # versions 0+
     topics: list[WriteShareGroupStateRequestTopics]  # versions 0+
@@ -158,7 +159,7 @@ class WriteShareGroupStateResponseResults(TypedDict, total=False):
 
 
 class WriteShareGroupStateResponse(TypedDict, total=False):
-    """WriteShareGroupStateResponse (api key 85), versions 0, flexible 0+."""
+    """WriteShareGroupStateResponse (api key 85), versions 0-1, flexible 0+."""
 
     results: list[WriteShareGroupStateResponseResults]  # versions 0+
 
@@ -219,7 +220,7 @@ class ReadShareGroupStateSummaryRequestTopics(TypedDict, total=False):
 
 
 class ReadShareGroupStateSummaryRequest(TypedDict, total=False):
-    """ReadShareGroupStateSummaryRequest (api key 87), versions 0, flexible 0+."""
+    """ReadShareGroupStateSummaryRequest (api key 87), versions 0-1, flexible 0+."""
 
     group_id: str  # versions 0+
     topics: list[ReadShareGroupStateSummaryRequestTopics]  # versions 0+
@@ -232,7 +233,9 @@ class ReadShareGroupStateSummaryResponseResultsPartitions(TypedDict, total=False
     error_code: int  # versions 0+
     error_message: str | None  # versions 0+, nullable 0+
     state_epoch: int  # versions 0+
+    leader_epoch: int  # versions 0+
     start_offset: int  # versions 0+
+    delivery_complete_count: int  # versions 1+
 
 
 class ReadShareGroupStateSummaryResponseResults(TypedDict, total=False):
@@ -243,7 +246,7 @@ class ReadShareGroupStateSummaryResponseResults(TypedDict, total=False):
 
 
 class ReadShareGroupStateSummaryResponse(TypedDict, total=False):
-    """ReadShareGroupStateSummaryResponse (api key 87), versions 0, flexible 0+."""
+    """ReadShareGroupStateSummaryResponse (api key 87), versions 0-1, flexible 0+."""
 
     results: list[ReadShareGroupStateSummaryResponseResults]  # versions 0+
 

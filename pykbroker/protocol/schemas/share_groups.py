@@ -4,7 +4,7 @@ APIs DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets.
 Schema DSL: see :mod:`pykbroker.protocol.schema`. Field names, types and versions are protocol facts: Kafka 4.1/4.2
 serve ShareGroupHeartbeat and ShareGroupDescribe from version 1 (v0 was 4.0's early access, removed), as librdkafka
 2.16's ``ShareConsumer`` sends them (``rd_kafka_ShareGroupHeartbeatRequest``: v1 only). The admin offsets APIs are
-Kafka 4.1's version 0 (4.2's DescribeShareGroupOffsets v1 adds the share-partition lag, KIP-1226: not served).
+Kafka 4.1's version 0, and Kafka 4.2's DescribeShareGroupOffsets v1 (the share-partition ``lag``, KIP-1226).
 """
 
 SCHEMAS = """
@@ -55,14 +55,14 @@ response ShareGroupDescribe 77 1-1 flex=0+
           partitions []int32 0+
     authorized_operations int32 0+ =-2147483648
 
-request DescribeShareGroupOffsets 90 0 flex=0+
+request DescribeShareGroupOffsets 90 0-1 flex=0+
   groups [] 0+
     group_id string 0+
     topics [] 0+ null=0+
       topic_name string 0+
       partitions []int32 0+
 
-response DescribeShareGroupOffsets 90 0 flex=0+
+response DescribeShareGroupOffsets 90 0-1 flex=0+
   throttle_time_ms int32 0+
   groups [] 0+
     group_id string 0+
@@ -73,6 +73,7 @@ response DescribeShareGroupOffsets 90 0 flex=0+
         partition_index int32 0+
         start_offset int64 0+
         leader_epoch int32 0+
+        lag int64 1+ =-1
         error_code int16 0+
         error_message string 0+ null=0+ =null
     error_code int16 0+

@@ -101,7 +101,8 @@ class ShareGroupHandlers:
     def handle_describe_share_group_offsets_request(self, request) -> None:
         """DescribeShareGroupOffsets: per group, DESCRIBE on it (GROUP_AUTHORIZATION_FAILED), then per named topic
         DESCRIBE on it (TOPIC_AUTHORIZATION_FAILED on its partitions); the coordinator's answer (see
-        :mod:`pykbroker.coordinator.group.share.offsets`). Answered once every group's Persister reads completed."""
+        :mod:`pykbroker.coordinator.group.share.offsets`; version 1 with each partition's ``lag``, KIP-1226).
+        Answered once every group's Persister reads (and, v1, the partition leaders' latest offsets) completed."""
         groups = request.body["groups"]
         results: list[dict | None] = [None] * len(groups)
         remaining = [len(groups)]
@@ -139,7 +140,7 @@ class ShareGroupHandlers:
                 one(i, entry)
 
             try:
-                self.coordinator.share_offsets.describe(group_id, topics, respond)
+                self.coordinator.share_offsets.describe(group_id, topics, respond, request.context.api_version >= 1)
             except errors.KafkaError as e:
                 one(i, _group_offsets_error(group_id, e.code, str(e) or None))
 

@@ -49,7 +49,13 @@ def _read_result(r: ReadStateResult) -> dict:
 
 
 def _summary_result(r: ReadSummaryResult) -> dict:
-    return dict(_code_result(r.error_code), state_epoch=r.state_epoch, start_offset=r.start_offset)
+    return dict(
+        _code_result(r.error_code),
+        state_epoch=r.state_epoch,
+        leader_epoch=r.leader_epoch,
+        start_offset=r.start_offset,
+        delivery_complete_count=r.delivery_complete_count,
+    )
 
 
 _ERROR_RESULTS: dict[int, Callable[[int], dict]] = {
@@ -182,6 +188,7 @@ class ShareStateHandlers:
                 p["start_offset"],
                 batches,
                 lambda code: done(_code_result(code)),
+                p.get("delivery_complete_count", -1),
             )
 
         self._each_partition(request, ApiKeys.WRITE_SHARE_GROUP_STATE, run)

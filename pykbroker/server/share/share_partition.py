@@ -486,8 +486,17 @@ class SharePartition:
                     PersisterStateBatch(r.first, r.last, AVAILABLE if r.state == ACQUIRED else r.state, r.count)
                     for r in self._ranges
                 )
+                # KIP-1226: in-flight offsets whose delivery is complete (the describe's lag leaves them out)
+                complete = sum(r.last - r.first + 1 for r in self._ranges if r.state in (ACKNOWLEDGED, ARCHIVED))
             f = self.persister.write_state(
-                self.group_id, self.topic_id, self.partition, self.state_epoch, self.leader_epoch, start, batches
+                self.group_id,
+                self.topic_id,
+                self.partition,
+                self.state_epoch,
+                self.leader_epoch,
+                start,
+                batches,
+                complete,
             )
         out: Future[int] = Future()
 

@@ -7,9 +7,12 @@ knows which topics' share-partition state may exist (``ShareGroup.state_topics``
 Persister:
 
 - describe: ``read_summary`` of each partition asked for (all of ``state_topics`` when the request names no
-  topics): its start offset; -1 when the partition has no state yet (nothing consumed), leader epoch -1 (not kept
-  by the summary); GROUP_ID_NOT_FOUND for a missing group or one that is not a share group;
-  UNKNOWN_TOPIC_OR_PARTITION for a topic or partition that does not exist;
+  topics): its start offset and leader epoch; -1 when the partition has no state yet (nothing consumed);
+  GROUP_ID_NOT_FOUND for a missing group or one that is not a share group; UNKNOWN_TOPIC_OR_PARTITION for a topic or
+  partition that does not exist. Version 1 (KIP-1226) adds ``lag``: the partition's latest offset (high watermark,
+  from ``latest_offsets``, the broker's PartitionMetadataClient) minus the start offset minus the summary's delivery
+  complete count (offsets above the start offset already acknowledged or archived), at least 0; -1 when any of
+  them is unknown (no start offset yet, a Kafka 4.1 writer, an unreachable leader);
 - alter (the group must have no member: NON_EMPTY_GROUP): ``initialize_state`` of each partition with a new state
   epoch (the summary's plus one) and the given start offset: the share partition, when next used, reads the new
   state and forgets its in-flight records (as Kafka: the state epoch fences the old state's writers);
@@ -70,6 +73,9 @@ class ShareGroupOffsets:
     def __init__(self, share, persister):
         self.share = share
         self.persister = persister
+        #: ``latest_offsets([(topic, partition)])`` -> Future of ``{(topic, partition): offset or -1}``: the high
+        #: watermarks for the lag (set by the broker; without it every lag is -1)
+        self.latest_offsets: Callable[[list[tuple[str, int]]], Future[dict[tuple[str, int], int]]] | None = None
 
     def _topics(self) -> dict[str, tuple[uuid.UUID, int]]:
         return self.share._topics()
@@ -86,8 +92,11 @@ class ShareGroupOffsets:
         return holder, group
 
     # -- DescribeShareGroupOffsets -------------------------------------------------------------------------
-    def describe(self, group_id: str, topics: list[dict] | None, respond: Callable[[dict], None]) -> None:
-        """One group of DescribeShareGroupOffsets: ``respond(the group's response entry)``."""
+    def describe(
+        self, group_id: str, topics: list[dict] | None, respond: Callable[[dict], None], with_lag: bool = False
+    ) -> None:
+        """One group of DescribeShareGroupOffsets: ``respond(the group's response entry)``; ``with_lag`` (version 1)
+        asks ``latest_offsets`` for the partitions' high watermarks to fill ``lag`` (else -1)."""
         try:
             holder, group = self._share_group(group_id)
         except errors.KafkaError as e:
@@ -116,6 +125,7 @@ class ShareGroupOffsets:
 
         def done(results: list) -> None:
             by_topic: dict[str, dict] = {}
+            lags: list[tuple[dict, str, int, int]] = []  # (partition entry, topic, start offset + complete count)
             it = iter(results)
             for name, tid, p, known in entries:
                 topic = by_topic.setdefault(name, {"topic_name": name, "topic_id": tid or ZERO_UUID, "partitions": []})
@@ -125,28 +135,60 @@ class ShareGroupOffsets:
                             "partition_index": p,
                             "start_offset": -1,
                             "leader_epoch": -1,
+                            "lag": -1,
                             "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION,
                             "error_message": "This server does not host this topic-partition.",
                         }
                     )
                     continue
                 summary = next(it)
+                leader_epoch = -1
                 if summary is None:
                     entry = (-1, errors.UNKNOWN_SERVER_ERROR)
                 elif summary.error_code == errors.UNKNOWN_TOPIC_OR_PARTITION:
                     entry = (-1, errors.NONE)  # no state yet: nothing consumed
                 else:
                     entry = (summary.start_offset, summary.error_code)
-                topic["partitions"].append(
-                    {
-                        "partition_index": p,
-                        "start_offset": entry[0],
-                        "leader_epoch": -1,
-                        "error_code": entry[1],
-                        "error_message": None,
-                    }
-                )
-            respond({"group_id": group_id, "topics": list(by_topic.values()), "error_code": 0, "error_message": None})
+                    leader_epoch = summary.leader_epoch
+                out = {
+                    "partition_index": p,
+                    "start_offset": entry[0],
+                    "leader_epoch": leader_epoch,
+                    "lag": -1,
+                    "error_code": entry[1],
+                    "error_message": None,
+                }
+                topic["partitions"].append(out)
+                if (
+                    with_lag
+                    and summary is not None
+                    and entry[1] == errors.NONE
+                    and summary.start_offset >= 0
+                    and summary.delivery_complete_count >= 0
+                ):
+                    lags.append((out, name, p, summary.start_offset + summary.delivery_complete_count))
+            result = {"group_id": group_id, "topics": list(by_topic.values()), "error_code": 0, "error_message": None}
+            if not lags or self.latest_offsets is None:
+                respond(result)
+                return
+            try:
+                latest = self.latest_offsets([(name, p) for _, name, p, _ in lags])
+            except Exception:  # noqa: BLE001 - no lag rather than no answer
+                respond(result)
+                return
+
+            def with_latest(f: Future) -> None:
+                try:
+                    offsets = f.result()
+                except Exception:  # noqa: BLE001 - an unreachable leader: the lag stays unknown
+                    offsets = {}
+                for out, name, p, done_below in lags:
+                    hwm = offsets.get((name, p), -1)
+                    if hwm >= 0:
+                        out["lag"] = max(0, hwm - done_below)
+                respond(result)
+
+            latest.add_done_callback(with_latest)
 
         _gather(futures, done)
         return None

@@ -35,7 +35,7 @@ def test_writes_merge_batches_and_fence_older_epochs():
     assert per.write_state("g", T, 0, 1, 5, 5, ()).result() == 0
     got = per.read_state("g", T, 0, 5).result()
     assert got.start_offset == 5 and got.state_batches == (PersisterStateBatch(5, 9, p.AVAILABLE, 1),)
-    assert per.read_summary("g", T, 0, 5).result() == p.ReadSummaryResult(0, 1, 5)
+    assert per.read_summary("g", T, 0, 5).result() == p.ReadSummaryResult(0, 1, 5, None, 5, -1)
     assert per.delete_state("g", T, 0).result() == 0
     assert per.read_summary("g", T, 0, 5).result().error_code == p.UNKNOWN_TOPIC_OR_PARTITION
 

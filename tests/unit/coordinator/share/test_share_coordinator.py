@@ -105,7 +105,7 @@ def test_writes_and_reads_are_fenced_by_leader_and_state_epochs():
     _apply(shard, records)
     assert _write(shard, key, 2, 5, -1)[1] == errors.FENCED_LEADER_EPOCH
     assert shard.initialize_state(key, 1, 0)[1] == errors.FENCED_STATE_EPOCH
-    assert shard.read_summary(key) == (errors.NONE, 2, 10, None)
+    assert shard.read_summary(key) == (errors.NONE, 2, 10, None, 7, 0)  # leader epoch 7 read; nothing complete
     assert shard.write_state(("g", T, -1), 2, 9, 0, ())[1] == errors.INVALID_REQUEST
 
 
@@ -178,7 +178,7 @@ def test_coordinator_answers_after_writing_and_a_new_leader_reloads_the_same_sta
     again, _, _, scheduler2 = _coordinator(logs)
     _elect_all(again, scheduler2, 1)
     assert _sync(again.read_state, "g", T, 0, 1) == before
-    assert _sync(again.read_summary, "g", T, 1) == (errors.NONE, 0, -1, None)
+    assert _sync(again.read_summary, "g", T, 1) == (errors.NONE, 0, -1, None, -1, -1)
     assert _sync(again.write_state, "g", T, 0, 0, 0, -1, ()) == errors.FENCED_LEADER_EPOCH
     assert _sync(again.delete_state, "g", T, 0) == errors.NONE
     assert _sync(again.read_state, "g", T, 0, 1).error_code == errors.UNKNOWN_TOPIC_OR_PARTITION
@@ -268,3 +268,30 @@ def test_stale_leadership_changes_are_ignored():
     assert _sync(c.read_summary, "g", T, 0).error_code == errors.NONE
     c.on_resignation(p, None)  # the partition is gone
     assert _sync(c.read_summary, "g", T, 0).error_code == errors.NOT_COORDINATOR
+
+
+def test_delivery_complete_count_is_kept_by_the_records_kip_1226():
+    """Initialize: 0 with a start offset, -1 without; a write's count (snapshot or update, tagged field 0 of both
+    values) is replayed, a reader's epoch-only update keeps it, and a shard rebuilt from the records has it too."""
+    shard = ShareCoordinatorShard(records_per_snapshot=2)
+    key, fresh = ("g", T, 0), ("g", T, 1)
+    log = []
+    for records in (shard.initialize_state(key, 1, 0)[0], shard.initialize_state(fresh, 1, -1)[0]):
+        _apply(shard, records)
+        log += records
+    assert shard.read_summary(key).delivery_complete_count == 0
+    assert shard.read_summary(fresh).delivery_complete_count == -1
+    for dcc in (2, 3, 4):  # the third write is a snapshot (2 records per snapshot)
+        records, code = shard.write_state(key, 1, 0, -1, (B(5, 5 + dcc, ACKNOWLEDGED, 1),), dcc)
+        assert code == errors.NONE
+        _apply(shard, records)
+        log += records
+        assert shard.read_summary(key).delivery_complete_count == dcc
+    records, _ = shard.read_state(key, 9)  # a newer leader's read: an update with its epoch only
+    _apply(shard, records)
+    log += records
+    assert shard.read_summary(key)[4:] == (9, 4)
+    again = ShareCoordinatorShard()
+    _apply(again, log)
+    assert again.read_summary(key) == shard.read_summary(key)
+    assert again.read_summary(fresh).delivery_complete_count == -1
