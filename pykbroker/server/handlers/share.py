@@ -144,7 +144,9 @@ class ShareHandlers:
             self._release(group_id, member_id, session.removed)
         targets = [ShareFetchTarget(tid, names[tid], p) for tid, p in to_fetch if tid in names]
         errs = {(tid, p): failed[tid] for tid, p in to_fetch if tid in failed}
-        params = ShareFetchParams(body["max_wait_ms"], body["min_bytes"], body["max_bytes"], body["max_records"])
+        params = ShareFetchParams(
+            body["max_wait_ms"], body["min_bytes"], body["max_bytes"], body["max_records"], body["batch_size"]
+        )
         lock_ms = self.manager.record_lock_duration_ms(group_id)
 
         def fetched(results: dict[ShareFetchTarget, ShareFetchResult]) -> None:

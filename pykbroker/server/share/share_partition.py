@@ -322,12 +322,20 @@ class SharePartition:
             self._advance_start()
 
     def acquire(
-        self, member_id: str, batches: Sequence[FetchedBatch], max_records: int, aborted: Sequence = ()
+        self,
+        member_id: str,
+        batches: Sequence[FetchedBatch],
+        max_records: int,
+        aborted: Sequence = (),
+        batch_size: int = 0,
     ) -> list[AcquiredRange]:
         """Acquire for ``member_id`` the offsets of the fetched ``batches`` that are AVAILABLE or new, whole batches
         until ``max_records`` (<= 0: no limit) are acquired. ``aborted``: the read_committed read's aborted
         transactions (``producer_id``, ``first_offset``, ``last_offset``): their batches are archived, as control
-        batches are. Starts the acquisition lock; returns the acquired ranges (ascending)."""
+        batches are. Starts the acquisition lock; returns the acquired ranges (ascending), contiguous ones of one
+        delivery count joined into ranges of at most ``batch_size`` records (ShareFetch ``batch_size``; <= 0: no
+        limit), split only at log batch boundaries (Kafka's SharePartition.createBatches: a range may exceed it by
+        one log batch)."""
         out: list[AcquiredRange] = []
         became_final = False
         with self._lock:
@@ -376,7 +384,7 @@ class SharePartition:
                 self._advance_start()
             if out:
                 self.timer.add(_LockTimeout(self, lock_id, self.config.record_lock_duration_ms))
-            out = _join(out)
+            out = _join(out, batch_size)
         if out or became_final:
             self._write()
         return out
@@ -526,10 +534,17 @@ def _is_aborted(b: FetchedBatch, aborted: Sequence) -> bool:
     return any(t.producer_id == b.producer_id and t.first_offset <= b.base_offset <= t.last_offset for t in aborted)
 
 
-def _join(ranges: list[AcquiredRange]) -> list[AcquiredRange]:
+def _join(ranges: list[AcquiredRange], batch_size: int = 0) -> list[AcquiredRange]:
+    """Contiguous ranges of one delivery count joined; with ``batch_size`` > 0 a range is closed once it holds at least
+    ``batch_size`` records (the next one starts at the next log batch)."""
     out: list[AcquiredRange] = []
     for r in ranges:
-        if out and out[-1].last_offset + 1 == r.first_offset and out[-1].delivery_count == r.delivery_count:
+        if (
+            out
+            and out[-1].last_offset + 1 == r.first_offset
+            and out[-1].delivery_count == r.delivery_count
+            and (batch_size <= 0 or r.first_offset - out[-1].first_offset < batch_size)
+        ):
             out[-1] = out[-1]._replace(last_offset=r.last_offset)
         else:
             out.append(r)

@@ -94,10 +94,14 @@ class ShareFetchResult(NamedTuple):
 
 
 class ShareFetchParams(NamedTuple):
+    """A ShareFetch's limits: ``max_records`` acquired per fetch (whole log batches: may be exceeded by one),
+    ``batch_size`` records at most per ``acquired_records`` range (<= 0: no limit)."""
+
     max_wait_ms: int
     min_bytes: int
     max_bytes: int
     max_records: int
+    batch_size: int = 0
 
 
 class SharePartitionManager:
@@ -393,7 +397,7 @@ class SharePartitionManager:
                 out[t] = ShareFetchResult(errors.NONE)
                 continue
             try:
-                out[t] = r = self._read_one(member_id, sp, t, budget, records_left)
+                out[t] = r = self._read_one(member_id, sp, t, budget, records_left, params.batch_size)
             except errors.KafkaError as e:
                 out[t] = ShareFetchResult(e.code)
                 continue
@@ -410,7 +414,13 @@ class SharePartitionManager:
         return -2 if p is None or not p.is_leader else p.leader_epoch
 
     def _read_one(
-        self, member_id: str, sp: SharePartition, t: ShareFetchTarget, max_bytes: int, max_records: int
+        self,
+        member_id: str,
+        sp: SharePartition,
+        t: ShareFetchTarget,
+        max_bytes: int,
+        max_records: int,
+        batch_size: int = 0,
     ) -> ShareFetchResult:
         log = self.replica_manager.get_partition_or_error(t.topic, t.partition).local_log_or_raise(-1)
         if log.log_start_offset > sp.start_offset:
@@ -426,7 +436,7 @@ class SharePartitionManager:
             FetchedBatch(h.base_offset, h.last_offset, h.producer_id, h.is_transactional, h.is_control_batch)
             for h in headers
         ]
-        acquired = sp.acquire(member_id, batches, max_records, info.aborted_transactions or ())
+        acquired = sp.acquire(member_id, batches, max_records, info.aborted_transactions or (), batch_size)
         if not acquired:
             return ShareFetchResult(errors.NONE)
         last = acquired[-1].last_offset
