@@ -19,6 +19,7 @@ SHARE_COORDINATOR_SNAPSHOT_UPDATE_RECORDS_PER_SNAPSHOT_CONFIG = "share.coordinat
 SHARE_COORDINATOR_WRITE_TIMEOUT_MS_CONFIG = "share.coordinator.write.timeout.ms"
 SHARE_COORDINATOR_LOAD_BUFFER_SIZE_CONFIG = "share.coordinator.load.buffer.size"
 SHARE_COORDINATOR_APPEND_LINGER_MS_CONFIG = "share.coordinator.append.linger.ms"
+SHARE_COORDINATOR_STATE_TOPIC_PRUNE_INTERVAL_MS_CONFIG = "share.coordinator.state.topic.prune.interval.ms"
 
 SHARE_COORDINATOR_CONFIG_DEF = (
     ConfigDef()
@@ -95,5 +96,14 @@ SHARE_COORDINATOR_CONFIG_DEF = (
         M,
         "Time in ms the share coordinator may wait to batch writes (accepted for compatibility: pykbroker writes "
         "each state change at once).",
+    )
+    .define(
+        SHARE_COORDINATOR_STATE_TOPIC_PRUNE_INTERVAL_MS_CONFIG,
+        Type.LONG,
+        5 * 60 * 1000,
+        at_least(1),
+        M,
+        "Time in ms between two prunings of the share-group state topic: the records below the oldest latest snapshot "
+        "of the share partitions a partition holds are deleted (DeleteRecords).",
     )
 )

@@ -32,6 +32,7 @@ from typing import Any
 from pykbroker.config.broker_configs.share_coordinator_configs import (
     SHARE_COORDINATOR_SNAPSHOT_UPDATE_RECORDS_PER_SNAPSHOT_CONFIG,
     SHARE_COORDINATOR_STATE_TOPIC_NUM_PARTITIONS_CONFIG,
+    SHARE_COORDINATOR_STATE_TOPIC_PRUNE_INTERVAL_MS_CONFIG,
     SHARE_COORDINATOR_WRITE_TIMEOUT_MS_CONFIG,
 )
 from pykbroker.coordinator.append_errors import COORDINATOR_APPEND_ERRORS
@@ -86,11 +87,16 @@ class ShareCoordinator:
         self._shards: dict[int, _LoadedShard] = {}
         self._loading: dict[int, int] = {}  # partition -> leader epoch being loaded
         self._epochs: dict[int, int] = {}  # partition -> latest leader epoch seen
+        #: partition -> the offset last pruned to (DeleteRecords answered), Kafka's last-pruned-offset
+        self.last_pruned_offsets: dict[int, int] = {}
+        prune_ms = int(config[SHARE_COORDINATOR_STATE_TOPIC_PRUNE_INTERVAL_MS_CONFIG])
+        self._prune_task = scheduler.schedule("share-coordinator-prune", self.prune, prune_ms, prune_ms)
 
     def partition_for(self, group_id: str, topic_id: uuid.UUID, partition: int) -> int:
         return partition_for(coordinator_key(group_id, topic_id, partition), self.num_partitions)
 
     def shutdown(self) -> None:
+        self._prune_task.cancel()
         with self._lock:
             partitions = list(self._shards)
         for p in partitions:
@@ -172,7 +178,7 @@ class ShareCoordinator:
                 if not batch.is_control_batch:
                     for r in batch.records():
                         if r.offset >= offset and r.key is not None:
-                            shard.replay(r.key, r.value)
+                            shard.replay(r.key, r.value, r.offset)
                 offset = batch.next_offset
                 progressed = True
             if not progressed:
@@ -229,6 +235,44 @@ class ShareCoordinator:
         """DeleteShareGroupState of one share partition; ``callback(error code)``."""
         key = (group_id, topic_id, partition)
         self._submit(key, lambda s: s.delete_state(key), lambda code: code, callback)
+
+    # -- pruning (Kafka 4.1's ShareCoordinatorService pruning job) ----------------------------------------
+    def prune(self) -> None:
+        """Every ``share.coordinator.state.topic.prune.interval.ms`` (scheduler thread): for each loaded partition,
+        DeleteRecords up to its shard's last redundant offset when that moved past the last pruned one (the
+        internal topic's records are deleted as Kafka's coordinator does, ``internal_topics_allowed``)."""
+        with self._lock:
+            loaded_shards = list(self._shards.items())
+        for partition, loaded in loaded_shards:
+            with loaded.lock:
+                if loaded.unloaded:
+                    continue
+                offset = loaded.shard.last_redundant_offset()
+            if offset is None or offset <= self.last_pruned_offsets.get(partition, 0):
+                continue
+            tp = (SHARE_GROUP_STATE_TOPIC_NAME, partition)
+
+            def pruned(results: dict, partition=partition, offset=offset, tp=tp) -> None:
+                _low, code = results[tp]
+                if code == errors.NONE:
+                    with self._lock:
+                        if offset > self.last_pruned_offsets.get(partition, 0):
+                            self.last_pruned_offsets[partition] = offset
+                    _log.debug("Pruned share group state", partition=f"{tp[0]}-{partition}", offset=offset)
+                else:
+                    _log.info(
+                        "Pruning share group state failed",
+                        partition=f"{tp[0]}-{partition}",
+                        offset=offset,
+                        error=errors.name_of(code),
+                    )
+
+            try:
+                self.replica_manager.delete_records(
+                    self.write_timeout_ms, {tp: offset}, pruned, internal_topics_allowed=True
+                )
+            except Exception as e:  # noqa: BLE001 - the next run tries again
+                _log.error("Pruning share group state failed", partition=partition, error=str(e))
 
     # -- the per-shard queue --------------------------------------------------------------------------
     def _submit(self, key, compute, fail, callback) -> None:
@@ -292,8 +336,9 @@ class ShareCoordinator:
                     answer = fail(code)
                 else:
                     try:
-                        for k, v in records:
-                            loaded.shard.replay(k, v)
+                        base = responses[tp].base_offset
+                        for i, (k, v) in enumerate(records):
+                            loaded.shard.replay(k, v, base + i if base >= 0 else None)
                     except Exception as e:  # noqa: BLE001 - our own records: a bug, answered as such
                         _log.error("Replaying a share coordinator record failed", error=str(e))
                         answer = fail(errors.UNKNOWN_SERVER_ERROR)

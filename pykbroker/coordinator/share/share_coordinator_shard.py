@@ -18,6 +18,10 @@ The delivery complete count (KIP-1226: offsets at or above the start offset that
 the writer's; an initialization sets it to 0 with a start offset, -1 without; a ShareUpdate that only records a
 reader's leader epoch leaves it.
 
+Pruning (Kafka 4.1's ShareCoordinatorOffsetsManager): replay is told each record's offset; the shard remembers the
+offset of every live share partition's latest ShareSnapshot, so :meth:`last_redundant_offset` (the smallest of them,
+or past the last record when no share partition is left) is the offset below which no record is needed any more.
+
 Errors are Kafka's codes; INVALID_REQUEST for a negative partition. Threading: none; the ShareCoordinator calls a
 shard under its lock, one operation at a time.
 """
@@ -55,16 +59,29 @@ class ShareCoordinatorShard:
         self.leader_epochs: dict[ShareKey, int] = {}
         self.state_epochs: dict[ShareKey, int] = {}
         self.update_counts: dict[ShareKey, int] = {}
+        self.snapshot_offsets: dict[ShareKey, int] = {}  # offset of each live key's latest ShareSnapshot
+        self.last_offset = -1  # offset of the last record replayed with its offset
 
     # -- replay ---------------------------------------------------------------------------------------
-    def replay(self, key_bytes: bytes | memoryview, value_bytes: bytes | memoryview | None) -> None:
-        """Apply one record of the partition (RecordDecodeError on a malformed one; unknown types are ignored)."""
+    def replay(
+        self, key_bytes: bytes | memoryview, value_bytes: bytes | memoryview | None, offset: int | None = None
+    ) -> None:
+        """Apply one record of the partition, at ``offset`` in its log (None: unknown, pruning then keeps every
+        record); RecordDecodeError on a malformed one; unknown types are ignored."""
+        if offset is not None and offset > self.last_offset:
+            self.last_offset = offset
         version = key_version(key_bytes)
         if version not in (SNAPSHOT_KEY_VERSION, UPDATE_KEY_VERSION):
             return
         key = decode_key(key_bytes)
         if value_bytes is None:
-            for table in (self.states, self.leader_epochs, self.state_epochs, self.update_counts):
+            for table in (
+                self.states,
+                self.leader_epochs,
+                self.state_epochs,
+                self.update_counts,
+                self.snapshot_offsets,
+            ):
                 table.pop(key, None)
             return
         if version == SNAPSHOT_KEY_VERSION:
@@ -72,6 +89,10 @@ class ShareCoordinatorShard:
             self._raise_epochs(key, snap.leader_epoch, snap.state_epoch)
             self.states[key] = snap
             self.update_counts[key] = 0
+            if offset is None:
+                self.snapshot_offsets.pop(key, None)
+            else:
+                self.snapshot_offsets[key] = offset
             return
         upd = decode_update_value(value_bytes)
         self._raise_epochs(key, upd["leader_epoch"], None)
@@ -91,6 +112,16 @@ class ShareCoordinatorShard:
             state_batches=merge_batches(cur.state_batches, upd["state_batches"], max(start, 0)),
         )
         self.update_counts[key] = self.update_counts.get(key, 0) + 1
+
+    def last_redundant_offset(self) -> int | None:
+        """The offset below which the partition's records are not needed to rebuild this state: the smallest offset of
+        a live share partition's latest snapshot, or the offset after the last record when none is live. None when a
+        live share partition's snapshot offset is unknown (nothing may be pruned)."""
+        if any(key not in self.snapshot_offsets for key in self.states):
+            return None
+        if self.snapshot_offsets:
+            return min(self.snapshot_offsets.values())
+        return self.last_offset + 1 if self.last_offset >= 0 else None
 
     def _raise_epochs(self, key: ShareKey, leader_epoch: int, state_epoch: int | None) -> None:
         if leader_epoch > self.leader_epochs.get(key, -1):

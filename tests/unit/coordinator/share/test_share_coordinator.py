@@ -135,6 +135,7 @@ CONFIG = {
     "share.coordinator.state.topic.num.partitions": 3,
     "share.coordinator.snapshot.update.records.per.snapshot": 2,
     "share.coordinator.write.timeout.ms": 5000,
+    "share.coordinator.state.topic.prune.interval.ms": 300000,
 }
 
 
@@ -295,3 +296,34 @@ def test_delivery_complete_count_is_kept_by_the_records_kip_1226():
     _apply(again, log)
     assert again.read_summary(key) == shard.read_summary(key)
     assert again.read_summary(fresh).delivery_complete_count == -1
+
+
+def test_last_redundant_offset_is_the_oldest_latest_snapshot_of_the_live_share_partitions():
+    """Kafka's ShareCoordinatorOffsetsManager: records below every live key's latest snapshot are not needed; with no
+    live key everything replayed is; a snapshot replayed without its offset keeps everything."""
+    shard = ShareCoordinatorShard(records_per_snapshot=1)
+    a, b = ("g", T, 0), ("g", T, 1)
+    offset = 0
+
+    def append(records):
+        nonlocal offset
+        for k, v in records:
+            shard.replay(k, v, offset)
+            offset += 1
+
+    assert shard.last_redundant_offset() is None  # nothing replayed
+    append(shard.initialize_state(a, 1, 0)[0])  # 0: a's snapshot
+    append(shard.initialize_state(b, 1, 0)[0])  # 1: b's snapshot
+    assert shard.last_redundant_offset() == 0
+    append(shard.write_state(a, 1, 0, 0, (B(0, 1, ACKNOWLEDGED, 1),))[0])  # 2: a's update
+    append(shard.write_state(a, 1, 0, -1, (B(2, 3, ACKNOWLEDGED, 1),))[0])  # 3: a's snapshot (1 update per snapshot)
+    assert shard.last_redundant_offset() == 1  # b's snapshot at 1 is still needed
+    append(shard.write_state(b, 1, 0, -1, ())[0])  # 4: b's update
+    append(shard.write_state(b, 1, 0, -1, ())[0])  # 5: b's snapshot
+    assert shard.last_redundant_offset() == 3
+    append(shard.delete_state(a)[0])  # 6, 7: a's tombstones
+    assert shard.last_redundant_offset() == 5
+    append(shard.delete_state(b)[0])  # 8, 9
+    assert shard.last_redundant_offset() == 10  # nothing live: every record replayed is redundant
+    shard.replay(*rec.snapshot_record(a, rec.ShareGroupOffset(0, 1, 0, 0, ())))  # offset unknown
+    assert shard.last_redundant_offset() is None
