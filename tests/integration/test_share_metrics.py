@@ -53,6 +53,9 @@ def test_share_metrics_count_acknowledgements_fetches_and_loads(broker_factory):
     finally:
         c.close()
     assert by_label(samples, ACKS, "ackType") == {"Accept": 3, "Release": 1, "Reject": 1}
+    # the consumer's share session was open at the scrape: one session of one partition (ShareSessionCache)
+    assert value(samples, "kafka_server_sharesessioncache_sharesessionscount") == 1
+    assert value(samples, "kafka_server_sharesessioncache_sharepartitionscount") == 1
     # one share partition created and loaded
     assert value(samples, "kafka_server_sharegroupmetrics_partitionloadtimems_count") == 1
     assert value(samples, "kafka_server_sharegroupmetrics_partitionloadtimems_sum") >= 0

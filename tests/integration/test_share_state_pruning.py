@@ -4,6 +4,8 @@ of the share partitions it holds; the state read back after a restart (a reload 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from pykbroker.clients.broker_connection import BrokerConnection
@@ -13,12 +15,14 @@ from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from tests.helpers.topics import create_topic
 from tests.helpers.wait import wait_until
+from tests.integration.test_prometheus_metrics import REPORTER, scrape, value
 from tests.integration.test_share_fetch import topic_id
 from tests.integration.test_share_state_apis import _find, _partition, _req, _write_partition
 
 pytestmark = pytest.mark.integration
 
 CONFIGS = {
+    **REPORTER,
     "share.coordinator.state.topic.num.partitions": "1",
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
@@ -70,6 +74,12 @@ def test_records_below_the_oldest_latest_snapshot_are_deleted_and_the_state_surv
             write = _req("pg", tid, _write_partition(1, 1, 0, 5, []))
             assert _partition(conn.request(ApiKeys.WRITE_SHARE_GROUP_STATE, 0, write))["error_code"] == 0
         wait_until(lambda: log_start_and_end(conn)[0] == 7, 10, message="pruned to p0's latest snapshot")
+        line = broker.wait_for_line(r"Prometheus metrics endpoint listening on \S+:\d+")
+        assert line is not None
+        host, port = re.search(r"listening on (\S+):(\d+)", line).groups()
+        url = f"http://{host}:{port}/metrics"
+        pruned = "kafka_server_share_coordinator_metrics_last_pruned_offset"
+        assert value(scrape(url), pruned, topic=SHARE_GROUP_STATE_TOPIC_NAME, partition="0") == 7
         read = [_req("pg", tid, {"partition": p, "leader_epoch": 0}) for p in (0, 1)]
         before = [_partition(conn.request(ApiKeys.READ_SHARE_GROUP_STATE, 0, r)) for r in read]
     assert (

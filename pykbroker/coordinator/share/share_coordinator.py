@@ -89,6 +89,13 @@ class ShareCoordinator:
         self._epochs: dict[int, int] = {}  # partition -> latest leader epoch seen
         #: partition -> the offset last pruned to (DeleteRecords answered), Kafka's last-pruned-offset
         self.last_pruned_offsets: dict[int, int] = {}
+        registry = getattr(replica_manager, "metrics", None)
+        if registry is not None:  # Kafka's share-coordinator-metrics last-pruned-offset{topic, partition}
+            registry.gauge_family(
+                "kafka.server:type=share-coordinator-metrics,name=last-pruned-offset",
+                ("topic", "partition"),
+                self._last_pruned_rows,
+            )
         prune_ms = int(config[SHARE_COORDINATOR_STATE_TOPIC_PRUNE_INTERVAL_MS_CONFIG])
         self._prune_task = scheduler.schedule("share-coordinator-prune", self.prune, prune_ms, prune_ms)
 
@@ -237,6 +244,10 @@ class ShareCoordinator:
         self._submit(key, lambda s: s.delete_state(key), lambda code: code, callback)
 
     # -- pruning (Kafka 4.1's ShareCoordinatorService pruning job) ----------------------------------------
+    def _last_pruned_rows(self) -> list[tuple[tuple, float]]:
+        with self._lock:
+            return [((SHARE_GROUP_STATE_TOPIC_NAME, p), float(o)) for p, o in sorted(self.last_pruned_offsets.items())]
+
     def prune(self) -> None:
         """Every ``share.coordinator.state.topic.prune.interval.ms`` (scheduler thread): for each loaded partition,
         DeleteRecords up to its shard's last redundant offset when that moved past the last pruned one (the

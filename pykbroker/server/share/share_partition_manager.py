@@ -137,6 +137,13 @@ class SharePartitionManager:
         )
         registry = getattr(replica_manager, "metrics", None)
         self.metrics = ShareGroupMetrics(registry)
+        # Kafka 4.2's ShareSessionCache gauges
+        self.metrics.registry.gauge(
+            "kafka.server:type=ShareSessionCache,name=ShareSessionsCount", lambda: len(self.session_cache)
+        )
+        self.metrics.registry.gauge(
+            "kafka.server:type=ShareSessionCache,name=SharePartitionsCount", self.session_cache.partition_count
+        )
         stats = getattr(replica_manager, "broker_topic_stats", None)
         self.broker_topic_stats: BrokerTopicStats = stats if stats is not None else BrokerTopicStats(registry)
         self._lock = threading.Lock()

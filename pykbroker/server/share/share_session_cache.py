@@ -67,6 +67,11 @@ class ShareSessionCache:
         with self._lock:
             return len(self._sessions)
 
+    def partition_count(self) -> int:
+        """The partitions of every cached session (Kafka's ShareSessionCache ``SharePartitionsCount`` gauge)."""
+        with self._lock:
+            return sum(len(s.partitions) for s in self._sessions.values())
+
     def get(self, key: ShareSessionKey) -> ShareSession | None:
         with self._lock:
             return self._sessions.get(key)
