@@ -7,8 +7,9 @@ of their leader with ListOffsets (timestamp -1 LATEST, ``read_uncommitted``, rep
 one request per leader, over an :class:`~pykbroker.clients.inter_broker_send_thread.InterBrokerSendThread` started
 on first use.
 
-``latest_offsets([(topic, partition)])`` -> Future of ``{(topic, partition): offset}``; -1 for a partition whose
-leader is unknown, unreachable or answered an error (its lag is then unknown, -1).
+``latest_offsets([(topic, partition)])`` -> Future of ``{(topic, partition): (offset, error code)}``: offset -1 with
+LEADER_NOT_AVAILABLE for a partition without a known live leader, REQUEST_TIMED_OUT / NETWORK_EXCEPTION when the
+leader did not answer, or the leader's ListOffsets error (Kafka answers the partition with that error).
 
 Threading: ``latest_offsets`` is thread-safe; the future completes on the caller's thread (all local) or on the send
 thread (``PartitionMetadataClient-<node id>``), so its callbacks must be quick.
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 
 from pykbroker.clients.inter_broker_send_thread import InterBrokerSendThread
+from pykbroker.clients.network_client import RequestTimeoutError
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.security.client_security import PLAINTEXT, ClientSecurity
@@ -30,6 +32,7 @@ LIST_OFFSETS_VERSION = 7
 LATEST_TIMESTAMP = -1
 
 TopicPartition = tuple[str, int]
+Latest = tuple[int, int]  # (offset, error code)
 
 
 class PartitionMetadataClient:
@@ -69,21 +72,21 @@ class PartitionMetadataClient:
         log = p.log
         return None if log is None else log.high_watermark
 
-    def latest_offsets(self, partitions: list[TopicPartition]) -> Future[dict[TopicPartition, int]]:
-        out: dict[TopicPartition, int] = {}
+    def latest_offsets(self, partitions: list[TopicPartition]) -> Future[dict[TopicPartition, Latest]]:
+        out: dict[TopicPartition, Latest] = {}
         remote: dict[int, list[TopicPartition]] = {}
         for tp in dict.fromkeys(partitions):
             local = self._local(tp)
             if local is not None:
-                out[tp] = local
+                out[tp] = (local, errors.NONE)
                 continue
             reg = self.cache.partition(*tp)
             leader = reg.leader if reg is not None else -1
             if leader < 0 or leader == self.node_id:
-                out[tp] = -1
+                out[tp] = (-1, errors.LEADER_NOT_AVAILABLE)
             else:
                 remote.setdefault(leader, []).append(tp)
-        future: Future[dict[TopicPartition, int]] = Future()
+        future: Future[dict[TopicPartition, Latest]] = Future()
         if not remote:
             future.set_result(out)
             return future
@@ -91,7 +94,7 @@ class PartitionMetadataClient:
         lock = threading.Lock()
         left = [len(remote)]
 
-        def finished(answers: dict[TopicPartition, int]) -> None:
+        def finished(answers: dict[TopicPartition, Latest]) -> None:
             with lock:
                 out.update(answers)
                 left[0] -= 1
@@ -102,7 +105,7 @@ class PartitionMetadataClient:
         for leader, tps in remote.items():
             ep = endpoints.get(leader)
             if ep is None or not self._start():
-                finished(dict.fromkeys(tps, -1))
+                finished(dict.fromkeys(tps, (-1, errors.LEADER_NOT_AVAILABLE)))
                 continue
             self.send_thread.set_address(leader, ep.host, ep.port)
             self.send_thread.send(
@@ -141,16 +144,20 @@ def _request(tps: list[TopicPartition]) -> dict:
 
 
 def _on_response(
-    tps: list[TopicPartition], finished: Callable[[dict[TopicPartition, int]], None]
+    tps: list[TopicPartition], finished: Callable[[dict[TopicPartition, Latest]], None]
 ) -> Callable[[dict | None, Exception | None], None]:
     def on_response(resp: dict | None, err: Exception | None) -> None:
-        answers = dict.fromkeys(tps, -1)
-        if err is None and resp is not None:
-            for t in resp.get("topics", ()):
-                for p in t["partitions"]:
-                    tp = (t["name"], p["partition_index"])
-                    if tp in answers and p["error_code"] == errors.NONE:
-                        answers[tp] = p["offset"]
+        if err is not None or resp is None:
+            code = errors.REQUEST_TIMED_OUT if isinstance(err, RequestTimeoutError) else errors.NETWORK_EXCEPTION
+            finished(dict.fromkeys(tps, (-1, code)))
+            return
+        answers: dict[TopicPartition, Latest] = dict.fromkeys(tps, (-1, errors.UNKNOWN_TOPIC_OR_PARTITION))
+        for t in resp.get("topics", ()):
+            for p in t["partitions"]:
+                tp = (t["name"], p["partition_index"])
+                if tp in answers:
+                    code = p["error_code"]
+                    answers[tp] = (p["offset"] if code == errors.NONE else -1, code)
         finished(answers)
 
     return on_response

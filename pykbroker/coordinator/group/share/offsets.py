@@ -11,8 +11,10 @@ Persister:
   GROUP_ID_NOT_FOUND for a missing group or one that is not a share group; UNKNOWN_TOPIC_OR_PARTITION for a topic or
   partition that does not exist. Version 1 (KIP-1226) adds ``lag``: the partition's latest offset (high watermark,
   from ``latest_offsets``, the broker's PartitionMetadataClient) minus the start offset minus the summary's delivery
-  complete count (offsets above the start offset already acknowledged or archived), at least 0; -1 when any of
-  them is unknown (no start offset yet, a Kafka 4.1 writer, an unreachable leader);
+  complete count (offsets above the start offset already acknowledged or archived), as Kafka's
+  GroupCoordinatorService computes it; -1 when the start offset or the count is unknown (no state yet, a Kafka 4.1
+  writer); a partition whose latest offset could not be read gets that error (LEADER_NOT_AVAILABLE,
+  REQUEST_TIMED_OUT, NETWORK_EXCEPTION or the leader's ListOffsets error) and no offsets;
 - alter (the group must have no member: NON_EMPTY_GROUP): ``initialize_state`` of each partition with a new state
   epoch (the summary's plus one) and the given start offset: the share partition, when next used, reads the new
   state and forgets its in-flight records (as Kafka: the state epoch fences the old state's writers);
@@ -75,7 +77,10 @@ class ShareGroupOffsets:
         self.persister = persister
         #: ``latest_offsets([(topic, partition)])`` -> Future of ``{(topic, partition): offset or -1}``: the high
         #: watermarks for the lag (set by the broker; without it every lag is -1)
-        self.latest_offsets: Callable[[list[tuple[str, int]]], Future[dict[tuple[str, int], int]]] | None = None
+        #: (offset, error code) per partition
+        self.latest_offsets: (
+            Callable[[list[tuple[str, int]]], Future[dict[tuple[str, int], tuple[int, int]]]] | None
+        ) = None
 
     def _topics(self) -> dict[str, tuple[uuid.UUID, int]]:
         return self.share._topics()
@@ -183,9 +188,11 @@ class ShareGroupOffsets:
                 except Exception:  # noqa: BLE001 - an unreachable leader: the lag stays unknown
                     offsets = {}
                 for out, name, p, done_below in lags:
-                    hwm = offsets.get((name, p), -1)
-                    if hwm >= 0:
-                        out["lag"] = max(0, hwm - done_below)
+                    hwm, code = offsets.get((name, p), (-1, errors.UNKNOWN_SERVER_ERROR))
+                    if code == errors.NONE:
+                        out["lag"] = hwm - done_below
+                    else:  # Kafka: the partition answers the error, its other fields left at their defaults
+                        out.update(start_offset=0, leader_epoch=0, error_code=code, error_message=errors.name_of(code))
                 respond(result)
 
             latest.add_done_callback(with_latest)

@@ -106,3 +106,46 @@ def test_offsets_of_missing_or_other_groups(h):
     assert describe(h, group="classic")["error_code"] == errors.GROUP_ID_NOT_FOUND
     with pytest.raises(errors.GroupIdNotFoundError):
         _call(h.coordinator.share_offsets.delete, "missing", [])
+
+
+def test_describe_v1_lag_from_the_latest_offsets_and_their_errors(h):
+    """KIP-1226 as Kafka's GroupCoordinatorService: lag = latest offset - start offset - delivery complete count; -1
+    without a start offset or a count; a partition whose latest offset failed answers that error."""
+    from concurrent.futures import Future
+
+    from pykbroker.coordinator.share.persister import ACKNOWLEDGED, PersisterStateBatch
+
+    asked: list = []
+
+    def latest_offsets(tps):
+        asked.append(sorted(tps))
+        f: Future = Future()
+        f.set_result({("t", 0): (20, errors.NONE), ("t", 1): (-1, errors.NOT_LEADER_OR_FOLLOWER)})
+        return f
+
+    h.coordinator.share_offsets.latest_offsets = latest_offsets
+    hb(h, "A")
+    hb(h, "A", -1, topics=None)
+    _call(
+        h.coordinator.share_offsets.alter,
+        "sg",
+        [{"topic_name": "t", "partitions": [{"partition_index": p, "start_offset": 5} for p in (0, 1)]}],
+    )
+    per = h.coordinator.persister
+    epoch = per.read_summary("sg", T1, 0, -1).result().state_epoch
+    batches = (PersisterStateBatch(7, 9, ACKNOWLEDGED, 1),)
+    assert per.write_state("sg", T1, 0, epoch, 0, 5, batches, 3).result() == errors.NONE
+
+    def parts(entry):
+        return {p["partition_index"]: p for t in entry["topics"] for p in t["partitions"]}
+
+    out: list[dict] = []
+    h.coordinator.share_offsets.describe("sg", None, out.append, True)
+    got = parts(out[0])
+    assert (got[0]["start_offset"], got[0]["lag"], got[0]["error_code"]) == (5, 20 - 5 - 3, errors.NONE)
+    assert (got[1]["error_code"], got[1]["lag"]) == (errors.NOT_LEADER_OR_FOLLOWER, -1)  # the latest offset failed
+    assert got[2]["lag"] == -1 and got[2]["error_code"] == errors.NONE  # no state: not asked
+    assert asked == [[("t", 0), ("t", 1)]]
+    # version 0: no latest offsets asked, every lag -1
+    assert all(p["lag"] == -1 for p in parts(_call(h.coordinator.share_offsets.describe, "sg", None)).values())
+    assert len(asked) == 1
