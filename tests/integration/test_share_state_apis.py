@@ -97,7 +97,14 @@ def test_state_rpcs_round_trip_with_kafkas_error_codes(conn):
     tid = md["topics"][0]["topic_id"]
     wait_until(lambda: _find(conn, coordinator_key("g2", tid, 1))["error_code"] == errors.NONE, 20)
     read = _req("g2", tid, {"partition": 1, "leader_epoch": 0})
-    p = _partition(conn.request(ApiKeys.READ_SHARE_GROUP_STATE, 0, read))
+
+    def loaded() -> dict | None:
+        # FindCoordinator answers from the metadata, before the share coordinator has loaded its new partition (as in
+        # Kafka, whose persister retries NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS)
+        p = _partition(conn.request(ApiKeys.READ_SHARE_GROUP_STATE, 0, read))
+        return None if p["error_code"] in (errors.NOT_COORDINATOR, errors.COORDINATOR_LOAD_IN_PROGRESS) else p
+
+    p = wait_until(loaded, 20, message="the state partition loaded")
     assert p["error_code"] == errors.UNKNOWN_TOPIC_OR_PARTITION and p["partition"] == 1
     init = _req("g2", tid, {"partition": 1, "state_epoch": 1, "start_offset": 5})
     assert _partition(conn.request(ApiKeys.INITIALIZE_SHARE_GROUP_STATE, 0, init))["error_code"] == errors.NONE
