@@ -9,11 +9,19 @@
 
     .venv/bin/python bench/replication.py                     # 3 rounds x 100,000 records, 10 failovers
     .venv/bin/python bench/replication.py --records 200000 --rounds 3 --failovers 10 --session-timeout-ms 3000
+
+``--compare TREE`` runs (a) on a second cluster whose nodes run from the source tree ``TREE`` too (a baseline, e.g.
+``git archive main | tar -x -C /tmp/base``), both clusters up at once and measured alternately (baseline rf3, rf1,
+then this tree's rf3, rf1, each round), so both trees' figures come from the same machine load; (b) then runs on
+this tree's cluster only:
+
+    .venv/bin/python bench/replication.py --records 30000 --rounds 5 --failovers 0 --compare /tmp/base
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -89,6 +97,29 @@ def failover_ms(cluster: KRaftCluster, topic: str) -> float:
     return (first - killed) * 1000
 
 
+def start_cluster(root: Path, tree: Path | None, overrides: dict[str, str]) -> KRaftCluster:
+    """A cluster of 1 controller and 3 brokers (from ``tree``, or this checkout) with the topics rf3, rf1, failover."""
+    cluster = KRaftCluster(root, controllers=1, brokers=3, **overrides)
+    if tree is not None:
+        cluster.use_tree(tree)
+    try:
+        cluster.start()
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        for name, rf in (("rf3", 3), ("rf1", 1), ("failover", 3)):
+            config = {"min.insync.replicas": str(min(rf, 2))}
+            admin.create_topics([NewTopic(name, 1, rf, config=config)])[name].result(30)
+            wait_for_full_isr(lambda: cluster.bootstrap, name, replicas=rf)
+    except BaseException:
+        cluster.kill_all()
+        raise
+    return cluster
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.1f} {five:.1f} {fifteen:.1f}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=100000)
@@ -96,27 +127,35 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--failovers", type=int, default=10)
     ap.add_argument("--session-timeout-ms", type=int, default=3000)
+    ap.add_argument("--compare", type=Path, metavar="TREE", help="also measure a baseline source tree (see above)")
     args = ap.parse_args()
     overrides = {**REPLICATION_TIMEOUTS, "broker.session.timeout.ms": str(args.session_timeout_ms)}
     with tempfile.TemporaryDirectory() as tmp:
-        cluster = KRaftCluster(Path(tmp), controllers=1, brokers=3, **overrides)
-        cluster.start()
+        clusters: dict[str, KRaftCluster] = {}
         try:
-            admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-            for name, rf in (("rf3", 3), ("rf1", 1), ("failover", 3)):
-                admin.create_topics([NewTopic(name, 1, rf, config={"min.insync.replicas": str(min(rf, 2))})])[
-                    name
-                ].result(30)
-                wait_for_full_isr(lambda: cluster.bootstrap, name, replicas=rf)
-            results: dict[str, list[float]] = {"rf3": [], "rf1": []}
+            if args.compare is not None:
+                clusters["base"] = start_cluster(Path(tmp) / "base", args.compare.resolve(), overrides)
+            clusters["this"] = start_cluster(Path(tmp) / "this", None, overrides)
+            results = {(tree, name): [] for tree in clusters for name in ("rf3", "rf1")}
+            print(f"start: {load()}", flush=True)
             for r in range(args.rounds):
-                for name in ("rf3", "rf1"):
-                    rate, mbps = produce_rate(cluster.bootstrap, name, args.records, args.record_size)
-                    results[name].append(mbps)
-                    print(f"round {r}: {name} acks=all {rate:,.0f} records/s {mbps:.1f} MB/s", flush=True)
-            for name, values in results.items():
-                print(f"{name}: median {statistics.median(values):.1f} MB/s over {len(values)} rounds")
-            print(f"RF3/RF1: {statistics.median(results['rf3']) / statistics.median(results['rf1']):.2f}")
+                for tree, cluster in clusters.items():
+                    for name in ("rf3", "rf1"):
+                        rate, mbps = produce_rate(cluster.bootstrap, name, args.records, args.record_size)
+                        results[tree, name].append(mbps)
+                        print(
+                            f"round {r}: {tree} {name} acks=all {rate:,.0f} records/s {mbps:.1f} MB/s ({load()})",
+                            flush=True,
+                        )
+            for tree in clusters:
+                rf3, rf1 = statistics.median(results[tree, "rf3"]), statistics.median(results[tree, "rf1"])
+                ratios = [a / b for a, b in zip(results[tree, "rf3"], results[tree, "rf1"], strict=True)]
+                print(
+                    f"{tree}: rf3 median {rf3:.1f} MB/s, rf1 median {rf1:.1f} MB/s over {args.rounds} rounds; "
+                    f"RF3/RF1 {rf3 / rf1:.2f} (per-round ratios {' '.join(f'{x:.2f}' for x in ratios)})"
+                )
+            print(f"end: {load()}")
+            cluster = clusters["this"]
             times = []
             for i in range(args.failovers):
                 ms = failover_ms(cluster, "failover")
@@ -128,7 +167,8 @@ def main() -> None:
                     f"min {min(times):.0f}, max {max(times):.0f} (broker.session.timeout.ms={args.session_timeout_ms})"
                 )
         finally:
-            cluster.kill_all()
+            for cluster in clusters.values():
+                cluster.kill_all()
 
 
 if __name__ == "__main__":

@@ -46,6 +46,8 @@ class BrokerProcess:
         self.props.update({k.replace("_", "."): str(v) for k, v in overrides.items()})
         self.log_dir = self.data_dir / "server-logs"
         self.env: dict[str, str] = {}
+        #: the source tree the broker runs from (its PYTHONPATH); benchmarks set another to compare two trees
+        self.tree: Path = ROOT
         self.proc: subprocess.Popen | None = None
         self._terminated: subprocess.Popen | None = None  # the process SIGTERM was sent to
         self.ports: dict[str, int] = {}
@@ -65,7 +67,7 @@ class BrokerProcess:
         self.write_config()
         self.ports.clear()
         self._started.clear()
-        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1", LOG_DIR=str(self.log_dir), **self.env)
+        env = dict(os.environ, PYTHONPATH=str(self.tree), PYTHONUNBUFFERED="1", LOG_DIR=str(self.log_dir), **self.env)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "pykbroker.kafka", str(self.config_path), *(extra_args or [])],
             cwd=str(self.data_dir),

@@ -72,6 +72,7 @@ class KRaftCluster:
     ):
         self.root = Path(root)
         self.format_args = format_args
+        self.tree = ROOT
         self.cluster_id = random_uuid()
         self.controller_ports = dict(zip(range(1, controllers + 1), free_ports(controllers), strict=True))
         self.voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in self.controller_ports.items())
@@ -102,6 +103,14 @@ class KRaftCluster:
                 listeners="PLAINTEXT://127.0.0.1:0",
             )
 
+    def use_tree(self, tree: Path) -> KRaftCluster:
+        """Format and run every node from the source tree ``tree`` instead of this checkout (benchmarks compare
+        a baseline tree with this one); call before :meth:`start`."""
+        self.tree = Path(tree)
+        for node in self.nodes:
+            node.tree = self.tree
+        return self
+
     @property
     def nodes(self) -> list[BrokerProcess]:
         return list({id(n): n for n in [*self.controllers.values(), *self.brokers.values()]}.values())
@@ -122,8 +131,8 @@ class KRaftCluster:
             ],
             check=True,
             capture_output=True,
-            cwd=str(ROOT),
-            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", **_pycache_env()},
+            cwd=str(self.tree),
+            env={"PYTHONPATH": str(self.tree), "PATH": "/usr/bin:/bin", **_pycache_env()},
             timeout=60,
         )
 
