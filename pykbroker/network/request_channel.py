@@ -473,8 +473,11 @@ class RequestChannel:
         )
         names = [request.api_name]
         version = request.context.header.api_version
-        if request.api_name == "Fetch":
-            replica = (request.body or {}).get("replica_id", -1)
+        if request.api_name == "Fetch":  # Kafka's FetchRequest.isFromFollower (v15+: the replica_state's id)
+            body = request.body or {}
+            replica = (
+                (body.get("replica_state") or {}).get("replica_id", -1) if version >= 15 else body.get("replica_id")
+            )
             names.append("FetchFollower" if replica is not None and replica >= 0 else "FetchConsumer")
         for api in names:
             histograms = self._request_metrics.get(api) or self._register_request_metrics(api)
