@@ -23,6 +23,7 @@ from __future__ import annotations
 import enum
 import socket
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from pykbroker.network.memory_pool import NONE as _UNBOUNDED_POOL
@@ -52,9 +53,22 @@ class NetworkReceive:
     connection pins is bounded by what it actually sent (at most twice that), not by the size it
     announced."""
 
-    __slots__ = ("max_size", "size_buf", "size_read", "payload", "payload_read", "size", "pool", "allocated")
+    __slots__ = (
+        "max_size",
+        "size_buf",
+        "size_read",
+        "payload",
+        "payload_read",
+        "size",
+        "pool",
+        "allocated",
+        "initial_chunk",
+    )
 
-    def __init__(self, max_size: int, pool: MemoryPool = _UNBOUNDED_POOL):
+    def __init__(self, max_size: int, pool: MemoryPool = _UNBOUNDED_POOL, initial_chunk: int = INITIAL_CHUNK_BYTES):
+        """``initial_chunk``: the first allocation for the body (bytes); a client reading a broker's answers passes
+        a larger one, so that a large response (a follower's fetch) is read in place, not copied as it grows."""
+        self.initial_chunk = initial_chunk
         self.max_size = max_size
         self.size_buf = bytearray(4)
         self.size_read = 0
@@ -109,7 +123,7 @@ class NetworkReceive:
                 self.payload = bytearray(data[used : used + self.size])
                 self.payload_read = self.size
                 return used + self.size
-            self.payload = bytearray(min(self.size, max(INITIAL_CHUNK_BYTES, n - used)))
+            self.payload = bytearray(min(self.size, max(self.initial_chunk, n - used)))
         take = min(self.size - self.payload_read, n - used)
         if take:
             end = self.payload_read + take
@@ -119,9 +133,11 @@ class NetworkReceive:
             self.payload_read = end
         return used + take
 
-    def read_from(self, sock: socket.socket) -> int:
+    def read_from(self, sock: socket.socket, await_bytes: Callable[[int], None] | None = None) -> int:
         """Read what is available, up to the end of this frame. Returns bytes read (0 = would block).
-        Raises InvalidReceiveError for a bad size, EOFError/TruncatedReceiveError when the peer closed."""
+        Raises InvalidReceiveError for a bad size, EOFError/TruncatedReceiveError when the peer closed.
+        ``await_bytes(remaining)`` is called before each read of the body with the bytes still due (a blocking
+        client sets its socket's low-water mark there, see :mod:`pykbroker.clients.broker_connection`)."""
         total = 0
         if self.size_read < 4:
             try:
@@ -145,13 +161,15 @@ class NetworkReceive:
             self.allocated = True
             # The pool is charged the whole frame, but memory is only committed as bytes arrive: a peer
             # that announces socket.request.max.bytes and sends nothing pins INITIAL_CHUNK_BYTES.
-            self.payload = bytearray(min(self.size, INITIAL_CHUNK_BYTES))
+            self.payload = bytearray(min(self.size, self.initial_chunk))
         payload = self.payload
         while self.payload_read < self.size:
             capacity = len(payload)
             if self.payload_read == capacity:  # full: grow geometrically, never past the frame size
                 payload += bytes(min(self.size, capacity * 2) - capacity)
                 capacity = len(payload)
+            if await_bytes is not None:
+                await_bytes(self.size - self.payload_read)
             with memoryview(payload) as view:
                 try:
                     n = sock.recv_into(view[self.payload_read :], capacity - self.payload_read)

@@ -1,0 +1,147 @@
+"""BrokerConnection reading large responses (issue 31): the body is awaited with SO_RCVLOWAT, so the reader is
+woken once the bytes still due are in the socket buffer rather than once per chunk the broker's send buffer
+lets through; the bytes read and the timeouts are unchanged.
+
+A real TCP listener on 127.0.0.1 plays the broker: it writes frames (4-byte size prefix + body) in pieces with
+pauses between them, as a broker whose send buffer is full does."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+
+import pytest
+
+from pykbroker.clients.broker_connection import BrokerConnection
+
+LOW_WATER_MAX_BYTES = 1 << 20
+
+
+class CountingSocket(socket.socket):
+    """The connection's socket, counting the reads (``recv_into`` calls) made on it."""
+
+    reads = 0
+
+    def recv_into(self, *args, **kwargs):  # type: ignore[override]
+        self.reads += 1
+        return super().recv_into(*args, **kwargs)
+
+
+class Broker:
+    """Accepts one connection; ``send(*pieces, pause=s)`` writes the pieces with ``s`` seconds between them."""
+
+    def __init__(self):
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.peer: socket.socket | None = None
+        self._accepted = threading.Thread(target=self._accept, daemon=True)
+        self._accepted.start()
+
+    def _accept(self) -> None:
+        self.peer, _ = self.server.accept()
+
+    def send(self, *pieces: bytes, pause: float = 0.0) -> threading.Thread:
+        self._accepted.join(5)
+        assert self.peer is not None
+
+        def run() -> None:
+            for i, piece in enumerate(pieces):
+                if i and pause:
+                    time.sleep(pause)
+                self.peer.sendall(piece)
+
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        return t
+
+    def close(self) -> None:
+        if self.peer is not None:
+            self.peer.close()
+        self.server.close()
+
+
+@pytest.fixture
+def broker():
+    b = Broker()
+    yield b
+    b.close()
+
+
+def connect(broker: Broker, timeout: float = 5.0) -> BrokerConnection:
+    conn = BrokerConnection("127.0.0.1", broker.port, timeout=timeout)
+    plain = conn.sock
+    conn.sock = CountingSocket(plain.family, plain.type, plain.proto, fileno=plain.detach())
+    conn.sock.settimeout(timeout)
+    return conn
+
+
+def frame(body: bytes) -> bytes:
+    return struct.pack(">i", len(body)) + body
+
+
+def body_of(size: int, seed: int = 0) -> bytes:
+    return bytes((i * 7 + seed) % 251 for i in range(size))
+
+
+def test_large_body_is_not_read_piece_by_piece(broker):
+    """1 MB arriving in 16 pieces 10 ms apart: the reader sleeps until the bytes due are buffered (a wait ends
+    early only when the receive window is full), so it reads far fewer times than there are pieces (before:
+    at least once per piece)."""
+    conn = connect(broker)
+    body = body_of(1 << 20)
+    data = frame(body)
+    sender = broker.send(data[:4], *(data[i : i + 65536] for i in range(4, len(data), 65536)), pause=0.01)
+    try:
+        assert conn.receive_frame() == body
+        assert conn.sock.reads <= 6
+        assert conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT) == 1
+    finally:
+        sender.join(5)
+        conn.close()
+
+
+def test_dribbling_body_larger_than_one_wait_then_a_small_frame(broker):
+    """A 3 MB body (more than LOW_WATER_MAX_BYTES: several waits) arriving in 30 pieces is read whole, and the
+    small frame after it is read at once (the low-water mark is back to 1, or this read would time out)."""
+    conn = connect(broker, timeout=3.0)
+    big, small = body_of(3 * LOW_WATER_MAX_BYTES, 1), b"0123456789"
+    data = frame(big) + frame(small)
+    step = len(data) // 30 + 1
+    sender = broker.send(*(data[i : i + step] for i in range(0, len(data), step)), pause=0.005)
+    try:
+        assert conn.receive_frame() == big
+        started = time.monotonic()
+        assert conn.receive_frame() == small
+        assert time.monotonic() - started < 1.0
+    finally:
+        sender.join(5)
+        conn.close()
+
+
+def test_small_bodies_leave_the_low_water_mark_alone(broker):
+    conn = connect(broker)
+    bodies = [body_of(n, n) for n in (0, 1, 60_000)]
+    sender = broker.send(b"".join(frame(b) for b in bodies))
+    try:
+        assert [conn.receive_frame() for _ in bodies] == bodies
+        assert conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT) == 1
+    finally:
+        sender.join(5)
+        conn.close()
+
+
+def test_broker_closing_mid_body_is_a_closed_connection(broker):
+    from pykbroker.clients.broker_connection import ConnectionClosedError
+
+    conn = connect(broker)
+    data = frame(body_of(1 << 20))
+    sender = broker.send(data[:500_000])
+    sender.join(5)
+    broker.peer.close()
+    try:
+        with pytest.raises(ConnectionClosedError):
+            conn.receive_frame()
+    finally:
+        conn.close()
