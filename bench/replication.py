@@ -115,6 +115,28 @@ def start_cluster(root: Path, tree: Path | None, overrides: dict[str, str]) -> K
     return cluster
 
 
+def broker_counters(cluster: KRaftCluster) -> tuple[float, int]:
+    """(CPU seconds, voluntary context switches) the cluster's brokers used so far (Linux /proc; (0, 0) elsewhere).
+    A voluntary switch is a thread going to sleep to wait (for a socket, a lock, a queue): per MB replicated, the
+    count of wake-ups on the produce -> replicate -> acknowledge path, which the machine's load does not change
+    (the time each wake-up costs it does)."""
+    cpu, switches = 0.0, 0
+    for broker in cluster.brokers.values():
+        if broker.proc is None:
+            continue
+        pid = broker.proc.pid
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            cpu += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                for line in (task / "status").read_text().splitlines():
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        switches += int(line.split()[1])
+        except OSError:  # no /proc, or a thread that just ended
+            continue
+    return cpu, switches
+
+
 def load() -> str:
     one, five, fifteen = os.getloadavg()
     return f"load {one:.1f} {five:.1f} {fifteen:.1f}"
@@ -136,15 +158,24 @@ def main() -> None:
             if args.compare is not None:
                 clusters["base"] = start_cluster(Path(tmp) / "base", args.compare.resolve(), overrides)
             clusters["this"] = start_cluster(Path(tmp) / "this", None, overrides)
-            results = {(tree, name): [] for tree in clusters for name in ("rf3", "rf1")}
+            results: dict[tuple[str, str], list[float]] = {
+                (tree, name): [] for tree in clusters for name in ("rf3", "rf1")
+            }
+            costs: dict[tuple[str, str], list[tuple[float, float]]] = {key: [] for key in results}
             print(f"start: {load()}", flush=True)
             for r in range(args.rounds):
                 for tree, cluster in clusters.items():
                     for name in ("rf3", "rf1"):
+                        cpu0, switches0 = broker_counters(cluster)
                         rate, mbps = produce_rate(cluster.bootstrap, name, args.records, args.record_size)
+                        cpu1, switches1 = broker_counters(cluster)
+                        mb = args.records * args.record_size / 1e6
+                        cost = ((cpu1 - cpu0) * 1000 / mb, (switches1 - switches0) / mb)
                         results[tree, name].append(mbps)
+                        costs[tree, name].append(cost)
                         print(
-                            f"round {r}: {tree} {name} acks=all {rate:,.0f} records/s {mbps:.1f} MB/s ({load()})",
+                            f"round {r}: {tree} {name} acks=all {rate:,.0f} records/s {mbps:.1f} MB/s; brokers "
+                            f"{cost[0]:.1f} CPU ms/MB, {cost[1]:.0f} wake-ups/MB ({load()})",
                             flush=True,
                         )
             for tree in clusters:
@@ -154,6 +185,10 @@ def main() -> None:
                     f"{tree}: rf3 median {rf3:.1f} MB/s, rf1 median {rf1:.1f} MB/s over {args.rounds} rounds; "
                     f"RF3/RF1 {rf3 / rf1:.2f} (per-round ratios {' '.join(f'{x:.2f}' for x in ratios)})"
                 )
+                for name in ("rf3", "rf1"):
+                    cpu = statistics.median(c[0] for c in costs[tree, name])
+                    wakeups = statistics.median(c[1] for c in costs[tree, name])
+                    print(f"{tree}: {name} brokers' median {cpu:.1f} CPU ms/MB, {wakeups:.0f} wake-ups/MB")
             print(f"end: {load()}")
             cluster = clusters["this"]
             times = []
