@@ -104,7 +104,8 @@ def test_large_body_is_not_read_piece_by_piece(broker):
 
 def test_dribbling_body_larger_than_one_wait_then_a_small_frame(broker):
     """A 3 MB body (more than LOW_WATER_MAX_BYTES: several waits) arriving in 30 pieces is read whole, and the
-    small frame after it is read at once (the low-water mark is back to 1, or this read would time out)."""
+    small frame after it is read too (the low-water mark is back to 1; else the read of its size prefix would
+    wait for a megabyte and raise TimeoutError)."""
     conn = connect(broker, timeout=3.0)
     big, small = body_of(3 * LOW_WATER_MAX_BYTES, 1), b"0123456789"
     data = frame(big) + frame(small)
@@ -112,9 +113,7 @@ def test_dribbling_body_larger_than_one_wait_then_a_small_frame(broker):
     sender = broker.send(*(data[i : i + step] for i in range(0, len(data), step)), pause=0.005)
     try:
         assert conn.receive_frame() == big
-        started = time.monotonic()
         assert conn.receive_frame() == small
-        assert time.monotonic() - started < 1.0
     finally:
         sender.join(5)
         conn.close()
