@@ -144,3 +144,22 @@ def test_broker_closing_mid_body_is_a_closed_connection(broker):
             conn.receive_frame()
     finally:
         conn.close()
+
+
+def test_shutdown_from_another_thread_interrupts_a_wait_for_the_body(broker):
+    """The ReplicaFetcherThread's reset: a shutdown of a dup of the socket ends a wait on the low-water mark at
+    once (well before the 5 s timeout)."""
+    conn = connect(broker)
+    handle = conn.sock.dup()
+    data = frame(body_of(1 << 20))
+    sender = broker.send(data[:300_000])
+    threading.Timer(0.3, lambda: handle.shutdown(socket.SHUT_RDWR)).start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(OSError):  # ConnectionClosedError (a ConnectionError) when the read sees the shutdown
+            conn.receive_frame()
+        assert time.monotonic() - started < 4.0
+    finally:
+        sender.join(5)
+        handle.close()
+        conn.close()
