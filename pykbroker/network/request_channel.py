@@ -31,7 +31,7 @@ from typing import Any
 
 from pykbroker.network.channel import NetworkSend
 from pykbroker.protocol import errors
-from pykbroker.utils.metrics import Meter, MetricsRegistry, request_metric_name
+from pykbroker.utils.metrics import Meter, MetricsRegistry, record_ns_as_ms, request_metric_name
 from pykbroker.utils.time import SYSTEM, Time
 
 
@@ -361,7 +361,7 @@ class RequestChannel:
         #: ``(connection id) -> None`` called on the network thread when a client connection closes (Kafka's
         #: ``ConnectionDisconnectListener``, e.g. the share sessions opened over it end); must not block
         self.disconnect_listeners: list[Callable[[str], None]] = []
-        self._request_metrics: dict[str, tuple] = {}  # api name -> its six histograms (update_request_metrics)
+        self._request_metrics: dict[str, tuple] = {}  # api name -> (its seven histograms, shared lock | None)
         self._requests_per_sec: dict[tuple[str, int], Meter] = {}  # (api name, version) -> RequestsPerSec meter
         self._errors_per_sec: dict[tuple[str, int], Meter] = {}  # (api name, error code) -> ErrorsPerSec meter
         self.metrics.gauge(
@@ -480,9 +480,12 @@ class RequestChannel:
             )
             names.append("FetchFollower" if replica is not None and replica >= 0 else "FetchConsumer")
         for api in names:
-            histograms = self._request_metrics.get(api) or self._register_request_metrics(api)
-            for histogram, ns in zip(histograms, values, strict=True):
-                histogram.update(max(0.0, ns / 1e6))
+            histograms, lock = self._request_metrics.get(api) or self._register_request_metrics(api)
+            if lock is not None:
+                record_ns_as_ms(histograms, lock, values)
+            else:
+                for histogram, ns in zip(histograms, values, strict=True):
+                    histogram.update(max(0.0, ns / 1e6))
             meter = self._requests_per_sec.get((api, version))
             if meter is None:
                 meter = self._requests_per_sec[(api, version)] = self.metrics.meter(
@@ -502,7 +505,10 @@ class RequestChannel:
             meter.mark(count)
 
     def _register_request_metrics(self, api: str) -> tuple:
-        """The six histograms of ``api``, looked up by name once."""
-        entry = tuple(self.metrics.histogram(request_metric_name(metric, api)) for metric in REQUEST_METRICS)
+        """The seven histograms of ``api`` (created with one shared lock, recorded in one acquisition) and that
+        lock, looked up by name once; the lock is None if some already existed (they are then updated one by one)."""
+        names = tuple(request_metric_name(metric, api) for metric in REQUEST_METRICS)
+        group = self.metrics.histogram_group(names)
+        entry = group if group is not None else (tuple(self.metrics.histogram(name) for name in names), None)
         self._request_metrics[api] = entry
         return entry

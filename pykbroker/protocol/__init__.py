@@ -34,6 +34,7 @@ from pykbroker.protocol.header import (
     request_header_version,
     response_header_version,
 )
+from pykbroker.protocol.produce_response import encode_produce_response_frame
 from pykbroker.protocol.schema import MessageSchema
 from pykbroker.protocol.schemas import REQUESTS, RESPONSES
 from pykbroker.protocol.types import ProtocolDecodeError, ProtocolEncodeError
@@ -103,7 +104,15 @@ def encode_request(api_key: int, version: int, correlation_id: int, client_id: s
 def encode_response_parts(api_key: int, version: int, correlation_id: int, body: dict) -> list[Any]:
     """A complete response frame as parts: the first part starts with the int32 size prefix (total size of header +
     body, deferred regions included) then the header; deferred ``records`` regions are separate parts, for
-    ``write_to(sock, offset, max_bytes)``/``os.sendfile``. Bytes-like parts are bytearray/bytes."""
+    ``write_to(sock, offset, max_bytes)``/``os.sendfile``. Bytes-like parts are bytearray/bytes. A ProduceResponse
+    of the common shape is written by :mod:`pykbroker.protocol.produce_response` (the same bytes, fewer steps)."""
+    if api_key == 0:
+        try:
+            frame = encode_produce_response_frame(version, correlation_id, body)
+        except Exception:  # noqa: BLE001 - the generic codec below raises the proper ProtocolEncodeError
+            frame = None
+        if frame is not None:
+            return [frame]
     header = encode_response_header(correlation_id, response_header_version(api_key, version))
     return codec.encode_parts(response_schema(api_key), version, body, header=header, size_prefix=True)
 

@@ -19,10 +19,13 @@ from typing import TypeVar, cast
 
 
 class Histogram:
+    """count, sum, min, max and a uniform reservoir of samples. ``lock``: shared by histograms that are always
+    recorded together (:func:`record_ns_as_ms`, one acquisition for all); by default the histogram's own."""
+
     RESERVOIR = 1028
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
+    def __init__(self, lock: threading.Lock | None = None) -> None:
+        self._lock = lock if lock is not None else threading.Lock()
         self.count = 0
         self.sum = 0.0
         self.min = float("inf")
@@ -74,6 +77,28 @@ class Histogram:
             "p50": self.percentile(0.5),
             "p99": self.percentile(0.99),
         }
+
+
+def record_ns_as_ms(histograms: tuple[Histogram, ...], lock: threading.Lock, values_ns: tuple[int, ...]) -> None:
+    """``histograms[i].update(max(0.0, values_ns[i] / 1e6))`` for every i under one acquisition of ``lock``, which
+    every one of ``histograms`` was created with (MetricsRegistry.histogram_group): the per-request timing
+    histograms of RequestChannel, recorded together for every request."""
+    with lock:
+        for h, ns in zip(histograms, values_ns, strict=True):
+            value = ns / 1e6 if ns > 0 else 0.0
+            count = h.count = h.count + 1
+            h.sum += value
+            if value < h.min:
+                h.min = value
+            if value > h.max:
+                h.max = value
+            samples = h._samples
+            if len(samples) < h.RESERVOIR:
+                samples.append(value)
+            else:
+                i = int(h._rand.random() * count)
+                if i < h.RESERVOIR:
+                    samples[i] = value
 
 
 class Meter:
@@ -194,6 +219,18 @@ class MetricsRegistry:
 
     def histogram(self, name: str) -> Histogram:
         return self._get(name, Histogram)
+
+    def histogram_group(self, names: tuple[str, ...]) -> tuple[tuple[Histogram, ...], threading.Lock] | None:
+        """Histograms ``names`` created together with one shared lock, for :func:`record_ns_as_ms`, and that lock;
+        None if any of them already exists (the caller then updates them one by one)."""
+        with self._lock:
+            if any(name in self.metrics for name in names):
+                return None
+            lock = threading.Lock()
+            group = tuple(Histogram(lock) for _ in names)
+            for name, h in zip(names, group, strict=True):
+                self.metrics[name] = h
+            return group, lock
 
     def meter(self, name: str) -> Meter:
         return self._get(name, Meter)

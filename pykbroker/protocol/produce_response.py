@@ -1,0 +1,113 @@
+"""A direct encoder for the common ProduceResponse (api key 0) shape: the hot path of every produce request.
+
+The generic codec walks the schema's field steps for each of the ~10 fields of a one-partition response;
+this writes the same bytes with a few ``struct`` packs. It covers the shape the produce handler builds for a
+successful or plainly failed append at versions 0-12 (the versions of our schema): each topic entry exactly
+``{"name", "partition_responses"}``, each partition entry exactly the seven fields ``index``, ``error_code``,
+``base_offset``, ``log_append_time_ms``, ``log_start_offset``, ``record_errors`` (empty), ``error_message``
+(str or None), and a body of ``responses`` (+ ``throttle_time_ms``). Anything else (record errors, the KIP-951
+``current_leader``/``node_endpoints`` tagged fields, pre-encoded entries, other keys) answers None and the
+caller uses the generic codec, so the encoding is always the generic codec's (tests/unit/protocol compare both).
+"""
+
+from __future__ import annotations
+
+import struct
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_SIZE_CORR = struct.Struct(">ii")
+#: per partition by version: index, error_code, base_offset[, log_append_time_ms[, log_start_offset]]
+_V0 = struct.Struct(">ihq")
+_V2 = struct.Struct(">ihqq")
+_V5 = struct.Struct(">ihqqq")
+_PARTITION_KEYS = frozenset(
+    ("index", "error_code", "base_offset", "log_append_time_ms", "log_start_offset", "record_errors", "error_message")
+)
+_TOPIC_KEYS = frozenset(("name", "partition_responses"))
+_MAX_VERSION = 12
+
+
+def _uvarint(n: int) -> bytes:
+    if n < 0x80:
+        return bytes((n,))
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def encode_produce_response_frame(version: int, correlation_id: int, body: dict) -> bytearray | None:
+    """The complete response frame (int32 size, response header, body) of ProduceResponse ``body`` at
+    ``version``, byte for byte what ``codec.encode_parts`` writes; None when ``body`` is not of the common
+    shape (see the module docstring) or ``version`` is outside 0-12. Out-of-range integers raise
+    ``struct.error`` (the generic codec raises ProtocolEncodeError for them)."""
+    if not 0 <= version <= _MAX_VERSION:
+        return None
+    responses = body.get("responses")
+    if type(responses) is not list:
+        return None
+    has_throttle = "throttle_time_ms" in body
+    if len(body) != 1 + has_throttle:
+        return None
+    flexible = version >= 9
+    if version >= 5:
+        fixed = _V5
+    elif version >= 2:
+        fixed = _V2
+    else:
+        fixed = _V0
+    out = bytearray(b"\0\0\0\0\0\0\0\0\0" if flexible else b"\0\0\0\0\0\0\0\0")  # size, correlation id[, tags]
+    n = len(responses)
+    out += _uvarint(n + 1) if flexible else _INT32.pack(n)
+    for topic in responses:
+        if type(topic) is not dict or topic.keys() != _TOPIC_KEYS:
+            return None
+        name = topic["name"].encode()
+        out += _uvarint(len(name) + 1) if flexible else _INT16.pack(len(name))
+        out += name
+        partitions = topic["partition_responses"]
+        if type(partitions) is not list:
+            return None
+        n = len(partitions)
+        out += _uvarint(n + 1) if flexible else _INT32.pack(n)
+        for p in partitions:
+            if type(p) is not dict or p.keys() != _PARTITION_KEYS or p["record_errors"]:
+                return None
+            if version >= 5:
+                out += fixed.pack(
+                    p["index"], p["error_code"], p["base_offset"], p["log_append_time_ms"], p["log_start_offset"]
+                )
+            elif version >= 2:
+                out += fixed.pack(p["index"], p["error_code"], p["base_offset"], p["log_append_time_ms"])
+            else:
+                out += fixed.pack(p["index"], p["error_code"], p["base_offset"])
+            if version >= 8:
+                message = p["error_message"]
+                if flexible:
+                    out += b"\x01"  # record_errors: empty compact array
+                    if message is None:
+                        out += b"\x00"
+                    else:
+                        encoded = message.encode()
+                        out += _uvarint(len(encoded) + 1)
+                        out += encoded
+                    out += b"\x00"  # partition tagged fields
+                else:
+                    out += b"\0\0\0\0"
+                    if message is None:
+                        out += b"\xff\xff"
+                    else:
+                        encoded = message.encode()
+                        out += _INT16.pack(len(encoded))
+                        out += encoded
+        if flexible:
+            out += b"\x00"  # topic tagged fields
+    if version >= 1:
+        out += _INT32.pack(body["throttle_time_ms"] if has_throttle else 0)
+    if flexible:
+        out += b"\x00"  # top-level tagged fields
+    _SIZE_CORR.pack_into(out, 0, len(out) - 4, correlation_id)
+    return out
