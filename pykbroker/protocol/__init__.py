@@ -34,6 +34,7 @@ from pykbroker.protocol.header import (
     request_header_version,
     response_header_version,
 )
+from pykbroker.protocol.produce_request import decode_produce_request
 from pykbroker.protocol.produce_response import encode_produce_response_frame
 from pykbroker.protocol.schema import MessageSchema
 from pykbroker.protocol.schemas import REQUESTS, RESPONSES
@@ -85,8 +86,13 @@ def decode_request(api_key: int, version: int, buf: Any) -> dict:
     """Decode a request body (the bytes after the header) -> dict. Trailing bytes are allowed, never read past.
 
     Raises ProtocolDecodeError (malformed), UnsupportedVersionError (version outside the schema), InvalidRequestError
-    (unknown api key).
+    (unknown api key). A ProduceRequest is read by :mod:`pykbroker.protocol.produce_request` (the same dict, fewer
+    steps) unless it is unusual (tagged fields, an error: then as any request).
     """
+    if api_key == 0:
+        body = decode_produce_request(version, codec.as_byte_view(buf))
+        if body is not None:
+            return body
     return codec.decode(request_schema(api_key), version, buf)[0]
 
 
