@@ -31,7 +31,7 @@ from typing import Any
 
 from pykbroker.network.channel import NetworkSend
 from pykbroker.protocol import errors
-from pykbroker.utils.metrics import Meter, MetricsRegistry, record_ns_as_ms, request_metric_name
+from pykbroker.utils.metrics import Meter, MetricsRegistry, request_metric_name
 from pykbroker.utils.time import SYSTEM, Time
 
 
@@ -361,7 +361,7 @@ class RequestChannel:
         #: ``(connection id) -> None`` called on the network thread when a client connection closes (Kafka's
         #: ``ConnectionDisconnectListener``, e.g. the share sessions opened over it end); must not block
         self.disconnect_listeners: list[Callable[[str], None]] = []
-        self._request_metrics: dict[str, tuple] = {}  # api name -> (its seven histograms, shared lock | None)
+        self._request_metrics: dict[str, tuple] = {}  # api name -> (its seven histograms, HistogramGroup | None)
         self._requests_per_sec: dict[tuple[str, int], Meter] = {}  # (api name, version) -> RequestsPerSec meter
         self._errors_per_sec: dict[tuple[str, int], Meter] = {}  # (api name, error code) -> ErrorsPerSec meter
         self.metrics.gauge(
@@ -480,9 +480,9 @@ class RequestChannel:
             )
             names.append("FetchFollower" if replica is not None and replica >= 0 else "FetchConsumer")
         for api in names:
-            histograms, lock = self._request_metrics.get(api) or self._register_request_metrics(api)
-            if lock is not None:
-                record_ns_as_ms(histograms, lock, values)
+            histograms, group = self._request_metrics.get(api) or self._register_request_metrics(api)
+            if group is not None:
+                group.record_ns(values)
             else:
                 for histogram, ns in zip(histograms, values, strict=True):
                     histogram.update(max(0.0, ns / 1e6))
@@ -505,10 +505,14 @@ class RequestChannel:
             meter.mark(count)
 
     def _register_request_metrics(self, api: str) -> tuple:
-        """The seven histograms of ``api`` (created with one shared lock, recorded in one acquisition) and that
-        lock, looked up by name once; the lock is None if some already existed (they are then updated one by one)."""
+        """The seven histograms of ``api`` and their HistogramGroup (recorded with one queue append, folded on
+        read), looked up by name once; the group is None if some already existed (then updated one by one)."""
         names = tuple(request_metric_name(metric, api) for metric in REQUEST_METRICS)
         group = self.metrics.histogram_group(names)
-        entry = group if group is not None else (tuple(self.metrics.histogram(name) for name in names), None)
+        entry = (
+            (group.histograms, group)
+            if group is not None
+            else (tuple(self.metrics.histogram(name) for name in names), None)
+        )
         self._request_metrics[api] = entry
         return entry

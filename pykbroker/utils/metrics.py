@@ -19,40 +19,97 @@ from typing import TypeVar, cast
 
 
 class Histogram:
-    """count, sum, min, max and a uniform reservoir of samples. ``lock``: shared by histograms that are always
-    recorded together (:func:`record_ns_as_ms`, one acquisition for all); by default the histogram's own."""
+    """count, sum, min, max and a uniform reservoir of samples. A histogram of a :class:`HistogramGroup` (recorded
+    together with its siblings) folds the group's queued records in before any read."""
 
     RESERVOIR = 1028
 
-    def __init__(self, lock: threading.Lock | None = None) -> None:
+    def __init__(self, lock: threading.Lock | None = None, group: HistogramGroup | None = None) -> None:
         self._lock = lock if lock is not None else threading.Lock()
-        self.count = 0
-        self.sum = 0.0
-        self.min = float("inf")
-        self.max = float("-inf")
+        self._group = group
+        self._count = 0
+        self._sum = 0.0
+        self._min = float("inf")
+        self._max = float("-inf")
         self._samples: list[float] = []
         self._rand = random.Random(0)
 
+    def _sync(self) -> None:
+        if self._group is not None:
+            self._group.drain()
+
+    @property
+    def count(self) -> int:
+        self._sync()
+        return self._count
+
+    @property
+    def sum(self) -> float:
+        self._sync()
+        return self._sum
+
+    @property
+    def min(self) -> float:
+        self._sync()
+        return self._min
+
+    @property
+    def max(self) -> float:
+        self._sync()
+        return self._max
+
     def update(self, value: float) -> None:
+        if self._group is not None:
+            self._group.drain()  # keeps the recording order
         with self._lock:
-            self.count += 1
-            self.sum += value
-            if value < self.min:
-                self.min = value
-            if value > self.max:
-                self.max = value
+            count = self._count = self._count + 1
+            self._sum += value
+            if value < self._min:
+                self._min = value
+            if value > self._max:
+                self._max = value
             if len(self._samples) < self.RESERVOIR:
                 self._samples.append(value)
             else:
-                i = int(self._rand.random() * self.count)  # uniform in [0, count): random() is one C call
+                i = int(self._rand.random() * count)  # uniform in [0, count): random() is one C call
                 if i < self.RESERVOIR:
                     self._samples[i] = value
 
+    def _fold(self, values: list[float] | tuple[float, ...]) -> None:
+        """Record ``values`` in order (caller holds the lock): the same state as one ``update`` per value."""
+        if not values:
+            return
+        self._sum = sum(values, self._sum)
+        low, high = min(values), max(values)
+        if low < self._min:
+            self._min = low
+        if high > self._max:
+            self._max = high
+        samples = self._samples
+        count = self._count
+        room = self.RESERVOIR - len(samples)
+        rest = values
+        if room > 0:
+            head = values[:room]
+            samples.extend(head)
+            count += len(head)
+            rest = values[room:]
+        rand = self._rand.random
+        reservoir = self.RESERVOIR
+        for value in rest:
+            count += 1
+            i = int(rand() * count)  # uniform in [0, count): random() is one C call
+            if i < reservoir:
+                samples[i] = value
+        self._count = count
+
     @property
     def mean(self) -> float:
-        return self.sum / self.count if self.count else 0.0
+        count = self.count
+        return self._sum / count if count else 0.0
 
     def percentile(self, p: float) -> float:
+        self._sync()
         with self._lock:
             s = sorted(self._samples)
         if not s:
@@ -61,6 +118,7 @@ class Histogram:
 
     def quantiles(self, ps: tuple[float, ...]) -> list[float]:
         """Several percentiles from one sort of the reservoir (a scrape reads six at once)."""
+        self._sync()
         with self._lock:
             s = sorted(self._samples)
         if not s:
@@ -69,36 +127,54 @@ class Histogram:
         return [s[min(n - 1, int(p * n))] for p in ps]
 
     def snapshot(self) -> dict:
+        count = self.count
         return {
-            "count": self.count,
+            "count": count,
             "mean": self.mean,
-            "min": self.min if self.count else 0.0,
-            "max": self.max if self.count else 0.0,
+            "min": self._min if count else 0.0,
+            "max": self._max if count else 0.0,
             "p50": self.percentile(0.5),
             "p99": self.percentile(0.99),
         }
 
 
-def record_ns_as_ms(histograms: tuple[Histogram, ...], lock: threading.Lock, values_ns: tuple[int, ...]) -> None:
-    """``histograms[i].update(max(0.0, values_ns[i] / 1e6))`` for every i under one acquisition of ``lock``, which
-    every one of ``histograms`` was created with (MetricsRegistry.histogram_group): the per-request timing
-    histograms of RequestChannel, recorded together for every request."""
-    with lock:
-        for h, ns in zip(histograms, values_ns, strict=True):
-            value = ns / 1e6 if ns > 0 else 0.0
-            count = h.count = h.count + 1
-            h.sum += value
-            if value < h.min:
-                h.min = value
-            if value > h.max:
-                h.max = value
-            samples = h._samples
-            if len(samples) < h.RESERVOIR:
-                samples.append(value)
-            else:
-                i = int(h._rand.random() * count)
-                if i < h.RESERVOIR:
-                    samples[i] = value
+class HistogramGroup:
+    """Histograms that are always recorded together (RequestChannel's seven per-request timings of one API).
+
+    :meth:`record_ns` queues one tuple of durations (ns) with a single list append and no lock; the queue is
+    folded into the histograms (as ms, negative as 0) in bulk, in recording order, when any of them is read or
+    ``FOLD_AT`` records are queued, so every read sees every record made before it and the state is exactly
+    that of one ``update`` per value. Thread-safe: any thread records or reads; folding holds the group lock
+    (which the histograms share)."""
+
+    FOLD_AT = 256
+
+    def __init__(self, size: int) -> None:
+        self._lock = threading.Lock()
+        self._pending: list[tuple[int, ...]] = []
+        self.histograms = tuple(Histogram(self._lock, self) for _ in range(size))
+
+    def record_ns(self, values_ns: tuple[int, ...]) -> None:
+        """Queue one duration (ns) per histogram, in the histograms' order."""
+        pending = self._pending
+        pending.append(values_ns)
+        if len(pending) >= self.FOLD_AT:
+            self.drain()
+
+    def drain(self) -> None:
+        """Fold the queued records into the histograms. The queue is one list that is only appended to and
+        cut from the front (both atomic), so a record queued meanwhile is kept for the next fold."""
+        pending = self._pending
+        if not pending:
+            return
+        with self._lock:
+            n = len(pending)
+            if n == 0:
+                return
+            batch = pending[:n]
+            del pending[:n]
+            for i, h in enumerate(self.histograms):
+                h._fold([ns / 1e6 if ns > 0 else 0.0 for ns in (values[i] for values in batch)])
 
 
 class Meter:
@@ -220,17 +296,16 @@ class MetricsRegistry:
     def histogram(self, name: str) -> Histogram:
         return self._get(name, Histogram)
 
-    def histogram_group(self, names: tuple[str, ...]) -> tuple[tuple[Histogram, ...], threading.Lock] | None:
-        """Histograms ``names`` created together with one shared lock, for :func:`record_ns_as_ms`, and that lock;
-        None if any of them already exists (the caller then updates them one by one)."""
+    def histogram_group(self, names: tuple[str, ...]) -> HistogramGroup | None:
+        """A :class:`HistogramGroup` whose histograms are registered as ``names``; None if any of the names
+        exists already (the caller then updates those histograms one by one)."""
         with self._lock:
             if any(name in self.metrics for name in names):
                 return None
-            lock = threading.Lock()
-            group = tuple(Histogram(lock) for _ in names)
-            for name, h in zip(names, group, strict=True):
+            group = HistogramGroup(len(names))
+            for name, h in zip(names, group.histograms, strict=True):
                 self.metrics[name] = h
-            return group, lock
+            return group
 
     def meter(self, name: str) -> Meter:
         return self._get(name, Meter)
