@@ -4,9 +4,10 @@ while no client is connected.
 Each run starts 3 combined nodes (``process.roles=broker,controller``) the Kafka way (tests/helpers/cluster.py:
 ``kafka-storage format`` then ``python -m pykbroker.kafka``), creates ``--topics`` topics x ``--partitions``
 partitions with replication factor 3 in CreateTopics batches of 100, waits until Metadata shows every partition
-with 3 in-sync replicas (that time is printed), closes every client connection, waits ``--settle`` seconds and
-then reads ``/proc/<pid>/stat`` utime+stime of each node over ``--seconds``: CPU as % of one core per node, and
-the RSS (``/proc/<pid>/status`` VmRSS) at the end.
+with 3 in-sync replicas and then until every node has created its logs (DescribeLogDirs; both times are printed:
+the image shows a partition, with its initial full ISR, before its logs exist), closes every client connection,
+waits ``--settle`` seconds and then reads ``/proc/<pid>/stat`` utime+stime of each node over ``--seconds``: CPU
+as % of one core per node, and the RSS (``/proc/<pid>/status`` VmRSS) at the end.
 
 ``--pythonpath`` (repeatable) names the checkout the nodes run; one cluster per checkout, one after the other, so
 a before/after comparison is made in the same run (e.g. the old tree from ``git archive HEAD~3 | tar -x -C
@@ -94,6 +95,20 @@ def full_isr_count(bootstrap: str, prefix: str) -> int:
     )
 
 
+def local_log_count(bootstrap: str, prefix: str) -> int:
+    """Partitions of the ``prefix`` topics with a log on the node at ``bootstrap`` (DescribeLogDirs v4, all
+    topics): Metadata shows a topic with its full ISR before the nodes have created its logs."""
+    with BrokerConnection.to(bootstrap, timeout=60) as c:
+        r = c.request(ApiKeys.DESCRIBE_LOG_DIRS, 4, {"topics": None})
+    return sum(
+        len(t["partitions"])
+        for res in r["results"]
+        if not res["error_code"]
+        for t in res["topics"]
+        if t["name"].startswith(prefix)
+    )
+
+
 def run(pythonpath: Path, args) -> list[tuple[int, float, float]]:
     broker_helper.ROOT = cluster_helper.ROOT = pythonpath  # the nodes (and the format tool) run this checkout
     overrides = {"default.replication.factor": "3", "offsets.topic.replication.factor": "3"}
@@ -120,8 +135,14 @@ def run(pythonpath: Path, args) -> list[tuple[int, float, float]]:
                 time.sleep(0.2)
             print(
                 f"  {total} partitions: CreateTopics answered in {created:.1f} s, "
-                f"every partition with 3 in-sync replicas on every node after {time.monotonic() - start:.1f} s"
+                f"every partition with 3 in-sync replicas on every node after {time.monotonic() - start:.1f} s",
+                flush=True,
             )
+            while (logs := [local_log_count(n.bootstrap, "idle-") for n in nodes]) != [total] * len(nodes):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"logs not created in {args.isr_timeout}s: {logs} of {total} per node")
+                time.sleep(0.5)
+            print(f"  every node has created its {total} logs after {time.monotonic() - start:.1f} s", flush=True)
             time.sleep(args.settle)  # no client connected from here on
             pids = [n.proc.pid for n in nodes if n.proc is not None]
             print(f"  measuring node pids {pids}", flush=True)

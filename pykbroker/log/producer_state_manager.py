@@ -285,9 +285,11 @@ class ProducerStateManager:
 
     # -- snapshots ----------------------------------------------------------------------------
     def take_snapshot(self, sync: bool = True) -> str | None:
-        """Write ``<map_end_offset>.snapshot`` unless it exists. Returns its path or None."""
+        """Write ``<map_end_offset>.snapshot`` unless it exists, or unless the offset is 0 with no snapshot and no
+        producer (Kafka's takeSnapshot writes only past its last snapshot offset, 0 before any: a new, empty log
+        gets no ``0.snapshot``, one file creation fewer per partition created). Returns its path or None."""
         offset = self.map_end_offset
-        if offset in self._snapshots:
+        if offset in self._snapshots or (offset == 0 and not self._snapshots and not self.producers):
             return None
         path = producer_snapshot_file(self.log_dir, offset)
         write_snapshot(path, list(self.producers.values()), sync)

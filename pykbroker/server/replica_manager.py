@@ -83,6 +83,7 @@ from pykbroker.server.replica_fetcher_manager import ReplicaFetcherManager
 from pykbroker.server.replica_fetcher_thread import BrokerEndPoint, PartitionFetchState
 from pykbroker.server.replica_selector import ClientMetadata, PartitionView, ReplicaView, create_replica_selector
 from pykbroker.utils.delayed_operation import DelayedOperationPurgatory, TopicPartitionOperationKey
+from pykbroker.utils.files import SyncBatch, deferred_sync
 from pykbroker.utils.logging import get_logger, state_change_logger
 from pykbroker.utils.metrics import MetricsRegistry
 
@@ -494,70 +495,37 @@ class ReplicaManager:
                 frozenset(tp for entries in (changes.leaders, changes.followers) for tp in entries if tp not in parts)
             )
             unpublished = 0
-            try:
-                for kind, entries in (("leader", changes.leaders), ("follower", changes.followers)):
-                    for (topic, index), (topic_id, reg) in sorted(entries.items()):
-                        if self._shutting_down.is_set():
-                            self.log.info("Shutting down: the rest of the metadata delta is not applied")
-                            return
-                        if (topic, index) in offline:
-                            self.log.warning(
-                                f"Unable to bring up local {kind} {topic}-{index} because it resides "
-                                "in an offline log directory."
-                            )
-                            continue
-                        p = parts.get((topic, index))
-                        if p is None:
-                            config = self.log_manager.topic_config(topic)
-                            try:
-                                log = self.log_manager.get_or_create_log(topic, index, topic_id, config, sync_dir=False)
-                            except errors.KafkaStorageError as e:
-                                self.log.error(f"Unable to create the log of {topic}-{index}: {e}")
-                                offline.add((topic, index))
+            # The delta's leader-epoch checkpoints (and other atomic writes) are fsynced together before each publish.
+            with deferred_sync() as sync_batch:
+                try:
+                    for kind, entries in (("leader", changes.leaders), ("follower", changes.followers)):
+                        for (topic, index), (topic_id, reg) in sorted(entries.items()):
+                            if self._shutting_down.is_set():
+                                self.log.info("Shutting down: the rest of the metadata delta is not applied")
+                                return
+                            if not self._apply_local_change(
+                                kind, topic, index, topic_id, reg, image, parts, offline, start_fetching
+                            ):
                                 continue
-                            p = self._new_partition(topic, index, topic_id, log)
-                            parts[(topic, index)] = p
-                        try:
-                            if kind == "leader":
-                                # No fetcher may append to it once it leads (Kafka removes them first).
-                                self.replica_fetcher_manager.remove_fetcher_for_partitions([(topic, index)])
-                                changed = p.make_leader(reg)
-                            else:
-                                changed = p.make_follower(reg)
-                                if changed:
-                                    self._start_following((topic, index), p, reg, image, start_fetching)
-                            if changed:
-                                self.state_change_log.info(
-                                    f"{kind.capitalize()} {topic}-{index} with topic id {topic_id} starts at "
-                                    f"leader epoch {reg.leader_epoch} (leader {reg.leader}) with partition epoch "
-                                    f"{reg.partition_epoch}, high watermark {p.log.high_watermark}, "
-                                    f"ISR [{','.join(map(str, reg.isr))}]"
-                                )
-                        except OSError as e:  # e.g. the leader epoch checkpoint on a full disk
-                            log_dir = self.log_manager.log_dir_of(topic, index)
-                            msg = (
-                                f"Skipped the become-{kind} state change for {topic}-{index} due to a storage error {e}"
-                            )
-                            if self.log_dir_failure_channel is not None and log_dir is not None:
-                                self.log_dir_failure_channel.maybe_add_offline_log_dir(log_dir, msg, e)
-                            parts.pop((topic, index), None)
-                            offline.add((topic, index))
-                            continue
-                        touched.append((topic, index))
-                        self._maybe_update_topic_assignment(topic, index, topic_id, reg, image)
-                        unpublished += 1
-                        if unpublished >= PUBLISH_CHUNK:
-                            # Serve what is ready while the rest of a large delta's logs are created.
-                            self._partitions = dict(parts)
-                            self._notify_published()
-                            unpublished = 0
-            finally:
-                self.log_manager.sync_created_log_dirs()  # one directory fsync for the delta's new logs
-                self._partitions = parts
-                self._offline = frozenset(offline)
-                self._set_creating(frozenset())
-                if start_fetching:
-                    self.replica_fetcher_manager.add_fetcher_for_partitions(start_fetching)
+                            touched.append((topic, index))
+                            unpublished += 1
+                            if unpublished >= PUBLISH_CHUNK:
+                                # Serve what is ready while the rest of a large delta's logs are created; their
+                                # followers start fetching now, not after the whole delta.
+                                self._flush_created(sync_batch)
+                                self._partitions = dict(parts)
+                                self._notify_published()
+                                unpublished = 0
+                                if start_fetching:
+                                    self.replica_fetcher_manager.add_fetcher_for_partitions(start_fetching)
+                                    start_fetching = {}
+                finally:
+                    self._flush_created(sync_batch)
+                    self._partitions = parts
+                    self._offline = frozenset(offline)
+                    self._set_creating(frozenset())
+                    if start_fetching:
+                        self.replica_fetcher_manager.add_fetcher_for_partitions(start_fetching)
             # Kafka's applyDelta: a thread left without partitions (its leader lost them) stops now,
             # closing its connection and abandoning the request in flight there.
             self.replica_fetcher_manager.shutdown_idle_fetcher_threads()
@@ -570,6 +538,68 @@ class ReplicaManager:
                 lost(*tp)
         for tp in touched:
             self._complete_delayed(tp, produce=True)
+
+    def _apply_local_change(
+        self, kind: str, topic: str, index: int, topic_id, reg, image, parts: dict, offline: set, start_fetching: dict
+    ) -> bool:
+        """One partition of :meth:`apply_delta` (``kind`` "leader" or "follower"): create its log and Partition
+        if new (into ``parts``), make it leader or follower, and for a follower add its fetch start to
+        ``start_fetching``. A storage error adds it to ``offline`` (its log dir reported). Returns whether it was
+        applied."""
+        if (topic, index) in offline:
+            self.log.warning(
+                f"Unable to bring up local {kind} {topic}-{index} because it resides in an offline log directory."
+            )
+            return False
+        p = parts.get((topic, index))
+        if p is None:
+            config = self.log_manager.topic_config(topic)
+            try:
+                log = self.log_manager.get_or_create_log(topic, index, topic_id, config, sync_dir=False)
+            except errors.KafkaStorageError as e:
+                self.log.error(f"Unable to create the log of {topic}-{index}: {e}")
+                offline.add((topic, index))
+                return False
+            p = self._new_partition(topic, index, topic_id, log)
+            parts[(topic, index)] = p
+        try:
+            if kind == "leader":
+                # No fetcher may append to it once it leads (Kafka removes them first).
+                self.replica_fetcher_manager.remove_fetcher_for_partitions([(topic, index)])
+                changed = p.make_leader(reg)
+            else:
+                changed = p.make_follower(reg)
+                if changed:
+                    self._start_following((topic, index), p, reg, image, start_fetching)
+            if changed:
+                self.state_change_log.info(
+                    f"{kind.capitalize()} {topic}-{index} with topic id {topic_id} starts at "
+                    f"leader epoch {reg.leader_epoch} (leader {reg.leader}) with partition epoch "
+                    f"{reg.partition_epoch}, high watermark {p.log.high_watermark}, "
+                    f"ISR [{','.join(map(str, reg.isr))}]"
+                )
+        except OSError as e:  # e.g. the leader epoch checkpoint on a full disk
+            log_dir = self.log_manager.log_dir_of(topic, index)
+            msg = f"Skipped the become-{kind} state change for {topic}-{index} due to a storage error {e}"
+            if self.log_dir_failure_channel is not None and log_dir is not None:
+                self.log_dir_failure_channel.maybe_add_offline_log_dir(log_dir, msg, e)
+            parts.pop((topic, index), None)
+            offline.add((topic, index))
+            return False
+        self._maybe_update_topic_assignment(topic, index, topic_id, reg, image)
+        return True
+
+    def _flush_created(self, batch: SyncBatch) -> None:
+        """Make what the delta wrote so far durable before it is published: the deferred fsyncs of ``batch``
+        (in parallel, :func:`deferred_sync`; a file that fails takes its log directory offline through the
+        LogDirFailureChannel, as a failed synchronous write would), then one fsync of each log directory that got
+        new partition directories."""
+        for path, e in batch.flush():
+            log_dir = next((d for d in self.log_manager.log_dirs if path.startswith(d + os.sep)), None)
+            self.log.error(f"Error while flushing {path}: {e}")
+            if self.log_dir_failure_channel is not None and log_dir is not None:
+                self.log_dir_failure_channel.maybe_add_offline_log_dir(log_dir, f"Error while flushing {path}", e)
+        self.log_manager.sync_created_log_dirs()
 
     def _maybe_update_topic_assignment(self, topic: str, index: int, topic_id, reg, image) -> None:
         """Kafka's ``maybeUpdateTopicAssignment`` (KIP-858, metadata.version 3.7-IV2+): report the directory of

@@ -369,6 +369,25 @@ def test_clean_shutdown_without_any_snapshot_skips_the_rebuild(tmp_path):
     assert snapshots(again) == ["00000000000000000006.snapshot"]
 
 
+def test_a_new_empty_log_writes_no_producer_snapshot(tmp_path):
+    """Kafka's takeSnapshot writes only past the last snapshot offset (0 for a fresh ProducerStateManager): a
+    new log's directory holds no 0.snapshot; reloading it (clean or not) and producing work as before."""
+    log = open_log(tmp_path / "t-0")
+    assert snapshots(log) == []
+    log.close()
+    assert snapshots(log) == []
+    for clean in (True, False):
+        again = open_log(tmp_path / "t-0", clean=clean)
+        assert again.log_end_offset == 0 and snapshots(again) == []
+        again.close()
+    again = open_log(tmp_path / "t-0")
+    produce_idempotent(again, 1)
+    again.close()
+    assert snapshots(again) == ["00000000000000000002.snapshot"]
+    entry = open_log(tmp_path / "t-0").producer_state_manager.last_entry(PID)
+    assert entry is not None and entry.last_seq == 1
+
+
 def test_producer_snapshot_beyond_the_recovered_log_end_is_deleted(tmp_path):
     """A snapshot taken past the end that recovery kept describes records that are gone: it is deleted and
     the state is replayed from the log up to the new end."""

@@ -92,7 +92,9 @@ def test_unclean_shutdown_rebuilds_the_lso_and_the_aborted_index(tmp_path, time)
     index_path = log.active_segment.txn_index.path
     log.close_handlers()  # no clean shutdown: no snapshot at the log end, no marker file
     os.unlink(index_path)  # and the index lost as well: the replay must rebuild it
-    again = new_log(tmp_path, time)
+    again = UnifiedLog.create(
+        str(tmp_path / "txn-0"), LogConfig({"segment.bytes": 100_000}), None, time, had_clean_shutdown=False
+    )
     again.update_high_watermark(again.log_end_offset)
     assert again.last_stable_offset == 2
     assert [tuple(t) for t in again.active_segment.txn_index.entries] == before[1]

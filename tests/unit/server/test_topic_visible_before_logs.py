@@ -6,6 +6,7 @@ answer. Log creation is held back by blocking ``LogManager.get_or_create_log`` o
 
 from __future__ import annotations
 
+import os
 import threading
 import uuid
 
@@ -13,7 +14,7 @@ import pytest
 
 import pykbroker.server.replica_manager as replica_manager_module
 from pykbroker.metadata.delta import MetadataDelta
-from pykbroker.metadata.records import partition_record, topic_record
+from pykbroker.metadata.records import ApiMessageAndVersion, partition_record, topic_record
 from pykbroker.metadata.topic_names import GROUP_METADATA_TOPIC_NAME
 from pykbroker.protocol import errors
 from pykbroker.server.broker_metadata_publisher import BrokerMetadataPublisher
@@ -32,7 +33,7 @@ class SlowLogs:
         self.publisher = BrokerMetadataPublisher(1, self.broker.cache, self.rm, self.broker.log_manager)
         self.entered = threading.Event()
         self.release = threading.Event()
-        real = self.broker.log_manager.get_or_create_log
+        real = self.real_create = self.broker.log_manager.get_or_create_log
 
         def slow(*args, **kw):
             self.entered.set()
@@ -108,3 +109,86 @@ def test_coordinator_topic_published_only_once_its_partitions_exist(node):
     node.release.set()
     wait_until(lambda: node.broker.cache.partition(GROUP_METADATA_TOPIC_NAME, 0) is not None, 5, message="published")
     assert node.rm.get_partition(GROUP_METADATA_TOPIC_NAME, 0) is not None
+
+
+def _register(broker_id: int, port: int):
+    return ApiMessageAndVersion(
+        "RegisterBrokerRecord",
+        3,
+        {
+            "broker_id": broker_id,
+            "is_migrating_zk_broker": False,
+            "incarnation_id": uuid.UUID(int=102),
+            "broker_epoch": 2,
+            "end_points": [{"name": "PLAINTEXT", "host": "127.0.0.1", "port": port, "security_protocol": 0}],
+            "features": [],
+            "rack": None,
+            "fenced": False,
+            "in_controlled_shutdown": False,
+            "log_dirs": [],
+        },
+    )
+
+
+def _block_creation_of(node: SlowLogs, index: int) -> None:
+    """Only the creation of partition ``index``'s log waits for ``node.release``."""
+    real = node.real_create
+
+    def slow(topic, partition, *args, **kw):
+        if partition == index:
+            node.entered.set()
+            assert node.release.wait(10)
+        return real(topic, partition, *args, **kw)
+
+    node.broker.log_manager.get_or_create_log = slow
+
+
+def _fetched_partitions(rm) -> set:
+    return {tp for thread in list(rm.replica_fetcher_manager._threads.values()) for tp in thread.partitions}
+
+
+def test_followers_of_a_published_chunk_fetch_before_the_rest_of_the_delta_is_created(node):
+    """Issue 31: a large delta publishes its partitions in chunks of PUBLISH_CHUNK; the followers of a published
+    chunk start fetching then (their ISR can expand), not once every log of the delta exists."""
+    chunk = replica_manager_module.PUBLISH_CHUNK
+    _block_creation_of(node, chunk)  # the first chunk is created and published, the next one waits
+    node.rm.broker_epoch = lambda: 1
+    delta = MetadataDelta(node.broker.cache.image)
+    delta.replay(_register(2, 1))  # the leader; nothing listens there (the fetchers retry, unanswered)
+    delta.replay(topic_record("f", TOPIC_ID))
+    for i in range(chunk + 1):
+        delta.replay(partition_record(TOPIC_ID, i, [2, 1], [2, 1], 2))
+    publishing = threading.Thread(target=node.publisher.on_metadata_update, args=(delta, delta.apply()))
+    publishing.start()
+    assert node.entered.wait(5)
+    assert node.rm.get_partition("f", 0) is not None and node.rm.get_partition("f", chunk) is None
+    assert _fetched_partitions(node.rm) == {("f", i) for i in range(chunk)}
+    node.release.set()
+    publishing.join(10)
+    assert _fetched_partitions(node.rm) == {("f", i) for i in range(chunk + 1)}
+
+
+def test_leader_epoch_checkpoints_of_a_chunk_are_fsynced_before_it_is_published(node, monkeypatch):
+    """The delta's leader-epoch checkpoints are written without their own fsync (deferred_sync) but fsynced,
+    together, before their partitions are published: a published leader's checkpoint is durable."""
+    chunk = replica_manager_module.PUBLISH_CHUNK
+    _block_creation_of(node, chunk)
+    synced: set[str] = set()
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        synced.add(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    publishing = node.publish_in_background("t", TOPIC_ID, chunk + 1)
+    assert node.entered.wait(5)
+
+    def durable(i: int) -> bool:  # the file fsynced (deferred) or its temp file before the rename (synchronous)
+        path = os.path.join(node.rm.get_partition("t", i).log.dir, "leader-epoch-checkpoint")
+        return path in synced or path + ".tmp" in synced
+
+    assert all(node.rm.get_partition("t", i) is not None and durable(i) for i in range(chunk))
+    node.release.set()
+    publishing.join(10)
+    assert durable(chunk)

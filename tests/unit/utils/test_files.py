@@ -61,3 +61,40 @@ def test_failed_rename_removes_temp_file(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="Input/output"):
         atomic_write(str(path), b"new")
     assert path.read_bytes() == b"old" and sorted(os.listdir(tmp_path)) == ["meta.properties"]
+
+
+def test_deferred_sync_writes_at_once_and_fsyncs_every_file_and_directory_at_the_flush(tmp_path, monkeypatch):
+    """Issue 31: inside deferred_sync a synchronous atomic_write is visible at once but fsynced only by the
+    batch's flush (in parallel, on the deferred-fsync threads), files first, then their directories."""
+    synced = _fsynced(monkeypatch)
+    dirs = [tmp_path / f"p{i}" for i in range(5)]
+    for d in dirs:
+        d.mkdir()
+    with files.deferred_sync() as batch:
+        for d in dirs:
+            atomic_write(str(d / "leader-epoch-checkpoint"), b"0\n1\n0 0\n")
+            atomic_write(str(d / "leader-epoch-checkpoint"), b"0\n1\n1 5\n")  # the same file twice: one fsync
+        with files.deferred_sync() as inner:  # a nested block shares the batch
+            atomic_write(str(dirs[0] / "partition.metadata"), b"version: 0\n")
+        assert inner is batch and len(batch) == 6
+        assert synced == []
+        assert all((d / "leader-epoch-checkpoint").read_bytes() == b"0\n1\n1 5\n" for d in dirs)
+        assert batch.flush() == []
+        assert len(batch) == 0
+    checkpoints = [str(d / "leader-epoch-checkpoint") for d in dirs]
+    assert sorted(synced[:6]) == sorted([*checkpoints, str(dirs[0] / "partition.metadata")])
+    assert sorted(synced[6:]) == sorted(str(d) for d in dirs)
+    atomic_write(str(tmp_path / "after"), b"x")  # outside the block: synchronous again
+    assert synced[-2:] == [str(tmp_path / "after.tmp"), str(tmp_path)]
+
+
+def test_deferred_sync_flush_reports_a_failed_fsync(tmp_path, monkeypatch):
+    def failing(path):
+        raise OSError(5, "Input/output error", path)
+
+    monkeypatch.setattr(files, "fsync_file", failing)
+    with files.deferred_sync() as batch:
+        atomic_write(str(tmp_path / "a"), b"1")
+        atomic_write(str(tmp_path / "b"), b"2")
+        failed = batch.flush()
+    assert sorted((path, e.errno) for path, e in failed) == [(str(tmp_path / "a"), 5), (str(tmp_path / "b"), 5)]
