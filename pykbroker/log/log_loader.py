@@ -193,6 +193,7 @@ class LogLoader:
             elif recovered:
                 self._log.info("Log recovery found every batch intact", recovered_segments=recovered)
 
+        new_log = self.segments.is_empty
         log_end_offset = self._delete_segments_if_log_start_greater_than_log_end()
         if self.segments.is_empty:
             self.segments.add(
@@ -203,6 +204,7 @@ class LogLoader:
                     self.time,
                     init_file_size=self.config.segment_bytes,
                     preallocate=self.config.preallocate,
+                    defer_index_files=new_log,  # a new log's index files are created on first use
                 )
             )
         if self.had_clean_shutdown and log_end_offset is not None:

@@ -108,9 +108,13 @@ class LogSegment:
         init_file_size: int = 0,
         preallocate: bool = False,
         file_suffix: str = "",
+        defer_index_files: bool = False,
     ) -> LogSegment:
         """Open or create the segment files for ``base_offset`` in ``directory``. ``config`` is a
-        LogConfig (uses ``segment_index_bytes``, ``index_interval_bytes``, ``random_segment_jitter()``)."""
+        LogConfig (uses ``segment_index_bytes``, ``index_interval_bytes``, ``random_segment_jitter()``).
+        ``defer_index_files`` (a new log's first segment): the index files are created on first use, not now
+        (two file creations fewer per partition created; an idle partition never has them). An existing empty
+        segment whose index files are missing (such a segment, never used) opens the same way."""
         max_index_size = config.segment_index_bytes
         path = log_file(directory, base_offset, file_suffix)
         try:
@@ -122,12 +126,14 @@ class LogSegment:
             time_path = time_index_file(directory, base_offset, file_suffix)
             # A new segment's index files are created now (a full disk fails the roll here) and mapped
             # on first use; an existing segment's are opened on first use.
-            fresh_offset = not file_already_exists and not os.path.exists(offset_path)
-            fresh_time = not file_already_exists and not os.path.exists(time_path)
-            if fresh_offset:
-                OffsetIndex.create_file(offset_path, max_index_size)
-            if fresh_time:
-                TimeIndex.create_file(time_path, max_index_size)
+            unused = not file_already_exists or log.size_in_bytes == 0
+            fresh_offset = unused and not os.path.exists(offset_path)
+            fresh_time = unused and not os.path.exists(time_path)
+            if not file_already_exists and not defer_index_files:
+                if fresh_offset:
+                    OffsetIndex.create_file(offset_path, max_index_size)
+                if fresh_time:
+                    TimeIndex.create_file(time_path, max_index_size)
         except BaseException:
             log.close_handlers()
             raise
@@ -260,7 +266,10 @@ class LogSegment:
         return FetchDataInfo(metadata, self.log.slice(start.position, fetch_size), adjusted_max_size < start.size)
 
     def read_next_offset(self) -> int:
-        """The offset after the last batch (a header scan from the last index entry)."""
+        """The offset after the last batch (a header scan from the last index entry). An empty segment's is its
+        base offset, without mapping its index (a new or idle partition's index stays unmapped)."""
+        if self.log.size_in_bytes == 0:
+            return self.base_offset
         position = self.offset_index.lookup(self.offset_index.last_offset).position
         next_offset = self.base_offset
         for batch in self.log.batches_from(position):
@@ -338,12 +347,13 @@ class LogSegment:
     def sanity_check(self, unload: bool = False) -> None:
         """Raise CorruptIndexError (or FileNotFoundError) if an index is missing or inconsistent.
         With ``unload``, unmap the indexes afterwards (they are mapped again on first use)."""
-        for path in (self._lazy_offset_index.path, self._lazy_time_index.path):
-            if not os.path.exists(path):
-                raise FileNotFoundError(f"Index file {path} does not exist")
+        lazies = [lazy for lazy in (self._lazy_offset_index, self._lazy_time_index) if not lazy.is_fresh]
+        for lazy in lazies:  # a fresh index (an unused segment's, maybe not created yet) is empty: nothing to check
+            if not os.path.exists(lazy.path):
+                raise FileNotFoundError(f"Index file {lazy.path} does not exist")
         try:
-            self.offset_index.sanity_check()
-            self.time_index.sanity_check()
+            for lazy in lazies:
+                lazy.get().sanity_check()
         finally:
             if unload:
                 self._lazy_offset_index.unload()
@@ -419,6 +429,7 @@ class LogSegment:
         so_far = self._read_max_timestamp_and_offset_so_far()
         if so_far.timestamp != NO_TIMESTAMP or self._lazy_time_index.is_loaded:
             self.time_index.maybe_append(so_far.timestamp, so_far.offset, skip_full_check=True)
+        self._create_deferred_index_files()
         self._lazy_offset_index.trim_to_valid_size()
         self._lazy_time_index.trim_to_valid_size()
         self.log.trim()
@@ -441,10 +452,20 @@ class LogSegment:
                 self.time_index.maybe_append(so_far.timestamp, so_far.offset, skip_full_check=True)
             except Exception as e:  # noqa: BLE001 - closing must go on
                 _log.warning("Failed to append the final time index entry", segment=self.log.path, error=str(e))
+        self._create_deferred_index_files()
         self._lazy_offset_index.close()
         self._lazy_time_index.close()
         self.txn_index.close()
         self.log.close()
+
+    def _create_deferred_index_files(self) -> None:
+        """A segment holding batches keeps index files once it rolls or closes (empty ones if never used: the
+        index is sparse), so a later load finds them; an empty segment's may stay missing."""
+        if self.log.size_in_bytes == 0:
+            return
+        for lazy in (self._lazy_offset_index, self._lazy_time_index):
+            if lazy.is_fresh and not os.path.exists(lazy.path):
+                os.close(os.open(lazy.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
 
     def close_handlers(self) -> None:
         """Release mappings and descriptors without flushing or trimming."""

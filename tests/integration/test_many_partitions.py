@@ -13,7 +13,9 @@ from tests.helpers.wait import wait_until
 
 pytestmark = pytest.mark.integration
 
-SEGMENT_FILES = ("00000000000000000000.log", "00000000000000000000.index", "00000000000000000000.timeindex")
+# A created log: its segment and, written once it leads, its leader epochs (a new log's index files are created on
+# first use; a restart must still find no corrupt or missing index).
+SEGMENT_FILES = ("00000000000000000000.log", "leader-epoch-checkpoint")
 
 
 def _create(bootstrap: str, names: list[str]):

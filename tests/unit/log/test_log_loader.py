@@ -369,6 +369,35 @@ def test_clean_shutdown_without_any_snapshot_skips_the_rebuild(tmp_path):
     assert snapshots(again) == ["00000000000000000006.snapshot"]
 
 
+def test_a_new_log_creates_its_index_files_on_first_use(tmp_path):
+    """Issue 31: a new log's first segment gets its index files (and mapping) on first use, not at creation; an
+    unused log reopened after a clean shutdown still has none and loads without a rebuild; a used one keeps them."""
+
+    def index_files(log):
+        return [n for n in files(log) if n.endswith((".index", ".timeindex"))]
+
+    log = open_log(tmp_path / "t-0")
+    assert files(log) == ["00000000000000000000.log"] and index_files(log) == []
+    assert not log.segments.active_segment._lazy_offset_index.is_loaded  # nothing mapped either
+    log.close()
+    again = open_log(tmp_path / "t-0")
+    assert index_files(again) == [] and again.log_end_offset == 0
+    again.segments.active_segment.sanity_check()
+    again.close()
+    again = open_log(tmp_path / "t-0", clean=False)  # recovery rebuilds (creates) the indexes of the empty segment
+    assert again.log_end_offset == 0
+    again.close()
+    again = open_log(tmp_path / "t-0")
+    produce(again, 1)
+    assert index_files(again) == ["00000000000000000000.index", "00000000000000000000.timeindex"]
+    again.close()
+    reopened = open_log(tmp_path / "t-0")
+    assert len(index_files(reopened)) == 2 and reopened.log_end_offset == 2
+    assert reopened.recovery_report.recovered_segments == 0
+    produce(reopened, 1)
+    assert reopened.log_end_offset == 4
+
+
 def test_a_new_empty_log_writes_no_producer_snapshot(tmp_path):
     """Kafka's takeSnapshot writes only past the last snapshot offset (0 for a fresh ProducerStateManager): a
     new log's directory holds no 0.snapshot; reloading it (clean or not) and producing work as before."""

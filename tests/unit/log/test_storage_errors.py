@@ -85,10 +85,14 @@ def test_index_growth_on_a_full_disk_raises_enospc_before_any_mmap_write(tmp_pat
 
 
 def test_segment_creation_on_a_full_disk(tmp_path, monkeypatch):
+    """A new log writes nothing (its first segment's index files are created on first use), so it is created on
+    a full disk; its first append, which needs them, is the storage error that takes the dir offline."""
     lm = _manager([tmp_path / "d"])
     inject_enospc(monkeypatch, tmp_path)
+    log = lm.get_or_create_log("t", 0)
     with pytest.raises(KafkaStorageError):
-        lm.get_or_create_log("t", 0)
+        _append(log)
+    assert log.log_end_offset == 0
     assert lm.log_dir_failure_channel.has_offline_log_dir(str(tmp_path / "d"))
 
 
