@@ -139,6 +139,9 @@ class LogManager:
         self._logs: dict[TopicPartition, UnifiedLog] = {}
         self._log_dir_of: dict[TopicPartition, str] = {}
         self._unsynced_dirs: set[str] = set()  # log dirs with logs created by get_or_create_log(sync_dir=False)
+        # Per log dir, the high watermarks last written: the periodic checkpoint skips a write that would not
+        # change the file (an idle broker with thousands of partitions rewrote and fsynced it every 5 s).
+        self._hw_written: dict[str, dict] = {}
         self._topic_overrides: dict[str, dict[str, Any]] = {}
         self._topic_configs: dict[str, LogConfig] = {}
         self._tasks: list = []
@@ -590,11 +593,16 @@ class LogManager:
             except KafkaStorageError:
                 continue
 
-    def _checkpoint_high_watermarks(self, log_dir: str) -> None:
+    def _checkpoint_high_watermarks(self, log_dir: str, force: bool = False) -> None:
+        """Write ``replication-offset-checkpoint`` unless it already holds exactly these high watermarks (and not
+        ``force``, as at shutdown): same content as Kafka's unconditional write, without the idle rewrite."""
         logs = self._logs_in_dir(log_dir)
-        self._write_checkpoint(
-            log_dir, REPLICATION_OFFSET_CHECKPOINT_FILE, {tp: log.high_watermark for tp, log in logs.items()}
-        )
+        offsets = {tp: log.high_watermark for tp, log in logs.items()}
+        if not force and self._hw_written.get(log_dir) == offsets:
+            return
+        self._hw_written.pop(log_dir, None)
+        self._write_checkpoint(log_dir, REPLICATION_OFFSET_CHECKPOINT_FILE, offsets)
+        self._hw_written[log_dir] = offsets
 
     def _write_checkpoint(self, log_dir: str, file_name: str, offsets: dict) -> None:
         """Write a checkpoint file; an OSError takes ``log_dir`` offline (KafkaStorageError)."""
@@ -643,7 +651,7 @@ class LogManager:
                     _log.error("Error closing log during shutdown", partition=log.name, error=repr(e))
             try:
                 self._checkpoint_dir(log_dir)
-                self._checkpoint_high_watermarks(log_dir)
+                self._checkpoint_high_watermarks(log_dir, force=True)
             except KafkaStorageError:
                 failed = True
             if failed:

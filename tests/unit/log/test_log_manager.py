@@ -200,3 +200,23 @@ def test_corrupt_checkpoint_means_full_recovery(tmp_path, time):
     lm2.startup()
     assert lm2.get_log("t", 0).log_end_offset == 10
     assert lm2.get_log("t", 0).recovery_report.recovered_segments == 2
+
+
+def test_unchanged_high_watermarks_are_not_rewritten(tmp_path, time):
+    """Issue 31: the periodic high-watermark checkpoint skips a write that would leave the file as it is (an idle
+    broker rewrote and fsynced it every 5 s); any change, and the shutdown, write it."""
+    lm = manager([tmp_path], time)
+    log = lm.get_or_create_log("t", 0)
+    produce(log, 2)
+    path = tmp_path / "replication-offset-checkpoint"
+    lm.checkpoint_high_watermarks()
+    first = path.stat().st_ino
+    assert path.read_text().splitlines()[2] == "t 0 4"
+    lm.checkpoint_high_watermarks()
+    assert path.stat().st_ino == first  # not replaced
+    log.update_high_watermark(2)
+    lm.checkpoint_high_watermarks()
+    assert path.stat().st_ino != first and path.read_text().splitlines()[2] == "t 0 2"
+    second = path.stat().st_ino
+    lm.shutdown()
+    assert path.stat().st_ino != second and path.read_text().splitlines()[2] == "t 0 2"
