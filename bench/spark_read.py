@@ -5,7 +5,9 @@
 
 Produces the records with confluent-kafka, starts a local[2] SparkSession (127.0.0.1, UI off), runs
 one warm-up read, then times ``--runs`` full reads of the topic into ``format("noop")`` and prints
-rows/s for each. Not a test.
+rows/s for each, each next to the peer measured in the same run: one confluent-kafka consumer (a
+Python loop over ``consume()``) reading the whole topic, and the ratio Spark / confluent-kafka.
+Not a test.
 """
 
 from __future__ import annotations
@@ -18,6 +20,30 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def confluent_consume(bootstrap: str, topic: str, partitions: int, expected: int) -> float:
+    """records/s of one confluent-kafka consumer reading every partition from the start."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{time.time()}",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 52428800,
+            "max.partition.fetch.bytes": 10485760,
+            "queued.max.messages.kbytes": 262144,
+        }
+    )
+    start = time.perf_counter()
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    n = 0
+    while n < expected:
+        n += sum(1 for m in c.consume(10000, 1.0) if m.error() is None)
+    elapsed = time.perf_counter() - start
+    c.close()
+    return expected / elapsed
 
 
 def main() -> None:
@@ -74,21 +100,34 @@ def main() -> None:
         import pyspark_pykbroker
 
         pyspark_pykbroker.register(spark)
-        reader = (
-            spark.read.format("pykbroker")
-            .option("kafka.bootstrap.servers", args.bootstrap_server)
-            .option("subscribe", topic)
-        )
-        reader.load().write.format("noop").mode("overwrite").save()  # warm-up: Python workers start
+
+        def reader(fast: bool):
+            return (
+                spark.read.format("pykbroker")
+                .option("kafka.bootstrap.servers", args.bootstrap_server)
+                .option("subscribe", topic)
+                .option("fastFetch", str(fast).lower())
+            )
+
+        for fast in (False, True):  # warm-up: Python workers start
+            reader(fast).load().write.format("noop").mode("overwrite").save()
         print(
             f"# format('pykbroker') batch read -> noop, {args.num_records:,} records x {args.record_size} B, "
-            f"{args.partitions} partitions, local[2]"
+            f"{args.partitions} partitions, local[2]; fastFetch=false is the librdkafka-only read"
         )
         for run in range(args.runs):
-            start = time.perf_counter()
-            reader.load().write.format("noop").mode("overwrite").save()
-            elapsed = time.perf_counter() - start
-            print(f"run {run + 1}: {elapsed:.2f} s  {args.num_records / elapsed:,.0f} rows/s", flush=True)
+            peer = confluent_consume(args.bootstrap_server, topic, args.partitions, args.num_records)
+            rates = {}
+            for fast in (False, True):
+                start = time.perf_counter()
+                reader(fast).load().write.format("noop").mode("overwrite").save()
+                rates[fast] = args.num_records / (time.perf_counter() - start)
+            print(
+                f"run {run + 1}: confluent-kafka {peer:,.0f} records/s; spark fastFetch=false {rates[False]:,.0f} "
+                f"rows/s (ratio {rates[False] / peer:.2f}), fastFetch=true {rates[True]:,.0f} rows/s "
+                f"(ratio {rates[True] / peer:.2f}); load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
         spark.stop()
     finally:
         if broker is not None:

@@ -65,6 +65,7 @@ class _Reading:
         self.options = options
         self.fail_on_data_loss = options.bool("failOnDataLoss", True)
         self.include_headers = options.bool("includeHeaders", False)
+        self.fast_fetch = options.bool("fastFetch", True)  # pyspark_pykbroker.fastfetch where it applies
         self.min_partitions = options.int("minPartitions")
 
     def client(self) -> KafkaClient:
@@ -108,6 +109,7 @@ class _Reading:
             partition.end,
             self.fail_on_data_loss,
             self.include_headers,
+            fast_fetch=self.fast_fetch,
         )
 
 
