@@ -6,7 +6,9 @@
 Produces the records with confluent-kafka, starts a local[2] SparkSession (127.0.0.1, UI off), runs
 one warm-up read, then times ``--runs`` full reads of the topic into ``format("noop")`` and prints
 rows/s for each, each next to the peer measured in the same run: one confluent-kafka consumer (a
-Python loop over ``consume()``) reading the whole topic, and the ratio Spark / confluent-kafka.
+Python loop over ``consume()``) reading the whole topic, and the ratio Spark / confluent-kafka. On a
+loaded machine throughput swings between runs; the CPU seconds each reader spends per million records
+(bench process tree less the broker: the consumer, or Spark's JVM and Python workers) are steadier.
 Not a test.
 """
 
@@ -20,6 +22,37 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime + reaped children's (cutime + cstime) of ``pid`` from /proc, 0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu(root: int, exclude: set[int]) -> float:
+    """CPU seconds of ``root`` and every descendant (Spark's JVM, its Python daemons and workers), less the
+    ``exclude`` subtrees (the broker). Linux only."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parents[int(entry)] = int(f.read().rpartition(")")[2].split()[1])
+            except OSError:
+                pass
+    total = 0.0
+    for pid in parents:
+        p = pid
+        while p not in (0, 1, root) and p not in exclude:
+            p = parents.get(p, 0)
+        if p == root and pid not in exclude:
+            total += _cpu_seconds(pid)
+    return total
 
 
 def confluent_consume(bootstrap: str, topic: str, partitions: int, expected: int) -> float:
@@ -115,17 +148,24 @@ def main() -> None:
             f"# format('pykbroker') batch read -> noop, {args.num_records:,} records x {args.record_size} B, "
             f"{args.partitions} partitions, local[2]; fastFetch=false is the librdkafka-only read"
         )
+        me, exclude = os.getpid(), {broker.proc.pid} if broker is not None and broker.proc is not None else set()
+        m = args.num_records / 1e6
         for run in range(args.runs):
+            cpu = tree_cpu(me, exclude)
             peer = confluent_consume(args.bootstrap_server, topic, args.partitions, args.num_records)
-            rates = {}
+            peer_cpu = tree_cpu(me, exclude) - cpu
+            rates, cpus = {}, {}
             for fast in (False, True):
+                cpu = tree_cpu(me, exclude)
                 start = time.perf_counter()
                 reader(fast).load().write.format("noop").mode("overwrite").save()
                 rates[fast] = args.num_records / (time.perf_counter() - start)
+                cpus[fast] = tree_cpu(me, exclude) - cpu
             print(
-                f"run {run + 1}: confluent-kafka {peer:,.0f} records/s; spark fastFetch=false {rates[False]:,.0f} "
-                f"rows/s (ratio {rates[False] / peer:.2f}), fastFetch=true {rates[True]:,.0f} rows/s "
-                f"(ratio {rates[True] / peer:.2f}); load {os.getloadavg()[0]:.1f}",
+                f"run {run + 1}: confluent-kafka {peer:,.0f} records/s ({peer_cpu / m:.2f} CPU s per 1M); "
+                f"spark fastFetch=false {rates[False]:,.0f} rows/s (ratio {rates[False] / peer:.2f}, "
+                f"{cpus[False] / m:.2f} CPU s per 1M), fastFetch=true {rates[True]:,.0f} rows/s "
+                f"(ratio {rates[True] / peer:.2f}, {cpus[True] / m:.2f} CPU s per 1M); load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
         spark.stop()

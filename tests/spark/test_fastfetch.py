@@ -116,3 +116,26 @@ def test_fast_path_log_append_time(spark_broker):
     slow = _read(bs, topic, 0, 700, False)
     assert set(fast["timestampType"].to_pylist()) == {1}
     assert all(fast[name].equals(slow[name]) for name in slow.column_names)
+
+
+def test_planned_leader_below_log_start_is_data_loss(spark_broker):
+    """With the leader known from planning the fast path fetches before any watermark request; a start below
+    the log start offset gets OFFSET_OUT_OF_RANGE there and then Spark's failOnDataLoss answer."""
+    from confluent_kafka import TopicPartition
+
+    from pyspark_pykbroker.client import DataLossError, KafkaClient
+
+    bs, topic = spark_broker.bootstrap, "sfast-loss"
+    admin = create_topic(bs, topic, 1)
+    _produce(bs, topic, 0, 100)
+    (future,) = admin.delete_records([TopicPartition(topic, 0, 40)]).values()
+    assert future.result(10).low_watermark == 40
+    client = KafkaClient(bs, {})
+    leader = client.leader(topic, 0)
+    client.close()
+    with pytest.raises(DataLossError, match="failOnDataLoss"):
+        list(KafkaClient(bs, {}).read_range(topic, 0, 10, 100, True, False, leader=leader))
+    batches = list(KafkaClient(bs, {}).read_range(topic, 0, 10, 100, False, False, leader=leader))
+    assert [o for b in batches for o in b.column("offset").to_pylist()] == list(range(40, 100))
+    batches = list(KafkaClient(bs, {}).read_range(topic, 0, 50, 60, True, False, leader=leader))
+    assert [o for b in batches for o in b.column("offset").to_pylist()] == list(range(50, 60))

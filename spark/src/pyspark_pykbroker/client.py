@@ -3,8 +3,9 @@
 Works against any Kafka broker. ``read_range`` returns Arrow record batches in Spark's Kafka schema
 and stops at the first offset >= end (compaction and control records leave gaps); a range starting
 below the log start offset raises :class:`DataLossError` (``failOnDataLoss=true``) or starts at the
-log start offset instead. Producers use ``partitioner=murmur2_random`` so keys land where the Java
-producer puts them. Connections are opened lazily and never pickled.
+log start offset instead; where it can, it reads through :mod:`pyspark_pykbroker.fastfetch` first.
+Producers use ``partitioner=murmur2_random`` so keys land where the Java producer puts them.
+Connections are opened lazily and never pickled.
 """
 
 from __future__ import annotations
@@ -107,11 +108,20 @@ class KafkaClient:
 
     def leader(self, topic: str, partition: int) -> tuple[str, int] | None:
         """(host, port) of the partition's leader from a Metadata request, None when unknown."""
+        return self.leaders([(topic, partition)], topic).get((topic, partition))
+
+    def leaders(self, tps, topic: str | None = None) -> dict[tuple[str, int], tuple[str, int]]:
+        """(host, port) of each partition's leader from one Metadata request (of ``topic`` only, or of
+        every topic); partitions without a known leader are left out."""
         metadata = self.consumer().list_topics(topic, timeout=30)
-        t = metadata.topics.get(topic)
-        p = t.partitions.get(partition) if t is not None and t.error is None else None
-        broker = metadata.brokers.get(p.leader) if p is not None and p.error is None else None
-        return (broker.host, broker.port) if broker is not None else None
+        out = {}
+        for name, partition in tps:
+            t = metadata.topics.get(name)
+            p = t.partitions.get(partition) if t is not None and t.error is None else None
+            broker = metadata.brokers.get(p.leader) if p is not None and p.error is None else None
+            if broker is not None:
+                out[(name, partition)] = (broker.host, broker.port)
+        return out
 
     # -- reads -------------------------------------------------------------------------------------------
     def read_range(
@@ -124,17 +134,27 @@ class KafkaClient:
         include_headers: bool,
         batch_rows: int = 65536,
         fast_fetch: bool = True,
+        leader: tuple[str, int] | None = None,
     ):
         """Arrow batches of the records with ``start <= offset < end`` (``start`` -2: log start).
 
         With ``fast_fetch`` (and options it serves, see :func:`fastfetch.usable`) the range is read by
-        :mod:`pyspark_pykbroker.fastfetch` from the leader; librdkafka reads whatever it leaves.
+        :mod:`pyspark_pykbroker.fastfetch` from the leader; librdkafka reads whatever it leaves. A
+        ``leader`` (host, port) known from planning lets the fast path start before any watermark or
+        metadata request (a start below the log start offset gets OFFSET_OUT_OF_RANGE there and is
+        then checked as usual).
         """
         import pyarrow as pa
         from confluent_kafka import KafkaError, TopicPartition
 
         from pyspark_pykbroker.schema import arrow_schema
 
+        fast = fast_fetch and fastfetch.usable(self.conf, include_headers)
+        if fast and leader is not None and start >= 0:
+            max_bytes = int(self.conf.get("max.partition.fetch.bytes", FAST_FETCH_BYTES))
+            start = yield from fastfetch.read_fast(*leader, topic, partition, start, end, max_bytes, 30.0)
+            if start >= end:
+                return
         low, high = self.watermarks([(topic, partition)])[(topic, partition)]
         if start < 0:
             start = low
@@ -146,7 +166,7 @@ class KafkaClient:
         if start >= end:
             self.close()
             return
-        if fast_fetch and fastfetch.usable(self.conf, include_headers):
+        if fast:
             leader = self.leader(topic, partition)
             if leader is not None:
                 max_bytes = int(self.conf.get("max.partition.fetch.bytes", FAST_FETCH_BYTES))

@@ -33,9 +33,12 @@ except ImportError:  # pragma: no cover - older PySpark: no admission control
 
 
 class RangePartition(InputPartition):
-    def __init__(self, topic: str, partition: int, start: int, end: int):
+    """One offset range; ``leader`` is the (host, port) planning saw leading it, or None."""
+
+    def __init__(self, topic: str, partition: int, start: int, end: int, leader: tuple[str, int] | None = None):
         super().__init__((topic, partition, start, end))
         self.topic, self.partition, self.start, self.end = topic, partition, start, end
+        self.leader = leader
 
 
 class PyKBrokerDataSource(DataSource):
@@ -110,6 +113,7 @@ class _Reading:
             self.fail_on_data_loss,
             self.include_headers,
             fast_fetch=self.fast_fetch,
+            leader=getattr(partition, "leader", None),
         )
 
 
@@ -131,12 +135,18 @@ class KafkaBatchReader(_Reading, DataSourceReader):
             end = self.resolve(
                 client, ending, tps if ending in (None, "latest") else sorted(off.from_json(ending)), "latest", "ending"
             )
+            self.ranges = off.split_ranges(
+                [r for r in off.plan_ranges(start, end) if r.end > r.start], self.min_partitions
+            )
+            # where each range is read from: tasks skip their own metadata and watermark requests
+            self.leaders = (
+                client.leaders({(r.topic, r.partition) for r in self.ranges}) if self.fast_fetch and self.ranges else {}
+            )
         finally:
             client.close()
-        self.ranges = off.split_ranges([r for r in off.plan_ranges(start, end) if r.end > r.start], self.min_partitions)
 
     def partitions(self):
-        return [RangePartition(*r) for r in self.ranges]
+        return [RangePartition(*r, leader=self.leaders.get((r.topic, r.partition))) for r in self.ranges]
 
     def read(self, partition):
         return self.read_partition(partition)
