@@ -139,3 +139,14 @@ def test_planned_leader_below_log_start_is_data_loss(spark_broker):
     assert [o for b in batches for o in b.column("offset").to_pylist()] == list(range(40, 100))
     batches = list(KafkaClient(bs, {}).read_range(topic, 0, 50, 60, True, False, leader=leader))
     assert [o for b in batches for o in b.column("offset").to_pylist()] == list(range(50, 60))
+
+
+def test_usable_only_where_it_reads_what_librdkafka_would():
+    from pyspark_pykbroker.fastfetch import usable
+
+    assert usable({}, False)
+    assert usable({"Isolation.Level": "READ_UNCOMMITTED", "security.protocol": "PLAINTEXT", "client.id": "x"}, False)
+    assert not usable({}, True)  # includeHeaders
+    assert not usable({"isolation.level": "read_committed"}, False)
+    assert not usable({"security.protocol": "SASL_PLAINTEXT"}, False)
+    assert not usable({"sasl.mechanism": "PLAIN"}, False)

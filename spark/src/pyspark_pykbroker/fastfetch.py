@@ -68,8 +68,9 @@ def usable(conf: dict, include_headers: bool) -> bool:
     if include_headers:
         return False
     for key, value in conf.items():
+        key = key.lower()
         if key == "isolation.level":
-            if str(value) != "read_uncommitted":
+            if str(value).lower() != "read_uncommitted":
                 return False
         elif key == "security.protocol":
             if str(value).lower() != "plaintext":
