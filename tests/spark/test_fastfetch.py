@@ -150,3 +150,18 @@ def test_usable_only_where_it_reads_what_librdkafka_would():
     assert not usable({"isolation.level": "read_committed"}, False)
     assert not usable({"security.protocol": "SASL_PLAINTEXT"}, False)
     assert not usable({"sasl.mechanism": "PLAIN"}, False)
+
+
+def test_fast_path_large_records(spark_broker):
+    """Records of 8 KiB and more (3-byte length varints) are decoded by the fast path too."""
+    from confluent_kafka import Producer
+
+    bs, topic = spark_broker.bootstrap, "sfast-large"
+    create_topic(bs, topic, 1)
+    p = Producer({"bootstrap.servers": bs, "linger.ms": 5})
+    for i in range(40):
+        p.produce(topic, b"%05d" % i * (1000 + 500 * i), b"k%d" % i, partition=0, timestamp=BASE_TS + i)
+    assert p.flush(30) == 0
+    assert _fast_until(bs, topic, 0, 40) == (40, 40)
+    fast, slow = _read(bs, topic, 0, 40, True), _read(bs, topic, 0, 40, False)
+    assert all(fast[name].equals(slow[name]) for name in slow.column_names)

@@ -188,7 +188,17 @@ def _record_starts(data: bytes, begin: int, end: int, count: int, starts: list[i
         if c < 0x80:
             pos += _ADV2[(b & 0x7F) | (c << 7)]
             continue
-        raise Unsupported("record longer than 8191 bytes")
+        value, shift, pos = (b & 0x7F) | ((c & 0x7F) << 7), 14, pos + 2  # records of 8 KiB and more
+        while True:
+            b = data[pos]
+            value |= (b & 0x7F) << shift
+            pos += 1
+            if b < 0x80:
+                break
+            shift += 7
+            if shift > 28:
+                raise Unsupported("record length varint longer than 5 bytes")
+        pos += (value >> 1) ^ -(value & 1)
     if pos != end:
         raise Unsupported("records do not fill their batch")
 
@@ -248,7 +258,8 @@ def decode(records: memoryview, start: int, end: int, topic: str, partition: int
     buf = np.frombuffer(data, np.uint8)
     rec = np.array(starts, np.int64)
     counts = np.array(batch_counts)
-    _len, w = _varints(buf, rec, 2)
+    length, w = _varints(buf, rec, 5)
+    rec_end = rec + w + length
     p = rec + w + 1  # past the length and the attributes byte
     ts_delta, w = _varints(buf, p, 10)
     p += w
@@ -259,6 +270,8 @@ def decode(records: memoryview, start: int, end: int, topic: str, partition: int
     p = key_start + np.maximum(key_len, 0)
     value_len, w = _varints(buf, p, 5)
     value_start = p + w
+    if (value_start + np.maximum(value_len, 0) > rec_end).any() or (key_len < -1).any() or (value_len < -1).any():
+        raise Unsupported("a key or value runs past its record")
     offsets = np.repeat(np.array(base_offsets, np.int64), counts) + off_delta
     is_log_append = np.repeat(np.array(log_append, np.int32), counts)
     times = np.repeat(np.array(base_times, np.int64), counts) + np.where(is_log_append == 1, 0, ts_delta)
