@@ -152,8 +152,10 @@ class ShareHandlers:
         def fetched(results: dict[ShareFetchTarget, ShareFetchResult]) -> None:
             _when_all(list(acks.values()), lambda: self._send_fetch(request, results, errs, acks, lock_ms))
 
+        # the piggy-backed acknowledgements complete (their state write) before the fetch acquires: a record the
+        # member released is AVAILABLE again for this fetch, a failed write leaves it ACQUIRED (rolled back)
         if targets:
-            self.manager.fetch(group_id, member_id, params, targets, fetched)
+            _when_all(list(acks.values()), lambda: self.manager.fetch(group_id, member_id, params, targets, fetched))
         else:
             fetched({})
 

@@ -12,9 +12,12 @@ with its per-offset states, split only where an acknowledgement or a lock expiry
 
 Acquisition takes whole log batches (Kafka's batch-optimized acquisition): records are never looked at one by one;
 a batch of an aborted transaction (read_committed) or a control batch is archived instead of acquired. At most
-``max_in_flight`` offsets are in flight (``group.share.partition.max.record.locks``). Every change of state is
-written to the :class:`~pykbroker.coordinator.share.persister.Persister` (ACQUIRED as AVAILABLE); the state is read
-back when the partition is (re)created on a new leader, fenced by the leader epoch.
+``max_in_flight`` offsets are in flight (``group.share.partition.max.record.locks``). As Kafka's, an acquisition
+is not written to the :class:`~pykbroker.coordinator.share.persister.Persister`: acknowledgements, releases, lock
+expiries and archived batches are, each write carrying the whole in-flight state (ACQUIRED as AVAILABLE, with its
+delivery count). The state is read back when the partition is (re)created on a new leader, fenced by the leader
+epoch; so a delivery that no write recorded (records acquired, then the leader died) is not counted after the
+failover (Kafka's documented under-count), and records beyond the last written end offset are delivered as new.
 
 Acknowledge types (ShareFetch/ShareAcknowledge ``acknowledge_types``): 0 GAP (archived), 1 ACCEPT, 2 RELEASE,
 3 REJECT. Errors: INVALID_RECORD_STATE for offsets that are not ACQUIRED by the acknowledging member (nothing of that
@@ -90,14 +93,28 @@ class SharePartitionConfig(NamedTuple):
     auto_offset_reset: str = "latest"
 
 
+class _Undo(NamedTuple):
+    """A transition whose state write is pending (Kafka's InFlightState ongoing transition): the acknowledgement
+    it belongs to (``token``) and the values it replaced; ``lock`` is -1 once that acquisition lock expired."""
+
+    token: object
+    state: int
+    delivery_count: int
+    member: str | None
+    lock: int
+
+
 class _Range:
-    __slots__ = ("first", "last", "state", "count", "member", "lock")
+    __slots__ = ("first", "last", "state", "count", "member", "lock", "undo")
 
     def __init__(self, first: int, last: int, state: int, count: int, member: str | None = None, lock: int = 0):
         self.first, self.last, self.state, self.count, self.member, self.lock = first, last, state, count, member, lock
+        self.undo: _Undo | None = None
 
     def copy(self, first: int, last: int) -> _Range:
-        return _Range(first, last, self.state, self.count, self.member, self.lock)
+        r = _Range(first, last, self.state, self.count, self.member, self.lock)
+        r.undo = self.undo
+        return r
 
     def __repr__(self) -> str:
         return f"_Range({self.first}-{self.last}, state={self.state}, count={self.count}, member={self.member})"
@@ -257,10 +274,10 @@ class SharePartition:
         return lo, hi
 
     def _advance_start(self) -> None:
-        """Drop the leading ACKNOWLEDGED/ARCHIVED ranges: the SPSO moves past them."""
+        """Drop the leading ACKNOWLEDGED/ARCHIVED ranges: the SPSO moves past them (not past a pending write's)."""
         n = 0
         for r in self._ranges:
-            if r.state not in (ACKNOWLEDGED, ARCHIVED):
+            if r.state not in (ACKNOWLEDGED, ARCHIVED) or r.undo is not None:
                 break
             n += 1
         if n:
@@ -281,6 +298,8 @@ class SharePartition:
                 and p.state == r.state
                 and p.count == r.count
                 and r.state != ACQUIRED
+                and p.undo is None
+                and r.undo is None
             ):
                 p.last = r.last
             else:
@@ -303,7 +322,7 @@ class SharePartition:
         with self._lock:
             if self.fenced or self.start_offset < 0:
                 return False
-            if any(r.state == AVAILABLE for r in self._ranges):
+            if any(r.state == AVAILABLE and r.undo is None for r in self._ranges):
                 return True
             return self.end_offset < log_end and self.end_offset - self.start_offset < self.config.max_in_flight
 
@@ -318,7 +337,7 @@ class SharePartition:
                 return
             lo, hi = self._slice(self.start_offset, log_start - 1)
             for r in self._ranges[lo:hi]:
-                r.state, r.member = ARCHIVED, None
+                r.state, r.member, r.undo = ARCHIVED, None, None
             self._advance_start()
 
     def acquire(
@@ -356,7 +375,7 @@ class SharePartition:
                 if first <= in_flight_last:
                     lo, hi = self._slice(first, in_flight_last)
                     for r in self._ranges[lo:hi]:
-                        if r.state != AVAILABLE:
+                        if r.state != AVAILABLE or r.undo is not None:  # a release whose write is pending
                             continue
                         if skip:
                             r.state, became_final = ARCHIVED, True
@@ -385,15 +404,20 @@ class SharePartition:
             if out:
                 self.timer.add(_LockTimeout(self, lock_id, self.config.record_lock_duration_ms))
             out = _join(out, batch_size)
-        if out or became_final:
+        if became_final:  # archived (aborted, control, gap) offsets; an acquisition alone is not written
             self._write()
         return out
 
     # -- acknowledgement -----------------------------------------------------------------------------
     def acknowledge(self, member_id: str, batches: Sequence[AckBatch]) -> Future[int]:
         """Apply ``member_id``'s acknowledgements; all or nothing. Future of an error code: INVALID_RECORD_STATE
-        (an offset not ACQUIRED by the member), INVALID_REQUEST (bad type or range), or the persister's error."""
-        released = False
+        (an offset not ACQUIRED by the member), INVALID_REQUEST (bad type or range), or the persister's error.
+
+        The transitions are pending until the state write completes (Kafka's rollbackOrProcessStateUpdates): a
+        released record is not acquired again and the SPSO does not move meanwhile; when the write fails they are
+        undone (the records are ACQUIRED by the member again, or released if their lock expired meanwhile) and the
+        write's error is the answer."""
+        token = object()
         with self._lock:
             if self.fenced:
                 return _done(errors.FENCED_STATE_EPOCH)
@@ -402,15 +426,40 @@ class SharePartition:
                 return _done(code)
             for b in batches:
                 if len(b.types) == 1:
-                    released |= self._set_acked(b.first_offset, b.last_offset, b.types[0])
+                    self._set_acked(b.first_offset, b.last_offset, b.types[0], token)
                 else:
                     for i, t in enumerate(b.types):
-                        released |= self._set_acked(b.first_offset + i, b.first_offset + i, t)
+                        self._set_acked(b.first_offset + i, b.first_offset + i, t, token)
+        out: Future[int] = Future()
+
+        def written(w: Future[int]) -> None:
+            code = w.result()
+            released = self._complete_transitions(token, code == errors.NONE)
+            if released and self.on_available is not None:
+                self.on_available()
+            out.set_result(code)
+
+        self._write().add_done_callback(written)
+        return out
+
+    def _complete_transitions(self, token: object, ok: bool) -> bool:
+        """End ``token``'s pending transitions: kept when ``ok``, else undone. True when records became AVAILABLE."""
+        released = False
+        with self._lock:
+            for r in self._ranges:
+                u = r.undo
+                if u is None or u.token is not token:
+                    continue
+                r.undo = None
+                if ok:
+                    released |= r.state == AVAILABLE
+                    continue
+                r.state, r.count, r.member, r.lock = u.state, u.delivery_count, u.member, u.lock
+                if u.lock < 0:  # its acquisition lock expired (or its member left) during the write
+                    released |= self._release(r)
             self._advance_start()
             self._merge()
-        if released and self.on_available is not None:
-            self.on_available()
-        return self._write()
+        return released
 
     def _validate(self, member_id: str, batches: Sequence[AckBatch]) -> int:
         for b in batches:
@@ -434,15 +483,14 @@ class SharePartition:
                 return errors.INVALID_RECORD_STATE
         return errors.NONE
 
-    def _set_acked(self, first: int, last: int, ack_type: int) -> bool:
+    def _set_acked(self, first: int, last: int, ack_type: int, token: object) -> None:
         lo, hi = self._slice(first, last)
-        released = False
         for r in self._ranges[lo:hi]:
+            r.undo = _Undo(token, r.state, r.count, r.member, r.lock)
             if ack_type == RELEASE:
-                released |= self._release(r)
+                self._release(r)
             else:
                 r.state, r.member, r.lock = _ACK_STATE[ack_type], None, 0
-        return released
 
     def _release(self, r: _Range) -> bool:
         """ACQUIRED -> AVAILABLE, or ARCHIVED at the delivery count limit. True when it became AVAILABLE."""
@@ -460,6 +508,8 @@ class SharePartition:
             for r in self._ranges:
                 if r.state == ACQUIRED and r.member == member_id:
                     released |= self._release(r)
+                elif r.undo is not None and r.undo.member == member_id:  # released too if its write fails
+                    r.undo = r.undo._replace(lock=-1)
             self._advance_start()
             self._merge()
         if released and self.on_available is not None:
@@ -474,6 +524,8 @@ class SharePartition:
                 if r.state == ACQUIRED and r.lock == lock_id:
                     released |= self._release(r)
                     changed = True
+                elif r.undo is not None and r.undo.lock == lock_id:  # released too if its write fails
+                    r.undo = r.undo._replace(lock=-1)
             if changed:
                 self._advance_start()
                 self._merge()
@@ -489,13 +541,19 @@ class SharePartition:
             with self._lock:
                 if self.fenced:
                     return _done(errors.FENCED_STATE_EPOCH)
-                start = self.start_offset
+                # pending transitions are written as done: the SPSO moves past pending final ranges too
+                n = 0
+                for r in self._ranges:
+                    if r.state not in (ACKNOWLEDGED, ARCHIVED):
+                        break
+                    n += 1
+                start = self._ranges[n - 1].last + 1 if n else self.start_offset
                 batches = tuple(
                     PersisterStateBatch(r.first, r.last, AVAILABLE if r.state == ACQUIRED else r.state, r.count)
-                    for r in self._ranges
+                    for r in self._ranges[n:]
                 )
                 # KIP-1226: in-flight offsets whose delivery is complete (the describe's lag leaves them out)
-                complete = sum(r.last - r.first + 1 for r in self._ranges if r.state in (ACKNOWLEDGED, ARCHIVED))
+                complete = sum(r.last - r.first + 1 for r in self._ranges[n:] if r.state in (ACKNOWLEDGED, ARCHIVED))
             f = self.persister.write_state(
                 self.group_id,
                 self.topic_id,

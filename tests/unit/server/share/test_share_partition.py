@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from concurrent.futures import Future
 
 from pykbroker.coordinator.share.persister import InMemoryPersister, PersisterStateBatch
 from pykbroker.log.transaction_index import AbortedTxn
@@ -197,11 +198,11 @@ def test_state_is_persisted_and_loaded_by_a_new_leader():
     sp, *_ = make(persister=persister, leader_epoch=0)
     sp.acquire("m1", [FetchedBatch(0, 9)], 500)
     sp.acknowledge("m1", [AckBatch(0, 9, [ACCEPT, ACCEPT, REJECT, ACCEPT, RELEASE] + [ACCEPT] * 5)]).result()
-    sp.acquire("m1", [FetchedBatch(10, 11)], 500)  # in flight at the leader change: AVAILABLE afterwards
+    sp.acquire("m1", [FetchedBatch(10, 11)], 500)  # in flight at the leader change, never written (as Kafka)
     new, *_ = make(persister=persister, leader_epoch=1, start=99)
-    assert (new.start_offset, new.end_offset) == (4, 12)
-    assert new.snapshot() == [(4, 4, AVAILABLE, 1, None), (5, 9, ACKNOWLEDGED, 1, None), (10, 11, AVAILABLE, 1, None)]
-    assert new.acquire("m2", [FetchedBatch(0, 11)], 500) == [AcquiredRange(4, 4, 2), AcquiredRange(10, 11, 2)]
+    assert (new.start_offset, new.end_offset) == (4, 10)
+    assert new.snapshot() == [(4, 4, AVAILABLE, 1, None), (5, 9, ACKNOWLEDGED, 1, None)]
+    assert new.acquire("m2", [FetchedBatch(0, 11)], 500) == [AcquiredRange(4, 4, 2), AcquiredRange(10, 11, 1)]
     # the old leader's writes are fenced from now on
     assert sp.acknowledge("m1", [AckBatch(10, 11, [ACCEPT])]).result() == errors.FENCED_LEADER_EPOCH
     assert sp.fenced
@@ -219,6 +220,27 @@ def test_log_start_moving_past_the_start_offset_archives_below_it():
     sp.update_log_start(5)
     assert sp.start_offset == 5
     assert sp.snapshot() == [(5, 9, ACQUIRED, 1, "m1")]
+
+
+class CountingPersister(InMemoryPersister):
+    def __init__(self):
+        super().__init__()
+        self.writes = 0
+
+    def write_state(self, *args):
+        self.writes += 1
+        return super().write_state(*args)
+
+
+def test_acquisition_is_not_written_acknowledgement_is():
+    persister = CountingPersister()
+    sp, *_ = make(persister=persister)
+    before = persister.writes
+    assert sp.acquire("m1", [FetchedBatch(0, 4), FetchedBatch(5, 9)], 500) == [AcquiredRange(0, 9, 1)]
+    assert persister.writes == before  # Kafka's SharePartition.acquire writes nothing
+    assert sp.acknowledge("m1", [AckBatch(0, 9, [ACCEPT])]).result() == errors.NONE
+    assert persister.writes == before + 1
+    assert persister.read_state("g", TOPIC_ID, 0, 0).result().start_offset == 10
 
 
 def test_persisted_batches_keep_delivery_counts():
@@ -256,6 +278,7 @@ class GatedPersister(InMemoryPersister):
     def __init__(self):
         super().__init__()
         self.hold_next = False
+        self.fail_next = False
         self.entered = threading.Event()
         self.gate = threading.Event()
 
@@ -264,6 +287,10 @@ class GatedPersister(InMemoryPersister):
             self.hold_next = False
             self.entered.set()
             self.gate.wait(5)
+            if self.fail_next:
+                f = Future()
+                f.set_result(errors.COORDINATOR_NOT_AVAILABLE)
+                return f
         return super().write_state(*args)
 
 
@@ -282,3 +309,56 @@ def test_concurrent_writes_reach_the_persister_in_snapshot_order():
     first.join(5)
     second.join(5)
     assert persister.read_state("g", TOPIC_ID, 0, 0).result().start_offset == 10
+
+
+class FailingPersister(InMemoryPersister):
+    """Answers write_state with ``fail_with`` while it is set (an unavailable share coordinator)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fail_with = errors.NONE
+
+    def write_state(self, *args):
+        if self.fail_with != errors.NONE:
+            f = Future()
+            f.set_result(self.fail_with)
+            return f
+        return super().write_state(*args)
+
+
+def test_failed_state_write_rolls_the_acknowledgement_back():
+    persister = FailingPersister()
+    sp, *_ = make(persister=persister)
+    sp.acquire("m1", [FetchedBatch(0, 9)], 500)
+    persister.fail_with = errors.COORDINATOR_NOT_AVAILABLE
+    acks = [AckBatch(0, 3, [ACCEPT]), AckBatch(4, 5, [RELEASE]), AckBatch(6, 6, [REJECT])]
+    assert sp.acknowledge("m1", acks).result() == errors.COORDINATOR_NOT_AVAILABLE
+    assert sp.start_offset == 0
+    assert {(state, count, member) for _, _, state, count, member in sp.snapshot()} == {(ACQUIRED, 1, "m1")}
+    assert [(first, last) for first, last, *_ in sp.snapshot()] == [(0, 3), (4, 5), (6, 6), (7, 9)]
+    assert sp.acquire("m2", [FetchedBatch(0, 9)], 500) == []  # nothing was released
+    assert persister.read_state("g", TOPIC_ID, 0, 0).result().start_offset == 0
+    persister.fail_with = errors.NONE  # the member retries: now it is applied
+    assert sp.acknowledge("m1", acks).result() == errors.NONE
+    assert sp.start_offset == 4
+    assert sp.snapshot() == [(4, 5, AVAILABLE, 1, None), (6, 6, ARCHIVED, 1, None), (7, 9, ACQUIRED, 1, "m1")]
+
+
+def test_pending_release_is_not_acquired_and_rollback_after_lock_expiry_releases():
+    persister = GatedPersister()
+    sp, time, timer, _ = make(persister=persister, record_lock_duration_ms=1000)
+    sp.acquire("m1", [FetchedBatch(0, 4)], 500)
+    persister.hold_next = True
+    done = []
+    t = threading.Thread(target=lambda: done.append(sp.acknowledge("m1", [AckBatch(0, 4, [RELEASE])]).result()))
+    t.start()
+    assert persister.entered.wait(5)
+    assert sp.acquire("m2", [FetchedBatch(0, 4)], 500) == []  # the release is not done before its write
+    time.sleep(1001)
+    timer.advance_clock(0)  # the lock expires while the write is pending
+    persister.fail_next = True
+    persister.gate.set()
+    t.join(5)
+    assert done == [errors.COORDINATOR_NOT_AVAILABLE]
+    assert sp.snapshot() == [(0, 4, AVAILABLE, 1, None)]  # rolled back to ACQUIRED, then released: lock gone
+    assert sp.acquire("m2", [FetchedBatch(0, 4)], 500) == [AcquiredRange(0, 4, 2)]
