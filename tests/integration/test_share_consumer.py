@@ -93,9 +93,22 @@ def poll_records(consumer, timeout=1.0):
     return [m for m in consumer.poll(timeout) or [] if m.error() is None]
 
 
-def consume_together(bootstrap, group, topic, consumers_count, n) -> list[tuple[str, bytes]]:
-    """``consumers_count`` ShareConsumers (implicit acknowledgement) poll ``topic`` on their own threads until ``n``
-    records arrived, and a little longer; ``[(consumer name, value)]``."""
+def _members_holding(bootstrap, group, topic) -> int:
+    """How many members of share group ``group`` are assigned a partition of ``topic`` (ShareGroupDescribe)."""
+    with BrokerConnection.to(bootstrap) as c:
+        r = c.request(ApiKeys.SHARE_GROUP_DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False})
+    return sum(
+        1
+        for m in r["groups"][0]["members"]
+        if any(tp["topic_name"] == topic and tp["partitions"] for tp in m["assignment"]["topic_partitions"])
+    )
+
+
+def consume_together(bootstrap, group, topic, consumers_count, n, produce_records) -> list[tuple[str, bytes]]:
+    """``consumers_count`` ShareConsumers (implicit acknowledgement) poll ``topic`` on their own threads; once every
+    one of them is a member holding the partition (ShareGroupDescribe), ``produce_records()`` writes the ``n``
+    records, and the consumers poll until all arrived, and a little longer; ``[(consumer name, value)]``. (Records
+    produced before the others join would all be acquired by the first member: nothing left to share.)"""
     received: list[tuple[str, bytes]] = []
     lock = threading.Lock()
     stop = threading.Event()
@@ -115,6 +128,12 @@ def consume_together(bootstrap, group, topic, consumers_count, n) -> list[tuple[
     for t in threads:
         t.start()
     try:
+        wait_until(
+            lambda: _members_holding(bootstrap, group, topic) >= consumers_count,
+            30,
+            message=f"{consumers_count} members assigned {topic}",
+        )
+        produce_records()
         wait_until(lambda: len(received) >= n, 60, message=f"{n} records received by {consumers_count}")
         time.sleep(1.5)  # nothing more may arrive (no redelivery of accepted records)
     finally:
@@ -130,8 +149,14 @@ def test_consumers_on_one_partition_receive_every_record_exactly_once(sbroker, c
     create_topic(bootstrap, "work", partitions=1)
     set_group_configs(bootstrap, "workers", {"share.auto.offset.reset": "earliest"})
     n = 600
-    produce(bootstrap, "work", [b"%d" % i for i in range(n)], batch=10)  # small batches: acquired one by one
-    received = consume_together(bootstrap, "workers", "work", consumers_count, n)
+    received = consume_together(
+        bootstrap,
+        "workers",
+        "work",
+        consumers_count,
+        n,
+        lambda: produce(bootstrap, "work", [b"%d" % i for i in range(n)], batch=10),  # small batches
+    )
     values = sorted(int(v) for _, v in received)
     assert values == list(range(n)), f"{len(values)} received, duplicates or gaps"
     assert len({name for name, _ in received}) >= 2, "the records were shared"
