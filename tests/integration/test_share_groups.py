@@ -139,6 +139,19 @@ def heartbeat(bootstrap: str, group: str, member_id: str, epoch: int, topics: li
             time.sleep(0.1)
 
 
+def heartbeat_until_assigned(bootstrap: str, group: str, member_id: str, epoch: int) -> dict:
+    """Heartbeats of a member at ``epoch`` until one answers a newer epoch: the assignment of its partitions, once the
+    coordinator has initialized their share-partition state (a new group's first heartbeat answers none)."""
+    out: list[dict] = []
+
+    def assigned() -> bool:
+        out.append(heartbeat(bootstrap, group, member_id, epoch, None))
+        return out[-1]["member_epoch"] > epoch
+
+    wait_until(assigned, 15, message="partitions assigned")
+    return out[-1]
+
+
 def test_a_member_that_stops_heartbeating_is_fenced_after_the_group_session_timeout(share_broker):
     bootstrap = share_broker.bootstrap
     create_topic(bootstrap, "sx", partitions=2)
@@ -160,11 +173,13 @@ def test_a_member_that_stops_heartbeating_is_fenced_after_the_group_session_time
         assert r["responses"][0]["error_code"] == 0
     joined = heartbeat(bootstrap, "sx-g", "m1", 0, ["sx"])
     assert (joined["error_code"], joined["member_epoch"], joined["heartbeat_interval_ms"]) == (0, 1, 500)
-    assert len(joined["assignment"]["topic_partitions"][0]["partitions"]) == 2
+    assert joined["assignment"]["topic_partitions"] == []  # the partitions' state is initialized first
+    again = heartbeat_until_assigned(bootstrap, "sx-g", "m1", 1)
+    assert again["member_epoch"] == 2 and len(again["assignment"]["topic_partitions"][0]["partitions"]) == 2
     started = time.monotonic()
     wait_until(lambda: describe(bootstrap, "sx-g")["group_state"] == "Empty", 15, message="member fenced")
     assert time.monotonic() - started >= 1.0
-    assert heartbeat(bootstrap, "sx-g", "m1", 1, None)["error_code"] == errors.UNKNOWN_MEMBER_ID
+    assert heartbeat(bootstrap, "sx-g", "m1", 2, None)["error_code"] == errors.UNKNOWN_MEMBER_ID
 
 
 def test_group_types_list_describe_and_delete(share_broker):
@@ -260,6 +275,7 @@ def test_kafka_share_groups_tool(broker):
         producer.produce("tt", str(i).encode(), partition=i % 2)
     assert producer.flush(10) == 0
     assert heartbeat(bootstrap, "tg", "member-1", 0, ["tt"])["member_epoch"] == 1
+    assert heartbeat_until_assigned(bootstrap, "tg", "member-1", 1)["member_epoch"] == 2
 
     def run(*args: str) -> list[str]:
         r = share_groups_tool(bootstrap, *args)
@@ -270,7 +286,7 @@ def test_kafka_share_groups_tool(broker):
     assert run("--list", "--state") == [["GROUP", "STATE"], ["tg", "Stable"]]
     assert run("--describe", "--group", "tg", "--members", "--verbose") == [
         ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "MEMBER-EPOCH", "ASSIGNMENT"],
-        ["tg", "member-1", "/127.0.0.1", "pykbroker", "2", "1", "tt:0,tt:1"],
+        ["tg", "member-1", "/127.0.0.1", "pykbroker", "2", "2", "tt:0,tt:1"],
     ]
     state = run("--describe", "--group", "tg", "--state")
     assert state[0] == ["GROUP", "COORDINATOR", "(ID)", "STATE", "#MEMBERS"]

@@ -7,6 +7,10 @@
 - ``subscription_metadata``: ``{topic name: (topic id, number of partitions)}`` of the subscribed topics that exist,
   as of the last computation (a difference found on a heartbeat bumps the group epoch). Not persisted (Kafka 4.1+
   keeps a hash of it): after a load the first heartbeat recomputes it, and a difference bumps the epoch.
+- ``state_topics``: the partitions whose share-partition state is initialized (Kafka's ShareGroupStatePartitionMetadata
+  ``InitializedTopics``): only these are assigned (Kafka 4.1+ ``topicPartitionAllowedMap``); ``initializing``: the
+  partitions whose initialization is under way (:mod:`.state_initializer`; in memory only: a new coordinator starts
+  them again).
 
 States (Kafka's ``ShareGroup.ShareGroupState``, derived): Empty (no member), Stable, Dead (deleted or unloaded).
 
@@ -37,6 +41,8 @@ class ShareGroup:
         #: once, or set by AlterShareGroupOffsets): what DescribeShareGroupOffsets without topics describes and
         #: DeleteGroups deletes (Kafka's ShareGroupStatePartitionMetadata ``InitializedTopics``)
         self.state_topics: dict[uuid.UUID, tuple[str, set[int]]] = {}
+        #: ``{(topic id, partition)}`` whose state the coordinator is initializing (not assignable yet)
+        self.initializing: set[tuple[uuid.UUID, int]] = set()
         self.dead = False
         #: ``{key: value}`` of the records last written for this group to ``__consumer_offsets`` (None: unknown,
         #: everything is written again); see :func:`~pykbroker.coordinator.group.share.record_codec.records_of`
@@ -59,6 +65,10 @@ class ShareGroup:
         """Note that share-partition state of these partitions may exist."""
         _, known = self.state_topics.get(topic_id, (name, set()))
         self.state_topics[topic_id] = (name, known | set(partitions))
+
+    def initialized_partitions(self, topic_id: uuid.UUID) -> set[int]:
+        """The partitions of ``topic_id`` whose share-partition state is initialized (assignable)."""
+        return self.state_topics.get(topic_id, ("", set()))[1]
 
     def remove_member(self, member_id: str) -> ShareGroupMember | None:
         """Drop the member and its target assignment."""

@@ -1,17 +1,19 @@
 """ShareGroupHeartbeat and ShareGroupDescribe (Kafka's ``GroupMetadataManager.shareGroupHeartbeat`` /
 ``shareGroupDescribe``, KIP-932).
 
-A heartbeat, under the group's lock: validates the request (INVALID_REQUEST); leaves (epoch -1: the member goes,
-the group epoch is bumped) or gets the group (created for epoch 0; GROUP_ID_NOT_FOUND when missing, or when the id
-belongs to a classic or consumer group: a group id is of one type only) and the member (GROUP_MAX_SIZE_REACHED for
-a new member of a full group, ``group.share.max.size``; UNKNOWN_MEMBER_ID; FENCED_MEMBER_EPOCH for an epoch other
-than the member's or its previous one; epoch 0 from a known member id: a retried join, answered with its
-assignment); bumps the group epoch when the member is new or its subscription changed, or the subscribed topics'
-metadata changed; recomputes the target assignment with the ``simple`` assignor (:mod:`.assignor`) when the group
-epoch is ahead of it; moves the member to the target at once (share partitions are shared: nothing to revoke);
-re-arms the member's session timeout (``share.session.timeout.ms`` of the group, default
-``group.share.session.timeout.ms``): a member that sends no heartbeat for it is fenced (it leaves, the group epoch
-is bumped). Changes are written to ``__consumer_offsets`` (:mod:`.record_codec`) before the response is sent.
+A heartbeat, under the group's lock: validates the request (INVALID_REQUEST); leaves (epoch -1: the member goes, the
+group epoch is bumped) or gets the group (created for epoch 0; GROUP_ID_NOT_FOUND when missing, or when the id belongs
+to a classic or consumer group: a group id is of one type only) and the member (GROUP_MAX_SIZE_REACHED for a new member
+of a full group, ``group.share.max.size``; UNKNOWN_MEMBER_ID; FENCED_MEMBER_EPOCH for an epoch other than the member's
+or its previous one; epoch 0 from a known member id: a retried join, answered with its assignment); bumps the group
+epoch when the member is new or its subscription changed, or the subscribed topics' metadata changed; recomputes the
+target assignment with the ``simple`` assignor (:mod:`.assignor`) when the group epoch is ahead of it, over the
+partitions whose share-partition state is initialized only (subscribed partitions that are not are initialized by
+:mod:`.state_initializer`, which bumps the group epoch when done); moves the member to the target at once (share
+partitions are shared: nothing to revoke); re-arms the member's session timeout (``share.session.timeout.ms`` of the
+group, default ``group.share.session.timeout.ms``): a member that sends no heartbeat for it is fenced (it leaves, the
+group epoch is bumped). Changes are written to ``__consumer_offsets`` (:mod:`.record_codec`) before the response is
+sent.
 
 Threading: as the consumer-group handler's: each group's state is guarded by ``GroupMetadata.lock``; timers are
 DelayedOperations in the coordinator's heartbeat purgatory, run under that lock.
@@ -30,6 +32,7 @@ from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState
 from pykbroker.coordinator.group.share import assignor, record_codec
 from pykbroker.coordinator.group.share.group import ASSIGNOR_NAME, ShareGroup
 from pykbroker.coordinator.group.share.member import JOIN_EPOCH, LEAVE_EPOCH, ShareGroupMember, TopicPartitions
+from pykbroker.coordinator.group.share.state_initializer import ShareStateInitializer
 from pykbroker.protocol import errors
 from pykbroker.protocol.config_resource import ConfigResourceType
 from pykbroker.utils.logging import get_logger
@@ -90,6 +93,10 @@ class ShareGroupHeartbeatHandler:
         self.max_size = int(_config(config, GROUP_SHARE_MAX_SIZE_CONFIG, 200))
         self.defaults = group_config.GroupConfigDefaults.from_broker_config(config)
         self.log = get_logger("GroupCoordinator", id=coordinator.node_id)
+        #: initializes the state of subscribed share partitions before they are assigned
+        self.initializer = ShareStateInitializer(
+            lambda: self.coordinator.persister, lambda holder, group: self.persist(holder, group), self.log
+        )
 
     # -- configuration ----------------------------------------------------------------------------------
     def group_configs(self, group_id: str) -> dict:
@@ -236,6 +243,7 @@ class ShareGroupHeartbeatHandler:
             ],
             "assignment": {"topic_partitions": _partitions_list(updated.assigned)} if send_assignment else None,
         }
+        self.initializer.maybe_initialize(holder, group)
         self.persist(holder, group, _after_append(response, respond))
 
     def _subscription_metadata(self, group: ShareGroup) -> dict[str, tuple[uuid.UUID, int]]:
@@ -244,13 +252,15 @@ class ShareGroupHeartbeatHandler:
 
     def _update_target(self, group: ShareGroup) -> None:
         subscriptions = {m.member_id: m.subscribed_topic_names for m in group.members.values()}
-        group.target = assignor.assign(subscriptions, group.subscription_metadata, group.target)
+        target = assignor.assign(subscriptions, group.subscription_metadata, group.target)
+        # only partitions whose share-partition state is initialized are assigned (Kafka's topicPartitionAllowedMap)
+        group.target = {
+            member_id: {
+                tid: allowed for tid, parts in tps.items() if (allowed := parts & group.initialized_partitions(tid))
+            }
+            for member_id, tps in target.items()
+        }
         group.assignment_epoch = group.group_epoch
-        names = {tid: name for name, (tid, _) in group.subscription_metadata.items()}
-        for tps in group.target.values():
-            for tid, parts in tps.items():
-                if tid in names:
-                    group.add_state_partitions(tid, names[tid], parts)
         self.log.info(
             f"[GroupId {group.group_id}] Computed a new target assignment for epoch {group.group_epoch} "
             f"with the {ASSIGNOR_NAME} assignor"

@@ -66,20 +66,47 @@ def _parts(resp) -> set[tuple[uuid.UUID, int]]:
 def test_join_assigns_everything_then_a_second_member_takes_half(h):
     a = hb(h, "A")
     assert (a["error_code"], a["member_id"], a["member_epoch"]) == (0, "A", 1)
-    assert _parts(a) == {(T1, p) for p in range(4)} and a["heartbeat_interval_ms"] == 5000
+    assert _parts(a) == set() and a["heartbeat_interval_ms"] == 5000  # the state is being initialized first
+    a = hb(h, "A", 1, topics=None)
+    assert a["member_epoch"] == 2 and _parts(a) == {(T1, p) for p in range(4)}
     b = hb(h, "B")
-    assert b["member_epoch"] == 2 and len(_parts(b)) == 2  # nothing to revoke first: shared partitions
-    a2 = hb(h, "A", 1, topics=None)
-    assert a2["member_epoch"] == 2 and len(_parts(a2)) == 2 and not _parts(a2) & _parts(b)
-    assert hb(h, "A", 2, topics=None)["assignment"] is None  # nothing changed: no assignment sent
+    assert b["member_epoch"] == 3 and len(_parts(b)) == 2  # nothing to revoke first: shared partitions
+    a2 = hb(h, "A", 2, topics=None)
+    assert a2["member_epoch"] == 3 and len(_parts(a2)) == 2 and not _parts(a2) & _parts(b)
+    assert hb(h, "A", 3, topics=None)["assignment"] is None  # nothing changed: no assignment sent
     described = h.coordinator.share.describe("sg")
-    assert (described["group_state"], described["group_epoch"], described["assignor_name"]) == ("Stable", 2, "simple")
+    assert (described["group_state"], described["group_epoch"], described["assignor_name"]) == ("Stable", 3, "simple")
     assert {m["member_id"] for m in described["members"]} == {"A", "B"}
     # the data path's query
     member = h.coordinator.share_group_member("sg", "B")
-    assert member is not None and member.member_epoch == 2 and sum(len(ps) for ps in member.assigned.values()) == 2
+    assert member is not None and member.member_epoch == 3 and sum(len(ps) for ps in member.assigned.values()) == 2
     assert h.coordinator.share_group_member("sg", "nobody") is None
     assert h.coordinator.share_group_member("other", "B") is None
+
+
+def test_partitions_are_assigned_once_their_state_is_initialized(h):
+    """Kafka 4.1+: the coordinator initializes the share-partition state of subscribed partitions (start offset -1:
+    share.auto.offset.reset decides) before assigning them, so that the first member of a new group does not take
+    every partition before a second member that joins at the same time (librdkafka 0172 mixed-ack-mode)."""
+    a = hb(h, "A")
+    assert a["member_epoch"] == 1 and _parts(a) == set()
+    for p in range(4):
+        summary = h.coordinator.persister.read_summary("sg", T1, p, -1).result()
+        assert (summary.error_code, summary.state_epoch, summary.start_offset) == (0, 0, -1)
+    missing = h.coordinator.persister.read_summary("sg", T2, 0, -1).result()
+    assert missing.error_code == errors.UNKNOWN_TOPIC_OR_PARTITION
+    b = hb(h, "B")
+    a = hb(h, "A", 1, topics=None)
+    assert a["member_epoch"] == b["member_epoch"] == 3
+    assert len(_parts(a)) == len(_parts(b)) == 2 and not _parts(a) & _parts(b)
+    # a topic subscribed later: assigned after its own initialization; state set meanwhile is kept
+    h.coordinator.persister.initialize_state("sg", T2, 1, 5, 42).result()
+    b = hb(h, "B", 3, topics=("t", "u"))
+    assert not {t for t, _ in _parts(b)} & {T2}
+    b = hb(h, "B", b["member_epoch"], topics=None)
+    assert {(t, p) for t, p in _parts(b) if t == T2} == {(T2, 0), (T2, 1)}
+    summary = h.coordinator.persister.read_summary("sg", T2, 1, -1).result()
+    assert (summary.state_epoch, summary.start_offset) == (5, 42)
 
 
 def test_heartbeat_errors(h):
@@ -113,8 +140,8 @@ def test_leave_and_session_expiry_free_the_partitions(h):
     assert len(_parts(hb(h, "A", 1, topics=None))) == 2
     left = hb(h, "B", -1, topics=None)
     assert (left["member_id"], left["member_epoch"]) == ("B", -1)
-    back = hb(h, "A", 2, topics=None)
-    assert back["member_epoch"] == 3 and _parts(back) == {(T1, p) for p in range(4)}
+    back = hb(h, "A", 3, topics=None)
+    assert back["member_epoch"] == 4 and _parts(back) == {(T1, p) for p in range(4)}
     with pytest.raises(errors.UnknownMemberIdError):
         hb(h, "B", -1, topics=None)
     h.time.sleep(45001)  # A's session expires
@@ -168,18 +195,21 @@ def test_records_are_written_and_a_new_coordinator_keeps_the_group(h):
     hb(h, "A")
     first = _share_types(written(h))
     assert first == [(10, False), (11, False), (13, False), (12, False), (14, False), (15, False)]
+    hb(h, "A", 1, topics=None)  # its partitions, now initialized
     n = len(written(h))
-    hb(h, "A", 1, topics=None)
+    hb(h, "A", 2, topics=None)
     assert len(written(h)) == n  # a plain heartbeat writes nothing
-    hb(h, "B", topics=("t", "u"))
+    hb(h, "B", topics=("t", "u"))  # epoch 3, then 4 once u's partitions are initialized
     failover(h, "sg")
     described = h.coordinator.share.describe("sg")
-    assert (described["group_epoch"], described["assignment_epoch"]) == (2, 2)
+    assert (described["group_epoch"], described["assignment_epoch"]) == (4, 3)
     members = {m["member_id"]: m for m in described["members"]}
     assert members["B"]["subscribed_topic_names"] == ["t", "u"]
-    # the members carry on with their epochs (A has not heartbeated since epoch 1: it may still use it)
-    a = hb(h, "A", 1, topics=None)
-    assert a["error_code"] == 0 and a["member_epoch"] == 2
+    # the members carry on with their epochs (A has not heartbeated since epoch 2: it may still use it)
+    a = hb(h, "A", 2, topics=None)
+    assert a["error_code"] == 0 and a["member_epoch"] == 4
+    # the initialized partitions were written (ShareGroupStatePartitionMetadata) and replayed: none started again
+    assert not h.coordinator.share.initializer.pending(h.manager.get_group("sg").share_group)
     # a deleted group's tombstones are replayed too
     hb(h, "A", -1, topics=None)
     hb(h, "B", -1, topics=None)
