@@ -13,7 +13,9 @@ Configuration: broker keys ``group.share.record.lock.duration.ms``, ``group.shar
 type GROUP, :func:`pykbroker.config.group_config.share_configs`) ``share.record.lock.duration.ms``,
 ``share.auto.offset.reset`` (``latest`` default, ``earliest``, ``by_duration:<duration>``) and
 ``share.isolation.level`` (``read_uncommitted`` default, ``read_committed``: only up to the last stable offset,
-aborted transactions archived), read when a share partition is created.
+aborted transactions archived), read when a share partition is created and again by each ShareFetch (as Kafka's
+KafkaApis takes the fetch isolation from the group's config per request): a change applies to existing share
+partitions from their next fetch.
 
 Threading: any handler thread; the manager's table has its own lock; the lock timer runs on the
 ``share-group-lock-timeout-reaper`` thread; callbacks run on the thread completing the work (a handler, the
@@ -333,6 +335,7 @@ class SharePartitionManager:
         respond = functools.partial(self._respond_counted, group_id, self._now_ms(), len(targets), respond)
 
         def ready(parts: dict) -> None:
+            self._refresh_configs(group_id, parts)
             results = self._read_and_acquire(member_id, params, parts)
             if (
                 params.max_wait_ms <= 0
@@ -377,6 +380,14 @@ class SharePartitionManager:
             self.metrics.topic_partitions_fetch_ratio(group_id, acquired * 100 // requested)
         if acquired:
             self.metrics.topic_partitions_acquire_time(group_id, self._now_ms() - start_ms)
+
+    def _refresh_configs(self, group_id: str, parts: dict) -> None:
+        """Give the share partitions of a fetch the group's current configs (``share.isolation.level``,
+        ``share.record.lock.duration.ms`` changed dynamically apply from this fetch on)."""
+        current = self._partition_config(self._group_configs(group_id))
+        for sp in parts.values():
+            if isinstance(sp, SharePartition) and sp.config != current:
+                sp.config = current
 
     def _can_acquire(self, t: ShareFetchTarget, sp: SharePartition) -> bool:
         try:

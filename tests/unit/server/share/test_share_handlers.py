@@ -237,6 +237,31 @@ def test_read_committed_share_group_never_gets_aborted_records(broker, isolation
         assert ranges(p) == [(0, 3, 1), (6, 6, 1)]
 
 
+def test_a_change_of_share_isolation_level_applies_to_existing_share_partitions(broker):
+    """librdkafka 0177 do_test_dynamic_uncommitted_to_committed: share.isolation.level altered to read_committed
+    while the group consumes; Kafka takes the fetch isolation from the group config on each ShareFetch."""
+    tid = broker.add_topic("t")
+    handlers, channel, manager = setup(
+        broker, group_configs={"share.auto.offset.reset": "earliest", "share.isolation.level": "read_uncommitted"}
+    )
+    log = broker.replica_manager.get_partition("t", 0).log
+    log.producer_state_manager.transaction_verification_enabled = False  # no transaction coordinator here
+    producer = TxnProducer(log, 1)
+    producer.send(2)  # 0-1
+    producer.end(commit=False)  # 2
+    log.update_high_watermark(log.log_end_offset)
+    assert ranges(only_partition(fetch(handlers, channel, tid, 0))) == [(0, 1, 1)]  # aborted, but read_uncommitted
+    setup(broker, group_configs={"share.auto.offset.reset": "earliest", "share.isolation.level": "read_committed"})
+    producer.send(2)  # 3-4
+    producer.end(commit=False)  # 5
+    log.update_high_watermark(log.log_end_offset)
+    r = fetch(handlers, channel, tid, 1)
+    assert r["error_code"] == errors.NONE
+    assert [ranges(p) for t in r["responses"] for p in t["partitions"] if p["acquired_records"]] == []
+    sp = manager.get("g", tid, 0)
+    assert sp.config.read_committed and sp.end_offset == 6  # 3-4 (aborted) and the marker archived, not acquired
+
+
 def test_unknown_topic_id_and_member_validation(broker):
     broker.add_topic("t")
     handlers, channel, _ = setup(broker)
