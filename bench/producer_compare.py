@@ -12,10 +12,11 @@ Idempotence follows each client's default for the acks setting. Prints a table: 
 average latency (ms). Each client runs in its own process. Not a test.
 
 ``--rounds R`` (issue 31's "perf tool" row) alternates pykbroker and confluent-kafka R times on the first
-shape, each round on a fresh topic, and ends with the median records/s of each and their ratio::
+shape, each round on a fresh topic, and ends with the median records/s of each and their ratio;
+``--compare PATH`` adds the perf tool of another checkout (before / after a change, same run)::
 
     .venv/bin/python bench/producer_compare.py --rounds 3 --num-records 1000000 --record-sizes 100 \\
-        --acks 1 --linger-ms 5
+        --acks 1 --linger-ms 5 [--compare /tmp/main-export]
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -70,7 +72,9 @@ print(json.dumps({"records": len(lat), "elapsed": elapsed, "avg_ms": 1000 * sum(
 """
 
 
-def run_pykbroker(bootstrap, topic, n, size, acks, linger) -> dict:
+def run_pykbroker(bootstrap, topic, n, size, acks, linger, root: Path = ROOT) -> dict:
+    """The perf tool of the checkout at ``root`` (this one by default; ``--compare`` gives another)."""
+    env = dict(os.environ, PYTHONPATH=str(root))
     out = subprocess.run(
         [
             sys.executable,
@@ -92,7 +96,8 @@ def run_pykbroker(bootstrap, topic, n, size, acks, linger) -> dict:
         capture_output=True,
         text=True,
         timeout=900,
-        cwd=ROOT,
+        cwd=root,
+        env=env,
     )
     for line in out.stdout.splitlines():
         m = FINAL.match(line)
@@ -125,30 +130,38 @@ def run_peer(client, bootstrap, topic, n, size, acks, linger) -> dict:
 
 
 def compare_rounds(args, admin) -> None:
-    """Alternate the perf tool and confluent-kafka on the first shape; print each round and the medians."""
+    """Alternate the perf tool and confluent-kafka (and the ``--compare`` checkout's perf tool) on the
+    first shape, rotating the order each round; print each round, the medians and the ratios."""
     from confluent_kafka.admin import NewTopic
 
     size, acks, linger = args.record_sizes[0], args.acks[0], args.linger_ms[0]
     n = args.num_records
-    rps: dict[str, list[float]] = {"pykbroker": [], "confluent-kafka": []}
+    clients = ["pykbroker", "confluent-kafka"] + (["pykbroker-compare"] if args.compare else [])
+    rps: dict[str, list[float]] = {c: [] for c in clients}
     for rnd in range(args.rounds):
-        order = ["pykbroker", "confluent-kafka"] if rnd % 2 == 0 else ["confluent-kafka", "pykbroker"]
+        order = clients[rnd % len(clients) :] + clients[: rnd % len(clients)]
         for client in order:
             topic = f"cmp-{uuid.uuid4().hex[:8]}"
             admin.create_topics([NewTopic(topic, 6, 1)])[topic].result(30)
             time.sleep(0.5)
+            load = os.getloadavg()[0]
             if client == "pykbroker":
                 r = run_pykbroker(args.bootstrap_server, topic, n, size, acks, linger)
+            elif client == "pykbroker-compare":
+                r = run_pykbroker(args.bootstrap_server, topic, n, size, acks, linger, Path(args.compare).resolve())
             else:
                 r = run_peer(client, args.bootstrap_server, topic, n, size, acks, linger)
             rps[client].append(r["rps"])
             print(
-                f"{size:>5} {acks:>4} {linger:>6} {client:>16} {r['rps']:>11,.0f} {r['mbps']:>7.2f} "
-                f"{r['avg_ms']:>8.1f}   round {rnd + 1}",
+                f"{size:>5} {acks:>4} {linger:>6} {client:>17} {r['rps']:>11,.0f} {r['mbps']:>7.2f} "
+                f"{r['avg_ms']:>8.1f}   round {rnd + 1}, load {load:.2f}",
                 flush=True,
             )
-    ours, peer = statistics.median(rps["pykbroker"]), statistics.median(rps["confluent-kafka"])
-    print(f"median records/s: pykbroker {ours:,.0f}  confluent-kafka {peer:,.0f}  ratio {ours / peer:.2f}")
+    peer = statistics.median(rps["confluent-kafka"])
+    medians = "  ".join(f"{c} {statistics.median(v):,.0f}" for c, v in rps.items())
+    print(f"median records/s: {medians}")
+    ratios = "  ".join(f"{c} {statistics.median(rps[c]) / peer:.2f}" for c in clients if c != "confluent-kafka")
+    print(f"ratio to confluent-kafka: {ratios}")
 
 
 def main() -> None:
@@ -161,6 +174,11 @@ def main() -> None:
     ap.add_argument("--linger-ms", type=int, nargs="+", default=[0, 5])
     ap.add_argument("--clients", nargs="+", default=["pykbroker", "kafka-python", "confluent-kafka"])
     ap.add_argument("--rounds", type=int, default=0, help="alternate pykbroker / confluent-kafka R times (ratio)")
+    ap.add_argument(
+        "--compare",
+        metavar="PATH",
+        help="with --rounds: also run the perf tool of the pykbroker checkout at PATH (e.g. an exported main)",
+    )
     args = ap.parse_args()
     broker = None
     if not args.bootstrap_server:
@@ -172,7 +190,7 @@ def main() -> None:
 
     admin = AdminClient({"bootstrap.servers": args.bootstrap_server})
     print("# producers against pykbroker, 6 partitions, 2 cores; records/s, MB/s, avg latency ms")
-    print(f"{'size':>5} {'acks':>4} {'linger':>6} {'client':>16} {'records/s':>11} {'MB/s':>7} {'avg ms':>8}")
+    print(f"{'size':>5} {'acks':>4} {'linger':>6} {'client':>17} {'records/s':>11} {'MB/s':>7} {'avg ms':>8}")
     try:
         if args.rounds:
             compare_rounds(args, admin)

@@ -42,24 +42,36 @@ class Stats:
     """Kafka's ProducerPerformance.Stats: totals, a 5 s window, and sampled latencies (ms).
 
     :meth:`on_completion` is the per-record delivery callback (it runs on the producer's Sender
-    thread only, so no lock): it updates the current window only; totals are the closed windows'
-    sums plus the current one (the same figures, one set of counters per record)."""
+    thread only, so no lock). It appends the record's latency to :attr:`all_latencies` and adds its
+    bytes to the window; the window's count, total and max latency come from the latencies appended
+    since the window began, so the per-record work is one append, one addition and the window check.
+    The percentiles use every ``sampling``-th latency in completion order, as Kafka's
+    ``iteration % sampling == 0`` (``iteration`` counts successful completions)."""
 
     def __init__(self, num_records: int, reporting_interval_ms: int = REPORTING_INTERVAL_MS, out=sys.stdout):
         self.start = SYSTEM.milliseconds()
         self.window_start: float = self.start  # ms
+        self.window_first = 0  # index in all_latencies of the window's first record
         self.sampling = max(1, num_records // max(1, min(num_records, 500000)))
-        self.latencies: list[int] = []
-        self.iteration = 0
-        self.closed_count = self.closed_bytes = self.closed_total_latency = self.closed_max_latency = 0
-        self.window_count = self.window_bytes = self.window_total_latency = self.window_max_latency = 0
+        self.all_latencies: list[int] = []  # ms, one per successful record, in completion order
+        self.window_bytes = 0
+        self.closed_bytes = self.closed_total_latency = self.closed_max_latency = 0
         self.reporting_interval = reporting_interval_ms
         self.out = out
         self.errors: list[BaseException] = []
 
     @property
+    def latencies(self) -> list[int]:
+        """The sampled latencies (Kafka's ``latencies`` array)."""
+        return self.all_latencies[:: self.sampling]
+
+    @property
+    def window_count(self) -> int:
+        return len(self.all_latencies) - self.window_first
+
+    @property
     def count(self) -> int:
-        return self.closed_count + self.window_count
+        return len(self.all_latencies)
 
     @property
     def bytes(self) -> int:
@@ -67,55 +79,49 @@ class Stats:
 
     @property
     def total_latency(self) -> int:
-        return self.closed_total_latency + self.window_total_latency
+        return self.closed_total_latency + sum(self.all_latencies[self.window_first :])
 
     @property
     def max_latency(self) -> int:
-        return max(self.closed_max_latency, self.window_max_latency)
+        return max(self.closed_max_latency, max(self.all_latencies[self.window_first :], default=0))
 
     def on_completion(self, metadata, exception, _time_ns=_time.time_ns) -> None:
         """The delivery callback shared by every record (Kafka allocates a PerfCallback per record):
-        the record's CreateTime timestamp, taken just before send(), is its send start in ms. The window
-        update is inline (one call per record), and the wall clock is read as ``SYSTEM.milliseconds`` does."""
+        the record's CreateTime timestamp, taken just before send(), is its send start in ms; the wall
+        clock is read as ``SYSTEM.milliseconds`` does."""
         now = _time_ns() // 1_000_000
         if exception is not None:
             if len(self.errors) < 5:
                 self.errors.append(exception)
                 print(f"Error when sending message: {exception!r}", file=sys.stderr)
             return
-        latency = now - metadata[3]  # RecordMetadata.timestamp
-        self.window_count += 1
+        self.all_latencies.append(now - metadata[3])  # RecordMetadata.timestamp
         self.window_bytes += metadata[5]  # serialized_value_size
-        self.window_total_latency += latency
-        if latency > self.window_max_latency:
-            self.window_max_latency = latency
-        iteration = self.iteration
-        if iteration % self.sampling == 0:
-            self.latencies.append(latency)
-        self.iteration = iteration + 1
         if now - self.window_start >= self.reporting_interval:
             self.print_window(now)
             self.new_window(now)
 
     def print_window(self, now_ms: float) -> None:
+        window = self.all_latencies[self.window_first :]
         elapsed = max(1.0, now_ms - self.window_start)
-        recs_per_sec = 1000.0 * self.window_count / elapsed
+        recs_per_sec = 1000.0 * len(window) / elapsed
         mb_per_sec = 1000.0 * self.window_bytes / elapsed / (1024.0 * 1024.0)
-        avg = self.window_total_latency / self.window_count if self.window_count else 0.0
+        avg = sum(window) / len(window) if window else 0.0
         print(
-            f"{self.window_count} records sent, {recs_per_sec:.1f} records/sec ({mb_per_sec:.2f} MB/sec), "
-            f"{avg:.1f} ms avg latency, {float(self.window_max_latency):.1f} ms max latency.",
+            f"{len(window)} records sent, {recs_per_sec:.1f} records/sec ({mb_per_sec:.2f} MB/sec), "
+            f"{avg:.1f} ms avg latency, {float(max(window, default=0)):.1f} ms max latency.",
             file=self.out,
             flush=True,
         )
 
     def new_window(self, now_ms: float) -> None:
-        self.closed_count += self.window_count
+        window = self.all_latencies[self.window_first :]
         self.closed_bytes += self.window_bytes
-        self.closed_total_latency += self.window_total_latency
-        self.closed_max_latency = max(self.closed_max_latency, self.window_max_latency)
+        self.closed_total_latency += sum(window)
+        self.closed_max_latency = max(self.closed_max_latency, max(window, default=0))
         self.window_start = now_ms
-        self.window_count = self.window_bytes = self.window_total_latency = self.window_max_latency = 0
+        self.window_first += len(window)
+        self.window_bytes = 0
 
     def print_total(self) -> None:
         elapsed = max(1.0, SYSTEM.milliseconds() - self.start)

@@ -1,12 +1,13 @@
 """ProducerBatch, its shared result, and the per-record futures handed back by ``send``.
 
 Mirrors ``org.apache.kafka.clients.producer.internals.{ProducerBatch,ProduceRequestResult,
-FutureRecordMetadata}`` and ``RecordMetadata``. A batch owns one MemoryRecordsBuilder; every record
-appended gets a :class:`FutureRecordMetadata` pointing at the batch's :class:`ProduceRequestResult`
-and its relative offset, so completing a batch is one event for all its records.
+FutureRecordMetadata}`` and ``RecordMetadata``. A batch encodes its records as they come (v2 records)
+and builds its bytes once, when drained; every record appended gets a :class:`FutureRecordMetadata`
+pointing at the batch's :class:`ProduceRequestResult` and its relative offset, so completing a batch
+is one event for all its records.
 
-Threading: records are appended under the accumulator's lock by application threads; a batch is
-completed (``done``) once, by the Sender thread; futures may be waited on from any thread.
+Threading: records are appended under the batch's deque lock by application threads; a batch is
+built and completed (``done``) once, by the Sender thread; futures may be waited on from any thread.
 """
 
 from __future__ import annotations
@@ -14,6 +15,18 @@ from __future__ import annotations
 from _thread import allocate_lock as _allocate_lock
 from typing import NamedTuple
 
+from pykbroker.record import compression as _compression
+from pykbroker.record.default_record import encode_headers
+from pykbroker.record.default_record_batch import (
+    CREATE_TIME,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+    RECORD_BATCH_OVERHEAD,
+)
+from pykbroker.record.memory_records_builder import COMPRESSION_RATE_ESTIMATION_FACTOR, MAX_WRITE_LIMIT, encode_batch
+from pykbroker.record.varint import ENCODE_TABLE_LIMIT, ZIGZAG_ENCODED, encode_varint
 from pykbroker.utils.logging import get_logger
 
 _log = get_logger("ProducerBatch")
@@ -72,6 +85,7 @@ class ProduceRequestResult:
 
 
 _new_tuple = tuple.__new__
+_TABLE_HALF = ENCODE_TABLE_LIMIT // 2  # non-negative values below this have their varint in ZIGZAG_ENCODED
 
 
 class FutureRecordMetadata(tuple):
@@ -128,12 +142,21 @@ class FutureRecordMetadata(tuple):
 
 
 class ProducerBatch:
-    """Records for one partition, sent and acknowledged together."""
+    """Records for one partition, sent and acknowledged together (Kafka's ``ProducerBatch``).
+
+    The batch encodes its records itself, as v2 records (``DefaultRecord.writeTo``) appended to a list
+    of byte pieces at ``try_append``; :meth:`records` joins them once, adds the 61-byte header and the
+    CRC (``encode_batch``, compressing with ``compression``). ``write_limit`` bytes (the
+    MemoryRecordsBuilder's write limit: ``batch.size``, or the first record's size if larger) bound the
+    built size; with a codec the records' size counts 5% over (Kafka's estimation factor). Offset deltas
+    run from 0; the base timestamp is the first record's.
+
+    Threading: appended by application threads under its deque's lock; drained, built and completed
+    by the Sender thread once closed (no more appends)."""
 
     __slots__ = (
         "topic",
         "partition",
-        "builder",
         "result",
         "callbacks",
         "record_count",
@@ -145,12 +168,24 @@ class ProducerBatch:
         "in_retry",
         "final_state",
         "size_hint",
+        "compression",
+        "write_limit",
+        "raw_limit",
+        "parts",
+        "raw_size",
+        "base_timestamp",
+        "max_timestamp",
+        "closed",
+        "producer_id",
+        "producer_epoch",
+        "is_transactional",
+        "_built",
     )
 
-    def __init__(self, topic: str, partition: int, builder, now: float):
+    def __init__(self, topic: str, partition: int, now: float, compression=_compression.NONE,
+                 write_limit: int = MAX_WRITE_LIMIT):  # fmt: skip
         self.topic = topic
         self.partition = partition
-        self.builder = builder
         self.result = ProduceRequestResult()
         self.callbacks: list = []  # flat: callback, relative offset, timestamp, key size, value size, ...
         self.record_count = 0
@@ -162,15 +197,91 @@ class ProducerBatch:
         self.in_retry = False
         self.final_state: str | None = None
         self.size_hint = 0
+        self.compression = _compression.of(compression)
+        self.write_limit = write_limit
+        # Records' bytes that fit write_limit; -1 with a codec (the estimate is checked in full then).
+        self.raw_limit = write_limit - RECORD_BATCH_OVERHEAD if self.compression.id == _compression.NONE else -1
+        self.parts: list = []
+        self.raw_size = 0
+        self.base_timestamp = 0
+        self.max_timestamp = NO_TIMESTAMP
+        self.closed = False
+        self.producer_id = NO_PRODUCER_ID
+        self.producer_epoch = NO_PRODUCER_EPOCH
+        self.is_transactional = False
+        self._built: bytes | None = None
 
-    def try_append(self, timestamp: int, key, value, headers, callback) -> FutureRecordMetadata | None:
-        """Append one record; None when the batch has no room. RecordAccumulator.append inlines this."""
-        n = self.builder.try_append(timestamp, key, value, headers)
-        if n < 0:
+    def try_append(
+        self, timestamp: int, key, value, headers, callback, _zz=ZIGZAG_ENCODED, _lim=_TABLE_HALF, _enc=encode_varint
+    ) -> FutureRecordMetadata | None:
+        """Append one record (``DefaultRecord`` v2 encoding); its future, or None when the batch is
+        closed or has no room (the first record always fits). Raises ValueError for a negative
+        timestamp other than -1. The producer's per-record hot path: varints of small non-negative
+        values come from a table, the record is 9 byte pieces added to :attr:`parts` at once."""
+        if self.closed:
             return None
-        key_size = -1 if key is None else len(key)
-        value_size = -1 if value is None else len(value)
+        n = self.record_count
+        if n == 0:
+            if timestamp < 0 and timestamp != NO_TIMESTAMP:
+                raise ValueError(f"Invalid negative timestamp {timestamp}")
+            self.base_timestamp = timestamp
+        delta = timestamp - self.base_timestamp
+        if 0 <= delta < _lim:  # base >= -1 and timestamp >= base: a valid timestamp
+            timestamp_delta = _zz[delta << 1]
+        else:
+            if timestamp < 0 and timestamp != NO_TIMESTAMP:
+                raise ValueError(f"Invalid negative timestamp {timestamp}")
+            timestamp_delta = _enc(delta)
+        offset_delta = _zz[n << 1] if n < _lim else _enc(n)
+        if key is None:
+            key_length = b"\x01"
+            key_size = -1
+            k = 0
+        else:
+            key_size = k = len(key)
+            key_length = _zz[k << 1] if k < _lim else _enc(k)
+        if value is None:
+            value_length = b"\x01"
+            value_size = -1
+            v = 0
+        else:
+            value_size = v = len(value)
+            value_length = _zz[v << 1] if v < _lim else _enc(v)
+        header_bytes = b"\x00" if not headers else encode_headers(headers)
+        body = (
+            1
+            + len(timestamp_delta)
+            + len(offset_delta)
+            + len(key_length)
+            + k
+            + len(value_length)
+            + v
+            + len(header_bytes)
+        )
+        length = _zz[body << 1] if body < _lim else _enc(body)
+        size = len(length) + body
+        raw_size = self.raw_size + size
+        if n:
+            if self.raw_limit >= 0:
+                if raw_size > self.raw_limit:
+                    return None
+            elif self.estimated_size() + size > self.write_limit:
+                return None
+        self.parts += (
+            length,
+            b"\x00",
+            timestamp_delta,
+            offset_delta,
+            key_length,
+            b"" if key is None else key,
+            value_length,
+            b"" if value is None else value,
+            header_bytes,
+        )
+        self.raw_size = raw_size
         self.record_count = n + 1
+        if timestamp > self.max_timestamp:
+            self.max_timestamp = timestamp
         if callback is not None:
             self.callbacks += (callback, n, timestamp, key_size, value_size)
         return _new_tuple(
@@ -178,16 +289,63 @@ class ProducerBatch:
         )
 
     def is_full(self) -> bool:
-        return self.builder.is_full()
+        """Closed, or the records reached the write limit (MemoryRecordsBuilder.isFull)."""
+        if self.closed:
+            return True
+        if self.record_count == 0:
+            return False
+        if self.raw_limit >= 0:
+            return self.raw_size >= self.raw_limit
+        return self.write_limit <= self.estimated_size()
 
     def close(self) -> None:
-        self.builder.close_for_record_appends()
+        """No more appends (drained, expired or aborted)."""
+        self.closed = True
 
     def estimated_size(self) -> int:
-        return self.builder.estimated_size_in_bytes()
+        """The built size once built, else the estimate (records' size +5% with a codec, plus the header)."""
+        if self._built is not None:
+            return len(self._built)
+        if self.raw_limit >= 0:
+            return RECORD_BATCH_OVERHEAD + self.raw_size
+        return RECORD_BATCH_OVERHEAD + int(self.raw_size * COMPRESSION_RATE_ESTIMATION_FACTOR)
+
+    def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int,
+                           is_transactional: bool) -> None:  # fmt: skip
+        """Idempotence fields, set when the batch is drained (before it is built). RuntimeError once built."""
+        if self._built is not None:
+            raise RuntimeError(
+                "Trying to set producer state of an already closed batch. This indicates a bug on the client."
+            )
+        self.producer_id, self.producer_epoch = producer_id, producer_epoch
+        self.base_sequence, self.is_transactional = base_sequence, is_transactional
 
     def records(self) -> bytes:
-        return self.builder.build()
+        """The batch's bytes (built once; closes appends). ValueError for inconsistent producer state."""
+        if self._built is not None:
+            return self._built
+        self.closed = True
+        if self.is_transactional and self.producer_id == NO_PRODUCER_ID:
+            raise ValueError("Cannot write transactional messages without a valid producer ID")
+        if self.record_count == 0:
+            self._built = b""
+            return self._built
+        self._built = encode_batch(
+            b"".join(self.parts),
+            self.record_count,
+            0,
+            self.record_count - 1,
+            self.base_timestamp,
+            self.max_timestamp,
+            self.compression,
+            CREATE_TIME,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence if self.producer_id != NO_PRODUCER_ID else NO_SEQUENCE,
+            self.is_transactional,
+        )
+        self.parts = []
+        return self._built
 
     def complete(self, base_offset: int, log_append_time: int, error: BaseException | None) -> bool:
         """Set the outcome once, run the callbacks (``callback(metadata, exception)``), then mark the

@@ -42,7 +42,7 @@ class TransactionManager:
         seq = self.next_sequence.get(tp, 0)
         batch.base_sequence = seq
         self.next_sequence[tp] = (seq + batch.record_count) % _SEQ_MOD
-        batch.builder.set_producer_state(self.producer_id, self.producer_epoch, seq, self.is_transactional)
+        batch.set_producer_state(self.producer_id, self.producer_epoch, seq, self.is_transactional)
 
     def add_in_flight(self, batch: ProducerBatch) -> None:
         self.in_flight.setdefault(batch.tp, set()).add(batch.base_sequence)
