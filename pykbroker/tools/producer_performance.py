@@ -311,7 +311,12 @@ def _run(args, producer: KafkaProducer, payload, payload_list, out, txn_duration
     transactions = txn_duration_ms is not None
     txn_size = 0
     txn_start = 0
-    for i in range(args.num_records):
+    # The common shape (one payload, no throttle, no transactions) runs the same sends as the general
+    # loop with its per-record branches left out and arguments passed by position.
+    plain = payload is not None and not transactions and not throttled
+    for _ in range(args.num_records if plain else 0):
+        send(topic, payload, None, None, time_ns() // 1_000_000, None, on_completion)
+    for i in range(0 if plain else args.num_records):
         if transactions and txn_size == 0:
             producer.begin_transaction()
             txn_start = time_ns() // 1_000_000

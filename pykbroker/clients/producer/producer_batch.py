@@ -217,7 +217,48 @@ class ProducerBatch:
         """Append one record (``DefaultRecord`` v2 encoding); its future, or None when the batch is
         closed or has no room (the first record always fits). Raises ValueError for a negative
         timestamp other than -1. The producer's per-record hot path: varints of small non-negative
-        values come from a table, the record is 9 byte pieces added to :attr:`parts` at once."""
+        values come from a table, the record's byte pieces are added to :attr:`parts` at once; a
+        record without key and headers after the first, in an uncompressed batch, takes the short
+        path below (same bytes)."""
+        n = self.record_count
+        if n and key is None and value is not None and not headers and not self.closed:
+            delta = timestamp - self.base_timestamp
+            v = len(value)
+            if 0 <= delta < _lim and v < _lim and n < _lim:  # timestamp >= base >= -1: valid
+                timestamp_delta = _zz[delta << 1]
+                offset_delta = _zz[n << 1]
+                value_length = _zz[v << 1]
+                body = 3 + len(timestamp_delta) + len(offset_delta) + len(value_length) + v
+                length = _zz[body << 1] if body < _lim else _enc(body)
+                raw_size = self.raw_size + len(length) + body
+                if raw_size <= self.raw_limit:  # -1 with a codec: the general path checks the estimate
+                    self.parts += (
+                        length,
+                        b"\x00",
+                        timestamp_delta,
+                        offset_delta,
+                        b"\x01",
+                        value_length,
+                        value,
+                        b"\x00",
+                    )
+                    self.raw_size = raw_size
+                    self.record_count = n + 1
+                    if timestamp > self.max_timestamp:
+                        self.max_timestamp = timestamp
+                    if callback is not None:
+                        self.callbacks += (callback, n, timestamp, -1, v)
+                    return _new_tuple(
+                        FutureRecordMetadata, (self.result, n, self.topic, self.partition, timestamp, -1, v)
+                    )
+                if self.raw_limit >= 0:
+                    return None
+        return self._try_append(timestamp, key, value, headers, callback)
+
+    def _try_append(
+        self, timestamp: int, key, value, headers, callback, _zz=ZIGZAG_ENCODED, _lim=_TABLE_HALF, _enc=encode_varint
+    ) -> FutureRecordMetadata | None:
+        """:meth:`try_append` for any record."""
         if self.closed:
             return None
         n = self.record_count
