@@ -112,9 +112,6 @@ class Sender(threading.Thread):
         return best
 
     def run_once(self) -> None:
-        # From here until the poll below returns, the first wakeup() writes the eventfd and later ones
-        # are free (KSelector.prepare_to_block): every check for queued work happens after this point.
-        self.client.selector.prepare_to_block()
         now = self.client.now()
         self._sync_addresses()
         if self.metadata.update_due(now) and not self.metadata_in_flight:
