@@ -8,11 +8,11 @@ the key/value), and :meth:`build` joins them, compresses the blob when a codec i
 61-byte header and one CRC-32C over ``[attributes, end)``. Compression happens once per batch
 (Kafka streams records through the compressor; the output bytes are equivalent for every reader).
 
-``append`` is the producer's hot path: it does a handful of list/attribute operations and table
-lookups for the varints (see ``bench/record_builder.py``).
+``append`` does a handful of list/attribute operations and table lookups for the varints (see
+``bench/record_builder.py``). The producer's batches encode their records themselves
+(``clients/producer/producer_batch.py``, the same bytes) and call :func:`encode_batch`.
 
-Not thread-safe: a builder is owned by one thread at a time (the producer guards its batches with
-the accumulator's per-partition lock, as the Java client does).
+Not thread-safe: a builder is owned by one thread at a time.
 """
 
 from __future__ import annotations
@@ -220,7 +220,7 @@ class MemoryRecordsBuilder:
     def try_append(
         self, timestamp: int, key, value, headers=None, _enc=encode_varint, _zz=ZIGZAG_ENCODED, _lim=_TABLE_HALF
     ) -> int:
-        """The producer's hot path: append a record at the next offset if it fits under the write
+        """Append a record at the next offset if it fits under the write
         limit (the first record always fits); returns its offset delta, or -1 when there is no room.
         Encodes each varint once (``has_room_for`` + ``append`` would size the record twice); small
         non-negative values (all but huge records' lengths) come straight from the varint table."""
@@ -333,12 +333,6 @@ class MemoryRecordsBuilder:
         record_size = size_in_bytes(next_delta, timestamp_delta, key, value, headers)
         return self._write_limit >= self.estimated_bytes_written() + record_size
 
-    def full_after_append(self) -> bool:
-        """:meth:`is_full` right after a successful :meth:`try_append` (appends open, a record in)."""
-        if self._uncompressed:
-            return self._write_limit <= RECORD_BATCH_OVERHEAD + self._records_size
-        return self._write_limit <= self.estimated_bytes_written()
-
     def is_full(self) -> bool:
         if self._appends_closed:
             return True
@@ -378,9 +372,6 @@ class MemoryRecordsBuilder:
         self._last_offset = last_offset
 
     # -- lifecycle -------------------------------------------------------------------------------
-    def close_for_record_appends(self) -> None:
-        self._appends_closed = True
-
     def abort(self) -> None:
         self._appends_closed = True
         self._aborted = True

@@ -66,10 +66,6 @@ class Stats:
         return self.all_latencies[:: self.sampling]
 
     @property
-    def window_count(self) -> int:
-        return len(self.all_latencies) - self.window_first
-
-    @property
     def count(self) -> int:
         return len(self.all_latencies)
 
