@@ -70,6 +70,8 @@ RECORDS = [
     (TS + 3, b"key", b"v" * 300, [("h", b"1"), ("n", None)]),
     (TS + 70_000, b"", None, None),
     (TS + 1, None, None, [("only", b"")]),
+    (TS + 2, None, b"short path", None),  # key-less, header-less after the first: try_append's short path
+    (TS + 2, None, b"w" * 200, []),
 ]
 
 
