@@ -22,23 +22,13 @@ from contextlib import contextmanager
 
 _SYNC_THREADS = 4
 _deferred = threading.local()
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _sync_pool() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(_SYNC_THREADS, thread_name_prefix="deferred-fsync")
-        return _pool
 
 
 class SyncBatch:
     """The files and directories whose fsync :func:`atomic_write` deferred on the thread owning the batch.
 
     Threading: used by the one thread that opened it (:func:`deferred_sync`); :meth:`flush` runs the fsyncs on a
-    small shared pool of ``deferred-fsync`` threads and returns once all are done."""
+    small pool of ``deferred-fsync`` threads (started per flush) and returns once all are done."""
 
     def __init__(self) -> None:
         self._files: dict[str, None] = {}  # insertion-ordered set
@@ -64,9 +54,10 @@ class SyncBatch:
             results = [_try_fsync_file(files[0])]
             fsync_dir(dirs[0])
         else:
-            pool = _sync_pool()
-            results = list(pool.map(_try_fsync_file, files))
-            list(pool.map(fsync_dir, dirs))
+            # a pool per flush: its threads end with it (an embedded broker leaves no thread behind)
+            with ThreadPoolExecutor(min(_SYNC_THREADS, len(files)), thread_name_prefix="deferred-fsync") as pool:
+                results = list(pool.map(_try_fsync_file, files))
+                list(pool.map(fsync_dir, dirs))
         return [(path, e) for path, e in zip(files, results, strict=True) if e is not None]
 
 
