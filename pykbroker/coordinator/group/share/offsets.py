@@ -39,9 +39,10 @@ from pykbroker.protocol import errors
 from pykbroker.protocol.types import ZERO_UUID
 
 
-def _gather(futures: list[Future], done: Callable[[list], None]) -> None:
-    """``done(results in order)`` once every future completed (at once when there is none); a future that failed
-    gives UNKNOWN_SERVER_ERROR's code (ints) or None."""
+def gather_futures(futures: list[Future], done: Callable[[list], None]) -> None:
+    """``done(results in order)`` once every future completed (at once when there is none); a future that raised
+    gives None (callers answer it as UNKNOWN_SERVER_ERROR or retry it). Threading: ``done`` runs on the thread that
+    completed the last future, or on the caller's when there is none."""
     if not futures:
         done([])
         return
@@ -197,7 +198,7 @@ class ShareGroupOffsets:
 
             latest.add_done_callback(with_latest)
 
-        _gather(futures, done)
+        gather_futures(futures, done)
         return None
 
     def _empty_share_group(self, group_id: str) -> tuple[GroupMetadata, ShareGroup]:
@@ -232,7 +233,7 @@ class ShareGroupOffsets:
                 summary = next(it)
                 epoch = summary.state_epoch + 1 if summary is not None and summary.state_epoch >= 0 else 1
                 inits.append(self.persister.initialize_state(group_id, tid, p, epoch, offset))
-            _gather(inits, initialized)
+            gather_futures(inits, initialized)
 
         def initialized(codes: list) -> None:
             by_topic: dict[str, dict] = {}
@@ -255,7 +256,7 @@ class ShareGroupOffsets:
                 response = {"error_code": 0, "error_message": None, "responses": list(by_topic.values())}
                 self.share.persist(holder, group, lambda code: respond(response))
 
-        _gather(summaries, summarized)
+        gather_futures(summaries, summarized)
 
     # -- DeleteShareGroupOffsets ---------------------------------------------------------------------------
     def delete(self, group_id: str, topics: list[dict], respond: Callable[[dict], None]) -> None:
@@ -305,7 +306,7 @@ class ShareGroupOffsets:
                 response = {"error_code": 0, "error_message": None, "responses": out}
                 self.share.persist(holder, group, lambda code: respond(response))
 
-        _gather(futures, deleted)
+        gather_futures(futures, deleted)
 
     def delete_group_state(self, group_id: str, state_topics: dict[uuid.UUID, tuple[str, set[int]]]) -> None:
         """A share group was deleted (DeleteGroups): forget its share partitions' state (fire and forget)."""

@@ -19,46 +19,18 @@ RLock) again.
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Callable
-from concurrent.futures import Future
 
 from pykbroker.coordinator.group.group_metadata import GroupMetadata
 from pykbroker.coordinator.group.share.group import ShareGroup
+from pykbroker.coordinator.group.share.offsets import gather_futures
 from pykbroker.coordinator.share.persister import Persister
 from pykbroker.protocol import errors
 
 #: the state epoch and start offset the group coordinator initializes a share partition's state with
 INITIAL_STATE_EPOCH = 0
 UNINITIALIZED_START_OFFSET = -1
-
-
-def _when_all(futures: list[Future], done: Callable[[list], None]) -> None:
-    """``done(results in order)`` once every future completed; a future that raised gives None."""
-    if not futures:
-        done([])
-        return
-    results: list = [None] * len(futures)
-    remaining = [len(futures)]
-    lock = threading.Lock()
-
-    def one(i: int, f: Future) -> None:
-        try:
-            results[i] = f.result()
-        except Exception:  # noqa: BLE001 - a Persister bug: that partition stays uninitialized (retried later)
-            results[i] = None
-        with lock:
-            remaining[0] -= 1
-            last = remaining[0] == 0
-        if last:
-            done(results)
-
-    def callback_for(i: int) -> Callable[[Future], None]:
-        return lambda f: one(i, f)
-
-    for i, f in enumerate(futures):
-        f.add_done_callback(callback_for(i))
 
 
 class ShareStateInitializer:
@@ -102,7 +74,7 @@ class ShareStateInitializer:
                 persister.initialize_state(group.group_id, tid, p, INITIAL_STATE_EPOCH, UNINITIALIZED_START_OFFSET)
                 for tid, _, p in missing
             ]
-            _when_all(
+            gather_futures(
                 inits,
                 lambda codes: finished(known + [t for t, c in zip(missing, codes, strict=True) if c == errors.NONE]),
             )
@@ -121,4 +93,4 @@ class ShareStateInitializer:
                 )
                 self._on_initialized(holder, group)
 
-        _when_all(summaries, summarized)
+        gather_futures(summaries, summarized)
