@@ -13,6 +13,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from pykbroker.protocol.types import ProtocolDecodeError, read_uvarint
+
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _ACKS_TIMEOUT = struct.Struct(">hi")
@@ -28,8 +30,8 @@ def decode_produce_request(version: int, buf: memoryview) -> dict | None:
         return None
     try:
         return _decode(version, buf)
-    except (struct.error, IndexError, UnicodeDecodeError):
-        return None
+    except (struct.error, IndexError, UnicodeDecodeError, ProtocolDecodeError):
+        return None  # the generic codec decodes it again and raises its own error
 
 
 def _decode(version: int, buf: memoryview) -> dict | None:
@@ -39,7 +41,7 @@ def _decode(version: int, buf: memoryview) -> dict | None:
     transactional_id: str | None = None
     if version >= 3:
         if flexible:
-            n, pos = _uvarint(buf, pos)
+            n, pos = read_uvarint(buf, pos)
             n -= 1
         else:
             n = _INT16.unpack_from(buf, pos)[0]
@@ -59,7 +61,7 @@ def _decode(version: int, buf: memoryview) -> dict | None:
     topics: list[dict[str, Any]] = []
     for _ in range(topic_count):
         if flexible:
-            n, pos = _uvarint(buf, pos)
+            n, pos = read_uvarint(buf, pos)
             n -= 1
         else:
             n = _INT16.unpack_from(buf, pos)[0]
@@ -76,7 +78,7 @@ def _decode(version: int, buf: memoryview) -> dict | None:
             index = _INT32.unpack_from(buf, pos)[0]
             pos += 4
             if flexible:
-                n, pos = _uvarint(buf, pos)
+                n, pos = read_uvarint(buf, pos)
                 n -= 1
             else:
                 n = _INT32.unpack_from(buf, pos)[0]
@@ -107,23 +109,6 @@ def _decode(version: int, buf: memoryview) -> dict | None:
 
 def _length(buf: memoryview, pos: int, flexible: bool) -> tuple[int, int]:
     if flexible:
-        n, pos = _uvarint(buf, pos)
+        n, pos = read_uvarint(buf, pos)
         return n - 1, pos
     return _INT32.unpack_from(buf, pos)[0], pos + 4
-
-
-def _uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
-    b = buf[pos]
-    if b < 0x80:
-        return b, pos + 1
-    value = b & 0x7F
-    shift = 7
-    while True:
-        pos += 1
-        b = buf[pos]
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, pos + 1
-        shift += 7
-        if shift > 28:
-            raise IndexError("uvarint too long")  # the generic codec's error
