@@ -28,9 +28,13 @@ UNKNOWN_MEMBER_ID = ""  # JoinGroupRequest.UNKNOWN_MEMBER_ID
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
-def register(api_key: int):
+def register(*api_keys: int):
+    """Register the decorated ``fn(version, body, code, message) -> dict`` as the error-response builder of each
+    of ``api_keys`` (requests whose error responses have the same shape share one builder)."""
+
     def deco(fn):
-        _BUILDERS[int(api_key)] = fn
+        for api_key in api_keys:
+            _BUILDERS[int(api_key)] = fn
         return fn
 
     return deco
@@ -198,9 +202,10 @@ def _describe_groups_error(version, body, code, message):
     }
 
 
-@register(ApiKeys.CONSUMER_GROUP_HEARTBEAT)
-def _consumer_group_heartbeat_error(version, body, code, message):
-    """``ConsumerGroupHeartbeatRequest.getErrorResponse``: the error code only (no member, epoch 0)."""
+@register(ApiKeys.CONSUMER_GROUP_HEARTBEAT, ApiKeys.SHARE_GROUP_HEARTBEAT)
+def _group_heartbeat_error(version, body, code, message):
+    """``ConsumerGroupHeartbeatRequest`` / ``ShareGroupHeartbeatRequest.getErrorResponse``: the error code only (no
+    member, epoch 0, no assignment)."""
     return {
         "throttle_time_ms": 0,
         "error_code": code,
@@ -212,35 +217,10 @@ def _consumer_group_heartbeat_error(version, body, code, message):
     }
 
 
-@register(ApiKeys.CONSUMER_GROUP_DESCRIBE)
-def _consumer_group_describe_error(version, body, code, message):
-    """``ConsumerGroupDescribeRequest.getErrorResponse``: every requested group with the error."""
-    return {
-        "throttle_time_ms": 0,
-        "groups": [
-            {"error_code": code, "error_message": None, "group_id": g, "group_state": "", "members": []}
-            for g in body["group_ids"]
-        ],
-    }
-
-
-@register(ApiKeys.SHARE_GROUP_HEARTBEAT)
-def _share_group_heartbeat_error(version, body, code, message):
-    """``ShareGroupHeartbeatRequest.getErrorResponse``: the error code only (no member, epoch 0, no assignment)."""
-    return {
-        "throttle_time_ms": 0,
-        "error_code": code,
-        "error_message": None,
-        "member_id": None,
-        "member_epoch": 0,
-        "heartbeat_interval_ms": 0,
-        "assignment": None,
-    }
-
-
-@register(ApiKeys.SHARE_GROUP_DESCRIBE)
-def _share_group_describe_error(version, body, code, message):
-    """``ShareGroupDescribeRequest.getErrorResponse``: every requested group with the error."""
+@register(ApiKeys.CONSUMER_GROUP_DESCRIBE, ApiKeys.SHARE_GROUP_DESCRIBE)
+def _group_describe_error(version, body, code, message):
+    """``ConsumerGroupDescribeRequest`` / ``ShareGroupDescribeRequest.getErrorResponse``: every requested group with
+    the error."""
     return {
         "throttle_time_ms": 0,
         "groups": [
