@@ -204,12 +204,12 @@ def _describe_groups_error(version, body, code, message):
 
 @register(ApiKeys.CONSUMER_GROUP_HEARTBEAT, ApiKeys.SHARE_GROUP_HEARTBEAT)
 def _group_heartbeat_error(version, body, code, message):
-    """``ConsumerGroupHeartbeatRequest`` / ``ShareGroupHeartbeatRequest.getErrorResponse``: the error code only (no
-    member, epoch 0, no assignment)."""
+    """``ConsumerGroupHeartbeatRequest`` / ``ShareGroupHeartbeatRequest.getErrorResponse``: the error code and its
+    message only (no member, epoch 0, no assignment)."""
     return {
         "throttle_time_ms": 0,
         "error_code": code,
-        "error_message": None,
+        "error_message": message,
         "member_id": None,
         "member_epoch": 0,
         "heartbeat_interval_ms": 0,

@@ -116,6 +116,17 @@ class RequestHelper:
         channel.update_error_metrics(request.api_name, counts)
         channel.send_response(SendResponse(request, NetworkSend(request.context.connection_id, parts), on_complete))
 
+    def send_error_response(self, request: Request, error_code: int, message: str | None = None) -> None:
+        """Answer ``request`` with its API's error response (Kafka's ``sendErrorResponseMaybeThrottle`` with
+        ``AbstractRequest.getErrorResponse``: :func:`~pykbroker.server.error_responses.build_error_response`) carrying
+        ``error_code`` and ``message``; a request whose API has no error response (no body) is closed instead."""
+        ctx = request.context
+        body = build_error_response(ctx.api_key, ctx.api_version, request.body, error_code, message)
+        if body is None:
+            self.close_connection(request)
+        else:
+            self.send_response(request, body)
+
     def send_encoded_response(
         self, request: Request, encoded_body: bytes, error_code: int = 0, body: dict | None = None
     ) -> None:

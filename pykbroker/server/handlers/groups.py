@@ -151,14 +151,7 @@ class GroupHandlers:
         request is answered UNSUPPORTED_VERSION (its error response) and True is returned."""
         if self._group_version() >= 1:
             return False
-        ctx = request.context
-        body = error_responses.build_error_response(
-            ctx.api_key, ctx.api_version, request.body, errors.UNSUPPORTED_VERSION
-        )
-        if body is None:
-            self.helper.close_connection(request)
-        else:
-            self.helper.send_response(request, body)
+        self.helper.send_error_response(request, errors.UNSUPPORTED_VERSION)
         return True
 
     # -- FindCoordinator ----------------------------------------------------------------------------
@@ -397,18 +390,7 @@ class GroupHandlers:
             return None
 
         def error(code: int, message: str | None = None) -> None:
-            self.helper.send_response(
-                request,
-                {
-                    "throttle_time_ms": 0,
-                    "error_code": code,
-                    "error_message": message,
-                    "member_id": None,
-                    "member_epoch": 0,
-                    "heartbeat_interval_ms": 0,
-                    "assignment": None,
-                },
-            )
+            self.helper.send_error_response(request, code, message)
 
         if not self.helper.authorize(request, AclOperation.READ, ResourceType.GROUP, body["group_id"]):
             return error(errors.GROUP_AUTHORIZATION_FAILED)

@@ -42,18 +42,7 @@ class ShareGroupHandlers:
         body, ctx = request.body, request.context
 
         def error(code: int, message: str | None = None) -> None:
-            self.helper.send_response(
-                request,
-                {
-                    "throttle_time_ms": 0,
-                    "error_code": code,
-                    "error_message": message,
-                    "member_id": None,
-                    "member_epoch": 0,
-                    "heartbeat_interval_ms": 0,
-                    "assignment": None,
-                },
-            )
+            self.helper.send_error_response(request, code, message)
 
         if not self.helper.authorize(request, AclOperation.READ, ResourceType.GROUP, body["group_id"]):
             return error(errors.GROUP_AUTHORIZATION_FAILED)

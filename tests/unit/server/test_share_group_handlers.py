@@ -6,11 +6,15 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from pykbroker.protocol import errors
+from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.protocol.resource import ResourceType
 from pykbroker.server.handlers.share_groups import ShareGroupHandlers
+from pykbroker.server.request_helper import RequestHelper
 
 
-class _Helper:
+class _Helper(RequestHelper):
+    """RequestHelper (its error responses) with the authorizer and the response queue replaced."""
+
     def __init__(self, denied: set[tuple[int, str]]):
         self.denied = denied
         self.sent: list[dict] = []
@@ -42,7 +46,10 @@ class _Share:
 
 def _request(topics):
     body = {"group_id": "g", "member_id": "m", "member_epoch": 0, "rack_id": None, "subscribed_topic_names": topics}
-    return SimpleNamespace(body=body, context=SimpleNamespace(client_id="c", client_address="127.0.0.1"))
+    context = SimpleNamespace(
+        client_id="c", client_address="127.0.0.1", api_key=ApiKeys.SHARE_GROUP_HEARTBEAT, api_version=1
+    )
+    return SimpleNamespace(body=body, context=context)
 
 
 def test_heartbeat_needs_describe_on_every_subscribed_topic_and_read_on_the_group():
