@@ -16,6 +16,9 @@ then this tree's rf3, rf1, each round), so both trees' figures come from the sam
 this tree's cluster only:
 
     .venv/bin/python bench/replication.py --records 30000 --rounds 5 --failovers 0 --compare /tmp/base
+
+``--override KEY=VALUE`` (repeatable) sets a broker config on this tree's cluster only (the baseline keeps the
+defaults), e.g. ``--compare . --override socket.send.buffer.bytes=-1`` shows what a config costs in the same run.
 """
 
 from __future__ import annotations
@@ -150,14 +153,22 @@ def main() -> None:
     ap.add_argument("--failovers", type=int, default=10)
     ap.add_argument("--session-timeout-ms", type=int, default=3000)
     ap.add_argument("--compare", type=Path, metavar="TREE", help="also measure a baseline source tree (see above)")
+    ap.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a broker config for this tree's cluster only (repeatable), e.g. socket.send.buffer.bytes=-1",
+    )
     args = ap.parse_args()
     overrides = {**REPLICATION_TIMEOUTS, "broker.session.timeout.ms": str(args.session_timeout_ms)}
+    this_overrides = {**overrides, **dict(o.split("=", 1) for o in args.override)}
     with tempfile.TemporaryDirectory() as tmp:
         clusters: dict[str, KRaftCluster] = {}
         try:
             if args.compare is not None:
                 clusters["base"] = start_cluster(Path(tmp) / "base", args.compare.resolve(), overrides)
-            clusters["this"] = start_cluster(Path(tmp) / "this", None, overrides)
+            clusters["this"] = start_cluster(Path(tmp) / "this", None, this_overrides)
             results: dict[tuple[str, str], list[float]] = {
                 (tree, name): [] for tree in clusters for name in ("rf3", "rf1")
             }

@@ -163,3 +163,39 @@ def test_shutdown_from_another_thread_interrupts_a_wait_for_the_body(broker):
         sender.join(5)
         handle.close()
         conn.close()
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_INFO"), reason="Linux TCP_INFO")
+def test_request_answer_rounds_behind_a_small_send_buffer_need_no_retransmission(broker):
+    """A replica fetcher's rounds: a small request, then a 1 MB answer from a broker socket whose send buffer is
+    Kafka's default socket.send.buffer.bytes (102400). Every segment of the answer is acknowledged as it arrives
+    (TCP_QUICKACK with the low-water mark), so the broker never waits for its tail-loss probe: no retransmission
+    (before: Linux's delayed ACKs left the broker's last segments unacknowledged until a probe retransmitted one,
+    in most rounds, each ~10 ms)."""
+    rounds = 20
+    body = body_of(1_000_000)
+    data = frame(body)
+    conn = connect(broker)
+    broker._accepted.join(5)
+    peer = broker.peer
+    assert peer is not None
+    peer.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 102400)
+
+    def serve() -> None:
+        for _ in range(rounds):
+            if not peer.recv(100):
+                return
+            peer.sendall(data)
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    try:
+        for _ in range(rounds):
+            conn.sock.sendall(b"fetch")
+            assert conn.receive_frame() == body
+        server.join(5)
+        info = peer.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+        total_retrans = struct.unpack_from("I", info, 100)[0]  # struct tcp_info's tcpi_total_retrans
+        assert total_retrans == 0
+    finally:
+        conn.close()
