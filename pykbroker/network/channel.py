@@ -15,6 +15,13 @@ is known; when the pool is out of memory the channel mutes itself (Kafka's Kafka
 its KSelector unmutes it when memory comes back. The bytes go back to the pool when the request is
 done (``NetworkReceive.release``, through ``Request.release_buffer``) or the channel closes.
 
+Large requests (issue 31): when the read of a frame that did not fit the first ``recv`` stops short (the socket is
+drained) or completes, the channel sets ``TCP_QUICKACK`` (Linux; not on TLS): the segments that arrived are
+acknowledged now. Without it Linux delays those ACKs (the broker's side of a request/response connection is in its
+delayed-ACK "pingpong" mode), and a producer that pipelines large requests on a muted connection (acks=all: the
+answer waits for the followers) was left with unacknowledged segments until its tail-loss probe retransmitted one,
+about once per request (``tests/unit/network/test_large_request_acks.py``). Small requests cost no extra call.
+
 Threading: a channel is owned by one Processor thread (through its KSelector); nothing here locks.
 """
 
@@ -35,6 +42,20 @@ INITIAL_CHUNK_BYTES = 64 * 1024
 #: ``max_size`` of a receive with no limit but the int32 size prefix (Kafka's ``NetworkReceive.UNLIMITED``,
 #: used by clients reading responses).
 UNLIMITED = 0x7FFFFFFF
+
+
+#: Linux's TCP_QUICKACK option (None elsewhere)
+_TCP_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
+
+
+def _quickack(sock: Any) -> None:
+    """Acknowledge the segments received on ``sock`` now (TCP_QUICKACK; a no-op on TLS or where unsupported)."""
+    if _TCP_QUICKACK is None or getattr(sock, "tls", False):
+        return
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, _TCP_QUICKACK, 1)
+    except OSError:
+        pass
 
 
 class InvalidReceiveError(Exception):
@@ -370,6 +391,8 @@ class KafkaChannel:
                 n = receive.read_from(self.sock)
                 if not receive.complete() and not receive.memory_pending and (n == 0 or not self.peer_closed):
                     self.read_ready = False  # read_from stops short only when the socket has nothing more
+                if not self.read_ready or receive.complete():
+                    _quickack(self.sock)  # a large frame: acknowledge its segments now (module docstring)
 
     def set_send(self, send: NetworkSend) -> None:
         if self.send is not None:

@@ -1,0 +1,77 @@
+"""The Processor acknowledging a large request's segments at once (issue 31).
+
+A producer pipelines 1 MB produce requests on one connection; the broker reads one, mutes the connection and answers
+only when the request is done (acks=all: when the followers have fetched it, several ms later). Linux's delayed ACKs
+(the broker's side of a request/response connection is in its "pingpong" mode) left the last segments the producer
+sent unacknowledged while the broker waited, until the producer's tail-loss probe retransmitted one (~1 per request).
+The Processor sets TCP_QUICKACK when a large frame's read stops short or completes: no retransmission. Small
+requests (read whole by the first ``recv``) are untouched.
+
+A real SocketServer (tests/unit/network/harness.py) with a handler that answers each request after a delay."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+
+import pytest
+
+from pykbroker.network.channel import NetworkSend
+from pykbroker.network.request_channel import SHUTDOWN_REQUEST, SendResponse
+from tests.unit.network.harness import EchoHandler, EchoServer, read_frame, request_frame
+
+#: how long the handler holds each request before answering (s): an acks=all produce waiting for its followers
+ANSWER_DELAY_S = 0.02
+BODY_BYTES = 1_000_000
+
+
+class DelayedHandler(EchoHandler):
+    """Answers every request with ``b"done"`` ``ANSWER_DELAY_S`` after taking it."""
+
+    def run(self):
+        while True:
+            request = self.channel.receive_request(100)
+            if request is SHUTDOWN_REQUEST:
+                return
+            if request is None:
+                continue
+            time.sleep(ANSWER_DELAY_S)
+            request.release_buffer()
+            send = NetworkSend(request.context.connection_id, [struct.pack(">i", 4), b"done"])
+            self.channel.send_response(SendResponse(request, send))
+
+
+def large_frame(correlation_id: int) -> bytes:
+    """An ApiVersions request header followed by ``BODY_BYTES`` of body (the handler does not parse it)."""
+    small = request_frame(correlation_id)
+    return struct.pack(">i", len(small) - 4 + BODY_BYTES) + small[4:] + b"x" * BODY_BYTES
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_INFO"), reason="Linux TCP_INFO")
+def test_pipelined_large_requests_answered_late_need_no_retransmission():
+    rounds = 20
+    server = EchoServer(**{"socket.receive.buffer.bytes": "102400"})
+    server.handler = DelayedHandler(server.socket_server.data_plane_request_channel)
+    with server:
+        sock = server.connect()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+        frames = [large_frame(i) for i in range(rounds)]
+
+        def produce() -> None:  # the producer sends on without waiting for answers (max.in.flight > 1)
+            for frame in frames:
+                sock.sendall(frame)
+
+        producer = threading.Thread(target=produce, daemon=True)
+        producer.start()
+        try:
+            for _ in range(rounds):
+                assert read_frame(sock) == b"done"
+            producer.join(5)
+            info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+            total_retrans = struct.unpack_from("I", info, 100)[0]  # struct tcp_info's tcpi_total_retrans
+            # A few may still be probed when this machine is too busy to run the Processor for a few ms.
+            assert total_retrans <= rounds // 5, f"{total_retrans} retransmissions in {rounds} requests"
+        finally:
+            sock.close()
