@@ -81,7 +81,7 @@ def test_closed_connections_in_one_batch_do_not_redispatch_others():
 def test_partial_frame_announcing_max_size_pins_little_memory():
     """A peer that announces socket.request.max.bytes and sends a few bytes pins a small buffer,
     not the announced size (the memory pool is still charged the whole frame)."""
-    from pykbroker.network.channel import INITIAL_CHUNK_BYTES, NetworkReceive
+    from pykbroker.network.channel import GROWTH_FACTOR, INITIAL_CHUNK_BYTES, NetworkReceive
 
     a, b = socket.socketpair()
     try:
@@ -91,14 +91,14 @@ def test_partial_frame_announcing_max_size_pins_little_memory():
         wait_until(lambda: receive.read_from(b) or receive.payload_read, timeout=5, message="bytes read")
         assert receive.size == 100 * 1024 * 1024
         assert len(receive.payload) <= INITIAL_CHUNK_BYTES
-        # The buffer grows with what arrives (never more than twice it) and holds it all, in order.
+        # The buffer grows with what arrives (never more than GROWTH_FACTOR times it) and holds it all, in order.
         total = 1000 + 3 * 1024 * 1024
         writer = threading.Thread(target=a.sendall, args=(b"y" * (total - 1000),), daemon=True)
         writer.start()
 
         def read_some():
             receive.read_from(b)
-            assert len(receive.payload) <= max(INITIAL_CHUNK_BYTES, 2 * receive.payload_read)
+            assert len(receive.payload) <= max(INITIAL_CHUNK_BYTES, GROWTH_FACTOR * receive.payload_read)
             return receive.payload_read >= total
 
         wait_until(read_some, timeout=10, interval=0.001, message="3 MiB read")
