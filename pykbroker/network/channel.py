@@ -264,12 +264,18 @@ class ChannelMuteState(enum.Enum):
     MUTED_AND_THROTTLED = "MUTED_AND_THROTTLED"
     MUTED_AND_THROTTLED_AND_RESPONSE_PENDING = "MUTED_AND_THROTTLED_AND_RESPONSE_PENDING"
 
+    # MUTE_TRANSITIONS is looked up twice per request: members are singletons, so identity hashing is the
+    # same mapping without Enum.__hash__'s Python-level call (hash of the name)
+    __hash__ = object.__hash__
+
 
 class ChannelMuteEvent(enum.Enum):
     REQUEST_RECEIVED = "REQUEST_RECEIVED"
     RESPONSE_SENT = "RESPONSE_SENT"
     THROTTLE_STARTED = "THROTTLE_STARTED"
     THROTTLE_ENDED = "THROTTLE_ENDED"
+
+    __hash__ = object.__hash__  # as ChannelMuteState's
 
 
 _S, _E = ChannelMuteState, ChannelMuteEvent
