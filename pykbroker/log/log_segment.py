@@ -391,17 +391,29 @@ class LogSegment:
         """Kafka's roll conditions: the append would pass ``segment.bytes``; the segment is non-empty
         and older than ``segment.ms`` minus this segment's jitter; an index is full; or the incoming
         last offset does not fit a 4-byte delta from the base offset."""
-        reached_roll_ms = (
-            self.time_waited_for_roll(params.now, params.max_timestamp_in_messages)
-            > params.max_segment_ms - self.roll_jitter_ms
-        )
+        return self.should_roll_for(*params)
+
+    def should_roll_for(
+        self,
+        max_segment_ms: int,
+        max_segment_bytes: int,
+        max_timestamp_in_messages: int,
+        max_offset_in_messages: int,
+        messages_size: int,
+        now: int,
+    ) -> bool:
+        """:meth:`should_roll` with RollParams' fields as arguments, in its order (the per-append path builds
+        no tuple)."""
         size = self.size
         return (
-            size > params.max_segment_bytes - params.messages_size
-            or (size > 0 and reached_roll_ms)
+            size > max_segment_bytes - messages_size
+            or (
+                size > 0
+                and self.time_waited_for_roll(now, max_timestamp_in_messages) > max_segment_ms - self.roll_jitter_ms
+            )
             or self._lazy_offset_index.is_full()
             or self._lazy_time_index.is_full()
-            or not self.can_convert_to_relative_offset(params.max_offset_in_messages)
+            or not self.can_convert_to_relative_offset(max_offset_in_messages)
         )
 
     def _load_first_batch_timestamp(self) -> None:

@@ -49,7 +49,7 @@ from pykbroker.log.log_retention import (
     retention_size_breached,
     start_offset_breached,
 )
-from pykbroker.log.log_segment import LogSegment, RollParams
+from pykbroker.log.log_segment import LogSegment
 from pykbroker.log.log_segments import LogSegments
 from pykbroker.log.producer_state_entry import AppendOrigin, ProducerAppendInfo, read_end_txn_marker
 from pykbroker.log.producer_state_manager import (
@@ -602,19 +602,14 @@ class UnifiedLog:
 
     def _maybe_roll(self, messages_size: int, max_timestamp: int, first_offset: int, last_offset: int) -> LogSegment:
         segment = self._segments.active_segment
-        params = RollParams(
-            self._max_segment_ms(),
-            self._config.segment_bytes,
-            max_timestamp,
-            last_offset,
-            messages_size,
-            self._time.milliseconds(),
-        )
-        if segment.should_roll(params):
+        now = self._time.milliseconds()
+        if segment.should_roll_for(
+            self._max_segment_ms(), self._config.segment_bytes, max_timestamp, last_offset, messages_size, now
+        ):
             self._log.debug(
                 "Rolling new log segment",
                 log_size=segment.size,
-                time_since_roll_ms=segment.time_waited_for_roll(params.now, max_timestamp),
+                time_since_roll_ms=segment.time_waited_for_roll(now, max_timestamp),
             )
             return self.roll(first_offset)
         return segment
