@@ -17,6 +17,7 @@ import shutil
 import threading
 import uuid
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pykbroker.config.broker_configs.replication_configs import REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS_CONFIG
@@ -26,6 +27,7 @@ from pykbroker.config.broker_configs.server_log_configs import (
     LOG_FLUSH_START_OFFSET_CHECKPOINT_INTERVAL_MS_CONFIG,
     LOG_INITIAL_TASK_DELAY_MS_CONFIG,
     LOG_RETENTION_CHECK_INTERVAL_MS_CONFIG,
+    NUM_RECOVERY_THREADS_PER_DATA_DIR_CONFIG,
 )
 from pykbroker.config.broker_configs.transaction_configs import (
     PRODUCER_ID_EXPIRATION_MS_CONFIG,
@@ -118,6 +120,7 @@ class LogManager:
         producer_id_expiration_check_ms: int = 600_000,
         transaction_verification_enabled: bool = False,
         log_dir_failure_channel: LogDirFailureChannel | None = None,
+        num_recovery_threads_per_data_dir: int = 1,
     ):
         if not log_dirs:
             raise ValueError("At least one log directory is required")
@@ -135,6 +138,8 @@ class LogManager:
         self.producer_id_expiration_check_ms = producer_id_expiration_check_ms
         #: ``transaction.partition.verification.enable`` (KIP-890 part 1), set on each log's producer state
         self.transaction_verification_enabled = transaction_verification_enabled
+        #: ``num.recovery.threads.per.data.dir``: the threads per log dir that flush and close logs at shutdown
+        self.num_recovery_threads_per_data_dir = max(1, num_recovery_threads_per_data_dir)
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, UnifiedLog] = {}
         self._log_dir_of: dict[TopicPartition, str] = {}
@@ -194,6 +199,7 @@ class LogManager:
             .lower()
             != "false",
             log_dir_failure_channel=log_dir_failure_channel,
+            num_recovery_threads_per_data_dir=get(NUM_RECOVERY_THREADS_PER_DATA_DIR_CONFIG, 1),
         )
 
     @property
@@ -635,20 +641,15 @@ class LogManager:
     # -- shutdown -----------------------------------------------------------------------------
     def shutdown(self, broker_epoch: int = -1) -> None:
         """Cancel the tasks, flush and close every log, write the checkpoints and the clean-shutdown
-        marker in every log directory."""
+        marker in every log directory. The logs of a directory are closed by ``num.recovery.threads.per.data.dir``
+        threads (Kafka's ``LogManager.shutdown``: a thread pool per log dir, the dirs one after another); a
+        segment with nothing written since its last fsync is not synced again."""
         for task in self._tasks:
             task.cancel()
         self._tasks.clear()
         for log_dir in self.live_log_dirs:  # an offline directory is left as it is: recovered at the next start
             logs = self._logs_in_dir(log_dir)
-            failed = False
-            for log in logs.values():
-                try:
-                    log.flush()
-                    log.close()
-                except Exception as e:  # noqa: BLE001 - close the others; this dir gets no marker
-                    failed = True
-                    _log.error("Error closing log during shutdown", partition=log.name, error=repr(e))
+            failed = not self._close_logs(list(logs.values()))
             try:
                 self._checkpoint_dir(log_dir)
                 self._checkpoint_high_watermarks(log_dir, force=True)
@@ -669,6 +670,25 @@ class LogManager:
             self._logs.clear()
             self._log_dir_of.clear()
         self._started = False
+
+    def _close_logs(self, logs: list[UnifiedLog]) -> bool:
+        """Flush and close ``logs`` on up to ``num_recovery_threads_per_data_dir`` threads (the calling thread
+        when 1). False if any failed (each failure is logged; the others are still closed)."""
+
+        def close(log: UnifiedLog) -> bool:
+            try:
+                log.flush()
+                log.close()
+                return True
+            except Exception as e:  # noqa: BLE001 - close the others; this dir gets no marker
+                _log.error("Error closing log during shutdown", partition=log.name, error=repr(e))
+                return False
+
+        threads = min(self.num_recovery_threads_per_data_dir, len(logs))
+        if threads <= 1:
+            return all([close(log) for log in logs])
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="log-closer") as pool:
+            return all(list(pool.map(close, logs)))
 
 
 def _read_clean_shutdown_epoch(marker: str) -> int | None:

@@ -349,6 +349,10 @@ class FileRecords:
         self._path = path
         self._handle: _FileHandle | None = handle
         self._size = size
+        # True until a flush follows the last write (a file opened or created counts as written): ``close``
+        # skips its fsync when nothing changed since the last one (a shutdown's ``log.flush`` then ``close``
+        # synced every segment twice)
+        self._unflushed = True
 
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
@@ -396,13 +400,20 @@ class FileRecords:
     def flush(self) -> None:
         """fsync the file (data and metadata)."""
         handle = self._open_handle()
-        os.fsync(handle.fd)
+        self._unflushed = False  # cleared first: a write racing this fsync sets it again
+        try:
+            os.fsync(handle.fd)
+        except BaseException:
+            self._unflushed = True
+            raise
 
     def close(self) -> None:
-        """Flush, trim preallocated space and release the descriptor (slices keep it open)."""
+        """Flush (unless nothing was written since the last flush), trim preallocated space and release the
+        descriptor (slices keep it open)."""
         if self._handle is None:
             return
-        self.flush()
+        if self._unflushed:
+            self.flush()
         self.trim()
         self._handle = None
 
@@ -446,6 +457,7 @@ class FileRecords:
             if n == 0:
                 raise OSError(f"pwrite made no progress on {self._path}")
             written += n
+        self._unflushed = True
         self._size = position + total
         return total
 
@@ -457,6 +469,7 @@ class FileRecords:
         handle = self._open_handle()
         if target_size < os.fstat(handle.fd).st_size:
             os.ftruncate(handle.fd, target_size)
+        self._unflushed = True
         self._size = target_size
         return original - target_size
 

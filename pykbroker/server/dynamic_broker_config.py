@@ -11,8 +11,8 @@ feature, e.g. Kerberos or remote storage, is not enabled):
 * **DynamicReplicationQuota**: ``leader.replication.throttled.rate`` / ``follower.replication.throttled.rate`` set
   the ReplicaManager's replication throttles (KIP-73, :mod:`pykbroker.server.quotas.replication_quota_manager`).
 * **DynamicThreadPool**: ``num.io.threads`` resizes the request handler pool, ``num.replica.fetchers`` the
-  replica fetcher threads per source broker (partitions are spread again); ``background.threads`` and
-  ``num.recovery.threads.per.data.dir`` are validated and stored;
+  replica fetcher threads per source broker (partitions are spread again); ``num.recovery.threads.per.data.dir``
+  the LogManager's threads per log dir closing logs at shutdown; ``background.threads`` is validated and stored;
 * **DataPlaneAcceptor**: ``num.network.threads`` (or ``listener.name.<l>.num.network.threads``) adds
   Processors to a live listener or removes the newest ones (their connections are closed, clients
   reconnect), as Kafka's ``addProcessors``/``removeProcessors``;
@@ -46,7 +46,11 @@ import threading
 
 from pykbroker.config.broker_configs.replication_configs import NUM_REPLICA_FETCHERS_CONFIG
 from pykbroker.config.broker_configs.server_configs import NUM_IO_THREADS_CONFIG
-from pykbroker.config.broker_configs.server_log_configs import LOG_CLEANER_ENABLE_CONFIG, LOG_CLEANER_THREADS_CONFIG
+from pykbroker.config.broker_configs.server_log_configs import (
+    LOG_CLEANER_ENABLE_CONFIG,
+    LOG_CLEANER_THREADS_CONFIG,
+    NUM_RECOVERY_THREADS_PER_DATA_DIR_CONFIG,
+)
 from pykbroker.config.broker_configs.socket_server_configs import (
     MAX_CONNECTION_CREATION_RATE_CONFIG,
     MAX_CONNECTIONS_CONFIG,
@@ -312,6 +316,9 @@ class DynamicBrokerConfig:
             threads = self._value(new, NUM_IO_THREADS_CONFIG)
             if threads != len(self.handler_pool.handlers):
                 self.handler_pool.resize(threads)
+        if NUM_RECOVERY_THREADS_PER_DATA_DIR_CONFIG in changed and self.log_manager is not None:
+            threads = self._value(new, NUM_RECOVERY_THREADS_PER_DATA_DIR_CONFIG)
+            self.log_manager.num_recovery_threads_per_data_dir = max(1, threads)  # Kafka's resizeRecoveryThreadPool
         if NUM_REPLICA_FETCHERS_CONFIG in changed and self.replica_fetcher_manager is not None:
             self.replica_fetcher_manager.resize_thread_pool(self._value(new, NUM_REPLICA_FETCHERS_CONFIG))
         if changed & {"leader.replication.throttled.rate", "follower.replication.throttled.rate"}:

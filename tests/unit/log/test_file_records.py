@@ -177,3 +177,30 @@ def test_slice_batch_headers_and_prefix(records):
     mem = MemoryRecordsSlice(s.read_bytes())
     assert [h.base_offset for h in mem.batch_headers()] == [2, 4, 6]
     assert mem.prefix(161).read_bytes() == s.read_bytes()[:161]
+
+
+@pytest.mark.parametrize("write", ["none", "append", "truncate"])
+def test_close_syncs_only_what_changed_since_the_last_flush(tmp_path, monkeypatch, write):
+    """A shutdown flushes each log then closes it: the close fsyncs a file again only if a write (append,
+    truncate) came after the last flush (it synced every segment twice)."""
+    fr = FileRecords.open(str(tmp_path / "00000000000000000000.log"))
+    fill(fr, n=3)
+    fr.flush()
+    if write == "append":
+        fill(fr, n=1)
+    elif write == "truncate":
+        fr.truncate_to(fr.size_in_bytes // 2)
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    fr.close()
+    assert len(synced) == (0 if write == "none" else 1)
+
+
+def test_a_new_or_reopened_file_is_synced_at_close(tmp_path, monkeypatch):
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    FileRecords.open(str(tmp_path / "00000000000000000000.log")).close()
+    FileRecords.open(str(tmp_path / "00000000000000000000.log"), file_already_exists=True).close()
+    assert len(synced) == 2

@@ -1,6 +1,7 @@
 """LogManager: creation, checkpoints, clean and unclean restarts, deletion, retention task, configs."""
 
 import os
+import threading
 import uuid
 
 import pytest
@@ -220,3 +221,52 @@ def test_unchanged_high_watermarks_are_not_rewritten(tmp_path, time):
     second = path.stat().st_ino
     lm.shutdown()
     assert path.stat().st_ino != second and path.read_text().splitlines()[2] == "t 0 2"
+
+
+def test_shutdown_closes_the_logs_on_the_recovery_threads(tmp_path, time, monkeypatch):
+    """Kafka's LogManager.shutdown closes a dir's logs on a pool of ``num.recovery.threads.per.data.dir``
+    threads: every log is closed there, the dir is marked clean and every log's data is there after a restart."""
+    from pykbroker.log.unified_log import UnifiedLog
+
+    closed_on: dict[str, str] = {}
+    real_close = UnifiedLog.close
+
+    def close(log):
+        closed_on[log.name] = threading.current_thread().name
+        real_close(log)
+
+    monkeypatch.setattr(UnifiedLog, "close", close)
+    lm = manager([tmp_path], time, **{"num.recovery.threads.per.data.dir": "3"})
+    lm.startup()
+    tid = uuid.uuid4()
+    for p in range(12):
+        produce(lm.get_or_create_log("orders", p, tid), p % 3)
+    lm.shutdown()
+    assert len(closed_on) == 12
+    assert all(name.startswith("log-closer") for name in closed_on.values()), closed_on
+    assert os.path.exists(tmp_path / ".kafka_cleanshutdown")
+
+    lm2 = manager([tmp_path], time)
+    lm2.startup()
+    assert lm2.had_clean_shutdown[str(tmp_path)]
+    for p in range(12):
+        log = lm2.get_log("orders", p)
+        assert log.log_end_offset == 2 * (p % 3) and log.recovery_report.recovered_segments == 0
+        assert len(batch_offsets(log)) == p % 3
+    lm2.shutdown()
+
+
+def test_shutdown_with_one_recovery_thread_closes_on_the_calling_thread(tmp_path, time, monkeypatch):
+    from pykbroker.log.unified_log import UnifiedLog
+
+    threads: set[str] = set()
+    real_close = UnifiedLog.close
+    monkeypatch.setattr(
+        UnifiedLog, "close", lambda log: (threads.add(threading.current_thread().name), real_close(log))
+    )
+    lm = manager([tmp_path], time)
+    lm.startup()
+    for p in range(3):
+        produce(lm.get_or_create_log("orders", p, uuid.uuid4() if p == 0 else None), 1)
+    lm.shutdown()
+    assert threads == {threading.current_thread().name}
