@@ -197,10 +197,20 @@ def test_close_syncs_only_what_changed_since_the_last_flush(tmp_path, monkeypatc
     assert len(synced) == (0 if write == "none" else 1)
 
 
-def test_a_new_or_reopened_file_is_synced_at_close(tmp_path, monkeypatch):
+def test_only_a_reopened_file_is_synced_at_close_without_writes(tmp_path, monkeypatch):
+    """A file created empty and never written holds nothing to sync (a new empty partition's close costs no
+    fsync); a file opened from disk is synced once at close (a load may have found it unsynced)."""
     synced: list[int] = []
     real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
     FileRecords.open(str(tmp_path / "00000000000000000000.log")).close()
+    assert synced == []
     FileRecords.open(str(tmp_path / "00000000000000000000.log"), file_already_exists=True).close()
+    assert len(synced) == 1
+    fr = FileRecords.open(str(tmp_path / "00000000000000000010.log"), init_file_size=1 << 16, preallocate=True)
+    fr.close()
+    assert len(synced) == 1 and os.path.getsize(fr.path) == 0
+    fr = FileRecords.open(str(tmp_path / "00000000000000000020.log"))
+    fill(fr, n=1)
+    fr.close()
     assert len(synced) == 2
