@@ -91,6 +91,10 @@ def test_running_broker_follows_its_dynamic_configs(tmp_path):
         _alter(kafka.bootstrap_servers, "", "listener.name.plaintext.max.connection.creation.rate", "300")
         wait_until(lambda: quotas.listener_rates["PLAINTEXT"].limit == 300, 10, message="listener rate")
         assert quotas.broker_rate.limit == 500
+        # Kafka's resizeRecoveryThreadPool: the LogManager's threads per log dir closing the logs at shutdown
+        assert server.log_manager.num_recovery_threads_per_data_dir == 1
+        _alter(kafka.bootstrap_servers, "", "num.recovery.threads.per.data.dir", "2")
+        wait_until(lambda: server.log_manager.num_recovery_threads_per_data_dir == 2, 10, message="recovery threads")
 
 
 def test_running_broker_checks_of_a_change():
