@@ -2,8 +2,8 @@
 active controller when it resumes.
 
 Three controller-only nodes and one broker, with the short quorum timeouts of tests.helpers.cluster
-(election 600 ms, fetch 1200 ms). A follower controller is stopped with SIGSTOP for 3 fetch timeouts
-(6 election timeouts) and resumed with SIGCONT, twice: its fetch timeout has expired, so it asks for
+(election 600 ms, fetch 1200 ms). A follower controller is stopped with SIGSTOP for 2 fetch timeouts
+(4 election timeouts) and resumed with SIGCONT, twice: its fetch timeout has expired, so it asks for
 pre-votes, which the active controller and the other follower (whose leader is healthy) refuse. No
 controller ever stands, the epoch (DescribeQuorum) does not change, and the quorum keeps committing (a
 topic created after each pause moves the high watermark) with the resumed follower caught up. Without
@@ -51,7 +51,7 @@ def test_a_paused_follower_controller_resumes_without_a_new_election(cluster):
     for pause in range(2):
         node.proc.send_signal(signal.SIGSTOP)
         try:
-            time.sleep(3 * FETCH_TIMEOUT_S)
+            time.sleep(2 * FETCH_TIMEOUT_S)
         finally:
             node.proc.send_signal(signal.SIGCONT)
         resumed_hw = cluster.describe_quorum(leader_address)["high_watermark"]
