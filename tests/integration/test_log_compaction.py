@@ -60,7 +60,7 @@ def test_compacted_topic_keeps_the_latest_value_of_each_key_and_drops_old_tombst
             "segment.ms": "1000",
         },
     )
-    keys, n = 1000, 100_000
+    keys, n = 1000, 30_000  # 30 updates of every key, over several closed 64 KiB segments
     produce(b.bootstrap, "compacted", [(b"k%d" % (i % keys), b"v%d" % i) for i in range(n)])
     latest = {b"k%d" % (i % keys): b"v%d" % i for i in range(n - keys, n)}
     time.sleep(1.1)  # segment.ms: the next append rolls, so every update sits in a closed segment
