@@ -77,7 +77,8 @@ def test_running_broker_follows_its_dynamic_configs(tmp_path):
         wait_until(lambda: len(server.data_plane_pool.handlers) == 3, 10, message="pool shrunk")
         assert sum(h.is_alive() for h in server.data_plane_pool.handlers) == 3
         kafka.create_topic("dyn", partitions=1)
-        log = server.log_manager.get_log("dyn", 0)
+        # CreateTopics answers once the controller committed the topic; the broker creates the log after (as Kafka's)
+        log = wait_until(lambda: server.log_manager.get_log("dyn", 0), 10, message="the log of dyn-0 created")
         assert log.config.retention_ms == 604_800_000
         _alter(kafka.bootstrap_servers, "", "log.retention.ms", "60000")
         wait_until(lambda: log.config.retention_ms == 60000, 10, message="topic default applied")
