@@ -536,6 +536,11 @@ class ReplicaManager:
         if lost is not None:
             for tp in sorted(set(changes.deletes) | set(changes.followers)):
                 lost(*tp)
+        # Kafka's stopPartitions completes the delayed operations of the partitions it removes: a produce waiting
+        # for acks=all on a partition moved away (a reassignment that dropped this leader) is answered now
+        # (UNKNOWN_TOPIC_OR_PARTITION, the client retries on the new leader), not when its timeout expires.
+        for tp in sorted(changes.deletes):
+            self._complete_delayed(tp, produce=True)
         for tp in touched:
             self._complete_delayed(tp, produce=True)
 

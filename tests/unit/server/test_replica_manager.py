@@ -127,6 +127,22 @@ def test_delayed_produce_completes_when_the_high_watermark_passes_the_append(bro
     assert rm.produce_purgatory.num_delayed == 0
 
 
+def test_delayed_produce_of_a_partition_removed_from_this_broker_is_answered_at_once(broker):
+    """A reassignment that drops this leader deletes the partition here: its waiting acks=all produce is
+    answered by the delta (Kafka's stopPartitions), not when its timeout expires."""
+    from types import SimpleNamespace
+
+    broker.add_topic("r", 1, replicas=(1, 2), isr=(1, 2))  # the follower's LEO is unknown: HW stays
+    rm = broker.replica_manager
+    out = []
+    rm.append_records(30_000, -1, False, {("r", 0): records(1)}, out.append)
+    rm.try_complete_actions()
+    assert out == [] and rm.produce_purgatory.num_delayed == 1
+    rm.apply_delta(SimpleNamespace(deletes={("r", 0)}, leaders={}, followers={}), None)
+    assert len(out) == 1 and out[0][("r", 0)].error_code == errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert rm.produce_purgatory.num_delayed == 0
+
+
 def test_delayed_produce_expires_with_request_timed_out(broker):
     broker.add_topic("r", 1, replicas=(1, 2), isr=(1, 2))
     rm = broker.replica_manager
