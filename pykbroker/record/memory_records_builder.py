@@ -9,8 +9,9 @@ the key/value), and :meth:`build` joins them, compresses the blob when a codec i
 (Kafka streams records through the compressor; the output bytes are equivalent for every reader).
 
 ``append`` does a handful of list/attribute operations and table lookups for the varints (see
-``bench/record_builder.py``). The producer's batches encode their records themselves
-(``clients/producer/producer_batch.py``, the same bytes) and call :func:`encode_batch`.
+``bench/record_builder.py``). :func:`encode_record` encodes one record for both the builder and the
+producer's batches (``clients/producer/producer_batch.py``, which keep their own pieces, have a short path
+for key-less records and call :func:`encode_batch`).
 
 Not thread-safe: a builder is owned by one thread at a time.
 """
@@ -51,6 +52,52 @@ MAX_WRITE_LIMIT = 2**31 - 1
 _INT32_MAX = 2**31 - 1
 _U32 = struct.Struct(">I")
 _TABLE_HALF = ENCODE_TABLE_LIMIT // 2  # non-negative values below this have their varint in ZIGZAG_ENCODED
+
+
+def encode_record(
+    offset_delta: int,
+    timestamp_delta: int,
+    key,
+    value,
+    headers,
+    _zz=ZIGZAG_ENCODED,
+    _lim=_TABLE_HALF,
+    _enc=encode_varint,
+) -> tuple[tuple, int]:
+    """One v2 record (Kafka's ``DefaultRecord.writeTo``) as its byte pieces (length, attributes, timestamp delta,
+    offset delta, key length, key, value length, value, headers) and its size in bytes, length prefix included.
+    ``offset_delta`` >= 0; a ``key``/``value`` of None is written with length -1; ``headers`` is a sequence of
+    ``(str key, bytes | None value)`` or None. Varints of small non-negative values come from the varint table.
+    The callers check the timestamp and the offset delta's range: it is the one encoder of MemoryRecordsBuilder's
+    appends and of the producer's batches (same bytes)."""
+    ts_delta = _zz[timestamp_delta << 1] if 0 <= timestamp_delta < _lim else _enc(timestamp_delta)
+    off_delta = _zz[offset_delta << 1] if offset_delta < _lim else _enc(offset_delta)
+    if key is None:
+        key_length = b"\x01"
+        key = b""
+    else:
+        k = len(key)
+        key_length = _zz[k << 1] if k < _lim else _enc(k)
+    if value is None:
+        value_length = b"\x01"
+        value = b""
+    else:
+        v = len(value)
+        value_length = _zz[v << 1] if v < _lim else _enc(v)
+    header_bytes = b"\x00" if not headers else encode_headers(headers)
+    body = (
+        1
+        + len(ts_delta)
+        + len(off_delta)
+        + len(key_length)
+        + len(key)
+        + len(value_length)
+        + len(value)
+        + len(header_bytes)
+    )
+    length = _zz[body << 1] if body < _lim else _enc(body)
+    pieces = (length, b"\x00", ts_delta, off_delta, key_length, key, value_length, value, header_bytes)
+    return pieces, len(length) + body
 
 
 class RecordsInfo(NamedTuple):
@@ -153,9 +200,7 @@ class MemoryRecordsBuilder:
         self.append_with_offset(offset, timestamp, key, value, headers)
         return offset
 
-    def append_with_offset(
-        self, offset: int, timestamp: int, key, value, headers=None, _control: bool = False, _enc=encode_varint
-    ) -> None:
+    def append_with_offset(self, offset: int, timestamp: int, key, value, headers=None, _control: bool = False) -> None:
         """Append a record at ``offset`` (greater than the previous one). Raises ValueError for a
         non-increasing offset, a negative timestamp other than -1 or a control-flag mismatch, and
         RuntimeError once the builder is closed for appends."""
@@ -176,54 +221,19 @@ class MemoryRecordsBuilder:
         base_timestamp = self._base_timestamp
         if base_timestamp is None:
             base_timestamp = self._base_timestamp = timestamp
-        timestamp_delta = _enc(timestamp - base_timestamp)
-        offset_delta = _enc(offset_delta)
-        if key is None:
-            key_length = b"\x01"
-            key = b""
-        else:
-            key_length = _enc(len(key))
-        if value is None:
-            value_length = b"\x01"
-            value = b""
-        else:
-            value_length = _enc(len(value))
-        header_bytes = b"\x00" if not headers else encode_headers(headers)
-        body = (
-            1
-            + len(timestamp_delta)
-            + len(offset_delta)
-            + len(key_length)
-            + len(key)
-            + len(value_length)
-            + len(value)
-            + len(header_bytes)
-        )
-        length = _enc(body)
-        self._parts += (
-            length,
-            b"\x00",
-            timestamp_delta,
-            offset_delta,
-            key_length,
-            key,
-            value_length,
-            value,
-            header_bytes,
-        )
-        self._records_size += len(length) + body
+        pieces, size = encode_record(offset_delta, timestamp - base_timestamp, key, value, headers)
+        self._parts += pieces
+        self._records_size += size
         self._num_records += 1
         self._last_offset = offset
         if timestamp > self._max_timestamp:
             self._max_timestamp = timestamp
 
-    def try_append(
-        self, timestamp: int, key, value, headers=None, _enc=encode_varint, _zz=ZIGZAG_ENCODED, _lim=_TABLE_HALF
-    ) -> int:
+    def try_append(self, timestamp: int, key, value, headers=None, _lim=_TABLE_HALF) -> int:
         """Append a record at the next offset if it fits under the write
         limit (the first record always fits); returns its offset delta, or -1 when there is no room.
-        Encodes each varint once (``has_room_for`` + ``append`` would size the record twice); small
-        non-negative values (all but huge records' lengths) come straight from the varint table."""
+        Encodes the record once (``has_room_for`` + ``append`` would size it twice) with :func:`encode_record`.
+        Raises ValueError for a negative timestamp other than -1."""
         if self._appends_closed or self._is_control_batch:
             return -1
         n = self._num_records
@@ -233,59 +243,20 @@ class MemoryRecordsBuilder:
                 raise ValueError(f"Invalid negative timestamp {timestamp}")
             base_timestamp = self._base_timestamp = timestamp
         delta = timestamp - base_timestamp
-        if 0 <= delta < _lim:  # base >= -1 and timestamp >= base: a valid timestamp
-            timestamp_delta = _zz[delta << 1]
-        else:
-            if timestamp < 0 and timestamp != NO_TIMESTAMP:
-                raise ValueError(f"Invalid negative timestamp {timestamp}")
-            timestamp_delta = _enc(delta)
-        offset_delta = _zz[n << 1] if n < _lim else _enc(n)
-        if key is None:
-            key_length = b"\x01"
-            key = b""
-        else:
-            k = len(key)
-            key_length = _zz[k << 1] if k < _lim else _enc(k)
-        if value is None:
-            value_length = b"\x01"
-            value = b""
-        else:
-            v = len(value)
-            value_length = _zz[v << 1] if v < _lim else _enc(v)
-        header_bytes = b"\x00" if not headers else encode_headers(headers)
-        body = (
-            1
-            + len(timestamp_delta)
-            + len(offset_delta)
-            + len(key_length)
-            + len(key)
-            + len(value_length)
-            + len(value)
-            + len(header_bytes)
-        )
-        length = _zz[body << 1] if body < _lim else _enc(body)
-        size = len(length) + body
+        # base >= -1 and timestamp >= base: a valid timestamp, not checked again
+        if not 0 <= delta < _lim and timestamp < 0 and timestamp != NO_TIMESTAMP:
+            raise ValueError(f"Invalid negative timestamp {timestamp}")
+        pieces, size = encode_record(n, delta, key, value, headers)
         if n:
             if self._uncompressed:
                 if RECORD_BATCH_OVERHEAD + self._records_size + size > self._write_limit:
                     return -1
             elif self.estimated_bytes_written() + size > self._write_limit:
                 return -1
-        self._parts += (
-            length,
-            b"\x00",
-            timestamp_delta,
-            offset_delta,
-            key_length,
-            key,
-            value_length,
-            value,
-            header_bytes,
-        )
+        self._parts += pieces
         self._records_size += size
         self._num_records = n + 1
-        offset = self._base_offset + n
-        self._last_offset = offset
+        self._last_offset = self._base_offset + n
         if timestamp > self._max_timestamp:
             self._max_timestamp = timestamp
         return n

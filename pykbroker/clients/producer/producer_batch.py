@@ -16,7 +16,6 @@ from _thread import allocate_lock as _allocate_lock
 from typing import NamedTuple
 
 from pykbroker.record import compression as _compression
-from pykbroker.record.default_record import encode_headers
 from pykbroker.record.default_record_batch import (
     CREATE_TIME,
     NO_PRODUCER_EPOCH,
@@ -25,7 +24,12 @@ from pykbroker.record.default_record_batch import (
     NO_TIMESTAMP,
     RECORD_BATCH_OVERHEAD,
 )
-from pykbroker.record.memory_records_builder import COMPRESSION_RATE_ESTIMATION_FACTOR, MAX_WRITE_LIMIT, encode_batch
+from pykbroker.record.memory_records_builder import (
+    COMPRESSION_RATE_ESTIMATION_FACTOR,
+    MAX_WRITE_LIMIT,
+    encode_batch,
+    encode_record,
+)
 from pykbroker.record.varint import ENCODE_TABLE_LIMIT, ZIGZAG_ENCODED, encode_varint
 from pykbroker.utils.logging import get_logger
 
@@ -256,9 +260,9 @@ class ProducerBatch:
         return self._try_append(timestamp, key, value, headers, callback)
 
     def _try_append(
-        self, timestamp: int, key, value, headers, callback, _zz=ZIGZAG_ENCODED, _lim=_TABLE_HALF, _enc=encode_varint
+        self, timestamp: int, key, value, headers, callback, _lim=_TABLE_HALF
     ) -> FutureRecordMetadata | None:
-        """:meth:`try_append` for any record."""
+        """:meth:`try_append` for any record (encoded by the builders' :func:`encode_record`)."""
         if self.closed:
             return None
         n = self.record_count
@@ -267,40 +271,10 @@ class ProducerBatch:
                 raise ValueError(f"Invalid negative timestamp {timestamp}")
             self.base_timestamp = timestamp
         delta = timestamp - self.base_timestamp
-        if 0 <= delta < _lim:  # base >= -1 and timestamp >= base: a valid timestamp
-            timestamp_delta = _zz[delta << 1]
-        else:
-            if timestamp < 0 and timestamp != NO_TIMESTAMP:
-                raise ValueError(f"Invalid negative timestamp {timestamp}")
-            timestamp_delta = _enc(delta)
-        offset_delta = _zz[n << 1] if n < _lim else _enc(n)
-        if key is None:
-            key_length = b"\x01"
-            key_size = -1
-            k = 0
-        else:
-            key_size = k = len(key)
-            key_length = _zz[k << 1] if k < _lim else _enc(k)
-        if value is None:
-            value_length = b"\x01"
-            value_size = -1
-            v = 0
-        else:
-            value_size = v = len(value)
-            value_length = _zz[v << 1] if v < _lim else _enc(v)
-        header_bytes = b"\x00" if not headers else encode_headers(headers)
-        body = (
-            1
-            + len(timestamp_delta)
-            + len(offset_delta)
-            + len(key_length)
-            + k
-            + len(value_length)
-            + v
-            + len(header_bytes)
-        )
-        length = _zz[body << 1] if body < _lim else _enc(body)
-        size = len(length) + body
+        # base >= -1 and timestamp >= base: a valid timestamp, not checked again
+        if not 0 <= delta < _lim and timestamp < 0 and timestamp != NO_TIMESTAMP:
+            raise ValueError(f"Invalid negative timestamp {timestamp}")
+        pieces, size = encode_record(n, delta, key, value, headers)
         raw_size = self.raw_size + size
         if n:
             if self.raw_limit >= 0:
@@ -308,21 +282,13 @@ class ProducerBatch:
                     return None
             elif self.estimated_size() + size > self.write_limit:
                 return None
-        self.parts += (
-            length,
-            b"\x00",
-            timestamp_delta,
-            offset_delta,
-            key_length,
-            b"" if key is None else key,
-            value_length,
-            b"" if value is None else value,
-            header_bytes,
-        )
+        self.parts += pieces
         self.raw_size = raw_size
         self.record_count = n + 1
         if timestamp > self.max_timestamp:
             self.max_timestamp = timestamp
+        key_size = -1 if key is None else len(key)
+        value_size = -1 if value is None else len(value)
         if callback is not None:
             self.callbacks += (callback, n, timestamp, key_size, value_size)
         return _new_tuple(
