@@ -15,6 +15,7 @@ import time
 import pytest
 
 from pykbroker.clients.broker_connection import BrokerConnection
+from tests.helpers.tcp import total_retransmissions
 
 LOW_WATER_MAX_BYTES = 1 << 20
 
@@ -195,8 +196,7 @@ def test_request_answer_rounds_behind_a_small_send_buffer_need_no_retransmission
             conn.sock.sendall(b"fetch")
             assert conn.receive_frame() == body
         server.join(5)
-        info = peer.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
-        total_retrans = struct.unpack_from("I", info, 100)[0]  # struct tcp_info's tcpi_total_retrans
+        total_retrans = total_retransmissions(peer)
         assert total_retrans <= rounds // 6, f"{total_retrans} retransmissions in {rounds} answers"
     finally:
         conn.close()

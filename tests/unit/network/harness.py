@@ -17,14 +17,19 @@ from pykbroker.utils.metrics import MetricsRegistry
 
 
 class EchoHandler(threading.Thread):
-    """Plays KafkaRequestHandler: answers every request with its own frame once ``gate`` is set, then
-    releases the request's buffer (its memory-pool bytes), as the real handler does."""
+    """Plays KafkaRequestHandler: answers every request with :meth:`answer` (its own frame once ``gate`` is set),
+    then releases the request's buffer (its memory-pool bytes), as the real handler does."""
 
     def __init__(self, channel):
         super().__init__(daemon=True)
         self.channel = channel
         self.gate = threading.Event()
         self.gate.set()
+
+    def answer(self, request) -> bytes:
+        """The response body for ``request``: its own frame, once ``gate`` is set."""
+        self.gate.wait(30)
+        return bytes(request.buffer)
 
     def run(self):
         while True:
@@ -33,8 +38,7 @@ class EchoHandler(threading.Thread):
                 return
             if request is None:
                 continue
-            self.gate.wait(30)
-            payload = bytes(request.buffer)
+            payload = self.answer(request)
             request.release_buffer()
             send = NetworkSend(request.context.connection_id, [struct.pack(">i", len(payload)), payload])
             self.channel.send_response(SendResponse(request, send))

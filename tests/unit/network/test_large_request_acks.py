@@ -18,8 +18,7 @@ import time
 
 import pytest
 
-from pykbroker.network.channel import NetworkSend
-from pykbroker.network.request_channel import SHUTDOWN_REQUEST, SendResponse
+from tests.helpers.tcp import total_retransmissions
 from tests.unit.network.harness import EchoHandler, EchoServer, read_frame, request_frame
 
 #: how long the handler holds each request before answering (s): an acks=all produce waiting for its followers
@@ -30,17 +29,9 @@ BODY_BYTES = 1_000_000
 class DelayedHandler(EchoHandler):
     """Answers every request with ``b"done"`` ``ANSWER_DELAY_S`` after taking it."""
 
-    def run(self):
-        while True:
-            request = self.channel.receive_request(100)
-            if request is SHUTDOWN_REQUEST:
-                return
-            if request is None:
-                continue
-            time.sleep(ANSWER_DELAY_S)
-            request.release_buffer()
-            send = NetworkSend(request.context.connection_id, [struct.pack(">i", 4), b"done"])
-            self.channel.send_response(SendResponse(request, send))
+    def answer(self, request) -> bytes:
+        time.sleep(ANSWER_DELAY_S)
+        return b"done"
 
 
 def large_frame(correlation_id: int) -> bytes:
@@ -69,8 +60,7 @@ def test_pipelined_large_requests_answered_late_need_no_retransmission():
             for _ in range(rounds):
                 assert read_frame(sock) == b"done"
             producer.join(5)
-            info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
-            total_retrans = struct.unpack_from("I", info, 100)[0]  # struct tcp_info's tcpi_total_retrans
+            total_retrans = total_retransmissions(sock)
             # A few may still be probed when this machine is too busy to run the Processor for a few ms.
             assert total_retrans <= rounds // 5, f"{total_retrans} retransmissions in {rounds} requests"
         finally:
