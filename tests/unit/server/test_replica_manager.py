@@ -114,13 +114,21 @@ def test_acks_all_reached_by_the_append_skips_the_produce_purgatory(broker, monk
     assert watched == []
 
 
-def test_delayed_produce_completes_when_the_high_watermark_passes_the_append(broker):
-    broker.add_topic("r", 1, replicas=(1, 2), isr=(1, 2))  # the follower's LEO is unknown: HW stays
+def delayed_produce(broker, count: int) -> list:
+    """An acks=all produce of ``count`` records to r-0 (replicas 1, 2; the follower's LEO is unknown, so the HW
+    stays) left waiting in the produce purgatory; the list its answer is appended to."""
+    broker.add_topic("r", 1, replicas=(1, 2), isr=(1, 2))
     rm = broker.replica_manager
-    out = []
-    rm.append_records(30_000, -1, False, {("r", 0): records(3)}, out.append)
+    out: list = []
+    rm.append_records(30_000, -1, False, {("r", 0): records(count)}, out.append)
     rm.try_complete_actions()
     assert out == [] and rm.produce_purgatory.num_delayed == 1
+    return out
+
+
+def test_delayed_produce_completes_when_the_high_watermark_passes_the_append(broker):
+    rm = broker.replica_manager
+    out = delayed_produce(broker, 3)
     broker.set_isr("r", 0, (1,))  # ISR shrinks to the leader: HW = LEO, the produce is acknowledged
     assert len(out) == 1
     assert (out[0][("r", 0)].error_code, out[0][("r", 0)].base_offset) == (errors.NONE, 0)
@@ -132,12 +140,8 @@ def test_delayed_produce_of_a_partition_removed_from_this_broker_is_answered_at_
     answered by the delta (Kafka's stopPartitions), not when its timeout expires."""
     from types import SimpleNamespace
 
-    broker.add_topic("r", 1, replicas=(1, 2), isr=(1, 2))  # the follower's LEO is unknown: HW stays
     rm = broker.replica_manager
-    out = []
-    rm.append_records(30_000, -1, False, {("r", 0): records(1)}, out.append)
-    rm.try_complete_actions()
-    assert out == [] and rm.produce_purgatory.num_delayed == 1
+    out = delayed_produce(broker, 1)
     rm.apply_delta(SimpleNamespace(deletes={("r", 0)}, leaders={}, followers={}), None)
     assert len(out) == 1 and out[0][("r", 0)].error_code == errors.UNKNOWN_TOPIC_OR_PARTITION
     assert rm.produce_purgatory.num_delayed == 0
