@@ -44,7 +44,7 @@ import struct
 import time
 from collections.abc import Callable
 
-from pykbroker.network.channel import UNLIMITED, NetworkReceive, NetworkSend
+from pykbroker.network.channel import UNLIMITED, NetworkReceive, NetworkSend, quickack
 from pykbroker.protocol import decode_response, encode_request, errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.protocol.header import response_header_version
@@ -58,8 +58,6 @@ RESPONSE_INITIAL_CHUNK_BYTES = 16 * 1024 * 1024
 LOW_WATER_MIN_BYTES = 64 * 1024
 #: ... for at most this many bytes per wait (so a wait needs no more than this within the socket timeout)
 LOW_WATER_MAX_BYTES = 1024 * 1024
-#: Linux's TCP_QUICKACK option (None elsewhere): set with each low-water mark above 1 (module docstring)
-_TCP_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
 
 
 def _connect(host: str, port: int, timeout: float, on_socket: Callable[[socket.socket], None] | None):
@@ -231,11 +229,8 @@ class BrokerConnection:
         except OSError:  # not supported here: read as before
             self._low_water = None
             return
-        if n > 1 and _TCP_QUICKACK is not None:  # acknowledge what arrives while we wait (module docstring)
-            try:
-                self.sock.setsockopt(socket.IPPROTO_TCP, _TCP_QUICKACK, 1)
-            except OSError:
-                pass
+        if n > 1:  # acknowledge what arrives while we wait (module docstring)
+            quickack(self.sock)
 
     def receive(self) -> tuple[int, dict]:
         """Read the next response: ``(correlation id, body dict)``; checks the correlation id matches."""

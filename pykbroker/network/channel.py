@@ -53,8 +53,9 @@ UNLIMITED = 0x7FFFFFFF
 _TCP_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
 
 
-def _quickack(sock: Any) -> None:
-    """Acknowledge the segments received on ``sock`` now (TCP_QUICKACK; a no-op on TLS or where unsupported)."""
+def quickack(sock: Any) -> None:
+    """Acknowledge the segments received on ``sock`` now (Linux's TCP_QUICKACK, which lasts until the connection
+    looks interactive again; a no-op on a TLS transport or where unsupported)."""
     if _TCP_QUICKACK is None or getattr(sock, "tls", False):
         return
     try:
@@ -403,7 +404,7 @@ class KafkaChannel:
                 if not receive.complete() and not receive.memory_pending and (n == 0 or not self.peer_closed):
                     self.read_ready = False  # read_from stops short only when the socket has nothing more
                 if not self.read_ready or receive.complete():
-                    _quickack(self.sock)  # a large frame: acknowledge its segments now (module docstring)
+                    quickack(self.sock)  # a large frame: acknowledge its segments now (module docstring)
 
     def set_send(self, send: NetworkSend) -> None:
         if self.send is not None:
