@@ -272,13 +272,28 @@ def test_initialization_failure_is_an_error_not_a_hang():
     assert sp.start_offset == 3
 
 
-class GatedPersister(InMemoryPersister):
-    """Holds the next write_state call until ``gate`` is set (a slow share coordinator)."""
+class FailingPersister(InMemoryPersister):
+    """Answers write_state with ``fail_with`` while it is set (an unavailable share coordinator)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fail_with = errors.NONE
+
+    def write_state(self, *args):
+        if self.fail_with != errors.NONE:
+            f = Future()
+            f.set_result(self.fail_with)
+            return f
+        return super().write_state(*args)
+
+
+class GatedPersister(FailingPersister):
+    """Holds the next write_state call until ``gate`` is set (a slow share coordinator); once released, the write
+    fails with ``fail_with`` if that was set meanwhile."""
 
     def __init__(self):
         super().__init__()
         self.hold_next = False
-        self.fail_next = False
         self.entered = threading.Event()
         self.gate = threading.Event()
 
@@ -287,10 +302,6 @@ class GatedPersister(InMemoryPersister):
             self.hold_next = False
             self.entered.set()
             self.gate.wait(5)
-            if self.fail_next:
-                f = Future()
-                f.set_result(errors.COORDINATOR_NOT_AVAILABLE)
-                return f
         return super().write_state(*args)
 
 
@@ -309,21 +320,6 @@ def test_concurrent_writes_reach_the_persister_in_snapshot_order():
     first.join(5)
     second.join(5)
     assert persister.read_state("g", TOPIC_ID, 0, 0).result().start_offset == 10
-
-
-class FailingPersister(InMemoryPersister):
-    """Answers write_state with ``fail_with`` while it is set (an unavailable share coordinator)."""
-
-    def __init__(self):
-        super().__init__()
-        self.fail_with = errors.NONE
-
-    def write_state(self, *args):
-        if self.fail_with != errors.NONE:
-            f = Future()
-            f.set_result(self.fail_with)
-            return f
-        return super().write_state(*args)
 
 
 def test_failed_state_write_rolls_the_acknowledgement_back():
@@ -356,7 +352,7 @@ def test_pending_release_is_not_acquired_and_rollback_after_lock_expiry_releases
     assert sp.acquire("m2", [FetchedBatch(0, 4)], 500) == []  # the release is not done before its write
     time.sleep(1001)
     timer.advance_clock(0)  # the lock expires while the write is pending
-    persister.fail_next = True
+    persister.fail_with = errors.COORDINATOR_NOT_AVAILABLE
     persister.gate.set()
     t.join(5)
     assert done == [errors.COORDINATOR_NOT_AVAILABLE]
