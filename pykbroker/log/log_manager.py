@@ -16,9 +16,9 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from pykbroker.config.broker_configs.replication_configs import REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS_CONFIG
 from pykbroker.config.broker_configs.server_log_configs import (
@@ -60,6 +60,8 @@ from pykbroker.utils.scheduler import Scheduler
 from pykbroker.utils.time import Time
 
 _log = get_logger("LogManager")
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 METADATA_TOPIC = "__cluster_metadata"
 LOCK_FILE_NAME = ".lock"
@@ -256,6 +258,9 @@ class LogManager:
         return -1 if epoch is None else epoch
 
     def load_logs(self) -> None:
+        """Load (recovering if unclean) every partition log of every log dir, a dir's logs on
+        ``num.recovery.threads.per.data.dir`` threads (Kafka's ``LogManager.loadLogs``; the dirs one after
+        another)."""
         for log_dir in self.log_dirs:
             self._load_logs_in_dir(log_dir)
 
@@ -269,7 +274,7 @@ class LogManager:
         recovery_points = self._read_checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT_FILE)
         start_offsets = self._read_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT_FILE)
         high_watermarks = self._read_checkpoint(log_dir, REPLICATION_OFFSET_CHECKPOINT_FILE)
-        loaded = 0
+        to_load: list[tuple[str, TopicPartition]] = []
         for name in sorted(os.listdir(log_dir)):
             path = os.path.join(log_dir, name)
             if not os.path.isdir(path):
@@ -287,10 +292,16 @@ class LogManager:
                 continue
             if tp[0] == METADATA_TOPIC:
                 continue
+            to_load.append((path, tp))
+
+        def load(item: tuple[str, TopicPartition]) -> None:
+            path, tp = item
             self._load_log(
                 log_dir, path, tp, clean, recovery_points.get(tp, 0), start_offsets.get(tp, 0), high_watermarks.get(tp)
             )
-            loaded += 1
+
+        self._on_recovery_threads(load, to_load, "log-loader")
+        loaded = len(to_load)
         if clean:
             os.unlink(marker)
             fsync_dir(log_dir)
@@ -684,11 +695,19 @@ class LogManager:
                 _log.error("Error closing log during shutdown", partition=log.name, error=repr(e))
                 return False
 
-        threads = min(self.num_recovery_threads_per_data_dir, len(logs))
+        return all(self._on_recovery_threads(close, logs, "log-closer"))
+
+    def _on_recovery_threads(self, fn: Callable[[_T], _R], items: list[_T], name: str) -> list[_R]:
+        """``fn`` over ``items`` on up to ``num_recovery_threads_per_data_dir`` threads named ``name`` (the calling
+        thread when 1, Kafka's per-log-dir recovery pool), results in ``items``' order. An exception from ``fn``
+        is re-raised: at once on the calling thread, else after the pool has run every item (the first one raised
+        in ``items``' order)."""
+        threads = min(self.num_recovery_threads_per_data_dir, len(items))
         if threads <= 1:
-            return all([close(log) for log in logs])
-        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="log-closer") as pool:
-            return all(list(pool.map(close, logs)))
+            return [fn(item) for item in items]
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name) as pool:
+            futures = [pool.submit(fn, item) for item in items]
+        return [f.result() for f in futures]
 
 
 def _read_clean_shutdown_epoch(marker: str) -> int | None:

@@ -256,6 +256,40 @@ def test_shutdown_closes_the_logs_on_the_recovery_threads(tmp_path, time, monkey
     lm2.shutdown()
 
 
+def test_startup_loads_the_logs_on_the_recovery_threads(tmp_path, time, monkeypatch):
+    """Kafka's LogManager.loadLogs loads a dir's logs on ``num.recovery.threads.per.data.dir`` threads: every log
+    is loaded there, with its recovery after an unclean shutdown, and each has its own data."""
+    from pykbroker.log.unified_log import UnifiedLog
+
+    lm = manager([tmp_path], time)
+    lm.startup()
+    tid = uuid.uuid4()
+    for p in range(12):
+        produce(lm.get_or_create_log("orders", p, tid), p % 3)
+        lm.get_log("orders", p).flush()
+    # no shutdown: the next start recovers every log (unclean)
+
+    loaded_on: dict[str, str] = {}
+    real_create = UnifiedLog.create.__func__
+
+    def create(cls, path, *args, **kwargs):
+        log = real_create(cls, path, *args, **kwargs)
+        loaded_on[log.name] = threading.current_thread().name
+        return log
+
+    monkeypatch.setattr(UnifiedLog, "create", classmethod(create))
+    lm2 = manager([tmp_path], time, **{"num.recovery.threads.per.data.dir": "3"})
+    lm2.startup()
+    assert not lm2.had_clean_shutdown[str(tmp_path)]
+    assert len(loaded_on) == 12
+    assert all(name.startswith("log-loader") for name in loaded_on.values()), loaded_on
+    for p in range(12):
+        log = lm2.get_log("orders", p)
+        assert log.log_end_offset == 2 * (p % 3)
+        assert len(batch_offsets(log)) == p % 3
+    lm2.shutdown()
+
+
 def test_shutdown_with_one_recovery_thread_closes_on_the_calling_thread(tmp_path, time, monkeypatch):
     from pykbroker.log.unified_log import UnifiedLog
 
