@@ -525,7 +525,9 @@ class LogManager:
     # -- deletion and truncation --------------------------------------------------------------
     def async_delete(self, topic: str, partition: int) -> UnifiedLog | None:
         """Stop serving ``topic-partition``: rename its directory to ``...-delete``, release its files,
-        and delete it after ``file.delete.delay.ms``. Returns the removed log or None."""
+        and delete it after the broker's ``log.segment.delete.delay.ms`` (Kafka's ``deleteLogs`` uses the default
+        config's ``fileDeleteDelayMs``, not the topic's override, which applies to its segments). Returns the
+        removed log or None."""
         tp = (topic, partition)
         with self._lock:
             log = self._logs.pop(tp, None)
@@ -536,13 +538,14 @@ class LogManager:
         log.close_handlers()
         if log_dir is not None:
             self._checkpoint_dir(log_dir)
+        delay_ms = self._default_config.file_delete_delay_ms
         _log.info(
             "Scheduled log for deletion",
             partition=f"{topic}-{partition}",
             dir=log.dir,
-            delay_ms=log.config.file_delete_delay_ms,
+            delay_ms=delay_ms,
         )
-        self._scheduler.schedule_once("kafka-delete-logs", log.delete, log.config.file_delete_delay_ms)
+        self._scheduler.schedule_once("kafka-delete-logs", log.delete, delay_ms)
         return log
 
     def truncate_to(self, offsets: Mapping[TopicPartition, int]) -> None:

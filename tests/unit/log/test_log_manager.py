@@ -166,6 +166,21 @@ def test_async_delete(tmp_path, time):
     assert not any(n.endswith("-delete") for n in os.listdir(tmp_path))
 
 
+def test_async_delete_waits_the_broker_default_not_the_topic_override(tmp_path, time):
+    """Kafka's LogManager deletes a whole log after the broker's ``log.segment.delete.delay.ms``
+    (``currentDefaultConfig.fileDeleteDelayMs``); a topic's ``file.delete.delay.ms`` applies to its segments."""
+    lm = manager([tmp_path], time, **{"log.segment.delete.delay.ms": "5000"})
+    lm.startup({"gone": {"file.delete.delay.ms": "600000"}})
+    produce(lm.get_or_create_log("gone", 1), 2)
+    lm.async_delete("gone", 1)
+    time.sleep(4999)
+    lm._scheduler.tick()
+    assert any(n.endswith("-delete") for n in os.listdir(tmp_path))
+    time.sleep(1)
+    lm._scheduler.tick()
+    assert not any(n.endswith("-delete") for n in os.listdir(tmp_path))
+
+
 def test_topic_config_overrides(tmp_path, time):
     lm = manager([tmp_path], time)
     lm.startup({"big": {"segment.bytes": "100000"}})
