@@ -17,6 +17,14 @@ this tree's cluster only:
 
     .venv/bin/python bench/replication.py --records 30000 --rounds 5 --failovers 0 --compare /tmp/base
 
+Each round produces to new topics (``rf3-<round>``, ``rf1-<round>``) and deletes them after measuring, the brokers
+set to ``log.segment.delete.delay.ms=0``: their files are gone before the kernel writes their dirty pages back. On
+one machine the three replicas share one disk, so once the dirty data passes ``vm.dirty_background_ratio`` (2 GB on
+a 24 GB machine, a few rounds in) RF 3 pays three times RF 1's writeback in CPU and I/O, a cost of co-locating the
+brokers rather than of the replication protocol (per broker a real cluster writes what RF 1 writes here).
+``--keep-data`` keeps one pair of topics for the whole run (the data accumulates, as before). Each line shows the
+kernel's writeback during its round (``/proc/vmstat`` ``nr_written``).
+
 ``--override KEY=VALUE`` (repeatable) sets a broker config on this tree's cluster only (the baseline keeps the
 defaults), e.g. ``--compare . --override socket.send.buffer.bytes=-1`` shows what a config costs in the same run.
 """
@@ -100,22 +108,45 @@ def failover_ms(cluster: KRaftCluster, topic: str) -> float:
     return (first - killed) * 1000
 
 
-def start_cluster(root: Path, tree: Path | None, overrides: dict[str, str]) -> KRaftCluster:
-    """A cluster of 1 controller and 3 brokers (from ``tree``, or this checkout) with the topics rf3, rf1, failover."""
+def create_topic(cluster: KRaftCluster, name: str, rf: int) -> None:
+    """One partition, replication factor ``rf``, min.insync.replicas 2 (1 for RF 1)."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    config = {"min.insync.replicas": str(min(rf, 2))}
+    admin.create_topics([NewTopic(name, 1, rf, config=config)])[name].result(30)
+    wait_for_full_isr(lambda: cluster.bootstrap, name, replicas=rf)
+
+
+def delete_topics(cluster: KRaftCluster, names: list[str]) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    for future in admin.delete_topics(names).values():
+        future.result(30)
+
+
+def start_cluster(root: Path, tree: Path | None, overrides: dict[str, str], keep_data: bool) -> KRaftCluster:
+    """A cluster of 1 controller and 3 brokers (from ``tree``, or this checkout) with the topic failover (and rf3,
+    rf1 with ``keep_data``)."""
     cluster = KRaftCluster(root, controllers=1, brokers=3, **overrides)
     if tree is not None:
         cluster.use_tree(tree)
     try:
         cluster.start()
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-        for name, rf in (("rf3", 3), ("rf1", 1), ("failover", 3)):
-            config = {"min.insync.replicas": str(min(rf, 2))}
-            admin.create_topics([NewTopic(name, 1, rf, config=config)])[name].result(30)
-            wait_for_full_isr(lambda: cluster.bootstrap, name, replicas=rf)
+        for name, rf in ((("rf3", 3), ("rf1", 1)) if keep_data else ()) + (("failover", 3),):
+            create_topic(cluster, name, rf)
     except BaseException:
         cluster.kill_all()
         raise
     return cluster
+
+
+def written_mb() -> float:
+    """MB the kernel has written back from the page cache so far (``/proc/vmstat`` nr_written; 0 elsewhere)."""
+    try:
+        for line in Path("/proc/vmstat").read_text().splitlines():
+            if line.startswith("nr_written "):
+                return int(line.split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+    except OSError:
+        pass
+    return 0.0
 
 
 def broker_counters(cluster: KRaftCluster) -> tuple[float, int]:
@@ -152,6 +183,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--failovers", type=int, default=10)
     ap.add_argument("--session-timeout-ms", type=int, default=3000)
+    ap.add_argument(
+        "--keep-data", action="store_true", help="one pair of topics for the whole run (data accumulates; see above)"
+    )
     ap.add_argument("--compare", type=Path, metavar="TREE", help="also measure a baseline source tree (see above)")
     ap.add_argument(
         "--override",
@@ -161,14 +195,18 @@ def main() -> None:
         help="a broker config for this tree's cluster only (repeatable), e.g. socket.send.buffer.bytes=-1",
     )
     args = ap.parse_args()
-    overrides = {**REPLICATION_TIMEOUTS, "broker.session.timeout.ms": str(args.session_timeout_ms)}
+    overrides = {
+        **REPLICATION_TIMEOUTS,
+        "broker.session.timeout.ms": str(args.session_timeout_ms),
+        "log.segment.delete.delay.ms": "0",  # a deleted round's files go before their pages are written back
+    }
     this_overrides = {**overrides, **dict(o.split("=", 1) for o in args.override)}
     with tempfile.TemporaryDirectory() as tmp:
         clusters: dict[str, KRaftCluster] = {}
         try:
             if args.compare is not None:
-                clusters["base"] = start_cluster(Path(tmp) / "base", args.compare.resolve(), overrides)
-            clusters["this"] = start_cluster(Path(tmp) / "this", None, this_overrides)
+                clusters["base"] = start_cluster(Path(tmp) / "base", args.compare.resolve(), overrides, args.keep_data)
+            clusters["this"] = start_cluster(Path(tmp) / "this", None, this_overrides, args.keep_data)
             results: dict[tuple[str, str], list[float]] = {
                 (tree, name): [] for tree in clusters for name in ("rf3", "rf1")
             }
@@ -176,9 +214,14 @@ def main() -> None:
             print(f"start: {load()}", flush=True)
             for r in range(args.rounds):
                 for tree, cluster in clusters.items():
+                    topics = {name: name if args.keep_data else f"{name}-{r}" for name in ("rf3", "rf1")}
+                    if not args.keep_data:
+                        for name, topic in topics.items():
+                            create_topic(cluster, topic, 3 if name == "rf3" else 1)
                     for name in ("rf3", "rf1"):
                         cpu0, switches0 = broker_counters(cluster)
-                        rate, mbps = produce_rate(cluster.bootstrap, name, args.records, args.record_size)
+                        written0 = written_mb()
+                        rate, mbps = produce_rate(cluster.bootstrap, topics[name], args.records, args.record_size)
                         cpu1, switches1 = broker_counters(cluster)
                         mb = args.records * args.record_size / 1e6
                         cost = ((cpu1 - cpu0) * 1000 / mb, (switches1 - switches0) / mb)
@@ -186,9 +229,12 @@ def main() -> None:
                         costs[tree, name].append(cost)
                         print(
                             f"round {r}: {tree} {name} acks=all {rate:,.0f} records/s {mbps:.1f} MB/s; brokers "
-                            f"{cost[0]:.1f} CPU ms/MB, {cost[1]:.0f} wake-ups/MB ({load()})",
+                            f"{cost[0]:.1f} CPU ms/MB, {cost[1]:.0f} wake-ups/MB; kernel writeback "
+                            f"{written_mb() - written0:.0f} MB ({load()})",
                             flush=True,
                         )
+                    if not args.keep_data:
+                        delete_topics(cluster, list(topics.values()))
             for tree in clusters:
                 rf3, rf1 = statistics.median(results[tree, "rf3"]), statistics.median(results[tree, "rf1"])
                 ratios = [a / b for a, b in zip(results[tree, "rf3"], results[tree, "rf1"], strict=True)]
