@@ -53,16 +53,14 @@ from pykbroker.coordinator.group.consumer.member_timer import ConsumerMemberTime
 from pykbroker.coordinator.group.consumer.migration import POLICIES, ClassicMigration
 from pykbroker.coordinator.group.coordinator_metrics import CONSUMER_REBALANCES
 from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState
+from pykbroker.coordinator.group.modern_heartbeat import (
+    ModernGroupHandler,
+    after_append,
+    config_value,
+    describe_not_found,
+    partitions_list,
+)
 from pykbroker.protocol import errors
-from pykbroker.protocol.config_resource import ConfigResourceType
-from pykbroker.utils.logging import get_logger
-
-
-def _config(config, key: str, default):
-    try:
-        return config[key]
-    except KeyError:
-        return default
 
 
 def _is_subset(owned: TopicPartitions | None, assigned: TopicPartitions) -> bool:
@@ -71,81 +69,24 @@ def _is_subset(owned: TopicPartitions | None, assigned: TopicPartitions) -> bool
     return all(ps <= assigned.get(t, set()) for t, ps in owned.items() if ps)
 
 
-def _partitions_list(tps: TopicPartitions, names: dict | None = None) -> list[dict]:
-    out = []
-    for topic_id in sorted(tps, key=str):
-        entry = {"topic_id": topic_id, "partitions": sorted(tps[topic_id])}
-        if names is not None:
-            entry["topic_name"] = names.get(topic_id, "")
-        out.append(entry)
-    return out
-
-
-#: append errors as Kafka's ``CoordinatorOperationExceptionHelper.handleOperationException`` answers them (the
-#: manager's append already maps the replication errors to COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR)
-_SIZE_ERRORS = frozenset((errors.INVALID_COMMIT_OFFSET_SIZE, errors.MESSAGE_TOO_LARGE, errors.RECORD_LIST_TOO_LARGE))
-
-
-def _after_append(response: dict, respond):
-    """The append callback of a heartbeat: ``response`` when the records were written, else the append's error."""
-
-    def done(code: int) -> None:
-        if code == errors.NONE:
-            return respond(response)
-        return respond(
-            {
-                "error_code": errors.UNKNOWN_SERVER_ERROR if code in _SIZE_ERRORS else code,
-                "error_message": None,
-                "member_id": None,
-                "member_epoch": 0,
-                "heartbeat_interval_ms": 0,
-                "assignment": None,
-            }
-        )
-
-    return done
-
-
-class ConsumerGroupHeartbeatHandler(ClassicMigration):
+class ConsumerGroupHeartbeatHandler(ModernGroupHandler, ClassicMigration):
     """The consumer-protocol half of the GroupCoordinator (see module doc), with the online migration between
     classic and consumer groups (:mod:`.migration`). ``image``: a callable returning the current MetadataImage (or
     None): topics for assignments, group config overrides."""
 
+    record_codec = record_codec
+    group_kind = "consumer"
+
     def __init__(self, coordinator, config, time, image=lambda: None):
-        self.coordinator = coordinator
-        self.manager = coordinator.manager
-        self.time = time
-        self.image = image
-        self.purgatory = coordinator.heartbeat_purgatory
-        self.max_size = _config(config, GROUP_CONSUMER_MAX_SIZE_CONFIG, 2**31 - 1)
-        assignors = _config(config, GROUP_CONSUMER_ASSIGNORS_CONFIG, ["uniform", "range"])
+        super().__init__(coordinator, config, time, image)
+        self.max_size = config_value(config, GROUP_CONSUMER_MAX_SIZE_CONFIG, 2**31 - 1)
+        assignors = config_value(config, GROUP_CONSUMER_ASSIGNORS_CONFIG, ["uniform", "range"])
         self.assignors = assignor_names([assignors] if isinstance(assignors, str) else list(assignors))
-        self.defaults = group_config.GroupConfigDefaults.from_broker_config(config)
-        policy = str(_config(config, GROUP_CONSUMER_MIGRATION_POLICY_CONFIG, "bidirectional")).lower()
+        policy = str(config_value(config, GROUP_CONSUMER_MIGRATION_POLICY_CONFIG, "bidirectional")).lower()
         self.upgrade_enabled, self.downgrade_enabled = POLICIES.get(policy, (True, True))
-        self.classic_max_size = _config(config, GROUP_MAX_SIZE_CONFIG, 2**31 - 1)
+        self.classic_max_size = config_value(config, GROUP_MAX_SIZE_CONFIG, 2**31 - 1)
         self._classic_deadlines = {}
-        self.log = get_logger("GroupCoordinator", id=coordinator.node_id)
         self.manager.on_loaded = self.on_groups_loaded
-
-    # -- configuration --------------------------------------------------------------------------------
-    def _group_configs(self, group_id: str) -> dict[str, int]:
-        image = self.image()
-        overrides = dict(image.configs.get((ConfigResourceType.GROUP, group_id), {})) if image is not None else {}
-        try:
-            return group_config.effective(overrides, self.defaults)
-        except errors.KafkaError:
-            return group_config.effective({}, self.defaults)
-
-    def _topics(self) -> dict[str, tuple[uuid.UUID, int]]:
-        image = self.image()
-        if image is None:
-            return {}
-        return {name: (t.id, len(t.partitions)) for name, t in image.topics.by_name.items()}
-
-    def _topic_names_by_id(self) -> dict[uuid.UUID, str]:
-        image = self.image()
-        return {} if image is None else {tid: t.name for tid, t in image.topics.by_id.items()}
 
     # -- ConsumerGroupHeartbeat ------------------------------------------------------------------------
     def _validate(self, req: dict) -> None:
@@ -309,7 +250,7 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
             "error_message": None,
             "member_id": member_id,
             "member_epoch": reconciled.member_epoch,
-            "heartbeat_interval_ms": self._group_configs(group.group_id)[
+            "heartbeat_interval_ms": self.group_configs(group.group_id)[
                 group_config.CONSUMER_HEARTBEAT_INTERVAL_MS_CONFIG
             ],
             "assignment": None,
@@ -320,8 +261,8 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
             and owned is not None
         )
         if full or reconciled.assigned != member.assigned or new:
-            response["assignment"] = {"topic_partitions": _partitions_list(reconciled.assigned)}
-        self._persist(holder, group, _after_append(response, respond))
+            response["assignment"] = {"topic_partitions": partitions_list(reconciled.assigned)}
+        self.persist(holder, group, after_append(response, respond))
 
     def _update_member(
         self,
@@ -421,7 +362,7 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
                 "heartbeat_interval_ms": 0,
                 "assignment": None,
             }
-            self._persist(holder, group, _after_append(response, respond))
+            self.persist(holder, group, after_append(response, respond))
 
     def _fence_or_downgrade(self, holder: GroupMetadata, group: ConsumerGroup, member_id: str) -> None:
         """The member is fenced (session or rebalance timeout): the group is downgraded to a classic group when it
@@ -429,7 +370,7 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
         written. Group lock held."""
         if not self.maybe_downgrade(holder, group, member_id):
             self._fence(holder, group, member_id)
-            self._persist(holder, group)
+            self.persist(holder, group)
 
     def _fence(self, holder: GroupMetadata, group: ConsumerGroup, member_id: str) -> None:
         """Remove the member (its partitions become free) and bump the group epoch (Kafka's
@@ -443,47 +384,6 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
         self._drop_classic_deadlines(holder, member_id)
         for kind in ("session", "rebalance"):
             self.purgatory.check_and_complete((kind, holder.group_id, member_id))
-
-    # -- durability ----------------------------------------------------------------------------------------
-    def _persist(self, holder: GroupMetadata, group: ConsumerGroup | None, callback=None) -> None:
-        """Write what changed in the group since its last write to ``__consumer_offsets`` (Kafka's coordinator
-        records, :mod:`.record_codec`; tombstones for members gone), through the partition leader's append
-        (``offsets.commit.required.acks``). Nothing is written when nothing changed (a plain heartbeat). Group lock
-        held, so the group's appends reach the log in the order of its changes. A failed append makes the next change
-        write the whole group again (the in-memory state is not rolled back, unlike Kafka's timeline snapshots).
-        ``callback(error code)``, when given, is called once the append completed (at once with NONE when nothing is
-        written): on this thread under the group's lock when the append completes at once, else on the thread that
-        completes it (a DelayedProduce's, acks=all) without it."""
-        if group is None or group.dead:
-            if callback is not None:
-                callback(errors.NONE)
-            return
-        current = record_codec.records_of(group)
-        previous = group.persisted
-        changes: dict[bytes, bytes | None]
-        if previous is None:
-            changes = dict(current)
-        else:
-            changes = {k: v for k, v in current.items() if previous.get(k) != v}
-            changes.update({k: None for k in previous if k not in current})
-        if not changes:
-            if callback is not None:
-                callback(errors.NONE)
-            return
-        group.persisted = current
-
-        def done(code: int) -> None:
-            if code != errors.NONE:
-                self.log.warning(
-                    f"[GroupId {group.group_id}] Writing the consumer group's records failed",
-                    error=errors.name_of(code),
-                )
-                with holder.lock:
-                    group.persisted = None
-            if callback is not None:
-                callback(code)
-
-        self.manager.append(group.group_id, record_codec.order(changes), done)
 
     def on_groups_loaded(self, holders: list[GroupMetadata]) -> None:
         """The groups of a partition this broker now coordinates were replayed: the consumer groups' members carry
@@ -512,7 +412,7 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
         if member.classic is not None:
             timeout = member.classic.session_timeout_ms  # the classic protocol's own session timeout
         else:
-            timeout = self._group_configs(holder.group_id)[group_config.CONSUMER_SESSION_TIMEOUT_MS_CONFIG]
+            timeout = self.group_configs(holder.group_id)[group_config.CONSUMER_SESSION_TIMEOUT_MS_CONFIG]
 
         def superseded() -> bool:
             current = self._member(holder, member.member_id)
@@ -566,24 +466,14 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
         """One ConsumerGroupDescribe group (without authorized operations). GROUP_ID_NOT_FOUND when the group
         does not exist or is not a consumer group; the partition's status is raised."""
         holder = self.manager.get_group(group_id)
-
-        def not_found(message: str) -> dict:
-            return {
-                "error_code": errors.GROUP_ID_NOT_FOUND,
-                "error_message": message,
-                "group_id": group_id,
-                "group_state": "",
-                "members": [],
-            }
-
         if holder is None:
-            return not_found(f"Group {group_id} not found.")
+            return describe_not_found(group_id, f"Group {group_id} not found.")
         with holder.lock:
             group = holder.consumer_group
             if holder.state is GroupState.DEAD or group is None:
                 if group is None and holder.state is not GroupState.DEAD:
-                    return not_found(f"Group {group_id} is not a consumer group.")
-                return not_found(f"Group {group_id} not found.")
+                    return describe_not_found(group_id, f"Group {group_id} is not a consumer group.")
+                return describe_not_found(group_id, f"Group {group_id} not found.")
             names = self._topic_names_by_id()
             members = [
                 {
@@ -595,9 +485,9 @@ class ConsumerGroupHeartbeatHandler(ClassicMigration):
                     "client_host": m.client_host,
                     "subscribed_topic_names": sorted(m.subscribed_topic_names),
                     "subscribed_topic_regex": m.subscribed_topic_regex,
-                    "assignment": {"topic_partitions": _partitions_list(m.assigned, names)},
+                    "assignment": {"topic_partitions": partitions_list(m.assigned, names)},
                     "target_assignment": {
-                        "topic_partitions": _partitions_list(group.target.get(m.member_id, {}), names)
+                        "topic_partitions": partitions_list(group.target.get(m.member_id, {}), names)
                     },
                     "member_type": 1 if m.classic is None else 0,
                 }

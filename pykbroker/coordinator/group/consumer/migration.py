@@ -63,7 +63,7 @@ POLICIES = {
 class ClassicMigration:
     """The migration half of the consumer-protocol handler (see module doc). Needs from the handler: ``manager``,
     ``coordinator``, ``max_size``, ``upgrade_enabled``, ``downgrade_enabled``, ``classic_max_size``, ``log`` and
-    its ``_topics``/``_topic_names_by_id``/``_update_member``/``_fence``/``_persist``/timer methods."""
+    its ``_topics``/``_topic_names_by_id``/``_update_member``/``_fence``/``persist``/timer methods."""
 
     manager: Any
     coordinator: Any
@@ -86,7 +86,7 @@ class ClassicMigration:
         def _schedule_session_timeout(self, holder: GroupMetadata, member: ConsumerGroupMember) -> None: ...
         def _fence(self, holder: GroupMetadata, group: ConsumerGroup, member_id: str) -> None: ...
         def _fence_or_downgrade(self, holder: GroupMetadata, group: ConsumerGroup, member_id: str) -> None: ...
-        def _persist(self, holder: GroupMetadata, group: ConsumerGroup | None, callback=None) -> None: ...
+        def persist(self, holder: GroupMetadata, group: ConsumerGroup | None, callback=None) -> None: ...
         def _update_member(
             self,
             holder: GroupMetadata,
@@ -308,7 +308,7 @@ class ClassicMigration:
                 )
             )
 
-        self._persist(holder, group, appended)
+        self.persist(holder, group, appended)
         return None
 
     def classic_sync(
@@ -407,7 +407,7 @@ class ClassicMigration:
             self.log.info(f"[GroupId {group.group_id}] Member {member.member_id} has left group through LeaveGroup")
             self._fence(holder, group, member.member_id)
             codes.append(errors.NONE)
-        self._persist(holder, group)
+        self.persist(holder, group)
         return codes
 
     def _schedule_classic_deadline(

@@ -29,100 +29,38 @@ from pykbroker.config.broker_configs.group_coordinator_configs import GROUP_SHAR
 from pykbroker.coordinator.group.consumer.member_timer import ConsumerMemberTimer
 from pykbroker.coordinator.group.coordinator_metrics import SHARE_REBALANCES
 from pykbroker.coordinator.group.group_metadata import GroupMetadata, GroupState
+from pykbroker.coordinator.group.modern_heartbeat import (
+    ModernGroupHandler,
+    after_append,
+    config_value,
+    describe_not_found,
+    partitions_list,
+)
 from pykbroker.coordinator.group.share import assignor, record_codec
 from pykbroker.coordinator.group.share.group import ASSIGNOR_NAME, ShareGroup
-from pykbroker.coordinator.group.share.member import JOIN_EPOCH, LEAVE_EPOCH, ShareGroupMember, TopicPartitions
+from pykbroker.coordinator.group.share.member import JOIN_EPOCH, LEAVE_EPOCH, ShareGroupMember
 from pykbroker.coordinator.group.share.state_initializer import ShareStateInitializer
 from pykbroker.protocol import errors
-from pykbroker.protocol.config_resource import ConfigResourceType
-from pykbroker.utils.logging import get_logger
-
-_SIZE_ERRORS = frozenset((errors.INVALID_COMMIT_OFFSET_SIZE, errors.MESSAGE_TOO_LARGE, errors.RECORD_LIST_TOO_LARGE))
 
 
-def _config(config, key: str, default):
-    try:
-        return config[key]
-    except KeyError:
-        return default
-
-
-def _partitions_list(tps: TopicPartitions, names: dict | None = None) -> list[dict]:
-    out = []
-    for topic_id in sorted(tps, key=str):
-        entry: dict = {"topic_id": topic_id, "partitions": sorted(tps[topic_id])}
-        if names is not None:
-            entry["topic_name"] = names.get(topic_id, "")
-        out.append(entry)
-    return out
-
-
-def _error_response(code: int) -> dict:
-    return {
-        "error_code": code,
-        "error_message": None,
-        "member_id": None,
-        "member_epoch": 0,
-        "heartbeat_interval_ms": 0,
-        "assignment": None,
-    }
-
-
-def _after_append(response: dict, respond):
-    """The append callback of a heartbeat: ``response`` when the records were written, else the append's error
-    (Kafka's ``CoordinatorOperationExceptionHelper``)."""
-
-    def done(code: int) -> None:
-        if code == errors.NONE:
-            return respond(response)
-        return respond(_error_response(errors.UNKNOWN_SERVER_ERROR if code in _SIZE_ERRORS else code))
-
-    return done
-
-
-class ShareGroupHeartbeatHandler:
+class ShareGroupHeartbeatHandler(ModernGroupHandler):
     """The share-group half of the GroupCoordinator (see module doc). ``image``: a callable returning the current
     MetadataImage (or None): topics for assignments, group config overrides."""
 
+    record_codec = record_codec
+    group_kind = "share"
+
     def __init__(self, coordinator, config, time, image=lambda: None):
-        self.coordinator = coordinator
-        self.manager = coordinator.manager
-        self.time = time
-        self.image = image
-        self.purgatory = coordinator.heartbeat_purgatory
-        self.max_size = int(_config(config, GROUP_SHARE_MAX_SIZE_CONFIG, 200))
-        self.defaults = group_config.GroupConfigDefaults.from_broker_config(config)
-        self.log = get_logger("GroupCoordinator", id=coordinator.node_id)
+        super().__init__(coordinator, config, time, image)
+        self.max_size = int(config_value(config, GROUP_SHARE_MAX_SIZE_CONFIG, 200))
         #: initializes the state of subscribed share partitions before they are assigned
         self.initializer = ShareStateInitializer(
             lambda: self.coordinator.persister, lambda holder, group: self.persist(holder, group), self.log
         )
 
-    # -- configuration ----------------------------------------------------------------------------------
-    def group_configs(self, group_id: str) -> dict:
-        """The group's effective configs (its overrides of resource type GROUP, else the broker defaults)."""
-        image = self.image()
-        overrides = dict(image.configs.get((ConfigResourceType.GROUP, group_id), {})) if image is not None else {}
-        try:
-            return group_config.effective(overrides, self.defaults)
-        except errors.KafkaError:
-            return group_config.effective({}, self.defaults)
-
     def share_configs(self, group_id: str) -> dict:
         """The group's ``share.*`` configs (:func:`pykbroker.config.group_config.share_configs`)."""
-        image = self.image()
-        overrides = dict(image.configs.get((ConfigResourceType.GROUP, group_id), {})) if image is not None else {}
-        return group_config.share_configs(overrides, self.defaults)
-
-    def _topics(self) -> dict[str, tuple[uuid.UUID, int]]:
-        image = self.image()
-        if image is None:
-            return {}
-        return {name: (t.id, len(t.partitions)) for name, t in image.topics.by_name.items()}
-
-    def _topic_names_by_id(self) -> dict[uuid.UUID, str]:
-        image = self.image()
-        return {} if image is None else {tid: t.name for tid, t in image.topics.by_id.items()}
+        return group_config.share_configs(self._group_overrides(group_id), self.defaults)
 
     # -- ShareGroupHeartbeat ------------------------------------------------------------------------------
     @staticmethod
@@ -241,10 +179,10 @@ class ShareGroupHeartbeatHandler:
             "heartbeat_interval_ms": self.group_configs(group.group_id)[
                 group_config.SHARE_HEARTBEAT_INTERVAL_MS_CONFIG
             ],
-            "assignment": {"topic_partitions": _partitions_list(updated.assigned)} if send_assignment else None,
+            "assignment": {"topic_partitions": partitions_list(updated.assigned)} if send_assignment else None,
         }
         self.initializer.maybe_initialize(holder, group)
-        self.persist(holder, group, _after_append(response, respond))
+        self.persist(holder, group, after_append(response, respond))
 
     def _subscription_metadata(self, group: ShareGroup) -> dict[str, tuple[uuid.UUID, int]]:
         topics = self._topics()
@@ -286,7 +224,7 @@ class ShareGroupHeartbeatHandler:
                 "heartbeat_interval_ms": 0,
                 "assignment": None,
             }
-            self.persist(holder, group, _after_append(response, respond))
+            self.persist(holder, group, after_append(response, respond))
 
     def _fence(self, holder: GroupMetadata, group: ShareGroup, member_id: str) -> None:
         """Remove the member and bump the group epoch (the next heartbeat recomputes the target). Group lock held."""
@@ -299,40 +237,6 @@ class ShareGroupHeartbeatHandler:
             self._update_target(group)
         member.heartbeat_generation += 1
         self.purgatory.check_and_complete(("share-session", holder.group_id, member_id))
-
-    # -- durability ----------------------------------------------------------------------------------------
-    def persist(self, holder: GroupMetadata, group: ShareGroup | None, callback=None) -> None:
-        """Write what changed in the group since its last write to ``__consumer_offsets`` (tombstones for members
-        gone), as the consumer-group handler's ``_persist`` (same threading and failure handling): ``callback(error
-        code)`` once appended (at once with NONE when nothing is written)."""
-        if group is None or group.dead:
-            if callback is not None:
-                callback(errors.NONE)
-            return
-        current = record_codec.records_of(group)
-        previous = group.persisted
-        if previous is None:
-            changes: dict[bytes, bytes | None] = dict(current)
-        else:
-            changes = {k: v for k, v in current.items() if previous.get(k) != v}
-            changes.update({k: None for k in previous if k not in current})
-        if not changes:
-            if callback is not None:
-                callback(errors.NONE)
-            return
-        group.persisted = current
-
-        def done(code: int) -> None:
-            if code != errors.NONE:
-                self.log.warning(
-                    f"[GroupId {group.group_id}] Writing the share group's records failed", error=errors.name_of(code)
-                )
-                with holder.lock:
-                    group.persisted = None
-            if callback is not None:
-                callback(code)
-
-        self.manager.append(group.group_id, record_codec.order(changes), done)
 
     def on_groups_loaded(self, holders: list[GroupMetadata]) -> None:
         """The share groups of a partition this broker now coordinates were replayed: their members carry on with
@@ -399,24 +303,14 @@ class ShareGroupHeartbeatHandler:
         """One ShareGroupDescribe group (without authorized operations). GROUP_ID_NOT_FOUND when the group does not
         exist or is not a share group; the partition's status is raised."""
         holder = self.manager.get_group(group_id)
-
-        def not_found(message: str) -> dict:
-            return {
-                "error_code": errors.GROUP_ID_NOT_FOUND,
-                "error_message": message,
-                "group_id": group_id,
-                "group_state": "",
-                "members": [],
-            }
-
         if holder is None:
-            return not_found(f"Group {group_id} not found.")
+            return describe_not_found(group_id, f"Group {group_id} not found.")
         with holder.lock:
             group = holder.share_group
             if holder.state is GroupState.DEAD or group is None or group.dead:
                 if group is None and holder.state is not GroupState.DEAD:
-                    return not_found(f"Group {group_id} is not a share group.")
-                return not_found(f"Group {group_id} not found.")
+                    return describe_not_found(group_id, f"Group {group_id} is not a share group.")
+                return describe_not_found(group_id, f"Group {group_id} not found.")
             names = self._topic_names_by_id()
             members = [
                 {
@@ -426,7 +320,7 @@ class ShareGroupHeartbeatHandler:
                     "client_id": m.client_id,
                     "client_host": m.client_host,
                     "subscribed_topic_names": sorted(m.subscribed_topic_names),
-                    "assignment": {"topic_partitions": _partitions_list(m.assigned, names)},
+                    "assignment": {"topic_partitions": partitions_list(m.assigned, names)},
                 }
                 for m in group.members.values()
             ]
