@@ -40,6 +40,9 @@ class ValidatedFields:
     )
 
     def __init__(self, result):
+        if type(result) in _KAFKA_SPELLING:  # LogValidator's ValidationResult: no attribute probing
+            self._from_kafka_spelling(result)
+            return
         buf = getattr(result, "buffer", None)
         if buf is None:
             buf = result.validated_records
@@ -50,6 +53,26 @@ class ValidatedFields:
         self.max_timestamp = _first_attr(result, "max_timestamp", "max_timestamp_ms")
         self.offset_of_max_timestamp = _first_attr(result, "offset_of_max_timestamp", "shallow_offset_of_max_timestamp")
         self.log_append_time = _first_attr(result, "log_append_time", "log_append_time_ms", default=-1)
+
+    def _from_kafka_spelling(self, result) -> None:
+        buf = result.validated_records
+        self.buffer = buf if type(buf) is memoryview else memoryview(buf)
+        self.first_offset = result.first_offset
+        self.last_offset = result.last_offset
+        self.records_count = result.records_count
+        self.max_timestamp = result.max_timestamp_ms
+        self.offset_of_max_timestamp = result.shallow_offset_of_max_timestamp
+        self.log_append_time = result.log_append_time_ms
+
+
+#: result classes known to use LogValidator's spelling (registered by log_validator: it imports this module, not
+#: the other way round); any other result is read attribute by attribute
+_KAFKA_SPELLING: set[type] = set()
+
+
+def register_kafka_spelling(cls: type) -> None:
+    """Let :class:`ValidatedFields` read ``cls`` (LogValidator's ValidationResult) without attribute probing."""
+    _KAFKA_SPELLING.add(cls)
 
 
 _MISSING = object()

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from pykbroker.log.log_append_info import register_kafka_spelling
 from pykbroker.log.producer_state_entry import AppendOrigin  # the log's one AppendOrigin enum
 from pykbroker.protocol.errors import (
     CorruptRecordError,
@@ -117,6 +118,9 @@ class MetricsRecorder:
 
 _NO_METRICS = MetricsRecorder()
 
+#: AppendOrigin member -> its name (an enum's ``name`` is a Python-level property: read once here, not per append)
+_ORIGIN_NAMES: dict = {origin: origin.name for origin in AppendOrigin}
+
 
 class ValidationResult(NamedTuple):
     """What the log appends. ``validated_records``: the bytes to write (memoryview; the caller's
@@ -134,6 +138,9 @@ class ValidationResult(NamedTuple):
     message_size_maybe_changed: bool
     source_compression: int
     target_compression: int
+
+
+register_kafka_spelling(ValidationResult)
 
 
 class LogValidator:
@@ -182,7 +189,10 @@ class LogValidator:
         self.partition_leader_epoch = partition_leader_epoch
         self.origin = origin
         # Compared by name: AppendOrigin (CLIENT, COORDINATOR, REPLICATION) has no RAFT_LEADER yet.
-        self._origin_name = getattr(origin, "name", str(origin)).upper()
+        if type(origin) is AppendOrigin:
+            self._origin_name = _ORIGIN_NAMES[origin]
+        else:
+            self._origin_name = (getattr(origin, "name", None) or str(origin)).upper()
         self.max_decompressed_bytes = (
             decompression_limit(max_message_bytes) if max_decompressed_bytes is None else max_decompressed_bytes
         )

@@ -317,8 +317,10 @@ class Processor(threading.Thread):
                         self._process_completed_sends()
                     self._poll()
                     self._process_completed_receives()
-                    self._process_completed_sends()
-                    self._process_disconnected()
+                    if self.selector.completed_sends:  # (both: nothing to do on an empty list but clear it)
+                        self._process_completed_sends()
+                    if self.selector.disconnected:
+                        self._process_disconnected()
                     self._close_excess_connections()
                     if self.delayed_closes:
                         self._close_delayed()

@@ -754,7 +754,11 @@ class ReplicaManager:
                 )
                 statuses[tp] = ProducePartitionStatus(-1, ProducePartitionResult.error(errors.UNKNOWN_SERVER_ERROR))
         self.broker_topic_stats.record_produce(stats)
-        ok = any(s.result.error_code == errors.NONE for s in statuses.values())
+        ok = False
+        for s in statuses.values():
+            if s.result.error_code == errors.NONE:
+                ok = True
+                break
         if required_acks == -1 and ok and not self._acks_reached_at_once(statuses):
             op = DelayedProduce(timeout_ms, statuses, self.get_partition, response_callback)
             self.produce_purgatory.try_complete_else_watch(op, [TopicPartitionOperationKey(t, p) for t, p in statuses])
@@ -778,7 +782,8 @@ class ReplicaManager:
                 return False
             codes.append((status, code))
         for status, code in codes:
-            status.result = status.result.with_error(code)
+            if code != status.result.error_code:
+                status.result = status.result.with_error(code)
         return True
 
     # -- transaction verification (KIP-890 part 1) ------------------------------------------------

@@ -86,14 +86,22 @@ class RequestHelper:
         ctx = request.context
         return authorizer.authorize(ctx.principal, ctx.client_address, operation, resource_type, name)
 
-    def send_response(self, request: Request, body: dict, on_complete=None, version: int | None = None) -> None:
+    def send_response(
+        self,
+        request: Request,
+        body: dict,
+        on_complete=None,
+        version: int | None = None,
+        counts: dict[int, int] | None = None,
+    ) -> None:
         """Encode ``body`` and queue it for the request's Processor. A body that cannot be encoded at the
         request's version (a handler bug) is logged and replaced by the API's UNKNOWN_SERVER_ERROR
         response; if even that cannot be encoded the connection is closed. Either way the request is
         answered or its connection closed: a client never waits for a response that will not come.
         A forwarded request (``request.envelope``, KIP-590) is answered inside an EnvelopeResponse to its envelope;
         it is not throttled here (its ``throttle_time_ms`` goes back to the forwarding broker, which mutes its
-        client, as Kafka's ``sendForwardedResponse``)."""
+        client, as Kafka's ``sendForwardedResponse``). ``counts``: the body's error codes counted as
+        :func:`error_counts` would count them, when the handler knows them already (the body is then not walked)."""
         if request.envelope is not None:
             self._send_forwarded_response(request, body)
             return
@@ -104,7 +112,8 @@ class RequestHelper:
             body = request_throttle.apply(quotas, request, body, self.request_channel_for(request))
         try:
             parts = encode_response_parts(h.api_key, version, h.correlation_id, body)
-            counts = error_counts(body)
+            if counts is None:
+                counts = error_counts(body)
         except Exception as e:  # noqa: BLE001 - any encoding failure must still answer the request
             _log.error(f"Cannot encode the response to {request!r}; answering UNKNOWN_SERVER_ERROR", error=repr(e))
             parts = self._error_parts(request, version)

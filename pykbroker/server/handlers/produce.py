@@ -38,9 +38,7 @@ class ProduceHandler:
     def handle_produce_request(self, request) -> None:
         body = request.body
         acks = body["acks"]
-        if body.get("transactional_id") is None and any(
-            _has_transactional_batch(p["records"]) for t in body["topic_data"] for p in t["partition_data"]
-        ):
+        if body.get("transactional_id") is None and _any_transactional_batch(body["topic_data"]):
             # Kafka: transactional records need a transactional id (WRITE on it with an authorizer).
             code = errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
             response = _produce_error_response(request.context.api_version, body, code, None)
@@ -87,9 +85,16 @@ class ProduceHandler:
                 return
             response = _response(body, results)
             response["throttle_time_ms"] = throttle_ms
-            if request.context.api_version >= 10:
+            # Kafka's ProduceResponse.errorCounts: one per partition (every partition of the request has a result
+            # here or answers UNKNOWN_SERVER_ERROR in _response), counted here instead of walking the response
+            counted: dict[int, int] = {}
+            for r in results.values():
+                counted[r.error_code] = counted.get(r.error_code, 0) + 1
+            # a partition named twice or without a result: the walk counts what is answered
+            counts = counted if len(results) == _partition_count(body) else None
+            if request.context.api_version >= 10 and (counts is None or errors.NOT_LEADER_OR_FOLLOWER in counts):
                 self._add_current_leaders(response, request.context.listener_name)
-            self.helper.send_response(request, response)
+            self.helper.send_response(request, response, counts=counts)
 
         if entries:
             internal = request.context.client_id == ADMIN_CLIENT_ID
@@ -129,6 +134,23 @@ class ProduceHandler:
 _LENGTH = struct.Struct(">i")
 _ATTRIBUTES = struct.Struct(">h")
 _TRANSACTIONAL = 0x10
+
+
+def _partition_count(body: dict) -> int:
+    """The number of partition entries of a ProduceRequest body."""
+    topics = body["topic_data"]
+    if len(topics) == 1:
+        return len(topics[0]["partition_data"])
+    return sum(len(t["partition_data"]) for t in topics)
+
+
+def _any_transactional_batch(topic_data: list) -> bool:
+    """Whether any partition's records of a ProduceRequest have a transactional batch."""
+    for topic in topic_data:
+        for p in topic["partition_data"]:
+            if _has_transactional_batch(p["records"]):
+                return True
+    return False
 
 
 def _has_transactional_batch(records) -> bool:

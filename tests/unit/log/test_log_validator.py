@@ -1,11 +1,13 @@
 """LogValidator: offsets in place, timestamps, limits, rejections, recompression (magic 2)."""
 
 import struct
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pykbroker.log.log_append_info import ValidatedFields
 from pykbroker.log.log_validator import AppendOrigin, LogValidator, RecordError, RecordValidationError
 from pykbroker.protocol import errors
 from pykbroker.protocol.errors import (
@@ -397,3 +399,36 @@ def test_validated_batches_keep_their_records(specs, codec, target, offset, time
     ]
     assert result.max_timestamp_ms == batch.max_timestamp == max(expected_ts)
     assert result.message_size_maybe_changed == (target is not None and target != codec)
+
+
+@pytest.mark.parametrize(
+    ("origin", "name"),
+    [
+        (AppendOrigin.CLIENT, "CLIENT"),
+        (AppendOrigin.COORDINATOR, "COORDINATOR"),
+        (AppendOrigin.REPLICATION, "REPLICATION"),
+        ("raft_leader", "RAFT_LEADER"),  # an origin this module's enum lacks, named by a string
+        (SimpleNamespace(name="raft_leader"), "RAFT_LEADER"),  # or by anything with a name
+    ],
+)
+def test_origin_name_from_the_member_table_or_the_name(time, origin, name):
+    assert LogValidator(produce(), "topic-0", time, origin=origin)._origin_name == name
+
+
+def test_enum_origin_is_named_without_str(time, monkeypatch):
+    # str(origin) was built for every append even when the enum member has a name (three Python calls per append)
+    def no_str(self):
+        raise AssertionError("str(AppendOrigin) called")
+
+    monkeypatch.setattr(AppendOrigin, "__str__", no_str)
+    assert LogValidator(produce(), "topic-0", time, origin=AppendOrigin.CLIENT)._origin_name == "CLIENT"
+
+
+def test_validated_fields_read_a_validation_result_as_the_general_path_does(time):
+    result = validate(produce(n=3), time, timestamp_type=LOG_APPEND_TIME)
+    fast = ValidatedFields(result)  # a registered ValidationResult: read without attribute probing
+    general = ValidatedFields(SimpleNamespace(**result._asdict()))  # same fields, probed by name
+    slots = ValidatedFields.__slots__
+    assert [getattr(fast, s) for s in slots] == [getattr(general, s) for s in slots]
+    assert (fast.first_offset, fast.last_offset, fast.records_count, fast.log_append_time) == (100, 102, 3, NOW)
+    assert type(fast.buffer) is memoryview and fast.buffer.obj is result.validated_records.obj

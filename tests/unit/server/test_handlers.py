@@ -602,3 +602,34 @@ def test_produce_answers_record_errors_of_the_append_result(broker):
     assert [e["batch_index"] for e in bad["record_errors"]] == [0] and bad["error_message"]
     assert [e["batch_index_error_message"] for e in bad["record_errors"]] != [None]
     assert (good["error_code"], good["base_offset"], good["record_errors"], good["error_message"]) == (0, 0, [], None)
+
+
+@pytest.mark.parametrize(
+    ("topic_data", "walked"),
+    [
+        ([("t", [(0, "3")])], False),
+        ([("t", [(0, "1"), (1, "2")]), ("nope", [(0, "1")])], False),
+        ([("t", [(0, ""), (1, "1")])], False),  # INVALID_RECORD answered before the append
+        ([("t", [(0, "1"), (0, "1")])], True),  # a partition named twice: one result, two answers
+    ],
+)
+def test_produce_error_counts_equal_the_response_walk(broker, monkeypatch, topic_data, walked):
+    """ErrorsPerSec of a Produce answer: the handler counts its results instead of walking the response, with the
+    walk's counts; a request whose partitions and results differ in number is walked (both paths tested)."""
+    import pykbroker.server.request_helper as request_helper
+
+    walks = []
+
+    def counting_walk(body):
+        walks.append(body)
+        return request_helper_walk(body)
+
+    request_helper_walk = request_helper.error_counts
+    monkeypatch.setattr(request_helper, "error_counts", counting_walk)
+    apis = produce_apis(broker)
+    sized = [(name, [(i, bytes(records(int(n))) if n else b"") for i, n in parts]) for name, parts in topic_data]
+    for version in (9, 10):
+        walks.clear()
+        body = apis.call(ApiKeys.PRODUCE, version, produce_body(sized))
+        assert apis.channel.errors[-1] == ("api0", request_helper_walk(body))
+        assert bool(walks) is walked
