@@ -67,11 +67,15 @@ from pykbroker.record.batch_records import records_data
 from pykbroker.record.compression import Compression, decompression_limit
 from pykbroker.record.default_record import read_records, scan_records
 from pykbroker.record.default_record_batch import (
+    COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
     CREATE_TIME,
     CURRENT_MAGIC,
     LOG_APPEND_TIME,
     MAGIC_OFFSET,
+    NO_PRODUCER_ID,
     NO_TIMESTAMP,
+    TIMESTAMP_TYPE_MASK,
     RecordBatch,
     iter_batches,
 )
@@ -117,6 +121,10 @@ class MetricsRecorder:
 
 
 _NO_METRICS = MetricsRecorder()
+
+# Indexes of RecordBatch.header()'s fields (HEADER's layout order)
+_BASE_OFFSET, _ATTRIBUTES, _LAST_OFFSET_DELTA, _BASE_TIMESTAMP, _MAX_TIMESTAMP = 0, 5, 6, 7, 8
+_PRODUCER_ID, _BASE_SEQUENCE, _RECORDS_COUNT = 9, 11, 12
 
 #: AppendOrigin member -> its name (an enum's ``name`` is a Python-level property: read once here, not per append)
 _ORIGIN_NAMES: dict = {origin: origin.name for origin in AppendOrigin}
@@ -208,11 +216,12 @@ class LogValidator:
         now = self.time.milliseconds()
         buf = self.records if isinstance(self.records, memoryview) else memoryview(self.records)
         batch = self._single_batch(buf)
-        self._validate_batch(batch)
-        source = batch.compression_type
+        header = batch.header()  # the 13 header fields read once (one struct call), see RecordBatch.header
+        self._validate_batch(batch, header)
+        source = header[_ATTRIBUTES] & COMPRESSION_CODEC_MASK
         target = source if self.target_compression is None else self.target_compression.id
         if source == _compression.NONE and target == _compression.NONE:
-            return self._assign_offsets_non_compressed(batch, offset_counter, now)
+            return self._assign_offsets_non_compressed(batch, offset_counter, now, header)
         return self._validate_compressed(batch, offset_counter, now, source)
 
     # -- batch level -----------------------------------------------------------------------------
@@ -247,16 +256,18 @@ class LogValidator:
             raise CorruptRecordError(f"Record is corrupt (stored crc = {batch.checksum}) in topic partition {tp}.")
         return batch
 
-    def _validate_batch(self, batch: RecordBatch) -> None:
+    def _validate_batch(self, batch: RecordBatch, header: tuple) -> None:
+        """Kafka's ``validateBatch`` (client appends only); ``header``: ``batch.header()``."""
         if self._origin_name != "CLIENT":
             return
         tp = self.topic_partition
-        base, last = batch.base_offset, batch.last_offset
+        base = header[_BASE_OFFSET]
+        last = base + header[_LAST_OFFSET_DELTA]
         count_from_offsets = last - base + 1
         if count_from_offsets <= 0:
             self.metrics.record_invalid_offset()
             raise InvalidRecordError(f"Batch has an invalid offset range: [{base}, {last}] in topic partition {tp}")
-        count = batch.records_count
+        count = header[_RECORDS_COUNT]
         if count <= 0:
             self.metrics.record_invalid_offset()
             raise InvalidRecordError(f"Invalid reported count for record batch: {count} in topic partition {tp}")
@@ -265,10 +276,10 @@ class LogValidator:
             raise InvalidRecordError(
                 f"Inconsistent batch offset range [{base}, {last}] and count of records {count} in topic partition {tp}"
             )
-        if batch.is_control_batch:
+        if header[_ATTRIBUTES] & CONTROL_FLAG_MASK:
             self.metrics.record_invalid_offset()
             raise InvalidRecordError(f"Clients are not allowed to write control records in topic partition {tp}")
-        if batch.has_producer_id and batch.base_sequence < 0:
+        if header[_PRODUCER_ID] != NO_PRODUCER_ID and header[_BASE_SEQUENCE] < 0:
             self.metrics.record_invalid_sequence()
             raise InvalidRecordError(
                 f"Invalid sequence number {batch.base_sequence} in record batch with "
@@ -276,10 +287,12 @@ class LogValidator:
             )
 
     # -- path 1: uncompressed in place ------------------------------------------------------------
-    def _assign_offsets_non_compressed(self, batch: RecordBatch, offset_counter: int, now: int) -> ValidationResult:
-        count = batch.records_count
-        max_timestamp = batch.max_timestamp
-        if self.compacted_topic or self.verify_uncompressed_records or not self._header_timestamps_valid(batch, now):
+    def _assign_offsets_non_compressed(
+        self, batch: RecordBatch, offset_counter: int, now: int, header: tuple
+    ) -> ValidationResult:
+        count = header[_RECORDS_COUNT]
+        max_timestamp = header[_MAX_TIMESTAMP]
+        if self.compacted_topic or self.verify_uncompressed_records or not self._header_timestamps_valid(header, now):
             timestamps = self._walk_and_validate(batch, now)[1]
             max_timestamp = max(timestamps, default=NO_TIMESTAMP)
         shallow_needs_timestamp = True  # Kafka: no shallow offset when no record has a timestamp
@@ -294,11 +307,11 @@ class LogValidator:
             shallow_needs_timestamp,
         )
 
-    def _header_timestamps_valid(self, batch: RecordBatch, now: int) -> bool:
-        """True when the header alone proves every record passes ``validateTimestamp``; False
-        means "walk the records" (they may still be fine)."""
-        base_ts, max_ts = batch.base_timestamp, batch.max_timestamp
-        batch_claims_log_append = batch.timestamp_type == LOG_APPEND_TIME
+    def _header_timestamps_valid(self, header: tuple, now: int) -> bool:
+        """True when the header (``RecordBatch.header()``) alone proves every record passes
+        ``validateTimestamp``; False means "walk the records" (they may still be fine)."""
+        base_ts, max_ts = header[_BASE_TIMESTAMP], header[_MAX_TIMESTAMP]
+        batch_claims_log_append = bool(header[_ATTRIBUTES] & TIMESTAMP_TYPE_MASK)
         if self.timestamp_type != CREATE_TIME:
             return not batch_claims_log_append
         lower, upper = now - self.timestamp_before_max_ms, now + self.timestamp_after_max_ms
