@@ -201,11 +201,18 @@ class LogValidator:
             self._origin_name = _ORIGIN_NAMES[origin]
         else:
             self._origin_name = (getattr(origin, "name", None) or str(origin)).upper()
-        self.max_decompressed_bytes = (
-            decompression_limit(max_message_bytes) if max_decompressed_bytes is None else max_decompressed_bytes
-        )
+        self._max_decompressed_bytes = max_decompressed_bytes  # None: computed when a compressed batch needs it
         self.verify_uncompressed_records = verify_uncompressed_records
         self.metrics = metrics_recorder
+
+    @property
+    def max_decompressed_bytes(self) -> int:
+        """The decompressed-size limit of a compressed batch (``decompression_limit(max_message_bytes)`` unless
+        given): computed on first use, as an uncompressed append never needs it."""
+        limit = self._max_decompressed_bytes
+        if limit is None:
+            limit = self._max_decompressed_bytes = decompression_limit(self.max_message_bytes)
+        return limit
 
     # -- entry point -----------------------------------------------------------------------------
     def validate_messages_and_assign_offsets(self, offset_counter: int) -> ValidationResult:

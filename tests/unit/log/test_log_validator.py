@@ -432,3 +432,12 @@ def test_validated_fields_read_a_validation_result_as_the_general_path_does(time
     assert [getattr(fast, s) for s in slots] == [getattr(general, s) for s in slots]
     assert (fast.first_offset, fast.last_offset, fast.records_count, fast.log_append_time) == (100, 102, 3, NOW)
     assert type(fast.buffer) is memoryview and fast.buffer.obj is result.validated_records.obj
+
+
+def test_decompression_limit_defaults_from_max_message_bytes_or_is_given(time):
+    from pykbroker.record.compression import decompression_limit
+
+    assert LogValidator(produce(), "topic-0", time, max_message_bytes=5000).max_decompressed_bytes == (
+        decompression_limit(5000)
+    )
+    assert LogValidator(produce(), "topic-0", time, max_decompressed_bytes=123).max_decompressed_bytes == 123
