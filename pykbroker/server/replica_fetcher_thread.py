@@ -63,6 +63,7 @@ from pykbroker.config.broker_configs.replication_configs import (
     REPLICA_FETCH_MIN_BYTES_CONFIG,
     REPLICA_FETCH_RESPONSE_MAX_BYTES_CONFIG,
     REPLICA_FETCH_WAIT_MAX_MS_CONFIG,
+    REPLICA_SOCKET_RECEIVE_BUFFER_BYTES_CONFIG,
     REPLICA_SOCKET_TIMEOUT_MS_CONFIG,
 )
 from pykbroker.protocol import errors
@@ -144,6 +145,14 @@ class ReplicaFetcherThread(threading.Thread):
         self.partition_max_bytes = config[REPLICA_FETCH_MAX_BYTES_CONFIG]
         self.backoff_ms = config[REPLICA_FETCH_BACKOFF_MS_CONFIG]
         self.socket_timeout_s = max(config[REPLICA_SOCKET_TIMEOUT_MS_CONFIG], self.max_wait_ms + 1000) / 1000
+        #: SO_RCVBUF of the connection to the leader (bytes), -1: the OS default (auto-tuned). Applied only when
+        #: ``replica.socket.receive.buffer.bytes`` is set in the broker's properties (a plain mapping counts as
+        #: set): left at its default (64 KB) the OS's auto-tuned buffer is kept (issue 31: a fixed 64 KB window
+        #: cuts a 1 MB fetch answer into ~30 wake-ups of this thread and of the leader's Processor; see
+        #: docs/ARCHITECTURE.md). Kafka's NetworkClient applies the default too.
+        originals = getattr(config, "originals", config)
+        explicit = REPLICA_SOCKET_RECEIVE_BUFFER_BYTES_CONFIG in originals
+        self.receive_buffer_bytes = config[REPLICA_SOCKET_RECEIVE_BUFFER_BYTES_CONFIG] if explicit else -1
         self.partitions: dict[tuple[str, int], PartitionFetchState] = {}
         self._lock = threading.RLock()  # re-entered by _send's back-off while a response is applied
         self._work = threading.Event()  # set when partitions are added or the thread must stop
@@ -298,7 +307,12 @@ class ReplicaFetcherThread(threading.Thread):
         return self._conn
 
     def _register_socket(self, sock: socket.socket) -> None:
-        """The new connection's socket, before its connect: keep a dup to interrupt it with."""
+        """The new connection's socket, before its connect: its receive buffer is set to
+        ``replica.socket.receive.buffer.bytes`` when that is set and not -1 (``receive_buffer_bytes``; before the
+        connect, as Kafka's ``Selector.connect`` does, so the TCP window scale fits it), and a dup is kept to
+        interrupt it with."""
+        if self.receive_buffer_bytes != -1:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer_bytes)
         handle = sock.dup()
         with self._conn_lock:
             previous, self._interrupt_handle = self._interrupt_handle, handle

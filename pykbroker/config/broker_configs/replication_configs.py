@@ -152,7 +152,8 @@ REPLICATION_CONFIG_DEF = (
         65536,
         None,
         H,
-        "SO_RCVBUF of the follower's connection to the leader (-1: the OS default).",
+        "SO_RCVBUF of the follower's connection to the leader (-1: the OS default). Applied only when set "
+        "explicitly: left at its default the OS's auto-tuned buffer is kept (Kafka applies the default too).",
     )
     .define(
         UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG,

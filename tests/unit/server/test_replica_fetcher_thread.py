@@ -43,6 +43,7 @@ CONFIG = {
     "replica.fetch.max.bytes": 1 << 20,
     "replica.fetch.backoff.ms": BACKOFF_MS,
     "replica.socket.timeout.ms": 30_000,
+    "replica.socket.receive.buffer.bytes": 65536,
 }
 
 Handler = Callable[[dict], dict]
@@ -125,7 +126,7 @@ class FakeReplicaManager:
 
 
 class Harness:
-    def __init__(self, tmp_path, time: Time | None = None):
+    def __init__(self, tmp_path, time: Time | None = None, config=CONFIG):
         self.tmp_path = tmp_path
         self.time = time or MockTime(current_ms=1_000_000)
         self.leader = FakeLeader()
@@ -135,7 +136,7 @@ class Harness:
             0,
             BrokerEndPoint(2, "leader", 9092),
             self.rm,
-            CONFIG,
+            config,
             self.time,
             connection_factory=self.leader.connect,
         )
@@ -943,3 +944,45 @@ def test_an_idle_round_builds_its_request_without_looking_at_any_partition(h, mo
     h.fetcher.do_work()  # a new partition: every partition is looked at, the new one listed
     assert sorted(looked_at) == [(TOPIC, 0), (TOPIC, 1), (TOPIC, 2), (TOPIC, 3), (TOPIC, 3)]  # built, 3 applied
     assert listed(h.leader.sent(ApiKeys.FETCH)[-1]) == {3: 0}
+
+
+class BrokerProperties(dict):
+    """The broker config as the fetcher sees it: every value (defaults included), and ``originals``, the keys the
+    broker's properties set (as KafkaConfig)."""
+
+    def __init__(self, values: dict, originals: dict):
+        super().__init__(values)
+        self.originals = originals
+
+
+def _receive_buffer(h: Harness) -> int:
+    h.fetcher._connection()
+    return h.leader.connections[-1].ours.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+
+
+def test_replica_socket_receive_buffer_bytes_set_explicitly_is_the_connection_s_so_rcvbuf(tmp_path):
+    """Kafka applies replica.socket.receive.buffer.bytes as SO_RCVBUF of the follower's connection (before the
+    connect); set explicitly it is applied (Linux reports twice the value set)."""
+    config = {**CONFIG, "replica.socket.receive.buffer.bytes": 32768}
+    h = Harness(tmp_path, config=BrokerProperties(config, {"replica.socket.receive.buffer.bytes": 32768}))
+    try:
+        assert _receive_buffer(h) == 2 * 32768
+    finally:
+        h.close()
+
+
+@pytest.mark.parametrize("value", [65536, -1])
+def test_replica_socket_receive_buffer_bytes_default_or_minus_one_keeps_the_os_buffer(tmp_path, value):
+    """Left at its default (not in the broker's properties) or -1, the OS's auto-tuned buffer is kept (issue 31: a
+    fixed 64 KB window costs a wake-up per 32 KB of each fetch answer)."""
+    a, b = socket.socketpair()
+    with a, b:
+        default = a.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+    assert default != 2 * 65536  # else this test could not tell
+    config = {**CONFIG, "replica.socket.receive.buffer.bytes": value}
+    originals = {} if value == 65536 else {"replica.socket.receive.buffer.bytes": value}
+    h = Harness(tmp_path, config=BrokerProperties(config, originals))
+    try:
+        assert _receive_buffer(h) == default
+    finally:
+        h.close()
