@@ -58,7 +58,7 @@ API_VERSIONS: dict[int, int] = {
     ApiKeys.VOTE: 2,
     ApiKeys.BEGIN_QUORUM_EPOCH: 1,
     ApiKeys.END_QUORUM_EPOCH: 1,
-    ApiKeys.FETCH: 17,
+    ApiKeys.FETCH: 18,
     ApiKeys.FETCH_SNAPSHOT: 1,
     ApiKeys.UPDATE_RAFT_VOTER: 0,
 }

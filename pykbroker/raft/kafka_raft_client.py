@@ -34,7 +34,8 @@ UNSUPPORTED_VERSION, on which the Prospective stands at once (Kafka's fallback f
 Followers (and observers - nodes that are not voters, which never vote or stand) send Fetch with
 ``fetch_offset`` = their log end and ``last_fetched_epoch``; the leader answers ``diverging_epoch`` when they
 disagree (the follower truncates and refetches), else records and its high watermark, parking an empty fetch
-up to ``max_wait_ms`` (the leader's side of Fetch and FetchSnapshot is
+up to ``max_wait_ms`` unless the fetch's ``high_watermark`` (Fetch v18, KIP-1166: the one the fetcher knows,
+-1 for none) is below the leader's (the leader's side of Fetch and FetchSnapshot is
 :class:`pykbroker.raft.leader_fetch.LeaderFetchHandler`). Each state has its poll, as Kafka's
 (``_poll_leader``, ``_poll_candidate``, ``_poll_follower``, ``_poll_unattached``, ``_poll_resigned``). The
 leader's high watermark is the offset a majority of voters has reached, once above its epoch start offset
@@ -991,6 +992,7 @@ class KafkaRaftClient(Generic[T]):
                 self.fetch_max_wait_ms,
                 cluster_id=self.cluster_id,
                 replica_directory_id=self.directory_id,
+                high_watermark=-1 if self._high_watermark is None else self._high_watermark,
             ),
         )
 

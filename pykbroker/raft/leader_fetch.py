@@ -1,6 +1,7 @@
 """The leader's side of Fetch and FetchSnapshot: validating a voter's or observer's fetch, detecting a
 diverging log or a position only a snapshot covers, advancing the high watermark from the fetch offsets,
-holding a fetch that has nothing to return until data arrives, the high watermark moves or its wait ends,
+holding a fetch that has nothing to return until data arrives, the high watermark moves or its wait ends
+(one whose Fetch v18 ``high_watermark`` is below the leader's is answered at once, KIP-1166, Kafka 4.1),
 and serving snapshot chunks.
 
 Mirrors ``KafkaRaftClient.handleFetchRequest`` / ``tryCompleteFetchRequest`` / ``handleFetchSnapshotRequest``
@@ -121,7 +122,12 @@ class LeaderFetchHandler:
         if leader.update_replica_end_offset(data.replica_id, data.fetch_offset, now, data.replica_directory_id):
             assert leader.high_watermark is not None
             self._set_high_watermark(leader.high_watermark)
-        if data.fetch_offset < self.log.end_offset() or data.max_wait_ms <= 0 or hw_before != leader.high_watermark:
+        if (
+            data.fetch_offset < self.log.end_offset()
+            or data.max_wait_ms <= 0
+            or hw_before != leader.high_watermark
+            or _hw(leader.high_watermark) > data.high_watermark  # KIP-1166: the fetcher's is stale
+        ):
             return self.fetch_response(data)  # data, or news of the high watermark, at once
         self.parked.append(_ParkedFetch(request, leader.high_watermark, self._now() + data.max_wait_ms))
         return None

@@ -106,11 +106,17 @@ class EndQuorumEpochResponseData:
     api_key: int = field(default=ApiKeys.END_QUORUM_EPOCH, init=False, repr=False)
 
 
+#: Fetch v18's ``high_watermark`` default (Long.MAX_VALUE): the fetching replica does not send one (KIP-1166)
+UNKNOWN_HIGH_WATERMARK = (1 << 63) - 1
+
+
 # ---- Fetch --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class FetchRequestData:
     """A follower's or observer's fetch of ``__cluster_metadata-0``: it has everything below
-    ``fetch_offset`` and the last batch it has was written in ``last_fetched_epoch``."""
+    ``fetch_offset`` and the last batch it has was written in ``last_fetched_epoch``. ``high_watermark``:
+    Fetch v18's (KIP-1166) offset the fetching replica knows is committed, -1 when it knows none,
+    ``UNKNOWN_HIGH_WATERMARK`` (Long.MAX_VALUE) from a peer that does not send it."""
 
     replica_id: int
     current_leader_epoch: int
@@ -121,6 +127,7 @@ class FetchRequestData:
     cluster_id: str | None = None
     #: Fetch v17's ``replica_directory_id`` (KIP-853; zero: none)
     replica_directory_id: uuid.UUID = _NO_DIRECTORY_ID
+    high_watermark: int = UNKNOWN_HIGH_WATERMARK
     api_key: int = field(default=ApiKeys.FETCH, init=False, repr=False)
 
 

@@ -22,6 +22,7 @@ from pykbroker.protocol.errors import NONE
 from pykbroker.raft.control_records import VoterEndpoint
 from pykbroker.raft.log_batch_codec import decode_log_batches, encode_log_batches
 from pykbroker.raft.raft_messages import (
+    UNKNOWN_HIGH_WATERMARK,
     BeginQuorumEpochRequestData,
     BeginQuorumEpochResponseData,
     EndQuorumEpochRequestData,
@@ -105,6 +106,7 @@ def request_to_wire(data: RequestData) -> tuple[int, Body]:
             "last_fetched_epoch": data.last_fetched_epoch,
             "partition_max_bytes": data.partition_max_bytes,
             "replica_directory_id": data.replica_directory_id,
+            "high_watermark": data.high_watermark,
         }
         topic = {"topic": METADATA_TOPIC, "topic_id": METADATA_TOPIC_ID, "partitions": [partition]}
         return ApiKeys.FETCH, {
@@ -179,6 +181,7 @@ def request_from_wire(api_key: int, body: Body) -> RequestData:
             p.get("partition_max_bytes", 1 << 20),
             cluster_id,
             p.get("replica_directory_id") or uuid.UUID(int=0),
+            p.get("high_watermark", UNKNOWN_HIGH_WATERMARK),
         )
     if api_key == ApiKeys.FETCH_SNAPSHOT:
         p = _single(body, "topics", "name", "partition")

@@ -257,7 +257,7 @@ def test_stale_duplicated_and_unexpected_responses_are_ignored():
     follower.poll_once()
     out = follower.drain_outbound()
     fetch = next(m for m in out if isinstance(m, RaftRequest))
-    assert fetch.data == FetchRequestData(2, 1, 0, 0, max_wait_ms=100)
+    assert fetch.data == FetchRequestData(2, 1, 0, 0, max_wait_ms=100, high_watermark=-1)
     batch_response = FetchResponseData(NONE, LeaderIdAndEpoch(1, 1), 0, ())
     follower.handle(RaftResponse(fetch.correlation_id + 100, 1, 2, batch_response))  # no such request
     follower.handle(RaftResponse(fetch.correlation_id, 3, 2, batch_response))  # wrong node
@@ -364,3 +364,42 @@ def test_a_state_without_a_poll_is_an_invariant_error():
     client.quorum.state = Unknown()
     with pytest.raises(RaftInvariantError, match="Unexpected quorum state"):
         client.poll_once()
+
+
+def test_fetch_with_a_stale_high_watermark_is_answered_at_once_kip_1166():
+    """KIP-1166: a caught-up replica whose Fetch carries a high watermark below the leader's gets the
+    leader's at once instead of waiting fetch_max_wait_ms; one that knows it (or does not say) is parked."""
+    cluster = Cluster(ids=(1, 2, 3, 4))
+    cluster.elect(1)
+    cluster.run(200)
+    leader = cluster.clients[1]
+    assert leader.high_watermark() == 1 == cluster.logs[1].end_offset()
+
+    def fetch(correlation_id, high_watermark=None):
+        extra = {} if high_watermark is None else {"high_watermark": high_watermark}
+        data = FetchRequestData(4, 1, 1, 1, max_wait_ms=100, **extra)
+        leader.handle(RaftRequest(correlation_id, 4, 1, data))
+        leader.poll_once()
+        return [m for m in leader.drain_outbound() if isinstance(m, RaftResponse)]
+
+    (answer,) = fetch(900, high_watermark=0)
+    assert answer.correlation_id == 900 and answer.data.high_watermark == 1 and answer.data.records == ()
+    (answer,) = fetch(901, high_watermark=-1)  # knows none yet
+    assert answer.data.high_watermark == 1
+    assert fetch(902, high_watermark=1) == [] and fetch(903) == []  # up to date / no v18: parked
+    cluster.time.sleep(100)
+    leader.poll_once()
+    answered = [m.correlation_id for m in leader.drain_outbound() if isinstance(m, RaftResponse)]
+    assert [c for c in answered if c >= 900] == [902, 903]  # at their max wait
+
+
+def test_a_follower_learns_the_high_watermark_without_waiting_for_a_parked_fetch():
+    """The follower's Fetch says its high watermark (-1 before it knows one), so after catching up it
+    learns the leader's at once (the truncation test's follower used to wait a parked fetch out)."""
+    cluster = Cluster()
+    start = cluster.time.milliseconds()
+    cluster.elect(1)
+    fetches = [m.data for m in cluster.delivered if isinstance(m.data, FetchRequestData) and m.source_id == 2]
+    assert fetches[0].high_watermark == -1
+    assert cluster.clients[2].high_watermark() == 1 and cluster.clients[3].high_watermark() == 1  # no time passed
+    assert cluster.time.milliseconds() == start

@@ -82,6 +82,16 @@ CASES = [
         FetchResponseData(NONE, LeaderIdAndEpoch(1, 4), 6, BATCHES),
         (17,),
     ),
+    (  # KIP-1166: v18 carries the fetching replica's high watermark (-1: it knows none)
+        FetchRequestData(2, 4, 6, 3, 500, 1 << 20, "cluster-1", uuid.UUID(int=12345), high_watermark=-1),
+        FetchResponseData(NONE, LeaderIdAndEpoch(1, 4), 6, BATCHES),
+        (18,),
+    ),
+    (
+        FetchRequestData(2, 4, 6, 3, 500, 1 << 20, "cluster-1", uuid.UUID(int=12345), high_watermark=5),
+        FetchResponseData(NONE, LeaderIdAndEpoch(1, 4), 6, BATCHES),
+        (18,),
+    ),
     (
         FetchSnapshotRequestData(2, 4, SnapshotId(100, 3), 0, 1 << 20, "cluster-1"),
         FetchSnapshotResponseData(SNAPSHOT_NOT_FOUND, LeaderIdAndEpoch(1, 4)),
@@ -123,6 +133,12 @@ def test_fetch_names_the_metadata_topic_by_id_from_v13():
     decoded = _wire(REQUESTS[1], 13, body)
     assert decoded["topics"][0]["topic_id"] == METADATA_TOPIC_ID
     assert decoded["topics"][0]["partitions"][0]["last_fetched_epoch"] == 3
+
+
+def test_fetch_before_v18_has_no_high_watermark():
+    """A peer below Fetch v18 sends none: the leader reads Long.MAX_VALUE (not stale, so the fetch may be held)."""
+    _, body = request_to_wire(FetchRequestData(2, 4, 6, 3, high_watermark=5))
+    assert request_from_wire(1, _wire(REQUESTS[1], 17, body)).high_watermark == (1 << 63) - 1
 
 
 def test_top_level_error_wins():
