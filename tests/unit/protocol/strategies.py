@@ -56,9 +56,17 @@ def struct_strategy(fields: tuple[Field, ...], version: int) -> st.SearchStrateg
     return st.fixed_dictionaries({f.name: field_strategy(f, version) for f in fields if version in f.versions})
 
 
+_MESSAGE_STRATEGIES: dict[tuple[MessageSchema, int], st.SearchStrategy[dict]] = {}
+
+
 def message_strategy(schema: MessageSchema, version: int) -> st.SearchStrategy[dict]:
-    """Random bodies of ``schema`` at ``version``: only the fields the version has, values of their wire types."""
-    return struct_strategy(schema.fields, version)
+    """Random bodies of ``schema`` at ``version``: only the fields the version has, values of their wire types.
+    Built once per schema (compared by identity) and version: Hypothesis validates a strategy on its first draw,
+    which for a fresh nested strategy on every example cost more than the draw itself (same draws either way)."""
+    strategy = _MESSAGE_STRATEGIES.get((schema, version))
+    if strategy is None:
+        strategy = _MESSAGE_STRATEGIES[(schema, version)] = struct_strategy(schema.fields, version)
+    return strategy
 
 
 def normalise(fields: tuple[Field, ...], version: int, body: dict) -> dict:
