@@ -8,7 +8,11 @@ partitions it now leads (they start loading) or no longer leads; the transaction
 The MetadataCache image is swapped, as in Kafka, *before* the replica changes are applied: the image, not the
 log directory, decides what Metadata shows, so a large topic creation is visible at once while its logs are
 created (a produce to a partition whose log does not exist yet waits up to ``CREATION_WAIT_S`` for it, then
-gets NOT_LEADER_OR_FOLLOWER, retriable). Exception: a delta changing ``__consumer_offsets`` or
+gets NOT_LEADER_OR_FOLLOWER, retriable). The replica changes are applied by the ReplicaManager's applier thread in
+metadata order (Kafka applies them on its publisher thread; here a delta's many log creations would hold back
+the next delta's image): the publisher waits for them only on the first publish (start-up) and for a partition
+of ``__consumer_offsets``, ``__transaction_state`` or ``__share_group_state``, whose coordinator reads the log
+next. Exception: a delta changing ``__consumer_offsets`` or
 ``__transaction_state`` partitions here is published after them, so clients find this broker as a group's or
 transaction's coordinator only once that partition answers COORDINATOR_LOAD_IN_PROGRESS or better (never
 NOT_COORDINATOR). Once the ReplicaManager is shut down no replica
@@ -80,15 +84,18 @@ class BrokerMetadataPublisher(MetadataPublisher):
         for topic in sorted(changed_configs):
             overrides = dict(new_image.topic_configs(topic))
             self.replica_manager.update_topic_config(topic, overrides)
-        if getattr(delta, "broker_changes", None):
-            self.replica_manager.apply_broker_changes(delta, new_image)
         changes = delta.topics.local_changes(self.node_id)
-        if not _touches_coordinator_topics(changes):
+        # The replica changes are applied by the ReplicaManager's applier thread in metadata order; the publisher
+        # waits for them only at start-up and for a coordinator's internal topic (its coordinator loads the log).
+        wait = not self.first_publish.is_set() or _touches_internal_topics(changes, _WAITED_TOPICS)
+        if getattr(delta, "broker_changes", None):
+            self.replica_manager.apply_broker_changes(delta, new_image, wait=wait)
+        if not _touches_internal_topics(changes, _COORDINATOR_TOPICS):
             # Kafka's order: the image decides what Metadata shows, before the logs of new partitions exist
             # (a produce meanwhile waits a little, then gets NOT_LEADER_OR_FOLLOWER, retriable).
             self.metadata_cache.set_image(new_image)
         if changes.deletes or changes.leaders or changes.followers:
-            self.replica_manager.apply_delta(changes, new_image)
+            self.replica_manager.apply_delta(changes, new_image, wait=wait)
         if self.scram_credentials is not None and (delta.scram_changes or not self.first_publish.is_set()):
             self.scram_credentials.update_from_image(new_image)
         if self.delegation_tokens is not None and (delta.delegation_token_changes or not self.first_publish.is_set()):
@@ -158,12 +165,12 @@ class BrokerMetadataPublisher(MetadataPublisher):
 
 
 _COORDINATOR_TOPICS = frozenset({GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME})
+#: the topics whose local changes the publisher waits for (their coordinators load the partition's log)
+_WAITED_TOPICS = _COORDINATOR_TOPICS | {SHARE_GROUP_STATE_TOPIC_NAME}
 
 
-def _touches_coordinator_topics(changes) -> bool:
-    """Whether the local changes of a delta include a partition of a coordinator's internal topic."""
+def _touches_internal_topics(changes, topics: frozenset[str]) -> bool:
+    """Whether the local changes of a delta include a partition of one of ``topics``."""
     return any(
-        topic in _COORDINATOR_TOPICS
-        for entries in (changes.deletes, changes.leaders, changes.followers)
-        for topic, _ in entries
+        topic in topics for entries in (changes.deletes, changes.leaders, changes.followers) for topic, _ in entries
     )

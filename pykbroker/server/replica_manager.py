@@ -25,11 +25,15 @@ moves to replicas on other brokers; here that happens only when a ``halt`` calla
 single-node broker passes none: with no other replica to take over, halting would only turn retriable
 errors into refused connections, so it stays up answering KAFKA_STORAGE_ERROR until it is restarted.
 
-Threading: ``_partitions`` and ``_offline`` are replaced copy-on-write under ``_lock`` (writers: the
-metadata publisher and the failure handler), so request handler threads read them without locking. A large
-metadata delta publishes ``_partitions`` every ``PUBLISH_CHUNK`` partitions it made ready; ``_creating`` (the
-partitions it is still to create) and the ``_published`` condition let a produce wait for a partition whose log
-is being created (``await_created``, at most ``CREATION_WAIT_S``).
+Threading: the metadata publisher queues each delta's replica changes (``apply_delta``, ``apply_broker_changes``);
+one applier thread (``ReplicaStateChangeApplier-<id>``, started while the queue is not empty) applies them in
+metadata order, so the publisher can publish the next image (a next CreateTopics batch) while the logs of the
+previous ones are created, and a later delete / leadership change of a partition is applied after its create.
+``_partitions`` and ``_offline`` are replaced copy-on-write under ``_lock`` (writers: the applier and the failure
+handler), so request handler threads read them without locking. A large metadata delta publishes ``_partitions``
+every ``PUBLISH_CHUNK`` partitions it made ready (fsynced first); ``_creating`` (the partitions the queued changes
+are still to create) and the ``_published`` condition let a produce wait for a partition whose log is being
+created (``await_created``, at most ``CREATION_WAIT_S``).
 """
 
 from __future__ import annotations
@@ -200,6 +204,15 @@ class FetchPartitionResult(NamedTuple):
     preferred_read_replica: int = -1
 
 
+class _StateChange(NamedTuple):
+    """One queued replica state change: ``apply()`` on the applier thread; ``creates``: the partitions it may
+    create; ``done``: set once applied or dropped."""
+
+    apply: Callable[[], None]
+    creates: list[tuple[str, int]]
+    done: threading.Event
+
+
 class ReplicaManager:
     def __init__(
         self,
@@ -235,6 +248,13 @@ class ReplicaManager:
         #: created); ``_published`` is notified each time a chunk of them is published in ``_partitions``
         self._creating: frozenset[tuple[str, int]] = frozenset()
         self._published = threading.Condition(threading.Lock())
+        #: the replica state changes not yet applied, in metadata order (``_submit``), and the applier thread
+        #: running them (None while there is none); ``_pending_creates`` counts, per partition not hosted when
+        #: its change was queued, the queued changes that will create it (``_creating`` is its key set)
+        self._queue_lock = threading.Lock()
+        self._state_changes: collections.deque[_StateChange] = collections.deque()
+        self._applier: threading.Thread | None = None
+        self._pending_creates: collections.Counter[tuple[str, int]] = collections.Counter()
         self.produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(
             "Produce", node_id, config[PRODUCER_PURGATORY_PURGE_INTERVAL_REQUESTS_CONFIG], time=time
         )
@@ -472,9 +492,65 @@ class ReplicaManager:
     def partitions(self) -> list[Partition]:
         return list(self._partitions.values())
 
-    def apply_delta(self, changes, image) -> None:
-        """Apply the local replica changes of one metadata delta (BrokerMetadataPublisher thread). After
-        ``shutdown`` nothing is applied (no log is created or deleted)."""
+    def apply_delta(self, changes, image, wait: bool = True) -> None:
+        """Apply the local replica changes of one metadata delta (``changes.deletes``: ``{(topic, partition)}``;
+        ``changes.leaders`` / ``changes.followers``: ``{(topic, partition): (topic_id, PartitionRegistration)}``).
+
+        Called by the BrokerMetadataPublisher thread: the changes are queued for the applier thread, which applies
+        every queued change in metadata order (so a later delete or leader/follower change of a partition always
+        wins over an earlier create); ``wait`` (the default) returns once this one is applied, else at once (the
+        partitions it creates answer produces as :meth:`await_created` says meanwhile). After ``shutdown``
+        nothing is applied (no log is created or deleted)."""
+        creates = [
+            tp for entries in (changes.leaders, changes.followers) for tp in entries if tp not in self._partitions
+        ]
+        self._submit(functools.partial(self._apply_delta_now, changes, image), creates, wait)
+
+    def _submit(self, change: Callable[[], None], creates: list[tuple[str, int]], wait: bool) -> None:
+        """Queue ``change`` for the applier thread (started when there is none; it ends when the queue is empty),
+        with ``creates`` the partitions it may create (``_creating`` until it is applied); ``wait``: until applied
+        (or dropped by ``shutdown``)."""
+        done = threading.Event()
+        with self._queue_lock:
+            if self._shutting_down.is_set():
+                return
+            self._pending_creates.update(creates)
+            if creates:
+                self._set_creating(frozenset(self._pending_creates))
+            self._state_changes.append(_StateChange(change, creates, done))
+            if self._applier is None:
+                self._applier = threading.Thread(
+                    target=self._run_state_changes, name=f"ReplicaStateChangeApplier-{self.node_id}", daemon=True
+                )
+                self._applier.start()
+        if wait:
+            done.wait()
+
+    def _run_state_changes(self) -> None:
+        """The applier thread: apply the queued state changes in order until the queue is empty."""
+        while True:
+            with self._queue_lock:
+                if not self._state_changes:
+                    self._applier = None
+                    return
+                item = self._state_changes.popleft()
+            try:
+                item.apply()
+            except Exception as e:  # the later changes must still be applied
+                self.log.error(f"Error applying a replica state change: {e!r}", exc_info=True)
+            finally:
+                self._finish(item)
+
+    def _finish(self, item: _StateChange) -> None:
+        with self._queue_lock:
+            if item.creates:
+                self._pending_creates.subtract(item.creates)
+                self._pending_creates = +self._pending_creates
+                self._set_creating(frozenset(self._pending_creates))
+        item.done.set()
+
+    def _apply_delta_now(self, changes, image) -> None:
+        """The applier thread's :meth:`apply_delta`."""
         with self._lock:
             if self._shutting_down.is_set():
                 return
@@ -491,9 +567,6 @@ class ReplicaManager:
             offline = set(self._offline)
             offline.difference_update(changes.deletes)
             touched = []
-            self._set_creating(
-                frozenset(tp for entries in (changes.leaders, changes.followers) for tp in entries if tp not in parts)
-            )
             unpublished = 0
             # The delta's leader-epoch checkpoints (and other atomic writes) are fsynced together before each publish.
             with deferred_sync() as sync_batch:
@@ -523,7 +596,7 @@ class ReplicaManager:
                     self._flush_created(sync_batch)
                     self._partitions = parts
                     self._offline = frozenset(offline)
-                    self._set_creating(frozenset())
+                    self._notify_published()
                     if start_fetching:
                         self.replica_fetcher_manager.add_fetcher_for_partitions(start_fetching)
             # Kafka's applyDelta: a thread left without partitions (its leader lost them) stops now,
@@ -618,10 +691,14 @@ class ReplicaManager:
         if actual is not None and reg.directory(self.node_id) != actual:
             self.on_assignment(topic_id, index, actual, "Applying metadata delta")
 
-    def apply_broker_changes(self, delta, image) -> None:
+    def apply_broker_changes(self, delta, image, wait: bool = True) -> None:
         """Broker registrations changed in a metadata delta (BrokerMetadataPublisher thread, before
-        ``apply_delta``): fetchers whose leader, or this broker, came back reconnect at once
-        (``ReplicaFetcherManager.on_broker_changes``)."""
+        ``apply_delta``): fetchers whose leader, or this broker, came back reconnect
+        (``ReplicaFetcherManager.on_broker_changes``), queued after the earlier deltas' changes as
+        :meth:`apply_delta` (``wait`` likewise)."""
+        self._submit(functools.partial(self._apply_broker_changes_now, delta, image), [], wait)
+
+    def _apply_broker_changes_now(self, delta, image) -> None:
         if self._shutting_down.is_set():
             return
         self.replica_fetcher_manager.on_broker_changes(
@@ -1209,6 +1286,14 @@ class ReplicaManager:
         """Stop applying metadata (an apply_delta in progress stops at its next partition and is
         waited for: no log is created after this returns), the failure handler and the purgatories."""
         self._shutting_down.set()
+        with self._queue_lock:
+            dropped = list(self._state_changes)
+            self._state_changes.clear()
+            applier = self._applier
+        for item in dropped:
+            self._finish(item)
+        if applier is not None and applier is not threading.current_thread():
+            applier.join()
         with self._lock:
             pass
         self.replica_fetcher_manager.shutdown()
