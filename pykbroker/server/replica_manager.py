@@ -211,6 +211,36 @@ class _StateChange(NamedTuple):
     apply: Callable[[], None]
     creates: list[tuple[str, int]]
     done: threading.Event
+    #: ``(changes, image)`` of an ``apply_delta`` (None: another change), so consecutive deltas are merged
+    delta: tuple | None = None
+
+
+class _MergedChanges(NamedTuple):
+    """The local replica changes of consecutive metadata deltas, as one delta's (:func:`merge_local_changes`)."""
+
+    deletes: set
+    leaders: dict
+    followers: dict
+
+
+def merge_local_changes(batch: list) -> _MergedChanges:
+    """Merge the local changes of consecutive deltas (oldest first) as if applied one after the other: a
+    partition deleted in any of them is in ``deletes`` (applied first, as within one delta), and its last
+    leader or follower change after its last delete, if any, in ``leaders`` / ``followers``."""
+    deletes: set = set()
+    last: dict = {}
+    for changes in batch:
+        for tp in changes.deletes:
+            deletes.add(tp)
+            last.pop(tp, None)
+        for kind, entries in (("leader", changes.leaders), ("follower", changes.followers)):
+            for tp, change in entries.items():
+                last[tp] = (kind, change)
+    return _MergedChanges(
+        deletes,
+        {tp: change for tp, (kind, change) in last.items() if kind == "leader"},
+        {tp: change for tp, (kind, change) in last.items() if kind == "follower"},
+    )
 
 
 class ReplicaManager:
@@ -504,9 +534,11 @@ class ReplicaManager:
         creates = [
             tp for entries in (changes.leaders, changes.followers) for tp in entries if tp not in self._partitions
         ]
-        self._submit(functools.partial(self._apply_delta_now, changes, image), creates, wait)
+        self._submit(functools.partial(self._apply_delta_now, changes, image), creates, wait, (changes, image))
 
-    def _submit(self, change: Callable[[], None], creates: list[tuple[str, int]], wait: bool) -> None:
+    def _submit(
+        self, change: Callable[[], None], creates: list[tuple[str, int]], wait: bool, delta: tuple | None = None
+    ) -> None:
         """Queue ``change`` for the applier thread (started when there is none; it ends when the queue is empty),
         with ``creates`` the partitions it may create (``_creating`` until it is applied); ``wait``: until applied
         (or dropped by ``shutdown``)."""
@@ -517,7 +549,7 @@ class ReplicaManager:
             self._pending_creates.update(creates)
             if creates:
                 self._set_creating(frozenset(self._pending_creates))
-            self._state_changes.append(_StateChange(change, creates, done))
+            self._state_changes.append(_StateChange(change, creates, done, delta))
             if self._applier is None:
                 self._applier = threading.Thread(
                     target=self._run_state_changes, name=f"ReplicaStateChangeApplier-{self.node_id}", daemon=True
@@ -533,13 +565,21 @@ class ReplicaManager:
                 if not self._state_changes:
                     self._applier = None
                     return
-                item = self._state_changes.popleft()
+                items = [self._state_changes.popleft()]
+                # Consecutive deltas queued meanwhile are applied as one (one fsync pass per chunk, not per delta).
+                while items[0].delta is not None and self._state_changes and self._state_changes[0].delta is not None:
+                    items.append(self._state_changes.popleft())
             try:
-                item.apply()
+                if len(items) == 1:
+                    items[0].apply()
+                else:
+                    merged = merge_local_changes([item.delta[0] for item in items if item.delta is not None])
+                    self._apply_delta_now(merged, items[-1].delta[1] if items[-1].delta is not None else None)
             except Exception as e:  # the later changes must still be applied
                 self.log.error(f"Error applying a replica state change: {e!r}", exc_info=True)
             finally:
-                self._finish(item)
+                for item in items:
+                    self._finish(item)
 
     def _finish(self, item: _StateChange) -> None:
         with self._queue_lock:

@@ -121,3 +121,36 @@ def test_shutdown_drops_the_queued_changes(node):
     assert not stopping.is_alive()
     assert node.broker.log_manager.get_log("t", 0) is None
     assert node.rm._creating == frozenset()
+
+
+def test_merged_changes_keep_the_last_change_of_each_partition():
+    from types import SimpleNamespace
+
+    from pykbroker.server.replica_manager import merge_local_changes
+
+    def changes(deletes=(), leaders=None, followers=None):
+        return SimpleNamespace(deletes=set(deletes), leaders=leaders or {}, followers=followers or {})
+
+    merged = merge_local_changes(
+        [
+            changes(leaders={("a", 0): "a1", ("b", 0): "b1", ("c", 0): "c1"}),
+            changes(deletes={("a", 0)}, followers={("b", 0): "b2"}),
+            changes(deletes={("c", 0)}, leaders={("c", 0): "c3"}),  # deleted, then re-created (a new topic id)
+        ]
+    )
+    assert merged.deletes == {("a", 0), ("c", 0)}
+    assert merged.leaders == {("c", 0): "c3"}
+    assert merged.followers == {("b", 0): "b2"}
+
+
+def test_queued_deltas_are_applied_as_one(node):
+    _block_applier(node)
+    for i in range(3):
+        topic_id = uuid.UUID(int=50 + i)
+        _publish(node, topic_record(f"t{i}", topic_id), partition_record(topic_id, 0, [1], [1], 1))
+    applied: list = []
+    real = node.rm._apply_delta_now
+    node.rm._apply_delta_now = lambda changes, image: (applied.append(sorted(changes.leaders)), real(changes, image))
+    _applied(node)
+    assert applied == [[("t0", 0), ("t1", 0), ("t2", 0)]]
+    assert all(node.rm.get_partition(f"t{i}", 0).is_leader for i in range(3))
