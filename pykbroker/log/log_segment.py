@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import NamedTuple
 
 from pykbroker.log.fetch_data_info import FetchDataInfo, LogOffsetMetadata
 from pykbroker.log.lazy_index import LazyIndex
@@ -43,17 +42,6 @@ _log = get_logger("LogSegment")
 
 class LogSegmentOffsetOverflowError(Exception):
     """An offset cannot be stored as an int32 delta from the segment's base offset."""
-
-
-class RollParams(NamedTuple):
-    """Inputs of :meth:`LogSegment.should_roll` (Kafka's ``RollParams``)."""
-
-    max_segment_ms: int
-    max_segment_bytes: int
-    max_timestamp_in_messages: int
-    max_offset_in_messages: int
-    messages_size: int
-    now: int
 
 
 class LogSegment:
@@ -387,13 +375,7 @@ class LogSegment:
         return last_entry
 
     # -- rolling ------------------------------------------------------------------------------
-    def should_roll(self, params: RollParams) -> bool:
-        """Kafka's roll conditions: the append would pass ``segment.bytes``; the segment is non-empty
-        and older than ``segment.ms`` minus this segment's jitter; an index is full; or the incoming
-        last offset does not fit a 4-byte delta from the base offset."""
-        return self.should_roll_for(*params)
-
-    def should_roll_for(
+    def should_roll(
         self,
         max_segment_ms: int,
         max_segment_bytes: int,
@@ -402,8 +384,11 @@ class LogSegment:
         messages_size: int,
         now: int,
     ) -> bool:
-        """:meth:`should_roll` with RollParams' fields as arguments, in its order (the per-append path builds
-        no tuple)."""
+        """Kafka's roll conditions (``LogSegment.shouldRoll``; the arguments are its ``RollParams`` fields, passed
+        one by one so the per-append path builds no tuple; times in ms, sizes in bytes): the append of
+        ``messages_size`` bytes would pass ``max_segment_bytes``; the segment is non-empty and older than
+        ``max_segment_ms`` minus this segment's jitter; an index is full; or ``max_offset_in_messages`` does not fit
+        a 4-byte delta from the base offset."""
         size = self.size
         return (
             size > max_segment_bytes - messages_size

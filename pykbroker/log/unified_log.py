@@ -603,7 +603,7 @@ class UnifiedLog:
     def _maybe_roll(self, messages_size: int, max_timestamp: int, first_offset: int, last_offset: int) -> LogSegment:
         segment = self._segments.active_segment
         now = self._time.milliseconds()
-        if segment.should_roll_for(
+        if segment.should_roll(
             self._max_segment_ms(), self._config.segment_bytes, max_timestamp, last_offset, messages_size, now
         ):
             self._log.debug(

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from pykbroker.log.log_config import LogConfig
-from pykbroker.log.log_segment import LogSegment, RollParams
+from pykbroker.log.log_segment import LogSegment
 from pykbroker.record.default_record_batch import iter_batches
 from pykbroker.utils.time import MockTime
 from tests.unit.log.log_test_utils import make_batch
@@ -113,27 +113,27 @@ def test_should_roll_by_size_time_and_offset(tmp_path, time):
         "messages_size": SIZE,
         "now": time.milliseconds(),
     }
-    assert not seg.should_roll(RollParams(**params))
+    assert not seg.should_roll(**params)
     append_batches(seg, 9)
-    assert not seg.should_roll(RollParams(**params))
+    assert not seg.should_roll(**params)
     append_batches(seg, 1, start=18)
-    assert seg.should_roll(RollParams(**params))  # size
+    assert seg.should_roll(**params)  # size
     seg2 = open_segment(tmp_path, time, base=1000)
     append_batches(seg2, 1, start=1000, ts=5000)
     p = dict(params, max_offset_in_messages=1001)
-    assert not seg2.should_roll(RollParams(**dict(p, max_timestamp_in_messages=15_000)))
-    assert seg2.should_roll(RollParams(**dict(p, max_timestamp_in_messages=15_001)))  # segment.ms by timestamps
-    assert seg2.should_roll(RollParams(**dict(p, max_offset_in_messages=1000 + (1 << 31))))  # offset overflow
+    assert not seg2.should_roll(**dict(p, max_timestamp_in_messages=15_000))
+    assert seg2.should_roll(**dict(p, max_timestamp_in_messages=15_001))  # segment.ms by timestamps
+    assert seg2.should_roll(**dict(p, max_offset_in_messages=1000 + (1 << 31)))  # offset overflow
 
 
 def test_roll_by_wall_clock_without_timestamps(tmp_path, time):
     seg = open_segment(tmp_path, time)
     data = make_batch(0, 1, 10, max_timestamp=-1)
     seg.append(0, -1, 0, data)
-    params = RollParams(10_000, 1 << 30, -1, 1, 71, time.milliseconds())
-    assert not seg.should_roll(params)
+    params = (10_000, 1 << 30, -1, 1, 71)  # max_segment_ms, max_segment_bytes, max timestamp, max offset, size
+    assert not seg.should_roll(*params, now=time.milliseconds())
     time.sleep(10_001)
-    assert seg.should_roll(params._replace(now=time.milliseconds()))
+    assert seg.should_roll(*params, now=time.milliseconds())
 
 
 def test_truncate_to(tmp_path, time):
