@@ -140,7 +140,8 @@ class LogManager:
         self.producer_id_expiration_check_ms = producer_id_expiration_check_ms
         #: ``transaction.partition.verification.enable`` (KIP-890 part 1), set on each log's producer state
         self.transaction_verification_enabled = transaction_verification_enabled
-        #: ``num.recovery.threads.per.data.dir``: the threads per log dir that flush and close logs at shutdown
+        #: ``num.recovery.threads.per.data.dir``: the threads per log dir that load logs at start-up and flush and
+        #: close them at shutdown
         self.num_recovery_threads_per_data_dir = max(1, num_recovery_threads_per_data_dir)
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, UnifiedLog] = {}

@@ -12,7 +12,8 @@ feature, e.g. Kerberos or remote storage, is not enabled):
   the ReplicaManager's replication throttles (KIP-73, :mod:`pykbroker.server.quotas.replication_quota_manager`).
 * **DynamicThreadPool**: ``num.io.threads`` resizes the request handler pool, ``num.replica.fetchers`` the
   replica fetcher threads per source broker (partitions are spread again); ``num.recovery.threads.per.data.dir``
-  the LogManager's threads per log dir closing logs at shutdown; ``background.threads`` is validated and stored;
+  the LogManager's threads per log dir closing logs at shutdown (loading ran at start-up);
+  ``background.threads`` is validated and stored;
 * **DataPlaneAcceptor**: ``num.network.threads`` (or ``listener.name.<l>.num.network.threads``) adds
   Processors to a live listener or removes the newest ones (their connections are closed, clients
   reconnect), as Kafka's ``addProcessors``/``removeProcessors``;

@@ -369,7 +369,6 @@ SERVER_LOG_CONFIG_DEF = (
         1,
         at_least(1),
         H,
-        "Number of threads per data directory for log recovery at start-up and flushing at shutdown. pykbroker "
-        "uses them to flush and close the logs at shutdown; start-up recovery runs on one thread.",
+        "Number of threads per data directory for log recovery at start-up and flushing at shutdown.",
     )
 )
