@@ -573,8 +573,8 @@ class ReplicaManager:
                 if len(items) == 1:
                     items[0].apply()
                 else:
-                    merged = merge_local_changes([item.delta[0] for item in items if item.delta is not None])
-                    self._apply_delta_now(merged, items[-1].delta[1] if items[-1].delta is not None else None)
+                    deltas = [item.delta for item in items if item.delta is not None]  # all of them (see above)
+                    self._apply_delta_now(merge_local_changes([changes for changes, _ in deltas]), deltas[-1][1])
             except Exception as e:  # the later changes must still be applied
                 self.log.error(f"Error applying a replica state change: {e!r}", exc_info=True)
             finally:
