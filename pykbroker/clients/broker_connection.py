@@ -26,6 +26,14 @@ without waiting for this thread. A follower's 1 MB fetch answer thus costs one w
 instead of one per send-buffer's worth (each a scheduling delay on a loaded machine); the bytes read, the
 timeouts (each wait is still bounded by ``timeout``) and the protocol are unchanged.
 
+With ``reuse_receive_buffer`` (the ReplicaFetcherThread's connection, issue 31) every response is read into one
+buffer kept by the connection, grown (never shrunk) when a larger one comes, instead of a fresh zeroed ~1 MB
+``bytearray`` per fetch answer; :meth:`BrokerConnection.receive_frame` then returns a ``memoryview`` of it, and the
+decoded response's ``records`` are views of it too. The buffer is refilled only when nothing refers to it any more:
+a reference to its memory is a buffer export (a ``memoryview``), and while one is alive (a caller kept a view of an
+earlier answer) the next response goes to a new buffer, which the connection keeps from then on; a view taken from
+an answer thus never sees a later one.
+
 Each such wait also sets ``TCP_QUICKACK`` (Linux): the answer's segments are acknowledged as they arrive. Without
 it Linux delays some ACKs on this request/response connection (its delayed-ACK "pingpong" mode, which it enters
 as this side sends each request soon after an answer), and a broker whose send buffer (``socket.send.buffer.bytes``,
@@ -44,13 +52,14 @@ import struct
 import time
 from collections.abc import Callable
 
-from pykbroker.network.channel import UNLIMITED, NetworkReceive, NetworkSend, quickack
+from pykbroker.network.channel import UNLIMITED, InvalidReceiveError, NetworkReceive, NetworkSend, quickack
 from pykbroker.protocol import decode_response, encode_request, errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.protocol.header import response_header_version
 from pykbroker.security.client_security import PLAINTEXT, ClientSecurity
 
 _CORR = struct.Struct(">i")
+_SIZE = struct.Struct(">i")
 #: A response body up to this size (bytes) is allocated whole when its size prefix arrives and read in place (a
 #: follower's 1 MB fetch answer is not copied as its buffer grows); a larger one starts here and grows.
 RESPONSE_INITIAL_CHUNK_BYTES = 16 * 1024 * 1024
@@ -81,6 +90,17 @@ class ConnectionClosedError(ConnectionError):
     pass
 
 
+def _exported(buf: bytearray) -> bool:
+    """Whether a live buffer export (a ``memoryview``) refers to ``buf``: a resize fails then (O(1): appending a byte
+    to a bytearray only reallocates beyond its spare capacity)."""
+    try:
+        buf.append(0)
+    except BufferError:
+        return True
+    del buf[-1]
+    return False
+
+
 def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
     """``"h1:9092, [::1]:9093"`` -> ``[("h1", 9092), ("::1", 9093)]`` (Kafka's ClientUtils.parseAndValidateAddresses:
     a bad entry raises ValueError naming it)."""
@@ -107,10 +127,12 @@ class BrokerConnection:
         timeout: float = 30.0,
         security: ClientSecurity = PLAINTEXT,
         on_socket: Callable[[socket.socket], None] | None = None,
+        reuse_receive_buffer: bool = False,
     ):
         """Connect to ``host:port`` (TLS handshake and SASL included), every blocking call bounded by
         ``timeout`` seconds. ``on_socket(sock)`` is called with each socket before its connect (see the
-        module docstring). Raises OSError (the connect's, ``TimeoutError``, ``ssl.SSLError``) or
+        module docstring). ``reuse_receive_buffer``: read every response into one buffer (module docstring).
+        Raises OSError (the connect's, ``TimeoutError``, ``ssl.SSLError``) or
         SaslAuthenticationError."""
         sock = _connect(host, port, timeout, on_socket)
         try:
@@ -126,6 +148,9 @@ class BrokerConnection:
         self.security = security
         #: the socket's SO_RCVLOWAT as last set (bytes); None: not used on this socket (TLS, or refused by the OS)
         self._low_water: int | None = None if isinstance(self.sock, ssl.SSLSocket) else 1
+        #: ``reuse_receive_buffer``: the buffer responses are read into (None: a new one per response)
+        self._receive_buffer: bytearray | None = bytearray(0) if reuse_receive_buffer else None
+        self._size_buf = bytearray(4)
         #: KIP-368: when (time.monotonic()) to re-authenticate before the next request, None: never
         self.reauth_at: float | None = None
         if security.sasl_mechanism is not None:
@@ -198,9 +223,13 @@ class BrokerConnection:
         while not send.write_to(self.sock):  # blocking socket: each pass writes at least one byte
             pass
 
-    def receive_frame(self) -> bytearray:
-        """Read one size-prefixed frame; returns its body. Raises ConnectionClosedError when the broker
-        closes the connection, ``TimeoutError`` after ``timeout`` without data."""
+    def receive_frame(self) -> bytearray | memoryview:
+        """Read one size-prefixed frame; returns its body (a ``memoryview`` of the connection's buffer with
+        ``reuse_receive_buffer``: valid until the next frame is read, see the module docstring). Raises
+        ConnectionClosedError when the broker closes the connection, ``TimeoutError`` after ``timeout`` without
+        data, InvalidReceiveError for a negative size."""
+        if self._receive_buffer is not None:
+            return self._receive_into_buffer()
         receive = NetworkReceive(UNLIMITED, initial_chunk=RESPONSE_INITIAL_CHUNK_BYTES)
         await_bytes = self._await_bytes if self._low_water is not None else None
         try:
@@ -214,6 +243,49 @@ class BrokerConnection:
         payload = receive.payload
         assert payload is not None  # set once the receive is complete
         return payload
+
+    def _receive_into_buffer(self) -> memoryview:
+        """:meth:`receive_frame` into the reused buffer (``reuse_receive_buffer``)."""
+        sock = self.sock
+        size_buf = self._size_buf
+        read = 0
+        while read < 4:
+            n = sock.recv_into(memoryview(size_buf)[read:], 4 - read)
+            if n == 0:
+                where = f"after {read} of 4 size bytes" if read else "by broker"
+                raise ConnectionClosedError(f"connection closed {where}")
+            read += n
+        size = _SIZE.unpack(size_buf)[0]
+        if size < 0:
+            raise InvalidReceiveError(f"Invalid receive (size = {size})")
+        buf = self._buffer_for(size)
+        view = memoryview(buf)[:size]
+        await_bytes = self._await_bytes if self._low_water is not None else None
+        read = 0
+        try:
+            while read < size:
+                if await_bytes is not None:
+                    await_bytes(size - read)
+                n = sock.recv_into(view[read:], size - read)
+                if n == 0:
+                    raise ConnectionClosedError(f"connection closed by broker after {read} of {size} frame bytes")
+                read += n
+        except BaseException:
+            view.release()
+            raise
+        finally:
+            if self._low_water is not None and self._low_water != 1:
+                self._set_low_water(1)
+        return view
+
+    def _buffer_for(self, size: int) -> bytearray:
+        """The reused buffer, at least ``size`` bytes: a new one when it is too small or still referred to
+        (exported to a live ``memoryview``: the bytes of an earlier answer someone kept). Zeroed only when made."""
+        buf = self._receive_buffer
+        assert buf is not None
+        if len(buf) < size or _exported(buf):
+            buf = self._receive_buffer = bytearray(size)
+        return buf
 
     def _await_bytes(self, remaining: int) -> None:
         """Before each blocking read of a frame body with ``remaining`` bytes still due: the socket's low-water mark

@@ -285,6 +285,10 @@ class ReplicaFetcherThread(threading.Thread):
             self._work.wait(self.backoff_ms / 1000)
 
     def _connection(self) -> BrokerConnection:
+        """The connection to the leader, made when there is none. It reads every answer into one reused buffer
+        (``reuse_receive_buffer``, issue 31: no fresh zeroed ~1 MB buffer per fetch answer); the answer's record
+        views are dropped once it is applied (``_maybe_fetch`` returns), and the connection never refills a buffer
+        a live view still refers to."""
         if self._conn is not None and self._reset_reason is not None:
             reason = self._take_reset_reason()
             self.log.info(f"Reconnecting to broker {self.source.id}: {reason}")
@@ -300,6 +304,7 @@ class ReplicaFetcherThread(threading.Thread):
                     timeout=self.socket_timeout_s,
                     security=self.replica_manager.inter_broker_security,
                     on_socket=self._register_socket,
+                    reuse_receive_buffer=True,
                 )
             except BaseException:
                 self._release_interrupt_handle()

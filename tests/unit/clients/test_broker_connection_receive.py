@@ -11,6 +11,7 @@ import socket
 import struct
 import threading
 import time
+import uuid
 
 import pytest
 
@@ -199,4 +200,74 @@ def test_request_answer_rounds_behind_a_small_send_buffer_need_no_retransmission
         total_retrans = total_retransmissions(peer)
         assert total_retrans <= rounds // 6, f"{total_retrans} retransmissions in {rounds} answers"
     finally:
+        conn.close()
+
+
+def reusing(broker: Broker, timeout: float = 5.0) -> BrokerConnection:
+    return BrokerConnection("127.0.0.1", broker.port, timeout=timeout, reuse_receive_buffer=True)
+
+
+def test_reused_buffer_is_refilled_only_when_no_view_of_it_is_alive(broker):
+    """``reuse_receive_buffer`` (the replica fetcher's connection, issue 31): answers are read into one buffer, not a
+    fresh zeroed one per answer, but a view kept from an answer never sees a later one: while it is alive the next
+    answer goes to a new buffer (kept from then on); a larger answer grows the buffer."""
+    a, b, c, d = body_of(300_000, 1), body_of(300_000, 2), body_of(300_000, 3), body_of(700_000, 4)
+    conn = reusing(broker)
+    sender = broker.send(frame(a) + frame(b) + frame(c) + frame(d))
+    try:
+        first = conn.receive_frame()
+        assert isinstance(first, memoryview) and first == a
+        second = conn.receive_frame()  # ``first`` is alive: a new buffer, ``first`` untouched
+        assert second == b and first == a
+        assert first.obj is not second.obj
+        buffer = second.obj
+        del first, second
+        third = conn.receive_frame()  # nothing refers to the buffer any more: refilled in place
+        assert third == c and third.obj is buffer
+        del third
+        fourth = conn.receive_frame()  # larger than the buffer: grown
+        assert fourth == d and len(fourth.obj) >= len(d)
+    finally:
+        sender.join(5)
+        conn.close()
+
+
+def test_reused_buffer_keeps_decoded_records_of_a_kept_answer(broker):
+    """The decoded response's ``records`` are views of the buffer: a caller keeping them across the next receive
+    still reads its own answer's records; once dropped, the next answer reuses the buffer."""
+    from pykbroker.protocol import encode_response
+    from pykbroker.protocol.api_keys import ApiKeys
+
+    def answer(correlation_id: int, records: bytes) -> bytes:
+        body = {
+            "error_code": 0,
+            "session_id": 1,
+            "responses": [
+                {
+                    "topic_id": uuid.UUID(int=7),
+                    "partitions": [{"partition_index": 0, "high_watermark": 5, "records": records}],
+                }
+            ],
+        }
+        return encode_response(ApiKeys.FETCH, 15, correlation_id, body)
+
+    records = [body_of(200_000, seed) for seed in (5, 6, 7)]
+    conn = reusing(broker)
+    sender = broker.send(b"".join(answer(i, r) for i, r in enumerate(records)))
+    try:
+
+        def receive(correlation_id: int):
+            conn.pending.append((correlation_id, ApiKeys.FETCH, 15))
+            return conn.receive()[1]["responses"][0]["partitions"][0]["records"]
+
+        kept = receive(0)
+        second = receive(1)  # ``kept`` is alive: read into a new buffer, which the connection keeps
+        assert second == records[1] and kept == records[0]
+        assert kept.obj is not second.obj
+        buffer = second.obj
+        del kept, second
+        third = receive(2)
+        assert third == records[2] and third.obj is buffer
+    finally:
+        sender.join(5)
         conn.close()

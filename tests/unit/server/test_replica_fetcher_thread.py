@@ -89,7 +89,7 @@ class FakeLeader:
         self.blocking = False
         self.blocked = threading.Event()
 
-    def connect(self, host, port, *, client_id, timeout, security, on_socket):
+    def connect(self, host, port, *, client_id, timeout, security, on_socket, reuse_receive_buffer=False):
         assert (host, port) == ("leader", 9092) and client_id == "broker-1-fetcher-0"
         conn = FakeConnection(self, on_socket, self.blocking)
         self.connections.append(conn)
