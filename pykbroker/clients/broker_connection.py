@@ -279,12 +279,15 @@ class BrokerConnection:
         return view
 
     def _buffer_for(self, size: int) -> bytearray:
-        """The reused buffer, at least ``size`` bytes: a new one when it is too small or still referred to
-        (exported to a live ``memoryview``: the bytes of an earlier answer someone kept). Zeroed only when made."""
+        """The reused buffer, at least ``size`` bytes: a new one when it is too small (with an eighth more, so that
+        answers of about the same size do not each grow it again) or still referred to (exported to a live
+        ``memoryview``: the bytes of an earlier answer someone kept). Zeroed only when made."""
         buf = self._receive_buffer
         assert buf is not None
-        if len(buf) < size or _exported(buf):
-            buf = self._receive_buffer = bytearray(size)
+        if len(buf) < size:
+            buf = self._receive_buffer = bytearray(size + (size >> 3))
+        elif _exported(buf):
+            buf = self._receive_buffer = bytearray(len(buf))
         return buf
 
     def _await_bytes(self, remaining: int) -> None:

@@ -210,10 +210,12 @@ def reusing(broker: Broker, timeout: float = 5.0) -> BrokerConnection:
 def test_reused_buffer_is_refilled_only_when_no_view_of_it_is_alive(broker):
     """``reuse_receive_buffer`` (the replica fetcher's connection, issue 31): answers are read into one buffer, not a
     fresh zeroed one per answer, but a view kept from an answer never sees a later one: while it is alive the next
-    answer goes to a new buffer (kept from then on); a larger answer grows the buffer."""
+    answer goes to a new buffer (kept from then on); a larger answer grows the buffer, with room for answers a little
+    larger still."""
     a, b, c, d = body_of(300_000, 1), body_of(300_000, 2), body_of(300_000, 3), body_of(700_000, 4)
+    e = body_of(750_000, 5)
     conn = reusing(broker)
-    sender = broker.send(frame(a) + frame(b) + frame(c) + frame(d))
+    sender = broker.send(frame(a) + frame(b) + frame(c) + frame(d) + frame(e))
     try:
         first = conn.receive_frame()
         assert isinstance(first, memoryview) and first == a
@@ -225,8 +227,12 @@ def test_reused_buffer_is_refilled_only_when_no_view_of_it_is_alive(broker):
         third = conn.receive_frame()  # nothing refers to the buffer any more: refilled in place
         assert third == c and third.obj is buffer
         del third
-        fourth = conn.receive_frame()  # larger than the buffer: grown
-        assert fourth == d and len(fourth.obj) >= len(d)
+        fourth = conn.receive_frame()  # larger than the buffer: grown, with an eighth to spare
+        assert fourth == d and len(fourth.obj) == len(d) + len(d) // 8
+        buffer = fourth.obj
+        del fourth
+        fifth = conn.receive_frame()  # a little larger again: fits the spare room
+        assert fifth == e and fifth.obj is buffer
     finally:
         sender.join(5)
         conn.close()
