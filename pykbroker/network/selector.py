@@ -11,7 +11,8 @@ Mirrors ``org.apache.kafka.common.network.Selector`` (server side), over ``selec
   when the owner may be blocked in ``epoll_wait``: the owner calls ``prepare_to_block()`` *before* its
   last check for pending work (response queue, new connections), so a waker that finds the flag clear
   knows the owner will still see its work before blocking (one eventfd write per wait, not per
-  response);
+  response). The eventfd is registered edge-triggered and never read: every write raises a new edge
+  (the kernel wakes its pollers on each write), so a wake-up costs the poller no ``read``;
 * memory pressure: a channel whose next frame the ``memory_pool`` cannot hold mutes itself; once the
   pool has memory again, the next poll unmutes every channel not explicitly muted (Kafka's
   ``outOfMemory`` handling).
@@ -46,7 +47,14 @@ from collections.abc import Callable
 from time import perf_counter_ns
 from typing import Any, cast
 
-from pykbroker.network.channel import UNLIMITED, InvalidReceiveError, KafkaChannel, NetworkReceive, NetworkSend
+from pykbroker.network.channel import (
+    UNLIMITED,
+    ChannelMuteState,
+    InvalidReceiveError,
+    KafkaChannel,
+    NetworkReceive,
+    NetworkSend,
+)
 from pykbroker.network.memory_pool import NONE as _UNBOUNDED_POOL
 from pykbroker.network.memory_pool import MemoryPool
 from pykbroker.network.ssl_transport import SslTransportLayer
@@ -68,6 +76,8 @@ LOCAL_CLOSE = "LOCAL_CLOSE"
 READY = "READY"  # remote close / error after the channel was ready
 NOT_CONNECTED = "NOT_CONNECTED"  # a client connection that could not be established
 AUTHENTICATION_FAILED = "AUTHENTICATION_FAILED"  # a client connection whose TLS handshake failed
+
+_NOT_MUTED = ChannelMuteState.NOT_MUTED
 
 
 class KSelector:
@@ -98,8 +108,12 @@ class KSelector:
         self.lru: OrderedDict[str, int] = OrderedDict()
         self.next_idle_check_ns = 0
         self.select_time_ns = 0  # accumulated time blocked in select (NetworkProcessorAvgIdlePercent)
+        #: ``time.nanoseconds()`` read when the last poll's select returned (the owner's "now" after a poll)
+        self.poll_end_ns = 0
+        # Edge-triggered and never read (module docstring): the counter only grows, one per wake-up that
+        # found the owner blocking (2**64 - 2 writes before a write would fail; not reachable)
         self._wakeup_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-        self.epoll.register(self._wakeup_fd, READ)
+        self.epoll.register(self._wakeup_fd, READ | select.EPOLLET)
         # wakeup writes the eventfd while _may_block; once the owner has called prepare_to_block
         # (_lazy_wakeup) the flag is cleared whenever a poll returns, so wakeups during work are free.
         self._lazy_wakeup = False
@@ -242,43 +256,41 @@ class KSelector:
             raise ValueError("timeout should be >= 0")
         # Results are cleared by the Processor once it has handled them (clear_completed_*), not here:
         # ``send`` writes optimistically, so a send may complete (or fail) between two polls.
-        for channel_id in self.failed_sends:
-            self.disconnected[channel_id] = FAILED_SEND
-        self.failed_sends = []
+        if self.failed_sends:
+            for channel_id in self.failed_sends:
+                self.disconnected[channel_id] = FAILED_SEND
+            self.failed_sends = []
         if self.out_of_memory and not self.memory_pool.is_out_of_memory:
             self._unmute_after_memory_pressure()
 
         completed_receives = self.completed_receives
         if timeout_ms and self.ready_reads:
             for channel_id, ready_channel in self.ready_reads.items():
-                if not ready_channel.is_muted and channel_id not in completed_receives:
+                if ready_channel.mute_state is _NOT_MUTED and channel_id not in completed_receives:
                     timeout_ms = 0  # bytes may be waiting on an unmuted channel: don't block
                     break
+        nanoseconds = self.time.nanoseconds
         if timeout_ms:
-            start = self.time.nanoseconds()
+            start = nanoseconds()
             try:
                 ready = self._select(timeout_ms / 1000.0)
             finally:
                 if self._lazy_wakeup:
                     self._may_block = False
-            end = self.time.nanoseconds()
+            end = nanoseconds()
             self.select_time_ns += end - start
         else:
             if self._lazy_wakeup:
                 self._may_block = False
             ready = self._select(0)
-            end = self.time.nanoseconds() if ready or self.idle_ns >= 0 else 0
+            end = nanoseconds()
+        self.poll_end_ns = end
 
         lru = self.lru if self.idle_ns >= 0 else None
         fd_channels, channels, ready_reads = self.fd_channels, self.channels, self.ready_reads
         for fd, events in ready:
             channel = fd_channels.get(fd)
-            if channel is None:
-                if fd == self._wakeup_fd:
-                    try:
-                        os.eventfd_read(self._wakeup_fd)
-                    except OSError:
-                        pass
+            if channel is None:  # the wakeup eventfd (edge-triggered, not read) or a channel closed meanwhile
                 continue
             channel_id = channel.id
             if channel_id not in channels:
@@ -302,27 +314,33 @@ class KSelector:
                 except OSError as e:
                     self._close_channel(channel, READY, e)
         if ready_reads:
-            self._read_ready_channels()
-        if lru is not None:
+            self._read_ready_channels(end)
+        if lru is not None and end >= self.next_idle_check_ns:
             self._maybe_close_oldest_connection(end)
 
-    def _read_ready_channels(self) -> None:
-        """At most one completed receive per unmuted ready channel; drained channels leave ``ready_reads``."""
+    def _read_ready_channels(self, now_ns: int) -> None:
+        """At most one completed receive per unmuted ready channel; drained channels leave ``ready_reads``.
+        ``now_ns``: when the poll's select returned. A read's thread time runs from the previous clock read (that
+        one, or the end of the previous read): one clock read per read."""
         completed_receives, ready_reads, scratch = self.completed_receives, self.ready_reads, self._scratch
+        nanoseconds = self.time.nanoseconds
         drained = []
+        start = now_ns
         for channel_id, channel in list(ready_reads.items()):
-            if channel.is_muted or channel_id in completed_receives:
+            if channel.mute_state is not _NOT_MUTED or channel_id in completed_receives:
                 continue
-            start = perf_counter_ns()
             try:
                 receive = channel.read(scratch)
             except (EOFError, InvalidReceiveError, OSError) as e:
                 self._close_channel(channel, READY, None if type(e) is EOFError else e)
+                start = nanoseconds()
                 continue
-            channel.thread_time_ns += perf_counter_ns() - start
+            end = nanoseconds()
+            channel.thread_time_ns += end - start
+            start = end
             if receive is not None:
                 completed_receives[channel_id] = receive
-            elif channel.is_muted:  # it muted itself: the memory pool is out of memory
+            elif channel.mute_state is not _NOT_MUTED:  # it muted itself: the memory pool is out of memory
                 self.out_of_memory = True
             if not channel.read_ready and channel.buffered is None:
                 drained.append(channel_id)

@@ -33,6 +33,7 @@ import resource
 import selectors
 import socket
 import threading
+from collections import deque
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -69,6 +70,7 @@ from pykbroker.network.request_channel import (
     Request,
     RequestChannel,
     RequestContext,
+    Response,
     SendResponse,
     StartThrottlingResponse,
 )
@@ -210,7 +212,9 @@ class Processor(threading.Thread):
             memory_pool=memory_pool,
         )
         self.new_connections: queue.Queue = queue.Queue(maxsize=CONNECTION_QUEUE_SIZE)
-        self.response_queue: queue.SimpleQueue = queue.SimpleQueue()
+        #: responses from the handler threads (any thread appends; only this thread pops): a deque, whose
+        #: append/popleft are atomic, so the loop tests it for work without a call
+        self.response_queue: deque[Response] = deque()
         self.inflight_responses: dict[str, SendResponse] = {}
         #: SASL listeners: a new authenticator per connection (the network layer only runs its frames)
         self.authenticator_factory = authenticator_factory
@@ -288,7 +292,7 @@ class Processor(threading.Thread):
         return True
 
     def enqueue_response(self, response, wakeup: bool = True) -> None:
-        self.response_queue.put(response)
+        self.response_queue.append(response)
         if wakeup:
             self.selector.wakeup()
 
@@ -302,33 +306,39 @@ class Processor(threading.Thread):
     # -- the loop ------------------------------------------------------------------------------
     def run(self) -> None:
         self.started.set()
-        select_before = self.selector.select_time_ns
+        sel, responses, quotas = self.selector, self.response_queue, self.connection_quotas
+        select_before = sel.select_time_ns
         loop_start = self.time.nanoseconds()
         try:
+            # Each stage is entered only when it has work, tested without a call (a lone request costs two
+            # passes of this loop: the one that reads it and the one that writes its response)
             while self.should_run:
                 try:
                     if self.new_connections.queue:  # unlocked peek: the Acceptor wakes us after each put
                         self._configure_new_connections()
-                    self._process_new_responses()
-                    if self.selector.completed_sends:
+                    if responses:
+                        self._process_new_responses()
+                    if sel.completed_sends:
                         # responses written at once (optimistic write): unmute their channels before the
                         # poll, so a client's next request is read by this poll instead of being seen on
                         # a still-muted channel (which would cost an epoll interest flip each way)
                         self._process_completed_sends()
                     self._poll()
-                    self._process_completed_receives()
-                    if self.selector.completed_sends:  # (both: nothing to do on an empty list but clear it)
+                    if sel.completed_receives:
+                        self._process_completed_receives()
+                    if sel.completed_sends:
                         self._process_completed_sends()
-                    if self.selector.disconnected:
+                    if sel.disconnected:
                         self._process_disconnected()
-                    self._close_excess_connections()
+                    if quotas.total > quotas.max_connections:  # max_connections_exceeded's first test, inline
+                        self._close_excess_connections()
                     if self.delayed_closes:
                         self._close_delayed()
                     if self.authentication_deadlines:
                         self._expire_unauthenticated()
                 except Exception as e:  # never let one failure kill the network thread
                     self.log.error("Processor got uncaught exception.", error=repr(e), exc_info=True)
-                now = self.time.nanoseconds()
+                now = sel.poll_end_ns  # the clock read when this pass's poll returned
                 if now - loop_start > 100_000_000:
                     idle = self.selector.select_time_ns - select_before
                     self.idle.record(idle, now - loop_start)
@@ -388,26 +398,30 @@ class Processor(threading.Thread):
                 self.connection_quotas.dec(self.listener_name, ip)
 
     def _process_new_responses(self) -> None:
+        """Take every queued response (one clock read for the batch: their dequeue time). A SendResponse is
+        written at once when the socket takes it (KSelector.send's optimistic write), else when it is writable."""
         responses = self.response_queue
-        while not responses.empty():  # this thread is the only consumer: empty() then get() cannot block
-            response = responses.get()
+        channels = self.selector.channels
+        now = self.time.nanoseconds()
+        while responses:  # this thread is the only consumer: a non-empty deque's popleft cannot fail
+            response = responses.popleft()
             request = response.request
             connection_id = request.context.connection_id
-            request.response_dequeue_time_ns = self.time.nanoseconds()
-            channel = self.selector.channel(connection_id)
+            request.response_dequeue_time_ns = now
+            channel = channels.get(connection_id)
             if isinstance(response, SendResponse):
                 if channel is None:
-                    self.request_channel.update_request_metrics(request, self.time.nanoseconds())
+                    self.request_channel.update_request_metrics(request, now)
                     continue
                 self.inflight_responses[connection_id] = response
                 self.selector.send(response.send)
             elif isinstance(response, NoOpResponse):
-                self.request_channel.update_request_metrics(request, self.time.nanoseconds())
+                self.request_channel.update_request_metrics(request, now)
                 if channel is not None:
                     channel.handle_mute_event(ChannelMuteEvent.RESPONSE_SENT)
                     self.selector.unmute(connection_id)
             elif isinstance(response, CloseConnectionResponse):
-                self.request_channel.update_request_metrics(request, self.time.nanoseconds())
+                self.request_channel.update_request_metrics(request, now)
                 self._close(connection_id)
             elif isinstance(response, StartThrottlingResponse):
                 self._throttle_event(channel, ChannelMuteEvent.THROTTLE_STARTED)
@@ -438,7 +452,7 @@ class Processor(threading.Thread):
         # Don't block while work is already pending: queued responses or connections, or sends that
         # completed (optimistic writes) / channels that closed since the last poll and still need processing.
         busy = (
-            not self.response_queue.empty()
+            self.response_queue
             or self.new_connections.queue
             or sel.completed_sends
             or sel.disconnected
@@ -457,10 +471,12 @@ class Processor(threading.Thread):
         first one is handled, so closing a connection (which drops its entry from the selector) can
         neither disturb the iteration nor leave already-dispatched receives to be dispatched again;
         a failure on one connection closes that connection only."""
-        receives = self.selector.completed_receives
-        self.selector.clear_completed_receives()
+        sel = self.selector
+        receives = sel.completed_receives
+        sel.clear_completed_receives()
+        channels = sel.channels
         for connection_id, receive in receives.items():
-            channel = self.selector.channel(connection_id)
+            channel = channels.get(connection_id)
             if channel is None:
                 receive.release()
                 continue
@@ -578,7 +594,7 @@ class Processor(threading.Thread):
     def _parse_request(self, connection_id: str, channel, receive) -> Request:
         now = self.time.nanoseconds()
         payload = memoryview(receive.payload)
-        api_key, api_version, correlation_id = peek_api_key_version(payload)
+        peeked = api_key, api_version, correlation_id = peek_api_key_version(payload)
         address = channel.client_address
         if address is None:
             remote = connection_id.split("-")[1]
@@ -597,7 +613,7 @@ class Processor(threading.Thread):
                     f"API key {api_key} version {api_version} is not enabled on listener "
                     f"{self.listener_name} (correlation id {correlation_id})"
                 )
-            header, header_size = parse_request_header(payload)
+            header, header_size = parse_request_header(payload, peeked)
             body = decode_request(api_key, api_version, payload[header_size:])
             unsupported = False
             if api_key == _api_keys.ApiKeys.API_VERSIONS and body is not None:
@@ -636,17 +652,20 @@ class Processor(threading.Thread):
         return False
 
     def _process_completed_sends(self) -> None:
-        for send in self.selector.completed_sends:
+        """Finish the responses written since the last call: their request metrics (one clock read for the batch:
+        their end time), the network thread time of their channels, and unmute those channels."""
+        sel = self.selector
+        channels = sel.channels
+        now = self.time.nanoseconds()
+        for send in sel.completed_sends:
             response = self.inflight_responses.pop(send.destination, None)
             if response is None:
                 close_after = self.auth_sends.pop(send.destination, None)
                 if close_after:
-                    self.delayed_closes[send.destination] = (
-                        self.time.nanoseconds() + self.failed_authentication_delay_ns
-                    )
-                elif close_after is not None and (channel := self.selector.channel(send.destination)) is not None:
+                    self.delayed_closes[send.destination] = now + self.failed_authentication_delay_ns
+                elif close_after is not None and (channel := channels.get(send.destination)) is not None:
                     channel.handle_mute_event(ChannelMuteEvent.RESPONSE_SENT)
-                    self.selector.unmute(send.destination)
+                    sel.unmute(send.destination)
                 continue
             if response.on_complete is not None:
                 try:
@@ -654,8 +673,8 @@ class Processor(threading.Thread):
                 except Exception as e:  # noqa: BLE001 - a failing callback must not stop the processor
                     self.log.error("Response on_complete callback failed.", error=repr(e))
             request = response.request
-            self.request_channel.update_request_metrics(request, self.time.nanoseconds())
-            channel = self.selector.channel(send.destination)
+            self.request_channel.update_request_metrics(request, now)
+            channel = channels.get(send.destination)
             if channel is not None:
                 # Kafka's getAndResetNetworkThreadTimeNanos: the channel's read/write time goes to the request
                 # quota of the request whose response completed (when it has one)
@@ -666,8 +685,8 @@ class Processor(threading.Thread):
                     except Exception as e:  # noqa: BLE001 - quota accounting must not stop the processor
                         self.log.error("Recording network thread time failed.", error=repr(e))
                 channel.handle_mute_event(ChannelMuteEvent.RESPONSE_SENT)
-                self.selector.unmute(send.destination)
-        self.selector.clear_completed_sends()
+                sel.unmute(send.destination)
+        sel.clear_completed_sends()
 
     def _process_disconnected(self) -> None:
         for connection_id, _reason in self.selector.disconnected.items():

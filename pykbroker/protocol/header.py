@@ -82,14 +82,14 @@ def response_header_version(api_key: int, api_version: int) -> int:
     return 1 if _flexible(api_key, api_version) else 0
 
 
-def parse_request_header(buf: Any) -> tuple[RequestHeader, int]:
+def parse_request_header(buf: Any, peeked: tuple[int, int, int] | None = None) -> tuple[RequestHeader, int]:
     """Parse the request header at the start of ``buf`` (a frame without its size prefix).
 
     Returns ``(header, bytes consumed)``; the body starts at that offset. Raises ProtocolDecodeError on truncated or
     malformed input and InvalidRequestError for an api key without a schema (use :func:`peek_api_key_version` first
-    to answer or close).
+    to answer or close). ``peeked``: what :func:`peek_api_key_version` returned for ``buf``, when the caller has it.
     """
-    api_key, api_version, correlation_id = peek_api_key_version(buf)
+    api_key, api_version, correlation_id = peek_api_key_version(buf) if peeked is None else peeked
     version = request_header_version(api_key, api_version)
     if version == 0:
         return RequestHeader(api_key, api_version, correlation_id, "", 0), 8

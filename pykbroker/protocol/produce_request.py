@@ -41,7 +41,11 @@ def _decode(version: int, buf: memoryview) -> dict | None:
     transactional_id: str | None = None
     if version >= 3:
         if flexible:
-            n, pos = read_uvarint(buf, pos)
+            n = buf[pos]
+            if n < 0x80:  # a one-byte varint, read inline (each count and name length of a usual request)
+                pos += 1
+            else:
+                n, pos = read_uvarint(buf, pos)
             n -= 1
         else:
             n = _INT16.unpack_from(buf, pos)[0]
@@ -55,13 +59,26 @@ def _decode(version: int, buf: memoryview) -> dict | None:
             return None
     acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(buf, pos)
     pos += 6
-    topic_count, pos = _length(buf, pos, flexible)
+    if flexible:
+        topic_count = buf[pos]
+        if topic_count < 0x80:
+            pos += 1
+        else:
+            topic_count, pos = read_uvarint(buf, pos)
+        topic_count -= 1
+    else:
+        topic_count = _INT32.unpack_from(buf, pos)[0]
+        pos += 4
     if topic_count < 0 or topic_count > size - pos:
         return None  # null (not nullable) or impossible: the generic codec's error
     topics: list[dict[str, Any]] = []
     for _ in range(topic_count):
         if flexible:
-            n, pos = read_uvarint(buf, pos)
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = read_uvarint(buf, pos)
             n -= 1
         else:
             n = _INT16.unpack_from(buf, pos)[0]
@@ -70,7 +87,16 @@ def _decode(version: int, buf: memoryview) -> dict | None:
             return None
         name = str(buf[pos : pos + n], "utf-8")
         pos += n
-        partition_count, pos = _length(buf, pos, flexible)
+        if flexible:
+            partition_count = buf[pos]
+            if partition_count < 0x80:
+                pos += 1
+            else:
+                partition_count, pos = read_uvarint(buf, pos)
+            partition_count -= 1
+        else:
+            partition_count = _INT32.unpack_from(buf, pos)[0]
+            pos += 4
         if partition_count < 0 or partition_count > size - pos:
             return None
         partitions: list[dict[str, Any]] = []
@@ -105,10 +131,3 @@ def _decode(version: int, buf: memoryview) -> dict | None:
     if flexible and buf[pos] != 0:
         return None
     return {"transactional_id": transactional_id, "acks": acks, "timeout_ms": timeout_ms, "topic_data": topics}
-
-
-def _length(buf: memoryview, pos: int, flexible: bool) -> tuple[int, int]:
-    if flexible:
-        n, pos = read_uvarint(buf, pos)
-        return n - 1, pos
-    return _INT32.unpack_from(buf, pos)[0], pos + 4

@@ -1,0 +1,91 @@
+"""The Processor's loop enters a stage only when it has work (issue 31: a lone request costs two passes of the
+loop, the one that reads it and the one that writes its response, so a stage run on every pass for nothing is
+paid twice per request), and its selector is woken through an eventfd it never has to read."""
+
+from __future__ import annotations
+
+import collections
+import os
+import sys
+
+from pykbroker.network.selector import KSelector
+
+from .harness import EchoServer, echo
+
+REQUESTS = 40
+
+
+def _count_processor_calls(server: EchoServer, requests: int) -> collections.Counter:
+    """Python functions (and builtins) the Processor thread called, by name, while ``requests`` lock-step echoes
+    ran on one connection. The profile hook is installed and removed on the Processor thread itself, by its
+    selector's ``send`` (which it calls for each response)."""
+    processor = server.processor
+    counts: collections.Counter = collections.Counter()
+    hook = {"install": False, "remove": False}
+
+    def profile(frame, event, arg):
+        if event == "call":
+            counts[frame.f_code.co_name] += 1
+        elif event == "c_call":
+            counts[getattr(arg, "__name__", "?")] += 1
+
+    original_send = processor.selector.send
+
+    def send(network_send):
+        if hook["install"]:
+            hook["install"] = False
+            sys.setprofile(profile)
+        elif hook["remove"]:
+            hook["remove"] = False
+            sys.setprofile(None)
+        original_send(network_send)
+
+    processor.selector.send = send
+    sock = server.connect()
+    try:
+        echo(sock, 0)  # connection registered, first request served: steady state from here
+        hook["install"] = True
+        echo(sock, 1)  # the Processor installs the hook while it answers this one
+        counts.clear()
+        for i in range(requests):
+            echo(sock, 2 + i)
+        result = collections.Counter(counts)
+        hook["remove"] = True
+        echo(sock, 99)
+    finally:
+        sock.close()
+        processor.selector.send = original_send
+    return result
+
+
+def test_a_lone_request_enters_each_stage_of_the_loop_once():
+    with EchoServer() as server:
+        counts = _count_processor_calls(server, REQUESTS)
+    # one receive pass and one response pass per request: the receive stage runs on the first, the response
+    # stage on the second, and neither on the other (lock-step: never two requests or responses in one pass)
+    assert counts["_process_completed_receives"] <= REQUESTS + 1, counts
+    assert counts["_process_new_responses"] <= REQUESTS + 1, counts
+    assert counts["_parse_request"] >= REQUESTS, counts
+    # no connection over max.connections: the excess check never calls out
+    assert counts["_close_excess_connections"] == 0, counts
+    assert counts["max_connections_exceeded"] == 0, counts
+    # the wakeup eventfd is not read
+    assert counts["eventfd_read"] == 0, counts
+    # the whole Processor side of an (ApiVersions v0) echo, both passes, parse and metrics included: 151
+    # calls before issue 31's cuts, 125 after (this profile's send wrapper included)
+    assert sum(counts.values()) / REQUESTS <= 135, counts
+
+
+def test_wakeups_interrupt_polls_without_the_eventfd_being_read():
+    """Each wakeup of a blocking owner raises a new edge on the (edge-triggered) eventfd, which the selector
+    never reads: the counter holds every write."""
+    sel = KSelector(1 << 20, -1)
+    try:
+        for _ in range(3):
+            sel.prepare_to_block()
+            sel.wakeup()  # the owner may block: written
+            sel.poll(10_000)  # returns at once (the new edge), not after 10 s
+            assert sel.select_time_ns < 5_000_000_000
+        assert os.eventfd_read(sel._wakeup_fd) == 3  # all three writes still counted: none was read
+    finally:
+        sel.close_all()
