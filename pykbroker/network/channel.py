@@ -143,9 +143,11 @@ class NetworkReceive:
                 return used
             self._set_size()
         if self.payload is None:
-            if not self.pool.try_allocate(self.size):
-                return used
-            self.allocated = True
+            pool = self.pool
+            if pool is not _UNBOUNDED_POOL:  # the unbounded pool grants everything and counts nothing: no call
+                if not pool.try_allocate(self.size):
+                    return used
+                self.allocated = True
             if n - used >= self.size:  # the whole frame is here: one copy
                 self.payload = bytearray(data[used : used + self.size])
                 self.payload_read = self.size
@@ -183,9 +185,11 @@ class NetworkReceive:
             if self.size == 0:
                 return total
         if self.payload is None:
-            if not self.pool.try_allocate(self.size):
-                return total  # out of memory: the channel mutes itself until the pool recovers
-            self.allocated = True
+            pool = self.pool
+            if pool is not _UNBOUNDED_POOL:
+                if not pool.try_allocate(self.size):
+                    return total  # out of memory: the channel mutes itself until the pool recovers
+                self.allocated = True
             # The pool is charged the whole frame, but memory is only committed as bytes arrive: a peer
             # that announces socket.request.max.bytes and sends nothing pins INITIAL_CHUNK_BYTES.
             self.payload = bytearray(min(self.size, self.initial_chunk))
@@ -220,7 +224,10 @@ class NetworkSend:
         self.parts = parts
         self.index = 0
         self.offset = 0
-        self.size = sum(len(p) if isinstance(p, (bytes, bytearray, memoryview)) else p.size_in_bytes for p in parts)
+        size = 0
+        for p in parts:  # (a loop, not sum() over a generator: one frame less per response)
+            size += len(p) if isinstance(p, (bytes, bytearray, memoryview)) else p.size_in_bytes
+        self.size = size
 
     def completed(self) -> bool:
         return self.index >= len(self.parts)

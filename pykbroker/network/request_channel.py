@@ -170,7 +170,7 @@ class SendResponse(Response):
     __slots__ = ("send", "on_complete")
 
     def __init__(self, request: Request, send: NetworkSend, on_complete: Callable[[], None] | None = None):
-        super().__init__(request)
+        self.request = request  # (Response.__init__'s one assignment, without the super() call)
         self.send = send
         self.on_complete = on_complete
 
@@ -327,7 +327,8 @@ class BoundedRequestQueue:
             woke = True
         if next_waiter is not None:
             next_waiter.release()
-        self._taken()
+        if self._put_waiters:
+            self._taken()
         return item
 
     def get_nowait(self):
@@ -335,7 +336,8 @@ class BoundedRequestQueue:
             if not self._items:
                 raise queue.Empty
             item = self._items.popleft()
-        self._taken()
+        if self._put_waiters:
+            self._taken()
         return item
 
     def qsize(self) -> int:

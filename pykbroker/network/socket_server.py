@@ -640,7 +640,7 @@ class Processor(threading.Thread):
             _api_keys.api_name(api_key),
             receive.size + 4,
             unsupported,
-            receive.release,
+            receive.release if receive.allocated else None,  # nothing to give back to an unbounded pool
         )
 
     def _api_allowed(self, api_key: int, api_version: int) -> bool:

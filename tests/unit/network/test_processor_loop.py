@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import collections
 import os
+import socket
+import struct
 import sys
 
+from pykbroker.network.memory_pool import NONE, SimpleMemoryPool
 from pykbroker.network.selector import KSelector
 
 from .harness import EchoServer, echo
@@ -89,3 +92,29 @@ def test_wakeups_interrupt_polls_without_the_eventfd_being_read():
         assert os.eventfd_read(sel._wakeup_fd) == 3  # all three writes still counted: none was read
     finally:
         sel.close_all()
+
+
+def test_a_frame_from_the_unbounded_pool_is_neither_allocated_nor_released():
+    """The unbounded pool (Kafka's MemoryPool.NONE, every listener's unless queued.max.request.bytes is set)
+    grants everything and counts nothing: a frame read through it owes it nothing (no call to allocate, none to
+    release); a bounded pool's frame is still allocated and given back."""
+    for pool, owes in ((NONE, False), (SimpleMemoryPool(1 << 20, 1 << 20), True)):
+        server, client = socket.socketpair()
+        server.setblocking(False)
+        sel = KSelector(1 << 20, -1, memory_pool=pool)
+        try:
+            sel.register("c", server)
+            client.sendall(struct.pack(">i", 5) + b"hello")
+            for _ in range(50):
+                sel.poll(100)
+                if sel.completed_receives:
+                    break
+            receive = sel.completed_receives["c"]
+            assert bytes(receive.payload) == b"hello"
+            assert receive.allocated is owes
+            assert pool.used_memory == (5 if owes else 0)
+            receive.release()
+            assert pool.used_memory == 0
+        finally:
+            client.close()
+            sel.close_all()
