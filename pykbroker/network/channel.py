@@ -372,9 +372,39 @@ class KafkaChannel:
         With ``scratch`` (a buffer owned by the calling thread), the start of a frame is read with one
         ``recv`` of up to ``len(scratch)`` bytes: a small request costs one system call instead of two
         (size, then body), and bytes past the frame (a pipelined next request) are kept in ``buffered``
-        for the next read; a large frame's remainder is still read straight into its payload."""
+        for the next read; a large frame's remainder is still read straight into its payload.
+
+        A whole frame in that first ``recv`` (a usual request, through the unbounded pool) is taken on the
+        spot; anything else (a partial frame, a bad size, a bounded pool) is kept in ``buffered`` and read by
+        the general path below, which judges it."""
         receive = self.receive
         if receive is None:
+            if (
+                scratch is not None
+                and self.buffered is None
+                and self.read_ready
+                and self.memory_pool is _UNBOUNDED_POOL
+            ):
+                try:
+                    n = self.sock.recv_into(scratch)
+                except (BlockingIOError, InterruptedError):
+                    self.read_ready = False
+                    return None
+                if n == 0:
+                    raise EOFError("connection closed by peer")
+                if n < len(scratch) and not self.peer_closed:
+                    self.read_ready = False
+                size = _SIZE.unpack_from(scratch)[0] if n >= 4 else -1
+                if 0 <= size <= self.max_receive_size and n >= 4 + size:
+                    receive = NetworkReceive(self.max_receive_size, _UNBOUNDED_POOL)
+                    receive.size_read = 4
+                    receive.size = receive.payload_read = size
+                    with memoryview(scratch) as view:
+                        receive.payload = bytearray(view[4 : 4 + size])
+                        if n > 4 + size:
+                            self.buffered = memoryview(bytes(view[4 + size : n]))
+                    return receive
+                self.buffered = memoryview(bytes(scratch[:n]))  # the general path takes it from here
             receive = self.receive = NetworkReceive(self.max_receive_size, self.memory_pool)
         while True:
             buffered = self.buffered

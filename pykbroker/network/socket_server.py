@@ -592,7 +592,7 @@ class Processor(threading.Thread):
         return False
 
     def _parse_request(self, connection_id: str, channel, receive) -> Request:
-        now = self.time.nanoseconds()
+        now = self.selector.poll_end_ns  # received when this pass's poll returned (no clock read of its own)
         payload = memoryview(receive.payload)
         peeked = api_key, api_version, correlation_id = peek_api_key_version(payload)
         address = channel.client_address
