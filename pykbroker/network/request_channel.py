@@ -291,8 +291,10 @@ class BoundedRequestQueue:
             self._waking = True
         return item, next_waiter
 
-    def get(self, timeout: float | None = None):
-        """Raises queue.Empty after ``timeout`` seconds (None: wait forever)."""
+    def get(self, timeout: float | None = None, before_block: Callable[[], None] | None = None):
+        """Raises queue.Empty after ``timeout`` seconds (None: wait forever). ``before_block`` (optional) is called
+        once: right before this thread first blocks (its lock pushed on ``_parked`` already, so a put meanwhile is
+        not missed), or right before returning an item taken without blocking."""
         deadline = None if timeout is None else monotonic() + timeout
         mutex, items, parked = self._mutex, self._items, self._parked
         woke = False
@@ -306,6 +308,9 @@ class BoundedRequestQueue:
                     break
                 waiter = self._own_waiter()
                 parked.append(waiter)
+            if before_block is not None:
+                before_block()
+                before_block = None
             if deadline is None:
                 waiter.acquire()
                 woke = True
@@ -329,6 +334,8 @@ class BoundedRequestQueue:
             next_waiter.release()
         if self._put_waiters:
             self._taken()
+        if before_block is not None:
+            before_block()
         return item
 
     def get_nowait(self):
@@ -389,9 +396,11 @@ class RequestChannel:
         """Blocking put (back-pressure onto the calling network thread)."""
         self.request_queue.put(request)
 
-    def receive_request(self, timeout_ms: int):
+    def receive_request(self, timeout_ms: int, before_block: Callable[[], None] | None = None):
+        """The next request, or None after ``timeout_ms``; ``before_block``: see BoundedRequestQueue.get (a
+        handler passes :meth:`flush_wakeups`)."""
         try:
-            return self.request_queue.get(timeout=timeout_ms / 1000.0)
+            return self.request_queue.get(timeout_ms / 1000.0, before_block)
         except queue.Empty:
             return None
 
@@ -417,8 +426,9 @@ class RequestChannel:
     def defer_wakeups(self) -> None:
         """Request handler thread, before handling a request: responses sent on this thread until
         ``flush_wakeups`` are queued at once, but their Processors are woken only then. The handler
-        flushes right before it blocks for the next request, so a woken Processor finds the GIL free
-        instead of waking only to wait for it while the handler finishes its bookkeeping."""
+        flushes right before it blocks for the next request (``receive_request``'s ``before_block``, called
+        once its lock is parked: the next thing this thread does is release the GIL), so a woken Processor
+        finds the GIL free instead of waking only to wait for it while the handler finishes its bookkeeping."""
         _handler_thread.deferred_wakeups = set()
 
     def flush_wakeups(self) -> None:

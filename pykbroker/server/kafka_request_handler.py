@@ -39,9 +39,12 @@ class KafkaRequestHandler(threading.Thread):
         pool = self.pool
         channel, apis = pool.request_channel, pool.apis
         nanoseconds = pool.time.nanoseconds  # SystemTime's is time.monotonic_ns itself (no Python frame per read)
+        flush_wakeups = channel.flush_wakeups
         t0 = nanoseconds()
         while True:
-            request = channel.receive_request(300)
+            # the Processors this thread's last request answered through are woken only once this thread is
+            # about to block for the next one (or has taken it), see RequestChannel.defer_wakeups
+            request = channel.receive_request(300, flush_wakeups)
             t1 = nanoseconds()
             if request is None:
                 pool.idle.record(t1 - t0, t1 - t0)
@@ -65,7 +68,6 @@ class KafkaRequestHandler(threading.Thread):
                     t2 = nanoseconds()  # this request's end is the next wait's start (one clock read shared)
                     pool.idle.record(t1 - t0, t2 - t0)
                     t0 = t2
-                    channel.flush_wakeups()
             else:
                 self.log.warning("Unexpected request type", request=repr(request))
                 t0 = t1

@@ -95,3 +95,49 @@ def test_handler_survives_an_exception_from_kafka_apis(log_stream):
 def test_unknown_plane_is_refused():
     with pytest.raises(ValueError, match="Unknown request plane"):
         KafkaRequestHandlerPool(1, RequestChannel(20), _RecordingApis(), 1, "dataplane")
+
+
+class _FakeProcessor:
+    """Records, at each wake-up, how many handlers were parked on the request queue (its enqueued responses are
+    dropped: only the wake-up's timing matters here)."""
+
+    id = 0
+
+    def __init__(self, channel: RequestChannel):
+        self.channel = channel
+        self.parked_at_wakeup: list[int] = []
+        self.woken = threading.Event()
+
+    def enqueue_response(self, response, wakeup: bool = True) -> None:
+        if wakeup:
+            self.wakeup()
+
+    def wakeup(self) -> None:
+        self.parked_at_wakeup.append(len(self.channel.request_queue._parked))
+        self.woken.set()
+
+
+def test_the_processor_is_woken_once_the_handler_is_parked_for_its_next_request():
+    """Issue 31: a handler answers, then wakes the answered Processor only once its own lock is parked on the
+    request queue (the next thing it does is release the GIL), so the woken Processor does not wait for it."""
+
+    class _Answering(_RecordingApis):
+        def handle(self, request):
+            super().handle(request)
+            channel.send_no_op_response(request)
+
+    channel = RequestChannel(20)
+    processor = _FakeProcessor(channel)
+    channel.add_processor(processor)
+    apis = _Answering()
+    pool = KafkaRequestHandlerPool(1, channel, apis, 1)
+    try:
+        wait_until(lambda: len(channel.request_queue._parked) == 1, timeout=5)
+        channel.send_request(_request(1))
+        assert processor.woken.wait(5)
+        assert processor.parked_at_wakeup == [1]  # woken by a parked handler, not one still running
+        channel.send_request(_request(2))
+        wait_until(lambda: len(processor.parked_at_wakeup) == 2, timeout=5)
+        assert processor.parked_at_wakeup == [1, 1]
+    finally:
+        pool.shutdown()
