@@ -374,37 +374,15 @@ class KafkaChannel:
         (size, then body), and bytes past the frame (a pipelined next request) are kept in ``buffered``
         for the next read; a large frame's remainder is still read straight into its payload.
 
-        A whole frame in that first ``recv`` (a usual request, through the unbounded pool) is taken on the
-        spot; anything else (a partial frame, a bad size, a bounded pool) is kept in ``buffered`` and read by
-        the general path below, which judges it."""
+        Through the unbounded pool, a frame that is whole in ``buffered`` or in that first ``recv`` (a usual
+        request) is taken on the spot (``_read_whole_frame``); anything else (a partial frame, a bad size, a
+        bounded pool) goes through the general path below, which judges it."""
         receive = self.receive
         if receive is None:
-            if (
-                scratch is not None
-                and self.buffered is None
-                and self.read_ready
-                and self.memory_pool is _UNBOUNDED_POOL
-            ):
-                try:
-                    n = self.sock.recv_into(scratch)
-                except (BlockingIOError, InterruptedError):
-                    self.read_ready = False
-                    return None
-                if n == 0:
-                    raise EOFError("connection closed by peer")
-                if n < len(scratch) and not self.peer_closed:
-                    self.read_ready = False
-                size = _SIZE.unpack_from(scratch)[0] if n >= 4 else -1
-                if 0 <= size <= self.max_receive_size and n >= 4 + size:
-                    receive = NetworkReceive(self.max_receive_size, _UNBOUNDED_POOL)
-                    receive.size_read = 4
-                    receive.size = receive.payload_read = size
-                    with memoryview(scratch) as view:
-                        receive.payload = bytearray(view[4 : 4 + size])
-                        if n > 4 + size:
-                            self.buffered = memoryview(bytes(view[4 + size : n]))
+            if scratch is not None and self.memory_pool is _UNBOUNDED_POOL:
+                receive = self._read_whole_frame(scratch)
+                if receive is not None:
                     return receive
-                self.buffered = memoryview(bytes(scratch[:n]))  # the general path takes it from here
             receive = self.receive = NetworkReceive(self.max_receive_size, self.memory_pool)
         while True:
             buffered = self.buffered
@@ -442,6 +420,45 @@ class KafkaChannel:
                     self.read_ready = False  # read_from stops short only when the socket has nothing more
                 if not self.read_ready or receive.complete():
                     quickack(self.sock)  # a large frame: acknowledge its segments now (module docstring)
+
+    def _read_whole_frame(self, scratch: bytearray) -> NetworkReceive | None:
+        """``read``'s fast path (unbounded pool, no frame begun): the next frame when it is whole in ``buffered``
+        or in one ``recv`` into ``scratch`` (bytes past it stay in ``buffered``), else None with whatever was read
+        kept in ``buffered`` for the general path, which judges it (a partial frame, a bad size, EOF)."""
+        data = self.buffered
+        if data is None:
+            if not self.read_ready:
+                return None
+            try:
+                n = self.sock.recv_into(scratch)
+            except (BlockingIOError, InterruptedError):
+                self.read_ready = False
+                return None
+            if n == 0:
+                raise EOFError("connection closed by peer")
+            if n < len(scratch) and not self.peer_closed:
+                self.read_ready = False
+            size = _SIZE.unpack_from(scratch)[0] if n >= 4 else -1
+            if 0 <= size <= self.max_receive_size and n >= 4 + size:
+                with memoryview(scratch) as view:
+                    payload = bytearray(view[4 : 4 + size])
+                    if n > 4 + size:
+                        self.buffered = memoryview(bytes(view[4 + size : n]))
+            else:
+                self.buffered = memoryview(bytes(scratch[:n]))
+                return None
+        else:
+            n = len(data)
+            size = _SIZE.unpack_from(data)[0] if n >= 4 else -1
+            if size < 0 or size > self.max_receive_size or n < 4 + size:
+                return None
+            payload = bytearray(data[4 : 4 + size])
+            self.buffered = data[4 + size :] if n > 4 + size else None
+        receive = NetworkReceive(self.max_receive_size, _UNBOUNDED_POOL)
+        receive.size_read = 4
+        receive.size = receive.payload_read = size
+        receive.payload = payload
+        return receive
 
     def set_send(self, send: NetworkSend) -> None:
         if self.send is not None:

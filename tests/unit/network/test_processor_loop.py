@@ -10,6 +10,9 @@ import socket
 import struct
 import sys
 
+import pytest
+
+from pykbroker.network.channel import InvalidReceiveError, KafkaChannel
 from pykbroker.network.memory_pool import NONE, SimpleMemoryPool
 from pykbroker.network.selector import KSelector
 
@@ -118,3 +121,33 @@ def test_a_frame_from_the_unbounded_pool_is_neither_allocated_nor_released():
         finally:
             client.close()
             sel.close_all()
+
+
+def test_whole_frames_are_taken_from_one_recv_and_a_partial_one_is_completed_by_the_next():
+    """KafkaChannel.read's fast path: frames whole in the first recv (and in what it read past them) are taken on
+    the spot; a partial frame left over is finished by the general path once its bytes arrive; a size above the
+    limit is refused (InvalidReceiveError) whichever path sees it."""
+    server, client = socket.socketpair()
+    server.setblocking(False)
+    scratch = bytearray(1 << 16)
+    channel = KafkaChannel("c", server, 1 << 10)
+    try:
+        third = frame(b"third")
+        client.sendall(frame(b"first") + frame(b"") + third[:6])
+        assert bytes(channel.read(scratch).payload) == b"first"
+        assert bytes(channel.read(scratch).payload) == b""  # from what the first recv read past "first"
+        assert channel.read(scratch) is None and channel.receive is not None  # 2 of third's 5 bytes so far
+        client.sendall(third[6:])
+        channel.read_ready = True  # (the poller's edge)
+        assert bytes(channel.read(scratch).payload) == b"third"
+        client.sendall(struct.pack(">i", (1 << 10) + 1) + b"x")
+        channel.read_ready = True
+        with pytest.raises(InvalidReceiveError):
+            channel.read(scratch)
+    finally:
+        client.close()
+        channel.close()
+
+
+def frame(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
