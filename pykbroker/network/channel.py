@@ -380,10 +380,12 @@ class KafkaChannel:
         receive = self.receive
         if receive is None:
             if scratch is not None and self.memory_pool is _UNBOUNDED_POOL:
-                receive = self._read_whole_frame(scratch)
-                if receive is not None:
-                    return receive
-            receive = self.receive = NetworkReceive(self.max_receive_size, self.memory_pool)
+                whole = self._read_whole_frame(scratch)
+                if whole is not None:
+                    return whole
+                receive = self.receive  # begun there when its recv brought part of a frame
+            if receive is None:
+                receive = self.receive = NetworkReceive(self.max_receive_size, self.memory_pool)
         while True:
             buffered = self.buffered
             if buffered is not None:
@@ -423,8 +425,10 @@ class KafkaChannel:
 
     def _read_whole_frame(self, scratch: bytearray) -> NetworkReceive | None:
         """``read``'s fast path (unbounded pool, no frame begun): the next frame when it is whole in ``buffered``
-        or in one ``recv`` into ``scratch`` (bytes past it stay in ``buffered``), else None with whatever was read
-        kept in ``buffered`` for the general path, which judges it (a partial frame, a bad size, EOF)."""
+        or in one ``recv`` into ``scratch`` (bytes past it stay in ``buffered``), else None, for the general path to
+        go on: a frame that is not whole in ``buffered`` is left there; one whose recv brought only part of it is
+        begun (``self.receive``) from ``scratch`` as the general path's own recv does (no copy through ``buffered``),
+        which judges its size (InvalidReceiveError)."""
         data = self.buffered
         if data is None:
             if not self.read_ready:
@@ -445,7 +449,11 @@ class KafkaChannel:
                     if n > 4 + size:
                         self.buffered = memoryview(bytes(view[4 + size : n]))
             else:
-                self.buffered = memoryview(bytes(scratch[:n]))
+                receive = self.receive = NetworkReceive(self.max_receive_size, _UNBOUNDED_POOL)
+                with memoryview(scratch) as view:
+                    used = receive.consume(view[:n])
+                    if used < n:  # (not with a frame that is not whole in these n bytes; as read does)
+                        self.buffered = memoryview(bytes(view[used:n]))
                 return None
         else:
             n = len(data)
