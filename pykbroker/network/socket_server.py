@@ -13,7 +13,8 @@ Mirrors ``kafka.network.SocketServer`` thread for thread (docs/ARCHITECTURE.md Â
   control-plane listener), each owning a :class:`KSelector` and running Kafka's loop order:
   configure new connections, process new responses (and, at once, the sends they completed by an
   optimistic write), poll, process completed receives, process completed sends, process disconnected,
-  close excess connections. Request headers and bodies are
+  close excess connections; each stage is entered only when it has work (a lone request costs two passes:
+  the one that reads it, the one that writes its response). Request headers and bodies are
   parsed on the Processor; a malformed or disallowed request closes only its connection. A channel is
   muted from request receipt until its response has been written, so responses leave in request order;
 * planes: the data plane has one :class:`RequestChannel` of ``queued.max.requests`` shared by all its
