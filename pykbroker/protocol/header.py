@@ -93,18 +93,25 @@ def parse_request_header(buf: Any, peeked: tuple[int, int, int] | None = None) -
     version = request_header_version(api_key, api_version)
     if version == 0:
         return RequestHeader(api_key, api_version, correlation_id, "", 0), 8
-    length, pos = t.read_int16(buf, 8)
+    size = len(buf)
+    if size >= 10:  # (the usual header read inline; a truncated one is read_int16's to judge)
+        length, pos = t.INT16.unpack_from(buf, 8)[0], 10
+    else:
+        length, pos = t.read_int16(buf, 8)
     if length < -1:
         raise ProtocolDecodeError(f"client_id has invalid length {length}")
     client_id = ""
     if length > 0:
         end = pos + length
-        if end > len(buf):
-            raise t.truncated("client_id", pos, length, len(buf))
+        if end > size:
+            raise t.truncated("client_id", pos, length, size)
         client_id = str(buf[pos:end], "utf-8", "replace")  # only logged: be lenient, as Java is
         pos = end
     if version == 2:
-        pos = t.skip_tagged_fields(buf, pos)
+        if pos < size and buf[pos] == 0:  # no tagged fields (the usual header): one byte, read inline
+            pos += 1
+        else:
+            pos = t.skip_tagged_fields(buf, pos)
     return RequestHeader(api_key, api_version, correlation_id, client_id, version), pos
 
 

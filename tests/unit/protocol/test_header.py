@@ -105,3 +105,18 @@ def test_header_encodings():
     assert parse_response_header(b"\x00\x00\x00\x05\x00rest", 0) == (5, 4)
     with pytest.raises(ProtocolDecodeError):
         parse_response_header(b"\x00\x00\x00", 0)
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        struct.pack(">hhih", 3, 1, 77, 6) + b"client" + b"BODY",
+        struct.pack(">hhih", 3, 12, -5, -1) + b"\x00" + b"BODY",  # flexible, no tagged fields (read inline)
+        struct.pack(">hhih", 3, 12, -5, 2) + b"id" + b"\x01\x00\x02zz" + b"BODY",  # flexible, one tagged field
+        struct.pack(">hhi", 7, 0, 1) + b"\x00\x01",
+    ],
+)
+def test_a_header_parsed_from_its_peeked_prefix_is_the_same(frame):
+    """The Processor parses the header with the (api key, version, correlation id) it already peeked."""
+    view = memoryview(frame)
+    assert parse_request_header(view, peek_api_key_version(view)) == parse_request_header(view)
