@@ -38,15 +38,26 @@ from pykbroker.utils.time import SystemTime
 
 
 class _Validated:
-    __slots__ = ("buffer", "first_offset", "last_offset", "max_timestamp", "offset_of_max_timestamp", "records_count")
+    """LogValidator's ValidationResult spelling (ValidationResultLike)."""
+
+    __slots__ = (
+        "validated_records",
+        "first_offset",
+        "last_offset",
+        "records_count",
+        "log_append_time_ms",
+        "max_timestamp_ms",
+        "shallow_offset_of_max_timestamp",
+    )
 
     def __init__(self, buffer, first_offset, last_offset, max_timestamp, records_count):
-        self.buffer = buffer
+        self.validated_records = buffer
         self.first_offset = first_offset
         self.last_offset = last_offset
-        self.max_timestamp = max_timestamp
-        self.offset_of_max_timestamp = last_offset
         self.records_count = records_count
+        self.log_append_time_ms = -1
+        self.max_timestamp_ms = max_timestamp
+        self.shallow_offset_of_max_timestamp = last_offset
 
 
 def make_batch(size: int, records: int, producer_id: int = -1, sequence: int = -1) -> bytearray:

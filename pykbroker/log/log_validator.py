@@ -53,7 +53,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from pykbroker.log.log_append_info import register_kafka_spelling
 from pykbroker.log.producer_state_entry import AppendOrigin  # the log's one AppendOrigin enum
 from pykbroker.protocol.errors import (
     CorruptRecordError,
@@ -146,9 +145,6 @@ class ValidationResult(NamedTuple):
     message_size_maybe_changed: bool
     source_compression: int
     target_compression: int
-
-
-register_kafka_spelling(ValidationResult)
 
 
 class LogValidator:

@@ -31,7 +31,6 @@ from pykbroker.log.fetch_data_info import (
 from pykbroker.log.leader_epoch_cache import LeaderEpochFileCache
 from pykbroker.log.log_append_info import (
     LogAppendInfo,
-    ValidatedFields,
     ValidationResultLike,
 )
 from pykbroker.log.log_dir_failure_channel import LogDirFailureChannel, storage_task
@@ -374,8 +373,10 @@ class UnifiedLog:
         with self._lock, self._io("appending records to"):
             self._check_open()
             leo = self.log_end_offset
-            v = ValidatedFields(validate(mv, leo))
-            buf = v.buffer
+            v = validate(mv, leo)
+            buf = v.validated_records
+            if type(buf) is not memoryview:
+                buf = memoryview(buf)
             if len(buf) == 0:
                 return LogAppendInfo(leo, leo - 1, log_start_offset=self._log_start_offset)
             if v.first_offset != leo:
@@ -388,14 +389,14 @@ class UnifiedLog:
                     f"Validator reported last offset {v.last_offset} but the last batch ends at "
                     f"{headers[-1].last_offset} in {self.name}"
                 )
-            log_append_time = v.log_append_time if self._config.message_timestamp_type == "LogAppendTime" else -1
+            log_append_time = v.log_append_time_ms if self._config.message_timestamp_type == "LogAppendTime" else -1
             return self._append_locked(
                 buf,
                 headers,
                 v.first_offset,
                 v.last_offset,
-                v.max_timestamp,
-                v.offset_of_max_timestamp,
+                v.max_timestamp_ms,
+                v.shallow_offset_of_max_timestamp,
                 v.records_count,
                 log_append_time,
                 origin,

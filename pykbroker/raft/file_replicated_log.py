@@ -66,13 +66,13 @@ READ_CHUNK_BYTES = 1 << 20
 class _Built:
     """What ``UnifiedLog.append_as_leader``'s validate callback returns (ValidationResultLike)."""
 
-    buffer: object
+    validated_records: bytes
     first_offset: int
     last_offset: int
-    max_timestamp: int
-    offset_of_max_timestamp: int
     records_count: int
-    log_append_time: int = -1
+    log_append_time_ms: int
+    max_timestamp_ms: int
+    shallow_offset_of_max_timestamp: int
 
 
 class FileReplicatedLog(ReplicatedLog):
@@ -125,7 +125,7 @@ class FileReplicatedLog(ReplicatedLog):
             )
             fill_builder(builder, records, control, timestamp)
             last = next_offset + len(records) - 1
-            return _Built(builder.build(), next_offset, last, timestamp, last, len(records))
+            return _Built(builder.build(), next_offset, last, len(records), -1, timestamp, last)
 
         info = self.log.append_as_leader(b"", epoch, build, AppendOrigin.REPLICATION)
         return LogAppendInfo(info.first_offset, info.last_offset)

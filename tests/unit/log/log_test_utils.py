@@ -61,13 +61,15 @@ def batches(start: int, n: int, count: int = 1, payload: int = 16, **kw) -> list
 
 @dataclass
 class Validated:
-    buffer: bytearray
+    """LogValidator's ValidationResult spelling (ValidationResultLike)."""
+
+    validated_records: bytearray
     first_offset: int
     last_offset: int
-    max_timestamp: int
-    offset_of_max_timestamp: int
     records_count: int
-    log_append_time: int = -1
+    log_append_time_ms: int
+    max_timestamp_ms: int
+    shallow_offset_of_max_timestamp: int
 
 
 def assign_offsets(leader_epoch: int = 0):
@@ -87,7 +89,7 @@ def assign_offsets(leader_epoch: int = 0):
             count += batch.records_count
             offset = batch.next_offset
             pos += batch.size_in_bytes
-        return Validated(buf, next_offset, offset - 1, max_ts, off_max, count)
+        return Validated(buf, next_offset, offset - 1, count, -1, max_ts, off_max)
 
     return validate
 

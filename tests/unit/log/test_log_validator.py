@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pykbroker.log.log_append_info import ValidatedFields
 from pykbroker.log.log_validator import AppendOrigin, LogValidator, RecordError, RecordValidationError
 from pykbroker.protocol import errors
 from pykbroker.protocol.errors import (
@@ -422,16 +421,6 @@ def test_enum_origin_is_named_without_str(time, monkeypatch):
 
     monkeypatch.setattr(AppendOrigin, "__str__", no_str)
     assert LogValidator(produce(), "topic-0", time, origin=AppendOrigin.CLIENT)._origin_name == "CLIENT"
-
-
-def test_validated_fields_read_a_validation_result_as_the_general_path_does(time):
-    result = validate(produce(n=3), time, timestamp_type=LOG_APPEND_TIME)
-    fast = ValidatedFields(result)  # a registered ValidationResult: read without attribute probing
-    general = ValidatedFields(SimpleNamespace(**result._asdict()))  # same fields, probed by name
-    slots = ValidatedFields.__slots__
-    assert [getattr(fast, s) for s in slots] == [getattr(general, s) for s in slots]
-    assert (fast.first_offset, fast.last_offset, fast.records_count, fast.log_append_time) == (100, 102, 3, NOW)
-    assert type(fast.buffer) is memoryview and fast.buffer.obj is result.validated_records.obj
 
 
 def test_decompression_limit_defaults_from_max_message_bytes_or_is_given(time):
