@@ -28,7 +28,9 @@ batches, idempotent batches need ``baseSequence >= 0`` (INVALID_RECORD). Then on
    compacted topics (every record needs a key) and when ``verify_uncompressed_records`` is set.
    Stamping: ``set_last_offset``, ``set_partition_leader_epoch`` (both outside the CRC) and, only
    for LogAppendTime topics (or a producer claiming LogAppendTime), ``set_max_timestamp``, which
-   recomputes the CRC.
+   recomputes the CRC. The common case (one writable plain batch, every check passing) is done from
+   one header read with one struct stamp (``validate_messages_and_assign_offsets``'s fast path);
+   anything else takes the general path (``validate_general``), which gives the same result.
 2. **Compressed, source codec == target codec (``compression.type=producer`` or equal): in
    place.** As Kafka: decompress and walk every record (skipping keys and values), validate keys
    and timestamps, and check that inner offset deltas are ``0..n-1``; if they are not, fall
@@ -51,7 +53,10 @@ memoryview of the bytes to append. Sans-I/O and stateless: one instance per appe
 
 from __future__ import annotations
 
+import struct
 from typing import NamedTuple
+
+from crc32c import crc32c as _crc32c
 
 from pykbroker.log.producer_state_entry import AppendOrigin  # the log's one AppendOrigin enum
 from pykbroker.protocol.errors import (
@@ -66,14 +71,20 @@ from pykbroker.record.batch_records import records_data
 from pykbroker.record.compression import Compression, decompression_limit
 from pykbroker.record.default_record import read_records, scan_records
 from pykbroker.record.default_record_batch import (
+    ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
+    CRC_OFFSET,
     CREATE_TIME,
     CURRENT_MAGIC,
+    HEADER,
     LOG_APPEND_TIME,
+    LOG_OVERHEAD,
     MAGIC_OFFSET,
+    MAX_TIMESTAMP_OFFSET,
     NO_PRODUCER_ID,
     NO_TIMESTAMP,
+    RECORD_BATCH_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
     RecordBatch,
     iter_batches,
@@ -122,8 +133,26 @@ class MetricsRecorder:
 _NO_METRICS = MetricsRecorder()
 
 # Indexes of RecordBatch.header()'s fields (HEADER's layout order)
-_BASE_OFFSET, _ATTRIBUTES, _LAST_OFFSET_DELTA, _BASE_TIMESTAMP, _MAX_TIMESTAMP = 0, 5, 6, 7, 8
+_BASE_OFFSET, _LENGTH, _MAGIC, _CRC, _ATTRIBUTES, _LAST_OFFSET_DELTA, _BASE_TIMESTAMP, _MAX_TIMESTAMP = (
+    0,
+    1,
+    3,
+    4,
+    5,
+    6,
+    7,
+    8,
+)
 _PRODUCER_ID, _BASE_SEQUENCE, _RECORDS_COUNT = 9, 11, 12
+
+#: the fast path's stamps: baseOffset, batchLength (rewritten unchanged), partitionLeaderEpoch (all outside the CRC)
+_PREFIX_AND_EPOCH = struct.Struct(">qii")
+#: attributes (int16) and maxTimestamp (int64) are not adjacent: two stamps, then the CRC (uint32 at 17)
+_ATTRIBUTES_STAMP = struct.Struct(">h")
+_MAX_TIMESTAMP_STAMP = struct.Struct(">q")
+_CRC_STAMP = struct.Struct(">I")
+#: attributes that keep a batch off the fast path: a codec or the control flag
+_NOT_PLAIN = COMPRESSION_CODEC_MASK | CONTROL_FLAG_MASK
 
 #: AppendOrigin member -> its name (an enum's ``name`` is a Python-level property: read once here, not per append)
 _ORIGIN_NAMES: dict = {origin: origin.name for origin in AppendOrigin}
@@ -200,6 +229,14 @@ class LogValidator:
         self._max_decompressed_bytes = max_decompressed_bytes  # None: computed when a compressed batch needs it
         self.verify_uncompressed_records = verify_uncompressed_records
         self.metrics = metrics_recorder
+        # the fast path (see validate_messages_and_assign_offsets) applies: path 1 without a record walk, for a
+        # client's or a coordinator's append (RAFT_LEADER checks the stamped epoch: general path)
+        self._fast = (
+            (self.target_compression is None or self.target_compression.id == _compression.NONE)
+            and not compacted_topic
+            and not verify_uncompressed_records
+            and self._origin_name in ("CLIENT", "COORDINATOR")
+        )
 
     @property
     def max_decompressed_bytes(self) -> int:
@@ -215,9 +252,68 @@ class LogValidator:
         """Validate and assign offsets starting at ``offset_counter`` (the log end offset).
         Raises InvalidRecordError, RecordTooLargeError, CorruptRecordError,
         UnsupportedCompressionTypeError or RecordValidationError, having modified nothing (stamping
-        is the last step)."""
+        is the last step).
+
+        Fast path (the common produce): a writable buffer holding exactly one uncompressed, non-control magic-2
+        batch with base offset 0, within ``max.message.bytes``, whose CRC holds, whose header passes
+        ``validateBatch`` and the timestamp window, for an uncompressed target on a non-compacted topic: checked
+        from one header read and stamped in place, with the same result as :meth:`validate_general` (which
+        runs whenever any of this does not hold, and raises Kafka's error)."""
         now = self.time.milliseconds()
-        buf = self.records if isinstance(self.records, memoryview) else memoryview(self.records)
+        records = self.records
+        buf = records if type(records) is memoryview else memoryview(records)
+        n = len(buf)
+        if self._fast and n >= RECORD_BATCH_OVERHEAD and not buf.readonly:
+            h = HEADER.unpack_from(buf, 0)
+            attrs = h[_ATTRIBUTES]
+            count = h[_RECORDS_COUNT]
+            if (
+                h[_MAGIC] == CURRENT_MAGIC
+                and h[_LENGTH] + LOG_OVERHEAD == n  # one whole batch, nothing after it
+                and h[_BASE_OFFSET] == 0
+                and n <= self.max_message_bytes
+                and not attrs & _NOT_PLAIN
+                and count > 0
+                and h[_LAST_OFFSET_DELTA] + 1 == count
+                and (h[_PRODUCER_ID] == NO_PRODUCER_ID or h[_BASE_SEQUENCE] >= 0)
+                and self._header_timestamps_valid(h, now)
+                and h[_CRC] == _crc32c(buf[ATTRIBUTES_OFFSET:])
+            ):
+                # _stamp_in_place's stamps: offsets from offset_counter (baseOffset = last - lastOffsetDelta),
+                # the leader epoch, and the timestamp type / max timestamp (re-CRC only if they change)
+                last_offset = offset_counter + count - 1
+                _PREFIX_AND_EPOCH.pack_into(buf, 0, offset_counter, h[_LENGTH], self.partition_leader_epoch)
+                max_timestamp = h[_MAX_TIMESTAMP]
+                if self.timestamp_type == LOG_APPEND_TIME:
+                    max_timestamp = now
+                    new_attrs = attrs | TIMESTAMP_TYPE_MASK
+                else:
+                    new_attrs = attrs & ~TIMESTAMP_TYPE_MASK
+                if new_attrs != attrs or max_timestamp != h[_MAX_TIMESTAMP]:
+                    _ATTRIBUTES_STAMP.pack_into(buf, ATTRIBUTES_OFFSET, new_attrs)
+                    _MAX_TIMESTAMP_STAMP.pack_into(buf, MAX_TIMESTAMP_OFFSET, max_timestamp)
+                    _CRC_STAMP.pack_into(buf, CRC_OFFSET, _crc32c(buf[ATTRIBUTES_OFFSET:]))
+                return ValidationResult(
+                    buf,
+                    offset_counter,
+                    last_offset,
+                    count,
+                    now,
+                    max_timestamp,
+                    last_offset if max_timestamp > NO_TIMESTAMP else -1,
+                    False,
+                    _compression.NONE,
+                    _compression.NONE,
+                )
+        return self._validate_general(buf, offset_counter, now)
+
+    def validate_general(self, offset_counter: int) -> ValidationResult:
+        """:meth:`validate_messages_and_assign_offsets` without its fast path (every check one by one)."""
+        records = self.records
+        buf = records if type(records) is memoryview else memoryview(records)
+        return self._validate_general(buf, offset_counter, self.time.milliseconds())
+
+    def _validate_general(self, buf: memoryview, offset_counter: int, now: int) -> ValidationResult:
         batch = self._single_batch(buf)
         header = batch.header()  # the 13 header fields read once (one struct call), see RecordBatch.header
         self._validate_batch(batch, header)
