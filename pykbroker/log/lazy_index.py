@@ -52,7 +52,12 @@ class LazyIndex(Generic[T]):
         return self._index is None and self._fresh
 
     def is_full(self) -> bool:
-        return False if self.is_fresh else self.get().is_full()  # type: ignore[attr-defined]
+        index = self._index
+        if index is None:
+            if self._fresh:  # a new segment's empty index: not full, and not mapped for this question
+                return False
+            index = self.get()
+        return index.is_full()  # type: ignore[attr-defined]
 
     def trim_to_valid_size(self) -> None:
         """Trim the file to its entries (on roll and close); a fresh file, never mapped, is emptied."""

@@ -225,6 +225,50 @@ class LogSegment:
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += size
 
+    def append_unless_roll(
+        self,
+        largest_offset: int,
+        largest_timestamp: int,
+        offset_of_max_timestamp: int,
+        records,
+        max_segment_ms: int,
+        max_segment_bytes: int,
+        time,
+    ) -> bool:
+        """:meth:`should_roll` and :meth:`append` in one step, for the leader's append: False (nothing written)
+        when the segment must roll first (``should_roll(max_segment_ms, max_segment_bytes, largest_timestamp,
+        largest_offset, len(records), time.milliseconds())``), else append ``records`` (non-empty) as
+        :meth:`append` does and return True. ``time`` (a ``Time``) is read only when the segment's age is
+        measured from its creation (no batch timestamp). Caller holds the log lock."""
+        size = len(records)
+        physical_position = self.log.size_in_bytes
+        if physical_position > max_segment_bytes - size or not 0 <= largest_offset - self.base_offset <= 0x7FFFFFFF:
+            return False
+        if physical_position > 0:
+            ts = self._rolling_based_timestamp
+            if ts is None:
+                self._load_first_batch_timestamp()
+                ts = self._rolling_based_timestamp
+            waited = largest_timestamp - ts if ts is not None and ts >= 0 else time.milliseconds() - self._created
+            if waited > max_segment_ms - self.roll_jitter_ms:
+                return False
+        if self._lazy_offset_index.is_full() or self._lazy_time_index.is_full():
+            return False
+        if physical_position == 0:
+            self._rolling_based_timestamp = largest_timestamp
+        self.log.append(records)
+        so_far = self._max_timestamp_and_offset_so_far
+        if so_far is None:
+            so_far = self._read_max_timestamp_and_offset_so_far()
+        if largest_timestamp > so_far.timestamp:
+            so_far = self._max_timestamp_and_offset_so_far = TimestampOffset(largest_timestamp, offset_of_max_timestamp)
+        if self._bytes_since_last_index_entry > self.index_interval_bytes:
+            self.offset_index.append(largest_offset, physical_position)
+            self.time_index.maybe_append(so_far.timestamp, so_far.offset)
+            self._bytes_since_last_index_entry = 0
+        self._bytes_since_last_index_entry += size
+        return True
+
     # -- read ---------------------------------------------------------------------------------
     def translate_offset(self, offset: int, starting_file_position: int = 0) -> LogOffsetPosition | None:
         """Position and size of the first batch whose last offset is >= ``offset`` (index lookup, then

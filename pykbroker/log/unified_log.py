@@ -72,6 +72,7 @@ from pykbroker.protocol.errors import (
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
 )
+from pykbroker.record.default_record_batch import CURRENT_MAGIC, HEADER, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
 from pykbroker.record.file_records import (
     BatchHeader,
     TimestampAndOffset,
@@ -94,9 +95,10 @@ class _IOErrors:
         self.log, self.what = log, what
 
     def __enter__(self) -> None:
-        channel = self.log.log_dir_failure_channel
+        log = self.log
+        channel = log.log_dir_failure_channel
         if channel is not None:
-            parent = self.log.parent_dir
+            parent = log._parent_dir
             if channel.has_offline_log_dir(parent):
                 raise KafkaStorageError(f"The log dir {parent} is already offline due to a previous IO exception.")
 
@@ -169,6 +171,7 @@ class UnifiedLog:
         #: offset, high watermark or log start offset may have changed; set by the Partition (idle fetch sessions)
         self.change_listener: Callable[[], None] | None = None
         self._log = self._logger()
+        self._appending = _IOErrors(self, "appending records to")  # stateless: one per log, entered per append
 
     def _logger(self):
         """Kafka's log prefix: ``[UnifiedLog partition=t-0, dir=/data]`` (the partition's log directory)."""
@@ -370,26 +373,48 @@ class UnifiedLog:
         batches exceed ``segment.bytes``.
         """
         mv = records if isinstance(records, memoryview) else memoryview(records)
-        with self._lock, self._io("appending records to"):
-            self._check_open()
-            leo = self.log_end_offset
+        with self._lock, self._appending:
+            if self._closed:
+                raise KafkaStorageError(f"The log for partition {self.name} is closed")
+            leo = self._next_offset_metadata.message_offset
             v = validate(mv, leo)
             buf = v.validated_records
             if type(buf) is not memoryview:
                 buf = memoryview(buf)
-            if len(buf) == 0:
+            n = len(buf)
+            if n == 0:
                 return LogAppendInfo(leo, leo - 1, log_start_offset=self._log_start_offset)
             if v.first_offset != leo:
                 raise UnexpectedAppendOffsetError(
                     f"Validator assigned first offset {v.first_offset} but the log end offset of {self.name} is {leo}"
                 )
+            log_append_time = v.log_append_time_ms if self._config.message_timestamp_type == "LogAppendTime" else -1
+            if n >= RECORD_BATCH_OVERHEAD and leader_epoch >= 0:
+                fields = HEADER.unpack_from(buf, 0)
+                if fields[1] + LOG_OVERHEAD == n and fields[3] == CURRENT_MAGIC and fields[9] < 0:
+                    # one whole batch without a producer id (the LogValidator's usual result): _append_plain_locked
+                    last_offset = fields[0] + fields[6]
+                    if last_offset != v.last_offset:
+                        raise UnexpectedAppendOffsetError(
+                            f"Validator reported last offset {v.last_offset} but the last batch ends at "
+                            f"{last_offset} in {self.name}"
+                        )
+                    return self._append_plain_locked(
+                        buf,
+                        leo,
+                        last_offset,
+                        v.max_timestamp_ms,
+                        v.shallow_offset_of_max_timestamp,
+                        v.records_count,
+                        log_append_time,
+                        leader_epoch,
+                    )
             headers = self._batch_headers(buf, verify=False)
             if headers[-1].last_offset != v.last_offset:
                 raise UnexpectedAppendOffsetError(
                     f"Validator reported last offset {v.last_offset} but the last batch ends at "
                     f"{headers[-1].last_offset} in {self.name}"
                 )
-            log_append_time = v.log_append_time_ms if self._config.message_timestamp_type == "LogAppendTime" else -1
             return self._append_locked(
                 buf,
                 headers,
@@ -550,6 +575,70 @@ class UnifiedLog:
             records_count,
             len(buf),
             leader_epoch if leader_epoch is not None else (last_epoch if last_epoch >= 0 else None),
+        )
+
+    def _append_plain_locked(
+        self,
+        buf: memoryview,
+        first_offset: int,
+        last_offset: int,
+        max_timestamp: int,
+        offset_of_max_timestamp: int,
+        records_count: int,
+        log_append_time: int,
+        leader_epoch: int,
+    ) -> LogAppendInfo:
+        """:meth:`_append_locked` for one batch without a producer id stamped with ``leader_epoch`` (>= 0), the
+        common leader append, in fewer steps: no producer state to check or update beyond the map end offset,
+        the roll check fused with the segment append (``LogSegment.append_unless_roll``), the log end offset
+        updated in place. Same effects and errors as the general path. Caller holds the log lock."""
+        config = self._config
+        size = len(buf)
+        if size > config.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"Message batch size is {size} bytes in append to partition {self.name}, which exceeds the "
+                f"maximum configured segment size of {config.segment_bytes}."
+            )
+        cache = self.leader_epoch_cache
+        latest = cache.latest_epoch
+        if latest is None or leader_epoch > latest:
+            cache.assign(leader_epoch, first_offset)
+        segment = self._segments.active_segment
+        if not segment.append_unless_roll(
+            last_offset,
+            max_timestamp,
+            offset_of_max_timestamp,
+            buf,
+            self._max_segment_ms() if config.compact else config.segment_ms,
+            config.segment_bytes,
+            self._time,
+        ):
+            segment = self._maybe_roll(size, max_timestamp, first_offset, last_offset)
+            segment.append(last_offset, max_timestamp, offset_of_max_timestamp, buf)
+        end = last_offset + 1
+        metadata = self._next_offset_metadata = LogOffsetMetadata(end, segment.base_offset, segment.size)
+        if self._recovery_point > end:
+            self._recovery_point = end
+        if self._high_watermark_metadata.message_offset > end:
+            self._high_watermark_metadata = metadata
+        listener = self.change_listener
+        if listener is not None:
+            listener()
+        psm = self.producer_state_manager
+        psm.update_map_end_offset(end)
+        self._first_unstable_offset = psm.first_unstable_offset
+        if end - self._recovery_point >= config.flush_interval_messages:
+            self.flush()
+        return LogAppendInfo(
+            first_offset,
+            last_offset,
+            max_timestamp,
+            offset_of_max_timestamp,
+            log_append_time,
+            self._log_start_offset,
+            records_count,
+            size,
+            leader_epoch,
         )
 
     def maybe_start_transaction_verification(
@@ -892,6 +981,20 @@ class UnifiedLog:
                 self._on_high_watermark_updated(new_hw.message_offset)
                 return old.message_offset
             return None
+
+    def maybe_increment_high_watermark_to_end(self) -> bool:
+        """``maybe_increment_high_watermark(log_end_offset)`` (the leader without followers after an append),
+        reading the LEO under the log lock: True if the HW moved."""
+        with self._lock:
+            end = self._next_offset_metadata
+            old = self._high_watermark_metadata
+            if old.message_offset < end.message_offset or (
+                old.message_offset == end.message_offset and old.message_offset_only and not end.message_offset_only
+            ):
+                self._high_watermark_metadata = end
+                self._on_high_watermark_updated(end.message_offset)
+                return True
+            return False
 
     def maybe_increment_log_start_offset(self, new_log_start_offset: int, reason: str = "client delete") -> bool:
         """Advance the log start offset (DeleteRecords, retention). Raises OffsetOutOfRangeError above

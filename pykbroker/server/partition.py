@@ -155,6 +155,8 @@ class Partition:
         #: Replaced (not mutated) by ``notify_fetch_watchers``; ``_watch_lock`` guards registration and the swap.
         self._fetch_watchers: dict[int, Callable[[], None]] = {}
         self._watch_lock = threading.Lock()
+        #: (LogConfig, leader epoch, origin, LogValidator keyword arguments): rebuilt when one of the three changes
+        self._validator_args: tuple | None = None
         if log is not None and hasattr(log, "change_listener"):
             log.change_listener = self.notify_fetch_watchers
 
@@ -350,42 +352,47 @@ class Partition:
     def append_records_to_leader(self, records: memoryview, required_acks: int, origin=None, verification_guard=None):
         """Validate and append; returns ``(LogAppendInfo, hw_incremented)``.
         Raises NotLeaderOrFollowerError, NotEnoughReplicasError (acks=-1 below min ISR), or the
-        validator's errors (CorruptRecordError, InvalidRecordError, RecordTooLargeError, ...)."""
+        validator's errors (CorruptRecordError, InvalidRecordError, RecordTooLargeError, ...).
+        The high watermark then moves as :meth:`maybe_increment_leader_hw` moves it; for a leader without
+        followers (the HW is its LEO) directly (``UnifiedLog.maybe_increment_high_watermark_to_end``)."""
         with self._state_lock:
-            if not self.is_leader:
+            if self.leader_id != self.local_broker_id:
                 raise errors.NotLeaderOrFollowerError(
                     f"Leader not local for partition {self.name} on broker {self.local_broker_id}"
                 )
             epoch = self.leader_epoch
             isr_size = len(self.isr)
-        config = self.log.config
+        log = self.log
+        config = log.config
         if required_acks == -1 and isr_size < config.min_insync_replicas:
             raise errors.NotEnoughReplicasError(
                 f"The size of the current ISR {isr_size} is insufficient to satisfy the min.isr requirement "
                 f"of {config.min_insync_replicas} for partition {self.name}"
             )
+        cached = self._validator_args
+        if cached is None or cached[0] is not config or cached[1] != epoch or cached[2] is not origin:
+            cached = self._validator_args = (config, epoch, origin, _validator_kwargs(config, epoch, origin))
+        validator_kwargs = cached[3]
+        name, time = self.name, self.time
 
         def validate(buf: memoryview, next_offset: int):
-            validator = LogValidator(
-                buf,
-                self.name,
-                self.time,
-                target_compression=config.compression_type,
-                compacted_topic=config.compact,
-                partition_leader_epoch=epoch,
-                timestamp_type=LOG_APPEND_TIME if config.message_timestamp_type == "LogAppendTime" else CREATE_TIME,
-                timestamp_before_max_ms=config.message_timestamp_before_max_ms,
-                timestamp_after_max_ms=config.message_timestamp_after_max_ms,
-                max_message_bytes=config.max_message_bytes,
-                **({"origin": origin} if origin is not None else {}),
-            )
-            return validator.validate_messages_and_assign_offsets(next_offset)
+            return LogValidator(buf, name, time, **validator_kwargs).validate_messages_and_assign_offsets(next_offset)
 
-        kwargs: dict = {"origin": origin} if origin is not None else {}
-        if verification_guard is not None:
-            kwargs["verification_guard"] = verification_guard
-        info = self.log.append_as_leader(records, epoch, validate, **kwargs)
-        return info, (not info.duplicate and self.maybe_increment_leader_hw())
+        if origin is None and verification_guard is None:
+            info = log.append_as_leader(records, epoch, validate)
+        else:
+            kwargs: dict = {"origin": origin} if origin is not None else {}
+            if verification_guard is not None:
+                kwargs["verification_guard"] = verification_guard
+            info = log.append_as_leader(records, epoch, validate, **kwargs)
+        if info.duplicate:
+            return info, False
+        with self._state_lock:
+            if self.leader_id != self.local_broker_id:
+                return info, False
+            if not self.remote_replicas:  # _maybe_increment_leader_hw_locked's result without followers: the LEO
+                return info, log.maybe_increment_high_watermark_to_end()
+            return info, self._maybe_increment_leader_hw_locked()
 
     def maybe_increment_leader_hw(self) -> bool:
         """Recompute the leader's HW (after an append); True if it moved."""
@@ -659,3 +666,19 @@ class Partition:
     ):
         log = self.leader_log_or_raise(current_leader_epoch)
         return log.read(fetch_offset, max_bytes, isolation, min_one_message)
+
+
+def _validator_kwargs(config, epoch: int, origin) -> dict:
+    """The LogValidator keyword arguments of a leader append under ``config`` (a LogConfig) at ``epoch``."""
+    kwargs = {
+        "target_compression": config.compression_type,
+        "compacted_topic": config.compact,
+        "partition_leader_epoch": epoch,
+        "timestamp_type": LOG_APPEND_TIME if config.message_timestamp_type == "LogAppendTime" else CREATE_TIME,
+        "timestamp_before_max_ms": config.message_timestamp_before_max_ms,
+        "timestamp_after_max_ms": config.message_timestamp_after_max_ms,
+        "max_message_bytes": config.max_message_bytes,
+    }
+    if origin is not None:
+        kwargs["origin"] = origin
+    return kwargs

@@ -1,0 +1,123 @@
+"""UnifiedLog.append_as_leader's fast path (one batch without a producer id: _append_plain_locked with
+LogSegment.append_unless_roll) leaves the log exactly as the general path (_append_locked) does."""
+
+import os
+
+import pytest
+
+from pykbroker.log.log_config import LogConfig
+from pykbroker.log.log_segment import LogSegment
+from pykbroker.log.log_validator import LOG_APPEND_TIME, LogValidator
+from pykbroker.log.producer_state_entry import AppendOrigin
+from pykbroker.log.unified_log import UnifiedLog
+from pykbroker.protocol.errors import KafkaError
+from pykbroker.utils.time import MockTime
+from tests.unit.log.log_test_utils import make_batch
+
+START_MS = 10_000_000
+
+
+def general_path(self, buf, first, last, max_ts, offset_of_max, count, log_append_time, epoch):
+    """What append_as_leader did before the fast path: the general append of the batch's headers."""
+    headers = self._batch_headers(buf, verify=False)
+    return self._append_locked(
+        buf, headers, first, last, max_ts, offset_of_max, count, log_append_time, AppendOrigin.CLIENT, epoch
+    )
+
+
+def run(tmp_path, name, overrides, steps):
+    """Apply ``steps`` to a new log; returns what each step returned and the closed log's files."""
+    time = MockTime(current_ms=START_MS)
+    config = LogConfig({"file.delete.delay.ms": 0, **overrides})
+    log = UnifiedLog.create(str(tmp_path / name / "topic-0"), config, None, time)
+    append_time = LOG_APPEND_TIME if overrides.get("message.timestamp.type") == "LogAppendTime" else 0
+    results = []
+    for step in steps:
+        if step[0] == "sleep":
+            time.sleep(step[1])
+            continue
+        _, epoch, batch_args = step
+
+        def validate(records, next_offset, epoch=epoch):
+            return LogValidator(
+                records, "topic-0", time, partition_leader_epoch=epoch, timestamp_type=append_time
+            ).validate_messages_and_assign_offsets(next_offset)
+
+        try:
+            info = log.append_as_leader(bytearray(make_batch(0, **batch_args)), epoch, validate)
+            results.append(info)
+            log.maybe_increment_high_watermark_to_end()
+        except KafkaError as e:
+            results.append((type(e), str(e)))
+        results.append(
+            (
+                log.log_end_offset_metadata,
+                log.high_watermark,
+                log.recovery_point,
+                [(s.base_offset, s.size) for s in log.segments],
+                log.leader_epoch_cache.epoch_entries(),
+            )
+        )
+    log.close()
+    directory = tmp_path / name / "topic-0"
+    files = {f: (directory / f).read_bytes() for f in sorted(os.listdir(directory))}
+    return results, files
+
+
+def plain(count=2, payload=100, ts=None):
+    return {"count": count, "payload": payload, **({"max_timestamp": ts, "base_timestamp": ts} if ts else {})}
+
+
+SCENARIOS = {
+    "size rolls and index entries": (
+        {"segment.bytes": 1000, "index.interval.bytes": 300},
+        [("append", 0, plain(ts=START_MS + i)) for i in range(20)],
+    ),
+    "too large for a segment": (
+        {"segment.bytes": 1000},
+        [("append", 0, plain()), ("append", 0, plain(payload=1200)), ("append", 0, plain())],
+    ),
+    "time rolls from batch timestamps": (
+        {"segment.ms": 60_000},
+        [step for i in range(6) for step in (("append", 0, plain(ts=START_MS + i * 40_000)), ("sleep", 40_000))],
+    ),
+    "time rolls without timestamps": (
+        {"segment.ms": 60_000},
+        [step for _ in range(6) for step in (("append", 0, plain(ts=-1)), ("sleep", 40_000))],
+    ),
+    "log append time and flush.messages": (
+        {"message.timestamp.type": "LogAppendTime", "flush.messages": 3},
+        [step for _ in range(7) for step in (("append", 0, plain()), ("sleep", 5))],
+    ),
+    "epochs and idempotent batches in between": (
+        {"segment.bytes": 2000, "index.interval.bytes": 100},
+        [
+            ("append", 0, plain()),
+            ("append", 0, {"count": 3, "producer_id": 9, "producer_epoch": 0, "base_sequence": 0}),
+            ("append", 1, plain()),
+            ("append", 1, plain(count=5, payload=10)),
+            ("append", 3, plain()),
+            ("append", 3, {"count": 1, "producer_id": 9, "producer_epoch": 0, "base_sequence": 3}),
+            ("append", 3, plain(ts=START_MS)),
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_fast_path_leaves_the_log_as_the_general_path(tmp_path, monkeypatch, scenario):
+    overrides, steps = SCENARIOS[scenario]
+    calls = []
+    real_fast = LogSegment.append_unless_roll
+
+    def counted(self, *args):
+        calls.append(1)
+        return real_fast(self, *args)
+
+    monkeypatch.setattr(LogSegment, "append_unless_roll", counted)
+    fast = run(tmp_path, "fast", overrides, steps)
+    assert calls, "the fast path was not taken"
+    monkeypatch.setattr(UnifiedLog, "_append_plain_locked", general_path)
+    general = run(tmp_path, "general", overrides, steps)
+    assert fast[0] == general[0]
+    assert fast[1] == general[1]
