@@ -234,16 +234,16 @@ class LogSegment:
         max_segment_ms: int,
         max_segment_bytes: int,
         time,
-    ) -> bool:
-        """:meth:`should_roll` and :meth:`append` in one step, for the leader's append: False (nothing written)
+    ) -> int:
+        """:meth:`should_roll` and :meth:`append` in one step, for the leader's append: -1 (nothing written)
         when the segment must roll first (``should_roll(max_segment_ms, max_segment_bytes, largest_timestamp,
         largest_offset, len(records), time.milliseconds())``), else append ``records`` (non-empty) as
-        :meth:`append` does and return True. ``time`` (a ``Time``) is read only when the segment's age is
-        measured from its creation (no batch timestamp). Caller holds the log lock."""
+        :meth:`append` does and return the segment's new size in bytes. ``time`` (a ``Time``) is read only when
+        the segment's age is measured from its creation (no batch timestamp). Caller holds the log lock."""
         size = len(records)
         physical_position = self.log.size_in_bytes
         if physical_position > max_segment_bytes - size or not 0 <= largest_offset - self.base_offset <= 0x7FFFFFFF:
-            return False
+            return -1
         if physical_position > 0:
             ts = self._rolling_based_timestamp
             if ts is None:
@@ -251,9 +251,9 @@ class LogSegment:
                 ts = self._rolling_based_timestamp
             waited = largest_timestamp - ts if ts is not None and ts >= 0 else time.milliseconds() - self._created
             if waited > max_segment_ms - self.roll_jitter_ms:
-                return False
+                return -1
         if self._lazy_offset_index.is_full() or self._lazy_time_index.is_full():
-            return False
+            return -1
         if physical_position == 0:
             self._rolling_based_timestamp = largest_timestamp
         self.log.append(records)
@@ -267,7 +267,7 @@ class LogSegment:
             self.time_index.maybe_append(so_far.timestamp, so_far.offset)
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += size
-        return True
+        return physical_position + size
 
     # -- read ---------------------------------------------------------------------------------
     def translate_offset(self, offset: int, starting_file_position: int = 0) -> LogOffsetPosition | None:

@@ -155,7 +155,7 @@ _CRC_STAMP = struct.Struct(">I")
 _NOT_PLAIN = COMPRESSION_CODEC_MASK | CONTROL_FLAG_MASK
 
 #: AppendOrigin member -> its name (an enum's ``name`` is a Python-level property: read once here, not per append)
-_ORIGIN_NAMES: dict = {origin: origin.name for origin in AppendOrigin}
+_ORIGIN_NAMES: dict = {id(origin): origin.name for origin in AppendOrigin}
 
 
 class ValidationResult(NamedTuple):
@@ -223,7 +223,7 @@ class LogValidator:
         self.origin = origin
         # Compared by name: AppendOrigin (CLIENT, COORDINATOR, REPLICATION) has no RAFT_LEADER yet.
         if type(origin) is AppendOrigin:
-            self._origin_name = _ORIGIN_NAMES[origin]
+            self._origin_name = _ORIGIN_NAMES[id(origin)]  # by identity: an enum member's hash is a Python call
         else:
             self._origin_name = (getattr(origin, "name", None) or str(origin)).upper()
         self._max_decompressed_bytes = max_decompressed_bytes  # None: computed when a compressed batch needs it

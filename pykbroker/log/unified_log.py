@@ -604,7 +604,7 @@ class UnifiedLog:
         if latest is None or leader_epoch > latest:
             cache.assign(leader_epoch, first_offset)
         segment = self._segments.active_segment
-        if not segment.append_unless_roll(
+        segment_size = segment.append_unless_roll(
             last_offset,
             max_timestamp,
             offset_of_max_timestamp,
@@ -612,11 +612,13 @@ class UnifiedLog:
             self._max_segment_ms() if config.compact else config.segment_ms,
             config.segment_bytes,
             self._time,
-        ):
+        )
+        if segment_size < 0:
             segment = self._maybe_roll(size, max_timestamp, first_offset, last_offset)
             segment.append(last_offset, max_timestamp, offset_of_max_timestamp, buf)
+            segment_size = segment.size
         end = last_offset + 1
-        metadata = self._next_offset_metadata = LogOffsetMetadata(end, segment.base_offset, segment.size)
+        metadata = self._next_offset_metadata = LogOffsetMetadata(end, segment.base_offset, segment_size)
         if self._recovery_point > end:
             self._recovery_point = end
         if self._high_watermark_metadata.message_offset > end:

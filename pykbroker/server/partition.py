@@ -422,10 +422,11 @@ class Partition:
 
     def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, int]:
         """DelayedProduce's check (Kafka's ``checkEnoughReplicasReachOffset``): ``(done, error code)``."""
-        if not self.is_leader:
+        if self.leader_id != self.local_broker_id:
             return True, errors.NOT_LEADER_OR_FOLLOWER
-        if self.log.high_watermark >= required_offset:
-            if len(self.maximal_isr) < self.log.config.min_insync_replicas:
+        log = self.log
+        if log.high_watermark >= required_offset:
+            if len(self.maximal_isr) < log.config.min_insync_replicas:
                 return True, errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
             return True, errors.NONE
         return False, errors.NONE

@@ -833,13 +833,17 @@ class ReplicaManager:
         # BrokerTopicMetrics of the request, per topic; unknown topics are not counted (Kafka answers them
         # before the ReplicaManager).
         stats: dict[str, TopicProduceCounts] = {}
+        hosted = self._partitions
+        appended: list[tuple[ProducePartitionStatus, Partition]] = []  # for the acks=-1 check
         for tp, records in entries.items():
             topic, index = tp
             try:
-                if is_internal_topic(topic) and not internal_topics_allowed:
+                if not internal_topics_allowed and is_internal_topic(topic):
                     raise errors.InvalidTopicError(f"Cannot append to internal topic {topic}")
-                self.await_created(tp, creation_deadline)
-                partition = self.get_partition_or_error(topic, index)
+                partition = hosted.get(tp)
+                if partition is None:  # being created (wait a little), or an error
+                    self.await_created(tp, creation_deadline)
+                    partition = self.get_partition_or_error(topic, index)
                 guard = verification_guards.get(tp) if verification_guards else None
                 if guard is not None:
                     info, hw_incremented = partition.append_records_to_leader(records, required_acks, origin, guard)
@@ -854,7 +858,8 @@ class ReplicaManager:
                 result = ProducePartitionResult(
                     errors.NONE, info.first_offset, info.log_append_time, info.log_start_offset, (), None
                 )
-                statuses[tp] = ProducePartitionStatus(info.last_offset + 1, result)
+                status = statuses[tp] = ProducePartitionStatus(info.last_offset + 1, result)
+                appended.append((status, partition))
                 self._actions.append((tp, hw_incremented))
             except RecordValidationError as e:
                 result = ProducePartitionResult(e.code, -1, -1, -1, tuple(e.record_errors), str(e))
@@ -871,28 +876,23 @@ class ReplicaManager:
                 )
                 statuses[tp] = ProducePartitionStatus(-1, ProducePartitionResult.error(errors.UNKNOWN_SERVER_ERROR))
         self.broker_topic_stats.record_produce(stats)
-        ok = False
-        for s in statuses.values():
-            if s.result.error_code == errors.NONE:
-                ok = True
-                break
-        if required_acks == -1 and ok and not self._acks_reached_at_once(statuses):
+        if required_acks == -1 and appended and not self._acks_reached_at_once(appended):
             op = DelayedProduce(timeout_ms, statuses, self.get_partition, response_callback)
             self.produce_purgatory.try_complete_else_watch(op, [TopicPartitionOperationKey(t, p) for t, p in statuses])
         else:
             response_callback({tp: s.result for tp, s in statuses.items()})
 
-    def _acks_reached_at_once(self, statuses: dict) -> bool:
+    def _acks_reached_at_once(self, appended: list[tuple[ProducePartitionStatus, Partition]]) -> bool:
         """The DelayedProduce's first ``try_complete`` without building it: when every appended partition's
         high watermark already covers its append (a leader whose ISR is itself moves the HW during the
         append), set each such partition's code as DelayedProduce would and return True, and the caller
-        answers at once; otherwise change nothing and return False (the purgatory path)."""
+        answers at once; otherwise change nothing and return False (the purgatory path). ``appended``:
+        ``[(ProducePartitionStatus, Partition)]`` of the partitions appended to (no error); a partition no
+        longer hosted here (or replaced) sends the request to the purgatory, as DelayedProduce finds it."""
         codes = []
-        for tp, status in statuses.items():
-            if status.result.error_code != errors.NONE:
-                continue
-            partition = self.get_partition(*tp)
-            if partition is None:
+        hosted = self._partitions
+        for status, partition in appended:
+            if hosted.get((partition.topic, partition.partition)) is not partition:
                 return False
             done, code = partition.check_enough_replicas_reach_offset(status.required_offset)
             if not done:

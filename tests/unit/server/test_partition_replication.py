@@ -396,3 +396,26 @@ def test_a_reassignment_in_progress_counts_as_reassigning_and_its_removing_repli
     p.make_follower(PartitionRegistration(replicas=(4, 1, 2), isr=(4, 2), leader=4, leader_epoch=2, partition_epoch=3,
                                           adding_replicas=(9,)))  # fmt: skip
     assert not p.is_reassigning
+
+
+def test_sole_replica_leader_moves_the_hw_as_the_general_computation(tmp_path, time):
+    # a leader without followers moves the HW to its LEO directly (UnifiedLog.maybe_increment_high_watermark_to_end);
+    # the other partition takes Partition._maybe_increment_leader_hw_locked for the same appends
+    fast, _, _, fast_moves = make_partition(tmp_path / "fast", time)
+    general, _, _, general_moves = make_partition(tmp_path / "general", time)
+    general.log.maybe_increment_high_watermark_to_end = general._maybe_increment_leader_hw_locked
+    results = {}
+    for p in (fast, general):
+        assert p.make_leader(reg((1,), replicas=(1,)))
+        assert not p.remote_replicas
+        appends = [make_batch(0, 2, 10), make_batch(0, 3, 10, producer_id=5, producer_epoch=0, base_sequence=0)]
+        appends.append(appends[-1])  # a duplicate: nothing written, the HW does not move
+        appends.append(make_batch(0, 1, 10))
+        results[p] = [
+            (p.append_records_to_leader(memoryview(bytearray(b)), -1), p.log.high_watermark, p.log.log_end_offset)
+            for b in appends
+        ] + [p.log._high_watermark_metadata, p.check_enough_replicas_reach_offset(p.log.log_end_offset)]
+    assert results[fast] == results[general]
+    assert [hw_incremented for (_, hw_incremented), _, _ in results[fast][:4]] == [True, True, False, True]
+    assert fast.log.high_watermark == fast.log.log_end_offset == 6
+    assert fast_moves == general_moves
