@@ -72,7 +72,14 @@ from pykbroker.protocol.errors import (
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
 )
-from pykbroker.record.default_record_batch import CURRENT_MAGIC, HEADER, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
+from pykbroker.record.default_record_batch import (
+    CONTROL_FLAG_MASK,
+    CURRENT_MAGIC,
+    HEADER,
+    LOG_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
+    TRANSACTIONAL_FLAG_MASK,
+)
 from pykbroker.record.file_records import (
     BatchHeader,
     TimestampAndOffset,
@@ -82,6 +89,9 @@ from pykbroker.record.file_records import (
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.scheduler import Scheduler
 from pykbroker.utils.time import Time
+
+#: batch attributes that keep an idempotent batch off the leader's fast path
+_TXN_OR_CONTROL = TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK
 
 
 class _IOErrors:
@@ -391,8 +401,13 @@ class UnifiedLog:
             log_append_time = v.log_append_time_ms if self._config.message_timestamp_type == "LogAppendTime" else -1
             if n >= RECORD_BATCH_OVERHEAD and leader_epoch >= 0:
                 fields = HEADER.unpack_from(buf, 0)
-                if fields[1] + LOG_OVERHEAD == n and fields[3] == CURRENT_MAGIC and fields[9] < 0:
-                    # one whole batch without a producer id (the LogValidator's usual result): _append_plain_locked
+                if (
+                    fields[1] + LOG_OVERHEAD == n
+                    and fields[3] == CURRENT_MAGIC
+                    and (fields[9] < 0 or (origin is AppendOrigin.CLIENT and not fields[5] & _TXN_OR_CONTROL))
+                ):
+                    # one whole batch (the LogValidator's result), without a producer id or a client's idempotent
+                    # non-transactional one: _append_plain_locked
                     last_offset = fields[0] + fields[6]
                     if last_offset != v.last_offset:
                         raise UnexpectedAppendOffsetError(
@@ -408,6 +423,7 @@ class UnifiedLog:
                         v.records_count,
                         log_append_time,
                         leader_epoch,
+                        BatchHeader(0, fields) if fields[9] >= 0 else None,
                     )
             headers = self._batch_headers(buf, verify=False)
             if headers[-1].last_offset != v.last_offset:
@@ -587,11 +603,13 @@ class UnifiedLog:
         records_count: int,
         log_append_time: int,
         leader_epoch: int,
+        idempotent: BatchHeader | None = None,
     ) -> LogAppendInfo:
-        """:meth:`_append_locked` for one batch without a producer id stamped with ``leader_epoch`` (>= 0), the
-        common leader append, in fewer steps: no producer state to check or update beyond the map end offset,
-        the roll check fused with the segment append (``LogSegment.append_unless_roll``), the log end offset
-        updated in place. Same effects and errors as the general path. Caller holds the log lock."""
+        """:meth:`_append_locked` for one batch stamped with ``leader_epoch`` (>= 0), the common leader append, in
+        fewer steps: the batch has no producer id, or is a client's non-transactional idempotent batch whose
+        header is ``idempotent`` (its duplicate check and sequence/epoch update as in the general path); the roll
+        check fused with the segment append (``LogSegment.append_unless_roll``); the log end offset updated in
+        place. Same effects and errors as the general path. Caller holds the log lock."""
         config = self._config
         size = len(buf)
         if size > config.segment_bytes:
@@ -599,6 +617,26 @@ class UnifiedLog:
                 f"Message batch size is {size} bytes in append to partition {self.name}, which exceeds the "
                 f"maximum configured segment size of {config.segment_bytes}."
             )
+        psm = self.producer_state_manager
+        update = None
+        if idempotent is not None:
+            entry = psm.last_entry(idempotent.producer_id)
+            duplicate = entry.find_duplicate_batch(idempotent) if entry is not None else None
+            if duplicate is not None:
+                return LogAppendInfo(
+                    duplicate.first_offset,
+                    duplicate.last_offset,
+                    max_timestamp,
+                    offset_of_max_timestamp,
+                    duplicate.timestamp,
+                    self._log_start_offset,
+                    records_count,
+                    0,
+                    leader_epoch,
+                    duplicate=True,
+                )
+            update = psm.prepare_update(idempotent.producer_id, AppendOrigin.CLIENT)
+            update.append(idempotent)  # a data batch: completes no transaction
         cache = self.leader_epoch_cache
         latest = cache.latest_epoch
         if latest is None or leader_epoch > latest:
@@ -626,7 +664,8 @@ class UnifiedLog:
         listener = self.change_listener
         if listener is not None:
             listener()
-        psm = self.producer_state_manager
+        if update is not None:
+            psm.update(update)
         psm.update_map_end_offset(end)
         self._first_unstable_offset = psm.first_unstable_offset
         if end - self._recovery_point >= config.flush_interval_messages:

@@ -1,5 +1,6 @@
-"""UnifiedLog.append_as_leader's fast path (one batch without a producer id: _append_plain_locked with
-LogSegment.append_unless_roll) leaves the log exactly as the general path (_append_locked) does."""
+"""UnifiedLog.append_as_leader's fast path (one batch without a producer id or a client's idempotent one:
+_append_plain_locked with LogSegment.append_unless_roll) leaves the log exactly as the general path
+(_append_locked) does."""
 
 import os
 
@@ -17,7 +18,7 @@ from tests.unit.log.log_test_utils import make_batch
 START_MS = 10_000_000
 
 
-def general_path(self, buf, first, last, max_ts, offset_of_max, count, log_append_time, epoch):
+def general_path(self, buf, first, last, max_ts, offset_of_max, count, log_append_time, epoch, idempotent=None):
     """What append_as_leader did before the fast path: the general append of the batch's headers."""
     headers = self._batch_headers(buf, verify=False)
     return self._append_locked(
@@ -68,7 +69,29 @@ def plain(count=2, payload=100, ts=None):
     return {"count": count, "payload": payload, **({"max_timestamp": ts, "base_timestamp": ts} if ts else {})}
 
 
+def idempotent(pid, epoch, sequence, count=2, **kw):
+    return {"count": count, "producer_id": pid, "producer_epoch": epoch, "base_sequence": sequence, **kw}
+
+
 SCENARIOS = {
+    "idempotent producers": (
+        {"segment.bytes": 1500, "index.interval.bytes": 200},
+        [
+            ("append", 0, idempotent(9, 0, 0, count=3)),
+            ("append", 0, idempotent(9, 0, 3)),
+            ("append", 0, idempotent(9, 0, 3)),  # a duplicate: the original offsets, nothing written
+            ("append", 0, idempotent(9, 0, 0, count=3)),  # an older duplicate
+            ("append", 0, idempotent(9, 0, 10)),  # a gap: OUT_OF_ORDER_SEQUENCE_NUMBER
+            ("append", 0, idempotent(7, 0, 0)),
+            ("append", 0, idempotent(9, 1, 0)),  # epoch bump
+            ("append", 0, idempotent(9, 0, 5)),  # fenced epoch: INVALID_PRODUCER_EPOCH
+            ("append", 1, idempotent(9, 1, 2, count=4)),
+            ("append", 1, plain()),
+            ("append", 1, idempotent(11, 0, 0, attributes=0x10)),  # transactional: the general path in both
+            ("append", 1, idempotent(11, 0, 2)),  # not transactional inside its transaction: INVALID_TXN_STATE
+            ("append", 1, idempotent(7, 0, 2, count=30)),
+        ],
+    ),
     "size rolls and index entries": (
         {"segment.bytes": 1000, "index.interval.bytes": 300},
         [("append", 0, plain(ts=START_MS + i)) for i in range(20)],
