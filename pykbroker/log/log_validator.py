@@ -48,7 +48,8 @@ is CORRUPT_MESSAGE. Decompressed output is capped at ``decompression_limit(max.m
 
 Buffers: stamping writes into the caller's buffer when it is writable (pass the request's
 ``bytearray``); a read-only buffer is copied once. The result's ``validated_records`` is a
-memoryview of the bytes to append. Sans-I/O and stateless: one instance per append, any thread.
+memoryview of the bytes to append. Sans-I/O and stateless: one instance per append, or one per
+partition leader's settings validating many appends (``validate(records, offset)``), any thread.
 """
 
 from __future__ import annotations
@@ -177,7 +178,8 @@ class ValidationResult(NamedTuple):
 
 
 class LogValidator:
-    """One append's validation (see the module docstring).
+    """An append's validation (see the module docstring); :meth:`validate` takes the records of further appends
+    with the same settings.
 
     ``records``: the partition's records from the produce request (bytes-like; writable to stamp in
     place). ``topic_partition``: for messages. ``time``: a ``Time`` (``milliseconds()``).
@@ -249,7 +251,13 @@ class LogValidator:
 
     # -- entry point -----------------------------------------------------------------------------
     def validate_messages_and_assign_offsets(self, offset_counter: int) -> ValidationResult:
-        """Validate and assign offsets starting at ``offset_counter`` (the log end offset).
+        """Validate this validator's ``records`` and assign offsets from ``offset_counter``: :meth:`validate`."""
+        return self.validate(self.records, offset_counter)
+
+    def validate(self, records, offset_counter: int) -> ValidationResult:
+        """Validate ``records`` (as the constructor's) and assign offsets starting at ``offset_counter`` (the log
+        end offset). The settings are read only, so one validator may validate many appends (a partition
+        leader's, while its config, epoch and origin hold), from any thread.
         Raises InvalidRecordError, RecordTooLargeError, CorruptRecordError,
         UnsupportedCompressionTypeError or RecordValidationError, having modified nothing (stamping
         is the last step).
@@ -260,7 +268,6 @@ class LogValidator:
         from one header read and stamped in place, with the same result as :meth:`validate_general` (which
         runs whenever any of this does not hold, and raises Kafka's error)."""
         now = self.time.milliseconds()
-        records = self.records
         buf = records if type(records) is memoryview else memoryview(records)
         n = len(buf)
         if self._fast and n >= RECORD_BATCH_OVERHEAD and not buf.readonly:

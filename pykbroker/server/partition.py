@@ -155,8 +155,9 @@ class Partition:
         #: Replaced (not mutated) by ``notify_fetch_watchers``; ``_watch_lock`` guards registration and the swap.
         self._fetch_watchers: dict[int, Callable[[], None]] = {}
         self._watch_lock = threading.Lock()
-        #: (LogConfig, leader epoch, origin, LogValidator keyword arguments): rebuilt when one of the three changes
-        self._validator_args: tuple | None = None
+        #: (LogConfig, leader epoch, origin, a LogValidator's ``validate``) of leader appends: rebuilt when one of the
+        #: three changes (the validator's settings are read only: appends on any thread share it)
+        self._validator: tuple | None = None
         if log is not None and hasattr(log, "change_listener"):
             log.change_listener = self.notify_fetch_watchers
 
@@ -369,15 +370,11 @@ class Partition:
                 f"The size of the current ISR {isr_size} is insufficient to satisfy the min.isr requirement "
                 f"of {config.min_insync_replicas} for partition {self.name}"
             )
-        cached = self._validator_args
+        cached = self._validator
         if cached is None or cached[0] is not config or cached[1] != epoch or cached[2] is not origin:
-            cached = self._validator_args = (config, epoch, origin, _validator_kwargs(config, epoch, origin))
-        validator_kwargs = cached[3]
-        name, time = self.name, self.time
-
-        def validate(buf: memoryview, next_offset: int):
-            return LogValidator(buf, name, time, **validator_kwargs).validate_messages_and_assign_offsets(next_offset)
-
+            validator = LogValidator(b"", self.name, self.time, **_validator_kwargs(config, epoch, origin))
+            cached = self._validator = (config, epoch, origin, validator.validate)
+        validate = cached[3]
         if origin is None and verification_guard is None:
             info = log.append_as_leader(records, epoch, validate)
         else:

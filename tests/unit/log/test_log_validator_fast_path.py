@@ -137,3 +137,27 @@ def test_plain_batches_take_the_fast_path(case, monkeypatch):
     assert (result.first_offset, result.last_offset) == (100, 99 + result.records_count)
     expected_type = LOG_APPEND_TIME if kwargs.get("timestamp_type") == LOG_APPEND_TIME else CREATE_TIME
     assert bool(result.validated_records[22] & 0x08) == (expected_type == LOG_APPEND_TIME)
+
+
+def test_one_validator_validates_many_appends_as_fresh_ones():
+    # a partition leader keeps one LogValidator per (config, epoch, origin) and passes each append's records
+    time = MockTime(current_ms=NOW)
+    shared = LogValidator(b"", "topic-0", time, partition_leader_epoch=7, timestamp_type=LOG_APPEND_TIME)
+    for i, case in enumerate(["plain", "idempotent", "corrupt", "compressed", "timestamps out of order", "plain"]):
+        records = CASES[case][0]
+        reused, fresh = bytearray(records), bytearray(records)
+        try:
+            got = shared.validate(reused, 100 + i)
+        except KafkaError as e:
+            got = (type(e), str(e))
+        try:
+            expected = LogValidator(
+                fresh, "topic-0", time, partition_leader_epoch=7, timestamp_type=LOG_APPEND_TIME
+            ).validate_messages_and_assign_offsets(100 + i)
+        except KafkaError as e:
+            expected = (type(e), str(e))
+        if isinstance(expected, tuple) and isinstance(expected[0], type):
+            assert got == expected
+        else:
+            assert got[1:] == expected[1:] and bytes(got[0]) == bytes(expected[0]) and reused == fresh
+        time.sleep(1)
