@@ -67,7 +67,8 @@ class ProduceHandler:
                     entries[tp] = records
 
         def respond(results: AppendResults) -> None:
-            results = {**early, **results}
+            if early:
+                results = {**early, **results}
             throttle_ms = 0
             quotas = self.helper.quotas
             if quotas is not None and quotas.produce.quotas_enabled:  # KIP-219: answer now, mute the channel
