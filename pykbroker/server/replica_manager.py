@@ -829,7 +829,7 @@ class ReplicaManager:
             response_callback({tp: ProducePartitionResult.error(errors.INVALID_REQUIRED_ACKS) for tp in entries})
             return
         statuses: dict[tuple[str, int], ProducePartitionStatus] = {}
-        creation_deadline = _monotonic() + CREATION_WAIT_S
+        creation_deadline = None  # set by the first partition not hosted yet (one deadline per request)
         # BrokerTopicMetrics of the request, per topic; unknown topics are not counted (Kafka answers them
         # before the ReplicaManager).
         stats: dict[str, TopicProduceCounts] = {}
@@ -842,6 +842,8 @@ class ReplicaManager:
                     raise errors.InvalidTopicError(f"Cannot append to internal topic {topic}")
                 partition = hosted.get(tp)
                 if partition is None:  # being created (wait a little), or an error
+                    if creation_deadline is None:
+                        creation_deadline = _monotonic() + CREATION_WAIT_S
                     self.await_created(tp, creation_deadline)
                     partition = self.get_partition_or_error(topic, index)
                 guard = verification_guards.get(tp) if verification_guards else None
