@@ -28,6 +28,10 @@ _TOPIC_KEYS = frozenset(("name", "partition_responses"))
 _MAX_VERSION = 12
 
 
+#: the one-byte unsigned varints (counts and lengths below 128: every response but a huge one), without a call
+_UVARINT_1 = [bytes((n,)) for n in range(0x80)]
+
+
 def _uvarint(n: int) -> bytes:
     if n < 0x80:
         return bytes((n,))
@@ -61,18 +65,28 @@ def encode_produce_response_frame(version: int, correlation_id: int, body: dict)
         fixed = _V0
     out = bytearray(b"\0\0\0\0\0\0\0\0\0" if flexible else b"\0\0\0\0\0\0\0\0")  # size, correlation id[, tags]
     n = len(responses)
-    out += _uvarint(n + 1) if flexible else _INT32.pack(n)
+    if flexible:
+        out += _UVARINT_1[n + 1] if n < 0x7F else _uvarint(n + 1)
+    else:
+        out += _INT32.pack(n)
     for topic in responses:
         if type(topic) is not dict or topic.keys() != _TOPIC_KEYS:
             return None
         name = topic["name"].encode()
-        out += _uvarint(len(name) + 1) if flexible else _INT16.pack(len(name))
+        n = len(name)
+        if flexible:
+            out += _UVARINT_1[n + 1] if n < 0x7F else _uvarint(n + 1)
+        else:
+            out += _INT16.pack(n)
         out += name
         partitions = topic["partition_responses"]
         if type(partitions) is not list:
             return None
         n = len(partitions)
-        out += _uvarint(n + 1) if flexible else _INT32.pack(n)
+        if flexible:
+            out += _UVARINT_1[n + 1] if n < 0x7F else _uvarint(n + 1)
+        else:
+            out += _INT32.pack(n)
         for p in partitions:
             if type(p) is not dict or p.keys() != _PARTITION_KEYS or p["record_errors"]:
                 return None

@@ -92,7 +92,9 @@ class ProduceHandler:
             for r in results.values():
                 counted[r.error_code] = counted.get(r.error_code, 0) + 1
             # a partition named twice or without a result: the walk counts what is answered
-            counts = counted if len(results) == _partition_count(body) else None
+            topics = body["topic_data"]
+            partitions = len(topics[0]["partition_data"]) if len(topics) == 1 else _partition_count(body)
+            counts = counted if len(results) == partitions else None
             if request.context.api_version >= 10 and (counts is None or errors.NOT_LEADER_OR_FOLLOWER in counts):
                 self._add_current_leaders(response, request.context.listener_name)
             self.helper.send_response(request, response, counts=counts)

@@ -114,3 +114,17 @@ def test_unsupported_version_and_bad_values_use_the_generic_codec_errors():
     with pytest.raises(Exception) as generic_error:
         _generic(9, 1, bad)
     assert type(fast_error.value) is type(generic_error.value)
+
+
+@pytest.mark.parametrize("version", [8, 9, 12])
+@pytest.mark.parametrize("n", [0, 1, 126, 127, 128, 300])
+def test_counts_and_lengths_at_the_one_byte_varint_boundary(version, n):
+    # flexible versions write counts and lengths + 1 as unsigned varints: one byte up to 127, two from 128
+    bodies = [
+        {"responses": [{"name": "t" * max(n, 1), "partition_responses": [_partition(0)]}], "throttle_time_ms": 0},
+        {"responses": [{"name": "t", "partition_responses": [_partition(i) for i in range(n)]}]},
+        {"responses": [{"name": f"t{i}", "partition_responses": []} for i in range(n)]},
+    ]
+    for body in bodies:
+        fast = encode_produce_response_frame(version, 7, body)
+        assert fast is not None and bytes(fast) == _generic(version, 7, body)
