@@ -13,7 +13,9 @@ Mirrors ``kafka.cluster.Partition``:
   (``update_follower_fetch_state``), which may move the high watermark and may add the follower to the
   ISR. HW = the smallest LEO over the leader and the replicas of the *maximal* ISR (the committed ISR
   plus a pending expansion; during a pending shrink the removed replica still counts) and over caught-up
-  ISR-eligible replicas about to join, as Kafka's ``maybeIncrementLeaderHW``.
+  ISR-eligible replicas about to join, as Kafka's ``maybeIncrementLeaderHW``; a leader without followers
+  moves it to its LEO after each append (``UnifiedLog.maybe_increment_high_watermark_to_end``, the same
+  result). The LogValidator is kept per (config, leader epoch, origin) and validates every append.
 * Broker epochs (KIP-903): each follower Fetch carries the follower's broker epoch, kept in its
   :class:`Replica`. A Fetch with an epoch older than the follower's live (unfenced) registration in the
   metadata is refused with NOT_LEADER_OR_FOLLOWER (Kafka's ``updateFetchStateOrThrow``). A follower is
