@@ -96,6 +96,10 @@ SCENARIOS = {
         {"segment.bytes": 1000, "index.interval.bytes": 300},
         [("append", 0, plain(ts=START_MS + i)) for i in range(20)],
     ),
+    "full indexes roll": (
+        {"segment.index.bytes": 48, "index.interval.bytes": 10},
+        [("append", 0, plain(ts=START_MS + i)) for i in range(14)],
+    ),
     "too large for a segment": (
         {"segment.bytes": 1000},
         [("append", 0, plain()), ("append", 0, plain(payload=1200)), ("append", 0, plain())],
