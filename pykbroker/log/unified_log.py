@@ -78,7 +78,6 @@ from pykbroker.record.default_record_batch import (
     HEADER,
     LOG_OVERHEAD,
     RECORD_BATCH_OVERHEAD,
-    TRANSACTIONAL_FLAG_MASK,
 )
 from pykbroker.record.file_records import (
     BatchHeader,
@@ -89,9 +88,6 @@ from pykbroker.record.file_records import (
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.scheduler import Scheduler
 from pykbroker.utils.time import Time
-
-#: batch attributes that keep an idempotent batch off the leader's fast path
-_TXN_OR_CONTROL = TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK
 
 
 class _IOErrors:
@@ -404,10 +400,10 @@ class UnifiedLog:
                 if (
                     fields[1] + LOG_OVERHEAD == n
                     and fields[3] == CURRENT_MAGIC
-                    and (fields[9] < 0 or (origin is AppendOrigin.CLIENT and not fields[5] & _TXN_OR_CONTROL))
+                    and (fields[9] < 0 or (origin is AppendOrigin.CLIENT and not fields[5] & CONTROL_FLAG_MASK))
                 ):
                     # one whole batch (the LogValidator's result), without a producer id or a client's idempotent
-                    # non-transactional one: _append_plain_locked
+                    # or transactional data batch: _append_plain_locked
                     last_offset = fields[0] + fields[6]
                     if last_offset != v.last_offset:
                         raise UnexpectedAppendOffsetError(
@@ -424,6 +420,7 @@ class UnifiedLog:
                         log_append_time,
                         leader_epoch,
                         BatchHeader(0, fields) if fields[9] >= 0 else None,
+                        verification_guard,
                     )
             headers = self._batch_headers(buf, verify=False)
             if headers[-1].last_offset != v.last_offset:
@@ -604,12 +601,14 @@ class UnifiedLog:
         log_append_time: int,
         leader_epoch: int,
         idempotent: BatchHeader | None = None,
+        verification_guard=None,
     ) -> LogAppendInfo:
         """:meth:`_append_locked` for one batch stamped with ``leader_epoch`` (>= 0), the common leader append, in
-        fewer steps: the batch has no producer id, or is a client's non-transactional idempotent batch whose
-        header is ``idempotent`` (its duplicate check and sequence/epoch update as in the general path); the roll
-        check fused with the segment append (``LogSegment.append_unless_roll``); the log end offset updated in
-        place. Same effects and errors as the general path. Caller holds the log lock."""
+        fewer steps: the batch has no producer id, or is a client's idempotent or transactional data batch whose
+        header is ``idempotent`` (its duplicate check, sequence/epoch checks, KIP-890 transaction verification
+        against ``verification_guard`` and producer state update as in the general path); the roll check fused
+        with the segment append (``LogSegment.append_unless_roll``); the log end offset updated in place. Same
+        effects and errors as the general path. Caller holds the log lock."""
         config = self._config
         size = len(buf)
         if size > config.segment_bytes:
@@ -636,6 +635,17 @@ class UnifiedLog:
                     duplicate=True,
                 )
             update = psm.prepare_update(idempotent.producer_id, AppendOrigin.CLIENT)
+            if (
+                idempotent.is_transactional
+                and psm.transaction_verification_enabled
+                and update.updated.current_txn_first_offset is None
+                and (
+                    verification_guard is None
+                    or psm.verification_guard(idempotent.producer_id) is not verification_guard
+                )
+            ):
+                # KIP-890 part 1, as in _append_locked: a transaction starts only once the coordinator confirmed it
+                raise InvalidTxnStateError("Record was not part of an ongoing transaction")
             update.append(idempotent)  # a data batch: completes no transaction
         cache = self.leader_epoch_cache
         latest = cache.latest_epoch

@@ -1,6 +1,6 @@
-"""UnifiedLog.append_as_leader's fast path (one batch without a producer id or a client's idempotent one:
-_append_plain_locked with LogSegment.append_unless_roll) leaves the log exactly as the general path
-(_append_locked) does."""
+"""UnifiedLog.append_as_leader's fast path (one batch without a producer id or a client's idempotent or
+transactional data batch: _append_plain_locked with LogSegment.append_unless_roll) leaves the log exactly as
+the general path (_append_locked) does."""
 
 import os
 
@@ -12,18 +12,30 @@ from pykbroker.log.log_validator import LOG_APPEND_TIME, LogValidator
 from pykbroker.log.producer_state_entry import AppendOrigin
 from pykbroker.log.unified_log import UnifiedLog
 from pykbroker.protocol.errors import KafkaError
+from pykbroker.record.control_record import ControlRecordType, EndTransactionMarker
+from pykbroker.record.memory_records_builder import MemoryRecordsBuilder
 from pykbroker.utils.time import MockTime
 from tests.unit.log.log_test_utils import make_batch
 
 START_MS = 10_000_000
 
 
-def general_path(self, buf, first, last, max_ts, offset_of_max, count, log_append_time, epoch, idempotent=None):
+def general_path(
+    self, buf, first, last, max_ts, offset_of_max, count, log_append_time, epoch, idempotent=None, guard=None
+):
     """What append_as_leader did before the fast path: the general append of the batch's headers."""
     headers = self._batch_headers(buf, verify=False)
     return self._append_locked(
-        buf, headers, first, last, max_ts, offset_of_max, count, log_append_time, AppendOrigin.CLIENT, epoch
+        buf, headers, first, last, max_ts, offset_of_max, count, log_append_time, AppendOrigin.CLIENT, epoch, guard
     )
+
+
+def end_marker(pid: int, epoch: int, commit: bool) -> bytes:
+    b = MemoryRecordsBuilder(is_transactional=True, is_control_batch=True)
+    b.set_producer_state(pid, epoch, -1, True)
+    kind = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
+    b.append_end_txn_marker(START_MS, EndTransactionMarker(kind, 0))
+    return b.build()
 
 
 def run(tmp_path, name, overrides, steps):
@@ -37,15 +49,29 @@ def run(tmp_path, name, overrides, steps):
         if step[0] == "sleep":
             time.sleep(step[1])
             continue
-        _, epoch, batch_args = step
+        if step[0] == "verify":  # KIP-890 part 1 transaction verification on
+            log.producer_state_manager.transaction_verification_enabled = True
+            continue
+        origin, kwargs = AppendOrigin.CLIENT, {}
+        if step[0] == "marker":  # the coordinator's end of a transaction (the general path)
+            _, epoch, pid, producer_epoch, commit = step
+            batch, origin = end_marker(pid, producer_epoch, commit), AppendOrigin.COORDINATOR
+        else:
+            _, epoch, batch_args, *guarded = step
+            batch = make_batch(0, **batch_args)
+            if guarded:  # the coordinator confirmed the partition is in the transaction
+                guard = log.maybe_start_transaction_verification(
+                    batch_args["producer_id"], batch_args["producer_epoch"]
+                )
+                kwargs["verification_guard"] = guard
 
-        def validate(records, next_offset, epoch=epoch):
+        def validate(records, next_offset, epoch=epoch, origin=origin):
             return LogValidator(
-                records, "topic-0", time, partition_leader_epoch=epoch, timestamp_type=append_time
+                records, "topic-0", time, partition_leader_epoch=epoch, timestamp_type=append_time, origin=origin
             ).validate_messages_and_assign_offsets(next_offset)
 
         try:
-            info = log.append_as_leader(bytearray(make_batch(0, **batch_args)), epoch, validate)
+            info = log.append_as_leader(bytearray(batch), epoch, validate, origin, **kwargs)
             results.append(info)
             log.maybe_increment_high_watermark_to_end()
         except KafkaError as e:
@@ -57,6 +83,8 @@ def run(tmp_path, name, overrides, steps):
                 log.recovery_point,
                 [(s.base_offset, s.size) for s in log.segments],
                 log.leader_epoch_cache.epoch_entries(),
+                log.last_stable_offset,
+                log.producer_state_manager.first_unstable_offset,
             )
         )
     log.close()
@@ -73,7 +101,31 @@ def idempotent(pid, epoch, sequence, count=2, **kw):
     return {"count": count, "producer_id": pid, "producer_epoch": epoch, "base_sequence": sequence, **kw}
 
 
+TXN = 0x10
+
 SCENARIOS = {
+    "transactions": (
+        {"segment.bytes": 3000, "index.interval.bytes": 200},
+        [
+            ("append", 0, idempotent(20, 0, 0, attributes=TXN)),  # no verification: a transaction starts
+            ("append", 0, idempotent(20, 0, 2, attributes=TXN)),
+            ("append", 0, idempotent(20, 0, 2, attributes=TXN)),  # a duplicate
+            ("append", 0, idempotent(20, 0, 4)),  # not transactional inside its transaction: INVALID_TXN_STATE
+            ("append", 0, plain()),
+            ("marker", 0, 20, 0, True),
+            ("verify",),
+            ("append", 0, idempotent(20, 0, 4, attributes=TXN)),  # unverified start: INVALID_TXN_STATE
+            ("append", 0, idempotent(20, 0, 4, attributes=TXN), "guard"),  # verified: starts
+            ("append", 0, idempotent(20, 0, 6, attributes=TXN)),  # ongoing: no guard needed
+            ("append", 0, idempotent(21, 0, 0, attributes=TXN), "guard"),
+            ("marker", 0, 20, 0, False),
+            ("append", 0, idempotent(20, 0, 8, attributes=TXN)),  # after the abort, unverified: INVALID_TXN_STATE
+            ("append", 0, idempotent(21, 0, 2, attributes=TXN)),
+            ("marker", 0, 21, 0, True),
+            ("append", 0, idempotent(20, 1, 0, attributes=TXN), "guard"),  # a new epoch, verified
+            ("append", 0, idempotent(20, 0, 10, attributes=TXN), "guard"),  # a fenced epoch
+        ],
+    ),
     "idempotent producers": (
         {"segment.bytes": 1500, "index.interval.bytes": 200},
         [
