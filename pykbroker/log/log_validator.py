@@ -30,7 +30,7 @@ batches, idempotent batches need ``baseSequence >= 0`` (INVALID_RECORD). Then on
    for LogAppendTime topics (or a producer claiming LogAppendTime), ``set_max_timestamp``, which
    recomputes the CRC. The common case (one writable plain batch, every check passing) is done from
    one header read with one struct stamp (``validate_messages_and_assign_offsets``'s fast path);
-   anything else takes the general path (``validate_general``), which gives the same result.
+   anything else takes the general path (``_validate_general``), which gives the same result.
 2. **Compressed, source codec == target codec (``compression.type=producer`` or equal): in
    place.** As Kafka: decompress and walk every record (skipping keys and values), validate keys
    and timestamps, and check that inner offset deltas are ``0..n-1``; if they are not, fall
@@ -265,7 +265,7 @@ class LogValidator:
         Fast path (the common produce): a writable buffer holding exactly one uncompressed, non-control magic-2
         batch with base offset 0, within ``max.message.bytes``, whose CRC holds, whose header passes
         ``validateBatch`` and the timestamp window, for an uncompressed target on a non-compacted topic: checked
-        from one header read and stamped in place, with the same result as :meth:`validate_general` (which
+        from one header read and stamped in place, with the same result as the general path ``_validate_general`` (which
         runs whenever any of this does not hold, and raises Kafka's error)."""
         now = self.time.milliseconds()
         buf = records if type(records) is memoryview else memoryview(records)
@@ -313,12 +313,6 @@ class LogValidator:
                     _compression.NONE,
                 )
         return self._validate_general(buf, offset_counter, now)
-
-    def validate_general(self, offset_counter: int) -> ValidationResult:
-        """:meth:`validate_messages_and_assign_offsets` without its fast path (every check one by one)."""
-        records = self.records
-        buf = records if type(records) is memoryview else memoryview(records)
-        return self._validate_general(buf, offset_counter, self.time.milliseconds())
 
     def _validate_general(self, buf: memoryview, offset_counter: int, now: int) -> ValidationResult:
         batch = self._single_batch(buf)

@@ -485,10 +485,6 @@ class KafkaChannel:
         return None
 
     # -- mute state machine --------------------------------------------------------------------
-    @property
-    def is_muted(self) -> bool:
-        return self.mute_state is not ChannelMuteState.NOT_MUTED
-
     def mute(self) -> None:
         if self.mute_state is ChannelMuteState.NOT_MUTED:
             self.mute_state = ChannelMuteState.MUTED

@@ -356,7 +356,7 @@ class Partition:
         """Validate and append; returns ``(LogAppendInfo, hw_incremented)``.
         Raises NotLeaderOrFollowerError, NotEnoughReplicasError (acks=-1 below min ISR), or the
         validator's errors (CorruptRecordError, InvalidRecordError, RecordTooLargeError, ...).
-        The high watermark then moves as :meth:`maybe_increment_leader_hw` moves it; for a leader without
+        The high watermark then moves (``_maybe_increment_leader_hw_locked``); for a leader without
         followers (the HW is its LEO) directly (``UnifiedLog.maybe_increment_high_watermark_to_end``)."""
         with self._state_lock:
             if self.leader_id != self.local_broker_id:
@@ -392,11 +392,6 @@ class Partition:
             if not self.remote_replicas:  # _maybe_increment_leader_hw_locked's result without followers: the LEO
                 return info, log.maybe_increment_high_watermark_to_end()
             return info, self._maybe_increment_leader_hw_locked()
-
-    def maybe_increment_leader_hw(self) -> bool:
-        """Recompute the leader's HW (after an append); True if it moved."""
-        with self._state_lock:
-            return self._maybe_increment_leader_hw_locked()
 
     def _maybe_increment_leader_hw_locked(self) -> bool:
         if self.leader_id != self.local_broker_id:
