@@ -50,7 +50,30 @@ from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any, TextIO
 
-import structlog
+
+def _pykbroker_process() -> bool:
+    """Whether this process is one of pykbroker's own commands: ``python -m pykbroker[.x]`` or a console
+    script (``kafka-server-start``, ``kafka-topics``, ...) rather than a program that embeds pykbroker."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if spec is not None and (spec.name == "pykbroker" or spec.name.startswith("pykbroker.")):
+        return True
+    argv = getattr(sys, "argv", None) or [""]
+    return os.path.basename(argv[0]).startswith("kafka-")
+
+
+# Start-up time (issue 31): structlog's dev console and traceback helpers import rich (and through it
+# pygments, ~0.1 s of the broker's start-up) when it is installed, although pykbroker renders its lines
+# itself and formats exceptions with structlog's plain formatter. In pykbroker's own processes structlog is
+# imported with ``import rich`` failing (structlog then records rich as absent: its ConsoleRenderer, unused
+# here, would format tracebacks without it); a program that embeds pykbroker keeps its structlog as it is.
+_hide_rich = "structlog" not in sys.modules and "rich" not in sys.modules and _pykbroker_process()
+if _hide_rich:
+    sys.modules["rich"] = None  # type: ignore[assignment]
+try:
+    import structlog
+finally:
+    if _hide_rich and sys.modules.get("rich", 0) is None:
+        del sys.modules["rich"]
 
 _LEVELS = {
     "trace": logging.DEBUG,

@@ -1,0 +1,52 @@
+"""Start-up imports (issue 31, suite time): what a broker process imports before it listens.
+
+Each test runs a fresh interpreter (``sys.modules`` of this test process says nothing) that imports what
+``kafka-server-start`` imports before the broker starts, as the console script does (``argv[0]``), and checks
+that optional subsystems a default configuration does not use stay unimported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+BROKER_IMPORTS = (
+    "import pykbroker.kafka\n"
+    "from pykbroker.utils import logging as plog\n"
+    "from pykbroker.config.kafka_config import KafkaConfig\n"
+    "from pykbroker.server.kafka_raft_server import KafkaRaftServer\n"
+)
+
+
+def run_probe(code: str, argv0: str, expr: str) -> object:
+    """Run ``code`` in a fresh interpreter with ``sys.argv[0] = argv0``; the value of ``expr`` (JSON) after it."""
+    script = f"import sys, json\nsys.argv[0] = {argv0!r}\n{code}\nprint(json.dumps({expr}))\n"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def imported(code: str, argv0: str, probes: list[str]) -> dict[str, bool]:
+    """Which of ``probes`` are in ``sys.modules`` after ``code`` (see :func:`run_probe`)."""
+    return run_probe(code, argv0, f"{{m: m in sys.modules for m in {probes!r}}}")  # type: ignore[return-value]
+
+
+def test_broker_process_does_not_import_rich():
+    # structlog imports rich (and pygments) when installed; pykbroker renders its own lines
+    seen = imported(BROKER_IMPORTS, "kafka-server-start", ["structlog", "rich", "pygments"])
+    assert seen == {"structlog": True, "rich": False, "pygments": False}
+
+
+def test_embedding_program_keeps_structlog_as_installed():
+    # a program that embeds pykbroker (not one of its commands) gets structlog as installed, rich included
+    pytest.importorskip("rich")
+    code = "import pykbroker.utils.logging\nimport structlog.dev"
+    assert run_probe(code, "app.py", "structlog.dev.rich is not None") is True
