@@ -25,17 +25,19 @@ of that epoch, at most one poll old.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pykbroker.protocol import errors
 from pykbroker.protocol.errors import NONE, NOT_LEADER_OR_FOLLOWER
-from pykbroker.protocol.messages.raft import (
-    DescribeQuorumResponseTopicsPartitions as PartitionData,
-)
-from pykbroker.protocol.messages.raft import (
-    DescribeQuorumResponseTopicsPartitionsCurrentVoters as ReplicaStateData,
-)
 from pykbroker.raft.epoch_state import OBSERVER_SESSION_TIMEOUT_MS, LeaderState, ReplicaState
+
+if TYPE_CHECKING:  # start-up time (issue 31): the generated message types are for the type checker only
+    from pykbroker.protocol.messages.raft import (
+        DescribeQuorumResponseTopicsPartitions as PartitionData,
+    )
+    from pykbroker.protocol.messages.raft import (
+        DescribeQuorumResponseTopicsPartitionsCurrentVoters as ReplicaStateData,
+    )
 
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_PARTITION = 0

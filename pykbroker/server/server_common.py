@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pykbroker.config.broker_configs.security_configs import (
     ALLOW_EVERYONE_IF_NO_ACL_FOUND_CONFIG,
@@ -22,13 +22,16 @@ from pykbroker.metadata.standard_authorizer import CLASS_NAMES as AUTHORIZER_CLA
 from pykbroker.metadata.standard_authorizer import StandardAuthorizer
 from pykbroker.protocol import errors, request_schema
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.raft.describe_quorum import PartitionData, describe_quorum
+from pykbroker.raft.describe_quorum import describe_quorum
 from pykbroker.server.api_version_manager import ApiVersionManager
 from pykbroker.server.handlers.api_versions import ApiVersionsHandler
 from pykbroker.server.handlers.describe_quorum import DescribeQuorumHandler
 from pykbroker.server.kafka_apis import KafkaApis
 from pykbroker.server.request_helper import RequestHelper
 from pykbroker.utils.time import Time
+
+if TYPE_CHECKING:  # start-up time (issue 31): a generated message type, for the type checker only
+    from pykbroker.raft.describe_quorum import PartitionData
 
 
 class StartupError(RuntimeError):

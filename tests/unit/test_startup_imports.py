@@ -45,6 +45,30 @@ def test_broker_process_does_not_import_rich():
     assert seen == {"structlog": True, "rich": False, "pygments": False}
 
 
+def test_broker_process_does_not_import_unused_codecs():
+    # the compression libraries load on the first batch of their codec (a default broker may never see one)
+    seen = imported(BROKER_IMPORTS, "kafka-server-start", ["zstandard", "lz4", "cramjam"])
+    assert seen == {"zstandard": False, "lz4": False, "cramjam": False}
+
+
+def test_codec_library_loads_on_first_use():
+    code = BROKER_IMPORTS + (
+        "from pykbroker.record import compression\n"
+        "zstd = compression.for_id(4)\n"
+        "assert zstd.decompress(zstd.compress(b'x' * 100)) == b'x' * 100\n"
+    )
+    assert run_probe(code, "kafka-server-start", "['zstandard' in sys.modules, 'lz4' in sys.modules]") == [True, False]
+
+
+def test_broker_process_does_not_import_generated_message_types():
+    # pykbroker.protocol.messages: TypedDicts for the type checker, not needed at run time
+    code = BROKER_IMPORTS
+    assert (
+        run_probe(code, "kafka-server-start", "[m for m in sys.modules if m.startswith('pykbroker.protocol.messages')]")
+        == []
+    )
+
+
 def test_embedding_program_keeps_structlog_as_installed():
     # a program that embeds pykbroker (not one of its commands) gets structlog as installed, rich included
     pytest.importorskip("rich")

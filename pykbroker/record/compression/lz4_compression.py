@@ -15,7 +15,7 @@ level selects LZ4 HC at that level.
 
 from __future__ import annotations
 
-import lz4.frame as _lz4frame
+from typing import Any
 
 from pykbroker.protocol.errors import CorruptRecordError
 from pykbroker.record.compression.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, LZ4, Compression, too_large
@@ -23,7 +23,16 @@ from pykbroker.record.compression.compression import DEFAULT_MAX_DECOMPRESSED_BY
 MIN_LEVEL = 1
 MAX_LEVEL = 17
 DEFAULT_LEVEL = 9
-BLOCK_SIZE = _lz4frame.BLOCKSIZE_MAX64KB
+_lz4frame_module: Any = None  # lz4.frame, imported on first use: a broker that never sees lz4 never loads it (issue 31)
+
+
+def _lz4frame() -> Any:
+    global _lz4frame_module
+    if _lz4frame_module is None:
+        import lz4.frame
+
+        _lz4frame_module = lz4.frame
+    return _lz4frame_module
 
 
 class Lz4Compression(Compression):
@@ -41,10 +50,11 @@ class Lz4Compression(Compression):
         self._lib_level = 0 if level is None or level == DEFAULT_LEVEL else max(level, 3)
 
     def compress(self, data) -> bytes:
-        return _lz4frame.compress(
+        lz4frame = _lz4frame()
+        return lz4frame.compress(
             data,
             compression_level=self._lib_level,
-            block_size=BLOCK_SIZE,
+            block_size=lz4frame.BLOCKSIZE_MAX64KB,
             block_linked=False,
             content_checksum=False,
             block_checksum=False,
@@ -52,7 +62,7 @@ class Lz4Compression(Compression):
         )
 
     def decompress(self, data, max_output_size: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> bytes:
-        decompressor = _lz4frame.LZ4FrameDecompressor()
+        decompressor = _lz4frame().LZ4FrameDecompressor()
         try:
             out = decompressor.decompress(data, max_length=max_output_size + 1)
         except RuntimeError as e:

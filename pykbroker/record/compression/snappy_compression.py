@@ -19,8 +19,7 @@ before it is decompressed, so the cap is never overshot.
 from __future__ import annotations
 
 import struct
-
-import cramjam
+from typing import Any
 
 from pykbroker.protocol.errors import CorruptRecordError
 from pykbroker.record.compression.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, SNAPPY, Compression, too_large
@@ -32,16 +31,26 @@ XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", XERIAL_VERSION, XERIAL_COMPATI
 XERIAL_BLOCK_SIZE = 32 * 1024
 
 _INT32 = struct.Struct(">i")
-_snappy = cramjam.snappy
+_cramjam_module: Any = None  # cramjam, imported on first use: a broker that never sees snappy never loads it (issue 31)
+
+
+def _cramjam() -> Any:
+    global _cramjam_module
+    if _cramjam_module is None:
+        import cramjam
+
+        _cramjam_module = cramjam
+    return _cramjam_module
 
 
 def _raw_decompress(block, budget: int, max_output_size: int) -> bytes:
     """Decompress one raw snappy block whose output must fit in ``budget`` bytes."""
+    cramjam = _cramjam()
     try:
-        declared = _snappy.decompress_raw_len(block)
+        declared = cramjam.snappy.decompress_raw_len(block)
         if declared > budget:
             raise CorruptRecordError(too_large(max_output_size))
-        return bytes(_snappy.decompress_raw(block))
+        return bytes(cramjam.snappy.decompress_raw(block))
     except cramjam.DecompressionError as e:
         raise CorruptRecordError(f"Invalid snappy data: {e}") from None
 
@@ -60,9 +69,10 @@ class SnappyCompression(Compression):
 
     def compress(self, data) -> bytes:
         view = memoryview(data).cast("B")
+        snappy = _cramjam().snappy
         parts = [XERIAL_HEADER]
         for start in range(0, len(view), XERIAL_BLOCK_SIZE):
-            block = bytes(_snappy.compress_raw(view[start : start + XERIAL_BLOCK_SIZE]))
+            block = bytes(snappy.compress_raw(view[start : start + XERIAL_BLOCK_SIZE]))
             parts.append(_INT32.pack(len(block)))
             parts.append(block)
         return b"".join(parts)

@@ -18,8 +18,7 @@ own compressor; decompression creates a decoder per call.
 from __future__ import annotations
 
 import threading
-
-import zstandard as _zstd
+from typing import Any
 
 from pykbroker.protocol.errors import CorruptRecordError
 from pykbroker.record.compression.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, ZSTD, Compression, too_large
@@ -29,6 +28,16 @@ MAX_LEVEL = 22
 DEFAULT_LEVEL = 3
 MAX_EXPANSION = 32768
 _MIN_FEED = 1024
+_zstd_module: Any = None  # zstandard, imported on first use: a broker that never sees zstd never loads it (issue 31)
+
+
+def _zstd() -> Any:
+    global _zstd_module
+    if _zstd_module is None:
+        import zstandard
+
+        _zstd_module = zstandard
+    return _zstd_module
 
 
 class ZstdCompression(Compression):
@@ -47,14 +56,15 @@ class ZstdCompression(Compression):
     def compress(self, data) -> bytes:
         compressor = getattr(self._local, "compressor", None)
         if compressor is None:
-            compressor = _zstd.ZstdCompressor(level=DEFAULT_LEVEL if self.level is None else self.level)
+            compressor = _zstd().ZstdCompressor(level=DEFAULT_LEVEL if self.level is None else self.level)
             self._local.compressor = compressor
         return compressor.compress(data)
 
     def decompress(self, data, max_output_size: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> bytes:
         view = memoryview(data).cast("B")
         feed = max(_MIN_FEED, max_output_size // MAX_EXPANSION)
-        decompressor = _zstd.ZstdDecompressor()
+        zstd = _zstd()
+        decompressor = zstd.ZstdDecompressor()
         chunks = []
         total = 0
         pos = 0
@@ -78,6 +88,6 @@ class ZstdCompression(Compression):
                         frame = decompressor.decompressobj()
             if not frame.eof:
                 raise CorruptRecordError("Truncated zstd data: the frame does not end")
-        except _zstd.ZstdError as e:
+        except zstd.ZstdError as e:
             raise CorruptRecordError(f"Invalid zstd data: {e}") from None
         return b"".join(chunks)

@@ -15,13 +15,17 @@ empty on errors as in Kafka. An unexpected exception answers a top-level error w
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.raft.describe_quorum import METADATA_PARTITION, METADATA_TOPIC, PartitionData, partition_error
+from pykbroker.raft.describe_quorum import METADATA_PARTITION, METADATA_TOPIC, partition_error
 from pykbroker.server import error_responses
 
 VoterEndpoints = Mapping[int, Sequence[tuple[str, str, int]]]
+
+if TYPE_CHECKING:  # start-up time (issue 31): a generated message type, for the type checker only
+    from pykbroker.raft.describe_quorum import PartitionData
 
 
 class DescribeQuorumHandler:

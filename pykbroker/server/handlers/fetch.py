@@ -10,14 +10,12 @@ A consumer's v11+ request carries its ``rack_id`` (KIP-392): the leader may answ
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pykbroker.log.fetch_data_info import FetchIsolation
 from pykbroker.protocol import errors
 from pykbroker.protocol.acl import AclOperation
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.protocol.messages.fetch import (
-    FetchResponseResponsesPartitions,
-    FetchResponseResponsesPartitionsAbortedTransactions,
-)
 from pykbroker.protocol.resource import CLUSTER_NAME, ResourceType
 from pykbroker.server import error_responses
 from pykbroker.server.broker_topic_stats import TopicFetchCounts
@@ -25,6 +23,12 @@ from pykbroker.server.fetch_session import IncrementalFetchContext, SessionError
 from pykbroker.server.quotas.client_quota_manager import user_of
 from pykbroker.server.replica_manager import FetchParams, FetchPartitionResult, PartitionFetch
 from pykbroker.server.replica_selector import ClientMetadata
+
+if TYPE_CHECKING:  # start-up time (issue 31): the generated message types are for the type checker only
+    from pykbroker.protocol.messages.fetch import (
+        FetchResponseResponsesPartitions,
+        FetchResponseResponsesPartitionsAbortedTransactions,
+    )
 
 
 class FetchHandler:

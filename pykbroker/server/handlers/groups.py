@@ -21,6 +21,8 @@ offset -1 in OffsetFetch); an OffsetFetch of all the group's offsets leaves out 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pykbroker.config.broker_configs.group_coordinator_configs import (
     GROUP_COORDINATOR_REBALANCE_PROTOCOLS_CONFIG,
     OFFSETS_TOPIC_NUM_PARTITIONS_CONFIG,
@@ -67,11 +69,13 @@ from pykbroker.metadata.topic_names import (
 from pykbroker.protocol import errors
 from pykbroker.protocol.acl import AclOperation
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.protocol.messages.groups import JoinGroupResponse, SyncGroupResponse
 from pykbroker.protocol.resource import CLUSTER_NAME, ResourceType
 from pykbroker.protocol.types import ZERO_UUID, uuid_from_base64
 from pykbroker.server import error_responses
 from pykbroker.server.auth_helper import authorized_operations
+
+if TYPE_CHECKING:  # start-up time (issue 31): the generated message types are for the type checker only
+    from pykbroker.protocol.messages.groups import JoinGroupResponse, SyncGroupResponse
 
 GROUP_KEY, TXN_KEY, SHARE_KEY = 0, 1, 2
 

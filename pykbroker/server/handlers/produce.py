@@ -9,19 +9,22 @@ otherwise a ProduceResponse (possibly after the DelayedProduce for acks=-1).
 from __future__ import annotations
 
 import struct
+from typing import TYPE_CHECKING
 
 from pykbroker.protocol import errors
 from pykbroker.protocol.acl import AclOperation
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.protocol.messages.produce import (
-    ProduceResponse,
-    ProduceResponseResponses,
-    ProduceResponseResponsesPartitionResponses,
-)
 from pykbroker.protocol.resource import ResourceType
 from pykbroker.server import error_responses
 from pykbroker.server.append_result import AppendResults, ProducePartitionResult
 from pykbroker.server.quotas.client_quota_manager import user_of
+
+if TYPE_CHECKING:  # start-up time (issue 31): the generated message types are for the type checker only
+    from pykbroker.protocol.messages.produce import (
+        ProduceResponse,
+        ProduceResponseResponses,
+        ProduceResponseResponsesPartitionResponses,
+    )
 
 ADMIN_CLIENT_ID = "__admin_client"
 
