@@ -21,10 +21,9 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from crc32c import crc32c as _crc32c  # (data, value=running crc) -> crc
-
 from pykbroker.record import compression as _compression
 from pykbroker.record.control_record import ControlRecordType, EndTransactionMarker
+from pykbroker.record.crc import crc32c as _crc32c  # (data, value=running crc) -> crc
 from pykbroker.record.default_record import encode_headers, size_in_bytes
 from pykbroker.record.default_record_batch import (
     ATTRIBUTES_OFFSET,

@@ -41,8 +41,11 @@ def _encode_unsigned_loop(z: int) -> bytes:
     return bytes(out)
 
 
-# ZIGZAG_ENCODED[z] = the bytes of the unsigned varint z, for z < 2**14 (1 or 2 bytes each).
-ZIGZAG_ENCODED: list[bytes] = [_encode_unsigned_loop(z) for z in range(ENCODE_TABLE_LIMIT)]
+# ZIGZAG_ENCODED[z] = the bytes of the unsigned varint z, for z < 2**14 (1 or 2 bytes each): one byte below
+# 0x80, else the low 7 bits with the continuation bit and then the high 7 (so _TABLE_BITS <= 14), as
+# _encode_unsigned_loop writes them, built without its per-byte loop (this table is made at every start, issue 31).
+ZIGZAG_ENCODED: list[bytes] = [bytes((z,)) for z in range(0x80)]
+ZIGZAG_ENCODED += [bytes((z & 0x7F | 0x80, z >> 7)) for z in range(0x80, ENCODE_TABLE_LIMIT)]
 # ONE_BYTE_DECODED[b] = the signed value of the single-byte varint b (b < 0x80).
 ONE_BYTE_DECODED: tuple[int, ...] = tuple((b >> 1) ^ -(b & 1) for b in range(0x80))
 

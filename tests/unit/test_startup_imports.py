@@ -69,6 +69,21 @@ def test_broker_process_does_not_import_generated_message_types():
     )
 
 
+def test_broker_process_skips_crc32c_package_init():
+    # crc32c/__init__.py reads its version through importlib.metadata and imports its CLI (argparse)
+    seen = imported(BROKER_IMPORTS, "kafka-server-start", ["crc32c", "importlib.metadata", "argparse"])
+    assert seen == {"crc32c": False, "importlib.metadata": False, "argparse": False}
+
+
+def test_crc_is_the_crc32c_package_function():
+    import crc32c
+
+    from pykbroker.record.crc import crc32c as crc
+
+    assert crc is crc32c.crc32c or crc(b"123456789") == crc32c.crc32c(b"123456789") == 0xE3069283
+    assert crc(b"6789", crc(b"12345")) == 0xE3069283  # the running crc, as the batch builder uses it
+
+
 def test_embedding_program_keeps_structlog_as_installed():
     # a program that embeds pykbroker (not one of its commands) gets structlog as installed, rich included
     pytest.importorskip("rich")
