@@ -16,6 +16,10 @@ machine load):
   the PLAINTEXT listener (polled every 5 ms);
 - ``meta``: ... to the first Metadata v12 answer listing the broker (it has registered and published).
 
+Each figure is printed as wall/CPU milliseconds: the CPU time (user + system) of the process measured (the
+interpreter's own for ``import``, the tool's for ``tool``/``format``, the broker's, all threads, at that moment
+for ``api``/``meta``; 10 ms resolution there) depends much less on the machine's load than the wall time.
+
 Each tree is imported once before the runs (a warm-up that writes the bytecode cache, as an installed package
 has one). The broker is a lone combined node (``process.roles=broker,controller``) on ``--port`` / ``--port``+1 with its
 data in a temporary directory; it is stopped with SIGTERM after each run. Medians are printed at the end with the
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import socket
 import statistics
 import struct
@@ -48,9 +53,10 @@ IMPORT_SNIPPET = (  # argv[0] as the kafka-server-start console script has it (p
     "from pykbroker.utils import logging as plog\n"
     "from pykbroker.config.kafka_config import KafkaConfig\n"
     "from pykbroker.server.kafka_raft_server import KafkaRaftServer\n"
-    "print(time.perf_counter() - t0)\n"
+    "print(time.perf_counter() - t0, time.process_time())\n"
 )
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def loadavg() -> str:
@@ -58,7 +64,7 @@ def loadavg() -> str:
         return " ".join(f.read().split()[:3])
 
 
-def env_for(tree: Path) -> dict[str, str]:
+def env_for(tree: Path) -> dict[str, str]:  # run with cwd=tree: `-c` and `-m` put the working directory first
     """The subprocesses' environment: ``tree`` on the path and a bytecode cache (as an installed package has),
     outside the tree when the environment forbids writing ``__pycache__`` (the tests' conftest does the same)."""
     env = dict(os.environ, PYTHONPATH=str(tree), PYTHONUNBUFFERED="1")
@@ -67,17 +73,33 @@ def env_for(tree: Path) -> dict[str, str]:
     return env
 
 
-def timed_run(cmd: list[str], tree: Path, **kw) -> float:
-    t0 = time.perf_counter()
-    subprocess.run(cmd, env=env_for(tree), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
-    return time.perf_counter() - t0
+def children_cpu() -> float:
+    """CPU seconds (user + system) of the waited-for child processes so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
-def import_time(tree: Path) -> float:
+def proc_cpu(pid: int) -> float:
+    """CPU seconds (user + system, all threads) of the running process ``pid``."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def timed_run(cmd: list[str], tree: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of running ``cmd`` to its exit."""
+    t0, c0 = time.perf_counter(), children_cpu()
+    subprocess.run(cmd, cwd=tree, env=env_for(tree), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0, children_cpu() - c0
+
+
+def import_time(tree: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of the broker's imports, measured inside the interpreter (its start not included)."""
     out = subprocess.run(
-        [sys.executable, "-c", IMPORT_SNIPPET], env=env_for(tree), check=True, capture_output=True, text=True
+        [sys.executable, "-c", IMPORT_SNIPPET], cwd=tree, env=env_for(tree), check=True, capture_output=True, text=True
     )
-    return float(out.stdout.strip().splitlines()[-1])
+    wall, cpu = out.stdout.strip().splitlines()[-1].split()
+    return float(wall), float(cpu)
 
 
 def request(port: int, api: ApiKeys, version: int, body: dict, timeout: float = 1.0) -> dict | None:
@@ -116,7 +138,8 @@ def write_config(data: Path, port: int) -> Path:
     return path
 
 
-def one_run(tree: Path, port: int, timeout: float) -> dict[str, float]:
+def one_run(tree: Path, port: int, timeout: float) -> dict[str, tuple[float, float]]:
+    """Figure -> (wall, CPU) seconds; CPU of ``api``/``meta`` is the broker's own at that moment."""
     result = {"import": import_time(tree)}
     result["tool"] = timed_run([sys.executable, "-m", "pykbroker.tools.topic_command", "--help"], tree)
     with tempfile.TemporaryDirectory(prefix="startup-bench-") as tmp:
@@ -140,7 +163,7 @@ def one_run(tree: Path, port: int, timeout: float) -> dict[str, float]:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"no ApiVersions answer from {tree} (exit={proc.poll()})")
                 time.sleep(0.005)
-            result["api"] = time.perf_counter() - t0
+            result["api"] = time.perf_counter() - t0, proc_cpu(proc.pid)
             meta_body = {"topics": None, "allow_auto_topic_creation": False}
             while True:
                 r = request(port, ApiKeys.METADATA, 12, meta_body)
@@ -149,7 +172,7 @@ def one_run(tree: Path, port: int, timeout: float) -> dict[str, float]:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"no Metadata showing the broker from {tree} (exit={proc.poll()})")
                 time.sleep(0.005)
-            result["meta"] = time.perf_counter() - t0
+            result["meta"] = time.perf_counter() - t0, proc_cpu(proc.pid)
         finally:
             proc.terminate()
             try:
@@ -170,7 +193,7 @@ def main() -> None:
     trees = [HERE, *(p.resolve() for p in args.compare)]
     load_start = loadavg()
     print(f"{args.runs} runs per tree, {os.cpu_count()} cores, load {load_start}", flush=True)
-    results: dict[Path, list[dict[str, float]]] = {t: [] for t in trees}
+    results: dict[Path, list[dict[str, tuple[float, float]]]] = {t: [] for t in trees}
     for tree in trees:  # warm-up: the bytecode cache is written, the files are in the page cache
         import_time(tree)
         timed_run([sys.executable, "-m", "pykbroker.tools.topic_command", "--help"], tree)
@@ -179,12 +202,13 @@ def main() -> None:
         for tree in trees:
             r = one_run(tree, args.port, args.timeout)
             results[tree].append(r)
-            figures = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in r.items())
-            print(f"run {i + 1} {tree}: {figures}", flush=True)
-    print(f"medians (ms), load {load_start} -> {loadavg()}:")
+            figures = ", ".join(f"{k} {w * 1000:.0f}/{c * 1000:.0f}" for k, (w, c) in r.items())
+            print(f"run {i + 1} {tree} (wall/CPU ms): {figures}", flush=True)
+    print(f"medians, wall/CPU ms, load {load_start} -> {loadavg()}:")
     for tree, runs in results.items():
-        medians = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-        print(f"  {tree}: " + ", ".join(f"{k} {v * 1000:.0f}" for k, v in medians.items()))
+        wall = {k: statistics.median(r[k][0] for r in runs) for k in runs[0]}
+        cpu = {k: statistics.median(r[k][1] for r in runs) for k in runs[0]}
+        print(f"  {tree}: " + ", ".join(f"{k} {wall[k] * 1000:.0f}/{cpu[k] * 1000:.0f}" for k in wall))
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ writes the broker's pid to ``$LOG_DIR/kafkaServer.pid`` and exits 0.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -47,6 +48,21 @@ def main(argv: list[str] | None = None) -> int:
 
         print(__version__)
         return 0
+    # Start-up time (issue 31): importing the broker allocates a few hundred thousand objects that live as long as
+    # the process (modules, classes, functions), which the cyclic garbage collector would walk again and again while
+    # they are created (and at every full collection after). It is off until the broker's modules are imported;
+    # they are then frozen (gc.freeze: never scanned again) and the collector runs as before. A program calling
+    # main() gets its collector back as it was.
+    gc_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(argv, gc_enabled)
+    finally:
+        if gc_enabled:
+            gc.enable()
+
+
+def _run(argv: list[str], gc_enabled: bool) -> int:
     path, overrides = parse_args(argv)
     from pykbroker.utils import logging as plog
 
@@ -74,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     log.info(f"Log directories: {', '.join(config.log_dirs)} (metadata.log.dir: {config.metadata_log_dir})")
     from pykbroker.server.kafka_raft_server import KafkaRaftServer, StartupError
 
+    gc.freeze()  # see main()
+    if gc_enabled:
+        gc.enable()
     server = KafkaRaftServer(config)
 
     def shutdown_hook(signum: int) -> None:

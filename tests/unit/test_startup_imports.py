@@ -29,7 +29,7 @@ def run_probe(code: str, argv0: str, expr: str) -> object:
     """Run ``code`` in a fresh interpreter with ``sys.argv[0] = argv0``; the value of ``expr`` (JSON) after it."""
     script = f"import sys, json\nsys.argv[0] = {argv0!r}\n{code}\nprint(json.dumps({expr}))\n"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -89,3 +89,23 @@ def test_embedding_program_keeps_structlog_as_installed():
     pytest.importorskip("rich")
     code = "import pykbroker.utils.logging\nimport structlog.dev"
     assert run_probe(code, "app.py", "structlog.dev.rich is not None") is True
+
+
+def test_main_gives_the_garbage_collector_back(capsys):
+    # kafka.main() turns the collector off while the broker's modules are imported; every exit restores it
+    import gc
+
+    from pykbroker import kafka
+
+    assert gc.isenabled()
+    with pytest.raises(SystemExit):
+        kafka.main(["--bogus"])  # the usage line, exit code 1
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with pytest.raises(SystemExit):
+            kafka.main(["--bogus"])
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert "USAGE" in capsys.readouterr().err
