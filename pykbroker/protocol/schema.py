@@ -51,7 +51,15 @@ class VersionRange:
 
     @classmethod
     def parse(cls, text: str) -> VersionRange:
-        """``"3+"``, ``"0-4"``, ``"5"`` or ``"none"``."""
+        """``"3+"``, ``"0-4"``, ``"5"`` or ``"none"``. Ranges are immutable: one object per text is shared (the
+        schema table parses ~2,000 of a few dozen texts at every start, issue 31)."""
+        parsed = _PARSED_RANGES.get(text)
+        if parsed is None:
+            parsed = _PARSED_RANGES[text] = cls._parse(text)
+        return parsed
+
+    @classmethod
+    def _parse(cls, text: str) -> VersionRange:
         try:
             if text == "none":
                 return cls(0, -1)
@@ -79,6 +87,7 @@ class VersionRange:
         return f"{self.lo}" if self.lo == self.hi else f"{self.lo}-{self.hi}"
 
 
+_PARSED_RANGES: dict[str, VersionRange] = {}
 NO_VERSIONS = VersionRange(0, -1)
 
 

@@ -30,15 +30,12 @@ from pykbroker.config.broker_configs.security_configs import (
 )
 from pykbroker.config.config_def import ConfigException
 from pykbroker.security.jaas import parse_jaas_config
-from pykbroker.security.oauthbearer import MECHANISM as OAUTHBEARER
-from pykbroker.security.oauthbearer import OAuthBearerSaslServer, validator_for_listener
-from pykbroker.security.plain import PlainSaslServer, users_from_jaas
-from pykbroker.security.sasl_server_authenticator import SaslServerAuthenticator
 from pykbroker.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from pykbroker.security.scram import ScramSaslServer
 from pykbroker.utils.logging import get_logger
 
 _log = get_logger("ChannelBuilders")
+OAUTHBEARER = "OAUTHBEARER"  # pykbroker.security.oauthbearer.MECHANISM (that module loads with a SASL listener)
 SUPPORTED_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS, OAUTHBEARER)
 
 
@@ -68,6 +65,12 @@ def authenticator_factories(endpoints, originals: dict, scram_credentials, token
         protocol = ep.security_protocol
         if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
             continue
+        # The SASL servers (and OAUTHBEARER's JWT validation) load with the first SASL listener: a broker without
+        # one never imports them (start-up time, issue 31).
+        from pykbroker.security.oauthbearer import OAuthBearerSaslServer, validator_for_listener
+        from pykbroker.security.plain import PlainSaslServer, users_from_jaas
+        from pykbroker.security.sasl_server_authenticator import SaslServerAuthenticator
+
         listener = ep.listener_name
         raw = _listener_value(originals, listener, SASL_ENABLED_MECHANISMS_CONFIG, "GSSAPI")
         names = [m.strip() for m in (raw if isinstance(raw, list) else str(raw).split(",")) if m.strip()]

@@ -84,6 +84,25 @@ def test_crc_is_the_crc32c_package_function():
     assert crc(b"6789", crc(b"12345")) == 0xE3069283  # the running crc, as the batch builder uses it
 
 
+def test_broker_process_does_not_import_sasl_servers_or_jwt():
+    # without a SASL listener the SASL servers, OAUTHBEARER's validation and JWT/cryptography are not loaded
+    probes = [
+        "pykbroker.security.oauthbearer",
+        "pykbroker.security.plain",
+        "pykbroker.security.sasl_server_authenticator",
+        "jwt",
+        "cryptography",
+        "prometheus_client",
+    ]
+    assert imported(BROKER_IMPORTS, "kafka-server-start", probes) == dict.fromkeys(probes, False)
+
+
+def test_oauthbearer_name_is_the_mechanism_module_one():
+    from pykbroker.security import channel_builders, oauthbearer
+
+    assert channel_builders.OAUTHBEARER == oauthbearer.MECHANISM
+
+
 def test_embedding_program_keeps_structlog_as_installed():
     # a program that embeds pykbroker (not one of its commands) gets structlog as installed, rich included
     pytest.importorskip("rich")
