@@ -7,7 +7,8 @@ Per run and source tree (``--compare`` adds trees; the runs alternate between th
 machine load):
 
 - ``import``: the wall time, inside a fresh interpreter, of importing what ``kafka-server-start`` imports before
-  the broker starts (``pykbroker.kafka``, the logging setup, ``KafkaConfig``, ``KafkaRaftServer``);
+  the broker starts (``pykbroker.kafka``, the logging setup, ``KafkaConfig``, ``KafkaRaftServer`` and the servers
+  of a combined node's two roles, ``BrokerServer`` and ``ControllerServer``);
 - ``tool``: the wall time of ``python -m pykbroker.tools.topic_command --help`` (a tool's fast path; the tools
   have no ``--version``), process start to exit;
 - ``format``: the wall time of ``python -m pykbroker.tools.storage_tool format --standalone`` (process start to
@@ -53,6 +54,7 @@ IMPORT_SNIPPET = (  # argv[0] as the kafka-server-start console script has it (p
     "from pykbroker.utils import logging as plog\n"
     "from pykbroker.config.kafka_config import KafkaConfig\n"
     "from pykbroker.server.kafka_raft_server import KafkaRaftServer\n"
+    "import pykbroker.server.broker_server, pykbroker.server.controller_server\n"  # a combined node's two roles
     "print(time.perf_counter() - t0, time.process_time())\n"
 )
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"

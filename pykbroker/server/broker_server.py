@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pykbroker.config.broker_configs.group_coordinator_configs import (
     OFFSETS_COMMIT_REQUIRED_ACKS_CONFIG,
@@ -90,7 +90,6 @@ from pykbroker.server.api_version_manager import ApiVersionManager
 from pykbroker.server.assignments_manager import AssignmentsManager
 from pykbroker.server.broker_lifecycle_manager import BrokerLifecycleManager, BrokerRegistrationError
 from pykbroker.server.broker_metadata_publisher import BrokerMetadataPublisher
-from pykbroker.server.controller_server import ControllerServer
 from pykbroker.server.dynamic_broker_config import DynamicBrokerConfig
 from pykbroker.server.fetch_session import FetchManager, FetchSessionCache
 from pykbroker.server.forwarding_manager import ForwardingManager
@@ -134,6 +133,9 @@ from pykbroker.utils.logging import get_logger
 from pykbroker.utils.metrics import MetricsRegistry
 from pykbroker.utils.scheduler import KafkaScheduler
 from pykbroker.utils.time import Time
+
+if TYPE_CHECKING:  # the single-node mode's controller; imported by controller nodes only (issue 31)
+    from pykbroker.server.controller_server import ControllerServer
 
 #: how long the shutdown waits for the metadata loader to drop the broker's publisher (the loader's
 #: own close waits as long)

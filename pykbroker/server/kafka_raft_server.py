@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+from typing import TYPE_CHECKING
 
 from pykbroker.config.broker_configs.kraft_configs import (
     CONTROLLER_QUORUM_BOOTSTRAP_SERVERS_CONFIG,
@@ -66,9 +67,7 @@ from pykbroker.security.channel_builders import authenticator_factories, transpo
 from pykbroker.security.client_security import PLAINTEXT, ClientSecurity, client_security
 from pykbroker.security.credential_cache import ScramCredentialCache
 from pykbroker.security.delegation_token_cache import DelegationTokenCache
-from pykbroker.server.broker_server import BrokerServer
 from pykbroker.server.broker_state import BrokerState
-from pykbroker.server.controller_server import ControllerServer
 from pykbroker.server.meta_properties import MetaPropertiesError, ensure_formatted
 from pykbroker.server.quotas.client_quota_publisher import ClientQuotaPublisher
 from pykbroker.server.server_common import StartupError, StartupWaits, run_steps
@@ -77,6 +76,10 @@ from pykbroker.utils.fault_handler import ProcessTerminatingFaultHandler
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.metrics import MetricsRegistry
 from pykbroker.utils.time import SYSTEM, Time
+
+if TYPE_CHECKING:  # imported where a node of that role builds it (start-up time, issue 31: see startup())
+    from pykbroker.server.broker_server import BrokerServer
+    from pykbroker.server.controller_server import ControllerServer
 
 __all__ = ["KafkaRaftServer", "StartupError"]
 
@@ -152,7 +155,11 @@ class KafkaRaftServer:
             self.fatal_fault_handler,
             self._on_fatal_error,
         )
+        # Each role's server is imported by a node of that role only: a dedicated controller never loads the broker's
+        # coordinators, replica manager and request handlers (start-up time, issue 31).
         if self.is_controller:
+            from pykbroker.server.controller_server import ControllerServer
+
             controller = self.controller = ControllerServer(
                 config,
                 self.time,
@@ -164,6 +171,8 @@ class KafkaRaftServer:
                 self._voter_endpoints,
             )
         if self.is_broker:
+            from pykbroker.server.broker_server import BrokerServer
+
             broker = self.broker = BrokerServer(
                 config,
                 self.time,

@@ -17,12 +17,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-BROKER_IMPORTS = (
+NODE_IMPORTS = (
     "import pykbroker.kafka\n"
     "from pykbroker.utils import logging as plog\n"
     "from pykbroker.config.kafka_config import KafkaConfig\n"
     "from pykbroker.server.kafka_raft_server import KafkaRaftServer\n"
 )
+# a combined node (process.roles=broker,controller) imports both roles' servers when it starts
+BROKER_IMPORTS = NODE_IMPORTS + "import pykbroker.server.broker_server, pykbroker.server.controller_server\n"
 
 
 def run_probe(code: str, argv0: str, expr: str) -> object:
@@ -101,6 +103,18 @@ def test_oauthbearer_name_is_the_mechanism_module_one():
     from pykbroker.security import channel_builders, oauthbearer
 
     assert channel_builders.OAUTHBEARER == oauthbearer.MECHANISM
+
+
+def test_dedicated_controller_does_not_import_the_broker():
+    # process.roles=controller: KafkaRaftServer imports the ControllerServer only
+    code = NODE_IMPORTS + "import pykbroker.server.controller_server\n"
+    probes = [
+        "pykbroker.server.broker_server",
+        "pykbroker.server.replica_manager",
+        "pykbroker.coordinator.group.group_coordinator",
+        "pykbroker.server.share.share_partition_manager",
+    ]
+    assert imported(code, "kafka-server-start", probes) == dict.fromkeys(probes, False)
 
 
 def test_embedding_program_keeps_structlog_as_installed():
