@@ -57,8 +57,6 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from crc32c import crc32c as _crc32c
-
 from pykbroker.log.producer_state_entry import AppendOrigin  # the log's one AppendOrigin enum
 from pykbroker.protocol.errors import (
     CorruptRecordError,
@@ -70,6 +68,7 @@ from pykbroker.protocol.errors import (
 from pykbroker.record import compression as _compression
 from pykbroker.record.batch_records import records_data
 from pykbroker.record.compression import Compression, decompression_limit
+from pykbroker.record.crc import crc32c as _crc32c  # crc32c.crc32c without the package's __init__ (start-up)
 from pykbroker.record.default_record import read_records, scan_records
 from pykbroker.record.default_record_batch import (
     ATTRIBUTES_OFFSET,
