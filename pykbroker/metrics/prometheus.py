@@ -27,13 +27,29 @@ from pykbroker.config.broker_configs.server_configs import PROMETHEUS_METRICS_LI
 from pykbroker.metrics.jmx_names import COUNTER, GAUGE, QUANTILES, SUMMARY, PrometheusName, to_prometheus
 from pykbroker.metrics.reporter import MetricsReporter
 from pykbroker.utils.logging import get_logger
-from pykbroker.utils.metrics import Gauge, GaugeFamily, Histogram, IdleRatio, Meter, MetricsRegistry
+from pykbroker.utils.metrics import (
+    Gauge,
+    GaugeFamily,
+    GroupHistogram,
+    GroupMeter,
+    Histogram,
+    IdleRatio,
+    Meter,
+    MetricsRegistry,
+)
 
 LISTENER_CONFIG = PROMETHEUS_METRICS_LISTENER_CONFIG
 DEFAULT_LISTENER = "0.0.0.0:9404"
 
 _QUANTILE_LEVELS = tuple(p for _, p in QUANTILES)
-_KIND = {Meter: "meter", Histogram: "histogram", GaugeFamily: "gauge", IdleRatio: "gauge"}
+_KIND = {
+    Meter: "meter",
+    GroupMeter: "meter",
+    Histogram: "histogram",
+    GroupHistogram: "histogram",
+    GaugeFamily: "gauge",
+    IdleRatio: "gauge",
+}
 
 
 def parse_listener(value: str) -> tuple[str, int]:

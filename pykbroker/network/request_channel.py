@@ -31,7 +31,14 @@ from typing import Any
 
 from pykbroker.network.channel import NetworkSend
 from pykbroker.protocol import errors
-from pykbroker.utils.metrics import Meter, MetricsRegistry, request_metric_name
+from pykbroker.utils.metrics import (
+    GroupMeter,
+    Histogram,
+    HistogramGroup,
+    Meter,
+    MetricsRegistry,
+    request_metric_name,
+)
 from pykbroker.utils.time import SYSTEM, Time
 
 
@@ -200,6 +207,22 @@ class EndThrottlingResponse(Response):
 
 
 _handler_thread = threading.local()  # deferred_wakeups: see RequestChannel.defer_wakeups
+
+
+class _ApiMetrics:
+    """The request metrics of one API name: its seven histograms (``REQUEST_METRICS`` order), their
+    HistogramGroup (None if some of the names were registered before: then updated one by one), and its
+    RequestsPerSec meters by request version: ``meters`` are counted by the group's records, ``marked`` are
+    marked one by one. Written by the Processors; a dict assignment is atomic."""
+
+    __slots__ = ("group", "histograms", "marked", "meters")
+
+    def __init__(self, histograms: tuple[Histogram, ...], group: HistogramGroup | None) -> None:
+        self.histograms = histograms
+        self.group = group
+        self.meters: dict[int, GroupMeter] = {}
+        self.marked: dict[int, Meter] = {}
+
 
 REQUEST_METRICS = (
     "RequestQueueTimeMs",
@@ -370,8 +393,7 @@ class RequestChannel:
         #: ``(connection id) -> None`` called on the network thread when a client connection closes (Kafka's
         #: ``ConnectionDisconnectListener``, e.g. the share sessions opened over it end); must not block
         self.disconnect_listeners: list[Callable[[str], None]] = []
-        self._request_metrics: dict[str, tuple] = {}  # api name -> (its seven histograms, HistogramGroup | None)
-        self._requests_per_sec: dict[tuple[str, int], Meter] = {}  # (api name, version) -> RequestsPerSec meter
+        self._request_metrics: dict[str, _ApiMetrics] = {}  # api name -> its histograms and RequestsPerSec meters
         self._errors_per_sec: dict[tuple[str, int], Meter] = {}  # (api name, error code) -> ErrorsPerSec meter
         self.metrics.gauge(
             f"kafka.network:type=RequestChannel,name={metric_prefix}RequestQueueSize", self.request_queue.qsize
@@ -468,13 +490,20 @@ class RequestChannel:
     # -- metrics -------------------------------------------------------------------------------
     def update_request_metrics(self, request: Request, end_ns: int) -> None:
         """Record the six timing histograms (ms as floats) and ``ThrottleTimeMs`` (the quota throttle time
-        answered, as Kafka records for every request) under ``request=<ApiName>``."""
+        answered, as Kafka records for every request) under ``request=<ApiName>``, and mark its
+        ``RequestsPerSec`` (``request=<ApiName>,version=<v>``); a follower's / consumer's Fetch also under
+        ``request=FetchFollower`` / ``FetchConsumer``. Usually one HistogramGroup record (a list append) per
+        API name: the per-API histograms and per-version meters are looked up by name once."""
         start = request.start_time_ns
         dequeue = request.request_dequeue_time_ns if request.request_dequeue_time_ns >= 0 else start
         local = request.api_local_complete_time_ns if request.api_local_complete_time_ns >= 0 else dequeue
         complete = request.response_complete_time_ns if request.response_complete_time_ns >= 0 else local
         rdequeue = request.response_dequeue_time_ns if request.response_dequeue_time_ns >= 0 else complete
-        values = (
+        api = request.api_name
+        version = request.context.header.api_version
+        entry = self._request_metrics.get(api) or self._register_request_metrics(api)
+        meter = entry.meters.get(version)
+        record = (
             dequeue - start,
             local - dequeue,
             complete - local,
@@ -482,28 +511,48 @@ class RequestChannel:
             end_ns - rdequeue,
             end_ns - start,
             request.api_throttle_time_ms * 1_000_000,
+            meter,
         )
-        names = [request.api_name]
-        version = request.context.header.api_version
-        if request.api_name == "Fetch":  # Kafka's FetchRequest.isFromFollower (v15+: the replica_state's id)
+        if meter is not None:
+            entry.group.record(record)  # type: ignore[union-attr]  # meters: only with a group
+        else:
+            self._record_slow(entry, api, version, record)
+        if api == "Fetch":  # Kafka's FetchRequest.isFromFollower (v15+: the replica_state's id)
             body = request.body or {}
             replica = (
                 (body.get("replica_state") or {}).get("replica_id", -1) if version >= 15 else body.get("replica_id")
             )
-            names.append("FetchFollower" if replica is not None and replica >= 0 else "FetchConsumer")
-        for api in names:
-            histograms, group = self._request_metrics.get(api) or self._register_request_metrics(api)
-            if group is not None:
-                group.record_ns(values)
+            api = "FetchFollower" if replica is not None and replica >= 0 else "FetchConsumer"
+            entry = self._request_metrics.get(api) or self._register_request_metrics(api)
+            meter = entry.meters.get(version)
+            if meter is not None:
+                entry.group.record((*record[:-1], meter))  # type: ignore[union-attr]
             else:
-                for histogram, ns in zip(histograms, values, strict=True):
-                    histogram.update(max(0.0, ns / 1e6))
-            meter = self._requests_per_sec.get((api, version))
-            if meter is None:
-                meter = self._requests_per_sec[(api, version)] = self.metrics.meter(
-                    f"kafka.network:type=RequestMetrics,name=RequestsPerSec,request={api},version={version}"
-                )
-            meter.mark()
+                self._record_slow(entry, api, version, record)
+
+    def _record_slow(self, entry: _ApiMetrics, api: str, version: int, record: tuple) -> None:
+        """``update_request_metrics`` for a version seen first (its meter is registered here), or when some of the
+        API's metric names were registered before (its histograms updated, its meter marked one by one)."""
+        meter = entry.meters.get(version) or entry.marked.get(version)
+        if meter is None:
+            name = f"kafka.network:type=RequestMetrics,name=RequestsPerSec,request={api},version={version}"
+            if entry.group is not None:
+                meter = self.metrics.group_meter(name, entry.group)
+                if isinstance(meter, GroupMeter) and meter._group is entry.group:
+                    entry.meters[version] = meter
+                else:
+                    entry.marked[version] = meter
+            else:
+                meter = entry.marked[version] = self.metrics.meter(name)
+        if entry.group is not None and meter is entry.meters.get(version):
+            entry.group.record((*record[:-1], meter))
+            return
+        if entry.group is not None:
+            entry.group.record((*record[:-1], None))
+        else:
+            for histogram, ns in zip(entry.histograms, record[:-1], strict=True):
+                histogram.update(max(0.0, ns / 1e6))
+        meter.mark()
 
     def update_error_metrics(self, api: str, error_counts: dict[int, int]) -> None:
         """Kafka's updateErrorMetrics: mark ``ErrorsPerSec`` under ``request=<api>,error=<ERROR_NAME>`` by the
@@ -516,15 +565,11 @@ class RequestChannel:
                 )
             meter.mark(count)
 
-    def _register_request_metrics(self, api: str) -> tuple:
+    def _register_request_metrics(self, api: str) -> _ApiMetrics:
         """The seven histograms of ``api`` and their HistogramGroup (recorded with one queue append, folded on
         read), looked up by name once; the group is None if some already existed (then updated one by one)."""
         names = tuple(request_metric_name(metric, api) for metric in REQUEST_METRICS)
         group = self.metrics.histogram_group(names)
-        entry = (
-            (group.histograms, group)
-            if group is not None
-            else (tuple(self.metrics.histogram(name) for name in names), None)
-        )
-        self._request_metrics[api] = entry
+        histograms = group.histograms if group is not None else tuple(self.metrics.histogram(n) for n in names)
+        entry = self._request_metrics.setdefault(api, _ApiMetrics(histograms, group))
         return entry

@@ -152,3 +152,44 @@ def test_listener_key_is_validated_by_the_broker_config():
     for bad in ("9404", "host:port", "127.0.0.1:70000"):
         with pytest.raises(ConfigException, match="prometheus.metrics.listener"):
             KafkaConfig(dict(DEFAULTS, **{"prometheus.metrics.listener": bad}))
+
+
+def test_request_channel_metrics_come_out_as_counters_and_summaries():
+    """RequestChannel's grouped metrics (GroupMeter, GroupHistogram) scrape as the plain kinds: RequestsPerSec a
+    counter per API and version, the timings summaries in ms."""
+    from pykbroker.network.request_channel import RequestChannel
+    from pykbroker.utils.time import SystemTime
+
+    class _Header:
+        api_version = 9
+
+    class _Context:
+        header = _Header()
+
+    class _Request:
+        api_name = "Produce"
+        context = _Context()
+        body = None
+        start_time_ns = 0
+        request_dequeue_time_ns = 1_000_000
+        api_local_complete_time_ns = 2_000_000
+        response_complete_time_ns = 3_000_000
+        response_dequeue_time_ns = 4_000_000
+        api_throttle_time_ms = 0
+
+    r = MetricsRegistry()
+    channel = RequestChannel(queue_size=10, metric_prefix="", time=SystemTime(), metrics=r)
+    for end_ns in (5_000_000, 7_000_000):
+        channel.update_request_metrics(_Request(), end_ns)  # type: ignore[arg-type]
+    families = _scrape(r)
+    requests = families["kafka_network_requestmetrics_requests"]
+    assert requests.type == "counter"
+    assert _samples(requests) == {
+        ("kafka_network_requestmetrics_requests_total", (("request", "Produce"), ("version", "9"))): 2.0
+    }
+    total = families["kafka_network_requestmetrics_totaltimems"]
+    assert total.type == "summary"
+    got = _samples(total)
+    assert got[("kafka_network_requestmetrics_totaltimems_count", (("request", "Produce"),))] == 2
+    assert got[("kafka_network_requestmetrics_totaltimems_sum", (("request", "Produce"),))] == 12.0
+    assert got[("kafka_network_requestmetrics_totaltimems", (("quantile", "0.50"), ("request", "Produce")))] == 7.0
