@@ -11,6 +11,7 @@ import threading
 import pytest
 
 from pykbroker.network.request_channel import REQUEST_METRICS, RequestChannel
+from pykbroker.utils import metrics
 from pykbroker.utils.metrics import GroupMeter, Histogram, HistogramGroup, Meter, MetricsRegistry, request_metric_name
 from pykbroker.utils.time import SystemTime
 
@@ -97,7 +98,7 @@ def test_percentiles_stay_close_to_the_true_ones():
     assert (h.min, h.max) == (min(values) / 1e6, max(values) / 1e6)
 
 
-def test_random_draws_only_for_records_that_enter_the_reservoir():
+def test_random_draws_only_for_records_that_enter_the_reservoir(monkeypatch):
     """Algorithm L: far fewer random draws than records once the reservoir is full (one per record and
     histogram would be 7 per request for RequestChannel's groups)."""
 
@@ -108,12 +109,11 @@ def test_random_draws_only_for_records_that_enter_the_reservoir():
             CountingRandom.draws += 1
             return super().random()
 
+    monkeypatch.setattr(metrics.random, "Random", CountingRandom)  # every generator the group makes
     group = HistogramGroup(7)
-    group._rand = CountingRandom(3)
     n = 100_000
     for i in range(n):
         group.record_ns((i, i, i, i, i, i, i))
-    group.drain()
     assert group.histograms[6].count == n
     bound = 3 * Histogram.RESERVOIR * (1 + math.log(n / Histogram.RESERVOIR))  # about 3 draws per entry
     assert CountingRandom.draws < bound < n / 5
