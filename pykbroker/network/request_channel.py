@@ -32,6 +32,7 @@ from typing import Any
 from pykbroker.network.channel import NetworkSend
 from pykbroker.protocol import errors
 from pykbroker.utils.metrics import (
+    GroupHistogram,
     GroupMeter,
     Histogram,
     HistogramGroup,
@@ -217,7 +218,7 @@ class _ApiMetrics:
 
     __slots__ = ("group", "histograms", "marked", "meters")
 
-    def __init__(self, histograms: tuple[Histogram, ...], group: HistogramGroup | None) -> None:
+    def __init__(self, histograms: tuple[Histogram | None, ...], group: HistogramGroup | None) -> None:
         self.histograms = histograms
         self.group = group
         self.meters: dict[int, GroupMeter] = {}
@@ -551,7 +552,8 @@ class RequestChannel:
             entry.group.record((*record[:-1], None))
         else:
             for histogram, ns in zip(entry.histograms, record[:-1], strict=True):
-                histogram.update(max(0.0, ns / 1e6))
+                if histogram is not None:
+                    histogram.update(max(0.0, ns / 1e6))
         meter.mark()
 
     def update_error_metrics(self, api: str, error_counts: dict[int, int]) -> None:
@@ -567,9 +569,17 @@ class RequestChannel:
 
     def _register_request_metrics(self, api: str) -> _ApiMetrics:
         """The seven histograms of ``api`` and their HistogramGroup (recorded with one queue append, folded on
-        read), looked up by name once; the group is None if some already existed (then updated one by one)."""
+        read; shared with another RequestChannel of the registry), looked up by name once. The group is None if
+        some of the names were registered otherwise: those that are plain Histograms are then updated one by
+        one (a name held by another group's histogram is recorded by that group's owner only)."""
         names = tuple(request_metric_name(metric, api) for metric in REQUEST_METRICS)
         group = self.metrics.histogram_group(names)
-        histograms = group.histograms if group is not None else tuple(self.metrics.histogram(n) for n in names)
-        entry = self._request_metrics.setdefault(api, _ApiMetrics(histograms, group))
-        return entry
+        if group is not None:
+            histograms: tuple[Histogram | None, ...] = group.histograms
+        else:
+            registered = (self.metrics.get(name) for name in names)
+            histograms = tuple(
+                None if isinstance(m, GroupHistogram) else self.metrics.histogram(name)
+                for name, m in zip(names, registered, strict=True)
+            )
+        return self._request_metrics.setdefault(api, _ApiMetrics(histograms, group))

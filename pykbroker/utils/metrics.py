@@ -437,15 +437,20 @@ class MetricsRegistry:
         return self._get(name, Histogram)
 
     def histogram_group(self, names: tuple[str, ...]) -> HistogramGroup | None:
-        """A :class:`HistogramGroup` whose histograms are registered as ``names``; None if any of the names
-        exists already (the caller then updates those histograms one by one)."""
+        """A :class:`HistogramGroup` whose histograms are registered as ``names`` (in order): a new one, or the
+        one registered as exactly ``names`` before (two RequestChannels of one registry share an API's group);
+        None if some of the names are registered otherwise (the caller then updates those one by one)."""
         with self._lock:
-            if any(name in self.metrics for name in names):
-                return None
-            group = HistogramGroup(len(names))
-            for name, h in zip(names, group.histograms, strict=True):
-                self.metrics[name] = h
-            return group
+            existing = [self.metrics.get(name) for name in names]
+            if all(m is None for m in existing):
+                group = HistogramGroup(len(names))
+                for name, h in zip(names, group.histograms, strict=True):
+                    self.metrics[name] = h
+                return group
+            first = existing[0]
+            if isinstance(first, GroupHistogram) and first._group.histograms == tuple(existing):
+                return first._group
+            return None
 
     def meter(self, name: str) -> Meter:
         return self._get(name, Meter)

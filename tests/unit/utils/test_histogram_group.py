@@ -299,3 +299,36 @@ def test_request_channel_updates_metrics_registered_before_one_by_one():
         channel.update_request_metrics(_request("Produce", 9), 5_000_000)  # type: ignore[arg-type]
     assert (histogram.count, histogram.max, meter.count) == (3, 5.0, 3)
     assert registry.get(request_metric_name("LocalTimeMs", "Produce")).count == 3
+
+
+def test_two_request_channels_of_one_registry_share_an_apis_metrics():
+    """The data-plane and control-plane RequestChannels share the broker's registry (and the metric names):
+    both record into the same histograms and RequestsPerSec meter."""
+    registry = MetricsRegistry()
+    data = RequestChannel(queue_size=10, metric_prefix="", time=SystemTime(), metrics=registry)
+    control = RequestChannel(queue_size=10, metric_prefix="ControlPlane", time=SystemTime(), metrics=registry)
+    for channel in (data, control, control):
+        channel.update_request_metrics(_request("ApiVersions", 3), 5_000_000)  # type: ignore[arg-type]
+    total = registry.get(request_metric_name("TotalTimeMs", "ApiVersions"))
+    assert (total.count, total.sum) == (3, 15.0)
+    meter = registry.get("kafka.network:type=RequestMetrics,name=RequestsPerSec,request=ApiVersions,version=3")
+    assert meter.count == 3
+    assert registry.histogram_group(tuple(request_metric_name(m, "ApiVersions") for m in REQUEST_METRICS)) is (
+        total._group
+    )
+    assert registry.histogram_group(tuple(request_metric_name(m, "ApiVersions") for m in REQUEST_METRICS[:2])) is None
+
+
+def test_a_name_of_another_group_is_left_to_that_group():
+    """Some of an API's names registered otherwise (one by another group): the plain ones are updated one by one,
+    the other group's histogram is not touched, and nothing raises."""
+    registry = MetricsRegistry()
+    other = registry.histogram_group((request_metric_name("LocalTimeMs", "Produce"),))
+    assert other is not None
+    channel = RequestChannel(queue_size=10, metric_prefix="", time=SystemTime(), metrics=registry)
+    for _ in range(2):
+        channel.update_request_metrics(_request("Produce", 9), 5_000_000)  # type: ignore[arg-type]
+    assert registry.get(request_metric_name("TotalTimeMs", "Produce")).count == 2
+    assert other.histograms[0].count == 0
+    meter = registry.get("kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce,version=9")
+    assert type(meter) is Meter and meter.count == 2
