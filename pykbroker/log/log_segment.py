@@ -39,6 +39,9 @@ from pykbroker.utils.time import Time
 
 _log = get_logger("LogSegment")
 
+#: ``tuple.__new__``: a NamedTuple from a tuple of all its fields, without its Python-level ``__new__`` (hot path)
+_new_tuple = tuple.__new__
+
 
 class LogSegmentOffsetOverflowError(Exception):
     """An offset cannot be stored as an int32 delta from the segment's base offset."""
@@ -261,7 +264,9 @@ class LogSegment:
         if so_far is None:
             so_far = self._read_max_timestamp_and_offset_so_far()
         if largest_timestamp > so_far.timestamp:
-            so_far = self._max_timestamp_and_offset_so_far = TimestampOffset(largest_timestamp, offset_of_max_timestamp)
+            so_far = self._max_timestamp_and_offset_so_far = _new_tuple(
+                TimestampOffset, (largest_timestamp, offset_of_max_timestamp)
+            )
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
             self.offset_index.append(largest_offset, physical_position)
             self.time_index.maybe_append(so_far.timestamp, so_far.offset)

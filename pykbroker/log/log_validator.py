@@ -158,6 +158,10 @@ _NOT_PLAIN = COMPRESSION_CODEC_MASK | CONTROL_FLAG_MASK
 _ORIGIN_NAMES: dict = {id(origin): origin.name for origin in AppendOrigin}
 
 
+#: ``tuple.__new__``: builds a NamedTuple from a tuple of all its fields without the Python-level ``__new__``
+_new_tuple = tuple.__new__
+
+
 class ValidationResult(NamedTuple):
     """What the log appends. ``validated_records``: the bytes to write (memoryview; the caller's
     buffer when stamped in place). Offsets are absolute; ``max_timestamp_ms`` is -1 when no record
@@ -299,17 +303,21 @@ class LogValidator:
                     _ATTRIBUTES_STAMP.pack_into(buf, ATTRIBUTES_OFFSET, new_attrs)
                     _MAX_TIMESTAMP_STAMP.pack_into(buf, MAX_TIMESTAMP_OFFSET, max_timestamp)
                     _CRC_STAMP.pack_into(buf, CRC_OFFSET, _crc32c(buf[ATTRIBUTES_OFFSET:]))
-                return ValidationResult(
-                    buf,
-                    offset_counter,
-                    last_offset,
-                    count,
-                    now,
-                    max_timestamp,
-                    last_offset if max_timestamp > NO_TIMESTAMP else -1,
-                    False,
-                    _compression.NONE,
-                    _compression.NONE,
+                # tuple.__new__ directly: the NamedTuple's own __new__ is a Python-level lambda (one call less)
+                return _new_tuple(
+                    ValidationResult,
+                    (
+                        buf,
+                        offset_counter,
+                        last_offset,
+                        count,
+                        now,
+                        max_timestamp,
+                        last_offset if max_timestamp > NO_TIMESTAMP else -1,
+                        False,
+                        _compression.NONE,
+                        _compression.NONE,
+                    ),
                 )
         return self._validate_general(buf, offset_counter, now)
 

@@ -89,6 +89,9 @@ from pykbroker.utils.logging import get_logger
 from pykbroker.utils.scheduler import Scheduler
 from pykbroker.utils.time import Time
 
+#: ``tuple.__new__``: a NamedTuple from a tuple of all its fields, without its Python-level ``__new__`` (hot path)
+_new_tuple = tuple.__new__
+
 
 class _IOErrors:
     """``with log._io("appending records to"):`` -- Kafka's ``maybeHandleIOException``: refuse at once if
@@ -666,7 +669,7 @@ class UnifiedLog:
             segment.append(last_offset, max_timestamp, offset_of_max_timestamp, buf)
             segment_size = segment.size
         end = last_offset + 1
-        metadata = self._next_offset_metadata = LogOffsetMetadata(end, segment.base_offset, segment_size)
+        metadata = self._next_offset_metadata = _new_tuple(LogOffsetMetadata, (end, segment.base_offset, segment_size))
         if self._recovery_point > end:
             self._recovery_point = end
         if self._high_watermark_metadata.message_offset > end:

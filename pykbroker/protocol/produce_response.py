@@ -125,3 +125,86 @@ def encode_produce_response_frame(version: int, correlation_id: int, body: dict)
         out += b"\x00"  # top-level tagged fields
     _SIZE_CORR.pack_into(out, 0, len(out) - 4, correlation_id)
     return out
+
+
+def encode_produce_response_from_results(
+    version: int, correlation_id: int, topic_data: list, results: dict, missing: tuple, throttle_time_ms: int
+) -> bytearray | None:
+    """The response frame of a Produce request straight from its append results, without the response dicts:
+    byte for byte the frame :func:`encode_produce_response_frame` (and the generic codec) writes for the body
+    the produce handler builds from them (``server/handlers/produce.py`` ``_response``).
+
+    ``topic_data``: the request's ``topic_data`` (the response follows its topic and partition order);
+    ``results``: ``(topic, partition)`` -> a result tuple ``(error_code, base_offset, log_append_time_ms,
+    log_start_offset, record_errors, error_message)`` (a ``ProducePartitionResult``); ``missing``: the result of a
+    partition without one (UNKNOWN_SERVER_ERROR); ``throttle_time_ms``: the body's throttle time. None (the caller
+    builds the body) when ``version`` is outside 0-12 or a result has record errors. Out-of-range integers raise
+    ``struct.error``."""
+    if not 0 <= version <= _MAX_VERSION:
+        return None
+    flexible = version >= 9
+    if version >= 5:
+        fixed = _V5
+    elif version >= 2:
+        fixed = _V2
+    else:
+        fixed = _V0
+    out = bytearray(b"\0\0\0\0\0\0\0\0\0" if flexible else b"\0\0\0\0\0\0\0\0")  # size, correlation id[, tags]
+    n = len(topic_data)
+    if flexible:
+        out += _UVARINT_1[n + 1] if n < 0x7F else _uvarint(n + 1)
+    else:
+        out += _INT32.pack(n)
+    get = results.get
+    for topic in topic_data:
+        name = topic["name"]
+        encoded_name = name.encode()
+        n = len(encoded_name)
+        if flexible:
+            out += _UVARINT_1[n + 1] if n < 0x7F else _uvarint(n + 1)
+        else:
+            out += _INT16.pack(n)
+        out += encoded_name
+        partitions = topic["partition_data"]
+        n = len(partitions)
+        if flexible:
+            out += _UVARINT_1[n + 1] if n < 0x7F else _uvarint(n + 1)
+        else:
+            out += _INT32.pack(n)
+        for p in partitions:
+            index = p["index"]
+            code, base_offset, log_append_time, log_start_offset, record_errors, message = get((name, index)) or missing
+            if record_errors:
+                return None
+            if version >= 5:
+                out += fixed.pack(index, code, base_offset, log_append_time, log_start_offset)
+            elif version >= 2:
+                out += fixed.pack(index, code, base_offset, log_append_time)
+            else:
+                out += fixed.pack(index, code, base_offset)
+            if version >= 8:
+                if flexible:
+                    out += b"\x01"  # record_errors: empty compact array
+                    if message is None:
+                        out += b"\x00"
+                    else:
+                        encoded = message.encode()
+                        out += _uvarint(len(encoded) + 1)
+                        out += encoded
+                    out += b"\x00"  # partition tagged fields
+                else:
+                    out += b"\0\0\0\0"
+                    if message is None:
+                        out += b"\xff\xff"
+                    else:
+                        encoded = message.encode()
+                        out += _INT16.pack(len(encoded))
+                        out += encoded
+        if flexible:
+            out += b"\x00"  # topic tagged fields
+    if version >= 1:
+        out += _INT32.pack(throttle_time_ms)
+    if flexible:
+        out += b"\x00"  # top-level tagged fields
+    _SIZE_CORR.pack_into(out, 0, len(out) - 4, correlation_id)
+    return out

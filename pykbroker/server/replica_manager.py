@@ -92,6 +92,8 @@ from pykbroker.utils.logging import get_logger, state_change_logger
 from pykbroker.utils.metrics import MetricsRegistry
 
 _monotonic = time.monotonic
+#: ``tuple.__new__``: a NamedTuple from a tuple of all its fields, without its Python-level ``__new__`` (hot path)
+_new_tuple = tuple.__new__
 
 #: Partitions a metadata delta has made ready that ``apply_delta`` publishes at once (not only at the end of
 #: the delta), so the first partitions of a large creation serve while the logs of the others are created.
@@ -857,8 +859,9 @@ class ReplicaManager:
                 topic_stats.records += info.records_count
                 topic_stats.bytes += len(records)
                 topic_stats.partitions += 1
-                result = ProducePartitionResult(
-                    errors.NONE, info.first_offset, info.log_append_time, info.log_start_offset, (), None
+                result = _new_tuple(  # the NamedTuple without its Python-level __new__
+                    ProducePartitionResult,
+                    (errors.NONE, info.first_offset, info.log_append_time, info.log_start_offset, (), None),
                 )
                 status = statuses[tp] = ProducePartitionStatus(info.last_offset + 1, result)
                 appended.append((status, partition))
@@ -1062,8 +1065,10 @@ class ReplicaManager:
         for tp in tps:
             self.fetch_purgatory.check_and_complete(TopicPartitionOperationKey(*tp))
 
-    def _complete_delayed(self, tp, produce: bool) -> None:
-        key = TopicPartitionOperationKey(*tp)
+    def _complete_delayed(self, tp: tuple[str, int], produce: bool) -> None:
+        # ``tp`` itself is the watch key: a (topic, partition) tuple equals (and hashes as) the
+        # TopicPartitionOperationKey the operations watch, so none is built per append
+        key = tp
         if produce:
             self.produce_purgatory.check_and_complete(key)
         self.fetch_purgatory.check_and_complete(key)

@@ -136,6 +136,30 @@ class RequestHelper:
         else:
             self.send_response(request, body)
 
+    def try_send_frame(self, request: Request, encode, args: tuple, counts: dict[int, int]) -> bool:
+        """Queue the complete response frame ``encode(api_version, correlation_id, *args)`` (a bytearray: size,
+        header and body, or None when it cannot) as :meth:`send_response` would queue the body's, when nothing
+        has to change the body on the way: the request came not in an Envelope and no request quota applies
+        (either sets the body's ``throttle_time_ms`` or wraps it). ``counts``: the body's error codes, counted
+        as :func:`error_counts` would. False (nothing sent, the caller then sends the body with
+        :meth:`send_response`) when not, when ``encode`` answers None or raises."""
+        if request.envelope is not None:
+            return False
+        quotas = self.quotas
+        if quotas is not None and (quotas.request.quotas_enabled or request.pending_throttle is not None):
+            return False
+        h = request.context.header
+        try:
+            frame = encode(h.api_version, h.correlation_id, *args)
+        except Exception:  # noqa: BLE001 - send_response then encodes the body (and reports a failure)
+            return False
+        if frame is None:
+            return False
+        channel: RequestChannel = self.request_channel_for(request)
+        channel.update_error_metrics(request.api_name, counts)
+        channel.send_response(SendResponse(request, NetworkSend(request.context.connection_id, [frame]), None))
+        return True
+
     def send_encoded_response(
         self, request: Request, encoded_body: bytes, error_code: int = 0, body: dict | None = None
     ) -> None:

@@ -202,6 +202,12 @@ class DelayedOperationPurgatory(Generic[T]):
     def check_and_complete(self, key: Hashable) -> int:
         """Retry the operations watching ``key``; returns how many this call completed."""
         shard = self._shards[hash(key) % SHARDS]  # self._shard inlined: twice per produce request
+        # A key nobody watches (the usual case, twice per produce request) answers without the shard lock: the
+        # lookup is one atomic dict read, and an operation starting to watch ``key`` concurrently tries to
+        # complete again after its watchers are in (try_complete_else_watch), so it sees the change that led
+        # here, as it would had this call taken the lock before it.
+        if key not in shard.watchers_by_key:
+            return 0
         with shard.lock:
             watchers = shard.watchers_by_key.get(key)
             if watchers is None:

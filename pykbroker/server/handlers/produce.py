@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from pykbroker.protocol import errors
 from pykbroker.protocol.acl import AclOperation
 from pykbroker.protocol.api_keys import ApiKeys
+from pykbroker.protocol.produce_response import encode_produce_response_from_results
 from pykbroker.protocol.resource import ResourceType
 from pykbroker.server import error_responses
 from pykbroker.server.append_result import AppendResults, ProducePartitionResult
@@ -87,8 +88,6 @@ class ProduceHandler:
                 else:
                     self.helper.send_no_op_response(request)
                 return
-            response = _response(body, results)
-            response["throttle_time_ms"] = throttle_ms
             # Kafka's ProduceResponse.errorCounts: one per partition (every partition of the request has a result
             # here or answers UNKNOWN_SERVER_ERROR in _response), counted here instead of walking the response
             counted: dict[int, int] = {}
@@ -98,7 +97,22 @@ class ProduceHandler:
             topics = body["topic_data"]
             partitions = len(topics[0]["partition_data"]) if len(topics) == 1 else _partition_count(body)
             counts = counted if len(results) == partitions else None
-            if request.context.api_version >= 10 and (counts is None or errors.NOT_LEADER_OR_FOLLOWER in counts):
+            leaders = request.context.api_version >= 10 and (counts is None or errors.NOT_LEADER_OR_FOLLOWER in counts)
+            # the common answer: the frame written straight from the results (the same bytes as the body below)
+            if (
+                not leaders
+                and counts is not None
+                and self.helper.try_send_frame(
+                    request,
+                    encode_produce_response_from_results,
+                    (topics, results, _NO_RESULT, throttle_ms),
+                    counts,
+                )
+            ):
+                return
+            response = _response(body, results)
+            response["throttle_time_ms"] = throttle_ms
+            if leaders:
                 self._add_current_leaders(response, request.context.listener_name)
             self.helper.send_response(request, response, counts=counts)
 

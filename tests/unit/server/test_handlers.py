@@ -34,6 +34,7 @@ from tests.unit.server.apis_harness import (
     only_response,
     recording_helper,
     records,
+    response_bytes,
 )
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -118,6 +119,31 @@ def test_produce_acks_all_waits_for_the_isr(broker):
     broker.set_isr("r", 0, (1,))
     _, body = decode_sent(only_response(apis.channel), ApiKeys.PRODUCE, 9)
     assert body["responses"][0]["partition_responses"][0]["error_code"] == errors.NONE
+
+
+@pytest.mark.parametrize("version", [3, 8, 9, 11])
+def test_produce_frame_from_results_equals_the_body_path(tmp_path, version):
+    # issue 31: the common answer is written straight from the append results (RequestHelper.try_send_frame); the
+    # same appends on an identical broker answered through the body (try_send_frame off) give the same bytes and
+    # the same ErrorsPerSec counts
+    request = [("t", [(0, bytes(records(3))), (1, bytes(records(1)))]), ("nope", [(0, bytes(records(1)))])]
+    answers = []
+    for fast in (True, False):
+        broker = LocalBroker(tmp_path / f"logs-{fast}")
+        broker.add_topic("t", 2)
+        try:
+            apis = produce_apis(broker)
+            if not fast:
+                apis.helper.try_send_frame = lambda *args: False
+            for _ in range(2):
+                apis.send(ApiKeys.PRODUCE, version, produce_body(request))
+            answers.append(([response_bytes(r) for r in apis.channel.responses], apis.channel.errors))
+        finally:
+            broker.close()
+    assert answers[0] == answers[1]
+    _, body = decode_sent(apis.channel.responses[1], ApiKeys.PRODUCE, version)
+    codes = [(p["error_code"], p["base_offset"]) for t in body["responses"] for p in t["partition_responses"]]
+    assert codes == [(errors.NONE, 3), (errors.NONE, 1), (errors.UNKNOWN_TOPIC_OR_PARTITION, -1)]
 
 
 # -- Fetch -----------------------------------------------------------------------------------------------

@@ -296,3 +296,49 @@ def test_many_threads_watch_and_complete_concurrently():
     assert all(op.on_complete_calls == 1 for op in done)
     assert p.num_delayed == 0 and p.purgatory_size == 0
     p.shutdown()
+
+
+class _CountingLock:
+    """A shard lock that counts its acquisitions."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.acquired = 0
+
+    def __enter__(self):
+        self.acquired += 1
+        return self._lock.__enter__()
+
+    def __exit__(self, *exc):
+        return self._lock.__exit__(*exc)
+
+
+def test_check_and_complete_of_an_unwatched_key_takes_no_lock(mock_purgatory):
+    # issue 31 (lone produce): every append pokes the produce and fetch purgatories, nearly always for a key
+    # nobody watches; that answer needs no shard lock
+    purgatory, _ = mock_purgatory
+    key = TopicPartitionOperationKey("t", 0)
+    shard = purgatory._shards[hash(key) % len(purgatory._shards)]
+    shard.lock = _CountingLock()
+    assert purgatory.check_and_complete(key) == 0
+    assert shard.lock.acquired == 0
+    op = MockDelayedOperation(100_000)
+    assert not purgatory.try_complete_else_watch(op, [key])
+    before = shard.lock.acquired
+    op.completable = True
+    assert purgatory.check_and_complete(key) == 1  # a watched key still completes its operations
+    assert shard.lock.acquired > before
+    assert op.on_complete_calls == 1
+    assert purgatory.check_and_complete(key) == 0  # ... and is then dropped
+
+
+def test_a_plain_topic_partition_tuple_is_the_same_watch_key(mock_purgatory):
+    # ReplicaManager pokes with the (topic, partition) tuple of the append: it must find the operations watching
+    # the TopicPartitionOperationKey
+    purgatory, _ = mock_purgatory
+    op = MockDelayedOperation(100_000)
+    assert not purgatory.try_complete_else_watch(op, [TopicPartitionOperationKey("t", 3)])
+    op.completable = True
+    assert purgatory.check_and_complete(("t", 4)) == 0
+    assert purgatory.check_and_complete(("t", 3)) == 1
+    assert op.on_complete_calls == 1
