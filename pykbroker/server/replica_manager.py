@@ -1072,10 +1072,9 @@ class ReplicaManager:
         if produce:
             self.produce_purgatory.check_and_complete(key)
         self.fetch_purgatory.check_and_complete(key)
-        if self.delete_records_purgatory.num_delayed:
-            self.delete_records_purgatory.check_and_complete(key)
+        self.delete_records_purgatory.check_and_complete(key)  # an unwatched key answers at once, without a lock
         share = self.share_fetch_purgatory
-        if share is not None and share.num_delayed:
+        if share is not None:
             share.check_and_complete(key)
 
     # -- fetch ---------------------------------------------------------------------------------

@@ -116,6 +116,9 @@ class ClientQuotaManager:
         self.time = time
         #: (user part, client part) -> limit; a part is a name, None (default) or _ABSENT
         self._limits: Mapping[tuple, float] = {}
+        #: whether any quota of this type is configured (``bool(self._limits)``, kept with it: a plain attribute,
+        #: read once or twice per produce and fetch request)
+        self.quotas_enabled = False
         self._lock = threading.Lock()
         self._resolved: dict[tuple[str, str], tuple[tuple[str, str], float] | None] = {}
         self._rates: dict[tuple[str, str], SampledRate] = {}
@@ -142,10 +145,6 @@ class ClientQuotaManager:
                 for key in self._rates
             ]
 
-    @property
-    def quotas_enabled(self) -> bool:
-        return bool(self._limits)
-
     def update_quotas(self, client_quotas: Mapping[tuple, Mapping[str, float]]) -> None:
         """From ``MetadataImage.client_quotas`` (entity ``((type, name | None), ...)`` -> {key: value})."""
         limits: dict[tuple, float] = {}
@@ -159,6 +158,7 @@ class ClientQuotaManager:
             limits[(parts.get("user", _ABSENT), parts.get("client-id", _ABSENT))] = float(value)
         with self._lock:
             self._limits = limits
+            self.quotas_enabled = bool(limits)
             self._resolved.clear()
 
     def _resolve(self, user: str, client_id: str) -> tuple[tuple[str, str], float] | None:

@@ -91,6 +91,18 @@ def test_update_changes_limits_and_keeps_rates():
     assert not m.quotas_enabled
 
 
+def test_quotas_enabled_follows_the_configured_quotas():
+    # a plain attribute since issue 31 (read per produce and fetch request): kept with every update
+    m = ClientQuotaManager("Produce", "producer_byte_rate", 11, 1, FakeTime())
+    assert m.quotas_enabled is False
+    m.update_quotas({(("user", "u"),): {"consumer_byte_rate": 10.0}})  # another type's quota only
+    assert m.quotas_enabled is False
+    m.update_quotas({(("client-id", None),): {"producer_byte_rate": 10.0}})
+    assert m.quotas_enabled is True
+    m.update_quotas({})
+    assert m.quotas_enabled is False
+
+
 def test_user_of_principal():
     assert user_of("User:alice") == "alice"
     assert user_of("User:ANONYMOUS") == "ANONYMOUS"
