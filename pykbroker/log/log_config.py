@@ -508,6 +508,9 @@ class LogConfig:
         self.max_compaction_lag_ms: int = values[MAX_COMPACTION_LAG_MS_CONFIG]
         self.min_cleanable_dirty_ratio: float = values[MIN_CLEANABLE_DIRTY_RATIO_CONFIG]
         self.cleanup_policy: list[str] = list(values[CLEANUP_POLICY_CONFIG])
+        #: ``cleanup.policy`` has ``delete`` / ``compact`` (attributes, not properties: read on every append)
+        self.delete: bool = CLEANUP_POLICY_DELETE in self.cleanup_policy
+        self.compact: bool = CLEANUP_POLICY_COMPACT in self.cleanup_policy
         self.unclean_leader_election_enable: bool = values[UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG]
         self.min_insync_replicas: int = values[MIN_INSYNC_REPLICAS_CONFIG]
         self.compression_type: str = values[COMPRESSION_TYPE_CONFIG]
@@ -599,14 +602,6 @@ class LogConfig:
         if isinstance(value, (list, tuple)):
             return ",".join(value)
         return str(value)
-
-    @property
-    def delete(self) -> bool:
-        return CLEANUP_POLICY_DELETE in self.cleanup_policy
-
-    @property
-    def compact(self) -> bool:
-        return CLEANUP_POLICY_COMPACT in self.cleanup_policy
 
     def random_segment_jitter(self) -> int:
         """A random jitter in ``[0, min(segment.jitter.ms, segment.ms))`` for a new segment."""

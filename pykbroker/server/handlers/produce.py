@@ -165,23 +165,19 @@ def _partition_count(body: dict) -> int:
 
 
 def _any_transactional_batch(topic_data: list) -> bool:
-    """Whether any partition's records of a ProduceRequest have a transactional batch."""
+    """Whether any batch of any partition's records of a ProduceRequest has the transactional attribute (a walk
+    over the batch headers, no parsing; null or empty records have none)."""
+    attributes, length = _ATTRIBUTES.unpack_from, _LENGTH.unpack_from
     for topic in topic_data:
         for p in topic["partition_data"]:
-            if _has_transactional_batch(p["records"]):
-                return True
-    return False
-
-
-def _has_transactional_batch(records) -> bool:
-    """Whether any batch of ``records`` has the transactional attribute (a header walk, no parsing)."""
-    if not records:
-        return False
-    position, size = 0, len(records)
-    while position + 23 <= size:
-        if _ATTRIBUTES.unpack_from(records, position + 21)[0] & _TRANSACTIONAL:
-            return True
-        position += 12 + _LENGTH.unpack_from(records, position + 8)[0]
+            records = p["records"]
+            if not records:
+                continue
+            position, size = 0, len(records)
+            while position + 23 <= size:
+                if attributes(records, position + 21)[0] & _TRANSACTIONAL:
+                    return True
+                position += 12 + length(records, position + 8)[0]
     return False
 
 

@@ -121,6 +121,21 @@ def test_produce_acks_all_waits_for_the_isr(broker):
     assert body["responses"][0]["partition_responses"][0]["error_code"] == errors.NONE
 
 
+def test_produce_transactional_batch_without_transactional_id(broker):
+    # Kafka: transactional records need a transactional id; the header walk looks at every batch of every partition
+    apis = produce_apis(broker)
+    plain = bytes(records(2))
+    marked = bytearray(records(1))
+    marked[22] |= 0x10  # the transactional attribute (the check runs before validation: the CRC is not looked at)
+    request = [("t", [(0, plain), (1, plain + bytes(marked))])]
+    body = apis.call(ApiKeys.PRODUCE, 9, produce_body(request))
+    codes = [p["error_code"] for t in body["responses"] for p in t["partition_responses"]]
+    assert codes == [errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED] * 2
+    assert broker.replica_manager.get_partition("t", 0).log.log_end_offset == 0
+    body = apis.call(ApiKeys.PRODUCE, 9, produce_body([("t", [(0, plain), (1, plain)])]))
+    assert [p["error_code"] for t in body["responses"] for p in t["partition_responses"]] == [errors.NONE] * 2
+
+
 @pytest.mark.parametrize("version", [3, 8, 9, 11])
 def test_produce_frame_from_results_equals_the_body_path(tmp_path, version):
     # issue 31: the common answer is written straight from the append results (RequestHelper.try_send_frame); the
