@@ -261,7 +261,7 @@ class KafkaApis:
 
     def handle(self, request: Request) -> None:
         try:
-            handler = self.handlers.get(request.context.api_key)
+            handler = self.handlers.get(request.context.header.api_key)
             if handler is None:
                 raise errors.InvalidRequestError(f"Unhandled request API key {request.context.api_key}")
             if self.helper.authorizer is not None:

@@ -63,6 +63,7 @@ from pykbroker.log.fetch_data_info import FetchIsolation, LogOffsetMetadata
 from pykbroker.log.log_validator import RecordValidationError
 from pykbroker.log.transaction_index import AbortedTxn
 from pykbroker.metadata.features import IBP_3_7_IV2
+from pykbroker.metadata.topic_names import INTERNAL_TOPICS
 from pykbroker.metadata.topic_names import is_internal as is_internal_topic
 from pykbroker.protocol import errors
 from pykbroker.record.file_records import EMPTY_RECORDS, BatchHeader, FileRecordsSlice, MemoryRecordsSlice
@@ -840,7 +841,7 @@ class ReplicaManager:
         for tp, records in entries.items():
             topic, index = tp
             try:
-                if not internal_topics_allowed and is_internal_topic(topic):
+                if not internal_topics_allowed and topic in INTERNAL_TOPICS:  # is_internal_topic, without a call
                     raise errors.InvalidTopicError(f"Cannot append to internal topic {topic}")
                 partition = hosted.get(tp)
                 if partition is None:  # being created (wait a little), or an error

@@ -97,7 +97,10 @@ class ProduceHandler:
             topics = body["topic_data"]
             partitions = len(topics[0]["partition_data"]) if len(topics) == 1 else _partition_count(body)
             counts = counted if len(results) == partitions else None
-            leaders = request.context.api_version >= 10 and (counts is None or errors.NOT_LEADER_OR_FOLLOWER in counts)
+            # (the header's fields read directly: RequestContext's properties are a Python call each)
+            leaders = request.context.header.api_version >= 10 and (
+                counts is None or errors.NOT_LEADER_OR_FOLLOWER in counts
+            )
             # the common answer: the frame written straight from the results (the same bytes as the body below)
             if (
                 not leaders
@@ -117,7 +120,7 @@ class ProduceHandler:
             self.helper.send_response(request, response, counts=counts)
 
         if entries:
-            internal = request.context.client_id == ADMIN_CLIENT_ID
+            internal = request.context.header.client_id == ADMIN_CLIENT_ID
             if body.get("transactional_id") is not None:
                 # Produce v12 (KIP-890 part 2): the leader adds the partitions to the transaction itself
                 self.replica_manager.handle_produce_append(
