@@ -375,12 +375,12 @@ class KafkaChannel:
         for the next read; a large frame's remainder is still read straight into its payload.
 
         Through the unbounded pool, a frame that is whole in ``buffered`` or in that first ``recv`` (a usual
-        request) is taken on the spot (``_read_whole_frame``); anything else (a partial frame, a bad size, a
+        request) is taken on the spot (``read_whole_frame``); anything else (a partial frame, a bad size, a
         bounded pool) goes through the general path below, which judges it."""
         receive = self.receive
         if receive is None:
             if scratch is not None and self.memory_pool is _UNBOUNDED_POOL:
-                whole = self._read_whole_frame(scratch)
+                whole = self.read_whole_frame(scratch)
                 if whole is not None:
                     return whole
                 receive = self.receive  # begun there when its recv brought part of a frame
@@ -423,7 +423,7 @@ class KafkaChannel:
                 if not self.read_ready or receive.complete():
                     quickack(self.sock)  # a large frame: acknowledge its segments now (module docstring)
 
-    def _read_whole_frame(self, scratch: bytearray) -> NetworkReceive | None:
+    def read_whole_frame(self, scratch: bytearray) -> NetworkReceive | None:
         """``read``'s fast path (unbounded pool, no frame begun): the next frame when it is whole in ``buffered``
         or in one ``recv`` into ``scratch`` (bytes past it stay in ``buffered``), else None, for the general path to
         go on: a frame that is not whole in ``buffered`` is left there; one whose recv brought only part of it is

@@ -118,6 +118,10 @@ class KSelector:
         # (_lazy_wakeup) the flag is cleared whenever a poll returns, so wakeups during work are free.
         self._lazy_wakeup = False
         self._may_block = True
+        #: what poll calls to wait: epoll's own poll, unless a subclass overrides ``_select`` (fault injection)
+        self._wait: Callable[[float], list[tuple[int, int]]] = (
+            self.epoll.poll if type(self)._select is KSelector._select else self._select
+        )
 
     # -- registration --------------------------------------------------------------------------
     def register(self, channel_id: str, sock: socket.socket) -> KafkaChannel:
@@ -161,17 +165,20 @@ class KSelector:
         if channel is None:
             self.failed_sends.append(send.destination)
             return
-        channel.set_send(send)
+        if channel.send is not None:
+            channel.set_send(send)  # raises: a send is still in progress
+        channel.send = send  # (KafkaChannel.set_send and .write, inline)
         # Optimistic write: most responses fit in the socket buffer, saving an epoll round trip.
         start = perf_counter_ns()
         try:
-            done = channel.write()
+            done = send.write_to(channel.sock)
             channel.thread_time_ns += perf_counter_ns() - start
         except OSError as e:
             self._close_channel(channel, FAILED_SEND, e)
             return
-        if done is not None:
-            self.completed_sends.append(done)
+        if done:
+            channel.send = None
+            self.completed_sends.append(send)
         else:
             self._update_interest(channel)
 
@@ -273,7 +280,7 @@ class KSelector:
         if timeout_ms:
             start = nanoseconds()
             try:
-                ready = self._select(timeout_ms / 1000.0)
+                ready = self._wait(timeout_ms / 1000.0)
             finally:
                 if self._lazy_wakeup:
                     self._may_block = False
@@ -282,7 +289,7 @@ class KSelector:
         else:
             if self._lazy_wakeup:
                 self._may_block = False
-            ready = self._select(0)
+            ready = self._wait(0)
             end = nanoseconds()
         self.poll_end_ns = end
 
@@ -330,7 +337,13 @@ class KSelector:
             if channel.mute_state is not _NOT_MUTED or channel_id in completed_receives:
                 continue
             try:
-                receive = channel.read(scratch)
+                # a frame whole in one recv (or in ``buffered``) is taken by the channel's fast path, called
+                # directly (KafkaChannel.read's first step); anything else is read's, as before
+                receive = None
+                if channel.receive is None and channel.memory_pool is _UNBOUNDED_POOL:
+                    receive = channel.read_whole_frame(scratch)
+                if receive is None:
+                    receive = channel.read(scratch)
             except (EOFError, InvalidReceiveError, OSError) as e:
                 self._close_channel(channel, READY, None if type(e) is EOFError else e)
                 start = nanoseconds()

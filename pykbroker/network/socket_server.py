@@ -33,6 +33,7 @@ import queue
 import resource
 import selectors
 import socket
+import struct
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -56,6 +57,7 @@ from pykbroker.config.endpoint import EndPoint
 from pykbroker.network.accept import accept_batch
 from pykbroker.network.channel import (
     ChannelMuteEvent,
+    ChannelMuteState,
     IllegalMuteTransition,
     InvalidReceiveError,
     NetworkSend,
@@ -80,6 +82,7 @@ from pykbroker.network.ssl_transport import SslTransportLayer, TlsHandshakeError
 from pykbroker.protocol import api_keys as _api_keys
 from pykbroker.protocol import decode_request
 from pykbroker.protocol.header import RequestHeader, parse_request_header, peek_api_key_version
+from pykbroker.protocol.produce_request import decode_produce_request
 from pykbroker.utils.logging import get_logger
 from pykbroker.utils.metrics import MetricsRegistry
 from pykbroker.utils.time import SYSTEM, Time
@@ -90,6 +93,10 @@ DATA_PLANE = "data-plane"
 CONTROL_PLANE = "control-plane"
 CONNECTION_QUEUE_SIZE = 20
 INT_MAX = 2**31 - 1
+#: a request header v1/v2's fixed start: api key, api version, correlation id, client id length
+_HEADER_V1 = struct.Struct(">hhih")
+_NOT_MUTED = ChannelMuteState.NOT_MUTED
+_MUTED_AND_RESPONSE_PENDING = ChannelMuteState.MUTED_AND_RESPONSE_PENDING
 #: Upper bound on a TLS handshake plus SASL authentication (ms), see Processor.authentication_deadlines
 AUTHENTICATION_TIMEOUT_MS = 30_000
 ACCEPT_BATCH_SIZE = 64  # connections taken per accept batch (the Acceptor loops until none is pending)
@@ -198,10 +205,14 @@ class Processor(threading.Thread):
         self.plane = plane
         self.endpoint = endpoint
         self.listener_name = endpoint.listener_name
+        self.security_protocol = endpoint.security_protocol
         self.request_channel = request_channel
         self.connection_quotas = connection_quotas
         self.is_api_allowed = is_api_allowed
         self.allowed_apis: set[tuple[int, int]] = set()  # (api key, version) found allowed (_api_allowed)
+        #: (api key, version) -> (request header version, api name, is Produce) of the allowed pairs parsed once
+        #: by :meth:`_parse_request` (not ApiVersions, not header v0): parsed in one step after that
+        self.request_kinds: dict[tuple[int, int], tuple[int, str, bool]] = {}
         self.time = time
         self.metrics = metrics
         self.log = get_logger("SocketServer", listenerType="BROKER", nodeId=config.node_id, processor=processor_id)
@@ -241,7 +252,7 @@ class Processor(threading.Thread):
         ) * 1_000_000
         self.next_connection_index = 0
         #: requests parsed by this iteration's receive pass, handed to the RequestChannel just before the next
-        #: poll (_hand_over_requests): a handler woken earlier would only wait for the GIL this thread holds
+        #: poll (see run): a handler woken earlier would only wait for the GIL this thread holds
         self.parsed_requests: list = []
         self.should_run = True
         self.idle = metrics.idle_ratio(
@@ -324,7 +335,36 @@ class Processor(threading.Thread):
                         # poll, so a client's next request is read by this poll instead of being seen on
                         # a still-muted channel (which would cost an epoll interest flip each way)
                         self._process_completed_sends()
-                    self._poll()
+                    # the poll (inline: two passes per lone request). From here on other threads' wakeups
+                    # write the eventfd (KSelector.prepare_to_block, inline); before, they only queue: whatever
+                    # they queued is seen by the checks below, so nothing is missed. Don't block while work is
+                    # already pending: queued responses or connections, or sends that completed (optimistic
+                    # writes) / channels that closed since the last poll and still need processing.
+                    sel._lazy_wakeup = sel._may_block = True
+                    if self.parsed_requests:
+                        # this pass's parsed requests go to the RequestChannel (blocking while it is full, Kafka's
+                        # back-pressure) right before the poll releases the GIL: the handler each put wakes finds
+                        # the GIL free instead of waking to wait for it while this thread finishes its pass (one
+                        # GIL hand-off per request instead of two; each request's channel was muted when it was
+                        # parsed, as in Kafka)
+                        requests, self.parsed_requests = self.parsed_requests, []
+                        send_request = self.request_channel.send_request
+                        for request in requests:
+                            send_request(request)
+                    if (
+                        responses
+                        or self.new_connections.queue
+                        or sel.completed_sends
+                        or sel.disconnected
+                        or not self.should_run
+                    ):
+                        timeout = 0
+                    else:
+                        timeout = 50 if self.delayed_closes else 300
+                    try:
+                        sel.poll(timeout)
+                    except OSError as e:
+                        self.log.error("Processor poll failed.", error=repr(e))
                     if sel.completed_receives:
                         self._process_completed_receives()
                     if sel.completed_sends:
@@ -400,9 +440,13 @@ class Processor(threading.Thread):
 
     def _process_new_responses(self) -> None:
         """Take every queued response (one clock read for the batch: their dequeue time). A SendResponse is
-        written at once when the socket takes it (KSelector.send's optimistic write), else when it is writable."""
+        written at once when the socket takes it (KSelector.send's optimistic write), else when it is writable;
+        either way its completion (request metrics, unmute) is :meth:`_process_completed_sends`' work, which the
+        loop does right after this (before its poll) for the sends written here."""
         responses = self.response_queue
-        channels = self.selector.channels
+        sel = self.selector
+        channels = sel.channels
+        inflight = self.inflight_responses
         now = self.time.nanoseconds()
         while responses:  # this thread is the only consumer: a non-empty deque's popleft cannot fail
             response = responses.popleft()
@@ -414,13 +458,13 @@ class Processor(threading.Thread):
                 if channel is None:
                     self.request_channel.update_request_metrics(request, now)
                     continue
-                self.inflight_responses[connection_id] = response
-                self.selector.send(response.send)
+                inflight[connection_id] = response
+                sel.send(response.send)
             elif isinstance(response, NoOpResponse):
                 self.request_channel.update_request_metrics(request, now)
                 if channel is not None:
                     channel.handle_mute_event(ChannelMuteEvent.RESPONSE_SENT)
-                    self.selector.unmute(connection_id)
+                    sel.unmute(connection_id)
             elif isinstance(response, CloseConnectionResponse):
                 self.request_channel.update_request_metrics(request, now)
                 self._close(connection_id)
@@ -429,7 +473,7 @@ class Processor(threading.Thread):
             elif isinstance(response, EndThrottlingResponse):
                 # unmuted only if the response has been sent already (else when it is)
                 if self._throttle_event(channel, ChannelMuteEvent.THROTTLE_ENDED):
-                    self.selector.unmute(connection_id)
+                    sel.unmute(connection_id)
             else:
                 raise ValueError(f"Unknown response type {type(response)}")
 
@@ -445,54 +489,84 @@ class Processor(threading.Thread):
             return False
         return True
 
-    def _poll(self) -> None:
-        sel = self.selector
-        # From here on other threads' wakeups write the eventfd (KSelector.prepare_to_block); before,
-        # they only queue: whatever they queued is seen by the checks below, so nothing is missed.
-        sel.prepare_to_block()
-        # Don't block while work is already pending: queued responses or connections, or sends that
-        # completed (optimistic writes) / channels that closed since the last poll and still need processing.
-        busy = (
-            self.response_queue
-            or self.new_connections.queue
-            or sel.completed_sends
-            or sel.disconnected
-            or not self.should_run
-        )
-        timeout = 0 if busy else (50 if self.delayed_closes else 300)
-        if self.parsed_requests:
-            self._hand_over_requests()
-        try:
-            self.selector.poll(timeout)
-        except OSError as e:
-            self.log.error("Processor poll failed.", error=repr(e))
-
     def _process_completed_receives(self) -> None:
         """Parse and dispatch this poll's receives. The batch is taken from the selector before the
         first one is handled, so closing a connection (which drops its entry from the selector) can
         neither disturb the iteration nor leave already-dispatched receives to be dispatched again;
-        a failure on one connection closes that connection only."""
+        a failure on one connection closes that connection only.
+
+        A usual request (an authenticated or plain connection whose address is known, an (api key, version)
+        already parsed once on this Processor: see ``request_kinds``, a header v1/v2 with no tagged fields) is
+        parsed here in one step: header fields read with one unpack, RequestContext and Request built at once, the
+        body decoder known; its channel is muted inline (NOT_MUTED -> MUTED_AND_RESPONSE_PENDING). Anything else
+        goes through :meth:`_parse_request` and the mute state machine, which judge it as before."""
         sel = self.selector
         receives = sel.completed_receives
-        sel.clear_completed_receives()
+        sel.completed_receives = {}  # (KSelector.clear_completed_receives, inline)
         channels = sel.channels
+        explicitly_muted = sel.explicitly_muted
+        kinds = self.request_kinds
+        parsed = self.parsed_requests
+        now = sel.poll_end_ns  # received when this pass's poll returned (no clock read of its own)
         for connection_id, receive in receives.items():
             channel = channels.get(connection_id)
             if channel is None:
                 receive.release()
                 continue
-            if (
-                channel.session_expiration_ns is not None
-                and channel.authenticator is None
-                and self._expired_or_reauthenticating(connection_id, channel, receive)
-            ):
-                continue
-            if channel.authenticator is not None and not self._authenticate(connection_id, channel, receive):
-                continue
+            if channel.authenticator is not None or channel.session_expiration_ns is not None:
+                if (
+                    channel.session_expiration_ns is not None
+                    and channel.authenticator is None
+                    and self._expired_or_reauthenticating(connection_id, channel, receive)
+                ):
+                    continue
+                if channel.authenticator is not None and not self._authenticate(connection_id, channel, receive):
+                    continue
             if self.principal_builder is not None and channel.principal == ANONYMOUS:
                 channel.principal = self.principal_builder(getattr(channel.sock, "peer_certificate", None))
             try:
-                request = self._parse_request(connection_id, channel, receive)
+                request = None
+                payload: bytearray = receive.payload  # type: ignore[assignment]  # a completed receive's
+                size = receive.size
+                address = channel.client_address
+                if size >= 10 and address is not None:
+                    api_key, api_version, correlation_id, length = _HEADER_V1.unpack_from(payload)
+                    kind = kinds.get((api_key, api_version))
+                    pos = 10 + length if length > 0 else 10
+                    if kind is not None and length >= -1 and pos <= size:
+                        header_version, name, produce = kind
+                        if header_version == 1 or (pos < size and payload[pos] == 0):  # v2: no tagged fields
+                            view = memoryview(payload)
+                            client_id = str(view[10:pos], "utf-8", "replace") if length > 0 else ""
+                            if header_version == 2:
+                                pos += 1
+                            body = decode_produce_request(api_version, view[pos:]) if produce else None
+                            if body is None:
+                                body = decode_request(api_key, api_version, view[pos:])
+                            request = Request(
+                                self.id,
+                                RequestContext(
+                                    RequestHeader(api_key, api_version, correlation_id, client_id, header_version),
+                                    connection_id,
+                                    address[0],
+                                    address[1],
+                                    self.listener_name,
+                                    self.security_protocol,
+                                    channel.client_software_name,
+                                    channel.client_software_version,
+                                    channel.principal,
+                                    channel.token_authenticated,
+                                ),
+                                body,
+                                payload,
+                                now,
+                                name,
+                                size + 4,
+                                False,
+                                receive.release if receive.allocated else None,
+                            )
+                if request is None:
+                    request = self._parse_request(connection_id, channel, receive)
             except Exception as e:  # noqa: BLE001 - a request that cannot be parsed closes only its connection
                 self.log.warning(
                     f"Closing connection {connection_id}: cannot parse request: {e}", error=type(e).__name__
@@ -500,20 +574,13 @@ class Processor(threading.Thread):
                 receive.release()
                 self._close(connection_id)
                 continue
-            self.parsed_requests.append(request)  # queued for the handlers by the next _poll
-            self.selector.mute(connection_id)
-            channel.handle_mute_event(ChannelMuteEvent.REQUEST_RECEIVED)
-
-    def _hand_over_requests(self) -> None:
-        """Put this iteration's parsed requests on the RequestChannel (blocking while it is full, Kafka's
-        back-pressure), right before the poll releases the GIL: the handler each put wakes finds the GIL
-        free instead of waking to wait for it while this thread finishes its loop (one GIL hand-off per
-        request instead of two; each request's channel was muted when it was parsed, as in Kafka)."""
-        requests = self.parsed_requests
-        self.parsed_requests = []
-        send = self.request_channel.send_request
-        for request in requests:
-            send(request)
+            parsed.append(request)  # queued for the handlers by the next poll
+            if channel.mute_state is _NOT_MUTED:  # KSelector.mute + REQUEST_RECEIVED, inline
+                channel.mute_state = _MUTED_AND_RESPONSE_PENDING
+                explicitly_muted.add(connection_id)
+            else:
+                sel.mute(connection_id)
+                channel.handle_mute_event(ChannelMuteEvent.REQUEST_RECEIVED)
 
     def _expired_or_reauthenticating(self, connection_id: str, channel, receive) -> bool:
         """KIP-368 on an authenticated connection whose SASL session expires (Kafka's
@@ -617,6 +684,13 @@ class Processor(threading.Thread):
             header, header_size = parse_request_header(payload, peeked)
             body = decode_request(api_key, api_version, payload[header_size:])
             unsupported = False
+            if header.header_version and api_key != _api_keys.ApiKeys.API_VERSIONS:
+                # parsed in one step from now on (_process_completed_receives); a bounded map: allowed pairs only
+                self.request_kinds[(api_key, api_version)] = (
+                    header.header_version,
+                    _api_keys.api_name(api_key),
+                    api_key == _api_keys.ApiKeys.PRODUCE,
+                )
             if api_key == _api_keys.ApiKeys.API_VERSIONS and body is not None:
                 channel.client_software_name = body.get("client_software_name") or "unknown"
                 channel.client_software_version = body.get("client_software_version") or "unknown"
@@ -626,7 +700,7 @@ class Processor(threading.Thread):
             address[0],
             address[1],
             self.listener_name,
-            self.endpoint.security_protocol,
+            self.security_protocol,
             channel.client_software_name,
             channel.client_software_version,
             channel.principal,
@@ -685,9 +759,14 @@ class Processor(threading.Thread):
                         request.record_network_thread_time(thread_time_ns)
                     except Exception as e:  # noqa: BLE001 - quota accounting must not stop the processor
                         self.log.error("Recording network thread time failed.", error=repr(e))
-                channel.handle_mute_event(ChannelMuteEvent.RESPONSE_SENT)
-                sel.unmute(send.destination)
-        sel.clear_completed_sends()
+                if channel.mute_state is _MUTED_AND_RESPONSE_PENDING:
+                    # RESPONSE_SENT (-> MUTED) then KSelector.unmute (MUTED -> NOT_MUTED), inline
+                    channel.mute_state = _NOT_MUTED
+                    sel.explicitly_muted.discard(send.destination)
+                else:
+                    channel.handle_mute_event(ChannelMuteEvent.RESPONSE_SENT)
+                    sel.unmute(send.destination)
+        sel.completed_sends = []  # (KSelector.clear_completed_sends, inline)
 
     def _process_disconnected(self) -> None:
         for connection_id, _reason in self.selector.disconnected.items():

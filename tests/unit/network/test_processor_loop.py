@@ -16,15 +16,18 @@ from pykbroker.network.channel import InvalidReceiveError, KafkaChannel
 from pykbroker.network.memory_pool import NONE, SimpleMemoryPool
 from pykbroker.network.selector import KSelector
 
-from .harness import EchoServer, echo
+from .harness import EchoServer, read_frame
+from .harness import echo as harness_echo
+from .test_processor_parse_fast_path import produce_frame
 
 REQUESTS = 40
 
 
-def _count_processor_calls(server: EchoServer, requests: int) -> collections.Counter:
+def _count_processor_calls(server: EchoServer, requests: int, frame_for=None) -> collections.Counter:
     """Python functions (and builtins) the Processor thread called, by name, while ``requests`` lock-step echoes
-    ran on one connection. The profile hook is installed and removed on the Processor thread itself, by its
-    selector's ``send`` (which it calls for each response)."""
+    ran on one connection (of ``frame_for(correlation id)``'s frames; ApiVersions v0 by default). The profile
+    hook is installed and removed on the Processor thread itself, by its selector's ``send`` (which it calls for
+    each response)."""
     processor = server.processor
     counts: collections.Counter = collections.Counter()
     hook = {"install": False, "remove": False}
@@ -48,6 +51,14 @@ def _count_processor_calls(server: EchoServer, requests: int) -> collections.Cou
 
     processor.selector.send = send
     sock = server.connect()
+
+    def echo(sock, correlation_id):
+        if frame_for is None:
+            return harness_echo(sock, correlation_id)
+        frame = frame_for(correlation_id)
+        sock.sendall(frame)
+        assert read_frame(sock) == frame[4:]
+
     try:
         echo(sock, 0)  # connection registered, first request served: steady state from here
         hook["install"] = True
@@ -78,8 +89,35 @@ def test_a_lone_request_enters_each_stage_of_the_loop_once():
     # the wakeup eventfd is not read
     assert counts["eventfd_read"] == 0, counts
     # the whole Processor side of an (ApiVersions v0) echo, both passes, parse and metrics included: 151
-    # calls before issue 31's cuts, 117 after (this profile's send wrapper included)
-    assert sum(counts.values()) / REQUESTS <= 125, counts
+    # calls before issue 31's cuts, 113 after its first round, 95 after its second (this profile's send
+    # wrapper included)
+    assert sum(counts.values()) / REQUESTS <= 100, counts
+
+
+def test_a_usual_request_is_parsed_in_one_step_and_its_mute_transitions_are_inline():
+    """Issue 31, second round: a Produce request of an (api key, version) seen before is parsed without the general
+    path's steps, its channel muted and unmuted without the mute state machine's calls, its response written
+    without KafkaChannel's steps, and the loop's poll is inline."""
+    with EchoServer() as server:
+        counts = _count_processor_calls(server, REQUESTS, lambda correlation_id: produce_frame(9, correlation_id, b"p"))
+    general_steps = (
+        "_parse_request",
+        "peek_api_key_version",
+        "parse_request_header",
+        "request_header_version",
+        "api_name",
+        "as_byte_view",
+        "_api_allowed",
+    )
+    mute_steps = ("mute", "unmute", "maybe_unmute", "handle_mute_event")
+    loop_steps = ("_poll", "prepare_to_block", "_hand_over_requests", "_select", "clear_completed_sends")
+    write_steps = ("set_send", "write", "read")
+    for name in general_steps + mute_steps + loop_steps + write_steps:
+        assert counts[name] == 0, (name, counts)
+    assert counts["decode_produce_request"] == REQUESTS, counts
+    # the whole Processor side of a Produce v9 echo (both passes, parse, decode and metrics): 112
+    # calls before issue 31's second round, 80 after
+    assert sum(counts.values()) / REQUESTS <= 85, counts
 
 
 def test_wakeups_interrupt_polls_without_the_eventfd_being_read():
