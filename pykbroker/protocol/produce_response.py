@@ -43,6 +43,79 @@ def _uvarint(n: int) -> bytes:
     return bytes(out)
 
 
+def _partition_struct(version: int) -> struct.Struct:
+    """The fixed part of a partition entry at ``version``: index, error_code, base_offset[, log_append_time_ms[,
+    log_start_offset]]."""
+    if version >= 5:
+        return _V5
+    if version >= 2:
+        return _V2
+    return _V0
+
+
+def _begin(flexible: bool) -> bytearray:
+    """A frame with room for its size and correlation id (and a flexible response header's empty tags)."""
+    return bytearray(b"\0\0\0\0\0\0\0\0\0" if flexible else b"\0\0\0\0\0\0\0\0")
+
+
+def _put_length(out: bytearray, n: int, flexible: bool, fixed: struct.Struct) -> None:
+    """An array count or string length ``n``: an unsigned varint of ``n + 1`` when ``flexible``, else ``fixed``
+    (int32 counts, int16 lengths)."""
+    if flexible:
+        out += _UVARINT_1[n + 1] if n < 0x7F else _uvarint(n + 1)
+    else:
+        out += fixed.pack(n)
+
+
+def _put_partition(
+    out: bytearray,
+    version: int,
+    flexible: bool,
+    fixed: struct.Struct,
+    index: int,
+    error_code: int,
+    base_offset: int,
+    log_append_time_ms: int,
+    log_start_offset: int,
+    error_message: str | None,
+) -> None:
+    """One partition entry without record errors (``fixed`` = :func:`_partition_struct`)."""
+    if version >= 5:
+        out += fixed.pack(index, error_code, base_offset, log_append_time_ms, log_start_offset)
+    elif version >= 2:
+        out += fixed.pack(index, error_code, base_offset, log_append_time_ms)
+    else:
+        out += fixed.pack(index, error_code, base_offset)
+    if version >= 8:
+        if flexible:
+            out += b"\x01"  # record_errors: empty compact array
+            if error_message is None:
+                out += b"\x00"
+            else:
+                encoded = error_message.encode()
+                out += _uvarint(len(encoded) + 1)
+                out += encoded
+            out += b"\x00"  # partition tagged fields
+        else:
+            out += b"\0\0\0\0"
+            if error_message is None:
+                out += b"\xff\xff"
+            else:
+                encoded = error_message.encode()
+                out += _INT16.pack(len(encoded))
+                out += encoded
+
+
+def _finish(out: bytearray, version: int, flexible: bool, throttle_time_ms: int, correlation_id: int) -> bytearray:
+    """The body's end (throttle time from v1, top-level tags when flexible) and the frame's size and correlation id."""
+    if version >= 1:
+        out += _INT32.pack(throttle_time_ms)
+    if flexible:
+        out += b"\x00"  # top-level tagged fields
+    _SIZE_CORR.pack_into(out, 0, len(out) - 4, correlation_id)
+    return out
+
+
 def encode_produce_response_frame(version: int, correlation_id: int, body: dict) -> bytearray | None:
     """The complete response frame (int32 size, response header, body) of ProduceResponse ``body`` at
     ``version``, byte for byte what ``codec.encode_parts`` writes; None when ``body`` is not of the common
@@ -57,74 +130,37 @@ def encode_produce_response_frame(version: int, correlation_id: int, body: dict)
     if len(body) != 1 + has_throttle:
         return None
     flexible = version >= 9
-    if version >= 5:
-        fixed = _V5
-    elif version >= 2:
-        fixed = _V2
-    else:
-        fixed = _V0
-    out = bytearray(b"\0\0\0\0\0\0\0\0\0" if flexible else b"\0\0\0\0\0\0\0\0")  # size, correlation id[, tags]
-    n = len(responses)
-    if flexible:
-        out += _UVARINT_1[n + 1] if n < 0x7F else _uvarint(n + 1)
-    else:
-        out += _INT32.pack(n)
+    fixed = _partition_struct(version)
+    out = _begin(flexible)
+    _put_length(out, len(responses), flexible, _INT32)
     for topic in responses:
         if type(topic) is not dict or topic.keys() != _TOPIC_KEYS:
             return None
         name = topic["name"].encode()
-        n = len(name)
-        if flexible:
-            out += _UVARINT_1[n + 1] if n < 0x7F else _uvarint(n + 1)
-        else:
-            out += _INT16.pack(n)
+        _put_length(out, len(name), flexible, _INT16)
         out += name
         partitions = topic["partition_responses"]
         if type(partitions) is not list:
             return None
-        n = len(partitions)
-        if flexible:
-            out += _UVARINT_1[n + 1] if n < 0x7F else _uvarint(n + 1)
-        else:
-            out += _INT32.pack(n)
+        _put_length(out, len(partitions), flexible, _INT32)
         for p in partitions:
             if type(p) is not dict or p.keys() != _PARTITION_KEYS or p["record_errors"]:
                 return None
-            if version >= 5:
-                out += fixed.pack(
-                    p["index"], p["error_code"], p["base_offset"], p["log_append_time_ms"], p["log_start_offset"]
-                )
-            elif version >= 2:
-                out += fixed.pack(p["index"], p["error_code"], p["base_offset"], p["log_append_time_ms"])
-            else:
-                out += fixed.pack(p["index"], p["error_code"], p["base_offset"])
-            if version >= 8:
-                message = p["error_message"]
-                if flexible:
-                    out += b"\x01"  # record_errors: empty compact array
-                    if message is None:
-                        out += b"\x00"
-                    else:
-                        encoded = message.encode()
-                        out += _uvarint(len(encoded) + 1)
-                        out += encoded
-                    out += b"\x00"  # partition tagged fields
-                else:
-                    out += b"\0\0\0\0"
-                    if message is None:
-                        out += b"\xff\xff"
-                    else:
-                        encoded = message.encode()
-                        out += _INT16.pack(len(encoded))
-                        out += encoded
+            _put_partition(
+                out,
+                version,
+                flexible,
+                fixed,
+                p["index"],
+                p["error_code"],
+                p["base_offset"],
+                p["log_append_time_ms"],
+                p["log_start_offset"],
+                p["error_message"],
+            )
         if flexible:
             out += b"\x00"  # topic tagged fields
-    if version >= 1:
-        out += _INT32.pack(body["throttle_time_ms"] if has_throttle else 0)
-    if flexible:
-        out += b"\x00"  # top-level tagged fields
-    _SIZE_CORR.pack_into(out, 0, len(out) - 4, correlation_id)
-    return out
+    return _finish(out, version, flexible, body["throttle_time_ms"] if has_throttle else 0, correlation_id)
 
 
 def encode_produce_response_from_results(
@@ -143,68 +179,25 @@ def encode_produce_response_from_results(
     if not 0 <= version <= _MAX_VERSION:
         return None
     flexible = version >= 9
-    if version >= 5:
-        fixed = _V5
-    elif version >= 2:
-        fixed = _V2
-    else:
-        fixed = _V0
-    out = bytearray(b"\0\0\0\0\0\0\0\0\0" if flexible else b"\0\0\0\0\0\0\0\0")  # size, correlation id[, tags]
-    n = len(topic_data)
-    if flexible:
-        out += _UVARINT_1[n + 1] if n < 0x7F else _uvarint(n + 1)
-    else:
-        out += _INT32.pack(n)
+    fixed = _partition_struct(version)
+    out = _begin(flexible)
+    _put_length(out, len(topic_data), flexible, _INT32)
     get = results.get
     for topic in topic_data:
         name = topic["name"]
         encoded_name = name.encode()
-        n = len(encoded_name)
-        if flexible:
-            out += _UVARINT_1[n + 1] if n < 0x7F else _uvarint(n + 1)
-        else:
-            out += _INT16.pack(n)
+        _put_length(out, len(encoded_name), flexible, _INT16)
         out += encoded_name
         partitions = topic["partition_data"]
-        n = len(partitions)
-        if flexible:
-            out += _UVARINT_1[n + 1] if n < 0x7F else _uvarint(n + 1)
-        else:
-            out += _INT32.pack(n)
+        _put_length(out, len(partitions), flexible, _INT32)
         for p in partitions:
             index = p["index"]
             code, base_offset, log_append_time, log_start_offset, record_errors, message = get((name, index)) or missing
             if record_errors:
                 return None
-            if version >= 5:
-                out += fixed.pack(index, code, base_offset, log_append_time, log_start_offset)
-            elif version >= 2:
-                out += fixed.pack(index, code, base_offset, log_append_time)
-            else:
-                out += fixed.pack(index, code, base_offset)
-            if version >= 8:
-                if flexible:
-                    out += b"\x01"  # record_errors: empty compact array
-                    if message is None:
-                        out += b"\x00"
-                    else:
-                        encoded = message.encode()
-                        out += _uvarint(len(encoded) + 1)
-                        out += encoded
-                    out += b"\x00"  # partition tagged fields
-                else:
-                    out += b"\0\0\0\0"
-                    if message is None:
-                        out += b"\xff\xff"
-                    else:
-                        encoded = message.encode()
-                        out += _INT16.pack(len(encoded))
-                        out += encoded
+            _put_partition(
+                out, version, flexible, fixed, index, code, base_offset, log_append_time, log_start_offset, message
+            )
         if flexible:
             out += b"\x00"  # topic tagged fields
-    if version >= 1:
-        out += _INT32.pack(throttle_time_ms)
-    if flexible:
-        out += b"\x00"  # top-level tagged fields
-    _SIZE_CORR.pack_into(out, 0, len(out) - 4, correlation_id)
-    return out
+    return _finish(out, version, flexible, throttle_time_ms, correlation_id)
