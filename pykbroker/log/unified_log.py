@@ -126,6 +126,20 @@ class UnexpectedAppendOffsetError(Exception):
     """Appended offsets do not start at the log end offset (Kafka's UnexpectedAppendOffsetException)."""
 
 
+def _check_transaction_verified(psm, info, header: BatchHeader, verification_guard) -> None:
+    """KIP-890 part 1: a transactional data batch (``header``) may start a transaction (``info``, the producer's
+    pending ProducerAppendInfo, has none open) only after the coordinator confirmed the partition is in it and no
+    marker came in between, i.e. ``verification_guard`` is the producer's current guard. InvalidTxnStateError
+    otherwise; nothing to check for a non-transactional batch or when verification is off."""
+    if (
+        header.is_transactional
+        and psm.transaction_verification_enabled
+        and info.updated.current_txn_first_offset is None
+        and (verification_guard is None or psm.verification_guard(header.producer_id) is not verification_guard)
+    ):
+        raise InvalidTxnStateError("Record was not part of an ongoing transaction")
+
+
 class UnifiedLog:
     """A partition's log (see module docstring).
 
@@ -511,11 +525,7 @@ class UnifiedLog:
         verification_guard=None,
     ) -> LogAppendInfo:
         config = self._config
-        if len(buf) > config.segment_bytes:
-            raise RecordBatchTooLargeError(
-                f"Message batch size is {len(buf)} bytes in append to partition {self.name}, which exceeds the "
-                f"maximum configured segment size of {config.segment_bytes}."
-            )
+        self._check_fits_segment(len(buf))
         # Producer state: duplicates and sequence/epoch checks, before anything is written.
         psm = self.producer_state_manager
         updated: dict[int, ProducerAppendInfo] = {}
@@ -523,38 +533,18 @@ class UnifiedLog:
             if not h.has_producer_id:
                 continue
             if origin is AppendOrigin.CLIENT:
-                entry = psm.last_entry(h.producer_id)
-                duplicate = entry.find_duplicate_batch(h) if entry is not None else None
+                duplicate = self._duplicate_of(h, max_timestamp, offset_of_max_timestamp, records_count, leader_epoch)
                 if duplicate is not None:
-                    return LogAppendInfo(
-                        duplicate.first_offset,
-                        duplicate.last_offset,
-                        max_timestamp,
-                        offset_of_max_timestamp,
-                        duplicate.timestamp,
-                        self._log_start_offset,
-                        records_count,
-                        0,
-                        leader_epoch,
-                        duplicate=True,
-                    )
+                    return duplicate
             info = updated.get(h.producer_id)
             if info is None:
                 info = updated[h.producer_id] = psm.prepare_update(h.producer_id, origin)
             if h.is_control_batch and h.is_transactional:
                 info.append(h, read_end_txn_marker(buf[h.position : h.position + h.size_in_bytes]))
             else:
-                if (
-                    h.is_transactional
-                    and origin in (AppendOrigin.CLIENT, AppendOrigin.COORDINATOR)
-                    and psm.transaction_verification_enabled
-                    and info.updated.current_txn_first_offset is None
-                    and (verification_guard is None or psm.verification_guard(h.producer_id) is not verification_guard)
-                ):
-                    # KIP-890 part 1: a transaction starts here only after the coordinator confirmed the
-                    # partition is in it, and no marker came in between (a client's produce, or a group
-                    # coordinator's TxnOffsetCommit write; control batches are exempt).
-                    raise InvalidTxnStateError("Record was not part of an ongoing transaction")
+                if origin in (AppendOrigin.CLIENT, AppendOrigin.COORDINATOR):
+                    # a client's produce, or a group coordinator's TxnOffsetCommit write (control batches are exempt)
+                    _check_transaction_verified(psm, info, h, verification_guard)
                 info.append(h)
         # Leader epoch cache.
         if leader_epoch is not None:
@@ -614,41 +604,17 @@ class UnifiedLog:
         effects and errors as the general path. Caller holds the log lock."""
         config = self._config
         size = len(buf)
-        if size > config.segment_bytes:
-            raise RecordBatchTooLargeError(
-                f"Message batch size is {size} bytes in append to partition {self.name}, which exceeds the "
-                f"maximum configured segment size of {config.segment_bytes}."
-            )
+        self._check_fits_segment(size)
         psm = self.producer_state_manager
         update = None
         if idempotent is not None:
-            entry = psm.last_entry(idempotent.producer_id)
-            duplicate = entry.find_duplicate_batch(idempotent) if entry is not None else None
+            duplicate = self._duplicate_of(
+                idempotent, max_timestamp, offset_of_max_timestamp, records_count, leader_epoch
+            )
             if duplicate is not None:
-                return LogAppendInfo(
-                    duplicate.first_offset,
-                    duplicate.last_offset,
-                    max_timestamp,
-                    offset_of_max_timestamp,
-                    duplicate.timestamp,
-                    self._log_start_offset,
-                    records_count,
-                    0,
-                    leader_epoch,
-                    duplicate=True,
-                )
+                return duplicate
             update = psm.prepare_update(idempotent.producer_id, AppendOrigin.CLIENT)
-            if (
-                idempotent.is_transactional
-                and psm.transaction_verification_enabled
-                and update.updated.current_txn_first_offset is None
-                and (
-                    verification_guard is None
-                    or psm.verification_guard(idempotent.producer_id) is not verification_guard
-                )
-            ):
-                # KIP-890 part 1, as in _append_locked: a transaction starts only once the coordinator confirmed it
-                raise InvalidTxnStateError("Record was not part of an ongoing transaction")
+            _check_transaction_verified(psm, update, idempotent, verification_guard)
             update.append(idempotent)  # a data batch: completes no transaction
         cache = self.leader_epoch_cache
         latest = cache.latest_epoch
@@ -669,14 +635,7 @@ class UnifiedLog:
             segment.append(last_offset, max_timestamp, offset_of_max_timestamp, buf)
             segment_size = segment.size
         end = last_offset + 1
-        metadata = self._next_offset_metadata = _new_tuple(LogOffsetMetadata, (end, segment.base_offset, segment_size))
-        if self._recovery_point > end:
-            self._recovery_point = end
-        if self._high_watermark_metadata.message_offset > end:
-            self._high_watermark_metadata = metadata
-        listener = self.change_listener
-        if listener is not None:
-            listener()
+        self._update_log_end_offset(end, segment_size)  # segment is the active one (appended to, or rolled)
         if update is not None:
             psm.update(update)
         psm.update_map_end_offset(end)
@@ -725,15 +684,56 @@ class UnifiedLog:
 
     _maybe_assign_epoch_start_offset = maybe_assign_epoch_start_offset
 
-    def _update_log_end_offset(self, end_offset: int) -> None:
+    def _update_log_end_offset(self, end_offset: int, active_size: int | None = None) -> None:
+        """The log end offset is now ``end_offset`` (the active segment ends there; ``active_size``: its size in
+        bytes when the caller has it, e.g. the leader append); the recovery point and the HW come down to it if
+        above. Caller holds the log lock."""
         active = self._segments.active_segment
-        self._next_offset_metadata = LogOffsetMetadata(end_offset, active.base_offset, active.size)
-        self._recovery_point = min(self._recovery_point, end_offset)
-        if self.high_watermark > end_offset:
-            self._high_watermark_metadata = self._next_offset_metadata
+        metadata = self._next_offset_metadata = _new_tuple(
+            LogOffsetMetadata, (end_offset, active.base_offset, active.size if active_size is None else active_size)
+        )
+        if self._recovery_point > end_offset:
+            self._recovery_point = end_offset
+        if self._high_watermark_metadata.message_offset > end_offset:
+            self._high_watermark_metadata = metadata
         listener = self.change_listener
         if listener is not None:
             listener()
+
+    def _check_fits_segment(self, size: int) -> None:
+        """RecordBatchTooLargeError when an append of ``size`` bytes exceeds ``segment.bytes``."""
+        if size > self._config.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"Message batch size is {size} bytes in append to partition {self.name}, which exceeds the "
+                f"maximum configured segment size of {self._config.segment_bytes}."
+            )
+
+    def _duplicate_of(
+        self,
+        header: BatchHeader,
+        max_timestamp: int,
+        offset_of_max_timestamp: int,
+        records_count: int,
+        leader_epoch: int | None,
+    ) -> LogAppendInfo | None:
+        """The answer to a client's batch its producer already appended (Kafka's duplicate check on the last
+        five batches of the producer: the original's offsets and timestamp, nothing written), or None."""
+        entry = self.producer_state_manager.last_entry(header.producer_id)
+        duplicate = entry.find_duplicate_batch(header) if entry is not None else None
+        if duplicate is None:
+            return None
+        return LogAppendInfo(
+            duplicate.first_offset,
+            duplicate.last_offset,
+            max_timestamp,
+            offset_of_max_timestamp,
+            duplicate.timestamp,
+            self._log_start_offset,
+            records_count,
+            0,
+            leader_epoch,
+            duplicate=True,
+        )
 
     def _check_open(self) -> None:
         if self._closed:
