@@ -401,27 +401,41 @@ class KafkaChannel:
             if not self.read_ready:
                 return None
             if scratch is not None and receive.payload is None:
-                try:
-                    n = self.sock.recv_into(scratch)
-                except (BlockingIOError, InterruptedError):
-                    self.read_ready = False
-                    return None
+                n = self._recv_scratch(scratch, receive.size_read)
                 if n == 0:
-                    if receive.size_read:
-                        raise TruncatedReceiveError(f"connection closed after {receive.size_read} of 4 size bytes")
-                    raise EOFError("connection closed by peer")
-                if n < len(scratch) and not self.peer_closed:
-                    self.read_ready = False
-                with memoryview(scratch) as view:
-                    used = receive.consume(view[:n])
-                    if used < n:
-                        self.buffered = memoryview(bytes(view[used:n]))
+                    return None
+                self._consume_scratch(receive, scratch, n)
             else:
                 n = receive.read_from(self.sock)
                 if not receive.complete() and not receive.memory_pending and (n == 0 or not self.peer_closed):
                     self.read_ready = False  # read_from stops short only when the socket has nothing more
                 if not self.read_ready or receive.complete():
                     quickack(self.sock)  # a large frame: acknowledge its segments now (module docstring)
+
+    def _recv_scratch(self, scratch: bytearray, size_read: int) -> int:
+        """One ``recv`` into ``scratch``: the bytes read, 0 when the socket has none now (``read_ready`` cleared, as
+        after a short read unless the peer has closed). The peer's close raises EOFError, or TruncatedReceiveError
+        after ``size_read`` (1-3) bytes of a frame's size."""
+        try:
+            n = self.sock.recv_into(scratch)
+        except (BlockingIOError, InterruptedError):
+            self.read_ready = False
+            return 0
+        if n == 0:
+            if size_read:
+                raise TruncatedReceiveError(f"connection closed after {size_read} of 4 size bytes")
+            raise EOFError("connection closed by peer")
+        if n < len(scratch) and not self.peer_closed:
+            self.read_ready = False
+        return n
+
+    def _consume_scratch(self, receive: NetworkReceive, scratch: bytearray, n: int) -> None:
+        """Feed ``receive`` the first ``n`` bytes of ``scratch``; what it does not take (the next frames) is kept
+        in ``buffered``."""
+        with memoryview(scratch) as view:
+            used = receive.consume(view[:n])
+            if used < n:
+                self.buffered = memoryview(bytes(view[used:n]))
 
     def read_whole_frame(self, scratch: bytearray) -> NetworkReceive | None:
         """``read``'s fast path (unbounded pool, no frame begun): the next frame when it is whole in ``buffered``
@@ -433,15 +447,9 @@ class KafkaChannel:
         if data is None:
             if not self.read_ready:
                 return None
-            try:
-                n = self.sock.recv_into(scratch)
-            except (BlockingIOError, InterruptedError):
-                self.read_ready = False
-                return None
+            n = self._recv_scratch(scratch, 0)
             if n == 0:
-                raise EOFError("connection closed by peer")
-            if n < len(scratch) and not self.peer_closed:
-                self.read_ready = False
+                return None
             size = _SIZE.unpack_from(scratch)[0] if n >= 4 else -1
             if 0 <= size <= self.max_receive_size and n >= 4 + size:
                 with memoryview(scratch) as view:
@@ -449,11 +457,8 @@ class KafkaChannel:
                     if n > 4 + size:
                         self.buffered = memoryview(bytes(view[4 + size : n]))
             else:
-                receive = self.receive = NetworkReceive(self.max_receive_size, _UNBOUNDED_POOL)
-                with memoryview(scratch) as view:
-                    used = receive.consume(view[:n])
-                    if used < n:  # (not with a frame that is not whole in these n bytes; as read does)
-                        self.buffered = memoryview(bytes(view[used:n]))
+                self.receive = NetworkReceive(self.max_receive_size, _UNBOUNDED_POOL)
+                self._consume_scratch(self.receive, scratch, n)  # (as read does: no copy through buffered)
                 return None
         else:
             n = len(data)
