@@ -543,27 +543,16 @@ class Processor(threading.Thread):
                             body = decode_produce_request(api_version, view[pos:]) if produce else None
                             if body is None:
                                 body = decode_request(api_key, api_version, view[pos:])
-                            request = Request(
-                                self.id,
-                                RequestContext(
-                                    RequestHeader(api_key, api_version, correlation_id, client_id, header_version),
-                                    connection_id,
-                                    address[0],
-                                    address[1],
-                                    self.listener_name,
-                                    self.security_protocol,
-                                    channel.client_software_name,
-                                    channel.client_software_version,
-                                    channel.principal,
-                                    channel.token_authenticated,
-                                ),
+                            request = self._request(
+                                connection_id,
+                                channel,
+                                address,
+                                RequestHeader(api_key, api_version, correlation_id, client_id, header_version),
                                 body,
-                                payload,
+                                receive,
                                 now,
                                 name,
-                                size + 4,
                                 False,
-                                receive.release if receive.allocated else None,
                             )
                 if request is None:
                     request = self._parse_request(connection_id, channel, receive)
@@ -694,6 +683,24 @@ class Processor(threading.Thread):
             if api_key == _api_keys.ApiKeys.API_VERSIONS and body is not None:
                 channel.client_software_name = body.get("client_software_name") or "unknown"
                 channel.client_software_version = body.get("client_software_version") or "unknown"
+        return self._request(
+            connection_id, channel, address, header, body, receive, now, _api_keys.api_name(api_key), unsupported
+        )
+
+    def _request(
+        self,
+        connection_id: str,
+        channel,
+        address: tuple,
+        header: RequestHeader,
+        body,
+        receive,
+        now: int,
+        api_name: str,
+        unsupported: bool,
+    ) -> Request:
+        """The Request of a completed ``receive`` on ``channel`` (its RequestContext from the channel's peer address,
+        listener, client software and principal); received at ``now`` (ns); its size counts the 4 size bytes."""
         context = RequestContext(
             header,
             connection_id,
@@ -712,7 +719,7 @@ class Processor(threading.Thread):
             body,
             receive.payload,
             now,
-            _api_keys.api_name(api_key),
+            api_name,
             receive.size + 4,
             unsupported,
             receive.release if receive.allocated else None,  # nothing to give back to an unbounded pool
