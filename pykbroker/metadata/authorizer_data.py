@@ -171,8 +171,13 @@ class AclIndex:
                 del new.members[key]
                 sections.pop((rtype, name), None)
         for rtype in touched_lengths:
-            new.length_counts[rtype] = counts = {n: c for n, c in new.length_counts[rtype].items() if c > 0}
-            new.prefix_lengths[rtype] = tuple(sorted(counts))
+            counts = {n: c for n, c in new.length_counts[rtype].items() if c > 0}
+            if counts:
+                new.length_counts[rtype] = counts
+                new.prefix_lengths[rtype] = tuple(sorted(counts))
+            else:  # the type's last prefixed ACL left: no entry, as a full build would hold
+                del new.length_counts[rtype]
+                new.prefix_lengths.pop(rtype, None)
         for rtype, count in list(new.type_counts.items()):
             if count <= 0:
                 del new.type_counts[rtype]

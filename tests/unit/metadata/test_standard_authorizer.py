@@ -160,7 +160,9 @@ def test_acl_changes_update_the_index_as_a_rebuild_would():
         for _ in range(rng.randint(0, 4)):
             principal, op = rng.choice(["User:alice", "User:*"]), rng.choice([Op.READ, Op.ALL])
             perm, rtype, pattern = rng.choice([ALLOW, DENY]), rng.choice([T, G]), rng.choice([LIT, PRE])
-            acls[uuid.uuid4()] = acl(rng.choice(names), principal, op, perm, rtype=rtype, pattern=pattern)
+            acls[uuid.UUID(int=rng.getrandbits(128))] = acl(
+                rng.choice(names), principal, op, perm, rtype=rtype, pattern=pattern
+            )
         image.acls = acls
         for name in names + ["abcd", "c"]:
             for rtype in (T, G):
@@ -173,8 +175,23 @@ def test_acl_changes_update_the_index_as_a_rebuild_would():
             built.prefixed,
             built.allow_by_type,
         )
-        assert current.prefix_lengths == {t: n for t, n in built.prefix_lengths.items() if n}
+        assert (current.prefix_lengths, current.length_counts) == (built.prefix_lengths, built.length_counts)
         assert current.type_counts == built.type_counts
+
+
+def test_removing_a_types_last_prefixed_acl_leaves_no_length_entry():
+    """When the last prefixed ACL of a resource type goes, the derived index holds no prefix-length entry for
+    that type, as a full build of the remaining ACLs would (an emptied entry was left behind before)."""
+    from pykbroker.metadata.authorizer_data import AclIndex
+
+    base = {uuid.UUID(int=i): acl(f"base{i}", "User:bob", Op.READ) for i in range(40)}
+    prefixed_id = uuid.UUID(int=1000)
+    with_prefixed = {**base, prefixed_id: acl("ab", "User:alice", Op.READ, rtype=T, pattern=PRE)}
+    index = AclIndex.build(base).updated(with_prefixed)
+    assert index.prefix_lengths == {T: (2,)}
+    after = index.updated(base)
+    built = AclIndex.build(base)
+    assert (after.prefix_lengths, after.length_counts) == (built.prefix_lengths, built.length_counts) == ({}, {})
 
 
 def unrelated(count: int, rng: random.Random) -> list[tuple]:
