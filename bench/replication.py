@@ -25,6 +25,15 @@ brokers rather than of the replication protocol (per broker a real cluster write
 ``--keep-data`` keeps one pair of topics for the whole run (the data accumulates, as before). Each line shows the
 kernel's writeback during its round (``/proc/vmstat`` ``nr_written``).
 
+Each line splits the brokers' CPU into user time (their Python) and system time (the kernel: socket copies,
+page-cache writes, wake-ups). On a virtual machine that hands free memory back to its host (virtio-balloon free page
+reporting, ``/sys/module/page_reporting``), a page-cache page the guest has not used since it was handed back costs a
+host fault on first touch: writing 1,500 MB to a new file then takes 0.8-2.3 ms of CPU per MB against 0.2 ms once
+the pages are the guest's again (measured with a plain ``os.pwrite`` loop, 1 MB writes). ``perf`` shows it as time
+in the kernel's copy into the page cache (``copy_folio_from_iter_atomic``): 44-57 % of a follower's CPU in RF 3
+rounds, 7 % of the RF 1 leader's. RF 3 writes every byte three times, so on such a machine its system time per MB
+varies with the machine's memory history (rounds of one run differ by 2x); the user time is the brokers' own cost.
+
 ``--override KEY=VALUE`` (repeatable) sets a broker config on this tree's cluster only (the baseline keeps the
 defaults), e.g. ``--compare . --override socket.send.buffer.bytes=-1`` shows what a config costs in the same run.
 """
@@ -149,26 +158,28 @@ def written_mb() -> float:
     return 0.0
 
 
-def broker_counters(cluster: KRaftCluster) -> tuple[float, int]:
-    """(CPU seconds, voluntary context switches) the cluster's brokers used so far (Linux /proc; (0, 0) elsewhere).
-    A voluntary switch is a thread going to sleep to wait (for a socket, a lock, a queue): per MB replicated, the
-    count of wake-ups on the produce -> replicate -> acknowledge path, which the machine's load does not change
-    (the time each wake-up costs it does)."""
-    cpu, switches = 0.0, 0
+def broker_counters(cluster: KRaftCluster) -> tuple[float, float, int]:
+    """(user CPU seconds, system CPU seconds, voluntary context switches) the cluster's brokers used so far (Linux
+    /proc; zeros elsewhere). User time is the brokers' Python; system time is the kernel working for them (socket
+    copies, page-cache writes, wake-ups). A voluntary switch is a thread going to sleep to wait (for a socket, a
+    lock, a queue): per MB replicated, the count of wake-ups on the produce -> replicate -> acknowledge path, which
+    the machine's load does not change (the time each wake-up costs it does)."""
+    user, system, switches = 0.0, 0.0, 0
     for broker in cluster.brokers.values():
         if broker.proc is None:
             continue
         pid = broker.proc.pid
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            cpu += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            user += int(fields[11]) / os.sysconf("SC_CLK_TCK")
+            system += int(fields[12]) / os.sysconf("SC_CLK_TCK")
             for task in Path(f"/proc/{pid}/task").iterdir():
                 for line in (task / "status").read_text().splitlines():
                     if line.startswith("voluntary_ctxt_switches:"):
                         switches += int(line.split()[1])
         except OSError:  # no /proc, or a thread that just ended
             continue
-    return cpu, switches
+    return user, system, switches
 
 
 def load() -> str:
@@ -210,7 +221,7 @@ def main() -> None:
             results: dict[tuple[str, str], list[float]] = {
                 (tree, name): [] for tree in clusters for name in ("rf3", "rf1")
             }
-            costs: dict[tuple[str, str], list[tuple[float, float]]] = {key: [] for key in results}
+            costs: dict[tuple[str, str], list[tuple[float, float, float]]] = {key: [] for key in results}
             print(f"start: {load()}", flush=True)
             for r in range(args.rounds):
                 for tree, cluster in clusters.items():
@@ -219,17 +230,22 @@ def main() -> None:
                         for name, topic in topics.items():
                             create_topic(cluster, topic, 3 if name == "rf3" else 1)
                     for name in ("rf3", "rf1"):
-                        cpu0, switches0 = broker_counters(cluster)
+                        user0, system0, switches0 = broker_counters(cluster)
                         written0 = written_mb()
                         rate, mbps = produce_rate(cluster.bootstrap, topics[name], args.records, args.record_size)
-                        cpu1, switches1 = broker_counters(cluster)
+                        user1, system1, switches1 = broker_counters(cluster)
                         mb = args.records * args.record_size / 1e6
-                        cost = ((cpu1 - cpu0) * 1000 / mb, (switches1 - switches0) / mb)
+                        cost = (
+                            (user1 - user0) * 1000 / mb,
+                            (system1 - system0) * 1000 / mb,
+                            (switches1 - switches0) / mb,
+                        )
                         results[tree, name].append(mbps)
                         costs[tree, name].append(cost)
                         print(
                             f"round {r}: {tree} {name} acks=all {rate:,.0f} records/s {mbps:.1f} MB/s; brokers "
-                            f"{cost[0]:.1f} CPU ms/MB, {cost[1]:.0f} wake-ups/MB; kernel writeback "
+                            f"{cost[0] + cost[1]:.1f} CPU ms/MB (user {cost[0]:.1f}, system {cost[1]:.1f}), "
+                            f"{cost[2]:.0f} wake-ups/MB; kernel writeback "
                             f"{written_mb() - written0:.0f} MB ({load()})",
                             flush=True,
                         )
@@ -243,9 +259,13 @@ def main() -> None:
                     f"RF3/RF1 {rf3 / rf1:.2f} (per-round ratios {' '.join(f'{x:.2f}' for x in ratios)})"
                 )
                 for name in ("rf3", "rf1"):
-                    cpu = statistics.median(c[0] for c in costs[tree, name])
-                    wakeups = statistics.median(c[1] for c in costs[tree, name])
-                    print(f"{tree}: {name} brokers' median {cpu:.1f} CPU ms/MB, {wakeups:.0f} wake-ups/MB")
+                    user = statistics.median(c[0] for c in costs[tree, name])
+                    system = statistics.median(c[1] for c in costs[tree, name])
+                    wakeups = statistics.median(c[2] for c in costs[tree, name])
+                    print(
+                        f"{tree}: {name} brokers' median CPU ms/MB: user {user:.1f}, system {system:.1f}; "
+                        f"{wakeups:.0f} wake-ups/MB"
+                    )
             print(f"end: {load()}")
             cluster = clusters["this"]
             times = []
