@@ -40,7 +40,16 @@ def _decode(version: int, buf: memoryview) -> dict | None:
     pos = 0
     transactional_id: str | None = None
     if version >= 3:
-        n, pos = _length(buf, pos, flexible, _INT16)
+        if flexible:
+            n = buf[pos]
+            if n < 0x80:  # a one-byte varint, read inline (each count and name length of a usual request)
+                pos += 1
+            else:
+                n, pos = read_uvarint(buf, pos)
+            n -= 1
+        else:
+            n = _INT16.unpack_from(buf, pos)[0]
+            pos += 2
         if n >= 0:
             if n > _MAX_STRING_LENGTH or pos + n > size:
                 return None
@@ -50,24 +59,56 @@ def _decode(version: int, buf: memoryview) -> dict | None:
             return None
     acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(buf, pos)
     pos += 6
-    topic_count, pos = _length(buf, pos, flexible, _INT32)
+    if flexible:
+        topic_count = buf[pos]
+        if topic_count < 0x80:
+            pos += 1
+        else:
+            topic_count, pos = read_uvarint(buf, pos)
+        topic_count -= 1
+    else:
+        topic_count = _INT32.unpack_from(buf, pos)[0]
+        pos += 4
     if topic_count < 0 or topic_count > size - pos:
         return None  # null (not nullable) or impossible: the generic codec's error
     topics: list[dict[str, Any]] = []
     for _ in range(topic_count):
-        n, pos = _length(buf, pos, flexible, _INT16)
+        if flexible:
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = read_uvarint(buf, pos)
+            n -= 1
+        else:
+            n = _INT16.unpack_from(buf, pos)[0]
+            pos += 2
         if n < 0 or n > _MAX_STRING_LENGTH or pos + n > size:
             return None
         name = str(buf[pos : pos + n], "utf-8")
         pos += n
-        partition_count, pos = _length(buf, pos, flexible, _INT32)
+        if flexible:
+            partition_count = buf[pos]
+            if partition_count < 0x80:
+                pos += 1
+            else:
+                partition_count, pos = read_uvarint(buf, pos)
+            partition_count -= 1
+        else:
+            partition_count = _INT32.unpack_from(buf, pos)[0]
+            pos += 4
         if partition_count < 0 or partition_count > size - pos:
             return None
         partitions: list[dict[str, Any]] = []
         for _ in range(partition_count):
             index = _INT32.unpack_from(buf, pos)[0]
             pos += 4
-            n, pos = _length(buf, pos, flexible, _INT32)
+            if flexible:
+                n, pos = read_uvarint(buf, pos)
+                n -= 1
+            else:
+                n = _INT32.unpack_from(buf, pos)[0]
+                pos += 4
             if n >= 0:
                 if pos + n > size:
                     return None
@@ -90,16 +131,3 @@ def _decode(version: int, buf: memoryview) -> dict | None:
     if flexible and buf[pos] != 0:
         return None
     return {"transactional_id": transactional_id, "acks": acks, "timeout_ms": timeout_ms, "topic_data": topics}
-
-
-def _length(buf: memoryview, pos: int, flexible: bool, fixed: struct.Struct) -> tuple[int, int]:
-    """A count or length at ``pos`` and the position after it: an unsigned varint of ``n + 1`` when ``flexible`` (a
-    one-byte varint, every count and name length of a usual request, read without a call), else ``fixed`` (int16
-    string lengths, int32 counts and byte lengths)."""
-    if flexible:
-        n = buf[pos]
-        if n < 0x80:
-            return n - 1, pos + 1
-        n, pos = read_uvarint(buf, pos)
-        return n - 1, pos
-    return fixed.unpack_from(buf, pos)[0], pos + fixed.size
