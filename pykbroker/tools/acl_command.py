@@ -25,7 +25,7 @@ from pykbroker.protocol import errors
 from pykbroker.protocol.acl import AclOperation, AclPermissionType
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.protocol.resource import CLUSTER_NAME, PatternType, ResourceType
-from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
+from pykbroker.tools.command_line_utils import ToolArgumentParser, add_version_option, configure_tool_logging
 
 # --resource-pattern-type values (UNKNOWN is not one).
 _PATTERNS = frozenset(p.name for p in PatternType if p != PatternType.UNKNOWN)
@@ -125,6 +125,7 @@ def main(argv: list[str] | None = None, out=sys.stdout, stdin=sys.stdin) -> int:
     p.add_argument("--operation", action="append", help="Operation that is being allowed or denied.")
     p.add_argument("--principal", action="append", help="List ACLs for the specified principal.")
     p.add_argument("--force", action="store_true", help="Assume Yes to all queries and do not prompt.")
+    add_version_option(p)
     args = p.parse_args(argv)
     try:
         pattern_name = (args.resource_pattern_type or ("ANY" if args.list else "LITERAL")).upper()

@@ -25,7 +25,12 @@ import sys
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import REQUESTS, errors
 from pykbroker.protocol.api_keys import ApiKeys, api_name, is_known
-from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging, error_line
+from pykbroker.tools.command_line_utils import (
+    ToolArgumentParser,
+    add_version_option,
+    configure_tool_logging,
+    error_line,
+)
 
 API_VERSIONS_VERSION = 3
 CLIENT_SOFTWARE_NAME = "pykbroker"
@@ -103,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--bootstrap-server", required=True, help="REQUIRED: The server to connect to.")
     p.add_argument("--command-config", help="A property file containing configs to be passed to Admin Client.")
+    add_version_option(p)
     return p
 
 

@@ -20,6 +20,16 @@ class ToolArgumentParser(argparse.ArgumentParser):
         self.exit(1, f"{self.prog}: error: {message}\n")
 
 
+def add_version_option(parser: argparse.ArgumentParser, *flags: str, text: str = "Display Kafka version.") -> None:
+    """Kafka's ``--version`` (CommandDefaultOptions' ``versionOpt``, ``CommandLineUtils.printVersionAndExit``):
+    prints this distribution's version (``pykbroker.__version__``, what ``kafka-server-start --version`` prints) on
+    stdout and exits 0 as soon as it is parsed, before required options are checked. ``flags``: the option strings
+    (default ``--version``; kafka-transactions has ``-v, --version``)."""
+    from pykbroker import __version__
+
+    parser.add_argument(*(flags or ("--version",)), action="version", version=__version__, help=text)
+
+
 def configure_tool_logging() -> None:
     """Client logs of a command-line tool go to stderr at WARN (Kafka's tools-log4j: ``rootLogger=WARN,
     stderr``), so stdout carries only the tool's own output; ``$PYKBROKER_TOOLS_LOG_LEVEL`` changes the level."""

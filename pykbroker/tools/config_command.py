@@ -35,7 +35,7 @@ from pykbroker.metadata.client_quota_control_manager import valid_ip_entity
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.protocol.config_resource import ConfigResourceType
-from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
+from pykbroker.tools.command_line_utils import ToolArgumentParser, add_version_option, configure_tool_logging
 from pykbroker.tools.config_command_quotas import (
     IP_KEYS,
     QUOTA_ENTITY_TYPES,
@@ -409,6 +409,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--add-config", action="append", help="Key Value pairs of configs to add: k1=v1,k2=[v1,v2,v2]")
     p.add_argument("--delete-config", action="append", help="config keys to remove: k1,k2")
     p.add_argument("--all", action="store_true", help="List all configs for the given entity, incl. static ones.")
+    add_version_option(p)
     return p
 
 

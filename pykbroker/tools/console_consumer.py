@@ -36,6 +36,7 @@ from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.tools.command_line_utils import (
     ToolArgumentParser,
+    add_version_option,
     client_properties,
     configure_tool_logging,
     error_line,
@@ -63,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--consumer-property", action="append", default=[])
     p.add_argument("--consumer.config", dest="consumer_config")
     p.add_argument("--isolation-level", default="read_uncommitted")
+    add_version_option(p)
     return p
 
 

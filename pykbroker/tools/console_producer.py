@@ -19,6 +19,7 @@ import sys
 from pykbroker.clients.producer import KafkaProducer
 from pykbroker.tools.command_line_utils import (
     ToolArgumentParser,
+    add_version_option,
     client_properties,
     configure_tool_logging,
     error_line,
@@ -40,6 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--compression-codec", nargs="?", const="gzip")
     p.add_argument("--sync", action="store_true", help="send each record synchronously")
     p.add_argument("--request-timeout-ms", type=int, default=1500)
+    add_version_option(p)
     return p
 
 

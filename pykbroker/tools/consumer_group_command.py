@@ -41,7 +41,7 @@ import uuid
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
+from pykbroker.tools.command_line_utils import ToolArgumentParser, add_version_option, configure_tool_logging
 
 log = logging.getLogger(__name__)
 
@@ -691,6 +691,7 @@ def _parser() -> argparse.ArgumentParser:
         help="Only show results without executing changes on Consumer Groups. Supported operations: reset-offsets.",
     )
     mode.add_argument("--execute", action="store_true", help="Execute operation. Supported operations: reset-offsets.")
+    add_version_option(p)
     return p
 
 

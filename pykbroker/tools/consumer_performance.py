@@ -23,6 +23,7 @@ import time
 from pykbroker.clients.consumer import KafkaConsumer
 from pykbroker.tools.command_line_utils import (
     ToolArgumentParser,
+    add_version_option,
     client_properties,
     configure_tool_logging,
     error_line,
@@ -123,6 +124,7 @@ def build_parser() -> ToolArgumentParser:
     p.add_argument("--hide-header", action="store_true", help="If set, skips printing the header for the stats")
     p.add_argument("--messages", type=int, required=True, help="REQUIRED: The number of messages to consume.")
     p.add_argument("--timeout", type=int, default=10000, help="The maximum allowed time in ms between records.")
+    add_version_option(p)
     return p
 
 

@@ -30,7 +30,12 @@ from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.security.client_security import PLAINTEXT, SUPPORTED_CLIENT_MECHANISMS, ClientSecurity
 from pykbroker.security.jaas import parse_jaas_config
-from pykbroker.tools.command_line_utils import ToolArgumentParser, client_properties, configure_tool_logging
+from pykbroker.tools.command_line_utils import (
+    ToolArgumentParser,
+    add_version_option,
+    client_properties,
+    configure_tool_logging,
+)
 
 _HEADER = "%-15s %-30s %-15s %-15s %-25s %-15s %-15s %-15s"
 
@@ -133,6 +138,7 @@ def _parser() -> ToolArgumentParser:
     p.add_argument("--renew-time-period", type=int, help="Renew time period in milliseconds (-1: server default).")
     p.add_argument("--expiry-time-period", type=int, help="Expiry time period in milliseconds (-1: expire now).")
     p.add_argument("--hmac", help="HMAC of the delegation token")
+    add_version_option(p)
     return p
 
 

@@ -24,7 +24,7 @@ from collections import defaultdict
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
+from pykbroker.tools.command_line_utils import ToolArgumentParser, add_version_option, configure_tool_logging
 
 DELETE_RECORDS_VERSION = 2
 METADATA_VERSION = 12
@@ -123,6 +123,7 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
         ),
     )
     parser.add_argument("--command-config", help="A property file containing configs to be passed to Admin Client.")
+    add_version_option(parser)
     args = parser.parse_args(argv)
     try:
         with open(args.offset_json_file, encoding="utf-8") as f:

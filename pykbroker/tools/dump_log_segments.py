@@ -25,7 +25,7 @@ from pykbroker.log.producer_state_snapshot import read_snapshot
 from pykbroker.log.transaction_index import TransactionIndex
 from pykbroker.record.compression import NAMES as COMPRESSION_NAMES
 from pykbroker.record.default_record_batch import iter_batches
-from pykbroker.tools.command_line_utils import ToolArgumentParser, error_line
+from pykbroker.tools.command_line_utils import ToolArgumentParser, add_version_option, error_line
 
 RECORD_INDENT = "|"
 DELETE_HORIZON_FLAG = 0x40
@@ -324,6 +324,7 @@ def build_parser() -> ToolArgumentParser:
     )  # fmt: skip
     p.add_argument("--skip-record-metadata", action="store_true", help="Whether to skip printing metadata for each "
                    "record.")  # fmt: skip
+    add_version_option(p)
     return p
 
 

@@ -21,7 +21,7 @@ from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.metadata.topic_names import INTERNAL_TOPICS
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
+from pykbroker.tools.command_line_utils import ToolArgumentParser, add_version_option, configure_tool_logging
 
 LIST_OFFSETS_VERSION = 9
 NAMED_TIMES = {
@@ -204,6 +204,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="By default, internal topics are included. If specified, internal topics are excluded.",
     )
+    add_version_option(p)
     return p
 
 

@@ -24,7 +24,7 @@ import sys
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
+from pykbroker.tools.command_line_utils import ToolArgumentParser, add_version_option, configure_tool_logging
 from pykbroker.tools.delete_records_command import _exception_text
 
 ELECT_LEADERS_VERSION = 2
@@ -124,6 +124,7 @@ def main(argv: list[str] | None = None, out=sys.stdout, err=sys.stderr) -> int:
         help='Type of election to attempt: "preferred" (only when the current leader is not the preferred one) '
         'or "unclean" (only when the partition has no leader). REQUIRED.',
     )
+    add_version_option(parser)
     args = parser.parse_args(argv)
     try:
         partitions = _validate(args)

@@ -24,7 +24,12 @@ from collections.abc import Callable, Iterable
 from pykbroker.clients.broker_connection import BrokerConnection
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging, error_line
+from pykbroker.tools.command_line_utils import (
+    ToolArgumentParser,
+    add_version_option,
+    configure_tool_logging,
+    error_line,
+)
 
 DESCRIBE_LOG_DIRS_VERSION = 4
 METADATA_VERSION = 12
@@ -190,6 +195,7 @@ def main(argv: list[str] | None = None, out=sys.stdout) -> int:
             "All brokers in the cluster will be queried if no broker list is specified"
         ),
     )
+    add_version_option(parser)
     args = parser.parse_args(argv)
     if not args.describe:
         parser.error("Command must include exactly one action: --describe")

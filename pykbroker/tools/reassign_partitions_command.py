@@ -51,7 +51,7 @@ from pykbroker.config.topic_config import (
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.protocol.config_resource import ConfigResourceType
-from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
+from pykbroker.tools.command_line_utils import ToolArgumentParser, add_version_option, configure_tool_logging
 from pykbroker.tools.topic_command import _metadata
 
 ANY_LOG_DIR = "any"
@@ -630,6 +630,7 @@ def _parser() -> ToolArgumentParser:
         "--additional", action="store_true", help="Execute this reassignment in addition to any other ongoing ones."
     )
     p.add_argument("--preserve-throttles", action="store_true", help="Do not modify broker or topic throttles.")
+    add_version_option(p)
     return p
 
 

@@ -29,7 +29,7 @@ import sys
 
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
-from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
+from pykbroker.tools.command_line_utils import ToolArgumentParser, add_version_option, configure_tool_logging
 from pykbroker.tools.consumer_group_command import Admin, CommandError, UsageError, _table, get_date_time
 
 SHARE_GROUP_STATES = ("Stable", "Empty", "Dead")
@@ -314,6 +314,7 @@ def _parser() -> argparse.ArgumentParser:
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="Only show results without executing changes.")
     mode.add_argument("--execute", action="store_true", help="Execute operation.")
+    add_version_option(p)
     return p
 
 

@@ -38,7 +38,12 @@ from pykbroker.metadata.topic_names import INTERNAL_TOPICS
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.protocol.config_resource import ConfigResourceType
-from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging, parse_key_values
+from pykbroker.tools.command_line_utils import (
+    ToolArgumentParser,
+    add_version_option,
+    configure_tool_logging,
+    parse_key_values,
+)
 
 DYNAMIC_TOPIC_CONFIG = 1
 
@@ -286,6 +291,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--replica-assignment", help="Broker ids per new partition: 1:2,2:3 (with --alter)")
     for o in REPORT_OPTIONS + ("topics_with_overrides",):
         p.add_argument("--" + o.replace("_", "-"), action="store_true")
+    add_version_option(p)
     return p
 
 

@@ -31,7 +31,7 @@ from pykbroker.clients.broker_connection import BrokerConnection, parse_bootstra
 from pykbroker.protocol import errors
 from pykbroker.protocol.api_keys import ApiKeys
 from pykbroker.protocol.types import ZERO_UUID
-from pykbroker.tools.command_line_utils import ToolArgumentParser, configure_tool_logging
+from pykbroker.tools.command_line_utils import ToolArgumentParser, add_version_option, configure_tool_logging
 from pykbroker.tools.metadata_quorum_command import pretty_print_table
 
 LIST_HEADERS = ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
@@ -357,6 +357,7 @@ def main(argv: list[str] | None = None, out=sys.stdout, err=sys.stderr) -> int:
     )
     hanging.add_argument("--topic", help="topic name to limit search to (required if --partition is specified)")
     hanging.add_argument("--partition", type=int, help="partition number")
+    add_version_option(parser, "-v", "--version", text="show the version of this Kafka distribution and exit")
     args = parser.parse_args(argv)
     try:
         if args.command == "list":
