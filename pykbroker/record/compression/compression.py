@@ -22,6 +22,10 @@ Thread-safety: codec objects are immutable and may be shared by all threads.
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
+from typing import Any
+
 NONE = 0
 GZIP = 1
 SNAPPY = 2
@@ -39,6 +43,20 @@ def decompression_limit(max_message_bytes: int) -> int:
     """Decompressed-size cap (bytes) for one batch of a topic with ``max.message.bytes`` =
     ``max_message_bytes``: ``max(64 MiB, 64 * max_message_bytes)``."""
     return max(DEFAULT_MAX_DECOMPRESSED_BYTES, DECOMPRESSION_RATIO_LIMIT * max_message_bytes)
+
+
+def lazy_module(name: str) -> Callable[[], Any]:
+    """A function returning the module ``name`` (e.g. ``"lz4.frame"``), imported on its first call: a broker that
+    never sees a codec never loads that codec's library (issue 31, start-up time)."""
+    module: Any = None
+
+    def get() -> Any:
+        nonlocal module
+        if module is None:
+            module = importlib.import_module(name)
+        return module
+
+    return get
 
 
 class Compression:

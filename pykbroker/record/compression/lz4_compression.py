@@ -15,24 +15,19 @@ level selects LZ4 HC at that level.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pykbroker.protocol.errors import CorruptRecordError
-from pykbroker.record.compression.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, LZ4, Compression, too_large
+from pykbroker.record.compression.compression import (
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    LZ4,
+    Compression,
+    lazy_module,
+    too_large,
+)
 
 MIN_LEVEL = 1
 MAX_LEVEL = 17
 DEFAULT_LEVEL = 9
-_lz4frame_module: Any = None  # lz4.frame, imported on first use: a broker that never sees lz4 never loads it (issue 31)
-
-
-def _lz4frame() -> Any:
-    global _lz4frame_module
-    if _lz4frame_module is None:
-        import lz4.frame
-
-        _lz4frame_module = lz4.frame
-    return _lz4frame_module
+_lz4frame = lazy_module("lz4.frame")
 
 
 class Lz4Compression(Compression):

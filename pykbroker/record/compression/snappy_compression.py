@@ -19,10 +19,15 @@ before it is decompressed, so the cap is never overshot.
 from __future__ import annotations
 
 import struct
-from typing import Any
 
 from pykbroker.protocol.errors import CorruptRecordError
-from pykbroker.record.compression.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, SNAPPY, Compression, too_large
+from pykbroker.record.compression.compression import (
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    SNAPPY,
+    Compression,
+    lazy_module,
+    too_large,
+)
 
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
 XERIAL_VERSION = 1
@@ -31,16 +36,7 @@ XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", XERIAL_VERSION, XERIAL_COMPATI
 XERIAL_BLOCK_SIZE = 32 * 1024
 
 _INT32 = struct.Struct(">i")
-_cramjam_module: Any = None  # cramjam, imported on first use: a broker that never sees snappy never loads it (issue 31)
-
-
-def _cramjam() -> Any:
-    global _cramjam_module
-    if _cramjam_module is None:
-        import cramjam
-
-        _cramjam_module = cramjam
-    return _cramjam_module
+_cramjam = lazy_module("cramjam")
 
 
 def _raw_decompress(block, budget: int, max_output_size: int) -> bytes:

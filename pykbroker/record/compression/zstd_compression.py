@@ -18,26 +18,22 @@ own compressor; decompression creates a decoder per call.
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from pykbroker.protocol.errors import CorruptRecordError
-from pykbroker.record.compression.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, ZSTD, Compression, too_large
+from pykbroker.record.compression.compression import (
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    ZSTD,
+    Compression,
+    lazy_module,
+    too_large,
+)
 
 MIN_LEVEL = -131072  # ZSTD_minCLevel()
 MAX_LEVEL = 22
 DEFAULT_LEVEL = 3
 MAX_EXPANSION = 32768
 _MIN_FEED = 1024
-_zstd_module: Any = None  # zstandard, imported on first use: a broker that never sees zstd never loads it (issue 31)
-
-
-def _zstd() -> Any:
-    global _zstd_module
-    if _zstd_module is None:
-        import zstandard
-
-        _zstd_module = zstandard
-    return _zstd_module
+_zstd = lazy_module("zstandard")
 
 
 class ZstdCompression(Compression):
