@@ -13,6 +13,7 @@ from pykbroker.config.config_def import ConfigException
 from pykbroker.metrics.prometheus import KafkaCollector, PrometheusReporter, parse_listener
 from pykbroker.metrics.reporter import create_reporters
 from pykbroker.utils.metrics import MetricsRegistry
+from tests.helpers.requests import stub_request
 
 
 def _scrape(registry: MetricsRegistry) -> dict[str, list]:
@@ -160,27 +161,10 @@ def test_request_channel_metrics_come_out_as_counters_and_summaries():
     from pykbroker.network.request_channel import RequestChannel
     from pykbroker.utils.time import SystemTime
 
-    class _Header:
-        api_version = 9
-
-    class _Context:
-        header = _Header()
-
-    class _Request:
-        api_name = "Produce"
-        context = _Context()
-        body = None
-        start_time_ns = 0
-        request_dequeue_time_ns = 1_000_000
-        api_local_complete_time_ns = 2_000_000
-        response_complete_time_ns = 3_000_000
-        response_dequeue_time_ns = 4_000_000
-        api_throttle_time_ms = 0
-
     r = MetricsRegistry()
     channel = RequestChannel(queue_size=10, metric_prefix="", time=SystemTime(), metrics=r)
     for end_ns in (5_000_000, 7_000_000):
-        channel.update_request_metrics(_Request(), end_ns)  # type: ignore[arg-type]
+        channel.update_request_metrics(stub_request("Produce", 9), end_ns)  # type: ignore[arg-type]
     families = _scrape(r)
     requests = families["kafka_network_requestmetrics_requests"]
     assert requests.type == "counter"

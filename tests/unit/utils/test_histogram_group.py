@@ -14,6 +14,7 @@ from pykbroker.network.request_channel import REQUEST_METRICS, RequestChannel
 from pykbroker.utils import metrics
 from pykbroker.utils.metrics import GroupMeter, Histogram, HistogramGroup, Meter, MetricsRegistry, request_metric_name
 from pykbroker.utils.time import SystemTime
+from tests.helpers.requests import stub_request
 
 
 def _state(h: Histogram) -> tuple:
@@ -204,24 +205,15 @@ def test_histogram_group_is_none_when_a_name_exists():
 def test_request_channel_records_seven_histograms_and_throttle_time():
     channel = RequestChannel(queue_size=10, metric_prefix="", time=SystemTime(), metrics=MetricsRegistry())
 
-    class _Header:
-        api_version = 9
-
-    class _Context:
-        header = _Header()
-
-    class _Request:
-        api_name = "Produce"
-        context = _Context()
-        body = None
-        start_time_ns = 1_000_000
-        request_dequeue_time_ns = 3_000_000
-        api_local_complete_time_ns = 4_000_000
-        response_complete_time_ns = 4_500_000
-        response_dequeue_time_ns = -1  # never dequeued: counts as response_complete_time_ns
-        api_throttle_time_ms = 2
-
-    channel.update_request_metrics(_Request(), 10_000_000)  # type: ignore[arg-type]
+    request = stub_request(
+        start_ns=1_000_000,
+        dequeue_ns=3_000_000,
+        local_complete_ns=4_000_000,
+        response_complete_ns=4_500_000,
+        response_dequeue_ns=-1,  # never dequeued: counts as response_complete_time_ns
+        throttle_time_ms=2,
+    )
+    channel.update_request_metrics(request, 10_000_000)  # type: ignore[arg-type]
     got = {m: channel.metrics.metrics[request_metric_name(m, "Produce")] for m in REQUEST_METRICS}
     expected = {
         "RequestQueueTimeMs": 2.0,
@@ -238,27 +230,6 @@ def test_request_channel_records_seven_histograms_and_throttle_time():
         assert (h.count, h.sum, h.min, h.max) == (1, value, value, value), metric
 
 
-def _request(api: str, version: int, body=None):
-    class _Header:
-        api_version = version
-
-    class _Context:
-        header = _Header()
-
-    class _Request:
-        api_name = api
-        context = _Context()
-        start_time_ns = 0
-        request_dequeue_time_ns = 1_000_000
-        api_local_complete_time_ns = 2_000_000
-        response_complete_time_ns = 3_000_000
-        response_dequeue_time_ns = 4_000_000
-        api_throttle_time_ms = 0
-
-    _Request.body = body
-    return _Request()
-
-
 def test_request_channel_counts_requests_per_sec_per_version_and_fetch_kind():
     """RequestsPerSec per API and version (a GroupMeter of the API's group, exact at every read), and a Fetch
     also under FetchFollower / FetchConsumer, whose timings and meters are their own."""
@@ -269,15 +240,15 @@ def test_request_channel_counts_requests_per_sec_per_version_and_fetch_kind():
         return registry.get(f"kafka.network:type=RequestMetrics,name=RequestsPerSec,request={api},version={version}")
 
     for i in range(HistogramGroup.FOLD_AT + 3):
-        channel.update_request_metrics(_request("Produce", 9 if i % 3 else 11), 5_000_000)  # type: ignore[arg-type]
+        channel.update_request_metrics(stub_request("Produce", 9 if i % 3 else 11), 5_000_000)  # type: ignore[arg-type]
         if i == 0:
             assert per_sec("Produce", 11).count == 1
             assert per_sec("Produce", 9) is None  # registered at its first request
     assert (per_sec("Produce", 9).count, per_sec("Produce", 11).count) == (172, 87)
     assert isinstance(per_sec("Produce", 9), GroupMeter)
     assert registry.get(request_metric_name("TotalTimeMs", "Produce")).count == 259
-    follower = _request("Fetch", 16, {"replica_state": {"replica_id": 2}})
-    consumer = _request("Fetch", 11, {"replica_id": -1})
+    follower = stub_request("Fetch", 16, {"replica_state": {"replica_id": 2}})
+    consumer = stub_request("Fetch", 11, {"replica_id": -1})
     for request in (follower, follower, consumer):
         channel.update_request_metrics(request, 6_000_000)  # type: ignore[arg-type]
     assert (per_sec("Fetch", 16).count, per_sec("Fetch", 11).count) == (2, 1)
@@ -296,7 +267,7 @@ def test_request_channel_updates_metrics_registered_before_one_by_one():
     meter = registry.meter("kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce,version=9")
     channel = RequestChannel(queue_size=10, metric_prefix="", time=SystemTime(), metrics=registry)
     for _ in range(3):
-        channel.update_request_metrics(_request("Produce", 9), 5_000_000)  # type: ignore[arg-type]
+        channel.update_request_metrics(stub_request("Produce", 9), 5_000_000)  # type: ignore[arg-type]
     assert (histogram.count, histogram.max, meter.count) == (3, 5.0, 3)
     assert registry.get(request_metric_name("LocalTimeMs", "Produce")).count == 3
 
@@ -308,7 +279,7 @@ def test_two_request_channels_of_one_registry_share_an_apis_metrics():
     data = RequestChannel(queue_size=10, metric_prefix="", time=SystemTime(), metrics=registry)
     control = RequestChannel(queue_size=10, metric_prefix="ControlPlane", time=SystemTime(), metrics=registry)
     for channel in (data, control, control):
-        channel.update_request_metrics(_request("ApiVersions", 3), 5_000_000)  # type: ignore[arg-type]
+        channel.update_request_metrics(stub_request("ApiVersions", 3), 5_000_000)  # type: ignore[arg-type]
     total = registry.get(request_metric_name("TotalTimeMs", "ApiVersions"))
     assert (total.count, total.sum) == (3, 15.0)
     meter = registry.get("kafka.network:type=RequestMetrics,name=RequestsPerSec,request=ApiVersions,version=3")
@@ -327,7 +298,7 @@ def test_a_name_of_another_group_is_left_to_that_group():
     assert other is not None
     channel = RequestChannel(queue_size=10, metric_prefix="", time=SystemTime(), metrics=registry)
     for _ in range(2):
-        channel.update_request_metrics(_request("Produce", 9), 5_000_000)  # type: ignore[arg-type]
+        channel.update_request_metrics(stub_request("Produce", 9), 5_000_000)  # type: ignore[arg-type]
     assert registry.get(request_metric_name("TotalTimeMs", "Produce")).count == 2
     assert other.histograms[0].count == 0
     meter = registry.get("kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce,version=9")
