@@ -78,6 +78,13 @@ class RequestHelper:
         #: topics by id, e.g. DeleteTopics v6+); None on a controller-only node
         self.topic_name = topic_name
 
+    def _throttle_applies(self, request: Request) -> bool:
+        """Whether the request quota (enabled) or a byte-rate throttle already pending on ``request`` may change its
+        answer: ``request_throttle`` then records and applies them (a throttle_time_ms in the body, a muted
+        channel)."""
+        quotas = self.quotas
+        return quotas is not None and (quotas.request.quotas_enabled or request.pending_throttle is not None)
+
     def authorize(self, request: Request, operation: int, resource_type: int, name: str) -> bool:
         """Kafka's AuthHelper.authorize: may the request's principal do ``operation`` on the resource?"""
         authorizer = self.authorizer
@@ -107,9 +114,8 @@ class RequestHelper:
             return
         h = request.context.header
         version = h.api_version if version is None else version
-        quotas = self.quotas
-        if quotas is not None and (quotas.request.quotas_enabled or request.pending_throttle is not None):
-            body = request_throttle.apply(quotas, request, body, self.request_channel_for(request))
+        if self._throttle_applies(request):
+            body = request_throttle.apply(self.quotas, request, body, self.request_channel_for(request))
         try:
             parts = encode_response_parts(h.api_key, version, h.correlation_id, body)
             if counts is None:
@@ -145,8 +151,7 @@ class RequestHelper:
         :meth:`send_response`) when not, when ``encode`` answers None or raises."""
         if request.envelope is not None:
             return False
-        quotas = self.quotas
-        if quotas is not None and (quotas.request.quotas_enabled or request.pending_throttle is not None):
+        if self._throttle_applies(request):
             return False
         h = request.context.header
         try:
@@ -167,10 +172,9 @@ class RequestHelper:
         ``error_code`` is what ErrorsPerSec counts. ``body``: the dict it was encoded from, sent instead (encoded
         again) when a quota throttles the request, so that the response carries its ``throttle_time_ms``."""
         h = request.context.header
-        quotas = self.quotas
-        if quotas is not None and (quotas.request.quotas_enabled or request.pending_throttle is not None):
+        if self._throttle_applies(request):
             given = body if body is not None else {"error_code": error_code}
-            throttled = request_throttle.apply(quotas, request, given, self.request_channel_for(request))
+            throttled = request_throttle.apply(self.quotas, request, given, self.request_channel_for(request))
             if body is not None and throttled is not body:
                 encoded_body = encode_response_body(h.api_key, h.api_version, throttled)
         parts = response_frame(h.api_key, h.api_version, h.correlation_id, encoded_body)
@@ -226,9 +230,8 @@ class RequestHelper:
 
     def send_no_op_response(self, request: Request) -> None:
         """No response (acks=0 produce): exempt from the request quota; a byte-rate throttle still mutes."""
-        quotas = self.quotas
-        if quotas is not None and (quotas.request.quotas_enabled or request.pending_throttle is not None):
-            request_throttle.apply(quotas, request, None, self.request_channel_for(request))
+        if self._throttle_applies(request):
+            request_throttle.apply(self.quotas, request, None, self.request_channel_for(request))
         self.request_channel_for(request).send_no_op_response(request)
 
     def close_connection(self, request: Request) -> None:
