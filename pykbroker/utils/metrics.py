@@ -73,17 +73,17 @@ class Histogram:
         count = self.count
         return self._sum / count if count else 0.0
 
-    def percentile(self, p: float) -> float:
+    def _sorted_samples(self) -> list[float]:
+        """The reservoir's samples, sorted, in the unit read (a subclass keeping them otherwise overrides this)."""
         with self._lock:
-            s = sorted(self._samples)
-        if not s:
-            return 0.0
-        return s[min(len(s) - 1, int(p * len(s)))]
+            return sorted(self._samples)
+
+    def percentile(self, p: float) -> float:
+        return self.quantiles((p,))[0]
 
     def quantiles(self, ps: tuple[float, ...]) -> list[float]:
         """Several percentiles from one sort of the reservoir (a scrape reads six at once)."""
-        with self._lock:
-            s = sorted(self._samples)
+        s = self._sorted_samples()
         if not s:
             return [0.0] * len(ps)
         n = len(s)
@@ -91,13 +91,14 @@ class Histogram:
 
     def snapshot(self) -> dict:
         count = self.count
+        p50, p99 = self.quantiles((0.5, 0.99))
         return {
             "count": count,
             "mean": self.mean,
-            "min": self._min if count else 0.0,
-            "max": self._max if count else 0.0,
-            "p50": self.percentile(0.5),
-            "p99": self.percentile(0.99),
+            "min": self.min if count else 0.0,
+            "max": self.max if count else 0.0,
+            "p50": p50,
+            "p99": p99,
         }
 
 
@@ -269,30 +270,12 @@ class GroupHistogram(Histogram):
             count, total = group._count, group._sums[self._index]
         return total / 1e6 / count if count else 0.0
 
-    def quantiles(self, ps: tuple[float, ...]) -> list[float]:
+    def _sorted_samples(self) -> list[float]:
         group = self._group
         group.drain()
         with group._lock:
             s = group._column_ns(self._index)
-        if not s:
-            return [0.0] * len(ps)
-        n = len(s)
-        return [s[min(n - 1, int(p * n))] / 1e6 for p in ps]
-
-    def percentile(self, p: float) -> float:
-        return self.quantiles((p,))[0]
-
-    def snapshot(self) -> dict:
-        count = self.count
-        p50, p99 = self.quantiles((0.5, 0.99))
-        return {
-            "count": count,
-            "mean": self.mean,
-            "min": self.min if count else 0.0,
-            "max": self.max if count else 0.0,
-            "p50": p50,
-            "p99": p99,
-        }
+        return [v / 1e6 for v in s]
 
 
 class Meter:
